@@ -1,0 +1,173 @@
+//! `ProviderArgs`: the flags every provider binary shares (DESIGN.md "Command lines").
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+use crate::bus::BusOptions;
+use crate::retire::RetireRules;
+use crate::runner::Settings;
+use crate::standing::StandingRules;
+
+/// The shared provider flags, with env fallbacks and humantime durations.
+///
+/// Flatten it into a binary's own arguments:
+///
+/// ```no_run
+/// use clap::Parser;
+///
+/// #[derive(Parser)]
+/// struct Cli {
+///     #[command(flatten)]
+///     provider: mesh_sdk::ProviderArgs,
+///     /// The provider's own flag.
+///     #[arg(long)]
+///     root: std::path::PathBuf,
+/// }
+///
+/// let cli = Cli::parse();
+/// let settings = cli.provider.settings();
+/// # let _ = settings;
+/// ```
+#[derive(Args, Clone, Debug, PartialEq, Eq)]
+pub struct ProviderArgs {
+    /// The contributions file (JSON), re-read every pass.
+    #[arg(long, env = "MESH_CONTRIBUTIONS")]
+    pub contributions: PathBuf,
+
+    /// NATS server URL.
+    #[arg(long, env = "MESH_NATS_URL", default_value = "nats://127.0.0.1:4222")]
+    pub nats: String,
+
+    /// NATS user name.
+    #[arg(long, env = "MESH_NATS_USER", requires = "nats_password_file")]
+    pub nats_user: Option<String>,
+
+    /// File holding the NATS user's password.
+    #[arg(long, env = "MESH_NATS_PASSWORD_FILE", requires = "nats_user")]
+    pub nats_password_file: Option<PathBuf>,
+
+    /// Time between passes.
+    #[arg(long, env = "MESH_PASS_EVERY", default_value = "5s", value_parser = humantime::parse_duration)]
+    pub pass_every: Duration,
+
+    /// How long a consumer fails without one success before `failing` is said.
+    #[arg(long, env = "MESH_FAILING_AFTER", default_value = "5m", value_parser = humantime::parse_duration)]
+    pub failing_after: Duration,
+
+    /// How often `failing` is said again while it lasts.
+    #[arg(long, env = "MESH_REPEAT_EVERY", default_value = "15m", value_parser = humantime::parse_duration)]
+    pub repeat_every: Duration,
+
+    /// Passes a withdrawn consumer must be missing for before it is retired.
+    #[arg(long, env = "MESH_RETIRE_AFTER_PASSES", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    pub retire_after_passes: u32,
+
+    /// Time a withdrawn consumer must be missing for before it is retired.
+    #[arg(long, env = "MESH_RETIRE_AFTER", default_value = "10m", value_parser = humantime::parse_duration)]
+    pub retire_after: Duration,
+
+    /// Consumers attempted at once.
+    #[arg(long, env = "MESH_CONCURRENCY", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
+    pub concurrency: u32,
+
+    /// Bound of each call to the backend.
+    #[arg(long, env = "MESH_CALL_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
+    pub call_timeout: Duration,
+
+    /// How long to wait for the bus to acknowledge an event before holding it.
+    #[arg(long, env = "MESH_ACK_TIMEOUT", default_value = "5s", value_parser = humantime::parse_duration)]
+    pub ack_timeout: Duration,
+}
+
+impl ProviderArgs {
+    /// The loop settings these flags ask for.
+    pub fn settings(&self) -> Settings {
+        Settings {
+            pass_every: self.pass_every,
+            standing: StandingRules {
+                failing_after: self.failing_after,
+                repeat_every: self.repeat_every,
+            },
+            retire: RetireRules {
+                after_passes: self.retire_after_passes,
+                after: self.retire_after,
+            },
+            concurrency: self.concurrency as usize,
+            call_timeout: self.call_timeout,
+        }
+    }
+
+    /// How to reach the bus.
+    pub fn bus_options(&self) -> BusOptions {
+        BusOptions {
+            url: self.nats.clone(),
+            user: self.nats_user.clone(),
+            password_file: self.nats_password_file.clone(),
+            ack_timeout: self.ack_timeout,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        provider: ProviderArgs,
+    }
+
+    #[test]
+    fn defaults_are_the_design() {
+        let cli = Cli::try_parse_from(["p", "--contributions", "c.json"]).unwrap();
+        let s = cli.provider.settings();
+        assert_eq!(s, Settings::default());
+        assert_eq!(cli.provider.nats, "nats://127.0.0.1:4222");
+    }
+
+    #[test]
+    fn flags_take_humantime() {
+        let cli = Cli::try_parse_from([
+            "p",
+            "--contributions",
+            "c.json",
+            "--pass-every",
+            "1s",
+            "--failing-after",
+            "5s",
+            "--repeat-every",
+            "1m 30s",
+            "--retire-after-passes",
+            "2",
+            "--retire-after",
+            "500ms",
+            "--nats-user",
+            "u",
+            "--nats-password-file",
+            "pw",
+        ])
+        .unwrap();
+        let s = cli.provider.settings();
+        assert_eq!(s.pass_every, Duration::from_secs(1));
+        assert_eq!(s.standing.failing_after, Duration::from_secs(5));
+        assert_eq!(s.standing.repeat_every, Duration::from_secs(90));
+        assert_eq!(s.retire.after_passes, 2);
+        assert_eq!(s.retire.after, Duration::from_millis(500));
+    }
+
+    #[test]
+    fn bad_values_are_refused() {
+        for bad in [
+            vec!["p", "--contributions", "c", "--pass-every", "soon"],
+            vec!["p", "--contributions", "c", "--concurrency", "0"],
+            vec!["p", "--contributions", "c", "--nats-user", "u"],
+            vec!["p"],
+        ] {
+            assert!(Cli::try_parse_from(&bad).is_err(), "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,223 @@
+//! The bus: events go out through JetStream, awaiting the ack; an event not
+//! acknowledged is held (newest word per key) and sent again.
+//!
+//! [`Outbox`] holds what must still be sent; [`publish_loop`] drains it into
+//! an [`EventSink`] (JetStream in production, [`crate::testing::RecordingSink`]
+//! in the SDK's own tests); [`connect`] opens the provider's NATS connection.
+
+mod nats;
+mod publisher;
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use tokio::sync::Notify;
+
+use crate::event::{Event, EventKind};
+use crate::name::Name;
+
+pub use nats::{connect, BusError, BusOptions, JetStreamSink};
+pub use publisher::publish_loop;
+
+/// Where events go.
+///
+/// # Guarantees expected of an implementation
+/// `Ok` means the event was stored by the receiver (for JetStream: the
+/// publish ack arrived). Anything else is an `Err`, and the event is sent
+/// again later with the same `msg_id` (receivers deduplicate by it).
+#[async_trait]
+pub trait EventSink: Send + Sync + 'static {
+    /// Sends one event and waits until it is stored.
+    async fn publish(&self, subject: &str, msg_id: &str, body: Bytes) -> Result<(), SinkError>;
+}
+
+/// An event that was not stored; it stays held and is sent again.
+#[derive(Debug, thiserror::Error)]
+#[error("event on {subject} not acknowledged: {reason}")]
+pub struct SinkError {
+    /// The event's subject.
+    pub subject: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// Which held event a newer one replaces: the newest word per key is sent.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Key {
+    /// `failing` and `recovered` of one consumer (the newer replaces the older).
+    Standing(Name),
+    /// One retirement action of one consumer.
+    Retirement(Name, &'static str),
+    /// Repairs of one fault.
+    Repair(Name),
+}
+
+impl Key {
+    /// The key an event is held under.
+    pub fn of(event: &Event) -> Key {
+        match event {
+            Event::Failing(b) => Key::Standing(b.consumer.clone()),
+            Event::Recovered(b) => Key::Standing(b.consumer.clone()),
+            Event::Retirement(b) => Key::Retirement(b.consumer.clone(), b.action.as_str()),
+            Event::Repair(b) => Key::Repair(b.fault.clone()),
+        }
+    }
+}
+
+/// An event waiting for its ack.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pending {
+    /// Order in which events were put; a newer word has a higher number.
+    pub seq: u64,
+    /// The subject.
+    pub subject: String,
+    /// Deduplication id (`Nats-Msg-Id`), the same on every try.
+    pub msg_id: String,
+    /// The body.
+    pub body: Bytes,
+    /// The kind, for logs.
+    pub kind: EventKind,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    next_seq: u64,
+    pending: BTreeMap<Key, Pending>,
+}
+
+/// Events not yet acknowledged, newest word per [`Key`].
+#[derive(Debug)]
+pub struct Outbox {
+    run_id: String,
+    inner: Mutex<Inner>,
+    notify: Notify,
+}
+
+impl Default for Outbox {
+    fn default() -> Self {
+        Outbox::new()
+    }
+}
+
+impl Outbox {
+    /// An empty outbox. Message ids carry a per-process run id so a restarted
+    /// provider's events are never mistaken for duplicates of an earlier run's.
+    pub fn new() -> Outbox {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        Outbox {
+            run_id: format!("{nanos:x}-{}", std::process::id()),
+            inner: Mutex::new(Inner::default()),
+            notify: Notify::new(),
+        }
+    }
+
+    /// Holds `event` for `subject`, replacing an older held word of the same key.
+    pub fn put(&self, subject: String, event: &Event) {
+        let key = Key::of(event);
+        let body = Bytes::from(event.to_json());
+        let mut inner = self.inner.lock().expect("outbox lock");
+        inner.next_seq += 1;
+        let seq = inner.next_seq;
+        let msg_id = format!("{}:{}", self.run_id, seq);
+        inner.pending.insert(
+            key,
+            Pending {
+                seq,
+                subject,
+                msg_id,
+                body,
+                kind: event.kind(),
+            },
+        );
+        drop(inner);
+        self.notify.notify_one();
+    }
+
+    /// Everything held, oldest first.
+    pub fn snapshot(&self) -> Vec<(Key, Pending)> {
+        let inner = self.inner.lock().expect("outbox lock");
+        let mut all: Vec<(Key, Pending)> = inner
+            .pending
+            .iter()
+            .map(|(k, p)| (k.clone(), p.clone()))
+            .collect();
+        all.sort_by_key(|(_, p)| p.seq);
+        all
+    }
+
+    /// The event `seq` under `key` was acknowledged: drop it unless a newer word replaced it.
+    pub fn done(&self, key: &Key, seq: u64) {
+        let mut inner = self.inner.lock().expect("outbox lock");
+        if inner.pending.get(key).is_some_and(|p| p.seq == seq) {
+            inner.pending.remove(key);
+        }
+    }
+
+    /// How many events are held.
+    pub fn len(&self) -> usize {
+        self.inner.lock().expect("outbox lock").pending.len()
+    }
+
+    /// Whether nothing is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Resolves when an event was put since the last call.
+    pub async fn changed(&self) {
+        self.notify.notified().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::Timestamp;
+    use crate::event::Recovered;
+    use crate::standing::RecoveredReason;
+
+    fn recovered(consumer: &str, reason: RecoveredReason) -> Event {
+        Event::Recovered(Recovered {
+            v: 1,
+            consumer: Name::parse(consumer).unwrap(),
+            consumer_machine: None,
+            provision: None,
+            reason,
+            said_at: Timestamp::parse("2026-10-05T00:00:00Z").unwrap(),
+        })
+    }
+
+    #[test]
+    fn newest_word_per_key_is_held() {
+        let outbox = Outbox::new();
+        outbox.put(
+            "s.a".into(),
+            &recovered("a", RecoveredReason::FirstSuccessAfterStart),
+        );
+        outbox.put("s.b".into(), &recovered("b", RecoveredReason::Success));
+        outbox.put("s.a".into(), &recovered("a", RecoveredReason::Success));
+        let held = outbox.snapshot();
+        assert_eq!(held.len(), 2);
+        assert_eq!(held[0].0, Key::Standing(Name::parse("b").unwrap()));
+        assert!(String::from_utf8_lossy(&held[1].1.body).contains("\"reason\":\"success\""));
+    }
+
+    #[test]
+    fn done_drops_only_the_acknowledged_word() {
+        let outbox = Outbox::new();
+        outbox.put("s".into(), &recovered("a", RecoveredReason::Success));
+        let (key, first) = outbox.snapshot().remove(0);
+        outbox.put("s".into(), &recovered("a", RecoveredReason::Retired));
+        outbox.done(&key, first.seq);
+        assert_eq!(outbox.len(), 1, "a newer word survives the older one's ack");
+        let (key, second) = outbox.snapshot().remove(0);
+        assert_ne!(first.msg_id, second.msg_id);
+        outbox.done(&key, second.seq);
+        assert!(outbox.is_empty());
+    }
+}

@@ -1,0 +1,91 @@
+//! Drains the outbox into a sink, again and again until every event is acknowledged.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::stream::{self, StreamExt};
+
+use super::{EventSink, Outbox};
+
+/// Events in flight at once.
+const IN_FLIGHT: usize = 256;
+
+/// Sends held events until `stop` resolves, retrying unacknowledged ones
+/// every `retry_every`. On `stop` it makes one last attempt (bounded by the
+/// sink's own ack timeout) and returns how many events are still held.
+pub async fn publish_loop(
+    outbox: Arc<Outbox>,
+    sink: Arc<dyn EventSink>,
+    retry_every: Duration,
+    stop: impl std::future::Future<Output = ()>,
+) -> usize {
+    tokio::pin!(stop);
+    let mut failing = false;
+    loop {
+        let held = drain(&outbox, sink.as_ref(), &mut failing).await;
+        let wait = async {
+            if held > 0 {
+                tokio::time::sleep(retry_every).await;
+            } else {
+                outbox.changed().await;
+            }
+        };
+        tokio::select! {
+            () = &mut stop => break,
+            () = wait => {}
+        }
+    }
+    drain(&outbox, sink.as_ref(), &mut failing).await;
+    let left = outbox.len();
+    if left > 0 {
+        tracing::warn!(
+            held = left,
+            "stopping with events not acknowledged by the bus"
+        );
+    }
+    left
+}
+
+/// One attempt at every held event; returns how many are still held.
+async fn drain(outbox: &Outbox, sink: &dyn EventSink, failing: &mut bool) -> usize {
+    let held = outbox.snapshot();
+    if held.is_empty() {
+        return 0;
+    }
+    let results: Vec<_> = stream::iter(held)
+        .map(|(key, pending)| async move {
+            let result = sink
+                .publish(&pending.subject, &pending.msg_id, pending.body.clone())
+                .await;
+            (key, pending, result)
+        })
+        .buffer_unordered(IN_FLIGHT)
+        .collect()
+        .await;
+    let mut refused = 0usize;
+    let mut first_error = None;
+    for (key, pending, result) in results {
+        match result {
+            Ok(()) => {
+                tracing::debug!(subject = %pending.subject, kind = pending.kind.as_str(), "event acknowledged");
+                outbox.done(&key, pending.seq);
+            }
+            Err(error) => {
+                refused += 1;
+                first_error.get_or_insert(error);
+            }
+        }
+    }
+    match first_error {
+        Some(error) if !*failing => {
+            *failing = true;
+            tracing::warn!(held = refused, error = %error, "events not acknowledged by the bus; holding them and sending again");
+        }
+        None if *failing => {
+            *failing = false;
+            tracing::info!("bus acknowledges events again");
+        }
+        _ => {}
+    }
+    outbox.len()
+}

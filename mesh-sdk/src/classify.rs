@@ -1,0 +1,202 @@
+//! The four classes of failure a person reading `status` needs first.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// Why a consumer's provision failed, as the mesh reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Class {
+    /// The backend refused a login: a password or secret was rejected.
+    CredentialsRejected,
+    /// The backend could not be reached in time (refused, reset, timed out, shutting down).
+    Unreachable,
+    /// The consumer's minted secret was missing, unreadable or empty.
+    SecretUnreadable,
+    /// Any other refusal.
+    Refused,
+}
+
+impl Class {
+    /// Every class, in a stable order.
+    pub const ALL: [Class; 4] = [
+        Class::CredentialsRejected,
+        Class::Unreachable,
+        Class::SecretUnreadable,
+        Class::Refused,
+    ];
+
+    /// The class as it is written on the bus and in `status`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Class::CredentialsRejected => "credentials-rejected",
+            Class::Unreachable => "unreachable",
+            Class::SecretUnreadable => "secret-unreadable",
+            Class::Refused => "refused",
+        }
+    }
+}
+
+impl fmt::Display for Class {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+const CREDENTIALS: &[&str] = &[
+    "password authentication failed",
+    "authentication failed",
+    "invalid_grant",
+    "invalid_client",
+    "unauthorized_client",
+    "invalid user credentials",
+    "invalid client credentials",
+    "invalid credentials",
+    "bad credentials",
+    "wrong password",
+    "invalid password",
+    "login failed",
+    "unauthorized",
+    "401",
+];
+
+const UNREACHABLE: &[&str] = &[
+    "connection refused",
+    "connection reset",
+    "connection closed",
+    "connection aborted",
+    "broken pipe",
+    "timed out",
+    "timeout",
+    "deadline has elapsed",
+    "no route to host",
+    "network is unreachable",
+    "host is unreachable",
+    "unreachable",
+    "failed to lookup address",
+    "name or service not known",
+    "temporary failure in name resolution",
+    "dns error",
+    "could not connect",
+    "error connecting",
+    "shutting down",
+    "starting up",
+    "unexpected eof",
+    "502",
+    "503",
+    "504",
+];
+
+const SECRET: &[&str] = &["secret-unreadable", "secret unreadable", "minted secret"];
+
+/// Classifies an error from its words: the default when the provider has no
+/// typed classification of its own.
+///
+/// Credential words win over reachability words (a "login failed: connection
+/// closed" is a refused login); anything unrecognised is [`Class::Refused`].
+pub fn classify_words(text: &str) -> Class {
+    let lower = text.to_lowercase();
+    let has = |words: &[&str]| words.iter().any(|w| contains_word(&lower, w));
+    if has(SECRET) {
+        Class::SecretUnreadable
+    } else if has(CREDENTIALS) {
+        Class::CredentialsRejected
+    } else if has(UNREACHABLE) {
+        Class::Unreachable
+    } else {
+        Class::Refused
+    }
+}
+
+/// `needle` occurs in `haystack` not glued to other letters or digits, so
+/// "401" does not match "14012" and "timeout" does not match "timeouts_total".
+fn contains_word(haystack: &str, needle: &str) -> bool {
+    let alnum = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric());
+    haystack.match_indices(needle).any(|(at, _)| {
+        !alnum(haystack[..at].chars().next_back())
+            && !alnum(haystack[at + needle.len()..].chars().next())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn typical_words_map_to_each_class() {
+        let cases = [
+            (
+                "db error: FATAL: password authentication failed for user \"forge\"",
+                Class::CredentialsRejected,
+            ),
+            (
+                "{\"error\":\"invalid_grant\",\"error_description\":\"Invalid user credentials\"}",
+                Class::CredentialsRejected,
+            ),
+            (
+                "HTTP status client error (401 Unauthorized)",
+                Class::CredentialsRejected,
+            ),
+            (
+                "invalid_client: Invalid client or Invalid client credentials",
+                Class::CredentialsRejected,
+            ),
+            (
+                "error connecting to server: Connection refused (os error 111)",
+                Class::Unreachable,
+            ),
+            ("operation timed out", Class::Unreachable),
+            ("check timed out after 30s", Class::Unreachable),
+            ("deadline has elapsed", Class::Unreachable),
+            (
+                "FATAL: the database system is shutting down",
+                Class::Unreachable,
+            ),
+            (
+                "FATAL: the database system is starting up",
+                Class::Unreachable,
+            ),
+            ("connection reset by peer", Class::Unreachable),
+            (
+                "error trying to connect: dns error: failed to lookup address information",
+                Class::Unreachable,
+            ),
+            ("HTTP 503 Service Unavailable", Class::Unreachable),
+            (
+                "secret-unreadable: minted secret file is empty",
+                Class::SecretUnreadable,
+            ),
+            ("permission denied to create database", Class::Refused),
+            ("role \"postgres\" is not a mesh role", Class::Refused),
+            ("", Class::Refused),
+        ];
+        for (text, class) in cases {
+            assert_eq!(classify_words(text), class, "{text}");
+        }
+    }
+
+    #[test]
+    fn numbers_and_words_match_whole() {
+        assert_eq!(classify_words("row 14012 refused"), Class::Refused);
+        assert_eq!(classify_words("metric timeouts_total=3"), Class::Refused);
+        assert_eq!(classify_words("status 401"), Class::CredentialsRejected);
+    }
+
+    #[test]
+    fn credentials_win_over_reachability() {
+        assert_eq!(
+            classify_words("login failed: connection closed by server"),
+            Class::CredentialsRejected
+        );
+    }
+
+    #[test]
+    fn class_names_round_trip() {
+        for class in Class::ALL {
+            let json = serde_json::to_string(&class).unwrap();
+            assert_eq!(json, format!("\"{}\"", class.as_str()));
+            assert_eq!(serde_json::from_str::<Class>(&json).unwrap(), class);
+        }
+    }
+}

@@ -1,0 +1,113 @@
+//! Wall-clock times for event bodies, from one place tests can fix.
+//!
+//! Loop logic measures time with `tokio::time::Instant` (so tests run on the
+//! paused clock); a [`WallClock`] maps those instants to UTC times.
+
+use std::fmt;
+use std::time::{Duration, SystemTime};
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use tokio::time::Instant;
+
+/// A UTC time, written as RFC 3339 with whole seconds (`2026-10-05T00:04:00Z`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Timestamp(pub SystemTime);
+
+impl Timestamp {
+    /// Parses an RFC 3339 UTC time (`Z`, optional fractional seconds).
+    ///
+    /// # Errors
+    /// When `text` is not such a time.
+    pub fn parse(text: &str) -> Result<Timestamp, humantime::TimestampError> {
+        humantime::parse_rfc3339_weak(text).map(Timestamp)
+    }
+}
+
+impl fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", humantime::format_rfc3339_seconds(self.0))
+    }
+}
+
+impl Serialize for Timestamp {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Timestamp {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Timestamp::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Maps loop instants to wall-clock times.
+#[derive(Clone, Copy, Debug)]
+pub struct WallClock {
+    base_wall: SystemTime,
+    base_instant: Instant,
+}
+
+impl WallClock {
+    /// The system clock, anchored now.
+    pub fn system() -> WallClock {
+        WallClock {
+            base_wall: SystemTime::now(),
+            base_instant: Instant::now(),
+        }
+    }
+
+    /// A clock that reads `wall` at the loop instant `at` (tests fix time this way).
+    pub fn fixed(wall: SystemTime, at: Instant) -> WallClock {
+        WallClock {
+            base_wall: wall,
+            base_instant: at,
+        }
+    }
+
+    /// The wall time of loop instant `at`.
+    pub fn at(&self, at: Instant) -> Timestamp {
+        let wall = if at >= self.base_instant {
+            self.base_wall + (at - self.base_instant)
+        } else {
+            self.base_wall
+                .checked_sub(self.base_instant - at)
+                .unwrap_or(SystemTime::UNIX_EPOCH)
+        };
+        Timestamp(wall)
+    }
+
+    /// The wall time now.
+    pub fn now(&self) -> Timestamp {
+        self.at(Instant::now())
+    }
+}
+
+/// Seconds as a `Duration` (readability helper for settings).
+pub const fn secs(n: u64) -> Duration {
+    Duration::from_secs(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_and_parses_rfc3339() {
+        let t = Timestamp::parse("2026-10-05T00:04:00Z").unwrap();
+        assert_eq!(t.to_string(), "2026-10-05T00:04:00Z");
+        let json = serde_json::to_string(&t).unwrap();
+        assert_eq!(json, "\"2026-10-05T00:04:00Z\"");
+        assert_eq!(serde_json::from_str::<Timestamp>(&json).unwrap(), t);
+        assert!(Timestamp::parse("yesterday").is_err());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn maps_instants_to_wall_time() {
+        let base = Timestamp::parse("2026-10-05T00:00:00Z").unwrap().0;
+        let clock = WallClock::fixed(base, Instant::now());
+        tokio::time::advance(secs(240)).await;
+        assert_eq!(clock.now().to_string(), "2026-10-05T00:04:00Z");
+    }
+}

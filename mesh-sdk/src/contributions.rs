@@ -1,0 +1,417 @@
+//! The contributions file: who this provider serves.
+//!
+//! Parsed entry by entry: an entry with a name that is not a valid token is
+//! refused with an error naming it, and the others go on. A file that cannot
+//! be read or parsed as a whole keeps the last good list ([`Source`]).
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Deserialize;
+
+use crate::name::{Name, NameError};
+
+/// The provider a contributions file is for.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Deserialize)]
+pub struct ProviderId {
+    /// The provider module.
+    pub module: Name,
+    /// The machine it runs on.
+    pub machine: Name,
+}
+
+impl std::fmt::Display for ProviderId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}@{}", self.module, self.machine)
+    }
+}
+
+/// One consumer the provider is asked to serve.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Consumer {
+    /// The consumer module's name (also the provision's name at the backend).
+    pub name: Name,
+    /// The machine the consumer runs on.
+    pub machine: Name,
+    /// What is provided, e.g. `postgres-database`.
+    pub provision: String,
+    /// The minted secret's file, resolved against the contributions file's folder.
+    pub secret_file: PathBuf,
+    /// Provider-specific options, as given.
+    pub options: serde_json::Value,
+}
+
+/// A parsed contributions file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Contributions {
+    /// Who the file is for.
+    pub provider: ProviderId,
+    /// The valid consumer entries, in file order.
+    pub consumers: Vec<Consumer>,
+}
+
+/// A consumer entry that was refused; the others go on.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("consumer entry {index}{named}: {reason}")]
+pub struct EntryError {
+    /// Position in the `consumers` list, from 0.
+    pub index: usize,
+    named: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// The file as a whole could not be used; the last good list is kept.
+#[derive(Debug, thiserror::Error)]
+pub enum ContributionsError {
+    /// Reading the file failed.
+    #[error("contributions file {path} cannot be read: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not the expected JSON.
+    #[error("contributions file {path} is malformed: {reason}")]
+    Malformed {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// The result of parsing: the good entries and the refused ones.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Parsed {
+    /// Provider and valid consumers.
+    pub contributions: Contributions,
+    /// Entries refused, each naming itself.
+    pub refused: Vec<EntryError>,
+}
+
+#[derive(Deserialize)]
+struct RawFile {
+    provider: serde_json::Value,
+    consumers: Vec<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEntry {
+    consumer: String,
+    machine: String,
+    provision: String,
+    secret_file: PathBuf,
+    #[serde(default)]
+    options: serde_json::Value,
+}
+
+/// Parses a contributions file's text; relative secret paths resolve against `base_dir`.
+///
+/// # Errors
+/// [`ContributionsError::Malformed`] when the text is not JSON of the expected
+/// shape or the provider block is invalid. Invalid consumer entries are not
+/// errors: they are returned in [`Parsed::refused`].
+pub fn parse(text: &str, path: &Path) -> Result<Parsed, ContributionsError> {
+    let malformed = |reason: String| ContributionsError::Malformed {
+        path: path.into(),
+        reason,
+    };
+    let raw: RawFile = serde_json::from_str(text).map_err(|e| malformed(e.to_string()))?;
+    let provider: ProviderId =
+        serde_json::from_value(raw.provider).map_err(|e| malformed(format!("provider: {e}")))?;
+    let base_dir = path.parent().unwrap_or(Path::new("."));
+    let mut seen = HashSet::new();
+    let mut consumers = Vec::with_capacity(raw.consumers.len());
+    let mut refused = Vec::new();
+    for (index, value) in raw.consumers.into_iter().enumerate() {
+        let named = value
+            .get("consumer")
+            .and_then(|c| c.as_str())
+            .map(|c| format!(" ({:?})", crate::redact::cut(c, 80)))
+            .unwrap_or_default();
+        let refuse = |reason: String| EntryError {
+            index,
+            named: named.clone(),
+            reason,
+        };
+        match entry(value, base_dir) {
+            Ok(consumer) if !seen.insert(consumer.name.clone()) => {
+                refused.push(refuse(format!(
+                    "consumer {} is listed twice; the first entry is kept",
+                    consumer.name
+                )));
+            }
+            Ok(consumer) => consumers.push(consumer),
+            Err(reason) => refused.push(refuse(reason)),
+        }
+    }
+    Ok(Parsed {
+        contributions: Contributions {
+            provider,
+            consumers,
+        },
+        refused,
+    })
+}
+
+fn entry(value: serde_json::Value, base_dir: &Path) -> Result<Consumer, String> {
+    let raw: RawEntry = serde_json::from_value(value).map_err(|e| e.to_string())?;
+    let name =
+        |field: &str, text: &str| Name::parse(text).map_err(|e: NameError| format!("{field}: {e}"));
+    let consumer = name("consumer", &raw.consumer)?;
+    let machine = name("machine", &raw.machine)?;
+    if raw.provision.trim().is_empty() {
+        return Err("provision: it is empty".into());
+    }
+    if raw.secret_file.as_os_str().is_empty() {
+        return Err("secret_file: it is empty".into());
+    }
+    Ok(Consumer {
+        name: consumer,
+        machine,
+        provision: raw.provision,
+        secret_file: base_dir.join(raw.secret_file),
+        options: raw.options,
+    })
+}
+
+/// What one read of the contributions file gave.
+#[derive(Debug)]
+pub struct Loaded<'a> {
+    /// The list to work with: this read's, or the last good one.
+    pub contributions: &'a Arc<Contributions>,
+    /// Whether this pass read the file successfully. A pass with a stale
+    /// list must not count towards retiring anyone.
+    pub fresh: bool,
+}
+
+/// Re-reads the contributions file every pass, keeping the last good list.
+///
+/// Errors are logged once per change (not every pass): a file broken for an
+/// hour logs one error, and one line again when it is good.
+#[derive(Debug)]
+pub struct Source {
+    path: PathBuf,
+    last_good: Option<Arc<Contributions>>,
+    last_logged: Option<Vec<String>>,
+}
+
+impl Source {
+    /// A source reading `path`.
+    pub fn new(path: impl Into<PathBuf>) -> Source {
+        Source {
+            path: path.into(),
+            last_good: None,
+            last_logged: None,
+        }
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The last good list, if any.
+    pub fn last_good(&self) -> Option<&Contributions> {
+        self.last_good.as_deref()
+    }
+
+    /// Reads the file now. Returns `None` only while no good list was ever read.
+    pub fn load(&mut self) -> Option<Loaded<'_>> {
+        let result = std::fs::read_to_string(&self.path)
+            .map_err(|source| ContributionsError::Read {
+                path: self.path.clone(),
+                source,
+            })
+            .and_then(|text| parse(&text, &self.path));
+        let fresh = match result {
+            Ok(parsed) => {
+                let provider_changed = self
+                    .last_good
+                    .as_ref()
+                    .is_some_and(|good| good.provider != parsed.contributions.provider);
+                if provider_changed {
+                    let good = self
+                        .last_good
+                        .as_ref()
+                        .map(|g| g.provider.to_string())
+                        .unwrap_or_default();
+                    self.note(vec![format!(
+                        "contributions file {} now names provider {} but this provider is {good}; keeping the last good list",
+                        self.path.display(),
+                        parsed.contributions.provider
+                    )]);
+                    false
+                } else {
+                    self.note(parsed.refused.iter().map(ToString::to_string).collect());
+                    self.last_good = Some(Arc::new(parsed.contributions));
+                    true
+                }
+            }
+            Err(error) => {
+                self.note(vec![format!("{error}; keeping the last good list")]);
+                false
+            }
+        };
+        self.last_good.as_ref().map(|contributions| Loaded {
+            contributions,
+            fresh,
+        })
+    }
+
+    /// Logs `problems` when they differ from the last ones logged.
+    fn note(&mut self, problems: Vec<String>) {
+        if self.last_logged.as_ref() == Some(&problems) {
+            return;
+        }
+        if problems.is_empty() {
+            if self.last_logged.is_some() {
+                tracing::info!(path = %self.path.display(), "contributions file is good again");
+            }
+        } else {
+            for problem in &problems {
+                tracing::error!(path = %self.path.display(), problem = %problem, "contributions file problem");
+            }
+        }
+        self.last_logged = Some(problems);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"{
+      "provider": { "module": "postgres", "machine": "db-1" },
+      "consumers": [
+        { "consumer": "forge", "machine": "app-1", "provision": "postgres-database",
+          "secret_file": "secrets/forge", "options": {"x": 1} },
+        { "consumer": "wiki", "machine": "app-2", "provision": "postgres-database",
+          "secret_file": "/abs/wiki" }
+      ]
+    }"#;
+
+    #[test]
+    fn parses_and_resolves_relative_secret_paths() {
+        let parsed = parse(GOOD, Path::new("/etc/mesh/contrib.json")).unwrap();
+        assert!(parsed.refused.is_empty());
+        let c = &parsed.contributions;
+        assert_eq!(c.provider.to_string(), "postgres@db-1");
+        assert_eq!(c.consumers.len(), 2);
+        assert_eq!(
+            c.consumers[0].secret_file,
+            Path::new("/etc/mesh/secrets/forge")
+        );
+        assert_eq!(c.consumers[0].options["x"], 1);
+        assert_eq!(c.consumers[1].secret_file, Path::new("/abs/wiki"));
+        assert_eq!(c.consumers[1].options, serde_json::Value::Null);
+    }
+
+    #[test]
+    fn invalid_entries_are_refused_by_name_and_the_others_go_on() {
+        let text = r#"{
+          "provider": { "module": "postgres", "machine": "db-1" },
+          "consumers": [
+            { "consumer": "Bad Name", "machine": "app-1", "provision": "p", "secret_file": "s" },
+            { "consumer": "good", "machine": "app-1", "provision": "p", "secret_file": "s" },
+            { "consumer": "x.y", "machine": "app-1", "provision": "p", "secret_file": "s" },
+            { "consumer": "other", "machine": "app 1", "provision": "p", "secret_file": "s" },
+            { "consumer": "good", "machine": "app-2", "provision": "p", "secret_file": "s" },
+            { "machine": "app-1", "provision": "p", "secret_file": "s" },
+            { "consumer": "noprov", "machine": "app-1", "provision": "", "secret_file": "s" },
+            "not an object"
+          ]
+        }"#;
+        let parsed = parse(text, Path::new("c.json")).unwrap();
+        let names: Vec<&str> = parsed
+            .contributions
+            .consumers
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect();
+        assert_eq!(names, vec!["good"]);
+        let errors: Vec<String> = parsed.refused.iter().map(ToString::to_string).collect();
+        assert_eq!(errors.len(), 7, "{errors:#?}");
+        assert!(errors[0].starts_with(
+            "consumer entry 0 (\"Bad Name\"): consumer: \"Bad Name\" is not a valid name"
+        ));
+        assert!(errors[1].starts_with("consumer entry 2 (\"x.y\")"));
+        assert!(errors[2].contains("machine: \"app 1\" is not a valid name"));
+        assert!(errors[3].contains("listed twice"));
+        assert!(errors[4].contains("missing field `consumer`"));
+        assert!(errors[5].contains("provision"));
+        assert!(errors[6].starts_with("consumer entry 7:"));
+    }
+
+    #[test]
+    fn a_bad_provider_block_is_malformed() {
+        let text = r#"{"provider": {"module": "Post", "machine": "db-1"}, "consumers": []}"#;
+        let err = parse(text, Path::new("c.json")).unwrap_err().to_string();
+        assert!(
+            err.contains("provider") && err.contains("\"Post\""),
+            "{err}"
+        );
+        assert!(parse("{", Path::new("c.json")).is_err());
+        assert!(parse(
+            r#"{"provider": {"module":"a","machine":"b"}}"#,
+            Path::new("c.json")
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn source_keeps_the_last_good_list() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.json");
+        let mut source = Source::new(&path);
+        assert!(source.load().is_none(), "nothing was ever good");
+        std::fs::write(&path, GOOD).unwrap();
+        let loaded = source.load().unwrap();
+        assert!(loaded.fresh);
+        assert_eq!(loaded.contributions.consumers.len(), 2);
+
+        std::fs::write(&path, "{ broken").unwrap();
+        let loaded = source.load().unwrap();
+        assert!(!loaded.fresh);
+        assert_eq!(loaded.contributions.consumers.len(), 2);
+
+        std::fs::remove_file(&path).unwrap();
+        let loaded = source.load().unwrap();
+        assert!(!loaded.fresh);
+        assert_eq!(loaded.contributions.consumers.len(), 2);
+
+        let other = GOOD.replace("\"postgres\"", "\"identity\"");
+        std::fs::write(&path, other).unwrap();
+        let loaded = source.load().unwrap();
+        assert!(!loaded.fresh, "a file for another provider is not taken");
+        assert_eq!(loaded.contributions.provider.module.as_str(), "postgres");
+
+        let one = r#"{"provider": { "module": "postgres", "machine": "db-1" }, "consumers": []}"#;
+        std::fs::write(&path, one).unwrap();
+        let loaded = source.load().unwrap();
+        assert!(loaded.fresh);
+        assert!(loaded.contributions.consumers.is_empty());
+    }
+
+    #[test]
+    fn problems_are_noted_once_per_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.json");
+        std::fs::write(&path, GOOD).unwrap();
+        let mut source = Source::new(&path);
+        source.load();
+        assert_eq!(source.last_logged, Some(vec![]));
+        std::fs::write(&path, "{ broken").unwrap();
+        source.load();
+        let first = source.last_logged.clone().unwrap();
+        assert_eq!(first.len(), 1);
+        assert!(first[0].contains("malformed"));
+        source.load();
+        assert_eq!(source.last_logged.as_ref(), Some(&first));
+    }
+}

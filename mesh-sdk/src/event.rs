@@ -1,0 +1,458 @@
+//! Event bodies and subjects, exactly as DESIGN.md "Bus contract".
+//!
+//! The emitter (machine, module) is in the subject; bodies never name it.
+
+use serde::{Deserialize, Serialize};
+
+use crate::classify::Class;
+use crate::clock::Timestamp;
+use crate::name::Name;
+use crate::standing::RecoveredReason;
+
+/// Version of every body.
+pub const VERSION: u32 = 1;
+
+/// The four event kinds, the last token of their subject.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EventKind {
+    /// A consumer keeps failing.
+    Failing,
+    /// A consumer recovered (or was retired).
+    Recovered,
+    /// Something happened to a withdrawn consumer.
+    Retirement,
+    /// A repair was tried.
+    Repair,
+}
+
+impl EventKind {
+    /// Every kind.
+    pub const ALL: [EventKind; 4] = [
+        EventKind::Failing,
+        EventKind::Recovered,
+        EventKind::Retirement,
+        EventKind::Repair,
+    ];
+
+    /// The subject token.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventKind::Failing => "failing",
+            EventKind::Recovered => "recovered",
+            EventKind::Retirement => "retirement",
+            EventKind::Repair => "repair",
+        }
+    }
+
+    /// The kind named by a subject token.
+    pub fn from_token(token: &str) -> Option<EventKind> {
+        EventKind::ALL.into_iter().find(|k| k.as_str() == token)
+    }
+}
+
+/// `mesh.event.<machine>.<module>.provisioner.<kind>`.
+pub fn event_subject(machine: &Name, module: &Name, kind: EventKind) -> String {
+    format!(
+        "mesh.event.{machine}.{module}.provisioner.{}",
+        kind.as_str()
+    )
+}
+
+/// `mesh.cmd.<machine>.<module>.provisioner.approve`.
+pub fn approve_subject(machine: &Name, module: &Name) -> String {
+    format!("mesh.cmd.{machine}.{module}.provisioner.approve")
+}
+
+/// The inbox prefix of a provider, `_INBOX_<machine>_<module>`.
+pub fn inbox_prefix(machine: &Name, module: &Name) -> String {
+    format!("_INBOX_{machine}_{module}")
+}
+
+/// The emitter and kind read from an event subject, if it is one.
+pub fn parse_event_subject(subject: &str) -> Option<(Name, Name, EventKind)> {
+    let mut parts = subject.split('.');
+    let (
+        Some("mesh"),
+        Some("event"),
+        Some(machine),
+        Some(module),
+        Some("provisioner"),
+        Some(kind),
+        None,
+    ) = (
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+    )
+    else {
+        return None;
+    };
+    Some((
+        Name::parse(machine).ok()?,
+        Name::parse(module).ok()?,
+        EventKind::from_token(kind)?,
+    ))
+}
+
+/// `failing` body.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Failing {
+    /// Body version, 1.
+    pub v: u32,
+    /// The consumer.
+    pub consumer: Name,
+    /// The consumer's machine, if known.
+    pub consumer_machine: Option<Name>,
+    /// The provision, if known.
+    pub provision: Option<String>,
+    /// Class of the newest failure.
+    pub class: Class,
+    /// First words of the newest failure, redacted.
+    pub error: String,
+    /// First failure since the last success.
+    pub since: Timestamp,
+    /// Failed attempts since `since`.
+    pub attempts: u64,
+    /// When this was said.
+    pub said_at: Timestamp,
+}
+
+/// `recovered` body.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Recovered {
+    /// Body version, 1.
+    pub v: u32,
+    /// The consumer.
+    pub consumer: Name,
+    /// The consumer's machine, if known.
+    pub consumer_machine: Option<Name>,
+    /// The provision, if known.
+    pub provision: Option<String>,
+    /// Why it is said.
+    pub reason: RecoveredReason,
+    /// When this was said.
+    pub said_at: Timestamp,
+}
+
+/// What happened to a withdrawn consumer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RetirementAction {
+    /// Disabled (reversible, nothing deleted).
+    Retired,
+    /// A person approved (retirement at once, or deletion).
+    Approved,
+    /// Listed again and enabled again.
+    ReEnabled,
+    /// Its data was deleted (approved).
+    Deleted,
+}
+
+impl RetirementAction {
+    /// The action as written on the bus.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RetirementAction::Retired => "retired",
+            RetirementAction::Approved => "approved",
+            RetirementAction::ReEnabled => "re-enabled",
+            RetirementAction::Deleted => "deleted",
+        }
+    }
+}
+
+/// `retirement` body.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Retirement {
+    /// Body version, 1.
+    pub v: u32,
+    /// The consumer.
+    pub consumer: Name,
+    /// What happened.
+    pub action: RetirementAction,
+    /// In words, for a person.
+    pub detail: String,
+    /// When this was said.
+    pub said_at: Timestamp,
+}
+
+/// Outcome of a repair.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RepairOutcome {
+    /// Repaired and verified.
+    Repaired,
+    /// Tried and failed.
+    Failed,
+    /// Not tried: the brake holds it until `next_attempt_at`.
+    Braked,
+}
+
+/// `repair` body.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Repair {
+    /// Body version, 1.
+    pub v: u32,
+    /// The fault's name.
+    pub fault: Name,
+    /// What came of it.
+    pub outcome: RepairOutcome,
+    /// In words, for a person (redacted).
+    pub detail: String,
+    /// When the next attempt is due, if one is.
+    pub next_attempt_at: Option<Timestamp>,
+    /// When this was said.
+    pub said_at: Timestamp,
+}
+
+/// Any event body.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// `failing`.
+    Failing(Failing),
+    /// `recovered`.
+    Recovered(Recovered),
+    /// `retirement`.
+    Retirement(Retirement),
+    /// `repair`.
+    Repair(Repair),
+}
+
+/// A body that does not parse as the kind its subject names.
+#[derive(Debug, thiserror::Error)]
+#[error("malformed {kind} body: {source}")]
+pub struct BodyError {
+    kind: &'static str,
+    #[source]
+    source: serde_json::Error,
+}
+
+impl Event {
+    /// The event's kind (its subject's last token).
+    pub fn kind(&self) -> EventKind {
+        match self {
+            Event::Failing(_) => EventKind::Failing,
+            Event::Recovered(_) => EventKind::Recovered,
+            Event::Retirement(_) => EventKind::Retirement,
+            Event::Repair(_) => EventKind::Repair,
+        }
+    }
+
+    /// When it was said.
+    pub fn said_at(&self) -> Timestamp {
+        match self {
+            Event::Failing(b) => b.said_at,
+            Event::Recovered(b) => b.said_at,
+            Event::Retirement(b) => b.said_at,
+            Event::Repair(b) => b.said_at,
+        }
+    }
+
+    /// The body as JSON.
+    pub fn to_json(&self) -> Vec<u8> {
+        let result = match self {
+            Event::Failing(b) => serde_json::to_vec(b),
+            Event::Recovered(b) => serde_json::to_vec(b),
+            Event::Retirement(b) => serde_json::to_vec(b),
+            Event::Repair(b) => serde_json::to_vec(b),
+        };
+        result.expect("event bodies always serialize")
+    }
+
+    /// Parses a body of `kind`; refuses unknown fields and any version but 1.
+    ///
+    /// # Errors
+    /// [`BodyError`] when the body is not valid JSON of that kind.
+    pub fn parse(kind: EventKind, body: &[u8]) -> Result<Event, BodyError> {
+        let wrap = |source| BodyError {
+            kind: kind.as_str(),
+            source,
+        };
+        let event = match kind {
+            EventKind::Failing => Event::Failing(serde_json::from_slice(body).map_err(wrap)?),
+            EventKind::Recovered => Event::Recovered(serde_json::from_slice(body).map_err(wrap)?),
+            EventKind::Retirement => Event::Retirement(serde_json::from_slice(body).map_err(wrap)?),
+            EventKind::Repair => Event::Repair(serde_json::from_slice(body).map_err(wrap)?),
+        };
+        let v = match &event {
+            Event::Failing(b) => b.v,
+            Event::Recovered(b) => b.v,
+            Event::Retirement(b) => b.v,
+            Event::Repair(b) => b.v,
+        };
+        if v != VERSION {
+            return Err(wrap(serde::de::Error::custom(format!(
+                "unsupported version {v}"
+            ))));
+        }
+        Ok(event)
+    }
+}
+
+/// Body of an approve request.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApproveRequest {
+    /// Body version, 1.
+    pub v: u32,
+    /// The consumer to approve.
+    pub consumer: Name,
+    /// `false`: retire a withdrawn consumer at once; `true`: delete a retired one.
+    #[serde(default)]
+    pub delete: bool,
+}
+
+/// Reply to an approve request.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApproveReply {
+    /// Whether it was done.
+    pub ok: bool,
+    /// What was done, or why not, for a person.
+    pub detail: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn name(s: &str) -> Name {
+        Name::parse(s).unwrap()
+    }
+
+    fn ts(s: &str) -> Timestamp {
+        Timestamp::parse(s).unwrap()
+    }
+
+    #[test]
+    fn subjects() {
+        assert_eq!(
+            event_subject(&name("db-1"), &name("postgres"), EventKind::Failing),
+            "mesh.event.db-1.postgres.provisioner.failing"
+        );
+        assert_eq!(
+            approve_subject(&name("db-1"), &name("postgres")),
+            "mesh.cmd.db-1.postgres.provisioner.approve"
+        );
+        assert_eq!(
+            inbox_prefix(&name("db-1"), &name("postgres")),
+            "_INBOX_db-1_postgres"
+        );
+        assert_eq!(
+            parse_event_subject("mesh.event.db-1.postgres.provisioner.recovered"),
+            Some((name("db-1"), name("postgres"), EventKind::Recovered))
+        );
+        for bad in [
+            "mesh.event.db-1.postgres.provisioner",
+            "mesh.event.db-1.postgres.provisioner.other",
+            "mesh.event.DB.postgres.provisioner.failing",
+            "mesh.event.db-1.postgres.provisioner.failing.x",
+            "mesh.cmd.db-1.postgres.provisioner.failing",
+        ] {
+            assert_eq!(parse_event_subject(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn failing_body_is_exactly_the_design() {
+        let event = Event::Failing(Failing {
+            v: 1,
+            consumer: name("forge"),
+            consumer_machine: Some(name("app-1")),
+            provision: Some("postgres-database".into()),
+            class: Class::CredentialsRejected,
+            error: "password authentication failed for user \"forge\"".into(),
+            since: ts("2026-10-05T00:04:00Z"),
+            attempts: 61,
+            said_at: ts("2026-10-05T00:09:00Z"),
+        });
+        let json: serde_json::Value = serde_json::from_slice(&event.to_json()).unwrap();
+        let expected: serde_json::Value = serde_json::from_str(
+            r#"{"v":1,"consumer":"forge","consumer_machine":"app-1","provision":"postgres-database",
+             "class":"credentials-rejected","error":"password authentication failed for user \"forge\"",
+             "since":"2026-10-05T00:04:00Z","attempts":61,"said_at":"2026-10-05T00:09:00Z"}"#,
+        )
+        .unwrap();
+        assert_eq!(json, expected);
+        assert_eq!(
+            Event::parse(EventKind::Failing, &event.to_json()).unwrap(),
+            event
+        );
+    }
+
+    #[test]
+    fn other_bodies_are_exactly_the_design() {
+        let recovered = Event::Recovered(Recovered {
+            v: 1,
+            consumer: name("forge"),
+            consumer_machine: None,
+            provision: None,
+            reason: RecoveredReason::FirstSuccessAfterStart,
+            said_at: ts("2026-10-05T00:09:00Z"),
+        });
+        let retirement = Event::Retirement(Retirement {
+            v: 1,
+            consumer: name("forge"),
+            action: RetirementAction::ReEnabled,
+            detail: "listed again".into(),
+            said_at: ts("2026-10-05T00:09:00Z"),
+        });
+        let repair = Event::Repair(Repair {
+            v: 1,
+            fault: name("admin-refused"),
+            outcome: RepairOutcome::Braked,
+            detail: "next try later".into(),
+            next_attempt_at: None,
+            said_at: ts("2026-10-05T00:09:00Z"),
+        });
+        let expected = [
+            r#"{"v":1,"consumer":"forge","consumer_machine":null,"provision":null,"reason":"first-success-after-start","said_at":"2026-10-05T00:09:00Z"}"#,
+            r#"{"v":1,"consumer":"forge","action":"re-enabled","detail":"listed again","said_at":"2026-10-05T00:09:00Z"}"#,
+            r#"{"v":1,"fault":"admin-refused","outcome":"braked","detail":"next try later","next_attempt_at":null,"said_at":"2026-10-05T00:09:00Z"}"#,
+        ];
+        for (event, text) in [recovered, retirement, repair].into_iter().zip(expected) {
+            assert_eq!(String::from_utf8(event.to_json()).unwrap(), text);
+            assert_eq!(Event::parse(event.kind(), text.as_bytes()).unwrap(), event);
+        }
+    }
+
+    #[test]
+    fn malformed_bodies_are_refused() {
+        for (kind, body) in [
+            (EventKind::Failing, "not json"),
+            (EventKind::Failing, r#"{"v":1}"#),
+            (
+                EventKind::Recovered,
+                r#"{"v":2,"consumer":"a","consumer_machine":null,"provision":null,"reason":"success","said_at":"2026-10-05T00:09:00Z"}"#,
+            ),
+            (
+                EventKind::Recovered,
+                r#"{"v":1,"consumer":"A B","consumer_machine":null,"provision":null,"reason":"success","said_at":"2026-10-05T00:09:00Z"}"#,
+            ),
+            (
+                EventKind::Recovered,
+                r#"{"v":1,"consumer":"a","consumer_machine":null,"provision":null,"reason":"fine","said_at":"2026-10-05T00:09:00Z"}"#,
+            ),
+            (
+                EventKind::Failing,
+                r#"{"v":1,"consumer":"a","consumer_machine":null,"provision":null,"class":"refused","error":"x","since":"then","attempts":1,"said_at":"2026-10-05T00:09:00Z"}"#,
+            ),
+        ] {
+            assert!(Event::parse(kind, body.as_bytes()).is_err(), "{body}");
+        }
+    }
+
+    #[test]
+    fn unknown_fields_are_ignored_so_a_claimed_emitter_changes_nothing() {
+        let body = r#"{"v":1,"consumer":"a","consumer_machine":null,"provision":null,"reason":"success","said_at":"2026-10-05T00:09:00Z","machine":"x","module":"y"}"#;
+        assert!(Event::parse(EventKind::Recovered, body.as_bytes()).is_ok());
+    }
+
+    #[test]
+    fn approve_request_defaults_delete_to_false() {
+        let req: ApproveRequest = serde_json::from_str(r#"{"v":1,"consumer":"forge"}"#).unwrap();
+        assert!(!req.delete);
+    }
+}

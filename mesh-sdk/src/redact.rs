@@ -1,0 +1,119 @@
+//! Keeping secrets out of every word the loop logs or sends.
+
+/// Longest error text that leaves the loop, in characters.
+pub const MAX_ERROR_CHARS: usize = 200;
+
+/// What a removed secret is replaced with.
+pub const REDACTED: &str = "[redacted]";
+
+/// Removes every occurrence of each secret from `text`, then cuts it to its
+/// first [`MAX_ERROR_CHARS`] characters (ending in `…` when cut).
+///
+/// Secrets are removed before the cut, so no prefix of a secret survives at
+/// the end of a cut text. Longer secrets are removed first, so a secret that
+/// contains another is removed whole. Empty secrets are ignored.
+pub fn redact<S: AsRef<str>>(text: &str, secrets: &[S]) -> String {
+    let mut ordered: Vec<&str> = secrets
+        .iter()
+        .map(AsRef::as_ref)
+        .filter(|s| !s.is_empty())
+        .collect();
+    ordered.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    let mut out = text.to_owned();
+    for secret in ordered {
+        if out.contains(secret) {
+            out = out.replace(secret, REDACTED);
+        }
+    }
+    cut(&out, MAX_ERROR_CHARS)
+}
+
+/// The first `max` characters of `text`, ending in `…` when it was longer.
+pub fn cut(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        None => text.to_owned(),
+        Some(_) => {
+            let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
+            out.push('…');
+            out
+        }
+    }
+}
+
+/// The error's own words followed by those of its sources, joined with `: `
+/// (many libraries, tokio-postgres among them, keep the detail in a source).
+pub fn error_words(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(inner) = source {
+        let words = inner.to_string();
+        if !text.contains(&words) {
+            text.push_str(": ");
+            text.push_str(&words);
+        }
+        source = inner.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn removes_every_occurrence() {
+        let out = redact("pw s3cr3t then s3cr3t again", &["s3cr3t"]);
+        assert_eq!(out, "pw [redacted] then [redacted] again");
+    }
+
+    #[test]
+    fn removes_a_secret_echoed_by_the_backend() {
+        let text = "FATAL: role \"forge\" with password 'hunter2-long' rejected (hunter2-long)";
+        let out = redact(text, &["hunter2-long", "admin-pw"]);
+        assert!(!out.contains("hunter2"));
+        assert_eq!(out.matches(REDACTED).count(), 2);
+    }
+
+    #[test]
+    fn longer_secret_first() {
+        let out = redact("abcdef", &["abc", "abcdef"]);
+        assert_eq!(out, REDACTED);
+    }
+
+    #[test]
+    fn empty_secret_ignored() {
+        assert_eq!(redact("text", &[""]), "text");
+    }
+
+    #[test]
+    fn cut_to_200_characters_after_redaction() {
+        let secret = "S".repeat(30);
+        let text = format!("{}{secret}", "x".repeat(195));
+        let out = redact(&text, &[secret.as_str()]);
+        assert!(!out.contains('S'));
+        assert_eq!(out.chars().count(), MAX_ERROR_CHARS);
+        assert!(out.ends_with('…'));
+        let short = redact("short", &[secret.as_str()]);
+        assert_eq!(short, "short");
+    }
+
+    #[test]
+    fn cut_respects_multibyte_characters() {
+        let text = "é".repeat(300);
+        let out = cut(&text, 200);
+        assert_eq!(out.chars().count(), 200);
+        assert_eq!(cut("ééé", 3), "ééé");
+    }
+
+    #[test]
+    fn error_words_follow_sources() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("db error")]
+        struct Outer(#[source] std::io::Error);
+        let err = Outer(std::io::Error::other("password authentication failed"));
+        assert_eq!(
+            error_words(&err),
+            "db error: password authentication failed"
+        );
+    }
+}

@@ -1,0 +1,517 @@
+//! The provisioner loop: a pass every `pass_every`, each listed consumer
+//! attempted with bounded concurrency, standings and retirement fed, words
+//! put on the outbox.
+//!
+//! [`Runner`] is the loop's state; [`Runner::pass`] runs one pass and
+//! [`Runner::approve`] answers a person's approval, so tests drive them on
+//! tokio's paused clock. [`run`] wires a runner to the bus, the approve
+//! subject and the stop signals for a provider binary.
+
+mod attempt;
+mod serve;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::bus::Outbox;
+use crate::classify::Class;
+use crate::clock::WallClock;
+use crate::contributions::{Consumer, Contributions, ProviderId, Source};
+use crate::event::{
+    event_subject, ApproveReply, ApproveRequest, Event, EventKind, Failing, Recovered,
+    Retirement as RetirementBody, RetirementAction, VERSION,
+};
+use crate::name::Name;
+use crate::provisioner::{Held, Provisioner};
+use crate::redact::{error_words, redact};
+use crate::retire::{Action, Approval, RetireRules, Retirement};
+use crate::standing::{Outcome, Standing, StandingRules, Word};
+
+pub use serve::{run, run_until, RunError};
+
+/// Everything configurable about the loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Settings {
+    /// Time between pass starts.
+    pub pass_every: Duration,
+    /// Standing timings.
+    pub standing: StandingRules,
+    /// Retirement timings.
+    pub retire: RetireRules,
+    /// Consumers attempted at once.
+    pub concurrency: usize,
+    /// Bound of each provisioner call.
+    pub call_timeout: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            pass_every: Duration::from_secs(5),
+            standing: StandingRules::default(),
+            retire: RetireRules::default(),
+            concurrency: 16,
+            call_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// What one pass did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PassReport {
+    /// Whether the contributions file was read this pass (else the last good list was used).
+    pub fresh: bool,
+    /// Consumers attempted.
+    pub attempted: usize,
+    /// Consumers that failed.
+    pub failed: usize,
+    /// Words put on the outbox.
+    pub said: usize,
+}
+
+/// What the loop remembers of one consumer since start.
+#[derive(Debug)]
+struct Entry {
+    standing: Standing,
+    machine: Name,
+    provision: String,
+}
+
+/// The loop's state for one provider.
+pub struct Runner<P: Provisioner> {
+    provisioner: Arc<P>,
+    settings: Settings,
+    source: Source,
+    entries: HashMap<Name, Entry>,
+    retirement: Retirement,
+    outbox: Arc<Outbox>,
+    clock: WallClock,
+}
+
+impl<P: Provisioner> Runner<P> {
+    /// A runner reading the contributions file at `contributions`, saying its words on `outbox`.
+    pub fn new(
+        provisioner: P,
+        contributions: impl Into<std::path::PathBuf>,
+        settings: Settings,
+        outbox: Arc<Outbox>,
+    ) -> Self {
+        Runner {
+            provisioner: Arc::new(provisioner),
+            settings,
+            source: Source::new(contributions),
+            entries: HashMap::new(),
+            retirement: Retirement::new(),
+            outbox,
+            clock: WallClock::system(),
+        }
+    }
+
+    /// Uses `clock` for the times in event bodies (tests fix it).
+    pub fn with_clock(mut self, clock: WallClock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The provisioner.
+    pub fn provisioner(&self) -> &P {
+        &self.provisioner
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// The provider named by the last good contributions file, if one was read.
+    pub fn provider(&self) -> Option<&ProviderId> {
+        self.source.last_good().map(|c| &c.provider)
+    }
+
+    /// The standing of `consumer`, if it was attempted since start.
+    pub fn standing(&self, consumer: &Name) -> Option<&Standing> {
+        self.entries.get(consumer).map(|e| &e.standing)
+    }
+
+    /// Number of consumers with a standing.
+    pub fn standings(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Runs one pass now.
+    pub async fn pass(&mut self) -> PassReport {
+        let Some(loaded) = self.source.load() else {
+            return PassReport::default();
+        };
+        let fresh = loaded.fresh;
+        let contributions = Arc::clone(loaded.contributions);
+        let mut report = PassReport {
+            fresh,
+            attempted: contributions.consumers.len(),
+            ..PassReport::default()
+        };
+        let provider_secrets = self.provisioner.secrets();
+        let outcomes = attempt::all(
+            self.provisioner.as_ref(),
+            &contributions.consumers,
+            &provider_secrets,
+            self.settings.concurrency,
+            self.settings.call_timeout,
+        )
+        .await;
+        let now = Instant::now();
+        for (index, result) in outcomes {
+            let consumer = &contributions.consumers[index];
+            if result.is_err() {
+                report.failed += 1;
+            }
+            report.said += self.observe(&contributions.provider, consumer, result, now);
+        }
+        report.said += self.retirement_pass(&contributions, fresh).await;
+        report
+    }
+
+    /// Feeds one consumer's outcome to its standing; returns words said.
+    fn observe(
+        &mut self,
+        provider: &ProviderId,
+        consumer: &Consumer,
+        result: Result<(), (Class, String)>,
+        now: Instant,
+    ) -> usize {
+        let entry = match self.entries.get_mut(&consumer.name) {
+            Some(entry) => {
+                if entry.machine != consumer.machine {
+                    entry.machine = consumer.machine.clone();
+                }
+                if entry.provision != consumer.provision {
+                    entry.provision.clone_from(&consumer.provision);
+                }
+                entry
+            }
+            None => self
+                .entries
+                .entry(consumer.name.clone())
+                .or_insert_with(|| Entry {
+                    standing: Standing::new(),
+                    machine: consumer.machine.clone(),
+                    provision: consumer.provision.clone(),
+                }),
+        };
+        let word = match &result {
+            Ok(()) => entry
+                .standing
+                .observe(Outcome::Success, now, &self.settings.standing),
+            Err((class, error)) => {
+                let changed = entry
+                    .standing
+                    .failure()
+                    .is_none_or(|f| f.class != *class || f.error != *error);
+                if changed {
+                    tracing::warn!(consumer = %consumer.name, class = %class, error = %error, "provision failed");
+                } else {
+                    tracing::debug!(consumer = %consumer.name, class = %class, "provision still failing");
+                }
+                entry.standing.observe(
+                    Outcome::Failure {
+                        class: *class,
+                        error,
+                    },
+                    now,
+                    &self.settings.standing,
+                )
+            }
+        };
+        let Some(word) = word else { return 0 };
+        let event = standing_event(
+            &consumer.name,
+            Some(&consumer.machine),
+            Some(&consumer.provision),
+            word,
+            &self.clock,
+            now,
+        );
+        say(&self.outbox, provider, &event);
+        1
+    }
+
+    /// Retirement for this pass: fetch what the backend holds, act on it.
+    async fn retirement_pass(&mut self, contributions: &Contributions, fresh: bool) -> usize {
+        let held = if fresh { self.fetch_held().await } else { None };
+        let listed: HashSet<&Name> = contributions.consumers.iter().map(|c| &c.name).collect();
+        let actions = self.retirement.pass(
+            fresh.then_some(&listed),
+            held.as_deref(),
+            Instant::now(),
+            &self.settings.retire,
+        );
+        let mut said = 0;
+        for action in actions {
+            said += match action {
+                Action::Retire(name) => {
+                    self.retire_now(
+                        &contributions.provider,
+                        &name,
+                        "withdrawn from the contributions file long enough",
+                    )
+                    .await
+                }
+                Action::ReEnable(name) => self.re_enable(&contributions.provider, &name).await,
+            };
+        }
+        said
+    }
+
+    async fn fetch_held(&self) -> Option<Vec<Held>> {
+        let timeout = self.settings.call_timeout;
+        match tokio::time::timeout(timeout, self.provisioner.held()).await {
+            Ok(Ok(held)) => Some(held),
+            Ok(Err(error)) => {
+                let words = self.redacted(&error_words(&error));
+                tracing::warn!(error = %words, "cannot list held provisions; this pass does not count towards retirement");
+                None
+            }
+            Err(_) => {
+                tracing::warn!(timeout = ?timeout, "listing held provisions timed out; this pass does not count towards retirement");
+                None
+            }
+        }
+    }
+
+    fn redacted(&self, text: &str) -> String {
+        let secrets = self.provisioner.secrets();
+        let values: Vec<&str> = secrets.iter().map(|s| s.expose()).collect();
+        redact(text, &values)
+    }
+
+    /// Calls one retirement method with the call timeout; errors are logged and returned redacted.
+    async fn call<F>(&self, what: &str, name: &Name, call: F) -> Result<(), String>
+    where
+        F: std::future::Future<Output = Result<(), P::Error>>,
+    {
+        let result = match tokio::time::timeout(self.settings.call_timeout, call).await {
+            Ok(Ok(())) => return Ok(()),
+            Ok(Err(error)) => self.redacted(&error_words(&error)),
+            Err(_) => format!(
+                "{what} timed out after {}",
+                humantime::format_duration(self.settings.call_timeout)
+            ),
+        };
+        tracing::warn!(consumer = %name, error = %result, "{what} failed; tried again on a later pass");
+        Err(result)
+    }
+
+    async fn retire_now(&mut self, provider: &ProviderId, name: &Name, why: &str) -> usize {
+        let provisioner = Arc::clone(&self.provisioner);
+        if self
+            .call("retire", name, provisioner.retire(name))
+            .await
+            .is_err()
+        {
+            return 0;
+        }
+        self.retirement.retired(name);
+        tracing::info!(consumer = %name, why, "retired");
+        let now = Instant::now();
+        let detail = format!("disabled, nothing deleted: {why}");
+        self.say_retirement(provider, name, RetirementAction::Retired, detail, now);
+        let (machine, provision, word) = match self.entries.get_mut(name) {
+            Some(entry) => (
+                Some(entry.machine.clone()),
+                Some(entry.provision.clone()),
+                entry.standing.retire(),
+            ),
+            None => (None, None, Standing::new().retire()),
+        };
+        self.entries.remove(name);
+        let event = standing_event(
+            name,
+            machine.as_ref(),
+            provision.as_deref(),
+            word,
+            &self.clock,
+            now,
+        );
+        say(&self.outbox, provider, &event);
+        2
+    }
+
+    async fn re_enable(&mut self, provider: &ProviderId, name: &Name) -> usize {
+        let provisioner = Arc::clone(&self.provisioner);
+        if self
+            .call("re-enable", name, provisioner.re_enable(name))
+            .await
+            .is_err()
+        {
+            return 0;
+        }
+        tracing::info!(consumer = %name, "re-enabled");
+        self.say_retirement(
+            provider,
+            name,
+            RetirementAction::ReEnabled,
+            "listed again: enabled again".into(),
+            Instant::now(),
+        );
+        1
+    }
+
+    fn say_retirement(
+        &self,
+        provider: &ProviderId,
+        name: &Name,
+        action: RetirementAction,
+        detail: String,
+        now: Instant,
+    ) {
+        let event = Event::Retirement(RetirementBody {
+            v: VERSION,
+            consumer: name.clone(),
+            action,
+            detail,
+            said_at: self.clock.at(now),
+        });
+        say(&self.outbox, provider, &event);
+    }
+
+    /// Answers a person's approval request (its raw JSON body).
+    /// A malformed request is answered `ok: false`, never a crash.
+    pub async fn approve(&mut self, body: &[u8]) -> ApproveReply {
+        let refuse = |detail: String| ApproveReply { ok: false, detail };
+        let request: ApproveRequest = match serde_json::from_slice(body) {
+            Ok(request) => request,
+            Err(error) => return refuse(format!("malformed approve request: {error}")),
+        };
+        if request.v != VERSION {
+            return refuse(format!("unsupported approve request version {}", request.v));
+        }
+        let Some(loaded) = self.source.load() else {
+            return refuse("no contributions file was read yet".into());
+        };
+        let (contributions, fresh) = (Arc::clone(loaded.contributions), loaded.fresh);
+        if !fresh {
+            return refuse("the contributions file cannot be read now, so whether the consumer is withdrawn is unknown; try again later".into());
+        }
+        let Some(held) = self.fetch_held().await else {
+            return refuse(
+                "the provisions held at the backend cannot be listed now; try again later".into(),
+            );
+        };
+        let name = &request.consumer;
+        let listed = contributions.consumers.iter().any(|c| &c.name == name);
+        let entry = held.iter().find(|h| &h.name == name);
+        let provider = &contributions.provider;
+        match self.retirement.approve(name, request.delete, listed, entry) {
+            Approval::Refused(detail) => {
+                tracing::info!(consumer = %name, delete = request.delete, reason = %detail, "approval refused");
+                refuse(detail)
+            }
+            Approval::RetireNow(name) => {
+                self.say_retirement(
+                    provider,
+                    &name,
+                    RetirementAction::Approved,
+                    "a person approved retiring it now".into(),
+                    Instant::now(),
+                );
+                if self
+                    .retire_now(provider, &name, "a person approved it")
+                    .await
+                    == 0
+                {
+                    return refuse(format!("retiring {name} failed; see the provider's log"));
+                }
+                ApproveReply {
+                    ok: true,
+                    detail: format!("{name} retired: disabled, nothing deleted"),
+                }
+            }
+            Approval::Delete(name) => {
+                self.say_retirement(
+                    provider,
+                    &name,
+                    RetirementAction::Approved,
+                    "a person approved deleting its data".into(),
+                    Instant::now(),
+                );
+                let provisioner = Arc::clone(&self.provisioner);
+                if let Err(error) = self.call("delete", &name, provisioner.delete(&name)).await {
+                    return refuse(format!("deleting {name} failed: {error}"));
+                }
+                tracing::info!(consumer = %name, "deleted on approval");
+                self.say_retirement(
+                    provider,
+                    &name,
+                    RetirementAction::Deleted,
+                    "its provision and data were deleted".into(),
+                    Instant::now(),
+                );
+                ApproveReply {
+                    ok: true,
+                    detail: format!("{name} deleted"),
+                }
+            }
+        }
+    }
+}
+
+/// The event for a standing word.
+fn standing_event(
+    consumer: &Name,
+    machine: Option<&Name>,
+    provision: Option<&str>,
+    word: Word,
+    clock: &WallClock,
+    now: Instant,
+) -> Event {
+    match word {
+        Word::Failing {
+            since,
+            attempts,
+            class,
+            error,
+        } => Event::Failing(Failing {
+            v: VERSION,
+            consumer: consumer.clone(),
+            consumer_machine: machine.cloned(),
+            provision: provision.map(str::to_owned),
+            class,
+            error,
+            since: clock.at(since),
+            attempts,
+            said_at: clock.at(now),
+        }),
+        Word::Recovered(reason) => Event::Recovered(Recovered {
+            v: VERSION,
+            consumer: consumer.clone(),
+            consumer_machine: machine.cloned(),
+            provision: provision.map(str::to_owned),
+            reason,
+            said_at: clock.at(now),
+        }),
+    }
+}
+
+/// Logs a word and holds it on the outbox.
+fn say(outbox: &Outbox, provider: &ProviderId, event: &Event) {
+    let kind: EventKind = event.kind();
+    match event {
+        Event::Failing(b) => {
+            tracing::warn!(consumer = %b.consumer, class = %b.class, attempts = b.attempts, since = %b.since, error = %b.error, "saying failing")
+        }
+        Event::Recovered(b) => {
+            tracing::info!(consumer = %b.consumer, reason = b.reason.as_str(), "saying recovered")
+        }
+        Event::Retirement(b) => {
+            tracing::info!(consumer = %b.consumer, action = b.action.as_str(), "saying retirement")
+        }
+        Event::Repair(b) => tracing::info!(fault = %b.fault, "saying repair"),
+    }
+    outbox.put(
+        event_subject(&provider.machine, &provider.module, kind),
+        event,
+    );
+}

@@ -1,0 +1,154 @@
+//! The loop as a provider binary runs it: passes on a timer, approvals from
+//! the bus, events drained to JetStream, a graceful stop on SIGINT/SIGTERM.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use tokio::sync::oneshot;
+use tokio::time::{interval, MissedTickBehavior};
+
+use super::Runner;
+use crate::args::ProviderArgs;
+use crate::bus::{connect, publish_loop, BusError, JetStreamSink, Outbox};
+use crate::event::approve_subject;
+use crate::provisioner::Provisioner;
+
+/// The provider could not run; ends the binary.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The bus could not be set up.
+    #[error(transparent)]
+    Bus(#[from] BusError),
+    /// The stop signals could not be installed.
+    #[error("cannot install the stop signal handlers: {0}")]
+    Signal(#[source] std::io::Error),
+}
+
+/// Runs the provider until SIGINT or SIGTERM, then stops after the current
+/// pass, giving held events one last chance to be acknowledged.
+///
+/// # Errors
+/// [`RunError`] when the bus or the signal handlers cannot be set up.
+pub async fn run<P: Provisioner>(provisioner: P, args: &ProviderArgs) -> Result<(), RunError> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).map_err(RunError::Signal)?;
+    let mut int = signal(SignalKind::interrupt()).map_err(RunError::Signal)?;
+    let stop = async move {
+        tokio::select! {
+            _ = term.recv() => tracing::info!("SIGTERM: stopping after the current pass"),
+            _ = int.recv() => tracing::info!("SIGINT: stopping after the current pass"),
+        }
+    };
+    run_until(provisioner, args, stop).await
+}
+
+/// Like [`run`], stopping when `stop` resolves (tests and embedders).
+///
+/// The contributions file names the provider; until a good one is read the
+/// loop waits (logging why) and does not connect. Then it connects to the bus
+/// as that provider, answers approvals on its approve subject and publishes
+/// its events. A pass in progress always completes before stopping.
+///
+/// # Errors
+/// [`RunError`] when the bus cannot be set up.
+pub async fn run_until<P: Provisioner>(
+    provisioner: P,
+    args: &ProviderArgs,
+    stop: impl Future<Output = ()>,
+) -> Result<(), RunError> {
+    let settings = args.settings();
+    let outbox = Arc::new(Outbox::new());
+    let mut runner = Runner::new(
+        provisioner,
+        args.contributions.clone(),
+        settings,
+        Arc::clone(&outbox),
+    );
+    let mut ticker = interval(settings.pass_every);
+    ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    tokio::pin!(stop);
+
+    let mut bus: Option<Bus> = None;
+    loop {
+        let approval = async {
+            match bus.as_mut() {
+                Some(bus) => bus.approvals.next().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            biased;
+            () = &mut stop => break,
+            _ = ticker.tick() => {
+                let report = runner.pass().await;
+                tracing::debug!(attempted = report.attempted, failed = report.failed, said = report.said, fresh = report.fresh, "pass done");
+                if bus.is_none() {
+                    match runner.provider().cloned() {
+                        Some(provider) => bus = Some(Bus::start(args, &provider, Arc::clone(&outbox)).await?),
+                        None => tracing::warn!(path = %args.contributions.display(), "no good contributions file yet; waiting for one before joining the bus"),
+                    }
+                }
+            }
+            Some(message) = approval => {
+                let reply = runner.approve(&message.payload).await;
+                if let (Some(bus), Some(to)) = (bus.as_ref(), message.reply) {
+                    let body = serde_json::to_vec(&reply).expect("reply serializes");
+                    if let Err(error) = bus.client.publish(to, body.into()).await {
+                        tracing::warn!(error = %error, "cannot send the approval reply");
+                    }
+                }
+            }
+        }
+    }
+    if let Some(bus) = bus {
+        bus.stop().await;
+    }
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// The provider's bus: client, approve subscription, publisher task.
+struct Bus {
+    client: async_nats::Client,
+    approvals: async_nats::Subscriber,
+    publisher: tokio::task::JoinHandle<usize>,
+    stop_publisher: oneshot::Sender<()>,
+}
+
+impl Bus {
+    async fn start(
+        args: &ProviderArgs,
+        provider: &crate::contributions::ProviderId,
+        outbox: Arc<Outbox>,
+    ) -> Result<Bus, BusError> {
+        let options = args.bus_options();
+        let client = connect(&options, provider).await?;
+        let subject = approve_subject(&provider.machine, &provider.module);
+        let approvals = client
+            .subscribe(subject.clone())
+            .await
+            .map_err(|source| BusError::Subscribe { subject, source })?;
+        let sink = Arc::new(JetStreamSink::new(client.clone(), options.ack_timeout));
+        let (stop_publisher, stopped) = oneshot::channel();
+        let retry_every = args.pass_every.min(std::time::Duration::from_secs(2));
+        let publisher = tokio::spawn(publish_loop(outbox, sink, retry_every, async {
+            let _ = stopped.await;
+        }));
+        tracing::info!(provider = %provider, url = %options.url, "joined the bus");
+        Ok(Bus {
+            client,
+            approvals,
+            publisher,
+            stop_publisher,
+        })
+    }
+
+    async fn stop(self) {
+        let _ = self.stop_publisher.send(());
+        if let Err(error) = self.publisher.await {
+            tracing::error!(error = %error, "event publisher ended abnormally");
+        }
+        let _ = self.client.flush().await;
+    }
+}

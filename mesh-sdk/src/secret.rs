@@ -1,0 +1,126 @@
+//! Minted secrets: read per consumer, every pass.
+
+use std::fmt;
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+
+/// A secret. Its `Debug` and `Display` never show it; read it with [`Secret::expose`].
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a secret value.
+    pub fn new(value: impl Into<String>) -> Secret {
+        Secret(value.into())
+    }
+
+    /// The secret's value, for the backend call that needs it and nothing else.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret([redacted])")
+    }
+}
+
+/// A minted secret that could not be had; class `secret-unreadable`.
+/// Retried on the next pass.
+#[derive(Debug, thiserror::Error)]
+pub enum SecretError {
+    /// The file does not exist.
+    #[error("minted secret file {path} is missing")]
+    Missing {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The file could not be read.
+    #[error("minted secret file {path} is unreadable: {source}")]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file holds nothing but whitespace.
+    #[error("minted secret file {path} is empty")]
+    Empty {
+        /// The file.
+        path: PathBuf,
+    },
+}
+
+/// Reads a secret file, trimming surrounding whitespace.
+///
+/// This is a small local file: it is read with a blocking call, which costs a
+/// few microseconds and keeps the pass cheap at 100,000 consumers.
+///
+/// # Errors
+/// [`SecretError`] when the file is missing, unreadable, not UTF-8 or empty.
+pub fn read_secret(path: &Path) -> Result<Secret, SecretError> {
+    let text = std::fs::read_to_string(path).map_err(|source| match source.kind() {
+        ErrorKind::NotFound => SecretError::Missing { path: path.into() },
+        _ => SecretError::Unreadable {
+            path: path.into(),
+            source,
+        },
+    })?;
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        return Err(SecretError::Empty { path: path.into() });
+    }
+    Ok(Secret(if trimmed.len() == text.len() {
+        text
+    } else {
+        trimmed.to_owned()
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_and_trims() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s");
+        std::fs::write(&path, "  pw-1\n").unwrap();
+        assert_eq!(read_secret(&path).unwrap().expose(), "pw-1");
+    }
+
+    #[test]
+    fn missing_empty_unreadable() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("none");
+        assert!(matches!(
+            read_secret(&missing),
+            Err(SecretError::Missing { .. })
+        ));
+        let empty = dir.path().join("empty");
+        std::fs::write(&empty, " \n\t").unwrap();
+        assert!(matches!(
+            read_secret(&empty),
+            Err(SecretError::Empty { .. })
+        ));
+        // A directory cannot be read as a file.
+        assert!(matches!(
+            read_secret(dir.path()),
+            Err(SecretError::Unreadable { .. })
+        ));
+        let binary = dir.path().join("bin");
+        std::fs::write(&binary, [0xff, 0xfe]).unwrap();
+        assert!(matches!(
+            read_secret(&binary),
+            Err(SecretError::Unreadable { .. })
+        ));
+    }
+
+    #[test]
+    fn debug_never_shows_the_value() {
+        let s = Secret::new("hunter2");
+        assert!(!format!("{s:?}").contains("hunter2"));
+    }
+}

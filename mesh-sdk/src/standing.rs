@@ -1,0 +1,450 @@
+//! Standing: what the loop has to say about one consumer, as a pure state
+//! machine. No I/O; `now` is passed in.
+//!
+//! Rules (DESIGN.md "The provisioner loop"):
+//! - failed for `failing_after` with no success in between: say `failing`,
+//!   and again every `repeat_every` while it lasts;
+//! - the first success after `failing` was said: say `recovered` (`success`);
+//! - the first success of each consumer after the provider starts: say
+//!   `recovered` (`first-success-after-start`), because a restarted provider
+//!   has forgotten what it said;
+//! - retired: say `recovered` (`retired`).
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
+
+use crate::classify::Class;
+
+/// Timings of the standing rules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StandingRules {
+    /// How long a consumer fails without one success before `failing` is said.
+    pub failing_after: Duration,
+    /// How often `failing` is said again while the failure lasts.
+    pub repeat_every: Duration,
+}
+
+impl Default for StandingRules {
+    fn default() -> Self {
+        StandingRules {
+            failing_after: Duration::from_secs(5 * 60),
+            repeat_every: Duration::from_secs(15 * 60),
+        }
+    }
+}
+
+/// The result of one attempt (read the secret, make if missing, check).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome<'a> {
+    /// All three steps succeeded.
+    Success,
+    /// One step failed.
+    Failure {
+        /// The failure's class.
+        class: Class,
+        /// The failure's words, already redacted and cut.
+        error: &'a str,
+    },
+}
+
+/// Why `recovered` is said.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RecoveredReason {
+    /// First success after `failing` was said since start.
+    Success,
+    /// First success of this consumer since the provider started.
+    FirstSuccessAfterStart,
+    /// The consumer was withdrawn and retired.
+    Retired,
+}
+
+impl RecoveredReason {
+    /// The reason as written on the bus.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RecoveredReason::Success => "success",
+            RecoveredReason::FirstSuccessAfterStart => "first-success-after-start",
+            RecoveredReason::Retired => "retired",
+        }
+    }
+}
+
+/// What a standing says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Word {
+    /// The consumer keeps failing.
+    Failing {
+        /// Time of the first failure since the last success (or since start).
+        since: Instant,
+        /// Failed attempts since `since`, this one included.
+        attempts: u64,
+        /// Class of the newest failure.
+        class: Class,
+        /// Words of the newest failure (redacted, cut).
+        error: String,
+    },
+    /// The consumer recovered (or was retired).
+    Recovered(RecoveredReason),
+}
+
+/// The failure in progress.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Failure {
+    /// First failure since the last success.
+    pub since: Instant,
+    /// Failed attempts since `since`.
+    pub attempts: u64,
+    /// Class of the newest failure.
+    pub class: Class,
+    /// Words of the newest failure.
+    pub error: String,
+    /// When `failing` was last said for this failure, if it was.
+    pub said_at: Option<Instant>,
+}
+
+/// The standing of one consumer since the provider started.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Standing {
+    failure: Option<Failure>,
+    /// `failing` was said since start and no success followed yet.
+    failing_said: bool,
+    /// A success was seen since start (so `recovered` was said once).
+    greeted: bool,
+}
+
+impl Standing {
+    /// A fresh standing, as at provider start.
+    pub fn new() -> Standing {
+        Standing::default()
+    }
+
+    /// The failure in progress, if any.
+    pub fn failure(&self) -> Option<&Failure> {
+        self.failure.as_ref()
+    }
+
+    /// Whether `failing` was said and not yet followed by `recovered`.
+    pub fn is_failing_said(&self) -> bool {
+        self.failing_said
+    }
+
+    /// Feeds one attempt's outcome at `now`; returns what to say, if anything.
+    pub fn observe(
+        &mut self,
+        outcome: Outcome<'_>,
+        now: Instant,
+        rules: &StandingRules,
+    ) -> Option<Word> {
+        match outcome {
+            Outcome::Success => {
+                self.failure = None;
+                let reason = if self.failing_said {
+                    Some(RecoveredReason::Success)
+                } else if !self.greeted {
+                    Some(RecoveredReason::FirstSuccessAfterStart)
+                } else {
+                    None
+                };
+                self.failing_said = false;
+                self.greeted = true;
+                reason.map(Word::Recovered)
+            }
+            Outcome::Failure { class, error } => {
+                let failure = self.failure.get_or_insert_with(|| Failure {
+                    since: now,
+                    attempts: 0,
+                    class,
+                    error: String::new(),
+                    said_at: None,
+                });
+                failure.attempts += 1;
+                failure.class = class;
+                if failure.error != error {
+                    error.clone_into(&mut failure.error);
+                }
+                let due = match failure.said_at {
+                    None => now.saturating_duration_since(failure.since) >= rules.failing_after,
+                    Some(said) => now.saturating_duration_since(said) >= rules.repeat_every,
+                };
+                if !due {
+                    return None;
+                }
+                failure.said_at = Some(now);
+                self.failing_said = true;
+                Some(Word::Failing {
+                    since: failure.since,
+                    attempts: failure.attempts,
+                    class: failure.class,
+                    error: failure.error.clone(),
+                })
+            }
+        }
+    }
+
+    /// The consumer was retired: say `recovered` (`retired`) and forget it.
+    pub fn retire(&mut self) -> Word {
+        *self = Standing {
+            greeted: true,
+            ..Standing::default()
+        };
+        Word::Recovered(RecoveredReason::Retired)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PASS: Duration = Duration::from_secs(5);
+
+    fn rules() -> StandingRules {
+        StandingRules::default()
+    }
+
+    fn fail(class: Class) -> Outcome<'static> {
+        Outcome::Failure {
+            class,
+            error: "password authentication failed",
+        }
+    }
+
+    /// Drives `standing` with `outcomes` one pass apart from `start`; returns
+    /// (seconds since start, word) for every word said.
+    fn drive(
+        standing: &mut Standing,
+        start: Instant,
+        outcomes: &[Outcome<'_>],
+    ) -> Vec<(u64, Word)> {
+        outcomes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, o)| {
+                let now = start + PASS * i as u32;
+                standing
+                    .observe(*o, now, &rules())
+                    .map(|w| ((now - start).as_secs(), w))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn first_success_after_start_says_recovered_once() {
+        let start = Instant::now();
+        let mut s = Standing::new();
+        let words = drive(&mut s, start, &[Outcome::Success; 10]);
+        assert_eq!(
+            words,
+            vec![(0, Word::Recovered(RecoveredReason::FirstSuccessAfterStart))]
+        );
+    }
+
+    #[test]
+    fn failing_said_after_five_minutes_without_success() {
+        let start = Instant::now();
+        let mut s = Standing::new();
+        // 60 failures: t = 0 .. 295 s; the 61st at 300 s says failing.
+        let outcomes = vec![fail(Class::CredentialsRejected); 61];
+        let words = drive(&mut s, start, &outcomes);
+        assert_eq!(
+            words,
+            vec![(
+                300,
+                Word::Failing {
+                    since: start,
+                    attempts: 61,
+                    class: Class::CredentialsRejected,
+                    error: "password authentication failed".into()
+                }
+            )]
+        );
+    }
+
+    #[test]
+    fn not_said_just_before_five_minutes() {
+        let start = Instant::now();
+        let mut s = Standing::new();
+        let outcomes = vec![fail(Class::Refused); 60];
+        assert!(drive(&mut s, start, &outcomes).is_empty());
+        let almost = start + Duration::from_secs(299) + Duration::from_millis(999);
+        assert_eq!(s.observe(fail(Class::Refused), almost, &rules()), None);
+    }
+
+    #[test]
+    fn a_success_inside_the_window_resets_it() {
+        let start = Instant::now();
+        let mut s = Standing::new();
+        let mut outcomes = vec![Outcome::Success];
+        outcomes.extend(vec![fail(Class::Unreachable); 50]); // 5 s .. 250 s
+        outcomes.push(Outcome::Success); // 255 s
+        outcomes.extend(vec![fail(Class::Unreachable); 61]); // 260 s .. 560 s
+        let words = drive(&mut s, start, &outcomes);
+        assert_eq!(words.len(), 2, "{words:?}");
+        assert_eq!(
+            words[0],
+            (0, Word::Recovered(RecoveredReason::FirstSuccessAfterStart))
+        );
+        match &words[1] {
+            (
+                560,
+                Word::Failing {
+                    since, attempts, ..
+                },
+            ) => {
+                assert_eq!(*since, start + Duration::from_secs(260));
+                assert_eq!(*attempts, 61);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn repeats_every_fifteen_minutes_exactly() {
+        let start = Instant::now();
+        let mut s = Standing::new();
+        // 1 hour of failures, a pass every 5 s.
+        let outcomes = vec![fail(Class::Unreachable); 12 * 60 + 1];
+        let words = drive(&mut s, start, &outcomes);
+        let times: Vec<u64> = words.iter().map(|(t, _)| *t).collect();
+        assert_eq!(times, vec![300, 1200, 2100, 3000]);
+        let attempts: Vec<u64> = words
+            .iter()
+            .map(|(_, w)| match w {
+                Word::Failing {
+                    attempts, since, ..
+                } => {
+                    assert_eq!(*since, start);
+                    *attempts
+                }
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(attempts, vec![61, 241, 421, 601]);
+    }
+
+    #[test]
+    fn recovered_success_after_failing_then_quiet() {
+        let start = Instant::now();
+        let mut s = Standing::new();
+        let mut outcomes = vec![fail(Class::Refused); 61];
+        outcomes.extend([Outcome::Success, Outcome::Success]);
+        let words = drive(&mut s, start, &outcomes);
+        assert_eq!(words.len(), 2);
+        assert_eq!(words[1], (305, Word::Recovered(RecoveredReason::Success)));
+        assert!(!s.is_failing_said());
+        assert!(s.failure().is_none());
+    }
+
+    #[test]
+    fn success_after_greeting_and_short_failure_is_quiet() {
+        let start = Instant::now();
+        let mut s = Standing::new();
+        let mut outcomes = vec![Outcome::Success];
+        outcomes.extend(vec![fail(Class::Refused); 10]);
+        outcomes.push(Outcome::Success);
+        let words = drive(&mut s, start, &outcomes);
+        assert_eq!(
+            words,
+            vec![(0, Word::Recovered(RecoveredReason::FirstSuccessAfterStart))]
+        );
+    }
+
+    #[test]
+    fn newest_class_and_words_are_carried() {
+        let start = Instant::now();
+        let mut s = Standing::new();
+        let mut outcomes = vec![
+            Outcome::Failure {
+                class: Class::SecretUnreadable,
+                error: "secret file missing",
+            };
+            30
+        ];
+        outcomes.extend(vec![
+            Outcome::Failure {
+                class: Class::Unreachable,
+                error: "connection refused",
+            };
+            31
+        ]);
+        let words = drive(&mut s, start, &outcomes);
+        assert_eq!(
+            words,
+            vec![(
+                300,
+                Word::Failing {
+                    since: start,
+                    attempts: 61,
+                    class: Class::Unreachable,
+                    error: "connection refused".into()
+                }
+            )]
+        );
+    }
+
+    #[test]
+    fn a_second_failure_after_recovery_starts_a_new_window() {
+        let start = Instant::now();
+        let mut s = Standing::new();
+        let mut outcomes = vec![fail(Class::Refused); 61];
+        outcomes.push(Outcome::Success); // 305
+        outcomes.extend(vec![fail(Class::Refused); 61]); // 310 .. 610
+        let words = drive(&mut s, start, &outcomes);
+        let times: Vec<u64> = words.iter().map(|(t, _)| *t).collect();
+        assert_eq!(times, vec![300, 305, 610]);
+    }
+
+    #[test]
+    fn irregular_passes_use_elapsed_time_not_counts() {
+        let start = Instant::now();
+        let mut s = Standing::new();
+        let r = rules();
+        assert_eq!(s.observe(fail(Class::Refused), start, &r), None);
+        // One slow pass later, the window is over.
+        let later = start + Duration::from_secs(400);
+        assert!(matches!(
+            s.observe(fail(Class::Refused), later, &r),
+            Some(Word::Failing { attempts: 2, .. })
+        ));
+        // Repeat is measured from when it was said.
+        assert_eq!(
+            s.observe(fail(Class::Refused), later + Duration::from_secs(899), &r),
+            None
+        );
+        assert!(s
+            .observe(fail(Class::Refused), later + Duration::from_secs(900), &r)
+            .is_some());
+    }
+
+    #[test]
+    fn retire_says_recovered_retired_and_forgets() {
+        let start = Instant::now();
+        let mut s = Standing::new();
+        drive(&mut s, start, &vec![fail(Class::Refused); 61]);
+        assert!(s.is_failing_said());
+        assert_eq!(s.retire(), Word::Recovered(RecoveredReason::Retired));
+        assert!(!s.is_failing_said());
+        assert!(s.failure().is_none());
+        // Re-listed and succeeding later: nothing more to say.
+        assert_eq!(s.observe(Outcome::Success, start, &rules()), None);
+    }
+
+    #[test]
+    fn custom_timings() {
+        let r = StandingRules {
+            failing_after: Duration::from_secs(5),
+            repeat_every: Duration::from_secs(10),
+        };
+        let start = Instant::now();
+        let mut s = Standing::new();
+        let said: Vec<u64> = (0..=25)
+            .filter_map(|sec| {
+                let now = start + Duration::from_secs(sec);
+                s.observe(fail(Class::Refused), now, &r).map(|_| sec)
+            })
+            .collect();
+        assert_eq!(said, vec![5, 15, 25]);
+    }
+}

@@ -1,0 +1,309 @@
+//! Small implementations for tests: a provisioner with an in-memory backend,
+//! a sink that records events, and a log capture. The SDK's own tests use
+//! them; provider authors may too.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+
+use crate::bus::{EventSink, SinkError};
+use crate::classify::Class;
+use crate::contributions::Consumer;
+use crate::name::Name;
+use crate::provisioner::{Held, Provisioner};
+use crate::secret::Secret;
+
+/// An error of the fake backend, optionally carrying the provider's own class.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct FakeError {
+    /// The words.
+    pub message: String,
+    /// A class the provider's `classify` returns for it.
+    pub class: Option<Class>,
+}
+
+impl FakeError {
+    /// An error with words only.
+    pub fn words(message: impl Into<String>) -> FakeError {
+        FakeError {
+            message: message.into(),
+            class: None,
+        }
+    }
+}
+
+/// One provision at the fake backend.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FakeProvision {
+    /// The secret it was made with.
+    pub secret: String,
+    /// Whether it is retired.
+    pub retired: bool,
+}
+
+/// The fake backend's state; tests change it between passes.
+#[derive(Debug, Default)]
+pub struct FakeBackend {
+    /// What the backend holds.
+    pub provisions: BTreeMap<Name, FakeProvision>,
+    /// Consumers whose `ensure` fails, with the error.
+    pub fail_ensure: HashMap<Name, FakeError>,
+    /// Consumers whose `check` fails, with the error.
+    pub fail_check: HashMap<Name, FakeError>,
+    /// Every call fails with this error (the backend is down).
+    pub down: Option<FakeError>,
+    /// When set, the check's refusal echoes the secret it was given (as careless backends do).
+    pub echo_secret: bool,
+    /// Latency of every call.
+    pub latency: Duration,
+    /// Every call made, as `method consumer`.
+    pub calls: Vec<String>,
+}
+
+/// A [`Provisioner`] over an in-memory backend. Clones share the backend.
+#[derive(Debug, Clone, Default)]
+pub struct FakeProvisioner {
+    /// The backend.
+    pub backend: Arc<Mutex<FakeBackend>>,
+    /// Secrets the provider holds (redacted from errors).
+    pub own_secrets: Vec<String>,
+}
+
+impl FakeProvisioner {
+    /// A provisioner with an empty backend.
+    pub fn new() -> FakeProvisioner {
+        FakeProvisioner::default()
+    }
+
+    /// Runs `f` on the backend.
+    pub fn with<R>(&self, f: impl FnOnce(&mut FakeBackend) -> R) -> R {
+        f(&mut self.backend.lock().expect("fake backend lock"))
+    }
+
+    /// Calls made so far whose method is `method`.
+    pub fn calls(&self, method: &str) -> usize {
+        self.with(|b| {
+            b.calls
+                .iter()
+                .filter(|c| c.split(' ').next() == Some(method))
+                .count()
+        })
+    }
+
+    async fn enter(&self, call: String) -> Result<(), FakeError> {
+        let (latency, down) = self.with(|b| {
+            b.calls.push(call);
+            (b.latency, b.down.clone())
+        });
+        if !latency.is_zero() {
+            tokio::time::sleep(latency).await;
+        }
+        down.map_or(Ok(()), Err)
+    }
+}
+
+#[async_trait]
+impl Provisioner for FakeProvisioner {
+    type Error = FakeError;
+
+    async fn ensure(&self, consumer: &Consumer, secret: &Secret) -> Result<(), FakeError> {
+        self.enter(format!("ensure {}", consumer.name)).await?;
+        self.with(|b| {
+            if let Some(error) = b.fail_ensure.get(&consumer.name) {
+                return Err(error.clone());
+            }
+            b.provisions
+                .entry(consumer.name.clone())
+                .or_insert_with(|| FakeProvision {
+                    secret: secret.expose().to_owned(),
+                    retired: false,
+                });
+            Ok(())
+        })
+    }
+
+    async fn check(&self, consumer: &Consumer, secret: &Secret) -> Result<(), FakeError> {
+        self.enter(format!("check {}", consumer.name)).await?;
+        self.with(|b| {
+            if let Some(error) = b.fail_check.get(&consumer.name) {
+                return Err(error.clone());
+            }
+            match b.provisions.get(&consumer.name) {
+                Some(p) if p.retired => Err(FakeError::words(format!(
+                    "role \"{}\" is not permitted to log in",
+                    consumer.name
+                ))),
+                Some(p) if p.secret == secret.expose() => Ok(()),
+                Some(_) if b.echo_secret => Err(FakeError::words(format!(
+                    "password authentication failed for user \"{}\" with password \"{}\"",
+                    consumer.name,
+                    secret.expose()
+                ))),
+                Some(_) => Err(FakeError::words(format!(
+                    "password authentication failed for user \"{}\"",
+                    consumer.name
+                ))),
+                None => Err(FakeError::words(format!(
+                    "database \"{}\" does not exist",
+                    consumer.name
+                ))),
+            }
+        })
+    }
+
+    async fn held(&self) -> Result<Vec<Held>, FakeError> {
+        self.enter("held -".into()).await?;
+        Ok(self.with(|b| {
+            b.provisions
+                .iter()
+                .map(|(name, p)| Held {
+                    name: name.clone(),
+                    retired: p.retired,
+                })
+                .collect()
+        }))
+    }
+
+    async fn retire(&self, consumer: &Name) -> Result<(), FakeError> {
+        self.enter(format!("retire {consumer}")).await?;
+        self.with(|b| b.provisions.get_mut(consumer).map(|p| p.retired = true));
+        Ok(())
+    }
+
+    async fn re_enable(&self, consumer: &Name) -> Result<(), FakeError> {
+        self.enter(format!("re_enable {consumer}")).await?;
+        self.with(|b| b.provisions.get_mut(consumer).map(|p| p.retired = false));
+        Ok(())
+    }
+
+    async fn delete(&self, consumer: &Name) -> Result<(), FakeError> {
+        self.enter(format!("delete {consumer}")).await?;
+        self.with(|b| b.provisions.remove(consumer));
+        Ok(())
+    }
+
+    fn classify(&self, error: &FakeError) -> Option<Class> {
+        error.class
+    }
+
+    fn secrets(&self) -> Vec<Secret> {
+        self.own_secrets.iter().map(Secret::new).collect()
+    }
+}
+
+/// An [`EventSink`] that records what it acknowledges; it can be made to
+/// refuse everything, like a bus that went away.
+#[derive(Debug, Clone, Default)]
+pub struct RecordingSink {
+    /// Acknowledged events: (subject, body), in order.
+    pub events: Arc<Mutex<Vec<(String, serde_json::Value)>>>,
+    /// Message ids acknowledged, in order.
+    pub msg_ids: Arc<Mutex<Vec<String>>>,
+    /// While `true`, every publish fails.
+    pub down: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl RecordingSink {
+    /// The recorded events.
+    pub fn events(&self) -> Vec<(String, serde_json::Value)> {
+        self.events.lock().expect("sink lock").clone()
+    }
+
+    /// Makes the sink refuse (`true`) or accept (`false`).
+    pub fn set_down(&self, down: bool) {
+        self.down.store(down, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[async_trait]
+impl EventSink for RecordingSink {
+    async fn publish(&self, subject: &str, msg_id: &str, body: Bytes) -> Result<(), SinkError> {
+        if self.down.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(SinkError {
+                subject: subject.into(),
+                reason: "the bus is down".into(),
+            });
+        }
+        let value = serde_json::from_slice(&body).map_err(|e| SinkError {
+            subject: subject.into(),
+            reason: e.to_string(),
+        })?;
+        self.events
+            .lock()
+            .expect("sink lock")
+            .push((subject.into(), value));
+        self.msg_ids.lock().expect("sink lock").push(msg_id.into());
+        Ok(())
+    }
+}
+
+/// Captures the log lines written on this thread while its guard lives.
+///
+/// The first capture installs a global `tracing` subscriber (every level)
+/// that writes each line to the capture of the thread that logged it, and
+/// drops lines of threads that capture nothing. A global subscriber avoids
+/// tracing's per-callsite interest cache, which thread-local subscribers race
+/// on when tests run in parallel. Use it with single-threaded runtimes (the
+/// `#[tokio::test]` default) so every line of a test is on its thread.
+#[derive(Clone, Default)]
+pub struct LogCapture {
+    buffer: Arc<Mutex<Vec<u8>>>,
+}
+
+thread_local! {
+    static CAPTURE: std::cell::RefCell<Option<LogCapture>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Ends a capture when dropped.
+pub struct CaptureGuard(());
+
+impl Drop for CaptureGuard {
+    fn drop(&mut self) {
+        CAPTURE.with(|c| c.borrow_mut().take());
+    }
+}
+
+/// Routes a log line to the current thread's capture.
+struct Route;
+
+impl Write for Route {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        CAPTURE.with(|c| {
+            if let Some(capture) = c.borrow().as_ref() {
+                capture.buffer.lock().expect("log lock").extend_from_slice(buf);
+            }
+        });
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl LogCapture {
+    /// Starts capturing every level logged on the current thread.
+    pub fn start() -> (LogCapture, CaptureGuard) {
+        static INIT: std::sync::Once = std::sync::Once::new();
+        INIT.call_once(|| {
+            let _ = tracing_subscriber::fmt()
+                .with_max_level(tracing::Level::TRACE)
+                .with_ansi(false)
+                .with_writer(|| Route)
+                .try_init();
+        });
+        let capture = LogCapture::default();
+        CAPTURE.with(|c| *c.borrow_mut() = Some(capture.clone()));
+        (capture, CaptureGuard(()))
+    }
+
+    /// Everything captured so far.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.buffer.lock().expect("log lock")).into_owned()
+    }
+}

@@ -1,0 +1,417 @@
+//! The provisioner loop driven pass by pass on tokio's paused clock, with the
+//! SDK's fake provisioner: standing, redaction, classification, the
+//! contributions file, concurrency and timeouts, retirement and approvals.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mesh_sdk::bus::Outbox;
+use mesh_sdk::testing::{FakeError, FakeProvisioner, LogCapture};
+use mesh_sdk::{Class, Name, Runner, Settings, Timestamp, WallClock};
+use serde_json::{json, Value};
+use tokio::time::{advance, Instant};
+
+const PASS: Duration = Duration::from_secs(5);
+const T0: &str = "2026-10-05T00:00:00Z";
+
+struct World {
+    dir: tempfile::TempDir,
+    fake: FakeProvisioner,
+    outbox: Arc<Outbox>,
+    runner: Runner<FakeProvisioner>,
+}
+
+fn name(s: &str) -> Name {
+    Name::parse(s).unwrap()
+}
+
+impl World {
+    /// A provider `postgres@db-1` serving `consumers`, each with secret `pw-<name>`.
+    fn new(consumers: &[&str]) -> World {
+        World::with(consumers, FakeProvisioner::new(), Settings::default())
+    }
+
+    fn with(consumers: &[&str], fake: FakeProvisioner, settings: Settings) -> World {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("secrets")).unwrap();
+        for c in consumers {
+            std::fs::write(dir.path().join("secrets").join(c), format!("pw-{c}\n")).unwrap();
+        }
+        let outbox = Arc::new(Outbox::new());
+        let clock = WallClock::fixed(Timestamp::parse(T0).unwrap().0, Instant::now());
+        let runner = Runner::new(fake.clone(), dir.path().join("contributions.json"), settings, Arc::clone(&outbox)).with_clock(clock);
+        let world = World { dir, fake, outbox, runner };
+        world.list(consumers);
+        world
+    }
+
+    /// Writes the contributions file listing `consumers`.
+    fn list(&self, consumers: &[&str]) {
+        let entries: Vec<Value> = consumers
+            .iter()
+            .map(|c| json!({"consumer": c, "machine": "app-1", "provision": "postgres-database", "secret_file": format!("secrets/{c}")}))
+            .collect();
+        let file = json!({"provider": {"module": "postgres", "machine": "db-1"}, "consumers": entries});
+        std::fs::write(self.dir.path().join("contributions.json"), file.to_string()).unwrap();
+    }
+
+    fn write_raw(&self, text: &str) {
+        std::fs::write(self.dir.path().join("contributions.json"), text).unwrap();
+    }
+
+    fn secret(&self, consumer: &str, value: Option<&str>) {
+        let path = self.dir.path().join("secrets").join(consumer);
+        match value {
+            Some(v) => std::fs::write(path, v).unwrap(),
+            None => std::fs::remove_file(path).unwrap(),
+        }
+    }
+
+    /// Runs `n` passes, one every PASS, the clock advancing after each.
+    async fn passes(&mut self, n: usize) {
+        for _ in 0..n {
+            self.runner.pass().await;
+            advance(PASS).await;
+        }
+    }
+
+    /// Takes every word said so far: (kind, body).
+    fn said(&self) -> Vec<(String, Value)> {
+        let mut out = Vec::new();
+        for (key, pending) in self.outbox.snapshot() {
+            let kind = pending.subject.rsplit('.').next().unwrap().to_owned();
+            assert_eq!(pending.subject, format!("mesh.event.db-1.postgres.provisioner.{kind}"));
+            out.push((kind, serde_json::from_slice(&pending.body).unwrap()));
+            self.outbox.done(&key, pending.seq);
+        }
+        out
+    }
+}
+
+fn kinds(said: &[(String, Value)]) -> Vec<String> {
+    said.iter()
+        .map(|(k, v)| {
+            let what = v.get("reason").or(v.get("action")).or(v.get("class")).and_then(Value::as_str).unwrap_or("");
+            format!("{k}:{}:{what}", v["consumer"].as_str().unwrap_or(""))
+        })
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn first_success_of_each_consumer_after_start_is_announced() {
+    let mut w = World::new(&["forge", "wiki"]);
+    w.passes(3).await;
+    let said = w.said();
+    let mut k = kinds(&said);
+    k.sort();
+    assert_eq!(
+        k,
+        vec![
+            "recovered:forge:first-success-after-start",
+            "recovered:wiki:first-success-after-start"
+        ]
+    );
+    assert_eq!(
+        said[0].1,
+        json!({"v":1,"consumer":said[0].1["consumer"],"consumer_machine":"app-1","provision":"postgres-database",
+               "reason":"first-success-after-start","said_at":T0})
+    );
+
+    // A restarted provider has forgotten: it says so again.
+    let fake = w.fake.clone();
+    let outbox = Arc::new(Outbox::new());
+    let mut again = Runner::new(fake, w.dir.path().join("contributions.json"), Settings::default(), Arc::clone(&outbox));
+    again.pass().await;
+    assert_eq!(outbox.len(), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn failing_after_five_minutes_repeated_every_fifteen_then_recovered() {
+    let mut w = World::new(&["forge", "wiki"]);
+    w.passes(1).await;
+    w.said();
+    w.fake.with(|b| {
+        b.fail_check.insert(name("forge"), FakeError::words("password authentication failed for user \"forge\""))
+    });
+    // 60 failing passes: 5 s .. 300 s; nothing yet.
+    w.passes(60).await;
+    assert!(w.said().is_empty());
+    // The 61st failure, at 305 s = 5 minutes after the first, says failing.
+    w.passes(1).await;
+    let said = w.said();
+    assert_eq!(
+        said,
+        vec![(
+            "failing".to_owned(),
+            json!({"v":1,"consumer":"forge","consumer_machine":"app-1","provision":"postgres-database",
+                   "class":"credentials-rejected","error":"password authentication failed for user \"forge\"",
+                   "since":"2026-10-05T00:00:05Z","attempts":61,"said_at":"2026-10-05T00:05:05Z"})
+        )]
+    );
+    // Again exactly 15 minutes later, and not before.
+    w.passes(179).await;
+    assert!(w.said().is_empty());
+    w.passes(1).await;
+    let said = w.said();
+    assert_eq!(said.len(), 1);
+    assert_eq!(said[0].1["said_at"], "2026-10-05T00:20:05Z");
+    assert_eq!(said[0].1["attempts"], 241);
+    assert_eq!(said[0].1["since"], "2026-10-05T00:00:05Z");
+
+    w.fake.with(|b| b.fail_check.clear());
+    w.passes(2).await;
+    assert_eq!(kinds(&w.said()), vec!["recovered:forge:success"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn failures_of_make_check_and_secret_all_count_and_success_resets() {
+    let mut w = World::new(&["a", "b", "c"]);
+    w.secret("a", None);
+    w.fake.with(|b| b.fail_ensure.insert(name("b"), FakeError::words("permission denied to create database")));
+    w.fake.with(|b| b.fail_check.insert(name("c"), FakeError::words("connection refused")));
+    w.passes(61).await;
+    let said = w.said();
+    let mut classes: Vec<(String, String)> = said
+        .iter()
+        .map(|(_, v)| (v["consumer"].as_str().unwrap().into(), v["class"].as_str().unwrap().into()))
+        .collect();
+    classes.sort();
+    assert_eq!(
+        classes,
+        vec![
+            ("a".into(), "secret-unreadable".into()),
+            ("b".into(), "refused".into()),
+            ("c".into(), "unreachable".into())
+        ]
+    );
+    let a = said.iter().find(|(_, v)| v["consumer"] == "a").unwrap();
+    assert!(a.1["error"].as_str().unwrap().contains("is missing"), "{a:?}");
+    assert_eq!(a.1["attempts"], 61);
+    assert_eq!(a.1["since"], T0);
+
+    // An empty secret is unreadable too, and a single success inside the
+    // window resets it.
+    let mut w = World::new(&["d"]);
+    w.secret("d", Some("  \n"));
+    w.passes(50).await;
+    w.secret("d", Some("pw-d"));
+    w.passes(1).await;
+    w.secret("d", Some(""));
+    w.passes(60).await;
+    assert_eq!(kinds(&w.said()), vec!["recovered:d:first-success-after-start"]);
+    w.passes(1).await;
+    let said = w.said();
+    assert_eq!(kinds(&said), vec!["failing:d:secret-unreadable"]);
+    assert_eq!(said[0].1["since"], "2026-10-05T00:04:15Z");
+}
+
+#[tokio::test(start_paused = true)]
+async fn no_secret_in_any_event_log_line_or_error() {
+    let (logs, _guard) = LogCapture::start();
+    let fake = FakeProvisioner {
+        own_secrets: vec!["admin-very-secret".into()],
+        ..FakeProvisioner::new()
+    };
+    let mut w = World::with(&["forge"], fake, Settings::default());
+    w.passes(1).await;
+    // The minted secret changes: the backend still holds the old one and its
+    // refusal echoes the password it was given; another error quotes the
+    // provider's own admin secret.
+    w.secret("forge", Some("new-minted-pw"));
+    w.fake.with(|b| b.echo_secret = true);
+    w.passes(61).await;
+    let mut said = w.said();
+    w.fake.with(|b| {
+        b.fail_ensure.insert(name("forge"), FakeError::words("login as admin with admin-very-secret refused; new-minted-pw"))
+    });
+    w.passes(180).await;
+    said.extend(w.said());
+    assert_eq!(said.iter().filter(|(k, _)| k == "failing").count(), 2, "{said:?}");
+    let all = format!("{said:?}\n{}", logs.text());
+    for secret in ["new-minted-pw", "admin-very-secret", "pw-forge"] {
+        assert!(!all.contains(secret), "{secret} leaked:\n{all}");
+    }
+    assert!(all.contains("[redacted]"), "{all}");
+    assert!(logs.text().contains("provision failed"), "failures are logged");
+}
+
+#[tokio::test(start_paused = true)]
+async fn provider_classification_wins_over_words() {
+    let mut w = World::new(&["forge"]);
+    w.fake.with(|b| {
+        b.fail_check.insert(
+            name("forge"),
+            FakeError {
+                message: "connection refused while logging in".into(),
+                class: Some(Class::CredentialsRejected),
+            },
+        )
+    });
+    w.passes(61).await;
+    assert_eq!(kinds(&w.said()), vec!["failing:forge:credentials-rejected"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_malformed_file_keeps_the_last_good_list_and_a_bad_entry_is_refused_alone() {
+    let (logs, _guard) = LogCapture::start();
+    let mut w = World::new(&["forge", "wiki"]);
+    w.passes(1).await;
+    w.said();
+    w.write_raw("{ this is not json");
+    w.passes(100).await;
+    assert_eq!(w.fake.calls("check"), 2 * 101, "both consumers still served");
+    assert_eq!(logs.text().matches("is malformed").count(), 1, "logged once per change:\n{}", logs.text());
+    assert!(w.said().is_empty());
+
+    w.write_raw(
+        r#"{"provider":{"module":"postgres","machine":"db-1"},"consumers":[
+        {"consumer":"Bad.Name","machine":"app-1","provision":"postgres-database","secret_file":"secrets/forge"},
+        {"consumer":"forge","machine":"app-1","provision":"postgres-database","secret_file":"secrets/forge"}]}"#,
+    );
+    let report = w.runner.pass().await;
+    assert!(report.fresh);
+    assert_eq!(report.attempted, 1);
+    assert!(logs.text().contains("consumer entry 0 (\"Bad.Name\")"), "{}", logs.text());
+}
+
+#[tokio::test(start_paused = true)]
+async fn concurrency_is_bounded_and_calls_time_out() {
+    let names: Vec<String> = (0..40).map(|i| format!("c{i}")).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let settings = Settings {
+        concurrency: 4,
+        call_timeout: Duration::from_secs(2),
+        ..Settings::default()
+    };
+    let mut w = World::with(&refs, FakeProvisioner::new(), settings);
+    w.fake.with(|b| b.latency = Duration::from_millis(100));
+    let start = Instant::now();
+    w.runner.pass().await;
+    // 40 consumers, 2 calls of 100 ms each, 4 at a time: 10 rounds of 200 ms,
+    // then one 100 ms call listing what the backend holds.
+    assert_eq!(start.elapsed(), Duration::from_millis(2100));
+
+    w.fake.with(|b| b.latency = Duration::from_secs(3));
+    let report = w.runner.pass().await;
+    assert_eq!(report.failed, 40);
+    let standing = w.runner.standing(&name("c0")).unwrap();
+    let failure = standing.failure().unwrap();
+    assert_eq!(failure.class, Class::Unreachable);
+    assert_eq!(failure.error, "make timed out after 2s");
+}
+
+#[tokio::test(start_paused = true)]
+async fn withdrawn_consumer_is_retired_after_ten_minutes_and_five_passes_and_said() {
+    let mut w = World::new(&["forge", "wiki"]);
+    w.fake.with(|b| b.fail_check.insert(name("wiki"), FakeError::words("connection refused")));
+    w.passes(61).await;
+    assert_eq!(kinds(&w.said()), vec!["recovered:forge:first-success-after-start", "failing:wiki:unreachable"]);
+    w.list(&["forge"]);
+    // Withdrawn at 305 s: still held, not retired until 10 minutes passed.
+    w.passes(120).await;
+    assert!(w.said().is_empty());
+    assert!(!w.fake.with(|b| b.provisions[&name("wiki")].retired));
+    w.passes(1).await;
+    let said = w.said();
+    assert_eq!(kinds(&said), vec!["retirement:wiki:retired", "recovered:wiki:retired"]);
+    assert_eq!(said[1].1["consumer_machine"], "app-1", "the machine it last knew");
+    assert!(w.fake.with(|b| b.provisions[&name("wiki")].retired));
+    assert_eq!(w.fake.calls("delete"), 0);
+    // Nothing more, ever, without approval.
+    w.passes(1000).await;
+    assert!(w.said().is_empty());
+    assert_eq!(w.fake.calls("delete"), 0);
+    assert_eq!(w.fake.calls("retire"), 1);
+
+    // Listed again: re-enabled and said, then served.
+    w.list(&["forge", "wiki"]);
+    w.fake.with(|b| b.fail_check.clear());
+    w.passes(1).await;
+    assert_eq!(kinds(&w.said()), vec!["retirement:wiki:re-enabled"]);
+    assert!(!w.fake.with(|b| b.provisions[&name("wiki")].retired));
+}
+
+#[tokio::test(start_paused = true)]
+async fn relisted_while_pending_says_nothing_and_starts_over() {
+    let mut w = World::new(&["forge", "wiki"]);
+    w.passes(1).await;
+    w.said();
+    w.list(&["forge"]);
+    w.passes(100).await;
+    w.list(&["forge", "wiki"]);
+    w.passes(1).await;
+    w.list(&["forge"]);
+    w.passes(120).await;
+    assert!(w.said().is_empty(), "count started over");
+    w.passes(1).await;
+    assert_eq!(kinds(&w.said()), vec!["retirement:wiki:retired", "recovered:wiki:retired"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_broken_file_for_an_hour_retires_nobody() {
+    let mut w = World::new(&["forge", "wiki"]);
+    w.passes(1).await;
+    w.said();
+    w.write_raw("[]");
+    w.passes(720).await;
+    std::fs::remove_file(w.dir.path().join("contributions.json")).unwrap();
+    w.passes(720).await;
+    assert!(w.said().is_empty());
+    assert_eq!(w.fake.calls("retire"), 0);
+    // An unlistable backend for an hour does not count either.
+    w.list(&["forge"]);
+    w.fake.with(|b| b.down = Some(FakeError::words("connection refused")));
+    w.passes(720).await;
+    assert_eq!(w.fake.calls("retire"), 0);
+}
+
+async fn approve(w: &mut World, body: &str) -> (bool, String) {
+    let reply = w.runner.approve(body.as_bytes()).await;
+    (reply.ok, reply.detail)
+}
+
+#[tokio::test(start_paused = true)]
+async fn approvals_and_every_refusal() {
+    let mut w = World::new(&["forge", "wiki", "docs"]);
+    w.passes(1).await;
+    w.said();
+    w.list(&["forge", "docs"]);
+
+    for (body, words) in [
+        ("not json", "malformed"),
+        (r#"{"v":1}"#, "malformed"),
+        (r#"{"v":1,"consumer":"No Such"}"#, "malformed"),
+        (r#"{"v":2,"consumer":"wiki"}"#, "version"),
+        (r#"{"v":1,"consumer":"ghost"}"#, "unknown"),
+        (r#"{"v":1,"consumer":"forge"}"#, "still listed"),
+        (r#"{"v":1,"consumer":"forge","delete":true}"#, "still listed"),
+        (r#"{"v":1,"consumer":"wiki","delete":true}"#, "not retired yet"),
+    ] {
+        let (ok, detail) = approve(&mut w, body).await;
+        assert!(!ok, "{body}");
+        assert!(detail.contains(words), "{body}: {detail}");
+    }
+    assert!(w.said().is_empty());
+    assert_eq!(w.fake.calls("retire") + w.fake.calls("delete"), 0);
+
+    // Retire now, on approval.
+    let (ok, detail) = approve(&mut w, r#"{"v":1,"consumer":"wiki","delete":false}"#).await;
+    assert!(ok, "{detail}");
+    assert_eq!(kinds(&w.said()), vec!["retirement:wiki:approved", "retirement:wiki:retired", "recovered:wiki:retired"]);
+    let (ok, detail) = approve(&mut w, r#"{"v":1,"consumer":"wiki"}"#).await;
+    assert!(!ok && detail.contains("already retired"), "{detail}");
+    assert_eq!(w.fake.calls("delete"), 0);
+
+    // Delete, on approval of a retired consumer.
+    let (ok, detail) = approve(&mut w, r#"{"v":1,"consumer":"wiki","delete":true}"#).await;
+    assert!(ok, "{detail}");
+    assert_eq!(kinds(&w.said()), vec!["retirement:wiki:approved", "retirement:wiki:deleted"]);
+    assert!(w.fake.with(|b| !b.provisions.contains_key(&name("wiki"))));
+    let (ok, detail) = approve(&mut w, r#"{"v":1,"consumer":"wiki","delete":true}"#).await;
+    assert!(!ok && detail.contains("unknown"), "{detail}");
+
+    // A broken contributions file: nothing is approved blind.
+    w.write_raw("{");
+    let (ok, detail) = approve(&mut w, r#"{"v":1,"consumer":"docs"}"#).await;
+    assert!(!ok && detail.contains("cannot be read"), "{detail}");
+}

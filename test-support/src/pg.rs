@@ -1,0 +1,575 @@
+//! A private PostgreSQL cluster.
+
+use std::io::{Read, Seek};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use tempfile::TempDir;
+
+use crate::{
+    find_in_path_or, free_port, is_executable, poll_until, random_hex, read_lossy, tail,
+    START_ATTEMPTS, START_DEADLINE,
+};
+
+/// The superuser the cluster is created with.
+const SUPERUSER: &str = "postgres";
+
+/// The address the cluster listens on.
+const HOST: &str = "127.0.0.1";
+
+/// Longest path of a unix socket (sun_path holds 108 bytes with the NUL).
+const MAX_SOCKET_PATH: usize = 107;
+
+/// A private PostgreSQL cluster (the installed binaries): its own data
+/// directory in a temp dir, SCRAM authentication (a wrong password is
+/// refused), a superuser `postgres` with a random password, listening on
+/// 127.0.0.1 on a free port, its unix socket in the private dir, every
+/// statement logged (`log_statement = all`) to a log file read by
+/// [`PgCluster::log`].
+///
+/// Run as root, the cluster belongs to the `postgres` OS user (`initdb`
+/// refuses root): the binaries are run through `runuser -u postgres --`.
+///
+/// For speed the cluster runs with `fsync = off`: data survives
+/// [`PgCluster::stop`] / [`PgCluster::start_again`] and even an immediate
+/// stop, but not a crash of the machine.
+///
+/// Dropping it stops the server (`pg_ctl stop -m immediate`) and removes the
+/// directory.
+///
+/// ```no_run
+/// # async fn example() {
+/// let pg = mesh_test_support::PgCluster::start();
+/// let admin = pg.connect_admin().await;
+/// admin.batch_execute("CREATE TABLE t (x int)").await.unwrap();
+/// let conninfo = pg.create_database("store_test").await;
+/// let (client, connection) = tokio_postgres::connect(&conninfo, tokio_postgres::NoTls)
+///     .await
+///     .unwrap();
+/// tokio::spawn(connection);
+/// # }
+/// ```
+pub struct PgCluster {
+    bin_dir: PathBuf,
+    /// `runuser` when running as root.
+    runuser: Option<PathBuf>,
+    dir: TempDir,
+    port: u16,
+    password: String,
+}
+
+impl PgCluster {
+    /// Creates and starts a cluster: `initdb --auth=scram-sha-256` with the
+    /// superuser `postgres` and a random password (also written to
+    /// [`PgCluster::superuser_password_file`]), then `pg_ctl start -w` on a
+    /// free port (`listen_addresses = 127.0.0.1`, `unix_socket_directories`
+    /// = the private dir, `log_statement = all`, log file via `pg_ctl -l`).
+    ///
+    /// Blocks until the server accepts connections; panics with the log tail
+    /// if it does not within 30 s.
+    pub fn start() -> PgCluster {
+        let bin_dir = pg_bin_dir();
+        let root = crate::is_root();
+        let runuser = root.then(runuser_binary);
+        let owner = root.then(postgres_ids);
+        // The postgres user must be able to reach the dir: as root, use /tmp
+        // (world-traversable) rather than a TMPDIR that may be private. The
+        // unix socket path must also stay short.
+        let system_tmp = std::env::temp_dir();
+        let base = if root || system_tmp.as_os_str().len() > 60 {
+            PathBuf::from("/tmp")
+        } else {
+            system_tmp
+        };
+        let dir = tempfile::Builder::new()
+            .prefix("mesh-pg-")
+            .tempdir_in(&base)
+            .unwrap_or_else(|error| {
+                panic!(
+                    "creating a temp dir for PostgreSQL in {}: {error}",
+                    base.display()
+                )
+            });
+        let socket_len = dir.path().join(".s.PGSQL.65535.lock").as_os_str().len();
+        assert!(
+            socket_len < MAX_SOCKET_PATH,
+            "the PostgreSQL socket path in {} would be too long for a unix socket",
+            dir.path().display()
+        );
+        let cluster = PgCluster {
+            bin_dir,
+            runuser,
+            dir,
+            port: 0,
+            password: random_hex(16),
+        };
+        if let Some((uid, gid)) = owner {
+            chown(cluster.dir.path(), uid, gid);
+        }
+        cluster.write_password_file(owner);
+        cluster.initdb(owner);
+        cluster.start_on_free_port()
+    }
+
+    /// The TCP port the server listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The host the server listens on: `127.0.0.1`.
+    pub fn host(&self) -> &str {
+        HOST
+    }
+
+    /// The superuser's name: `postgres`.
+    pub fn superuser(&self) -> &str {
+        SUPERUSER
+    }
+
+    /// The superuser's password (random, hex).
+    pub fn superuser_password(&self) -> &str {
+        &self.password
+    }
+
+    /// A file holding only the superuser password (no trailing newline), for
+    /// `--admin-password-file` style flags.
+    pub fn superuser_password_file(&self) -> PathBuf {
+        self.dir.path().join("superuser.password")
+    }
+
+    /// `postgres://postgres@127.0.0.1:PORT/postgres`, without the password
+    /// (see [`PgCluster::superuser_password`]).
+    pub fn admin_url(&self) -> String {
+        format!("postgres://{SUPERUSER}@{HOST}:{}/postgres", self.port)
+    }
+
+    /// A tokio-postgres / libpq key-value connection string for the
+    /// superuser, password included:
+    /// `host=127.0.0.1 port=N user=postgres password=... dbname=postgres`.
+    pub fn admin_conninfo(&self) -> String {
+        self.conninfo("postgres")
+    }
+
+    /// Connects as the superuser to the database `postgres` with
+    /// tokio-postgres and spawns the connection task on the current tokio
+    /// runtime. Panics if the connection fails.
+    pub async fn connect_admin(&self) -> tokio_postgres::Client {
+        let (client, connection) =
+            tokio_postgres::connect(&self.admin_conninfo(), tokio_postgres::NoTls)
+                .await
+                .unwrap_or_else(|error| {
+                    panic!(
+                        "connecting to the test PostgreSQL as {SUPERUSER} on port {} failed: \
+                         {error}; is the cluster stopped?\n--- log tail ---\n{}",
+                        self.port,
+                        tail(&self.log(), 20)
+                    )
+                });
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        client
+    }
+
+    /// Creates the database `name` (as the superuser) and returns a
+    /// connection string for it, as the superuser with the password.
+    ///
+    /// Panics if the name is empty or longer than 63 bytes (PostgreSQL would
+    /// cut it), or if the database cannot be created (e.g. it exists).
+    pub async fn create_database(&self, name: &str) -> String {
+        assert!(
+            !name.is_empty() && name.len() <= 63,
+            "database name {name:?} must be 1 to 63 bytes long"
+        );
+        let admin = self.connect_admin().await;
+        admin
+            .batch_execute(&format!("CREATE DATABASE {}", quote_identifier(name)))
+            .await
+            .unwrap_or_else(|error| panic!("CREATE DATABASE {name:?} failed: {error}"));
+        self.conninfo(name)
+    }
+
+    /// Stops the server (`pg_ctl stop -m fast`), keeping the data. Does
+    /// nothing if the server is not running; panics if it does not stop.
+    pub fn stop(&mut self) {
+        if !self.data_dir().join("postmaster.pid").exists() {
+            return;
+        }
+        let args = [
+            "-D",
+            &self.data_dir_str(),
+            "-m",
+            "fast",
+            "-w",
+            "-t",
+            "30",
+            "stop",
+        ];
+        if let Err(output) = self.run("pg_ctl", &args, START_DEADLINE + Duration::from_secs(5)) {
+            self.fail("pg_ctl stop -m fast failed", &output);
+        }
+    }
+
+    /// Starts the server again after [`PgCluster::stop`]: same port, same
+    /// data. Blocks until it accepts connections.
+    ///
+    /// Panics if it cannot start (for example when another process took the
+    /// port meanwhile).
+    pub fn start_again(&mut self) {
+        let log_before = crate::file_len(&self.log_path());
+        if let Err(output) = self.pg_ctl_start() {
+            let fresh = crate::read_lossy_from(&self.log_path(), log_before);
+            let why = if port_taken(&fresh) {
+                format!(
+                    "PostgreSQL could not restart: port {} was taken by another process meanwhile",
+                    self.port
+                )
+            } else {
+                "pg_ctl start failed (is the server already running?)".to_string()
+            };
+            self.fail(&why, &output);
+        }
+    }
+
+    /// Whether the server is running (`pg_ctl status`).
+    pub fn is_running(&self) -> bool {
+        self.run(
+            "pg_ctl",
+            &["-D", &self.data_dir_str(), "status"],
+            START_DEADLINE,
+        )
+        .is_ok()
+    }
+
+    /// The server log (all starts of this cluster).
+    pub fn log(&self) -> String {
+        read_lossy(&self.log_path())
+    }
+
+    fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    fn data_dir_str(&self) -> String {
+        self.data_dir().to_string_lossy().into_owned()
+    }
+
+    fn log_path(&self) -> PathBuf {
+        self.dir.path().join("postgres.log")
+    }
+
+    fn conninfo(&self, dbname: &str) -> String {
+        format!(
+            "host={HOST} port={} user={SUPERUSER} password={} dbname={}",
+            self.port,
+            conninfo_value(&self.password),
+            conninfo_value(dbname)
+        )
+    }
+
+    fn write_password_file(&self, owner: Option<(u32, u32)>) {
+        use std::os::unix::fs::PermissionsExt;
+        let path = self.superuser_password_file();
+        std::fs::write(&path, &self.password).expect("writing the PostgreSQL password file");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
+            .expect("restricting the PostgreSQL password file");
+        if let Some((uid, gid)) = owner {
+            chown(&path, uid, gid);
+        }
+    }
+
+    fn initdb(&self, owner: Option<(u32, u32)>) {
+        let data = self.data_dir_str();
+        let pwfile = format!("--pwfile={}", self.superuser_password_file().display());
+        let args = [
+            "-D",
+            &data,
+            "--auth=scram-sha-256",
+            "--username",
+            SUPERUSER,
+            &pwfile,
+            "--encoding=UTF8",
+            "--locale=C",
+            "--no-sync",
+        ];
+        if let Err(output) = self.run("initdb", &args, Duration::from_secs(120)) {
+            self.fail("initdb failed", &output);
+        }
+        let conf = self.data_dir().join("postgresql.conf");
+        let mut text = std::fs::read_to_string(&conf).expect("reading postgresql.conf");
+        text.push_str("\n# mesh-test-support\ninclude 'mesh_test.conf'\n");
+        std::fs::write(&conf, text).expect("writing postgresql.conf");
+        let include = self.data_dir().join("mesh_test.conf");
+        std::fs::write(&include, "").expect("writing mesh_test.conf");
+        if let Some((uid, gid)) = owner {
+            chown(&include, uid, gid);
+        }
+    }
+
+    /// Writes the settings that depend on the port.
+    fn write_settings(&self) {
+        let socket_dir = self.dir.path().to_string_lossy().into_owned();
+        let text = format!(
+            "port = {}\n\
+             listen_addresses = '{HOST}'\n\
+             unix_socket_directories = {}\n\
+             logging_collector = off\n\
+             log_destination = 'stderr'\n\
+             log_statement = 'all'\n\
+             log_line_prefix = '%m [%p] %q%u@%d '\n\
+             fsync = off\n\
+             shared_buffers = '32MB'\n",
+            self.port,
+            conf_string(&socket_dir)
+        );
+        std::fs::write(self.data_dir().join("mesh_test.conf"), text)
+            .expect("writing mesh_test.conf");
+    }
+
+    fn start_on_free_port(mut self) -> PgCluster {
+        for attempt in 1..=START_ATTEMPTS {
+            self.port = free_port();
+            self.write_settings();
+            let log_before = crate::file_len(&self.log_path());
+            match self.pg_ctl_start() {
+                Ok(()) => return self,
+                Err(output) => {
+                    let fresh = crate::read_lossy_from(&self.log_path(), log_before);
+                    if port_taken(&fresh) && attempt < START_ATTEMPTS {
+                        continue;
+                    }
+                    self.fail("pg_ctl start failed", &output);
+                }
+            }
+        }
+        unreachable!("the loop above returns or panics")
+    }
+
+    fn pg_ctl_start(&self) -> Result<(), String> {
+        let log = self.log_path().to_string_lossy().into_owned();
+        let args = [
+            "-D",
+            &self.data_dir_str(),
+            "-l",
+            &log,
+            "-w",
+            "-t",
+            "30",
+            "start",
+        ];
+        self.run("pg_ctl", &args, START_DEADLINE + Duration::from_secs(5))
+            .map(|_| ())
+    }
+
+    /// Runs a PostgreSQL binary (as `postgres` when root) with a hard
+    /// deadline; returns its output, as `Err` if it failed.
+    fn run(&self, program: &str, args: &[&str], limit: Duration) -> Result<String, String> {
+        let binary = self.bin_dir.join(program);
+        let mut command = match &self.runuser {
+            Some(runuser) => {
+                let mut command = Command::new(runuser);
+                command.args(["-u", SUPERUSER, "--"]).arg(&binary);
+                command
+            }
+            None => Command::new(&binary),
+        };
+        // Output goes to an anonymous file, not a pipe: a daemonized child
+        // holding a pipe open would block the read.
+        let mut output = tempfile::tempfile().expect("creating a temp file for command output");
+        command
+            .args(args)
+            .current_dir(self.dir.path())
+            .env_remove("PGDATA")
+            .env_remove("PGPORT")
+            .env_remove("PGHOST")
+            .env_remove("PGUSER")
+            .env_remove("PGPASSWORD")
+            .env_remove("PGOPTIONS")
+            .stdin(Stdio::null())
+            .stdout(output.try_clone().expect("cloning the output file"))
+            .stderr(output.try_clone().expect("cloning the output file"));
+        let mut child = command.spawn().unwrap_or_else(|error| {
+            panic!(
+                "could not run {}: {error}; install the Debian package `postgresql`",
+                binary.display()
+            )
+        });
+        let status = poll_until(Instant::now() + limit, || child.try_wait().ok().flatten());
+        let status = match status {
+            Some(status) => Some(status),
+            None => {
+                let _ = child.kill();
+                let _ = child.wait();
+                None
+            }
+        };
+        let mut text = String::new();
+        let _ = output.rewind();
+        let _ = output.read_to_string(&mut text);
+        let shown = format!("$ {} {}\n{text}", binary.display(), args.join(" "));
+        match status {
+            Some(status) if status.success() => Ok(text),
+            Some(status) => Err(format!("{shown}\n({status})")),
+            None => Err(format!("{shown}\n(killed after {limit:?})")),
+        }
+    }
+
+    /// Panics with `why`, the command output and the log tail.
+    fn fail(&self, why: &str, output: &str) -> ! {
+        panic!(
+            "{why}\nbin dir: {}\nport: {}\ndir: {}\n--- command output ---\n{}\n--- log tail ---\n{}",
+            self.bin_dir.display(),
+            self.port,
+            self.dir.path().display(),
+            tail(output, 30),
+            tail(&self.log(), 40)
+        )
+    }
+}
+
+impl Drop for PgCluster {
+    fn drop(&mut self) {
+        let data = self.data_dir();
+        if !data.join("postmaster.pid").exists() {
+            return;
+        }
+        let args = [
+            "-D",
+            &self.data_dir_str(),
+            "-m",
+            "immediate",
+            "-w",
+            "-t",
+            "10",
+            "stop",
+        ];
+        let _ = self.run("pg_ctl", &args, Duration::from_secs(15));
+        // Last resort: kill the postmaster if it is still there.
+        let pid_file = read_lossy(&data.join("postmaster.pid"));
+        let pid = pid_file
+            .lines()
+            .next()
+            .and_then(|line| line.trim().parse::<i32>().ok());
+        if let Some(pid) = pid {
+            let cmdline = read_lossy(Path::new(&format!("/proc/{pid}/cmdline")));
+            if cmdline.contains("postgres") {
+                if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+                    let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+                }
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for PgCluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgCluster")
+            .field("port", &self.port)
+            .field("dir", &self.dir.path())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Whether a server log says the port was taken.
+fn port_taken(log: &str) -> bool {
+    log.contains("Address already in use") || log.contains("could not create any TCP/IP sockets")
+}
+
+/// The directory holding `initdb`, `pg_ctl` and `postgres`: the one of
+/// `pg_ctl` in `PATH` (symlinks resolved), else the highest version in
+/// /usr/lib/postgresql/*/bin.
+fn pg_bin_dir() -> PathBuf {
+    let complete = |dir: &Path| {
+        ["initdb", "pg_ctl", "postgres"]
+            .iter()
+            .all(|binary| is_executable(&dir.join(binary)))
+    };
+    let from_path = find_in_path_or("pg_ctl", &[])
+        .and_then(|pg_ctl| pg_ctl.canonicalize().ok())
+        .and_then(|pg_ctl| pg_ctl.parent().map(Path::to_path_buf))
+        .filter(|dir| complete(dir));
+    if let Some(dir) = from_path {
+        return dir;
+    }
+    let mut versions: Vec<(Vec<u32>, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let version: Option<Vec<u32>> = name.split('.').map(|part| part.parse().ok()).collect();
+            let bin = entry.path().join("bin");
+            version
+                .filter(|_| complete(&bin))
+                .map(|version| (version, bin))
+        })
+        .collect();
+    versions.sort();
+    versions.pop().map(|(_, bin)| bin).unwrap_or_else(|| {
+        panic!(
+            "PostgreSQL server binaries (initdb, pg_ctl, postgres) not found in PATH nor in \
+             /usr/lib/postgresql/*/bin: install the Debian package `postgresql`"
+        )
+    })
+}
+
+/// `runuser`, needed to run PostgreSQL as `postgres` when root.
+fn runuser_binary() -> PathBuf {
+    find_in_path_or(
+        "runuser",
+        &["/usr/sbin/runuser", "/sbin/runuser", "/usr/bin/runuser"],
+    )
+    .unwrap_or_else(|| {
+        panic!(
+            "running as root, PostgreSQL must run as the `postgres` user, but `runuser` was \
+                 not found: install the Debian package `util-linux`"
+        )
+    })
+}
+
+/// The uid and gid of the `postgres` OS user.
+fn postgres_ids() -> (u32, u32) {
+    let id = |flag: &str| -> Option<u32> {
+        let output = Command::new("id").args([flag, SUPERUSER]).output().ok()?;
+        if !output.status.success() {
+            return None;
+        }
+        String::from_utf8_lossy(&output.stdout).trim().parse().ok()
+    };
+    match (id("-u"), id("-g")) {
+        (Some(uid), Some(gid)) => (uid, gid),
+        _ => panic!(
+            "running as root, PostgreSQL must run as the `postgres` OS user, which does not \
+             exist: install the Debian package `postgresql` (it creates the user)"
+        ),
+    }
+}
+
+fn chown(path: &Path, uid: u32, gid: u32) {
+    std::os::unix::fs::chown(path, Some(uid), Some(gid))
+        .unwrap_or_else(|error| panic!("chown {} to the postgres user: {error}", path.display()));
+}
+
+/// A double-quoted SQL identifier.
+fn quote_identifier(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// A single-quoted postgresql.conf string.
+fn conf_string(value: &str) -> String {
+    format!("'{}'", value.replace('\\', "\\\\").replace('\'', "''"))
+}
+
+/// A value for a key-value connection string, quoted when needed.
+fn conninfo_value(value: &str) -> String {
+    let plain = !value.is_empty()
+        && value
+            .chars()
+            .all(|c| !c.is_whitespace() && c != '\'' && c != '\\');
+    if plain {
+        value.to_string()
+    } else {
+        format!("'{}'", value.replace('\\', "\\\\").replace('\'', "\\'"))
+    }
+}
