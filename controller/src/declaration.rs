@@ -1,0 +1,467 @@
+//! The declaration: which modules run on which machines, what they provide
+//! and what they require from whom (DESIGN.md "Declaration").
+//!
+//! Parsed entry by entry, like the contributions file: an entry (or one
+//! requirement of an entry) that is invalid is refused with an error naming
+//! it, and the other entries go on. Only a file that cannot be read, or is not
+//! a JSON object with a `modules` list, is an error as a whole.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use mesh_sdk::Name;
+use serde::Deserialize;
+
+/// A module on a machine, written `module@machine`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ModuleId {
+    /// The module.
+    pub module: Name,
+    /// The machine it runs on.
+    pub machine: Name,
+}
+
+impl ModuleId {
+    /// A module id from its parts.
+    pub fn new(module: Name, machine: Name) -> ModuleId {
+        ModuleId { module, machine }
+    }
+
+    /// Parses `module@machine`, both parts valid names.
+    ///
+    /// # Errors
+    /// A sentence saying what is wrong, quoting (a bounded copy of) the text.
+    pub fn parse(text: &str) -> Result<ModuleId, String> {
+        let shown: String = text.chars().take(140).collect();
+        let Some((module, machine)) = text.split_once('@') else {
+            return Err(format!("{shown:?} is not of the form module@machine"));
+        };
+        let module = Name::parse(module).map_err(|e| format!("module of {shown:?}: {e}"))?;
+        let machine = Name::parse(machine).map_err(|e| format!("machine of {shown:?}: {e}"))?;
+        Ok(ModuleId { module, machine })
+    }
+}
+
+impl fmt::Display for ModuleId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}@{}", self.module, self.machine)
+    }
+}
+
+impl std::str::FromStr for ModuleId {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        ModuleId::parse(s)
+    }
+}
+
+/// One provision a module requires, and the provider it comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Requirement {
+    /// What is required, e.g. `postgres-database`.
+    pub provision: Name,
+    /// The provider module it comes from.
+    pub from: ModuleId,
+}
+
+/// One module entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Module {
+    /// The module and its machine.
+    pub id: ModuleId,
+    /// What it provides to others.
+    pub provides: Vec<Name>,
+    /// What it requires (only the valid requirements).
+    pub requires: Vec<Requirement>,
+}
+
+/// A validated declaration: only the valid entries, in file order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Declaration {
+    /// The valid module entries.
+    pub modules: Vec<Module>,
+}
+
+impl Declaration {
+    /// Whether the declaration lists `module` on `machine` (the provider is
+    /// *assigned* there).
+    pub fn is_assigned(&self, module: &str, machine: &str) -> bool {
+        self.modules
+            .iter()
+            .any(|m| m.id.module.as_str() == module && m.id.machine.as_str() == machine)
+    }
+
+    /// The module entry of `id`, if declared.
+    pub fn module(&self, id: &ModuleId) -> Option<&Module> {
+        self.modules.iter().find(|m| &m.id == id)
+    }
+
+    /// Whether `id` receives a contributions file: it provides something, or
+    /// some module requires a provision from it.
+    ///
+    /// A provider that nobody requires anything from any more still gets its
+    /// (then empty) contributions file, and must still be able to say
+    /// `retirement` and `recovered` for the consumers it withdraws, and
+    /// `repair`; so providing is enough.
+    pub fn receives_contributions(&self, id: &ModuleId) -> bool {
+        self.module(id).is_some_and(|m| !m.provides.is_empty())
+            || self
+                .modules
+                .iter()
+                .flat_map(|m| &m.requires)
+                .any(|r| &r.from == id)
+    }
+
+    /// Every declared (module, machine), sorted.
+    pub fn ids(&self) -> BTreeSet<&ModuleId> {
+        self.modules.iter().map(|m| &m.id).collect()
+    }
+}
+
+/// An entry (or part of one) that was refused; the others go on.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{entry}: {reason}")]
+pub struct EntryError {
+    /// Which entry, e.g. `modules[1] (forge@app-1) requires[0]`.
+    pub entry: String,
+    /// Why it was refused.
+    pub reason: String,
+}
+
+/// The result of parsing: the valid entries and the refused ones.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Parsed {
+    /// The valid entries.
+    pub declaration: Declaration,
+    /// What was refused, each naming its entry.
+    pub refused: Vec<EntryError>,
+}
+
+/// The declaration as a whole could not be used. Ends the command that
+/// needed it (exit 2).
+#[derive(Debug, thiserror::Error)]
+pub enum DeclarationError {
+    /// No declaration was given.
+    #[error("no declaration given (--declaration PATH or MESH_DECLARATION)")]
+    Missing,
+    /// The file could not be read.
+    #[error("declaration {path} cannot be read: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not a JSON object with a `modules` list.
+    #[error("declaration {path} is malformed: {reason}")]
+    Malformed {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+}
+
+#[derive(Deserialize)]
+struct RawFile {
+    modules: Vec<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawModule {
+    module: String,
+    machine: String,
+    #[serde(default)]
+    provides: Vec<String>,
+    #[serde(default)]
+    requires: Vec<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRequirement {
+    provision: String,
+    from: String,
+}
+
+/// Reads and parses the declaration at `path`.
+///
+/// # Errors
+/// [`DeclarationError`] when the file cannot be read or is not a JSON object
+/// with a `modules` list. Invalid entries are not errors: see [`Parsed::refused`].
+pub fn load(path: &Path) -> Result<Parsed, DeclarationError> {
+    let text = std::fs::read_to_string(path).map_err(|source| DeclarationError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    parse(&text).map_err(|reason| DeclarationError::Malformed {
+        path: path.to_owned(),
+        reason,
+    })
+}
+
+/// Parses a declaration's text.
+///
+/// Entry checks: names valid (`module`, `machine`, each provision), no module
+/// declared twice on one machine (the second is refused), every requirement
+/// names its provider in `from` as `module@machine`, and that provider is
+/// declared and provides the provision (else that requirement is refused).
+///
+/// # Errors
+/// A reason when the text is not a JSON object with a `modules` list.
+pub fn parse(text: &str) -> Result<Parsed, String> {
+    let raw: RawFile = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let mut refused = Vec::new();
+    let mut modules: Vec<(usize, Module, Vec<(usize, serde_json::Value)>)> = Vec::new();
+    for (index, value) in raw.modules.into_iter().enumerate() {
+        let label = entry_label(index, &value);
+        let refuse = |reason: String| EntryError {
+            entry: label.clone(),
+            reason,
+        };
+        let entry: RawModule = match serde_json::from_value(value) {
+            Ok(entry) => entry,
+            Err(e) => {
+                refused.push(refuse(e.to_string()));
+                continue;
+            }
+        };
+        let id = match (Name::parse(&entry.module), Name::parse(&entry.machine)) {
+            (Ok(module), Ok(machine)) => ModuleId { module, machine },
+            (Err(e), _) => {
+                refused.push(refuse(format!("module: {e}")));
+                continue;
+            }
+            (_, Err(e)) => {
+                refused.push(refuse(format!("machine: {e}")));
+                continue;
+            }
+        };
+        if modules.iter().any(|(_, m, _)| m.id == id) {
+            refused.push(refuse(format!("{id} is declared more than once")));
+            continue;
+        }
+        let mut provides = Vec::new();
+        let mut bad_provision = None;
+        for (i, provision) in entry.provides.iter().enumerate() {
+            match Name::parse(provision) {
+                Ok(name) if !provides.contains(&name) => provides.push(name),
+                Ok(_) => {}
+                Err(e) => {
+                    bad_provision = Some(format!("provides[{i}]: {e}"));
+                    break;
+                }
+            }
+        }
+        if let Some(reason) = bad_provision {
+            refused.push(refuse(reason));
+            continue;
+        }
+        let module = Module {
+            id,
+            provides,
+            requires: Vec::new(),
+        };
+        modules.push((
+            index,
+            module,
+            entry.requires.into_iter().enumerate().collect(),
+        ));
+    }
+
+    // Requirements refer to other entries: check them once all are known.
+    let providers: Vec<(ModuleId, Vec<Name>)> = modules
+        .iter()
+        .map(|(_, m, _)| (m.id.clone(), m.provides.clone()))
+        .collect();
+    let mut valid = Vec::with_capacity(modules.len());
+    for (index, mut module, requires) in modules {
+        for (i, value) in requires {
+            let refuse = |reason: String| EntryError {
+                entry: format!("modules[{index}] ({}) requires[{i}]", module.id),
+                reason,
+            };
+            let raw: RawRequirement = match serde_json::from_value(value) {
+                Ok(raw) => raw,
+                Err(e) => {
+                    refused.push(refuse(e.to_string()));
+                    continue;
+                }
+            };
+            let provision = match Name::parse(&raw.provision) {
+                Ok(p) => p,
+                Err(e) => {
+                    refused.push(refuse(format!("provision: {e}")));
+                    continue;
+                }
+            };
+            let from = match ModuleId::parse(&raw.from) {
+                Ok(from) => from,
+                Err(e) => {
+                    refused.push(refuse(format!("from: {e}")));
+                    continue;
+                }
+            };
+            match providers.iter().find(|(id, _)| id == &from) {
+                None => refused.push(refuse(format!("from: {from} is not a declared module"))),
+                Some((_, provides)) if !provides.contains(&provision) => {
+                    refused.push(refuse(format!("from: {from} does not provide {provision}")))
+                }
+                Some(_) => module.requires.push(Requirement { provision, from }),
+            }
+        }
+        valid.push(module);
+    }
+    Ok(Parsed {
+        declaration: Declaration { modules: valid },
+        refused,
+    })
+}
+
+/// `modules[i]`, with `(module@machine)` when the entry names them as strings.
+fn entry_label(index: usize, value: &serde_json::Value) -> String {
+    let text = |key: &str| {
+        value
+            .get(key)
+            .and_then(|v| v.as_str())
+            .map(|s| s.chars().take(70).collect::<String>())
+    };
+    match (text("module"), text("machine")) {
+        (Some(module), Some(machine)) => format!("modules[{index}] ({module:?}@{machine:?})"),
+        _ => format!("modules[{index}]"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"{
+      "modules": [
+        { "module": "postgres", "machine": "db-1", "provides": ["postgres-database"] },
+        { "module": "forge", "machine": "app-1",
+          "requires": [ { "provision": "postgres-database", "from": "postgres@db-1" } ] }
+      ]
+    }"#;
+
+    fn id(text: &str) -> ModuleId {
+        ModuleId::parse(text).unwrap()
+    }
+
+    #[test]
+    fn the_design_example_parses() {
+        let parsed = parse(GOOD).unwrap();
+        assert!(parsed.refused.is_empty(), "{:?}", parsed.refused);
+        let d = parsed.declaration;
+        assert_eq!(d.modules.len(), 2);
+        assert_eq!(d.modules[1].requires[0].from, id("postgres@db-1"));
+        assert!(d.is_assigned("postgres", "db-1"));
+        assert!(!d.is_assigned("postgres", "db-2"));
+        assert!(d.receives_contributions(&id("postgres@db-1")));
+        assert!(!d.receives_contributions(&id("forge@app-1")));
+        assert!(!d.receives_contributions(&id("ghost@app-1")));
+    }
+
+    #[test]
+    fn module_ids_parse_and_print() {
+        assert_eq!(id("postgres@db-1").to_string(), "postgres@db-1");
+        for bad in ["postgres", "@db", "pg@", "Pg@db", "pg@db@x", "pg@d b"] {
+            assert!(ModuleId::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn bad_entries_are_refused_by_name_and_the_others_go_on() {
+        let cases: &[(&str, &str, &str)] = &[
+            (
+                r#"{"module":"Bad","machine":"m"}"#,
+                "modules[0] (\"Bad\"@\"m\")",
+                "module:",
+            ),
+            (
+                r#"{"module":"a","machine":"m.x"}"#,
+                "modules[0] (\"a\"@\"m.x\")",
+                "machine:",
+            ),
+            (r#"{"machine":"m"}"#, "modules[0]", "missing field `module`"),
+            (
+                r#"{"module":"a","machine":"m","provide":[]}"#,
+                "modules[0]",
+                "unknown field",
+            ),
+            (
+                r#"{"module":"a","machine":"m","provides":["a b"]}"#,
+                "modules[0]",
+                "provides[0]",
+            ),
+            (r#"17"#, "modules[0]", "invalid type"),
+        ];
+        for (entry, label, reason) in cases {
+            let text = format!(
+                r#"{{"modules":[{entry},{{"module":"ok","machine":"m","provides":["p"]}}]}}"#
+            );
+            let parsed = parse(&text).unwrap();
+            assert_eq!(parsed.refused.len(), 1, "{entry}");
+            let error = parsed.refused[0].to_string();
+            assert!(error.starts_with(label), "{entry}: {error}");
+            assert!(error.contains(reason), "{entry}: {error}");
+            assert_eq!(parsed.declaration.modules.len(), 1, "{entry}");
+            assert_eq!(parsed.declaration.modules[0].id, id("ok@m"));
+        }
+    }
+
+    #[test]
+    fn requirements_must_name_a_declared_provider_of_the_provision() {
+        let text = r#"{"modules":[
+          {"module":"postgres","machine":"db-1","provides":["postgres-database"]},
+          {"module":"forge","machine":"app-1","requires":[
+            {"provision":"postgres-database","from":"postgres@db-1"},
+            {"provision":"postgres-database"},
+            {"provision":"postgres-database","from":"postgres@db-2"},
+            {"provision":"oidc-client","from":"postgres@db-1"},
+            {"provision":"postgres-database","from":"postgres"}
+          ]}
+        ]}"#;
+        let parsed = parse(text).unwrap();
+        let errors: Vec<String> = parsed.refused.iter().map(|e| e.to_string()).collect();
+        assert_eq!(errors.len(), 4, "{errors:?}");
+        assert!(errors[0].starts_with("modules[1] (forge@app-1) requires[1]: missing field `from`"));
+        assert!(errors[1].contains("requires[2]: from: postgres@db-2 is not a declared module"));
+        assert!(errors[2].contains("requires[3]: from: postgres@db-1 does not provide oidc-client"));
+        assert!(errors[3].contains("requires[4]: from: \"postgres\" is not of the form"));
+        assert_eq!(parsed.declaration.modules[1].requires.len(), 1);
+    }
+
+    #[test]
+    fn a_module_declared_twice_keeps_the_first() {
+        let text = r#"{"modules":[
+          {"module":"a","machine":"m","provides":["p"]},
+          {"module":"a","machine":"m"}
+        ]}"#;
+        let parsed = parse(text).unwrap();
+        assert_eq!(parsed.declaration.modules.len(), 1);
+        assert_eq!(parsed.declaration.modules[0].provides.len(), 1);
+        assert!(parsed.refused[0].to_string().contains("more than once"));
+    }
+
+    #[test]
+    fn a_provider_nobody_requires_from_still_receives_contributions() {
+        let text = r#"{"modules":[{"module":"a","machine":"m","provides":["p"]}]}"#;
+        let d = parse(text).unwrap().declaration;
+        assert!(d.receives_contributions(&id("a@m")));
+    }
+
+    #[test]
+    fn whole_file_errors() {
+        for bad in ["", "[]", "{}", r#"{"modules":{}}"#, "not json"] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+        let missing = load(Path::new("/nonexistent/declaration.json")).unwrap_err();
+        assert!(missing
+            .to_string()
+            .contains("/nonexistent/declaration.json"));
+    }
+}

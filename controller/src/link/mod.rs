@@ -1,0 +1,483 @@
+//! The link (`serve`): provider events from JetStream into the store.
+//!
+//! # Expected flow
+//! [`serve_until`] migrates the store, connects to the bus, creates or
+//! updates the stream [`STREAM`] and the durable pull consumer [`DURABLE`],
+//! then [`follow`]s it until stopped. Each round takes what is waiting (at
+//! most [`LinkSettings::batch`] messages, in stream order), reads every
+//! message's emitter from its subject, applies the words in one transaction
+//! and acknowledges them after the commit.
+//!
+//! # Guarantees
+//! - At least once: a message is acknowledged (double ack for the last of a
+//!   round, which the server answers after the earlier acks) only after the
+//!   store committed it.
+//! - While the store is away, a round is NAKed as a whole with a growing
+//!   delay, so JetStream delivers it again: a `recovered` is held, never
+//!   dropped.
+//! - Order: the consumer allows `batch` unacknowledged messages, a round is
+//!   applied in stream order in one transaction and acknowledged or NAKed as
+//!   a whole. The store also orders words by `(said_at, stream sequence)`, so
+//!   a redelivery never undoes a newer word.
+//! - A message whose subject or body is malformed is logged and terminated
+//!   (`+TERM`): it never blocks the stream.
+//! - Stopping waits for the round in progress (and a pull in flight, at most
+//!   [`LinkSettings::wait`]): no pull request is abandoned.
+
+mod decode;
+
+use std::future::Future;
+use std::time::Duration;
+
+use async_nats::jetstream::consumer::{pull, AckPolicy, DeliverPolicy, PullConsumer};
+use async_nats::jetstream::{self, stream, AckKind, Message};
+use futures::future::join_all;
+use futures::{FutureExt, StreamExt};
+
+pub use decode::{decode, Backoff, Malformed};
+
+use crate::bus::{connect, BusError, NatsOptions, Reconnect, DURABLE, STREAM, STREAM_SUBJECTS};
+use crate::store::{migrate, DatabaseOptions, PgStore, Store, StoreError, Word};
+
+/// How the link runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LinkSettings {
+    /// Messages taken and applied per round (one transaction), and the
+    /// consumer's `max_ack_pending`. 1 takes one message at a time.
+    pub batch: usize,
+    /// How long one pull waits for a message when none is waiting.
+    pub wait: Duration,
+    /// First NAK delay while the store is away (doubling).
+    pub nak_first: Duration,
+    /// Longest NAK delay.
+    pub nak_max: Duration,
+    /// The consumer's ack wait: a message delivered but neither acknowledged
+    /// nor NAKed is delivered again after it.
+    pub ack_wait: Duration,
+}
+
+impl Default for LinkSettings {
+    fn default() -> Self {
+        LinkSettings {
+            batch: DEFAULT_BATCH,
+            wait: Duration::from_secs(2),
+            nak_first: Duration::from_millis(500),
+            nak_max: Duration::from_secs(30),
+            ack_wait: Duration::from_secs(30),
+        }
+    }
+}
+
+/// The default [`LinkSettings::batch`].
+pub const DEFAULT_BATCH: usize = 64;
+
+/// The link could not run; ends `serve` (exit 2).
+#[derive(Debug, thiserror::Error)]
+pub enum LinkError {
+    /// The bus could not be set up (credentials, URL).
+    #[error(transparent)]
+    Bus(#[from] BusError),
+    /// The migrations failed for a reason other than the store being away.
+    #[error(transparent)]
+    Migrate(StoreError),
+    /// The stop signals could not be installed.
+    #[error("cannot install the stop signal handlers: {0}")]
+    Signal(#[source] std::io::Error),
+}
+
+/// The stream's configuration: every provider event, file storage.
+pub fn stream_config() -> stream::Config {
+    stream::Config {
+        name: STREAM.to_owned(),
+        description: Some("mesh provider events (created by mesh-controller)".to_owned()),
+        subjects: vec![STREAM_SUBJECTS.to_owned()],
+        storage: stream::StorageType::File,
+        ..Default::default()
+    }
+}
+
+/// The durable consumer's configuration.
+pub fn consumer_config(settings: &LinkSettings) -> pull::Config {
+    pull::Config {
+        durable_name: Some(DURABLE.to_owned()),
+        description: Some("mesh-controller: provider events into the store".to_owned()),
+        deliver_policy: DeliverPolicy::All,
+        ack_policy: AckPolicy::Explicit,
+        ack_wait: settings.ack_wait,
+        max_deliver: -1,
+        max_ack_pending: i64::try_from(settings.batch.max(1)).unwrap_or(i64::MAX),
+        filter_subject: STREAM_SUBJECTS.to_owned(),
+        ..Default::default()
+    }
+}
+
+/// Creates or updates the stream and the durable consumer.
+///
+/// # Errors
+/// A description when the bus refuses or does not answer; `serve` retries.
+pub async fn ensure_consumer(
+    client: &async_nats::Client,
+    settings: &LinkSettings,
+) -> Result<PullConsumer, String> {
+    let js = jetstream::new(client.clone());
+    js.create_or_update_stream(stream_config())
+        .await
+        .map_err(|e| format!("cannot create or update stream {STREAM}: {e}"))?;
+    let stream = js
+        .get_stream(STREAM)
+        .await
+        .map_err(|e| format!("cannot read stream {STREAM}: {e}"))?;
+    stream
+        .create_consumer(consumer_config(settings))
+        .await
+        .map_err(|e| format!("cannot create or update consumer {DURABLE} on {STREAM}: {e}"))
+}
+
+/// Migrates the store, then follows the events until `stop` resolves. The
+/// store and the bus being away at start is waited out (logged), not an error.
+///
+/// # Errors
+/// [`LinkError`] when the bus credentials are unusable or a migration fails.
+pub async fn serve_until(
+    database: &DatabaseOptions,
+    nats: &NatsOptions,
+    settings: LinkSettings,
+    stop: impl Future<Output = ()>,
+) -> Result<(), LinkError> {
+    tokio::pin!(stop);
+    let mut backoff = Backoff::new(settings.nak_first, settings.nak_max);
+    loop {
+        match migrate(database).await {
+            Ok(applied) => {
+                tracing::info!(store = %database, applied, "store migrated");
+                break;
+            }
+            Err(error @ StoreError::Migrate { .. }) => return Err(LinkError::Migrate(error)),
+            Err(error) => {
+                let delay = backoff.next_delay();
+                tracing::warn!(error = %error, retry_in = ?delay, "store away at start; waiting for it");
+                if pause(delay, &mut stop).await {
+                    return Ok(());
+                }
+            }
+        }
+    }
+    let client = connect(nats, Reconnect::Forever).await?;
+    backoff.reset();
+    let consumer = loop {
+        match ensure_consumer(&client, &settings).await {
+            Ok(consumer) => break consumer,
+            Err(error) => {
+                let delay = backoff.next_delay();
+                tracing::warn!(error = %error, retry_in = ?delay, "cannot set up the event stream yet");
+                if pause(delay, &mut stop).await {
+                    return Ok(());
+                }
+            }
+        }
+    };
+    tracing::info!(stream = STREAM, consumer = DURABLE, batch = settings.batch, store = %database, "following provider events");
+    let mut store = PgStore::new(database.clone());
+    follow(&consumer, &mut store, &settings, stop).await;
+    let _ = client.flush().await;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Like [`serve_until`], until SIGINT or SIGTERM.
+///
+/// # Errors
+/// As [`serve_until`], and when the signal handlers cannot be installed.
+pub async fn serve(
+    database: &DatabaseOptions,
+    nats: &NatsOptions,
+    settings: LinkSettings,
+) -> Result<(), LinkError> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).map_err(LinkError::Signal)?;
+    let mut int = signal(SignalKind::interrupt()).map_err(LinkError::Signal)?;
+    let stop = async move {
+        tokio::select! {
+            _ = term.recv() => tracing::info!("SIGTERM: stopping after the current round"),
+            _ = int.recv() => tracing::info!("SIGINT: stopping after the current round"),
+        }
+    };
+    serve_until(database, nats, settings, stop).await
+}
+
+/// Sleeps `delay`; returns true when `stop` resolved meanwhile.
+async fn pause<F: Future<Output = ()>>(delay: Duration, stop: &mut std::pin::Pin<&mut F>) -> bool {
+    tokio::select! {
+        () = stop.as_mut() => true,
+        () = tokio::time::sleep(delay) => false,
+    }
+}
+
+/// What one round did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Round {
+    /// Words committed and acknowledged.
+    applied: usize,
+    /// Malformed messages terminated (and words the store refused as such).
+    terminated: usize,
+    /// Messages NAKed because the store was away.
+    held: usize,
+    /// The NAK delay, when messages were held.
+    retry_in: Option<Duration>,
+}
+
+/// Follows `consumer` into `store` until `stop` resolves (see the module
+/// docs for the guarantees). Errors of the bus or the store are logged and
+/// waited out; this returns only on `stop`.
+pub async fn follow<S: Store>(
+    consumer: &PullConsumer,
+    store: &mut S,
+    settings: &LinkSettings,
+    stop: impl Future<Output = ()>,
+) {
+    tokio::pin!(stop);
+    let mut link = Link {
+        store,
+        settings,
+        backoff: Backoff::new(settings.nak_first, settings.nak_max),
+        bus_failing: false,
+    };
+    loop {
+        let (messages, stopping) = {
+            let pull = link.pull(consumer);
+            tokio::pin!(pull);
+            tokio::select! {
+                biased;
+                () = &mut stop => ((&mut pull).await, true),
+                messages = &mut pull => (messages, false),
+            }
+        };
+        if !messages.is_empty() {
+            let round = link.round(messages).await;
+            tracing::debug!(
+                applied = round.applied,
+                terminated = round.terminated,
+                held = round.held,
+                "round done"
+            );
+            if let Some(delay) = round.retry_in {
+                if stopping || pause(delay, &mut stop).await {
+                    break;
+                }
+                continue;
+            }
+        }
+        if stopping || (&mut stop).now_or_never().is_some() {
+            break;
+        }
+    }
+}
+
+struct Link<'a, S> {
+    store: &'a mut S,
+    settings: &'a LinkSettings,
+    backoff: Backoff,
+    bus_failing: bool,
+}
+
+impl<S: Store> Link<'_, S> {
+    /// The messages waiting (at most `batch`), or, when none is, the first
+    /// to arrive within `wait`. Every pull request is read to its end.
+    async fn pull(&mut self, consumer: &PullConsumer) -> Vec<Message> {
+        let batch = self.settings.batch.max(1);
+        let waiting = consumer
+            .fetch()
+            .max_messages(batch)
+            .expires(self.settings.wait)
+            .messages()
+            .await;
+        let mut messages = match waiting {
+            Ok(stream) => self.collect(stream).await,
+            Err(error) => {
+                self.bus_error(&error.to_string()).await;
+                return Vec::new();
+            }
+        };
+        if messages.is_empty() {
+            let next = consumer
+                .batch()
+                .max_messages(1)
+                .expires(self.settings.wait)
+                .messages()
+                .await;
+            messages = match next {
+                Ok(stream) => self.collect(stream).await,
+                Err(error) => {
+                    self.bus_error(&error.to_string()).await;
+                    return Vec::new();
+                }
+            };
+        }
+        if self.bus_failing {
+            self.bus_failing = false;
+            tracing::info!("pulling events works again");
+        }
+        messages
+    }
+
+    async fn collect<E: std::fmt::Display>(
+        &mut self,
+        mut stream: impl futures::Stream<Item = Result<Message, E>> + Unpin,
+    ) -> Vec<Message> {
+        let mut messages = Vec::new();
+        while let Some(item) = stream.next().await {
+            match item {
+                Ok(message) => messages.push(message),
+                Err(error) => {
+                    let text = error.to_string();
+                    // The end of a pull at max_ack_pending or without messages
+                    // is normal; anything else is worth a word.
+                    if !messages.is_empty() || !text.contains("timed out") {
+                        tracing::debug!(error = %text, "pull ended with an error");
+                    }
+                    break;
+                }
+            }
+        }
+        messages
+    }
+
+    async fn bus_error(&mut self, error: &str) {
+        if !self.bus_failing {
+            self.bus_failing = true;
+            tracing::warn!(error = %error, "cannot pull events; trying again");
+        }
+        tokio::time::sleep(self.settings.wait.min(Duration::from_secs(1))).await;
+    }
+
+    /// Decodes, applies and acknowledges (or NAKs) one round.
+    async fn round(&mut self, messages: Vec<Message>) -> Round {
+        let mut round = Round::default();
+        let mut words: Vec<(Message, Word)> = Vec::with_capacity(messages.len());
+        for message in messages {
+            let seq = message.info().map(|i| i.stream_sequence).unwrap_or(0);
+            match decode(message.subject.as_str(), &message.payload, seq) {
+                Ok(word) => words.push((message, word)),
+                Err(reason) => {
+                    tracing::error!(subject = %message.subject, seq, reason = %reason, "malformed event terminated");
+                    terminate(&message).await;
+                    round.terminated += 1;
+                }
+            }
+        }
+        if words.is_empty() {
+            return round;
+        }
+        let batch: Vec<Word> = words.iter().map(|(_, w)| w.clone()).collect();
+        match self.store.apply(&batch).await {
+            Ok(()) => {
+                self.stored(&batch);
+                acknowledge(words.iter().map(|(m, _)| m)).await;
+                round.applied += words.len();
+            }
+            Err(error) if error.is_transient() => {
+                let delay = self.held(&error, words.len());
+                nak(words.iter().map(|(m, _)| m), delay).await;
+                round.held += words.len();
+                round.retry_in = Some(delay);
+            }
+            Err(error) => {
+                tracing::warn!(error = %error, words = words.len(), "the store refused a round; applying its words one by one");
+                let mut rest = words.into_iter();
+                for (message, word) in rest.by_ref() {
+                    match self.store.apply(std::slice::from_ref(&word)).await {
+                        Ok(()) => {
+                            self.stored(std::slice::from_ref(&word));
+                            acknowledge(std::iter::once(&message)).await;
+                            round.applied += 1;
+                        }
+                        Err(error) if error.is_transient() => {
+                            let delay = self.held(&error, 1);
+                            round.retry_in = Some(delay);
+                            let left: Vec<Message> = std::iter::once(message)
+                                .chain(rest.by_ref().map(|(m, _)| m))
+                                .collect();
+                            round.held += left.len();
+                            nak(left.iter(), delay).await;
+                            break;
+                        }
+                        Err(error) => {
+                            tracing::error!(
+                                error = %error,
+                                subject = %message.subject,
+                                seq = word.seq,
+                                "the store refuses this event as such; terminated"
+                            );
+                            terminate(&message).await;
+                            round.terminated += 1;
+                        }
+                    }
+                }
+            }
+        }
+        round
+    }
+
+    fn stored(&mut self, words: &[Word]) {
+        if self.backoff.streak() > 0 {
+            tracing::info!(
+                after_failures = self.backoff.streak(),
+                "the store takes events again"
+            );
+            self.backoff.reset();
+        }
+        for word in words {
+            tracing::debug!(
+                emitter = %word.emitter,
+                kind = word.event.kind().as_str(),
+                seq = word.seq,
+                said_at = %word.event.said_at(),
+                "event stored"
+            );
+        }
+    }
+
+    /// Logs a failed round; returns its NAK delay.
+    fn held(&mut self, error: &StoreError, count: usize) -> Duration {
+        let delay = self.backoff.next_delay();
+        if self.backoff.streak() == 1 {
+            tracing::warn!(error = %error, held = count, retry_in = ?delay, "store away: events are held (NAKed) and delivered again");
+        } else {
+            tracing::debug!(error = %error, held = count, retry_in = ?delay, "store still away");
+        }
+        delay
+    }
+}
+
+/// Acknowledges messages: plain acks, then a double ack of the last one,
+/// which the server answers after it processed the earlier acks.
+async fn acknowledge<'m>(messages: impl Iterator<Item = &'m Message>) {
+    let messages: Vec<&Message> = messages.collect();
+    let Some((last, earlier)) = messages.split_last() else {
+        return;
+    };
+    for message in earlier {
+        if let Err(error) = message.ack().await {
+            tracing::warn!(error = %error, subject = %message.subject, "ack not sent; the event will be delivered again");
+        }
+    }
+    if let Err(error) = last.double_ack().await {
+        tracing::warn!(error = %error, "ack not confirmed; these events may be delivered again (applying them again changes nothing)");
+    }
+}
+
+/// NAKs messages with `delay`, in stream order.
+async fn nak<'m>(messages: impl Iterator<Item = &'m Message>, delay: Duration) {
+    let naks = messages.map(|m| m.ack_with(AckKind::Nak(Some(delay))));
+    for result in join_all(naks).await {
+        if let Err(error) = result {
+            tracing::warn!(error = %error, "NAK not sent; the event is delivered again after the ack wait");
+        }
+    }
+}
+
+async fn terminate(message: &Message) {
+    if let Err(error) = message.double_ack_with(AckKind::Term).await {
+        tracing::warn!(error = %error, subject = %message.subject, "terminating a malformed event was not confirmed; it may come again");
+    }
+}

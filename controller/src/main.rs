@@ -1,0 +1,34 @@
+//! `mesh-controller`: parses the command line and runs it (see
+//! [`mesh_controller::cli`]).
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::Parser;
+use mesh_controller::cli::{run, Cli, Io, EXIT_CANNOT};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    mesh_controller::init_tracing(cli.default_log_level());
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("mesh-controller: cannot start the async runtime: {error}");
+            return ExitCode::from(EXIT_CANNOT);
+        }
+    };
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    let mut err = std::io::stderr();
+    let mut io = Io {
+        out: &mut out,
+        err: &mut err,
+        now: mesh_sdk::Timestamp(std::time::SystemTime::now()),
+    };
+    let code = runtime.block_on(run(&cli, &mut io));
+    let _ = out.flush();
+    ExitCode::from(code)
+}

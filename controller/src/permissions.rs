@@ -1,0 +1,384 @@
+//! Bus permissions derived from the declaration (DESIGN.md "Bus contract"),
+//! never written by hand.
+//!
+//! [`derive`] is pure: one [`UserPermissions`] per declared module
+//! (`<module>@<machine>`) and one for the controller. [`render_json`] prints
+//! the sets; [`render_nats`] renders a nats-server configuration (JSON) with
+//! each user's password read from a credentials folder.
+//!
+//! On nats-server an empty `allow` list grants everything, so a user that may
+//! publish (or subscribe to) nothing gets `"deny": [">"]`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use mesh_sdk::event::{event_subject, inbox_prefix};
+use mesh_sdk::EventKind;
+use serde::Serialize;
+use serde_json::json;
+
+use crate::bus::{CONTROLLER_INBOX, CONTROLLER_USER, DURABLE, STREAM};
+use crate::declaration::{Declaration, ModuleId};
+
+/// Every provider's approve subject (`mesh.cmd.<machine>.<module>.provisioner.approve`).
+pub const APPROVE_ANY: &str = "mesh.cmd.*.*.provisioner.approve";
+
+/// Allowed and denied subjects of one direction (publish or subscribe).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Rules {
+    /// Subjects (with wildcards) allowed. Empty means *everything* to
+    /// nats-server, so it is never left empty without a deny-all.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub allow: Vec<String>,
+    /// Subjects denied.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub deny: Vec<String>,
+}
+
+impl Rules {
+    fn allow(subjects: Vec<String>) -> Rules {
+        Rules {
+            allow: subjects,
+            deny: Vec::new(),
+        }
+    }
+
+    fn nothing() -> Rules {
+        Rules {
+            allow: Vec::new(),
+            deny: vec![">".to_owned()],
+        }
+    }
+}
+
+/// The permissions of one bus user.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct UserPermissions {
+    /// The user: `<module>@<machine>` or `controller`.
+    pub user: String,
+    /// What it may publish.
+    pub publish: Rules,
+    /// What it may subscribe to.
+    pub subscribe: Rules,
+    /// Whether it may answer requests sent to it (publish to their reply subject).
+    pub allow_responses: bool,
+}
+
+/// Derives every user's permissions from the declaration, sorted by user,
+/// the controller last.
+///
+/// - A module that receives contributions ([`Declaration::receives_contributions`])
+///   may publish its own four event subjects and nothing else, subscribe to its
+///   own `mesh.cmd.<machine>.<module>.>` and its own inbox
+///   `_INBOX_<machine>_<module>.>` (JetStream acks and request replies), and
+///   answer requests.
+/// - Any other module may publish nothing and subscribe to nothing.
+/// - The controller: the JetStream API narrowed to the `MESH_EVENTS` stream
+///   (create, update, info) and its durable consumer (create, info, next
+///   message), acks of that consumer, approve requests to any provider, and
+///   subscriptions only on its own inbox.
+pub fn derive(declaration: &Declaration) -> Vec<UserPermissions> {
+    let mut users: Vec<UserPermissions> = declaration
+        .ids()
+        .into_iter()
+        .map(|id| module_permissions(declaration, id))
+        .collect();
+    users.sort_by(|a, b| a.user.cmp(&b.user));
+    users.push(controller_permissions());
+    users
+}
+
+fn module_permissions(declaration: &Declaration, id: &ModuleId) -> UserPermissions {
+    let user = id.to_string();
+    if !declaration.receives_contributions(id) {
+        return UserPermissions {
+            user,
+            publish: Rules::nothing(),
+            subscribe: Rules::nothing(),
+            allow_responses: false,
+        };
+    }
+    let (machine, module) = (&id.machine, &id.module);
+    UserPermissions {
+        user,
+        publish: Rules::allow(
+            EventKind::ALL
+                .iter()
+                .map(|kind| event_subject(machine, module, *kind))
+                .collect(),
+        ),
+        subscribe: Rules::allow(vec![
+            format!("mesh.cmd.{machine}.{module}.>"),
+            format!("{}.>", inbox_prefix(machine, module)),
+        ]),
+        allow_responses: true,
+    }
+}
+
+fn controller_permissions() -> UserPermissions {
+    let api = "$JS.API";
+    UserPermissions {
+        user: CONTROLLER_USER.to_owned(),
+        publish: Rules::allow(vec![
+            format!("{api}.STREAM.CREATE.{STREAM}"),
+            format!("{api}.STREAM.UPDATE.{STREAM}"),
+            format!("{api}.STREAM.INFO.{STREAM}"),
+            format!("{api}.CONSUMER.CREATE.{STREAM}.{DURABLE}"),
+            format!("{api}.CONSUMER.CREATE.{STREAM}.{DURABLE}.>"),
+            format!("{api}.CONSUMER.DURABLE.CREATE.{STREAM}.{DURABLE}"),
+            format!("{api}.CONSUMER.INFO.{STREAM}.{DURABLE}"),
+            format!("{api}.CONSUMER.MSG.NEXT.{STREAM}.{DURABLE}"),
+            format!("$JS.ACK.{STREAM}.{DURABLE}.>"),
+            APPROVE_ANY.to_owned(),
+        ]),
+        subscribe: Rules::allow(vec![format!("{CONTROLLER_INBOX}.>")]),
+        allow_responses: false,
+    }
+}
+
+/// The permission sets as JSON: `{"users": [...]}`, no passwords.
+pub fn render_json(users: &[UserPermissions]) -> serde_json::Value {
+    json!({ "users": users })
+}
+
+/// A credentials folder could not give a user's password; nothing is
+/// rendered (exit 2).
+#[derive(Debug, thiserror::Error)]
+pub enum CredentialsError {
+    /// `DIR/<user>` could not be read.
+    #[error("password file {path} of user {user} cannot be read: {source}")]
+    Read {
+        /// The user.
+        user: String,
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// `DIR/<user>` holds only whitespace.
+    #[error("password file {path} of user {user} is empty")]
+    Empty {
+        /// The user.
+        user: String,
+        /// The file.
+        path: PathBuf,
+    },
+}
+
+/// Reads each user's password from `dir/<user>` (surrounding whitespace
+/// trimmed).
+///
+/// # Errors
+/// [`CredentialsError`] naming the first file that is missing, unreadable or empty.
+pub fn read_credentials(
+    dir: &Path,
+    users: &[UserPermissions],
+) -> Result<BTreeMap<String, String>, CredentialsError> {
+    let mut passwords = BTreeMap::new();
+    for user in users {
+        let path = dir.join(&user.user);
+        let text = std::fs::read_to_string(&path).map_err(|source| CredentialsError::Read {
+            user: user.user.clone(),
+            path: path.clone(),
+            source,
+        })?;
+        let password = text.trim();
+        if password.is_empty() {
+            return Err(CredentialsError::Empty {
+                user: user.user.clone(),
+                path,
+            });
+        }
+        passwords.insert(user.user.clone(), password.to_owned());
+    }
+    Ok(passwords)
+}
+
+/// A nats-server configuration (JSON) with one user per entry of `users`,
+/// each with its password from `passwords` (users without one are left out).
+pub fn render_nats(
+    users: &[UserPermissions],
+    passwords: &BTreeMap<String, String>,
+) -> serde_json::Value {
+    let users: Vec<serde_json::Value> = users
+        .iter()
+        .filter_map(|user| {
+            let password = passwords.get(&user.user)?;
+            let mut permissions = json!({
+                "publish": user.publish,
+                "subscribe": user.subscribe,
+            });
+            if user.allow_responses {
+                permissions["allow_responses"] = json!(true);
+            }
+            Some(json!({
+                "user": user.user,
+                "password": password,
+                "permissions": permissions,
+            }))
+        })
+        .collect();
+    json!({ "authorization": { "users": users } })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::declaration::parse;
+
+    fn declaration() -> Declaration {
+        parse(
+            r#"{"modules":[
+              {"module":"postgres","machine":"db-1","provides":["postgres-database"]},
+              {"module":"identity","machine":"db-1","provides":["oidc-client"]},
+              {"module":"forge","machine":"app-1","requires":[
+                {"provision":"postgres-database","from":"postgres@db-1"}]}
+            ]}"#,
+        )
+        .unwrap()
+        .declaration
+    }
+
+    fn user<'a>(users: &'a [UserPermissions], name: &str) -> &'a UserPermissions {
+        users.iter().find(|u| u.user == name).unwrap()
+    }
+
+    #[test]
+    fn one_user_per_module_and_the_controller_last() {
+        let users = derive(&declaration());
+        let names: Vec<&str> = users.iter().map(|u| u.user.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "forge@app-1",
+                "identity@db-1",
+                "postgres@db-1",
+                "controller"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_provider_publishes_only_its_own_events() {
+        let users = derive(&declaration());
+        let pg = user(&users, "postgres@db-1");
+        assert_eq!(
+            pg.publish.allow,
+            [
+                "mesh.event.db-1.postgres.provisioner.failing",
+                "mesh.event.db-1.postgres.provisioner.recovered",
+                "mesh.event.db-1.postgres.provisioner.retirement",
+                "mesh.event.db-1.postgres.provisioner.repair",
+            ]
+        );
+        assert!(pg.publish.deny.is_empty());
+        assert_eq!(
+            pg.subscribe.allow,
+            ["mesh.cmd.db-1.postgres.>", "_INBOX_db-1_postgres.>"]
+        );
+        assert!(pg.allow_responses);
+    }
+
+    #[test]
+    fn every_allow_is_exact_to_its_owner() {
+        // Table: which users may publish which event subject.
+        let users = derive(&declaration());
+        let cases = [
+            (
+                "mesh.event.db-1.postgres.provisioner.failing",
+                "postgres@db-1",
+            ),
+            (
+                "mesh.event.db-1.identity.provisioner.repair",
+                "identity@db-1",
+            ),
+        ];
+        for (subject, owner) in cases {
+            for u in &users {
+                let allowed = u.publish.allow.iter().any(|a| a == subject);
+                assert_eq!(allowed, u.user == owner, "{} on {subject}", u.user);
+            }
+        }
+    }
+
+    #[test]
+    fn a_module_without_contributions_may_do_nothing() {
+        let users = derive(&declaration());
+        let forge = user(&users, "forge@app-1");
+        assert!(forge.publish.allow.is_empty());
+        assert_eq!(forge.publish.deny, [">"]);
+        assert!(forge.subscribe.allow.is_empty());
+        assert_eq!(forge.subscribe.deny, [">"]);
+        assert!(!forge.allow_responses);
+    }
+
+    #[test]
+    fn the_controller_is_narrowed_to_its_stream_and_inbox() {
+        let users = derive(&declaration());
+        let c = user(&users, "controller");
+        assert_eq!(c.subscribe.allow, ["_INBOX_controller.>"]);
+        assert!(c
+            .publish
+            .allow
+            .contains(&"mesh.cmd.*.*.provisioner.approve".to_owned()));
+        for subject in &c.publish.allow {
+            let narrowed = subject.starts_with("$JS.API.STREAM.")
+                && subject.ends_with(".MESH_EVENTS")
+                || subject.starts_with("$JS.API.CONSUMER.")
+                    && subject.contains(".MESH_EVENTS.controller")
+                || subject == "$JS.ACK.MESH_EVENTS.controller.>"
+                || subject == "mesh.cmd.*.*.provisioner.approve";
+            assert!(narrowed, "{subject}");
+        }
+        assert!(!c.publish.allow.iter().any(|s| s.starts_with("mesh.event")));
+    }
+
+    #[test]
+    fn nats_rendering_carries_passwords_and_deny_all() {
+        let users = derive(&declaration());
+        let passwords: BTreeMap<String, String> = users
+            .iter()
+            .map(|u| (u.user.clone(), format!("pw-{}", u.user)))
+            .collect();
+        let config = render_nats(&users, &passwords);
+        let rendered = &config["authorization"]["users"];
+        assert_eq!(rendered.as_array().unwrap().len(), 4);
+        let forge = &rendered[0];
+        assert_eq!(forge["user"], "forge@app-1");
+        assert_eq!(forge["password"], "pw-forge@app-1");
+        assert_eq!(
+            forge["permissions"],
+            json!({"publish":{"deny":[">"]},"subscribe":{"deny":[">"]}})
+        );
+        assert_eq!(rendered[2]["permissions"]["allow_responses"], json!(true));
+        let json = render_json(&users).to_string();
+        assert!(!json.contains("pw-"), "json output holds no password");
+    }
+
+    #[test]
+    fn credentials_are_read_per_user_and_a_missing_file_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let users = derive(&declaration());
+        for u in &users[..2] {
+            std::fs::write(dir.path().join(&u.user), format!("  secret-{}\n", u.user)).unwrap();
+        }
+        let error = read_credentials(dir.path(), &users)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("postgres@db-1"), "{error}");
+        assert!(error.contains(&dir.path().display().to_string()), "{error}");
+        std::fs::write(dir.path().join("postgres@db-1"), "pg").unwrap();
+        std::fs::write(dir.path().join("controller"), " \n").unwrap();
+        let error = read_credentials(dir.path(), &users)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("controller") && error.contains("empty"),
+            "{error}"
+        );
+        std::fs::write(dir.path().join("controller"), "c").unwrap();
+        let passwords = read_credentials(dir.path(), &users).unwrap();
+        assert_eq!(passwords["forge@app-1"], "secret-forge@app-1");
+    }
+}

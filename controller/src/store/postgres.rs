@@ -1,0 +1,681 @@
+//! The store on PostgreSQL (tokio-postgres), schema by refinery migrations.
+
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+use async_trait::async_trait;
+use futures::future::try_join_all;
+use mesh_sdk::event::{Event, Failing, Recovered, Repair, Retirement};
+use mesh_sdk::Timestamp;
+use tokio_postgres::config::Host;
+use tokio_postgres::types::{ToSql, Type};
+use tokio_postgres::{Client, Config, NoTls, Row, Statement};
+
+use super::{FailingRow, RepairRow, Snapshot, Store, StoreError, Word};
+
+mod embedded {
+    refinery::embed_migrations!("migrations");
+}
+
+/// How long a connection attempt (socket, authentication, preparing) may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long one transaction or read may take before the store counts as away.
+const STATEMENT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Where the store is: a connection URL or key-value string, and optionally
+/// a password file (so no password needs to be on a command line).
+///
+/// Its `Display` (and [`DatabaseOptions::shown`]) never holds the password.
+#[derive(Clone)]
+pub struct DatabaseOptions {
+    config: Config,
+    shown: String,
+}
+
+impl std::fmt::Debug for DatabaseOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DatabaseOptions")
+            .field("target", &self.shown)
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Display for DatabaseOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.shown)
+    }
+}
+
+/// The database options are unusable; ends the command (exit 2).
+#[derive(Debug, thiserror::Error)]
+pub enum DatabaseOptionsError {
+    /// No database was given.
+    #[error("no database given (--database URL or MESH_DATABASE_URL)")]
+    Missing,
+    /// The URL does not parse. The URL itself is not repeated: it may hold a password.
+    #[error("the database URL is invalid: {0}")]
+    Invalid(#[source] tokio_postgres::Error),
+    /// The password file could not be read.
+    #[error("database password file {path} cannot be read: {source}")]
+    PasswordFile {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl DatabaseOptions {
+    /// Parses `url` (`postgres://user@host:port/db` or `host=.. user=..`);
+    /// the password, if any, comes from `password_file` (trimmed), which wins
+    /// over one in the URL.
+    ///
+    /// # Errors
+    /// [`DatabaseOptionsError`] when the URL does not parse or the file
+    /// cannot be read.
+    pub fn new(
+        url: &str,
+        password_file: Option<&Path>,
+    ) -> Result<DatabaseOptions, DatabaseOptionsError> {
+        let mut config: Config = url.parse().map_err(DatabaseOptionsError::Invalid)?;
+        if let Some(path) = password_file {
+            let password = std::fs::read_to_string(path).map_err(|source| {
+                DatabaseOptionsError::PasswordFile {
+                    path: path.to_owned(),
+                    source,
+                }
+            })?;
+            config.password(password.trim());
+        }
+        config.application_name("mesh-controller");
+        let shown = shown(&config);
+        Ok(DatabaseOptions { config, shown })
+    }
+
+    /// `postgres://user@host:port/dbname`, never the password.
+    pub fn shown(&self) -> &str {
+        &self.shown
+    }
+}
+
+/// The target of a configuration without its password.
+fn shown(config: &Config) -> String {
+    let user = config.get_user().unwrap_or("");
+    let host = config
+        .get_hosts()
+        .iter()
+        .map(|h| match h {
+            Host::Tcp(name) => name.clone(),
+            Host::Unix(path) => path.display().to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(",");
+    let port = config
+        .get_ports()
+        .iter()
+        .map(|p| p.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let db = config.get_dbname().unwrap_or(user);
+    let at = if user.is_empty() {
+        String::new()
+    } else {
+        format!("{user}@")
+    };
+    let port = if port.is_empty() {
+        String::new()
+    } else {
+        format!(":{port}")
+    };
+    format!("postgres://{at}{host}{port}/{db}")
+}
+
+/// Applies the numbered migrations of `controller/migrations/` that are not
+/// applied yet; returns how many were applied.
+///
+/// # Errors
+/// [`StoreError`] when the store cannot be reached or a migration fails.
+pub async fn migrate(options: &DatabaseOptions) -> Result<usize, StoreError> {
+    let mut client = connect_client(options).await?;
+    let report = embedded::migrations::runner()
+        .run_async(&mut client)
+        .await
+        .map_err(|source| StoreError::Migrate {
+            target: options.shown.clone(),
+            source,
+        })?;
+    Ok(report.applied_migrations().len())
+}
+
+async fn connect_client(options: &DatabaseOptions) -> Result<Client, StoreError> {
+    let target = options.shown.clone();
+    let connecting = options.config.connect(NoTls);
+    let (client, connection) = match tokio::time::timeout(CONNECT_TIMEOUT, connecting).await {
+        Ok(Ok(pair)) => pair,
+        Ok(Err(source)) => return Err(StoreError::Unavailable { target, source }),
+        Err(_) => {
+            return Err(StoreError::Timeout {
+                target,
+                after: CONNECT_TIMEOUT,
+            })
+        }
+    };
+    tokio::spawn(async move {
+        if let Err(error) = connection.await {
+            tracing::warn!(error = %error, "store connection ended");
+        }
+    });
+    Ok(client)
+}
+
+const UPSERT_FAILING: &str = "
+INSERT INTO failing AS f (provider_module, provider_machine, consumer, consumer_machine,
+                          provision, class, error, since, attempts, said_at, stream_seq)
+SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11
+WHERE NOT EXISTS (
+    SELECT 1 FROM recovered r
+    WHERE r.provider_module = $1 AND r.provider_machine = $2 AND r.consumer = $3
+      AND (r.said_at, r.stream_seq) > ($10, $11))
+ON CONFLICT (provider_module, provider_machine, consumer) DO UPDATE SET
+    consumer_machine = EXCLUDED.consumer_machine, provision = EXCLUDED.provision,
+    class = EXCLUDED.class, error = EXCLUDED.error, since = EXCLUDED.since,
+    attempts = EXCLUDED.attempts, said_at = EXCLUDED.said_at, stream_seq = EXCLUDED.stream_seq
+WHERE (f.said_at, f.stream_seq) < (EXCLUDED.said_at, EXCLUDED.stream_seq)";
+
+const FAILING_TYPES: &[Type] = &[
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TIMESTAMPTZ,
+    Type::INT8,
+    Type::TIMESTAMPTZ,
+    Type::INT8,
+];
+
+const RECOVERED: &str = "
+WITH gone AS (
+    DELETE FROM failing f
+    WHERE f.provider_module = $1 AND f.provider_machine = $2 AND f.consumer = $3
+      AND (f.said_at, f.stream_seq) < ($7, $8))
+INSERT INTO recovered AS r (provider_module, provider_machine, consumer, consumer_machine,
+                            provision, reason, said_at, stream_seq)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+ON CONFLICT (provider_module, provider_machine, consumer) DO UPDATE SET
+    consumer_machine = EXCLUDED.consumer_machine, provision = EXCLUDED.provision,
+    reason = EXCLUDED.reason, said_at = EXCLUDED.said_at, stream_seq = EXCLUDED.stream_seq
+WHERE (r.said_at, r.stream_seq) < (EXCLUDED.said_at, EXCLUDED.stream_seq)";
+
+const RECOVERED_TYPES: &[Type] = &[
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TIMESTAMPTZ,
+    Type::INT8,
+];
+
+const UPSERT_REPAIR: &str = "
+INSERT INTO repair AS p (provider_module, provider_machine, fault, outcome, detail,
+                         next_attempt_at, said_at, stream_seq)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+ON CONFLICT (provider_module, provider_machine, fault) DO UPDATE SET
+    outcome = EXCLUDED.outcome, detail = EXCLUDED.detail,
+    next_attempt_at = EXCLUDED.next_attempt_at, said_at = EXCLUDED.said_at,
+    stream_seq = EXCLUDED.stream_seq
+WHERE (p.said_at, p.stream_seq) < (EXCLUDED.said_at, EXCLUDED.stream_seq)";
+
+const REPAIR_TYPES: &[Type] = &[
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TIMESTAMPTZ,
+    Type::TIMESTAMPTZ,
+    Type::INT8,
+];
+
+const UPSERT_RETIREMENT: &str = "
+INSERT INTO retirement AS t (provider_module, provider_machine, consumer, action, detail,
+                             said_at, stream_seq)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+ON CONFLICT (provider_module, provider_machine, consumer, action) DO UPDATE SET
+    detail = EXCLUDED.detail, said_at = EXCLUDED.said_at, stream_seq = EXCLUDED.stream_seq
+WHERE (t.said_at, t.stream_seq) < (EXCLUDED.said_at, EXCLUDED.stream_seq)";
+
+const RETIREMENT_TYPES: &[Type] = &[
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TIMESTAMPTZ,
+    Type::INT8,
+];
+
+const READ_FAILING: &str = "
+SELECT provider_module, provider_machine, consumer, consumer_machine, provision, class, error,
+       since, attempts, said_at
+FROM failing
+ORDER BY provider_module, provider_machine, consumer";
+
+const READ_OPEN_REPAIRS: &str = "
+SELECT provider_module, provider_machine, fault, outcome, detail, next_attempt_at, said_at
+FROM repair
+WHERE outcome <> 'repaired'
+ORDER BY provider_module, provider_machine, fault";
+
+/// A live connection and its prepared statements.
+struct Connected {
+    client: Client,
+    failing: Statement,
+    recovered: Statement,
+    repair: Statement,
+    retirement: Statement,
+}
+
+/// The store on PostgreSQL. Connects lazily, and again after the
+/// connection broke; every call is bounded in time.
+pub struct PgStore {
+    options: DatabaseOptions,
+    connected: Option<Connected>,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore")
+            .field("target", &self.options.shown)
+            .field("connected", &self.connected.is_some())
+            .finish()
+    }
+}
+
+impl PgStore {
+    /// A store at `options`; nothing is connected yet.
+    pub fn new(options: DatabaseOptions) -> PgStore {
+        PgStore {
+            options,
+            connected: None,
+        }
+    }
+
+    /// Where the store is (no password).
+    pub fn target(&self) -> &str {
+        &self.options.shown
+    }
+
+    async fn connected(&mut self) -> Result<&Connected, StoreError> {
+        if self
+            .connected
+            .as_ref()
+            .is_some_and(|c| c.client.is_closed())
+        {
+            self.connected = None;
+        }
+        if self.connected.is_none() {
+            let client = connect_client(&self.options).await?;
+            let target = self.options.shown.clone();
+            let prepare = async {
+                Ok::<_, tokio_postgres::Error>(Connected {
+                    failing: client.prepare_typed(UPSERT_FAILING, FAILING_TYPES).await?,
+                    recovered: client.prepare_typed(RECOVERED, RECOVERED_TYPES).await?,
+                    repair: client.prepare_typed(UPSERT_REPAIR, REPAIR_TYPES).await?,
+                    retirement: client
+                        .prepare_typed(UPSERT_RETIREMENT, RETIREMENT_TYPES)
+                        .await?,
+                    client,
+                })
+            };
+            let connected = match tokio::time::timeout(CONNECT_TIMEOUT, prepare).await {
+                Ok(Ok(connected)) => connected,
+                Ok(Err(source)) => return Err(classify(target, source)),
+                Err(_) => {
+                    return Err(StoreError::Timeout {
+                        target,
+                        after: CONNECT_TIMEOUT,
+                    })
+                }
+            };
+            self.connected = Some(connected);
+        }
+        Ok(self.connected.as_ref().expect("connected just above"))
+    }
+
+    /// Runs `work` bounded by [`STATEMENT_TIMEOUT`]; on any failure but a
+    /// refusal of the words, the connection is dropped (the next call
+    /// reconnects).
+    fn settle<T>(
+        &mut self,
+        outcome: Result<Result<T, tokio_postgres::Error>, tokio::time::error::Elapsed>,
+    ) -> Result<T, StoreError> {
+        let target = self.options.shown.clone();
+        let result = match outcome {
+            Ok(Ok(value)) => return Ok(value),
+            Ok(Err(source)) => classify(target, source),
+            Err(_) => StoreError::Timeout {
+                target,
+                after: STATEMENT_TIMEOUT,
+            },
+        };
+        if result.is_transient() {
+            self.connected = None;
+        }
+        Err(result)
+    }
+
+    /// Reads the failing words and open repairs with a fresh connection.
+    async fn read(&mut self) -> Result<Snapshot, StoreError> {
+        let connected = self.connected().await?;
+        let client = &connected.client;
+        let work = async {
+            let (failing, repairs) = tokio::try_join!(
+                client.query(READ_FAILING, &[]),
+                client.query(READ_OPEN_REPAIRS, &[])
+            )?;
+            Ok(Snapshot {
+                failing: failing.iter().map(failing_row).collect::<Result<_, _>>()?,
+                open_repairs: repairs.iter().map(repair_row).collect::<Result<_, _>>()?,
+            })
+        };
+        let outcome = tokio::time::timeout(STATEMENT_TIMEOUT, work).await;
+        self.settle(outcome)
+    }
+}
+
+fn failing_row(row: &Row) -> Result<FailingRow, tokio_postgres::Error> {
+    Ok(FailingRow {
+        provider_module: row.try_get(0)?,
+        provider_machine: row.try_get(1)?,
+        consumer: row.try_get(2)?,
+        consumer_machine: row.try_get(3)?,
+        provision: row.try_get(4)?,
+        class: row.try_get(5)?,
+        error: row.try_get(6)?,
+        since: Timestamp(row.try_get::<_, SystemTime>(7)?),
+        attempts: row.try_get(8)?,
+        said_at: Timestamp(row.try_get::<_, SystemTime>(9)?),
+    })
+}
+
+fn repair_row(row: &Row) -> Result<RepairRow, tokio_postgres::Error> {
+    Ok(RepairRow {
+        provider_module: row.try_get(0)?,
+        provider_machine: row.try_get(1)?,
+        fault: row.try_get(2)?,
+        outcome: row.try_get(3)?,
+        detail: row.try_get(4)?,
+        next_attempt_at: row.try_get::<_, Option<SystemTime>>(5)?.map(Timestamp),
+        said_at: Timestamp(row.try_get::<_, SystemTime>(6)?),
+    })
+}
+
+/// Sorts a database error: the words' own fault (data, constraint), a
+/// broken or refused connection, or anything else (which may pass).
+fn classify(target: String, source: tokio_postgres::Error) -> StoreError {
+    let Some(code) = source.code() else {
+        // No SQLSTATE: the connection is closed, or an io or protocol error.
+        return StoreError::Unavailable { target, source };
+    };
+    match code.code().get(..2).unwrap_or("") {
+        // Data exception, integrity constraint violation: these words, as such.
+        "22" | "23" => StoreError::Refused { target, source },
+        // Connection exception, operator intervention (shutting down),
+        // insufficient resources, invalid authorization.
+        "08" | "57" | "53" | "28" => StoreError::Unavailable { target, source },
+        // Anything else (locks, serialization, a missing table, ...) may pass.
+        _ => StoreError::Failed { target, source },
+    }
+}
+
+/// PostgreSQL text holds no NUL character: replace it rather than refuse the word.
+fn text(value: &str) -> String {
+    if value.contains('\0') {
+        value.replace('\0', "\u{FFFD}")
+    } else {
+        value.to_owned()
+    }
+}
+
+/// The parameters of one word, owned (they outlive the borrow of the word
+/// in the pipelined futures).
+enum Params {
+    Failing(
+        String,
+        String,
+        String,
+        Option<String>,
+        Option<String>,
+        String,
+        String,
+        SystemTime,
+        i64,
+        SystemTime,
+        i64,
+    ),
+    Recovered(
+        String,
+        String,
+        String,
+        Option<String>,
+        Option<String>,
+        String,
+        SystemTime,
+        i64,
+    ),
+    Repair(
+        String,
+        String,
+        String,
+        String,
+        String,
+        Option<SystemTime>,
+        SystemTime,
+        i64,
+    ),
+    Retirement(String, String, String, String, String, SystemTime, i64),
+}
+
+impl Params {
+    fn of(word: &Word) -> Params {
+        let module = word.emitter.module.as_str().to_owned();
+        let machine = word.emitter.machine.as_str().to_owned();
+        let seq = i64::try_from(word.seq).unwrap_or(i64::MAX);
+        match &word.event {
+            Event::Failing(Failing {
+                consumer,
+                consumer_machine,
+                provision,
+                class,
+                error,
+                since,
+                attempts,
+                said_at,
+                ..
+            }) => Params::Failing(
+                module,
+                machine,
+                consumer.to_string(),
+                consumer_machine.as_ref().map(|m| m.to_string()),
+                provision.as_deref().map(text),
+                class.as_str().to_owned(),
+                text(error),
+                since.0,
+                i64::try_from(*attempts).unwrap_or(i64::MAX),
+                said_at.0,
+                seq,
+            ),
+            Event::Recovered(Recovered {
+                consumer,
+                consumer_machine,
+                provision,
+                reason,
+                said_at,
+                ..
+            }) => Params::Recovered(
+                module,
+                machine,
+                consumer.to_string(),
+                consumer_machine.as_ref().map(|m| m.to_string()),
+                provision.as_deref().map(text),
+                reason.as_str().to_owned(),
+                said_at.0,
+                seq,
+            ),
+            Event::Repair(Repair {
+                fault,
+                outcome,
+                detail,
+                next_attempt_at,
+                said_at,
+                ..
+            }) => Params::Repair(
+                module,
+                machine,
+                fault.to_string(),
+                repair_outcome(*outcome).to_owned(),
+                text(detail),
+                next_attempt_at.map(|t| t.0),
+                said_at.0,
+                seq,
+            ),
+            Event::Retirement(Retirement {
+                consumer,
+                action,
+                detail,
+                said_at,
+                ..
+            }) => Params::Retirement(
+                module,
+                machine,
+                consumer.to_string(),
+                action.as_str().to_owned(),
+                text(detail),
+                said_at.0,
+                seq,
+            ),
+        }
+    }
+
+    fn statement<'a>(&self, c: &'a Connected) -> &'a Statement {
+        match self {
+            Params::Failing(..) => &c.failing,
+            Params::Recovered(..) => &c.recovered,
+            Params::Repair(..) => &c.repair,
+            Params::Retirement(..) => &c.retirement,
+        }
+    }
+
+    fn as_sql(&self) -> Vec<&(dyn ToSql + Sync)> {
+        match self {
+            Params::Failing(a, b, c, d, e, f, g, h, i, j, k) => {
+                vec![a, b, c, d, e, f, g, h, i, j, k]
+            }
+            Params::Recovered(a, b, c, d, e, f, g, h) => vec![a, b, c, d, e, f, g, h],
+            Params::Repair(a, b, c, d, e, f, g, h) => vec![a, b, c, d, e, f, g, h],
+            Params::Retirement(a, b, c, d, e, f, g) => vec![a, b, c, d, e, f, g],
+        }
+    }
+}
+
+fn repair_outcome(outcome: mesh_sdk::event::RepairOutcome) -> &'static str {
+    use mesh_sdk::event::RepairOutcome;
+    match outcome {
+        RepairOutcome::Repaired => "repaired",
+        RepairOutcome::Failed => "failed",
+        RepairOutcome::Braked => "braked",
+    }
+}
+
+#[async_trait]
+impl Store for PgStore {
+    async fn apply(&mut self, words: &[Word]) -> Result<(), StoreError> {
+        if words.is_empty() {
+            return Ok(());
+        }
+        let params: Vec<Params> = words.iter().map(Params::of).collect();
+        let connected = self.connected().await?;
+        let client = &connected.client;
+        // One transaction; the statements are pipelined (sent without
+        // waiting for each answer), in order.
+        let work = async {
+            client.batch_execute("BEGIN").await?;
+            let values: Vec<Vec<&(dyn ToSql + Sync)>> = params.iter().map(Params::as_sql).collect();
+            let applied = try_join_all(
+                params
+                    .iter()
+                    .zip(&values)
+                    .map(|(p, v)| client.execute(p.statement(connected), v)),
+            )
+            .await;
+            match applied {
+                Ok(_) => client.batch_execute("COMMIT").await,
+                Err(error) => {
+                    let _ = client.batch_execute("ROLLBACK").await;
+                    Err(error)
+                }
+            }
+        };
+        let outcome = tokio::time::timeout(STATEMENT_TIMEOUT, work).await;
+        self.settle(outcome)
+    }
+
+    async fn snapshot(&mut self) -> Result<Snapshot, StoreError> {
+        self.read().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shown_target_never_holds_the_password() {
+        let cases = [
+            (
+                "postgres://mesh:s3cret@db.example:5433/store",
+                "postgres://mesh@db.example:5433/store",
+            ),
+            (
+                "host=127.0.0.1 port=5432 user=mesh password=s3cret dbname=store",
+                "postgres://mesh@127.0.0.1:5432/store",
+            ),
+            ("postgres://mesh@h/", "postgres://mesh@h:5432/mesh"),
+        ];
+        for (url, expected) in cases {
+            let options = DatabaseOptions::new(url, None).unwrap();
+            assert_eq!(options.shown(), expected);
+            assert!(!format!("{options:?} {options}").contains("s3cret"));
+        }
+    }
+
+    #[test]
+    fn a_password_file_wins_and_an_invalid_url_is_not_repeated() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("pw");
+        std::fs::write(&file, "from-file\n").unwrap();
+        let options = DatabaseOptions::new("postgres://u:old@h/db", Some(&file)).unwrap();
+        assert_eq!(options.config.get_password(), Some(&b"from-file"[..]));
+        let error = DatabaseOptions::new("postgres://u:s3cret@h:notaport/db", None)
+            .unwrap_err()
+            .to_string();
+        assert!(!error.contains("s3cret"), "{error}");
+        let missing = DatabaseOptions::new("postgres://u@h/db", Some(Path::new("/nope/pw")))
+            .unwrap_err()
+            .to_string();
+        assert!(missing.contains("/nope/pw"), "{missing}");
+    }
+
+    #[test]
+    fn nul_characters_are_replaced() {
+        assert_eq!(text("a\0b"), "a\u{FFFD}b");
+        assert_eq!(text("plain"), "plain");
+    }
+}
