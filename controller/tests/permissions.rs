@@ -1,0 +1,394 @@
+//! The derived permissions against a real nats-server started with the
+//! rendered configuration: providers, a module without contributions, the
+//! controller (its stream, consumer, acks, approvals and inbox), and the
+//! `approve` command end to end.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_nats::jetstream::consumer::PullConsumer;
+use bytes::Bytes;
+use futures::StreamExt;
+use mesh_controller::cli::{run, Cli, Io, EXIT_NOT_DONE, EXIT_OK};
+use mesh_controller::declaration::parse;
+use mesh_controller::link::{ensure_consumer, LinkSettings};
+use mesh_controller::permissions::{derive, read_credentials, render_nats};
+use mesh_sdk::bus::{BusOptions, EventSink, JetStreamSink};
+use mesh_sdk::event::ApproveReply;
+use mesh_sdk::{Name, ProviderId, Timestamp};
+use mesh_test_support::NatsServer;
+
+const DECLARATION: &str = r#"{"modules":[
+  {"module":"postgres","machine":"db-1","provides":["postgres-database"]},
+  {"module":"identity","machine":"db-1","provides":["oidc-client"]},
+  {"module":"forge","machine":"app-1","requires":[
+    {"provision":"postgres-database","from":"postgres@db-1"},
+    {"provision":"oidc-client","from":"identity@db-1"}]}
+]}"#;
+
+const FAILING: &str = r#"{"v":1,"consumer":"forge","consumer_machine":"app-1","provision":"postgres-database","class":"refused","error":"nope","since":"2026-10-05T00:04:00Z","attempts":1,"said_at":"2026-10-05T00:09:00Z"}"#;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+struct Bus {
+    nats: NatsServer,
+    dir: tempfile::TempDir,
+}
+
+impl Bus {
+    /// A nats-server with the rendered configuration; passwords `pw-<user>`.
+    fn start() -> Bus {
+        let dir = tempfile::tempdir().unwrap();
+        let declaration = parse(DECLARATION).unwrap().declaration;
+        let users = derive(&declaration);
+        for user in &users {
+            std::fs::write(dir.path().join(&user.user), format!("pw-{}\n", user.user)).unwrap();
+        }
+        let passwords = read_credentials(dir.path(), &users).unwrap();
+        let nats = NatsServer::start_with_config(render_nats(&users, &passwords));
+        Bus { nats, dir }
+    }
+
+    fn password_file(&self, user: &str) -> std::path::PathBuf {
+        self.dir.path().join(user)
+    }
+
+    /// Connects as `user` with `inbox`, recording every connection event.
+    async fn client(&self, user: &str, inbox: &str) -> (async_nats::Client, Events) {
+        let events = Events::default();
+        let seen = events.clone();
+        let client =
+            async_nats::ConnectOptions::with_user_and_password(user.into(), format!("pw-{user}"))
+                .custom_inbox_prefix(inbox)
+                .event_callback(move |event| {
+                    let seen = seen.clone();
+                    async move { seen.0.lock().unwrap().push(event.to_string()) }
+                })
+                .connect(self.nats.url())
+                .await
+                .unwrap_or_else(|e| panic!("{user} connects: {e}\n{}", self.nats.log()));
+        (client, events)
+    }
+
+    /// A provider's JetStream sink, connected the SDK's way.
+    async fn provider_sink(&self, module: &str, machine: &str) -> JetStreamSink {
+        let user = format!("{module}@{machine}");
+        let options = BusOptions {
+            url: self.nats.url(),
+            user: Some(user.clone()),
+            password_file: Some(self.password_file(&user)),
+            ack_timeout: Duration::from_millis(1500),
+        };
+        let provider = ProviderId {
+            module: Name::parse(module).unwrap(),
+            machine: Name::parse(machine).unwrap(),
+        };
+        let client = mesh_sdk::bus::connect(&options, &provider).await.unwrap();
+        client.flush().await.unwrap();
+        JetStreamSink::new(client, options.ack_timeout)
+    }
+}
+
+#[derive(Clone, Default)]
+struct Events(Arc<Mutex<Vec<String>>>);
+
+impl Events {
+    fn violations(&self) -> Vec<String> {
+        self.0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|e| e.to_lowercase().contains("permissions violation"))
+            .cloned()
+            .collect()
+    }
+
+    async fn wait_for_violation(&self, words: &str) {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        while !self.violations().iter().any(|v| v.contains(words)) {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "no permissions violation for {words}: {:?}",
+                self.0.lock().unwrap()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+async fn publish(sink: &JetStreamSink, subject: &str, id: &str) -> Result<(), String> {
+    sink.publish(subject, id, Bytes::from_static(FAILING.as_bytes()))
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// Every message the controller's consumer gets, acknowledged.
+async fn drain(consumer: &PullConsumer) -> Vec<String> {
+    let mut subjects = Vec::new();
+    loop {
+        let mut batch = consumer
+            .fetch()
+            .max_messages(100)
+            .expires(Duration::from_secs(1))
+            .messages()
+            .await
+            .unwrap();
+        let mut got = 0;
+        while let Some(message) = batch.next().await {
+            let message = message.unwrap();
+            message.double_ack().await.unwrap();
+            subjects.push(message.subject.to_string());
+            got += 1;
+        }
+        if got == 0 {
+            return subjects;
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_rendered_permissions_hold_on_a_real_server() {
+    let bus = Bus::start();
+    tokio::time::timeout(Duration::from_secs(120), async {
+        // The controller sets up its stream and consumer with its narrowed API.
+        let (controller, controller_events) = bus.client("controller", "_INBOX_controller").await;
+        let consumer = ensure_consumer(&controller, &LinkSettings::default())
+            .await
+            .unwrap_or_else(|e| panic!("{e}\n{}", bus.nats.log()));
+
+        // A provider's own events are accepted.
+        let postgres = bus.provider_sink("postgres", "db-1").await;
+        publish(
+            &postgres,
+            "mesh.event.db-1.postgres.provisioner.failing",
+            "a",
+        )
+        .await
+        .expect("own event acknowledged");
+        publish(
+            &postgres,
+            "mesh.event.db-1.postgres.provisioner.repair",
+            "b",
+        )
+        .await
+        .expect("own repair acknowledged");
+        let identity = bus.provider_sink("identity", "db-1").await;
+        publish(
+            &identity,
+            "mesh.event.db-1.identity.provisioner.recovered",
+            "c",
+        )
+        .await
+        .expect("another provider's own event acknowledged");
+
+        // The same provider as another machine or module is refused.
+        for subject in [
+            "mesh.event.db-2.postgres.provisioner.failing",
+            "mesh.event.db-1.identity.provisioner.failing",
+            "mesh.event.app-1.forge.provisioner.recovered",
+        ] {
+            assert!(
+                publish(&postgres, subject, subject).await.is_err(),
+                "{subject} must be refused"
+            );
+        }
+        // A module that receives no contributions cannot publish any event.
+        let forge = bus.provider_sink("forge", "app-1").await;
+        for subject in [
+            "mesh.event.app-1.forge.provisioner.failing",
+            "mesh.event.db-1.postgres.provisioner.recovered",
+        ] {
+            assert!(
+                publish(&forge, subject, subject).await.is_err(),
+                "{subject} must be refused to forge"
+            );
+        }
+
+        // Nothing refused reached the stream; the controller reads and acks
+        // through its consumer only.
+        let mut subjects = drain(&consumer).await;
+        subjects.sort();
+        assert_eq!(
+            subjects,
+            [
+                "mesh.event.db-1.identity.provisioner.recovered",
+                "mesh.event.db-1.postgres.provisioner.failing",
+                "mesh.event.db-1.postgres.provisioner.repair",
+            ]
+        );
+        let mut info = consumer.clone();
+        let info = info.info().await.unwrap();
+        assert_eq!(info.num_ack_pending, 0, "acks were accepted");
+        assert!(
+            controller_events.violations().is_empty(),
+            "the controller's own work is allowed: {:?}",
+            controller_events.violations()
+        );
+
+        // The controller cannot subscribe to mesh.> nor to a module's inbox.
+        let mut everything = controller.subscribe("mesh.>").await.unwrap();
+        controller_events
+            .wait_for_violation("Subscription to \"mesh.>\"")
+            .await;
+        let mut inbox = controller
+            .subscribe("_INBOX_db-1_postgres.>")
+            .await
+            .unwrap();
+        controller_events
+            .wait_for_violation("_INBOX_db-1_postgres.>")
+            .await;
+        // Nor publish an event.
+        controller
+            .publish(
+                "mesh.event.db-1.postgres.provisioner.failing",
+                FAILING.into(),
+            )
+            .await
+            .unwrap();
+        controller_events
+            .wait_for_violation("Publish to \"mesh.event.db-1.postgres.provisioner.failing\"")
+            .await;
+        // An event is published (its ack goes to the provider's inbox):
+        // neither reaches the controller's refused subscriptions.
+        publish(
+            &postgres,
+            "mesh.event.db-1.postgres.provisioner.recovered",
+            "d",
+        )
+        .await
+        .expect("own event acknowledged");
+        assert!(
+            tokio::time::timeout(Duration::from_millis(500), everything.next())
+                .await
+                .map_or(true, |m| m.is_none()),
+            "mesh.> delivered nothing to the controller"
+        );
+        assert!(
+            tokio::time::timeout(Duration::from_millis(300), inbox.next())
+                .await
+                .map_or(true, |m| m.is_none()),
+            "a provider's inbox delivered nothing to the controller"
+        );
+        assert_eq!(
+            drain(&consumer).await,
+            ["mesh.event.db-1.postgres.provisioner.recovered"]
+        );
+
+        // A module without contributions cannot even listen to commands.
+        let (forge_raw, forge_events) = bus.client("forge@app-1", "_INBOX_app-1_forge").await;
+        let _cmd = forge_raw.subscribe("mesh.cmd.app-1.forge.>").await.unwrap();
+        forge_events
+            .wait_for_violation("mesh.cmd.app-1.forge.>")
+            .await;
+    })
+    .await
+    .expect("the permission checks hang: a refused subscription or ack probably blocks");
+}
+
+/// A provider answering approvals on its subject the way the SDK does.
+async fn answer_approvals(bus: &Bus, ok: bool) -> tokio::task::JoinHandle<()> {
+    let (client, events) = bus.client("postgres@db-1", "_INBOX_db-1_postgres").await;
+    let mut requests = client
+        .subscribe("mesh.cmd.db-1.postgres.provisioner.approve")
+        .await
+        .unwrap();
+    client.flush().await.unwrap();
+    tokio::spawn(async move {
+        while let Some(request) = requests.next().await {
+            let body: serde_json::Value = serde_json::from_slice(&request.payload).unwrap();
+            let reply = ApproveReply {
+                ok,
+                detail: format!("consumer {} delete {}", body["consumer"], body["delete"]),
+            };
+            client
+                .publish(
+                    request.reply.unwrap(),
+                    serde_json::to_vec(&reply).unwrap().into(),
+                )
+                .await
+                .unwrap();
+            client.flush().await.unwrap();
+            assert!(events.violations().is_empty(), "{:?}", events.violations());
+        }
+    })
+}
+
+async fn approve_command(bus: &Bus, extra: &[&str]) -> (u8, String, String) {
+    let password_file = bus.password_file("controller");
+    let url = bus.nats.url();
+    let mut args = vec![
+        "mesh-controller",
+        "--nats",
+        &url,
+        "--nats-user",
+        "controller",
+        "--nats-password-file",
+        password_file.to_str().unwrap(),
+        "approve",
+        "postgres@db-1",
+        "forge",
+        "--timeout",
+        "2s",
+    ];
+    args.extend_from_slice(extra);
+    let cli = <Cli as clap::Parser>::try_parse_from(args).unwrap();
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let mut io = Io {
+        out: &mut out,
+        err: &mut err,
+        now: Timestamp::parse("2026-10-05T00:00:00Z").unwrap(),
+    };
+    let code = run(&cli, &mut io).await;
+    (
+        code,
+        String::from_utf8(out).unwrap(),
+        String::from_utf8(err).unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn approve_asks_the_provider_and_says_what_came_of_it() {
+    let bus = Bus::start();
+    tokio::time::timeout(Duration::from_secs(60), async {
+        // Nobody listens: unanswered, exit 1.
+        let (code, out, err) = approve_command(&bus, &[]).await;
+        assert_eq!(code, EXIT_NOT_DONE, "{out}{err}");
+        assert!(
+            err.contains("unanswered: no provider postgres@db-1 listens"),
+            "{err}"
+        );
+
+        // The provider agrees: exit 0, its detail printed.
+        let provider = answer_approvals(&bus, true).await;
+        let (code, out, err) = approve_command(&bus, &["--delete"]).await;
+        assert_eq!(code, EXIT_OK, "{out}{err}");
+        assert_eq!(
+            out.trim(),
+            "done by postgres@db-1: consumer \"forge\" delete true"
+        );
+        provider.abort();
+
+        // The provider refuses: exit 1, its detail printed.
+        let provider = answer_approvals(&bus, false).await;
+        let (code, _, err) = approve_command(&bus, &[]).await;
+        assert_eq!(code, EXIT_NOT_DONE);
+        assert!(
+            err.contains("refused by postgres@db-1: consumer \"forge\" delete false"),
+            "{err}"
+        );
+        provider.abort();
+
+        // A provider that listens but never answers: unanswered after the timeout.
+        let (silent, _) = bus.client("postgres@db-1", "_INBOX_db-1_postgres").await;
+        let _requests = silent
+            .subscribe("mesh.cmd.db-1.postgres.provisioner.approve")
+            .await
+            .unwrap();
+        silent.flush().await.unwrap();
+        let (code, _, err) = approve_command(&bus, &[]).await;
+        assert_eq!(code, EXIT_NOT_DONE);
+        assert!(err.contains("did not answer within 2s"), "{err}");
+    })
+    .await
+    .expect("approve hangs: the request timeout is not applied");
+}
