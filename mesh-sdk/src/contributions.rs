@@ -198,6 +198,10 @@ pub struct Loaded<'a> {
 pub struct Source {
     path: PathBuf,
     last_good: Option<Arc<Contributions>>,
+    /// The text `last_good` was parsed from: an unchanged file is not parsed again.
+    last_text: String,
+    /// The entries refused in `last_text`.
+    last_refused: Vec<String>,
     last_logged: Option<Vec<String>>,
 }
 
@@ -207,6 +211,8 @@ impl Source {
         Source {
             path: path.into(),
             last_good: None,
+            last_text: String::new(),
+            last_refused: Vec::new(),
             last_logged: None,
         }
     }
@@ -222,15 +228,27 @@ impl Source {
     }
 
     /// Reads the file now. Returns `None` only while no good list was ever read.
+    ///
+    /// The file is read every time; it is parsed again only when its text
+    /// changed since the last good read.
     pub fn load(&mut self) -> Option<Loaded<'_>> {
-        let result = std::fs::read_to_string(&self.path)
-            .map_err(|source| ContributionsError::Read {
+        let text = match std::fs::read_to_string(&self.path) {
+            Ok(text) if self.last_good.is_some() && text == self.last_text => {
+                self.note(self.last_refused.clone());
+                return self.last_good.as_ref().map(|contributions| Loaded {
+                    contributions,
+                    fresh: true,
+                });
+            }
+            Ok(text) => Ok(text),
+            Err(source) => Err(ContributionsError::Read {
                 path: self.path.clone(),
                 source,
-            })
-            .and_then(|text| parse(&text, &self.path));
+            }),
+        };
+        let result = text.and_then(|text| parse(&text, &self.path).map(|parsed| (parsed, text)));
         let fresh = match result {
-            Ok(parsed) => {
+            Ok((parsed, text)) => {
                 let provider_changed = self
                     .last_good
                     .as_ref()
@@ -248,8 +266,10 @@ impl Source {
                     )]);
                     false
                 } else {
-                    self.note(parsed.refused.iter().map(ToString::to_string).collect());
+                    self.last_refused = parsed.refused.iter().map(ToString::to_string).collect();
+                    self.note(self.last_refused.clone());
                     self.last_good = Some(Arc::new(parsed.contributions));
+                    self.last_text = text;
                     true
                 }
             }
@@ -411,6 +431,13 @@ mod tests {
         let first = source.last_logged.clone().unwrap();
         assert_eq!(first.len(), 1);
         assert!(first[0].contains("malformed"));
+        source.load();
+        assert_eq!(source.last_logged.as_ref(), Some(&first));
+        // Back to the very same good text, then broken again: said again.
+        std::fs::write(&path, GOOD).unwrap();
+        source.load();
+        assert_eq!(source.last_logged, Some(vec![]));
+        std::fs::write(&path, "{ broken").unwrap();
         source.load();
         assert_eq!(source.last_logged.as_ref(), Some(&first));
     }

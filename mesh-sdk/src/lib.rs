@@ -26,6 +26,7 @@ pub mod standing;
 pub mod testing;
 
 pub use args::ProviderArgs;
+pub use async_trait::async_trait;
 pub use classify::{classify_words, Class};
 pub use clock::{Timestamp, WallClock};
 pub use contributions::{Consumer, Contributions, ProviderId};
@@ -39,12 +40,14 @@ pub use secret::Secret;
 pub use standing::{Standing, StandingRules};
 
 /// Installs the `tracing` subscriber every provider binary uses: human
-/// lines with fields on stderr, filtered by `RUST_LOG` (default `info`).
+/// lines with fields on stderr (colored only on a terminal), filtered by
+/// `RUST_LOG` (default `info`). Does nothing when a subscriber is installed.
 pub fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr)
         .try_init();
 }

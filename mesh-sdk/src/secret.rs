@@ -61,7 +61,7 @@ pub enum SecretError {
 /// # Errors
 /// [`SecretError`] when the file is missing, unreadable, not UTF-8 or empty.
 pub fn read_secret(path: &Path) -> Result<Secret, SecretError> {
-    let text = std::fs::read_to_string(path).map_err(|source| match source.kind() {
+    let text = read_small(path).map_err(|source| match source.kind() {
         ErrorKind::NotFound => SecretError::Missing { path: path.into() },
         _ => SecretError::Unreadable {
             path: path.into(),
@@ -79,6 +79,22 @@ pub fn read_secret(path: &Path) -> Result<Secret, SecretError> {
     }))
 }
 
+/// Reads a small file as UTF-8 with as few system calls as it takes
+/// (open, read until end, close; no size query).
+fn read_small(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path)?;
+    let mut buffer = [0u8; 256];
+    let mut bytes = Vec::new();
+    loop {
+        match file.read(&mut buffer)? {
+            0 => break,
+            n => bytes.extend_from_slice(&buffer[..n]),
+        }
+    }
+    String::from_utf8(bytes).map_err(|e| std::io::Error::new(ErrorKind::InvalidData, e))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -89,6 +105,9 @@ mod tests {
         let path = dir.path().join("s");
         std::fs::write(&path, "  pw-1\n").unwrap();
         assert_eq!(read_secret(&path).unwrap().expose(), "pw-1");
+        let long = "x".repeat(1000);
+        std::fs::write(&path, &long).unwrap();
+        assert_eq!(read_secret(&path).unwrap().expose(), long);
     }
 
     #[test]

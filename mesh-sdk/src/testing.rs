@@ -55,6 +55,8 @@ pub struct FakeBackend {
     pub fail_ensure: HashMap<Name, FakeError>,
     /// Consumers whose `check` fails, with the error.
     pub fail_check: HashMap<Name, FakeError>,
+    /// Consumers whose `check` panics (a bug in a provider's code).
+    pub panic_check: Vec<Name>,
     /// Every call fails with this error (the backend is down).
     pub down: Option<FakeError>,
     /// When set, the check's refusal echoes the secret it was given (as careless backends do).
@@ -129,6 +131,9 @@ impl Provisioner for FakeProvisioner {
 
     async fn check(&self, consumer: &Consumer, secret: &Secret) -> Result<(), FakeError> {
         self.enter(format!("check {}", consumer.name)).await?;
+        if self.with(|b| b.panic_check.contains(&consumer.name)) {
+            panic!("index out of bounds while checking {}", consumer.name);
+        }
         self.with(|b| {
             if let Some(error) = b.fail_check.get(&consumer.name) {
                 return Err(error.clone());
@@ -275,7 +280,11 @@ impl Write for Route {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         CAPTURE.with(|c| {
             if let Some(capture) = c.borrow().as_ref() {
-                capture.buffer.lock().expect("log lock").extend_from_slice(buf);
+                capture
+                    .buffer
+                    .lock()
+                    .expect("log lock")
+                    .extend_from_slice(buf);
             }
         });
         Ok(buf.len())

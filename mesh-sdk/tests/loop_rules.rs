@@ -39,8 +39,19 @@ impl World {
         }
         let outbox = Arc::new(Outbox::new());
         let clock = WallClock::fixed(Timestamp::parse(T0).unwrap().0, Instant::now());
-        let runner = Runner::new(fake.clone(), dir.path().join("contributions.json"), settings, Arc::clone(&outbox)).with_clock(clock);
-        let world = World { dir, fake, outbox, runner };
+        let runner = Runner::new(
+            fake.clone(),
+            dir.path().join("contributions.json"),
+            settings,
+            Arc::clone(&outbox),
+        )
+        .with_clock(clock);
+        let world = World {
+            dir,
+            fake,
+            outbox,
+            runner,
+        };
         world.list(consumers);
         world
     }
@@ -51,7 +62,8 @@ impl World {
             .iter()
             .map(|c| json!({"consumer": c, "machine": "app-1", "provision": "postgres-database", "secret_file": format!("secrets/{c}")}))
             .collect();
-        let file = json!({"provider": {"module": "postgres", "machine": "db-1"}, "consumers": entries});
+        let file =
+            json!({"provider": {"module": "postgres", "machine": "db-1"}, "consumers": entries});
         std::fs::write(self.dir.path().join("contributions.json"), file.to_string()).unwrap();
     }
 
@@ -80,7 +92,10 @@ impl World {
         let mut out = Vec::new();
         for (key, pending) in self.outbox.snapshot() {
             let kind = pending.subject.rsplit('.').next().unwrap().to_owned();
-            assert_eq!(pending.subject, format!("mesh.event.db-1.postgres.provisioner.{kind}"));
+            assert_eq!(
+                pending.subject,
+                format!("mesh.event.db-1.postgres.provisioner.{kind}")
+            );
             out.push((kind, serde_json::from_slice(&pending.body).unwrap()));
             self.outbox.done(&key, pending.seq);
         }
@@ -91,7 +106,12 @@ impl World {
 fn kinds(said: &[(String, Value)]) -> Vec<String> {
     said.iter()
         .map(|(k, v)| {
-            let what = v.get("reason").or(v.get("action")).or(v.get("class")).and_then(Value::as_str).unwrap_or("");
+            let what = v
+                .get("reason")
+                .or(v.get("action"))
+                .or(v.get("class"))
+                .and_then(Value::as_str)
+                .unwrap_or("");
             format!("{k}:{}:{what}", v["consumer"].as_str().unwrap_or(""))
         })
         .collect()
@@ -120,7 +140,12 @@ async fn first_success_of_each_consumer_after_start_is_announced() {
     // A restarted provider has forgotten: it says so again.
     let fake = w.fake.clone();
     let outbox = Arc::new(Outbox::new());
-    let mut again = Runner::new(fake, w.dir.path().join("contributions.json"), Settings::default(), Arc::clone(&outbox));
+    let mut again = Runner::new(
+        fake,
+        w.dir.path().join("contributions.json"),
+        Settings::default(),
+        Arc::clone(&outbox),
+    );
     again.pass().await;
     assert_eq!(outbox.len(), 2);
 }
@@ -131,7 +156,10 @@ async fn failing_after_five_minutes_repeated_every_fifteen_then_recovered() {
     w.passes(1).await;
     w.said();
     w.fake.with(|b| {
-        b.fail_check.insert(name("forge"), FakeError::words("password authentication failed for user \"forge\""))
+        b.fail_check.insert(
+            name("forge"),
+            FakeError::words("password authentication failed for user \"forge\""),
+        )
     });
     // 60 failing passes: 5 s .. 300 s; nothing yet.
     w.passes(60).await;
@@ -167,13 +195,26 @@ async fn failing_after_five_minutes_repeated_every_fifteen_then_recovered() {
 async fn failures_of_make_check_and_secret_all_count_and_success_resets() {
     let mut w = World::new(&["a", "b", "c"]);
     w.secret("a", None);
-    w.fake.with(|b| b.fail_ensure.insert(name("b"), FakeError::words("permission denied to create database")));
-    w.fake.with(|b| b.fail_check.insert(name("c"), FakeError::words("connection refused")));
+    w.fake.with(|b| {
+        b.fail_ensure.insert(
+            name("b"),
+            FakeError::words("permission denied to create database"),
+        )
+    });
+    w.fake.with(|b| {
+        b.fail_check
+            .insert(name("c"), FakeError::words("connection refused"))
+    });
     w.passes(61).await;
     let said = w.said();
     let mut classes: Vec<(String, String)> = said
         .iter()
-        .map(|(_, v)| (v["consumer"].as_str().unwrap().into(), v["class"].as_str().unwrap().into()))
+        .map(|(_, v)| {
+            (
+                v["consumer"].as_str().unwrap().into(),
+                v["class"].as_str().unwrap().into(),
+            )
+        })
         .collect();
     classes.sort();
     assert_eq!(
@@ -185,7 +226,10 @@ async fn failures_of_make_check_and_secret_all_count_and_success_resets() {
         ]
     );
     let a = said.iter().find(|(_, v)| v["consumer"] == "a").unwrap();
-    assert!(a.1["error"].as_str().unwrap().contains("is missing"), "{a:?}");
+    assert!(
+        a.1["error"].as_str().unwrap().contains("is missing"),
+        "{a:?}"
+    );
     assert_eq!(a.1["attempts"], 61);
     assert_eq!(a.1["since"], T0);
 
@@ -198,7 +242,10 @@ async fn failures_of_make_check_and_secret_all_count_and_success_resets() {
     w.passes(1).await;
     w.secret("d", Some(""));
     w.passes(60).await;
-    assert_eq!(kinds(&w.said()), vec!["recovered:d:first-success-after-start"]);
+    assert_eq!(
+        kinds(&w.said()),
+        vec!["recovered:d:first-success-after-start"]
+    );
     w.passes(1).await;
     let said = w.said();
     assert_eq!(kinds(&said), vec!["failing:d:secret-unreadable"]);
@@ -222,17 +269,27 @@ async fn no_secret_in_any_event_log_line_or_error() {
     w.passes(61).await;
     let mut said = w.said();
     w.fake.with(|b| {
-        b.fail_ensure.insert(name("forge"), FakeError::words("login as admin with admin-very-secret refused; new-minted-pw"))
+        b.fail_ensure.insert(
+            name("forge"),
+            FakeError::words("login as admin with admin-very-secret refused; new-minted-pw"),
+        )
     });
     w.passes(180).await;
     said.extend(w.said());
-    assert_eq!(said.iter().filter(|(k, _)| k == "failing").count(), 2, "{said:?}");
+    assert_eq!(
+        said.iter().filter(|(k, _)| k == "failing").count(),
+        2,
+        "{said:?}"
+    );
     let all = format!("{said:?}\n{}", logs.text());
     for secret in ["new-minted-pw", "admin-very-secret", "pw-forge"] {
         assert!(!all.contains(secret), "{secret} leaked:\n{all}");
     }
     assert!(all.contains("[redacted]"), "{all}");
-    assert!(logs.text().contains("provision failed"), "failures are logged");
+    assert!(
+        logs.text().contains("provision failed"),
+        "failures are logged"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -259,8 +316,17 @@ async fn a_malformed_file_keeps_the_last_good_list_and_a_bad_entry_is_refused_al
     w.said();
     w.write_raw("{ this is not json");
     w.passes(100).await;
-    assert_eq!(w.fake.calls("check"), 2 * 101, "both consumers still served");
-    assert_eq!(logs.text().matches("is malformed").count(), 1, "logged once per change:\n{}", logs.text());
+    assert_eq!(
+        w.fake.calls("check"),
+        2 * 101,
+        "both consumers still served"
+    );
+    assert_eq!(
+        logs.text().matches("is malformed").count(),
+        1,
+        "logged once per change:\n{}",
+        logs.text()
+    );
     assert!(w.said().is_empty());
 
     w.write_raw(
@@ -271,7 +337,11 @@ async fn a_malformed_file_keeps_the_last_good_list_and_a_bad_entry_is_refused_al
     let report = w.runner.pass().await;
     assert!(report.fresh);
     assert_eq!(report.attempted, 1);
-    assert!(logs.text().contains("consumer entry 0 (\"Bad.Name\")"), "{}", logs.text());
+    assert!(
+        logs.text().contains("consumer entry 0 (\"Bad.Name\")"),
+        "{}",
+        logs.text()
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -303,9 +373,18 @@ async fn concurrency_is_bounded_and_calls_time_out() {
 #[tokio::test(start_paused = true)]
 async fn withdrawn_consumer_is_retired_after_ten_minutes_and_five_passes_and_said() {
     let mut w = World::new(&["forge", "wiki"]);
-    w.fake.with(|b| b.fail_check.insert(name("wiki"), FakeError::words("connection refused")));
+    w.fake.with(|b| {
+        b.fail_check
+            .insert(name("wiki"), FakeError::words("connection refused"))
+    });
     w.passes(61).await;
-    assert_eq!(kinds(&w.said()), vec!["recovered:forge:first-success-after-start", "failing:wiki:unreachable"]);
+    assert_eq!(
+        kinds(&w.said()),
+        vec![
+            "recovered:forge:first-success-after-start",
+            "failing:wiki:unreachable"
+        ]
+    );
     w.list(&["forge"]);
     // Withdrawn at 305 s: still held, not retired until 10 minutes passed.
     w.passes(120).await;
@@ -313,8 +392,14 @@ async fn withdrawn_consumer_is_retired_after_ten_minutes_and_five_passes_and_sai
     assert!(!w.fake.with(|b| b.provisions[&name("wiki")].retired));
     w.passes(1).await;
     let said = w.said();
-    assert_eq!(kinds(&said), vec!["retirement:wiki:retired", "recovered:wiki:retired"]);
-    assert_eq!(said[1].1["consumer_machine"], "app-1", "the machine it last knew");
+    assert_eq!(
+        kinds(&said),
+        vec!["retirement:wiki:retired", "recovered:wiki:retired"]
+    );
+    assert_eq!(
+        said[1].1["consumer_machine"], "app-1",
+        "the machine it last knew"
+    );
     assert!(w.fake.with(|b| b.provisions[&name("wiki")].retired));
     assert_eq!(w.fake.calls("delete"), 0);
     // Nothing more, ever, without approval.
@@ -344,7 +429,10 @@ async fn relisted_while_pending_says_nothing_and_starts_over() {
     w.passes(120).await;
     assert!(w.said().is_empty(), "count started over");
     w.passes(1).await;
-    assert_eq!(kinds(&w.said()), vec!["retirement:wiki:retired", "recovered:wiki:retired"]);
+    assert_eq!(
+        kinds(&w.said()),
+        vec!["retirement:wiki:retired", "recovered:wiki:retired"]
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -360,7 +448,8 @@ async fn a_broken_file_for_an_hour_retires_nobody() {
     assert_eq!(w.fake.calls("retire"), 0);
     // An unlistable backend for an hour does not count either.
     w.list(&["forge"]);
-    w.fake.with(|b| b.down = Some(FakeError::words("connection refused")));
+    w.fake
+        .with(|b| b.down = Some(FakeError::words("connection refused")));
     w.passes(720).await;
     assert_eq!(w.fake.calls("retire"), 0);
 }
@@ -384,8 +473,14 @@ async fn approvals_and_every_refusal() {
         (r#"{"v":2,"consumer":"wiki"}"#, "version"),
         (r#"{"v":1,"consumer":"ghost"}"#, "unknown"),
         (r#"{"v":1,"consumer":"forge"}"#, "still listed"),
-        (r#"{"v":1,"consumer":"forge","delete":true}"#, "still listed"),
-        (r#"{"v":1,"consumer":"wiki","delete":true}"#, "not retired yet"),
+        (
+            r#"{"v":1,"consumer":"forge","delete":true}"#,
+            "still listed",
+        ),
+        (
+            r#"{"v":1,"consumer":"wiki","delete":true}"#,
+            "not retired yet",
+        ),
     ] {
         let (ok, detail) = approve(&mut w, body).await;
         assert!(!ok, "{body}");
@@ -397,7 +492,14 @@ async fn approvals_and_every_refusal() {
     // Retire now, on approval.
     let (ok, detail) = approve(&mut w, r#"{"v":1,"consumer":"wiki","delete":false}"#).await;
     assert!(ok, "{detail}");
-    assert_eq!(kinds(&w.said()), vec!["retirement:wiki:approved", "retirement:wiki:retired", "recovered:wiki:retired"]);
+    assert_eq!(
+        kinds(&w.said()),
+        vec![
+            "retirement:wiki:approved",
+            "retirement:wiki:retired",
+            "recovered:wiki:retired"
+        ]
+    );
     let (ok, detail) = approve(&mut w, r#"{"v":1,"consumer":"wiki"}"#).await;
     assert!(!ok && detail.contains("already retired"), "{detail}");
     assert_eq!(w.fake.calls("delete"), 0);
@@ -405,7 +507,10 @@ async fn approvals_and_every_refusal() {
     // Delete, on approval of a retired consumer.
     let (ok, detail) = approve(&mut w, r#"{"v":1,"consumer":"wiki","delete":true}"#).await;
     assert!(ok, "{detail}");
-    assert_eq!(kinds(&w.said()), vec!["retirement:wiki:approved", "retirement:wiki:deleted"]);
+    assert_eq!(
+        kinds(&w.said()),
+        vec!["retirement:wiki:approved", "retirement:wiki:deleted"]
+    );
     assert!(w.fake.with(|b| !b.provisions.contains_key(&name("wiki"))));
     let (ok, detail) = approve(&mut w, r#"{"v":1,"consumer":"wiki","delete":true}"#).await;
     assert!(!ok && detail.contains("unknown"), "{detail}");
@@ -414,4 +519,23 @@ async fn approvals_and_every_refusal() {
     w.write_raw("{");
     let (ok, detail) = approve(&mut w, r#"{"v":1,"consumer":"docs"}"#).await;
     assert!(!ok && detail.contains("cannot be read"), "{detail}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_panic_in_the_provider_fails_that_consumer_only() {
+    let mut w = World::new(&["forge", "wiki"]);
+    w.fake.with(|b| b.panic_check.push(name("wiki")));
+    w.passes(61).await;
+    let said = w.said();
+    assert_eq!(
+        kinds(&said),
+        vec![
+            "recovered:forge:first-success-after-start",
+            "failing:wiki:refused"
+        ]
+    );
+    assert!(said[1].1["error"]
+        .as_str()
+        .unwrap()
+        .contains("the provisioner panicked: index out of bounds"));
 }

@@ -1,12 +1,15 @@
 //! One attempt per consumer: read the secret, make if missing, check.
 
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 use std::time::Duration;
 
-use futures::stream::{self, StreamExt};
+use futures::FutureExt;
+use tokio::task::JoinSet;
 
 use crate::classify::{classify_words, Class};
-use crate::contributions::Consumer;
+use crate::contributions::{Consumer, Contributions};
 use crate::provisioner::Provisioner;
 use crate::redact::{error_words, redact};
 use crate::secret::{read_secret, Secret};
@@ -16,23 +19,62 @@ pub(super) type Failed = (Class, String);
 
 /// Attempts every consumer, at most `concurrency` at once; returns each
 /// consumer's index with its result, in completion order.
+///
+/// Each attempt is its own task, so attempts use every core (a provider's
+/// CPU work, such as hashing a password, does not hold up the others) and
+/// reading a secret file never stalls the timers of attempts in flight. A
+/// panic in the provider's code is caught and counts as that consumer's
+/// failure, not the loop's end.
 pub(super) async fn all<P: Provisioner>(
-    provisioner: &P,
-    consumers: &[Consumer],
-    provider_secrets: &[Secret],
+    provisioner: &Arc<P>,
+    contributions: &Arc<Contributions>,
+    provider_secrets: &Arc<[Secret]>,
     concurrency: usize,
     call_timeout: Duration,
 ) -> Vec<(usize, Result<(), Failed>)> {
-    stream::iter(consumers.iter().enumerate())
-        .map(|(index, consumer)| async move {
-            (
-                index,
-                one(provisioner, consumer, provider_secrets, call_timeout).await,
-            )
-        })
-        .buffer_unordered(concurrency.max(1))
-        .collect()
-        .await
+    let total = contributions.consumers.len();
+    let mut running = JoinSet::new();
+    let mut out = Vec::with_capacity(total);
+    let mut next = 0;
+    loop {
+        while running.len() < concurrency.max(1) && next < total {
+            let (provisioner, contributions, secrets) = (
+                Arc::clone(provisioner),
+                Arc::clone(contributions),
+                Arc::clone(provider_secrets),
+            );
+            let index = next;
+            running.spawn(async move {
+                let consumer = &contributions.consumers[index];
+                let attempt = one(provisioner.as_ref(), consumer, &secrets, call_timeout);
+                let result = AssertUnwindSafe(attempt)
+                    .catch_unwind()
+                    .await
+                    .unwrap_or_else(|panic| {
+                        let words = panic
+                            .downcast_ref::<&str>()
+                            .map(|s| (*s).to_owned())
+                            .or_else(|| panic.downcast_ref::<String>().cloned())
+                            .unwrap_or_default();
+                        Err((
+                            Class::Refused,
+                            scrub(
+                                &format!("the provisioner panicked: {words}"),
+                                None,
+                                &secrets,
+                            ),
+                        ))
+                    });
+                (index, result)
+            });
+            next += 1;
+        }
+        match running.join_next().await {
+            Some(Ok(done)) => out.push(done),
+            Some(Err(error)) => tracing::error!(error = %error, "an attempt task ended abnormally"),
+            None => return out,
+        }
+    }
 }
 
 async fn one<P: Provisioner>(

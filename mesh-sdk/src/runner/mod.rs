@@ -89,6 +89,8 @@ pub struct Runner<P: Provisioner> {
     retirement: Retirement,
     outbox: Arc<Outbox>,
     clock: WallClock,
+    /// The last "cannot list held provisions" words logged (logged once per change).
+    held_error: Option<String>,
 }
 
 impl<P: Provisioner> Runner<P> {
@@ -107,6 +109,7 @@ impl<P: Provisioner> Runner<P> {
             retirement: Retirement::new(),
             outbox,
             clock: WallClock::system(),
+            held_error: None,
         }
     }
 
@@ -153,10 +156,10 @@ impl<P: Provisioner> Runner<P> {
             attempted: contributions.consumers.len(),
             ..PassReport::default()
         };
-        let provider_secrets = self.provisioner.secrets();
+        let provider_secrets: Arc<[crate::secret::Secret]> = self.provisioner.secrets().into();
         let outcomes = attempt::all(
-            self.provisioner.as_ref(),
-            &contributions.consumers,
+            &self.provisioner,
+            &contributions,
             &provider_secrets,
             self.settings.concurrency,
             self.settings.call_timeout,
@@ -265,20 +268,26 @@ impl<P: Provisioner> Runner<P> {
         said
     }
 
-    async fn fetch_held(&self) -> Option<Vec<Held>> {
+    async fn fetch_held(&mut self) -> Option<Vec<Held>> {
         let timeout = self.settings.call_timeout;
-        match tokio::time::timeout(timeout, self.provisioner.held()).await {
-            Ok(Ok(held)) => Some(held),
-            Ok(Err(error)) => {
-                let words = self.redacted(&error_words(&error));
-                tracing::warn!(error = %words, "cannot list held provisions; this pass does not count towards retirement");
-                None
+        let error = match tokio::time::timeout(timeout, self.provisioner.held()).await {
+            Ok(Ok(held)) => {
+                if self.held_error.take().is_some() {
+                    tracing::info!("held provisions can be listed again");
+                }
+                return Some(held);
             }
-            Err(_) => {
-                tracing::warn!(timeout = ?timeout, "listing held provisions timed out; this pass does not count towards retirement");
-                None
-            }
+            Ok(Err(error)) => self.redacted(&error_words(&error)),
+            Err(_) => format!(
+                "listing held provisions timed out after {}",
+                humantime::format_duration(timeout)
+            ),
+        };
+        if self.held_error.as_ref() != Some(&error) {
+            tracing::warn!(error = %error, "cannot list held provisions; passes do not count towards retirement until it can");
+            self.held_error = Some(error);
         }
+        None
     }
 
     fn redacted(&self, text: &str) -> String {
@@ -514,4 +523,30 @@ fn say(outbox: &Outbox, provider: &ProviderId, event: &Event) {
         event_subject(&provider.machine, &provider.module, kind),
         event,
     );
+}
+
+/// Compile-time checks: the loop's futures can be spawned.
+#[cfg(test)]
+mod send_checks {
+    use super::*;
+    use crate::testing::FakeProvisioner;
+
+    fn is_send<T: Send>(_: T) {}
+
+    #[allow(dead_code)]
+    fn pass_is_send(r: &mut Runner<FakeProvisioner>) {
+        is_send(r.pass());
+    }
+    #[allow(dead_code)]
+    fn approve_is_send(r: &mut Runner<FakeProvisioner>) {
+        is_send(r.approve(b""));
+    }
+    #[allow(dead_code)]
+    fn run_is_send(args: &crate::ProviderArgs) {
+        is_send(run_until(
+            FakeProvisioner::new(),
+            args,
+            std::future::pending(),
+        ));
+    }
 }

@@ -1,0 +1,106 @@
+//! The outbox and its publisher on tokio's paused clock: an event the bus
+//! does not acknowledge is held, the newest word per consumer wins, and it
+//! is sent again until acknowledged.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mesh_sdk::bus::{publish_loop, Outbox};
+use mesh_sdk::event::{Event, Recovered};
+use mesh_sdk::standing::RecoveredReason;
+use mesh_sdk::testing::RecordingSink;
+use mesh_sdk::{Name, Timestamp};
+use tokio::sync::oneshot;
+use tokio::time::advance;
+
+fn recovered(consumer: &str, reason: RecoveredReason) -> Event {
+    Event::Recovered(Recovered {
+        v: 1,
+        consumer: Name::parse(consumer).unwrap(),
+        consumer_machine: None,
+        provision: None,
+        reason,
+        said_at: Timestamp::parse("2026-10-05T00:00:00Z").unwrap(),
+    })
+}
+
+/// Lets spawned tasks run until they wait on the clock again.
+async fn settle() {
+    for _ in 0..20 {
+        tokio::task::yield_now().await;
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn held_while_the_bus_is_down_newest_word_sent_when_back() {
+    let outbox = Arc::new(Outbox::new());
+    let sink = RecordingSink::default();
+    sink.set_down(true);
+    let (stop, stopped) = oneshot::channel::<()>();
+    let publisher = tokio::spawn(publish_loop(
+        Arc::clone(&outbox),
+        Arc::new(sink.clone()),
+        Duration::from_secs(1),
+        async {
+            let _ = stopped.await;
+        },
+    ));
+    outbox.put(
+        "mesh.event.db-1.postgres.provisioner.recovered".into(),
+        &recovered("a", RecoveredReason::FirstSuccessAfterStart),
+    );
+    outbox.put(
+        "mesh.event.db-1.postgres.provisioner.recovered".into(),
+        &recovered("b", RecoveredReason::FirstSuccessAfterStart),
+    );
+    settle().await;
+    advance(Duration::from_secs(10)).await;
+    settle().await;
+    assert!(sink.events().is_empty());
+    assert_eq!(outbox.len(), 2, "held, not dropped");
+
+    // A newer word for `a` replaces the held one.
+    outbox.put(
+        "mesh.event.db-1.postgres.provisioner.recovered".into(),
+        &recovered("a", RecoveredReason::Success),
+    );
+    sink.set_down(false);
+    advance(Duration::from_secs(1)).await;
+    settle().await;
+    let events = sink.events();
+    assert_eq!(events.len(), 2, "{events:?}");
+    let a: Vec<_> = events
+        .iter()
+        .filter(|(_, v)| v["consumer"] == "a")
+        .collect();
+    assert_eq!(a.len(), 1);
+    assert_eq!(a[0].1["reason"], "success");
+    assert!(outbox.is_empty());
+
+    // Once acknowledged, nothing is sent again.
+    advance(Duration::from_secs(10)).await;
+    settle().await;
+    assert_eq!(sink.events().len(), 2);
+    let ids = sink.msg_ids.lock().unwrap().clone();
+    assert_ne!(ids[0], ids[1]);
+
+    let _ = stop.send(());
+    assert_eq!(publisher.await.unwrap(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn stopping_reports_what_is_still_held() {
+    let outbox = Arc::new(Outbox::new());
+    let sink = RecordingSink::default();
+    sink.set_down(true);
+    outbox.put("s".into(), &recovered("a", RecoveredReason::Success));
+    let left = publish_loop(
+        Arc::clone(&outbox),
+        Arc::new(sink),
+        Duration::from_secs(1),
+        async {},
+    )
+    .await;
+    assert_eq!(left, 1);
+    assert_eq!(outbox.len(), 1);
+}
