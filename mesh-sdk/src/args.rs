@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use clap::Args;
 
+use crate::brake::BrakeRules;
 use crate::bus::BusOptions;
+use crate::repair::RepairRules;
 use crate::retire::RetireRules;
 use crate::runner::Settings;
 use crate::standing::StandingRules;
@@ -76,12 +78,52 @@ pub struct ProviderArgs {
     #[arg(long, env = "MESH_CALL_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
     pub call_timeout: Duration,
 
+    /// How often a known fault (repair hook) is probed.
+    #[arg(long, env = "MESH_REPAIR_CHECK_EVERY", default_value = "5m", value_parser = humantime::parse_duration)]
+    pub repair_check_every: Duration,
+
+    /// Wait after a first failed repair (doubling after each failure).
+    #[arg(long, env = "MESH_REPAIR_BRAKE", default_value = "10m", value_parser = humantime::parse_duration)]
+    pub repair_brake: Duration,
+
+    /// Longest wait between failed repairs.
+    #[arg(long, env = "MESH_REPAIR_BRAKE_MAX", default_value = "6h", value_parser = humantime::parse_duration)]
+    pub repair_brake_max: Duration,
+
+    /// Bound of one repair.
+    #[arg(long, env = "MESH_REPAIR_TIMEOUT", default_value = "2m", value_parser = humantime::parse_duration)]
+    pub repair_timeout: Duration,
+
     /// How long to wait for the bus to acknowledge an event before holding it.
     #[arg(long, env = "MESH_ACK_TIMEOUT", default_value = "5s", value_parser = humantime::parse_duration)]
     pub ack_timeout: Duration,
 }
 
 impl ProviderArgs {
+    /// The flags' defaults, reading `contributions` (for embedders and
+    /// tests; environment variables are not consulted).
+    pub fn with_defaults(contributions: impl Into<PathBuf>) -> ProviderArgs {
+        let defaults = Settings::default();
+        ProviderArgs {
+            contributions: contributions.into(),
+            nats: "nats://127.0.0.1:4222".into(),
+            nats_user: None,
+            nats_password_file: None,
+            pass_every: defaults.pass_every,
+            failing_after: defaults.standing.failing_after,
+            repeat_every: defaults.standing.repeat_every,
+            retire_after_passes: defaults.retire.after_passes,
+            retire_after: defaults.retire.after,
+            concurrency: defaults.concurrency as u32,
+            call_timeout: defaults.call_timeout,
+            repair_check_every: defaults.repair.check_every,
+            repair_brake: defaults.repair.brake.first,
+            repair_brake_max: defaults.repair.brake.cap,
+            repair_timeout: defaults.repair.repair_timeout,
+            ack_timeout: Duration::from_secs(5),
+        }
+    }
+
     /// The loop settings these flags ask for.
     pub fn settings(&self) -> Settings {
         Settings {
@@ -96,6 +138,14 @@ impl ProviderArgs {
             },
             concurrency: self.concurrency as usize,
             call_timeout: self.call_timeout,
+            repair: RepairRules {
+                check_every: self.repair_check_every,
+                brake: BrakeRules {
+                    first: self.repair_brake,
+                    cap: self.repair_brake_max,
+                },
+                repair_timeout: self.repair_timeout,
+            },
         }
     }
 
@@ -127,6 +177,7 @@ mod tests {
         let s = cli.provider.settings();
         assert_eq!(s, Settings::default());
         assert_eq!(cli.provider.nats, "nats://127.0.0.1:4222");
+        assert_eq!(cli.provider, ProviderArgs::with_defaults("c.json"));
     }
 
     #[test]

@@ -11,6 +11,7 @@
 //! through JetStream. See `examples/quickstart.rs` for a complete provider.
 
 pub mod args;
+pub mod brake;
 pub mod bus;
 pub mod classify;
 pub mod clock;
@@ -19,6 +20,7 @@ pub mod event;
 pub mod name;
 pub mod provisioner;
 pub mod redact;
+pub mod repair;
 pub mod retire;
 pub mod runner;
 pub mod secret;
@@ -34,6 +36,7 @@ pub use event::{Event, EventKind};
 pub use name::Name;
 pub use provisioner::{Held, Provisioner};
 pub use redact::redact;
+pub use repair::{Probe, Repair, RepairRules};
 pub use retire::RetireRules;
 pub use runner::{run, PassReport, RunError, Runner, Settings};
 pub use secret::Secret;

@@ -1,10 +1,13 @@
 //! The trait a provider implements: what the loop asks of its backend.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 
 use crate::classify::Class;
 use crate::contributions::Consumer;
 use crate::name::Name;
+use crate::repair::Repair;
 use crate::secret::Secret;
 
 /// A provision the provider holds at its backend, as it lists it.
@@ -45,8 +48,8 @@ impl Held {
 /// deletes what it lists.
 ///
 /// Required: `ensure`, `check`, `held`, `retire`, `re_enable`, `delete`.
-/// Defaulted: `classify` (none: the loop reads the error's words) and
-/// `secrets` (none).
+/// Defaulted: `classify` (none: the loop reads the error's words),
+/// `secrets` (none) and `repairs` (no known fault; see [`crate::repair`]).
 ///
 /// # Guarantees
 /// - Calls for one consumer never overlap; calls for different consumers do.
@@ -106,6 +109,13 @@ pub trait Provisioner: Send + Sync + 'static {
     /// Secrets the provider holds (an administrator's password): removed from
     /// every error text, like the consumer's own secret.
     fn secrets(&self) -> Vec<Secret> {
+        Vec::new()
+    }
+
+    /// Known faults this provider can repair safely, asked once when the
+    /// loop starts. While one is present the loop stops calling the backend
+    /// for consumers (see [`crate::repair`]).
+    fn repairs(&self) -> Vec<Arc<dyn Repair>> {
         Vec::new()
     }
 }

@@ -15,6 +15,7 @@ use crate::classify::Class;
 use crate::contributions::Consumer;
 use crate::name::Name;
 use crate::provisioner::{Held, Provisioner};
+use crate::repair::{Probe, Repair};
 use crate::secret::Secret;
 
 /// An error of the fake backend, optionally carrying the provider's own class.
@@ -74,6 +75,8 @@ pub struct FakeProvisioner {
     pub backend: Arc<Mutex<FakeBackend>>,
     /// Secrets the provider holds (redacted from errors).
     pub own_secrets: Vec<String>,
+    /// A known fault the provider registers, if any.
+    pub repair: Option<FakeRepair>,
 }
 
 impl FakeProvisioner {
@@ -198,6 +201,81 @@ impl Provisioner for FakeProvisioner {
 
     fn secrets(&self) -> Vec<Secret> {
         self.own_secrets.iter().map(Secret::new).collect()
+    }
+
+    fn repairs(&self) -> Vec<Arc<dyn Repair>> {
+        self.repair
+            .iter()
+            .map(|r| Arc::new(r.clone()) as Arc<dyn Repair>)
+            .collect()
+    }
+}
+
+/// The fake's known fault, `admin-refused`: the administrator's login.
+#[derive(Debug, Default)]
+pub struct FakeAdmin {
+    /// Whether the administrator's login is refused now.
+    pub refused: bool,
+    /// Whether a repair fixes it.
+    pub repair_works: bool,
+    /// Probes made.
+    pub probes: usize,
+    /// Repairs tried.
+    pub repairs: usize,
+    /// The administrator's password, which careless words echo.
+    pub password: String,
+}
+
+/// A [`Repair`] over [`FakeAdmin`]. Clones share the state.
+#[derive(Debug, Clone, Default)]
+pub struct FakeRepair {
+    /// The state.
+    pub admin: Arc<Mutex<FakeAdmin>>,
+}
+
+impl FakeRepair {
+    /// Runs `f` on the state.
+    pub fn with<R>(&self, f: impl FnOnce(&mut FakeAdmin) -> R) -> R {
+        f(&mut self.admin.lock().expect("fake admin lock"))
+    }
+}
+
+#[async_trait]
+impl Repair for FakeRepair {
+    fn fault(&self) -> Name {
+        Name::parse("admin-refused").expect("valid name")
+    }
+
+    async fn probe(&self) -> Probe {
+        self.with(|a| {
+            a.probes += 1;
+            match a.refused {
+                true => Probe::Fault(format!(
+                    "invalid_grant: Invalid user credentials (tried {})",
+                    a.password
+                )),
+                false => Probe::Healthy,
+            }
+        })
+    }
+
+    async fn repair(&self) -> Result<String, String> {
+        self.with(|a| {
+            a.repairs += 1;
+            if a.repair_works {
+                a.refused = false;
+                Ok(format!("administrator password reset to {}", a.password))
+            } else {
+                Err(format!(
+                    "bootstrap-admin failed while setting {}",
+                    a.password
+                ))
+            }
+        })
+    }
+
+    fn secrets(&self) -> Vec<Secret> {
+        self.with(|a| vec![Secret::new(a.password.clone())])
     }
 }
 

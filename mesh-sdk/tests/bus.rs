@@ -18,18 +18,11 @@ const WAIT: Duration = Duration::from_secs(20);
 
 fn args(dir: &Path, nats: &str) -> ProviderArgs {
     ProviderArgs {
-        contributions: dir.join("contributions.json"),
         nats: nats.into(),
-        nats_user: None,
-        nats_password_file: None,
         pass_every: Duration::from_millis(100),
         failing_after: Duration::from_millis(500),
-        repeat_every: Duration::from_secs(600),
-        retire_after_passes: 5,
-        retire_after: Duration::from_secs(600),
-        concurrency: 16,
-        call_timeout: Duration::from_secs(5),
         ack_timeout: Duration::from_millis(500),
+        ..ProviderArgs::with_defaults(dir.join("contributions.json"))
     }
 }
 

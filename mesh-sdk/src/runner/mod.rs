@@ -22,11 +22,12 @@ use crate::clock::WallClock;
 use crate::contributions::{Consumer, Contributions, ProviderId, Source};
 use crate::event::{
     event_subject, ApproveReply, ApproveRequest, Event, EventKind, Failing, Recovered,
-    Retirement as RetirementBody, RetirementAction, VERSION,
+    Repair as RepairBody, RepairOutcome, Retirement as RetirementBody, RetirementAction, VERSION,
 };
 use crate::name::Name;
 use crate::provisioner::{Held, Provisioner};
 use crate::redact::{error_words, redact};
+use crate::repair::{FaultState, Probe, Repair, RepairRules, Step};
 use crate::retire::{Action, Approval, RetireRules, Retirement};
 use crate::standing::{Outcome, Standing, StandingRules, Word};
 
@@ -45,6 +46,8 @@ pub struct Settings {
     pub concurrency: usize,
     /// Bound of each provisioner call.
     pub call_timeout: Duration,
+    /// Repair hook timings.
+    pub repair: RepairRules,
 }
 
 impl Default for Settings {
@@ -55,6 +58,7 @@ impl Default for Settings {
             retire: RetireRules::default(),
             concurrency: 16,
             call_timeout: Duration::from_secs(30),
+            repair: RepairRules::default(),
         }
     }
 }
@@ -70,6 +74,8 @@ pub struct PassReport {
     pub failed: usize,
     /// Words put on the outbox.
     pub said: usize,
+    /// Whether a known fault kept the backend from being called for consumers.
+    pub gated: bool,
 }
 
 /// What the loop remembers of one consumer since start.
@@ -91,6 +97,8 @@ pub struct Runner<P: Provisioner> {
     clock: WallClock,
     /// The last "cannot list held provisions" words logged (logged once per change).
     held_error: Option<String>,
+    /// The provider's known faults and their gates.
+    faults: Vec<(Arc<dyn Repair>, FaultState)>,
 }
 
 impl<P: Provisioner> Runner<P> {
@@ -101,7 +109,13 @@ impl<P: Provisioner> Runner<P> {
         settings: Settings,
         outbox: Arc<Outbox>,
     ) -> Self {
+        let faults = provisioner
+            .repairs()
+            .into_iter()
+            .map(|repair| (repair, FaultState::new()))
+            .collect();
         Runner {
+            faults,
             provisioner: Arc::new(provisioner),
             settings,
             source: Source::new(contributions),
@@ -156,25 +170,152 @@ impl<P: Provisioner> Runner<P> {
             attempted: contributions.consumers.len(),
             ..PassReport::default()
         };
-        let provider_secrets: Arc<[crate::secret::Secret]> = self.provisioner.secrets().into();
-        let outcomes = attempt::all(
-            &self.provisioner,
-            &contributions,
-            &provider_secrets,
-            self.settings.concurrency,
-            self.settings.call_timeout,
-        )
-        .await;
+        let gate = self.repair_pass(&contributions.provider).await;
+        report.gated = gate.is_some();
+        let outcomes = match gate {
+            // The gate is closed: the backend is not called for consumers;
+            // they fail with the fault's class and words.
+            Some(failure) => (0..contributions.consumers.len())
+                .map(|i| (i, Err(failure.clone())))
+                .collect(),
+            None => {
+                let provider_secrets: Arc<[crate::secret::Secret]> =
+                    self.provisioner.secrets().into();
+                attempt::all(
+                    &self.provisioner,
+                    &contributions,
+                    &provider_secrets,
+                    self.settings.concurrency,
+                    self.settings.call_timeout,
+                )
+                .await
+            }
+        };
         let now = Instant::now();
+        let mut rejected = false;
         for (index, result) in outcomes {
             let consumer = &contributions.consumers[index];
-            if result.is_err() {
+            if let Err((class, _)) = &result {
                 report.failed += 1;
+                rejected |= *class == Class::CredentialsRejected;
             }
             report.said += self.observe(&contributions.provider, consumer, result, now);
         }
-        report.said += self.retirement_pass(&contributions, fresh).await;
+        if rejected && !report.gated {
+            self.faults
+                .iter_mut()
+                .for_each(|(_, state)| state.trigger());
+        }
+        if !report.gated {
+            report.said += self.retirement_pass(&contributions, fresh).await;
+        }
         report
+    }
+
+    /// Probes the known faults that are due, repairs what it may, says what
+    /// it did; returns the failure consumers get while a fault is present.
+    async fn repair_pass(&mut self, provider: &ProviderId) -> Option<(Class, String)> {
+        let rules = self.settings.repair;
+        let call_timeout = self.settings.call_timeout;
+        let mut secrets: Vec<String> = self
+            .provisioner
+            .secrets()
+            .iter()
+            .map(|s| s.expose().to_owned())
+            .collect();
+        for (repair, _) in &self.faults {
+            secrets.extend(repair.secrets().iter().map(|s| s.expose().to_owned()));
+        }
+        let scrub = |text: &str| redact(text, &secrets);
+        let mut words = Vec::new();
+        let mut gate = None;
+        for (repair, state) in &mut self.faults {
+            let fault = repair.fault();
+            if state.probe_due(Instant::now(), &rules) {
+                let found = probe(repair.as_ref(), call_timeout, &scrub).await;
+                match state.probed(found, Instant::now()) {
+                    Step::Nothing => {}
+                    Step::SayCleared => words.push((
+                        fault.clone(),
+                        RepairOutcome::Repaired,
+                        "the fault is gone without a repair by this provider".to_owned(),
+                        None,
+                    )),
+                    Step::SayBraked(next) => {
+                        let detail = format!(
+                            "{}; repair held back by the brake after {} failed attempts",
+                            state.present().unwrap_or_default(),
+                            state.brake().failures()
+                        );
+                        words.push((fault.clone(), RepairOutcome::Braked, detail, Some(next)));
+                    }
+                    Step::Repair => {
+                        tracing::warn!(fault = %fault, error = state.present().unwrap_or_default(), "known fault found; repairing");
+                        let did = match tokio::time::timeout(rules.repair_timeout, repair.repair())
+                            .await
+                        {
+                            Ok(Ok(did)) => Ok(scrub(&did)),
+                            Ok(Err(why)) => Err(scrub(&why)),
+                            Err(_) => Err(format!(
+                                "repair timed out after {}",
+                                humantime::format_duration(rules.repair_timeout)
+                            )),
+                        };
+                        let verified = probe(repair.as_ref(), call_timeout, &scrub).await;
+                        let verify_words = match &verified {
+                            Probe::Healthy => String::new(),
+                            Probe::Fault(w) | Probe::Unknown(w) => w.clone(),
+                        };
+                        match (state.repaired(verified, Instant::now(), &rules), did) {
+                            (Ok(()), Ok(did)) => words.push((
+                                fault.clone(),
+                                RepairOutcome::Repaired,
+                                scrub(&format!("{did}; verified")),
+                                None,
+                            )),
+                            (Ok(()), Err(why)) => words.push((
+                                fault.clone(),
+                                RepairOutcome::Repaired,
+                                scrub(&format!(
+                                    "verified healthy although the repair reported: {why}"
+                                )),
+                                None,
+                            )),
+                            (Err(next), Ok(did)) => words.push((
+                                fault.clone(),
+                                RepairOutcome::Failed,
+                                scrub(&format!("{did}, but the fault remains: {verify_words}")),
+                                Some(next),
+                            )),
+                            (Err(next), Err(why)) => words.push((
+                                fault.clone(),
+                                RepairOutcome::Failed,
+                                scrub(&format!("repair failed: {why}")),
+                                Some(next),
+                            )),
+                        }
+                    }
+                }
+            }
+            if gate.is_none() {
+                if let Some(present) = state.present() {
+                    gate = Some((repair.class(), scrub(&format!("{fault}: {present}"))));
+                }
+            }
+        }
+        let now = Instant::now();
+        for (fault, outcome, detail, next) in words {
+            let event = Event::Repair(RepairBody {
+                v: VERSION,
+                fault,
+                outcome,
+                detail,
+                next_attempt_at: next.map(|n| self.clock.at(n)),
+                said_at: self.clock.at(now),
+            });
+            say(&self.outbox, provider, &event);
+        }
+        gate
     }
 
     /// Feeds one consumer's outcome to its standing; returns words said.
@@ -467,6 +608,19 @@ impl<P: Provisioner> Runner<P> {
     }
 }
 
+/// Probes a fault, bounded by the call timeout; its words are scrubbed.
+async fn probe(repair: &dyn Repair, timeout: Duration, scrub: &impl Fn(&str) -> String) -> Probe {
+    match tokio::time::timeout(timeout, repair.probe()).await {
+        Ok(Probe::Healthy) => Probe::Healthy,
+        Ok(Probe::Fault(words)) => Probe::Fault(scrub(&words)),
+        Ok(Probe::Unknown(words)) => Probe::Unknown(scrub(&words)),
+        Err(_) => Probe::Unknown(format!(
+            "probe timed out after {}",
+            humantime::format_duration(timeout)
+        )),
+    }
+}
+
 /// The event for a standing word.
 fn standing_event(
     consumer: &Name,
@@ -517,7 +671,9 @@ fn say(outbox: &Outbox, provider: &ProviderId, event: &Event) {
         Event::Retirement(b) => {
             tracing::info!(consumer = %b.consumer, action = b.action.as_str(), "saying retirement")
         }
-        Event::Repair(b) => tracing::info!(fault = %b.fault, "saying repair"),
+        Event::Repair(b) => {
+            tracing::warn!(fault = %b.fault, outcome = ?b.outcome, detail = %b.detail, next_attempt_at = ?b.next_attempt_at.map(|t| t.to_string()), "saying repair")
+        }
     }
     outbox.put(
         event_subject(&provider.machine, &provider.module, kind),
