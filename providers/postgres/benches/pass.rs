@@ -1,0 +1,2 @@
+//! placeholder until the benchmark is written.
+fn main() {}

@@ -1,0 +1,160 @@
+//! The `mesh-postgres` command line: the SDK's shared provider flags plus
+//! how to reach PostgreSQL, and [`run`].
+//!
+//! ```text
+//! mesh-postgres --contributions PATH --admin-url postgres://postgres@127.0.0.1:5432/postgres
+//!               --admin-password-file PATH [--consumer-host HOST] [--consumer-port PORT]
+//!               [--connect-timeout 10s] [--statement-timeout 20s] [SDK flags]
+//! ```
+//!
+//! Exit codes: 0 after a graceful stop (SIGINT/SIGTERM), 1 when the provider
+//! cannot run (bad configuration, unreadable password file, bus setup), 2
+//! for a bad command line.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser;
+
+use crate::config::{read_password_file, ConfigError, PostgresConfig};
+use crate::provisioner::PostgresProvisioner;
+
+/// Exit code when the provider cannot run.
+pub const EXIT_CANNOT_RUN: u8 = 1;
+
+/// The flags of `mesh-postgres`.
+///
+/// Not `Debug`: the admin URL may hold a password.
+#[derive(Parser)]
+#[command(
+    name = "mesh-postgres",
+    version,
+    about = "The mesh's PostgreSQL provider: a database and a role per consumer"
+)]
+pub struct Cli {
+    /// The SDK's shared provider flags.
+    #[command(flatten)]
+    pub provider: mesh_sdk::ProviderArgs,
+
+    /// The administrator's connection, e.g. postgres://postgres@127.0.0.1:5432/postgres.
+    /// Keep the password out of it (use --admin-password-file); one given
+    /// here is accepted and never shown.
+    #[arg(long, env = "MESH_POSTGRES_ADMIN_URL", hide_env_values = true)]
+    pub admin_url: String,
+
+    /// File holding the administrator's password (surrounding whitespace trimmed).
+    #[arg(long, env = "MESH_POSTGRES_ADMIN_PASSWORD_FILE")]
+    pub admin_password_file: Option<PathBuf>,
+
+    /// Host consumers connect to, where each provision is checked over TCP
+    /// [default: the admin URL's host].
+    #[arg(long, env = "MESH_POSTGRES_CONSUMER_HOST")]
+    pub consumer_host: Option<String>,
+
+    /// Port consumers connect to [default: the admin URL's port].
+    #[arg(long, env = "MESH_POSTGRES_CONSUMER_PORT")]
+    pub consumer_port: Option<u16>,
+
+    /// Bound of every login (administrator and checks).
+    #[arg(long, env = "MESH_POSTGRES_CONNECT_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
+    pub connect_timeout: Duration,
+
+    /// Bound of every statement sent as the administrator, and of the check's SELECT 1.
+    #[arg(long, env = "MESH_POSTGRES_STATEMENT_TIMEOUT", default_value = "20s", value_parser = humantime::parse_duration)]
+    pub statement_timeout: Duration,
+}
+
+impl Cli {
+    /// The PostgreSQL configuration these flags ask for (reads the password file).
+    ///
+    /// # Errors
+    /// [`ConfigError`] when the URL or the password file cannot be used.
+    pub fn config(&self) -> Result<PostgresConfig, ConfigError> {
+        let password = self
+            .admin_password_file
+            .as_deref()
+            .map(read_password_file)
+            .transpose()?;
+        Ok(PostgresConfig::new(&self.admin_url, password)?
+            .with_consumer_address(self.consumer_host.clone(), self.consumer_port)?
+            .with_connect_timeout(self.connect_timeout)
+            .with_statement_timeout(self.statement_timeout))
+    }
+}
+
+/// The provider could not run; ends the binary with [`EXIT_CANNOT_RUN`].
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The PostgreSQL configuration cannot be used.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The loop could not run (bus, signals).
+    #[error(transparent)]
+    Loop(#[from] mesh_sdk::RunError),
+}
+
+/// Runs the provider until SIGINT or SIGTERM: logs setup (the admin URL
+/// without its password), then hands a [`PostgresProvisioner`] to the SDK's
+/// loop.
+///
+/// # Errors
+/// [`RunError`] when the configuration or the loop's setup fails.
+pub async fn run(cli: Cli) -> Result<(), RunError> {
+    mesh_sdk::init_tracing();
+    let config = cli.config()?;
+    tracing::info!(
+        admin = %config.admin_shown(),
+        consumers_at = %config.consumer_address(),
+        contributions = %cli.provider.contributions.display(),
+        "mesh-postgres starting"
+    );
+    mesh_sdk::run(PostgresProvisioner::new(config), &cli.provider).await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_build_the_configuration() {
+        let dir = tempfile::tempdir().unwrap();
+        let password = dir.path().join("pw");
+        std::fs::write(&password, "admin-pw\n").unwrap();
+        let password = password.to_str().unwrap();
+        let cli = Cli::try_parse_from([
+            "mesh-postgres",
+            "--contributions",
+            "c.json",
+            "--admin-url",
+            "postgres://postgres@127.0.0.1:5433/postgres",
+            "--admin-password-file",
+            password,
+            "--consumer-port",
+            "6432",
+            "--connect-timeout",
+            "3s",
+        ])
+        .unwrap();
+        let config = cli.config().unwrap();
+        assert_eq!(config.admin_password().unwrap().expose(), "admin-pw");
+        assert_eq!(config.consumer_address(), "127.0.0.1:6432");
+        assert_eq!(config.connect_timeout(), Duration::from_secs(3));
+        assert_eq!(config.statement_timeout(), Duration::from_secs(20));
+    }
+
+    #[test]
+    fn the_admin_url_is_required_and_never_echoed() {
+        assert!(Cli::try_parse_from(["mesh-postgres", "--contributions", "c.json"]).is_err());
+        let cli = Cli::try_parse_from([
+            "mesh-postgres",
+            "--contributions",
+            "c.json",
+            "--admin-url",
+            "postgres://postgres:hunter2@127.0.0.1:notaport/postgres",
+        ])
+        .unwrap();
+        let error = cli.config().err().unwrap().to_string();
+        assert!(!error.contains("hunter2"), "{error}");
+    }
+}

@@ -1,0 +1,390 @@
+//! How the provider reaches PostgreSQL: the administrator's connection, the
+//! address consumers use, and the timeouts.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use mesh_sdk::Secret;
+use tokio_postgres::config::{Host, SslMode};
+
+/// Port PostgreSQL listens on when the URL names none.
+pub const DEFAULT_PORT: u16 = 5432;
+
+/// Default bound of a login (admin or check), connect and authentication included.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Default bound of one statement sent as the administrator.
+pub const DEFAULT_STATEMENT_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The configuration could not be used; ends the binary before the loop starts.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The admin URL could not be parsed. Its words are not shown: it may hold a password.
+    #[error(
+        "the admin URL cannot be parsed as a postgres:// URL (not shown: it may hold a password)"
+    )]
+    AdminUrl,
+    /// The admin URL names no host, or more than one.
+    #[error("the admin URL must name exactly one host, not {count}")]
+    Hosts {
+        /// How many it names.
+        count: usize,
+    },
+    /// The admin URL names more than one port.
+    #[error("the admin URL must name at most one port, not {count}")]
+    Ports {
+        /// How many it names.
+        count: usize,
+    },
+    /// The admin URL names no user.
+    #[error("the admin URL must name the administrator (postgres://USER@HOST:PORT/DATABASE)")]
+    NoUser,
+    /// The admin URL asks for TLS, which this provider does not speak yet.
+    #[error("the admin URL asks for sslmode=require; mesh-postgres does not speak TLS yet")]
+    Tls,
+    /// The password is given both in the URL and in a file.
+    #[error("the admin password is given both in the admin URL and in --admin-password-file; give it in the file only")]
+    TwoPasswords,
+    /// The admin password file could not be read.
+    #[error("the admin password file {path} cannot be read")]
+    PasswordFile {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The admin password file holds nothing but whitespace.
+    #[error("the admin password file {path} is empty")]
+    EmptyPasswordFile {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The administrator connects over a unix socket, so the address
+    /// consumers use must be given.
+    #[error("the admin URL connects over a unix socket; give --consumer-host (the address consumers use, checked over TCP)")]
+    NoConsumerHost,
+}
+
+/// How the provider reaches PostgreSQL.
+///
+/// ```no_run
+/// use mesh_provider_postgres::PostgresConfig;
+///
+/// let config = PostgresConfig::new(
+///     "postgres://postgres@127.0.0.1:5432/postgres",
+///     Some(mesh_sdk::Secret::new("admin-password")),
+/// )?
+/// .with_consumer_address(None, None)?;
+/// assert_eq!(config.consumer_address(), "127.0.0.1:5432");
+/// # Ok::<(), mesh_provider_postgres::ConfigError>(())
+/// ```
+#[derive(Clone)]
+pub struct PostgresConfig {
+    admin: tokio_postgres::Config,
+    admin_password: Option<Secret>,
+    shown: String,
+    consumer_host: Option<String>,
+    consumer_port: u16,
+    connect_timeout: Duration,
+    statement_timeout: Duration,
+}
+
+impl std::fmt::Debug for PostgresConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresConfig")
+            .field("admin", &self.shown)
+            .field("consumer_address", &self.consumer_address())
+            .field("connect_timeout", &self.connect_timeout)
+            .field("statement_timeout", &self.statement_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PostgresConfig {
+    /// The administrator's connection from a `postgres://` URL (or a
+    /// `key=value` connection string) and the password from a file, if any.
+    /// A password inside the URL is accepted (the file is better: a URL may
+    /// end up on a command line); it is never shown.
+    ///
+    /// Consumers are checked at the URL's host and port unless
+    /// [`with_consumer_address`](Self::with_consumer_address) says otherwise.
+    ///
+    /// # Errors
+    /// [`ConfigError`] when the URL cannot be parsed, names no or several
+    /// hosts, no user, asks for TLS, or a password is given twice.
+    pub fn new(admin_url: &str, password: Option<Secret>) -> Result<PostgresConfig, ConfigError> {
+        let mut admin: tokio_postgres::Config =
+            admin_url.parse().map_err(|_| ConfigError::AdminUrl)?;
+        let hosts = admin.get_hosts().len();
+        if hosts != 1 {
+            return Err(ConfigError::Hosts { count: hosts });
+        }
+        let ports = admin.get_ports().len();
+        if ports > 1 {
+            return Err(ConfigError::Ports { count: ports });
+        }
+        if admin.get_user().is_none() {
+            return Err(ConfigError::NoUser);
+        }
+        if admin.get_ssl_mode() == SslMode::Require {
+            return Err(ConfigError::Tls);
+        }
+        let admin_password = match (admin.get_password(), password) {
+            (Some(_), Some(_)) => return Err(ConfigError::TwoPasswords),
+            (Some(in_url), None) => Some(Secret::new(String::from_utf8_lossy(in_url))),
+            (None, Some(from_file)) => {
+                admin.password(from_file.expose());
+                Some(from_file)
+            }
+            (None, None) => None,
+        };
+        if admin.get_application_name().is_none() {
+            admin.application_name("mesh-postgres");
+        }
+        let port = admin.get_ports().first().copied().unwrap_or(DEFAULT_PORT);
+        let consumer_host = match &admin.get_hosts()[0] {
+            Host::Tcp(host) => Some(host.clone()),
+            Host::Unix(_) => None,
+        };
+        let shown = shown_url(&admin);
+        let mut config = PostgresConfig {
+            admin,
+            admin_password,
+            shown,
+            consumer_host,
+            consumer_port: port,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            statement_timeout: DEFAULT_STATEMENT_TIMEOUT,
+        };
+        config.admin.connect_timeout(config.connect_timeout);
+        Ok(config)
+    }
+
+    /// The address consumers connect to, where the check logs in over TCP:
+    /// `host` and `port` when given, else the admin URL's.
+    ///
+    /// # Errors
+    /// [`ConfigError::NoConsumerHost`] when no host is given and the admin
+    /// URL connects over a unix socket.
+    pub fn with_consumer_address(
+        mut self,
+        host: Option<String>,
+        port: Option<u16>,
+    ) -> Result<PostgresConfig, ConfigError> {
+        if let Some(host) = host {
+            self.consumer_host = Some(host);
+        }
+        if let Some(port) = port {
+            self.consumer_port = port;
+        }
+        if self.consumer_host.is_none() {
+            return Err(ConfigError::NoConsumerHost);
+        }
+        Ok(self)
+    }
+
+    /// Bounds every login (admin and check: socket, startup and SCRAM).
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> PostgresConfig {
+        self.connect_timeout = timeout;
+        self.admin.connect_timeout(timeout);
+        self
+    }
+
+    /// Bounds every statement sent as the administrator, and the check's `SELECT 1`.
+    pub fn with_statement_timeout(mut self, timeout: Duration) -> PostgresConfig {
+        self.statement_timeout = timeout;
+        self
+    }
+
+    /// The admin URL as it may be shown: no password, ever.
+    pub fn admin_shown(&self) -> &str {
+        &self.shown
+    }
+
+    /// The administrator's password, if one was given.
+    pub fn admin_password(&self) -> Option<&Secret> {
+        self.admin_password.as_ref()
+    }
+
+    /// `host:port` consumers connect to.
+    pub fn consumer_address(&self) -> String {
+        format!(
+            "{}:{}",
+            self.consumer_host.as_deref().unwrap_or("?"),
+            self.consumer_port
+        )
+    }
+
+    /// The bound of a login.
+    pub fn connect_timeout(&self) -> Duration {
+        self.connect_timeout
+    }
+
+    /// The bound of a statement.
+    pub fn statement_timeout(&self) -> Duration {
+        self.statement_timeout
+    }
+
+    /// The administrator's connection settings (password included).
+    pub(crate) fn admin(&self) -> &tokio_postgres::Config {
+        &self.admin
+    }
+
+    /// Connection settings for a consumer's login, without user or password.
+    pub(crate) fn consumer_base(&self) -> tokio_postgres::Config {
+        let mut config = tokio_postgres::Config::new();
+        config
+            .host(self.consumer_host.as_deref().unwrap_or("localhost"))
+            .port(self.consumer_port)
+            .connect_timeout(self.connect_timeout)
+            .ssl_mode(SslMode::Disable)
+            .application_name("mesh-postgres check");
+        config
+    }
+}
+
+/// `postgres://user@host:port/dbname`, from the parsed settings: never the password.
+fn shown_url(config: &tokio_postgres::Config) -> String {
+    let user = config.get_user().unwrap_or("");
+    let port = config.get_ports().first().copied().unwrap_or(DEFAULT_PORT);
+    let dbname = config.get_dbname().unwrap_or(user);
+    match config.get_hosts().first() {
+        Some(Host::Tcp(host)) if host.contains(':') => {
+            format!("postgres://{user}@[{host}]:{port}/{dbname}")
+        }
+        Some(Host::Tcp(host)) => format!("postgres://{user}@{host}:{port}/{dbname}"),
+        Some(Host::Unix(dir)) => format!(
+            "postgres://{user}@/{dbname}?host={}&port={port}",
+            dir.display()
+        ),
+        None => format!("postgres://{user}@/{dbname}"),
+    }
+}
+
+/// Reads the administrator's password from a file, trimming surrounding whitespace.
+///
+/// # Errors
+/// [`ConfigError::PasswordFile`] when it cannot be read,
+/// [`ConfigError::EmptyPasswordFile`] when it holds nothing.
+pub fn read_password_file(path: &Path) -> Result<Secret, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::PasswordFile {
+        path: path.into(),
+        source,
+    })?;
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        return Err(ConfigError::EmptyPasswordFile { path: path.into() });
+    }
+    Ok(Secret::new(trimmed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_url_password_is_kept_but_never_shown() {
+        let config = PostgresConfig::new(
+            "postgres://admin:s%40cret-pw@db.example:6543/postgres",
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            config.admin_shown(),
+            "postgres://admin@db.example:6543/postgres"
+        );
+        assert_eq!(config.admin_password().unwrap().expose(), "s@cret-pw");
+        assert_eq!(config.consumer_address(), "db.example:6543");
+        let debug = format!("{config:?}");
+        assert!(!debug.contains("cret-pw"), "{debug}");
+        assert!(debug.contains("postgres://admin@db.example:6543/postgres"));
+    }
+
+    #[test]
+    fn the_file_password_is_used_and_defaults_apply() {
+        let config = PostgresConfig::new(
+            "postgres://postgres@127.0.0.1/postgres",
+            Some(Secret::new("from-file")),
+        )
+        .unwrap();
+        assert_eq!(config.admin().get_password(), Some(&b"from-file"[..]));
+        assert_eq!(
+            config.admin_shown(),
+            "postgres://postgres@127.0.0.1:5432/postgres"
+        );
+        assert_eq!(config.connect_timeout(), DEFAULT_CONNECT_TIMEOUT);
+        assert_eq!(
+            config.admin().get_connect_timeout(),
+            Some(&DEFAULT_CONNECT_TIMEOUT)
+        );
+        assert_eq!(config.admin().get_application_name(), Some("mesh-postgres"));
+        let config = config
+            .with_consumer_address(Some("10.0.0.5".into()), Some(6432))
+            .unwrap()
+            .with_connect_timeout(Duration::from_secs(3));
+        assert_eq!(config.consumer_address(), "10.0.0.5:6432");
+        assert_eq!(
+            config.consumer_base().get_connect_timeout(),
+            Some(&Duration::from_secs(3))
+        );
+    }
+
+    #[test]
+    fn bad_urls_are_refused_without_showing_them() {
+        let cases = [
+            (
+                "postgres://admin:hunter2@host:notaport/db",
+                "cannot be parsed",
+            ),
+            ("postgres://admin:hunter2@h1,h2/db", "exactly one host"),
+            ("host=h1 port=1,2 user=x", "at most one port"),
+            ("postgres://host/db", "must name the administrator"),
+            ("postgres://u@host/db?sslmode=require", "TLS"),
+        ];
+        for (url, words) in cases {
+            let error = PostgresConfig::new(url, None).unwrap_err().to_string();
+            assert!(error.contains(words), "{url}: {error}");
+            assert!(!error.contains("hunter2"), "{error}");
+        }
+        let error =
+            PostgresConfig::new("postgres://u:pw@host/db", Some(Secret::new("pw2"))).unwrap_err();
+        assert!(matches!(error, ConfigError::TwoPasswords));
+    }
+
+    #[test]
+    fn a_unix_socket_admin_needs_the_consumer_host() {
+        let config =
+            PostgresConfig::new("host=/run/postgresql user=postgres dbname=postgres", None)
+                .unwrap();
+        assert_eq!(
+            config.admin_shown(),
+            "postgres://postgres@/postgres?host=/run/postgresql&port=5432"
+        );
+        assert!(matches!(
+            config.clone().with_consumer_address(None, None),
+            Err(ConfigError::NoConsumerHost)
+        ));
+        let config = config
+            .with_consumer_address(Some("127.0.0.1".into()), None)
+            .unwrap();
+        assert_eq!(config.consumer_address(), "127.0.0.1:5432");
+    }
+
+    #[test]
+    fn password_files_are_trimmed_and_must_hold_something() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pw");
+        std::fs::write(&path, "  admin-pw\n").unwrap();
+        assert_eq!(read_password_file(&path).unwrap().expose(), "admin-pw");
+        std::fs::write(&path, " \n").unwrap();
+        assert!(matches!(
+            read_password_file(&path),
+            Err(ConfigError::EmptyPasswordFile { .. })
+        ));
+        assert!(matches!(
+            read_password_file(&dir.path().join("none")),
+            Err(ConfigError::PasswordFile { .. })
+        ));
+    }
+}

@@ -1,0 +1,366 @@
+//! What to do about one name, decided from what the backend holds under it.
+//! Pure: the provisioner reads [`Found`] with one query and acts on the plan.
+
+use crate::error::PgError;
+use crate::sql::{database_comment, shown, MARKER_ROLE};
+
+/// The provision the provider serves.
+pub const PROVISION: &str = "postgres-database";
+
+/// A role of that name, as the backend holds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RoleFound {
+    /// Whether it may log in (`false`: retired, or never a login role).
+    pub can_login: bool,
+    /// Whether it is a superuser (never managed, even when marked).
+    pub superuser: bool,
+    /// Whether it is a direct member of the marker role.
+    pub marked: bool,
+}
+
+impl RoleFound {
+    /// Whether the provider made it: marked and not a superuser.
+    pub fn ours(&self) -> bool {
+        self.marked && !self.superuser
+    }
+}
+
+/// A database of that name, as the backend holds it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DatabaseFound {
+    /// Whether the role of the same name owns it.
+    pub owned_by_role: bool,
+    /// Its comment, if any.
+    pub comment: Option<String>,
+}
+
+/// Everything the backend holds under one name.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Found {
+    /// The role, if it exists.
+    pub role: Option<RoleFound>,
+    /// The database, if it exists.
+    pub database: Option<DatabaseFound>,
+}
+
+/// What `ensure` must do, in order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EnsurePlan {
+    /// Make the role, its password and its mark (one transaction).
+    pub create_role: bool,
+    /// Make the database owned by the role.
+    pub create_database: bool,
+    /// Close the database to others and comment it.
+    pub finish_database: bool,
+}
+
+impl EnsurePlan {
+    /// Nothing to do: the provision is made.
+    pub fn is_nothing(&self) -> bool {
+        *self == EnsurePlan::default()
+    }
+}
+
+/// Names the provider refuses whatever the backend holds: reserved by
+/// PostgreSQL (`pg_*`, `public`, `none`) or its own marker role.
+///
+/// # Errors
+/// [`PgError::Reserved`] naming the reason.
+pub fn refuse_reserved(name: &str) -> Result<(), PgError> {
+    let reason = if name == MARKER_ROLE {
+        "it is the role mesh-postgres marks its roles with"
+    } else if name.starts_with("pg_") {
+        "names starting with pg_ are reserved by PostgreSQL"
+    } else if name == "public" || name == "none" {
+        "PostgreSQL reserves it as a role name"
+    } else {
+        return Ok(());
+    };
+    Err(PgError::Reserved {
+        name: shown(name),
+        reason,
+    })
+}
+
+/// Refuses a consumer asking for another provision than [`PROVISION`].
+///
+/// # Errors
+/// [`PgError::WrongProvision`].
+pub fn refuse_other_provision(consumer: &str, provision: &str) -> Result<(), PgError> {
+    if provision == PROVISION {
+        Ok(())
+    } else {
+        Err(PgError::WrongProvision {
+            consumer: consumer.to_owned(),
+            provision: shown(provision),
+        })
+    }
+}
+
+/// What `ensure` does for `name`, given what the backend holds.
+///
+/// A role the provider did not make, or a database its role does not own,
+/// is refused and never touched. A retired role stays retired: enabling it
+/// again is the loop's decision (`re_enable`), not `ensure`'s.
+///
+/// # Errors
+/// [`PgError::NotOurs`], [`PgError::DatabaseNotOurs`] or [`PgError::Reserved`].
+pub fn ensure(name: &str, found: &Found) -> Result<EnsurePlan, PgError> {
+    refuse_reserved(name)?;
+    let create_role = match found.role {
+        None => true,
+        Some(role) => {
+            refuse_unless_ours(name, &role)?;
+            false
+        }
+    };
+    match &found.database {
+        None => Ok(EnsurePlan {
+            create_role,
+            create_database: true,
+            finish_database: true,
+        }),
+        // Made by someone else: a database with no role of that name cannot
+        // be owned by it, so it was not made by mesh either.
+        Some(database) if create_role || !database.owned_by_role => Err(PgError::DatabaseNotOurs {
+            name: name.to_owned(),
+        }),
+        Some(database) => Ok(EnsurePlan {
+            create_role: false,
+            create_database: false,
+            finish_database: database.comment.as_deref() != Some(database_comment(name).as_str()),
+        }),
+    }
+}
+
+/// Refuses a role the provider did not make.
+///
+/// # Errors
+/// [`PgError::NotOurs`] naming why.
+pub fn refuse_unless_ours(name: &str, role: &RoleFound) -> Result<(), PgError> {
+    if role.superuser {
+        return Err(PgError::NotOurs {
+            name: name.to_owned(),
+            why: "it is a superuser, which mesh-postgres never manages",
+        });
+    }
+    if !role.marked {
+        return Err(PgError::NotOurs {
+            name: name.to_owned(),
+            why: "it is not a member of mesh_provisioned, so mesh-postgres did not make it",
+        });
+    }
+    Ok(())
+}
+
+/// What `delete` does for `name`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeletePlan {
+    /// Nothing left: it was deleted already.
+    Nothing,
+    /// Drop the role only (its database is gone).
+    DropRole,
+    /// Drop the database (ending its sessions), then the role.
+    DropBoth,
+}
+
+/// What `delete` does for `name`, given what the backend holds.
+///
+/// # Errors
+/// [`PgError::NotOurs`] for a role the provider did not make;
+/// [`PgError::DatabaseNotOurs`] when the database of that name is not owned
+/// by the provider's role (nothing is dropped then).
+pub fn delete(name: &str, found: &Found) -> Result<DeletePlan, PgError> {
+    let Some(role) = found.role else {
+        return Ok(DeletePlan::Nothing);
+    };
+    refuse_unless_ours(name, &role)?;
+    match &found.database {
+        None => Ok(DeletePlan::DropRole),
+        Some(database) if database.owned_by_role => Ok(DeletePlan::DropBoth),
+        Some(_) => Err(PgError::DatabaseNotOurs {
+            name: name.to_owned(),
+        }),
+    }
+}
+
+/// Refuses `retire` / `re_enable` / a password reset on anything but a
+/// role the provider made.
+///
+/// # Errors
+/// [`PgError::NoRole`] when there is no such role; [`PgError::NotOurs`]
+/// for a role the provider did not make.
+pub fn alter(name: &str, found: &Found) -> Result<RoleFound, PgError> {
+    let Some(role) = found.role else {
+        return Err(PgError::NoRole {
+            name: name.to_owned(),
+        });
+    };
+    refuse_unless_ours(name, &role)?;
+    Ok(role)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OURS: RoleFound = RoleFound {
+        can_login: true,
+        superuser: false,
+        marked: true,
+    };
+    const RETIRED: RoleFound = RoleFound {
+        can_login: false,
+        ..OURS
+    };
+    const FOREIGN: RoleFound = RoleFound {
+        marked: false,
+        ..OURS
+    };
+    const MARKED_SUPERUSER: RoleFound = RoleFound {
+        superuser: true,
+        ..OURS
+    };
+
+    fn db(owned_by_role: bool, comment: Option<&str>) -> Option<DatabaseFound> {
+        Some(DatabaseFound {
+            owned_by_role,
+            comment: comment.map(str::to_owned),
+        })
+    }
+
+    fn found(role: Option<RoleFound>, database: Option<DatabaseFound>) -> Found {
+        Found { role, database }
+    }
+
+    const ALL: EnsurePlan = EnsurePlan {
+        create_role: true,
+        create_database: true,
+        finish_database: true,
+    };
+    const DATABASE: EnsurePlan = EnsurePlan {
+        create_role: false,
+        create_database: true,
+        finish_database: true,
+    };
+    const FINISH: EnsurePlan = EnsurePlan {
+        create_role: false,
+        create_database: false,
+        finish_database: true,
+    };
+
+    #[test]
+    fn ensure_makes_what_is_missing_and_refuses_what_is_not_ours() {
+        let comment = database_comment("forge");
+        let done = Some(comment.as_str());
+        let cases: Vec<(Found, Result<EnsurePlan, &str>)> = vec![
+            (found(None, None), Ok(ALL)),
+            (found(Some(OURS), None), Ok(DATABASE)),
+            (found(Some(OURS), db(true, None)), Ok(FINISH)),
+            (found(Some(OURS), db(true, Some("other words"))), Ok(FINISH)),
+            (found(Some(OURS), db(true, done)), Ok(EnsurePlan::default())),
+            // Retired stays retired: ensure does not enable it.
+            (
+                found(Some(RETIRED), db(true, done)),
+                Ok(EnsurePlan::default()),
+            ),
+            (
+                found(Some(FOREIGN), None),
+                Err("not a member of mesh_provisioned"),
+            ),
+            (
+                found(Some(FOREIGN), db(true, done)),
+                Err("not a member of mesh_provisioned"),
+            ),
+            (found(Some(MARKED_SUPERUSER), None), Err("superuser")),
+            (
+                found(None, db(false, None)),
+                Err("database \"forge\" exists"),
+            ),
+            (
+                found(Some(OURS), db(false, done)),
+                Err("database \"forge\" exists"),
+            ),
+        ];
+        for (found, expected) in cases {
+            let got = ensure("forge", &found);
+            match (got, expected) {
+                (Ok(plan), Ok(want)) => assert_eq!(plan, want, "{found:?}"),
+                (Err(error), Err(words)) => {
+                    let text = error.to_string();
+                    assert!(text.contains(words), "{found:?}: {text}");
+                    assert!(text.contains("left untouched"), "{text}");
+                }
+                (got, want) => panic!("{found:?}: got {got:?}, want {want:?}"),
+            }
+        }
+        assert!(EnsurePlan::default().is_nothing());
+        assert!(!ALL.is_nothing());
+    }
+
+    #[test]
+    fn reserved_names_are_refused_before_anything() {
+        for name in [
+            "mesh_provisioned",
+            "pg_monitor",
+            "pg_anything",
+            "public",
+            "none",
+        ] {
+            let error = ensure(name, &Found::default()).unwrap_err();
+            assert!(matches!(error, PgError::Reserved { .. }), "{name}: {error}");
+        }
+        for name in ["postgres", "pgx", "publicity", "nonea", "mesh_provisioned2"] {
+            assert!(refuse_reserved(name).is_ok(), "{name}");
+        }
+    }
+
+    #[test]
+    fn only_the_served_provision_is_accepted() {
+        assert!(refuse_other_provision("forge", PROVISION).is_ok());
+        let error = refuse_other_provision("forge", "oidc-client").unwrap_err();
+        assert!(error.to_string().contains("oidc-client"), "{error}");
+    }
+
+    #[test]
+    fn delete_drops_only_what_it_made() {
+        let cases: Vec<(Found, Result<DeletePlan, &str>)> = vec![
+            (found(None, None), Ok(DeletePlan::Nothing)),
+            (found(None, db(false, None)), Ok(DeletePlan::Nothing)),
+            (found(Some(RETIRED), None), Ok(DeletePlan::DropRole)),
+            (
+                found(Some(RETIRED), db(true, None)),
+                Ok(DeletePlan::DropBoth),
+            ),
+            (found(Some(RETIRED), db(false, None)), Err("database")),
+            (found(Some(FOREIGN), db(true, None)), Err("not a member")),
+            (found(Some(MARKED_SUPERUSER), None), Err("superuser")),
+        ];
+        for (found, expected) in cases {
+            match (delete("forge", &found), expected) {
+                (Ok(plan), Ok(want)) => assert_eq!(plan, want, "{found:?}"),
+                (Err(error), Err(words)) => {
+                    assert!(error.to_string().contains(words), "{found:?}: {error}")
+                }
+                (got, want) => panic!("{found:?}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn alter_needs_a_role_it_made() {
+        assert_eq!(alter("forge", &found(Some(OURS), None)).unwrap(), OURS);
+        assert!(matches!(
+            alter("forge", &found(None, None)),
+            Err(PgError::NoRole { .. })
+        ));
+        assert!(matches!(
+            alter("forge", &found(Some(FOREIGN), None)),
+            Err(PgError::NotOurs { .. })
+        ));
+        assert!(matches!(
+            alter("forge", &found(Some(MARKED_SUPERUSER), None)),
+            Err(PgError::NotOurs { .. })
+        ));
+    }
+}

@@ -1,0 +1,272 @@
+//! [`PostgresProvisioner`]: the [`Provisioner`] the loop drives.
+
+use std::sync::Arc;
+
+use mesh_sdk::{async_trait, Class, Consumer, Held, Name, Provisioner, Secret};
+use tokio::time::timeout;
+use tokio_postgres::NoTls;
+
+use crate::admin::Admin;
+use crate::config::PostgresConfig;
+use crate::error::PgError;
+use crate::plan::{self, DeletePlan};
+use crate::sql;
+
+/// A database and a role per consumer, both named after it, the role owning
+/// the database and logging in with the minted secret.
+///
+/// # What it touches
+/// Only what it made: every role it makes is a member of the NOLOGIN role
+/// `mesh_provisioned` (made in the same transaction as the role, so a role is
+/// never made without its mark), and its database is owned by that role and
+/// commented. It lists, alters, retires and deletes only such roles and
+/// databases; a consumer named like any other role (`postgres`, an
+/// application's own role) or database is refused with class `refused` and
+/// the other is never altered. Superusers are never managed, even if marked.
+///
+/// # Per consumer, every pass
+/// - `ensure`: one lookup as the administrator; makes the role (password set
+///   as a SCRAM verifier computed here, so the plaintext never reaches the
+///   server or its logs), then the database, only when missing. A retired
+///   role stays retired: re-enabling it is the loop's call.
+/// - `check`: logs in *as the consumer* with its minted secret, over TCP to
+///   the address consumers use, runs `SELECT 1` and closes. A refused
+///   password (28P01) leads to one reset of the role's password to the
+///   minted secret, then a new login whose failure is the result.
+///
+/// # Retirement
+/// `retire` = `NOLOGIN` and the role's sessions ended; `re_enable` =
+/// `LOGIN`; `delete` = `DROP DATABASE ... WITH (FORCE)` then `DROP ROLE`.
+///
+/// ```no_run
+/// use mesh_provider_postgres::{PostgresConfig, PostgresProvisioner};
+///
+/// # async fn example(args: mesh_sdk::ProviderArgs) -> Result<(), Box<dyn std::error::Error>> {
+/// let password = mesh_provider_postgres::config::read_password_file("/etc/mesh/pg-admin".as_ref())?;
+/// let config = PostgresConfig::new("postgres://postgres@127.0.0.1:5432/postgres", Some(password))?
+///     .with_consumer_address(None, None)?;
+/// mesh_sdk::run(PostgresProvisioner::new(config), &args).await?;
+/// # Ok(())
+/// # }
+/// ```
+pub struct PostgresProvisioner {
+    config: Arc<PostgresConfig>,
+    admin: Admin,
+}
+
+impl std::fmt::Debug for PostgresProvisioner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresProvisioner")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PostgresProvisioner {
+    /// A provisioner for `config`. Nothing is connected until the first call.
+    pub fn new(config: PostgresConfig) -> PostgresProvisioner {
+        let config = Arc::new(config);
+        PostgresProvisioner {
+            admin: Admin::new(Arc::clone(&config)),
+            config,
+        }
+    }
+
+    /// How it reaches PostgreSQL.
+    pub fn config(&self) -> &PostgresConfig {
+        &self.config
+    }
+
+    /// Logs in as `name` to the database `name` with `secret`, over TCP at
+    /// the consumers' address, runs `SELECT 1` and closes: what a consumer
+    /// does, and the only proof that the provision works.
+    ///
+    /// # Errors
+    /// [`PgError::Login`] with the server's words, or
+    /// [`PgError::LoginTimeout`] when login and query take longer than the
+    /// connect timeout and the statement timeout.
+    pub async fn login(&self, name: &str, secret: &Secret) -> Result<(), PgError> {
+        let mut config = self.config.consumer_base();
+        config.user(name).password(secret.expose()).dbname(name);
+        let failed = |source| PgError::Login {
+            consumer: name.to_owned(),
+            address: self.config.consumer_address(),
+            source,
+        };
+        let timed_out = |after| PgError::LoginTimeout {
+            consumer: name.to_owned(),
+            address: self.config.consumer_address(),
+            after: humantime::format_duration(after).to_string(),
+        };
+        let connect_timeout = self.config.connect_timeout();
+        let (client, connection) = timeout(connect_timeout, config.connect(NoTls))
+            .await
+            .map_err(|_| timed_out(connect_timeout))?
+            .map_err(failed)?;
+        let session = tokio::spawn(connection);
+        let statement_timeout = self.config.statement_timeout();
+        let answered = timeout(statement_timeout, client.simple_query("SELECT 1")).await;
+        // Dropping the client ends the session (Terminate, then close).
+        drop(client);
+        match answered {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(source)) => Err(failed(source)),
+            Err(_) => {
+                session.abort();
+                Err(timed_out(statement_timeout))
+            }
+        }
+    }
+
+    /// Sets the role's password to the minted secret (a verifier computed
+    /// here), after making sure the role is one the provider made.
+    async fn reset_password(&self, name: &str, secret: &Secret) -> Result<(), PgError> {
+        let found = self.admin.find(name).await?;
+        plan::alter(name, &found)?;
+        let statement = sql::set_password(name, &verifier(secret))?;
+        self.admin
+            .batch(
+                &format!("setting the password of role \"{name}\""),
+                &statement,
+            )
+            .await?;
+        tracing::info!(consumer = %name, "set the role's password to the minted secret");
+        Ok(())
+    }
+}
+
+/// The SCRAM-SHA-256 verifier of a secret, with a fresh random salt.
+fn verifier(secret: &Secret) -> String {
+    postgres_protocol::password::scram_sha_256(secret.expose().as_bytes())
+}
+
+#[async_trait]
+impl Provisioner for PostgresProvisioner {
+    type Error = PgError;
+
+    async fn ensure(&self, consumer: &Consumer, secret: &Secret) -> Result<(), PgError> {
+        let name = consumer.name.as_str();
+        plan::refuse_other_provision(name, &consumer.provision)?;
+        plan::refuse_reserved(name)?;
+        sql::ident(name)?;
+        let found = self.admin.find(name).await?;
+        let plan = plan::ensure(name, &found)?;
+        if plan.create_role {
+            let statement = sql::create_role(name, &verifier(secret))?;
+            self.admin
+                .batch(&format!("creating role \"{name}\""), &statement)
+                .await?;
+            tracing::info!(consumer = %name, "made the role, marked mesh_provisioned");
+        }
+        if plan.create_database {
+            let statement = sql::create_database(name)?;
+            self.admin
+                .batch(&format!("creating database \"{name}\""), &statement)
+                .await?;
+            tracing::info!(consumer = %name, "made the database, owned by the role");
+        }
+        if plan.finish_database {
+            let statement = sql::finish_database(name)?;
+            self.admin
+                .batch(
+                    &format!("closing database \"{name}\" to other roles and commenting it"),
+                    &statement,
+                )
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn check(&self, consumer: &Consumer, secret: &Secret) -> Result<(), PgError> {
+        let name = consumer.name.as_str();
+        match self.login(name, secret).await {
+            Err(error) if error.is_invalid_password() => {
+                tracing::info!(consumer = %name, "login refused; resetting the role's password to the minted secret once");
+                self.reset_password(name, secret).await?;
+                self.login(name, secret)
+                    .await
+                    .map_err(|error| PgError::AfterReset(Box::new(error)))
+            }
+            other => other,
+        }
+    }
+
+    async fn held(&self) -> Result<Vec<Held>, PgError> {
+        let roles = self.admin.held().await?;
+        let mut held = Vec::with_capacity(roles.len());
+        for (role, can_login) in roles {
+            match Name::parse(&role) {
+                Ok(name) => held.push(Held {
+                    name,
+                    retired: !can_login,
+                }),
+                Err(error) => {
+                    tracing::warn!(error = %error, "a role marked mesh_provisioned has a name mesh never gives; it is ignored")
+                }
+            }
+        }
+        Ok(held)
+    }
+
+    async fn retire(&self, consumer: &Name) -> Result<(), PgError> {
+        let name = consumer.as_str();
+        let statement = sql::retire(name)?;
+        let found = self.admin.find(name).await?;
+        plan::alter(name, &found)?;
+        self.admin
+            .batch(
+                &format!("retiring role \"{name}\" (NOLOGIN, sessions ended)"),
+                &statement,
+            )
+            .await?;
+        tracing::info!(consumer = %name, "role set NOLOGIN and its sessions ended");
+        Ok(())
+    }
+
+    async fn re_enable(&self, consumer: &Name) -> Result<(), PgError> {
+        let name = consumer.as_str();
+        let statement = sql::re_enable(name)?;
+        let found = self.admin.find(name).await?;
+        plan::alter(name, &found)?;
+        self.admin
+            .batch(&format!("enabling role \"{name}\" again"), &statement)
+            .await?;
+        tracing::info!(consumer = %name, "role set LOGIN again");
+        Ok(())
+    }
+
+    async fn delete(&self, consumer: &Name) -> Result<(), PgError> {
+        let name = consumer.as_str();
+        let (drop_database, drop_role) = (sql::drop_database(name)?, sql::drop_role(name)?);
+        let found = self.admin.find(name).await?;
+        match plan::delete(name, &found)? {
+            DeletePlan::Nothing => {
+                tracing::info!(consumer = %name, "nothing to delete: no such role");
+                return Ok(());
+            }
+            DeletePlan::DropBoth => {
+                self.admin
+                    .batch(
+                        &format!("dropping database \"{name}\" (its sessions ended)"),
+                        &drop_database,
+                    )
+                    .await?;
+                tracing::info!(consumer = %name, "dropped the database");
+            }
+            DeletePlan::DropRole => {}
+        }
+        self.admin
+            .batch(&format!("dropping role \"{name}\""), &drop_role)
+            .await?;
+        tracing::info!(consumer = %name, "dropped the role");
+        Ok(())
+    }
+
+    fn classify(&self, error: &PgError) -> Option<Class> {
+        Some(crate::classify::classify(error))
+    }
+
+    fn secrets(&self) -> Vec<Secret> {
+        self.config.admin_password().cloned().into_iter().collect()
+    }
+}
