@@ -1,0 +1,181 @@
+//! Shared by the provider's tests: a loop world (contributions file, secret
+//! files, outbox, runner) over a real private PostgreSQL.
+//!
+//! These tests run on real time, not tokio's paused clock: with a timer
+//! pending (the loop bounds every call with one), a paused runtime that
+//! waits on real I/O jumps its clock to that timer, so every call to a real
+//! server would time out at once.
+#![allow(dead_code)] // each test binary uses its own part
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mesh_provider_postgres::{PostgresConfig, PostgresProvisioner};
+use mesh_sdk::bus::Outbox;
+use mesh_sdk::{Name, PassReport, Runner, Settings};
+use mesh_test_support::PgCluster;
+use serde_json::{json, Value};
+
+/// A valid name.
+pub fn name(text: &str) -> Name {
+    Name::parse(text).unwrap()
+}
+
+/// The configuration the binary would build for this cluster: the admin URL
+/// without password, the password from the cluster's password file.
+pub fn config(pg: &PgCluster) -> PostgresConfig {
+    let password =
+        mesh_provider_postgres::config::read_password_file(&pg.superuser_password_file()).unwrap();
+    PostgresConfig::new(&pg.admin_url(), Some(password))
+        .unwrap()
+        .with_consumer_address(None, None)
+        .unwrap()
+        .with_connect_timeout(Duration::from_secs(5))
+        .with_statement_timeout(Duration::from_secs(10))
+}
+
+/// A provisioner for this cluster as its superuser.
+pub fn provisioner(pg: &PgCluster) -> PostgresProvisioner {
+    PostgresProvisioner::new(config(pg))
+}
+
+/// Awaits `future`, failing the test with `what` if it takes over a minute.
+pub async fn within<T>(what: &str, future: impl Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(60), future)
+        .await
+        .unwrap_or_else(|_| panic!("{what} took over a minute: is the test PostgreSQL stuck?"))
+}
+
+/// A provider `postgres@db-1` over a real cluster, driven pass by pass.
+pub struct World {
+    pub dir: tempfile::TempDir,
+    pub outbox: Arc<Outbox>,
+    pub runner: Runner<PostgresProvisioner>,
+}
+
+impl World {
+    /// A world listing `consumers` (name, minted secret).
+    pub fn new(
+        provisioner: PostgresProvisioner,
+        consumers: &[(&str, &str)],
+        settings: Settings,
+    ) -> World {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("secrets")).unwrap();
+        let outbox = Arc::new(Outbox::new());
+        let runner = Runner::new(
+            provisioner,
+            dir.path().join("contributions.json"),
+            settings,
+            Arc::clone(&outbox),
+        );
+        let world = World {
+            dir,
+            outbox,
+            runner,
+        };
+        for (consumer, secret) in consumers {
+            world.secret(consumer, secret);
+        }
+        let names: Vec<&str> = consumers.iter().map(|(c, _)| *c).collect();
+        world.list(&names);
+        world
+    }
+
+    /// Writes the minted secret of `consumer` (with a trailing newline, as minted files have).
+    pub fn secret(&self, consumer: &str, secret: &str) {
+        let path = self.dir.path().join("secrets").join(consumer);
+        std::fs::write(path, format!("{secret}\n")).unwrap();
+    }
+
+    /// Writes the contributions file listing `consumers` (secret files `secrets/<name>`).
+    pub fn list(&self, consumers: &[&str]) {
+        let entries = consumers
+            .iter()
+            .map(|c| json!({"consumer": c, "machine": "app-1", "provision": "postgres-database", "secret_file": format!("secrets/{c}")}))
+            .collect();
+        self.list_entries(entries);
+    }
+
+    /// Writes the contributions file with these raw consumer entries.
+    pub fn list_entries(&self, entries: Vec<Value>) {
+        let file =
+            json!({"provider": {"module": "postgres", "machine": "db-1"}, "consumers": entries});
+        std::fs::write(self.dir.path().join("contributions.json"), file.to_string()).unwrap();
+    }
+
+    /// Runs one pass.
+    pub async fn pass(&mut self) -> PassReport {
+        within("a pass", self.runner.pass()).await
+    }
+
+    /// Takes every word said so far: (kind, body).
+    pub fn said(&self) -> Vec<(String, Value)> {
+        let mut out = Vec::new();
+        for (key, pending) in self.outbox.snapshot() {
+            let kind = pending.subject.rsplit('.').next().unwrap().to_owned();
+            assert_eq!(
+                pending.subject,
+                format!("mesh.event.db-1.postgres.provisioner.{kind}")
+            );
+            out.push((kind, serde_json::from_slice(&pending.body).unwrap()));
+            self.outbox.done(&key, pending.seq);
+        }
+        out
+    }
+
+    /// The failure class and words of a consumer's standing, if failing.
+    pub fn failure(&self, consumer: &str) -> Option<(String, String)> {
+        let standing = self.runner.standing(&name(consumer))?;
+        standing
+            .failure()
+            .map(|f| (f.class.to_string(), f.error.clone()))
+    }
+}
+
+/// `kind:consumer:reason|action|class` of each word, sorted.
+pub fn kinds(said: &[(String, Value)]) -> Vec<String> {
+    let mut out: Vec<String> = said
+        .iter()
+        .map(|(k, v)| {
+            let what = v
+                .get("reason")
+                .or(v.get("action"))
+                .or(v.get("class"))
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            format!("{k}:{}:{what}", v["consumer"].as_str().unwrap_or(""))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Logs in over TCP as `user` to `dbname` with `password`, as a consumer would.
+pub async fn login(
+    pg: &PgCluster,
+    user: &str,
+    password: &str,
+    dbname: &str,
+) -> Result<tokio_postgres::Client, tokio_postgres::Error> {
+    let mut config = tokio_postgres::Config::new();
+    config
+        .host(pg.host())
+        .port(pg.port())
+        .user(user)
+        .password(password)
+        .dbname(dbname)
+        .connect_timeout(Duration::from_secs(5));
+    let (client, connection) = within("a login", config.connect(tokio_postgres::NoTls)).await?;
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    Ok(client)
+}
+
+/// The part of the server log written after `from` bytes.
+pub fn log_since(pg: &PgCluster, from: usize) -> String {
+    let log = pg.log();
+    log.get(from..).unwrap_or_default().to_owned()
+}

@@ -1,0 +1,126 @@
+//! The kept administrator session survives a dropped connection; a stopped
+//! server makes consumers `unreachable` once `failing_after` has passed,
+//! and its restart makes them `recovered`. A Runner driven pass by pass (no
+//! bus), one private cluster, real time with a short `failing_after`.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{kinds, provisioner, World};
+use mesh_provider_postgres::PostgresProvisioner;
+use mesh_sdk::{Settings, StandingRules};
+use mesh_test_support::{PgCluster, TcpProxy};
+use tokio::time::Instant;
+
+const FAILING_AFTER: Duration = Duration::from_secs(2);
+const PASS_EVERY: Duration = Duration::from_millis(250);
+
+async fn a_dropped_admin_session_is_made_again(pg: &PgCluster) {
+    // The administrator reaches the server through a proxy that can cut it;
+    // consumers are checked directly.
+    let proxy = TcpProxy::start(format!("{}:{}", pg.host(), pg.port()).parse().unwrap()).await;
+    let through_proxy = format!("postgres://postgres@127.0.0.1:{}/postgres", proxy.port());
+    let password =
+        mesh_provider_postgres::config::read_password_file(&pg.superuser_password_file()).unwrap();
+    let config = mesh_provider_postgres::PostgresConfig::new(&through_proxy, Some(password))
+        .unwrap()
+        .with_consumer_address(None, Some(pg.port()))
+        .unwrap();
+    let mut w = World::new(
+        PostgresProvisioner::new(config),
+        &[("forge", "minted-forge-1"), ("wiki", "minted-wiki-1")],
+        Settings::default(),
+    );
+    let report = w.pass().await;
+    assert_eq!(report.failed, 0, "{:?}", w.failure("forge"));
+    let logins_before = admin_logins(pg);
+
+    proxy.cut();
+    proxy.open();
+    // The next pass logs in again (once) and nobody fails.
+    let report = w.pass().await;
+    assert_eq!(report.failed, 0, "{:?}", w.failure("forge"));
+    assert_eq!(admin_logins(pg), logins_before + 1);
+    w.pass().await;
+    assert_eq!(
+        admin_logins(pg),
+        logins_before + 1,
+        "the new session is kept"
+    );
+}
+
+/// How many sessions the provider's administrator opened: each new one
+/// looks up the marker role once (log_statement=all logs it).
+fn admin_logins(pg: &PgCluster) -> usize {
+    pg.log()
+        .matches("FROM pg_roles WHERE rolname = 'mesh_provisioned'")
+        .count()
+}
+
+#[tokio::test]
+async fn the_admin_session_is_made_again_and_an_outage_is_said_then_recovered() {
+    let mut pg = PgCluster::start();
+    a_dropped_admin_session_is_made_again(&pg).await;
+    a_stopped_server_is_unreachable_after_failing_after_and_its_restart_recovers(&mut pg).await;
+}
+
+async fn a_stopped_server_is_unreachable_after_failing_after_and_its_restart_recovers(
+    pg: &mut PgCluster,
+) {
+    let settings = Settings {
+        standing: StandingRules {
+            failing_after: FAILING_AFTER,
+            repeat_every: Duration::from_secs(3600),
+        },
+        ..Settings::default()
+    };
+    let mut w = World::new(
+        provisioner(pg),
+        &[("app", "minted-app-2"), ("blog", "minted-blog-2")],
+        settings,
+    );
+    let report = w.pass().await;
+    assert_eq!(report.failed, 0, "{:?}", w.failure("app"));
+    w.said();
+
+    pg.stop();
+    let first_failure = Instant::now();
+    let failing = loop {
+        let report = w.pass().await;
+        assert_eq!(report.failed, 2);
+        let said = w.said();
+        if !said.is_empty() {
+            break said;
+        }
+        assert!(
+            first_failure.elapsed() < FAILING_AFTER * 10,
+            "failing never said: {:?}",
+            w.failure("app")
+        );
+        tokio::time::sleep(PASS_EVERY).await;
+    };
+    assert!(
+        first_failure.elapsed() >= FAILING_AFTER,
+        "failing said before failing_after"
+    );
+    assert_eq!(
+        kinds(&failing),
+        vec!["failing:app:unreachable", "failing:blog:unreachable"]
+    );
+    let error = failing[0].1["error"].as_str().unwrap();
+    assert!(
+        error.contains("cannot log in as the administrator")
+            && error.contains("Connection refused"),
+        "{error}"
+    );
+    assert!(!error.contains(pg.superuser_password()));
+
+    pg.start_again();
+    let report = w.pass().await;
+    assert_eq!(report.failed, 0, "{:?}", w.failure("app"));
+    assert_eq!(
+        kinds(&w.said()),
+        vec!["recovered:app:success", "recovered:blog:success"]
+    );
+}
