@@ -1,0 +1,309 @@
+//! How the provider reaches Keycloak and its container.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use mesh_sdk::Secret;
+use reqwest::Url;
+
+use crate::container::ContainerCli;
+
+/// Default bound of one HTTP request to Keycloak.
+pub const DEFAULT_HTTP_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Default bound of the container's `kc.sh bootstrap-admin` (a JVM start):
+/// under the loop's default repair bound of 2 minutes, leaving time for the
+/// HTTP steps after it.
+pub const DEFAULT_BOOTSTRAP_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// The configuration could not be used; ends the binary before the loop starts.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The Keycloak URL cannot be used.
+    #[error("the keycloak URL {shown} cannot be used: {reason}")]
+    Url {
+        /// The URL as given (cut), or nothing when it holds a `@` (it may hold a password).
+        shown: String,
+        /// Why.
+        reason: &'static str,
+    },
+    /// The realm name is empty.
+    #[error("the realm name is empty")]
+    Realm,
+    /// The administrator's name is empty.
+    #[error("the administrator's user name is empty")]
+    AdminUser,
+    /// The container name is not a container name or id.
+    #[error(
+        "{shown:?} is not a container name or id (a letter or digit, then letters, digits, _ . -)"
+    )]
+    Container {
+        /// The name as given, cut to 64 characters.
+        shown: String,
+    },
+    /// The admin password file could not be read.
+    #[error("the admin password file {path} cannot be read")]
+    PasswordFile {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The admin password file holds nothing but whitespace.
+    #[error("the admin password file {path} is empty")]
+    EmptyPasswordFile {
+        /// The file.
+        path: PathBuf,
+    },
+}
+
+/// How the provider reaches Keycloak, its administrator, and the container
+/// it runs in (for the repair).
+///
+/// ```no_run
+/// use mesh_provider_identity::{ContainerCli, IdentityConfig};
+///
+/// let config = IdentityConfig::new(
+///     "https://id.example.org",
+///     "mesh",
+///     "admin",
+///     mesh_sdk::Secret::new("the-mesh-admin-password"),
+/// )?
+/// .with_container(Some("keycloak".into()), ContainerCli::Podman)?;
+/// assert_eq!(config.realm(), "mesh");
+/// # Ok::<(), mesh_provider_identity::ConfigError>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct IdentityConfig {
+    url: Url,
+    realm: String,
+    admin_user: String,
+    admin_password: Secret,
+    container: Option<String>,
+    container_cli: ContainerCli,
+    http_timeout: Duration,
+    bootstrap_timeout: Duration,
+}
+
+impl IdentityConfig {
+    /// Keycloak at `url` (`http` or `https`, optionally under a path such as
+    /// `/auth`), clients made in `realm`, the administrator `admin_user` of
+    /// realm `master` logging in with `admin_password` (the mesh's).
+    ///
+    /// # Errors
+    /// [`ConfigError`] when the URL, the realm or the user cannot be used.
+    pub fn new(
+        url: &str,
+        realm: &str,
+        admin_user: &str,
+        admin_password: Secret,
+    ) -> Result<IdentityConfig, ConfigError> {
+        let refuse = |reason| ConfigError::Url {
+            shown: match url.contains('@') {
+                true => "(not shown: it may hold a password)".to_owned(),
+                false => url.chars().take(80).collect(),
+            },
+            reason,
+        };
+        let parsed = Url::parse(url).map_err(|_| refuse("not a URL"))?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err(refuse("the scheme must be http or https"));
+        }
+        if !parsed.username().is_empty() || parsed.password().is_some() {
+            return Err(refuse("it must not hold a user or a password"));
+        }
+        if parsed.query().is_some() || parsed.fragment().is_some() {
+            return Err(refuse("it must not hold a query or a fragment"));
+        }
+        if parsed.cannot_be_a_base() || parsed.host().is_none() {
+            return Err(refuse("it must name a host"));
+        }
+        if realm.trim().is_empty() {
+            return Err(ConfigError::Realm);
+        }
+        if admin_user.trim().is_empty() {
+            return Err(ConfigError::AdminUser);
+        }
+        Ok(IdentityConfig {
+            url: parsed,
+            realm: realm.to_owned(),
+            admin_user: admin_user.to_owned(),
+            admin_password,
+            container: None,
+            container_cli: ContainerCli::Docker,
+            http_timeout: DEFAULT_HTTP_TIMEOUT,
+            bootstrap_timeout: DEFAULT_BOOTSTRAP_TIMEOUT,
+        })
+    }
+
+    /// The container Keycloak runs in, and the runtime that reaches it
+    /// (without a container the fault is still found and said, but cannot
+    /// be repaired).
+    ///
+    /// # Errors
+    /// [`ConfigError::Container`] when the name is not a container name or id.
+    pub fn with_container(
+        mut self,
+        container: Option<String>,
+        cli: ContainerCli,
+    ) -> Result<IdentityConfig, ConfigError> {
+        if let Some(name) = &container {
+            if !is_container_name(name) {
+                return Err(ConfigError::Container {
+                    shown: name.chars().take(64).collect(),
+                });
+            }
+        }
+        self.container = container;
+        self.container_cli = cli;
+        Ok(self)
+    }
+
+    /// Bound of one HTTP request to Keycloak.
+    pub fn with_http_timeout(mut self, timeout: Duration) -> IdentityConfig {
+        self.http_timeout = timeout;
+        self
+    }
+
+    /// Bound of the container's `kc.sh bootstrap-admin`.
+    pub fn with_bootstrap_timeout(mut self, timeout: Duration) -> IdentityConfig {
+        self.bootstrap_timeout = timeout;
+        self
+    }
+
+    /// Keycloak's base URL.
+    pub fn url(&self) -> &Url {
+        &self.url
+    }
+
+    /// The realm clients are made in.
+    pub fn realm(&self) -> &str {
+        &self.realm
+    }
+
+    /// The administrator's user name (realm `master`).
+    pub fn admin_user(&self) -> &str {
+        &self.admin_user
+    }
+
+    /// The mesh's administrator password.
+    pub fn admin_password(&self) -> &Secret {
+        &self.admin_password
+    }
+
+    /// The container Keycloak runs in, if known.
+    pub fn container(&self) -> Option<&str> {
+        self.container.as_deref()
+    }
+
+    /// The container runtime.
+    pub fn container_cli(&self) -> &ContainerCli {
+        &self.container_cli
+    }
+
+    /// Bound of one HTTP request.
+    pub fn http_timeout(&self) -> Duration {
+        self.http_timeout
+    }
+
+    /// Bound of `kc.sh bootstrap-admin`.
+    pub fn bootstrap_timeout(&self) -> Duration {
+        self.bootstrap_timeout
+    }
+}
+
+/// A Docker/Podman container name (`[a-zA-Z0-9][a-zA-Z0-9_.-]*`) or id; never
+/// something the runtime could read as an option.
+fn is_container_name(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    bytes.next().is_some_and(|b| b.is_ascii_alphanumeric())
+        && bytes.all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+        && name.len() <= 255
+}
+
+/// Reads the administrator's password file, trimming surrounding whitespace.
+///
+/// # Errors
+/// [`ConfigError`] when it cannot be read or is empty.
+pub fn read_password_file(path: &Path) -> Result<Secret, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::PasswordFile {
+        path: path.into(),
+        source,
+    })?;
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        return Err(ConfigError::EmptyPasswordFile { path: path.into() });
+    }
+    Ok(Secret::new(trimmed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(url: &str) -> Result<IdentityConfig, ConfigError> {
+        IdentityConfig::new(url, "mesh", "admin", Secret::new("pw"))
+    }
+
+    #[test]
+    fn urls() {
+        assert!(config("http://127.0.0.1:8080").is_ok());
+        assert!(config("https://id.example.org/auth").is_ok());
+        for bad in [
+            "id.example.org",
+            "ftp://id.example.org",
+            "http://admin:hunter2@id.example.org",
+            "http://id.example.org/?x=1",
+            "mailto:someone",
+        ] {
+            let error = config(bad).unwrap_err().to_string();
+            assert!(!error.contains("hunter2"), "{error}");
+            assert!(error.starts_with("the keycloak URL"), "{error}");
+        }
+    }
+
+    #[test]
+    fn names() {
+        assert!(matches!(
+            IdentityConfig::new("http://k", " ", "admin", Secret::new("pw")),
+            Err(ConfigError::Realm)
+        ));
+        assert!(matches!(
+            IdentityConfig::new("http://k", "mesh", "", Secret::new("pw")),
+            Err(ConfigError::AdminUser)
+        ));
+        let base = config("http://k").unwrap();
+        for good in ["keycloak", "kc-1", "a1b2c3d4e5f6", "my_kc.v2"] {
+            assert!(base
+                .clone()
+                .with_container(Some(good.into()), ContainerCli::Docker)
+                .is_ok());
+        }
+        for bad in ["", "-e", "--privileged", "kc 1", "kc;rm", "/kc"] {
+            assert!(
+                base.clone()
+                    .with_container(Some(bad.into()), ContainerCli::Docker)
+                    .is_err(),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn password_file_is_trimmed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pw");
+        std::fs::write(&path, "  s3cret\n").unwrap();
+        assert_eq!(read_password_file(&path).unwrap().expose(), "s3cret");
+        std::fs::write(&path, " \n").unwrap();
+        assert!(matches!(
+            read_password_file(&path),
+            Err(ConfigError::EmptyPasswordFile { .. })
+        ));
+        assert!(matches!(
+            read_password_file(&dir.path().join("none")),
+            Err(ConfigError::PasswordFile { .. })
+        ));
+    }
+}

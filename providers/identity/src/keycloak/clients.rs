@@ -1,0 +1,190 @@
+//! Clients of the provider's realm: find, make, change, list, delete.
+
+use std::collections::HashMap;
+
+use mesh_sdk::Secret;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::{Auth, Keycloak};
+use crate::error::{IdentityError, MARK};
+
+/// Clients asked for per page when listing.
+pub const PAGE: usize = 100;
+
+/// A client as Keycloak lists it (the fields this provider reads).
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+pub struct ClientRep {
+    /// Keycloak's id of the client (a UUID).
+    pub id: String,
+    /// The client's `clientId`.
+    #[serde(rename = "clientId")]
+    pub client_id: String,
+    /// Whether it is enabled (retired clients are not).
+    #[serde(default = "enabled_by_default")]
+    pub enabled: bool,
+    /// Its attributes.
+    #[serde(default)]
+    pub attributes: HashMap<String, Value>,
+}
+
+fn enabled_by_default() -> bool {
+    true
+}
+
+impl ClientRep {
+    /// Whether this provider made it (attribute [`MARK`] is `"true"`).
+    pub fn is_marked(&self) -> bool {
+        self.attributes.get(MARK).and_then(Value::as_str) == Some("true")
+    }
+}
+
+/// What making a client did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Created {
+    /// Made, with Keycloak's id.
+    Made(String),
+    /// A client with that `clientId` already exists (409).
+    Exists,
+}
+
+impl Keycloak {
+    /// The client whose `clientId` is exactly `client_id`, if any.
+    ///
+    /// # Errors
+    /// Keycloak's refusal or failure.
+    pub async fn find_client(&self, client_id: &str) -> Result<Option<ClientRep>, IdentityError> {
+        let what = format!("looking up client {client_id}");
+        let mut url = self.realm_url(&["clients"]);
+        url.query_pairs_mut().append_pair("clientId", client_id);
+        let answer = self
+            .call(&what, Auth::Admin, |http| http.get(url.clone()))
+            .await?;
+        if !answer.success() {
+            return Err(answer.error(&what));
+        }
+        let clients: Vec<ClientRep> = answer.json(&what)?;
+        Ok(clients.into_iter().find(|c| c.client_id == client_id))
+    }
+
+    /// Makes a confidential client `client_id` with the given secret (stored
+    /// as is), its service account enabled, marked as made by mesh.
+    ///
+    /// # Errors
+    /// Keycloak's refusal or failure (a 409 is [`Created::Exists`], not an error).
+    pub async fn create_client(
+        &self,
+        client_id: &str,
+        secret: &Secret,
+    ) -> Result<Created, IdentityError> {
+        let what = format!("making client {client_id}");
+        let url = self.realm_url(&["clients"]);
+        let body = json!({
+            "clientId": client_id,
+            "description": format!("made by mesh for consumer {client_id}"),
+            "enabled": true,
+            "protocol": "openid-connect",
+            "publicClient": false,
+            "bearerOnly": false,
+            "serviceAccountsEnabled": true,
+            "clientAuthenticatorType": "client-secret",
+            "secret": secret.expose(),
+            "attributes": { MARK: "true" },
+        });
+        let answer = self
+            .call(&what, Auth::Admin, |http| {
+                http.post(url.clone()).json(&body)
+            })
+            .await?;
+        match answer.status {
+            409 => Ok(Created::Exists),
+            201 => {
+                let id = answer
+                    .location
+                    .as_deref()
+                    .and_then(|l| l.trim_end_matches('/').rsplit('/').next())
+                    .filter(|id| !id.is_empty())
+                    .ok_or_else(|| IdentityError::Unexpected {
+                        what: what.clone(),
+                        reason: "201 without a Location naming the new client".into(),
+                    })?;
+                Ok(Created::Made(id.to_owned()))
+            }
+            _ => Err(answer.error(&what)),
+        }
+    }
+
+    /// Changes the fields given in `fields` of client `id` (Keycloak leaves
+    /// the others as they are).
+    ///
+    /// # Errors
+    /// Keycloak's refusal or failure.
+    pub async fn update_client(
+        &self,
+        what: &str,
+        id: &str,
+        fields: &Value,
+    ) -> Result<(), IdentityError> {
+        let url = self.realm_url(&["clients", id]);
+        let answer = self
+            .call(what, Auth::Admin, |http| http.put(url.clone()).json(fields))
+            .await?;
+        if answer.success() {
+            Ok(())
+        } else {
+            Err(answer.error(what))
+        }
+    }
+
+    /// Deletes client `id`; one already gone is fine.
+    ///
+    /// # Errors
+    /// Keycloak's refusal or failure.
+    pub async fn delete_client(&self, client_id: &str, id: &str) -> Result<(), IdentityError> {
+        let what = format!("deleting client {client_id}");
+        let url = self.realm_url(&["clients", id]);
+        let answer = self
+            .call(&what, Auth::Admin, |http| http.delete(url.clone()))
+            .await?;
+        if answer.success() || answer.status == 404 {
+            Ok(())
+        } else {
+            Err(answer.error(&what))
+        }
+    }
+
+    /// Every client of the realm, page by page.
+    ///
+    /// # Errors
+    /// Keycloak's refusal or failure.
+    pub async fn list_clients(&self) -> Result<Vec<ClientRep>, IdentityError> {
+        let what = format!("listing the clients of realm {}", self.realm);
+        let mut all = Vec::new();
+        loop {
+            let mut url = self.realm_url(&["clients"]);
+            url.query_pairs_mut()
+                .append_pair("first", &all.len().to_string())
+                .append_pair("max", &PAGE.to_string());
+            let answer = self
+                .call(&what, Auth::Admin, |http| http.get(url.clone()))
+                .await?;
+            if !answer.success() {
+                return Err(answer.error(&what));
+            }
+            let page: Vec<ClientRep> = answer.json(&what)?;
+            // A server that ignores `first`/`max` answers everything at once,
+            // or the same page again: either way the list is complete.
+            let repeated = page
+                .first()
+                .is_some_and(|c| all.iter().any(|a: &ClientRep| a.id == c.id));
+            if repeated {
+                return Ok(all);
+            }
+            let last = page.len() != PAGE;
+            all.extend(page);
+            if last {
+                return Ok(all);
+            }
+        }
+    }
+}

@@ -1,0 +1,40 @@
+//! # mesh-provider-identity
+//!
+//! The identity provider of the mesh (`mesh-identity`, provision
+//! `oidc-client`): for each consumer, a confidential client in a Keycloak
+//! realm whose `clientId` is the consumer's name and whose secret is its
+//! minted secret, with its service account enabled. Built on the
+//! [`mesh_sdk`] loop: an [`IdentityProvisioner`] makes what is missing,
+//! proves each client with a client-credentials login as the consumer
+//! (setting the secret to the minted one once when it is refused), and
+//! retires, re-enables or (on approval) deletes what it made, and only what
+//! it made (clients marked with [`MARK`]).
+//!
+//! Its known fault is `admin-refused` ([`AdminRepair`]): when Keycloak
+//! refuses the mesh's administrator password, the loop stops calling
+//! Keycloak for consumers, and the repair sets the administrator's password
+//! to the mesh's through Keycloak's own `kc.sh bootstrap-admin` in its
+//! container and a temporary administrator that is removed afterwards.
+//!
+//! Layout: [`config`] (how Keycloak and its container are reached),
+//! [`keycloak`] (the token endpoint and admin REST API), [`container`] (the
+//! bootstrap command), [`classify`] (classes from HTTP statuses and
+//! Keycloak's error codes), [`provisioner`] (the [`mesh_sdk::Provisioner`]),
+//! [`repair`] (the [`mesh_sdk::Repair`]), [`cli`] (the binary's flags and
+//! `run`).
+
+pub mod classify;
+pub mod cli;
+pub mod config;
+pub mod container;
+pub mod error;
+pub mod keycloak;
+pub mod provisioner;
+pub mod repair;
+
+pub use cli::{run, Cli, RunError};
+pub use config::{ConfigError, IdentityConfig};
+pub use container::ContainerCli;
+pub use error::{IdentityError, MARK};
+pub use provisioner::{IdentityProvisioner, PROVISION};
+pub use repair::{AdminRepair, FAULT};

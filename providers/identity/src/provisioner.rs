@@ -1,0 +1,210 @@
+//! The [`Provisioner`]: per consumer a confidential client whose `clientId`
+//! is the consumer's name and whose secret is its minted secret.
+//!
+//! Only clients this provider made are ever changed, listed, retired or
+//! deleted: it marks them with the attribute [`MARK`] = `"true"` when it
+//! makes them. A client of the same `clientId` without the mark is
+//! someone else's: the consumer fails with class `refused` and the client is
+//! never touched.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use mesh_sdk::{Class, Consumer, Held, Name, Provisioner, Repair, Secret};
+use serde_json::json;
+
+use crate::classify::classify;
+use crate::config::IdentityConfig;
+use crate::error::{IdentityError, MARK};
+use crate::keycloak::{ClientRep, Created, Keycloak};
+use crate::repair::AdminRepair;
+
+/// The provision this provider makes.
+pub const PROVISION: &str = "oidc-client";
+
+/// The identity provider over one Keycloak realm.
+///
+/// ```no_run
+/// use mesh_provider_identity::{IdentityConfig, IdentityProvisioner};
+///
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// let config = IdentityConfig::new("http://127.0.0.1:8080", "mesh", "admin",
+///     mesh_sdk::Secret::new("the-mesh-admin-password"))?;
+/// let provisioner = IdentityProvisioner::new(config)?;
+/// let args = mesh_sdk::ProviderArgs::with_defaults("/etc/mesh/identity/contributions.json");
+/// mesh_sdk::run(provisioner, &args).await?;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct IdentityProvisioner {
+    keycloak: Arc<Keycloak>,
+    repair: Arc<AdminRepair>,
+}
+
+impl IdentityProvisioner {
+    /// A provisioner for the Keycloak and realm `config` names.
+    ///
+    /// # Errors
+    /// When the HTTP client cannot be built.
+    pub fn new(config: IdentityConfig) -> Result<IdentityProvisioner, reqwest::Error> {
+        let keycloak = Arc::new(Keycloak::new(&config)?);
+        let repair = Arc::new(AdminRepair::new(Arc::clone(&keycloak), &config));
+        Ok(IdentityProvisioner { keycloak, repair })
+    }
+
+    /// The Keycloak it speaks to.
+    pub fn keycloak(&self) -> &Arc<Keycloak> {
+        &self.keycloak
+    }
+
+    /// Its known fault, `admin-refused` (also returned by `repairs()`).
+    pub fn admin_repair(&self) -> &Arc<AdminRepair> {
+        &self.repair
+    }
+
+    /// The client named after `consumer`, refused when this provider did not make it.
+    async fn own_client(&self, consumer: &str) -> Result<Option<ClientRep>, IdentityError> {
+        match self.keycloak.find_client(consumer).await? {
+            Some(client) if client.is_marked() => Ok(Some(client)),
+            Some(_) => Err(self.foreign(consumer)),
+            None => Ok(None),
+        }
+    }
+
+    fn foreign(&self, consumer: &str) -> IdentityError {
+        IdentityError::Foreign {
+            client: consumer.to_owned(),
+            realm: self.keycloak.realm().to_owned(),
+        }
+    }
+
+    async fn set_enabled(&self, consumer: &Name, enabled: bool) -> Result<(), IdentityError> {
+        let Some(client) = self.own_client(consumer.as_str()).await? else {
+            return Ok(());
+        };
+        if client.enabled == enabled {
+            return Ok(());
+        }
+        let what = match enabled {
+            true => format!("enabling client {consumer}"),
+            false => format!("disabling client {consumer}"),
+        };
+        self.keycloak
+            .update_client(&what, &client.id, &json!({ "enabled": enabled }))
+            .await?;
+        tracing::info!(consumer = %consumer, realm = %self.keycloak.realm(), enabled, "client changed");
+        Ok(())
+    }
+}
+
+/// Whether a failed client-credentials check is Keycloak refusing the
+/// client or its secret (which resetting the secret may mend).
+fn is_refusal(error: &IdentityError) -> bool {
+    matches!(error, IdentityError::Status { .. })
+        && classify(error) == Some(Class::CredentialsRejected)
+}
+
+#[async_trait]
+impl Provisioner for IdentityProvisioner {
+    type Error = IdentityError;
+
+    async fn ensure(&self, consumer: &Consumer, secret: &Secret) -> Result<(), IdentityError> {
+        if consumer.provision != PROVISION {
+            return Err(IdentityError::WrongProvision {
+                consumer: consumer.name.to_string(),
+                provision: consumer.provision.clone(),
+            });
+        }
+        let name = consumer.name.as_str();
+        if self.own_client(name).await?.is_some() {
+            return Ok(());
+        }
+        match self.keycloak.create_client(name, secret).await? {
+            Created::Made(id) => {
+                tracing::info!(consumer = %name, realm = %self.keycloak.realm(), id = %id, "client made");
+                Ok(())
+            }
+            // Made meanwhile (by this provider a moment ago, or by someone else).
+            Created::Exists => match self.own_client(name).await? {
+                Some(_) => Ok(()),
+                None => Err(IdentityError::Unexpected {
+                    what: format!("making client {name}"),
+                    reason: "409 (exists), yet no client of that clientId can be found".into(),
+                }),
+            },
+        }
+    }
+
+    async fn check(&self, consumer: &Consumer, secret: &Secret) -> Result<(), IdentityError> {
+        let name = consumer.name.as_str();
+        let refused = match self.keycloak.client_credentials(name, secret).await {
+            Ok(()) => return Ok(()),
+            Err(error) if is_refusal(&error) => error,
+            Err(error) => return Err(error),
+        };
+        // Refused: the client's secret is set to the minted one, once, then checked again.
+        let Some(client) = self.own_client(name).await? else {
+            return Err(refused);
+        };
+        let fields = json!({
+            "secret": secret.expose(),
+            "publicClient": false,
+            "serviceAccountsEnabled": true,
+        });
+        let what = format!("setting the secret of client {name} to the minted one");
+        self.keycloak
+            .update_client(&what, &client.id, &fields)
+            .await?;
+        tracing::info!(consumer = %name, realm = %self.keycloak.realm(), "check refused; client secret set to the minted one");
+        self.keycloak.client_credentials(name, secret).await
+    }
+
+    async fn held(&self) -> Result<Vec<Held>, IdentityError> {
+        let clients = self.keycloak.list_clients().await?;
+        let mut held = Vec::new();
+        for client in clients.into_iter().filter(ClientRep::is_marked) {
+            match Name::parse(&client.client_id) {
+                Ok(name) => held.push(Held {
+                    name,
+                    retired: !client.enabled,
+                }),
+                Err(error) => {
+                    tracing::warn!(error = %error, "a client marked {MARK} has a clientId that is no consumer name; ignored");
+                }
+            }
+        }
+        Ok(held)
+    }
+
+    async fn retire(&self, consumer: &Name) -> Result<(), IdentityError> {
+        self.set_enabled(consumer, false).await
+    }
+
+    async fn re_enable(&self, consumer: &Name) -> Result<(), IdentityError> {
+        self.set_enabled(consumer, true).await
+    }
+
+    async fn delete(&self, consumer: &Name) -> Result<(), IdentityError> {
+        let Some(client) = self.own_client(consumer.as_str()).await? else {
+            return Ok(());
+        };
+        self.keycloak
+            .delete_client(consumer.as_str(), &client.id)
+            .await?;
+        tracing::info!(consumer = %consumer, realm = %self.keycloak.realm(), "client deleted");
+        Ok(())
+    }
+
+    fn classify(&self, error: &IdentityError) -> Option<Class> {
+        classify(error)
+    }
+
+    fn secrets(&self) -> Vec<Secret> {
+        vec![self.keycloak.admin_password().clone()]
+    }
+
+    fn repairs(&self) -> Vec<Arc<dyn Repair>> {
+        vec![Arc::clone(&self.repair) as Arc<dyn Repair>]
+    }
+}

@@ -1,0 +1,268 @@
+//! The known fault `admin-refused`: Keycloak refuses the mesh's
+//! administrator password (the original outage: the server's database was
+//! moved and the realm's administrator kept an old password).
+//!
+//! # Expected flow
+//! - probe: the administrator's password login (realm `master`,
+//!   `admin-cli`). `invalid_grant` (status 400 or 401) is the fault; any
+//!   other failure (unreachable, 5xx) says nothing about it (`Unknown`).
+//! - repair, through Keycloak's own bootstrap command in its container
+//!   ([`crate::container`]): a temporary administrator with a random name
+//!   and password → its token → the real administrator's id → its password
+//!   set to the mesh's (`reset-password`, not temporary) → the temporary
+//!   administrator deleted, also when a step failed (and, when the repair
+//!   is cancelled midway, by a task spawned as it is dropped). The loop
+//!   then verifies with a new probe.
+//!
+//! # Secrets
+//! The mesh's administrator password never leaves this process but as the
+//! `reset-password` body. The temporary administrator's password is made
+//! before the repair that uses it, so [`Repair::secrets`] already names it
+//! when the loop reads them just before the repair.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use mesh_sdk::redact::error_words;
+use mesh_sdk::{Name, Probe, Repair, Secret};
+
+use crate::config::IdentityConfig;
+use crate::container::{Bootstrap, ContainerCli, TempAdmin};
+use crate::keycloak::{AccessToken, Auth, Keycloak};
+
+/// The fault's name, as said on `provisioner.repair`.
+pub const FAULT: &str = "admin-refused";
+
+/// The repair of a refused administrator.
+#[derive(Debug)]
+pub struct AdminRepair {
+    keycloak: Arc<Keycloak>,
+    container: Option<String>,
+    cli: ContainerCli,
+    bootstrap_timeout: Duration,
+    /// The temporary administrator the next repair makes, and the last one made.
+    temps: Mutex<(TempAdmin, Option<TempAdmin>)>,
+}
+
+/// What became of a temporary administrator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Removal {
+    /// It was deleted.
+    Removed,
+    /// None was made (it cannot log in, or is not listed).
+    NoneMade,
+}
+
+impl AdminRepair {
+    /// The repair for `keycloak`, through the container `config` names.
+    pub fn new(keycloak: Arc<Keycloak>, config: &IdentityConfig) -> AdminRepair {
+        AdminRepair {
+            keycloak,
+            container: config.container().map(str::to_owned),
+            cli: config.container_cli().clone(),
+            bootstrap_timeout: config.bootstrap_timeout(),
+            temps: Mutex::new((TempAdmin::random(), None)),
+        }
+    }
+
+    fn temps(&self) -> std::sync::MutexGuard<'_, (TempAdmin, Option<TempAdmin>)> {
+        self.temps
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The steps between the bootstrap command and the removal; the
+    /// temporary administrator's token, once it has one, goes to `guard`.
+    async fn steps(
+        &self,
+        container: &str,
+        temp: &TempAdmin,
+        guard: &mut TempAdminGuard,
+    ) -> Result<(), String> {
+        let kc = &self.keycloak;
+        Bootstrap::new(&self.cli, container, temp)
+            .run(self.bootstrap_timeout)
+            .await
+            .map_err(|e| error_words(&e))?;
+        let token = kc
+            .login_as(&temp.username, &temp.password)
+            .await
+            .map_err(|e| error_words(&e))?;
+        guard.token = Some(token.clone());
+        let admin = kc.admin_user();
+        let id = kc
+            .find_user(Auth::Bearer(&token), admin)
+            .await
+            .map_err(|e| error_words(&e))?
+            .ok_or_else(|| format!("administrator {admin} is not a user of realm master"))?;
+        kc.reset_password(Auth::Bearer(&token), admin, &id, kc.admin_password())
+            .await
+            .map_err(|e| error_words(&e))?;
+        kc.forget_admin_login().await;
+        tracing::info!(admin = %admin, "administrator's password set to the mesh's");
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Repair for AdminRepair {
+    fn fault(&self) -> Name {
+        Name::parse(FAULT).expect("the fault's name is a valid name")
+    }
+
+    async fn probe(&self) -> Probe {
+        match self.keycloak.admin_login().await {
+            Ok(()) => Probe::Healthy,
+            Err(error) if error.is_invalid_grant() => Probe::Fault(error_words(&error)),
+            Err(error) => Probe::Unknown(error_words(&error)),
+        }
+    }
+
+    async fn repair(&self) -> Result<String, String> {
+        let admin = self.keycloak.admin_user().to_owned();
+        let Some(container) = self.container.as_deref() else {
+            return Err(format!(
+                "no --container is given, so administrator {admin} cannot be repaired here: set its password to the mesh's by hand"
+            ));
+        };
+        // The next repair's temporary administrator is made now, so the
+        // loop knows its password before that repair.
+        let temp = {
+            let mut temps = self.temps();
+            let temp = std::mem::replace(&mut temps.0, TempAdmin::random());
+            temps.1 = Some(temp.clone());
+            temp
+        };
+        tracing::warn!(admin = %admin, container, runtime = %self.cli, temporary_admin = %temp.username,
+            "repairing a refused administrator through a temporary administrator made with kc.sh bootstrap-admin");
+        let mut guard = TempAdminGuard {
+            keycloak: Arc::clone(&self.keycloak),
+            temp: Some(temp.clone()),
+            token: None,
+        };
+        let steps = self.steps(container, &temp, &mut guard).await;
+        let removal = guard.finish().await;
+        let name = &temp.username;
+        match (steps, removal) {
+            (Ok(()), Ok(_)) => Ok(format!(
+                "password of administrator {admin} set to the mesh's through temporary administrator {name} (kc.sh bootstrap-admin in {container}), which was removed"
+            )),
+            (Ok(()), Err(left)) => Err(format!(
+                "password of administrator {admin} set to the mesh's, but {left}"
+            )),
+            (Err(why), Ok(Removal::Removed)) => Err(format!(
+                "{why}; temporary administrator {name} removed"
+            )),
+            (Err(why), Ok(Removal::NoneMade)) => Err(format!(
+                "{why}; no temporary administrator remains"
+            )),
+            (Err(why), Err(left)) => Err(format!("{why}; {left}")),
+        }
+    }
+
+    fn secrets(&self) -> Vec<Secret> {
+        let temps = self.temps();
+        let mut secrets = vec![
+            self.keycloak.admin_password().clone(),
+            temps.0.password.clone(),
+        ];
+        secrets.extend(temps.1.as_ref().map(|t| t.password.clone()));
+        secrets
+    }
+}
+
+/// Removes the temporary administrator: by [`finish`](Self::finish), or,
+/// when the repair is dropped before that, by a task spawned on drop.
+struct TempAdminGuard {
+    keycloak: Arc<Keycloak>,
+    temp: Option<TempAdmin>,
+    token: Option<AccessToken>,
+}
+
+impl TempAdminGuard {
+    async fn finish(mut self) -> Result<Removal, String> {
+        let Some(temp) = self.temp.take() else {
+            return Ok(Removal::NoneMade);
+        };
+        remove(&self.keycloak, &temp, self.token.take()).await
+    }
+}
+
+impl Drop for TempAdminGuard {
+    fn drop(&mut self) {
+        let Some(temp) = self.temp.take() else {
+            return;
+        };
+        let (keycloak, token) = (Arc::clone(&self.keycloak), self.token.take());
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(async move {
+                    if let Err(left) = remove(&keycloak, &temp, token).await {
+                        tracing::error!(problem = %left, "repair cancelled; the temporary administrator may remain");
+                    }
+                });
+            }
+            Err(_) => tracing::error!(temporary_admin = %temp.username,
+                "repair dropped outside a runtime; the temporary administrator may remain: remove it by hand"),
+        }
+    }
+}
+
+/// Deletes `temp` from realm `master`: with its own token (logging in when
+/// there is none yet), else with the mesh's administrator (whose password
+/// may just have been set). A temporary administrator that cannot log in
+/// (`invalid_grant`) was never made.
+async fn remove(
+    keycloak: &Keycloak,
+    temp: &TempAdmin,
+    token: Option<AccessToken>,
+) -> Result<Removal, String> {
+    let name = &temp.username;
+    let token = match token {
+        Some(token) => Some(token),
+        None => match keycloak.login_as(name, &temp.password).await {
+            Ok(token) => Some(token),
+            Err(error) if error.is_invalid_grant() => return Ok(Removal::NoneMade),
+            Err(error) => {
+                tracing::warn!(temporary_admin = %name, error = %error_words(&error), "cannot log in as the temporary administrator to remove it");
+                None
+            }
+        },
+    };
+    let mut why = String::new();
+    let mut ways = Vec::new();
+    if let Some(token) = &token {
+        ways.push(Auth::Bearer(token));
+    }
+    ways.push(Auth::Admin);
+    for auth in ways {
+        let deleted = async {
+            match keycloak.find_user(auth, name).await? {
+                Some(id) => keycloak
+                    .delete_user(auth, name, &id)
+                    .await
+                    .map(|_| Removal::Removed),
+                None => Ok(Removal::NoneMade),
+            }
+        };
+        match deleted.await {
+            Ok(removal) => {
+                match removal {
+                    Removal::Removed => {
+                        tracing::info!(temporary_admin = %name, "temporary administrator removed")
+                    }
+                    Removal::NoneMade => {
+                        tracing::info!(temporary_admin = %name, "no temporary administrator to remove")
+                    }
+                }
+                return Ok(removal);
+            }
+            Err(error) => why = error_words(&error),
+        }
+    }
+    tracing::error!(temporary_admin = %name, error = %why, "the temporary administrator could not be removed: remove it by hand");
+    Err(format!(
+        "temporary administrator {name} could not be removed ({why}): remove it by hand"
+    ))
+}
