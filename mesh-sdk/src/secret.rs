@@ -4,6 +4,8 @@ use std::fmt;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
+use crate::contributions::Consumer;
+
 /// A secret. Its `Debug` and `Display` never show it; read it with [`Secret::expose`].
 #[derive(Clone, PartialEq, Eq)]
 pub struct Secret(String);
@@ -77,6 +79,30 @@ pub fn read_secret(path: &Path) -> Result<Secret, SecretError> {
     } else {
         trimmed.to_owned()
     }))
+}
+
+/// Where the loop gets each consumer's minted secret, every pass.
+///
+/// The default, [`FileSecrets`], reads the consumer's `secret_file`. An
+/// implementation must be cheap and must not block for long: it is called
+/// once per consumer per pass, from the attempt's task.
+pub trait SecretSource: Send + Sync + 'static {
+    /// The consumer's minted secret now.
+    ///
+    /// # Errors
+    /// [`SecretError`] when it is missing, unreadable or empty (class
+    /// `secret-unreadable`).
+    fn read(&self, consumer: &Consumer) -> Result<Secret, SecretError>;
+}
+
+/// Reads each consumer's `secret_file` ([`read_secret`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FileSecrets;
+
+impl SecretSource for FileSecrets {
+    fn read(&self, consumer: &Consumer) -> Result<Secret, SecretError> {
+        read_secret(&consumer.secret_file)
+    }
 }
 
 /// Reads a small file as UTF-8 with as few system calls as it takes

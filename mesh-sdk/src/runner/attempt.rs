@@ -2,6 +2,7 @@
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,130 +13,140 @@ use crate::classify::{classify_words, Class};
 use crate::contributions::{Consumer, Contributions};
 use crate::provisioner::Provisioner;
 use crate::redact::{error_words, redact};
-use crate::secret::{read_secret, Secret};
+use crate::secret::{Secret, SecretSource};
 
 /// A failed attempt: its class and redacted words.
 pub(super) type Failed = (Class, String);
 
+/// What every attempt of a pass shares.
+pub(super) struct Attempts<P> {
+    pub(super) provisioner: Arc<P>,
+    pub(super) secrets: Arc<dyn SecretSource>,
+    /// The provider's own secrets, removed from every error.
+    pub(super) provider_secrets: Arc<[Secret]>,
+    pub(super) call_timeout: Duration,
+}
+
+impl<P> Clone for Attempts<P> {
+    fn clone(&self) -> Self {
+        Attempts {
+            provisioner: Arc::clone(&self.provisioner),
+            secrets: Arc::clone(&self.secrets),
+            provider_secrets: Arc::clone(&self.provider_secrets),
+            call_timeout: self.call_timeout,
+        }
+    }
+}
+
 /// Attempts every consumer, at most `concurrency` at once; returns each
 /// consumer's index with its result, in completion order.
 ///
-/// Each attempt is its own task, so attempts use every core (a provider's
-/// CPU work, such as hashing a password, does not hold up the others) and
-/// reading a secret file never stalls the timers of attempts in flight. A
-/// panic in the provider's code is caught and counts as that consumer's
-/// failure, not the loop's end.
+/// `concurrency` worker tasks take the next consumer from a shared counter
+/// until none is left: at most `concurrency` attempts are in flight, the
+/// attempts use every core (a provider's CPU work, such as hashing a
+/// password, does not hold up the others), and a pass spawns `concurrency`
+/// tasks, not one per consumer. A panic in the provider's code is caught and
+/// counts as that consumer's failure, not the loop's end.
 pub(super) async fn all<P: Provisioner>(
-    provisioner: &Arc<P>,
+    attempts: &Attempts<P>,
     contributions: &Arc<Contributions>,
-    provider_secrets: &Arc<[Secret]>,
     concurrency: usize,
-    call_timeout: Duration,
 ) -> Vec<(usize, Result<(), Failed>)> {
     let total = contributions.consumers.len();
-    let mut running = JoinSet::new();
+    let next = Arc::new(AtomicUsize::new(0));
+    let mut workers = JoinSet::new();
+    for _ in 0..concurrency.clamp(1, total.max(1)) {
+        let (shared, contributions, next) = (
+            attempts.clone(),
+            Arc::clone(contributions),
+            Arc::clone(&next),
+        );
+        workers.spawn(async move {
+            let mut done = Vec::new();
+            loop {
+                let index = next.fetch_add(1, Ordering::Relaxed);
+                let Some(consumer) = contributions.consumers.get(index) else {
+                    return done;
+                };
+                done.push((index, shared.guarded(consumer).await));
+            }
+        });
+    }
     let mut out = Vec::with_capacity(total);
-    let mut next = 0;
-    loop {
-        while running.len() < concurrency.max(1) && next < total {
-            let (provisioner, contributions, secrets) = (
-                Arc::clone(provisioner),
-                Arc::clone(contributions),
-                Arc::clone(provider_secrets),
-            );
-            let index = next;
-            running.spawn(async move {
-                let consumer = &contributions.consumers[index];
-                let attempt = one(provisioner.as_ref(), consumer, &secrets, call_timeout);
-                let result = AssertUnwindSafe(attempt)
-                    .catch_unwind()
-                    .await
-                    .unwrap_or_else(|panic| {
-                        let words = panic
-                            .downcast_ref::<&str>()
-                            .map(|s| (*s).to_owned())
-                            .or_else(|| panic.downcast_ref::<String>().cloned())
-                            .unwrap_or_default();
-                        Err((
-                            Class::Refused,
-                            scrub(
-                                &format!("the provisioner panicked: {words}"),
-                                None,
-                                &secrets,
-                            ),
-                        ))
-                    });
-                (index, result)
-            });
-            next += 1;
+    while let Some(joined) = workers.join_next().await {
+        match joined {
+            Ok(done) => out.extend(done),
+            Err(error) => tracing::error!(error = %error, "an attempt worker ended abnormally"),
         }
-        match running.join_next().await {
-            Some(Ok(done)) => out.push(done),
-            Some(Err(error)) => tracing::error!(error = %error, "an attempt task ended abnormally"),
-            None => return out,
+    }
+    out
+}
+
+impl<P: Provisioner> Attempts<P> {
+    /// One attempt; a panic in the provider's code becomes a failure.
+    async fn guarded(&self, consumer: &Consumer) -> Result<(), Failed> {
+        AssertUnwindSafe(self.one(consumer))
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|panic| {
+                let words = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                let words = format!("the provisioner panicked: {words}");
+                Err((Class::Refused, self.scrub(&words, None)))
+            })
+    }
+
+    async fn one(&self, consumer: &Consumer) -> Result<(), Failed> {
+        let secret = self.secrets.read(consumer).map_err(|error| {
+            (
+                Class::SecretUnreadable,
+                self.scrub(&error_words(&error), None),
+            )
+        })?;
+        let provisioner = self.provisioner.as_ref();
+        self.step("make", provisioner.ensure(consumer, &secret), &secret)
+            .await?;
+        self.step("check", provisioner.check(consumer, &secret), &secret)
+            .await
+    }
+
+    async fn step(
+        &self,
+        step: &'static str,
+        call: impl Future<Output = Result<(), P::Error>>,
+        secret: &Secret,
+    ) -> Result<(), Failed> {
+        match tokio::time::timeout(self.call_timeout, call).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(error)) => {
+                let words = error_words(&error);
+                let class = self
+                    .provisioner
+                    .classify(&error)
+                    .unwrap_or_else(|| classify_words(&words));
+                Err((class, self.scrub(&words, Some(secret))))
+            }
+            Err(_) => Err((
+                Class::Unreachable,
+                format!(
+                    "{step} timed out after {}",
+                    humantime::format_duration(self.call_timeout)
+                ),
+            )),
         }
     }
 }
 
-async fn one<P: Provisioner>(
-    provisioner: &P,
-    consumer: &Consumer,
-    provider_secrets: &[Secret],
-    call_timeout: Duration,
-) -> Result<(), Failed> {
-    let secret = read_secret(&consumer.secret_file).map_err(|error| {
-        let words = error_words(&error);
-        (
-            Class::SecretUnreadable,
-            scrub(&words, None, provider_secrets),
-        )
-    })?;
-    let bounded = |step: &'static str, call| {
-        step_with_timeout(
-            provisioner,
-            step,
-            call,
-            call_timeout,
-            &secret,
-            provider_secrets,
-        )
-    };
-    bounded("make", provisioner.ensure(consumer, &secret)).await?;
-    bounded("check", provisioner.check(consumer, &secret)).await
-}
-
-async fn step_with_timeout<P: Provisioner>(
-    provisioner: &P,
-    step: &'static str,
-    call: impl Future<Output = Result<(), P::Error>>,
-    call_timeout: Duration,
-    secret: &Secret,
-    provider_secrets: &[Secret],
-) -> Result<(), Failed> {
-    match tokio::time::timeout(call_timeout, call).await {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(error)) => {
-            let words = error_words(&error);
-            let class = provisioner
-                .classify(&error)
-                .unwrap_or_else(|| classify_words(&words));
-            Err((class, scrub(&words, Some(secret), provider_secrets)))
+impl<P> Attempts<P> {
+    /// Removes the consumer's secret and the provider's secrets, cuts to 200 characters.
+    fn scrub(&self, words: &str, secret: Option<&Secret>) -> String {
+        let mut secrets: Vec<&str> = self.provider_secrets.iter().map(Secret::expose).collect();
+        if let Some(secret) = secret {
+            secrets.push(secret.expose());
         }
-        Err(_) => Err((
-            Class::Unreachable,
-            format!(
-                "{step} timed out after {}",
-                humantime::format_duration(call_timeout)
-            ),
-        )),
+        redact(words, &secrets)
     }
-}
-
-/// Removes the consumer's secret and the provider's secrets, cuts to 200 characters.
-fn scrub(words: &str, secret: Option<&Secret>, provider_secrets: &[Secret]) -> String {
-    let mut secrets: Vec<&str> = provider_secrets.iter().map(Secret::expose).collect();
-    if let Some(secret) = secret {
-        secrets.push(secret.expose());
-    }
-    redact(words, &secrets)
 }

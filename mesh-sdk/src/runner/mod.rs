@@ -29,6 +29,7 @@ use crate::provisioner::{Held, Provisioner};
 use crate::redact::{error_words, redact};
 use crate::repair::{FaultState, Probe, Repair, RepairRules, Step};
 use crate::retire::{Action, Approval, RetireRules, Retirement};
+use crate::secret::{FileSecrets, SecretSource};
 use crate::standing::{Outcome, Standing, StandingRules, Word};
 
 pub use serve::{run, run_until, RunError};
@@ -99,6 +100,8 @@ pub struct Runner<P: Provisioner> {
     held_error: Option<String>,
     /// The provider's known faults and their gates.
     faults: Vec<(Arc<dyn Repair>, FaultState)>,
+    /// Where minted secrets come from.
+    secrets: Arc<dyn SecretSource>,
 }
 
 impl<P: Provisioner> Runner<P> {
@@ -116,6 +119,7 @@ impl<P: Provisioner> Runner<P> {
             .collect();
         Runner {
             faults,
+            secrets: Arc::new(FileSecrets),
             provisioner: Arc::new(provisioner),
             settings,
             source: Source::new(contributions),
@@ -125,6 +129,12 @@ impl<P: Provisioner> Runner<P> {
             clock: WallClock::system(),
             held_error: None,
         }
+    }
+
+    /// Reads minted secrets from `secrets` instead of each consumer's `secret_file`.
+    pub fn with_secrets(mut self, secrets: Arc<dyn SecretSource>) -> Self {
+        self.secrets = secrets;
+        self
     }
 
     /// Uses `clock` for the times in event bodies (tests fix it).
@@ -179,16 +189,13 @@ impl<P: Provisioner> Runner<P> {
                 .map(|i| (i, Err(failure.clone())))
                 .collect(),
             None => {
-                let provider_secrets: Arc<[crate::secret::Secret]> =
-                    self.provisioner.secrets().into();
-                attempt::all(
-                    &self.provisioner,
-                    &contributions,
-                    &provider_secrets,
-                    self.settings.concurrency,
-                    self.settings.call_timeout,
-                )
-                .await
+                let attempts = attempt::Attempts {
+                    provisioner: Arc::clone(&self.provisioner),
+                    secrets: Arc::clone(&self.secrets),
+                    provider_secrets: self.provisioner.secrets().into(),
+                    call_timeout: self.settings.call_timeout,
+                };
+                attempt::all(&attempts, &contributions, self.settings.concurrency).await
             }
         };
         let now = Instant::now();
