@@ -40,7 +40,7 @@ pub struct Cli {
     #[command(flatten)]
     pub provider: mesh_sdk::ProviderArgs,
 
-    /// Keycloak's base URL, e.g. https://id.example.org (a path such as /auth is kept).
+    /// Keycloak's base URL, e.g. `https://id.example.org` (a path such as `/auth` is kept).
     #[arg(long, env = "MESH_KEYCLOAK_URL")]
     pub keycloak_url: String,
 

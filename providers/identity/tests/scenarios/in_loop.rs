@@ -1,0 +1,257 @@
+//! The provider in the SDK's loop, pass by pass on tokio's paused clock:
+//! a refused administrator closes the gate (no client request reaches
+//! Keycloak), is repaired and verified, and consumers recover; a failing
+//! repair is braked 10, 20, 40 … minutes up to 6 hours and said each time;
+//! the temporary administrator never remains; no secret is said or logged.
+
+use std::time::Duration;
+
+use axum::http::Method;
+use mesh_sdk::testing::LogCapture;
+use mesh_sdk::Name;
+use serde_json::{json, Value};
+
+use crate::world::{
+    assert_no_secret, hold_clock, minted, minutes, Setup, World, MESH_ADMIN_PASSWORD,
+    OLD_ADMIN_PASSWORD, T0,
+};
+
+const PASS: Duration = Duration::from_secs(5);
+
+fn of<'a>(said: &'a [(String, Value)], kind: &str) -> Vec<&'a Value> {
+    said.iter()
+        .filter(|(k, _)| k == kind)
+        .map(|(_, v)| v)
+        .collect()
+}
+
+fn repairs<'a>(said: &'a [(String, Value)], outcome: &str) -> Vec<&'a Value> {
+    of(said, "repair")
+        .into_iter()
+        .filter(|v| v["outcome"] == outcome)
+        .collect()
+}
+
+/// No secret in the words said, the log, or the runtime's command lines.
+fn assert_nothing_leaked(w: &World, said: &[(String, Value)], logs: &LogCapture) {
+    let secrets = w.setup.secrets();
+    assert_no_secret(&format!("{said:?}"), &secrets, "the words said");
+    assert_no_secret(&logs.text(), &secrets, "the log");
+    assert_no_secret(
+        &w.setup.runtime.argv().join("\n"),
+        &secrets,
+        "the runtime's command lines",
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_moved_administrator_password_stops_client_calls_until_it_is_repaired() {
+    let (logs, _guard) = LogCapture::start();
+    let _hold = hold_clock();
+    let setup = Setup::new(OLD_ADMIN_PASSWORD, 401);
+    setup.runtime.set_mode("fail");
+    let mut w = World::new(setup, &["forge", "wiki"]);
+    let mut said = Vec::new();
+
+    // Refused on start; the first repair fails (the runtime exits 1).
+    w.passes(1, PASS).await;
+    let first = w.said();
+    let failed = repairs(&first, "failed");
+    assert_eq!(failed.len(), 1, "{first:?}");
+    assert_eq!(failed[0]["fault"], "admin-refused");
+    assert_eq!(failed[0]["said_at"], T0);
+    assert_eq!(minutes(failed[0], "next_attempt_at"), 10);
+    let detail = failed[0]["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with("repair failed: kc.sh bootstrap-admin ended with status 1"),
+        "{detail}"
+    );
+    said.extend(first);
+
+    // Ten minutes gated: consumers fail with the fault's words, and no
+    // client request reaches Keycloak.
+    for _ in 0..119 {
+        w.passes(1, PASS).await;
+        said.extend(w.said());
+    }
+    w.setup.kc.with(|s| {
+        assert_eq!(s.client_requests(), 0, "no client call while refused");
+        assert!(s.clients.is_empty());
+    });
+    let failing = of(&said, "failing");
+    assert_eq!(failing.len(), 2, "both consumers, at 5 minutes: {said:?}");
+    for f in &failing {
+        assert_eq!(f["class"], "credentials-rejected");
+        assert_eq!(f["said_at"], "2026-10-05T00:05:00Z");
+        assert_eq!(
+            f["error"],
+            "admin-refused: administrator login as admin: keycloak answered 401: invalid_grant: Invalid user credentials"
+        );
+    }
+
+    // The runtime works again; at 10 minutes the brake lets the repair run.
+    w.setup.runtime.set_mode("ok");
+    w.passes(1, PASS).await;
+    let then = w.said();
+    let repaired = repairs(&then, "repaired");
+    assert_eq!(repaired.len(), 1, "{then:?}");
+    assert_eq!(repaired[0]["said_at"], "2026-10-05T00:10:00Z");
+    assert_eq!(repaired[0]["next_attempt_at"], Value::Null);
+    let detail = repaired[0]["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with("password of administrator admin set to the mesh's")
+            && detail.ends_with("; verified"),
+        "{detail}"
+    );
+    let reasons: Vec<&Value> = of(&then, "recovered")
+        .iter()
+        .map(|v| &v["reason"])
+        .collect();
+    assert_eq!(
+        reasons,
+        vec!["success", "success"],
+        "served in the same pass"
+    );
+    said.extend(then);
+
+    w.setup.kc.with(|s| {
+        assert_eq!(s.admin().password, MESH_ADMIN_PASSWORD);
+        assert_eq!(s.temporary_made.len(), 1);
+        assert_eq!(s.temporary_deleted, s.temporary_made);
+        assert!(s.temporary_admins().is_empty());
+        for c in ["forge", "wiki"] {
+            let client = s.client(c).unwrap();
+            assert_eq!(client.secret.as_deref(), Some(minted(c, 1).as_str()));
+        }
+    });
+    assert_eq!(w.setup.runtime.argv().len(), 2, "two repairs tried");
+    assert_nothing_leaked(&w, &said, &logs);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failing_repair_is_braked_to_six_hours_and_leaves_no_temporary_administrator() {
+    let (logs, _guard) = LogCapture::start();
+    let _hold = hold_clock();
+    let setup = Setup::new(OLD_ADMIN_PASSWORD, 400);
+    setup.kc.with(|s| {
+        s.inject(
+            Method::PUT,
+            "/reset-password",
+            500,
+            json!({"error": "unknown_error"}),
+        )
+    });
+    let mut w = World::new(setup, &["forge"]);
+    let every = Duration::from_secs(30);
+    let mut said = Vec::new();
+    // Thirteen hours of passes.
+    for _ in 0..(13 * 120) {
+        w.passes(1, every).await;
+        said.extend(w.said());
+    }
+    w.setup
+        .kc
+        .with(|s| assert_eq!(s.client_requests(), 0, "gated all along"));
+
+    let failed = repairs(&said, "failed");
+    let attempts: Vec<(u64, u64)> = failed
+        .iter()
+        .map(|v| (minutes(v, "said_at"), minutes(v, "next_attempt_at")))
+        .collect();
+    assert_eq!(
+        attempts,
+        vec![
+            (0, 10),
+            (10, 30),
+            (30, 70),
+            (70, 150),
+            (150, 310),
+            (310, 630),
+            (630, 990)
+        ],
+        "10, 20, 40, 80, 160, 320, then 360 minutes"
+    );
+    for f in &failed {
+        let detail = f["detail"].as_str().unwrap();
+        assert!(
+            detail.starts_with(
+                "repair failed: resetting the password of admin: keycloak answered 500"
+            ),
+            "{detail}"
+        );
+    }
+    let braked = repairs(&said, "braked");
+    assert!(
+        braked.len() > 30,
+        "the hold is said again: {}",
+        braked.len()
+    );
+    assert!(braked.iter().all(|b| b["next_attempt_at"].is_string()));
+    w.setup.kc.with(|s| {
+        assert_eq!(s.temporary_made.len(), 7, "one per attempt");
+        assert_eq!(s.temporary_deleted, s.temporary_made, "each one removed");
+        assert!(s.temporary_admins().is_empty());
+        assert_eq!(s.admin().password, OLD_ADMIN_PASSWORD);
+    });
+
+    // Keycloak lets the password be set again; the next attempt, at 990
+    // minutes, repairs it, and the consumer is served.
+    w.setup.kc.with(|s| s.injected.clear());
+    for _ in 0..(990 - 13 * 60) * 2 + 1 {
+        w.passes(1, every).await;
+        said.extend(w.said());
+    }
+    let repaired = repairs(&said, "repaired");
+    assert_eq!(repaired.len(), 1);
+    assert_eq!(minutes(repaired[0], "said_at"), 990);
+    let recovered = of(&said, "recovered");
+    assert_eq!(recovered.len(), 1);
+    assert_eq!(recovered[0]["reason"], "success");
+    w.setup.kc.with(|s| {
+        assert_eq!(s.temporary_made.len(), 8);
+        assert_eq!(s.temporary_deleted, s.temporary_made);
+        assert_eq!(s.admin().password, MESH_ADMIN_PASSWORD);
+    });
+    assert_nothing_leaked(&w, &said, &logs);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_password_moved_while_running_is_found_through_a_refused_consumer() {
+    let (logs, _guard) = LogCapture::start();
+    let _hold = hold_clock();
+    let setup = Setup::new(MESH_ADMIN_PASSWORD, 401);
+    let mut w = World::new(setup, &["forge", "wiki"]);
+    w.passes(1, PASS).await;
+    let mut said = w.said();
+    assert_eq!(of(&said, "recovered").len(), 2);
+    // The password moves and the server forgets the token (restarted on a
+    // moved database).
+    w.setup.kc.with(|s| {
+        s.move_admin_password(OLD_ADMIN_PASSWORD);
+        s.revoke_tokens();
+    });
+    // A refused consumer asks for a probe a minute after the last one.
+    w.passes(12, PASS).await;
+    let now = w.said();
+    let repaired = repairs(&now, "repaired");
+    assert_eq!(repaired.len(), 1, "{now:?}");
+    assert_eq!(repaired[0]["said_at"], "2026-10-05T00:01:00Z");
+    assert!(
+        of(&now, "failing").is_empty(),
+        "repaired before failing was due"
+    );
+    for c in ["forge", "wiki"] {
+        let standing = w.runner.standing(&Name::parse(c).unwrap()).unwrap();
+        assert!(standing.failure().is_none(), "{c} is served again");
+    }
+    w.setup.kc.with(|s| {
+        let (_, refused) = s.password_logins("admin");
+        assert!(
+            refused <= 4,
+            "a refused login is held, not repeated by every consumer: {refused}"
+        );
+        assert!(s.temporary_admins().is_empty());
+    });
+    said.extend(now);
+    assert_nothing_leaked(&w, &said, &logs);
+}

@@ -1,0 +1,10 @@
+//! The identity provider against a fake Keycloak 26 and a fake container
+//! runtime: provisioning, classification, the repair of a refused
+//! administrator, and the loop's gate and brake on tokio's paused clock.
+
+mod fake_keycloak;
+mod fake_runtime;
+mod in_loop;
+mod provisioning;
+mod repair;
+mod world;
