@@ -9,8 +9,7 @@ use std::sync::Arc;
 use tokio::sync::Mutex;
 use tokio::time::timeout;
 use tokio_postgres::error::SqlState;
-use tokio_postgres::types::Type;
-use tokio_postgres::{Client, NoTls, Row};
+use tokio_postgres::{Client, NoTls, Row, Statement};
 
 use crate::classify::{self, Step};
 use crate::config::PostgresConfig;
@@ -21,7 +20,14 @@ use crate::sql;
 /// The kept administrator session.
 pub(crate) struct Admin {
     config: Arc<PostgresConfig>,
-    client: Mutex<Option<Arc<Client>>>,
+    session: Mutex<Option<Arc<Session>>>,
+}
+
+/// One administrator session and the lookup prepared on it (parsed and
+/// planned once per session, not once per consumer and pass).
+pub(crate) struct Session {
+    client: Client,
+    find: Statement,
 }
 
 impl Admin {
@@ -29,34 +35,34 @@ impl Admin {
     pub(crate) fn new(config: Arc<PostgresConfig>) -> Admin {
         Admin {
             config,
-            client: Mutex::new(None),
+            session: Mutex::new(None),
         }
     }
 
     /// The kept session, logging in again when it is closed. Callers wait
     /// for one login rather than each making their own.
-    async fn client(&self) -> Result<Arc<Client>, PgError> {
-        let mut slot = self.client.lock().await;
-        if let Some(client) = slot.as_ref() {
-            if !client.is_closed() {
-                return Ok(Arc::clone(client));
+    async fn session(&self) -> Result<Arc<Session>, PgError> {
+        let mut slot = self.session.lock().await;
+        if let Some(session) = slot.as_ref() {
+            if !session.client.is_closed() {
+                return Ok(Arc::clone(session));
             }
         }
         *slot = None;
-        let client = self.connect().await?;
-        *slot = Some(Arc::clone(&client));
-        Ok(client)
+        let session = Arc::new(self.connect().await?);
+        *slot = Some(Arc::clone(&session));
+        Ok(session)
     }
 
-    /// Drops the kept session if it is still `client`.
-    async fn forget(&self, client: &Arc<Client>) {
-        let mut slot = self.client.lock().await;
-        if slot.as_ref().is_some_and(|kept| Arc::ptr_eq(kept, client)) {
+    /// Drops the kept session if it is still `session`.
+    async fn forget(&self, session: &Arc<Session>) {
+        let mut slot = self.session.lock().await;
+        if slot.as_ref().is_some_and(|kept| Arc::ptr_eq(kept, session)) {
             *slot = None;
         }
     }
 
-    async fn connect(&self) -> Result<Arc<Client>, PgError> {
+    async fn connect(&self) -> Result<Session, PgError> {
         let admin = self.config.admin_shown();
         let after = self.config.connect_timeout();
         let (client, connection) = match timeout(after, self.config.admin().connect(NoTls)).await {
@@ -80,10 +86,14 @@ impl Admin {
                 tracing::warn!(error = %words, "the administrator's session ended");
             }
         });
-        let client = Arc::new(client);
         self.ensure_marker(&client).await?;
+        let find = self
+            .bounded("preparing the lookup of roles and databases", async {
+                client.prepare(sql::FIND).await
+            })
+            .await?;
         tracing::info!(admin = %admin, "logged in as the administrator");
-        Ok(client)
+        Ok(Session { client, find })
     }
 
     /// Makes the marker role if it is missing; refuses one that can log in
@@ -156,19 +166,19 @@ impl Admin {
     /// provider sends is safe to send again.
     async fn call<T, F, Fut>(&self, what: &str, op: F) -> Result<T, PgError>
     where
-        F: Fn(Arc<Client>) -> Fut,
+        F: Fn(Arc<Session>) -> Fut,
         Fut: Future<Output = Result<T, tokio_postgres::Error>>,
     {
         let mut tried_again = false;
         loop {
-            let client = self.client().await?;
-            match self.bounded(what, op(Arc::clone(&client))).await {
+            let session = self.session().await?;
+            match self.bounded(what, op(Arc::clone(&session))).await {
                 Ok(value) => return Ok(value),
                 Err(PgError::Statement { source, what })
                     if classify::postgres(&source, Step::Statement)
                         == mesh_sdk::Class::Unreachable =>
                 {
-                    self.forget(&client).await;
+                    self.forget(&session).await;
                     if tried_again {
                         return Err(PgError::Statement { source, what });
                     }
@@ -177,7 +187,7 @@ impl Admin {
                 }
                 Err(error @ PgError::StatementTimeout { .. }) => {
                     // A session that does not answer may be wedged: the next call makes a new one.
-                    self.forget(&client).await;
+                    self.forget(&session).await;
                     return Err(error);
                 }
                 Err(error) => return Err(error),
@@ -187,8 +197,8 @@ impl Admin {
 
     /// Runs statements (simple protocol, one implicit transaction).
     pub(crate) async fn batch(&self, what: &str, statements: &str) -> Result<(), PgError> {
-        self.call(what, |client| async move {
-            client.batch_execute(statements).await
+        self.call(what, |session| async move {
+            session.client.batch_execute(statements).await
         })
         .await
     }
@@ -197,8 +207,8 @@ impl Admin {
     pub(crate) async fn find(&self, name: &str) -> Result<Found, PgError> {
         let what = format!("looking up role and database \"{name}\"");
         let rows = self
-            .call(&what, |client| async move {
-                client.query_typed(sql::FIND, &[(&name, Type::TEXT)]).await
+            .call(&what, |session| async move {
+                session.client.query(&session.find, &[&name]).await
             })
             .await?;
         let Some(row) = rows.first() else {
@@ -227,10 +237,9 @@ impl Admin {
     pub(crate) async fn held(&self) -> Result<Vec<(String, bool)>, PgError> {
         let what = "listing the roles marked mesh_provisioned";
         let rows = self
-            .call(
-                what,
-                |client| async move { client.query(sql::HELD, &[]).await },
-            )
+            .call(what, |session| async move {
+                session.client.query(sql::HELD, &[]).await
+            })
             .await?;
         rows.iter()
             .map(|row| Ok((get(row, 0, what)?, get(row, 1, what)?)))
