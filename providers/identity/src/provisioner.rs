@@ -170,7 +170,7 @@ impl Provisioner for IdentityProvisioner {
                     retired: !client.enabled,
                 }),
                 Err(error) => {
-                    tracing::warn!(error = %error, "a client marked {MARK} has a clientId that is no consumer name; ignored");
+                    tracing::debug!(error = %error, "a client marked {MARK} has a clientId that is no consumer name; ignored");
                 }
             }
         }

@@ -142,12 +142,10 @@ impl Keycloak {
                 error,
                 description,
             } if now.saturating_duration_since(*at) < REFUSED_HOLD => {
+                // The same words as the refusal itself, so a consumer's
+                // failure reads the same whether or not Keycloak was asked.
                 return Err(IdentityError::Status {
-                    what: format!(
-                        "{} (refused {}s ago; not retried yet)",
-                        self.admin_what(),
-                        now.saturating_duration_since(*at).as_secs()
-                    ),
+                    what: self.admin_what(),
                     status: *status,
                     error: error.clone(),
                     description: description.clone(),

@@ -7,7 +7,8 @@
 //! it resolves `--username:env` / `--password:env` as the container would
 //! (only forwarded variables exist there), prints careless words that echo
 //! the password (which the provider must never log), and adds the temporary
-//! administrator through the fake Keycloak's control endpoint with curl.
+//! administrator through the fake Keycloak's control endpoint (plain HTTP
+//! over bash's `/dev/tcp`, so no HTTP client needs to be installed).
 //!
 //! The mode file chooses the outcome: `ok`, `fail` (exit 1, nothing made),
 //! `add-then-fail` (the administrator is made, then exit 1).
@@ -48,9 +49,15 @@ echo "Updating the configuration and installing your custom providers, if any. P
 echo "Creating temporary admin user $user with password $pass"
 add() {
   [ -n "$user" ] && [ -n "$pass" ] || { echo "no username or password in the container" >&2; exit 2; }
-  printf '{"username":"%s","password":"%s"}' "$user" "$pass" |
-    curl -sf -X POST -H 'content-type: application/json' --data-binary @- '@URL@/test/bootstrap-admin' >/dev/null ||
-    { echo "cannot reach keycloak" >&2; exit 3; }
+  body=$(printf '{"username":"%s","password":"%s"}' "$user" "$pass")
+  exec 3<>/dev/tcp/127.0.0.1/@PORT@ || { echo "cannot reach keycloak" >&2; exit 3; }
+  printf 'POST /test/bootstrap-admin HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s' "${#body}" "$body" >&3
+  read -r status <&3
+  exec 3<&-
+  case "$status" in
+    *" 201"*) ;;
+    *) echo "keycloak refused the administrator" >&2; exit 3 ;;
+  esac
 }
 case "$mode" in
   fail) echo "ERROR: Failed to start server in (production) mode with password $pass" >&2; exit 1 ;;
@@ -67,7 +74,8 @@ pub struct FakeRuntime {
 }
 
 impl FakeRuntime {
-    /// Writes the script into `dir`; it adds administrators to the fake Keycloak at `url`.
+    /// Writes the script into `dir`; it adds administrators to the fake
+    /// Keycloak at `url` (`http://127.0.0.1:PORT`).
     pub fn new(dir: &Path, url: &str) -> FakeRuntime {
         let record = dir.join("runtime-record");
         let mode = dir.join("runtime-mode");
@@ -75,7 +83,7 @@ impl FakeRuntime {
         let text = SCRIPT
             .replace("@RECORD@", record.to_str().unwrap())
             .replace("@MODE@", mode.to_str().unwrap())
-            .replace("@URL@", url);
+            .replace("@PORT@", url.rsplit(':').next().unwrap());
         std::fs::write(&script, text).unwrap();
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();

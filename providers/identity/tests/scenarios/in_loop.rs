@@ -12,8 +12,8 @@ use mesh_sdk::Name;
 use serde_json::{json, Value};
 
 use crate::world::{
-    assert_no_secret, hold_clock, minted, minutes, Setup, World, MESH_ADMIN_PASSWORD,
-    OLD_ADMIN_PASSWORD, T0,
+    assert_no_secret, hold_clock, minted, minutes, temp_passwords, Setup, World,
+    MESH_ADMIN_PASSWORD, OLD_ADMIN_PASSWORD, T0,
 };
 
 const PASS: Duration = Duration::from_secs(5);
@@ -32,7 +32,9 @@ fn repairs<'a>(said: &'a [(String, Value)], outcome: &str) -> Vec<&'a Value> {
         .collect()
 }
 
-/// No secret in the words said, the log, or the runtime's command lines.
+/// No secret in the words said, the log, or the runtime's command lines;
+/// none but the temporary administrators' own passwords in the environment
+/// the runtime forwarded into the container.
 fn assert_nothing_leaked(w: &World, said: &[(String, Value)], logs: &LogCapture) {
     let secrets = w.setup.secrets();
     assert_no_secret(&format!("{said:?}"), &secrets, "the words said");
@@ -41,6 +43,13 @@ fn assert_nothing_leaked(w: &World, said: &[(String, Value)], logs: &LogCapture)
         &w.setup.runtime.argv().join("\n"),
         &secrets,
         "the runtime's command lines",
+    );
+    let temps = temp_passwords(&w.setup.runtime);
+    let others: Vec<String> = secrets.into_iter().filter(|s| !temps.contains(s)).collect();
+    assert_no_secret(
+        &w.setup.runtime.env().join("\n"),
+        &others,
+        "the container's environment",
     );
 }
 
