@@ -1,13 +1,16 @@
 //! The administrator's session: one connection, kept and shared by every
 //! call (tokio-postgres pipelines concurrent statements on it), made again
 //! when it is closed or a statement finds it gone, every login and every
-//! statement bounded by a timeout.
+//! statement bounded by a timeout. A failed login is repeated to the callers
+//! queued behind it for as long as it took, so a server that does not answer
+//! costs a pass one connect timeout, not one per consumer.
 
 use std::future::Future;
 use std::sync::Arc;
 
+use mesh_sdk::Class;
 use tokio::sync::Mutex;
-use tokio::time::timeout;
+use tokio::time::{timeout, Instant};
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, NoTls, Row, Statement};
 
@@ -20,7 +23,25 @@ use crate::sql;
 /// The kept administrator session.
 pub(crate) struct Admin {
     config: Arc<PostgresConfig>,
-    session: Mutex<Option<Arc<Session>>>,
+    slot: Mutex<Slot>,
+}
+
+/// The kept session, or the last failed login.
+#[derive(Default)]
+struct Slot {
+    session: Option<Arc<Session>>,
+    failed: Option<Failed>,
+}
+
+/// A failed login, repeated to callers until `until` (as long after the
+/// failure as the login took): callers that queued behind a login to a
+/// server that does not answer fail at once instead of each waiting for the
+/// connect timeout in turn, and a server that refuses at once is asked again
+/// at once.
+struct Failed {
+    until: Instant,
+    class: Class,
+    words: String,
 }
 
 /// One administrator session and the lookup prepared on it (parsed and
@@ -35,30 +56,54 @@ impl Admin {
     pub(crate) fn new(config: Arc<PostgresConfig>) -> Admin {
         Admin {
             config,
-            session: Mutex::new(None),
+            slot: Mutex::new(Slot::default()),
         }
     }
 
     /// The kept session, logging in again when it is closed. Callers wait
     /// for one login rather than each making their own.
     async fn session(&self) -> Result<Arc<Session>, PgError> {
-        let mut slot = self.session.lock().await;
-        if let Some(session) = slot.as_ref() {
+        let mut slot = self.slot.lock().await;
+        if let Some(session) = slot.session.as_ref() {
             if !session.client.is_closed() {
                 return Ok(Arc::clone(session));
             }
         }
-        *slot = None;
-        let session = Arc::new(self.connect().await?);
-        *slot = Some(Arc::clone(&session));
-        Ok(session)
+        slot.session = None;
+        if let Some(failed) = slot.failed.as_ref().filter(|f| Instant::now() < f.until) {
+            return Err(PgError::AdminUnavailable {
+                words: failed.words.clone(),
+                class: failed.class,
+            });
+        }
+        let started = Instant::now();
+        match self.connect().await {
+            Ok(session) => {
+                let session = Arc::new(session);
+                slot.session = Some(Arc::clone(&session));
+                slot.failed = None;
+                Ok(session)
+            }
+            Err(error) => {
+                slot.failed = Some(Failed {
+                    until: Instant::now() + started.elapsed(),
+                    class: classify::classify(&error),
+                    words: mesh_sdk::redact::error_words(&error),
+                });
+                Err(error)
+            }
+        }
     }
 
     /// Drops the kept session if it is still `session`.
     async fn forget(&self, session: &Arc<Session>) {
-        let mut slot = self.session.lock().await;
-        if slot.as_ref().is_some_and(|kept| Arc::ptr_eq(kept, session)) {
-            *slot = None;
+        let mut slot = self.slot.lock().await;
+        if slot
+            .session
+            .as_ref()
+            .is_some_and(|kept| Arc::ptr_eq(kept, session))
+        {
+            slot.session = None;
         }
     }
 
@@ -175,8 +220,7 @@ impl Admin {
             match self.bounded(what, op(Arc::clone(&session))).await {
                 Ok(value) => return Ok(value),
                 Err(PgError::Statement { source, what })
-                    if classify::postgres(&source, Step::Statement)
-                        == mesh_sdk::Class::Unreachable =>
+                    if classify::postgres(&source, Step::Statement) == Class::Unreachable =>
                 {
                     self.forget(&session).await;
                     if tried_again {

@@ -9,6 +9,7 @@
 //! | any other SQLSTATE (42501 ...) | `refused` |
 //! | connection closed; io error refused / reset / aborted / timed out / unreachable ... | `unreachable` |
 //! | a timeout of ours | `unreachable` |
+//! | a failed admin login repeated to the callers queued behind it | that login's class |
 //! | any other failure to connect (name resolution ...) | `unreachable` |
 //! | a refusal to touch what mesh did not make, a reserved name | `refused` |
 
@@ -30,6 +31,7 @@ pub fn classify(error: &PgError) -> Class {
         | PgError::StatementTimeout { .. }
         | PgError::LoginTimeout { .. } => Class::Unreachable,
         PgError::AfterReset(inner) => classify(inner),
+        PgError::AdminUnavailable { class, .. } => *class,
         PgError::NotOurs { .. }
         | PgError::DatabaseNotOurs { .. }
         | PgError::NoRole { .. }

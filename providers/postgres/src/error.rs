@@ -27,6 +27,15 @@ pub enum PgError {
         /// The timeout, human readable.
         after: String,
     },
+    /// The last login as the administrator failed moments ago; its words
+    /// and class are repeated rather than waiting for the server again.
+    #[error("{words}")]
+    AdminUnavailable {
+        /// The failed login's words.
+        words: String,
+        /// The failed login's class.
+        class: mesh_sdk::Class,
+    },
     /// A statement sent as the administrator failed.
     #[error("{what} failed")]
     Statement {

@@ -124,3 +124,50 @@ async fn a_stopped_server_is_unreachable_after_failing_after_and_its_restart_rec
         vec!["recovered:app:success", "recovered:blog:success"]
     );
 }
+
+/// A server that accepts connections and never answers (a network black
+/// hole): the login as the administrator waits for the connect timeout once,
+/// and the consumers queued behind it fail at once with the same words,
+/// rather than each waiting for the timeout in turn.
+#[tokio::test]
+async fn a_silent_server_costs_one_connect_timeout_not_one_per_consumer() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let silent = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    let config = mesh_provider_postgres::PostgresConfig::new(
+        &format!("postgres://postgres@127.0.0.1:{port}/postgres"),
+        Some(mesh_sdk::Secret::new("unused-admin-pw")),
+    )
+    .unwrap()
+    .with_consumer_address(None, None)
+    .unwrap()
+    .with_connect_timeout(Duration::from_secs(1));
+    let names: Vec<String> = (0..40).map(|i| format!("c{i:02}")).collect();
+    let consumers: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "minted")).collect();
+    let mut w = World::new(
+        PostgresProvisioner::new(config),
+        &consumers,
+        Settings::default(),
+    );
+    let start = Instant::now();
+    let report = w.pass().await;
+    let took = start.elapsed();
+    assert_eq!(report.failed, 40);
+    assert!(took < Duration::from_secs(5), "the pass took {took:?}");
+    let expected = format!(
+        "logging in as the administrator at postgres://postgres@127.0.0.1:{port}/postgres timed out after 1s"
+    );
+    for name in &names {
+        assert_eq!(
+            w.failure(name),
+            Some(("unreachable".to_owned(), expected.clone())),
+            "{name}"
+        );
+    }
+    silent.abort();
+}
