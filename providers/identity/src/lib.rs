@@ -16,6 +16,20 @@
 //! to the mesh's through Keycloak's own `kc.sh bootstrap-admin` in its
 //! container and a temporary administrator that is removed afterwards.
 //!
+//! ## Operating it
+//! - The provider needs the right to run `<runtime> exec` on Keycloak's
+//!   container (membership of the `docker` group, or podman's socket);
+//!   without `--container` a refused administrator is said on
+//!   `provisioner.repair` every time, but not repaired.
+//! - `kc.sh bootstrap-admin` must reach the same database as the server:
+//!   give the database options as `KC_DB*` variables of the container (or
+//!   in its `keycloak.conf`), which `exec` hands to the command.
+//! - A temporary administrator is named `mesh-repair-<random>`; one that
+//!   could not be removed is said in the repair's words (and logged) by name.
+//! - After the administrator's login is refused, consumers do not log in
+//!   again for 30 s ([`keycloak::REFUSED_HOLD`]): a pass with many consumers
+//!   never becomes a burst of failed logins for brute-force protection to count.
+//!
 //! Layout: [`config`] (how Keycloak and its container are reached),
 //! [`keycloak`] (the token endpoint and admin REST API), [`container`] (the
 //! bootstrap command), [`classify`] (classes from HTTP statuses and
