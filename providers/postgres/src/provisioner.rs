@@ -34,6 +34,9 @@ use crate::sql;
 ///   password (28P01) leads to one reset of the role's password to the
 ///   minted secret, then a new login whose failure is the result.
 ///
+/// A consumer's `options` are not read; a consumer asking for another
+/// provision than `postgres-database` is refused.
+///
 /// # Retirement
 /// `retire` = `NOLOGIN` and the role's sessions ended; `re_enable` =
 /// `LOGIN`; `delete` = `DROP DATABASE ... WITH (FORCE)` then `DROP ROLE`.

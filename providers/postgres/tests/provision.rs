@@ -1,4 +1,5 @@
-//! Consumers get a database they can log into with their minted secret;
+//! Consumers get a database they can log into with their minted secret
+//! (names with a leading digit, `-` and `_` are quoted identifiers);
 //! passes are idempotent; a changed secret is applied; a dropped database is
 //! made again; and no plaintext password reaches the server, its log, the
 //! provider's log or the words it says. One private cluster, real time.
@@ -23,7 +24,7 @@ async fn consumers_get_a_database_they_can_log_into_and_no_password_reaches_the_
     let admin = pg.connect_admin().await;
     let mut w = World::new(
         provisioner(&pg),
-        &[("forge", FORGE), ("wiki", WIKI), ("docs", DOCS)],
+        &[("forge", FORGE), ("wiki", WIKI), ("2-docs_site", DOCS)],
         Settings::default(),
     );
 
@@ -33,12 +34,12 @@ async fn consumers_get_a_database_they_can_log_into_and_no_password_reaches_the_
     assert_eq!(
         kinds(&w.said()),
         vec![
-            "recovered:docs:first-success-after-start",
+            "recovered:2-docs_site:first-success-after-start",
             "recovered:forge:first-success-after-start",
             "recovered:wiki:first-success-after-start",
         ]
     );
-    for (consumer, secret) in [("forge", FORGE), ("wiki", WIKI), ("docs", DOCS)] {
+    for (consumer, secret) in [("forge", FORGE), ("wiki", WIKI), ("2-docs_site", DOCS)] {
         let client = login(&pg, consumer, secret, consumer)
             .await
             .unwrap_or_else(|e| panic!("{consumer} cannot log in: {e:?}"));
@@ -164,14 +165,16 @@ async fn consumers_get_a_database_they_can_log_into_and_no_password_reaches_the_
 
     // A database dropped behind the provider's back is made again.
     within(
-        "dropping docs",
-        admin.batch_execute("DROP DATABASE docs WITH (FORCE)"),
+        "dropping 2-docs_site",
+        admin.batch_execute("DROP DATABASE \"2-docs_site\" WITH (FORCE)"),
     )
     .await
     .unwrap();
     let report = w.pass().await;
-    assert_eq!(report.failed, 0, "{:?}", w.failure("docs"));
-    login(&pg, "docs", DOCS, "docs").await.unwrap();
+    assert_eq!(report.failed, 0, "{:?}", w.failure("2-docs_site"));
+    login(&pg, "2-docs_site", DOCS, "2-docs_site")
+        .await
+        .unwrap();
 
     // No plaintext password anywhere: the server log (every statement is
     // logged), the provider's log, the words said.
