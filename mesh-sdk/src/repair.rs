@@ -63,7 +63,10 @@ pub trait Repair: Send + Sync + 'static {
     /// Tries to repair the fault: `Ok` with what it did, `Err` with why not.
     async fn repair(&self) -> Result<String, String>;
 
-    /// Secrets this hook holds, removed from every word it says.
+    /// Secrets this hook holds, removed from every word it says. Asked for
+    /// before each probe and again after each repair, so a secret minted
+    /// during a repair (a temporary administrator's password) is removed
+    /// from that repair's words too.
     fn secrets(&self) -> Vec<Secret> {
         Vec::new()
     }

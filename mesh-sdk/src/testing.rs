@@ -224,6 +224,8 @@ pub struct FakeAdmin {
     pub repairs: usize,
     /// The administrator's password, which careless words echo.
     pub password: String,
+    /// A password minted during each repair (a temporary administrator's), echoed too.
+    pub temporary: String,
 }
 
 /// A [`Repair`] over [`FakeAdmin`]. Clones share the state.
@@ -262,6 +264,7 @@ impl Repair for FakeRepair {
     async fn repair(&self) -> Result<String, String> {
         self.with(|a| {
             a.repairs += 1;
+            a.temporary = format!("temporary-secret-{}", a.repairs);
             if a.repair_works {
                 a.refused = false;
                 Ok(format!("administrator password reset to {}", a.password))
@@ -275,7 +278,12 @@ impl Repair for FakeRepair {
     }
 
     fn secrets(&self) -> Vec<Secret> {
-        self.with(|a| vec![Secret::new(a.password.clone())])
+        self.with(|a| {
+            vec![
+                Secret::new(a.password.clone()),
+                Secret::new(a.temporary.clone()),
+            ]
+        })
     }
 }
 

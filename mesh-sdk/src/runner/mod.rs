@@ -224,20 +224,25 @@ impl<P: Provisioner> Runner<P> {
     async fn repair_pass(&mut self, provider: &ProviderId) -> Option<(Class, String)> {
         let rules = self.settings.repair;
         let call_timeout = self.settings.call_timeout;
-        let mut secrets: Vec<String> = self
+        let provider_secrets: Vec<String> = self
             .provisioner
             .secrets()
             .iter()
             .map(|s| s.expose().to_owned())
             .collect();
-        for (repair, _) in &self.faults {
-            secrets.extend(repair.secrets().iter().map(|s| s.expose().to_owned()));
-        }
-        let scrub = |text: &str| redact(text, &secrets);
         let mut words = Vec::new();
         let mut gate = None;
         for (repair, state) in &mut self.faults {
             let fault = repair.fault();
+            // The hook's secrets are asked for again after a repair, which
+            // may have minted new ones (a temporary administrator's password).
+            let secrets_now = || {
+                let mut all = provider_secrets.clone();
+                all.extend(repair.secrets().iter().map(|s| s.expose().to_owned()));
+                all
+            };
+            let secrets = secrets_now();
+            let scrub = |text: &str| redact(text, &secrets);
             if state.probe_due(Instant::now(), &rules) {
                 let found = probe(repair.as_ref(), call_timeout, &scrub).await;
                 match state.probed(found, Instant::now()) {
@@ -261,13 +266,15 @@ impl<P: Provisioner> Runner<P> {
                         let did = match tokio::time::timeout(rules.repair_timeout, repair.repair())
                             .await
                         {
-                            Ok(Ok(did)) => Ok(scrub(&did)),
-                            Ok(Err(why)) => Err(scrub(&why)),
+                            Ok(Ok(did)) => Ok(did),
+                            Ok(Err(why)) => Err(why),
                             Err(_) => Err(format!(
                                 "repair timed out after {}",
                                 humantime::format_duration(rules.repair_timeout)
                             )),
                         };
+                        let after = secrets_now();
+                        let scrub = |text: &str| redact(text, &after);
                         let verified = probe(repair.as_ref(), call_timeout, &scrub).await;
                         let verify_words = match &verified {
                             Probe::Healthy => String::new(),
