@@ -680,10 +680,10 @@ fn say(outbox: &Outbox, provider: &ProviderId, event: &Event) {
             tracing::warn!(consumer = %b.consumer, class = %b.class, attempts = b.attempts, since = %b.since, error = %b.error, "saying failing")
         }
         Event::Recovered(b) => {
-            tracing::info!(consumer = %b.consumer, reason = b.reason.as_str(), "saying recovered")
+            tracing::info!(consumer = %b.consumer, reason = %b.reason.as_str(), "saying recovered")
         }
         Event::Retirement(b) => {
-            tracing::info!(consumer = %b.consumer, action = b.action.as_str(), "saying retirement")
+            tracing::info!(consumer = %b.consumer, action = %b.action.as_str(), "saying retirement")
         }
         Event::Repair(b) => {
             tracing::warn!(fault = %b.fault, outcome = ?b.outcome, detail = %b.detail, next_attempt_at = ?b.next_attempt_at.map(|t| t.to_string()), "saying repair")

@@ -1,0 +1,349 @@
+//! A whole mesh on one machine for the end-to-end tests: a private
+//! nats-server configured with the permissions `mesh-controller
+//! permissions` derives, a PostgreSQL cluster for the provider's consumers,
+//! another for the controller's store, and the built binaries
+//! (`mesh-controller serve`, `mesh-postgres`) as real processes.
+//!
+//! The binaries are found next to the test executable (`target/debug`):
+//! `scripts/test` builds them before the tests (`cargo build --workspace
+//! --bins`); a test started without them says so.
+
+#![allow(dead_code, missing_docs)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use mesh_test_support::{NatsServer, PgCluster};
+use serde_json::{json, Value};
+
+/// Consumers of the mesh: (consumer, its machine).
+pub const CONSUMERS: [(&str, &str); 3] = [("forge", "app-1"), ("wiki", "app-1"), ("docs", "app-2")];
+
+/// How long a test waits for the mesh to reach a state.
+pub const WAIT: Duration = Duration::from_secs(60);
+
+/// A built binary of the workspace.
+pub fn binary(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>");
+    let path = dir.join(name);
+    assert!(
+        path.exists(),
+        "{} is not built: run `cargo build --workspace --bins` first (scripts/test does)",
+        path.display()
+    );
+    path
+}
+
+/// A running child process, killed (SIGTERM, then SIGKILL) on drop.
+pub struct Process {
+    pub name: &'static str,
+    child: Child,
+    pub log: PathBuf,
+}
+
+impl Process {
+    fn spawn(name: &'static str, mut command: Command, log: PathBuf) -> Process {
+        let file = std::fs::File::create(&log).expect("process log file");
+        command
+            .stdout(Stdio::null())
+            .stderr(file)
+            .env("RUST_LOG", "info");
+        let child = command
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
+        Process { name, child, log }
+    }
+
+    /// Stops it with SIGTERM and waits for it to end.
+    pub fn stop(&mut self) {
+        let pid = self.child.id().to_string();
+        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Its log so far.
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            self.stop();
+        }
+    }
+}
+
+/// The whole mesh.
+pub struct Mesh {
+    pub dir: tempfile::TempDir,
+    pub nats: NatsServer,
+    pub backend: PgCluster,
+    pub store: PgCluster,
+    pub controller: Option<Process>,
+    pub provider: Option<Process>,
+    store_url: String,
+}
+
+impl Mesh {
+    /// Starts everything but the two processes.
+    pub fn new() -> Mesh {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let mut modules = vec![
+            json!({"module": "postgres", "machine": "db-1", "provides": ["postgres-database"]}),
+        ];
+        for (consumer, machine) in CONSUMERS {
+            modules.push(json!({"module": consumer, "machine": machine,
+                "requires": [{"provision": "postgres-database", "from": "postgres@db-1"}]}));
+        }
+        std::fs::write(
+            d.join("declaration.json"),
+            json!({ "modules": modules }).to_string(),
+        )
+        .unwrap();
+        let creds = d.join("credentials");
+        std::fs::create_dir(&creds).unwrap();
+        let mut users: Vec<String> = CONSUMERS.iter().map(|(c, m)| format!("{c}@{m}")).collect();
+        users.extend(["postgres@db-1".to_owned(), "controller".to_owned()]);
+        for user in &users {
+            std::fs::write(
+                creds.join(user),
+                format!("bus-pw-{}", user.replace('@', "-")),
+            )
+            .unwrap();
+        }
+        let rendered = Command::new(binary("mesh-controller"))
+            .args(["--declaration"])
+            .arg(d.join("declaration.json"))
+            .args(["permissions", "--format", "nats", "--credentials"])
+            .arg(&creds)
+            .output()
+            .expect("mesh-controller permissions");
+        assert!(
+            rendered.status.success(),
+            "permissions: {}",
+            String::from_utf8_lossy(&rendered.stderr)
+        );
+        let config: Value =
+            serde_json::from_slice(&rendered.stdout).expect("permissions renders JSON");
+        let nats = NatsServer::start_with_config(config);
+
+        let backend = PgCluster::start();
+        let store = PgCluster::start();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(store.create_database("mesh_store"));
+        let store_url = format!("postgres://postgres@127.0.0.1:{}/mesh_store", store.port());
+
+        std::fs::create_dir(d.join("secrets")).unwrap();
+        for (consumer, _) in CONSUMERS {
+            std::fs::write(
+                d.join("secrets").join(consumer),
+                format!("minted-{consumer}-secret"),
+            )
+            .unwrap();
+        }
+        let mesh = Mesh {
+            dir,
+            nats,
+            backend,
+            store,
+            controller: None,
+            provider: None,
+            store_url,
+        };
+        mesh.list(&CONSUMERS.map(|(c, _)| c));
+        mesh
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// Writes the provider's contributions file listing `consumers`.
+    pub fn list(&self, consumers: &[&str]) {
+        let entries: Vec<Value> = CONSUMERS
+            .iter()
+            .filter(|(c, _)| consumers.contains(c))
+            .map(|(c, m)| json!({"consumer": c, "machine": m, "provision": "postgres-database", "secret_file": format!("secrets/{c}")}))
+            .collect();
+        let file =
+            json!({"provider": {"module": "postgres", "machine": "db-1"}, "consumers": entries});
+        std::fs::write(self.path("contributions.json"), file.to_string()).unwrap();
+    }
+
+    /// Replaces (or with `None` removes) a consumer's minted secret.
+    pub fn secret(&self, consumer: &str, value: Option<&str>) {
+        let path = self.path("secrets").join(consumer);
+        match value {
+            Some(v) => std::fs::write(path, v).unwrap(),
+            None => std::fs::remove_file(path).unwrap(),
+        }
+    }
+
+    fn controller_command(&self) -> Command {
+        let mut command = Command::new(binary("mesh-controller"));
+        command
+            .arg("--database")
+            .arg(&self.store_url)
+            .arg("--database-password-file")
+            .arg(self.store.superuser_password_file())
+            .arg("--declaration")
+            .arg(self.path("declaration.json"))
+            .args([
+                "--nats",
+                &self.nats.url(),
+                "--nats-user",
+                "controller",
+                "--nats-password-file",
+            ])
+            .arg(self.path("credentials").join("controller"));
+        command
+    }
+
+    pub fn start_controller(&mut self) {
+        let mut command = self.controller_command();
+        command.arg("serve");
+        self.controller = Some(Process::spawn(
+            "controller",
+            command,
+            self.path("controller.log"),
+        ));
+    }
+
+    pub fn stop_controller(&mut self) {
+        if let Some(mut p) = self.controller.take() {
+            p.stop();
+        }
+    }
+
+    pub fn start_provider(&mut self) {
+        let mut command = Command::new(binary("mesh-postgres"));
+        command
+            .arg("--admin-url")
+            .arg(self.backend.admin_url())
+            .arg("--admin-password-file")
+            .arg(self.backend.superuser_password_file())
+            .arg("--contributions")
+            .arg(self.path("contributions.json"))
+            .args([
+                "--nats",
+                &self.nats.url(),
+                "--nats-user",
+                "postgres@db-1",
+                "--nats-password-file",
+            ])
+            .arg(self.path("credentials").join("postgres@db-1"))
+            .args([
+                "--pass-every",
+                "250ms",
+                "--failing-after",
+                "2s",
+                "--repeat-every",
+                "1m",
+            ])
+            .args([
+                "--retire-after-passes",
+                "3",
+                "--retire-after",
+                "1h",
+                "--ack-timeout",
+                "1s",
+            ]);
+        self.provider = Some(Process::spawn(
+            "provider",
+            command,
+            self.path("provider.log"),
+        ));
+    }
+
+    pub fn stop_provider(&mut self) {
+        if let Some(mut p) = self.provider.take() {
+            p.stop();
+        }
+    }
+
+    /// Runs a controller command; returns (exit code, stdout, stderr).
+    pub fn controller(&self, args: &[&str]) -> (i32, String, String) {
+        let out = self
+            .controller_command()
+            .args(args)
+            .output()
+            .expect("mesh-controller runs");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    /// `status --json`, or `None` while the store cannot be read.
+    pub fn status(&self) -> Option<Value> {
+        let (code, out, _) = self.controller(&["status", "--json"]);
+        (code == 0).then(|| serde_json::from_str(&out).expect("status --json prints JSON"))
+    }
+
+    /// Waits until `status --json` satisfies `want`; panics with the logs otherwise.
+    pub fn wait_status(&self, what: &str, want: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + WAIT;
+        let mut last = None;
+        while Instant::now() < deadline {
+            if let Some(status) = self.status() {
+                if want(&status) {
+                    return status;
+                }
+                last = Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        panic!(
+            "status never showed {what}; last: {last:#?}\n--- provider log:\n{}\n--- controller log:\n{}",
+            self.provider.as_ref().map(Process::log_text).unwrap_or_default(),
+            self.controller.as_ref().map(Process::log_text).unwrap_or_default()
+        );
+    }
+
+    /// Whether the provider's log says `words` (it is read, never trusted for state).
+    pub fn provider_log(&self) -> String {
+        self.provider
+            .as_ref()
+            .map(Process::log_text)
+            .unwrap_or_default()
+    }
+}
+
+/// The consumers `status --json` names as failing.
+pub fn failing(status: &Value) -> Vec<String> {
+    let mut names: Vec<String> = status["failing"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|f| f["consumer"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// Whether `status` is all well.
+pub fn all_well(status: &Value) -> bool {
+    status["all_well"] == json!(true)
+}
