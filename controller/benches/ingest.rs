@@ -1,1 +1,227 @@
-fn main() {}
+//! Ingest rate: events/s from JetStream into the store (in order, at least
+//! once, acknowledged after commit), against pgbench running the same upsert
+//! statement (the link's `failing` statement with one-element arrays,
+//! prepared, one transaction per event, one client like the link's one
+//! connection) on the same server in the same run.
+//!
+//! ```text
+//! cargo bench -p mesh-controller --bench ingest
+//! MESH_BENCH_EVENTS=50000 MESH_BENCH_SECONDS=20 MESH_BENCH_BATCH=256 cargo bench -p mesh-controller --bench ingest
+//! ```
+
+mod common;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use async_nats::jetstream::{self, consumer::PullConsumer};
+use common::{env_number, store};
+use mesh_controller::link::{ensure_consumer, follow, LinkSettings, DEFAULT_BATCH};
+use mesh_controller::store::{PgStore, UPSERT_FAILING};
+use mesh_test_support::NatsServer;
+
+const PGBENCH: &str = "/usr/lib/postgresql/15/bin/pgbench";
+const PROVIDERS: u64 = 10;
+const CONSUMERS: u64 = 5000;
+
+/// Event `i`: mostly `failing`, every tenth a `recovered`, keys spread over
+/// 10 providers x 5000 consumers, said_at rising.
+fn event(i: u64) -> (String, String) {
+    let provider = format!("p{}", i % PROVIDERS);
+    let consumer = format!("c{}", (i / PROVIDERS) % CONSUMERS);
+    let said_at = humantime::format_rfc3339_seconds(
+        std::time::UNIX_EPOCH + Duration::from_secs(1_790_000_000 + i),
+    );
+    if i % 10 == 9 {
+        (
+            format!("mesh.event.db-1.{provider}.provisioner.recovered"),
+            format!(
+                r#"{{"v":1,"consumer":"{consumer}","consumer_machine":"app-1","provision":"postgres-database","reason":"success","said_at":"{said_at}"}}"#
+            ),
+        )
+    } else {
+        (
+            format!("mesh.event.db-1.{provider}.provisioner.failing"),
+            format!(
+                r#"{{"v":1,"consumer":"{consumer}","consumer_machine":"app-1","provision":"postgres-database","class":"credentials-rejected","error":"password authentication failed for user \"{consumer}\"","since":"2026-10-05T00:04:00Z","attempts":{i},"said_at":"{said_at}"}}"#
+            ),
+        )
+    }
+}
+
+async fn fill(js: &jetstream::Context, from: u64, count: u64) {
+    let mut acks = Vec::with_capacity(1024);
+    for i in from..from + count {
+        let (subject, body) = event(i);
+        acks.push(js.publish(subject, body.into()).await.expect("publish"));
+        if acks.len() == 1024 {
+            for ack in acks.drain(..) {
+                ack.await.expect("stream ack");
+            }
+        }
+    }
+    for ack in acks {
+        ack.await.expect("stream ack");
+    }
+}
+
+/// Whether event `i` (stream sequence `i + 1`) is in the store: it is the
+/// newest word of its key, so its row carries its sequence.
+async fn landed(client: &tokio_postgres::Client, i: u64) -> bool {
+    let (subject, _) = event(i);
+    let table = if subject.ends_with(".recovered") {
+        "recovered"
+    } else {
+        "failing"
+    };
+    let provider = format!("p{}", i % PROVIDERS);
+    let consumer = format!("c{}", (i / PROVIDERS) % CONSUMERS);
+    let seq = (i + 1) as i64;
+    client
+        .query_opt(
+            &format!(
+                "SELECT 1 FROM {table} WHERE provider_module = $1 AND provider_machine = 'db-1' \
+                 AND consumer = $2 AND stream_seq >= $3"
+            ),
+            &[&provider, &consumer, &seq],
+        )
+        .await
+        .expect("polling the store")
+        .is_some()
+}
+
+/// Follows `consumer` with `batch` until event `last` landed; returns events/s.
+async fn ingest(
+    consumer: &PullConsumer,
+    options: &mesh_controller::DatabaseOptions,
+    client: &tokio_postgres::Client,
+    batch: usize,
+    first: u64,
+    events: u64,
+) -> f64 {
+    let settings = LinkSettings {
+        batch,
+        wait: Duration::from_millis(200),
+        ..LinkSettings::default()
+    };
+    let mut store = PgStore::new(options.clone());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let started = Instant::now();
+    let watcher = async move {
+        while !landed(client, first + events - 1).await {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        let elapsed = started.elapsed();
+        let _ = stop.send(());
+        elapsed
+    };
+    let following = follow(consumer, &mut store, &settings, async {
+        let _ = stopped.await;
+    });
+    let (elapsed, ()) = tokio::join!(watcher, following);
+    events as f64 / elapsed.as_secs_f64()
+}
+
+/// pgbench running the failing upsert for `seconds`; returns its tps.
+fn pgbench(pg: &mesh_test_support::PgCluster, seconds: u64) -> f64 {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut sql = String::from(
+        "\\set c random(0, 4999)\n\\set p random(0, 9)\n\\set seq random(1, 1000000000)\n",
+    );
+    let values = [
+        "('p' || :p)",
+        "'db-1'",
+        "('c' || :c)",
+        "'app-1'",
+        "'postgres-database'",
+        "'credentials-rejected'",
+        "('password authentication failed for user c' || :c)",
+        "'2026-10-05T00:04:00Z'::timestamptz",
+        "61::bigint",
+        "now()",
+        ":seq::bigint",
+    ];
+    let mut statement = UPSERT_FAILING.to_owned();
+    for (n, value) in values.iter().enumerate().rev() {
+        statement = statement.replace(&format!("${}", n + 1), &format!("ARRAY[{value}]"));
+    }
+    sql.push_str(&statement.split_whitespace().collect::<Vec<_>>().join(" "));
+    sql.push_str(";\n");
+    let script = dir.path().join("upsert.sql");
+    std::fs::write(&script, sql).expect("writing the pgbench script");
+    let output = Command::new(PGBENCH)
+        .args(["-n", "-M", "prepared", "-c", "1", "-j", "1", "-T"])
+        .arg(seconds.to_string())
+        .arg("-f")
+        .arg(&script)
+        .args([
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &pg.port().to_string(),
+            "-U",
+            "postgres",
+            "bench",
+        ])
+        .env("PGPASSWORD", pg.superuser_password())
+        .output()
+        .expect("running pgbench");
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "pgbench failed: {text}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    text.lines()
+        .find(|l| l.starts_with("tps = "))
+        .and_then(|l| l.split_whitespace().nth(2))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no tps in pgbench output: {text}"))
+}
+
+fn main() {
+    mesh_controller::init_tracing("warn");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let events = env_number("MESH_BENCH_EVENTS", 20_000);
+        let seconds = env_number("MESH_BENCH_SECONDS", 10);
+        let batch = usize::try_from(env_number("MESH_BENCH_BATCH", DEFAULT_BATCH as u64))
+            .expect("a batch size");
+        let (pg, options, db) = store("bench").await;
+        let nats = NatsServer::start();
+        let client = async_nats::connect(nats.url()).await.expect("nats");
+        let js = jetstream::new(client.clone());
+
+        let batched = LinkSettings {
+            batch,
+            ..LinkSettings::default()
+        };
+        let consumer = ensure_consumer(&client, &batched).await.expect("stream");
+        fill(&js, 0, events).await;
+        let tps = pgbench(&pg, seconds);
+        let rate = ingest(&consumer, &options, &db, batch, 0, events).await;
+
+        let one = LinkSettings {
+            batch: 1,
+            ..LinkSettings::default()
+        };
+        let single_events = (events / 4).max(1000);
+        let consumer = ensure_consumer(&client, &one).await.expect("consumer update");
+        fill(&js, events, single_events).await;
+        let single = ingest(&consumer, &options, &db, 1, events, single_events).await;
+
+        println!("ingest benchmark ({events} events from JetStream into the store)");
+        println!("  pgbench, same upsert, 1 client, prepared, {seconds}s: {tps:>9.0} tx/s");
+        println!(
+            "  link, batch {batch}:                          {rate:>9.0} events/s   ratio {:.2}",
+            rate / tps
+        );
+        println!(
+            "  link, batch 1 (one at a time), {single_events} events: {single:>9.0} events/s   ratio {:.2}",
+            single / tps
+        );
+    });
+}

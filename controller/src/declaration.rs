@@ -164,6 +164,10 @@ pub enum DeclarationError {
     },
 }
 
+/// A valid module entry (its position in the file) whose requirements are
+/// checked once every entry is known.
+type Pending = (usize, Module, Vec<(usize, serde_json::Value)>);
+
 #[derive(Deserialize)]
 struct RawFile {
     modules: Vec<serde_json::Value>,
@@ -215,7 +219,7 @@ pub fn load(path: &Path) -> Result<Parsed, DeclarationError> {
 pub fn parse(text: &str) -> Result<Parsed, String> {
     let raw: RawFile = serde_json::from_str(text).map_err(|e| e.to_string())?;
     let mut refused = Vec::new();
-    let mut modules: Vec<(usize, Module, Vec<(usize, serde_json::Value)>)> = Vec::new();
+    let mut modules: Vec<Pending> = Vec::new();
     for (index, value) in raw.modules.into_iter().enumerate() {
         let label = entry_label(index, &value);
         let refuse = |reason: String| EntryError {

@@ -112,7 +112,7 @@ pub struct Report {
 /// Seconds since `said_at` when at least `silent_after` passed; else `None`.
 pub fn silent_for(said_at: Timestamp, clock: &Clock) -> Option<u64> {
     let age = clock.now.0.duration_since(said_at.0).ok()?;
-    (age >= clock.silent_after).then(|| age.as_secs())
+    (age >= clock.silent_after).then_some(age.as_secs())
 }
 
 /// Composes the report (pure).

@@ -80,7 +80,8 @@ mod tests {
 
     #[test]
     fn decoding_table() {
-        let cases: &[(&str, &str, Result<(&str, &str), Malformed>)] = &[
+        type Case<'a> = (&'a str, &'a str, Result<(&'a str, &'a str), Malformed>);
+        let cases: &[Case] = &[
             (
                 "mesh.event.db-1.postgres.provisioner.failing",
                 FAILING,

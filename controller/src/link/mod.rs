@@ -243,6 +243,7 @@ pub async fn follow<S: Store>(
         bus_failing: false,
     };
     loop {
+        let pull_started = tokio::time::Instant::now();
         let (messages, stopping) = {
             let pull = link.pull(consumer);
             tokio::pin!(pull);
@@ -253,6 +254,7 @@ pub async fn follow<S: Store>(
             }
         };
         if !messages.is_empty() {
+            tracing::trace!(pulled_in = ?pull_started.elapsed(), messages = messages.len(), "pulled");
             let round = link.round(messages).await;
             tracing::debug!(
                 applied = round.applied,
@@ -369,10 +371,13 @@ impl<S: Store> Link<'_, S> {
             return round;
         }
         let batch: Vec<Word> = words.iter().map(|(_, w)| w.clone()).collect();
+        let started = tokio::time::Instant::now();
         match self.store.apply(&batch).await {
             Ok(()) => {
+                let applied_in = started.elapsed();
                 self.stored(&batch);
                 acknowledge(words.iter().map(|(m, _)| m)).await;
+                tracing::trace!(?applied_in, acked_in = ?(started.elapsed() - applied_in), "round timing");
                 round.applied += words.len();
             }
             Err(error) if error.is_transient() => {

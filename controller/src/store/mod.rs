@@ -19,13 +19,14 @@
 //!   list it).
 
 mod postgres;
+pub mod reduce;
 
 use async_trait::async_trait;
 use mesh_sdk::{Event, Timestamp};
 
 use crate::declaration::ModuleId;
 
-pub use postgres::{migrate, DatabaseOptions, DatabaseOptionsError, PgStore};
+pub use postgres::{migrate, DatabaseOptions, DatabaseOptionsError, PgStore, UPSERT_FAILING};
 
 /// One word as the link hands it to the store.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -5,12 +5,12 @@ use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use futures::future::try_join_all;
-use mesh_sdk::event::{Event, Failing, Recovered, Repair, Retirement};
 use mesh_sdk::Timestamp;
 use tokio_postgres::config::Host;
-use tokio_postgres::types::{ToSql, Type};
+use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Config, NoTls, Row, Statement};
 
+use super::reduce::reduce;
 use super::{FailingRow, RepairRow, Snapshot, Store, StoreError, Word};
 
 mod embedded {
@@ -170,96 +170,71 @@ async fn connect_client(options: &DatabaseOptions) -> Result<Client, StoreError>
     Ok(client)
 }
 
-const UPSERT_FAILING: &str = "
+/// The statement that applies a round's `failing` words (the newest per
+/// key): parallel arrays `$1`..`$11` of provider module, provider machine,
+/// consumer, consumer machine, provision, class, error, since, attempts,
+/// said_at, stream sequence. A word is kept unless a newer `recovered` of its
+/// key is stored, and replaces only an older failing word. Public for the
+/// ingest benchmark, which runs it through pgbench.
+pub const UPSERT_FAILING: &str = "
 INSERT INTO failing AS f (provider_module, provider_machine, consumer, consumer_machine,
                           provision, class, error, since, attempts, said_at, stream_seq)
-SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11
+SELECT w.* FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
+                       $7::text[], $8::timestamptz[], $9::int8[], $10::timestamptz[], $11::int8[])
+    AS w(provider_module, provider_machine, consumer, consumer_machine, provision, class,
+         error, since, attempts, said_at, stream_seq)
 WHERE NOT EXISTS (
     SELECT 1 FROM recovered r
-    WHERE r.provider_module = $1 AND r.provider_machine = $2 AND r.consumer = $3
-      AND (r.said_at, r.stream_seq) > ($10, $11))
+    WHERE r.provider_module = w.provider_module AND r.provider_machine = w.provider_machine
+      AND r.consumer = w.consumer AND (r.said_at, r.stream_seq) > (w.said_at, w.stream_seq))
 ON CONFLICT (provider_module, provider_machine, consumer) DO UPDATE SET
     consumer_machine = EXCLUDED.consumer_machine, provision = EXCLUDED.provision,
     class = EXCLUDED.class, error = EXCLUDED.error, since = EXCLUDED.since,
     attempts = EXCLUDED.attempts, said_at = EXCLUDED.said_at, stream_seq = EXCLUDED.stream_seq
 WHERE (f.said_at, f.stream_seq) < (EXCLUDED.said_at, EXCLUDED.stream_seq)";
 
-const FAILING_TYPES: &[Type] = &[
-    Type::TEXT,
-    Type::TEXT,
-    Type::TEXT,
-    Type::TEXT,
-    Type::TEXT,
-    Type::TEXT,
-    Type::TEXT,
-    Type::TIMESTAMPTZ,
-    Type::INT8,
-    Type::TIMESTAMPTZ,
-    Type::INT8,
-];
-
+/// Applies a round's `recovered` words: each deletes its key's failing word
+/// when older than itself, and is kept as its key's newest recovered word.
 const RECOVERED: &str = "
-WITH gone AS (
-    DELETE FROM failing f
-    WHERE f.provider_module = $1 AND f.provider_machine = $2 AND f.consumer = $3
-      AND (f.said_at, f.stream_seq) < ($7, $8))
+WITH w AS (
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
+                         $6::text[], $7::timestamptz[], $8::int8[])
+        AS w(provider_module, provider_machine, consumer, consumer_machine, provision,
+             reason, said_at, stream_seq)
+), gone AS (
+    DELETE FROM failing f USING w
+    WHERE f.provider_module = w.provider_module AND f.provider_machine = w.provider_machine
+      AND f.consumer = w.consumer AND (f.said_at, f.stream_seq) < (w.said_at, w.stream_seq)
+)
 INSERT INTO recovered AS r (provider_module, provider_machine, consumer, consumer_machine,
                             provision, reason, said_at, stream_seq)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+SELECT * FROM w
 ON CONFLICT (provider_module, provider_machine, consumer) DO UPDATE SET
     consumer_machine = EXCLUDED.consumer_machine, provision = EXCLUDED.provision,
     reason = EXCLUDED.reason, said_at = EXCLUDED.said_at, stream_seq = EXCLUDED.stream_seq
 WHERE (r.said_at, r.stream_seq) < (EXCLUDED.said_at, EXCLUDED.stream_seq)";
 
-const RECOVERED_TYPES: &[Type] = &[
-    Type::TEXT,
-    Type::TEXT,
-    Type::TEXT,
-    Type::TEXT,
-    Type::TEXT,
-    Type::TEXT,
-    Type::TIMESTAMPTZ,
-    Type::INT8,
-];
-
+/// Applies a round's `repair` words (the newest per provider and fault).
 const UPSERT_REPAIR: &str = "
 INSERT INTO repair AS p (provider_module, provider_machine, fault, outcome, detail,
                          next_attempt_at, said_at, stream_seq)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
+                     $6::timestamptz[], $7::timestamptz[], $8::int8[])
 ON CONFLICT (provider_module, provider_machine, fault) DO UPDATE SET
     outcome = EXCLUDED.outcome, detail = EXCLUDED.detail,
     next_attempt_at = EXCLUDED.next_attempt_at, said_at = EXCLUDED.said_at,
     stream_seq = EXCLUDED.stream_seq
 WHERE (p.said_at, p.stream_seq) < (EXCLUDED.said_at, EXCLUDED.stream_seq)";
 
-const REPAIR_TYPES: &[Type] = &[
-    Type::TEXT,
-    Type::TEXT,
-    Type::TEXT,
-    Type::TEXT,
-    Type::TEXT,
-    Type::TIMESTAMPTZ,
-    Type::TIMESTAMPTZ,
-    Type::INT8,
-];
-
+/// Applies a round's `retirement` words (the newest per provider, consumer, action).
 const UPSERT_RETIREMENT: &str = "
 INSERT INTO retirement AS t (provider_module, provider_machine, consumer, action, detail,
                              said_at, stream_seq)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
+SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
+                     $6::timestamptz[], $7::int8[])
 ON CONFLICT (provider_module, provider_machine, consumer, action) DO UPDATE SET
     detail = EXCLUDED.detail, said_at = EXCLUDED.said_at, stream_seq = EXCLUDED.stream_seq
 WHERE (t.said_at, t.stream_seq) < (EXCLUDED.said_at, EXCLUDED.stream_seq)";
-
-const RETIREMENT_TYPES: &[Type] = &[
-    Type::TEXT,
-    Type::TEXT,
-    Type::TEXT,
-    Type::TEXT,
-    Type::TEXT,
-    Type::TIMESTAMPTZ,
-    Type::INT8,
-];
 
 const READ_FAILING: &str = "
 SELECT provider_module, provider_machine, consumer, consumer_machine, provision, class, error,
@@ -325,12 +300,10 @@ impl PgStore {
             let target = self.options.shown.clone();
             let prepare = async {
                 Ok::<_, tokio_postgres::Error>(Connected {
-                    failing: client.prepare_typed(UPSERT_FAILING, FAILING_TYPES).await?,
-                    recovered: client.prepare_typed(RECOVERED, RECOVERED_TYPES).await?,
-                    repair: client.prepare_typed(UPSERT_REPAIR, REPAIR_TYPES).await?,
-                    retirement: client
-                        .prepare_typed(UPSERT_RETIREMENT, RETIREMENT_TYPES)
-                        .await?,
+                    failing: client.prepare(UPSERT_FAILING).await?,
+                    recovered: client.prepare(RECOVERED).await?,
+                    repair: client.prepare(UPSERT_REPAIR).await?,
+                    retirement: client.prepare(UPSERT_RETIREMENT).await?,
                     client,
                 })
             };
@@ -444,143 +417,153 @@ fn text(value: &str) -> String {
     }
 }
 
-/// The parameters of one word, owned (they outlive the borrow of the word
-/// in the pipelined futures).
-enum Params {
-    Failing(
-        String,
-        String,
-        String,
-        Option<String>,
-        Option<String>,
-        String,
-        String,
-        SystemTime,
-        i64,
-        SystemTime,
-        i64,
-    ),
-    Recovered(
-        String,
-        String,
-        String,
-        Option<String>,
-        Option<String>,
-        String,
-        SystemTime,
-        i64,
-    ),
-    Repair(
-        String,
-        String,
-        String,
-        String,
-        String,
-        Option<SystemTime>,
-        SystemTime,
-        i64,
-    ),
-    Retirement(String, String, String, String, String, SystemTime, i64),
+/// Parallel arrays, one per column, of the words of one kind.
+#[derive(Default)]
+struct Columns {
+    text: Vec<Vec<Option<String>>>,
+    times: Vec<Vec<Option<SystemTime>>>,
+    ints: Vec<Vec<i64>>,
 }
 
-impl Params {
-    fn of(word: &Word) -> Params {
-        let module = word.emitter.module.as_str().to_owned();
-        let machine = word.emitter.machine.as_str().to_owned();
-        let seq = i64::try_from(word.seq).unwrap_or(i64::MAX);
-        match &word.event {
-            Event::Failing(Failing {
-                consumer,
-                consumer_machine,
-                provision,
-                class,
-                error,
-                since,
-                attempts,
-                said_at,
-                ..
-            }) => Params::Failing(
-                module,
-                machine,
-                consumer.to_string(),
-                consumer_machine.as_ref().map(|m| m.to_string()),
-                provision.as_deref().map(text),
-                class.as_str().to_owned(),
-                text(error),
-                since.0,
-                i64::try_from(*attempts).unwrap_or(i64::MAX),
-                said_at.0,
-                seq,
-            ),
-            Event::Recovered(Recovered {
-                consumer,
-                consumer_machine,
-                provision,
-                reason,
-                said_at,
-                ..
-            }) => Params::Recovered(
-                module,
-                machine,
-                consumer.to_string(),
-                consumer_machine.as_ref().map(|m| m.to_string()),
-                provision.as_deref().map(text),
-                reason.as_str().to_owned(),
-                said_at.0,
-                seq,
-            ),
-            Event::Repair(Repair {
-                fault,
-                outcome,
-                detail,
-                next_attempt_at,
-                said_at,
-                ..
-            }) => Params::Repair(
-                module,
-                machine,
-                fault.to_string(),
-                repair_outcome(*outcome).to_owned(),
-                text(detail),
-                next_attempt_at.map(|t| t.0),
-                said_at.0,
-                seq,
-            ),
-            Event::Retirement(Retirement {
-                consumer,
-                action,
-                detail,
-                said_at,
-                ..
-            }) => Params::Retirement(
-                module,
-                machine,
-                consumer.to_string(),
-                action.as_str().to_owned(),
-                text(detail),
-                said_at.0,
-                seq,
-            ),
+impl Columns {
+    fn new(texts: usize, times: usize, ints: usize) -> Columns {
+        Columns {
+            text: vec![Vec::new(); texts],
+            times: vec![Vec::new(); times],
+            ints: vec![Vec::new(); ints],
         }
     }
 
-    fn statement<'a>(&self, c: &'a Connected) -> &'a Statement {
-        match self {
-            Params::Failing(..) => &c.failing,
-            Params::Recovered(..) => &c.recovered,
-            Params::Repair(..) => &c.repair,
-            Params::Retirement(..) => &c.retirement,
+    fn is_empty(&self) -> bool {
+        self.ints.first().is_none_or(Vec::is_empty)
+    }
+
+    fn row(
+        &mut self,
+        text: [Option<String>; N_MAX_TEXT],
+        times: &[Option<SystemTime>],
+        ints: &[i64],
+    ) {
+        for (column, value) in self.text.iter_mut().zip(text) {
+            column.push(value);
+        }
+        for (column, value) in self.times.iter_mut().zip(times) {
+            column.push(*value);
+        }
+        for (column, value) in self.ints.iter_mut().zip(ints) {
+            column.push(*value);
         }
     }
 
-    fn as_sql(&self) -> Vec<&(dyn ToSql + Sync)> {
-        match self {
-            Params::Failing(a, b, c, d, e, f, g, h, i, j, k) => {
-                vec![a, b, c, d, e, f, g, h, i, j, k]
-            }
-            Params::Recovered(a, b, c, d, e, f, g, h) => vec![a, b, c, d, e, f, g, h],
-            Params::Repair(a, b, c, d, e, f, g, h) => vec![a, b, c, d, e, f, g, h],
-            Params::Retirement(a, b, c, d, e, f, g) => vec![a, b, c, d, e, f, g],
+    /// The statement's parameters: the text columns, then times, then ints,
+    /// in the order `order` gives (indices into that concatenation).
+    fn params<'a>(&'a self, order: &[usize]) -> Vec<&'a (dyn ToSql + Sync)> {
+        let all: Vec<&'a (dyn ToSql + Sync)> = self
+            .text
+            .iter()
+            .map(|c| c as &(dyn ToSql + Sync))
+            .chain(self.times.iter().map(|c| c as &(dyn ToSql + Sync)))
+            .chain(self.ints.iter().map(|c| c as &(dyn ToSql + Sync)))
+            .collect();
+        order.iter().map(|&i| all[i]).collect()
+    }
+}
+
+/// The most text columns of a kind.
+const N_MAX_TEXT: usize = 7;
+
+fn seq(seq: u64) -> i64 {
+    i64::try_from(seq).unwrap_or(i64::MAX)
+}
+
+fn some(value: &str) -> Option<String> {
+    Some(text(value))
+}
+
+/// A round as the parameters of the four statements.
+struct Round {
+    failing: Columns,
+    recovered: Columns,
+    repairs: Columns,
+    retirements: Columns,
+}
+
+impl Round {
+    fn of(words: &[Word]) -> Round {
+        let reduced = reduce(words);
+        let mut failing = Columns::new(7, 2, 2);
+        for k in &reduced.failing {
+            let b = k.body;
+            failing.row(
+                [
+                    some(k.emitter.module.as_str()),
+                    some(k.emitter.machine.as_str()),
+                    some(b.consumer.as_str()),
+                    b.consumer_machine.as_ref().map(|m| m.to_string()),
+                    b.provision.as_deref().map(text),
+                    some(b.class.as_str()),
+                    some(&b.error),
+                ],
+                &[Some(b.since.0), Some(b.said_at.0)],
+                &[i64::try_from(b.attempts).unwrap_or(i64::MAX), seq(k.seq)],
+            );
+        }
+        let mut recovered = Columns::new(6, 1, 1);
+        for k in &reduced.recovered {
+            let b = k.body;
+            recovered.row(
+                [
+                    some(k.emitter.module.as_str()),
+                    some(k.emitter.machine.as_str()),
+                    some(b.consumer.as_str()),
+                    b.consumer_machine.as_ref().map(|m| m.to_string()),
+                    b.provision.as_deref().map(text),
+                    some(b.reason.as_str()),
+                    None,
+                ],
+                &[Some(b.said_at.0)],
+                &[seq(k.seq)],
+            );
+        }
+        let mut repairs = Columns::new(5, 2, 1);
+        for k in &reduced.repairs {
+            let b = k.body;
+            repairs.row(
+                [
+                    some(k.emitter.module.as_str()),
+                    some(k.emitter.machine.as_str()),
+                    some(b.fault.as_str()),
+                    some(repair_outcome(b.outcome)),
+                    some(&b.detail),
+                    None,
+                    None,
+                ],
+                &[b.next_attempt_at.map(|t| t.0), Some(b.said_at.0)],
+                &[seq(k.seq)],
+            );
+        }
+        let mut retirements = Columns::new(5, 1, 1);
+        for k in &reduced.retirements {
+            let b = k.body;
+            retirements.row(
+                [
+                    some(k.emitter.module.as_str()),
+                    some(k.emitter.machine.as_str()),
+                    some(b.consumer.as_str()),
+                    some(b.action.as_str()),
+                    some(&b.detail),
+                    None,
+                    None,
+                ],
+                &[Some(b.said_at.0)],
+                &[seq(k.seq)],
+            );
+        }
+        Round {
+            failing,
+            recovered,
+            repairs,
+            retirements,
         }
     }
 }
@@ -600,22 +583,47 @@ impl Store for PgStore {
         if words.is_empty() {
             return Ok(());
         }
-        let params: Vec<Params> = words.iter().map(Params::of).collect();
+        let round = Round::of(words);
         let connected = self.connected().await?;
         let client = &connected.client;
-        // One transaction; the statements are pipelined (sent without
-        // waiting for each answer), in order.
+        // One transaction, its statements pipelined (sent without waiting
+        // for each answer): `recovered` before `failing` (see `reduce`).
+        // Parameter order: texts, then times, then ints, as each statement lists them.
+        let statements: Vec<(&Statement, Vec<&(dyn ToSql + Sync)>)> = [
+            (
+                &connected.recovered,
+                &round.recovered,
+                &[0, 1, 2, 3, 4, 5, 6, 7][..],
+            ),
+            (
+                &connected.failing,
+                &round.failing,
+                &[0, 1, 2, 3, 4, 5, 6, 7, 9, 8, 10][..],
+            ),
+            (
+                &connected.repair,
+                &round.repairs,
+                &[0, 1, 2, 3, 4, 5, 6, 7][..],
+            ),
+            (
+                &connected.retirement,
+                &round.retirements,
+                &[0, 1, 2, 3, 4, 5, 6][..],
+            ),
+        ]
+        .into_iter()
+        .filter(|(_, columns, _)| !columns.is_empty())
+        .map(|(statement, columns, order)| (statement, columns.params(order)))
+        .collect();
         let work = async {
-            client.batch_execute("BEGIN").await?;
-            let values: Vec<Vec<&(dyn ToSql + Sync)>> = params.iter().map(Params::as_sql).collect();
+            let begin = client.batch_execute("BEGIN");
             let applied = try_join_all(
-                params
+                statements
                     .iter()
-                    .zip(&values)
-                    .map(|(p, v)| client.execute(p.statement(connected), v)),
-            )
-            .await;
-            match applied {
+                    .map(|(statement, params)| client.execute(*statement, params)),
+            );
+            let (begun, applied) = tokio::join!(begin, applied);
+            match begun.and(applied) {
                 Ok(_) => client.batch_execute("COMMIT").await,
                 Err(error) => {
                     let _ = client.batch_execute("ROLLBACK").await;

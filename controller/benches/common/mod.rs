@@ -1,0 +1,45 @@
+//! Shared setup of the controller benchmarks: a private PostgreSQL cluster
+//! (statement logging off, as on a production server) with a migrated store.
+
+use mesh_controller::store::{migrate, DatabaseOptions};
+use mesh_test_support::PgCluster;
+
+/// A cluster, its store database `db` migrated, and the options to reach it.
+pub async fn store(db: &str) -> (PgCluster, DatabaseOptions, tokio_postgres::Client) {
+    let pg = PgCluster::start();
+    let admin = pg.connect_admin().await;
+    // The test cluster logs every statement; a benchmark measures the server,
+    // not its log file (pgbench and the controller alike).
+    for statement in [
+        "ALTER SYSTEM SET log_statement = 'none'",
+        "SELECT pg_reload_conf()",
+    ] {
+        admin
+            .batch_execute(statement)
+            .await
+            .expect("turning statement logging off");
+    }
+    let conninfo = pg.create_database(db).await;
+    let options = DatabaseOptions::new(
+        &format!(
+            "host=127.0.0.1 port={} user=postgres dbname={db}",
+            pg.port()
+        ),
+        Some(&pg.superuser_password_file()),
+    )
+    .expect("database options");
+    migrate(&options).await.expect("migrating the store");
+    let (client, connection) = tokio_postgres::connect(&conninfo, tokio_postgres::NoTls)
+        .await
+        .expect("connecting to the store");
+    tokio::spawn(connection);
+    (pg, options, client)
+}
+
+/// A number from the environment, or `default`.
+pub fn env_number(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}

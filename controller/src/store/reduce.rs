@@ -1,0 +1,226 @@
+//! A round of words reduced to the newest word per key and kind (pure).
+//!
+//! Under the store's rules the outcome of applying words one by one, in any
+//! order, depends only on the newest `failing`, the newest `recovered`, the
+//! newest `repair` and the newest `retirement` of each key:
+//! - `recovered` keeps its newest word and deletes a failing word older than it;
+//! - `failing` keeps its newest word unless a newer `recovered` is stored.
+//!
+//! So a round can be applied as one multi-row statement per kind, `recovered`
+//! before `failing`, with the same result as word by word in stream order.
+//! "Newest" is the greatest `(said_at, stream sequence)`.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+
+use mesh_sdk::event::{Failing, Recovered, Repair, Retirement};
+use mesh_sdk::{Event, Timestamp};
+
+use super::Word;
+use crate::declaration::ModuleId;
+
+/// One word kept, with who said it and its stream sequence.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Keyed<'a, T> {
+    /// The emitter (from the subject).
+    pub emitter: &'a ModuleId,
+    /// The stream sequence.
+    pub seq: u64,
+    /// The body.
+    pub body: &'a T,
+}
+
+impl<T> Clone for Keyed<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Keyed<'_, T> {}
+
+/// The newest word per key and kind, in order of first appearance.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Reduced<'a> {
+    /// Newest `failing` per (provider, consumer).
+    pub failing: Vec<Keyed<'a, Failing>>,
+    /// Newest `recovered` per (provider, consumer).
+    pub recovered: Vec<Keyed<'a, Recovered>>,
+    /// Newest `repair` per (provider, fault).
+    pub repairs: Vec<Keyed<'a, Repair>>,
+    /// Newest `retirement` per (provider, consumer, action).
+    pub retirements: Vec<Keyed<'a, Retirement>>,
+}
+
+/// Keeps the newest word per key, in order of first appearance.
+struct Newest<'a, K, T> {
+    index: HashMap<K, usize>,
+    kept: Vec<Keyed<'a, T>>,
+}
+
+impl<'a, K: Hash + Eq, T> Newest<'a, K, T> {
+    fn new() -> Self {
+        Newest {
+            index: HashMap::new(),
+            kept: Vec::new(),
+        }
+    }
+
+    fn offer(&mut self, key: K, word: Keyed<'a, T>, said_at: impl Fn(&T) -> Timestamp) {
+        match self.index.get(&key) {
+            Some(&i) => {
+                let kept = &self.kept[i];
+                if (said_at(word.body), word.seq) > (said_at(kept.body), kept.seq) {
+                    self.kept[i] = word;
+                }
+            }
+            None => {
+                self.index.insert(key, self.kept.len());
+                self.kept.push(word);
+            }
+        }
+    }
+}
+
+/// Reduces a round to the newest word per key and kind.
+pub fn reduce(words: &[Word]) -> Reduced<'_> {
+    let mut failing = Newest::new();
+    let mut recovered = Newest::new();
+    let mut repairs = Newest::new();
+    let mut retirements = Newest::new();
+    for word in words {
+        let e = &word.emitter;
+        let seq = word.seq;
+        match &word.event {
+            Event::Failing(body) => failing.offer(
+                (e, &body.consumer),
+                Keyed {
+                    emitter: e,
+                    seq,
+                    body,
+                },
+                |b| b.said_at,
+            ),
+            Event::Recovered(body) => recovered.offer(
+                (e, &body.consumer),
+                Keyed {
+                    emitter: e,
+                    seq,
+                    body,
+                },
+                |b| b.said_at,
+            ),
+            Event::Repair(body) => repairs.offer(
+                (e, &body.fault),
+                Keyed {
+                    emitter: e,
+                    seq,
+                    body,
+                },
+                |b| b.said_at,
+            ),
+            Event::Retirement(body) => retirements.offer(
+                (e, &body.consumer, body.action),
+                Keyed {
+                    emitter: e,
+                    seq,
+                    body,
+                },
+                |b| b.said_at,
+            ),
+        }
+    }
+    Reduced {
+        failing: failing.kept,
+        recovered: recovered.kept,
+        repairs: repairs.kept,
+        retirements: retirements.kept,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mesh_sdk::standing::RecoveredReason;
+    use mesh_sdk::{Class, Name};
+
+    fn failing(provider: &str, consumer: &str, said: u64, seq: u64) -> Word {
+        Word {
+            seq,
+            emitter: ModuleId::parse(provider).unwrap(),
+            event: Event::Failing(Failing {
+                v: 1,
+                consumer: Name::parse(consumer).unwrap(),
+                consumer_machine: None,
+                provision: None,
+                class: Class::Refused,
+                error: String::new(),
+                since: Timestamp(std::time::UNIX_EPOCH),
+                attempts: seq,
+                said_at: Timestamp(std::time::UNIX_EPOCH + std::time::Duration::from_secs(said)),
+            }),
+        }
+    }
+
+    fn recovered(provider: &str, consumer: &str, said: u64, seq: u64) -> Word {
+        Word {
+            seq,
+            emitter: ModuleId::parse(provider).unwrap(),
+            event: Event::Recovered(Recovered {
+                v: 1,
+                consumer: Name::parse(consumer).unwrap(),
+                consumer_machine: None,
+                provision: None,
+                reason: RecoveredReason::Success,
+                said_at: Timestamp(std::time::UNIX_EPOCH + std::time::Duration::from_secs(said)),
+            }),
+        }
+    }
+
+    fn kept(reduced: &Reduced<'_>) -> (Vec<u64>, Vec<u64>) {
+        (
+            reduced.failing.iter().map(|k| k.seq).collect(),
+            reduced.recovered.iter().map(|k| k.seq).collect(),
+        )
+    }
+
+    #[test]
+    fn newest_word_per_key_and_kind_table() {
+        // (words, kept failing seqs, kept recovered seqs)
+        let cases: Vec<(Vec<Word>, Vec<u64>, Vec<u64>)> = vec![
+            (vec![], vec![], vec![]),
+            (
+                vec![failing("p@m", "a", 10, 1), failing("p@m", "a", 9, 2)],
+                vec![1],
+                vec![],
+            ),
+            (
+                vec![failing("p@m", "a", 10, 1), failing("p@m", "a", 11, 2)],
+                vec![2],
+                vec![],
+            ),
+            // Same second: the later in the stream.
+            (
+                vec![failing("p@m", "a", 10, 1), failing("p@m", "a", 10, 2)],
+                vec![2],
+                vec![],
+            ),
+            // Kinds are kept apart; other keys too (consumer, provider).
+            (
+                vec![
+                    failing("p@m", "a", 10, 1),
+                    recovered("p@m", "a", 11, 2),
+                    failing("p@m", "b", 10, 3),
+                    failing("p@n", "a", 10, 4),
+                    failing("q@m", "a", 10, 5),
+                    recovered("p@m", "a", 9, 6),
+                ],
+                vec![1, 3, 4, 5],
+                vec![2],
+            ),
+        ];
+        for (words, failing, recovered) in cases {
+            let reduced = reduce(&words);
+            assert_eq!(kept(&reduced), (failing, recovered), "{words:?}");
+        }
+    }
+}

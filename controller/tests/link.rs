@@ -1,0 +1,391 @@
+//! The link (`serve`) between a real nats-server (JetStream) and a real
+//! PostgreSQL, the store reached through a TCP proxy the tests can cut.
+
+use std::time::Duration;
+
+use async_nats::jetstream::{self, consumer::pull};
+use mesh_controller::bus::{NatsOptions, DURABLE, STREAM};
+use mesh_controller::link::{serve_until, LinkError, LinkSettings};
+use mesh_controller::store::DatabaseOptions;
+use mesh_test_support::{NatsServer, PgCluster, TcpProxy};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+const WAIT: Duration = Duration::from_secs(30);
+const SUBJECT: &str = "mesh.event.db-1.postgres.provisioner";
+
+fn failing(consumer: &str, said_at: &str, attempts: u64) -> String {
+    format!(
+        r#"{{"v":1,"consumer":"{consumer}","consumer_machine":"app-1","provision":"postgres-database","class":"credentials-rejected","error":"password authentication failed","since":"2026-10-05T00:04:00Z","attempts":{attempts},"said_at":"{said_at}"}}"#
+    )
+}
+
+fn recovered(consumer: &str, said_at: &str) -> String {
+    format!(
+        r#"{{"v":1,"consumer":"{consumer}","consumer_machine":"app-1","provision":"postgres-database","reason":"success","said_at":"{said_at}"}}"#
+    )
+}
+
+struct World {
+    nats: NatsServer,
+    _pg: PgCluster,
+    proxy: TcpProxy,
+    admin: tokio_postgres::Client,
+    database: DatabaseOptions,
+    js: jetstream::Context,
+}
+
+struct Controller {
+    stop: oneshot::Sender<()>,
+    task: JoinHandle<Result<(), LinkError>>,
+}
+
+impl Controller {
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        tokio::time::timeout(WAIT, self.task)
+            .await
+            .expect("serve stops within its pull wait")
+            .unwrap()
+            .unwrap();
+    }
+}
+
+impl World {
+    async fn start() -> World {
+        let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("mesh_controller=info"));
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_test_writer()
+            .with_ansi(false)
+            .try_init();
+        let nats = NatsServer::start();
+        let pg = PgCluster::start();
+        let conninfo = pg.create_database("store").await;
+        let (admin, connection) = tokio_postgres::connect(&conninfo, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(connection);
+        let proxy = TcpProxy::start(format!("127.0.0.1:{}", pg.port()).parse().unwrap()).await;
+        let database = DatabaseOptions::new(
+            &format!("postgres://postgres@127.0.0.1:{}/store", proxy.port()),
+            Some(&pg.superuser_password_file()),
+        )
+        .unwrap();
+        let client = async_nats::connect(nats.url()).await.unwrap();
+        World {
+            nats,
+            _pg: pg,
+            proxy,
+            admin,
+            database,
+            js: jetstream::new(client),
+        }
+    }
+
+    fn serve(&self, settings: LinkSettings) -> Controller {
+        let (stop, stopped) = oneshot::channel();
+        let database = self.database.clone();
+        let nats = NatsOptions {
+            url: self.nats.url(),
+            user: None,
+            password_file: None,
+        };
+        let task = tokio::spawn(async move {
+            serve_until(&database, &nats, settings, async {
+                let _ = stopped.await;
+            })
+            .await
+        });
+        Controller { stop, task }
+    }
+
+    /// Publishes through JetStream (waiting for the stream's ack); the stream
+    /// must exist (the controller creates it).
+    async fn publish(&self, subject: &str, body: String) {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let sent = match self
+                .js
+                .publish(subject.to_owned(), body.clone().into())
+                .await
+            {
+                Ok(ack) => ack.await.map(|_| ()).map_err(|e| e.to_string()),
+                Err(e) => Err(e.to_string()),
+            };
+            match sent {
+                Ok(()) => return,
+                Err(error) if tokio::time::Instant::now() < deadline => {
+                    let _ = error;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(error) => panic!("publishing on {subject} failed: {error}"),
+            }
+        }
+    }
+
+    /// `consumer (attempts)` of every failing row of `module@machine`.
+    async fn rows(&self, module: &str, machine: &str) -> Vec<String> {
+        let rows = self
+            .admin
+            .query(
+                "SELECT consumer, attempts FROM failing WHERE provider_module = $1 \
+                 AND provider_machine = $2 ORDER BY consumer",
+                &[&module, &machine],
+            )
+            .await;
+        match rows {
+            Ok(rows) => rows
+                .iter()
+                .map(|r| format!("{} ({})", r.get::<_, String>(0), r.get::<_, i64>(1)))
+                .collect(),
+            // Not migrated yet.
+            Err(_) => Vec::new(),
+        }
+    }
+
+    async fn wait_rows(&self, module: &str, machine: &str, expected: &[&str], what: &str) {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let rows = self.rows(module, machine).await;
+            if rows == expected {
+                return;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{what}: rows of {module}@{machine} are {rows:?}, expected {expected:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    async fn consumer_info(&self) -> jetstream::consumer::Info {
+        let stream = self.js.get_stream(STREAM).await.unwrap();
+        let mut consumer: jetstream::consumer::Consumer<pull::Config> =
+            stream.get_consumer(DURABLE).await.unwrap();
+        consumer.info().await.unwrap().clone()
+    }
+
+    /// Waits until the consumer has nothing pending nor unacknowledged.
+    async fn wait_drained(&self, what: &str) {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let info = self.consumer_info().await;
+            if info.num_pending == 0 && info.num_ack_pending == 0 {
+                return;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{what}: consumer not drained: {info:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    async fn wait_stream(&self) {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        while self.js.get_stream(STREAM).await.is_err() {
+            assert!(tokio::time::Instant::now() < deadline, "no stream created");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+fn quick() -> LinkSettings {
+    LinkSettings {
+        wait: Duration::from_millis(500),
+        nak_first: Duration::from_millis(100),
+        nak_max: Duration::from_millis(800),
+        ..LinkSettings::default()
+    }
+}
+
+#[tokio::test]
+async fn the_link_follows_events_into_the_store() {
+    let world = World::start().await;
+    let controller = world.serve(quick());
+    world.wait_stream().await;
+    let f = |kind: &str| format!("{SUBJECT}.{kind}");
+
+    // Failing stored, the newest kept, recovered removes only its own row.
+    world
+        .publish(&f("failing"), failing("forge", "2026-10-05T00:09:00Z", 61))
+        .await;
+    world
+        .publish(&f("failing"), failing("wiki", "2026-10-05T00:09:00Z", 5))
+        .await;
+    world
+        .wait_rows(
+            "postgres",
+            "db-1",
+            &["forge (61)", "wiki (5)"],
+            "failing stored",
+        )
+        .await;
+    world
+        .publish(&f("failing"), failing("forge", "2026-10-05T00:08:00Z", 50))
+        .await;
+    world
+        .publish(&f("failing"), failing("wiki", "2026-10-05T00:10:00Z", 6))
+        .await;
+    world
+        .wait_rows(
+            "postgres",
+            "db-1",
+            &["forge (61)", "wiki (6)"],
+            "newest kept",
+        )
+        .await;
+    world
+        .publish(&f("recovered"), recovered("forge", "2026-10-05T00:11:00Z"))
+        .await;
+    world
+        .wait_rows(
+            "postgres",
+            "db-1",
+            &["wiki (6)"],
+            "recovered removes its own row",
+        )
+        .await;
+    // A recovered older than the stored failing deletes nothing.
+    world
+        .publish(&f("recovered"), recovered("wiki", "2026-10-05T00:09:30Z"))
+        .await;
+    world.wait_drained("older recovered applied").await;
+    assert_eq!(world.rows("postgres", "db-1").await, ["wiki (6)"]);
+
+    // A body claiming another emitter is stored under the subject's emitter.
+    let claimed = failing("gitea", "2026-10-05T00:09:00Z", 3).replacen(
+        r#""v":1,"#,
+        r#""v":1,"module":"identity","machine":"id-1","#,
+        1,
+    );
+    world
+        .publish("mesh.event.db-2.postgres.provisioner.failing", claimed)
+        .await;
+    world
+        .wait_rows(
+            "postgres",
+            "db-2",
+            &["gitea (3)"],
+            "stored under the subject's emitter",
+        )
+        .await;
+    assert!(world.rows("identity", "id-1").await.is_empty());
+
+    // Malformed messages are terminated and do not block the next event.
+    world.publish(&f("failing"), "not json".into()).await;
+    world
+        .publish(&f("recovered"), failing("forge", "2026-10-05T00:09:00Z", 1))
+        .await;
+    world
+        .publish(&f("bogus"), failing("forge", "2026-10-05T00:09:00Z", 1))
+        .await;
+    world
+        .publish(
+            "mesh.event.DB-1.postgres.provisioner.failing",
+            failing("forge", "2026-10-05T00:09:00Z", 1),
+        )
+        .await;
+    world
+        .publish(&f("failing"), failing("after", "2026-10-05T00:12:00Z", 1))
+        .await;
+    world
+        .wait_rows(
+            "postgres",
+            "db-1",
+            &["after (1)", "wiki (6)"],
+            "next event after malformed ones",
+        )
+        .await;
+    world.wait_drained("malformed messages terminated").await;
+
+    // Events sent while the controller is stopped are applied after it
+    // starts again (here taking one message at a time: the consumer is updated).
+    controller.stop().await;
+    world
+        .publish(
+            &f("failing"),
+            failing("while-down", "2026-10-05T00:13:00Z", 2),
+        )
+        .await;
+    world
+        .publish(&f("recovered"), recovered("after", "2026-10-05T00:13:00Z"))
+        .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        world.rows("postgres", "db-1").await,
+        ["after (1)", "wiki (6)"],
+        "nothing applied while stopped"
+    );
+    let controller = world.serve(LinkSettings {
+        batch: 1,
+        ..quick()
+    });
+    world
+        .wait_rows(
+            "postgres",
+            "db-1",
+            &["while-down (2)", "wiki (6)"],
+            "applied after the restart",
+        )
+        .await;
+    assert_eq!(world.consumer_info().await.config.max_ack_pending, 1);
+    controller.stop().await;
+}
+
+#[tokio::test]
+async fn a_recovery_sent_while_the_store_is_away_lands_when_it_returns() {
+    let world = World::start().await;
+    let controller = world.serve(quick());
+    world.wait_stream().await;
+    let f = |kind: &str| format!("{SUBJECT}.{kind}");
+
+    world
+        .publish(&f("failing"), failing("forge", "2026-10-05T00:09:00Z", 61))
+        .await;
+    world
+        .wait_rows("postgres", "db-1", &["forge (61)"], "failing stored")
+        .await;
+
+    // Cut the store mid-stream: the recovery is held, not dropped.
+    world.proxy.cut();
+    world
+        .publish(&f("recovered"), recovered("forge", "2026-10-05T00:10:00Z"))
+        .await;
+    world
+        .publish(&f("failing"), failing("wiki", "2026-10-05T00:10:00Z", 2))
+        .await;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while world.consumer_info().await.num_redelivered == 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the held events were never NAKed and delivered again"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        world.rows("postgres", "db-1").await,
+        ["forge (61)"],
+        "nothing applied while the store is away"
+    );
+    let info = world.consumer_info().await;
+    assert!(
+        info.num_ack_pending + info.num_pending as usize >= 2,
+        "the events are still held by JetStream: {info:?}"
+    );
+
+    world.proxy.open();
+    world
+        .wait_rows(
+            "postgres",
+            "db-1",
+            &["wiki (2)"],
+            "the recovery landed after the store returned",
+        )
+        .await;
+    world.wait_drained("everything acknowledged").await;
+    controller.stop().await;
+}
