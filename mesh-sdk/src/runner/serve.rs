@@ -152,6 +152,7 @@ impl Bus {
         if let Err(error) = self.publisher.await {
             tracing::error!(error = %error, "event publisher ended abnormally");
         }
-        let _ = self.client.flush().await;
+        // A flush waits for the server: bounded, since the bus may be gone.
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(2), self.client.flush()).await;
     }
 }
