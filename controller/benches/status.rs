@@ -116,6 +116,28 @@ fn main() {
             assert!(status.success());
         }
 
+        // The floor: the server alone, returning as many rows.
+        let mut floor_one = Vec::new();
+        let mut floor_all = Vec::new();
+        for _ in 0..RUNS {
+            let started = Instant::now();
+            client
+                .query("SELECT 1 FROM failing", &[])
+                .await
+                .expect("floor query");
+            floor_one.push(started.elapsed());
+            let started = Instant::now();
+            client
+                .query(
+                    "SELECT provider_module, provider_machine, consumer, consumer_machine, \
+                     provision, class, error, since, attempts, said_at FROM failing",
+                    &[],
+                )
+                .await
+                .expect("floor query");
+            floor_all.push(started.elapsed());
+        }
+
         let (median_in, best_in) = median(in_process);
         let (median_bin, best_bin) = median(whole);
         println!(
@@ -131,6 +153,13 @@ fn main() {
             "  binary (process start included):            median {:>6.1} ms, best {:>6.1} ms   (target < 50 ms)",
             median_bin.as_secs_f64() * 1e3,
             best_bin.as_secs_f64() * 1e3
+        );
+        let (one, _) = median(floor_one);
+        let (all, _) = median(floor_all);
+        println!(
+            "  for scale, on the same server: SELECT 1 over the rows {:>6.1} ms, the standings' columns {:>6.1} ms",
+            one.as_secs_f64() * 1e3,
+            all.as_secs_f64() * 1e3
         );
     });
 }

@@ -12,6 +12,7 @@
 //! - A standing whose word is older than `silent_after` carries
 //!   `silent_for_seconds` (the provider stopped repeating it: it may be gone).
 
+use std::collections::HashSet;
 use std::io::{self, Write};
 use std::time::Duration;
 
@@ -116,26 +117,49 @@ pub fn silent_for(said_at: Timestamp, clock: &Clock) -> Option<u64> {
 }
 
 /// Composes the report (pure).
+///
+/// Standings are listed by provider module, provider machine, consumer;
+/// repairs by provider module, provider machine, fault.
 pub fn compose(declaration: &Parsed, snapshot: Snapshot, clock: &Clock, scope: &Scope) -> Report {
     let d = &declaration.declaration;
+    let assigned: HashSet<(&str, &str)> = d
+        .modules
+        .iter()
+        .map(|m| (m.id.module.as_str(), m.id.machine.as_str()))
+        .collect();
+    let is_assigned = |module: &str, machine: &str| assigned.contains(&(module, machine));
     let in_scope = |provider_machine: &str, consumer_machine: Option<&str>| match scope {
         Scope::All => true,
         Scope::Machine(m) => provider_machine == m || consumer_machine == Some(m.as_str()),
     };
-    let failing: Vec<Standing> = snapshot
+    let mut failing: Vec<Standing> = snapshot
         .failing
         .into_iter()
-        .filter(|r| d.is_assigned(&r.provider_module, &r.provider_machine))
+        .filter(|r| is_assigned(&r.provider_module, &r.provider_machine))
         .filter(|r| in_scope(&r.provider_machine, r.consumer_machine.as_deref()))
         .map(|r| standing(r, clock))
         .collect();
-    let repairs: Vec<OpenRepair> = snapshot
+    failing.sort_unstable_by(|a, b| {
+        (&a.provider_module, &a.provider_machine, &a.consumer).cmp(&(
+            &b.provider_module,
+            &b.provider_machine,
+            &b.consumer,
+        ))
+    });
+    let mut repairs: Vec<OpenRepair> = snapshot
         .open_repairs
         .into_iter()
-        .filter(|r| d.is_assigned(&r.provider_module, &r.provider_machine))
+        .filter(|r| is_assigned(&r.provider_module, &r.provider_machine))
         .filter(|r| in_scope(&r.provider_machine, None))
         .map(open_repair)
         .collect();
+    repairs.sort_by(|a, b| {
+        (&a.provider_module, &a.provider_machine, &a.fault).cmp(&(
+            &b.provider_module,
+            &b.provider_machine,
+            &b.fault,
+        ))
+    });
     let declaration_errors: Vec<String> =
         declaration.refused.iter().map(|e| e.to_string()).collect();
     let providers = d
@@ -336,14 +360,221 @@ impl Report {
         Ok(())
     }
 
-    /// The JSON form: one object, one line.
+    /// The JSON form: one object, one line (the same as this type's
+    /// `Serialize`, written directly: 100,000 standings are tens of MB).
     ///
     /// # Errors
     /// When writing fails.
     pub fn write_json(&self, out: &mut dyn Write) -> io::Result<()> {
-        serde_json::to_writer(&mut *out, self)?;
-        writeln!(out)
+        let mut w = JsonWriter::new(out);
+        w.raw("{");
+        if let Some(machine) = &self.machine {
+            w.raw("\"machine\":");
+            w.string(machine);
+            w.raw(",");
+        }
+        w.raw(if self.all_well {
+            "\"all_well\":true,\"sentence\":"
+        } else {
+            "\"all_well\":false,\"sentence\":"
+        });
+        w.string(&self.sentence);
+        w.raw(",\"failing\":[");
+        for (i, s) in self.failing.iter().enumerate() {
+            w.raw(if i == 0 { "{" } else { ",{" });
+            w.field_str("provider_module", &s.provider_module, true);
+            w.field_str("provider_machine", &s.provider_machine, false);
+            w.field_str("consumer", &s.consumer, false);
+            w.field_opt_str("consumer_machine", s.consumer_machine.as_deref());
+            w.field_opt_str("provision", s.provision.as_deref());
+            w.field_str("class", &s.class, false);
+            w.field_str("error", &s.error, false);
+            w.field_time("since", Some(s.since));
+            w.raw(",\"attempts\":");
+            w.int(s.attempts);
+            w.field_time("said_at", Some(s.said_at));
+            w.raw(",\"silent_for_seconds\":");
+            match s.silent_for_seconds {
+                Some(n) => w.uint(n),
+                None => w.raw("null"),
+            }
+            w.raw("}");
+            w.flush_if_full()?;
+        }
+        w.raw("],\"repairs\":[");
+        for (i, r) in self.repairs.iter().enumerate() {
+            w.raw(if i == 0 { "{" } else { ",{" });
+            w.field_str("provider_module", &r.provider_module, true);
+            w.field_str("provider_machine", &r.provider_machine, false);
+            w.field_str("fault", &r.fault, false);
+            w.field_str("outcome", &r.outcome, false);
+            w.field_str("detail", &r.detail, false);
+            w.field_time("next_attempt_at", r.next_attempt_at);
+            w.field_time("said_at", Some(r.said_at));
+            w.raw("}");
+            w.flush_if_full()?;
+        }
+        w.raw("]");
+        if !self.declaration_errors.is_empty() {
+            w.raw(",\"declaration_errors\":[");
+            for (i, e) in self.declaration_errors.iter().enumerate() {
+                if i > 0 {
+                    w.raw(",");
+                }
+                w.string(e);
+            }
+            w.raw("]");
+        }
+        w.raw("}\n");
+        w.finish()
     }
+}
+
+/// Writes JSON into a buffer flushed to the output in large pieces.
+struct JsonWriter<'a> {
+    out: &'a mut dyn Write,
+    buf: Vec<u8>,
+}
+
+const FLUSH_AT: usize = 1 << 20;
+
+impl<'a> JsonWriter<'a> {
+    fn new(out: &'a mut dyn Write) -> Self {
+        JsonWriter {
+            out,
+            buf: Vec::with_capacity(FLUSH_AT + (1 << 16)),
+        }
+    }
+
+    fn raw(&mut self, text: &str) {
+        self.buf.extend_from_slice(text.as_bytes());
+    }
+
+    /// A JSON string; text that needs no escaping is copied as is.
+    fn string(&mut self, text: &str) {
+        let plain = text
+            .bytes()
+            .all(|b| b >= 0x20 && b != b'"' && b != b'\\' && b != 0x7f);
+        if plain {
+            self.buf.push(b'"');
+            self.buf.extend_from_slice(text.as_bytes());
+            self.buf.push(b'"');
+        } else {
+            serde_json::to_writer(&mut self.buf, text).expect("writing to a Vec cannot fail");
+        }
+    }
+
+    fn key(&mut self, key: &str, first: bool) {
+        if !first {
+            self.buf.push(b',');
+        }
+        self.buf.push(b'"');
+        self.buf.extend_from_slice(key.as_bytes());
+        self.buf.extend_from_slice(b"\":");
+    }
+
+    fn field_str(&mut self, key: &str, value: &str, first: bool) {
+        self.key(key, first);
+        self.string(value);
+    }
+
+    fn field_opt_str(&mut self, key: &str, value: Option<&str>) {
+        self.key(key, false);
+        match value {
+            Some(value) => self.string(value),
+            None => self.raw("null"),
+        }
+    }
+
+    fn field_time(&mut self, key: &str, value: Option<Timestamp>) {
+        self.key(key, false);
+        match value {
+            Some(t) => {
+                self.buf.push(b'"');
+                rfc3339(&mut self.buf, t);
+                self.buf.push(b'"');
+            }
+            None => self.raw("null"),
+        }
+    }
+
+    fn int(&mut self, n: i64) {
+        if n < 0 {
+            self.buf.push(b'-');
+        }
+        self.uint(n.unsigned_abs());
+    }
+
+    fn uint(&mut self, mut n: u64) {
+        let mut digits = [0u8; 20];
+        let mut i = digits.len();
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        self.buf.extend_from_slice(&digits[i..]);
+    }
+
+    fn flush_if_full(&mut self) -> io::Result<()> {
+        if self.buf.len() >= FLUSH_AT {
+            self.out.write_all(&self.buf)?;
+            self.buf.clear();
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> io::Result<()> {
+        self.out.write_all(&self.buf)?;
+        self.buf.clear();
+        Ok(())
+    }
+}
+
+/// `YYYY-MM-DDTHH:MM:SSZ`, as [`Timestamp`]'s `Display` writes it.
+fn rfc3339(buf: &mut Vec<u8>, t: Timestamp) {
+    let Ok(since_epoch) = t.0.duration_since(std::time::UNIX_EPOCH) else {
+        buf.extend_from_slice(t.to_string().as_bytes());
+        return;
+    };
+    let secs = since_epoch.as_secs();
+    let days = i64::try_from(secs / 86_400).unwrap_or(i64::MAX);
+    let rem = secs % 86_400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    if !(0..=9999).contains(&year) {
+        buf.extend_from_slice(t.to_string().as_bytes());
+        return;
+    }
+    let two = |buf: &mut Vec<u8>, n: u64| {
+        buf.push(b'0' + (n / 10) as u8);
+        buf.push(b'0' + (n % 10) as u8);
+    };
+    let year = year as u64;
+    two(buf, year / 100);
+    two(buf, year % 100);
+    buf.push(b'-');
+    two(buf, month as u64);
+    buf.push(b'-');
+    two(buf, day as u64);
+    buf.push(b'T');
+    two(buf, rem / 3600);
+    buf.push(b':');
+    two(buf, rem % 3600 / 60);
+    buf.push(b':');
+    two(buf, rem % 60);
+    buf.push(b'Z');
 }
 
 #[cfg(test)]
@@ -545,5 +776,67 @@ mod tests {
              61 attempts, said 2026-10-04T23:00:00Z, silent for 1h 10m: line one line two"
         );
         assert!(lines[2].starts_with("  identity@id-1 repair fault admin-refused: failed"));
+    }
+
+    #[test]
+    fn timestamps_are_written_as_display_writes_them() {
+        let mut t = std::time::UNIX_EPOCH;
+        // Every ~37 hours over 60 years, leap years and month ends included.
+        for _ in 0..15_000 {
+            let mut buf = Vec::new();
+            rfc3339(&mut buf, Timestamp(t));
+            assert_eq!(String::from_utf8(buf).unwrap(), Timestamp(t).to_string());
+            t += Duration::from_secs(37 * 3600 + 59);
+        }
+    }
+
+    #[test]
+    fn the_fast_json_is_the_serialize_json() {
+        let mut r = row("postgres", "db-1", "forge", "2026-10-04T23:00:00Z");
+        r.error = "quote \" backslash \\ newline \n tab \t nul \0 unicode é ✓ \u{7f}".into();
+        r.attempts = 0;
+        let mut plain = row("postgres", "db-1", "wiki", "2026-10-05T00:09:00Z");
+        plain.consumer_machine = None;
+        plain.provision = None;
+        let mut braked = repair("identity", "id-1");
+        braked.next_attempt_at = Some(ts("2028-02-29T23:59:59Z"));
+        let parsed = parse(r#"{"modules":[{"module":"postgres","machine":"db-1","provides":["p"]},
+            {"module":"identity","machine":"id-1","provides":["q"]},{"module":"Bad","machine":"x"}]}"#)
+        .unwrap();
+        let snapshot = Snapshot {
+            failing: vec![plain, r],
+            open_repairs: vec![braked, repair("identity", "id-1")],
+        };
+        let c = clock("2026-10-05T00:10:00Z");
+        for scope in [Scope::All, Scope::Machine("db-1".into())] {
+            for snapshot in [snapshot.clone(), Snapshot::default()] {
+                let report = compose(&parsed, snapshot, &c, &scope);
+                let mut out = Vec::new();
+                report.write_json(&mut out).unwrap();
+                assert!(out.ends_with(b"}\n"));
+                let fast: serde_json::Value = serde_json::from_slice(&out).unwrap();
+                assert_eq!(fast, serde_json::to_value(&report).unwrap(), "{scope:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn standings_are_listed_in_order() {
+        let snapshot = Snapshot {
+            failing: vec![
+                row("postgres", "db-1", "wiki", "2026-10-05T00:09:00Z"),
+                row("identity", "id-1", "zed", "2026-10-05T00:09:00Z"),
+                row("postgres", "db-1", "forge", "2026-10-05T00:09:00Z"),
+            ],
+            open_repairs: vec![],
+        };
+        let report = compose(
+            &declaration(),
+            snapshot,
+            &clock("2026-10-05T00:10:00Z"),
+            &Scope::All,
+        );
+        let listed: Vec<&str> = report.failing.iter().map(|s| s.consumer.as_str()).collect();
+        assert_eq!(listed, ["zed", "forge", "wiki"]);
     }
 }

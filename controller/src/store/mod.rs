@@ -86,9 +86,9 @@ pub struct RepairRow {
 /// Everything `status` needs from the store.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Snapshot {
-    /// Every failing word, ordered by provider module, machine, consumer.
+    /// Every failing word, in no particular order.
     pub failing: Vec<FailingRow>,
-    /// Every repair word whose fault is open (not `repaired`), same order.
+    /// Every repair word whose fault is open (not `repaired`).
     pub open_repairs: Vec<RepairRow>,
 }
 

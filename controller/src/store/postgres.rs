@@ -5,6 +5,7 @@ use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use futures::future::try_join_all;
+use futures::TryStreamExt;
 use mesh_sdk::Timestamp;
 use tokio_postgres::config::Host;
 use tokio_postgres::types::ToSql;
@@ -236,11 +237,12 @@ ON CONFLICT (provider_module, provider_machine, consumer, action) DO UPDATE SET
     detail = EXCLUDED.detail, said_at = EXCLUDED.said_at, stream_seq = EXCLUDED.stream_seq
 WHERE (t.said_at, t.stream_seq) < (EXCLUDED.said_at, EXCLUDED.stream_seq)";
 
+/// Unordered: sorting 100,000 rows costs the server more than the client
+/// (`status` sorts what it lists).
 const READ_FAILING: &str = "
 SELECT provider_module, provider_machine, consumer, consumer_machine, provision, class, error,
        since, attempts, said_at
-FROM failing
-ORDER BY provider_module, provider_machine, consumer";
+FROM failing";
 
 const READ_OPEN_REPAIRS: &str = "
 SELECT provider_module, provider_machine, fault, outcome, detail, next_attempt_at, said_at
@@ -248,9 +250,14 @@ FROM repair
 WHERE outcome <> 'repaired'
 ORDER BY provider_module, provider_machine, fault";
 
-/// A live connection and its prepared statements.
+/// A live connection, and its write statements once prepared.
 struct Connected {
     client: Client,
+    statements: Option<Statements>,
+}
+
+/// The prepared write statements (reads need none).
+struct Statements {
     failing: Statement,
     recovered: Statement,
     repair: Statement,
@@ -297,29 +304,40 @@ impl PgStore {
         }
         if self.connected.is_none() {
             let client = connect_client(&self.options).await?;
-            let target = self.options.shown.clone();
+            self.connected = Some(Connected {
+                client,
+                statements: None,
+            });
+        }
+        Ok(self.connected.as_ref().expect("connected just above"))
+    }
+
+    /// The connection with its write statements prepared.
+    async fn prepared(&mut self) -> Result<(&Client, &Statements), StoreError> {
+        self.connected().await?;
+        if self
+            .connected
+            .as_ref()
+            .is_some_and(|c| c.statements.is_none())
+        {
+            let client = &self.connected.as_ref().expect("connected above").client;
             let prepare = async {
-                Ok::<_, tokio_postgres::Error>(Connected {
+                Ok::<_, tokio_postgres::Error>(Statements {
                     failing: client.prepare(UPSERT_FAILING).await?,
                     recovered: client.prepare(RECOVERED).await?,
                     repair: client.prepare(UPSERT_REPAIR).await?,
                     retirement: client.prepare(UPSERT_RETIREMENT).await?,
-                    client,
                 })
             };
-            let connected = match tokio::time::timeout(CONNECT_TIMEOUT, prepare).await {
-                Ok(Ok(connected)) => connected,
-                Ok(Err(source)) => return Err(classify(target, source)),
-                Err(_) => {
-                    return Err(StoreError::Timeout {
-                        target,
-                        after: CONNECT_TIMEOUT,
-                    })
-                }
-            };
-            self.connected = Some(connected);
+            let outcome = tokio::time::timeout(CONNECT_TIMEOUT, prepare).await;
+            let statements = self.settle(outcome)?;
+            if let Some(connected) = self.connected.as_mut() {
+                connected.statements = Some(statements);
+            }
         }
-        Ok(self.connected.as_ref().expect("connected just above"))
+        let connected = self.connected.as_ref().expect("connected above");
+        let statements = connected.statements.as_ref().expect("prepared above");
+        Ok((&connected.client, statements))
     }
 
     /// Runs `work` bounded by [`STATEMENT_TIMEOUT`]; on any failure but a
@@ -349,12 +367,18 @@ impl PgStore {
         let connected = self.connected().await?;
         let client = &connected.client;
         let work = async {
-            let (failing, repairs) = tokio::try_join!(
-                client.query(READ_FAILING, &[]),
-                client.query(READ_OPEN_REPAIRS, &[])
-            )?;
+            let repairs = client.query(READ_OPEN_REPAIRS, &[]).await?;
+            // Rows are decoded as they arrive, while the server still sends.
+            let rows = client
+                .query_raw(READ_FAILING, std::iter::empty::<&(dyn ToSql + Sync)>())
+                .await?;
+            futures::pin_mut!(rows);
+            let mut failing = Vec::new();
+            while let Some(row) = rows.try_next().await? {
+                failing.push(failing_row(&row)?);
+            }
             Ok(Snapshot {
-                failing: failing.iter().map(failing_row).collect::<Result<_, _>>()?,
+                failing,
                 open_repairs: repairs.iter().map(repair_row).collect::<Result<_, _>>()?,
             })
         };
@@ -584,29 +608,28 @@ impl Store for PgStore {
             return Ok(());
         }
         let round = Round::of(words);
-        let connected = self.connected().await?;
-        let client = &connected.client;
+        let (client, prepared) = self.prepared().await?;
         // One transaction, its statements pipelined (sent without waiting
         // for each answer): `recovered` before `failing` (see `reduce`).
         // Parameter order: texts, then times, then ints, as each statement lists them.
         let statements: Vec<(&Statement, Vec<&(dyn ToSql + Sync)>)> = [
             (
-                &connected.recovered,
+                &prepared.recovered,
                 &round.recovered,
                 &[0, 1, 2, 3, 4, 5, 6, 7][..],
             ),
             (
-                &connected.failing,
+                &prepared.failing,
                 &round.failing,
                 &[0, 1, 2, 3, 4, 5, 6, 7, 9, 8, 10][..],
             ),
             (
-                &connected.repair,
+                &prepared.repair,
                 &round.repairs,
                 &[0, 1, 2, 3, 4, 5, 6, 7][..],
             ),
             (
-                &connected.retirement,
+                &prepared.retirement,
                 &round.retirements,
                 &[0, 1, 2, 3, 4, 5, 6][..],
             ),
