@@ -1,6 +1,7 @@
 //! [`PostgresProvisioner`]: the [`Provisioner`] the loop drives.
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 
 use mesh_sdk::{async_trait, Class, Consumer, Held, Name, Provisioner, Secret};
 use tokio::time::timeout;
@@ -28,11 +29,14 @@ use crate::sql;
 /// - `ensure`: one lookup as the administrator; makes the role (password set
 ///   as a SCRAM verifier computed here, so the plaintext never reaches the
 ///   server or its logs), then the database, only when missing. A retired
-///   role stays retired: re-enabling it is the loop's call.
+///   role stays retired: re-enabling it is the loop's call. A consumer whose
+///   last check passed is not looked up again: the check is the proof.
 /// - `check`: logs in *as the consumer* with its minted secret, over TCP to
-///   the address consumers use, runs `SELECT 1` and closes. A refused
-///   password (28P01) leads to one reset of the role's password to the
-///   minted secret, then a new login whose failure is the result.
+///   the address consumers use, runs `SELECT 1` and closes. When the login
+///   fails and `ensure` skipped its lookup on the strength of an earlier
+///   check, the lookup and make-if-missing run now, then a new login. A
+///   refused password (28P01) leads to one reset of the role's password to
+///   the minted secret, then a new login whose failure is the result.
 ///
 /// A consumer's `options` are not read; a consumer asking for another
 /// provision than `postgres-database` is refused.
@@ -55,6 +59,9 @@ use crate::sql;
 pub struct PostgresProvisioner {
     config: Arc<PostgresConfig>,
     admin: Admin,
+    /// Consumers whose last check passed: `ensure` does not look them up
+    /// again (the check is the proof); any failed check forgets one.
+    proven: Mutex<HashSet<Name>>,
 }
 
 impl std::fmt::Debug for PostgresProvisioner {
@@ -72,6 +79,7 @@ impl PostgresProvisioner {
         PostgresProvisioner {
             admin: Admin::new(Arc::clone(&config)),
             config,
+            proven: Mutex::new(HashSet::new()),
         }
     }
 
@@ -121,6 +129,85 @@ impl PostgresProvisioner {
         }
     }
 
+    /// Looks up what the backend holds under `name` and makes what is
+    /// missing: the role (with its password and mark, in one transaction),
+    /// then the database; refuses what the provider did not make.
+    async fn make(&self, name: &str, secret: &Secret) -> Result<(), PgError> {
+        let found = self.admin.find(name).await?;
+        let plan = plan::ensure(name, &found)?;
+        if plan.create_role {
+            let statement = sql::create_role(name, &verifier(secret))?;
+            self.admin
+                .batch(&format!("creating role \"{name}\""), &statement)
+                .await?;
+            tracing::info!(consumer = %name, "made the role, marked mesh_provisioned");
+        }
+        if plan.create_database {
+            let statement = sql::create_database(name)?;
+            self.admin
+                .batch(&format!("creating database \"{name}\""), &statement)
+                .await?;
+            tracing::info!(consumer = %name, "made the database, owned by the role");
+        }
+        if plan.finish_database {
+            let statement = sql::finish_database(name)?;
+            self.admin
+                .batch(
+                    &format!("closing database \"{name}\" to other roles and commenting it"),
+                    &statement,
+                )
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Logs in; a refused password leads to one reset and a new login.
+    async fn login_or_reset(&self, name: &str, secret: &Secret) -> Result<(), PgError> {
+        match self.login(name, secret).await {
+            Ok(()) => Ok(()),
+            Err(error) => self.after_refusal(name, secret, error).await,
+        }
+    }
+
+    /// After a failed login: a refused password (28P01) is reset to the
+    /// minted secret once and the login tried again; anything else is the result.
+    async fn after_refusal(
+        &self,
+        name: &str,
+        secret: &Secret,
+        error: PgError,
+    ) -> Result<(), PgError> {
+        if !error.is_invalid_password() {
+            return Err(error);
+        }
+        tracing::info!(consumer = %name, "login refused; resetting the role's password to the minted secret once");
+        self.reset_password(name, secret).await?;
+        self.login(name, secret)
+            .await
+            .map_err(|error| PgError::AfterReset(Box::new(error)))
+    }
+
+    fn proven(&self) -> std::sync::MutexGuard<'_, HashSet<Name>> {
+        self.proven
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn is_proven(&self, name: &Name) -> bool {
+        self.proven().contains(name)
+    }
+
+    fn prove(&self, name: &Name) {
+        if !self.is_proven(name) {
+            self.proven().insert(name.clone());
+        }
+    }
+
+    /// Forgets a proof; whether there was one.
+    fn forget(&self, name: &Name) -> bool {
+        self.proven().remove(name)
+    }
+
     /// Sets the role's password to the minted secret (a verifier computed
     /// here), after making sure the role is one the provider made.
     async fn reset_password(&self, name: &str, secret: &Secret) -> Result<(), PgError> {
@@ -152,46 +239,32 @@ impl Provisioner for PostgresProvisioner {
         plan::refuse_other_provision(name, &consumer.provision)?;
         plan::refuse_reserved(name)?;
         sql::ident(name)?;
-        let found = self.admin.find(name).await?;
-        let plan = plan::ensure(name, &found)?;
-        if plan.create_role {
-            let statement = sql::create_role(name, &verifier(secret))?;
-            self.admin
-                .batch(&format!("creating role \"{name}\""), &statement)
-                .await?;
-            tracing::info!(consumer = %name, "made the role, marked mesh_provisioned");
+        if self.is_proven(&consumer.name) {
+            return Ok(());
         }
-        if plan.create_database {
-            let statement = sql::create_database(name)?;
-            self.admin
-                .batch(&format!("creating database \"{name}\""), &statement)
-                .await?;
-            tracing::info!(consumer = %name, "made the database, owned by the role");
-        }
-        if plan.finish_database {
-            let statement = sql::finish_database(name)?;
-            self.admin
-                .batch(
-                    &format!("closing database \"{name}\" to other roles and commenting it"),
-                    &statement,
-                )
-                .await?;
-        }
-        Ok(())
+        self.make(name, secret).await
     }
 
     async fn check(&self, consumer: &Consumer, secret: &Secret) -> Result<(), PgError> {
         let name = consumer.name.as_str();
-        match self.login(name, secret).await {
-            Err(error) if error.is_invalid_password() => {
-                tracing::info!(consumer = %name, "login refused; resetting the role's password to the minted secret once");
-                self.reset_password(name, secret).await?;
-                self.login(name, secret)
-                    .await
-                    .map_err(|error| PgError::AfterReset(Box::new(error)))
+        let result = match self.login(name, secret).await {
+            Ok(()) => Ok(()),
+            Err(error) => {
+                if self.forget(&consumer.name) {
+                    // `ensure` trusted an earlier check: look and make what is missing now.
+                    match self.make(name, secret).await {
+                        Ok(()) => self.login_or_reset(name, secret).await,
+                        Err(error) => Err(error),
+                    }
+                } else {
+                    self.after_refusal(name, secret, error).await
+                }
             }
-            other => other,
+        };
+        if result.is_ok() {
+            self.prove(&consumer.name);
         }
+        result
     }
 
     async fn held(&self) -> Result<Vec<Held>, PgError> {
@@ -212,6 +285,7 @@ impl Provisioner for PostgresProvisioner {
     }
 
     async fn retire(&self, consumer: &Name) -> Result<(), PgError> {
+        self.forget(consumer);
         let name = consumer.as_str();
         let statement = sql::retire(name)?;
         let found = self.admin.find(name).await?;
@@ -227,6 +301,7 @@ impl Provisioner for PostgresProvisioner {
     }
 
     async fn re_enable(&self, consumer: &Name) -> Result<(), PgError> {
+        self.forget(consumer);
         let name = consumer.as_str();
         let statement = sql::re_enable(name)?;
         let found = self.admin.find(name).await?;
@@ -239,6 +314,7 @@ impl Provisioner for PostgresProvisioner {
     }
 
     async fn delete(&self, consumer: &Name) -> Result<(), PgError> {
+        self.forget(consumer);
         let name = consumer.as_str();
         let (drop_database, drop_role) = (sql::drop_database(name)?, sql::drop_role(name)?);
         let found = self.admin.find(name).await?;

@@ -122,6 +122,9 @@ async fn consumers_get_a_database_they_can_log_into_and_no_password_reaches_the_
             "{statement} sent again:\n{quiet}"
         );
     }
+    // Proven by their last check, healthy consumers are not even looked up.
+    assert!(pg.log().contains("AS role_exists"), "lookups are logged");
+    assert!(!quiet.contains("AS role_exists"), "{quiet}");
 
     // A new minted secret: the login is refused, the password is reset once
     // (a verifier, never the secret), the new check passes; nothing failing.
