@@ -1,7 +1,7 @@
 //! Bus permissions derived from the declaration (DESIGN.md "Bus contract"),
 //! never written by hand.
 //!
-//! [`derive`] is pure: one [`UserPermissions`] per declared module
+//! [`derive()`] is pure: one [`UserPermissions`] per declared module
 //! (`<module>@<machine>`) and one for the controller. [`render_json`] prints
 //! the sets; [`render_nats`] renders a nats-server configuration (JSON) with
 //! each user's password read from a credentials folder.
