@@ -207,8 +207,10 @@ impl Admin {
 
     /// Runs `op` on the kept session, bounded by the statement timeout. When
     /// the session turns out to be gone (closed, shut down, reset), it is
-    /// dropped and `op` is tried once more on a new one: every statement the
-    /// provider sends is safe to send again.
+    /// dropped and `op` is tried once more on a new one. Every statement the
+    /// provider sends is safe to send again: at worst one that did commit
+    /// before the session went fails as a duplicate, and the next lookup
+    /// finds it made.
     async fn call<T, F, Fut>(&self, what: &str, op: F) -> Result<T, PgError>
     where
         F: Fn(Arc<Session>) -> Fut,
