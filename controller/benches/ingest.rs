@@ -118,7 +118,7 @@ async fn ingest(
     let following = follow(consumer, &mut store, &settings, async {
         let _ = stopped.await;
     });
-    let (elapsed, ()) = tokio::join!(watcher, following);
+    let (elapsed, _) = tokio::join!(watcher, following);
     events as f64 / elapsed.as_secs_f64()
 }
 

@@ -332,6 +332,38 @@ async fn the_link_follows_events_into_the_store() {
         )
         .await;
     assert_eq!(world.consumer_info().await.config.max_ack_pending, 1);
+
+    // The consumer deleted under the running controller: it is set up again,
+    // the stream delivered again from its start changes nothing stored, and
+    // new events flow.
+    world
+        .js
+        .get_stream(STREAM)
+        .await
+        .unwrap()
+        .delete_consumer(DURABLE)
+        .await
+        .unwrap();
+    world
+        .publish(
+            &f("failing"),
+            failing("after-setup", "2026-10-05T00:14:00Z", 3),
+        )
+        .await;
+    world
+        .wait_rows(
+            "postgres",
+            "db-1",
+            &["after-setup (3)", "while-down (2)", "wiki (6)"],
+            "events flow again after the consumer was set up again",
+        )
+        .await;
+    world.wait_drained("the whole stream delivered again").await;
+    assert_eq!(
+        world.rows("postgres", "db-1").await,
+        ["after-setup (3)", "while-down (2)", "wiki (6)"],
+        "delivering the stream again changes nothing"
+    );
     controller.stop().await;
 }
 

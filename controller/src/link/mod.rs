@@ -163,22 +163,29 @@ pub async fn serve_until(
         }
     }
     let client = connect(nats, Reconnect::Forever).await?;
-    backoff.reset();
-    let consumer = loop {
-        match ensure_consumer(&client, &settings).await {
-            Ok(consumer) => break consumer,
-            Err(error) => {
-                let delay = backoff.next_delay();
-                tracing::warn!(error = %error, retry_in = ?delay, "cannot set up the event stream yet");
-                if pause(delay, &mut stop).await {
-                    return Ok(());
+    let mut store = PgStore::new(database.clone());
+    loop {
+        backoff.reset();
+        let consumer = loop {
+            match ensure_consumer(&client, &settings).await {
+                Ok(consumer) => break consumer,
+                Err(error) => {
+                    let delay = backoff.next_delay();
+                    tracing::warn!(error = %error, retry_in = ?delay, "cannot set up the event stream yet");
+                    if pause(delay, &mut stop).await {
+                        return Ok(());
+                    }
                 }
             }
+        };
+        tracing::info!(stream = STREAM, consumer = DURABLE, batch = settings.batch, store = %database, "following provider events");
+        match follow(&consumer, &mut store, &settings, &mut stop).await {
+            Followed::Stopped => break,
+            Followed::ConsumerLost => {
+                tracing::warn!("setting the stream and consumer up again");
+            }
         }
-    };
-    tracing::info!(stream = STREAM, consumer = DURABLE, batch = settings.batch, store = %database, "following provider events");
-    let mut store = PgStore::new(database.clone());
-    follow(&consumer, &mut store, &settings, stop).await;
+    }
     let _ = client.flush().await;
     tracing::info!("stopped");
     Ok(())
@@ -226,21 +233,41 @@ struct Round {
     retry_in: Option<Duration>,
 }
 
+/// Pulls failing in a row after which the consumer is set up again.
+const PULL_FAILURES_BEFORE_SETUP: u32 = 10;
+
+/// Pulls in a row without a message after which the consumer is looked up
+/// (a deleted consumer's pulls just find nothing).
+const IDLE_PULLS_BEFORE_CHECK: u32 = 15;
+
+/// Why [`follow`] returned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Followed {
+    /// `stop` resolved.
+    Stopped,
+    /// The consumer is gone (deleted, or the server lost its store), or
+    /// pulls keep failing: set the stream and consumer up again, then follow again.
+    ConsumerLost,
+}
+
 /// Follows `consumer` into `store` until `stop` resolves (see the module
-/// docs for the guarantees). Errors of the bus or the store are logged and
-/// waited out; this returns only on `stop`.
+/// docs for the guarantees). Errors of the store are logged and waited out;
+/// a consumer found gone, or pulls failing many times in a row, end it with
+/// [`Followed::ConsumerLost`].
 pub async fn follow<S: Store>(
     consumer: &PullConsumer,
     store: &mut S,
     settings: &LinkSettings,
     stop: impl Future<Output = ()>,
-) {
+) -> Followed {
     tokio::pin!(stop);
     let mut link = Link {
         store,
         settings,
         backoff: Backoff::new(settings.nak_first, settings.nak_max),
-        bus_failing: false,
+        pull_failures: 0,
+        idle_pulls: 0,
+        consumer_lost: false,
     };
     loop {
         let pull_started = tokio::time::Instant::now();
@@ -272,19 +299,43 @@ pub async fn follow<S: Store>(
         if stopping || (&mut stop).now_or_never().is_some() {
             break;
         }
+        if link.consumer_lost || link.pull_failures >= PULL_FAILURES_BEFORE_SETUP {
+            return Followed::ConsumerLost;
+        }
     }
+    Followed::Stopped
 }
 
 struct Link<'a, S> {
     store: &'a mut S,
     settings: &'a LinkSettings,
     backoff: Backoff,
-    bus_failing: bool,
+    /// Pulls in a row that failed without a message.
+    pull_failures: u32,
+    /// Pulls in a row without a message.
+    idle_pulls: u32,
+    /// The consumer is gone: it must be set up again.
+    consumer_lost: bool,
+}
+
+impl<S> Link<'_, S> {
+    /// Asks the server for the consumer; marks it lost when it is not there.
+    async fn check_consumer(&mut self, consumer: &PullConsumer) {
+        match consumer.get_info().await {
+            Ok(_) => {}
+            Err(error) => {
+                tracing::warn!(error = %error, consumer = DURABLE, "the consumer is not there");
+                self.consumer_lost = true;
+            }
+        }
+    }
 }
 
 impl<S: Store> Link<'_, S> {
     /// The messages waiting (at most `batch`), or, when none is, the first
-    /// to arrive within `wait`. Every pull request is read to its end.
+    /// to arrive within `wait`. Every pull request is read to its end. A
+    /// pull that fails without a message is logged and waited out (its
+    /// failures in a row are counted in `pull_failures`).
     async fn pull(&mut self, consumer: &PullConsumer) -> Vec<Message> {
         let batch = self.settings.batch.max(1);
         let waiting = consumer
@@ -292,64 +343,51 @@ impl<S: Store> Link<'_, S> {
             .max_messages(batch)
             .expires(self.settings.wait)
             .messages()
-            .await;
-        let mut messages = match waiting {
-            Ok(stream) => self.collect(stream).await,
-            Err(error) => {
-                self.bus_error(&error.to_string()).await;
-                return Vec::new();
-            }
+            .await
+            .map_err(|e| e.to_string());
+        let (mut messages, mut failure) = match waiting {
+            Ok(stream) => collect(stream).await,
+            Err(error) => (Vec::new(), Some(error)),
         };
-        if messages.is_empty() {
+        if messages.is_empty() && failure.is_none() {
             let next = consumer
                 .batch()
                 .max_messages(1)
                 .expires(self.settings.wait)
                 .messages()
-                .await;
-            messages = match next {
-                Ok(stream) => self.collect(stream).await,
-                Err(error) => {
-                    self.bus_error(&error.to_string()).await;
-                    return Vec::new();
-                }
+                .await
+                .map_err(|e| e.to_string());
+            (messages, failure) = match next {
+                Ok(stream) => collect(stream).await,
+                Err(error) => (Vec::new(), Some(error)),
             };
         }
-        if self.bus_failing {
-            self.bus_failing = false;
-            tracing::info!("pulling events works again");
-        }
-        messages
-    }
-
-    async fn collect<E: std::fmt::Display>(
-        &mut self,
-        mut stream: impl futures::Stream<Item = Result<Message, E>> + Unpin,
-    ) -> Vec<Message> {
-        let mut messages = Vec::new();
-        while let Some(item) = stream.next().await {
-            match item {
-                Ok(message) => messages.push(message),
-                Err(error) => {
-                    let text = error.to_string();
-                    // The end of a pull at max_ack_pending or without messages
-                    // is normal; anything else is worth a word.
-                    if !messages.is_empty() || !text.contains("timed out") {
-                        tracing::debug!(error = %text, "pull ended with an error");
-                    }
-                    break;
+        match failure {
+            Some(error) if messages.is_empty() => {
+                self.pull_failures += 1;
+                if self.pull_failures == 1 {
+                    tracing::warn!(error = %error, "cannot pull events; trying again");
+                }
+                self.check_consumer(consumer).await;
+                tokio::time::sleep(self.settings.wait.min(Duration::from_secs(1))).await;
+            }
+            _ => {
+                if self.pull_failures > 0 && !self.consumer_lost {
+                    tracing::info!(failures = self.pull_failures, "pulling events works again");
+                    self.pull_failures = 0;
                 }
             }
         }
-        messages
-    }
-
-    async fn bus_error(&mut self, error: &str) {
-        if !self.bus_failing {
-            self.bus_failing = true;
-            tracing::warn!(error = %error, "cannot pull events; trying again");
+        if messages.is_empty() {
+            self.idle_pulls += 1;
+            // A pull of a deleted consumer just finds nothing: look now and then.
+            if self.idle_pulls % IDLE_PULLS_BEFORE_CHECK == 0 {
+                self.check_consumer(consumer).await;
+            }
+        } else {
+            self.idle_pulls = 0;
         }
-        tokio::time::sleep(self.settings.wait.min(Duration::from_secs(1))).await;
+        messages
     }
 
     /// Decodes, applies and acknowledges (or NAKs) one round.
@@ -452,6 +490,21 @@ impl<S: Store> Link<'_, S> {
         }
         delay
     }
+}
+
+/// Reads a pull to its end: its messages, and the error that ended it, if
+/// any (the normal ends, no message or the pull expired, are not errors).
+async fn collect<E: std::fmt::Display>(
+    mut stream: impl futures::Stream<Item = Result<Message, E>> + Unpin,
+) -> (Vec<Message>, Option<String>) {
+    let mut messages = Vec::new();
+    while let Some(item) = stream.next().await {
+        match item {
+            Ok(message) => messages.push(message),
+            Err(error) => return (messages, Some(error.to_string())),
+        }
+    }
+    (messages, None)
 }
 
 /// Acknowledges messages: plain acks, then a double ack of the last one,
