@@ -2,9 +2,6 @@
 //! consumer, user, inbox prefix) and its connection.
 
 use std::path::PathBuf;
-use std::time::Duration;
-
-use async_nats::{ConnectOptions, Event as NatsEvent, ServerError};
 
 /// The JetStream stream holding every provider event.
 pub const STREAM: &str = "MESH_EVENTS";
@@ -35,31 +32,9 @@ pub struct NatsOptions {
     pub password_file: Option<PathBuf>,
 }
 
-/// The bus could not be set up; ends the command (exit 2).
-#[derive(Debug, thiserror::Error)]
-pub enum BusError {
-    /// The password file could not be read.
-    #[error("nats password file {path} cannot be read: {source}")]
-    PasswordFile {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
-    /// A user without a password file, or the other way round.
-    #[error("--nats-user and --nats-password-file go together")]
-    HalfCredentials,
-    /// The connection could not be made.
-    #[error("cannot connect to nats at {url}: {source}")]
-    Connect {
-        /// The URL.
-        url: String,
-        /// Why.
-        #[source]
-        source: async_nats::ConnectError,
-    },
-}
+/// The bus could not be set up; ends the command (exit 2). The SDK's: the
+/// controller connects with the same shared options as every provider.
+pub use mesh_sdk::bus::BusError;
 
 /// How the connection behaves while the server is away.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,31 +56,16 @@ pub async fn connect(
     options: &NatsOptions,
     reconnect: Reconnect,
 ) -> Result<async_nats::Client, BusError> {
-    let mut connect = ConnectOptions::new()
-        .name("mesh-controller")
-        .custom_inbox_prefix(CONTROLLER_INBOX)
-        .connection_timeout(Duration::from_secs(5))
-        .reconnect_delay_callback(|attempts| {
-            Duration::from_millis(100u64.saturating_mul(1 << attempts.min(5) as u64))
-                .min(Duration::from_secs(2))
-        })
-        .event_callback(|event| async move { log_event(&event) });
+    let mut connect = mesh_sdk::bus::connect_options(
+        options.user.as_deref(),
+        options.password_file.as_deref(),
+        "mesh-controller",
+        CONTROLLER_INBOX,
+    )?;
     if reconnect == Reconnect::Forever {
         connect = connect.retry_on_initial_connect();
     } else {
         connect = connect.max_reconnects(Some(1));
-    }
-    match (&options.user, &options.password_file) {
-        (Some(user), Some(path)) => {
-            let password =
-                std::fs::read_to_string(path).map_err(|source| BusError::PasswordFile {
-                    path: path.clone(),
-                    source,
-                })?;
-            connect = connect.user_and_password(user.clone(), password.trim().to_owned());
-        }
-        (None, None) => {}
-        _ => return Err(BusError::HalfCredentials),
     }
     connect
         .connect(&options.url)
@@ -114,21 +74,4 @@ pub async fn connect(
             url: options.url.clone(),
             source,
         })
-}
-
-/// Logs what the client tells about the connection; permission refusals as
-/// errors.
-pub fn log_event(event: &NatsEvent) {
-    match event {
-        NatsEvent::ServerError(ServerError::Other(text))
-            if text.to_lowercase().contains("permissions violation") =>
-        {
-            tracing::error!(error = %text, "the bus refused a publish or subscribe of the controller: check the derived permissions");
-        }
-        NatsEvent::ServerError(error) => tracing::error!(error = %error, "bus server error"),
-        NatsEvent::ClientError(error) => tracing::error!(error = %error, "bus client error"),
-        NatsEvent::Disconnected => tracing::warn!("disconnected from the bus"),
-        NatsEvent::Connected => tracing::info!("connected to the bus"),
-        other => tracing::info!(event = %other, "bus event"),
-    }
 }

@@ -1,7 +1,7 @@
 //! The NATS side: connection with the provider's inbox prefix and an event
 //! callback that logs refusals, and a JetStream sink that awaits acks.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use async_nats::jetstream::{self, message::PublishMessage};
@@ -61,11 +61,46 @@ pub enum BusError {
     },
 }
 
-/// Connects as `provider`: its own inbox prefix (`_INBOX_<machine>_<module>`),
-/// reconnecting forever with a short capped backoff, and an event callback
-/// that logs permission refusals and disconnects (a refused announcement is
-/// never silent). Returns at once even when the server is down: events are
-/// held until it answers.
+/// The connection options every mesh client shares: the given name and
+/// inbox prefix, the user's password read from its file, a short capped
+/// reconnect backoff (100 ms doubling to 2 s), and an event callback that
+/// logs permission refusals and disconnects ([`log_event`]).
+///
+/// # Errors
+/// [`BusError`] when the password file cannot be read, or only one of user
+/// and password file is given.
+pub fn connect_options(
+    user: Option<&str>,
+    password_file: Option<&Path>,
+    name: &str,
+    inbox_prefix: &str,
+) -> Result<ConnectOptions, BusError> {
+    let connect = ConnectOptions::new()
+        .name(name)
+        .custom_inbox_prefix(inbox_prefix)
+        .connection_timeout(Duration::from_secs(5))
+        .reconnect_delay_callback(|attempts| {
+            Duration::from_millis(100u64.saturating_mul(1 << attempts.min(5) as u64))
+                .min(Duration::from_secs(2))
+        })
+        .event_callback(|event| async move { log_event(&event) });
+    match (user, password_file) {
+        (Some(user), Some(path)) => {
+            let password =
+                std::fs::read_to_string(path).map_err(|source| BusError::PasswordFile {
+                    path: path.to_owned(),
+                    source,
+                })?;
+            Ok(connect.user_and_password(user.to_owned(), password.trim().to_owned()))
+        }
+        (None, None) => Ok(connect),
+        _ => Err(BusError::HalfCredentials),
+    }
+}
+
+/// Connects as `provider`: its own inbox prefix (`_INBOX_<machine>_<module>`)
+/// and [`connect_options`], reconnecting forever. Returns at once even when
+/// the server is down: events are held until it answers.
 ///
 /// # Errors
 /// [`BusError`] when the credentials cannot be read or the URL is invalid.
@@ -73,39 +108,24 @@ pub async fn connect(
     options: &BusOptions,
     provider: &ProviderId,
 ) -> Result<async_nats::Client, BusError> {
-    let mut connect = ConnectOptions::new()
-        .name(format!("mesh provider {provider}"))
-        .custom_inbox_prefix(inbox_prefix(&provider.machine, &provider.module))
-        .retry_on_initial_connect()
-        .connection_timeout(Duration::from_secs(5))
-        .reconnect_delay_callback(|attempts| {
-            Duration::from_millis(100u64.saturating_mul(1 << attempts.min(5) as u64))
-                .min(Duration::from_secs(2))
-        })
-        .event_callback(|event| async move { log_event(&event) });
-    match (&options.user, &options.password_file) {
-        (Some(user), Some(path)) => {
-            let password =
-                std::fs::read_to_string(path).map_err(|source| BusError::PasswordFile {
-                    path: path.clone(),
-                    source,
-                })?;
-            connect = connect.user_and_password(user.clone(), password.trim().to_owned());
-        }
-        (None, None) => {}
-        _ => return Err(BusError::HalfCredentials),
-    }
-    connect
-        .connect(&options.url)
-        .await
-        .map_err(|source| BusError::Connect {
-            url: options.url.clone(),
-            source,
-        })
+    connect_options(
+        options.user.as_deref(),
+        options.password_file.as_deref(),
+        &format!("mesh provider {provider}"),
+        &inbox_prefix(&provider.machine, &provider.module),
+    )?
+    .retry_on_initial_connect()
+    .connect(&options.url)
+    .await
+    .map_err(|source| BusError::Connect {
+        url: options.url.clone(),
+        source,
+    })
 }
 
-/// Logs what the client tells us about the connection.
-pub(crate) fn log_event(event: &NatsEvent) {
+/// Logs what the client tells about the connection; a permission refusal
+/// as an error (a refused announcement is never silent).
+pub fn log_event(event: &NatsEvent) {
     match event {
         NatsEvent::ServerError(ServerError::Other(text))
             if text.to_lowercase().contains("permissions violation") =>
