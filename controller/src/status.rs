@@ -44,29 +44,13 @@ pub struct Clock {
     pub silent_after: Duration,
 }
 
-/// One listed standing: a provider says it keeps failing a consumer.
+/// One listed standing: a provider says it keeps failing a consumer. Its
+/// JSON is the stored word's fields, then `silent_for_seconds`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Standing {
-    /// The provider module.
-    pub provider_module: String,
-    /// The machine it ran on.
-    pub provider_machine: String,
-    /// The consumer.
-    pub consumer: String,
-    /// The consumer's machine as the provider last knew it (null if never).
-    pub consumer_machine: Option<String>,
-    /// The provision as the provider last knew it (null if never).
-    pub provision: Option<String>,
-    /// The failure's class.
-    pub class: String,
-    /// Its first words.
-    pub error: String,
-    /// First failure since the last success.
-    pub since: Timestamp,
-    /// Failed attempts since `since`.
-    pub attempts: i64,
-    /// When it was said.
-    pub said_at: Timestamp,
+    /// The stored failing word.
+    #[serde(flatten)]
+    pub row: FailingRow,
     /// Seconds since it was said, when that is more than `silent_after`; else null.
     pub silent_for_seconds: Option<u64>,
 }
@@ -140,11 +124,16 @@ pub fn compose(declaration: &Parsed, snapshot: Snapshot, clock: &Clock, scope: &
         .map(|r| standing(r, clock))
         .collect();
     failing.sort_unstable_by(|a, b| {
-        (&a.provider_module, &a.provider_machine, &a.consumer).cmp(&(
-            &b.provider_module,
-            &b.provider_machine,
-            &b.consumer,
-        ))
+        (
+            &a.row.provider_module,
+            &a.row.provider_machine,
+            &a.row.consumer,
+        )
+            .cmp(&(
+                &b.row.provider_module,
+                &b.row.provider_machine,
+                &b.row.consumer,
+            ))
     });
     let mut repairs: Vec<OpenRepair> = snapshot
         .open_repairs
@@ -201,16 +190,7 @@ pub fn compose(declaration: &Parsed, snapshot: Snapshot, clock: &Clock, scope: &
 fn standing(r: FailingRow, clock: &Clock) -> Standing {
     Standing {
         silent_for_seconds: silent_for(r.said_at, clock),
-        provider_module: r.provider_module,
-        provider_machine: r.provider_machine,
-        consumer: r.consumer,
-        consumer_machine: r.consumer_machine,
-        provision: r.provision,
-        class: r.class,
-        error: r.error,
-        since: r.since,
-        attempts: r.attempts,
-        said_at: r.said_at,
+        row: r,
     }
 }
 
@@ -315,24 +295,24 @@ impl Report {
     pub fn write_human(&self, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "{}", self.sentence)?;
         for s in &self.failing {
-            let consumer_machine = s.consumer_machine.as_deref().unwrap_or("?");
-            let provision = s.provision.as_deref().unwrap_or("?");
+            let consumer_machine = s.row.consumer_machine.as_deref().unwrap_or("?");
+            let provision = s.row.provision.as_deref().unwrap_or("?");
             write!(
                 out,
                 "  {}@{} fails {}@{} ({}): {} since {}, {}, said {}",
-                s.provider_module,
-                s.provider_machine,
-                s.consumer,
+                s.row.provider_module,
+                s.row.provider_machine,
+                s.row.consumer,
                 consumer_machine,
                 one_line(provision),
-                s.class,
-                s.since,
+                s.row.class,
+                s.row.since,
                 plural(
-                    usize::try_from(s.attempts).unwrap_or(0),
+                    usize::try_from(s.row.attempts).unwrap_or(0),
                     "attempt",
                     "attempts"
                 ),
-                s.said_at,
+                s.row.said_at,
             )?;
             if let Some(secs) = s.silent_for_seconds {
                 write!(
@@ -341,7 +321,7 @@ impl Report {
                     humantime::format_duration(Duration::from_secs(secs))
                 )?;
             }
-            writeln!(out, ": {}", one_line(&s.error))?;
+            writeln!(out, ": {}", one_line(&s.row.error))?;
         }
         for r in &self.repairs {
             write!(
@@ -382,17 +362,17 @@ impl Report {
         w.raw(",\"failing\":[");
         for (i, s) in self.failing.iter().enumerate() {
             w.raw(if i == 0 { "{" } else { ",{" });
-            w.field_str("provider_module", &s.provider_module, true);
-            w.field_str("provider_machine", &s.provider_machine, false);
-            w.field_str("consumer", &s.consumer, false);
-            w.field_opt_str("consumer_machine", s.consumer_machine.as_deref());
-            w.field_opt_str("provision", s.provision.as_deref());
-            w.field_str("class", &s.class, false);
-            w.field_str("error", &s.error, false);
-            w.field_time("since", Some(s.since));
+            w.field_str("provider_module", &s.row.provider_module, true);
+            w.field_str("provider_machine", &s.row.provider_machine, false);
+            w.field_str("consumer", &s.row.consumer, false);
+            w.field_opt_str("consumer_machine", s.row.consumer_machine.as_deref());
+            w.field_opt_str("provision", s.row.provision.as_deref());
+            w.field_str("class", &s.row.class, false);
+            w.field_str("error", &s.row.error, false);
+            w.field_time("since", Some(s.row.since));
             w.raw(",\"attempts\":");
-            w.int(s.attempts);
-            w.field_time("said_at", Some(s.said_at));
+            w.int(s.row.attempts);
+            w.field_time("said_at", Some(s.row.said_at));
             w.raw(",\"silent_for_seconds\":");
             match s.silent_for_seconds {
                 Some(n) => w.uint(n),
@@ -686,7 +666,11 @@ mod tests {
         ];
         for (scope, consumers, repairs) in cases {
             let report = compose(&declaration(), snapshot.clone(), &c, &scope);
-            let listed: Vec<&str> = report.failing.iter().map(|s| s.consumer.as_str()).collect();
+            let listed: Vec<&str> = report
+                .failing
+                .iter()
+                .map(|s| s.row.consumer.as_str())
+                .collect();
             assert_eq!(listed, consumers, "{scope:?}");
             assert_eq!(report.repairs.len(), repairs, "{scope:?}");
             assert_eq!(
@@ -836,7 +820,11 @@ mod tests {
             &clock("2026-10-05T00:10:00Z"),
             &Scope::All,
         );
-        let listed: Vec<&str> = report.failing.iter().map(|s| s.consumer.as_str()).collect();
+        let listed: Vec<&str> = report
+            .failing
+            .iter()
+            .map(|s| s.row.consumer.as_str())
+            .collect();
         assert_eq!(listed, ["zed", "forge", "wiki"]);
     }
 }

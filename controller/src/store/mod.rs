@@ -40,7 +40,7 @@ pub struct Word {
 }
 
 /// A stored failing word.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct FailingRow {
     /// The provider module that said it.
     pub provider_module: String,
