@@ -20,7 +20,7 @@ use crate::bus::{connect, NatsOptions, Reconnect};
 use crate::declaration::{self, DeclarationError, ModuleId, Parsed};
 use crate::link::{self, LinkSettings, DEFAULT_BATCH};
 use crate::permissions;
-use crate::status::{compose, Clock, Scope};
+use crate::status::{compose, compose_paged, Clock, Scope};
 use crate::store::{migrate, DatabaseOptions, DatabaseOptionsError, PgStore, Store};
 
 /// Exit code: done.
@@ -82,6 +82,9 @@ pub enum Command {
         /// Messages applied per transaction (and the consumer's max_ack_pending); 1 takes one at a time.
         #[arg(long, env = "MESH_BATCH", default_value_t = DEFAULT_BATCH, value_parser = parse_batch)]
         batch: usize,
+        /// How often the status pages of changed failing words are written.
+        #[arg(long, env = "MESH_PAGES_EVERY", default_value = "1s", value_parser = humantime::parse_duration)]
+        pages_every: Duration,
     },
     /// Show what providers say they keep failing.
     Status {
@@ -233,13 +236,14 @@ pub async fn run(cli: &Cli, io: &mut Io<'_>) -> u8 {
                 Err(error) => cannot(io, error),
             }
         }
-        Command::Serve { batch } => {
+        Command::Serve { batch, pages_every } => {
             let options = match cli.database_options() {
                 Ok(options) => options,
                 Err(error) => return cannot(io, error),
             };
             let settings = LinkSettings {
                 batch: *batch,
+                pages_every: *pages_every,
                 ..LinkSettings::default()
             };
             match link::serve(&options, &cli.nats_options(), settings).await {
@@ -306,13 +310,25 @@ async fn report(
         Ok(options) => options,
         Err(error) => return cannot(io, error),
     };
-    let snapshot = match PgStore::new(options).snapshot().await {
-        Ok(snapshot) => snapshot,
-        Err(error) => return cannot(io, format!("cannot read the store: {error}")),
-    };
     let clock = Clock {
         now: io.now,
         silent_after,
+    };
+    if json && scope == Scope::All {
+        // The status pages: tens of MB of JSON without handling every standing.
+        let snapshot = match PgStore::new(options).paged_snapshot().await {
+            Ok(snapshot) => snapshot,
+            Err(error) => return cannot(io, format!("cannot read the store: {error}")),
+        };
+        let report = compose_paged(&declaration, snapshot, &clock);
+        return match report.write_json(io.out).and_then(|()| io.out.flush()) {
+            Ok(()) => EXIT_OK,
+            Err(error) => output_failed(io, error),
+        };
+    }
+    let snapshot = match PgStore::new(options).snapshot().await {
+        Ok(snapshot) => snapshot,
+        Err(error) => return cannot(io, format!("cannot read the store: {error}")),
     };
     let report = compose(&declaration, snapshot, &clock, &scope);
     let written = if json {

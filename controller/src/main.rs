@@ -5,15 +5,19 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
-use mesh_controller::cli::{run, Cli, Io, EXIT_CANNOT};
+use mesh_controller::cli::{run, Cli, Command, Io, EXIT_CANNOT};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     mesh_controller::init_tracing(cli.default_log_level());
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    // `serve` runs the link and the page writer side by side; the other
+    // commands do one thing, and one thread does it without handing every
+    // database message between threads.
+    let mut builder = match cli.command {
+        Command::Serve { .. } => tokio::runtime::Builder::new_multi_thread(),
+        _ => tokio::runtime::Builder::new_current_thread(),
+    };
+    let runtime = match builder.enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("mesh-controller: cannot start the async runtime: {error}");

@@ -197,6 +197,7 @@ fn quick() -> LinkSettings {
         wait: Duration::from_millis(500),
         nak_first: Duration::from_millis(100),
         nak_max: Duration::from_millis(800),
+        pages_every: Duration::from_millis(100),
         ..LinkSettings::default()
     }
 }
@@ -364,6 +365,35 @@ async fn the_link_follows_events_into_the_store() {
         ["after-setup (3)", "while-down (2)", "wiki (6)"],
         "delivering the stream again changes nothing"
     );
+
+    // The running controller writes the status pages of what changed.
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let row = world
+            .admin
+            .query_one(
+                "SELECT count(*) FILTER (WHERE stale), coalesce(sum(standings)                  FILTER (WHERE NOT stale), 0) FROM status_page",
+                &[],
+            )
+            .await
+            .unwrap();
+        let (stale, standings): (i64, i64) = (row.get(0), row.get(1));
+        if stale == 0 {
+            let rows: i64 = world
+                .admin
+                .query_one("SELECT count(*) FROM failing", &[])
+                .await
+                .unwrap()
+                .get(0);
+            assert_eq!(standings, rows, "the pages hold every failing word");
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{stale} status pages still stale"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     controller.stop().await;
 }
 

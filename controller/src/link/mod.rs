@@ -54,6 +54,9 @@ pub struct LinkSettings {
     /// The consumer's ack wait: a message delivered but neither acknowledged
     /// nor NAKed is delivered again after it.
     pub ack_wait: Duration,
+    /// How often the status pages of changed failing words are written
+    /// (`status --json` reads the rows of a page not written yet).
+    pub pages_every: Duration,
 }
 
 impl Default for LinkSettings {
@@ -64,6 +67,7 @@ impl Default for LinkSettings {
             nak_first: Duration::from_millis(500),
             nak_max: Duration::from_secs(30),
             ack_wait: Duration::from_secs(30),
+            pages_every: Duration::from_secs(1),
         }
     }
 }
@@ -163,6 +167,10 @@ pub async fn serve_until(
         }
     }
     let client = connect(nats, Reconnect::Forever).await?;
+    let _pages = AbortOnDrop(tokio::spawn(keep_pages(
+        database.clone(),
+        settings.pages_every,
+    )));
     let mut store = PgStore::new(database.clone());
     loop {
         backoff.reset();
@@ -210,6 +218,51 @@ pub async fn serve(
         }
     };
     serve_until(database, nats, settings, stop).await
+}
+
+/// Status pages written per call, so one call stays short.
+const PAGES_PER_CALL: usize = 256;
+
+/// Every `every`, writes the stale status pages (in calls of
+/// [`PAGES_PER_CALL`] until none is left). The store being away is logged
+/// once per outage; the rows stay the truth meanwhile.
+async fn keep_pages(database: DatabaseOptions, every: Duration) {
+    let mut store = PgStore::new(database);
+    let mut away = false;
+    loop {
+        tokio::time::sleep(every).await;
+        loop {
+            match store.build_pages(PAGES_PER_CALL).await {
+                Ok(built) => {
+                    if away {
+                        tracing::info!("status pages written again");
+                        away = false;
+                    }
+                    // A full call may leave more; one that wrote nothing
+                    // meets words changing faster: wait for the next turn.
+                    if built.taken < PAGES_PER_CALL || built.written == 0 {
+                        break;
+                    }
+                }
+                Err(error) => {
+                    if !away {
+                        tracing::warn!(error = %error, "cannot write status pages; status reads the rows meanwhile");
+                        away = true;
+                    }
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// Aborts a spawned task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// Sleeps `delay`; returns true when `stop` resolved meanwhile.

@@ -17,7 +17,18 @@
 //!   word is `repaired`. The newest `retirement` per (provider, consumer,
 //!   action) is kept for the record (it is not a failure and `status` does not
 //!   list it).
+//!
+//! # Status pages
+//! So that `status --json` need not read 100,000 rows one by one, each
+//! provider's failing words are also kept rendered in 64 pages ([`pages`],
+//! migration V2). A trigger marks a word's page stale in the transaction
+//! that changes the word, whoever changes it; `serve` writes stale pages
+//! ([`PgStore::build_pages`]), never over a change it did not read; a
+//! reader takes the clean pages and the rows of the stale ones in one
+//! snapshot ([`PgStore::paged_snapshot`]). The rows stay the truth: with no
+//! page written, `status` lists the same, only slower.
 
+pub mod pages;
 mod postgres;
 pub mod reduce;
 
@@ -26,7 +37,9 @@ use mesh_sdk::{Event, Timestamp};
 
 use crate::declaration::ModuleId;
 
-pub use postgres::{migrate, DatabaseOptions, DatabaseOptionsError, PgStore, UPSERT_FAILING};
+pub use postgres::{
+    migrate, DatabaseOptions, DatabaseOptionsError, PagesBuilt, PgStore, UPSERT_FAILING,
+};
 
 /// One word as the link hands it to the store.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -89,6 +102,18 @@ pub struct Snapshot {
     /// Every failing word, in no particular order.
     pub failing: Vec<FailingRow>,
     /// Every repair word whose fault is open (not `repaired`).
+    pub open_repairs: Vec<RepairRow>,
+}
+
+/// What `status --json` reads: clean status pages, and the failing words
+/// of the pages that are not (see [`pages`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PagedSnapshot {
+    /// The clean pages (checked: each reads whole).
+    pub pages: Vec<pages::PageRow>,
+    /// The failing words not in a clean page.
+    pub stale: Vec<FailingRow>,
+    /// The open repair faults.
     pub open_repairs: Vec<RepairRow>,
 }
 

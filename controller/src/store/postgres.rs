@@ -11,8 +11,9 @@ use tokio_postgres::config::Host;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Config, NoTls, Row, Statement};
 
+use super::pages::{self, PageRow};
 use super::reduce::reduce;
-use super::{FailingRow, RepairRow, Snapshot, Store, StoreError, Word};
+use super::{FailingRow, PagedSnapshot, RepairRow, Snapshot, Store, StoreError, Word};
 
 mod embedded {
     refinery::embed_migrations!("migrations");
@@ -244,6 +245,48 @@ SELECT provider_module, provider_machine, consumer, consumer_machine, provision,
        since, attempts, said_at
 FROM failing";
 
+/// The clean status pages (see migration V2 and [`pages`]).
+const READ_PAGES: &str = "
+SELECT provider_module, provider_machine, page, standings, said_at, body
+FROM status_page
+WHERE NOT stale";
+
+/// The failing words of the stale pages, looked up page by page (never a
+/// scan of every word, whatever the planner's statistics say).
+const READ_STALE: &str = "
+SELECT f.provider_module, f.provider_machine, f.consumer, f.consumer_machine, f.provision,
+       f.class, f.error, f.since, f.attempts, f.said_at
+FROM status_page p CROSS JOIN LATERAL (
+    SELECT * FROM failing f
+    WHERE f.provider_module = p.provider_module AND f.provider_machine = p.provider_machine
+      AND f.page = p.page) f
+WHERE p.stale";
+
+/// The failing words of the pages `$1`/`$2`/`$3` (provider module, machine, page).
+const READ_PAGE_ROWS: &str = "
+SELECT f.provider_module, f.provider_machine, f.consumer, f.consumer_machine, f.provision,
+       f.class, f.error, f.since, f.attempts, f.said_at, f.page
+FROM unnest($1::text[], $2::text[], $3::int[]) AS p(provider_module, provider_machine, page)
+JOIN failing f USING (provider_module, provider_machine, page)";
+
+/// Up to `$1` stale pages, with the version each had when read.
+const STALE_PAGES: &str = "
+SELECT provider_module, provider_machine, page, version
+FROM status_page
+WHERE stale
+ORDER BY provider_module, provider_machine, page
+LIMIT $1";
+
+/// Writes a page, unless its words changed since `$7` was read.
+const WRITE_PAGE: &str = "
+UPDATE status_page SET stale = false, standings = $4, said_at = $5, body = $6
+WHERE provider_module = $1 AND provider_machine = $2 AND page = $3 AND version = $7 AND stale";
+
+/// Drops a page that has no failing word left, unless one came since `$4` was read.
+const DROP_PAGE: &str = "
+DELETE FROM status_page
+WHERE provider_module = $1 AND provider_machine = $2 AND page = $3 AND version = $4 AND stale";
+
 const READ_OPEN_REPAIRS: &str = "
 SELECT provider_module, provider_machine, fault, outcome, detail, next_attempt_at, said_at
 FROM repair
@@ -385,6 +428,193 @@ impl PgStore {
         let outcome = tokio::time::timeout(STATEMENT_TIMEOUT, work).await;
         self.settle(outcome)
     }
+}
+
+impl PgStore {
+    /// What `status --json` reads, in one snapshot of the store: the clean
+    /// status pages, the failing words of the stale ones, the open repairs.
+    /// A page that does not read whole is logged and its words are read
+    /// from the rows instead.
+    ///
+    /// # Errors
+    /// [`StoreError`] when the store is away or refuses.
+    pub async fn paged_snapshot(&mut self) -> Result<PagedSnapshot, StoreError> {
+        let connected = self.connected().await?;
+        let client = &connected.client;
+        let work = async {
+            let begin = client.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+            let read_pages = async {
+                let rows = client
+                    .query_raw(READ_PAGES, std::iter::empty::<&(dyn ToSql + Sync)>())
+                    .await?;
+                futures::pin_mut!(rows);
+                let mut pages = Vec::new();
+                while let Some(row) = rows.try_next().await? {
+                    pages.push(page_row(&row)?);
+                }
+                Ok::<_, tokio_postgres::Error>(pages)
+            };
+            let (begun, pages, stale, repairs) = tokio::join!(
+                begin,
+                read_pages,
+                client.query(READ_STALE, &[]),
+                client.query(READ_OPEN_REPAIRS, &[])
+            );
+            begun?;
+            let (mut pages, stale, repairs) = (pages?, stale?, repairs?);
+            let mut failing: Vec<FailingRow> =
+                stale.iter().map(failing_row).collect::<Result<_, _>>()?;
+            let broken = unreadable(&mut pages);
+            if !broken.is_empty() {
+                let modules: Vec<&str> =
+                    broken.iter().map(|p| p.provider_module.as_str()).collect();
+                let machines: Vec<&str> =
+                    broken.iter().map(|p| p.provider_machine.as_str()).collect();
+                let numbers: Vec<i32> = broken.iter().map(|p| p.page).collect();
+                for row in client
+                    .query(READ_PAGE_ROWS, &[&modules, &machines, &numbers])
+                    .await?
+                {
+                    failing.push(failing_row(&row)?);
+                }
+            }
+            client.batch_execute("COMMIT").await?;
+            Ok(PagedSnapshot {
+                pages,
+                stale: failing,
+                open_repairs: repairs.iter().map(repair_row).collect::<Result<_, _>>()?,
+            })
+        };
+        let outcome = tokio::time::timeout(STATEMENT_TIMEOUT, work).await;
+        self.settle(outcome)
+    }
+
+    /// Writes up to `limit` stale status pages from the failing words. A
+    /// page whose words changed meanwhile stays stale for the next call.
+    ///
+    /// # Errors
+    /// [`StoreError`] when the store is away or refuses.
+    pub async fn build_pages(&mut self, limit: usize) -> Result<PagesBuilt, StoreError> {
+        let connected = self.connected().await?;
+        let client = &connected.client;
+        let work = async {
+            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+            let stale = client.query(STALE_PAGES, &[&limit]).await?;
+            let mut built = PagesBuilt {
+                taken: stale.len(),
+                written: 0,
+            };
+            for provider in stale.chunk_by(|a, b| {
+                a.get::<_, &str>(0) == b.get::<_, &str>(0)
+                    && a.get::<_, &str>(1) == b.get::<_, &str>(1)
+            }) {
+                built.written += build_provider_pages(client, provider).await?;
+            }
+            Ok(built)
+        };
+        let outcome = tokio::time::timeout(STATEMENT_TIMEOUT, work).await;
+        self.settle(outcome)
+    }
+}
+
+/// What one [`PgStore::build_pages`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PagesBuilt {
+    /// Stale pages taken (the limit when more may be waiting).
+    pub taken: usize,
+    /// Of which written (or dropped, having no word left); the others
+    /// changed meanwhile and stay stale.
+    pub written: usize,
+}
+
+/// Writes one provider's stale pages (`stale`: module, machine, page, version).
+async fn build_provider_pages(
+    client: &Client,
+    stale: &[Row],
+) -> Result<usize, tokio_postgres::Error> {
+    let module: &str = stale[0].get(0);
+    let machine: &str = stale[0].get(1);
+    let numbers: Vec<i32> = stale.iter().map(|r| r.get(2)).collect();
+    let modules = vec![module; numbers.len()];
+    let machines = vec![machine; numbers.len()];
+    let mut by_page: std::collections::HashMap<i32, Vec<FailingRow>> =
+        std::collections::HashMap::new();
+    for row in client
+        .query(READ_PAGE_ROWS, &[&modules, &machines, &numbers])
+        .await?
+    {
+        by_page
+            .entry(row.try_get(10)?)
+            .or_default()
+            .push(failing_row(&row)?);
+    }
+    let writes = stale.iter().map(|r| {
+        let page: i32 = r.get(2);
+        let version: i64 = r.get(3);
+        let rows = by_page.remove(&page).unwrap_or_default();
+        async move {
+            if rows.is_empty() {
+                return client
+                    .execute(DROP_PAGE, &[&module, &machine, &page, &version])
+                    .await;
+            }
+            let mut rows = rows;
+            let encoded = pages::encode(&mut rows);
+            let standings = i32::try_from(encoded.standings).unwrap_or(i32::MAX);
+            client
+                .execute(
+                    WRITE_PAGE,
+                    &[
+                        &module,
+                        &machine,
+                        &page,
+                        &standings,
+                        &encoded.said_at,
+                        &encoded.body,
+                        &version,
+                    ],
+                )
+                .await
+        }
+    });
+    let written = try_join_all(writes).await?;
+    Ok(written.iter().filter(|&&n| n > 0).count())
+}
+
+/// Takes out of `pages` those that do not read whole (logged); returns them.
+fn unreadable(pages: &mut Vec<PageRow>) -> Vec<PageRow> {
+    let mut scratch = Vec::new();
+    let mut broken = Vec::new();
+    pages.retain(|page| match pages::check(page, &mut scratch) {
+        Ok(()) => true,
+        Err(error) => {
+            tracing::warn!(
+                provider = %format_args!("{}@{}", page.provider_module, page.provider_machine),
+                page = page.page,
+                error = %error,
+                "status page unreadable; its failing words are read from the rows"
+            );
+            broken.push(page.clone());
+            false
+        }
+    });
+    broken
+}
+
+fn page_row(row: &Row) -> Result<PageRow, tokio_postgres::Error> {
+    let standings: i32 = row.try_get(3)?;
+    Ok(PageRow {
+        provider_module: row.try_get(0)?,
+        provider_machine: row.try_get(1)?,
+        page: row.try_get(2)?,
+        standings: usize::try_from(standings).unwrap_or(0),
+        said_at: bytes::Bytes::copy_from_slice(
+            row.try_get::<_, Option<&[u8]>>(4)?.unwrap_or_default(),
+        ),
+        body: bytes::Bytes::copy_from_slice(
+            row.try_get::<_, Option<&[u8]>>(5)?.unwrap_or_default(),
+        ),
+    })
 }
 
 fn failing_row(row: &Row) -> Result<FailingRow, tokio_postgres::Error> {

@@ -22,6 +22,10 @@ use serde::Serialize;
 use crate::declaration::Parsed;
 use crate::store::{FailingRow, RepairRow, Snapshot};
 
+mod paged;
+
+pub use paged::{compose_paged, PagedReport};
+
 /// The default `--silent-after`.
 pub const DEFAULT_SILENT_AFTER: Duration = Duration::from_secs(30 * 60);
 
@@ -100,27 +104,116 @@ pub fn silent_for(said_at: Timestamp, clock: &Clock) -> Option<u64> {
     (age >= clock.silent_after).then_some(age.as_secs())
 }
 
+/// Which providers are assigned, and what a scope looks at.
+pub(crate) struct View<'d> {
+    declaration: &'d Parsed,
+    assigned: HashSet<(&'d str, &'d str)>,
+    scope: &'d Scope,
+}
+
+impl<'d> View<'d> {
+    pub(crate) fn new(declaration: &'d Parsed, scope: &'d Scope) -> View<'d> {
+        let assigned = declaration
+            .declaration
+            .modules
+            .iter()
+            .map(|m| (m.id.module.as_str(), m.id.machine.as_str()))
+            .collect();
+        View {
+            declaration,
+            assigned,
+            scope,
+        }
+    }
+
+    /// The declaration lists `module` on `machine`.
+    pub(crate) fn is_assigned(&self, module: &str, machine: &str) -> bool {
+        self.assigned.contains(&(module, machine))
+    }
+
+    fn in_scope(&self, provider_machine: &str, consumer_machine: Option<&str>) -> bool {
+        match self.scope {
+            Scope::All => true,
+            Scope::Machine(m) => provider_machine == m || consumer_machine == Some(m.as_str()),
+        }
+    }
+
+    /// The open repairs listed, in order.
+    fn repairs(&self, open: Vec<RepairRow>) -> Vec<OpenRepair> {
+        let mut repairs: Vec<OpenRepair> = open
+            .into_iter()
+            .filter(|r| self.is_assigned(&r.provider_module, &r.provider_machine))
+            .filter(|r| self.in_scope(&r.provider_machine, None))
+            .map(open_repair)
+            .collect();
+        repairs.sort_by(|a, b| {
+            (&a.provider_module, &a.provider_machine, &a.fault).cmp(&(
+                &b.provider_module,
+                &b.provider_machine,
+                &b.fault,
+            ))
+        });
+        repairs
+    }
+
+    /// The report around its standings (listed apart): all-well, the
+    /// sentence, the repairs and the refused declaration entries.
+    pub(crate) fn report(
+        &self,
+        failing: usize,
+        silent: usize,
+        open_repairs: Vec<RepairRow>,
+        clock: &Clock,
+    ) -> Report {
+        let d = &self.declaration.declaration;
+        let repairs = self.repairs(open_repairs);
+        let declaration_errors: Vec<String> = self
+            .declaration
+            .refused
+            .iter()
+            .map(|e| e.to_string())
+            .collect();
+        let providers = d
+            .modules
+            .iter()
+            .filter(|m| d.receives_contributions(&m.id))
+            .filter(|m| self.in_scope(m.id.machine.as_str(), None))
+            .count();
+        let machine = match self.scope {
+            Scope::All => None,
+            Scope::Machine(m) => Some(m.as_str()),
+        };
+        let sentence = sentence(&Counts {
+            failing,
+            silent,
+            repairs: repairs.len(),
+            refused: declaration_errors.len(),
+            providers,
+            silent_after: clock.silent_after,
+            machine,
+        });
+        Report {
+            machine: machine.map(str::to_owned),
+            all_well: failing == 0 && repairs.is_empty() && declaration_errors.is_empty(),
+            sentence,
+            failing: Vec::new(),
+            repairs,
+            declaration_errors,
+        }
+    }
+}
+
 /// Composes the report (pure).
 ///
 /// Standings are listed by provider module, provider machine, consumer;
 /// repairs by provider module, provider machine, fault.
 pub fn compose(declaration: &Parsed, snapshot: Snapshot, clock: &Clock, scope: &Scope) -> Report {
-    let d = &declaration.declaration;
-    let assigned: HashSet<(&str, &str)> = d
-        .modules
-        .iter()
-        .map(|m| (m.id.module.as_str(), m.id.machine.as_str()))
-        .collect();
-    let is_assigned = |module: &str, machine: &str| assigned.contains(&(module, machine));
-    let in_scope = |provider_machine: &str, consumer_machine: Option<&str>| match scope {
-        Scope::All => true,
-        Scope::Machine(m) => provider_machine == m || consumer_machine == Some(m.as_str()),
-    };
+    let view = View::new(declaration, scope);
     let mut failing: Vec<Standing> = snapshot
         .failing
         .into_iter()
-        .filter(|r| is_assigned(&r.provider_module, &r.provider_machine))
-        .filter(|r| in_scope(&r.provider_machine, r.consumer_machine.as_deref()))
+        .filter(|r| view.is_assigned(&r.provider_module, &r.provider_machine))
+        .filter(|r| view.in_scope(&r.provider_machine, r.consumer_machine.as_deref()))
         .map(|r| standing(r, clock))
         .collect();
     failing.sort_unstable_by(|a, b| {
@@ -135,56 +228,13 @@ pub fn compose(declaration: &Parsed, snapshot: Snapshot, clock: &Clock, scope: &
                 &b.row.consumer,
             ))
     });
-    let mut repairs: Vec<OpenRepair> = snapshot
-        .open_repairs
-        .into_iter()
-        .filter(|r| is_assigned(&r.provider_module, &r.provider_machine))
-        .filter(|r| in_scope(&r.provider_machine, None))
-        .map(open_repair)
-        .collect();
-    repairs.sort_by(|a, b| {
-        (&a.provider_module, &a.provider_machine, &a.fault).cmp(&(
-            &b.provider_module,
-            &b.provider_machine,
-            &b.fault,
-        ))
-    });
-    let declaration_errors: Vec<String> =
-        declaration.refused.iter().map(|e| e.to_string()).collect();
-    let providers = d
-        .modules
-        .iter()
-        .filter(|m| d.receives_contributions(&m.id))
-        .filter(|m| in_scope(m.id.machine.as_str(), None))
-        .count();
     let silent = failing
         .iter()
         .filter(|s| s.silent_for_seconds.is_some())
         .count();
-    let all_well = failing.is_empty() && repairs.is_empty() && declaration_errors.is_empty();
-    let sentence = sentence(&Counts {
-        failing: failing.len(),
-        silent,
-        repairs: repairs.len(),
-        refused: declaration_errors.len(),
-        providers,
-        silent_after: clock.silent_after,
-        machine: match scope {
-            Scope::All => None,
-            Scope::Machine(m) => Some(m.as_str()),
-        },
-    });
-    Report {
-        machine: match scope {
-            Scope::All => None,
-            Scope::Machine(m) => Some(m.clone()),
-        },
-        all_well,
-        sentence,
-        failing,
-        repairs,
-        declaration_errors,
-    }
+    let mut report = view.report(failing.len(), silent, snapshot.open_repairs, clock);
+    report.failing = failing;
+    report
 }
 
 fn standing(r: FailingRow, clock: &Clock) -> Standing {
@@ -346,6 +396,25 @@ impl Report {
     /// # Errors
     /// When writing fails.
     pub fn write_json(&self, out: &mut dyn Write) -> io::Result<()> {
+        self.write_json_listing(out, |w| {
+            for (i, s) in self.failing.iter().enumerate() {
+                if i > 0 {
+                    w.raw(",");
+                }
+                standing_fields(w, &s.row);
+                w.silent_for(s.silent_for_seconds);
+                w.flush_if_full()?;
+            }
+            Ok(())
+        })
+    }
+
+    /// The JSON form with `list` writing the standings (inside the array).
+    pub(crate) fn write_json_listing(
+        &self,
+        out: &mut dyn Write,
+        list: impl FnOnce(&mut JsonWriter<'_>) -> io::Result<()>,
+    ) -> io::Result<()> {
         let mut w = JsonWriter::new(out);
         w.raw("{");
         if let Some(machine) = &self.machine {
@@ -360,27 +429,7 @@ impl Report {
         });
         w.string(&self.sentence);
         w.raw(",\"failing\":[");
-        for (i, s) in self.failing.iter().enumerate() {
-            w.raw(if i == 0 { "{" } else { ",{" });
-            w.field_str("provider_module", &s.row.provider_module, true);
-            w.field_str("provider_machine", &s.row.provider_machine, false);
-            w.field_str("consumer", &s.row.consumer, false);
-            w.field_opt_str("consumer_machine", s.row.consumer_machine.as_deref());
-            w.field_opt_str("provision", s.row.provision.as_deref());
-            w.field_str("class", &s.row.class, false);
-            w.field_str("error", &s.row.error, false);
-            w.field_time("since", Some(s.row.since));
-            w.raw(",\"attempts\":");
-            w.int(s.row.attempts);
-            w.field_time("said_at", Some(s.row.said_at));
-            w.raw(",\"silent_for_seconds\":");
-            match s.silent_for_seconds {
-                Some(n) => w.uint(n),
-                None => w.raw("null"),
-            }
-            w.raw("}");
-            w.flush_if_full()?;
-        }
+        list(&mut w)?;
         w.raw("],\"repairs\":[");
         for (i, r) in self.repairs.iter().enumerate() {
             w.raw(if i == 0 { "{" } else { ",{" });
@@ -410,24 +459,55 @@ impl Report {
     }
 }
 
-/// Writes JSON into a buffer flushed to the output in large pieces.
-struct JsonWriter<'a> {
-    out: &'a mut dyn Write,
+/// A standing's JSON up to its `said_at`: the object still open, its
+/// `silent_for_seconds` and closing brace to come (they depend on the time
+/// of the report). Status pages store exactly these bytes.
+fn standing_fields(w: &mut Json, row: &FailingRow) {
+    w.raw("{");
+    w.field_str("provider_module", &row.provider_module, true);
+    w.field_str("provider_machine", &row.provider_machine, false);
+    w.field_str("consumer", &row.consumer, false);
+    w.field_opt_str("consumer_machine", row.consumer_machine.as_deref());
+    w.field_opt_str("provision", row.provision.as_deref());
+    w.field_str("class", &row.class, false);
+    w.field_str("error", &row.error, false);
+    w.field_time("since", Some(row.since));
+    w.raw(",\"attempts\":");
+    w.int(row.attempts);
+    w.field_time("said_at", Some(row.said_at));
+}
+
+/// Appends a standing's JSON up to its `said_at` (see [`standing_fields`]) to `buf`.
+pub(crate) fn standing_json(buf: &mut Vec<u8>, row: &FailingRow) {
+    let mut json = Json {
+        buf: std::mem::take(buf),
+    };
+    standing_fields(&mut json, row);
+    *buf = json.buf;
+}
+
+/// JSON built in memory.
+pub(crate) struct Json {
     buf: Vec<u8>,
 }
 
-const FLUSH_AT: usize = 1 << 20;
-
-impl<'a> JsonWriter<'a> {
-    fn new(out: &'a mut dyn Write) -> Self {
-        JsonWriter {
-            out,
-            buf: Vec::with_capacity(FLUSH_AT + (1 << 16)),
-        }
+impl Json {
+    pub(crate) fn raw(&mut self, text: &str) {
+        self.buf.extend_from_slice(text.as_bytes());
     }
 
-    fn raw(&mut self, text: &str) {
-        self.buf.extend_from_slice(text.as_bytes());
+    pub(crate) fn bytes(&mut self, bytes: &[u8]) {
+        self.buf.extend_from_slice(bytes);
+    }
+
+    /// Ends a standing begun by [`standing_json`].
+    pub(crate) fn silent_for(&mut self, seconds: Option<u64>) {
+        self.raw(",\"silent_for_seconds\":");
+        match seconds {
+            Some(n) => self.uint(n),
+            None => self.raw("null"),
+        }
+        self.raw("}");
     }
 
     /// A JSON string; text that needs no escaping is copied as is.
@@ -498,18 +578,51 @@ impl<'a> JsonWriter<'a> {
         }
         self.buf.extend_from_slice(&digits[i..]);
     }
+}
 
-    fn flush_if_full(&mut self) -> io::Result<()> {
-        if self.buf.len() >= FLUSH_AT {
-            self.out.write_all(&self.buf)?;
-            self.buf.clear();
+const FLUSH_AT: usize = 1 << 20;
+
+/// Writes JSON into a buffer flushed to the output in large pieces.
+pub(crate) struct JsonWriter<'a> {
+    out: &'a mut dyn Write,
+    json: Json,
+}
+
+impl std::ops::Deref for JsonWriter<'_> {
+    type Target = Json;
+
+    fn deref(&self) -> &Json {
+        &self.json
+    }
+}
+
+impl std::ops::DerefMut for JsonWriter<'_> {
+    fn deref_mut(&mut self) -> &mut Json {
+        &mut self.json
+    }
+}
+
+impl<'a> JsonWriter<'a> {
+    fn new(out: &'a mut dyn Write) -> Self {
+        JsonWriter {
+            out,
+            json: Json {
+                buf: Vec::with_capacity(FLUSH_AT + (1 << 16)),
+            },
+        }
+    }
+
+    pub(crate) fn flush_if_full(&mut self) -> io::Result<()> {
+        if self.json.buf.len() >= FLUSH_AT {
+            self.out.write_all(&self.json.buf)?;
+            self.json.buf.clear();
         }
         Ok(())
     }
 
     fn finish(mut self) -> io::Result<()> {
-        self.out.write_all(&self.buf)?;
-        self.buf.clear();
+        self.out.write_all(&self.json.buf)?;
+        self.json.buf.clear();
         Ok(())
     }
 }
