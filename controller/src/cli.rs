@@ -314,19 +314,23 @@ async fn report(
         now: io.now,
         silent_after,
     };
+    let mut store = PgStore::new(options);
     if json && scope == Scope::All {
-        // The status pages: tens of MB of JSON without handling every standing.
-        let snapshot = match PgStore::new(options).paged_snapshot().await {
-            Ok(snapshot) => snapshot,
+        // The status pages: tens of MB of JSON without handling every
+        // standing. A store without them yet is read row by row below.
+        match store.paged_snapshot().await {
+            Ok(Some(snapshot)) => {
+                let report = compose_paged(&declaration, snapshot, &clock);
+                return match report.write_json(io.out).and_then(|()| io.out.flush()) {
+                    Ok(()) => EXIT_OK,
+                    Err(error) => output_failed(io, error),
+                };
+            }
+            Ok(None) => {}
             Err(error) => return cannot(io, format!("cannot read the store: {error}")),
-        };
-        let report = compose_paged(&declaration, snapshot, &clock);
-        return match report.write_json(io.out).and_then(|()| io.out.flush()) {
-            Ok(()) => EXIT_OK,
-            Err(error) => output_failed(io, error),
-        };
+        }
     }
-    let snapshot = match PgStore::new(options).snapshot().await {
+    let snapshot = match store.snapshot().await {
         Ok(snapshot) => snapshot,
         Err(error) => return cannot(io, format!("cannot read the store: {error}")),
     };

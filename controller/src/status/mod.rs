@@ -691,7 +691,7 @@ mod tests {
         .unwrap()
     }
 
-    fn row(module: &str, machine: &str, consumer: &str, said_at: &str) -> FailingRow {
+    pub(super) fn row(module: &str, machine: &str, consumer: &str, said_at: &str) -> FailingRow {
         FailingRow {
             provider_module: module.into(),
             provider_machine: machine.into(),

@@ -161,26 +161,12 @@ impl PagedReport {
 mod tests {
     use super::*;
     use crate::declaration::parse;
+    use crate::status::tests::row;
     use crate::status::{compose, DEFAULT_SILENT_AFTER};
     use crate::store::pages::encode;
     use crate::store::{RepairRow, Snapshot};
     use bytes::Bytes;
     use mesh_sdk::Timestamp;
-
-    fn row(module: &str, machine: &str, consumer: &str, said_at: &str) -> FailingRow {
-        FailingRow {
-            provider_module: module.into(),
-            provider_machine: machine.into(),
-            consumer: consumer.into(),
-            consumer_machine: Some("app-1".into()),
-            provision: Some("postgres-database".into()),
-            class: "unreachable".into(),
-            error: format!("no route to {consumer}"),
-            since: Timestamp::parse("2026-10-05T00:04:00Z").unwrap(),
-            attempts: 2,
-            said_at: Timestamp::parse(said_at).unwrap(),
-        }
-    }
 
     fn page(number: i32, mut rows: Vec<FailingRow>) -> PageRow {
         let encoded = encode(&mut rows);

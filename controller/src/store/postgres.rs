@@ -8,6 +8,7 @@ use futures::future::try_join_all;
 use futures::TryStreamExt;
 use mesh_sdk::Timestamp;
 use tokio_postgres::config::Host;
+use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Config, NoTls, Row, Statement};
 
@@ -434,11 +435,12 @@ impl PgStore {
     /// What `status --json` reads, in one snapshot of the store: the clean
     /// status pages, the failing words of the stale ones, the open repairs.
     /// A page that does not read whole is logged and its words are read
-    /// from the rows instead.
+    /// from the rows instead. `None` when the store has no status pages
+    /// (not migrated to them yet: `serve` migrates at start).
     ///
     /// # Errors
     /// [`StoreError`] when the store is away or refuses.
-    pub async fn paged_snapshot(&mut self) -> Result<PagedSnapshot, StoreError> {
+    pub async fn paged_snapshot(&mut self) -> Result<Option<PagedSnapshot>, StoreError> {
         let connected = self.connected().await?;
         let client = &connected.client;
         let work = async {
@@ -479,14 +481,20 @@ impl PgStore {
                 }
             }
             client.batch_execute("COMMIT").await?;
-            Ok(PagedSnapshot {
+            Ok::<_, tokio_postgres::Error>(PagedSnapshot {
                 pages,
                 stale: failing,
                 open_repairs: repairs.iter().map(repair_row).collect::<Result<_, _>>()?,
             })
         };
         let outcome = tokio::time::timeout(STATEMENT_TIMEOUT, work).await;
-        self.settle(outcome)
+        if let Ok(Err(error)) = &outcome {
+            if error.code() == Some(&SqlState::UNDEFINED_TABLE) {
+                self.connected = None;
+                return Ok(None);
+            }
+        }
+        self.settle(outcome).map(Some)
     }
 
     /// Writes up to `limit` stale status pages from the failing words. A
