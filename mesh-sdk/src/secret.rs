@@ -55,6 +55,43 @@ pub enum SecretError {
     },
 }
 
+/// An administrator's password file cannot be used (a provider's start-up
+/// configuration, not a consumer's minted secret).
+#[derive(Debug, thiserror::Error)]
+pub enum PasswordFileError {
+    /// The file could not be read.
+    #[error("the admin password file {path} cannot be read")]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file holds nothing but whitespace.
+    #[error("the admin password file {path} is empty")]
+    Empty {
+        /// The file.
+        path: PathBuf,
+    },
+}
+
+/// Reads an administrator's password file, trimming surrounding whitespace.
+///
+/// # Errors
+/// [`PasswordFileError`] when it cannot be read or holds nothing.
+pub fn read_admin_password(path: &Path) -> Result<Secret, PasswordFileError> {
+    let text = std::fs::read_to_string(path).map_err(|source| PasswordFileError::Unreadable {
+        path: path.into(),
+        source,
+    })?;
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        return Err(PasswordFileError::Empty { path: path.into() });
+    }
+    Ok(Secret::new(trimmed))
+}
+
 /// Reads a secret file, trimming surrounding whitespace.
 ///
 /// This is a small local file: it is read with a blocking call, which costs a
@@ -124,6 +161,28 @@ fn read_small(path: &Path) -> std::io::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn admin_password_files_are_trimmed_and_must_hold_something() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pw");
+        std::fs::write(&path, "  admin-pw\n").unwrap();
+        assert_eq!(read_admin_password(&path).unwrap().expose(), "admin-pw");
+        std::fs::write(&path, " \n").unwrap();
+        let empty = read_admin_password(&path).unwrap_err();
+        assert!(matches!(empty, PasswordFileError::Empty { .. }));
+        assert_eq!(
+            empty.to_string(),
+            format!("the admin password file {} is empty", path.display())
+        );
+        let none = dir.path().join("none");
+        let missing = read_admin_password(&none).unwrap_err();
+        assert!(matches!(missing, PasswordFileError::Unreadable { .. }));
+        assert_eq!(
+            missing.to_string(),
+            format!("the admin password file {} cannot be read", none.display())
+        );
+    }
 
     #[test]
     fn reads_and_trims() {

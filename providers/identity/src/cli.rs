@@ -21,9 +21,10 @@ use std::time::Duration;
 
 use clap::Parser;
 
-use crate::config::{read_password_file, ConfigError, IdentityConfig};
+use crate::config::{ConfigError, IdentityConfig};
 use crate::container::ContainerCli;
 use crate::provisioner::IdentityProvisioner;
+use mesh_sdk::secret::read_admin_password;
 
 /// Exit code when the provider cannot run.
 pub const EXIT_CANNOT_RUN: u8 = 1;
@@ -81,7 +82,7 @@ impl Cli {
     /// # Errors
     /// [`ConfigError`] when a value or the password file cannot be used.
     pub fn config(&self) -> Result<IdentityConfig, ConfigError> {
-        let password = read_password_file(&self.admin_password_file)?;
+        let password = read_admin_password(&self.admin_password_file)?;
         Ok(
             IdentityConfig::new(&self.keycloak_url, &self.realm, &self.admin_user, password)?
                 .with_container(self.container.clone(), self.container_cli.clone())?

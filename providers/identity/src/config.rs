@@ -1,8 +1,8 @@
 //! How the provider reaches Keycloak and its container.
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use mesh_sdk::secret::PasswordFileError;
 use mesh_sdk::Secret;
 use reqwest::Url;
 
@@ -41,21 +41,9 @@ pub enum ConfigError {
         /// The name as given, cut to 64 characters.
         shown: String,
     },
-    /// The admin password file could not be read.
-    #[error("the admin password file {path} cannot be read")]
-    PasswordFile {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The admin password file holds nothing but whitespace.
-    #[error("the admin password file {path} is empty")]
-    EmptyPasswordFile {
-        /// The file.
-        path: PathBuf,
-    },
+    /// The admin password file cannot be used.
+    #[error(transparent)]
+    PasswordFile(#[from] PasswordFileError),
 }
 
 /// How the provider reaches Keycloak, its administrator, and the container
@@ -222,22 +210,6 @@ fn is_container_name(name: &str) -> bool {
         && name.len() <= 255
 }
 
-/// Reads the administrator's password file, trimming surrounding whitespace.
-///
-/// # Errors
-/// [`ConfigError`] when it cannot be read or is empty.
-pub fn read_password_file(path: &Path) -> Result<Secret, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::PasswordFile {
-        path: path.into(),
-        source,
-    })?;
-    let trimmed = text.trim();
-    if trimmed.is_empty() {
-        return Err(ConfigError::EmptyPasswordFile { path: path.into() });
-    }
-    Ok(Secret::new(trimmed))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -288,22 +260,5 @@ mod tests {
                 "{bad}"
             );
         }
-    }
-
-    #[test]
-    fn password_file_is_trimmed() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("pw");
-        std::fs::write(&path, "  s3cret\n").unwrap();
-        assert_eq!(read_password_file(&path).unwrap().expose(), "s3cret");
-        std::fs::write(&path, " \n").unwrap();
-        assert!(matches!(
-            read_password_file(&path),
-            Err(ConfigError::EmptyPasswordFile { .. })
-        ));
-        assert!(matches!(
-            read_password_file(&dir.path().join("none")),
-            Err(ConfigError::PasswordFile { .. })
-        ));
     }
 }

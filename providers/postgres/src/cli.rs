@@ -16,8 +16,9 @@ use std::time::Duration;
 
 use clap::Parser;
 
-use crate::config::{read_password_file, ConfigError, PostgresConfig};
+use crate::config::{ConfigError, PostgresConfig};
 use crate::provisioner::PostgresProvisioner;
+use mesh_sdk::secret::read_admin_password;
 
 /// Exit code when the provider cannot run.
 pub const EXIT_CANNOT_RUN: u8 = 1;
@@ -73,7 +74,7 @@ impl Cli {
         let password = self
             .admin_password_file
             .as_deref()
-            .map(read_password_file)
+            .map(read_admin_password)
             .transpose()?;
         Ok(PostgresConfig::new(&self.admin_url, password)?
             .with_consumer_address(self.consumer_host.clone(), self.consumer_port)?

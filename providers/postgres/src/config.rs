@@ -1,9 +1,9 @@
 //! How the provider reaches PostgreSQL: the administrator's connection, the
 //! address consumers use, and the timeouts.
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use mesh_sdk::secret::PasswordFileError;
 use mesh_sdk::Secret;
 use tokio_postgres::config::{Host, SslMode};
 
@@ -45,21 +45,9 @@ pub enum ConfigError {
     /// The password is given both in the URL and in a file.
     #[error("the admin password is given both in the admin URL and in --admin-password-file; give it in the file only")]
     TwoPasswords,
-    /// The admin password file could not be read.
-    #[error("the admin password file {path} cannot be read")]
-    PasswordFile {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The admin password file holds nothing but whitespace.
-    #[error("the admin password file {path} is empty")]
-    EmptyPasswordFile {
-        /// The file.
-        path: PathBuf,
-    },
+    /// The admin password file cannot be used.
+    #[error(transparent)]
+    PasswordFile(#[from] PasswordFileError),
     /// The administrator connects over a unix socket, so the address
     /// consumers use must be given.
     #[error("the admin URL connects over a unix socket; give --consumer-host (the address consumers use, checked over TCP)")]
@@ -262,23 +250,6 @@ fn shown_url(config: &tokio_postgres::Config) -> String {
     }
 }
 
-/// Reads the administrator's password from a file, trimming surrounding whitespace.
-///
-/// # Errors
-/// [`ConfigError::PasswordFile`] when it cannot be read,
-/// [`ConfigError::EmptyPasswordFile`] when it holds nothing.
-pub fn read_password_file(path: &Path) -> Result<Secret, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::PasswordFile {
-        path: path.into(),
-        source,
-    })?;
-    let trimmed = text.trim();
-    if trimmed.is_empty() {
-        return Err(ConfigError::EmptyPasswordFile { path: path.into() });
-    }
-    Ok(Secret::new(trimmed))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -369,22 +340,5 @@ mod tests {
             .with_consumer_address(Some("127.0.0.1".into()), None)
             .unwrap();
         assert_eq!(config.consumer_address(), "127.0.0.1:5432");
-    }
-
-    #[test]
-    fn password_files_are_trimmed_and_must_hold_something() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("pw");
-        std::fs::write(&path, "  admin-pw\n").unwrap();
-        assert_eq!(read_password_file(&path).unwrap().expose(), "admin-pw");
-        std::fs::write(&path, " \n").unwrap();
-        assert!(matches!(
-            read_password_file(&path),
-            Err(ConfigError::EmptyPasswordFile { .. })
-        ));
-        assert!(matches!(
-            read_password_file(&dir.path().join("none")),
-            Err(ConfigError::PasswordFile { .. })
-        ));
     }
 }

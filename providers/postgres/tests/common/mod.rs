@@ -25,8 +25,7 @@ pub fn name(text: &str) -> Name {
 /// The configuration the binary would build for this cluster: the admin URL
 /// without password, the password from the cluster's password file.
 pub fn config(pg: &PgCluster) -> PostgresConfig {
-    let password =
-        mesh_provider_postgres::config::read_password_file(&pg.superuser_password_file()).unwrap();
+    let password = mesh_sdk::secret::read_admin_password(&pg.superuser_password_file()).unwrap();
     PostgresConfig::new(&pg.admin_url(), Some(password))
         .unwrap()
         .with_consumer_address(None, None)
