@@ -555,6 +555,21 @@ async fn status_and_node_show_on_a_live_store() {
     );
 }
 
+/// A migrated store `db`, the declaration, and the report's clock (at
+/// 00:40, silence after 30 minutes).
+async fn pages_store(
+    pg: &PgCluster,
+    db: &str,
+) -> (DatabaseOptions, tokio_postgres::Client, Parsed, Clock) {
+    let (options, admin) = store_at(pg, db).await;
+    migrate(&options).await.unwrap();
+    let clock = Clock {
+        now: ts("2026-10-05T00:40:00Z"),
+        silent_after: DEFAULT_SILENT_AFTER,
+    };
+    (options, admin, parse(DECLARATION).unwrap(), clock)
+}
+
 /// `status --json` from the pages and from the rows, which must be the same
 /// bytes; returns the report.
 async fn paged_is_rows(
@@ -618,13 +633,7 @@ fn attempts_of(report: &serde_json::Value, consumer: &str) -> Option<i64> {
 #[tokio::test]
 async fn status_pages_list_exactly_what_the_rows_list() {
     let pg = PgCluster::start();
-    let (options, admin) = store_at(&pg, "pages").await;
-    migrate(&options).await.unwrap();
-    let declaration = parse(DECLARATION).unwrap();
-    let clock = Clock {
-        now: ts("2026-10-05T00:40:00Z"),
-        silent_after: DEFAULT_SILENT_AFTER,
-    };
+    let (options, admin, declaration, clock) = pages_store(&pg, "pages").await;
     let mut store = PgStore::new(options);
     // 300 standings of the assigned postgres@db-1 (every third silent, one
     // with awkward words), 40 of postgres@db-9, which is not assigned there.
@@ -735,13 +744,7 @@ async fn status_pages_list_exactly_what_the_rows_list() {
 #[tokio::test]
 async fn a_page_is_never_written_over_a_word_it_did_not_see() {
     let pg = PgCluster::start();
-    let (options, admin) = store_at(&pg, "race").await;
-    migrate(&options).await.unwrap();
-    let declaration = parse(DECLARATION).unwrap();
-    let clock = Clock {
-        now: ts("2026-10-05T00:40:00Z"),
-        silent_after: DEFAULT_SILENT_AFTER,
-    };
+    let (options, admin, declaration, clock) = pages_store(&pg, "race").await;
     let mut store = PgStore::new(options.clone());
     store
         .apply(&[failing("postgres@db-1", "forge", 30, 1, 1)])

@@ -59,25 +59,6 @@ pub struct Standing {
     pub silent_for_seconds: Option<u64>,
 }
 
-/// One open repair fault.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct OpenRepair {
-    /// The provider module.
-    pub provider_module: String,
-    /// The machine it ran on.
-    pub provider_machine: String,
-    /// The fault.
-    pub fault: String,
-    /// `failed` or `braked`.
-    pub outcome: String,
-    /// In words.
-    pub detail: String,
-    /// When the next attempt is due, if one is.
-    pub next_attempt_at: Option<Timestamp>,
-    /// When it was said.
-    pub said_at: Timestamp,
-}
-
 /// The report `status` (and `node show`) prints.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Report {
@@ -91,8 +72,8 @@ pub struct Report {
     pub sentence: String,
     /// The listed standings.
     pub failing: Vec<Standing>,
-    /// The open repair faults.
-    pub repairs: Vec<OpenRepair>,
+    /// The open repair faults (the newest repair word of each, not `repaired`).
+    pub repairs: Vec<RepairRow>,
     /// Declaration entries that were refused (they were not checked).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub declaration_errors: Vec<String>,
@@ -139,12 +120,11 @@ impl<'d> View<'d> {
     }
 
     /// The open repairs listed, in order.
-    fn repairs(&self, open: Vec<RepairRow>) -> Vec<OpenRepair> {
-        let mut repairs: Vec<OpenRepair> = open
+    fn repairs(&self, open: Vec<RepairRow>) -> Vec<RepairRow> {
+        let mut repairs: Vec<RepairRow> = open
             .into_iter()
             .filter(|r| self.is_assigned(&r.provider_module, &r.provider_machine))
             .filter(|r| self.in_scope(&r.provider_machine, None))
-            .map(open_repair)
             .collect();
         repairs.sort_by(|a, b| {
             (&a.provider_module, &a.provider_machine, &a.fault).cmp(&(
@@ -241,18 +221,6 @@ fn standing(r: FailingRow, clock: &Clock) -> Standing {
     Standing {
         silent_for_seconds: silent_for(r.said_at, clock),
         row: r,
-    }
-}
-
-fn open_repair(r: RepairRow) -> OpenRepair {
-    OpenRepair {
-        provider_module: r.provider_module,
-        provider_machine: r.provider_machine,
-        fault: r.fault,
-        outcome: r.outcome,
-        detail: r.detail,
-        next_attempt_at: r.next_attempt_at,
-        said_at: r.said_at,
     }
 }
 

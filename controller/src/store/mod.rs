@@ -78,7 +78,7 @@ pub struct FailingRow {
 }
 
 /// A stored repair word.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct RepairRow {
     /// The provider module that said it.
     pub provider_module: String,

@@ -14,7 +14,7 @@
 //!   standing's JSON up to its `said_at` (the object still open).
 
 use std::ops::Range;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, UNIX_EPOCH};
 
 use bytes::Bytes;
 use mesh_sdk::Timestamp;
@@ -229,11 +229,6 @@ pub fn check(page: &PageRow, scratch: &mut Vec<u8>) -> Result<(), PageError> {
         });
     }
     Ok(())
-}
-
-/// The wall time as microseconds since 1970.
-pub fn now_micros(now: SystemTime) -> i64 {
-    micros(Timestamp(now))
 }
 
 #[cfg(test)]
