@@ -124,18 +124,13 @@ impl PagedReport {
                     .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
                 }
                 for row in &group.rows {
-                    let from = raw.len();
-                    pages::push_entry(&mut raw, row);
-                    let said_at = pages::micros(row.said_at);
-                    pages::entries(&raw, from, |e| {
-                        items.push(Item {
-                            prefix: prefix(&raw[e.consumer.clone()]),
-                            consumer: e.consumer,
-                            json: e.json,
-                            said_at,
-                        });
-                    })
-                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+                    let e = pages::push_entry(&mut raw, row);
+                    items.push(Item {
+                        prefix: prefix(&raw[e.consumer.clone()]),
+                        consumer: e.consumer,
+                        json: e.json,
+                        said_at: pages::micros(row.said_at),
+                    });
                 }
                 items.sort_unstable_by(|a, b| {
                     a.prefix

@@ -105,8 +105,9 @@ pub fn said_at(column: &[u8], i: usize) -> i64 {
     i64::from_le_bytes(le)
 }
 
-/// Appends one entry (consumer and JSON) to an uncompressed page.
-pub fn push_entry(raw: &mut Vec<u8>, row: &FailingRow) {
+/// Appends one entry (consumer and JSON) to an uncompressed page; returns
+/// where its parts are.
+pub fn push_entry(raw: &mut Vec<u8>, row: &FailingRow) -> Entry {
     let consumer = row.consumer.as_bytes();
     // Names are tokens of at most 63 bytes; anything longer is cut at a
     // character boundary (it only orders the entry).
@@ -115,12 +116,17 @@ pub fn push_entry(raw: &mut Vec<u8>, row: &FailingRow) {
         cut -= 1;
     }
     raw.extend_from_slice(&u16::try_from(cut).unwrap_or(u16::MAX).to_le_bytes());
+    let consumer_at = raw.len();
     raw.extend_from_slice(&consumer[..cut]);
     let at = raw.len();
     raw.extend_from_slice(&[0; 4]);
     standing_json(raw, row);
     let len = u32::try_from(raw.len() - at - 4).unwrap_or(u32::MAX);
     raw[at..at + 4].copy_from_slice(&len.to_le_bytes());
+    Entry {
+        consumer: consumer_at..at,
+        json: at + 4..raw.len(),
+    }
 }
 
 /// Encodes a page's rows, ordering them by consumer.
@@ -293,6 +299,17 @@ mod tests {
         for (i, r) in rows.iter().enumerate() {
             assert_eq!(from_micros(said_at(&page.said_at, i)), r.said_at);
         }
+    }
+
+    #[test]
+    fn push_entry_says_where_its_parts_are() {
+        let mut raw = b"before".to_vec();
+        let pushed = push_entry(&mut raw, &row("forge", "e", "2026-10-05T00:09:00Z"));
+        let mut found = Vec::new();
+        entries(&raw, 6, |e| found.push(e)).unwrap();
+        assert_eq!(found, std::slice::from_ref(&pushed));
+        assert_eq!(&raw[pushed.consumer], b"forge");
+        assert!(raw[pushed.json].starts_with(b"{\"provider_module\":\"postgres\""));
     }
 
     #[test]
