@@ -1,13 +1,16 @@
-//! Prints the mesh's provisioner events as they arrive (used by scripts/demo).
+//! Prints the mesh's events as they are said, `subject  body` per event,
+//! until `--for` has passed.
 //!
-//! Creates the `MESH_EVENTS` stream when missing, then follows it with an
-//! ordered consumer from its start, printing `subject  body` per event, until
-//! `--for` has passed.
+//! It listens on the bus itself (a plain subscription to `mesh.event.>`),
+//! never through the `MESH_EVENTS` stream: that stream keeps a word only
+//! until the controller took it (work-queue retention), and a second reader
+//! there would take words away from the controller. So it shows what is
+//! said while it runs, not what was said before. On a bus with permissions,
+//! give it a user allowed to subscribe to `mesh.event.>`.
 //!
 //! `cargo run --example watch_events -- --nats nats://127.0.0.1:4222 --for 30s`
 use std::time::Duration;
 
-use async_nats::jetstream::{self, consumer::pull::OrderedConfig, stream::Config};
 use clap::Parser;
 use futures::StreamExt;
 
@@ -25,25 +28,14 @@ struct Cli {
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let cli = Cli::parse();
     let client = async_nats::connect(&cli.nats).await?;
-    let js = jetstream::new(client);
-    let stream = js
-        .get_or_create_stream(Config {
-            name: "MESH_EVENTS".into(),
-            subjects: vec!["mesh.event.*.*.provisioner.*".into()],
-            storage: jetstream::stream::StorageType::File,
-            ..Config::default()
-        })
-        .await?;
-    let consumer = stream.create_consumer(OrderedConfig::default()).await?;
-    let mut messages = consumer.messages().await?;
+    let mut events = client.subscribe("mesh.event.>").await?;
     let deadline = tokio::time::sleep(cli.run_for);
     tokio::pin!(deadline);
     loop {
         tokio::select! {
             () = &mut deadline => return Ok(()),
-            message = messages.next() => match message {
-                Some(Ok(m)) => println!("{}  {}", m.subject, String::from_utf8_lossy(&m.payload)),
-                Some(Err(error)) => eprintln!("watch_events: {error}"),
+            event = events.next() => match event {
+                Some(m) => println!("{}  {}", m.subject, String::from_utf8_lossy(&m.payload)),
                 None => return Ok(()),
             },
         }

@@ -1,8 +1,14 @@
-//! `status --json` time with 100,000 standings (target < 50 ms): in process
-//! (connect, read, compose, serialize) and through the binary (process start
-//! included), the output thrown away (counted). Measured with the status pages written
-//! (as a running `serve` keeps them) and, for comparison, with every page
-//! stale (no `serve` ran since the words were stored: every row is read).
+//! `status` with 100,000 standings, through the binary (process start
+//! included): the time to the sentence (the first line; for `--json` the
+//! object up to the opening of its `failing` list), and the whole
+//! listing's time against PostgreSQL's own rate of producing the same rows
+//! as JSON (`psql -c "COPY (SELECT row_to_json(...) ... ORDER BY ...) TO
+//! STDOUT" > /dev/null`, same server, same run). For `status --json`,
+//! human `status`, and `node show` (one machine of ten).
+//!
+//! Also, in process: the rows read with `query_raw` (what `status` does)
+//! against `COPY ... TO STDOUT (FORMAT binary)` read whole, without
+//! rendering, to show what the read path itself costs.
 //!
 //! ```text
 //! cargo bench -p mesh-controller --bench status
@@ -11,85 +17,91 @@
 
 mod common;
 
+use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{env_number, store};
-use mesh_controller::cli::{run, Cli, Io, EXIT_OK};
-use mesh_controller::PgStore;
-use mesh_sdk::Timestamp;
+use futures::{pin_mut, TryStreamExt};
+use tokio_postgres::types::ToSql;
 
 const PROVIDERS: u64 = 100;
-const RUNS: usize = 15;
+const RUNS: usize = 11;
 
-/// Counts what is written and throws it away, as `> /dev/null` does.
-struct Counted(usize);
+const COLUMNS: &str = "provider_module, provider_machine, consumer, consumer_machine, provision, \
+                       class, error, since, attempts, said_at";
 
-impl std::io::Write for Counted {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0 += buf.len();
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-fn median(mut times: Vec<Duration>) -> (Duration, Duration) {
+fn median(mut times: Vec<Duration>) -> Duration {
     times.sort();
-    (times[times.len() / 2], times[0])
+    times[times.len() / 2]
 }
 
-/// `status --json` timed in process and through the binary; the output's size.
-async fn measure(cli: &Cli, args: &[String]) -> (Vec<Duration>, Vec<Duration>, usize) {
-    // In process.
-    let mut bytes = 0usize;
-    let mut in_process = Vec::new();
-    for _ in 0..RUNS {
-        let mut out = Counted(0);
-        let mut err = Vec::new();
-        let mut io = Io {
-            out: &mut out,
-            err: &mut err,
-            now: Timestamp(std::time::SystemTime::now()),
-        };
-        let started = Instant::now();
-        let code = run(cli, &mut io).await;
-        in_process.push(started.elapsed());
-        assert_eq!(code, EXIT_OK, "{}", String::from_utf8_lossy(&err));
-        bytes = out.0;
-    }
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
 
-    // The binary.
-    let binary = env!("CARGO_BIN_EXE_mesh-controller");
-    let mut whole = Vec::new();
-    for _ in 0..RUNS {
-        let started = Instant::now();
-        let status = Command::new(binary)
-            .args(args)
-            .stdout(Stdio::null())
-            .status()
-            .expect("running mesh-controller");
-        whole.push(started.elapsed());
-        assert!(status.success());
+/// Runs the binary; returns (time to the end of the head, whole time, bytes).
+fn timed(binary: &str, args: &[String], head_ends: &[u8]) -> (Duration, Duration, usize) {
+    let started = Instant::now();
+    let mut child = Command::new(binary)
+        .args(args)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("running mesh-controller");
+    let mut stdout = child.stdout.take().expect("piped");
+    let mut seen = Vec::new();
+    let mut buf = vec![0u8; 1 << 16];
+    let mut first = None;
+    let mut bytes = 0;
+    loop {
+        let n = stdout.read(&mut buf).expect("reading the output");
+        if n == 0 {
+            break;
+        }
+        bytes += n;
+        if first.is_none() {
+            seen.extend_from_slice(&buf[..n]);
+            if seen.windows(head_ends.len()).any(|w| w == head_ends) {
+                first = Some(started.elapsed());
+            }
+        }
     }
+    let status = child.wait().expect("waiting for mesh-controller");
+    let whole = started.elapsed();
+    assert!(status.success(), "mesh-controller failed");
+    (first.expect("the head was printed"), whole, bytes)
+}
 
-    (in_process, whole, bytes)
+/// psql writing the rows as JSON, in order, to /dev/null; its time.
+fn psql(port: u16, password: &str, filter: &str) -> Duration {
+    let sql = format!(
+        "COPY (SELECT row_to_json(f) FROM (SELECT {COLUMNS} FROM failing {filter} \
+         ORDER BY provider_module, provider_machine, consumer) f) TO STDOUT"
+    );
+    let started = Instant::now();
+    let status = Command::new("psql")
+        .args(["-X", "-q", "-h", "127.0.0.1", "-p", &port.to_string()])
+        .args(["-U", "postgres", "-d", "status", "-c", &sql])
+        .env("PGPASSWORD", password)
+        .stdout(Stdio::null())
+        .status()
+        .expect("running psql");
+    assert!(status.success(), "psql failed");
+    started.elapsed()
 }
 
 fn main() {
     mesh_controller::init_tracing("warn");
-    // One thread, as the binary runs `status`.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("runtime");
     runtime.block_on(async {
         let standings = env_number("MESH_BENCH_STANDINGS", 100_000);
-        let (pg, options, client) = store("status").await;
-        // 100 providers on 10 machines, each failing standings/100 consumers;
-        // a third of the words are silent.
+        let (pg, _options, client) = store("status").await;
+        // 100 providers on 10 machines, each failing standings/100
+        // consumers on 7 machines; a third of the words are silent. The
+        // rows go in unsorted, as words arrive.
         client
             .execute(
                 "INSERT INTO failing (provider_module, provider_machine, consumer, consumer_machine,
@@ -124,89 +136,95 @@ fn main() {
             format!(r#"{{"modules":[{}]}}"#, modules.join(",")),
         )
         .expect("writing the declaration");
-        let args = vec![
+        let base = [
             "--database".to_owned(),
             format!("host=127.0.0.1 port={} user=postgres dbname=status", pg.port()),
             "--database-password-file".to_owned(),
             pg.superuser_password_file().display().to_string(),
             "--declaration".to_owned(),
             declaration.display().to_string(),
-            "status".to_owned(),
-            "--json".to_owned(),
         ];
-
-        let cli = <Cli as clap::Parser>::try_parse_from(
-            std::iter::once("mesh-controller".to_owned()).chain(args.iter().cloned()),
-        )
-        .expect("command line");
-        let (stale_in, stale_bin, _) = measure(&cli, &args).await;
-
-        // The pages written, as a running `serve` keeps them.
-        let mut writer = PgStore::new(options);
-        let started = Instant::now();
-        let mut pages = 0;
-        loop {
-            let built = writer.build_pages(256).await.expect("writing pages");
-            pages += built.written;
-            if built.taken < 256 {
-                break;
+        let binary = env!("CARGO_BIN_EXE_mesh-controller");
+        let password = pg.superuser_password();
+        println!("status with {standings} standings, through the binary, median of {RUNS} runs");
+        let cases: [(&str, &[&str], &[u8], &str); 3] = [
+            ("status --json", &["status", "--json"], b"\"failing\":[", ""),
+            ("status", &["status"], b"\n", ""),
+            (
+                "node show db-3 (a tenth of the standings)",
+                &["node", "show", "db-3"],
+                b"\n",
+                "WHERE provider_machine = 'db-3' OR consumer_machine = 'db-3'",
+            ),
+        ];
+        for (what, command, head_ends, filter) in cases {
+            let args: Vec<String> = base
+                .iter()
+                .cloned()
+                .chain(command.iter().map(|s| (*s).to_owned()))
+                .collect();
+            let mut heads = Vec::new();
+            let mut wholes = Vec::new();
+            let mut refs = Vec::new();
+            let mut bytes = 0;
+            for _ in 0..RUNS {
+                let (head, whole, n) = timed(binary, &args, head_ends);
+                heads.push(head);
+                wholes.push(whole);
+                bytes = n;
+                refs.push(psql(pg.port(), password, filter));
             }
+            let (head, whole, reference) = (median(heads), median(wholes), median(refs));
+            println!("  {what} ({:.1} MB):", bytes as f64 / 1e6);
+            println!(
+                "    sentence after {:>6.1} ms (target < 50 ms, ratio {:.2})",
+                ms(head),
+                ms(head) / 50.0
+            );
+            println!(
+                "    whole listing  {:>6.1} ms; psql COPY row_to_json {:>6.1} ms; ratio {:.2} (target <= 1.0)",
+                ms(whole),
+                ms(reference),
+                ms(whole) / ms(reference)
+            );
         }
-        let building = started.elapsed();
-        let (paged_in, paged_bin, bytes) = measure(&cli, &args).await;
 
-        // The floor: the server alone, returning as many rows.
-        let mut floor_one = Vec::new();
-        let mut floor_all = Vec::new();
+        // The read alone, in process: query_raw (decoded rows) vs COPY binary.
+        let ordered = format!(
+            "SELECT {COLUMNS} FROM failing ORDER BY provider_module, provider_machine, consumer"
+        );
+        let mut raw = Vec::new();
+        let mut copy = Vec::new();
         for _ in 0..RUNS {
             let started = Instant::now();
-            client
-                .query("SELECT 1 FROM failing", &[])
+            let rows = client
+                .query_raw(ordered.as_str(), std::iter::empty::<&(dyn ToSql + Sync)>())
                 .await
-                .expect("floor query");
-            floor_one.push(started.elapsed());
+                .expect("query_raw");
+            pin_mut!(rows);
+            let mut n = 0usize;
+            while let Some(row) = rows.try_next().await.expect("a row") {
+                n += row.get::<_, &str>(2).len();
+            }
+            assert!(n > 0);
+            raw.push(started.elapsed());
             let started = Instant::now();
-            client
-                .query(
-                    "SELECT provider_module, provider_machine, consumer, consumer_machine, \
-                     provision, class, error, since, attempts, said_at FROM failing",
-                    &[],
-                )
+            let out = client
+                .copy_out(&format!("COPY ({ordered}) TO STDOUT (FORMAT binary)"))
                 .await
-                .expect("floor query");
-            floor_all.push(started.elapsed());
+                .expect("copy out");
+            pin_mut!(out);
+            let mut n = 0usize;
+            while let Some(chunk) = out.try_next().await.expect("a chunk") {
+                n += chunk.len();
+            }
+            assert!(n > 0);
+            copy.push(started.elapsed());
         }
-
         println!(
-            "status --json with {standings} standings ({:.1} MB of JSON), {RUNS} runs each",
-            bytes as f64 / 1e6
-        );
-        let ms = |d: Duration| d.as_secs_f64() * 1e3;
-        let line = |what: &str, times: Vec<Duration>, target: &str| {
-            let (median, best) = median(times);
-            println!(
-                "  {what:<52} median {:>6.1} ms, best {:>6.1} ms{target}",
-                ms(median),
-                ms(best)
-            );
-        };
-        println!("  pages written ({pages} pages in {:.1} s, as serve keeps them):", building.as_secs_f64());
-        line("in process (connect, read, compose, write)", paged_in, "");
-        let (paged_median, _) = median(paged_bin.clone());
-        line("binary (process start included)", paged_bin, "   (target < 50 ms)");
-        println!(
-            "    ratio to the target: {:.2}",
-            ms(paged_median) / 50.0
-        );
-        println!("  every page stale (no serve since the words came: rows read):");
-        line("in process", stale_in, "");
-        line("binary", stale_bin, "");
-        let (one, _) = median(floor_one);
-        let (all, _) = median(floor_all);
-        println!(
-            "  for scale, on the same server: SELECT 1 over the rows {:>6.1} ms, the standings' columns {:>6.1} ms",
-            one.as_secs_f64() * 1e3,
-            all.as_secs_f64() * 1e3
+            "  the read alone, in process: query_raw {:.1} ms, COPY (FORMAT binary) {:.1} ms",
+            ms(median(raw)),
+            ms(median(copy))
         );
     });
 }

@@ -7,7 +7,7 @@ use async_nats::RequestErrorKind;
 use mesh_sdk::event::{approve_subject, ApproveReply, ApproveRequest, VERSION};
 use mesh_sdk::Name;
 
-use crate::declaration::ModuleId;
+use crate::model::ModuleId;
 
 /// The default `--timeout`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);

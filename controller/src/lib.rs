@@ -4,27 +4,39 @@
 //! a store that survives it, and makes `status` stop printing "all well"
 //! while a provider says it keeps failing a consumer.
 //!
-//! - [`declaration`]: the declaration, parsed entry by entry.
-//! - [`permissions`]: bus permissions derived from it (pure), rendered as a
-//!   nats-server configuration.
-//! - [`link`]: `serve`, the JetStream stream and durable consumer into the
-//!   [`store`] (PostgreSQL, numbered migrations).
-//! - [`status`]: the report of `status` and `node show` (pure composition).
-//! - [`approve`]: a person's approval sent to a provider.
-//! - [`cli`]: the command line; the binary only calls [`cli::run`].
+//! Layers, bottom to top; a module imports only from layers below it
+//! (checked by the `layers` test):
+//! - [`model`]: plain types: the declaration, module ids, words and rows,
+//!   the pure reduction of a round of words.
+//! - [`store`] (PostgreSQL, numbered migrations) and [`bus`] (NATS names and
+//!   connection): I/O.
+//! - [`link`] (`serve`: the JetStream stream into the store), [`approve`]
+//!   (a person's approval sent to a provider), [`permissions`] (bus
+//!   permissions derived from the declaration, rendered as a nats-server
+//!   configuration).
+//! - [`report`]: what `status` and `node show` say (pure).
+//! - [`render`]: the report printed for a person or as JSON, as it is read.
+//! - [`cli`]: the command line; the binary only calls [`cli::run`] and
+//!   [`cli::exit`].
 
-pub mod approve;
+pub mod model;
+
 pub mod bus;
-pub mod cli;
-pub mod declaration;
-pub mod link;
-pub mod permissions;
-pub mod status;
 pub mod store;
 
-pub use declaration::{Declaration, ModuleId};
+pub mod approve;
+pub mod link;
+pub mod permissions;
+
+pub mod report;
+
+pub mod render;
+
+pub mod cli;
+
 pub use link::LinkSettings;
-pub use status::{Clock, Report, Scope};
+pub use model::{Declaration, ModuleId};
+pub use report::{Clock, Scope};
 pub use store::{DatabaseOptions, PgStore, Store};
 
 /// Installs the `tracing` subscriber: human lines with fields on stderr,

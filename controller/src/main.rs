@@ -1,18 +1,17 @@
 //! `mesh-controller`: parses the command line and runs it (see
 //! [`mesh_controller::cli`]).
 
-use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
-use mesh_controller::cli::{run, Cli, Command, Io, EXIT_CANNOT};
+use mesh_controller::cli::{exit, run, Cli, Command, Io, EXIT_CANNOT};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     mesh_controller::init_tracing(cli.default_log_level());
-    // `serve` runs the link and the page writer side by side; the other
-    // commands do one thing, and one thread does it without handing every
-    // database message between threads.
+    // `serve` follows the stream for as long as it runs; the other commands
+    // do one thing, and one thread does it without handing every database
+    // message between threads.
     let mut builder = match cli.command {
         Command::Serve { .. } => tokio::runtime::Builder::new_multi_thread(),
         _ => tokio::runtime::Builder::new_current_thread(),
@@ -32,7 +31,6 @@ fn main() -> ExitCode {
         err: &mut err,
         now: mesh_sdk::Timestamp(std::time::SystemTime::now()),
     };
-    let code = runtime.block_on(run(&cli, &mut io));
-    let _ = out.flush();
-    ExitCode::from(code)
+    let result = runtime.block_on(run(&cli, &mut io));
+    ExitCode::from(exit(result, &mut io))
 }

@@ -18,7 +18,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::bus::{CONTROLLER_INBOX, CONTROLLER_USER, DURABLE, STREAM};
-use crate::declaration::{Declaration, ModuleId};
+use crate::model::{Declaration, ModuleId};
 
 /// Every provider's approve subject (`mesh.cmd.<machine>.<module>.provisioner.approve`).
 pub const APPROVE_ANY: &str = "mesh.cmd.*.*.provisioner.approve";
@@ -123,6 +123,9 @@ fn controller_permissions() -> UserPermissions {
             format!("{api}.STREAM.CREATE.{STREAM}"),
             format!("{api}.STREAM.UPDATE.{STREAM}"),
             format!("{api}.STREAM.INFO.{STREAM}"),
+            // Moving a stream made by an earlier controller (see `link`).
+            format!("{api}.STREAM.MSG.GET.{STREAM}"),
+            format!("{api}.STREAM.DELETE.{STREAM}"),
             format!("{api}.CONSUMER.CREATE.{STREAM}.{DURABLE}"),
             format!("{api}.CONSUMER.CREATE.{STREAM}.{DURABLE}.>"),
             format!("{api}.CONSUMER.DURABLE.CREATE.{STREAM}.{DURABLE}"),
@@ -225,7 +228,7 @@ pub fn render_nats(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::declaration::parse;
+    use crate::model::declaration::parse;
 
     fn declaration() -> Declaration {
         parse(

@@ -3,9 +3,13 @@
 
 use std::time::Duration;
 
+use async_nats::jetstream::stream::{self as js_stream, RetentionPolicy};
 use async_nats::jetstream::{self, consumer::pull};
-use mesh_controller::bus::{NatsOptions, DURABLE, STREAM};
-use mesh_controller::link::{serve_until, LinkError, LinkSettings};
+use futures::StreamExt;
+use mesh_controller::bus::{NatsOptions, DURABLE, STREAM, STREAM_SUBJECTS};
+use mesh_controller::link::{
+    consumer_config, serve_until, LinkError, LinkSettings, DEFAULT_STREAM_MAX_AGE,
+};
 use mesh_controller::store::DatabaseOptions;
 use mesh_test_support::{NatsServer, PgCluster, TcpProxy};
 use tokio::sync::oneshot;
@@ -197,7 +201,6 @@ fn quick() -> LinkSettings {
         wait: Duration::from_millis(500),
         nak_first: Duration::from_millis(100),
         nak_max: Duration::from_millis(800),
-        pages_every: Duration::from_millis(100),
         ..LinkSettings::default()
     }
 }
@@ -335,8 +338,8 @@ async fn the_link_follows_events_into_the_store() {
     assert_eq!(world.consumer_info().await.config.max_ack_pending, 1);
 
     // The consumer deleted under the running controller: it is set up again,
-    // the stream delivered again from its start changes nothing stored, and
-    // new events flow.
+    // what the stream still holds is delivered again and changes nothing
+    // stored, and new events flow.
     world
         .js
         .get_stream(STREAM)
@@ -359,41 +362,19 @@ async fn the_link_follows_events_into_the_store() {
             "events flow again after the consumer was set up again",
         )
         .await;
-    world.wait_drained("the whole stream delivered again").await;
+    world.wait_drained("the stream delivered again").await;
     assert_eq!(
         world.rows("postgres", "db-1").await,
         ["after-setup (3)", "while-down (2)", "wiki (6)"],
         "delivering the stream again changes nothing"
     );
 
-    // The running controller writes the status pages of what changed.
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        let row = world
-            .admin
-            .query_one(
-                "SELECT count(*) FILTER (WHERE stale), coalesce(sum(standings)                  FILTER (WHERE NOT stale), 0) FROM status_page",
-                &[],
-            )
-            .await
-            .unwrap();
-        let (stale, standings): (i64, i64) = (row.get(0), row.get(1));
-        if stale == 0 {
-            let rows: i64 = world
-                .admin
-                .query_one("SELECT count(*) FROM failing", &[])
-                .await
-                .unwrap()
-                .get(0);
-            assert_eq!(standings, rows, "the pages hold every failing word");
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{stale} status pages still stale"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    // The stream is bounded: a word is gone once the controller took it.
+    let mut stream = world.js.get_stream(STREAM).await.unwrap();
+    let info = stream.info().await.unwrap();
+    assert_eq!(info.config.retention, RetentionPolicy::WorkQueue);
+    assert_eq!(info.config.max_age, DEFAULT_STREAM_MAX_AGE);
+    assert_eq!(info.state.messages, 0, "acknowledged words are removed");
     controller.stop().await;
 }
 
@@ -449,5 +430,71 @@ async fn a_recovery_sent_while_the_store_is_away_lands_when_it_returns() {
         )
         .await;
     world.wait_drained("everything acknowledged").await;
+    controller.stop().await;
+}
+
+/// A stream made by an earlier controller (limits retention: every word
+/// kept) is moved to work-queue retention: the words its consumer had not
+/// acknowledged land in the store, those it had are not applied again, and
+/// the words said after the move flow.
+#[tokio::test]
+async fn an_old_stream_is_moved_without_losing_an_unacknowledged_word() {
+    let world = World::start().await;
+    world
+        .js
+        .create_stream(js_stream::Config {
+            name: STREAM.to_owned(),
+            subjects: vec![STREAM_SUBJECTS.to_owned()],
+            storage: js_stream::StorageType::File,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let f = format!("{SUBJECT}.failing");
+    for (consumer, attempts) in [("taken-1", 1), ("taken-2", 2), ("left-1", 3), ("left-2", 4)] {
+        world
+            .publish(&f, failing(consumer, "2026-10-05T00:09:00Z", attempts))
+            .await;
+    }
+    // The earlier controller took (and stored, elsewhere) the first two.
+    let consumer = world
+        .js
+        .get_stream(STREAM)
+        .await
+        .unwrap()
+        .create_consumer(consumer_config(&LinkSettings::default()))
+        .await
+        .unwrap();
+    let mut taken = consumer.fetch().max_messages(2).messages().await.unwrap();
+    while let Some(message) = taken.next().await {
+        message.unwrap().double_ack().await.unwrap();
+    }
+
+    let controller = world.serve(quick());
+    world
+        .wait_rows(
+            "postgres",
+            "db-1",
+            &["left-1 (3)", "left-2 (4)"],
+            "the unacknowledged words of the old stream are stored",
+        )
+        .await;
+    let mut stream = world.js.get_stream(STREAM).await.unwrap();
+    let info = stream.info().await.unwrap();
+    assert_eq!(info.config.retention, RetentionPolicy::WorkQueue);
+    assert!(!info.config.sealed);
+
+    world
+        .publish(&f, failing("after", "2026-10-05T00:10:00Z", 5))
+        .await;
+    world
+        .wait_rows(
+            "postgres",
+            "db-1",
+            &["after (5)", "left-1 (3)", "left-2 (4)"],
+            "words said after the move",
+        )
+        .await;
+    world.wait_drained("the moved stream").await;
     controller.stop().await;
 }

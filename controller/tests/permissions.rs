@@ -9,10 +9,12 @@ use std::time::Duration;
 use async_nats::jetstream::consumer::PullConsumer;
 use bytes::Bytes;
 use futures::StreamExt;
-use mesh_controller::cli::{run, Cli, Io, EXIT_NOT_DONE, EXIT_OK};
-use mesh_controller::declaration::parse;
+use mesh_controller::cli::{exit, run, Cli, Io, EXIT_NOT_DONE, EXIT_OK};
 use mesh_controller::link::{ensure_consumer, LinkSettings};
+use mesh_controller::model::declaration::parse;
+use mesh_controller::model::Word;
 use mesh_controller::permissions::{derive, read_credentials, render_nats};
+use mesh_controller::store::{Store, StoreError};
 use mesh_sdk::bus::{BusOptions, EventSink, JetStreamSink};
 use mesh_sdk::event::ApproveReply;
 use mesh_sdk::{Name, ProviderId, Timestamp};
@@ -146,13 +148,24 @@ async fn drain(consumer: &PullConsumer) -> Vec<String> {
     }
 }
 
+/// The stream here is new: nothing is moved into a store.
+struct NoStore;
+
+#[async_trait::async_trait]
+impl Store for NoStore {
+    async fn apply(&mut self, words: &[Word]) -> Result<(), StoreError> {
+        assert!(words.is_empty(), "a new stream has no word to move");
+        Ok(())
+    }
+}
+
 #[tokio::test]
 async fn the_rendered_permissions_hold_on_a_real_server() {
     let bus = Bus::start();
     tokio::time::timeout(Duration::from_secs(120), async {
         // The controller sets up its stream and consumer with its narrowed API.
         let (controller, controller_events) = bus.client("controller", "_INBOX_controller").await;
-        let consumer = ensure_consumer(&controller, &LinkSettings::default())
+        let consumer = ensure_consumer(&controller, &LinkSettings::default(), &mut NoStore)
             .await
             .unwrap_or_else(|e| panic!("{e}\n{}", bus.nats.log()));
 
@@ -338,7 +351,8 @@ async fn approve_command(bus: &Bus, extra: &[&str]) -> (u8, String, String) {
         err: &mut err,
         now: Timestamp::parse("2026-10-05T00:00:00Z").unwrap(),
     };
-    let code = run(&cli, &mut io).await;
+    let result = run(&cli, &mut io).await;
+    let code = exit(result, &mut io);
     (
         code,
         String::from_utf8(out).unwrap(),

@@ -4,11 +4,9 @@
 use std::process::Command;
 use std::time::Duration;
 
-use mesh_controller::cli::{run, Cli, Io, EXIT_CANNOT, EXIT_OK};
-use mesh_controller::declaration::{parse, Parsed};
-use mesh_controller::status::{compose, compose_paged, Clock, Scope, DEFAULT_SILENT_AFTER};
-use mesh_controller::store::{migrate, DatabaseOptions, PgStore, Store, Word};
-use mesh_controller::ModuleId;
+use mesh_controller::cli::{exit, run, Cli, Io, EXIT_CANNOT, EXIT_OK};
+use mesh_controller::model::{ModuleId, RepairRow, Word};
+use mesh_controller::store::{migrate, DatabaseOptions, PgStore, StatusFilter, Store};
 use mesh_sdk::event::{Failing, Recovered, Repair, RepairOutcome, Retirement, RetirementAction};
 use mesh_sdk::standing::RecoveredReason;
 use mesh_sdk::{Class, Event, Name, Timestamp};
@@ -106,11 +104,24 @@ async fn failing_rows(admin: &tokio_postgres::Client, provider: &ModuleId) -> Ve
         .collect()
 }
 
+/// The open repair faults of `provider` as `status` reads them.
+async fn open_repairs(store: &mut PgStore, provider: &str) -> Vec<RepairRow> {
+    let filter = StatusFilter {
+        providers: vec![provider.to_owned()],
+        machine: None,
+        silent_before: at(0),
+    };
+    let read = store.read_status(&filter).await.unwrap();
+    let repairs = read.repairs.clone();
+    read.finish().await.unwrap();
+    repairs
+}
+
 #[tokio::test]
 async fn store_rules_hold_on_postgres() {
     let pg = PgCluster::start();
     let (options, admin) = store_at(&pg, "rules").await;
-    assert_eq!(migrate(&options).await.unwrap(), 2);
+    assert_eq!(migrate(&options).await.unwrap(), 3);
     assert_eq!(migrate(&options).await.unwrap(), 0, "migrations run once");
     let mut store = PgStore::new(options);
 
@@ -242,9 +253,8 @@ async fn store_rules_hold_on_postgres() {
         .apply(&[repair(r, "admin-refused", RepairOutcome::Failed, 8, 23)])
         .await
         .unwrap();
-    let snapshot = store.snapshot().await.unwrap();
-    let open: Vec<(&str, &str, Option<Timestamp>)> = snapshot
-        .open_repairs
+    let open_repairs = open_repairs(&mut store, r).await;
+    let open: Vec<(&str, &str, Option<Timestamp>)> = open_repairs
         .iter()
         .map(|r| (r.fault.as_str(), r.outcome.as_str(), r.next_attempt_at))
         .collect();
@@ -316,7 +326,8 @@ impl Env {
             err: &mut err,
             now: ts(now),
         };
-        let code = run(&cli, &mut io).await;
+        let result = run(&cli, &mut io).await;
+        let code = exit(result, &mut io);
         (
             code,
             String::from_utf8(out).unwrap(),
@@ -350,7 +361,7 @@ fn consumers(report: &serde_json::Value) -> Vec<String> {
 #[tokio::test]
 async fn status_and_node_show_on_a_live_store() {
     let mut pg = PgCluster::start();
-    let (_, admin) = store_at(&pg, "status").await;
+    let _store = store_at(&pg, "status").await;
     let dir = tempfile::tempdir().unwrap();
     let declaration = dir.path().join("declaration.json");
     std::fs::write(&declaration, DECLARATION).unwrap();
@@ -374,7 +385,7 @@ async fn status_and_node_show_on_a_live_store() {
     // Migrated through the command; empty store: all well.
     let (code, out, err) = env.run(&["migrate"], now).await;
     assert_eq!(code, EXIT_OK, "{err}");
-    assert!(out.contains("2 migrations applied"), "{out}");
+    assert!(out.contains("3 migrations applied"), "{out}");
     let (code, out, _) = env.run(&["status"], now).await;
     assert_eq!(code, EXIT_OK);
     assert_eq!(
@@ -502,14 +513,6 @@ async fn status_and_node_show_on_a_live_store() {
     let report = env.json(&["status", "--json"], now).await;
     assert_eq!(consumers(&report), ["postgres@db-1>wiki"]);
 
-    // A store without status pages (migrated by an older controller): the
-    // rows are read, the report is the same.
-    admin
-        .batch_execute("DROP TABLE status_page CASCADE")
-        .await
-        .unwrap();
-    assert_eq!(env.json(&["status", "--json"], now).await, report);
-
     // The binary: exit 0 with the report, and exit 2 with the reason when
     // the declaration or the store cannot be read.
     let binary = env!("CARGO_BIN_EXE_mesh-controller");
@@ -553,245 +556,4 @@ async fn status_and_node_show_on_a_live_store() {
         !stderr.contains(pg.superuser_password()),
         "no password in errors: {stderr}"
     );
-}
-
-/// A migrated store `db`, the declaration, and the report's clock (at
-/// 00:40, silence after 30 minutes).
-async fn pages_store(
-    pg: &PgCluster,
-    db: &str,
-) -> (DatabaseOptions, tokio_postgres::Client, Parsed, Clock) {
-    let (options, admin) = store_at(pg, db).await;
-    migrate(&options).await.unwrap();
-    let clock = Clock {
-        now: ts("2026-10-05T00:40:00Z"),
-        silent_after: DEFAULT_SILENT_AFTER,
-    };
-    (options, admin, parse(DECLARATION).unwrap(), clock)
-}
-
-/// `status --json` from the pages and from the rows, which must be the same
-/// bytes; returns the report.
-async fn paged_is_rows(
-    store: &mut PgStore,
-    declaration: &Parsed,
-    clock: &Clock,
-) -> serde_json::Value {
-    let rows = compose(
-        declaration,
-        store.snapshot().await.unwrap(),
-        clock,
-        &Scope::All,
-    );
-    let mut expected = Vec::new();
-    rows.write_json(&mut expected).unwrap();
-    let snapshot = store.paged_snapshot().await.unwrap().expect("status pages");
-    let paged = compose_paged(declaration, snapshot, clock);
-    let mut got = Vec::new();
-    paged.write_json(&mut got).unwrap();
-    assert_eq!(
-        String::from_utf8_lossy(&got),
-        String::from_utf8_lossy(&expected)
-    );
-    serde_json::from_slice(&expected).unwrap()
-}
-
-/// Pages written until none is stale; returns how many were written.
-async fn build_all(store: &mut PgStore) -> usize {
-    let mut written = 0;
-    loop {
-        let built = store.build_pages(16).await.unwrap();
-        written += built.written;
-        if built.taken < 16 {
-            return written;
-        }
-    }
-}
-
-/// `(stale pages, clean pages, standings in clean pages)`.
-async fn page_counts(admin: &tokio_postgres::Client) -> (i64, i64, i64) {
-    let row = admin
-        .query_one(
-            "SELECT count(*) FILTER (WHERE stale), count(*) FILTER (WHERE NOT stale), \
-             coalesce(sum(standings) FILTER (WHERE NOT stale), 0) FROM status_page",
-            &[],
-        )
-        .await
-        .unwrap();
-    (row.get(0), row.get(1), row.get(2))
-}
-
-fn attempts_of(report: &serde_json::Value, consumer: &str) -> Option<i64> {
-    report["failing"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["consumer"] == consumer)
-        .map(|s| s["attempts"].as_i64().unwrap())
-}
-
-#[tokio::test]
-async fn status_pages_list_exactly_what_the_rows_list() {
-    let pg = PgCluster::start();
-    let (options, admin, declaration, clock) = pages_store(&pg, "pages").await;
-    let mut store = PgStore::new(options);
-    // 300 standings of the assigned postgres@db-1 (every third silent, one
-    // with awkward words), 40 of postgres@db-9, which is not assigned there.
-    let mut words = Vec::new();
-    for i in 0..300u64 {
-        let said = if i % 3 == 0 { 1 } else { 30 };
-        words.push(failing("postgres@db-1", &format!("c{i}"), said, i, i + 1));
-    }
-    for i in 0..40u64 {
-        words.push(failing("postgres@db-9", &format!("d{i}"), 30, i, 400 + i));
-    }
-    if let Event::Failing(f) = &mut words[7].event {
-        f.error = "quote \" backslash \\ newline \n tab \t unicode é ✓ \u{7f}".into();
-        f.consumer_machine = None;
-        f.provision = None;
-    }
-    for round in words.chunks(64) {
-        store.apply(round).await.unwrap();
-    }
-
-    // Nothing written yet: every word is read from the rows.
-    let (stale, clean, _) = page_counts(&admin).await;
-    assert_eq!(clean, 0);
-    assert!(stale > 64, "{stale} stale pages for two providers");
-    let report = paged_is_rows(&mut store, &declaration, &clock).await;
-    assert_eq!(report["failing"].as_array().unwrap().len(), 300);
-    assert_eq!(
-        report["sentence"],
-        "not all well: 300 consumers failing (100 not said again for more than 30m)"
-    );
-
-    // Written: every word is read from the pages.
-    assert_eq!(build_all(&mut store).await, usize::try_from(stale).unwrap());
-    assert_eq!(page_counts(&admin).await, (0, stale, 340));
-    paged_is_rows(&mut store, &declaration, &clock).await;
-
-    // Changes: a newer word, a recovery, a new consumer, an older word
-    // (ignored). Only their pages turn stale.
-    store
-        .apply(&[
-            failing("postgres@db-1", "c5", 35, 99, 1000),
-            recovered("postgres@db-1", "c8", 35, 1001),
-            failing("postgres@db-1", "new-one", 35, 1, 1002),
-            failing("postgres@db-1", "c10", 20, 0, 1003),
-        ])
-        .await
-        .unwrap();
-    let (now_stale, _, _) = page_counts(&admin).await;
-    assert!(
-        (1..=3).contains(&now_stale),
-        "{now_stale} pages turned stale"
-    );
-    let report = paged_is_rows(&mut store, &declaration, &clock).await;
-    assert_eq!(attempts_of(&report, "c5"), Some(99));
-    assert_eq!(attempts_of(&report, "c8"), None);
-    assert_eq!(attempts_of(&report, "new-one"), Some(1));
-    assert_eq!(attempts_of(&report, "c10"), Some(10));
-    build_all(&mut store).await;
-    assert_eq!(page_counts(&admin).await.0, 0);
-    let again = paged_is_rows(&mut store, &declaration, &clock).await;
-    assert_eq!(again, report);
-
-    // Every word of db-9 recovered: its pages are dropped once written.
-    let gone: Vec<Word> = (0..40u64)
-        .map(|i| recovered("postgres@db-9", &format!("d{i}"), 36, 2000 + i))
-        .collect();
-    store.apply(&gone).await.unwrap();
-    build_all(&mut store).await;
-    let left: i64 = admin
-        .query_one(
-            "SELECT count(*) FROM status_page WHERE provider_machine = 'db-9'",
-            &[],
-        )
-        .await
-        .unwrap()
-        .get(0);
-    assert_eq!(left, 0);
-
-    // A page that does not read whole: its words come from the rows.
-    admin
-        .execute(
-            "UPDATE status_page SET body = '\\x0a000000ffff' WHERE page = \
-             (SELECT min(page) FROM status_page WHERE NOT stale)",
-            &[],
-        )
-        .await
-        .unwrap();
-    let broken = paged_is_rows(&mut store, &declaration, &clock).await;
-    assert_eq!(broken, report);
-
-    // A word written by hand (not through the link) marks its page too.
-    admin
-        .execute(
-            "INSERT INTO failing (provider_module, provider_machine, consumer, class, error, \
-             since, attempts, said_at, stream_seq) \
-             VALUES ('postgres', 'db-1', 'by-hand', 'unreachable', 'e', now(), 1, now(), 9999)",
-            &[],
-        )
-        .await
-        .unwrap();
-    let report = paged_is_rows(&mut store, &declaration, &clock).await;
-    assert_eq!(attempts_of(&report, "by-hand"), Some(1));
-}
-
-/// A word committed while a page is being written keeps the page stale:
-/// the writer's update waits for the word's transaction, then finds the
-/// page's version moved on.
-#[tokio::test]
-async fn a_page_is_never_written_over_a_word_it_did_not_see() {
-    let pg = PgCluster::start();
-    let (options, admin, declaration, clock) = pages_store(&pg, "race").await;
-    let mut store = PgStore::new(options.clone());
-    store
-        .apply(&[failing("postgres@db-1", "forge", 30, 1, 1)])
-        .await
-        .unwrap();
-
-    // A second session changes the word and holds its transaction open.
-    admin.batch_execute("BEGIN").await.unwrap();
-    admin
-        .execute(
-            "UPDATE failing SET attempts = 2 WHERE consumer = 'forge'",
-            &[],
-        )
-        .await
-        .unwrap();
-    let mut builder = PgStore::new(options);
-    let building = tokio::spawn(async move { builder.build_pages(16).await.unwrap() });
-    // Until the page writer waits for that transaction's lock.
-    let (watch, connection) =
-        tokio_postgres::connect(&pg.create_database("watch").await, tokio_postgres::NoTls)
-            .await
-            .unwrap();
-    tokio::spawn(connection);
-    let waiting = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' \
-                   AND application_name = 'mesh-controller' AND datname = 'race'";
-    let started = std::time::Instant::now();
-    while watch
-        .query_one(waiting, &[])
-        .await
-        .unwrap()
-        .get::<_, i64>(0)
-        == 0
-    {
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "the writer never waited"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    admin.batch_execute("COMMIT").await.unwrap();
-    let built = building.await.unwrap();
-    assert_eq!((built.taken, built.written), (1, 0));
-    assert_eq!(page_counts(&admin).await, (1, 0, 0));
-    let report = paged_is_rows(&mut store, &declaration, &clock).await;
-    assert_eq!(attempts_of(&report, "forge"), Some(2));
-    // The next turn writes it.
-    assert_eq!(build_all(&mut store).await, 1);
-    let report = paged_is_rows(&mut store, &declaration, &clock).await;
-    assert_eq!(attempts_of(&report, "forge"), Some(2));
 }

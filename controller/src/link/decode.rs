@@ -5,8 +5,7 @@ use std::time::Duration;
 use mesh_sdk::event::parse_event_subject;
 use mesh_sdk::Event;
 
-use crate::declaration::ModuleId;
-use crate::store::Word;
+use crate::model::{ModuleId, Word};
 
 /// A message that is not an event the store can take: logged and terminated.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

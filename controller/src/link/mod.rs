@@ -25,19 +25,22 @@
 //!   [`LinkSettings::wait`]): no pull request is abandoned.
 
 mod decode;
+mod stream;
 
 use std::future::Future;
 use std::time::Duration;
 
-use async_nats::jetstream::consumer::{pull, AckPolicy, DeliverPolicy, PullConsumer};
-use async_nats::jetstream::{self, stream, AckKind, Message};
+use async_nats::jetstream::consumer::PullConsumer;
+use async_nats::jetstream::{AckKind, Message};
 use futures::future::join_all;
 use futures::{FutureExt, StreamExt};
 
 pub use decode::{decode, Backoff, Malformed};
+pub use stream::{consumer_config, ensure_consumer, stream_config, SetupError};
 
-use crate::bus::{connect, BusError, NatsOptions, Reconnect, DURABLE, STREAM, STREAM_SUBJECTS};
-use crate::store::{migrate, DatabaseOptions, PgStore, Store, StoreError, Word};
+use crate::bus::{connect, BusError, NatsOptions, Reconnect, DURABLE, STREAM};
+use crate::model::Word;
+use crate::store::{migrate, DatabaseOptions, PgStore, Store, StoreError};
 
 /// How the link runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,9 +57,9 @@ pub struct LinkSettings {
     /// The consumer's ack wait: a message delivered but neither acknowledged
     /// nor NAKed is delivered again after it.
     pub ack_wait: Duration,
-    /// How often the status pages of changed failing words are written
-    /// (`status --json` reads the rows of a page not written yet).
-    pub pages_every: Duration,
+    /// How long the stream keeps a word the controller has not taken
+    /// (it drops each word as soon as the controller acknowledged it).
+    pub stream_max_age: Duration,
 }
 
 impl Default for LinkSettings {
@@ -67,13 +70,16 @@ impl Default for LinkSettings {
             nak_first: Duration::from_millis(500),
             nak_max: Duration::from_secs(30),
             ack_wait: Duration::from_secs(30),
-            pages_every: Duration::from_secs(1),
+            stream_max_age: DEFAULT_STREAM_MAX_AGE,
         }
     }
 }
 
 /// The default [`LinkSettings::batch`].
 pub const DEFAULT_BATCH: usize = 64;
+
+/// The default [`LinkSettings::stream_max_age`]: 7 days.
+pub const DEFAULT_STREAM_MAX_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// The link could not run; ends `serve` (exit 2).
 #[derive(Debug, thiserror::Error)]
@@ -87,54 +93,6 @@ pub enum LinkError {
     /// The stop signals could not be installed.
     #[error("cannot install the stop signal handlers: {0}")]
     Signal(#[source] std::io::Error),
-}
-
-/// The stream's configuration: every provider event, file storage.
-pub fn stream_config() -> stream::Config {
-    stream::Config {
-        name: STREAM.to_owned(),
-        description: Some("mesh provider events (created by mesh-controller)".to_owned()),
-        subjects: vec![STREAM_SUBJECTS.to_owned()],
-        storage: stream::StorageType::File,
-        ..Default::default()
-    }
-}
-
-/// The durable consumer's configuration.
-pub fn consumer_config(settings: &LinkSettings) -> pull::Config {
-    pull::Config {
-        durable_name: Some(DURABLE.to_owned()),
-        description: Some("mesh-controller: provider events into the store".to_owned()),
-        deliver_policy: DeliverPolicy::All,
-        ack_policy: AckPolicy::Explicit,
-        ack_wait: settings.ack_wait,
-        max_deliver: -1,
-        max_ack_pending: i64::try_from(settings.batch.max(1)).unwrap_or(i64::MAX),
-        filter_subject: STREAM_SUBJECTS.to_owned(),
-        ..Default::default()
-    }
-}
-
-/// Creates or updates the stream and the durable consumer.
-///
-/// # Errors
-/// A description when the bus refuses or does not answer; `serve` retries.
-pub async fn ensure_consumer(
-    client: &async_nats::Client,
-    settings: &LinkSettings,
-) -> Result<PullConsumer, String> {
-    let js = jetstream::new(client.clone());
-    js.create_or_update_stream(stream_config())
-        .await
-        .map_err(|e| format!("cannot create or update stream {STREAM}: {e}"))?;
-    let stream = js
-        .get_stream(STREAM)
-        .await
-        .map_err(|e| format!("cannot read stream {STREAM}: {e}"))?;
-    stream
-        .create_consumer(consumer_config(settings))
-        .await
-        .map_err(|e| format!("cannot create or update consumer {DURABLE} on {STREAM}: {e}"))
 }
 
 /// Migrates the store, then follows the events until `stop` resolves. The
@@ -167,15 +125,11 @@ pub async fn serve_until(
         }
     }
     let client = connect(nats, Reconnect::Forever).await?;
-    let _pages = AbortOnDrop(tokio::spawn(keep_pages(
-        database.clone(),
-        settings.pages_every,
-    )));
     let mut store = PgStore::new(database.clone());
     loop {
         backoff.reset();
         let consumer = loop {
-            match ensure_consumer(&client, &settings).await {
+            match ensure_consumer(&client, &settings, &mut store).await {
                 Ok(consumer) => break consumer,
                 Err(error) => {
                     let delay = backoff.next_delay();
@@ -218,51 +172,6 @@ pub async fn serve(
         }
     };
     serve_until(database, nats, settings, stop).await
-}
-
-/// Status pages written per call, so one call stays short.
-const PAGES_PER_CALL: usize = 256;
-
-/// Every `every`, writes the stale status pages (in calls of
-/// [`PAGES_PER_CALL`] until none is left). The store being away is logged
-/// once per outage; the rows stay the truth meanwhile.
-async fn keep_pages(database: DatabaseOptions, every: Duration) {
-    let mut store = PgStore::new(database);
-    let mut away = false;
-    loop {
-        tokio::time::sleep(every).await;
-        loop {
-            match store.build_pages(PAGES_PER_CALL).await {
-                Ok(built) => {
-                    if away {
-                        tracing::info!("status pages written again");
-                        away = false;
-                    }
-                    // A full call may leave more; one that wrote nothing
-                    // meets words changing faster: wait for the next turn.
-                    if built.taken < PAGES_PER_CALL || built.written == 0 {
-                        break;
-                    }
-                }
-                Err(error) => {
-                    if !away {
-                        tracing::warn!(error = %error, "cannot write status pages; status reads the rows meanwhile");
-                        away = true;
-                    }
-                    break;
-                }
-            }
-        }
-    }
-}
-
-/// Aborts a spawned task when dropped.
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
 }
 
 /// Sleeps `delay`; returns true when `stop` resolved meanwhile.

@@ -1,8 +1,11 @@
-//! The controller's store: what providers said, kept across restarts.
+//! The controller's store: what providers said, kept across restarts, on
+//! PostgreSQL (tokio-postgres), its schema applied by the numbered
+//! migrations in `controller/migrations/` ([`migrate`]).
 //!
-//! [`Store`] is the small seam between the link (and `status`) and the
-//! database; [`PgStore`] is the PostgreSQL implementation, its schema applied
-//! by numbered migrations in `controller/migrations/` ([`migrate`]).
+//! - [`options`]: where the store is, shown without the password.
+//! - [`connection`]: [`PgStore`], its one connection and error classes.
+//! - [`apply`]: a round of words written in one transaction ([`Store`]).
+//! - [`read`]: what `status` lists, counts first, then standings in order.
 //!
 //! # Rules every implementation keeps
 //! - One failing word per (provider module, provider machine, consumer): the
@@ -17,105 +20,22 @@
 //!   word is `repaired`. The newest `retirement` per (provider, consumer,
 //!   action) is kept for the record (it is not a failure and `status` does not
 //!   list it).
-//!
-//! # Status pages
-//! So that `status --json` need not read 100,000 rows one by one, each
-//! provider's failing words are also kept rendered in 64 pages ([`pages`],
-//! migration V2). A trigger marks a word's page stale in the transaction
-//! that changes the word, whoever changes it; `serve` writes stale pages
-//! ([`PgStore::build_pages`]), never over a change it did not read; a
-//! reader takes the clean pages and the rows of the stale ones in one
-//! snapshot ([`PgStore::paged_snapshot`]). The rows stay the truth: with no
-//! page written, `status` lists the same, only slower.
 
-pub mod pages;
-mod postgres;
-pub mod reduce;
+pub mod apply;
+pub mod connection;
+pub mod migrate;
+pub mod options;
+pub mod read;
 
 use async_trait::async_trait;
-use mesh_sdk::{Event, Timestamp};
 
-use crate::declaration::ModuleId;
+use crate::model::Word;
 
-pub use postgres::{
-    migrate, DatabaseOptions, DatabaseOptionsError, PagesBuilt, PgStore, UPSERT_FAILING,
-};
-
-/// One word as the link hands it to the store.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Word {
-    /// Its JetStream stream sequence (breaks ties between words said in the same second).
-    pub seq: u64,
-    /// Who said it, read from the subject (never from the body).
-    pub emitter: ModuleId,
-    /// What was said.
-    pub event: Event,
-}
-
-/// A stored failing word.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct FailingRow {
-    /// The provider module that said it.
-    pub provider_module: String,
-    /// The machine the provider ran on.
-    pub provider_machine: String,
-    /// The consumer.
-    pub consumer: String,
-    /// The consumer's machine, as the provider last knew it.
-    pub consumer_machine: Option<String>,
-    /// The provision, as the provider last knew it.
-    pub provision: Option<String>,
-    /// The failure's class.
-    pub class: String,
-    /// The failure's first words.
-    pub error: String,
-    /// First failure since the last success.
-    pub since: Timestamp,
-    /// Failed attempts since `since`.
-    pub attempts: i64,
-    /// When it was said.
-    pub said_at: Timestamp,
-}
-
-/// A stored repair word.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct RepairRow {
-    /// The provider module that said it.
-    pub provider_module: String,
-    /// The machine the provider ran on.
-    pub provider_machine: String,
-    /// The fault.
-    pub fault: String,
-    /// `repaired`, `failed` or `braked`.
-    pub outcome: String,
-    /// In words.
-    pub detail: String,
-    /// When the next attempt is due, if one is.
-    pub next_attempt_at: Option<Timestamp>,
-    /// When it was said.
-    pub said_at: Timestamp,
-}
-
-/// Everything `status` needs from the store.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Snapshot {
-    /// Every failing word, in no particular order.
-    pub failing: Vec<FailingRow>,
-    /// Every repair word whose fault is open (not `repaired`).
-    pub open_repairs: Vec<RepairRow>,
-}
-
-/// What `status --json` reads: clean status pages, and the failing words
-/// of the pages that are not (see [`pages`]).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct PagedSnapshot {
-    /// The clean pages (checked: each reads whole).
-    pub pages: Vec<pages::PageRow>,
-    /// The failing words not in a clean page.
-    pub stale: Vec<FailingRow>,
-    /// The open repair faults.
-    pub open_repairs: Vec<RepairRow>,
-}
+pub use apply::UPSERT_FAILING;
+pub use connection::PgStore;
+pub use migrate::migrate;
+pub use options::{DatabaseOptions, DatabaseOptionsError};
+pub use read::{Counts, StatusFilter, StatusRead};
 
 /// The store failed.
 ///
@@ -179,7 +99,7 @@ impl StoreError {
     }
 }
 
-/// Where the link puts words and `status` reads them.
+/// Where the link puts words.
 ///
 /// # Guarantees expected of an implementation
 /// - [`Store::apply`] applies all the words, in the order given, in one
@@ -193,7 +113,4 @@ impl StoreError {
 pub trait Store: Send {
     /// Applies `words` in order in one transaction.
     async fn apply(&mut self, words: &[Word]) -> Result<(), StoreError>;
-
-    /// Reads what `status` shows.
-    async fn snapshot(&mut self) -> Result<Snapshot, StoreError>;
 }

@@ -16,8 +16,8 @@ use std::hash::Hash;
 use mesh_sdk::event::{Failing, Recovered, Repair, Retirement};
 use mesh_sdk::{Event, Timestamp};
 
-use super::Word;
-use crate::declaration::ModuleId;
+use super::id::ModuleId;
+use super::word::Word;
 
 /// One word kept, with who said it and its stream sequence.
 #[derive(Debug, PartialEq, Eq)]

@@ -7,54 +7,12 @@
 //! a JSON object with a `modules` list, is an error as a whole.
 
 use std::collections::BTreeSet;
-use std::fmt;
 use std::path::{Path, PathBuf};
 
 use mesh_sdk::Name;
 use serde::Deserialize;
 
-/// A module on a machine, written `module@machine`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ModuleId {
-    /// The module.
-    pub module: Name,
-    /// The machine it runs on.
-    pub machine: Name,
-}
-
-impl ModuleId {
-    /// A module id from its parts.
-    pub fn new(module: Name, machine: Name) -> ModuleId {
-        ModuleId { module, machine }
-    }
-
-    /// Parses `module@machine`, both parts valid names.
-    ///
-    /// # Errors
-    /// A sentence saying what is wrong, quoting (a bounded copy of) the text.
-    pub fn parse(text: &str) -> Result<ModuleId, String> {
-        let shown: String = text.chars().take(140).collect();
-        let Some((module, machine)) = text.split_once('@') else {
-            return Err(format!("{shown:?} is not of the form module@machine"));
-        };
-        let module = Name::parse(module).map_err(|e| format!("module of {shown:?}: {e}"))?;
-        let machine = Name::parse(machine).map_err(|e| format!("machine of {shown:?}: {e}"))?;
-        Ok(ModuleId { module, machine })
-    }
-}
-
-impl fmt::Display for ModuleId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}@{}", self.module, self.machine)
-    }
-}
-
-impl std::str::FromStr for ModuleId {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        ModuleId::parse(s)
-    }
-}
+use super::id::ModuleId;
 
 /// One provision a module requires, and the provider it comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -155,12 +113,13 @@ pub enum DeclarationError {
         source: std::io::Error,
     },
     /// The file is not a JSON object with a `modules` list.
-    #[error("declaration {path} is malformed: {reason}")]
+    #[error("declaration {path} is malformed: {source}")]
     Malformed {
         /// The file.
         path: PathBuf,
         /// Why.
-        reason: String,
+        #[source]
+        source: serde_json::Error,
     },
 }
 
@@ -201,9 +160,9 @@ pub fn load(path: &Path) -> Result<Parsed, DeclarationError> {
         path: path.to_owned(),
         source,
     })?;
-    parse(&text).map_err(|reason| DeclarationError::Malformed {
+    parse(&text).map_err(|source| DeclarationError::Malformed {
         path: path.to_owned(),
-        reason,
+        source,
     })
 }
 
@@ -215,9 +174,9 @@ pub fn load(path: &Path) -> Result<Parsed, DeclarationError> {
 /// declared and provides the provision (else that requirement is refused).
 ///
 /// # Errors
-/// A reason when the text is not a JSON object with a `modules` list.
-pub fn parse(text: &str) -> Result<Parsed, String> {
-    let raw: RawFile = serde_json::from_str(text).map_err(|e| e.to_string())?;
+/// The JSON error when the text is not a JSON object with a `modules` list.
+pub fn parse(text: &str) -> Result<Parsed, serde_json::Error> {
+    let raw: RawFile = serde_json::from_str(text)?;
     let mut refused = Vec::new();
     let mut modules: Vec<Pending> = Vec::new();
     for (index, value) in raw.modules.into_iter().enumerate() {
@@ -234,7 +193,7 @@ pub fn parse(text: &str) -> Result<Parsed, String> {
             }
         };
         let id = match (Name::parse(&entry.module), Name::parse(&entry.machine)) {
-            (Ok(module), Ok(machine)) => ModuleId { module, machine },
+            (Ok(module), Ok(machine)) => ModuleId::new(module, machine),
             (Err(e), _) => {
                 refused.push(refuse(format!("module: {e}")));
                 continue;
@@ -367,14 +326,6 @@ mod tests {
         assert!(d.receives_contributions(&id("postgres@db-1")));
         assert!(!d.receives_contributions(&id("forge@app-1")));
         assert!(!d.receives_contributions(&id("ghost@app-1")));
-    }
-
-    #[test]
-    fn module_ids_parse_and_print() {
-        assert_eq!(id("postgres@db-1").to_string(), "postgres@db-1");
-        for bad in ["postgres", "@db", "pg@", "Pg@db", "pg@db@x", "pg@d b"] {
-            assert!(ModuleId::parse(bad).is_err(), "{bad}");
-        }
     }
 
     #[test]

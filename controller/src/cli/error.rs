@@ -1,0 +1,100 @@
+//! Why a command was not done, and the exit code each reason gives.
+
+use crate::approve::ApproveError;
+use crate::bus::BusError;
+use crate::link::LinkError;
+use crate::model::DeclarationError;
+use crate::permissions::CredentialsError;
+use crate::store::{DatabaseOptionsError, StoreError};
+
+/// Exit code: done.
+pub const EXIT_OK: u8 = 0;
+/// Exit code: `approve` refused or unanswered.
+pub const EXIT_NOT_DONE: u8 = 1;
+/// Exit code: the command could not be done (reason on stderr).
+pub const EXIT_CANNOT: u8 = 2;
+
+/// A command that was not done. Its `Display` is the reason said on stderr
+/// (never a password: every part shows its target without one).
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// The declaration could not be used.
+    #[error(transparent)]
+    Declaration(#[from] DeclarationError),
+    /// The database options are unusable.
+    #[error(transparent)]
+    Database(#[from] DatabaseOptionsError),
+    /// The store could not be migrated.
+    #[error(transparent)]
+    Migrate(StoreError),
+    /// The store could not be read.
+    #[error("cannot read the store: {0}")]
+    Read(#[source] StoreError),
+    /// `serve` could not run.
+    #[error(transparent)]
+    Link(#[from] LinkError),
+    /// The bus could not be reached or its credentials read.
+    #[error(transparent)]
+    Bus(#[from] BusError),
+    /// The approval could not be sent.
+    #[error(transparent)]
+    Approve(#[from] ApproveError),
+    /// The provider refused the approval, or did not answer.
+    #[error("{0}")]
+    NotDone(String),
+    /// `permissions --format nats` needs the users' passwords.
+    #[error("--format nats needs --credentials DIR")]
+    NoCredentials,
+    /// The users' password files could not be read.
+    #[error(transparent)]
+    Credentials(#[from] CredentialsError),
+    /// The report could not be written.
+    #[error("cannot write the output: {0}")]
+    Output(#[source] std::io::Error),
+}
+
+impl CliError {
+    /// The exit code this error ends the command with. A closed output pipe
+    /// (`status | head -1`) is not an error of the command.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CliError::NotDone(_) => EXIT_NOT_DONE,
+            CliError::Output(error) if error.kind() == std::io::ErrorKind::BrokenPipe => EXIT_OK,
+            _ => EXIT_CANNOT,
+        }
+    }
+
+    /// Whether the reason is worth saying on stderr.
+    pub fn is_said(&self) -> bool {
+        self.exit_code() != EXIT_OK
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes() {
+        let pipe = std::io::Error::from(std::io::ErrorKind::BrokenPipe);
+        let full = std::io::Error::from(std::io::ErrorKind::StorageFull);
+        let cases = [
+            (CliError::NotDone("refused".into()), EXIT_NOT_DONE),
+            (CliError::Output(pipe), EXIT_OK),
+            (CliError::Output(full), EXIT_CANNOT),
+            (CliError::NoCredentials, EXIT_CANNOT),
+            (
+                CliError::Declaration(DeclarationError::Missing),
+                EXIT_CANNOT,
+            ),
+            (
+                CliError::Database(DatabaseOptionsError::Missing),
+                EXIT_CANNOT,
+            ),
+        ];
+        for (error, code) in cases {
+            assert_eq!(error.exit_code(), code, "{error}");
+            assert_eq!(error.is_said(), code != EXIT_OK, "{error}");
+        }
+    }
+}

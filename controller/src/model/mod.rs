@@ -1,0 +1,12 @@
+//! Plain types, no I/O: the declaration, module ids, the words providers
+//! say and the rows the store keeps, and the pure reduction of a round of
+//! words to what the store must apply.
+
+pub mod declaration;
+pub mod id;
+pub mod reduce;
+pub mod word;
+
+pub use declaration::{Declaration, DeclarationError, Parsed};
+pub use id::{ModuleId, ModuleIdError};
+pub use word::{FailingRow, RepairRow, Word};

@@ -1,0 +1,63 @@
+//! What providers said, as the link hands it to the store and the store
+//! gives it back.
+
+use mesh_sdk::{Event, Timestamp};
+use serde::Serialize;
+
+use super::id::ModuleId;
+
+/// One word as the link hands it to the store.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Word {
+    /// Its JetStream stream sequence (breaks ties between words said in the same second).
+    pub seq: u64,
+    /// Who said it, read from the subject (never from the body).
+    pub emitter: ModuleId,
+    /// What was said.
+    pub event: Event,
+}
+
+/// A stored failing word: a standing. Its JSON is the word's fields in the
+/// order `status --json` lists them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FailingRow {
+    /// The provider module that said it.
+    pub provider_module: String,
+    /// The machine the provider ran on.
+    pub provider_machine: String,
+    /// The consumer.
+    pub consumer: String,
+    /// The consumer's machine, as the provider last knew it.
+    pub consumer_machine: Option<String>,
+    /// The provision, as the provider last knew it.
+    pub provision: Option<String>,
+    /// The failure's class.
+    pub class: String,
+    /// The failure's first words.
+    pub error: String,
+    /// First failure since the last success.
+    pub since: Timestamp,
+    /// Failed attempts since `since`.
+    pub attempts: i64,
+    /// When it was said.
+    pub said_at: Timestamp,
+}
+
+/// A stored repair word.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RepairRow {
+    /// The provider module that said it.
+    pub provider_module: String,
+    /// The machine the provider ran on.
+    pub provider_machine: String,
+    /// The fault.
+    pub fault: String,
+    /// `repaired`, `failed` or `braked`.
+    pub outcome: String,
+    /// In words.
+    pub detail: String,
+    /// When the next attempt is due, if one is.
+    pub next_attempt_at: Option<Timestamp>,
+    /// When it was said.
+    pub said_at: Timestamp,
+}

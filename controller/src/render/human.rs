@@ -1,0 +1,158 @@
+//! The human form: the sentence, then one line per standing, per open
+//! repair fault and per refused declaration entry. Untrusted text (errors,
+//! details) has its control characters replaced, so one standing is one line.
+
+use std::borrow::Cow;
+use std::io::{self, Write};
+use std::time::Duration;
+
+use super::Listing;
+use crate::report::{Head, Standing};
+
+/// Lines for a person.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Human;
+
+/// Control characters of untrusted text replaced, so one standing is one line.
+fn one_line(text: &str) -> Cow<'_, str> {
+    if text.chars().any(char::is_control) {
+        text.chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect::<String>()
+            .into()
+    } else {
+        text.into()
+    }
+}
+
+impl Listing for Human {
+    fn head(&mut self, out: &mut dyn Write, head: &Head) -> io::Result<()> {
+        writeln!(out, "{}", head.sentence)?;
+        out.flush()
+    }
+
+    fn standing(&mut self, out: &mut dyn Write, s: &Standing) -> io::Result<()> {
+        let r = &s.row;
+        let attempts = if r.attempts == 1 {
+            "attempt"
+        } else {
+            "attempts"
+        };
+        write!(
+            out,
+            "  {}@{} fails {}@{} ({}): {} since {}, {} {attempts}, said {}",
+            r.provider_module,
+            r.provider_machine,
+            r.consumer,
+            r.consumer_machine.as_deref().unwrap_or("?"),
+            one_line(r.provision.as_deref().unwrap_or("?")),
+            one_line(&r.class),
+            r.since,
+            r.attempts,
+            r.said_at,
+        )?;
+        if let Some(secs) = s.silent_for_seconds {
+            write!(
+                out,
+                ", silent for {}",
+                humantime::format_duration(Duration::from_secs(secs))
+            )?;
+        }
+        writeln!(out, ": {}", one_line(&r.error))
+    }
+
+    fn finish(&mut self, out: &mut dyn Write, head: &Head) -> io::Result<()> {
+        for r in &head.repairs {
+            write!(
+                out,
+                "  {}@{} repair fault {}: {}, said {}",
+                r.provider_module, r.provider_machine, r.fault, r.outcome, r.said_at
+            )?;
+            if let Some(next) = r.next_attempt_at {
+                write!(out, ", next attempt {next}")?;
+            }
+            writeln!(out, ": {}", one_line(&r.detail))?;
+        }
+        for e in &head.declaration_errors {
+            writeln!(out, "  declaration entry refused: {}", one_line(e))?;
+        }
+        out.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{FailingRow, RepairRow};
+    use crate::render::write_all;
+    use mesh_sdk::Timestamp;
+
+    fn ts(s: &str) -> Timestamp {
+        Timestamp::parse(s).unwrap()
+    }
+
+    #[test]
+    fn human_lines_are_one_per_standing() {
+        let row = FailingRow {
+            provider_module: "postgres".into(),
+            provider_machine: "db-1".into(),
+            consumer: "forge".into(),
+            consumer_machine: None,
+            provision: None,
+            class: "credentials-rejected".into(),
+            error: "line one\nline two".into(),
+            since: ts("2026-10-05T00:04:00Z"),
+            attempts: 61,
+            said_at: ts("2026-10-04T23:00:00Z"),
+        };
+        let mut once = row.clone();
+        once.attempts = 1;
+        once.consumer = "wiki".into();
+        once.consumer_machine = Some("app-2".into());
+        once.provision = Some("postgres-database".into());
+        let head = Head {
+            machine: None,
+            all_well: false,
+            sentence: "not all well: 2 consumers failing".into(),
+            repairs: vec![RepairRow {
+                provider_module: "identity".into(),
+                provider_machine: "id-1".into(),
+                fault: "admin-refused".into(),
+                outcome: "failed".into(),
+                detail: "could not\rlog in".into(),
+                next_attempt_at: Some(ts("2026-10-05T01:00:00Z")),
+                said_at: ts("2026-10-05T00:09:00Z"),
+            }],
+            declaration_errors: vec!["modules[3]: bad\nname".into()],
+        };
+        let standings = [
+            Standing {
+                row,
+                silent_for_seconds: Some(4200),
+            },
+            Standing {
+                row: once,
+                silent_for_seconds: None,
+            },
+        ];
+        let mut out = Vec::new();
+        write_all(&mut Human, &mut out, &head, &standings).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "not all well: 2 consumers failing",
+                "  postgres@db-1 fails forge@? (?): credentials-rejected since \
+                 2026-10-05T00:04:00Z, 61 attempts, said 2026-10-04T23:00:00Z, silent for \
+                 1h 10m: line one line two",
+                "  postgres@db-1 fails wiki@app-2 (postgres-database): credentials-rejected \
+                 since 2026-10-05T00:04:00Z, 1 attempt, said 2026-10-04T23:00:00Z: line one \
+                 line two",
+                "  identity@id-1 repair fault admin-refused: failed, said 2026-10-05T00:09:00Z, \
+                 next attempt 2026-10-05T01:00:00Z: could not log in",
+                "  declaration entry refused: modules[3]: bad name",
+            ]
+        );
+    }
+}

@@ -1,0 +1,150 @@
+//! The JSON form: one object on one line, its members in the order of the
+//! contract (`machine` for `node show`, `all_well`, `sentence`, `failing`,
+//! `repairs`, `declaration_errors` when any), each value written by serde.
+//! The object is written as it is read: everything up to the opening of
+//! `failing` first (flushed), then each standing, then the rest.
+
+use std::io::{self, Write};
+
+use serde::Serialize;
+
+use super::Listing;
+use crate::report::{Head, Standing};
+
+/// One JSON object.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Json {
+    listed: u64,
+}
+
+fn value(out: &mut dyn Write, value: &impl Serialize) -> io::Result<()> {
+    serde_json::to_writer(out, value).map_err(io::Error::from)
+}
+
+impl Listing for Json {
+    fn head(&mut self, out: &mut dyn Write, head: &Head) -> io::Result<()> {
+        out.write_all(b"{")?;
+        if let Some(machine) = &head.machine {
+            out.write_all(b"\"machine\":")?;
+            value(out, machine)?;
+            out.write_all(b",")?;
+        }
+        out.write_all(b"\"all_well\":")?;
+        value(out, &head.all_well)?;
+        out.write_all(b",\"sentence\":")?;
+        value(out, &head.sentence)?;
+        out.write_all(b",\"failing\":[")?;
+        out.flush()
+    }
+
+    fn standing(&mut self, out: &mut dyn Write, standing: &Standing) -> io::Result<()> {
+        if self.listed > 0 {
+            out.write_all(b",")?;
+        }
+        self.listed += 1;
+        value(out, standing)
+    }
+
+    fn finish(&mut self, out: &mut dyn Write, head: &Head) -> io::Result<()> {
+        out.write_all(b"],\"repairs\":")?;
+        value(out, &head.repairs)?;
+        if !head.declaration_errors.is_empty() {
+            out.write_all(b",\"declaration_errors\":")?;
+            value(out, &head.declaration_errors)?;
+        }
+        out.write_all(b"}\n")?;
+        out.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{FailingRow, RepairRow};
+    use crate::render::write_all;
+    use mesh_sdk::Timestamp;
+
+    fn ts(s: &str) -> Timestamp {
+        Timestamp::parse(s).unwrap()
+    }
+
+    fn head(machine: Option<&str>, errors: Vec<String>) -> Head {
+        Head {
+            machine: machine.map(str::to_owned),
+            all_well: false,
+            sentence: "not all well: 1 consumer failing".into(),
+            repairs: vec![RepairRow {
+                provider_module: "identity".into(),
+                provider_machine: "id-1".into(),
+                fault: "admin-refused".into(),
+                outcome: "braked".into(),
+                detail: "quote \" backslash \\ newline \n".into(),
+                next_attempt_at: Some(ts("2028-02-29T23:59:59Z")),
+                said_at: ts("2026-10-05T00:09:00Z"),
+            }],
+            declaration_errors: errors,
+        }
+    }
+
+    fn standing() -> Standing {
+        Standing {
+            row: FailingRow {
+                provider_module: "postgres".into(),
+                provider_machine: "db-1".into(),
+                consumer: "forge".into(),
+                consumer_machine: Some("app-1".into()),
+                provision: Some("postgres-database".into()),
+                class: "credentials-rejected".into(),
+                error: "password authentication failed for user \"forge\"".into(),
+                since: ts("2026-10-05T00:04:00Z"),
+                attempts: 61,
+                said_at: ts("2026-10-05T00:09:00Z"),
+            },
+            silent_for_seconds: None,
+        }
+    }
+
+    fn render(head: &Head, standings: &[Standing]) -> (Vec<u8>, serde_json::Value) {
+        let mut out = Vec::new();
+        write_all(&mut Json::default(), &mut out, head, standings).unwrap();
+        let parsed = serde_json::from_slice(&out).unwrap();
+        (out, parsed)
+    }
+
+    #[test]
+    fn json_has_the_design_shape() {
+        let (out, json) = render(&head(None, vec![]), &[standing()]);
+        assert!(out.ends_with(b"}\n") && !out[..out.len() - 1].contains(&b'\n'));
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.starts_with(r#"{"all_well":false,"sentence":"not all well"#),
+            "{text}"
+        );
+        let expected = serde_json::json!({
+            "all_well": false,
+            "sentence": "not all well: 1 consumer failing",
+            "failing": [{"provider_module":"postgres","provider_machine":"db-1","consumer":"forge",
+                "consumer_machine":"app-1","provision":"postgres-database","class":"credentials-rejected",
+                "error":"password authentication failed for user \"forge\"","since":"2026-10-05T00:04:00Z",
+                "attempts":61,"said_at":"2026-10-05T00:09:00Z","silent_for_seconds":null}],
+            "repairs": [{"provider_module":"identity","provider_machine":"id-1","fault":"admin-refused",
+                "outcome":"braked","detail":"quote \" backslash \\ newline \n",
+                "next_attempt_at":"2028-02-29T23:59:59Z","said_at":"2026-10-05T00:09:00Z"}]
+        });
+        assert_eq!(json, expected);
+    }
+
+    #[test]
+    fn machine_first_and_refused_entries_last() {
+        let (out, json) = render(&head(Some("db-1"), vec!["modules[0]: bad".into()]), &[]);
+        assert!(out.starts_with(br#"{"machine":"db-1","all_well""#));
+        assert_eq!(json["failing"], serde_json::json!([]));
+        assert_eq!(
+            json["declaration_errors"],
+            serde_json::json!(["modules[0]: bad"])
+        );
+        let (_, json) = render(&head(None, vec![]), &[standing(), standing(), standing()]);
+        assert_eq!(json["failing"].as_array().unwrap().len(), 3);
+        assert!(json.get("machine").is_none() && json.get("declaration_errors").is_none());
+    }
+}

@@ -1,0 +1,61 @@
+//! Printing a report as it is read: the [`Head`] first (so a reader has the
+//! sentence at once), then each standing as it arrives, then what follows
+//! them. [`human`] writes lines for a person, [`json`] one JSON object.
+
+pub mod human;
+pub mod json;
+
+use std::io::{self, Write};
+
+use crate::report::{Head, Standing};
+
+/// A report printed piece by piece.
+///
+/// # Expected flow
+/// [`Listing::head`] once, [`Listing::standing`] per standing in order,
+/// [`Listing::finish`] once. The head is flushed to the output at once.
+pub trait Listing {
+    /// Writes what comes before the standings, and flushes it.
+    ///
+    /// # Errors
+    /// When writing fails.
+    fn head(&mut self, out: &mut dyn Write, head: &Head) -> io::Result<()>;
+
+    /// Writes one standing.
+    ///
+    /// # Errors
+    /// When writing fails.
+    fn standing(&mut self, out: &mut dyn Write, standing: &Standing) -> io::Result<()>;
+
+    /// Writes what comes after the standings, and flushes.
+    ///
+    /// # Errors
+    /// When writing fails.
+    fn finish(&mut self, out: &mut dyn Write, head: &Head) -> io::Result<()>;
+}
+
+/// The listing for `--json` or not.
+pub fn listing(json: bool) -> Box<dyn Listing> {
+    if json {
+        Box::new(json::Json::default())
+    } else {
+        Box::new(human::Human)
+    }
+}
+
+/// Writes a whole report at once (tests and small reports).
+///
+/// # Errors
+/// When writing fails.
+pub fn write_all(
+    listing: &mut dyn Listing,
+    out: &mut dyn Write,
+    head: &Head,
+    standings: &[Standing],
+) -> io::Result<()> {
+    listing.head(out, head)?;
+    for standing in standings {
+        listing.standing(out, standing)?;
+    }
+    listing.finish(out, head)
+}

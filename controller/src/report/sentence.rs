@@ -1,0 +1,152 @@
+//! The first line of `status` and `node show` (pure).
+
+use std::time::Duration;
+
+/// What the sentence is made of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tally<'a> {
+    /// Listed standings.
+    pub failing: u64,
+    /// Of which silent.
+    pub silent: u64,
+    /// Open repair faults.
+    pub repairs: usize,
+    /// Refused declaration entries.
+    pub refused: usize,
+    /// Providers assigned (in scope).
+    pub providers: usize,
+    /// The silence threshold.
+    pub silent_after: Duration,
+    /// The machine of `node show`.
+    pub machine: Option<&'a str>,
+}
+
+impl Tally<'_> {
+    /// Nothing failing, no repair fault open, the declaration read whole.
+    pub fn all_well(&self) -> bool {
+        self.failing == 0 && self.repairs == 0 && self.refused == 0
+    }
+}
+
+fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+fn count(n: usize) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX)
+}
+
+/// The first line of the report: `all well: ...` or `not all well: ...`.
+pub fn sentence(t: &Tally<'_>) -> String {
+    if t.all_well() {
+        let providers = plural(count(t.providers), "provider", "providers");
+        let checked = match t.machine {
+            None => format!(
+                "none of the {providers} assigned in the declaration says it keeps failing a \
+                 consumer, and no repair fault is open"
+            ),
+            Some(m) => format!(
+                "no provider says it keeps failing a consumer whose provider or consumer is on \
+                 {m} ({providers} assigned on {m}), and no repair fault is open there"
+            ),
+        };
+        return format!(
+            "all well: {checked}; this does not prove that a consumer can reach its provider"
+        );
+    }
+    let on = t.machine.map(|m| format!(" on {m}")).unwrap_or_default();
+    let mut parts = vec![format!(
+        "{} failing{on}",
+        plural(t.failing, "consumer", "consumers")
+    )];
+    if t.silent > 0 {
+        parts[0].push_str(&format!(
+            " ({} not said again for more than {})",
+            t.silent,
+            humantime::format_duration(t.silent_after)
+        ));
+    }
+    if t.repairs > 0 {
+        parts.push(format!(
+            "{} open",
+            plural(count(t.repairs), "repair fault", "repair faults")
+        ));
+    }
+    if t.refused > 0 {
+        parts.push(format!(
+            "{} refused (not checked)",
+            plural(count(t.refused), "declaration entry", "declaration entries")
+        ));
+    }
+    format!("not all well: {}", parts.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tally() -> Tally<'static> {
+        Tally {
+            failing: 0,
+            silent: 0,
+            repairs: 0,
+            refused: 0,
+            providers: 2,
+            silent_after: Duration::from_secs(1800),
+            machine: None,
+        }
+    }
+
+    #[test]
+    fn sentence_table() {
+        let cases: Vec<(Tally<'static>, &str)> = vec![
+            (
+                tally(),
+                "all well: none of the 2 providers assigned in the declaration says it keeps \
+                 failing a consumer, and no repair fault is open; this does not prove that a \
+                 consumer can reach its provider",
+            ),
+            (
+                Tally {
+                    providers: 1,
+                    machine: Some("db-1"),
+                    ..tally()
+                },
+                "all well: no provider says it keeps failing a consumer whose provider or \
+                 consumer is on db-1 (1 provider assigned on db-1), and no repair fault is open \
+                 there; this does not prove that a consumer can reach its provider",
+            ),
+            (
+                Tally {
+                    failing: 1,
+                    machine: Some("app-1"),
+                    ..tally()
+                },
+                "not all well: 1 consumer failing on app-1",
+            ),
+            (
+                Tally {
+                    failing: 2,
+                    silent: 1,
+                    repairs: 1,
+                    ..tally()
+                },
+                "not all well: 2 consumers failing (1 not said again for more than 30m), \
+                 1 repair fault open",
+            ),
+            (
+                Tally {
+                    refused: 2,
+                    repairs: 3,
+                    ..tally()
+                },
+                "not all well: 0 consumers failing, 3 repair faults open, 2 declaration \
+                 entries refused (not checked)",
+            ),
+        ];
+        for (tally, expected) in cases {
+            assert_eq!(sentence(&tally), expected, "{tally:?}");
+            assert_eq!(tally.all_well(), expected.starts_with("all well"));
+        }
+    }
+}

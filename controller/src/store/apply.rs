@@ -1,0 +1,404 @@
+//! Writing a round of words: the newest word per key and kind (see
+//! [`crate::model::reduce`]) as one multi-row statement per kind, in one
+//! transaction. Each statement takes parallel arrays, one per column, from
+//! one typed struct of its own.
+
+use std::time::SystemTime;
+
+use async_trait::async_trait;
+use futures::future::try_join_all;
+use mesh_sdk::event::{Failing, Recovered, Repair, RepairOutcome, Retirement};
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Client, Statement};
+
+use super::connection::{PgStore, CONNECT_TIMEOUT, STATEMENT_TIMEOUT};
+use super::{Store, StoreError};
+use crate::model::reduce::{reduce, Keyed};
+use crate::model::Word;
+
+/// The statement that applies a round's `failing` words (the newest per
+/// key), its parameters the columns of [`FailingColumns`]. A word is kept
+/// unless a newer `recovered` of its key is stored, and replaces only an
+/// older failing word. Public for the ingest benchmark, which runs it
+/// through pgbench.
+pub const UPSERT_FAILING: &str = "
+INSERT INTO failing AS f (provider_module, provider_machine, consumer, consumer_machine,
+                          provision, class, error, since, attempts, said_at, stream_seq)
+SELECT w.* FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
+                       $7::text[], $8::timestamptz[], $9::int8[], $10::timestamptz[], $11::int8[])
+    AS w(provider_module, provider_machine, consumer, consumer_machine, provision, class,
+         error, since, attempts, said_at, stream_seq)
+WHERE NOT EXISTS (
+    SELECT 1 FROM recovered r
+    WHERE r.provider_module = w.provider_module AND r.provider_machine = w.provider_machine
+      AND r.consumer = w.consumer AND (r.said_at, r.stream_seq) > (w.said_at, w.stream_seq))
+ON CONFLICT (provider_module, provider_machine, consumer) DO UPDATE SET
+    consumer_machine = EXCLUDED.consumer_machine, provision = EXCLUDED.provision,
+    class = EXCLUDED.class, error = EXCLUDED.error, since = EXCLUDED.since,
+    attempts = EXCLUDED.attempts, said_at = EXCLUDED.said_at, stream_seq = EXCLUDED.stream_seq
+WHERE (f.said_at, f.stream_seq) < (EXCLUDED.said_at, EXCLUDED.stream_seq)";
+
+/// Applies a round's `recovered` words ([`RecoveredColumns`]): each deletes
+/// its key's failing word when older than itself, and is kept as its key's
+/// newest recovered word.
+const RECOVERED: &str = "
+WITH w AS (
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
+                         $6::text[], $7::timestamptz[], $8::int8[])
+        AS w(provider_module, provider_machine, consumer, consumer_machine, provision,
+             reason, said_at, stream_seq)
+), gone AS (
+    DELETE FROM failing f USING w
+    WHERE f.provider_module = w.provider_module AND f.provider_machine = w.provider_machine
+      AND f.consumer = w.consumer AND (f.said_at, f.stream_seq) < (w.said_at, w.stream_seq)
+)
+INSERT INTO recovered AS r (provider_module, provider_machine, consumer, consumer_machine,
+                            provision, reason, said_at, stream_seq)
+SELECT * FROM w
+ON CONFLICT (provider_module, provider_machine, consumer) DO UPDATE SET
+    consumer_machine = EXCLUDED.consumer_machine, provision = EXCLUDED.provision,
+    reason = EXCLUDED.reason, said_at = EXCLUDED.said_at, stream_seq = EXCLUDED.stream_seq
+WHERE (r.said_at, r.stream_seq) < (EXCLUDED.said_at, EXCLUDED.stream_seq)";
+
+/// Applies a round's `repair` words ([`RepairColumns`]), the newest per
+/// provider and fault.
+const UPSERT_REPAIR: &str = "
+INSERT INTO repair AS p (provider_module, provider_machine, fault, outcome, detail,
+                         next_attempt_at, said_at, stream_seq)
+SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
+                     $6::timestamptz[], $7::timestamptz[], $8::int8[])
+ON CONFLICT (provider_module, provider_machine, fault) DO UPDATE SET
+    outcome = EXCLUDED.outcome, detail = EXCLUDED.detail,
+    next_attempt_at = EXCLUDED.next_attempt_at, said_at = EXCLUDED.said_at,
+    stream_seq = EXCLUDED.stream_seq
+WHERE (p.said_at, p.stream_seq) < (EXCLUDED.said_at, EXCLUDED.stream_seq)";
+
+/// Applies a round's `retirement` words ([`RetirementColumns`]), the newest
+/// per provider, consumer and action.
+const UPSERT_RETIREMENT: &str = "
+INSERT INTO retirement AS t (provider_module, provider_machine, consumer, action, detail,
+                             said_at, stream_seq)
+SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
+                     $6::timestamptz[], $7::int8[])
+ON CONFLICT (provider_module, provider_machine, consumer, action) DO UPDATE SET
+    detail = EXCLUDED.detail, said_at = EXCLUDED.said_at, stream_seq = EXCLUDED.stream_seq
+WHERE (t.said_at, t.stream_seq) < (EXCLUDED.said_at, EXCLUDED.stream_seq)";
+
+/// The prepared write statements.
+pub(super) struct Statements {
+    failing: Statement,
+    recovered: Statement,
+    repair: Statement,
+    retirement: Statement,
+}
+
+impl Statements {
+    async fn prepare(client: &Client) -> Result<Statements, tokio_postgres::Error> {
+        Ok(Statements {
+            failing: client.prepare(UPSERT_FAILING).await?,
+            recovered: client.prepare(RECOVERED).await?,
+            repair: client.prepare(UPSERT_REPAIR).await?,
+            retirement: client.prepare(UPSERT_RETIREMENT).await?,
+        })
+    }
+}
+
+/// PostgreSQL text holds no NUL character: replace it rather than refuse the word.
+fn text(value: &str) -> String {
+    if value.contains('\0') {
+        value.replace('\0', "\u{FFFD}")
+    } else {
+        value.to_owned()
+    }
+}
+
+fn seq(seq: u64) -> i64 {
+    i64::try_from(seq).unwrap_or(i64::MAX)
+}
+
+/// The columns of [`UPSERT_FAILING`], `$1` to `$11` in field order.
+#[derive(Default)]
+struct FailingColumns<'a> {
+    provider_module: Vec<&'a str>,
+    provider_machine: Vec<&'a str>,
+    consumer: Vec<&'a str>,
+    consumer_machine: Vec<Option<&'a str>>,
+    provision: Vec<Option<String>>,
+    class: Vec<&'a str>,
+    error: Vec<String>,
+    since: Vec<SystemTime>,
+    attempts: Vec<i64>,
+    said_at: Vec<SystemTime>,
+    stream_seq: Vec<i64>,
+}
+
+impl<'a> FailingColumns<'a> {
+    fn push(&mut self, k: &Keyed<'a, Failing>) {
+        let b = k.body;
+        self.provider_module.push(k.emitter.module.as_str());
+        self.provider_machine.push(k.emitter.machine.as_str());
+        self.consumer.push(b.consumer.as_str());
+        self.consumer_machine
+            .push(b.consumer_machine.as_ref().map(|m| m.as_str()));
+        self.provision.push(b.provision.as_deref().map(text));
+        self.class.push(b.class.as_str());
+        self.error.push(text(&b.error));
+        self.since.push(b.since.0);
+        self.attempts
+            .push(i64::try_from(b.attempts).unwrap_or(i64::MAX));
+        self.said_at.push(b.said_at.0);
+        self.stream_seq.push(seq(k.seq));
+    }
+
+    fn params(&self) -> [&(dyn ToSql + Sync); 11] {
+        [
+            &self.provider_module,
+            &self.provider_machine,
+            &self.consumer,
+            &self.consumer_machine,
+            &self.provision,
+            &self.class,
+            &self.error,
+            &self.since,
+            &self.attempts,
+            &self.said_at,
+            &self.stream_seq,
+        ]
+    }
+}
+
+/// The columns of [`RECOVERED`], `$1` to `$8` in field order.
+#[derive(Default)]
+struct RecoveredColumns<'a> {
+    provider_module: Vec<&'a str>,
+    provider_machine: Vec<&'a str>,
+    consumer: Vec<&'a str>,
+    consumer_machine: Vec<Option<&'a str>>,
+    provision: Vec<Option<String>>,
+    reason: Vec<&'a str>,
+    said_at: Vec<SystemTime>,
+    stream_seq: Vec<i64>,
+}
+
+impl<'a> RecoveredColumns<'a> {
+    fn push(&mut self, k: &Keyed<'a, Recovered>) {
+        let b = k.body;
+        self.provider_module.push(k.emitter.module.as_str());
+        self.provider_machine.push(k.emitter.machine.as_str());
+        self.consumer.push(b.consumer.as_str());
+        self.consumer_machine
+            .push(b.consumer_machine.as_ref().map(|m| m.as_str()));
+        self.provision.push(b.provision.as_deref().map(text));
+        self.reason.push(b.reason.as_str());
+        self.said_at.push(b.said_at.0);
+        self.stream_seq.push(seq(k.seq));
+    }
+
+    fn params(&self) -> [&(dyn ToSql + Sync); 8] {
+        [
+            &self.provider_module,
+            &self.provider_machine,
+            &self.consumer,
+            &self.consumer_machine,
+            &self.provision,
+            &self.reason,
+            &self.said_at,
+            &self.stream_seq,
+        ]
+    }
+}
+
+/// The columns of [`UPSERT_REPAIR`], `$1` to `$8` in field order.
+#[derive(Default)]
+struct RepairColumns<'a> {
+    provider_module: Vec<&'a str>,
+    provider_machine: Vec<&'a str>,
+    fault: Vec<&'a str>,
+    outcome: Vec<&'static str>,
+    detail: Vec<String>,
+    next_attempt_at: Vec<Option<SystemTime>>,
+    said_at: Vec<SystemTime>,
+    stream_seq: Vec<i64>,
+}
+
+impl<'a> RepairColumns<'a> {
+    fn push(&mut self, k: &Keyed<'a, Repair>) {
+        let b = k.body;
+        self.provider_module.push(k.emitter.module.as_str());
+        self.provider_machine.push(k.emitter.machine.as_str());
+        self.fault.push(b.fault.as_str());
+        self.outcome.push(repair_outcome(b.outcome));
+        self.detail.push(text(&b.detail));
+        self.next_attempt_at.push(b.next_attempt_at.map(|t| t.0));
+        self.said_at.push(b.said_at.0);
+        self.stream_seq.push(seq(k.seq));
+    }
+
+    fn params(&self) -> [&(dyn ToSql + Sync); 8] {
+        [
+            &self.provider_module,
+            &self.provider_machine,
+            &self.fault,
+            &self.outcome,
+            &self.detail,
+            &self.next_attempt_at,
+            &self.said_at,
+            &self.stream_seq,
+        ]
+    }
+}
+
+/// The columns of [`UPSERT_RETIREMENT`], `$1` to `$7` in field order.
+#[derive(Default)]
+struct RetirementColumns<'a> {
+    provider_module: Vec<&'a str>,
+    provider_machine: Vec<&'a str>,
+    consumer: Vec<&'a str>,
+    action: Vec<&'a str>,
+    detail: Vec<String>,
+    said_at: Vec<SystemTime>,
+    stream_seq: Vec<i64>,
+}
+
+impl<'a> RetirementColumns<'a> {
+    fn push(&mut self, k: &Keyed<'a, Retirement>) {
+        let b = k.body;
+        self.provider_module.push(k.emitter.module.as_str());
+        self.provider_machine.push(k.emitter.machine.as_str());
+        self.consumer.push(b.consumer.as_str());
+        self.action.push(b.action.as_str());
+        self.detail.push(text(&b.detail));
+        self.said_at.push(b.said_at.0);
+        self.stream_seq.push(seq(k.seq));
+    }
+
+    fn params(&self) -> [&(dyn ToSql + Sync); 7] {
+        [
+            &self.provider_module,
+            &self.provider_machine,
+            &self.consumer,
+            &self.action,
+            &self.detail,
+            &self.said_at,
+            &self.stream_seq,
+        ]
+    }
+}
+
+fn repair_outcome(outcome: RepairOutcome) -> &'static str {
+    match outcome {
+        RepairOutcome::Repaired => "repaired",
+        RepairOutcome::Failed => "failed",
+        RepairOutcome::Braked => "braked",
+    }
+}
+
+/// A round as the columns of the four statements.
+#[derive(Default)]
+struct Round<'a> {
+    failing: FailingColumns<'a>,
+    recovered: RecoveredColumns<'a>,
+    repairs: RepairColumns<'a>,
+    retirements: RetirementColumns<'a>,
+}
+
+impl<'a> Round<'a> {
+    fn of(words: &'a [Word]) -> Round<'a> {
+        let reduced = reduce(words);
+        let mut round = Round::default();
+        reduced.failing.iter().for_each(|k| round.failing.push(k));
+        reduced
+            .recovered
+            .iter()
+            .for_each(|k| round.recovered.push(k));
+        reduced.repairs.iter().for_each(|k| round.repairs.push(k));
+        reduced
+            .retirements
+            .iter()
+            .for_each(|k| round.retirements.push(k));
+        round
+    }
+
+    /// The statements to run, `recovered` before `failing` (see
+    /// [`crate::model::reduce`]), those with no word left out.
+    fn statements<'s>(
+        &'s self,
+        prepared: &'s Statements,
+    ) -> Vec<(&'s Statement, Vec<&'s (dyn ToSql + Sync)>)> {
+        let mut statements = Vec::with_capacity(4);
+        if !self.recovered.consumer.is_empty() {
+            statements.push((&prepared.recovered, self.recovered.params().to_vec()));
+        }
+        if !self.failing.consumer.is_empty() {
+            statements.push((&prepared.failing, self.failing.params().to_vec()));
+        }
+        if !self.repairs.fault.is_empty() {
+            statements.push((&prepared.repair, self.repairs.params().to_vec()));
+        }
+        if !self.retirements.consumer.is_empty() {
+            statements.push((&prepared.retirement, self.retirements.params().to_vec()));
+        }
+        statements
+    }
+}
+
+impl PgStore {
+    /// The connection with its write statements prepared.
+    async fn prepared(&mut self) -> Result<(&Client, &Statements), StoreError> {
+        let connected = self.connected().await?;
+        if connected.statements.is_none() {
+            let prepare = Statements::prepare(&connected.client);
+            let outcome = tokio::time::timeout(CONNECT_TIMEOUT, prepare).await;
+            let statements = self.settle(outcome, CONNECT_TIMEOUT)?;
+            if let Some(connected) = self.connected.as_mut() {
+                connected.statements = Some(statements);
+            }
+        }
+        let connected = self.connected.as_ref().expect("connected above");
+        let statements = connected.statements.as_ref().expect("prepared above");
+        Ok((&connected.client, statements))
+    }
+}
+
+#[async_trait]
+impl Store for PgStore {
+    async fn apply(&mut self, words: &[Word]) -> Result<(), StoreError> {
+        if words.is_empty() {
+            return Ok(());
+        }
+        let round = Round::of(words);
+        let (client, prepared) = self.prepared().await?;
+        let statements = round.statements(prepared);
+        // One transaction, its statements pipelined (sent without waiting
+        // for each answer).
+        let work = async {
+            let begin = client.batch_execute("BEGIN");
+            let applied = try_join_all(
+                statements
+                    .iter()
+                    .map(|(statement, params)| client.execute(*statement, params)),
+            );
+            let (begun, applied) = tokio::join!(begin, applied);
+            match begun.and(applied) {
+                Ok(_) => client.batch_execute("COMMIT").await,
+                Err(error) => {
+                    let _ = client.batch_execute("ROLLBACK").await;
+                    Err(error)
+                }
+            }
+        };
+        let outcome = tokio::time::timeout(STATEMENT_TIMEOUT, work).await;
+        self.settle(outcome, STATEMENT_TIMEOUT)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nul_characters_are_replaced() {
+        assert_eq!(text("a\0b"), "a\u{FFFD}b");
+        assert_eq!(text("plain"), "plain");
+    }
+}

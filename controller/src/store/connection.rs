@@ -1,0 +1,136 @@
+//! [`PgStore`]: one lazily made connection to the store, made again after it
+//! broke, every call bounded in time, and database errors sorted into
+//! [`StoreError`]s.
+
+use std::time::Duration;
+
+use tokio_postgres::{Client, NoTls};
+
+use super::apply::Statements;
+use super::options::DatabaseOptions;
+use super::StoreError;
+
+/// How long a connection attempt (socket, authentication, preparing) may take.
+pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long one transaction or read may take before the store counts as away.
+pub(super) const STATEMENT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A live connection, and the write statements once prepared.
+pub(super) struct Connected {
+    pub(super) client: Client,
+    pub(super) statements: Option<Statements>,
+}
+
+/// The store on PostgreSQL. Connects lazily, and again after the
+/// connection broke; every call is bounded in time.
+pub struct PgStore {
+    pub(super) options: DatabaseOptions,
+    pub(super) connected: Option<Connected>,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore")
+            .field("target", &self.options.shown)
+            .field("connected", &self.connected.is_some())
+            .finish()
+    }
+}
+
+impl PgStore {
+    /// A store at `options`; nothing is connected yet.
+    pub fn new(options: DatabaseOptions) -> PgStore {
+        PgStore {
+            options,
+            connected: None,
+        }
+    }
+
+    /// Where the store is (no password).
+    pub fn target(&self) -> &str {
+        &self.options.shown
+    }
+
+    /// The live connection, made now when there is none (or it broke).
+    pub(super) async fn connected(&mut self) -> Result<&mut Connected, StoreError> {
+        if self
+            .connected
+            .as_ref()
+            .is_some_and(|c| c.client.is_closed())
+        {
+            self.connected = None;
+        }
+        if self.connected.is_none() {
+            let client = connect_client(&self.options).await?;
+            self.connected = Some(Connected {
+                client,
+                statements: None,
+            });
+        }
+        Ok(self.connected.as_mut().expect("connected just above"))
+    }
+
+    /// The outcome of bounded work on the connection: on any failure but a
+    /// refusal of the words, the connection is dropped (the next call
+    /// reconnects).
+    pub(super) fn settle<T>(
+        &mut self,
+        outcome: Result<Result<T, tokio_postgres::Error>, tokio::time::error::Elapsed>,
+        bound: Duration,
+    ) -> Result<T, StoreError> {
+        let target = self.options.shown.clone();
+        let result = match outcome {
+            Ok(Ok(value)) => return Ok(value),
+            Ok(Err(source)) => classify(target, source),
+            Err(_) => StoreError::Timeout {
+                target,
+                after: bound,
+            },
+        };
+        if result.is_transient() {
+            self.connected = None;
+        }
+        Err(result)
+    }
+}
+
+/// Connects to the store, bounded by [`CONNECT_TIMEOUT`].
+pub(super) async fn connect_client(options: &DatabaseOptions) -> Result<Client, StoreError> {
+    let target = options.shown.clone();
+    let connecting = options.config.connect(NoTls);
+    let (client, connection) = match tokio::time::timeout(CONNECT_TIMEOUT, connecting).await {
+        Ok(Ok(pair)) => pair,
+        Ok(Err(source)) => return Err(classify(target, source)),
+        Err(_) => {
+            return Err(StoreError::Timeout {
+                target,
+                after: CONNECT_TIMEOUT,
+            })
+        }
+    };
+    tokio::spawn(async move {
+        if let Err(error) = connection.await {
+            tracing::warn!(error = %error, "store connection ended");
+        }
+    });
+    Ok(client)
+}
+
+/// Sorts a database error: the words' own fault (data, constraint), a
+/// broken or refused connection, or anything else (which may pass).
+pub(super) fn classify(target: String, source: tokio_postgres::Error) -> StoreError {
+    let Some(code) = source.code() else {
+        // No SQLSTATE: the connection is closed, or an io or protocol error.
+        return StoreError::Unavailable { target, source };
+    };
+    match code.code().get(..2).unwrap_or("") {
+        // Data exception, integrity constraint violation: these words, as such.
+        "22" | "23" => StoreError::Refused { target, source },
+        // Connection exception, operator intervention (shutting down),
+        // insufficient resources, invalid authorization.
+        "08" | "57" | "53" | "28" => StoreError::Unavailable { target, source },
+        // Anything else (locks, serialization, a missing table, ...) may pass.
+        _ => StoreError::Failed { target, source },
+    }
+}

@@ -1,0 +1,157 @@
+//! Where the store is: [`DatabaseOptions`], shown without the password.
+
+use std::path::Path;
+
+use tokio_postgres::config::Host;
+use tokio_postgres::Config;
+
+/// Where the store is: a connection URL or key-value string, and optionally
+/// a password file (so no password needs to be on a command line).
+///
+/// Its `Display` (and [`DatabaseOptions::shown`]) never holds the password.
+#[derive(Clone)]
+pub struct DatabaseOptions {
+    pub(super) config: Config,
+    pub(super) shown: String,
+}
+
+impl std::fmt::Debug for DatabaseOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DatabaseOptions")
+            .field("target", &self.shown)
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Display for DatabaseOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.shown)
+    }
+}
+
+/// The database options are unusable; ends the command (exit 2).
+#[derive(Debug, thiserror::Error)]
+pub enum DatabaseOptionsError {
+    /// No database was given.
+    #[error("no database given (--database URL or MESH_DATABASE_URL)")]
+    Missing,
+    /// The URL does not parse. The URL itself is not repeated: it may hold a password.
+    #[error("the database URL is invalid: {0}")]
+    Invalid(#[source] tokio_postgres::Error),
+    /// The password file could not be read.
+    #[error("database password file {path} cannot be read: {source}")]
+    PasswordFile {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl DatabaseOptions {
+    /// Parses `url` (`postgres://user@host:port/db` or `host=.. user=..`);
+    /// the password, if any, comes from `password_file` (trimmed), which wins
+    /// over one in the URL.
+    ///
+    /// # Errors
+    /// [`DatabaseOptionsError`] when the URL does not parse or the file
+    /// cannot be read.
+    pub fn new(
+        url: &str,
+        password_file: Option<&Path>,
+    ) -> Result<DatabaseOptions, DatabaseOptionsError> {
+        let mut config: Config = url.parse().map_err(DatabaseOptionsError::Invalid)?;
+        if let Some(path) = password_file {
+            let password = std::fs::read_to_string(path).map_err(|source| {
+                DatabaseOptionsError::PasswordFile {
+                    path: path.to_owned(),
+                    source,
+                }
+            })?;
+            config.password(password.trim());
+        }
+        config.application_name("mesh-controller");
+        let shown = shown(&config);
+        Ok(DatabaseOptions { config, shown })
+    }
+
+    /// `postgres://user@host:port/dbname`, never the password.
+    pub fn shown(&self) -> &str {
+        &self.shown
+    }
+}
+
+/// The target of a configuration without its password.
+fn shown(config: &Config) -> String {
+    let user = config.get_user().unwrap_or("");
+    let host = config
+        .get_hosts()
+        .iter()
+        .map(|h| match h {
+            Host::Tcp(name) => name.clone(),
+            Host::Unix(path) => path.display().to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(",");
+    let port = config
+        .get_ports()
+        .iter()
+        .map(|p| p.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let db = config.get_dbname().unwrap_or(user);
+    let at = if user.is_empty() {
+        String::new()
+    } else {
+        format!("{user}@")
+    };
+    let port = if port.is_empty() {
+        String::new()
+    } else {
+        format!(":{port}")
+    };
+    format!("postgres://{at}{host}{port}/{db}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shown_target_never_holds_the_password() {
+        let cases = [
+            (
+                "postgres://mesh:s3cret@db.example:5433/store",
+                "postgres://mesh@db.example:5433/store",
+            ),
+            (
+                "host=127.0.0.1 port=5432 user=mesh password=s3cret dbname=store",
+                "postgres://mesh@127.0.0.1:5432/store",
+            ),
+            ("postgres://mesh@h/", "postgres://mesh@h:5432/mesh"),
+        ];
+        for (url, expected) in cases {
+            let options = DatabaseOptions::new(url, None).unwrap();
+            assert_eq!(options.shown(), expected);
+            assert!(!format!("{options:?} {options}").contains("s3cret"));
+        }
+    }
+
+    #[test]
+    fn a_password_file_wins_and_an_invalid_url_is_not_repeated() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("pw");
+        std::fs::write(&file, "from-file\n").unwrap();
+        let options = DatabaseOptions::new("postgres://u:old@h/db", Some(&file)).unwrap();
+        assert_eq!(options.config.get_password(), Some(&b"from-file"[..]));
+        let error = DatabaseOptions::new("postgres://u:s3cret@h:notaport/db", None)
+            .unwrap_err()
+            .to_string();
+        assert!(!error.contains("s3cret"), "{error}");
+        let missing = DatabaseOptions::new("postgres://u@h/db", Some(Path::new("/nope/pw")))
+            .unwrap_err()
+            .to_string();
+        assert!(missing.contains("/nope/pw"), "{missing}");
+    }
+}

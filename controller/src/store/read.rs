@@ -1,0 +1,210 @@
+//! Reading what `status` and `node show` list, in one read-only snapshot:
+//! first the counts the sentence needs and the open repair faults, then the
+//! standings streamed in order (provider module, provider machine,
+//! consumer; byte order, served by the primary key's index), so a caller can
+//! print the sentence at once and each standing as it arrives.
+
+use std::pin::Pin;
+use std::time::SystemTime;
+
+use futures::TryStreamExt;
+use mesh_sdk::Timestamp;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Client, Row, RowStream};
+
+use super::connection::{classify, PgStore, STATEMENT_TIMEOUT};
+use super::StoreError;
+use crate::model::{FailingRow, RepairRow};
+
+/// Which standings and repair faults a read is about.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StatusFilter {
+    /// Only the standings and repairs of these providers, `module@machine`
+    /// (those the declaration assigns where they ran).
+    pub providers: Vec<String>,
+    /// `node show MACHINE`: only standings whose provider or consumer is on
+    /// it, and repairs of providers on it.
+    pub machine: Option<String>,
+    /// A standing said at or before this time counts as silent.
+    pub silent_before: Timestamp,
+}
+
+/// The counts the sentence needs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Standings the read lists.
+    pub standings: u64,
+    /// Of which silent (said at or before [`StatusFilter::silent_before`]).
+    pub silent: u64,
+}
+
+/// The standings `$1` (providers) and `$2` (machine, or null) select.
+const SELECTED: &str = "
+FROM failing f
+WHERE f.provider_module || '@' || f.provider_machine = ANY($1::text[])
+  AND ($2::text IS NULL OR f.provider_machine = $2 OR f.consumer_machine = $2)";
+
+const BEGIN: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
+
+fn count_selected() -> String {
+    format!("SELECT count(*), count(*) FILTER (WHERE f.said_at <= $3::timestamptz) {SELECTED}")
+}
+
+fn list_selected() -> String {
+    format!(
+        "SELECT f.provider_module, f.provider_machine, f.consumer, f.consumer_machine,
+                f.provision, f.class, f.error, f.since, f.attempts, f.said_at
+         {SELECTED}
+         ORDER BY f.provider_module, f.provider_machine, f.consumer"
+    )
+}
+
+/// The open repair faults (newest word not `repaired`) of the selected providers.
+const OPEN_REPAIRS: &str = "
+SELECT provider_module, provider_machine, fault, outcome, detail, next_attempt_at, said_at
+FROM repair
+WHERE outcome <> 'repaired'
+  AND provider_module || '@' || provider_machine = ANY($1::text[])
+  AND ($2::text IS NULL OR provider_machine = $2)
+ORDER BY provider_module, provider_machine, fault";
+
+/// A read in progress: its counts and repairs are here, its standings come
+/// with [`StatusRead::next`]. It holds a read-only transaction on its own
+/// connection; [`StatusRead::finish`] ends it.
+pub struct StatusRead {
+    client: Client,
+    target: String,
+    rows: Pin<Box<RowStream>>,
+    /// What the sentence needs.
+    pub counts: Counts,
+    /// The open repair faults, in order.
+    pub repairs: Vec<RepairRow>,
+}
+
+impl std::fmt::Debug for StatusRead {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StatusRead")
+            .field("target", &self.target)
+            .field("counts", &self.counts)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PgStore {
+    /// Starts reading what `filter` selects: the counts and the open
+    /// repairs are read at once, the standings then stream in order. The
+    /// read takes this store's connection (the next call makes another).
+    ///
+    /// # Errors
+    /// [`StoreError`] when the store is away, refuses, or does not answer
+    /// within its bound.
+    pub async fn read_status(&mut self, filter: &StatusFilter) -> Result<StatusRead, StoreError> {
+        self.connected().await?;
+        let connected = self.connected.take().expect("connected above");
+        let client = connected.client;
+        let target = self.options.shown.clone();
+        let silent_before: SystemTime = filter.silent_before.0;
+        let work = async {
+            let (count, list) = (count_selected(), list_selected());
+            let params: [&(dyn ToSql + Sync); 2] = [&filter.providers, &filter.machine];
+            let count_params: [&(dyn ToSql + Sync); 3] =
+                [&filter.providers, &filter.machine, &silent_before];
+            // Sent together, answered in order.
+            let (begun, counts, repairs, rows) = tokio::join!(
+                client.batch_execute(BEGIN),
+                client.query_one(count.as_str(), &count_params),
+                client.query(OPEN_REPAIRS, &params),
+                client.query_raw(list.as_str(), params),
+            );
+            begun?;
+            let (counts, repairs, rows) = (counts?, repairs?, rows?);
+            let counts = Counts {
+                standings: u64::try_from(counts.try_get::<_, i64>(0)?).unwrap_or(0),
+                silent: u64::try_from(counts.try_get::<_, i64>(1)?).unwrap_or(0),
+            };
+            let repairs = repairs.iter().map(repair_row).collect::<Result<_, _>>()?;
+            Ok::<_, tokio_postgres::Error>((counts, repairs, rows))
+        };
+        match tokio::time::timeout(STATEMENT_TIMEOUT, work).await {
+            Ok(Ok((counts, repairs, rows))) => Ok(StatusRead {
+                client,
+                target,
+                rows: Box::pin(rows),
+                counts,
+                repairs,
+            }),
+            Ok(Err(source)) => Err(classify(target, source)),
+            Err(_) => Err(StoreError::Timeout {
+                target,
+                after: STATEMENT_TIMEOUT,
+            }),
+        }
+    }
+}
+
+impl StatusRead {
+    /// The next standing, or `None` after the last. Each wait is bounded
+    /// (a slow reader of the output does not count against the store).
+    ///
+    /// # Errors
+    /// [`StoreError`] when the store breaks off or does not answer in time.
+    pub async fn next(&mut self) -> Result<Option<FailingRow>, StoreError> {
+        let next = async {
+            match self.rows.try_next().await? {
+                Some(row) => failing_row(&row).map(Some),
+                None => Ok(None),
+            }
+        };
+        match tokio::time::timeout(STATEMENT_TIMEOUT, next).await {
+            Ok(Ok(row)) => Ok(row),
+            Ok(Err(source)) => Err(classify(self.target.clone(), source)),
+            Err(_) => Err(StoreError::Timeout {
+                target: self.target.clone(),
+                after: STATEMENT_TIMEOUT,
+            }),
+        }
+    }
+
+    /// Ends the read-only transaction.
+    ///
+    /// # Errors
+    /// [`StoreError`] when the store breaks off.
+    pub async fn finish(self) -> Result<(), StoreError> {
+        let commit = self.client.batch_execute("COMMIT");
+        match tokio::time::timeout(STATEMENT_TIMEOUT, commit).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(source)) => Err(classify(self.target, source)),
+            Err(_) => Err(StoreError::Timeout {
+                target: self.target,
+                after: STATEMENT_TIMEOUT,
+            }),
+        }
+    }
+}
+
+fn failing_row(row: &Row) -> Result<FailingRow, tokio_postgres::Error> {
+    Ok(FailingRow {
+        provider_module: row.try_get(0)?,
+        provider_machine: row.try_get(1)?,
+        consumer: row.try_get(2)?,
+        consumer_machine: row.try_get(3)?,
+        provision: row.try_get(4)?,
+        class: row.try_get(5)?,
+        error: row.try_get(6)?,
+        since: Timestamp(row.try_get::<_, SystemTime>(7)?),
+        attempts: row.try_get(8)?,
+        said_at: Timestamp(row.try_get::<_, SystemTime>(9)?),
+    })
+}
+
+fn repair_row(row: &Row) -> Result<RepairRow, tokio_postgres::Error> {
+    Ok(RepairRow {
+        provider_module: row.try_get(0)?,
+        provider_machine: row.try_get(1)?,
+        fault: row.try_get(2)?,
+        outcome: row.try_get(3)?,
+        detail: row.try_get(4)?,
+        next_attempt_at: row.try_get::<_, Option<SystemTime>>(5)?.map(Timestamp),
+        said_at: Timestamp(row.try_get::<_, SystemTime>(6)?),
+    })
+}
