@@ -557,3 +557,69 @@ async fn status_and_node_show_on_a_live_store() {
         "no password in errors: {stderr}"
     );
 }
+
+/// Every order of the same words gives the same store: applied one by one
+/// in each of the 120 orders of five words (two of them said in the same
+/// second), and in rounds of two and three, the failing row left is the one
+/// of the newest word, `(said_at, stream sequence)`, whatever came first.
+#[tokio::test]
+async fn the_result_does_not_depend_on_the_order_words_are_applied_in() {
+    let pg = PgCluster::start();
+    let (options, admin) = store_at(&pg, "orders").await;
+    migrate(&options).await.unwrap();
+    let mut store = PgStore::new(options);
+    // (kind, said minute, seq): the newest is the failing said at 12, seq 5;
+    // the recovered at 12 but seq 4 is older than it.
+    let words = [
+        ("f", 9, 1),
+        ("r", 10, 2),
+        ("f", 11, 3),
+        ("r", 12, 4),
+        ("f", 12, 5),
+    ];
+    let expected = [("forge".to_owned(), 5)];
+    // Every arrangement of 0..5: the five-digit base-5 numbers with distinct digits.
+    let n = words.len();
+    let orders: Vec<Vec<usize>> = (0..n.pow(n as u32))
+        .map(|mut k| {
+            (0..n)
+                .map(|_| {
+                    let digit = k % n;
+                    k /= n;
+                    digit
+                })
+                .collect::<Vec<usize>>()
+        })
+        .filter(|order| (0..n).all(|i| order.contains(&i)))
+        .collect();
+    assert_eq!(orders.len(), 120);
+    let word = |provider: &str, i: usize| {
+        let (kind, said, seq) = words[i];
+        if kind == "f" {
+            failing(provider, "forge", said, seq, seq)
+        } else {
+            recovered(provider, "forge", said, seq)
+        }
+    };
+    for (n, order) in orders.iter().enumerate() {
+        // One by one, and in rounds split after the second word.
+        let one = format!("one{n}@db-1");
+        for &i in order {
+            store.apply(&[word(&one, i)]).await.unwrap();
+        }
+        let rounds = format!("rounds{n}@db-1");
+        let (first, second) = order.split_at(2);
+        for part in [first, second] {
+            let round: Vec<Word> = part.iter().map(|&i| word(&rounds, i)).collect();
+            store.apply(&round).await.unwrap();
+        }
+        for provider in [one, rounds] {
+            let id = ModuleId::parse(&provider).unwrap();
+            assert_eq!(
+                failing_rows(&admin, &id).await,
+                expected,
+                "{provider}: {order:?}"
+            );
+        }
+    }
+}
