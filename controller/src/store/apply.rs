@@ -17,7 +17,8 @@ use crate::model::reduce::{reduce, Keyed};
 use crate::model::Word;
 
 /// The statement that applies a round's `failing` words (the newest per
-/// key), its parameters the columns of [`FailingColumns`]. A word is kept
+/// key), its parameters the columns of one typed struct (module, machine,
+/// consumer, ... stream sequence, in the order below). A word is kept
 /// unless a newer `recovered` of its key is stored, and replaces only an
 /// older failing word. Public for the ingest benchmark, which runs it
 /// through pgbench.

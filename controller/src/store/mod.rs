@@ -1,6 +1,6 @@
 //! The controller's store: what providers said, kept across restarts, on
 //! PostgreSQL (tokio-postgres), its schema applied by the numbered
-//! migrations in `controller/migrations/` ([`migrate`]).
+//! migrations in `controller/migrations/` ([`migrate()`]).
 //!
 //! - [`options`]: where the store is, shown without the password.
 //! - [`connection`]: [`PgStore`], its one connection and error classes.
