@@ -52,7 +52,7 @@ async fn measure(cli: &Cli, args: &[String]) -> (Vec<Duration>, Vec<Duration>, u
         let mut io = Io {
             out: &mut out,
             err: &mut err,
-            now: Timestamp(std::time::SystemTime::now()),
+            now: Timestamp::now(),
         };
         let started = Instant::now();
         let code = run(cli, &mut io).await;

@@ -30,7 +30,7 @@ fn main() -> ExitCode {
     let mut io = Io {
         out: &mut out,
         err: &mut err,
-        now: mesh_sdk::Timestamp(std::time::SystemTime::now()),
+        now: mesh_sdk::Timestamp::now(),
     };
     let code = runtime.block_on(run(&cli, &mut io));
     let _ = out.flush();

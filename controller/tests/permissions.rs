@@ -13,9 +13,10 @@ use mesh_controller::cli::{run, Cli, Io, EXIT_NOT_DONE, EXIT_OK};
 use mesh_controller::declaration::parse;
 use mesh_controller::link::{ensure_consumer, LinkSettings};
 use mesh_controller::permissions::{derive, read_credentials, render_nats};
-use mesh_sdk::bus::{BusOptions, EventSink, JetStreamSink};
 use mesh_sdk::event::ApproveReply;
-use mesh_sdk::{Name, ProviderId, Timestamp};
+use mesh_sdk::internal::ProviderId;
+use mesh_sdk::internal::{BusOptions, EventSink, JetStreamSink};
+use mesh_sdk::{Name, Timestamp};
 use mesh_test_support::NatsServer;
 
 const DECLARATION: &str = r#"{"modules":[
@@ -83,7 +84,9 @@ impl Bus {
             module: Name::parse(module).unwrap(),
             machine: Name::parse(machine).unwrap(),
         };
-        let client = mesh_sdk::bus::connect(&options, &provider).await.unwrap();
+        let client = mesh_sdk::internal::connect(&options, &provider)
+            .await
+            .unwrap();
         client.flush().await.unwrap();
         JetStreamSink::new(client, options.ack_timeout)
     }

@@ -9,8 +9,8 @@ use mesh_controller::declaration::{parse, Parsed};
 use mesh_controller::status::{compose, compose_paged, Clock, Scope, DEFAULT_SILENT_AFTER};
 use mesh_controller::store::{migrate, DatabaseOptions, PgStore, Store, Word};
 use mesh_controller::ModuleId;
+use mesh_sdk::event::RecoveredReason;
 use mesh_sdk::event::{Failing, Recovered, Repair, RepairOutcome, Retirement, RetirementAction};
-use mesh_sdk::standing::RecoveredReason;
 use mesh_sdk::{Class, Event, Name, Timestamp};
 use mesh_test_support::PgCluster;
 

@@ -127,8 +127,11 @@ pub struct FaultState {
 
 impl FaultState {
     /// Nothing known yet, as at provider start (a probe is due at once).
-    pub fn new() -> FaultState {
-        FaultState::default()
+    pub fn new(rules: &RepairRules) -> FaultState {
+        FaultState {
+            brake: Brake::new(rules.brake),
+            ..FaultState::default()
+        }
     }
 
     /// The fault's words while it is present (the gate is closed).
@@ -197,12 +200,7 @@ impl FaultState {
 
     /// The repair and its verifying probe at `now`: `Ok(())` when the fault
     /// is gone, else `Err(next attempt)` (the brake engages).
-    pub fn repaired(
-        &mut self,
-        verified: Probe,
-        now: Instant,
-        rules: &RepairRules,
-    ) -> Result<(), Instant> {
+    pub fn repaired(&mut self, verified: Probe, now: Instant) -> Result<(), Instant> {
         self.last_probe = Some(now);
         self.last_said = Some(now);
         match verified {
@@ -215,7 +213,7 @@ impl FaultState {
                 if self.present.is_none() {
                     self.present = Some(words);
                 }
-                Err(self.brake.failed(now, &rules.brake))
+                Err(self.brake.failed(now))
             }
         }
     }
@@ -232,7 +230,7 @@ mod tests {
     #[test]
     fn a_probe_is_due_at_start_then_every_five_minutes() {
         let start = Instant::now();
-        let mut s = FaultState::new();
+        let mut s = FaultState::new(&rules());
         assert!(s.probe_due(start, &rules()));
         assert_eq!(s.probed(Probe::Healthy, start), Step::Nothing);
         assert!(s.present().is_none());
@@ -243,7 +241,7 @@ mod tests {
     #[test]
     fn a_refusal_asks_for_a_probe_at_most_once_a_minute() {
         let start = Instant::now();
-        let mut s = FaultState::new();
+        let mut s = FaultState::new(&rules());
         s.probed(Probe::Healthy, start);
         s.trigger();
         assert!(!s.probe_due(start + Duration::from_secs(59), &rules()));
@@ -258,13 +256,13 @@ mod tests {
     #[test]
     fn fault_closes_the_gate_and_asks_for_a_repair_then_verified_opens_it() {
         let now = Instant::now();
-        let mut s = FaultState::new();
+        let mut s = FaultState::new(&rules());
         assert_eq!(
             s.probed(Probe::Fault("admin refused".into()), now),
             Step::Repair
         );
         assert_eq!(s.present(), Some("admin refused"));
-        assert_eq!(s.repaired(Probe::Healthy, now, &rules()), Ok(()));
+        assert_eq!(s.repaired(Probe::Healthy, now), Ok(()));
         assert!(s.present().is_none());
         assert!(s.brake().allows(now));
     }
@@ -272,13 +270,13 @@ mod tests {
     #[test]
     fn failed_repairs_are_braked_doubling_to_six_hours() {
         let start = Instant::now();
-        let mut s = FaultState::new();
+        let mut s = FaultState::new(&rules());
         let mut now = start;
         let mut waits = Vec::new();
         assert_eq!(s.probed(Probe::Fault("refused".into()), now), Step::Repair);
         for _ in 0..9 {
             let next = s
-                .repaired(Probe::Fault("still refused".into()), now, &rules())
+                .repaired(Probe::Fault("still refused".into()), now)
                 .unwrap_err();
             waits.push((next - now).as_secs() / 60);
             // While held, a probe every 5 minutes finds the fault; no repair.
@@ -298,12 +296,12 @@ mod tests {
     #[test]
     fn braked_is_said_again_every_fifteen_minutes_of_a_hold() {
         let start = Instant::now();
-        let mut s = FaultState::new();
+        let mut s = FaultState::new(&rules());
         s.probed(Probe::Fault("refused".into()), start);
-        s.repaired(Probe::Fault("refused".into()), start, &rules())
+        s.repaired(Probe::Fault("refused".into()), start)
             .unwrap_err();
         s.probed(Probe::Fault("refused".into()), start); // first hold: 10 minutes
-        s.repaired(Probe::Fault("refused".into()), start, &rules())
+        s.repaired(Probe::Fault("refused".into()), start)
             .unwrap_err(); // second hold: 20 minutes
         let held_until = s.brake().next_attempt().unwrap();
         let said: Vec<u64> = (1..4)
@@ -325,10 +323,9 @@ mod tests {
     #[test]
     fn a_fault_gone_without_a_repair_is_said_and_releases_the_brake() {
         let now = Instant::now();
-        let mut s = FaultState::new();
+        let mut s = FaultState::new(&rules());
         s.probed(Probe::Fault("refused".into()), now);
-        s.repaired(Probe::Fault("refused".into()), now, &rules())
-            .unwrap_err();
+        s.repaired(Probe::Fault("refused".into()), now).unwrap_err();
         assert_eq!(
             s.probed(Probe::Healthy, now + Duration::from_secs(60)),
             Step::SayCleared
@@ -347,15 +344,14 @@ mod tests {
     #[test]
     fn unknown_leaves_the_gate_as_it_was() {
         let now = Instant::now();
-        let mut s = FaultState::new();
+        let mut s = FaultState::new(&rules());
         assert_eq!(
             s.probed(Probe::Unknown("unreachable".into()), now),
             Step::Nothing
         );
         assert!(s.present().is_none());
         s.probed(Probe::Fault("refused".into()), now);
-        s.repaired(Probe::Fault("refused".into()), now, &rules())
-            .unwrap_err();
+        s.repaired(Probe::Fault("refused".into()), now).unwrap_err();
         assert_eq!(
             s.probed(Probe::Unknown("unreachable".into()), now),
             Step::Nothing

@@ -1,6 +1,22 @@
-//! Small implementations for tests: a provisioner with an in-memory backend,
-//! a sink that records events, and a log capture. The SDK's own tests use
-//! them; provider authors may too.
+//! Testing a provider (feature `testing`; enable it in `[dev-dependencies]`).
+//!
+//! - The loop, pass by pass: a [`Runner`] over an [`Outbox`] (the fake bus:
+//!   what would be published), driven on tokio's paused clock
+//!   (`#[tokio::test(start_paused = true)]`, `tokio::time::advance`), with
+//!   times in bodies fixed by a [`WallClock`].
+//! - Small implementations: a provisioner with an in-memory backend
+//!   ([`FakeProvisioner`]), a known fault ([`FakeRepair`]), a sink that
+//!   records events ([`RecordingSink`]) and a log capture ([`LogCapture`]).
+//!
+//! The SDK's own tests use them; provider authors may too.
+
+pub use crate::brake::BrakeRules;
+pub use crate::bus::Outbox;
+pub use crate::clock::WallClock;
+pub use crate::repair::RepairRules;
+pub use crate::retire::RetireRules;
+pub use crate::runner::{PassReport, Runner, Settings};
+pub use crate::standing::{Failure, Standing, StandingRules};
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;

@@ -5,9 +5,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mesh_sdk::bus::Outbox;
+use mesh_sdk::testing::Outbox;
 use mesh_sdk::testing::{FakeError, FakeProvisioner, LogCapture};
-use mesh_sdk::{Class, Name, Runner, Settings, Timestamp, WallClock};
+use mesh_sdk::testing::{Runner, Settings, WallClock};
+use mesh_sdk::{Class, Name, Timestamp};
 use serde_json::{json, Value};
 use tokio::time::{advance, Instant};
 
@@ -38,7 +39,7 @@ impl World {
             std::fs::write(dir.path().join("secrets").join(c), format!("pw-{c}\n")).unwrap();
         }
         let outbox = Arc::new(Outbox::new());
-        let clock = WallClock::fixed(Timestamp::parse(T0).unwrap().0, Instant::now());
+        let clock = WallClock::fixed(Timestamp::parse(T0).unwrap(), Instant::now());
         let runner = Runner::new(
             fake.clone(),
             dir.path().join("contributions.json"),

@@ -5,9 +5,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mesh_sdk::bus::{publish_loop, Outbox};
+use mesh_sdk::event::RecoveredReason;
 use mesh_sdk::event::{Event, Recovered};
-use mesh_sdk::standing::RecoveredReason;
+use mesh_sdk::internal::publish_loop;
+use mesh_sdk::testing::Outbox;
 use mesh_sdk::testing::RecordingSink;
 use mesh_sdk::{Name, Timestamp};
 use tokio::sync::oneshot;

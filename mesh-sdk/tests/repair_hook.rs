@@ -5,9 +5,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mesh_sdk::bus::Outbox;
+use mesh_sdk::testing::Outbox;
 use mesh_sdk::testing::{FakeError, FakeProvisioner, FakeRepair, LogCapture};
-use mesh_sdk::{Name, Runner, Settings, Timestamp, WallClock};
+use mesh_sdk::testing::{Runner, Settings, WallClock};
+use mesh_sdk::{Name, Timestamp};
 use serde_json::{json, Value};
 use tokio::time::{advance, Instant};
 
@@ -42,7 +43,7 @@ fn world(refused: bool, repair_works: bool) -> World {
         ..FakeProvisioner::new()
     };
     let outbox = Arc::new(Outbox::new());
-    let clock = WallClock::fixed(Timestamp::parse(T0).unwrap().0, Instant::now());
+    let clock = WallClock::fixed(Timestamp::parse(T0).unwrap(), Instant::now());
     let runner = Runner::new(
         fake.clone(),
         dir.path().join("c.json"),
@@ -135,7 +136,8 @@ async fn while_refused_the_backend_is_not_called_and_failed_repairs_are_braked()
         .collect();
     let at = |v: &Value, field: &str| {
         let t = Timestamp::parse(v[field].as_str().unwrap()).unwrap();
-        t.0.duration_since(Timestamp::parse(T0).unwrap().0)
+        t.system_time()
+            .duration_since(Timestamp::parse(T0).unwrap().system_time())
             .unwrap()
             .as_secs()
             / 60

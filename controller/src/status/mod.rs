@@ -81,7 +81,11 @@ pub struct Report {
 
 /// Seconds since `said_at` when at least `silent_after` passed; else `None`.
 pub fn silent_for(said_at: Timestamp, clock: &Clock) -> Option<u64> {
-    let age = clock.now.0.duration_since(said_at.0).ok()?;
+    let age = clock
+        .now
+        .system_time()
+        .duration_since(said_at.system_time())
+        .ok()?;
     (age >= clock.silent_after).then_some(age.as_secs())
 }
 
@@ -597,7 +601,7 @@ impl<'a> JsonWriter<'a> {
 
 /// `YYYY-MM-DDTHH:MM:SSZ`, as [`Timestamp`]'s `Display` writes it.
 fn rfc3339(buf: &mut Vec<u8>, t: Timestamp) {
-    let Ok(since_epoch) = t.0.duration_since(std::time::UNIX_EPOCH) else {
+    let Ok(since_epoch) = t.system_time().duration_since(std::time::UNIX_EPOCH) else {
         buf.extend_from_slice(t.to_string().as_bytes());
         return;
     };
@@ -849,8 +853,11 @@ mod tests {
         // Every ~37 hours over 60 years, leap years and month ends included.
         for _ in 0..15_000 {
             let mut buf = Vec::new();
-            rfc3339(&mut buf, Timestamp(t));
-            assert_eq!(String::from_utf8(buf).unwrap(), Timestamp(t).to_string());
+            rfc3339(&mut buf, Timestamp::from_system(t));
+            assert_eq!(
+                String::from_utf8(buf).unwrap(),
+                Timestamp::from_system(t).to_string()
+            );
             t += Duration::from_secs(37 * 3600 + 59);
         }
     }

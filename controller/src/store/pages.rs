@@ -82,7 +82,7 @@ pub enum PageError {
 
 /// Microseconds since 1970 (negative before), saturating.
 pub fn micros(t: Timestamp) -> i64 {
-    match t.0.duration_since(UNIX_EPOCH) {
+    match t.system_time().duration_since(UNIX_EPOCH) {
         Ok(d) => i64::try_from(d.as_micros()).unwrap_or(i64::MAX),
         Err(e) => i64::try_from(e.duration().as_micros()).map_or(i64::MIN, |m| -m),
     }
@@ -91,7 +91,7 @@ pub fn micros(t: Timestamp) -> i64 {
 /// The time `micros` microseconds after 1970.
 pub fn from_micros(micros: i64) -> Timestamp {
     let d = Duration::from_micros(micros.unsigned_abs());
-    Timestamp(if micros >= 0 {
+    Timestamp::from_system(if micros >= 0 {
         UNIX_EPOCH.checked_add(d).unwrap_or(UNIX_EPOCH)
     } else {
         UNIX_EPOCH.checked_sub(d).unwrap_or(UNIX_EPOCH)

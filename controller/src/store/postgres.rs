@@ -634,9 +634,9 @@ fn failing_row(row: &Row) -> Result<FailingRow, tokio_postgres::Error> {
         provision: row.try_get(4)?,
         class: row.try_get(5)?,
         error: row.try_get(6)?,
-        since: Timestamp(row.try_get::<_, SystemTime>(7)?),
+        since: Timestamp::from_system(row.try_get::<_, SystemTime>(7)?),
         attempts: row.try_get(8)?,
-        said_at: Timestamp(row.try_get::<_, SystemTime>(9)?),
+        said_at: Timestamp::from_system(row.try_get::<_, SystemTime>(9)?),
     })
 }
 
@@ -647,8 +647,10 @@ fn repair_row(row: &Row) -> Result<RepairRow, tokio_postgres::Error> {
         fault: row.try_get(2)?,
         outcome: row.try_get(3)?,
         detail: row.try_get(4)?,
-        next_attempt_at: row.try_get::<_, Option<SystemTime>>(5)?.map(Timestamp),
-        said_at: Timestamp(row.try_get::<_, SystemTime>(6)?),
+        next_attempt_at: row
+            .try_get::<_, Option<SystemTime>>(5)?
+            .map(Timestamp::from_system),
+        said_at: Timestamp::from_system(row.try_get::<_, SystemTime>(6)?),
     })
 }
 
@@ -766,7 +768,7 @@ impl Round {
                     some(b.class.as_str()),
                     some(&b.error),
                 ],
-                &[Some(b.since.0), Some(b.said_at.0)],
+                &[Some(b.since.system_time()), Some(b.said_at.system_time())],
                 &[i64::try_from(b.attempts).unwrap_or(i64::MAX), seq(k.seq)],
             );
         }
@@ -783,7 +785,7 @@ impl Round {
                     some(b.reason.as_str()),
                     None,
                 ],
-                &[Some(b.said_at.0)],
+                &[Some(b.said_at.system_time())],
                 &[seq(k.seq)],
             );
         }
@@ -800,7 +802,10 @@ impl Round {
                     None,
                     None,
                 ],
-                &[b.next_attempt_at.map(|t| t.0), Some(b.said_at.0)],
+                &[
+                    b.next_attempt_at.map(Timestamp::system_time),
+                    Some(b.said_at.system_time()),
+                ],
                 &[seq(k.seq)],
             );
         }
@@ -817,7 +822,7 @@ impl Round {
                     None,
                     None,
                 ],
-                &[Some(b.said_at.0)],
+                &[Some(b.said_at.system_time())],
                 &[seq(k.seq)],
             );
         }

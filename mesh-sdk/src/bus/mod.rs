@@ -18,7 +18,7 @@ use tokio::sync::Notify;
 use crate::event::{Event, EventKind};
 use crate::name::Name;
 
-pub use nats::{connect, connect_options, log_event, BusError, BusOptions, JetStreamSink};
+pub use nats::{connect, connect_options, BusError, BusOptions, JetStreamSink};
 pub use publisher::publish_loop;
 
 /// Where events go.

@@ -115,7 +115,7 @@ impl<P: Provisioner> Runner<P> {
         let faults = provisioner
             .repairs()
             .into_iter()
-            .map(|repair| (repair, FaultState::new()))
+            .map(|repair| (repair, FaultState::new(&settings.repair)))
             .collect();
         Runner {
             faults,
@@ -131,23 +131,27 @@ impl<P: Provisioner> Runner<P> {
         }
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// Reads minted secrets from `secrets` instead of each consumer's `secret_file`.
     pub fn with_secrets(mut self, secrets: Arc<dyn SecretSource>) -> Self {
         self.secrets = secrets;
         self
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// Uses `clock` for the times in event bodies (tests fix it).
     pub fn with_clock(mut self, clock: WallClock) -> Self {
         self.clock = clock;
         self
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// The provisioner.
     pub fn provisioner(&self) -> &P {
         &self.provisioner
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// The settings.
     pub fn settings(&self) -> &Settings {
         &self.settings
@@ -158,11 +162,13 @@ impl<P: Provisioner> Runner<P> {
         self.source.last_good().map(|c| &c.provider)
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// The standing of `consumer`, if it was attempted since start.
     pub fn standing(&self, consumer: &Name) -> Option<&Standing> {
         self.entries.get(consumer).map(|e| &e.standing)
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// Number of consumers with a standing.
     pub fn standings(&self) -> usize {
         self.entries.len()
@@ -280,7 +286,7 @@ impl<P: Provisioner> Runner<P> {
                             Probe::Healthy => String::new(),
                             Probe::Fault(w) | Probe::Unknown(w) => w.clone(),
                         };
-                        match (state.repaired(verified, Instant::now(), &rules), did) {
+                        match (state.repaired(verified, Instant::now()), did) {
                             (Ok(()), Ok(did)) => words.push((
                                 fault.clone(),
                                 RepairOutcome::Repaired,

@@ -27,14 +27,14 @@ pub enum RunError {
 
 /// Runs the provider until SIGINT or SIGTERM, then stops after the current
 /// pass, giving held events one last chance to be acknowledged. Installs
-/// the standard log subscriber ([`crate::init_tracing`]) unless the binary
+/// the standard log subscriber unless the binary
 /// installed one.
 ///
 /// # Errors
 /// [`RunError`] when the bus or the signal handlers cannot be set up.
 pub async fn run<P: Provisioner>(provisioner: P, args: &ProviderArgs) -> Result<(), RunError> {
     use tokio::signal::unix::{signal, SignalKind};
-    crate::init_tracing();
+    crate::tracing_init::init_tracing("info");
     let mut term = signal(SignalKind::terminate()).map_err(RunError::Signal)?;
     let mut int = signal(SignalKind::interrupt()).map_err(RunError::Signal)?;
     let stop = async move {

@@ -24,7 +24,7 @@ use clap::Parser;
 use crate::config::{ConfigError, IdentityConfig};
 use crate::container::ContainerCli;
 use crate::provisioner::IdentityProvisioner;
-use mesh_sdk::secret::read_admin_password;
+use mesh_sdk::internal::read_admin_password;
 
 /// Exit code when the provider cannot run.
 pub const EXIT_CANNOT_RUN: u8 = 1;
@@ -112,7 +112,7 @@ pub enum RunError {
 /// # Errors
 /// [`RunError`] when the configuration or the loop's setup fails.
 pub async fn run(cli: Cli) -> Result<(), RunError> {
-    mesh_sdk::init_tracing();
+    mesh_sdk::internal::init_tracing("info");
     let config = cli.config()?;
     tracing::info!(
         keycloak = %config.url(),

@@ -12,7 +12,7 @@ async fn main() -> ExitCode {
     match mesh_provider_identity::run(cli).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("mesh-identity: {}", mesh_sdk::redact::error_words(&error));
+            eprintln!("mesh-identity: {}", mesh_sdk::internal::error_words(&error));
             ExitCode::from(cli::EXIT_CANNOT_RUN)
         }
     }

@@ -7,8 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mesh_provider_identity::{IdentityConfig, IdentityProvisioner};
-use mesh_sdk::bus::Outbox;
-use mesh_sdk::{Consumer, Name, Runner, Secret, Settings, Timestamp, WallClock};
+use mesh_sdk::testing::Outbox;
+use mesh_sdk::testing::{Runner, Settings, WallClock};
+use mesh_sdk::{Consumer, Name, Secret, Timestamp};
 use serde_json::{json, Value};
 use tokio::time::{advance, Instant};
 
@@ -185,7 +186,7 @@ impl World {
             json!({"provider": {"module": "identity", "machine": "id-1"}, "consumers": entries});
         std::fs::write(dir.join("contributions.json"), file.to_string()).unwrap();
         let outbox = Arc::new(Outbox::new());
-        let clock = WallClock::fixed(Timestamp::parse(T0).unwrap().0, Instant::now());
+        let clock = WallClock::fixed(Timestamp::parse(T0).unwrap(), Instant::now());
         let runner = Runner::new(
             setup.provisioner(),
             dir.join("contributions.json"),
@@ -230,7 +231,8 @@ impl World {
 /// Minutes between `T0` and the time in `field` of `body`.
 pub fn minutes(body: &Value, field: &str) -> u64 {
     let t = Timestamp::parse(body[field].as_str().unwrap()).unwrap();
-    t.0.duration_since(Timestamp::parse(T0).unwrap().0)
+    t.system_time()
+        .duration_since(Timestamp::parse(T0).unwrap().system_time())
         .unwrap()
         .as_secs()
         / 60

@@ -12,8 +12,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mesh_provider_postgres::{PostgresConfig, PostgresProvisioner};
-use mesh_sdk::bus::Outbox;
-use mesh_sdk::{Name, PassReport, Runner, Settings};
+use mesh_sdk::testing::Outbox;
+use mesh_sdk::testing::{PassReport, Runner, Settings};
+use mesh_sdk::Name;
 use mesh_test_support::PgCluster;
 use serde_json::{json, Value};
 
@@ -25,7 +26,7 @@ pub fn name(text: &str) -> Name {
 /// The configuration the binary would build for this cluster: the admin URL
 /// without password, the password from the cluster's password file.
 pub fn config(pg: &PgCluster) -> PostgresConfig {
-    let password = mesh_sdk::secret::read_admin_password(&pg.superuser_password_file()).unwrap();
+    let password = mesh_sdk::internal::read_admin_password(&pg.superuser_password_file()).unwrap();
     PostgresConfig::new(&pg.admin_url(), Some(password))
         .unwrap()
         .with_consumer_address(None, None)
