@@ -1,16 +1,14 @@
 //! A complete provider on mesh-sdk (copy it, swap the backend): per consumer a folder
 //! under `--root` with a credentials file made from its minted secret.
-use clap::Parser;
-use mesh_sdk::{async_trait, Consumer, Held, Name, ProviderArgs, Provisioner, Secret};
-use std::{io, path::PathBuf};
+use mesh_sdk::{async_trait, Consumer, Held, Name, ProviderMain, Provisioner, Secret};
+use std::{io, path::PathBuf, process::ExitCode};
 use tokio::fs;
-#[derive(Parser)]
-struct Cli {
+/// The provider's own flags (the SDK adds the shared ones).
+#[derive(clap::Args)]
+struct Own {
     /// Folder holding one folder per consumer.
     #[arg(long)]
     root: PathBuf,
-    #[command(flatten)]
-    provider: ProviderArgs,
 }
 struct Folders(PathBuf);
 #[async_trait]
@@ -52,8 +50,7 @@ impl Provisioner for Folders {
     }
 }
 
-#[tokio::main]
-async fn main() -> Result<(), mesh_sdk::RunError> {
-    let cli = Cli::parse();
-    mesh_sdk::run(Folders(cli.root), &cli.provider).await
+fn main() -> ExitCode {
+    let about = "Keeps a credentials folder for each consumer the mesh lists, and says on the bus when it cannot";
+    ProviderMain::new("quickstart", about).run(|own: Own| Ok::<_, io::Error>(Folders(own.root)))
 }

@@ -22,8 +22,11 @@
 //!   [`Probe`].
 //!
 //! ## What you call
-//! [`run`] (or [`run_until`]) with the shared command-line flags,
-//! [`ProviderArgs`]. Flatten them into your own `clap` arguments.
+//! [`ProviderMain::run`] from your binary's `main`, with your own `clap`
+//! arguments: it adds the shared flags ([`ProviderArgs`]), installs the log
+//! subscriber, runs the loop until SIGINT/SIGTERM and ends with the right
+//! exit code and a redacted error. To embed the loop elsewhere, call [`run`]
+//! or [`run_until`] yourself.
 //!
 //! ## A complete provider
 //! One folder per consumer holding its credentials (the same provider, with
@@ -32,16 +35,14 @@
 //! ```no_run
 //! use std::{io, path::PathBuf};
 //!
-//! use clap::Parser;
-//! use mesh_sdk::{async_trait, Consumer, Held, Name, ProviderArgs, Provisioner, Secret};
+//! use mesh_sdk::{async_trait, Consumer, Held, Name, ProviderMain, Provisioner, Secret};
 //!
-//! #[derive(Parser)]
-//! struct Cli {
+//! /// The provider's own flags (the SDK adds the shared ones).
+//! #[derive(clap::Args)]
+//! struct Own {
 //!     /// Folder holding one folder per consumer.
 //!     #[arg(long)]
 //!     root: PathBuf,
-//!     #[command(flatten)]
-//!     provider: ProviderArgs,
 //! }
 //!
 //! struct Folders(PathBuf);
@@ -78,10 +79,9 @@
 //!     }
 //! }
 //!
-//! #[tokio::main]
-//! async fn main() -> Result<(), mesh_sdk::RunError> {
-//!     let cli = Cli::parse();
-//!     mesh_sdk::run(Folders(cli.root), &cli.provider).await
+//! fn main() -> std::process::ExitCode {
+//!     let about = "Keeps a credentials folder for each consumer the mesh lists";
+//!     ProviderMain::new("folders", about).run(|own: Own| Ok::<_, io::Error>(Folders(own.root)))
 //! }
 //! ```
 //!
@@ -102,6 +102,7 @@ mod clock;
 mod contributions;
 pub mod event;
 mod name;
+mod program;
 mod provisioner;
 mod redact;
 mod repair;
@@ -123,6 +124,7 @@ pub use clock::Timestamp;
 pub use contributions::Consumer;
 pub use event::{Event, EventKind};
 pub use name::{Name, NameError};
+pub use program::{ProviderMain, EXIT_CANNOT_RUN};
 pub use provisioner::{Held, Provisioner};
 pub use repair::{Probe, Repair};
 pub use runner::{run, run_until, RunError};

@@ -15,7 +15,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use mesh_provider_identity::cli::Cli;
+use mesh_provider_identity::cli::{Flags, MAIN};
 use mesh_provider_identity::keycloak::Auth;
 use mesh_provider_identity::IdentityProvisioner;
 use mesh_sdk::{Consumer, Held, Name, Probe, Provisioner, Secret};
@@ -60,8 +60,8 @@ async fn against_a_real_keycloak() {
     if let Some(container) = &container {
         argv.extend(["--container".into(), container.clone()]);
     }
-    let cli = <Cli as clap::Parser>::try_parse_from(argv).unwrap();
-    let p = IdentityProvisioner::new(cli.config().unwrap()).unwrap();
+    let (_, flags) = MAIN.parse_from::<Flags, _, _>(argv).unwrap();
+    let p = IdentityProvisioner::new(flags.config().unwrap()).unwrap();
 
     let repair = p.repairs().remove(0);
     assert_eq!(
