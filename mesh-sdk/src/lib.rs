@@ -126,6 +126,6 @@ pub use event::{Event, EventKind};
 pub use name::{Name, NameError};
 pub use program::{ProviderMain, EXIT_CANNOT_RUN};
 pub use provisioner::{Held, Provisioner};
-pub use repair::{Probe, Repair};
+pub use repair::{KnownFault, Probe, Repair};
 pub use runner::{run, run_until, RunError};
 pub use secret::Secret;

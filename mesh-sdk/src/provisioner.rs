@@ -1,13 +1,11 @@
 //! The trait a provider implements: what the loop asks of its backend.
 
-use std::sync::Arc;
-
 use async_trait::async_trait;
 
 use crate::classify::Class;
 use crate::contributions::Consumer;
 use crate::name::Name;
-use crate::repair::Repair;
+use crate::repair::KnownFault;
 use crate::secret::Secret;
 
 /// A provision the provider holds at its backend, as it lists it.
@@ -49,7 +47,7 @@ impl Held {
 ///
 /// Required: `ensure`, `check`, `held`, `retire`, `re_enable`, `delete`.
 /// Defaulted: `classify` (none: the loop reads the error's words),
-/// `secrets` (none) and `repairs` (no known fault; see [`Repair`]).
+/// `secrets` (none) and `repairs` (no known fault; see [`Repair`](crate::Repair)).
 ///
 /// # Guarantees
 /// - Calls for one consumer never overlap; calls for different consumers do.
@@ -201,8 +199,8 @@ pub trait Provisioner: Send + Sync + 'static {
 
     /// Known faults this provider can repair safely, asked once when the
     /// loop starts. While one is present the loop stops calling the backend
-    /// for consumers (see [`Repair`]).
-    fn repairs(&self) -> Vec<Arc<dyn Repair>> {
+    /// for consumers (see [`Repair`](crate::Repair)).
+    fn repairs(&self) -> Vec<KnownFault> {
         Vec::new()
     }
 }

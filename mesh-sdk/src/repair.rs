@@ -9,6 +9,7 @@
 //! still count as failing with the fault's class and words. A repair is
 //! verified by a new probe; a failed one is braked ([`crate::brake`]).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -17,6 +18,7 @@ use tokio::time::Instant;
 use crate::brake::{Brake, BrakeRules};
 use crate::classify::Class;
 use crate::name::Name;
+use crate::redact::error_words;
 use crate::secret::Secret;
 
 /// What a probe found.
@@ -30,7 +32,9 @@ pub enum Probe {
     Unknown(String),
 }
 
-/// A known fault a provider can detect and repair safely.
+/// A known fault a provider can detect and repair safely; a provisioner
+/// registers it through [`Provisioner::repairs`](crate::Provisioner::repairs)
+/// as a [`KnownFault`].
 ///
 /// Required: `fault`, `probe`, `repair`. Defaulted: `class`
 /// (credentials-rejected) and `secrets` (none).
@@ -47,8 +51,16 @@ pub enum Probe {
 /// - `probe` is cheap and harmless to repeat (one login attempt).
 /// - `repair` cleans up after itself whether it succeeds or fails (e.g. a
 ///   temporary administrator is removed), and is safe to cancel.
+///
+/// # Errors
+/// A failed repair's words (its `Display` and its sources', redacted) are
+/// said on `provisioner.repair` with outcome `failed`, and the brake holds
+/// the next attempt back.
 #[async_trait]
 pub trait Repair: Send + Sync + 'static {
+    /// Why a repair did not succeed.
+    type Error: std::error::Error + Send + Sync + 'static;
+
     /// The fault's name, as said on `provisioner.repair` (e.g. `admin-refused`).
     fn fault(&self) -> Name;
 
@@ -61,7 +73,7 @@ pub trait Repair: Send + Sync + 'static {
     async fn probe(&self) -> Probe;
 
     /// Tries to repair the fault: `Ok` with what it did, `Err` with why not.
-    async fn repair(&self) -> Result<String, String>;
+    async fn repair(&self) -> Result<String, Self::Error>;
 
     /// Secrets this hook holds, removed from every word it says. Asked for
     /// before each probe and again after each repair, so a secret minted
@@ -69,6 +81,59 @@ pub trait Repair: Send + Sync + 'static {
     /// from that repair's words too.
     fn secrets(&self) -> Vec<Secret> {
         Vec::new()
+    }
+}
+
+/// A registered known fault: any [`Repair`], whatever its error type.
+#[derive(Clone)]
+pub struct KnownFault(Arc<dyn AnyRepair>);
+
+impl KnownFault {
+    /// Registers `repair` (shared: the provider may keep its own handle).
+    pub fn new<R: Repair>(repair: Arc<R>) -> KnownFault {
+        KnownFault(repair)
+    }
+}
+
+impl std::fmt::Debug for KnownFault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("KnownFault").field(&self.0.fault()).finish()
+    }
+}
+
+/// [`Repair`] with the error turned into its words, so faults of several
+/// error types sit in one list.
+#[async_trait]
+pub(crate) trait AnyRepair: Send + Sync + 'static {
+    fn fault(&self) -> Name;
+    fn class(&self) -> Class;
+    async fn probe(&self) -> Probe;
+    async fn repair(&self) -> Result<String, String>;
+    fn secrets(&self) -> Vec<Secret>;
+}
+
+#[async_trait]
+impl<R: Repair> AnyRepair for R {
+    fn fault(&self) -> Name {
+        Repair::fault(self)
+    }
+    fn class(&self) -> Class {
+        Repair::class(self)
+    }
+    async fn probe(&self) -> Probe {
+        Repair::probe(self).await
+    }
+    async fn repair(&self) -> Result<String, String> {
+        Repair::repair(self).await.map_err(|e| error_words(&e))
+    }
+    fn secrets(&self) -> Vec<Secret> {
+        Repair::secrets(self)
+    }
+}
+
+impl KnownFault {
+    pub(crate) fn hook(&self) -> &dyn AnyRepair {
+        self.0.as_ref()
     }
 }
 

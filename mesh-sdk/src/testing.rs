@@ -31,7 +31,7 @@ use crate::classify::Class;
 use crate::contributions::Consumer;
 use crate::name::Name;
 use crate::provisioner::{Held, Provisioner};
-use crate::repair::{Probe, Repair};
+use crate::repair::{KnownFault, Probe, Repair};
 use crate::secret::Secret;
 
 /// An error of the fake backend, optionally carrying the provider's own class.
@@ -219,10 +219,10 @@ impl Provisioner for FakeProvisioner {
         self.own_secrets.iter().map(Secret::new).collect()
     }
 
-    fn repairs(&self) -> Vec<Arc<dyn Repair>> {
+    fn repairs(&self) -> Vec<KnownFault> {
         self.repair
             .iter()
-            .map(|r| Arc::new(r.clone()) as Arc<dyn Repair>)
+            .map(|r| KnownFault::new(Arc::new(r.clone())))
             .collect()
     }
 }
@@ -260,6 +260,8 @@ impl FakeRepair {
 
 #[async_trait]
 impl Repair for FakeRepair {
+    type Error = FakeError;
+
     fn fault(&self) -> Name {
         Name::parse("admin-refused").expect("valid name")
     }
@@ -277,7 +279,7 @@ impl Repair for FakeRepair {
         })
     }
 
-    async fn repair(&self) -> Result<String, String> {
+    async fn repair(&self) -> Result<String, FakeError> {
         self.with(|a| {
             a.repairs += 1;
             a.temporary = format!("temporary-secret-{}", a.repairs);
@@ -285,10 +287,10 @@ impl Repair for FakeRepair {
                 a.refused = false;
                 Ok(format!("administrator password reset to {}", a.password))
             } else {
-                Err(format!(
+                Err(FakeError::words(format!(
                     "bootstrap-admin failed while setting {}",
                     a.password
-                ))
+                )))
             }
         })
     }

@@ -27,7 +27,7 @@ use crate::event::{
 use crate::name::Name;
 use crate::provisioner::{Held, Provisioner};
 use crate::redact::{error_words, redact};
-use crate::repair::{FaultState, Probe, Repair, RepairRules, Step};
+use crate::repair::{AnyRepair, FaultState, KnownFault, Probe, RepairRules, Step};
 use crate::retire::{Action, Approval, RetireRules, Retirement};
 use crate::secret::{FileSecrets, SecretSource};
 use crate::standing::{Outcome, Standing, StandingRules, Word};
@@ -99,7 +99,7 @@ pub struct Runner<P: Provisioner> {
     /// The last "cannot list held provisions" words logged (logged once per change).
     held_error: Option<String>,
     /// The provider's known faults and their gates.
-    faults: Vec<(Arc<dyn Repair>, FaultState)>,
+    faults: Vec<(KnownFault, FaultState)>,
     /// Where minted secrets come from.
     secrets: Arc<dyn SecretSource>,
 }
@@ -238,7 +238,8 @@ impl<P: Provisioner> Runner<P> {
             .collect();
         let mut words = Vec::new();
         let mut gate = None;
-        for (repair, state) in &mut self.faults {
+        for (known, state) in &mut self.faults {
+            let repair = known.hook();
             let fault = repair.fault();
             // The hook's secrets are asked for again after a repair, which
             // may have minted new ones (a temporary administrator's password).
@@ -250,7 +251,7 @@ impl<P: Provisioner> Runner<P> {
             let secrets = secrets_now();
             let scrub = |text: &str| redact(text, &secrets);
             if state.probe_due(Instant::now(), &rules) {
-                let found = probe(repair.as_ref(), call_timeout, &scrub).await;
+                let found = probe(repair, call_timeout, &scrub).await;
                 match state.probed(found, Instant::now()) {
                     Step::Nothing => {}
                     Step::SayCleared => words.push((
@@ -281,7 +282,7 @@ impl<P: Provisioner> Runner<P> {
                         };
                         let after = secrets_now();
                         let scrub = |text: &str| redact(text, &after);
-                        let verified = probe(repair.as_ref(), call_timeout, &scrub).await;
+                        let verified = probe(repair, call_timeout, &scrub).await;
                         let verify_words = match &verified {
                             Probe::Healthy => String::new(),
                             Probe::Fault(w) | Probe::Unknown(w) => w.clone(),
@@ -629,7 +630,11 @@ impl<P: Provisioner> Runner<P> {
 }
 
 /// Probes a fault, bounded by the call timeout; its words are scrubbed.
-async fn probe(repair: &dyn Repair, timeout: Duration, scrub: &impl Fn(&str) -> String) -> Probe {
+async fn probe(
+    repair: &dyn AnyRepair,
+    timeout: Duration,
+    scrub: &impl Fn(&str) -> String,
+) -> Probe {
     match tokio::time::timeout(timeout, repair.probe()).await {
         Ok(Probe::Healthy) => Probe::Healthy,
         Ok(Probe::Fault(words)) => Probe::Fault(scrub(&words)),

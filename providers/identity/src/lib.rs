@@ -51,4 +51,4 @@ pub use config::{ConfigError, IdentityConfig};
 pub use container::ContainerCli;
 pub use error::{IdentityError, MARK};
 pub use provisioner::{IdentityProvisioner, PROVISION};
-pub use repair::{AdminRepair, FAULT};
+pub use repair::{AdminRepair, RepairError, FAULT};

@@ -18,7 +18,7 @@ use std::time::Duration;
 use mesh_provider_identity::cli::{Flags, MAIN};
 use mesh_provider_identity::keycloak::Auth;
 use mesh_provider_identity::IdentityProvisioner;
-use mesh_sdk::{Consumer, Held, Name, Probe, Provisioner, Secret};
+use mesh_sdk::{Consumer, Held, Name, Probe, Provisioner, Repair, Secret};
 
 fn var(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
@@ -63,7 +63,7 @@ async fn against_a_real_keycloak() {
     let (_, flags) = MAIN.parse_from::<Flags, _, _>(argv).unwrap();
     let p = IdentityProvisioner::new(flags.config().unwrap()).unwrap();
 
-    let repair = p.repairs().remove(0);
+    let repair = std::sync::Arc::clone(p.admin_repair());
     assert_eq!(
         repair.probe().await,
         Probe::Healthy,
