@@ -115,35 +115,30 @@ pub fn provisioner(
 mod tests {
     use super::*;
 
-    fn parse<const N: usize>(
-        args: [&str; N],
-    ) -> Result<(mesh_sdk::ProviderArgs, Flags), clap::Error> {
-        MAIN.parse_from(args)
-    }
-
     #[test]
     fn flags_build_the_configuration() {
         let dir = tempfile::tempdir().unwrap();
         let pw = dir.path().join("pw");
         std::fs::write(&pw, "admin-secret\n").unwrap();
-        let (_, flags) = parse([
-            "mesh-identity",
-            "--contributions",
-            "c.json",
-            "--keycloak-url",
-            "http://127.0.0.1:8080",
-            "--realm",
-            "mesh",
-            "--admin-password-file",
-            pw.to_str().unwrap(),
-            "--container",
-            "keycloak",
-            "--container-cli",
-            "/opt/bin/runtime",
-            "--bootstrap-timeout",
-            "1m",
-        ])
-        .unwrap();
+        let (_, flags) = MAIN
+            .parse_from::<Flags, _, _>([
+                "mesh-identity",
+                "--contributions",
+                "c.json",
+                "--keycloak-url",
+                "http://127.0.0.1:8080",
+                "--realm",
+                "mesh",
+                "--admin-password-file",
+                pw.to_str().unwrap(),
+                "--container",
+                "keycloak",
+                "--container-cli",
+                "/opt/bin/runtime",
+                "--bootstrap-timeout",
+                "1m",
+            ])
+            .unwrap();
         let config = flags.config().unwrap();
         assert_eq!(config.admin_user(), "admin");
         assert_eq!(config.admin_password().expose(), "admin-secret");
@@ -159,7 +154,7 @@ mod tests {
 
     #[test]
     fn a_relative_runtime_is_refused() {
-        let result = parse([
+        let result = MAIN.parse_from::<Flags, _, _>([
             "mesh-identity",
             "--contributions",
             "c.json",

@@ -101,32 +101,27 @@ pub fn provisioner(flags: Flags) -> Result<PostgresProvisioner, ConfigError> {
 mod tests {
     use super::*;
 
-    fn parse<const N: usize>(
-        args: [&str; N],
-    ) -> Result<(mesh_sdk::ProviderArgs, Flags), clap::Error> {
-        MAIN.parse_from(args)
-    }
-
     #[test]
     fn flags_build_the_configuration() {
         let dir = tempfile::tempdir().unwrap();
         let password = dir.path().join("pw");
         std::fs::write(&password, "admin-pw\n").unwrap();
         let password = password.to_str().unwrap();
-        let (_, flags) = parse([
-            "mesh-postgres",
-            "--contributions",
-            "c.json",
-            "--admin-url",
-            "postgres://postgres@127.0.0.1:5433/postgres",
-            "--admin-password-file",
-            password,
-            "--consumer-port",
-            "6432",
-            "--connect-timeout",
-            "3s",
-        ])
-        .unwrap();
+        let (_, flags) = MAIN
+            .parse_from::<Flags, _, _>([
+                "mesh-postgres",
+                "--contributions",
+                "c.json",
+                "--admin-url",
+                "postgres://postgres@127.0.0.1:5433/postgres",
+                "--admin-password-file",
+                password,
+                "--consumer-port",
+                "6432",
+                "--connect-timeout",
+                "3s",
+            ])
+            .unwrap();
         let config = flags.config().unwrap();
         assert_eq!(config.admin_password().unwrap().expose(), "admin-pw");
         assert_eq!(config.consumer_address(), "127.0.0.1:6432");
@@ -136,15 +131,18 @@ mod tests {
 
     #[test]
     fn the_admin_url_is_required_and_never_echoed() {
-        assert!(parse(["mesh-postgres", "--contributions", "c.json"]).is_err());
-        let (_, flags) = parse([
-            "mesh-postgres",
-            "--contributions",
-            "c.json",
-            "--admin-url",
-            "postgres://postgres:hunter2@127.0.0.1:notaport/postgres",
-        ])
-        .unwrap();
+        assert!(MAIN
+            .parse_from::<Flags, _, _>(["mesh-postgres", "--contributions", "c.json"])
+            .is_err());
+        let (_, flags) = MAIN
+            .parse_from::<Flags, _, _>([
+                "mesh-postgres",
+                "--contributions",
+                "c.json",
+                "--admin-url",
+                "postgres://postgres:hunter2@127.0.0.1:notaport/postgres",
+            ])
+            .unwrap();
         let error = flags.config().err().unwrap().to_string();
         assert!(!error.contains("hunter2"), "{error}");
     }
