@@ -34,7 +34,7 @@ pub struct NatsOptions {
 
 /// The bus could not be set up; ends the command (exit 2). The SDK's: the
 /// controller connects with the same shared options as every provider.
-pub use mesh_sdk::bus::BusError;
+pub use mesh_sdk::internal::BusError;
 
 /// How the connection behaves while the server is away.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,7 +56,7 @@ pub async fn connect(
     options: &NatsOptions,
     reconnect: Reconnect,
 ) -> Result<async_nats::Client, BusError> {
-    let mut connect = mesh_sdk::bus::connect_options(
+    let mut connect = mesh_sdk::internal::connect_options(
         options.user.as_deref(),
         options.password_file.as_deref(),
         "mesh-controller",

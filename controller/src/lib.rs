@@ -39,13 +39,5 @@ pub use model::{Declaration, ModuleId};
 pub use report::{Clock, Scope};
 pub use store::{DatabaseOptions, PgStore, Store};
 
-/// Installs the `tracing` subscriber: human lines with fields on stderr,
-/// filtered by `RUST_LOG` (default `default_level`).
-pub fn init_tracing(default_level: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
-}
+/// Installs the `tracing` subscriber (the one every mesh binary uses).
+pub use mesh_sdk::internal::init_tracing;

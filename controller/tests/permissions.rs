@@ -15,9 +15,9 @@ use mesh_controller::model::declaration::parse;
 use mesh_controller::model::Word;
 use mesh_controller::permissions::{derive, read_credentials, render_nats};
 use mesh_controller::store::{Store, StoreError};
-use mesh_sdk::bus::{BusOptions, EventSink, JetStreamSink};
 use mesh_sdk::event::ApproveReply;
-use mesh_sdk::{Name, ProviderId, Timestamp};
+use mesh_sdk::internal::{BusOptions, EventSink, JetStreamSink, ProviderId};
+use mesh_sdk::{Name, Timestamp};
 use mesh_test_support::NatsServer;
 
 const DECLARATION: &str = r#"{"modules":[
@@ -85,7 +85,9 @@ impl Bus {
             module: Name::parse(module).unwrap(),
             machine: Name::parse(machine).unwrap(),
         };
-        let client = mesh_sdk::bus::connect(&options, &provider).await.unwrap();
+        let client = mesh_sdk::internal::connect(&options, &provider)
+            .await
+            .unwrap();
         client.flush().await.unwrap();
         JetStreamSink::new(client, options.ack_timeout)
     }

@@ -7,8 +7,8 @@ use std::time::Duration;
 use mesh_controller::cli::{exit, run, Cli, Io, EXIT_CANNOT, EXIT_OK};
 use mesh_controller::model::{ModuleId, RepairRow, Word};
 use mesh_controller::store::{migrate, DatabaseOptions, PgStore, StatusFilter, Store};
+use mesh_sdk::event::RecoveredReason;
 use mesh_sdk::event::{Failing, Recovered, Repair, RepairOutcome, Retirement, RetirementAction};
-use mesh_sdk::standing::RecoveredReason;
 use mesh_sdk::{Class, Event, Name, Timestamp};
 use mesh_test_support::PgCluster;
 

@@ -29,8 +29,7 @@ use crate::standing::StandingRules;
 /// }
 ///
 /// let cli = Cli::parse();
-/// let settings = cli.provider.settings();
-/// # let _ = settings;
+/// println!("reading {}", cli.provider.contributions.display());
 /// ```
 #[derive(Args, Clone, Debug, PartialEq, Eq)]
 pub struct ProviderArgs {
@@ -125,7 +124,7 @@ impl ProviderArgs {
     }
 
     /// The loop settings these flags ask for.
-    pub fn settings(&self) -> Settings {
+    pub(crate) fn settings(&self) -> Settings {
         Settings {
             pass_every: self.pass_every,
             standing: StandingRules {
@@ -150,7 +149,7 @@ impl ProviderArgs {
     }
 
     /// How to reach the bus.
-    pub fn bus_options(&self) -> BusOptions {
+    pub(crate) fn bus_options(&self) -> BusOptions {
         BusOptions {
             url: self.nats.clone(),
             user: self.nats_user.clone(),

@@ -1,5 +1,6 @@
-//! The brake on a failing repair: 10 minutes, doubling, capped at 6 hours,
-//! reset by success. Pure; `now` is passed in.
+//! Doubling delays ([`Backoff`]) and the brake on a failing repair built on
+//! them ([`Brake`]: 10 minutes, doubling, capped at 6 hours, reset by
+//! success). Pure; `now` is passed in.
 
 use std::time::Duration;
 
@@ -23,17 +24,64 @@ impl Default for BrakeRules {
     }
 }
 
-/// Holds back attempts after failures.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Brake {
+/// Delays that double after each failure in a row, from a first delay up
+/// to a longest one; [`reset`](Backoff::reset) by a success. Pure: it only
+/// counts, the caller sleeps.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Backoff {
+    first: Duration,
+    max: Duration,
     failures: u32,
+}
+
+impl Backoff {
+    /// A backoff starting at `first`, capped at `max` (at least `first`).
+    pub fn new(first: Duration, max: Duration) -> Backoff {
+        Backoff {
+            first,
+            max: max.max(first),
+            failures: 0,
+        }
+    }
+
+    /// The delay after the next failure in a row: `first`, then doubling, at most `max`.
+    pub fn next_delay(&mut self) -> Duration {
+        let factor = 1u32.checked_shl(self.failures).unwrap_or(u32::MAX);
+        self.failures = self.failures.saturating_add(1);
+        self.first.saturating_mul(factor).min(self.max)
+    }
+
+    /// Failures in a row so far.
+    pub fn failures(&self) -> u32 {
+        self.failures
+    }
+
+    /// A success: the next delay is `first` again.
+    pub fn reset(&mut self) {
+        self.failures = 0;
+    }
+}
+
+/// Holds back attempts after failures, for the delays of a [`Backoff`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Brake {
+    backoff: Backoff,
     not_before: Option<Instant>,
 }
 
+impl Default for Brake {
+    fn default() -> Self {
+        Brake::new(BrakeRules::default())
+    }
+}
+
 impl Brake {
-    /// A released brake.
-    pub fn new() -> Brake {
-        Brake::default()
+    /// A released brake with these timings.
+    pub fn new(rules: BrakeRules) -> Brake {
+        Brake {
+            backoff: Backoff::new(rules.first, rules.cap),
+            not_before: None,
+        }
     }
 
     /// Whether an attempt may be made at `now`.
@@ -48,22 +96,20 @@ impl Brake {
 
     /// Failures since the last success.
     pub fn failures(&self) -> u32 {
-        self.failures
+        self.backoff.failures()
     }
 
     /// An attempt failed at `now`: returns when the next one may be made.
-    pub fn failed(&mut self, now: Instant, rules: &BrakeRules) -> Instant {
-        let factor = 1u32.checked_shl(self.failures).unwrap_or(u32::MAX);
-        let delay = rules.first.saturating_mul(factor).min(rules.cap);
-        self.failures = self.failures.saturating_add(1);
-        let next = now + delay;
+    pub fn failed(&mut self, now: Instant) -> Instant {
+        let next = now + self.backoff.next_delay();
         self.not_before = Some(next);
         next
     }
 
     /// An attempt succeeded: released.
     pub fn succeeded(&mut self) {
-        *self = Brake::default();
+        self.backoff.reset();
+        self.not_before = None;
     }
 }
 
@@ -73,13 +119,12 @@ mod tests {
 
     #[test]
     fn doubles_from_ten_minutes_to_a_cap_of_six_hours() {
-        let rules = BrakeRules::default();
-        let mut brake = Brake::new();
+        let mut brake = Brake::default();
         let mut now = Instant::now();
         assert!(brake.allows(now));
         let mut waits = Vec::new();
         for _ in 0..40 {
-            let next = brake.failed(now, &rules);
+            let next = brake.failed(now);
             waits.push((next - now).as_secs() / 60);
             assert!(!brake.allows(now));
             assert!(!brake.allows(next - Duration::from_secs(1)));
@@ -92,15 +137,28 @@ mod tests {
     }
 
     #[test]
+    fn backoff_doubles_to_its_max_and_resets() {
+        let mut b = Backoff::new(Duration::from_millis(250), Duration::from_secs(2));
+        let delays: Vec<u128> = (0..6).map(|_| b.next_delay().as_millis()).collect();
+        assert_eq!(delays, vec![250, 500, 1000, 2000, 2000, 2000]);
+        assert_eq!(b.failures(), 6);
+        b.reset();
+        assert_eq!(b.next_delay(), Duration::from_millis(250));
+        let mut long = Backoff::new(Duration::from_secs(1), Duration::from_secs(30));
+        for _ in 0..100 {
+            assert!(long.next_delay() <= Duration::from_secs(30), "no overflow");
+        }
+    }
+
+    #[test]
     fn success_resets() {
-        let rules = BrakeRules::default();
-        let mut brake = Brake::new();
+        let mut brake = Brake::default();
         let now = Instant::now();
-        brake.failed(now, &rules);
-        brake.failed(now, &rules);
+        brake.failed(now);
+        brake.failed(now);
         brake.succeeded();
         assert!(brake.allows(now));
         assert_eq!(brake.next_attempt(), None);
-        assert_eq!(brake.failed(now, &rules) - now, Duration::from_secs(600));
+        assert_eq!(brake.failed(now) - now, Duration::from_secs(600));
     }
 }

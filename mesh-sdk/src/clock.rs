@@ -4,22 +4,49 @@
 //! paused clock); a [`WallClock`] maps those instants to UTC times.
 
 use std::fmt;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use tokio::time::Instant;
 
 /// A UTC time, written as RFC 3339 with whole seconds (`2026-10-05T00:04:00Z`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Timestamp(pub SystemTime);
+pub struct Timestamp(SystemTime);
 
 impl Timestamp {
+    /// The time `at` (kept to the nanosecond; written with whole seconds).
+    pub const fn from_system(at: SystemTime) -> Timestamp {
+        Timestamp(at)
+    }
+
+    /// The system clock's time now.
+    pub fn now() -> Timestamp {
+        Timestamp(SystemTime::now())
+    }
+
+    /// The time as a `SystemTime`.
+    pub const fn system_time(self) -> SystemTime {
+        self.0
+    }
+
     /// Parses an RFC 3339 UTC time (`Z`, optional fractional seconds).
     ///
     /// # Errors
     /// When `text` is not such a time.
     pub fn parse(text: &str) -> Result<Timestamp, humantime::TimestampError> {
         humantime::parse_rfc3339_weak(text).map(Timestamp)
+    }
+}
+
+impl From<SystemTime> for Timestamp {
+    fn from(at: SystemTime) -> Timestamp {
+        Timestamp(at)
+    }
+}
+
+impl From<Timestamp> for SystemTime {
+    fn from(at: Timestamp) -> SystemTime {
+        at.0
     }
 }
 
@@ -58,10 +85,11 @@ impl WallClock {
         }
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// A clock that reads `wall` at the loop instant `at` (tests fix time this way).
-    pub fn fixed(wall: SystemTime, at: Instant) -> WallClock {
+    pub fn fixed(wall: impl Into<SystemTime>, at: Instant) -> WallClock {
         WallClock {
-            base_wall: wall,
+            base_wall: wall.into(),
             base_instant: at,
         }
     }
@@ -78,15 +106,11 @@ impl WallClock {
         Timestamp(wall)
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// The wall time now.
     pub fn now(&self) -> Timestamp {
         self.at(Instant::now())
     }
-}
-
-/// Seconds as a `Duration` (readability helper for settings).
-pub const fn secs(n: u64) -> Duration {
-    Duration::from_secs(n)
 }
 
 #[cfg(test)]
@@ -105,9 +129,11 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn maps_instants_to_wall_time() {
-        let base = Timestamp::parse("2026-10-05T00:00:00Z").unwrap().0;
+        let base = Timestamp::parse("2026-10-05T00:00:00Z")
+            .unwrap()
+            .system_time();
         let clock = WallClock::fixed(base, Instant::now());
-        tokio::time::advance(secs(240)).await;
+        tokio::time::advance(std::time::Duration::from_secs(240)).await;
         assert_eq!(clock.now().to_string(), "2026-10-05T00:04:00Z");
     }
 }

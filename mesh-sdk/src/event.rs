@@ -5,9 +5,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::classify::Class;
-use crate::clock::Timestamp;
+pub use crate::clock::Timestamp;
 use crate::name::Name;
-use crate::standing::RecoveredReason;
+pub use crate::standing::RecoveredReason;
 
 /// Version of every body.
 pub const VERSION: u32 = 1;

@@ -3,54 +3,129 @@
 //! The provisioner loop every mesh provider embeds, so a provider that keeps
 //! failing a consumer says so on the bus instead of only in its journal.
 //!
-//! A provider implements [`Provisioner`] (make if missing, check, and the
-//! retirement methods) and hands it to [`run`] with the shared
-//! [`ProviderArgs`]; the loop reads the contributions file and the minted
-//! secrets every pass, keeps a [`Standing`] per consumer, retires withdrawn
-//! consumers, and publishes `failing` / `recovered` / `retirement` events
-//! through JetStream. See `examples/quickstart.rs` for a complete provider.
+//! A provider is a program that makes a *provision* (a database and role, an
+//! identity-provider client, …) for each consumer the mesh lists in its
+//! contributions file. With this crate, a provider author writes only what
+//! touches the backend: an implementation of [`Provisioner`]. The loop does
+//! the rest, every pass: reads the contributions file and each consumer's
+//! minted [`Secret`], calls [`Provisioner::ensure`] and
+//! [`Provisioner::check`] with bounded concurrency and timeouts, keeps a
+//! standing per consumer, says `failing` / `recovered` / `retirement` /
+//! `repair` on the bus (JetStream, held and sent again until acknowledged),
+//! retires withdrawn consumers, and answers a person's approvals.
+//!
+//! ## What you implement
+//! - [`Provisioner`]: make if missing, check, list what you hold, retire,
+//!   re-enable, delete; optionally your own error [`Class`] and the secrets
+//!   to keep out of every word.
+//! - [`Repair`] (optional): a known fault you can repair safely, found by a
+//!   [`Probe`].
+//!
+//! ## What you call
+//! [`ProviderMain::run`] from your binary's `main`, with your own `clap`
+//! arguments: it adds the shared flags ([`ProviderArgs`]), installs the log
+//! subscriber, runs the loop until SIGINT/SIGTERM and ends with the right
+//! exit code and a redacted error. To embed the loop elsewhere, call [`run`]
+//! or [`run_until`] yourself.
+//!
+//! ## A complete provider
+//! One folder per consumer holding its credentials (the same provider, with
+//! retirement and its own error class, is `examples/quickstart.rs`):
+//!
+//! ```no_run
+//! use std::{io, path::PathBuf};
+//!
+//! use mesh_sdk::{async_trait, Consumer, Held, Name, ProviderMain, Provisioner, Secret};
+//!
+//! /// The provider's own flags (the SDK adds the shared ones).
+//! #[derive(clap::Args)]
+//! struct Own {
+//!     /// Folder holding one folder per consumer.
+//!     #[arg(long)]
+//!     root: PathBuf,
+//! }
+//!
+//! struct Folders(PathBuf);
+//!
+//! #[async_trait]
+//! impl Provisioner for Folders {
+//!     type Error = io::Error;
+//!
+//!     async fn ensure(&self, consumer: &Consumer, secret: &Secret) -> io::Result<()> {
+//!         let dir = self.0.join(consumer.name.as_str());
+//!         std::fs::create_dir_all(&dir)?;
+//!         std::fs::write(dir.join("credentials"), secret.expose())
+//!     }
+//!     async fn check(&self, consumer: &Consumer, secret: &Secret) -> io::Result<()> {
+//!         let path = self.0.join(consumer.name.as_str()).join("credentials");
+//!         match std::fs::read_to_string(path)? == secret.expose() {
+//!             true => Ok(()),
+//!             false => Err(io::Error::other("credentials differ from the minted secret")),
+//!         }
+//!     }
+//!     async fn held(&self) -> io::Result<Vec<Held>> {
+//!         let mut held = Vec::new();
+//!         for dir in std::fs::read_dir(&self.0)? {
+//!             if let Ok(name) = Name::parse(&dir?.file_name().to_string_lossy()) {
+//!                 held.push(Held::active(name));
+//!             }
+//!         }
+//!         Ok(held)
+//!     }
+//!     async fn retire(&self, _: &Name) -> io::Result<()> { Ok(()) }
+//!     async fn re_enable(&self, _: &Name) -> io::Result<()> { Ok(()) }
+//!     async fn delete(&self, consumer: &Name) -> io::Result<()> {
+//!         std::fs::remove_dir_all(self.0.join(consumer.as_str()))
+//!     }
+//! }
+//!
+//! fn main() -> std::process::ExitCode {
+//!     let about = "Keeps a credentials folder for each consumer the mesh lists";
+//!     ProviderMain::new("folders", about).run(|own: Own| Ok::<_, io::Error>(Folders(own.root)))
+//! }
+//! ```
+//!
+//! ## Reading the bus
+//! A tool that reads what providers say (the controller, a dashboard) finds
+//! the subjects and bodies in [`event`].
+//!
+//! ## Testing a provider
+//! With the `testing` feature (enable it in your `[dev-dependencies]`),
+//! `mesh_sdk::testing` drives the loop pass by pass on tokio's paused clock
+//! and brings a fake bus, a fake provisioner and a log capture.
 
-pub mod args;
-pub mod brake;
-pub mod bus;
-pub mod classify;
-pub mod clock;
-pub mod contributions;
+mod args;
+mod brake;
+mod bus;
+mod classify;
+mod clock;
+mod contributions;
 pub mod event;
-pub mod name;
-pub mod provisioner;
-pub mod redact;
-pub mod repair;
-pub mod retire;
-pub mod runner;
-pub mod secret;
-pub mod standing;
+mod name;
+mod program;
+mod provisioner;
+mod redact;
+mod repair;
+mod retire;
+mod runner;
+mod secret;
+mod standing;
+mod tracing_init;
+
+#[doc(hidden)]
+pub mod internal;
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
 pub use args::ProviderArgs;
 pub use async_trait::async_trait;
-pub use classify::{classify_words, Class};
-pub use clock::{Timestamp, WallClock};
-pub use contributions::{Consumer, Contributions, ProviderId};
+pub use classify::Class;
+pub use clock::Timestamp;
+pub use contributions::Consumer;
 pub use event::{Event, EventKind};
-pub use name::Name;
+pub use name::{Name, NameError};
+pub use program::{ProviderMain, EXIT_CANNOT_RUN};
 pub use provisioner::{Held, Provisioner};
-pub use redact::redact;
-pub use repair::{Probe, Repair, RepairRules};
-pub use retire::RetireRules;
-pub use runner::{run, PassReport, RunError, Runner, Settings};
+pub use repair::{KnownFault, Probe, Repair};
+pub use runner::{run, run_until, RunError};
 pub use secret::Secret;
-pub use standing::{Standing, StandingRules};
-
-/// Installs the `tracing` subscriber every provider binary uses: human
-/// lines with fields on stderr (colored only on a terminal), filtered by
-/// `RUST_LOG` (default `info`). Does nothing when a subscriber is installed.
-pub fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(std::io::stderr)
-        .try_init();
-}

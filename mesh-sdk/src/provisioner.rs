@@ -1,13 +1,11 @@
 //! The trait a provider implements: what the loop asks of its backend.
 
-use std::sync::Arc;
-
 use async_trait::async_trait;
 
 use crate::classify::Class;
 use crate::contributions::Consumer;
 use crate::name::Name;
-use crate::repair::Repair;
+use crate::repair::KnownFault;
 use crate::secret::Secret;
 
 /// A provision the provider holds at its backend, as it lists it.
@@ -49,7 +47,7 @@ impl Held {
 ///
 /// Required: `ensure`, `check`, `held`, `retire`, `re_enable`, `delete`.
 /// Defaulted: `classify` (none: the loop reads the error's words),
-/// `secrets` (none) and `repairs` (no known fault; see [`crate::repair`]).
+/// `secrets` (none) and `repairs` (no known fault; see [`Repair`](crate::Repair)).
 ///
 /// # Guarantees
 /// - Calls for one consumer never overlap; calls for different consumers do.
@@ -75,7 +73,94 @@ impl Held {
 /// Every error is a failure for that consumer (or, for `held`, a pass that
 /// does not count towards retirement) and is retried on the next pass. Its
 /// class comes from [`classify`](Self::classify) when that returns `Some`,
-/// otherwise from the error's words ([`crate::classify_words`]).
+/// otherwise from the error's words (`password authentication failed` reads
+/// as [`Class::CredentialsRejected`], `connection refused` as
+/// [`Class::Unreachable`], …; anything else is [`Class::Refused`]).
+///
+/// # Example
+/// A provider whose backend is a map in memory, with its own error type and
+/// its own class for it:
+///
+/// ```
+/// use std::collections::HashMap;
+/// use std::sync::Mutex;
+///
+/// use mesh_sdk::{async_trait, Class, Consumer, Held, Name, Provisioner, Secret};
+///
+/// /// The in-memory backend's refusals.
+/// #[derive(Debug, thiserror::Error)]
+/// enum MapError {
+///     /// The account exists with another password.
+///     #[error("account {0} holds another password")]
+///     OtherPassword(Name),
+///     /// The account is missing.
+///     #[error("account {0} is missing")]
+///     Missing(Name),
+/// }
+///
+/// /// Accounts by consumer: (password, retired).
+/// #[derive(Default)]
+/// struct Accounts(Mutex<HashMap<Name, (String, bool)>>);
+///
+/// #[async_trait]
+/// impl Provisioner for Accounts {
+///     type Error = MapError;
+///
+///     async fn ensure(&self, consumer: &Consumer, secret: &Secret) -> Result<(), MapError> {
+///         let mut accounts = self.0.lock().unwrap();
+///         accounts
+///             .entry(consumer.name.clone())
+///             .or_insert_with(|| (secret.expose().to_owned(), false));
+///         Ok(())
+///     }
+///
+///     async fn check(&self, consumer: &Consumer, secret: &Secret) -> Result<(), MapError> {
+///         match self.0.lock().unwrap().get(&consumer.name) {
+///             Some((password, false)) if password == secret.expose() => Ok(()),
+///             Some(_) => Err(MapError::OtherPassword(consumer.name.clone())),
+///             None => Err(MapError::Missing(consumer.name.clone())),
+///         }
+///     }
+///
+///     async fn held(&self) -> Result<Vec<Held>, MapError> {
+///         let accounts = self.0.lock().unwrap();
+///         Ok(accounts
+///             .iter()
+///             .map(|(name, (_, retired))| Held { name: name.clone(), retired: *retired })
+///             .collect())
+///     }
+///
+///     async fn retire(&self, consumer: &Name) -> Result<(), MapError> {
+///         self.0.lock().unwrap().get_mut(consumer).map(|a| a.1 = true);
+///         Ok(())
+///     }
+///
+///     async fn re_enable(&self, consumer: &Name) -> Result<(), MapError> {
+///         self.0.lock().unwrap().get_mut(consumer).map(|a| a.1 = false);
+///         Ok(())
+///     }
+///
+///     async fn delete(&self, consumer: &Name) -> Result<(), MapError> {
+///         self.0.lock().unwrap().remove(consumer);
+///         Ok(())
+///     }
+///
+///     /// Typed facts, not words: another password is a rejected credential.
+///     fn classify(&self, error: &MapError) -> Option<Class> {
+///         match error {
+///             MapError::OtherPassword(_) => Some(Class::CredentialsRejected),
+///             MapError::Missing(_) => Some(Class::Refused),
+///         }
+///     }
+/// }
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// // A binary hands it to the loop: `mesh_sdk::run(Accounts::default(), &args)`.
+/// let args = mesh_sdk::ProviderArgs::with_defaults("/etc/mesh/accounts/contributions.json");
+/// let _loop = mesh_sdk::run(Accounts::default(), &args);
+/// # Ok(())
+/// # }
+/// ```
 #[async_trait]
 pub trait Provisioner: Send + Sync + 'static {
     /// The backend's error.
@@ -114,8 +199,8 @@ pub trait Provisioner: Send + Sync + 'static {
 
     /// Known faults this provider can repair safely, asked once when the
     /// loop starts. While one is present the loop stops calling the backend
-    /// for consumers (see [`crate::repair`]).
-    fn repairs(&self) -> Vec<Arc<dyn Repair>> {
+    /// for consumers (see [`Repair`](crate::Repair)).
+    fn repairs(&self) -> Vec<KnownFault> {
         Vec::new()
     }
 }

@@ -7,7 +7,7 @@ pub const MAX_ERROR_CHARS: usize = 200;
 pub const REDACTED: &str = "[redacted]";
 
 /// Removes every occurrence of each secret from `text`, then cuts it to its
-/// first [`MAX_ERROR_CHARS`] characters (ending in `…` when cut).
+/// first `MAX_ERROR_CHARS` characters (ending in `…` when cut).
 ///
 /// Secrets are removed before the cut, so no prefix of a secret survives at
 /// the end of a cut text. Longer secrets are removed first, so a secret that

@@ -9,6 +9,7 @@
 //! still count as failing with the fault's class and words. A repair is
 //! verified by a new probe; a failed one is braked ([`crate::brake`]).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -17,6 +18,7 @@ use tokio::time::Instant;
 use crate::brake::{Brake, BrakeRules};
 use crate::classify::Class;
 use crate::name::Name;
+use crate::redact::error_words;
 use crate::secret::Secret;
 
 /// What a probe found.
@@ -30,7 +32,9 @@ pub enum Probe {
     Unknown(String),
 }
 
-/// A known fault a provider can detect and repair safely.
+/// A known fault a provider can detect and repair safely; a provisioner
+/// registers it through [`Provisioner::repairs`](crate::Provisioner::repairs)
+/// as a [`KnownFault`].
 ///
 /// Required: `fault`, `probe`, `repair`. Defaulted: `class`
 /// (credentials-rejected) and `secrets` (none).
@@ -47,8 +51,16 @@ pub enum Probe {
 /// - `probe` is cheap and harmless to repeat (one login attempt).
 /// - `repair` cleans up after itself whether it succeeds or fails (e.g. a
 ///   temporary administrator is removed), and is safe to cancel.
+///
+/// # Errors
+/// A failed repair's words (its `Display` and its sources', redacted) are
+/// said on `provisioner.repair` with outcome `failed`, and the brake holds
+/// the next attempt back.
 #[async_trait]
 pub trait Repair: Send + Sync + 'static {
+    /// Why a repair did not succeed.
+    type Error: std::error::Error + Send + Sync + 'static;
+
     /// The fault's name, as said on `provisioner.repair` (e.g. `admin-refused`).
     fn fault(&self) -> Name;
 
@@ -61,7 +73,7 @@ pub trait Repair: Send + Sync + 'static {
     async fn probe(&self) -> Probe;
 
     /// Tries to repair the fault: `Ok` with what it did, `Err` with why not.
-    async fn repair(&self) -> Result<String, String>;
+    async fn repair(&self) -> Result<String, Self::Error>;
 
     /// Secrets this hook holds, removed from every word it says. Asked for
     /// before each probe and again after each repair, so a secret minted
@@ -69,6 +81,59 @@ pub trait Repair: Send + Sync + 'static {
     /// from that repair's words too.
     fn secrets(&self) -> Vec<Secret> {
         Vec::new()
+    }
+}
+
+/// A registered known fault: any [`Repair`], whatever its error type.
+#[derive(Clone)]
+pub struct KnownFault(Arc<dyn AnyRepair>);
+
+impl KnownFault {
+    /// Registers `repair` (shared: the provider may keep its own handle).
+    pub fn new<R: Repair>(repair: Arc<R>) -> KnownFault {
+        KnownFault(repair)
+    }
+}
+
+impl std::fmt::Debug for KnownFault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("KnownFault").field(&self.0.fault()).finish()
+    }
+}
+
+/// [`Repair`] with the error turned into its words, so faults of several
+/// error types sit in one list.
+#[async_trait]
+pub(crate) trait AnyRepair: Send + Sync + 'static {
+    fn fault(&self) -> Name;
+    fn class(&self) -> Class;
+    async fn probe(&self) -> Probe;
+    async fn repair(&self) -> Result<String, String>;
+    fn secrets(&self) -> Vec<Secret>;
+}
+
+#[async_trait]
+impl<R: Repair> AnyRepair for R {
+    fn fault(&self) -> Name {
+        Repair::fault(self)
+    }
+    fn class(&self) -> Class {
+        Repair::class(self)
+    }
+    async fn probe(&self) -> Probe {
+        Repair::probe(self).await
+    }
+    async fn repair(&self) -> Result<String, String> {
+        Repair::repair(self).await.map_err(|e| error_words(&e))
+    }
+    fn secrets(&self) -> Vec<Secret> {
+        Repair::secrets(self)
+    }
+}
+
+impl KnownFault {
+    pub(crate) fn hook(&self) -> &dyn AnyRepair {
+        self.0.as_ref()
     }
 }
 
@@ -127,8 +192,11 @@ pub struct FaultState {
 
 impl FaultState {
     /// Nothing known yet, as at provider start (a probe is due at once).
-    pub fn new() -> FaultState {
-        FaultState::default()
+    pub fn new(rules: &RepairRules) -> FaultState {
+        FaultState {
+            brake: Brake::new(rules.brake),
+            ..FaultState::default()
+        }
     }
 
     /// The fault's words while it is present (the gate is closed).
@@ -197,12 +265,7 @@ impl FaultState {
 
     /// The repair and its verifying probe at `now`: `Ok(())` when the fault
     /// is gone, else `Err(next attempt)` (the brake engages).
-    pub fn repaired(
-        &mut self,
-        verified: Probe,
-        now: Instant,
-        rules: &RepairRules,
-    ) -> Result<(), Instant> {
+    pub fn repaired(&mut self, verified: Probe, now: Instant) -> Result<(), Instant> {
         self.last_probe = Some(now);
         self.last_said = Some(now);
         match verified {
@@ -215,7 +278,7 @@ impl FaultState {
                 if self.present.is_none() {
                     self.present = Some(words);
                 }
-                Err(self.brake.failed(now, &rules.brake))
+                Err(self.brake.failed(now))
             }
         }
     }
@@ -232,7 +295,7 @@ mod tests {
     #[test]
     fn a_probe_is_due_at_start_then_every_five_minutes() {
         let start = Instant::now();
-        let mut s = FaultState::new();
+        let mut s = FaultState::new(&rules());
         assert!(s.probe_due(start, &rules()));
         assert_eq!(s.probed(Probe::Healthy, start), Step::Nothing);
         assert!(s.present().is_none());
@@ -243,7 +306,7 @@ mod tests {
     #[test]
     fn a_refusal_asks_for_a_probe_at_most_once_a_minute() {
         let start = Instant::now();
-        let mut s = FaultState::new();
+        let mut s = FaultState::new(&rules());
         s.probed(Probe::Healthy, start);
         s.trigger();
         assert!(!s.probe_due(start + Duration::from_secs(59), &rules()));
@@ -258,13 +321,13 @@ mod tests {
     #[test]
     fn fault_closes_the_gate_and_asks_for_a_repair_then_verified_opens_it() {
         let now = Instant::now();
-        let mut s = FaultState::new();
+        let mut s = FaultState::new(&rules());
         assert_eq!(
             s.probed(Probe::Fault("admin refused".into()), now),
             Step::Repair
         );
         assert_eq!(s.present(), Some("admin refused"));
-        assert_eq!(s.repaired(Probe::Healthy, now, &rules()), Ok(()));
+        assert_eq!(s.repaired(Probe::Healthy, now), Ok(()));
         assert!(s.present().is_none());
         assert!(s.brake().allows(now));
     }
@@ -272,13 +335,13 @@ mod tests {
     #[test]
     fn failed_repairs_are_braked_doubling_to_six_hours() {
         let start = Instant::now();
-        let mut s = FaultState::new();
+        let mut s = FaultState::new(&rules());
         let mut now = start;
         let mut waits = Vec::new();
         assert_eq!(s.probed(Probe::Fault("refused".into()), now), Step::Repair);
         for _ in 0..9 {
             let next = s
-                .repaired(Probe::Fault("still refused".into()), now, &rules())
+                .repaired(Probe::Fault("still refused".into()), now)
                 .unwrap_err();
             waits.push((next - now).as_secs() / 60);
             // While held, a probe every 5 minutes finds the fault; no repair.
@@ -298,12 +361,12 @@ mod tests {
     #[test]
     fn braked_is_said_again_every_fifteen_minutes_of_a_hold() {
         let start = Instant::now();
-        let mut s = FaultState::new();
+        let mut s = FaultState::new(&rules());
         s.probed(Probe::Fault("refused".into()), start);
-        s.repaired(Probe::Fault("refused".into()), start, &rules())
+        s.repaired(Probe::Fault("refused".into()), start)
             .unwrap_err();
         s.probed(Probe::Fault("refused".into()), start); // first hold: 10 minutes
-        s.repaired(Probe::Fault("refused".into()), start, &rules())
+        s.repaired(Probe::Fault("refused".into()), start)
             .unwrap_err(); // second hold: 20 minutes
         let held_until = s.brake().next_attempt().unwrap();
         let said: Vec<u64> = (1..4)
@@ -325,10 +388,9 @@ mod tests {
     #[test]
     fn a_fault_gone_without_a_repair_is_said_and_releases_the_brake() {
         let now = Instant::now();
-        let mut s = FaultState::new();
+        let mut s = FaultState::new(&rules());
         s.probed(Probe::Fault("refused".into()), now);
-        s.repaired(Probe::Fault("refused".into()), now, &rules())
-            .unwrap_err();
+        s.repaired(Probe::Fault("refused".into()), now).unwrap_err();
         assert_eq!(
             s.probed(Probe::Healthy, now + Duration::from_secs(60)),
             Step::SayCleared
@@ -347,15 +409,14 @@ mod tests {
     #[test]
     fn unknown_leaves_the_gate_as_it_was() {
         let now = Instant::now();
-        let mut s = FaultState::new();
+        let mut s = FaultState::new(&rules());
         assert_eq!(
             s.probed(Probe::Unknown("unreachable".into()), now),
             Step::Nothing
         );
         assert!(s.present().is_none());
         s.probed(Probe::Fault("refused".into()), now);
-        s.repaired(Probe::Fault("refused".into()), now, &rules())
-            .unwrap_err();
+        s.repaired(Probe::Fault("refused".into()), now).unwrap_err();
         assert_eq!(
             s.probed(Probe::Unknown("unreachable".into()), now),
             Step::Nothing

@@ -73,6 +73,7 @@ impl Retirement {
     }
 
     /// How many counted passes `name` has been missing for, if it is pending.
+    #[cfg(test)]
     pub fn missing_passes(&self, name: &Name) -> Option<u32> {
         self.missing.get(name).map(|m| m.passes)
     }

@@ -132,7 +132,7 @@ pub trait SecretSource: Send + Sync + 'static {
     fn read(&self, consumer: &Consumer) -> Result<Secret, SecretError>;
 }
 
-/// Reads each consumer's `secret_file` ([`read_secret`]).
+/// Reads each consumer's `secret_file` (`read_secret`).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct FileSecrets;
 

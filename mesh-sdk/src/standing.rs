@@ -127,6 +127,7 @@ impl Standing {
     }
 
     /// Whether `failing` was said and not yet followed by `recovered`.
+    #[cfg(test)]
     pub fn is_failing_said(&self) -> bool {
         self.failing_said
     }

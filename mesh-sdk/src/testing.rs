@@ -1,6 +1,22 @@
-//! Small implementations for tests: a provisioner with an in-memory backend,
-//! a sink that records events, and a log capture. The SDK's own tests use
-//! them; provider authors may too.
+//! Testing a provider (feature `testing`; enable it in `[dev-dependencies]`).
+//!
+//! - The loop, pass by pass: a [`Runner`] over an [`Outbox`] (the fake bus:
+//!   what would be published), driven on tokio's paused clock
+//!   (`#[tokio::test(start_paused = true)]`, `tokio::time::advance`), with
+//!   times in bodies fixed by a [`WallClock`].
+//! - Small implementations: a provisioner with an in-memory backend
+//!   ([`FakeProvisioner`]), a known fault ([`FakeRepair`]), a sink that
+//!   records events ([`RecordingSink`]) and a log capture ([`LogCapture`]).
+//!
+//! The SDK's own tests use them; provider authors may too.
+
+pub use crate::brake::BrakeRules;
+pub use crate::bus::Outbox;
+pub use crate::clock::WallClock;
+pub use crate::repair::RepairRules;
+pub use crate::retire::RetireRules;
+pub use crate::runner::{PassReport, Runner, Settings};
+pub use crate::standing::{Failure, Standing, StandingRules};
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
@@ -12,10 +28,11 @@ use bytes::Bytes;
 
 use crate::bus::{EventSink, SinkError};
 use crate::classify::Class;
+use crate::clock::Timestamp;
 use crate::contributions::Consumer;
 use crate::name::Name;
 use crate::provisioner::{Held, Provisioner};
-use crate::repair::{Probe, Repair};
+use crate::repair::{KnownFault, Probe, Repair};
 use crate::secret::Secret;
 
 /// An error of the fake backend, optionally carrying the provider's own class.
@@ -203,10 +220,10 @@ impl Provisioner for FakeProvisioner {
         self.own_secrets.iter().map(Secret::new).collect()
     }
 
-    fn repairs(&self) -> Vec<Arc<dyn Repair>> {
+    fn repairs(&self) -> Vec<KnownFault> {
         self.repair
             .iter()
-            .map(|r| Arc::new(r.clone()) as Arc<dyn Repair>)
+            .map(|r| KnownFault::new(Arc::new(r.clone())))
             .collect()
     }
 }
@@ -244,6 +261,8 @@ impl FakeRepair {
 
 #[async_trait]
 impl Repair for FakeRepair {
+    type Error = FakeError;
+
     fn fault(&self) -> Name {
         Name::parse("admin-refused").expect("valid name")
     }
@@ -261,7 +280,7 @@ impl Repair for FakeRepair {
         })
     }
 
-    async fn repair(&self) -> Result<String, String> {
+    async fn repair(&self) -> Result<String, FakeError> {
         self.with(|a| {
             a.repairs += 1;
             a.temporary = format!("temporary-secret-{}", a.repairs);
@@ -269,10 +288,10 @@ impl Repair for FakeRepair {
                 a.refused = false;
                 Ok(format!("administrator password reset to {}", a.password))
             } else {
-                Err(format!(
+                Err(FakeError::words(format!(
                     "bootstrap-admin failed while setting {}",
                     a.password
-                ))
+                )))
             }
         })
     }
@@ -401,4 +420,127 @@ impl LogCapture {
     pub fn text(&self) -> String {
         String::from_utf8_lossy(&self.buffer.lock().expect("log lock")).into_owned()
     }
+}
+
+/// One word the loop said, as a test reads it: its kind (`failing`,
+/// `recovered`, `retirement`, `repair`) and its JSON body.
+pub type Said = (String, serde_json::Value);
+
+/// Takes every word held on `outbox`, oldest key first, as a bus that
+/// acknowledged them all would; the outbox is then empty.
+///
+/// # Panics
+/// On a subject that is not a provisioner event subject, or a body that is
+/// not JSON: either is a bug of the loop.
+pub fn drain(outbox: &Outbox) -> Vec<Said> {
+    let mut out = Vec::new();
+    for (key, pending) in outbox.snapshot() {
+        let Some((_, _, kind)) = crate::event::parse_event_subject(&pending.subject) else {
+            panic!("not a provisioner event subject: {}", pending.subject);
+        };
+        let body = serde_json::from_slice(&pending.body).expect("an event body is JSON");
+        out.push((kind.as_str().to_owned(), body));
+        outbox.done(&key, pending.seq);
+    }
+    out
+}
+
+/// `kind:consumer:what` of each word, in order, where `what` is its
+/// reason, action or class (empty for a repair).
+pub fn kinds(said: &[Said]) -> Vec<String> {
+    said.iter()
+        .map(|(kind, body)| {
+            let what = body
+                .get("reason")
+                .or(body.get("action"))
+                .or(body.get("class"))
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("");
+            let consumer = body["consumer"].as_str().unwrap_or("");
+            format!("{kind}:{consumer}:{what}")
+        })
+        .collect()
+}
+
+/// Runs `n` passes of `runner`, one every `every` on tokio's (paused) clock.
+pub async fn passes<P: Provisioner>(runner: &mut Runner<P>, n: usize, every: Duration) {
+    for _ in 0..n {
+        runner.pass().await;
+        tokio::time::advance(every).await;
+    }
+}
+
+/// Whole minutes from `start` to the time in `field` of `body`.
+///
+/// # Panics
+/// When the field is not an RFC 3339 time at or after `start`.
+pub fn minutes_since(start: Timestamp, body: &serde_json::Value, field: &str) -> u64 {
+    let text = body[field]
+        .as_str()
+        .unwrap_or_else(|| panic!("{field} is not a time: {body}"));
+    let at = Timestamp::parse(text).expect("an RFC 3339 time");
+    at.system_time()
+        .duration_since(start.system_time())
+        .expect("a time after the start")
+        .as_secs()
+        / 60
+}
+
+/// The brake under the default rules when every repair fails and a pass
+/// runs at least every few minutes: `(said_at, next_attempt_at)` of each
+/// `failed` repair word in the first 13 hours, in minutes from the first:
+/// held back 10, 20, 40, 80, 160, 320, then 360 minutes.
+pub const BRAKE_SCHEDULE: [(u64, u64); 7] = [
+    (0, 10),
+    (10, 30),
+    (30, 70),
+    (70, 150),
+    (150, 310),
+    (310, 630),
+    (630, 990),
+];
+
+/// `(said_at, next_attempt_at)` in minutes from `start` of each `failed`
+/// repair word; compare with [`BRAKE_SCHEDULE`].
+pub fn failed_repairs(said: &[Said], start: Timestamp) -> Vec<(u64, u64)> {
+    said.iter()
+        .filter(|(kind, body)| kind == "repair" && body["outcome"] == "failed")
+        .map(|(_, body)| {
+            (
+                minutes_since(start, body, "said_at"),
+                minutes_since(start, body, "next_attempt_at"),
+            )
+        })
+        .collect()
+}
+
+/// Writes the contributions file at `path` for the provider `module` on
+/// `machine`, listing `consumers`, each on machine `app-1` with the
+/// provision `provision` and its minted secret in `secrets/<consumer>`
+/// beside the file.
+pub fn write_contributions(
+    path: &std::path::Path,
+    (module, machine): (&str, &str),
+    provision: &str,
+    consumers: &[&str],
+) {
+    let entries: Vec<serde_json::Value> = consumers
+        .iter()
+        .map(|c| serde_json::json!({"consumer": c, "machine": "app-1", "provision": provision, "secret_file": format!("secrets/{c}")}))
+        .collect();
+    let file = serde_json::json!({"provider": {"module": module, "machine": machine}, "consumers": entries});
+    std::fs::write(path, file.to_string()).expect("the contributions file can be written");
+}
+
+/// A `recovered` word for `consumer`, said at `2026-10-05T00:00:00Z`
+/// (a fixture for tests of what carries words).
+pub fn recovered(consumer: &str, reason: crate::event::RecoveredReason) -> crate::event::Event {
+    crate::event::Event::Recovered(crate::event::Recovered {
+        v: crate::event::VERSION,
+        consumer: Name::parse(consumer).expect("a valid consumer name"),
+        consumer_machine: None,
+        provision: None,
+        reason,
+        said_at: Timestamp::parse("2026-10-05T00:00:00Z").expect("a valid time"),
+    })
 }

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use mesh_sdk::runner::run_until;
+use mesh_sdk::run_until;
 use mesh_sdk::testing::{FakeProvisioner, LogCapture};
 use mesh_sdk::ProviderArgs;
 use mesh_test_support::{create_events_stream, NatsServer};

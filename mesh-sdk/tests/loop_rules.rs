@@ -5,11 +5,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mesh_sdk::bus::Outbox;
-use mesh_sdk::testing::{FakeError, FakeProvisioner, LogCapture};
-use mesh_sdk::{Class, Name, Runner, Settings, Timestamp, WallClock};
+use mesh_sdk::testing::Outbox;
+use mesh_sdk::testing::{self, kinds, FakeError, FakeProvisioner, LogCapture};
+use mesh_sdk::testing::{Runner, Settings, WallClock};
+use mesh_sdk::{Class, Name, Timestamp};
 use serde_json::{json, Value};
-use tokio::time::{advance, Instant};
+use tokio::time::Instant;
 
 const PASS: Duration = Duration::from_secs(5);
 const T0: &str = "2026-10-05T00:00:00Z";
@@ -38,7 +39,7 @@ impl World {
             std::fs::write(dir.path().join("secrets").join(c), format!("pw-{c}\n")).unwrap();
         }
         let outbox = Arc::new(Outbox::new());
-        let clock = WallClock::fixed(Timestamp::parse(T0).unwrap().0, Instant::now());
+        let clock = WallClock::fixed(Timestamp::parse(T0).unwrap(), Instant::now());
         let runner = Runner::new(
             fake.clone(),
             dir.path().join("contributions.json"),
@@ -58,13 +59,8 @@ impl World {
 
     /// Writes the contributions file listing `consumers`.
     fn list(&self, consumers: &[&str]) {
-        let entries: Vec<Value> = consumers
-            .iter()
-            .map(|c| json!({"consumer": c, "machine": "app-1", "provision": "postgres-database", "secret_file": format!("secrets/{c}")}))
-            .collect();
-        let file =
-            json!({"provider": {"module": "postgres", "machine": "db-1"}, "consumers": entries});
-        std::fs::write(self.dir.path().join("contributions.json"), file.to_string()).unwrap();
+        let path = self.dir.path().join("contributions.json");
+        testing::write_contributions(&path, ("postgres", "db-1"), "postgres-database", consumers);
     }
 
     fn write_raw(&self, text: &str) {
@@ -81,40 +77,13 @@ impl World {
 
     /// Runs `n` passes, one every PASS, the clock advancing after each.
     async fn passes(&mut self, n: usize) {
-        for _ in 0..n {
-            self.runner.pass().await;
-            advance(PASS).await;
-        }
+        testing::passes(&mut self.runner, n, PASS).await;
     }
 
     /// Takes every word said so far: (kind, body).
     fn said(&self) -> Vec<(String, Value)> {
-        let mut out = Vec::new();
-        for (key, pending) in self.outbox.snapshot() {
-            let kind = pending.subject.rsplit('.').next().unwrap().to_owned();
-            assert_eq!(
-                pending.subject,
-                format!("mesh.event.db-1.postgres.provisioner.{kind}")
-            );
-            out.push((kind, serde_json::from_slice(&pending.body).unwrap()));
-            self.outbox.done(&key, pending.seq);
-        }
-        out
+        testing::drain(&self.outbox)
     }
-}
-
-fn kinds(said: &[(String, Value)]) -> Vec<String> {
-    said.iter()
-        .map(|(k, v)| {
-            let what = v
-                .get("reason")
-                .or(v.get("action"))
-                .or(v.get("class"))
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            format!("{k}:{}:{what}", v["consumer"].as_str().unwrap_or(""))
-        })
-        .collect()
 }
 
 #[tokio::test(start_paused = true)]

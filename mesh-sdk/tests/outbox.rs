@@ -5,24 +5,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mesh_sdk::bus::{publish_loop, Outbox};
-use mesh_sdk::event::{Event, Recovered};
-use mesh_sdk::standing::RecoveredReason;
-use mesh_sdk::testing::RecordingSink;
-use mesh_sdk::{Name, Timestamp};
+use mesh_sdk::event::RecoveredReason;
+use mesh_sdk::internal::publish_loop;
+use mesh_sdk::testing::{recovered, Outbox, RecordingSink};
 use tokio::sync::oneshot;
 use tokio::time::advance;
-
-fn recovered(consumer: &str, reason: RecoveredReason) -> Event {
-    Event::Recovered(Recovered {
-        v: 1,
-        consumer: Name::parse(consumer).unwrap(),
-        consumer_machine: None,
-        provision: None,
-        reason,
-        said_at: Timestamp::parse("2026-10-05T00:00:00Z").unwrap(),
-    })
-}
 
 /// Lets spawned tasks run until they wait on the clock again.
 async fn settle() {

@@ -5,11 +5,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mesh_sdk::bus::Outbox;
-use mesh_sdk::testing::{FakeError, FakeProvisioner, FakeRepair, LogCapture};
-use mesh_sdk::{Name, Runner, Settings, Timestamp, WallClock};
+use mesh_sdk::testing::Outbox;
+use mesh_sdk::testing::{self, FakeError, FakeProvisioner, FakeRepair, LogCapture};
+use mesh_sdk::testing::{Runner, Settings, WallClock};
+use mesh_sdk::{Name, Timestamp};
 use serde_json::{json, Value};
-use tokio::time::{advance, Instant};
+use tokio::time::Instant;
 
 const PASS: Duration = Duration::from_secs(5);
 const T0: &str = "2026-10-05T00:00:00Z";
@@ -42,7 +43,7 @@ fn world(refused: bool, repair_works: bool) -> World {
         ..FakeProvisioner::new()
     };
     let outbox = Arc::new(Outbox::new());
-    let clock = WallClock::fixed(Timestamp::parse(T0).unwrap().0, Instant::now());
+    let clock = WallClock::fixed(Timestamp::parse(T0).unwrap(), Instant::now());
     let runner = Runner::new(
         fake.clone(),
         dir.path().join("c.json"),
@@ -61,21 +62,12 @@ fn world(refused: bool, repair_works: bool) -> World {
 
 impl World {
     async fn passes(&mut self, n: usize) {
-        for _ in 0..n {
-            self.runner.pass().await;
-            advance(PASS).await;
-        }
+        testing::passes(&mut self.runner, n, PASS).await;
     }
 
     /// Every word said since the last call: (kind, body), oldest first.
     fn said(&self) -> Vec<(String, Value)> {
-        let mut out = Vec::new();
-        for (key, pending) in self.outbox.snapshot() {
-            let kind = pending.subject.rsplit('.').next().unwrap().to_owned();
-            out.push((kind, serde_json::from_slice(&pending.body).unwrap()));
-            self.outbox.done(&key, pending.seq);
-        }
-        out
+        testing::drain(&self.outbox)
     }
 
     fn backend_calls(&self) -> usize {
@@ -128,35 +120,17 @@ async fn while_refused_the_backend_is_not_called_and_failed_repairs_are_braked()
         "no consumer call, no listing, while the administrator is refused"
     );
 
+    let t0 = Timestamp::parse(T0).unwrap();
+    assert_eq!(
+        testing::failed_repairs(&said, t0),
+        testing::BRAKE_SCHEDULE,
+        "10, 20, 40, 80, 160, 320, then 360 minutes"
+    );
     let failed: Vec<&Value> = said
         .iter()
         .filter(|(k, v)| k == "repair" && v["outcome"] == "failed")
         .map(|(_, v)| v)
         .collect();
-    let at = |v: &Value, field: &str| {
-        let t = Timestamp::parse(v[field].as_str().unwrap()).unwrap();
-        t.0.duration_since(Timestamp::parse(T0).unwrap().0)
-            .unwrap()
-            .as_secs()
-            / 60
-    };
-    let attempts: Vec<(u64, u64)> = failed
-        .iter()
-        .map(|v| (at(v, "said_at"), at(v, "next_attempt_at")))
-        .collect();
-    assert_eq!(
-        attempts,
-        vec![
-            (0, 10),
-            (10, 30),
-            (30, 70),
-            (70, 150),
-            (150, 310),
-            (310, 630),
-            (630, 990)
-        ],
-        "10, 20, 40, 80, 160, 320, then 360 minutes"
-    );
     assert_eq!(w.admin.with(|a| a.repairs), 7);
     assert!(failed[0]["detail"]
         .as_str()

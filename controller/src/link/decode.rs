@@ -1,6 +1,4 @@
-//! Pure pieces of the link: a message into a [`Word`], and the growing NAK delay.
-
-use std::time::Duration;
+//! A message of the stream into a [`Word`] (pure).
 
 use mesh_sdk::event::parse_event_subject;
 use mesh_sdk::Event;
@@ -32,43 +30,6 @@ pub fn decode(subject: &str, body: &[u8], seq: u64) -> Result<Word, Malformed> {
         emitter: ModuleId::new(module, machine),
         event,
     })
-}
-
-/// The NAK delay while the store is away: `first`, doubling, at most `max`;
-/// back to `first` once the store took words again.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Backoff {
-    first: Duration,
-    max: Duration,
-    streak: u32,
-}
-
-impl Backoff {
-    /// A backoff starting at `first`, capped at `max`.
-    pub fn new(first: Duration, max: Duration) -> Backoff {
-        Backoff {
-            first,
-            max: max.max(first),
-            streak: 0,
-        }
-    }
-
-    /// The delay for the next failure in a row.
-    pub fn next_delay(&mut self) -> Duration {
-        let factor = 1u32 << self.streak.min(20);
-        self.streak = self.streak.saturating_add(1);
-        self.first.saturating_mul(factor).min(self.max)
-    }
-
-    /// Failures in a row so far.
-    pub fn streak(&self) -> u32 {
-        self.streak
-    }
-
-    /// The store took words: start again from `first`.
-    pub fn reset(&mut self) {
-        self.streak = 0;
-    }
 }
 
 #[cfg(test)]
@@ -133,19 +94,5 @@ mod tests {
         )
         .unwrap();
         assert_eq!(word.emitter.to_string(), "postgres@db-1");
-    }
-
-    #[test]
-    fn backoff_doubles_to_its_cap_and_resets() {
-        let mut b = Backoff::new(Duration::from_millis(250), Duration::from_secs(2));
-        let delays: Vec<u128> = (0..6).map(|_| b.next_delay().as_millis()).collect();
-        assert_eq!(delays, [250, 500, 1000, 2000, 2000, 2000]);
-        assert_eq!(b.streak(), 6);
-        b.reset();
-        assert_eq!(b.next_delay(), Duration::from_millis(250));
-        let mut long = Backoff::new(Duration::from_secs(1), Duration::from_secs(30));
-        for _ in 0..100 {
-            assert!(long.next_delay() <= Duration::from_secs(30));
-        }
     }
 }

@@ -35,7 +35,9 @@ use async_nats::jetstream::{AckKind, Message};
 use futures::future::join_all;
 use futures::{FutureExt, StreamExt};
 
-pub use decode::{decode, Backoff, Malformed};
+pub use decode::{decode, Malformed};
+
+use mesh_sdk::internal::Backoff;
 pub use stream::{consumer_config, ensure_consumer, stream_config, SetupError};
 
 use crate::bus::{connect, BusError, NatsOptions, Reconnect, DURABLE, STREAM};
@@ -424,9 +426,9 @@ impl<S: Store> Link<'_, S> {
     }
 
     fn stored(&mut self, words: &[Word]) {
-        if self.backoff.streak() > 0 {
+        if self.backoff.failures() > 0 {
             tracing::info!(
-                after_failures = self.backoff.streak(),
+                after_failures = self.backoff.failures(),
                 "the store takes events again"
             );
             self.backoff.reset();
@@ -445,7 +447,7 @@ impl<S: Store> Link<'_, S> {
     /// Logs a failed round; returns its NAK delay.
     fn held(&mut self, error: &StoreError, count: usize) -> Duration {
         let delay = self.backoff.next_delay();
-        if self.backoff.streak() == 1 {
+        if self.backoff.failures() == 1 {
             tracing::warn!(error = %error, held = count, retry_in = ?delay, "store away: events are held (NAKed) and delivered again");
         } else {
             tracing::debug!(error = %error, held = count, retry_in = ?delay, "store still away");

@@ -2,8 +2,7 @@
 
 use std::fmt;
 
-use mesh_sdk::name::NameError;
-use mesh_sdk::Name;
+use mesh_sdk::{Name, NameError};
 
 /// A module on a machine, written `module@machine`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -140,7 +140,7 @@ pub fn reduce(words: &[Word]) -> Reduced<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mesh_sdk::standing::RecoveredReason;
+    use mesh_sdk::event::RecoveredReason;
     use mesh_sdk::{Class, Name};
 
     fn failing(provider: &str, consumer: &str, said: u64, seq: u64) -> Word {
@@ -154,9 +154,11 @@ mod tests {
                 provision: None,
                 class: Class::Refused,
                 error: String::new(),
-                since: Timestamp(std::time::UNIX_EPOCH),
+                since: Timestamp::from_system(std::time::UNIX_EPOCH),
                 attempts: seq,
-                said_at: Timestamp(std::time::UNIX_EPOCH + std::time::Duration::from_secs(said)),
+                said_at: Timestamp::from_system(
+                    std::time::UNIX_EPOCH + std::time::Duration::from_secs(said),
+                ),
             }),
         }
     }
@@ -171,7 +173,9 @@ mod tests {
                 consumer_machine: None,
                 provision: None,
                 reason: RecoveredReason::Success,
-                said_at: Timestamp(std::time::UNIX_EPOCH + std::time::Duration::from_secs(said)),
+                said_at: Timestamp::from_system(
+                    std::time::UNIX_EPOCH + std::time::Duration::from_secs(said),
+                ),
             }),
         }
     }

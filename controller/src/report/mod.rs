@@ -87,7 +87,11 @@ pub struct Head {
 
 /// Seconds since `said_at` when at least `silent_after` passed; else `None`.
 pub fn silent_for(said_at: Timestamp, clock: &Clock) -> Option<u64> {
-    let age = clock.now.0.duration_since(said_at.0).ok()?;
+    let age = clock
+        .now
+        .system_time()
+        .duration_since(said_at.system_time())
+        .ok()?;
     (age >= clock.silent_after).then_some(age.as_secs())
 }
 
@@ -105,13 +109,13 @@ pub fn filter(declaration: &Parsed, scope: &Scope, clock: &Clock) -> StatusFilte
     providers.dedup();
     let silent_before = clock
         .now
-        .0
+        .system_time()
         .checked_sub(clock.silent_after)
         .unwrap_or(UNIX_EPOCH);
     StatusFilter {
         providers,
         machine: scope.machine().map(str::to_owned),
-        silent_before: Timestamp(silent_before),
+        silent_before: Timestamp::from_system(silent_before),
     }
 }
 

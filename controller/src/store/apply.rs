@@ -144,10 +144,10 @@ impl<'a> FailingColumns<'a> {
         self.provision.push(b.provision.as_deref().map(text));
         self.class.push(b.class.as_str());
         self.error.push(text(&b.error));
-        self.since.push(b.since.0);
+        self.since.push(b.since.system_time());
         self.attempts
             .push(i64::try_from(b.attempts).unwrap_or(i64::MAX));
-        self.said_at.push(b.said_at.0);
+        self.said_at.push(b.said_at.system_time());
         self.stream_seq.push(seq(k.seq));
     }
 
@@ -191,7 +191,7 @@ impl<'a> RecoveredColumns<'a> {
             .push(b.consumer_machine.as_ref().map(|m| m.as_str()));
         self.provision.push(b.provision.as_deref().map(text));
         self.reason.push(b.reason.as_str());
-        self.said_at.push(b.said_at.0);
+        self.said_at.push(b.said_at.system_time());
         self.stream_seq.push(seq(k.seq));
     }
 
@@ -230,8 +230,9 @@ impl<'a> RepairColumns<'a> {
         self.fault.push(b.fault.as_str());
         self.outcome.push(repair_outcome(b.outcome));
         self.detail.push(text(&b.detail));
-        self.next_attempt_at.push(b.next_attempt_at.map(|t| t.0));
-        self.said_at.push(b.said_at.0);
+        self.next_attempt_at
+            .push(b.next_attempt_at.map(|t| t.system_time()));
+        self.said_at.push(b.said_at.system_time());
         self.stream_seq.push(seq(k.seq));
     }
 
@@ -269,7 +270,7 @@ impl<'a> RetirementColumns<'a> {
         self.consumer.push(b.consumer.as_str());
         self.action.push(b.action.as_str());
         self.detail.push(text(&b.detail));
-        self.said_at.push(b.said_at.0);
+        self.said_at.push(b.said_at.system_time());
         self.stream_seq.push(seq(k.seq));
     }
 

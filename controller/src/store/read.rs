@@ -114,7 +114,7 @@ impl PgStore {
         let connected = self.connected.take().expect("connected above");
         let client = connected.client;
         let target = self.options.shown.clone();
-        let silent_before: SystemTime = filter.silent_before.0;
+        let silent_before: SystemTime = filter.silent_before.system_time();
         let work = async {
             let count = count_selected();
             let params: [&(dyn ToSql + Sync); 2] = [&filter.providers, &filter.machine];
@@ -214,9 +214,9 @@ fn failing_row(row: &Row) -> Result<FailingRow, tokio_postgres::Error> {
         provision: row.try_get(4)?,
         class: row.try_get(5)?,
         error: row.try_get(6)?,
-        since: Timestamp(row.try_get::<_, SystemTime>(7)?),
+        since: Timestamp::from_system(row.try_get::<_, SystemTime>(7)?),
         attempts: row.try_get(8)?,
-        said_at: Timestamp(row.try_get::<_, SystemTime>(9)?),
+        said_at: Timestamp::from_system(row.try_get::<_, SystemTime>(9)?),
     })
 }
 
@@ -227,7 +227,9 @@ fn repair_row(row: &Row) -> Result<RepairRow, tokio_postgres::Error> {
         fault: row.try_get(2)?,
         outcome: row.try_get(3)?,
         detail: row.try_get(4)?,
-        next_attempt_at: row.try_get::<_, Option<SystemTime>>(5)?.map(Timestamp),
-        said_at: Timestamp(row.try_get::<_, SystemTime>(6)?),
+        next_attempt_at: row
+            .try_get::<_, Option<SystemTime>>(5)?
+            .map(Timestamp::from_system),
+        said_at: Timestamp::from_system(row.try_get::<_, SystemTime>(6)?),
     })
 }

@@ -18,7 +18,7 @@ use tokio::sync::Notify;
 use crate::event::{Event, EventKind};
 use crate::name::Name;
 
-pub use nats::{connect, connect_options, log_event, BusError, BusOptions, JetStreamSink};
+pub use nats::{connect, connect_options, BusError, BusOptions, JetStreamSink};
 pub use publisher::publish_loop;
 
 /// Where events go.
@@ -177,20 +177,8 @@ impl Outbox {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::Timestamp;
-    use crate::event::Recovered;
     use crate::standing::RecoveredReason;
-
-    fn recovered(consumer: &str, reason: RecoveredReason) -> Event {
-        Event::Recovered(Recovered {
-            v: 1,
-            consumer: Name::parse(consumer).unwrap(),
-            consumer_machine: None,
-            provision: None,
-            reason,
-            said_at: Timestamp::parse("2026-10-05T00:00:00Z").unwrap(),
-        })
-    }
+    use crate::testing::recovered;
 
     #[test]
     fn newest_word_per_key_is_held() {

@@ -64,7 +64,7 @@ pub enum BusError {
 /// The connection options every mesh client shares: the given name and
 /// inbox prefix, the user's password read from its file, a short capped
 /// reconnect backoff (100 ms doubling to 2 s), and an event callback that
-/// logs permission refusals and disconnects ([`log_event`]).
+/// logs permission refusals and disconnects (`log_event`).
 ///
 /// # Errors
 /// [`BusError`] when the password file cannot be read, or only one of user
@@ -125,7 +125,7 @@ pub async fn connect(
 
 /// Logs what the client tells about the connection; a permission refusal
 /// as an error (a refused announcement is never silent).
-pub fn log_event(event: &NatsEvent) {
+fn log_event(event: &NatsEvent) {
     match event {
         NatsEvent::ServerError(ServerError::Other(text))
             if text.to_lowercase().contains("permissions violation") =>

@@ -27,7 +27,7 @@ use crate::event::{
 use crate::name::Name;
 use crate::provisioner::{Held, Provisioner};
 use crate::redact::{error_words, redact};
-use crate::repair::{FaultState, Probe, Repair, RepairRules, Step};
+use crate::repair::{AnyRepair, FaultState, KnownFault, Probe, RepairRules, Step};
 use crate::retire::{Action, Approval, RetireRules, Retirement};
 use crate::secret::{FileSecrets, SecretSource};
 use crate::standing::{Outcome, Standing, StandingRules, Word};
@@ -99,7 +99,7 @@ pub struct Runner<P: Provisioner> {
     /// The last "cannot list held provisions" words logged (logged once per change).
     held_error: Option<String>,
     /// The provider's known faults and their gates.
-    faults: Vec<(Arc<dyn Repair>, FaultState)>,
+    faults: Vec<(KnownFault, FaultState)>,
     /// Where minted secrets come from.
     secrets: Arc<dyn SecretSource>,
 }
@@ -115,7 +115,7 @@ impl<P: Provisioner> Runner<P> {
         let faults = provisioner
             .repairs()
             .into_iter()
-            .map(|repair| (repair, FaultState::new()))
+            .map(|repair| (repair, FaultState::new(&settings.repair)))
             .collect();
         Runner {
             faults,
@@ -131,23 +131,27 @@ impl<P: Provisioner> Runner<P> {
         }
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// Reads minted secrets from `secrets` instead of each consumer's `secret_file`.
     pub fn with_secrets(mut self, secrets: Arc<dyn SecretSource>) -> Self {
         self.secrets = secrets;
         self
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// Uses `clock` for the times in event bodies (tests fix it).
     pub fn with_clock(mut self, clock: WallClock) -> Self {
         self.clock = clock;
         self
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// The provisioner.
     pub fn provisioner(&self) -> &P {
         &self.provisioner
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// The settings.
     pub fn settings(&self) -> &Settings {
         &self.settings
@@ -158,11 +162,13 @@ impl<P: Provisioner> Runner<P> {
         self.source.last_good().map(|c| &c.provider)
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// The standing of `consumer`, if it was attempted since start.
     pub fn standing(&self, consumer: &Name) -> Option<&Standing> {
         self.entries.get(consumer).map(|e| &e.standing)
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// Number of consumers with a standing.
     pub fn standings(&self) -> usize {
         self.entries.len()
@@ -232,7 +238,8 @@ impl<P: Provisioner> Runner<P> {
             .collect();
         let mut words = Vec::new();
         let mut gate = None;
-        for (repair, state) in &mut self.faults {
+        for (known, state) in &mut self.faults {
+            let repair = known.hook();
             let fault = repair.fault();
             // The hook's secrets are asked for again after a repair, which
             // may have minted new ones (a temporary administrator's password).
@@ -244,7 +251,7 @@ impl<P: Provisioner> Runner<P> {
             let secrets = secrets_now();
             let scrub = |text: &str| redact(text, &secrets);
             if state.probe_due(Instant::now(), &rules) {
-                let found = probe(repair.as_ref(), call_timeout, &scrub).await;
+                let found = probe(repair, call_timeout, &scrub).await;
                 match state.probed(found, Instant::now()) {
                     Step::Nothing => {}
                     Step::SayCleared => words.push((
@@ -275,12 +282,12 @@ impl<P: Provisioner> Runner<P> {
                         };
                         let after = secrets_now();
                         let scrub = |text: &str| redact(text, &after);
-                        let verified = probe(repair.as_ref(), call_timeout, &scrub).await;
+                        let verified = probe(repair, call_timeout, &scrub).await;
                         let verify_words = match &verified {
                             Probe::Healthy => String::new(),
                             Probe::Fault(w) | Probe::Unknown(w) => w.clone(),
                         };
-                        match (state.repaired(verified, Instant::now(), &rules), did) {
+                        match (state.repaired(verified, Instant::now()), did) {
                             (Ok(()), Ok(did)) => words.push((
                                 fault.clone(),
                                 RepairOutcome::Repaired,
@@ -623,7 +630,11 @@ impl<P: Provisioner> Runner<P> {
 }
 
 /// Probes a fault, bounded by the call timeout; its words are scrubbed.
-async fn probe(repair: &dyn Repair, timeout: Duration, scrub: &impl Fn(&str) -> String) -> Probe {
+async fn probe(
+    repair: &dyn AnyRepair,
+    timeout: Duration,
+    scrub: &impl Fn(&str) -> String,
+) -> Probe {
     match tokio::time::timeout(timeout, repair.probe()).await {
         Ok(Probe::Healthy) => Probe::Healthy,
         Ok(Probe::Fault(words)) => Probe::Fault(scrub(&words)),

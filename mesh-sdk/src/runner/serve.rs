@@ -14,29 +14,33 @@ use crate::bus::{connect, publish_loop, BusError, JetStreamSink, Outbox};
 use crate::event::approve_subject;
 use crate::provisioner::Provisioner;
 
-/// The provider could not run; ends the binary.
+/// The provider could not run: the bus could not be set up (refused
+/// login, unreachable server, a refused subscription) or the stop signals
+/// could not be installed. Its words, with its sources', say which.
 #[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    /// The bus could not be set up.
+#[error(transparent)]
+pub struct RunError(Cause);
+
+#[derive(Debug, thiserror::Error)]
+enum Cause {
     #[error(transparent)]
-    Bus(#[from] BusError),
-    /// The stop signals could not be installed.
-    #[error("cannot install the stop signal handlers: {0}")]
+    Bus(BusError),
+    #[error("cannot install the stop signal handlers")]
     Signal(#[source] std::io::Error),
 }
 
 /// Runs the provider until SIGINT or SIGTERM, then stops after the current
 /// pass, giving held events one last chance to be acknowledged. Installs
-/// the standard log subscriber ([`crate::init_tracing`]) unless the binary
+/// the standard log subscriber unless the binary
 /// installed one.
 ///
 /// # Errors
 /// [`RunError`] when the bus or the signal handlers cannot be set up.
 pub async fn run<P: Provisioner>(provisioner: P, args: &ProviderArgs) -> Result<(), RunError> {
     use tokio::signal::unix::{signal, SignalKind};
-    crate::init_tracing();
-    let mut term = signal(SignalKind::terminate()).map_err(RunError::Signal)?;
-    let mut int = signal(SignalKind::interrupt()).map_err(RunError::Signal)?;
+    crate::tracing_init::init_tracing("info");
+    let mut term = signal(SignalKind::terminate()).map_err(|e| RunError(Cause::Signal(e)))?;
+    let mut int = signal(SignalKind::interrupt()).map_err(|e| RunError(Cause::Signal(e)))?;
     let stop = async move {
         tokio::select! {
             _ = term.recv() => tracing::info!("SIGTERM: stopping after the current pass"),
@@ -88,7 +92,7 @@ pub async fn run_until<P: Provisioner>(
                 tracing::debug!(attempted = report.attempted, failed = report.failed, said = report.said, fresh = report.fresh, "pass done");
                 if bus.is_none() {
                     match runner.provider().cloned() {
-                        Some(provider) => bus = Some(Bus::start(args, &provider, Arc::clone(&outbox)).await?),
+                        Some(provider) => bus = Some(Bus::start(args, &provider, Arc::clone(&outbox)).await.map_err(|e| RunError(Cause::Bus(e)))?),
                         None => tracing::warn!(path = %args.contributions.display(), "no good contributions file yet; waiting for one before joining the bus"),
                     }
                 }

@@ -1,5 +1,5 @@
 //! The `mesh-identity` command line: the SDK's shared provider flags plus
-//! how to reach Keycloak and its container, and [`run`].
+//! how to reach Keycloak and its container ([`Flags`]), run by the SDK's [`MAIN`].
 //!
 //! ```text
 //! mesh-identity --contributions PATH --keycloak-url URL --realm REALM
@@ -19,28 +19,28 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::Parser;
+use clap::Args;
+use mesh_sdk::ProviderMain;
 
 use crate::config::{ConfigError, IdentityConfig};
 use crate::container::ContainerCli;
 use crate::provisioner::IdentityProvisioner;
-use mesh_sdk::secret::read_admin_password;
+use mesh_sdk::internal::read_admin_password;
 
-/// Exit code when the provider cannot run.
-pub const EXIT_CANNOT_RUN: u8 = 1;
+/// The binary: what `--help` says first, for an operator.
+pub const MAIN: ProviderMain = ProviderMain::new(
+    "mesh-identity",
+    "Makes a confidential Keycloak client for each consumer the mesh lists \
+     (its secret the consumer's minted secret), checks each works by logging \
+     in as the consumer, retires the ones no longer listed, repairs a refused \
+     administrator login through Keycloak's container, and says on the \
+     mesh's bus when it keeps failing one.",
+)
+.version(env!("CARGO_PKG_VERSION"));
 
-/// The flags of `mesh-identity`.
-#[derive(Parser, Debug)]
-#[command(
-    name = "mesh-identity",
-    version,
-    about = "The mesh's identity provider: a confidential Keycloak client per consumer"
-)]
-pub struct Cli {
-    /// The SDK's shared provider flags.
-    #[command(flatten)]
-    pub provider: mesh_sdk::ProviderArgs,
-
+/// The flags of `mesh-identity` beyond the SDK's shared ones.
+#[derive(Args, Debug)]
+pub struct Flags {
     /// Keycloak's base URL, e.g. `https://id.example.org` (a path such as `/auth` is kept).
     #[arg(long, env = "MESH_KEYCLOAK_URL")]
     pub keycloak_url: String,
@@ -76,7 +76,7 @@ pub struct Cli {
     pub bootstrap_timeout: Duration,
 }
 
-impl Cli {
+impl Flags {
     /// The Keycloak configuration these flags ask for (reads the password file).
     ///
     /// # Errors
@@ -92,39 +92,23 @@ impl Cli {
     }
 }
 
-/// The provider could not run; ends the binary with [`EXIT_CANNOT_RUN`].
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    /// The configuration cannot be used.
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-    /// The HTTP client cannot be built.
-    #[error("cannot build the HTTP client")]
-    Http(#[from] reqwest::Error),
-    /// The loop could not run (bus, signals).
-    #[error(transparent)]
-    Loop(#[from] mesh_sdk::RunError),
-}
-
-/// Runs the provider until SIGINT or SIGTERM: logs its setup, then hands an
-/// [`IdentityProvisioner`] to the SDK's loop.
+/// The provisioner these flags ask for; logs its setup.
 ///
 /// # Errors
-/// [`RunError`] when the configuration or the loop's setup fails.
-pub async fn run(cli: Cli) -> Result<(), RunError> {
-    mesh_sdk::init_tracing();
-    let config = cli.config()?;
+/// When the configuration ([`ConfigError`]) or the HTTP client cannot be had.
+pub fn provisioner(
+    flags: Flags,
+) -> Result<IdentityProvisioner, Box<dyn std::error::Error + Send + Sync>> {
+    let config = flags.config()?;
     tracing::info!(
         keycloak = %config.url(),
         realm = %config.realm(),
         admin = %config.admin_user(),
         container = config.container().unwrap_or("(none: a refused administrator is said, not repaired)"),
         runtime = %config.container_cli(),
-        contributions = %cli.provider.contributions.display(),
-        "mesh-identity starting"
+        "identity provider configured"
     );
-    mesh_sdk::run(IdentityProvisioner::new(config)?, &cli.provider).await?;
-    Ok(())
+    Ok(IdentityProvisioner::new(config)?)
 }
 
 #[cfg(test)]
@@ -136,25 +120,26 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let pw = dir.path().join("pw");
         std::fs::write(&pw, "admin-secret\n").unwrap();
-        let cli = Cli::try_parse_from([
-            "mesh-identity",
-            "--contributions",
-            "c.json",
-            "--keycloak-url",
-            "http://127.0.0.1:8080",
-            "--realm",
-            "mesh",
-            "--admin-password-file",
-            pw.to_str().unwrap(),
-            "--container",
-            "keycloak",
-            "--container-cli",
-            "/opt/bin/runtime",
-            "--bootstrap-timeout",
-            "1m",
-        ])
-        .unwrap();
-        let config = cli.config().unwrap();
+        let (_, flags) = MAIN
+            .parse_from::<Flags, _, _>([
+                "mesh-identity",
+                "--contributions",
+                "c.json",
+                "--keycloak-url",
+                "http://127.0.0.1:8080",
+                "--realm",
+                "mesh",
+                "--admin-password-file",
+                pw.to_str().unwrap(),
+                "--container",
+                "keycloak",
+                "--container-cli",
+                "/opt/bin/runtime",
+                "--bootstrap-timeout",
+                "1m",
+            ])
+            .unwrap();
+        let config = flags.config().unwrap();
         assert_eq!(config.admin_user(), "admin");
         assert_eq!(config.admin_password().expose(), "admin-secret");
         assert_eq!(config.container(), Some("keycloak"));
@@ -169,7 +154,7 @@ mod tests {
 
     #[test]
     fn a_relative_runtime_is_refused() {
-        let result = Cli::try_parse_from([
+        let result = MAIN.parse_from::<Flags, _, _>([
             "mesh-identity",
             "--contributions",
             "c.json",

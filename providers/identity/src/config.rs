@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use mesh_sdk::secret::PasswordFileError;
+use mesh_sdk::internal::PasswordFileError;
 use mesh_sdk::Secret;
 use reqwest::Url;
 

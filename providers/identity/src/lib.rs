@@ -35,7 +35,7 @@
 //! bootstrap command), [`classify`] (classes from HTTP statuses and
 //! Keycloak's error codes), [`provisioner`] (the [`mesh_sdk::Provisioner`]),
 //! [`repair`] (the [`mesh_sdk::Repair`]), [`cli`] (the binary's flags and
-//! `run`).
+//! its main).
 
 pub mod classify;
 pub mod cli;
@@ -46,9 +46,9 @@ pub mod keycloak;
 pub mod provisioner;
 pub mod repair;
 
-pub use cli::{run, Cli, RunError};
+pub use cli::Flags;
 pub use config::{ConfigError, IdentityConfig};
 pub use container::ContainerCli;
 pub use error::{IdentityError, MARK};
 pub use provisioner::{IdentityProvisioner, PROVISION};
-pub use repair::{AdminRepair, FAULT};
+pub use repair::{AdminRepair, RepairError, FAULT};

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use mesh_sdk::{Class, Consumer, Held, Name, Provisioner, Repair, Secret};
+use mesh_sdk::{Class, Consumer, Held, KnownFault, Name, Provisioner, Secret};
 use serde_json::json;
 
 use crate::classify::classify;
@@ -204,7 +204,7 @@ impl Provisioner for IdentityProvisioner {
         vec![self.keycloak.admin_password().clone()]
     }
 
-    fn repairs(&self) -> Vec<Arc<dyn Repair>> {
-        vec![Arc::clone(&self.repair) as Arc<dyn Repair>]
+    fn repairs(&self) -> Vec<KnownFault> {
+        vec![KnownFault::new(Arc::clone(&self.repair))]
     }
 }

@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use mesh_sdk::redact::error_words;
+use mesh_sdk::internal::error_words;
 use mesh_sdk::{Name, Probe, Repair, Secret};
 
 use crate::config::IdentityConfig;
@@ -33,6 +33,33 @@ use crate::keycloak::{AccessToken, Auth, Keycloak};
 
 /// The fault's name, as said on `provisioner.repair`.
 pub const FAULT: &str = "admin-refused";
+
+/// Why a repair of a refused administrator did not succeed.
+#[derive(Debug, thiserror::Error)]
+pub enum RepairError {
+    /// No container is given to run Keycloak's bootstrap command in.
+    #[error("no --container is given, so administrator {admin} cannot be repaired here: set its password to the mesh's by hand")]
+    NoContainer {
+        /// The administrator.
+        admin: String,
+    },
+    /// A step failed (its words), and what became of the temporary administrator.
+    #[error("{step}; {cleanup}")]
+    Step {
+        /// The failed step's words.
+        step: String,
+        /// What became of the temporary administrator.
+        cleanup: String,
+    },
+    /// The password was set, but the temporary administrator may remain.
+    #[error("password of administrator {admin} set to the mesh's, but {left}")]
+    TemporaryAdminLeft {
+        /// The administrator.
+        admin: String,
+        /// What remains, and why.
+        left: String,
+    },
+}
 
 /// The repair of a refused administrator.
 #[derive(Debug)]
@@ -107,6 +134,8 @@ impl AdminRepair {
 
 #[async_trait]
 impl Repair for AdminRepair {
+    type Error = RepairError;
+
     fn fault(&self) -> Name {
         Name::parse(FAULT).expect("the fault's name is a valid name")
     }
@@ -119,12 +148,10 @@ impl Repair for AdminRepair {
         }
     }
 
-    async fn repair(&self) -> Result<String, String> {
+    async fn repair(&self) -> Result<String, RepairError> {
         let admin = self.keycloak.admin_user().to_owned();
         let Some(container) = self.container.as_deref() else {
-            return Err(format!(
-                "no --container is given, so administrator {admin} cannot be repaired here: set its password to the mesh's by hand"
-            ));
+            return Err(RepairError::NoContainer { admin });
         };
         // The next repair's temporary administrator is made now, so the
         // loop knows its password before that repair.
@@ -148,16 +175,16 @@ impl Repair for AdminRepair {
             (Ok(()), Ok(_)) => Ok(format!(
                 "password of administrator {admin} set to the mesh's through temporary administrator {name} (kc.sh bootstrap-admin in {container}), which was removed"
             )),
-            (Ok(()), Err(left)) => Err(format!(
-                "password of administrator {admin} set to the mesh's, but {left}"
-            )),
-            (Err(why), Ok(Removal::Removed)) => Err(format!(
-                "{why}; temporary administrator {name} removed"
-            )),
-            (Err(why), Ok(Removal::NoneMade)) => Err(format!(
-                "{why}; no temporary administrator remains"
-            )),
-            (Err(why), Err(left)) => Err(format!("{why}; {left}")),
+            (Ok(()), Err(left)) => Err(RepairError::TemporaryAdminLeft { admin, left }),
+            (Err(step), Ok(Removal::Removed)) => Err(RepairError::Step {
+                step,
+                cleanup: format!("temporary administrator {name} removed"),
+            }),
+            (Err(step), Ok(Removal::NoneMade)) => Err(RepairError::Step {
+                step,
+                cleanup: "no temporary administrator remains".into(),
+            }),
+            (Err(step), Err(cleanup)) => Err(RepairError::Step { step, cleanup }),
         }
     }
 

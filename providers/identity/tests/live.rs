@@ -15,10 +15,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use mesh_provider_identity::cli::Cli;
+use mesh_provider_identity::cli::{Flags, MAIN};
 use mesh_provider_identity::keycloak::Auth;
 use mesh_provider_identity::IdentityProvisioner;
-use mesh_sdk::{Consumer, Held, Name, Probe, Provisioner, Secret};
+use mesh_sdk::{Consumer, Held, Name, Probe, Provisioner, Repair, Secret};
 
 fn var(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
@@ -60,10 +60,10 @@ async fn against_a_real_keycloak() {
     if let Some(container) = &container {
         argv.extend(["--container".into(), container.clone()]);
     }
-    let cli = <Cli as clap::Parser>::try_parse_from(argv).unwrap();
-    let p = IdentityProvisioner::new(cli.config().unwrap()).unwrap();
+    let (_, flags) = MAIN.parse_from::<Flags, _, _>(argv).unwrap();
+    let p = IdentityProvisioner::new(flags.config().unwrap()).unwrap();
 
-    let repair = p.repairs().remove(0);
+    let repair = std::sync::Arc::clone(p.admin_repair());
     assert_eq!(
         repair.probe().await,
         Probe::Healthy,

@@ -23,8 +23,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mesh_provider_postgres::{PostgresConfig, PostgresProvisioner};
-use mesh_sdk::bus::Outbox;
-use mesh_sdk::{Runner, Settings};
+use mesh_sdk::testing::Outbox;
+use mesh_sdk::testing::{Runner, Settings};
 use mesh_test_support::PgCluster;
 use tokio::task::JoinSet;
 
@@ -88,7 +88,7 @@ async fn plain_logins(pg: &PgCluster) -> Duration {
 
 /// A runner over a new provisioner (a provider just started).
 fn runner(pg: &PgCluster, dir: &Path, outbox: &Arc<Outbox>) -> Runner<PostgresProvisioner> {
-    let password = mesh_sdk::secret::read_admin_password(&pg.superuser_password_file()).unwrap();
+    let password = mesh_sdk::internal::read_admin_password(&pg.superuser_password_file()).unwrap();
     let config = PostgresConfig::new(&pg.admin_url(), Some(password))
         .unwrap()
         .with_consumer_address(None, None)

@@ -1,5 +1,5 @@
 //! The `mesh-postgres` command line: the SDK's shared provider flags plus
-//! how to reach PostgreSQL, and [`run`].
+//! how to reach PostgreSQL ([`Flags`]), run by the SDK's [`MAIN`].
 //!
 //! ```text
 //! mesh-postgres --contributions PATH --admin-url postgres://postgres@127.0.0.1:5432/postgres
@@ -14,29 +14,28 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::Parser;
+use clap::Args;
+use mesh_sdk::ProviderMain;
 
 use crate::config::{ConfigError, PostgresConfig};
 use crate::provisioner::PostgresProvisioner;
-use mesh_sdk::secret::read_admin_password;
+use mesh_sdk::internal::read_admin_password;
 
-/// Exit code when the provider cannot run.
-pub const EXIT_CANNOT_RUN: u8 = 1;
+/// The binary: what `--help` says first, for an operator.
+pub const MAIN: ProviderMain = ProviderMain::new(
+    "mesh-postgres",
+    "Makes a PostgreSQL role and database for each consumer the mesh lists \
+     (the role owning the database, its password the consumer's minted secret), \
+     checks each works by logging in as the consumer, retires the ones no \
+     longer listed, and says on the mesh's bus when it keeps failing one.",
+)
+.version(env!("CARGO_PKG_VERSION"));
 
-/// The flags of `mesh-postgres`.
+/// The flags of `mesh-postgres` beyond the SDK's shared ones.
 ///
 /// Not `Debug`: the admin URL may hold a password.
-#[derive(Parser)]
-#[command(
-    name = "mesh-postgres",
-    version,
-    about = "The mesh's PostgreSQL provider: a database and a role per consumer"
-)]
-pub struct Cli {
-    /// The SDK's shared provider flags.
-    #[command(flatten)]
-    pub provider: mesh_sdk::ProviderArgs,
-
+#[derive(Args)]
+pub struct Flags {
     /// The administrator's connection, e.g. postgres://postgres@127.0.0.1:5432/postgres.
     /// Keep the password out of it (use --admin-password-file); one given
     /// here is accepted and never shown.
@@ -65,7 +64,7 @@ pub struct Cli {
     pub statement_timeout: Duration,
 }
 
-impl Cli {
+impl Flags {
     /// The PostgreSQL configuration these flags ask for (reads the password file).
     ///
     /// # Errors
@@ -83,34 +82,19 @@ impl Cli {
     }
 }
 
-/// The provider could not run; ends the binary with [`EXIT_CANNOT_RUN`].
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    /// The PostgreSQL configuration cannot be used.
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-    /// The loop could not run (bus, signals).
-    #[error(transparent)]
-    Loop(#[from] mesh_sdk::RunError),
-}
-
-/// Runs the provider until SIGINT or SIGTERM: logs setup (the admin URL
-/// without its password), then hands a [`PostgresProvisioner`] to the SDK's
-/// loop.
+/// The provisioner these flags ask for; logs its setup (the admin URL
+/// without its password).
 ///
 /// # Errors
-/// [`RunError`] when the configuration or the loop's setup fails.
-pub async fn run(cli: Cli) -> Result<(), RunError> {
-    mesh_sdk::init_tracing();
-    let config = cli.config()?;
+/// [`ConfigError`] when the URL or the password file cannot be used.
+pub fn provisioner(flags: Flags) -> Result<PostgresProvisioner, ConfigError> {
+    let config = flags.config()?;
     tracing::info!(
         admin = %config.admin_shown(),
         consumers_at = %config.consumer_address(),
-        contributions = %cli.provider.contributions.display(),
-        "mesh-postgres starting"
+        "PostgreSQL provider configured"
     );
-    mesh_sdk::run(PostgresProvisioner::new(config), &cli.provider).await?;
-    Ok(())
+    Ok(PostgresProvisioner::new(config))
 }
 
 #[cfg(test)]
@@ -123,21 +107,22 @@ mod tests {
         let password = dir.path().join("pw");
         std::fs::write(&password, "admin-pw\n").unwrap();
         let password = password.to_str().unwrap();
-        let cli = Cli::try_parse_from([
-            "mesh-postgres",
-            "--contributions",
-            "c.json",
-            "--admin-url",
-            "postgres://postgres@127.0.0.1:5433/postgres",
-            "--admin-password-file",
-            password,
-            "--consumer-port",
-            "6432",
-            "--connect-timeout",
-            "3s",
-        ])
-        .unwrap();
-        let config = cli.config().unwrap();
+        let (_, flags) = MAIN
+            .parse_from::<Flags, _, _>([
+                "mesh-postgres",
+                "--contributions",
+                "c.json",
+                "--admin-url",
+                "postgres://postgres@127.0.0.1:5433/postgres",
+                "--admin-password-file",
+                password,
+                "--consumer-port",
+                "6432",
+                "--connect-timeout",
+                "3s",
+            ])
+            .unwrap();
+        let config = flags.config().unwrap();
         assert_eq!(config.admin_password().unwrap().expose(), "admin-pw");
         assert_eq!(config.consumer_address(), "127.0.0.1:6432");
         assert_eq!(config.connect_timeout(), Duration::from_secs(3));
@@ -146,16 +131,19 @@ mod tests {
 
     #[test]
     fn the_admin_url_is_required_and_never_echoed() {
-        assert!(Cli::try_parse_from(["mesh-postgres", "--contributions", "c.json"]).is_err());
-        let cli = Cli::try_parse_from([
-            "mesh-postgres",
-            "--contributions",
-            "c.json",
-            "--admin-url",
-            "postgres://postgres:hunter2@127.0.0.1:notaport/postgres",
-        ])
-        .unwrap();
-        let error = cli.config().err().unwrap().to_string();
+        assert!(MAIN
+            .parse_from::<Flags, _, _>(["mesh-postgres", "--contributions", "c.json"])
+            .is_err());
+        let (_, flags) = MAIN
+            .parse_from::<Flags, _, _>([
+                "mesh-postgres",
+                "--contributions",
+                "c.json",
+                "--admin-url",
+                "postgres://postgres:hunter2@127.0.0.1:notaport/postgres",
+            ])
+            .unwrap();
+        let error = flags.config().err().unwrap().to_string();
         assert!(!error.contains("hunter2"), "{error}");
     }
 }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use mesh_sdk::secret::PasswordFileError;
+use mesh_sdk::internal::PasswordFileError;
 use mesh_sdk::Secret;
 use tokio_postgres::config::{Host, SslMode};
 

@@ -12,7 +12,7 @@
 //! built from quoted names), [`plan`] (what to do about a name, decided
 //! without I/O), [`classify`] (classes from SQLSTATEs and io error kinds),
 //! [`provisioner`] (the [`mesh_sdk::Provisioner`]), [`cli`] (the binary's
-//! flags and `run`).
+//! flags and its main).
 
 mod admin;
 pub mod classify;
@@ -23,7 +23,7 @@ pub mod plan;
 pub mod provisioner;
 pub mod sql;
 
-pub use cli::{run, Cli, RunError};
+pub use cli::Flags;
 pub use config::{ConfigError, PostgresConfig};
 pub use error::PgError;
 pub use plan::PROVISION;

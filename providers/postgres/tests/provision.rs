@@ -8,7 +8,7 @@ mod common;
 
 use common::{kinds, log_since, login, provisioner, within, World};
 use mesh_sdk::testing::LogCapture;
-use mesh_sdk::Settings;
+use mesh_sdk::testing::Settings;
 use mesh_test_support::PgCluster;
 use tokio_postgres::error::SqlState;
 

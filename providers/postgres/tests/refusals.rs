@@ -8,7 +8,8 @@ mod common;
 
 use common::{kinds, log_since, login, name, provisioner, within, World};
 use mesh_provider_postgres::{sql, PgError, PostgresConfig, PostgresProvisioner};
-use mesh_sdk::{Class, Consumer, Provisioner, Secret, Settings};
+use mesh_sdk::testing::Settings;
+use mesh_sdk::{Class, Consumer, Provisioner, Secret};
 use mesh_test_support::PgCluster;
 use serde_json::json;
 
@@ -230,7 +231,7 @@ async fn what_mesh_did_not_make_is_refused_and_untouched() {
         .await
         .unwrap_err();
     assert_eq!(weak.classify(&error), Some(Class::Refused), "{error:?}");
-    let words = mesh_sdk::redact::error_words(&error);
+    let words = mesh_sdk::internal::error_words(&error);
     assert!(
         words.contains("permission denied to create role"),
         "{words}"

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use common::{kinds, login, name, provisioner, within, World};
 use mesh_provider_postgres::classify::{self, Step};
-use mesh_sdk::{Class, Held, Provisioner, RetireRules, Settings};
+use mesh_sdk::testing::{RetireRules, Settings};
+use mesh_sdk::{Class, Held, Provisioner};
 use mesh_test_support::PgCluster;
 
 const FORGE: &str = "minted-forge-0a7d4c";

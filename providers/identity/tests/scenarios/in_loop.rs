@@ -7,8 +7,8 @@
 use std::time::Duration;
 
 use axum::http::Method;
-use mesh_sdk::testing::LogCapture;
-use mesh_sdk::Name;
+use mesh_sdk::testing::{self, LogCapture};
+use mesh_sdk::{Name, Timestamp};
 use serde_json::{json, Value};
 
 use crate::world::{
@@ -163,21 +163,9 @@ async fn a_failing_repair_is_braked_to_six_hours_and_leaves_no_temporary_adminis
         .with(|s| assert_eq!(s.client_requests(), 0, "gated all along"));
 
     let failed = repairs(&said, "failed");
-    let attempts: Vec<(u64, u64)> = failed
-        .iter()
-        .map(|v| (minutes(v, "said_at"), minutes(v, "next_attempt_at")))
-        .collect();
     assert_eq!(
-        attempts,
-        vec![
-            (0, 10),
-            (10, 30),
-            (30, 70),
-            (70, 150),
-            (150, 310),
-            (310, 630),
-            (630, 990)
-        ],
+        testing::failed_repairs(&said, Timestamp::parse(T0).unwrap()),
+        testing::BRAKE_SCHEDULE,
         "10, 20, 40, 80, 160, 320, then 360 minutes"
     );
     for f in &failed {

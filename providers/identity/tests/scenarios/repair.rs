@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use axum::http::Method;
-use mesh_provider_identity::{ContainerCli, IdentityConfig, IdentityProvisioner};
+use mesh_provider_identity::{AdminRepair, ContainerCli, IdentityConfig, IdentityProvisioner};
 use mesh_sdk::testing::LogCapture;
 use mesh_sdk::{Probe, Provisioner, Repair, Secret};
 use serde_json::json;
@@ -14,10 +14,9 @@ use crate::world::{
     assert_no_secret, temp_passwords, Setup, MESH_ADMIN_PASSWORD, OLD_ADMIN_PASSWORD,
 };
 
-fn repair_of(p: &IdentityProvisioner) -> std::sync::Arc<dyn Repair> {
-    let mut repairs = p.repairs();
-    assert_eq!(repairs.len(), 1);
-    repairs.remove(0)
+fn repair_of(p: &IdentityProvisioner) -> std::sync::Arc<AdminRepair> {
+    assert_eq!(p.repairs().len(), 1);
+    std::sync::Arc::clone(p.admin_repair())
 }
 
 async fn bounded<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
@@ -177,7 +176,10 @@ async fn the_temporary_administrator_is_removed_when_a_step_fails() {
     let outcome = |mode: &str| {
         setup.runtime.set_mode(mode);
         let repair = std::sync::Arc::clone(&repair);
-        async move { bounded("the repair", repair.repair()).await.unwrap_err() }
+        async move {
+            let error = bounded("the repair", repair.repair()).await.unwrap_err();
+            error.to_string()
+        }
     };
 
     // The bootstrap fails before making anyone.
@@ -262,7 +264,7 @@ async fn without_a_container_the_fault_is_said_but_not_repaired() {
         .unwrap();
     let repair = repair_of(&IdentityProvisioner::new(config).unwrap());
     assert!(matches!(repair.probe().await, Probe::Fault(_)));
-    let why = repair.repair().await.unwrap_err();
+    let why = repair.repair().await.unwrap_err().to_string();
     assert_eq!(
         why,
         "no --container is given, so administrator admin cannot be repaired here: set its password to the mesh's by hand"

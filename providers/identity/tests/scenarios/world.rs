@@ -7,10 +7,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mesh_provider_identity::{IdentityConfig, IdentityProvisioner};
-use mesh_sdk::bus::Outbox;
-use mesh_sdk::{Consumer, Name, Runner, Secret, Settings, Timestamp, WallClock};
+
+use mesh_sdk::testing::{self, Outbox, Runner, Settings, WallClock};
+use mesh_sdk::{Consumer, Name, Secret, Timestamp};
 use serde_json::{json, Value};
-use tokio::time::{advance, Instant};
+use tokio::time::Instant;
 
 use crate::fake_keycloak::{FakeKeycloak, REALM};
 use crate::fake_runtime::FakeRuntime;
@@ -185,7 +186,7 @@ impl World {
             json!({"provider": {"module": "identity", "machine": "id-1"}, "consumers": entries});
         std::fs::write(dir.join("contributions.json"), file.to_string()).unwrap();
         let outbox = Arc::new(Outbox::new());
-        let clock = WallClock::fixed(Timestamp::parse(T0).unwrap().0, Instant::now());
+        let clock = WallClock::fixed(Timestamp::parse(T0).unwrap(), Instant::now());
         let runner = Runner::new(
             setup.provisioner(),
             dir.join("contributions.json"),
@@ -206,32 +207,16 @@ impl World {
 
     /// Runs `n` passes, the clock advancing `every` after each.
     pub async fn passes(&mut self, n: usize, every: Duration) {
-        for _ in 0..n {
-            self.runner.pass().await;
-            advance(every).await;
-        }
+        testing::passes(&mut self.runner, n, every).await;
     }
 
     /// Every word said since the last call: (kind, body), oldest first.
     pub fn said(&self) -> Vec<(String, Value)> {
-        let mut out = Vec::new();
-        for (key, pending) in self.outbox.snapshot() {
-            let kind = pending.subject.rsplit('.').next().unwrap().to_owned();
-            assert!(pending
-                .subject
-                .starts_with("mesh.event.id-1.identity.provisioner."));
-            out.push((kind, serde_json::from_slice(&pending.body).unwrap()));
-            self.outbox.done(&key, pending.seq);
-        }
-        out
+        testing::drain(&self.outbox)
     }
 }
 
 /// Minutes between `T0` and the time in `field` of `body`.
 pub fn minutes(body: &Value, field: &str) -> u64 {
-    let t = Timestamp::parse(body[field].as_str().unwrap()).unwrap();
-    t.0.duration_since(Timestamp::parse(T0).unwrap().0)
-        .unwrap()
-        .as_secs()
-        / 60
+    testing::minutes_since(Timestamp::parse(T0).unwrap(), body, field)
 }

@@ -11,9 +11,10 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mesh_provider_postgres::{PostgresConfig, PostgresProvisioner};
-use mesh_sdk::bus::Outbox;
-use mesh_sdk::{Name, PassReport, Runner, Settings};
+use mesh_provider_postgres::{PostgresConfig, PostgresProvisioner, PROVISION};
+use mesh_sdk::testing::Outbox;
+use mesh_sdk::testing::{self, PassReport, Runner, Settings};
+use mesh_sdk::Name;
 use mesh_test_support::PgCluster;
 use serde_json::{json, Value};
 
@@ -25,7 +26,7 @@ pub fn name(text: &str) -> Name {
 /// The configuration the binary would build for this cluster: the admin URL
 /// without password, the password from the cluster's password file.
 pub fn config(pg: &PgCluster) -> PostgresConfig {
-    let password = mesh_sdk::secret::read_admin_password(&pg.superuser_password_file()).unwrap();
+    let password = mesh_sdk::internal::read_admin_password(&pg.superuser_password_file()).unwrap();
     PostgresConfig::new(&pg.admin_url(), Some(password))
         .unwrap()
         .with_consumer_address(None, None)
@@ -90,11 +91,8 @@ impl World {
 
     /// Writes the contributions file listing `consumers` (secret files `secrets/<name>`).
     pub fn list(&self, consumers: &[&str]) {
-        let entries = consumers
-            .iter()
-            .map(|c| json!({"consumer": c, "machine": "app-1", "provision": "postgres-database", "secret_file": format!("secrets/{c}")}))
-            .collect();
-        self.list_entries(entries);
+        let path = self.dir.path().join("contributions.json");
+        testing::write_contributions(&path, ("postgres", "db-1"), PROVISION, consumers);
     }
 
     /// Writes the contributions file with these raw consumer entries.
@@ -111,17 +109,7 @@ impl World {
 
     /// Takes every word said so far: (kind, body).
     pub fn said(&self) -> Vec<(String, Value)> {
-        let mut out = Vec::new();
-        for (key, pending) in self.outbox.snapshot() {
-            let kind = pending.subject.rsplit('.').next().unwrap().to_owned();
-            assert_eq!(
-                pending.subject,
-                format!("mesh.event.db-1.postgres.provisioner.{kind}")
-            );
-            out.push((kind, serde_json::from_slice(&pending.body).unwrap()));
-            self.outbox.done(&key, pending.seq);
-        }
-        out
+        testing::drain(&self.outbox)
     }
 
     /// The failure class and words of a consumer's standing, if failing.
@@ -135,18 +123,7 @@ impl World {
 
 /// `kind:consumer:reason|action|class` of each word, sorted.
 pub fn kinds(said: &[(String, Value)]) -> Vec<String> {
-    let mut out: Vec<String> = said
-        .iter()
-        .map(|(k, v)| {
-            let what = v
-                .get("reason")
-                .or(v.get("action"))
-                .or(v.get("class"))
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            format!("{k}:{}:{what}", v["consumer"].as_str().unwrap_or(""))
-        })
-        .collect();
+    let mut out = testing::kinds(said);
     out.sort();
     out
 }

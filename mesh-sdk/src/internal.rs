@@ -1,0 +1,16 @@
+//! Shared by the crates of the mesh workspace (controller, providers,
+//! benches); not part of the SDK's promise to provider authors, and free to
+//! change with them.
+
+pub use crate::brake::Backoff;
+pub use crate::bus::{
+    connect, connect_options, publish_loop, BusError, BusOptions, EventSink, JetStreamSink, Key,
+    Outbox, Pending, SinkError,
+};
+pub use crate::classify::classify_words;
+pub use crate::contributions::{Contributions, ProviderId, Source};
+pub use crate::redact::{cut, error_words, redact};
+pub use crate::secret::{
+    read_admin_password, FileSecrets, PasswordFileError, SecretError, SecretSource,
+};
+pub use crate::tracing_init::init_tracing;

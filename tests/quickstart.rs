@@ -1,0 +1,85 @@
+//! The quickstart provider (`examples/quickstart.rs`) in the SDK's loop,
+//! pass by pass on tokio's paused clock, its words taken from the fake bus:
+//! it serves, keeps credentials private, gives its own class, and retires.
+
+#[path = "../examples/quickstart.rs"]
+mod quickstart;
+
+use std::os::unix::fs::PermissionsExt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mesh_sdk::testing::{self, kinds, Outbox, Runner, Settings, WallClock};
+use mesh_sdk::Timestamp;
+use quickstart::Folders;
+use tokio::time::Instant;
+
+const PASS: Duration = Duration::from_secs(5);
+const T0: &str = "2026-10-05T00:00:00Z";
+
+#[tokio::test(start_paused = true)]
+async fn serves_classifies_its_own_refusal_and_retires() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir(dir.path().join("secrets")).unwrap();
+    for c in ["forge", "wiki"] {
+        std::fs::write(dir.path().join("secrets").join(c), format!("pw-{c}\n")).unwrap();
+    }
+    let contributions = dir.path().join("contributions.json");
+    let list = |consumers: &[&str]| {
+        testing::write_contributions(&contributions, ("folders", "fs-1"), "folder", consumers)
+    };
+    list(&["forge", "wiki"]);
+    let outbox = Arc::new(Outbox::new());
+    let clock = WallClock::fixed(Timestamp::parse(T0).unwrap(), Instant::now());
+    let provider = Folders(root.clone());
+    let settings = Settings::default();
+    let mut runner =
+        Runner::new(provider, &contributions, settings, Arc::clone(&outbox)).with_clock(clock);
+
+    // Made and checked: each says its first success since start.
+    testing::passes(&mut runner, 1, PASS).await;
+    assert_eq!(
+        kinds(&testing::drain(&outbox)),
+        vec![
+            "recovered:forge:first-success-after-start",
+            "recovered:wiki:first-success-after-start"
+        ]
+    );
+    let credentials = root.join("wiki").join("credentials");
+    assert_eq!(std::fs::read_to_string(&credentials).unwrap(), "pw-wiki");
+    let mode = std::fs::metadata(&credentials)
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600, "only its owner reads the credentials");
+
+    // Someone changes wiki's credentials: the provider's own class, said
+    // once it has failed for five minutes; no secret in the words.
+    std::fs::write(&credentials, "pw-changed-by-hand").unwrap();
+    testing::passes(&mut runner, 61, PASS).await;
+    let said = testing::drain(&outbox);
+    assert_eq!(kinds(&said), vec!["failing:wiki:credentials-rejected"]);
+    assert_eq!(said[0].1["said_at"], "2026-10-05T00:05:05Z");
+    assert_eq!(
+        said[0].1["error"],
+        "the credentials of wiki are not its minted secret"
+    );
+    assert!(!format!("{said:?}").contains("pw-"), "{said:?}");
+
+    // forge withdrawn: retired (disabled, nothing deleted) after five
+    // passes and ten minutes.
+    list(&["wiki"]);
+    testing::passes(&mut runner, 121, PASS).await;
+    let retired: Vec<String> = kinds(&testing::drain(&outbox))
+        .into_iter()
+        .filter(|k| k.contains("forge"))
+        .collect();
+    assert_eq!(
+        retired,
+        vec!["retirement:forge:retired", "recovered:forge:retired"]
+    );
+    assert!(root.join("forge").join("disabled").exists());
+    assert!(root.join("forge").join("credentials").exists());
+}
