@@ -273,6 +273,7 @@ mod tests {
                 "mesh.event.db-1.postgres.provisioner.recovered",
                 "mesh.event.db-1.postgres.provisioner.retirement",
                 "mesh.event.db-1.postgres.provisioner.repair",
+                "mesh.event.db-1.postgres.provisioner.alive",
             ]
         );
         assert!(pg.publish.deny.is_empty());

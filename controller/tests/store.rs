@@ -8,7 +8,9 @@ use mesh_controller::cli::{exit, run, Cli, Io, EXIT_CANNOT, EXIT_OK};
 use mesh_controller::model::{ModuleId, RepairRow, Word};
 use mesh_controller::store::{migrate, DatabaseOptions, PgStore, StatusFilter, Store};
 use mesh_sdk::event::RecoveredReason;
-use mesh_sdk::event::{Failing, Recovered, Repair, RepairOutcome, Retirement, RetirementAction};
+use mesh_sdk::event::{
+    Alive, Failing, Recovered, Repair, RepairOutcome, Retirement, RetirementAction,
+};
 use mesh_sdk::{Class, Event, Name, Timestamp};
 use mesh_test_support::PgCluster;
 
@@ -52,6 +54,26 @@ fn recovered(provider: &str, consumer: &str, said: u32, seq: u64) -> Word {
             consumer_machine: None,
             provision: None,
             reason: RecoveredReason::Success,
+            said_at: at(said),
+        }),
+    }
+}
+
+/// `alive` of `provider`, said at minute `said`, started at minute
+/// `started`, settled at minute `settled` (if any), every 60 s.
+fn alive(provider: &str, said: u32, started: u32, settled: Option<u32>, seq: u64) -> Word {
+    Word {
+        seq,
+        emitter: ModuleId::parse(provider).unwrap(),
+        event: Event::Alive(Alive {
+            v: 1,
+            started_at: at(started),
+            alive_every_seconds: 60,
+            failing_after_seconds: 300,
+            settled_at: settled.map(at),
+            consumers: 2,
+            failing: 1,
+            pass_seconds: 0.25,
             said_at: at(said),
         }),
     }
@@ -121,7 +143,7 @@ async fn open_repairs(store: &mut PgStore, provider: &str) -> Vec<RepairRow> {
 async fn store_rules_hold_on_postgres() {
     let pg = PgCluster::start();
     let (options, admin) = store_at(&pg, "rules").await;
-    assert_eq!(migrate(&options).await.unwrap(), 3);
+    assert_eq!(migrate(&options).await.unwrap(), 4);
     assert_eq!(migrate(&options).await.unwrap(), 0, "migrations run once");
     let mut store = PgStore::new(options);
 
@@ -382,24 +404,63 @@ async fn status_and_node_show_on_a_live_store() {
     };
     let now = "2026-10-05T00:10:00Z";
 
-    // Migrated through the command; empty store: all well.
+    // Migrated through the command; empty store: nobody heard from, which
+    // is not all well (silence is not health).
     let (code, out, err) = env.run(&["migrate"], now).await;
     assert_eq!(code, EXIT_OK, "{err}");
-    assert!(out.contains("3 migrations applied"), "{out}");
+    assert!(out.contains("4 migrations applied"), "{out}");
     let (code, out, _) = env.run(&["status"], now).await;
     assert_eq!(code, EXIT_OK);
     assert_eq!(
-        out.lines().next().unwrap(),
-        "all well: none of the 2 providers assigned in the declaration says it keeps failing a \
-         consumer, and no repair fault is open; this does not prove that a consumer can reach \
-         its provider"
+        out.lines().collect::<Vec<_>>(),
+        [
+            "not all well: 0 consumers failing, 2 providers not heard from",
+            "  identity@id-1 never heard from",
+            "  postgres@db-1 never heard from",
+        ]
     );
-    assert_eq!(out.lines().count(), 1);
+    let report = env.json(&["status", "--json"], now).await;
+    assert_eq!(
+        report["unheard"],
+        serde_json::json!([
+            {"provider_module": "identity", "provider_machine": "id-1", "heard_at": null, "started_at": null},
+            {"provider_module": "postgres", "provider_machine": "db-1", "heard_at": null, "started_at": null}
+        ])
+    );
+
+    // Both say alive: all well, and how recently they were heard from. An
+    // older alive changes nothing.
+    let options = DatabaseOptions::new(&database, Some(&password_file)).unwrap();
+    let mut store = PgStore::new(options);
+    store
+        .apply(&[
+            alive("postgres@db-1", 9, 0, None, 100),
+            alive("identity@id-1", 8, 0, None, 101),
+            alive("identity@id-1", 6, 0, None, 102),
+        ])
+        .await
+        .unwrap();
+    let (code, out, _) = env.run(&["status"], now).await;
+    assert_eq!(code, EXIT_OK);
+    assert_eq!(
+        out,
+        "all well: none of the 2 providers assigned in the declaration says it keeps failing a \
+         consumer (all 2 were heard from within the last 2m), and no repair fault is open; this \
+         does not prove that a consumer can reach its provider\n"
+    );
+    // Three alive_every later, identity is not heard from.
+    let (_, out, _) = env.run(&["status"], "2026-10-05T00:11:01Z").await;
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        [
+            "not all well: 0 consumers failing, 1 provider not heard from",
+            "  identity@id-1 not heard from since 2026-10-05T00:08:00Z (its process started \
+             2026-10-05T00:00:00Z)",
+        ]
+    );
 
     // Standings: two on db-1, one silent, one of a provider not assigned there,
     // one of a provider nobody declared, an open repair fault on id-1.
-    let options = DatabaseOptions::new(&database, Some(&password_file)).unwrap();
-    let mut store = PgStore::new(options);
     let mut wiki = failing("postgres@db-1", "wiki", 9, 3, 2);
     if let Event::Failing(f) = &mut wiki.event {
         f.consumer_machine = Some(name("app-2"));
@@ -446,7 +507,10 @@ async fn status_and_node_show_on_a_live_store() {
     assert_eq!(report["failing"][1]["silent_for_seconds"], 4200);
     assert_eq!(report["repairs"][0]["fault"], "admin-refused");
     let keys: Vec<&String> = report.as_object().unwrap().keys().collect();
-    assert_eq!(keys, ["all_well", "failing", "repairs", "sentence"]);
+    assert_eq!(
+        keys,
+        ["all_well", "failing", "repairs", "sentence", "unheard"]
+    );
 
     // --silent-after changes the marking.
     let report = env
@@ -512,6 +576,33 @@ async fn status_and_node_show_on_a_live_store() {
         .unwrap();
     let report = env.json(&["status", "--json"], now).await;
     assert_eq!(consumers(&report), ["postgres@db-1>wiki"]);
+
+    // postgres@db-1 restarted at 00:05 (after wiki's word, said the day
+    // before): until it is settled wiki stays listed; once it is, a word
+    // said before its start is one it no longer has.
+    store
+        .apply(&[alive("postgres@db-1", 9, 5, None, 103)])
+        .await
+        .unwrap();
+    let still = env.json(&["status", "--json"], now).await;
+    assert_eq!(consumers(&still), ["postgres@db-1>wiki"]);
+    store
+        .apply(&[alive("postgres@db-1", 10, 5, Some(10), 104)])
+        .await
+        .unwrap();
+    let settled = env.json(&["status", "--json"], now).await;
+    assert_eq!(consumers(&settled), Vec::<String>::new());
+    assert_eq!(
+        settled["sentence"],
+        "not all well: 0 consumers failing, 1 repair fault open"
+    );
+    // A word said again after the start is listed again.
+    store
+        .apply(&[failing("postgres@db-1", "forge", 10, 62, 105)])
+        .await
+        .unwrap();
+    let report = env.json(&["status", "--json"], now).await;
+    assert_eq!(consumers(&report), ["postgres@db-1>forge"]);
 
     // The binary: exit 0 with the report, and exit 2 with the reason when
     // the declaration or the store cannot be read.

@@ -69,6 +69,10 @@ pub struct ProviderArgs {
     #[arg(long, env = "MESH_RETIRE_AFTER", default_value = "10m", value_parser = humantime::parse_duration)]
     pub retire_after: Duration,
 
+    /// How often the provider says `alive` (after its first pass, then this often), so a provider that is down is told apart from one that is well.
+    #[arg(long, env = "MESH_ALIVE_EVERY", default_value = "1m", value_parser = humantime::parse_duration)]
+    pub alive_every: Duration,
+
     /// Consumers attempted at once.
     #[arg(long, env = "MESH_CONCURRENCY", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
     pub concurrency: u32,
@@ -113,6 +117,7 @@ impl ProviderArgs {
             repeat_every: defaults.standing.repeat_every,
             retire_after_passes: defaults.retire.after_passes,
             retire_after: defaults.retire.after,
+            alive_every: defaults.alive_every,
             concurrency: defaults.concurrency as u32,
             call_timeout: defaults.call_timeout,
             repair_check_every: defaults.repair.check_every,
@@ -137,6 +142,7 @@ impl ProviderArgs {
             },
             concurrency: self.concurrency as usize,
             call_timeout: self.call_timeout,
+            alive_every: self.alive_every,
             repair: RepairRules {
                 check_every: self.repair_check_every,
                 brake: BrakeRules {

@@ -12,7 +12,7 @@ pub use crate::standing::RecoveredReason;
 /// Version of every body.
 pub const VERSION: u32 = 1;
 
-/// The four event kinds, the last token of their subject.
+/// The five event kinds, the last token of their subject.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum EventKind {
@@ -24,15 +24,18 @@ pub enum EventKind {
     Retirement,
     /// A repair was tried.
     Repair,
+    /// The provider is running: what its loop knows.
+    Alive,
 }
 
 impl EventKind {
     /// Every kind.
-    pub const ALL: [EventKind; 4] = [
+    pub const ALL: [EventKind; 5] = [
         EventKind::Failing,
         EventKind::Recovered,
         EventKind::Retirement,
         EventKind::Repair,
+        EventKind::Alive,
     ];
 
     /// The subject token.
@@ -42,6 +45,7 @@ impl EventKind {
             EventKind::Recovered => "recovered",
             EventKind::Retirement => "retirement",
             EventKind::Repair => "repair",
+            EventKind::Alive => "alive",
         }
     }
 
@@ -209,8 +213,34 @@ pub struct Repair {
     pub said_at: Timestamp,
 }
 
+/// `alive` body: said after the provider's first pass and then every
+/// `alive_every`, so that silence is never read as health.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Alive {
+    /// Body version, 1.
+    pub v: u32,
+    /// When this provider process started.
+    pub started_at: Timestamp,
+    /// How often it says `alive`, in seconds.
+    pub alive_every_seconds: u64,
+    /// Its `failing_after`, in seconds.
+    pub failing_after_seconds: u64,
+    /// The end of its first pass that began at least `failing_after` after
+    /// its first pass ended; null until then. From then on every consumer
+    /// it keeps failing has been said `failing` since it started.
+    pub settled_at: Option<Timestamp>,
+    /// Consumers it serves (listed in its contributions file).
+    pub consumers: u64,
+    /// Of which failing (said `failing` or not yet).
+    pub failing: u64,
+    /// How long its last pass took, in seconds.
+    pub pass_seconds: f64,
+    /// When this was said.
+    pub said_at: Timestamp,
+}
+
 /// Any event body.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Event {
     /// `failing`.
     Failing(Failing),
@@ -220,6 +250,8 @@ pub enum Event {
     Retirement(Retirement),
     /// `repair`.
     Repair(Repair),
+    /// `alive`.
+    Alive(Alive),
 }
 
 /// A body that does not parse as the kind its subject names.
@@ -239,6 +271,7 @@ impl Event {
             Event::Recovered(_) => EventKind::Recovered,
             Event::Retirement(_) => EventKind::Retirement,
             Event::Repair(_) => EventKind::Repair,
+            Event::Alive(_) => EventKind::Alive,
         }
     }
 
@@ -249,6 +282,7 @@ impl Event {
             Event::Recovered(b) => b.said_at,
             Event::Retirement(b) => b.said_at,
             Event::Repair(b) => b.said_at,
+            Event::Alive(b) => b.said_at,
         }
     }
 
@@ -259,6 +293,7 @@ impl Event {
             Event::Recovered(b) => serde_json::to_vec(b),
             Event::Retirement(b) => serde_json::to_vec(b),
             Event::Repair(b) => serde_json::to_vec(b),
+            Event::Alive(b) => serde_json::to_vec(b),
         };
         result.expect("event bodies always serialize")
     }
@@ -277,12 +312,14 @@ impl Event {
             EventKind::Recovered => Event::Recovered(serde_json::from_slice(body).map_err(wrap)?),
             EventKind::Retirement => Event::Retirement(serde_json::from_slice(body).map_err(wrap)?),
             EventKind::Repair => Event::Repair(serde_json::from_slice(body).map_err(wrap)?),
+            EventKind::Alive => Event::Alive(serde_json::from_slice(body).map_err(wrap)?),
         };
         let v = match &event {
             Event::Failing(b) => b.v,
             Event::Recovered(b) => b.v,
             Event::Retirement(b) => b.v,
             Event::Repair(b) => b.v,
+            Event::Alive(b) => b.v,
         };
         if v != VERSION {
             return Err(wrap(serde::de::Error::custom(format!(

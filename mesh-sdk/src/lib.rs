@@ -94,6 +94,7 @@
 //! `mesh_sdk::testing` drives the loop pass by pass on tokio's paused clock
 //! and brings a fake bus, a fake provisioner and a log capture.
 
+mod alive;
 mod args;
 mod brake;
 mod bus;

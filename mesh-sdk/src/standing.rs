@@ -59,6 +59,9 @@ pub enum RecoveredReason {
     FirstSuccessAfterStart,
     /// The consumer was withdrawn and retired.
     Retired,
+    /// The consumer was withdrawn and the provider does not hold it: there
+    /// is nothing to retire, and the mesh stopped asking for it.
+    Withdrawn,
 }
 
 impl RecoveredReason {
@@ -68,6 +71,7 @@ impl RecoveredReason {
             RecoveredReason::Success => "success",
             RecoveredReason::FirstSuccessAfterStart => "first-success-after-start",
             RecoveredReason::Retired => "retired",
+            RecoveredReason::Withdrawn => "withdrawn",
         }
     }
 }
@@ -183,6 +187,14 @@ impl Standing {
                 })
             }
         }
+    }
+
+    /// The consumer was withdrawn and the backend does not hold it: say
+    /// `recovered` (`withdrawn`) when `failing` was said for it since start
+    /// (else nothing); the caller forgets the standing.
+    pub fn withdraw(&self) -> Option<Word> {
+        self.failing_said
+            .then_some(Word::Recovered(RecoveredReason::Withdrawn))
     }
 
     /// The consumer was retired: say `recovered` (`retired`) and forget it.

@@ -118,7 +118,14 @@ async fn status(
     let filter = report::filter(&declaration, &scope, &clock);
     let mut read = store.read_status(&filter).await.map_err(CliError::Read)?;
     let repairs = std::mem::take(&mut read.repairs);
-    let head = report::head(&declaration, &scope, read.counts, repairs, &clock);
+    let head = report::head(
+        &declaration,
+        &scope,
+        read.counts,
+        repairs,
+        &read.alive,
+        &clock,
+    );
     let mut listing = listing(json);
     listing.head(io.out, &head).map_err(CliError::Output)?;
     while let Some(row) = read.next().await.map_err(CliError::Read)? {

@@ -9,4 +9,4 @@ pub mod word;
 
 pub use declaration::{Declaration, DeclarationError, Parsed};
 pub use id::{ModuleId, ModuleIdError};
-pub use word::{FailingRow, RepairRow, Word};
+pub use word::{AliveRow, FailingRow, RepairRow, Word};

@@ -13,14 +13,14 @@
 use std::collections::HashMap;
 use std::hash::Hash;
 
-use mesh_sdk::event::{Failing, Recovered, Repair, Retirement};
+use mesh_sdk::event::{Alive, Failing, Recovered, Repair, Retirement};
 use mesh_sdk::{Event, Timestamp};
 
 use super::id::ModuleId;
 use super::word::Word;
 
 /// One word kept, with who said it and its stream sequence.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq)]
 pub struct Keyed<'a, T> {
     /// The emitter (from the subject).
     pub emitter: &'a ModuleId,
@@ -39,7 +39,7 @@ impl<T> Clone for Keyed<'_, T> {
 impl<T> Copy for Keyed<'_, T> {}
 
 /// The newest word per key and kind, in order of first appearance.
-#[derive(Debug, Default, PartialEq, Eq)]
+#[derive(Debug, Default, PartialEq)]
 pub struct Reduced<'a> {
     /// Newest `failing` per (provider, consumer).
     pub failing: Vec<Keyed<'a, Failing>>,
@@ -49,6 +49,8 @@ pub struct Reduced<'a> {
     pub repairs: Vec<Keyed<'a, Repair>>,
     /// Newest `retirement` per (provider, consumer, action).
     pub retirements: Vec<Keyed<'a, Retirement>>,
+    /// Newest `alive` per provider.
+    pub alive: Vec<Keyed<'a, Alive>>,
 }
 
 /// Keeps the newest word per key, in order of first appearance.
@@ -87,6 +89,7 @@ pub fn reduce(words: &[Word]) -> Reduced<'_> {
     let mut recovered = Newest::new();
     let mut repairs = Newest::new();
     let mut retirements = Newest::new();
+    let mut alive = Newest::new();
     for word in words {
         let e = &word.emitter;
         let seq = word.seq;
@@ -127,6 +130,15 @@ pub fn reduce(words: &[Word]) -> Reduced<'_> {
                 },
                 |b| b.said_at,
             ),
+            Event::Alive(body) => alive.offer(
+                e,
+                Keyed {
+                    emitter: e,
+                    seq,
+                    body,
+                },
+                |b| b.said_at,
+            ),
         }
     }
     Reduced {
@@ -134,6 +146,7 @@ pub fn reduce(words: &[Word]) -> Reduced<'_> {
         recovered: recovered.kept,
         repairs: repairs.kept,
         retirements: retirements.kept,
+        alive: alive.kept,
     }
 }
 

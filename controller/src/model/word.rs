@@ -7,7 +7,7 @@ use serde::Serialize;
 use super::id::ModuleId;
 
 /// One word as the link hands it to the store.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Word {
     /// Its JetStream stream sequence (breaks ties between words said in the same second).
     pub seq: u64,
@@ -58,6 +58,23 @@ pub struct RepairRow {
     pub detail: String,
     /// When the next attempt is due, if one is.
     pub next_attempt_at: Option<Timestamp>,
+    /// When it was said.
+    pub said_at: Timestamp,
+}
+
+/// A provider's newest `alive` word, as stored.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AliveRow {
+    /// The provider module that said it.
+    pub provider_module: String,
+    /// The machine the provider ran on.
+    pub provider_machine: String,
+    /// When that provider process started.
+    pub started_at: Timestamp,
+    /// How often it says `alive`, in seconds.
+    pub alive_every_seconds: i64,
+    /// Its settled time, if reached (see the `alive` body).
+    pub settled_at: Option<Timestamp>,
     /// When it was said.
     pub said_at: Timestamp,
 }

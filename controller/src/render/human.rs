@@ -1,5 +1,6 @@
-//! The human form: the sentence, then one line per standing, per open
-//! repair fault and per refused declaration entry. Untrusted text (errors,
+//! The human form: the sentence, then one line per provider not heard
+//! from, per standing, per open repair fault and per refused declaration
+//! entry. Untrusted text (errors,
 //! details) has its control characters replaced, so one standing is one line.
 
 use std::borrow::Cow;
@@ -28,6 +29,16 @@ fn one_line(text: &str) -> Cow<'_, str> {
 impl Listing for Human {
     fn head(&mut self, out: &mut dyn Write, head: &Head) -> io::Result<()> {
         writeln!(out, "{}", head.sentence)?;
+        for u in &head.unheard {
+            write!(out, "  {}@{} ", u.provider_module, u.provider_machine)?;
+            match (u.heard_at, u.started_at) {
+                (Some(heard), Some(started)) => writeln!(
+                    out,
+                    "not heard from since {heard} (its process started {started})"
+                )?,
+                _ => writeln!(out, "never heard from")?,
+            }
+        }
         out.flush()
     }
 
@@ -85,6 +96,7 @@ mod tests {
     use super::*;
     use crate::model::{FailingRow, RepairRow};
     use crate::render::write_all;
+    use crate::report::Unheard;
     use mesh_sdk::Timestamp;
 
     fn ts(s: &str) -> Timestamp {
@@ -114,6 +126,20 @@ mod tests {
             machine: None,
             all_well: false,
             sentence: "not all well: 2 consumers failing".into(),
+            unheard: vec![
+                Unheard {
+                    provider_module: "postgres".into(),
+                    provider_machine: "db-2".into(),
+                    heard_at: Some(ts("2026-10-05T00:01:00Z")),
+                    started_at: Some(ts("2026-10-04T12:00:00Z")),
+                },
+                Unheard {
+                    provider_module: "postgres".into(),
+                    provider_machine: "db-3".into(),
+                    heard_at: None,
+                    started_at: None,
+                },
+            ],
             repairs: vec![RepairRow {
                 provider_module: "identity".into(),
                 provider_machine: "id-1".into(),
@@ -143,6 +169,9 @@ mod tests {
             lines,
             [
                 "not all well: 2 consumers failing",
+                "  postgres@db-2 not heard from since 2026-10-05T00:01:00Z (its process started \
+                 2026-10-04T12:00:00Z)",
+                "  postgres@db-3 never heard from",
                 "  postgres@db-1 fails forge@? (?): credentials-rejected since \
                  2026-10-05T00:04:00Z, 61 attempts, said 2026-10-04T23:00:00Z, silent for \
                  1h 10m: line one line two",

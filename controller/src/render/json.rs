@@ -1,6 +1,6 @@
 //! The JSON form: one object on one line, its members in the order of the
-//! contract (`machine` for `node show`, `all_well`, `sentence`, `failing`,
-//! `repairs`, `declaration_errors` when any), each value written by serde.
+//! contract (`machine` for `node show`, `all_well`, `sentence`, `unheard`,
+//! `failing`, `repairs`, `declaration_errors` when any), each value written by serde.
 //! The object is written as it is read: everything up to the opening of
 //! `failing` first (flushed), then each standing, then the rest.
 
@@ -33,6 +33,8 @@ impl Listing for Json {
         value(out, &head.all_well)?;
         out.write_all(b",\"sentence\":")?;
         value(out, &head.sentence)?;
+        out.write_all(b",\"unheard\":")?;
+        value(out, &head.unheard)?;
         out.write_all(b",\"failing\":[")?;
         out.flush()
     }
@@ -62,6 +64,7 @@ mod tests {
     use super::*;
     use crate::model::{FailingRow, RepairRow};
     use crate::render::write_all;
+    use crate::report::Unheard;
     use mesh_sdk::Timestamp;
 
     fn ts(s: &str) -> Timestamp {
@@ -73,6 +76,12 @@ mod tests {
             machine: machine.map(str::to_owned),
             all_well: false,
             sentence: "not all well: 1 consumer failing".into(),
+            unheard: vec![Unheard {
+                provider_module: "identity".into(),
+                provider_machine: "id-2".into(),
+                heard_at: None,
+                started_at: None,
+            }],
             repairs: vec![RepairRow {
                 provider_module: "identity".into(),
                 provider_machine: "id-1".into(),
@@ -123,6 +132,8 @@ mod tests {
         let expected = serde_json::json!({
             "all_well": false,
             "sentence": "not all well: 1 consumer failing",
+            "unheard": [{"provider_module":"identity","provider_machine":"id-2","heard_at":null,
+                "started_at":null}],
             "failing": [{"provider_module":"postgres","provider_machine":"db-1","consumer":"forge",
                 "consumer_machine":"app-1","provision":"postgres-database","class":"credentials-rejected",
                 "error":"password authentication failed for user \"forge\"","since":"2026-10-05T00:04:00Z",

@@ -11,8 +11,11 @@
 //! Rules:
 //! - A standing is listed only when its provider is *assigned* where it ran
 //!   (the declaration lists that module on that machine).
-//! - Any listed standing, open repair fault or refused declaration entry
-//!   breaks the all-well sentence.
+//! - A provider is *unheard* when it was never heard from, or its newest
+//!   `alive` is older than 3 × its `alive_every_seconds`: a provider that is
+//!   down says nothing, so silence is never read as health.
+//! - Any listed standing, unheard provider, open repair fault or refused
+//!   declaration entry breaks the all-well sentence.
 //! - A standing whose word is older than `silent_after` carries
 //!   `silent_for_seconds` (the provider stopped repeating it: it may be gone).
 
@@ -23,7 +26,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use mesh_sdk::Timestamp;
 use serde::Serialize;
 
-use crate::model::{FailingRow, Parsed, RepairRow};
+use crate::model::{AliveRow, FailingRow, Parsed, RepairRow};
 use crate::store::{Counts, StatusFilter};
 
 pub use sentence::{sentence, Tally};
@@ -70,6 +73,24 @@ pub struct Standing {
     pub silent_for_seconds: Option<u64>,
 }
 
+/// A provider assigned in scope that is not heard from. Its JSON is the
+/// `unheard` entry of `status --json`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Unheard {
+    /// The provider module.
+    pub provider_module: String,
+    /// Its machine.
+    pub provider_machine: String,
+    /// When its newest `alive` was said; null when never heard from.
+    pub heard_at: Option<Timestamp>,
+    /// When the process that said it started; null when never heard from.
+    pub started_at: Option<Timestamp>,
+}
+
+/// A provider whose newest `alive` is older than this many of its
+/// `alive_every` is unheard.
+pub const UNHEARD_AFTER_ALIVES: u32 = 3;
+
 /// Everything of the report but its standings (listed one by one apart).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Head {
@@ -79,6 +100,8 @@ pub struct Head {
     pub all_well: bool,
     /// The first line: `all well: ...` or `not all well: ...`.
     pub sentence: String,
+    /// The providers assigned in scope not heard from, in order.
+    pub unheard: Vec<Unheard>,
     /// The open repair faults listed (the newest repair word of each, not `repaired`).
     pub repairs: Vec<RepairRow>,
     /// Declaration entries that were refused (they were not checked).
@@ -119,31 +142,68 @@ pub fn filter(declaration: &Parsed, scope: &Scope, clock: &Clock) -> StatusFilte
     }
 }
 
+/// Whether a provider last heard at `said_at`, saying `alive` every
+/// `alive_every_seconds`, is heard from at `now` (a word said "in the
+/// future" by a provider whose clock is ahead counts as heard); and how long
+/// ago it was heard.
+pub fn heard(alive: &AliveRow, now: Timestamp) -> (bool, Duration) {
+    let every = Duration::from_secs(u64::try_from(alive.alive_every_seconds.max(1)).unwrap_or(1));
+    let age = now
+        .system_time()
+        .duration_since(alive.said_at.system_time())
+        .unwrap_or(Duration::ZERO);
+    (age <= every * UNHEARD_AFTER_ALIVES, age)
+}
+
 /// The report around its standings: the sentence from the store's counts,
-/// the open repairs read with them, the refused declaration entries.
+/// the providers not heard from, the open repairs read with them, the
+/// refused declaration entries.
 pub fn head(
     declaration: &Parsed,
     scope: &Scope,
     counts: Counts,
     repairs: Vec<RepairRow>,
+    alive: &[AliveRow],
     clock: &Clock,
 ) -> Head {
     let d = &declaration.declaration;
     let machine = scope.machine();
     let declaration_errors: Vec<String> =
         declaration.refused.iter().map(|e| e.to_string()).collect();
-    let providers = d
+    let mut providers: Vec<_> = d
         .modules
         .iter()
         .filter(|m| d.receives_contributions(&m.id))
         .filter(|m| machine.is_none_or(|s| m.id.machine.as_str() == s))
-        .count();
+        .map(|m| (m.id.module.as_str(), m.id.machine.as_str()))
+        .collect();
+    providers.sort_unstable();
+    let mut unheard = Vec::new();
+    let mut heard_within: Option<Duration> = None;
+    for (module, on) in &providers {
+        let newest = alive
+            .iter()
+            .find(|a| a.provider_module == *module && a.provider_machine == *on);
+        match newest.map(|a| (a, heard(a, clock.now))) {
+            Some((_, (true, age))) => {
+                heard_within = Some(heard_within.map_or(age, |w| w.max(age)));
+            }
+            newest => unheard.push(Unheard {
+                provider_module: (*module).to_owned(),
+                provider_machine: (*on).to_owned(),
+                heard_at: newest.map(|(a, _)| a.said_at),
+                started_at: newest.map(|(a, _)| a.started_at),
+            }),
+        }
+    }
     let tally = Tally {
         failing: counts.standings,
         silent: counts.silent,
         repairs: repairs.len(),
         refused: declaration_errors.len(),
-        providers,
+        providers: providers.len(),
+        unheard: unheard.len(),
+        heard_within,
         silent_after: clock.silent_after,
         machine,
     };
@@ -151,6 +211,7 @@ pub fn head(
         machine: machine.map(str::to_owned),
         all_well: tally.all_well(),
         sentence: sentence(&tally),
+        unheard,
         repairs,
         declaration_errors,
     }
@@ -225,6 +286,118 @@ mod tests {
         assert_eq!(node.machine.as_deref(), Some("db-1"));
     }
 
+    fn alive(module: &str, machine: &str, said_at: &str, every: i64) -> AliveRow {
+        AliveRow {
+            provider_module: module.into(),
+            provider_machine: machine.into(),
+            started_at: ts("2026-10-05T00:00:00Z"),
+            alive_every_seconds: every,
+            settled_at: None,
+            said_at: ts(said_at),
+        }
+    }
+
+    /// Both providers of the declaration heard from 30 s before `c.now`.
+    fn alive_now(c: &Clock) -> Vec<AliveRow> {
+        let said = Timestamp::from_system(c.now.system_time() - Duration::from_secs(30));
+        ["postgres@db-1", "identity@id-1"]
+            .iter()
+            .map(|p| {
+                let (module, machine) = p.split_once('@').unwrap();
+                let mut a = alive(module, machine, "2026-10-05T00:00:00Z", 60);
+                a.said_at = said;
+                a
+            })
+            .collect()
+    }
+
+    #[test]
+    fn unheard_table() {
+        let c = clock("2026-10-05T00:10:00Z");
+        // (alive words, scope, unheard providers, sentence)
+        let cases: Vec<(Vec<AliveRow>, Scope, Vec<&str>, &str)> = vec![
+            (
+                vec![],
+                Scope::All,
+                vec!["identity@id-1 never", "postgres@db-1 never"],
+                "not all well: 0 consumers failing, 2 providers not heard from",
+            ),
+            (
+                vec![
+                    alive("postgres", "db-1", "2026-10-05T00:07:00Z", 60),
+                    alive("identity", "id-1", "2026-10-05T00:06:59Z", 60),
+                ],
+                Scope::All,
+                vec!["identity@id-1 2026-10-05T00:06:59Z"],
+                "not all well: 0 consumers failing, 1 provider not heard from",
+            ),
+            (
+                vec![
+                    alive("postgres", "db-1", "2026-10-05T00:07:00Z", 60),
+                    alive("identity", "id-1", "2026-10-05T00:09:59Z", 60),
+                    // Not assigned: not looked at.
+                    alive("ghost", "db-1", "2026-10-04T00:00:00Z", 60),
+                ],
+                Scope::All,
+                vec![],
+                "all well: none of the 2 providers assigned in the declaration says it keeps \
+                 failing a consumer (all 2 were heard from within the last 3m), and no repair \
+                 fault is open; this does not prove that a consumer can reach its provider",
+            ),
+            (
+                // A clock ahead: heard. A slow alive_every: heard.
+                vec![
+                    alive("postgres", "db-1", "2026-10-05T01:00:00Z", 60),
+                    alive("identity", "id-1", "2026-10-05T00:00:00Z", 300),
+                ],
+                Scope::All,
+                vec![],
+                "all well: none of the 2 providers assigned in the declaration says it keeps \
+                 failing a consumer (all 2 were heard from within the last 10m), and no repair \
+                 fault is open; this does not prove that a consumer can reach its provider",
+            ),
+            (
+                vec![],
+                Scope::Machine("app-1".into()),
+                vec![],
+                "all well: no provider says it keeps failing a consumer whose provider or \
+                 consumer is on app-1 (0 providers assigned on app-1), and no repair fault is \
+                 open there; this does not prove that a consumer can reach its provider",
+            ),
+            (
+                vec![],
+                Scope::Machine("db-1".into()),
+                vec!["postgres@db-1 never"],
+                "not all well: 0 consumers failing on db-1, 1 provider not heard from",
+            ),
+        ];
+        for (alive, scope, unheard, sentence) in cases {
+            let head = head(
+                &declaration(),
+                &scope,
+                Counts::default(),
+                vec![],
+                &alive,
+                &c,
+            );
+            let listed: Vec<String> = head
+                .unheard
+                .iter()
+                .map(|u| {
+                    format!(
+                        "{}@{} {}",
+                        u.provider_module,
+                        u.provider_machine,
+                        u.heard_at.map_or("never".to_owned(), |t| t.to_string())
+                    )
+                })
+                .collect();
+            assert_eq!(listed, unheard, "{scope:?}");
+            assert_eq!(head.sentence, sentence, "{scope:?}");
+            assert_eq!(head.all_well, unheard.is_empty(), "{scope:?}");
+        }
+    }
+
     #[test]
     fn head_table() {
         let c = clock("2026-10-05T00:10:00Z");
@@ -252,7 +425,8 @@ mod tests {
                 0,
                 true,
                 "all well: no provider says it keeps failing a consumer whose provider or \
-                 consumer is on db-1 (1 provider assigned on db-1)",
+                 consumer is on db-1 (1 provider assigned on db-1, it was heard from within \
+                 the last 30s)",
             ),
             (
                 Scope::All,
@@ -276,6 +450,7 @@ mod tests {
                 &scope,
                 counts,
                 vec![repair.clone(); repairs],
+                &alive_now(&c),
                 &c,
             );
             assert_eq!(head.all_well, all_well, "{scope:?}");
@@ -283,7 +458,7 @@ mod tests {
             assert_eq!(head.machine.as_deref(), scope.machine());
         }
         let refused = parse(r#"{"modules":[{"module":"Bad","machine":"m"}]}"#).unwrap();
-        let head = head(&refused, &Scope::All, Counts::default(), vec![], &c);
+        let head = head(&refused, &Scope::All, Counts::default(), vec![], &[], &c);
         assert!(!head.all_well);
         assert_eq!(
             head.sentence,

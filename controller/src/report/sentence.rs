@@ -15,6 +15,11 @@ pub struct Tally<'a> {
     pub refused: usize,
     /// Providers assigned (in scope).
     pub providers: usize,
+    /// Of which not heard from (never, or not recently enough).
+    pub unheard: usize,
+    /// How long ago the least recently heard of the others was heard
+    /// (`None` when none was heard from).
+    pub heard_within: Option<Duration>,
     /// The silence threshold.
     pub silent_after: Duration,
     /// The machine of `node show`.
@@ -24,7 +29,7 @@ pub struct Tally<'a> {
 impl Tally<'_> {
     /// Nothing failing, no repair fault open, the declaration read whole.
     pub fn all_well(&self) -> bool {
-        self.failing == 0 && self.repairs == 0 && self.refused == 0
+        self.failing == 0 && self.repairs == 0 && self.refused == 0 && self.unheard == 0
     }
 }
 
@@ -40,14 +45,25 @@ fn count(n: usize) -> u64 {
 pub fn sentence(t: &Tally<'_>) -> String {
     if t.all_well() {
         let providers = plural(count(t.providers), "provider", "providers");
+        let heard = t.heard_within.filter(|_| t.providers > 0).map(|age| {
+            let who = if t.providers == 1 {
+                "it was".to_owned()
+            } else {
+                format!("all {} were", t.providers)
+            };
+            let age = humantime::format_duration(Duration::from_secs(age.as_secs()));
+            format!("{who} heard from within the last {age}")
+        });
         let checked = match t.machine {
             None => format!(
                 "none of the {providers} assigned in the declaration says it keeps failing a \
-                 consumer, and no repair fault is open"
+                 consumer{}, and no repair fault is open",
+                heard.map(|h| format!(" ({h})")).unwrap_or_default()
             ),
             Some(m) => format!(
                 "no provider says it keeps failing a consumer whose provider or consumer is on \
-                 {m} ({providers} assigned on {m}), and no repair fault is open there"
+                 {m} ({providers} assigned on {m}{}), and no repair fault is open there",
+                heard.map(|h| format!(", {h}")).unwrap_or_default()
             ),
         };
         return format!(
@@ -72,6 +88,12 @@ pub fn sentence(t: &Tally<'_>) -> String {
             plural(count(t.repairs), "repair fault", "repair faults")
         ));
     }
+    if t.unheard > 0 {
+        parts.push(format!(
+            "{} not heard from",
+            plural(count(t.unheard), "provider", "providers")
+        ));
+    }
     if t.refused > 0 {
         parts.push(format!(
             "{} refused (not checked)",
@@ -92,6 +114,8 @@ mod tests {
             repairs: 0,
             refused: 0,
             providers: 2,
+            unheard: 0,
+            heard_within: Some(Duration::from_millis(45_800)),
             silent_after: Duration::from_secs(1800),
             machine: None,
         }
@@ -103,8 +127,35 @@ mod tests {
             (
                 tally(),
                 "all well: none of the 2 providers assigned in the declaration says it keeps \
+                 failing a consumer (all 2 were heard from within the last 45s), and no repair \
+                 fault is open; this does not prove that a consumer can reach its provider",
+            ),
+            (
+                Tally {
+                    providers: 0,
+                    heard_within: None,
+                    ..tally()
+                },
+                "all well: none of the 0 providers assigned in the declaration says it keeps \
                  failing a consumer, and no repair fault is open; this does not prove that a \
                  consumer can reach its provider",
+            ),
+            (
+                Tally {
+                    unheard: 1,
+                    ..tally()
+                },
+                "not all well: 0 consumers failing, 1 provider not heard from",
+            ),
+            (
+                Tally {
+                    failing: 3,
+                    unheard: 2,
+                    refused: 1,
+                    ..tally()
+                },
+                "not all well: 3 consumers failing, 2 providers not heard from, 1 declaration \
+                 entry refused (not checked)",
             ),
             (
                 Tally {
@@ -113,8 +164,9 @@ mod tests {
                     ..tally()
                 },
                 "all well: no provider says it keeps failing a consumer whose provider or \
-                 consumer is on db-1 (1 provider assigned on db-1), and no repair fault is open \
-                 there; this does not prove that a consumer can reach its provider",
+                 consumer is on db-1 (1 provider assigned on db-1, it was heard from within the \
+                 last 45s), and no repair fault is open there; this does not prove that a \
+                 consumer can reach its provider",
             ),
             (
                 Tally {

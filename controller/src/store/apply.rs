@@ -7,7 +7,7 @@ use std::time::SystemTime;
 
 use async_trait::async_trait;
 use futures::future::try_join_all;
-use mesh_sdk::event::{Failing, Recovered, Repair, RepairOutcome, Retirement};
+use mesh_sdk::event::{Alive, Failing, Recovered, Repair, RepairOutcome, Retirement};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Statement};
 
@@ -85,12 +85,29 @@ ON CONFLICT (provider_module, provider_machine, consumer, action) DO UPDATE SET
     detail = EXCLUDED.detail, said_at = EXCLUDED.said_at, stream_seq = EXCLUDED.stream_seq
 WHERE (t.said_at, t.stream_seq) < (EXCLUDED.said_at, EXCLUDED.stream_seq)";
 
+/// Applies a round's `alive` words ([`AliveColumns`]), the newest per provider.
+const UPSERT_ALIVE: &str = "
+INSERT INTO alive AS a (provider_module, provider_machine, started_at, alive_every_seconds,
+                        failing_after_seconds, settled_at, consumers, failing, pass_seconds,
+                        said_at, stream_seq)
+SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::int8[], $5::int8[],
+                     $6::timestamptz[], $7::int8[], $8::int8[], $9::float8[],
+                     $10::timestamptz[], $11::int8[])
+ON CONFLICT (provider_module, provider_machine) DO UPDATE SET
+    started_at = EXCLUDED.started_at, alive_every_seconds = EXCLUDED.alive_every_seconds,
+    failing_after_seconds = EXCLUDED.failing_after_seconds, settled_at = EXCLUDED.settled_at,
+    consumers = EXCLUDED.consumers, failing = EXCLUDED.failing,
+    pass_seconds = EXCLUDED.pass_seconds, said_at = EXCLUDED.said_at,
+    stream_seq = EXCLUDED.stream_seq
+WHERE (a.said_at, a.stream_seq) < (EXCLUDED.said_at, EXCLUDED.stream_seq)";
+
 /// The prepared write statements.
 pub(super) struct Statements {
     failing: Statement,
     recovered: Statement,
     repair: Statement,
     retirement: Statement,
+    alive: Statement,
 }
 
 impl Statements {
@@ -100,6 +117,7 @@ impl Statements {
             recovered: client.prepare(RECOVERED).await?,
             repair: client.prepare(UPSERT_REPAIR).await?,
             retirement: client.prepare(UPSERT_RETIREMENT).await?,
+            alive: client.prepare(UPSERT_ALIVE).await?,
         })
     }
 }
@@ -287,6 +305,64 @@ impl<'a> RetirementColumns<'a> {
     }
 }
 
+/// The columns of [`UPSERT_ALIVE`], `$1` to `$11` in field order.
+#[derive(Default)]
+struct AliveColumns<'a> {
+    provider_module: Vec<&'a str>,
+    provider_machine: Vec<&'a str>,
+    started_at: Vec<SystemTime>,
+    alive_every_seconds: Vec<i64>,
+    failing_after_seconds: Vec<i64>,
+    settled_at: Vec<Option<SystemTime>>,
+    consumers: Vec<i64>,
+    failing: Vec<i64>,
+    pass_seconds: Vec<f64>,
+    said_at: Vec<SystemTime>,
+    stream_seq: Vec<i64>,
+}
+
+fn int(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+impl<'a> AliveColumns<'a> {
+    fn push(&mut self, k: &Keyed<'a, Alive>) {
+        let b = k.body;
+        self.provider_module.push(k.emitter.module.as_str());
+        self.provider_machine.push(k.emitter.machine.as_str());
+        self.started_at.push(b.started_at.system_time());
+        self.alive_every_seconds.push(int(b.alive_every_seconds));
+        self.failing_after_seconds
+            .push(int(b.failing_after_seconds));
+        self.settled_at.push(b.settled_at.map(|t| t.system_time()));
+        self.consumers.push(int(b.consumers));
+        self.failing.push(int(b.failing));
+        self.pass_seconds.push(if b.pass_seconds.is_finite() {
+            b.pass_seconds
+        } else {
+            0.0
+        });
+        self.said_at.push(b.said_at.system_time());
+        self.stream_seq.push(seq(k.seq));
+    }
+
+    fn params(&self) -> [&(dyn ToSql + Sync); 11] {
+        [
+            &self.provider_module,
+            &self.provider_machine,
+            &self.started_at,
+            &self.alive_every_seconds,
+            &self.failing_after_seconds,
+            &self.settled_at,
+            &self.consumers,
+            &self.failing,
+            &self.pass_seconds,
+            &self.said_at,
+            &self.stream_seq,
+        ]
+    }
+}
+
 fn repair_outcome(outcome: RepairOutcome) -> &'static str {
     match outcome {
         RepairOutcome::Repaired => "repaired",
@@ -302,6 +378,7 @@ struct Round<'a> {
     recovered: RecoveredColumns<'a>,
     repairs: RepairColumns<'a>,
     retirements: RetirementColumns<'a>,
+    alive: AliveColumns<'a>,
 }
 
 impl<'a> Round<'a> {
@@ -318,6 +395,7 @@ impl<'a> Round<'a> {
             .retirements
             .iter()
             .for_each(|k| round.retirements.push(k));
+        reduced.alive.iter().for_each(|k| round.alive.push(k));
         round
     }
 
@@ -327,7 +405,7 @@ impl<'a> Round<'a> {
         &'s self,
         prepared: &'s Statements,
     ) -> Vec<(&'s Statement, Vec<&'s (dyn ToSql + Sync)>)> {
-        let mut statements = Vec::with_capacity(4);
+        let mut statements = Vec::with_capacity(5);
         if !self.recovered.consumer.is_empty() {
             statements.push((&prepared.recovered, self.recovered.params().to_vec()));
         }
@@ -339,6 +417,9 @@ impl<'a> Round<'a> {
         }
         if !self.retirements.consumer.is_empty() {
             statements.push((&prepared.retirement, self.retirements.params().to_vec()));
+        }
+        if !self.alive.said_at.is_empty() {
+            statements.push((&prepared.alive, self.alive.params().to_vec()));
         }
         statements
     }

@@ -16,7 +16,7 @@ use tokio_postgres::{Client, Row, RowStream};
 
 use super::connection::{classify, PgStore, STATEMENT_TIMEOUT};
 use super::StoreError;
-use crate::model::{FailingRow, RepairRow};
+use crate::model::{AliveRow, FailingRow, RepairRow};
 
 /// Which standings and repair faults a read is about.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -40,11 +40,18 @@ pub struct Counts {
     pub silent: u64,
 }
 
-/// The standings `$1` (providers) and `$2` (machine, or null) select.
+/// The standings `$1` (providers) and `$2` (machine, or null) select. A
+/// standing said before its provider's newest start is left out once that
+/// provider is settled: from then on it has said `failing` again for every
+/// consumer it still keeps failing, so an older word is one it no longer has.
 const SELECTED: &str = "
 FROM failing f
 WHERE f.provider_module || '@' || f.provider_machine = ANY($1::text[])
-  AND ($2::text IS NULL OR f.provider_machine = $2 OR f.consumer_machine = $2)";
+  AND ($2::text IS NULL OR f.provider_machine = $2 OR f.consumer_machine = $2)
+  AND NOT EXISTS (
+      SELECT 1 FROM alive a
+      WHERE a.provider_module = f.provider_module AND a.provider_machine = f.provider_machine
+        AND a.settled_at IS NOT NULL AND f.said_at < a.started_at)";
 
 /// One snapshot for the counts and the listing. Within it, random page
 /// reads are costed as what they are for a store that is in memory (the
@@ -77,6 +84,13 @@ WHERE outcome <> 'repaired'
   AND ($2::text IS NULL OR provider_machine = $2)
 ORDER BY provider_module, provider_machine, fault";
 
+/// The newest `alive` word of each selected provider.
+const ALIVE: &str = "
+SELECT provider_module, provider_machine, started_at, alive_every_seconds, settled_at, said_at
+FROM alive
+WHERE provider_module || '@' || provider_machine = ANY($1::text[])
+ORDER BY provider_module, provider_machine";
+
 /// A read in progress: its counts and repairs are here, its standings come
 /// with [`StatusRead::next`]. It holds a read-only transaction on its own
 /// connection; [`StatusRead::finish`] ends it.
@@ -90,6 +104,8 @@ pub struct StatusRead {
     pub counts: Counts,
     /// The open repair faults, in order.
     pub repairs: Vec<RepairRow>,
+    /// The newest `alive` of each selected provider heard from, in order.
+    pub alive: Vec<AliveRow>,
 }
 
 impl std::fmt::Debug for StatusRead {
@@ -121,28 +137,31 @@ impl PgStore {
             let count_params: [&(dyn ToSql + Sync); 3] =
                 [&filter.providers, &filter.machine, &silent_before];
             // Sent together, answered in order.
-            let (begun, counts, repairs) = tokio::join!(
+            let (begun, counts, repairs, alive) = tokio::join!(
                 client.batch_execute(BEGIN),
                 client.query_one(count.as_str(), &count_params),
                 client.query(OPEN_REPAIRS, &params),
+                client.query(ALIVE, &params[..1]),
             );
             begun?;
-            let (counts, repairs) = (counts?, repairs?);
+            let (counts, repairs, alive) = (counts?, repairs?, alive?);
             let counts = Counts {
                 standings: u64::try_from(counts.try_get::<_, i64>(0)?).unwrap_or(0),
                 silent: u64::try_from(counts.try_get::<_, i64>(1)?).unwrap_or(0),
             };
             let repairs = repairs.iter().map(repair_row).collect::<Result<_, _>>()?;
-            Ok::<_, tokio_postgres::Error>((counts, repairs))
+            let alive = alive.iter().map(alive_row).collect::<Result<_, _>>()?;
+            Ok::<_, tokio_postgres::Error>((counts, repairs, alive))
         };
         match tokio::time::timeout(STATEMENT_TIMEOUT, work).await {
-            Ok(Ok((counts, repairs))) => Ok(StatusRead {
+            Ok(Ok((counts, repairs, alive))) => Ok(StatusRead {
                 client,
                 target,
                 filter: filter.clone(),
                 rows: None,
                 counts,
                 repairs,
+                alive,
             }),
             Ok(Err(source)) => Err(classify(target, source)),
             Err(_) => Err(StoreError::Timeout {
@@ -231,5 +250,18 @@ fn repair_row(row: &Row) -> Result<RepairRow, tokio_postgres::Error> {
             .try_get::<_, Option<SystemTime>>(5)?
             .map(Timestamp::from_system),
         said_at: Timestamp::from_system(row.try_get::<_, SystemTime>(6)?),
+    })
+}
+
+fn alive_row(row: &Row) -> Result<AliveRow, tokio_postgres::Error> {
+    Ok(AliveRow {
+        provider_module: row.try_get(0)?,
+        provider_machine: row.try_get(1)?,
+        started_at: Timestamp::from_system(row.try_get::<_, SystemTime>(2)?),
+        alive_every_seconds: row.try_get(3)?,
+        settled_at: row
+            .try_get::<_, Option<SystemTime>>(4)?
+            .map(Timestamp::from_system),
+        said_at: Timestamp::from_system(row.try_get::<_, SystemTime>(5)?),
     })
 }

@@ -52,6 +52,8 @@ pub enum Key {
     Retirement(Name, &'static str),
     /// Repairs of one fault.
     Repair(Name),
+    /// The provider's `alive` (only the newest matters).
+    Alive,
 }
 
 impl Key {
@@ -62,6 +64,7 @@ impl Key {
             Event::Recovered(b) => Key::Standing(b.consumer.clone()),
             Event::Retirement(b) => Key::Retirement(b.consumer.clone(), b.action.as_str()),
             Event::Repair(b) => Key::Repair(b.fault.clone()),
+            Event::Alive(_) => Key::Alive,
         }
     }
 }

@@ -16,12 +16,13 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::alive::AliveState;
 use crate::bus::Outbox;
 use crate::classify::Class;
 use crate::clock::WallClock;
 use crate::contributions::{Consumer, Contributions, ProviderId, Source};
 use crate::event::{
-    event_subject, ApproveReply, ApproveRequest, Event, EventKind, Failing, Recovered,
+    event_subject, Alive, ApproveReply, ApproveRequest, Event, EventKind, Failing, Recovered,
     Repair as RepairBody, RepairOutcome, Retirement as RetirementBody, RetirementAction, VERSION,
 };
 use crate::name::Name;
@@ -49,6 +50,8 @@ pub struct Settings {
     pub call_timeout: Duration,
     /// Repair hook timings.
     pub repair: RepairRules,
+    /// How often `alive` is said (after the first pass, then this often).
+    pub alive_every: Duration,
 }
 
 impl Default for Settings {
@@ -60,6 +63,7 @@ impl Default for Settings {
             concurrency: 16,
             call_timeout: Duration::from_secs(30),
             repair: RepairRules::default(),
+            alive_every: Duration::from_secs(60),
         }
     }
 }
@@ -102,6 +106,8 @@ pub struct Runner<P: Provisioner> {
     faults: Vec<(KnownFault, FaultState)>,
     /// Where minted secrets come from.
     secrets: Arc<dyn SecretSource>,
+    /// What `alive` says.
+    alive: AliveState,
 }
 
 impl<P: Provisioner> Runner<P> {
@@ -128,6 +134,7 @@ impl<P: Provisioner> Runner<P> {
             outbox,
             clock: WallClock::system(),
             held_error: None,
+            alive: AliveState::new(Instant::now()),
         }
     }
 
@@ -176,6 +183,7 @@ impl<P: Provisioner> Runner<P> {
 
     /// Runs one pass now.
     pub async fn pass(&mut self) -> PassReport {
+        let began = Instant::now();
         let Some(loaded) = self.source.load() else {
             return PassReport::default();
         };
@@ -222,7 +230,47 @@ impl<P: Provisioner> Runner<P> {
         if !report.gated {
             report.said += self.retirement_pass(&contributions, fresh).await;
         }
+        let failing = self
+            .entries
+            .values()
+            .filter(|e| e.standing.failure().is_some())
+            .count();
+        self.alive.pass_ended(
+            began,
+            Instant::now(),
+            count(contributions.consumers.len()),
+            count(failing),
+            self.settings.standing.failing_after,
+        );
         report
+    }
+
+    /// Says `alive` when it is due: after the first pass, then every
+    /// `alive_every`. Returns whether it was said.
+    pub fn say_alive_if_due(&mut self) -> bool {
+        let now = Instant::now();
+        let (Some(provider), Some((consumers, failing, took))) =
+            (self.provider().cloned(), self.alive.last_pass)
+        else {
+            return false;
+        };
+        if !self.alive.due(now, self.settings.alive_every) {
+            return false;
+        }
+        let event = Event::Alive(Alive {
+            v: VERSION,
+            started_at: self.clock.at(self.alive.started()),
+            alive_every_seconds: self.settings.alive_every.as_secs().max(1),
+            failing_after_seconds: self.settings.standing.failing_after.as_secs(),
+            settled_at: self.alive.settled().map(|t| self.clock.at(t)),
+            consumers,
+            failing,
+            pass_seconds: took.as_secs_f64(),
+            said_at: self.clock.at(now),
+        });
+        say(&self.outbox, &provider, &event);
+        self.alive.said(now);
+        true
     }
 
     /// Probes the known faults that are due, repairs what it may, says what
@@ -427,6 +475,50 @@ impl<P: Provisioner> Runner<P> {
                 Action::ReEnable(name) => self.re_enable(&contributions.provider, &name).await,
             };
         }
+        if let Some(held) = &held {
+            said += self.withdrawn(&contributions.provider, &listed, held);
+        }
+        said
+    }
+
+    /// Consumers no longer listed that the backend does not hold (never
+    /// made, or removed by a person): nothing to retire. A `failing` said
+    /// for one is answered by `recovered` (`withdrawn`); its standing is
+    /// forgotten either way. Only on a pass whose file and held list were read.
+    fn withdrawn(
+        &mut self,
+        provider: &ProviderId,
+        listed: &HashSet<&Name>,
+        held: &[Held],
+    ) -> usize {
+        let held: HashSet<&Name> = held.iter().map(|h| &h.name).collect();
+        let gone: Vec<Name> = self
+            .entries
+            .keys()
+            .filter(|name| !listed.contains(name) && !held.contains(name))
+            .cloned()
+            .collect();
+        let now = Instant::now();
+        let mut said = 0;
+        for name in gone {
+            let Some(entry) = self.entries.remove(&name) else {
+                continue;
+            };
+            let Some(word) = entry.standing.withdraw() else {
+                continue;
+            };
+            tracing::info!(consumer = %name, "withdrawn and not held: its failing is over");
+            let event = standing_event(
+                &name,
+                Some(&entry.machine),
+                Some(&entry.provision),
+                word,
+                &self.clock,
+                now,
+            );
+            say(&self.outbox, provider, &event);
+            said += 1;
+        }
         said
     }
 
@@ -629,6 +721,10 @@ impl<P: Provisioner> Runner<P> {
     }
 }
 
+fn count(n: usize) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX)
+}
+
 /// Probes a fault, bounded by the call timeout; its words are scrubbed.
 async fn probe(
     repair: &dyn AnyRepair,
@@ -698,6 +794,9 @@ fn say(outbox: &Outbox, provider: &ProviderId, event: &Event) {
         }
         Event::Repair(b) => {
             tracing::warn!(fault = %b.fault, outcome = ?b.outcome, detail = %b.detail, next_attempt_at = ?b.next_attempt_at.map(|t| t.to_string()), "saying repair")
+        }
+        Event::Alive(b) => {
+            tracing::debug!(consumers = b.consumers, failing = b.failing, settled_at = ?b.settled_at.map(|t| t.to_string()), "saying alive")
         }
     }
     outbox.put(

@@ -74,6 +74,10 @@ pub async fn run_until<P: Provisioner>(
     );
     let mut ticker = interval(settings.pass_every);
     ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    // `alive` between passes too, so a long pass does not make a provider
+    // look down; it is due only once the first pass ended.
+    let mut alive_ticker = interval(settings.alive_every.min(settings.pass_every));
+    alive_ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
     tokio::pin!(stop);
 
     let mut bus: Option<Bus> = None;
@@ -89,6 +93,7 @@ pub async fn run_until<P: Provisioner>(
             () = &mut stop => break,
             _ = ticker.tick() => {
                 let report = runner.pass().await;
+                runner.say_alive_if_due();
                 tracing::debug!(attempted = report.attempted, failed = report.failed, said = report.said, fresh = report.fresh, "pass done");
                 if bus.is_none() {
                     match runner.provider().cloned() {
@@ -96,6 +101,9 @@ pub async fn run_until<P: Provisioner>(
                         None => tracing::warn!(path = %args.contributions.display(), "no good contributions file yet; waiting for one before joining the bus"),
                     }
                 }
+            }
+            _ = alive_ticker.tick() => {
+                runner.say_alive_if_due();
             }
             Some(message) = approval => {
                 let reply = runner.approve(&message.payload).await;
