@@ -115,7 +115,8 @@ async fn ingest(
         let _ = stop.send(());
         elapsed
     };
-    let following = follow(consumer, &mut store, &settings, async {
+    let state = mesh_controller::link::LinkState::new();
+    let following = follow(consumer, &mut store, &settings, &state, async {
         let _ = stopped.await;
     });
     let (elapsed, _) = tokio::join!(watcher, following);
@@ -180,7 +181,7 @@ fn pgbench(pg: &mesh_test_support::PgCluster, seconds: u64) -> f64 {
 }
 
 fn main() {
-    mesh_controller::init_tracing("warn");
+    mesh_controller::init_tracing("warn", mesh_sdk::LogFormat::Text);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

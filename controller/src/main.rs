@@ -8,7 +8,7 @@ use mesh_controller::cli::{exit, run, Cli, Command, Io, EXIT_CANNOT};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    mesh_controller::init_tracing(cli.default_log_level());
+    mesh_controller::init_tracing(cli.default_log_level(), cli.log_format);
     // `serve` follows the stream for as long as it runs; the other commands
     // do one thing, and one thread does it without handing every database
     // message between threads.

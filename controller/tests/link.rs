@@ -498,3 +498,138 @@ async fn an_old_stream_is_moved_without_losing_an_unacknowledged_word() {
     world.wait_drained("the moved stream").await;
     controller.stop().await;
 }
+
+/// `mesh-controller serve --metrics-listen` (the binary, JSON logs): its
+/// metrics scraped with a real HTTP client and parsed by a Prometheus text
+/// parser, `/readyz` and `/healthz` answering, the summary gauges read from
+/// the store with the declaration, and every log line one JSON object.
+#[tokio::test]
+async fn serve_shows_its_metrics_health_and_readiness() {
+    let world = World::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let declaration = dir.path().join("declaration.json");
+    std::fs::write(
+        &declaration,
+        r#"{"modules":[{"module":"postgres","machine":"db-1","provides":["postgres-database"]},
+                      {"module":"identity","machine":"id-1","provides":["oidc-client"]}]}"#,
+    )
+    .unwrap();
+    let port = mesh_test_support::free_port();
+    let stderr = dir.path().join("stderr");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mesh-controller"))
+        .args(["--log-format", "json"])
+        .args([
+            "--database",
+            &format!("postgres://postgres@127.0.0.1:{}/store", world.proxy.port()),
+        ])
+        .arg("--database-password-file")
+        .arg(world._pg.superuser_password_file())
+        .arg("--declaration")
+        .arg(&declaration)
+        .args(["--nats", &world.nats.url()])
+        .args(["serve", "--metrics-listen", &format!("127.0.0.1:{port}")])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&stderr).unwrap())
+        .spawn()
+        .unwrap();
+    let http = reqwest::Client::new();
+    let get = |path: &str| {
+        let request = http.get(format!("http://127.0.0.1:{port}{path}")).send();
+        async move {
+            match request.await {
+                Ok(r) => (r.status().as_u16(), r.text().await.unwrap()),
+                Err(_) => (0, String::new()),
+            }
+        }
+    };
+    let metrics = |text: String| -> std::collections::HashMap<String, f64> {
+        let lines = text.lines().map(|l| Ok(l.to_owned()));
+        prometheus_parse::Scrape::parse(lines)
+            .expect("Prometheus text")
+            .samples
+            .into_iter()
+            .filter_map(|s| {
+                let labels: Vec<String> =
+                    s.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                match s.value {
+                    prometheus_parse::Value::Counter(v)
+                    | prometheus_parse::Value::Gauge(v)
+                    | prometheus_parse::Value::Untyped(v) => {
+                        Some((format!("{}{{{}}}", s.metric, labels.join(",")), v))
+                    }
+                    _ => None,
+                }
+            })
+            .collect()
+    };
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        if get("/readyz").await.0 == 200 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "serve never ready: {}",
+            std::fs::read_to_string(&stderr).unwrap_or_default()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (status, health) = get("/healthz").await;
+    assert_eq!(status, 200, "{health}");
+
+    world.wait_stream().await;
+    world
+        .publish(
+            &format!("{SUBJECT}.failing"),
+            failing("forge", "2026-10-05T00:09:00Z", 61),
+        )
+        .await;
+    world
+        .wait_rows("postgres", "db-1", &["forge (61)"], "stored by the binary")
+        .await;
+    let m = metrics(get("/metrics").await.1);
+    assert_eq!(m["mesh_words_applied_total{kind=failing}"], 1.0, "{m:?}");
+    assert_eq!(m["mesh_words_applied_total{kind=recovered}"], 0.0);
+    assert!(m["mesh_batches_total{}"] >= 1.0);
+    assert_eq!(m["mesh_store_errors_total{}"], 0.0);
+    assert!(m.contains_key("mesh_stream_lag_messages{}"), "{m:?}");
+    // The summary read from the store (every 15 s, every second until it
+    // first answers): forge is listed, and nobody said alive, so both
+    // providers are unheard.
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let m = metrics(get("/metrics").await.1);
+        if m["mesh_providers_unheard{}"] == 2.0 && m["mesh_standings_failing{}"] == 1.0 {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{m:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let status = tokio::time::timeout(WAIT, async {
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                return status;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("serve stops on SIGTERM");
+    let said = std::fs::read_to_string(&stderr).unwrap();
+    assert!(status.success(), "{said}");
+    for line in said.lines() {
+        let line: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: not JSON: {line}"));
+        assert!(
+            line.get("level").is_some() && line.get("message").is_some(),
+            "{line}"
+        );
+    }
+    assert!(said.contains("following provider events"), "{said}");
+    assert!(!said.contains(world._pg.superuser_password()), "{said}");
+}

@@ -11,6 +11,7 @@ use crate::repair::RepairRules;
 use crate::retire::RetireRules;
 use crate::runner::Settings;
 use crate::standing::StandingRules;
+use crate::tracing_init::LogFormat;
 
 /// The shared provider flags, with env fallbacks and humantime durations.
 ///
@@ -100,6 +101,14 @@ pub struct ProviderArgs {
     /// How long to wait for the bus to acknowledge an event before holding it.
     #[arg(long, env = "MESH_ACK_TIMEOUT", default_value = "5s", value_parser = humantime::parse_duration)]
     pub ack_timeout: Duration,
+
+    /// Serve Prometheus metrics at /metrics, and /healthz and /readyz, on this address (host:port).
+    #[arg(long, env = "MESH_METRICS_LISTEN")]
+    pub metrics_listen: Option<String>,
+
+    /// How log lines are written: text (key=value fields) or json (one object a line).
+    #[arg(long, env = "MESH_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
 }
 
 impl ProviderArgs {
@@ -125,6 +134,8 @@ impl ProviderArgs {
             repair_brake_max: defaults.repair.brake.cap,
             repair_timeout: defaults.repair.repair_timeout,
             ack_timeout: Duration::from_secs(5),
+            metrics_listen: None,
+            log_format: LogFormat::Text,
         }
     }
 

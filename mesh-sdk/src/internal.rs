@@ -9,8 +9,11 @@ pub use crate::bus::{
 };
 pub use crate::classify::classify_words;
 pub use crate::contributions::{Contributions, ProviderId, Source};
+pub use crate::health::Progress;
+pub use crate::metrics::LoopMetrics;
+pub use crate::observe::{listen, serve as serve_endpoints, Check, Endpoints, ListenError};
 pub use crate::redact::{cut, error_words, redact};
 pub use crate::secret::{
     read_admin_password, FileSecrets, PasswordFileError, SecretError, SecretSource,
 };
-pub use crate::tracing_init::init_tracing;
+pub use crate::tracing_init::{init_tracing, LogFormat};

@@ -139,7 +139,7 @@ impl ProviderMain {
                 return ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(2));
             }
         };
-        init_tracing("info");
+        init_tracing("info", provider.log_format);
         let runtime = match tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()

@@ -72,6 +72,11 @@ impl Retirement {
         Retirement::default()
     }
 
+    /// How many withdrawn consumers are held and not retired yet.
+    pub fn retiring(&self) -> usize {
+        self.missing.len()
+    }
+
     /// How many counted passes `name` has been missing for, if it is pending.
     #[cfg(test)]
     pub fn missing_passes(&self, name: &Name) -> Option<u32> {

@@ -48,6 +48,9 @@ pub enum CliError {
     /// The users' password files could not be read.
     #[error(transparent)]
     Credentials(#[from] CredentialsError),
+    /// `--metrics-listen` could not be listened on.
+    #[error(transparent)]
+    Listen(#[from] mesh_sdk::internal::ListenError),
     /// The report could not be written.
     #[error("cannot write the output: {0}")]
     Output(#[source] std::io::Error),

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use mesh_sdk::Name;
+use mesh_sdk::{LogFormat, Name};
 
 use crate::bus::NatsOptions;
 use crate::link::DEFAULT_BATCH;
@@ -62,6 +62,10 @@ pub struct Cli {
     #[arg(long, env = "MESH_NATS_PASSWORD_FILE", global = true)]
     pub nats_password_file: Option<PathBuf>,
 
+    /// How log lines are written: text (key=value fields) or json (one object a line).
+    #[arg(long, env = "MESH_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, global = true)]
+    pub log_format: LogFormat,
+
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -80,6 +84,9 @@ pub enum Command {
         /// How long the event stream keeps a word nobody took (it drops a word as soon as the controller stored it).
         #[arg(long, env = "MESH_STREAM_MAX_AGE", default_value = "7d", value_parser = humantime::parse_duration)]
         stream_max_age: Duration,
+        /// Serve Prometheus metrics at /metrics, and /healthz and /readyz, on this address (host:port).
+        #[arg(long, env = "MESH_METRICS_LISTEN")]
+        metrics_listen: Option<String>,
     },
     /// Show what providers say they keep failing.
     Status {

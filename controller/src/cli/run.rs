@@ -2,19 +2,22 @@
 
 use std::io::Write;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
+use mesh_sdk::internal::Endpoints;
 use mesh_sdk::Timestamp;
 
 use super::error::{CliError, EXIT_OK};
 use super::{Cli, Command, Format, NodeCommand};
 use crate::approve::approve;
 use crate::bus::{connect, Reconnect};
-use crate::link::{self, LinkSettings};
+use crate::link::{self, LinkSettings, LinkState};
+use crate::model::Parsed;
 use crate::permissions;
 use crate::render::listing;
 use crate::report::{self, Clock, Scope};
-use crate::store::{migrate, PgStore};
+use crate::store::{migrate, DatabaseOptions, PgStore};
 
 /// Where a command writes, and its wall time.
 pub struct Io<'a> {
@@ -41,6 +44,7 @@ pub async fn run(cli: &Cli, io: &mut Io<'_>) -> Result<(), CliError> {
         Command::Serve {
             batch,
             stream_max_age,
+            metrics_listen,
         } => {
             let options = cli.database_options()?;
             let settings = LinkSettings {
@@ -48,7 +52,9 @@ pub async fn run(cli: &Cli, io: &mut Io<'_>) -> Result<(), CliError> {
                 stream_max_age: *stream_max_age,
                 ..LinkSettings::default()
             };
-            Ok(link::serve(&options, &cli.nats_options(), settings).await?)
+            let state = Arc::new(LinkState::new());
+            let _observers = observe(cli, &options, &settings, &state, metrics_listen).await?;
+            Ok(link::serve(&options, &cli.nats_options(), settings, &state).await?)
         }
         Command::Status { json, silent_after } => {
             status(cli, io, Scope::All, *json, *silent_after).await
@@ -83,6 +89,105 @@ pub async fn run(cli: &Cli, io: &mut Io<'_>) -> Result<(), CliError> {
             writeln!(io.out, "{text}").map_err(CliError::Output)
         }
     }
+}
+
+/// How long `serve` may go without finishing a pull before `/healthz`
+/// says it is stuck: 3 × the pull wait + 60 s (a round's store work is
+/// bounded by 30 s, a reconnection by 10 s more).
+pub fn serve_stuck_after(settings: &LinkSettings) -> Duration {
+    settings.wait * 3 + Duration::from_secs(60)
+}
+
+/// How often `serve` reads the store's summary for its gauges.
+const SUMMARY_EVERY: Duration = Duration::from_secs(15);
+
+/// Aborts a spawned task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// `serve`'s endpoints (with `--metrics-listen`) and, with a declaration,
+/// the task that reads what `status` would say into the gauges.
+async fn observe(
+    cli: &Cli,
+    options: &DatabaseOptions,
+    settings: &LinkSettings,
+    state: &Arc<LinkState>,
+    listen: &Option<String>,
+) -> Result<Vec<AbortOnDrop>, CliError> {
+    let mut tasks = Vec::new();
+    let Some(addr) = listen else {
+        return Ok(tasks);
+    };
+    let listener = mesh_sdk::internal::listen(addr).await?;
+    let bound = serve_stuck_after(settings);
+    let (m, h, r) = (Arc::clone(state), Arc::clone(state), Arc::clone(state));
+    let endpoints = Endpoints {
+        metrics: Arc::new(move || m.encode()),
+        health: Arc::new(move || h.health(bound)),
+        ready: Arc::new(move || r.ready()),
+    };
+    tasks.push(AbortOnDrop(
+        mesh_sdk::internal::serve_endpoints(listener, endpoints).1,
+    ));
+    if cli.declaration.is_some() {
+        let declaration = cli.load_declaration()?;
+        let (options, state) = (options.clone(), Arc::clone(state));
+        tasks.push(AbortOnDrop(tokio::spawn(async move {
+            let mut store = PgStore::new(options);
+            loop {
+                // Until the store answers (it may not be migrated yet), try every second.
+                let read = summarize(&mut store, &declaration, &state).await;
+                let next = if read {
+                    SUMMARY_EVERY
+                } else {
+                    Duration::from_secs(1)
+                };
+                tokio::time::sleep(next).await;
+            }
+        })));
+    }
+    Ok(tasks)
+}
+
+/// Reads what `status` would say (counts and providers heard from, not the
+/// listing) into the gauges; a store away leaves them as they were.
+/// Returns whether the store was read.
+async fn summarize(store: &mut PgStore, declaration: &Parsed, state: &LinkState) -> bool {
+    let clock = Clock {
+        now: Timestamp::now(),
+        silent_after: report::DEFAULT_SILENT_AFTER,
+    };
+    let filter = report::filter(declaration, &Scope::All, &clock);
+    let read = match store.read_status(&filter).await {
+        Ok(read) => read,
+        Err(error) => {
+            tracing::debug!(error = %error, "cannot read the store's summary for the metrics");
+            return false;
+        }
+    };
+    let failing = read.counts.standings;
+    let head = report::head(
+        declaration,
+        &Scope::All,
+        read.counts,
+        Vec::new(),
+        &read.alive,
+        &clock,
+    );
+    let _ = read.finish().await;
+    state.store_answered();
+    state
+        .standings_failing
+        .set(i64::try_from(failing).unwrap_or(i64::MAX));
+    state
+        .providers_unheard
+        .set(i64::try_from(head.unheard.len()).unwrap_or(i64::MAX));
+    true
 }
 
 /// Says why the command was not done (if it is worth saying) on stderr and

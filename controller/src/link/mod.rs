@@ -25,6 +25,7 @@
 //!   [`LinkSettings::wait`]): no pull request is abandoned.
 
 mod decode;
+mod observe;
 mod stream;
 
 use std::future::Future;
@@ -36,6 +37,7 @@ use futures::future::join_all;
 use futures::{FutureExt, StreamExt};
 
 pub use decode::{decode, Malformed};
+pub use observe::LinkState;
 
 use mesh_sdk::internal::Backoff;
 pub use stream::{consumer_config, ensure_consumer, stream_config, SetupError};
@@ -108,12 +110,27 @@ pub async fn serve_until(
     settings: LinkSettings,
     stop: impl Future<Output = ()>,
 ) -> Result<(), LinkError> {
+    serve_observed(database, nats, settings, &LinkState::new(), stop).await
+}
+
+/// Like [`serve_until`], keeping `state` (metrics, progress, readiness) up to date.
+///
+/// # Errors
+/// As [`serve_until`].
+pub async fn serve_observed(
+    database: &DatabaseOptions,
+    nats: &NatsOptions,
+    settings: LinkSettings,
+    state: &LinkState,
+    stop: impl Future<Output = ()>,
+) -> Result<(), LinkError> {
     tokio::pin!(stop);
     let mut backoff = Backoff::new(settings.nak_first, settings.nak_max);
     loop {
         match migrate(database).await {
             Ok(applied) => {
                 tracing::info!(store = %database, applied, "store migrated");
+                state.store_answered();
                 break;
             }
             Err(error @ StoreError::Migrate { .. }) => return Err(LinkError::Migrate(error)),
@@ -127,6 +144,7 @@ pub async fn serve_until(
         }
     }
     let client = connect(nats, Reconnect::Forever).await?;
+    state.joined(&client);
     let mut store = PgStore::new(database.clone());
     loop {
         backoff.reset();
@@ -143,7 +161,7 @@ pub async fn serve_until(
             }
         };
         tracing::info!(stream = STREAM, consumer = DURABLE, batch = settings.batch, store = %database, "following provider events");
-        match follow(&consumer, &mut store, &settings, &mut stop).await {
+        match follow(&consumer, &mut store, &settings, state, &mut stop).await {
             Followed::Stopped => break,
             Followed::ConsumerLost => {
                 tracing::warn!("setting the stream and consumer up again");
@@ -155,7 +173,7 @@ pub async fn serve_until(
     Ok(())
 }
 
-/// Like [`serve_until`], until SIGINT or SIGTERM.
+/// Like [`serve_observed`], until SIGINT or SIGTERM.
 ///
 /// # Errors
 /// As [`serve_until`], and when the signal handlers cannot be installed.
@@ -163,6 +181,7 @@ pub async fn serve(
     database: &DatabaseOptions,
     nats: &NatsOptions,
     settings: LinkSettings,
+    state: &LinkState,
 ) -> Result<(), LinkError> {
     use tokio::signal::unix::{signal, SignalKind};
     let mut term = signal(SignalKind::terminate()).map_err(LinkError::Signal)?;
@@ -173,7 +192,7 @@ pub async fn serve(
             _ = int.recv() => tracing::info!("SIGINT: stopping after the current round"),
         }
     };
-    serve_until(database, nats, settings, stop).await
+    serve_observed(database, nats, settings, state, stop).await
 }
 
 /// Sleeps `delay`; returns true when `stop` resolved meanwhile.
@@ -222,12 +241,15 @@ pub async fn follow<S: Store>(
     consumer: &PullConsumer,
     store: &mut S,
     settings: &LinkSettings,
+    state: &LinkState,
     stop: impl Future<Output = ()>,
 ) -> Followed {
     tokio::pin!(stop);
     let mut link = Link {
         store,
         settings,
+        state,
+        lag_read: None,
         backoff: Backoff::new(settings.nak_first, settings.nak_max),
         pull_failures: 0,
         idle_pulls: 0,
@@ -244,6 +266,7 @@ pub async fn follow<S: Store>(
                 messages = &mut pull => (messages, false),
             }
         };
+        link.pulled(consumer).await;
         if !messages.is_empty() {
             tracing::trace!(pulled_in = ?pull_started.elapsed(), messages = messages.len(), "pulled");
             let round = link.round(messages).await;
@@ -273,6 +296,9 @@ pub async fn follow<S: Store>(
 struct Link<'a, S> {
     store: &'a mut S,
     settings: &'a LinkSettings,
+    state: &'a LinkState,
+    /// When the stream's lag was last read.
+    lag_read: Option<tokio::time::Instant>,
     backoff: Backoff,
     /// Pulls in a row that failed without a message.
     pull_failures: u32,
@@ -282,7 +308,24 @@ struct Link<'a, S> {
     consumer_lost: bool,
 }
 
+/// How often the stream's lag is read for the metrics.
+const LAG_EVERY: Duration = Duration::from_secs(5);
+
 impl<S> Link<'_, S> {
+    /// A pull finished: the link moves; now and then the stream's lag is read.
+    async fn pulled(&mut self, consumer: &PullConsumer) {
+        self.state.progress.tick();
+        let now = tokio::time::Instant::now();
+        if self.lag_read.is_some_and(|at| now < at + LAG_EVERY) {
+            return;
+        }
+        self.lag_read = Some(now);
+        if let Ok(info) = consumer.get_info().await {
+            self.state
+                .lag(info.num_pending + u64::try_from(info.num_ack_pending).unwrap_or(0));
+        }
+    }
+
     /// Asks the server for the consumer; marks it lost when it is not there.
     async fn check_consumer(&mut self, consumer: &PullConsumer) {
         match consumer.get_info().await {
@@ -390,6 +433,7 @@ impl<S: Store> Link<'_, S> {
             }
             Err(error) => {
                 tracing::warn!(error = %error, words = words.len(), "the store refused a round; applying its words one by one");
+                self.state.store_failed(false);
                 let mut rest = words.into_iter();
                 for (message, word) in rest.by_ref() {
                     match self.store.apply(std::slice::from_ref(&word)).await {
@@ -426,6 +470,7 @@ impl<S: Store> Link<'_, S> {
     }
 
     fn stored(&mut self, words: &[Word]) {
+        self.state.applied(words);
         if self.backoff.failures() > 0 {
             tracing::info!(
                 after_failures = self.backoff.failures(),
@@ -446,6 +491,7 @@ impl<S: Store> Link<'_, S> {
 
     /// Logs a failed round; returns its NAK delay.
     fn held(&mut self, error: &StoreError, count: usize) -> Duration {
+        self.state.store_failed(true);
         let delay = self.backoff.next_delay();
         if self.backoff.failures() == 1 {
             tracing::warn!(error = %error, held = count, retry_in = ?delay, "store away: events are held (NAKed) and delivered again");

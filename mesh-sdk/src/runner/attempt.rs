@@ -11,6 +11,7 @@ use tokio::task::JoinSet;
 
 use crate::classify::{classify_words, Class};
 use crate::contributions::{Consumer, Contributions};
+use crate::health::Progress;
 use crate::provisioner::Provisioner;
 use crate::redact::{error_words, redact};
 use crate::secret::{Secret, SecretSource};
@@ -25,6 +26,8 @@ pub(super) struct Attempts<P> {
     /// The provider's own secrets, removed from every error.
     pub(super) provider_secrets: Arc<[Secret]>,
     pub(super) call_timeout: Duration,
+    /// Ticked as each attempt ends (`/healthz`).
+    pub(super) progress: Arc<Progress>,
 }
 
 impl<P> Clone for Attempts<P> {
@@ -34,6 +37,7 @@ impl<P> Clone for Attempts<P> {
             secrets: Arc::clone(&self.secrets),
             provider_secrets: Arc::clone(&self.provider_secrets),
             call_timeout: self.call_timeout,
+            progress: Arc::clone(&self.progress),
         }
     }
 }
@@ -69,6 +73,7 @@ pub(super) async fn all<P: Provisioner>(
                     return done;
                 };
                 done.push((index, shared.guarded(consumer).await));
+                shared.progress.tick();
             }
         });
     }

@@ -25,6 +25,8 @@ use crate::event::{
     event_subject, Alive, ApproveReply, ApproveRequest, Event, EventKind, Failing, Recovered,
     Repair as RepairBody, RepairOutcome, Retirement as RetirementBody, RetirementAction, VERSION,
 };
+use crate::health::Progress;
+use crate::metrics::{ConsumerStates, LoopMetrics};
 use crate::name::Name;
 use crate::provisioner::{Held, Provisioner};
 use crate::redact::{error_words, redact};
@@ -108,6 +110,10 @@ pub struct Runner<P: Provisioner> {
     secrets: Arc<dyn SecretSource>,
     /// What `alive` says.
     alive: AliveState,
+    /// What `/metrics` shows.
+    metrics: Arc<LoopMetrics>,
+    /// When the loop last moved (`/healthz`).
+    progress: Arc<Progress>,
 }
 
 impl<P: Provisioner> Runner<P> {
@@ -135,7 +141,19 @@ impl<P: Provisioner> Runner<P> {
             clock: WallClock::system(),
             held_error: None,
             alive: AliveState::new(Instant::now()),
+            metrics: Arc::new(LoopMetrics::new()),
+            progress: Arc::new(Progress::new()),
         }
+    }
+
+    /// The loop's metrics (shared with the `/metrics` endpoint).
+    pub fn metrics(&self) -> Arc<LoopMetrics> {
+        Arc::clone(&self.metrics)
+    }
+
+    /// When the loop last moved (shared with the `/healthz` endpoint).
+    pub fn progress(&self) -> Arc<Progress> {
+        Arc::clone(&self.progress)
     }
 
     #[cfg(any(test, feature = "testing"))]
@@ -208,6 +226,7 @@ impl<P: Provisioner> Runner<P> {
                     secrets: Arc::clone(&self.secrets),
                     provider_secrets: self.provisioner.secrets().into(),
                     call_timeout: self.settings.call_timeout,
+                    progress: Arc::clone(&self.progress),
                 };
                 attempt::all(&attempts, &contributions, self.settings.concurrency).await
             }
@@ -230,18 +249,32 @@ impl<P: Provisioner> Runner<P> {
         if !report.gated {
             report.said += self.retirement_pass(&contributions, fresh).await;
         }
-        let failing = self
-            .entries
-            .values()
-            .filter(|e| e.standing.failure().is_some())
-            .count();
+        let mut states = ConsumerStates {
+            retiring: count(self.retirement.retiring()),
+            ..ConsumerStates::default()
+        };
+        for consumer in &contributions.consumers {
+            match self
+                .entries
+                .get(&consumer.name)
+                .and_then(|e| e.standing.failure())
+            {
+                None => states.ok += 1,
+                Some(f) if f.said_at.is_none() => states.failing_unsaid += 1,
+                Some(_) => states.failing += 1,
+            }
+        }
+        let ended = Instant::now();
         self.alive.pass_ended(
             began,
-            Instant::now(),
+            ended,
             count(contributions.consumers.len()),
-            count(failing),
+            states.failing + states.failing_unsaid,
             self.settings.standing.failing_after,
         );
+        self.metrics
+            .pass(ended.saturating_duration_since(began), states);
+        self.progress.tick();
         report
     }
 
@@ -268,7 +301,7 @@ impl<P: Provisioner> Runner<P> {
             pass_seconds: took.as_secs_f64(),
             said_at: self.clock.at(now),
         });
-        say(&self.outbox, &provider, &event);
+        say(&self.outbox, &self.metrics, &provider, &event);
         self.alive.said(now);
         true
     }
@@ -382,7 +415,7 @@ impl<P: Provisioner> Runner<P> {
                 next_attempt_at: next.map(|n| self.clock.at(n)),
                 said_at: self.clock.at(now),
             });
-            say(&self.outbox, provider, &event);
+            say(&self.outbox, &self.metrics, provider, &event);
         }
         gate
     }
@@ -447,7 +480,7 @@ impl<P: Provisioner> Runner<P> {
             &self.clock,
             now,
         );
-        say(&self.outbox, provider, &event);
+        say(&self.outbox, &self.metrics, provider, &event);
         1
     }
 
@@ -516,7 +549,7 @@ impl<P: Provisioner> Runner<P> {
                 &self.clock,
                 now,
             );
-            say(&self.outbox, provider, &event);
+            say(&self.outbox, &self.metrics, provider, &event);
             said += 1;
         }
         said
@@ -598,7 +631,7 @@ impl<P: Provisioner> Runner<P> {
             &self.clock,
             now,
         );
-        say(&self.outbox, provider, &event);
+        say(&self.outbox, &self.metrics, provider, &event);
         2
     }
 
@@ -637,7 +670,7 @@ impl<P: Provisioner> Runner<P> {
             detail,
             said_at: self.clock.at(now),
         });
-        say(&self.outbox, provider, &event);
+        say(&self.outbox, &self.metrics, provider, &event);
     }
 
     /// Answers a person's approval request (its raw JSON body).
@@ -780,7 +813,8 @@ fn standing_event(
 }
 
 /// Logs a word and holds it on the outbox.
-fn say(outbox: &Outbox, provider: &ProviderId, event: &Event) {
+fn say(outbox: &Outbox, metrics: &LoopMetrics, provider: &ProviderId, event: &Event) {
+    metrics.said(event);
     let kind: EventKind = event.kind();
     match event {
         Event::Failing(b) => {

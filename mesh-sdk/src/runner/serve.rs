@@ -2,7 +2,7 @@
 //! the bus, events drained to JetStream, a graceful stop on SIGINT/SIGTERM.
 
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use futures::StreamExt;
 use tokio::sync::oneshot;
@@ -12,6 +12,7 @@ use super::Runner;
 use crate::args::ProviderArgs;
 use crate::bus::{connect, publish_loop, BusError, JetStreamSink, Outbox};
 use crate::event::approve_subject;
+use crate::observe::{listen, serve as serve_endpoints, Endpoints, ListenError};
 use crate::provisioner::Provisioner;
 
 /// The provider could not run: the bus could not be set up (refused
@@ -25,6 +26,8 @@ pub struct RunError(Cause);
 enum Cause {
     #[error(transparent)]
     Bus(BusError),
+    #[error(transparent)]
+    Listen(ListenError),
     #[error("cannot install the stop signal handlers")]
     Signal(#[source] std::io::Error),
 }
@@ -38,7 +41,7 @@ enum Cause {
 /// [`RunError`] when the bus or the signal handlers cannot be set up.
 pub async fn run<P: Provisioner>(provisioner: P, args: &ProviderArgs) -> Result<(), RunError> {
     use tokio::signal::unix::{signal, SignalKind};
-    crate::tracing_init::init_tracing("info");
+    crate::tracing_init::init_tracing("info", args.log_format);
     let mut term = signal(SignalKind::terminate()).map_err(|e| RunError(Cause::Signal(e)))?;
     let mut int = signal(SignalKind::interrupt()).map_err(|e| RunError(Cause::Signal(e)))?;
     let stop = async move {
@@ -72,6 +75,15 @@ pub async fn run_until<P: Provisioner>(
         settings,
         Arc::clone(&outbox),
     );
+    let joined: Arc<OnceLock<async_nats::Client>> = Arc::new(OnceLock::new());
+    let _endpoints = match &args.metrics_listen {
+        Some(addr) => {
+            let listener = listen(addr).await.map_err(|e| RunError(Cause::Listen(e)))?;
+            let endpoints = endpoints(&runner, &outbox, &joined, &settings);
+            Some(AbortOnDrop(serve_endpoints(listener, endpoints).1))
+        }
+        None => None,
+    };
     let mut ticker = interval(settings.pass_every);
     ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
     // `alive` between passes too, so a long pass does not make a provider
@@ -97,7 +109,11 @@ pub async fn run_until<P: Provisioner>(
                 tracing::debug!(attempted = report.attempted, failed = report.failed, said = report.said, fresh = report.fresh, "pass done");
                 if bus.is_none() {
                     match runner.provider().cloned() {
-                        Some(provider) => bus = Some(Bus::start(args, &provider, Arc::clone(&outbox)).await.map_err(|e| RunError(Cause::Bus(e)))?),
+                        Some(provider) => {
+                            let started = Bus::start(args, &provider, Arc::clone(&outbox)).await.map_err(|e| RunError(Cause::Bus(e)))?;
+                            let _ = joined.set(started.client.clone());
+                            bus = Some(started);
+                        }
                         None => tracing::warn!(path = %args.contributions.display(), "no good contributions file yet; waiting for one before joining the bus"),
                     }
                 }
@@ -121,6 +137,50 @@ pub async fn run_until<P: Provisioner>(
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// How long the loop may go without finishing a pass or an attempt before
+/// `/healthz` says it is stuck: 3 × `pass_every` + 2 × `call_timeout`
+/// (a pass waits `pass_every`; a call, a listing of held provisions or a
+/// retirement call takes at most `call_timeout`).
+pub(crate) fn stuck_after(settings: &super::Settings) -> std::time::Duration {
+    settings.pass_every * 3 + settings.call_timeout * 2
+}
+
+/// `/metrics` from the runner's metrics and the outbox; `/healthz` from
+/// the runner's progress; `/readyz` from the bus connection.
+fn endpoints<P: Provisioner>(
+    runner: &Runner<P>,
+    outbox: &Arc<Outbox>,
+    joined: &Arc<OnceLock<async_nats::Client>>,
+    settings: &super::Settings,
+) -> Endpoints {
+    let (metrics, outbox) = (runner.metrics(), Arc::clone(outbox));
+    let progress = runner.progress();
+    let bound = stuck_after(settings);
+    let joined = Arc::clone(joined);
+    Endpoints {
+        metrics: Arc::new(move || metrics.encode(&outbox)),
+        health: Arc::new(move || progress.check(bound)),
+        ready: Arc::new(move || match joined.get() {
+            None => Err("not on the bus yet: no good contributions file was read".to_owned()),
+            Some(client) => match client.connection_state() {
+                async_nats::connection::State::Connected => {
+                    Ok("ready: connected to the bus".to_owned())
+                }
+                state => Err(format!("not connected to the bus ({state})")),
+            },
+        }),
+    }
+}
+
+/// Aborts a spawned task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// The provider's bus: client, approve subscription, publisher task.

@@ -1,8 +1,9 @@
 //! The `mesh-postgres` binary end to end: it provisions a consumer on a real
 //! PostgreSQL, says `recovered` through JetStream on a real nats-server,
-//! stops cleanly on SIGTERM, and never shows the administrator's password
-//! (given inside the admin URL here, through the environment) or a minted
-//! secret. Real time throughout (async-nats needs it).
+//! stops cleanly on SIGTERM, writes its log as one JSON object a line with
+//! `--log-format json`, and never shows the administrator's password (given
+//! inside the admin URL here, through the environment) or a minted secret.
+//! Real time throughout (async-nats needs it).
 
 mod common;
 
@@ -48,6 +49,7 @@ async fn the_binary_provisions_says_recovered_and_stops_on_sigterm() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_mesh-postgres"))
         .args(["--contributions", path.to_str().unwrap()])
         .args(["--nats", &nats.url(), "--pass-every", "300ms"])
+        .args(["--log-format", "json"])
         .env("MESH_POSTGRES_ADMIN_URL", &url_with_password)
         .env("RUST_LOG", "info")
         .stdin(Stdio::null())
@@ -96,10 +98,24 @@ async fn the_binary_provisions_says_recovered_and_stops_on_sigterm() {
     .await;
     let said = std::fs::read_to_string(&stderr).unwrap();
     assert!(status.success(), "{status}: {said}");
-    let shown = format!("admin=postgres://postgres@127.0.0.1:{}/postgres", pg.port());
-    assert!(said.contains("mesh-postgres starting"), "{said}");
-    assert!(said.contains(&shown), "{said}");
-    assert!(said.contains("stopped"), "{said}");
+    // One JSON object a line, with the text format's fields at the top.
+    let lines: Vec<Value> = said
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: not JSON: {l}")))
+        .collect();
+    for line in &lines {
+        for key in ["timestamp", "level", "target", "message"] {
+            assert!(line.get(key).is_some(), "no {key} in {line}");
+        }
+    }
+    let message = |words: &str| lines.iter().find(|l| l["message"] == words);
+    assert!(message("mesh-postgres starting").is_some(), "{said}");
+    let configured = message("PostgreSQL provider configured").unwrap_or_else(|| panic!("{said}"));
+    let shown = format!("postgres://postgres@127.0.0.1:{}/postgres", pg.port());
+    assert_eq!(configured["admin"], shown.as_str(), "{configured}");
+    let recovered = message("saying recovered").unwrap_or_else(|| panic!("{said}"));
+    assert_eq!(recovered["consumer"], "forge");
+    assert!(message("stopped").is_some(), "{said}");
     for secret in [pg.superuser_password(), SECRET] {
         assert!(!said.contains(secret), "a secret was logged:\n{said}");
         assert!(

@@ -1,0 +1,183 @@
+//! What `serve` shows at `--metrics-listen`: its metrics, whether the link
+//! moves (`/healthz`) and whether the bus and the store are there
+//! (`/readyz`).
+//!
+//! | metric | type | what |
+//! | --- | --- | --- |
+//! | `mesh_words_applied_total{kind}` | counter | words committed to the store, by kind |
+//! | `mesh_batches_total` | counter | rounds committed (one transaction each) |
+//! | `mesh_store_errors_total` | counter | rounds the store failed (held and delivered again, or refused) |
+//! | `mesh_standings_failing` | gauge | standings `status` lists (needs `--declaration`) |
+//! | `mesh_providers_unheard` | gauge | providers `status` names not heard from (needs `--declaration`) |
+//! | `mesh_stream_lag_messages` | gauge | words in the stream the controller has not acknowledged yet |
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use mesh_sdk::event::EventKind;
+use mesh_sdk::internal::Progress;
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+use crate::model::Word;
+
+type Label = [(&'static str, &'static str); 1];
+
+/// The link's state as the endpoints read it; the link writes it.
+pub struct LinkState {
+    registry: Registry,
+    words_applied: Family<Label, Counter>,
+    batches: Counter,
+    store_errors: Counter,
+    /// Standings `status` lists (set by whoever reads the store's summary).
+    pub standings_failing: Gauge,
+    /// Providers not heard from (likewise).
+    pub providers_unheard: Gauge,
+    /// Words in the stream not acknowledged yet.
+    pub stream_lag: Gauge,
+    /// When the link last finished a pull.
+    pub progress: Progress,
+    store_ok: AtomicBool,
+    bus: OnceLock<async_nats::Client>,
+}
+
+impl std::fmt::Debug for LinkState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LinkState").finish_non_exhaustive()
+    }
+}
+
+impl Default for LinkState {
+    fn default() -> Self {
+        LinkState::new()
+    }
+}
+
+fn gauge_value(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+impl LinkState {
+    /// Every metric registered, at zero; not ready.
+    pub fn new() -> LinkState {
+        let mut registry = Registry::with_prefix("mesh");
+        let words_applied = Family::<Label, Counter>::default();
+        registry.register(
+            "words_applied",
+            "Words committed to the store, by kind",
+            words_applied.clone(),
+        );
+        for kind in EventKind::ALL {
+            let _ = words_applied.get_or_create(&[("kind", kind.as_str())]);
+        }
+        let batches = Counter::default();
+        registry.register("batches", "Rounds of words committed", batches.clone());
+        let store_errors = Counter::default();
+        registry.register(
+            "store_errors",
+            "Rounds the store failed (held and delivered again, or refused)",
+            store_errors.clone(),
+        );
+        let standings_failing = Gauge::default();
+        registry.register(
+            "standings_failing",
+            "Standings status lists (with --declaration)",
+            standings_failing.clone(),
+        );
+        let providers_unheard = Gauge::default();
+        registry.register(
+            "providers_unheard",
+            "Providers status names not heard from (with --declaration)",
+            providers_unheard.clone(),
+        );
+        let stream_lag = Gauge::default();
+        registry.register(
+            "stream_lag_messages",
+            "Words in the stream the controller has not acknowledged yet",
+            stream_lag.clone(),
+        );
+        LinkState {
+            registry,
+            words_applied,
+            batches,
+            store_errors,
+            standings_failing,
+            providers_unheard,
+            stream_lag,
+            progress: Progress::new(),
+            store_ok: AtomicBool::new(false),
+            bus: OnceLock::new(),
+        }
+    }
+
+    /// A round was committed.
+    pub(crate) fn applied(&self, words: &[Word]) {
+        self.batches.inc();
+        for word in words {
+            self.words_applied
+                .get_or_create(&[("kind", word.event.kind().as_str())])
+                .inc();
+        }
+        self.store_ok.store(true, Ordering::Relaxed);
+    }
+
+    /// The store failed a round; `away` when it may pass (held), not when it refused the words.
+    pub(crate) fn store_failed(&self, away: bool) {
+        self.store_errors.inc();
+        if away {
+            self.store_ok.store(false, Ordering::Relaxed);
+        }
+    }
+
+    /// The store answered (migrated, or read).
+    pub fn store_answered(&self) {
+        self.store_ok.store(true, Ordering::Relaxed);
+    }
+
+    /// The bus client, once connected.
+    pub(crate) fn joined(&self, client: &async_nats::Client) {
+        let _ = self.bus.set(client.clone());
+    }
+
+    /// The stream holds `n` words not acknowledged.
+    pub(crate) fn lag(&self, n: u64) {
+        self.stream_lag.set(gauge_value(n));
+    }
+
+    /// The text of `/metrics`.
+    pub fn encode(&self) -> String {
+        let mut text = String::new();
+        encode(&mut text, &self.registry).expect("writing to a String cannot fail");
+        text
+    }
+
+    /// `/healthz`: a pull finished within `bound`.
+    ///
+    /// # Errors
+    /// When none did.
+    pub fn health(&self, bound: Duration) -> Result<String, String> {
+        self.progress.check(bound)
+    }
+
+    /// `/readyz`: connected to the bus, and the store answered last time.
+    ///
+    /// # Errors
+    /// Says which is missing.
+    pub fn ready(&self) -> Result<String, String> {
+        let bus = match self.bus.get() {
+            None => return Err("not connected to the bus yet".to_owned()),
+            Some(client) => client.connection_state(),
+        };
+        if bus != async_nats::connection::State::Connected {
+            return Err(format!("not connected to the bus ({bus})"));
+        }
+        if !self.store_ok.load(Ordering::Relaxed) {
+            return Err("the store is away (its last answer was an error)".to_owned());
+        }
+        Ok("ready: connected to the bus and the store".to_owned())
+    }
+}

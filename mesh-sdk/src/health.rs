@@ -1,0 +1,85 @@
+//! Whether a loop is making progress (`/healthz`), decided without I/O.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// When a loop last moved: a pass or one attempt finished (a provider), a
+/// pull finished (the controller's link). Shared between the loop, which
+/// ticks it, and the health endpoint, which reads it.
+#[derive(Debug)]
+pub struct Progress {
+    base: Instant,
+    last_ms: AtomicU64,
+}
+
+impl Default for Progress {
+    fn default() -> Self {
+        Progress::new()
+    }
+}
+
+impl Progress {
+    /// Progress counted from now (a loop that just started has moved).
+    pub fn new() -> Progress {
+        Progress {
+            base: Instant::now(),
+            last_ms: AtomicU64::new(0),
+        }
+    }
+
+    /// The loop moved now.
+    pub fn tick(&self) {
+        let ms = u64::try_from(self.base.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.last_ms.fetch_max(ms, Ordering::Relaxed);
+    }
+
+    /// How long since the loop last moved.
+    pub fn since(&self) -> Duration {
+        let last = Duration::from_millis(self.last_ms.load(Ordering::Relaxed));
+        self.base.elapsed().saturating_sub(last)
+    }
+
+    /// `Ok` with a sentence when the loop moved within `bound`, else `Err` saying how long it has not.
+    ///
+    /// # Errors
+    /// When the loop has not moved for longer than `bound`.
+    pub fn check(&self, bound: Duration) -> Result<String, String> {
+        let since = self.since();
+        let ms =
+            |d: Duration| humantime::format_duration(Duration::from_millis(d.as_millis() as u64));
+        if since <= bound {
+            Ok(format!("ok: moved {} ago (bound {})", ms(since), ms(bound)))
+        } else {
+            Err(format!(
+                "stuck: has not moved for {} (bound {})",
+                ms(since),
+                ms(bound)
+            ))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn healthy_while_it_moves_within_the_bound() {
+        let bound = Duration::from_secs(10);
+        let progress = Progress::new();
+        assert!(progress.check(bound).is_ok(), "a fresh loop is healthy");
+        tokio::time::advance(Duration::from_secs(10)).await;
+        assert!(progress.check(bound).is_ok(), "at the bound");
+        tokio::time::advance(Duration::from_millis(1)).await;
+        let stuck = progress.check(bound).unwrap_err();
+        assert!(
+            stuck.starts_with("stuck: has not moved for 10s 1ms"),
+            "{stuck}"
+        );
+        progress.tick();
+        assert!(progress.check(bound).is_ok(), "moved again");
+        assert_eq!(progress.since(), Duration::ZERO);
+    }
+}

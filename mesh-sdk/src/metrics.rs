@@ -1,0 +1,181 @@
+//! A provider's metrics, in Prometheus' text format at `/metrics`
+//! (`--metrics-listen`). Names follow Prometheus' conventions: the `mesh_`
+//! prefix, base units, `_total` for counters; no label names a consumer.
+//!
+//! | metric | type | what |
+//! | --- | --- | --- |
+//! | `mesh_passes_total` | counter | passes run |
+//! | `mesh_pass_duration_seconds` | histogram | how long a pass took |
+//! | `mesh_consumers{state}` | gauge | listed consumers by state after the last pass: `ok`, `failing_unsaid` (failing, not for `failing_after` yet), `failing` (said `failing`), `retiring` (withdrawn, still held, not retired yet) |
+//! | `mesh_words_said_total{kind}` | counter | words put on the outbox, by kind |
+//! | `mesh_words_held{kind}` | gauge | words not yet acknowledged by the bus, by kind |
+//! | `mesh_repairs_total{outcome}` | counter | repair words, by outcome |
+
+use std::time::Duration;
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::{Registry, Unit};
+
+use crate::bus::Outbox;
+use crate::event::{Event, EventKind, RepairOutcome};
+
+type Label = [(&'static str, &'static str); 1];
+
+/// How many consumers are in each state after a pass.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ConsumerStates {
+    pub(crate) ok: u64,
+    pub(crate) failing_unsaid: u64,
+    pub(crate) failing: u64,
+    pub(crate) retiring: u64,
+}
+
+/// The loop's metrics and the registry they are encoded from.
+pub struct LoopMetrics {
+    registry: Registry,
+    passes: Counter,
+    pass_duration: Histogram,
+    consumers: Family<Label, Gauge>,
+    words_said: Family<Label, Counter>,
+    words_held: Family<Label, Gauge>,
+    repairs: Family<Label, Counter>,
+}
+
+impl std::fmt::Debug for LoopMetrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoopMetrics").finish_non_exhaustive()
+    }
+}
+
+impl Default for LoopMetrics {
+    fn default() -> Self {
+        LoopMetrics::new()
+    }
+}
+
+fn gauge_value(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+fn outcome(o: RepairOutcome) -> &'static str {
+    match o {
+        RepairOutcome::Repaired => "repaired",
+        RepairOutcome::Failed => "failed",
+        RepairOutcome::Braked => "braked",
+    }
+}
+
+impl LoopMetrics {
+    /// Every metric registered, at zero.
+    pub fn new() -> LoopMetrics {
+        let mut registry = Registry::with_prefix("mesh");
+        let passes = Counter::default();
+        registry.register(
+            "passes",
+            "Passes of the provisioner loop run",
+            passes.clone(),
+        );
+        // 10 ms to about 80 s.
+        let pass_duration = Histogram::new(exponential_buckets(0.01, 2.0, 14));
+        registry.register_with_unit(
+            "pass_duration",
+            "How long a pass of the provisioner loop took",
+            Unit::Seconds,
+            pass_duration.clone(),
+        );
+        let consumers = Family::<Label, Gauge>::default();
+        registry.register(
+            "consumers",
+            "Listed consumers by state after the last pass (ok, failing_unsaid, failing, retiring)",
+            consumers.clone(),
+        );
+        let words_said = Family::<Label, Counter>::default();
+        registry.register("words_said", "Words said, by kind", words_said.clone());
+        let words_held = Family::<Label, Gauge>::default();
+        registry.register(
+            "words_held",
+            "Words not yet acknowledged by the bus, by kind",
+            words_held.clone(),
+        );
+        let repairs = Family::<Label, Counter>::default();
+        registry.register("repairs", "Repair words said, by outcome", repairs.clone());
+        let metrics = LoopMetrics {
+            registry,
+            passes,
+            pass_duration,
+            consumers,
+            words_said,
+            words_held,
+            repairs,
+        };
+        // Every series exists from the start, so a rate or an alert never
+        // meets a missing series.
+        for kind in EventKind::ALL {
+            let _ = metrics.words_said.get_or_create(&[("kind", kind.as_str())]);
+            let _ = metrics.words_held.get_or_create(&[("kind", kind.as_str())]);
+        }
+        for o in [
+            RepairOutcome::Repaired,
+            RepairOutcome::Failed,
+            RepairOutcome::Braked,
+        ] {
+            let _ = metrics.repairs.get_or_create(&[("outcome", outcome(o))]);
+        }
+        metrics.set_consumers(ConsumerStates::default());
+        metrics
+    }
+
+    /// A pass ended.
+    pub(crate) fn pass(&self, took: Duration, states: ConsumerStates) {
+        self.passes.inc();
+        self.pass_duration.observe(took.as_secs_f64());
+        self.set_consumers(states);
+    }
+
+    fn set_consumers(&self, s: ConsumerStates) {
+        for (state, n) in [
+            ("ok", s.ok),
+            ("failing_unsaid", s.failing_unsaid),
+            ("failing", s.failing),
+            ("retiring", s.retiring),
+        ] {
+            self.consumers
+                .get_or_create(&[("state", state)])
+                .set(gauge_value(n));
+        }
+    }
+
+    /// A word was said.
+    pub(crate) fn said(&self, event: &Event) {
+        self.words_said
+            .get_or_create(&[("kind", event.kind().as_str())])
+            .inc();
+        if let Event::Repair(body) = event {
+            self.repairs
+                .get_or_create(&[("outcome", outcome(body.outcome))])
+                .inc();
+        }
+    }
+
+    /// The text of `/metrics`, with the words held on `outbox` counted now.
+    pub fn encode(&self, outbox: &Outbox) -> String {
+        let mut held = [0u64; EventKind::ALL.len()];
+        for (_, pending) in outbox.snapshot() {
+            if let Some(i) = EventKind::ALL.iter().position(|k| *k == pending.kind) {
+                held[i] += 1;
+            }
+        }
+        for (kind, n) in EventKind::ALL.iter().zip(held) {
+            self.words_held
+                .get_or_create(&[("kind", kind.as_str())])
+                .set(gauge_value(n));
+        }
+        let mut text = String::new();
+        encode(&mut text, &self.registry).expect("writing to a String cannot fail");
+        text
+    }
+}
