@@ -126,6 +126,19 @@ impl SecretSource for MemorySecrets {
     }
 }
 
+/// The secrets `world` writes, in memory.
+fn memory_secrets(n: usize) -> MemorySecrets {
+    MemorySecrets(
+        (0..n)
+            .map(|i| {
+                let name = Name::parse(&format!("consumer-{i:06}")).unwrap();
+                let secret = Secret::new(format!("minted-secret-{i:06}-xxxxxxxxxxxxxxxx"));
+                (name, secret)
+            })
+            .collect(),
+    )
+}
+
 /// Wall time per consumer of a pass with L = 0 at the default concurrency.
 async fn overhead(
     dir: &Path,
@@ -165,11 +178,11 @@ fn drain(outbox: &Outbox) {
 #[tokio::main]
 async fn main() {
     // `cargo bench -p mesh-sdk --bench pass -- profile`: only the L = 0 passes
-    // over 100,000 consumers, long enough to profile.
+    // over 100,000 consumers, secrets in memory, long enough to profile.
     if std::env::args().any(|a| a == "profile") {
         let dir = tempfile::tempdir().unwrap();
         let held = world(dir.path(), 100_000);
-        let (mut r, _outbox) = runner(
+        let (r, _outbox) = runner(
             dir.path(),
             Fixed {
                 latency: Duration::ZERO,
@@ -178,7 +191,8 @@ async fn main() {
             },
             16,
         );
-        for _ in 0..20 {
+        let mut r = r.with_secrets(Arc::new(memory_secrets(100_000)));
+        for _ in 0..60 {
             r.pass().await;
         }
         return;
@@ -226,18 +240,8 @@ async fn main() {
         // L = 0: the loop's own cost, with the secret files read from disk
         // as in production, and with the secrets served from memory.
         let with_files = overhead(dir.path(), &held, n, None).await;
-        let memory = MemorySecrets(
-            (0..n)
-                .map(|i| {
-                    let name = Name::parse(&format!("consumer-{i:06}")).unwrap();
-                    (
-                        name,
-                        Secret::new(format!("minted-secret-{i:06}-xxxxxxxxxxxxxxxx")),
-                    )
-                })
-                .collect(),
-        );
-        let in_memory = overhead(dir.path(), &held, n, Some(Arc::new(memory))).await;
+        let memory = Arc::new(memory_secrets(n));
+        let in_memory = overhead(dir.path(), &held, n, Some(memory)).await;
         overheads.push((n, with_files, in_memory));
     }
     println!();

@@ -18,6 +18,8 @@
 //! Rounds alternate (floor, pass, restarted pass, floor, ...) and the
 //! medians are compared: ratio = pass ÷ floor (target ≤ 1.2).
 
+mod common;
+
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -105,11 +107,6 @@ fn runner(pg: &PgCluster, dir: &Path, outbox: &Arc<Outbox>) -> Runner<PostgresPr
     )
 }
 
-fn median(mut values: Vec<Duration>) -> Duration {
-    values.sort();
-    values[values.len() / 2]
-}
-
 #[tokio::main]
 async fn main() {
     let pg = PgCluster::start();
@@ -152,9 +149,9 @@ async fn main() {
         }
     }
     let (floor, pass, restart) = (
-        median(floors.clone()),
-        median(passes.clone()),
-        median(restarts.clone()),
+        common::median(&floors),
+        common::median(&passes),
+        common::median(&restarts),
     );
     println!();
     println!("N = {N} consumers, all existing and healthy; concurrency C = {CONCURRENCY} on both sides (the loop's default)");
@@ -178,16 +175,10 @@ async fn main() {
         restart.as_secs_f64(),
         restart.as_secs_f64() / floor.as_secs_f64()
     );
-    let all = |v: &[Duration]| {
-        v.iter()
-            .map(|d| format!("{:.3}", d.as_secs_f64()))
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
     println!(
         "  rounds (s): floor [{}]  pass [{}]  restarted [{}]",
-        all(&floors),
-        all(&passes),
-        all(&restarts)
+        common::rounds(&floors),
+        common::rounds(&passes),
+        common::rounds(&restarts)
     );
 }

@@ -1,15 +1,16 @@
-//! The administrator's session: one connection, kept and shared by every
-//! call (tokio-postgres pipelines concurrent statements on it), made again
-//! when it is closed or a statement finds it gone, every login and every
-//! statement bounded by a timeout. A failed login is repeated to the callers
-//! queued behind it for as long as it took, so a server that does not answer
-//! costs a pass one connect timeout, not one per consumer.
+//! The administrator's sessions: up to `admin_sessions` connections, each
+//! kept and used by one call at a time (PostgreSQL runs one statement at a
+//! time on a connection, so more sessions make more roles and databases at
+//! once), made again when closed or a statement finds one gone, every login
+//! and every statement bounded by a timeout. A failed login is repeated to
+//! the callers that come after it for as long as it took, so a server that
+//! does not answer costs a pass one connect timeout, not one per consumer.
 
 use std::future::Future;
 use std::sync::Arc;
 
 use mesh_sdk::Class;
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, Semaphore};
 use tokio::time::{timeout, Instant};
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, NoTls, Row, Statement};
@@ -20,17 +21,17 @@ use crate::error::PgError;
 use crate::plan::{DatabaseFound, Found, RoleFound};
 use crate::sql;
 
-/// The kept administrator session.
+/// The administrator's kept sessions.
 pub(crate) struct Admin {
     config: Arc<PostgresConfig>,
-    slot: Mutex<Slot>,
-}
-
-/// The kept session, or the last failed login.
-#[derive(Default)]
-struct Slot {
-    session: Option<Arc<Session>>,
-    failed: Option<Failed>,
+    /// One kept session per lane; a lane is used by one call at a time.
+    lanes: Vec<Mutex<Option<Arc<Session>>>>,
+    /// Lanes no call is using.
+    free: std::sync::Mutex<Vec<usize>>,
+    /// As many permits as lanes: a call holding one finds a free lane.
+    permits: Semaphore,
+    /// The last failed login, shared by every lane.
+    failed: std::sync::Mutex<Option<Failed>>,
 }
 
 /// A failed login, repeated to callers until `until` (as long after the
@@ -38,6 +39,7 @@ struct Slot {
 /// server that does not answer fail at once instead of each waiting for the
 /// connect timeout in turn, and a server that refuses at once is asked again
 /// at once.
+#[derive(Clone)]
 struct Failed {
     until: Instant,
     class: Class,
@@ -51,28 +53,56 @@ pub(crate) struct Session {
     find: Statement,
 }
 
+/// A lane taken by one call, given back when dropped.
+struct Lane<'a> {
+    admin: &'a Admin,
+    index: usize,
+}
+
+impl Drop for Lane<'_> {
+    fn drop(&mut self) {
+        self.admin.free_lanes().push(self.index);
+    }
+}
+
 impl Admin {
-    /// No session yet: the first call logs in.
+    /// No session yet: the first calls log in, up to `admin_sessions` of them.
     pub(crate) fn new(config: Arc<PostgresConfig>) -> Admin {
+        let lanes = config.admin_sessions().max(1);
         Admin {
+            lanes: (0..lanes).map(|_| Mutex::new(None)).collect(),
+            free: std::sync::Mutex::new((0..lanes).rev().collect()),
+            permits: Semaphore::new(lanes),
+            failed: std::sync::Mutex::new(None),
             config,
-            slot: Mutex::new(Slot::default()),
         }
     }
 
-    /// The kept session, logging in again when it is closed. Callers wait
-    /// for one login rather than each making their own.
-    async fn session(&self) -> Result<Arc<Session>, PgError> {
-        let mut slot = self.slot.lock().await;
-        if let Some(session) = slot.session.as_ref() {
+    fn free_lanes(&self) -> std::sync::MutexGuard<'_, Vec<usize>> {
+        self.free
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn last_failure(&self) -> std::sync::MutexGuard<'_, Option<Failed>> {
+        self.failed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The kept session of `lane`, logging in again when it is closed.
+    async fn session(&self, lane: usize) -> Result<Arc<Session>, PgError> {
+        let mut slot = self.lanes[lane].lock().await;
+        if let Some(session) = slot.as_ref() {
             if !session.client.is_closed() {
                 return Ok(Arc::clone(session));
             }
         }
-        slot.session = None;
-        if let Some(failed) = slot.failed.as_ref().filter(|f| Instant::now() < f.until) {
+        *slot = None;
+        let failed = self.last_failure().clone();
+        if let Some(failed) = failed.filter(|f| Instant::now() < f.until) {
             return Err(PgError::AdminUnavailable {
-                words: failed.words.clone(),
+                words: failed.words,
                 class: failed.class,
             });
         }
@@ -80,12 +110,12 @@ impl Admin {
         match self.connect().await {
             Ok(session) => {
                 let session = Arc::new(session);
-                slot.session = Some(Arc::clone(&session));
-                slot.failed = None;
+                *slot = Some(Arc::clone(&session));
+                *self.last_failure() = None;
                 Ok(session)
             }
             Err(error) => {
-                slot.failed = Some(Failed {
+                *self.last_failure() = Some(Failed {
                     until: Instant::now() + started.elapsed(),
                     class: classify::classify(&error),
                     words: mesh_sdk::internal::error_words(&error),
@@ -95,15 +125,11 @@ impl Admin {
         }
     }
 
-    /// Drops the kept session if it is still `session`.
-    async fn forget(&self, session: &Arc<Session>) {
-        let mut slot = self.slot.lock().await;
-        if slot
-            .session
-            .as_ref()
-            .is_some_and(|kept| Arc::ptr_eq(kept, session))
-        {
-            slot.session = None;
+    /// Drops the kept session of `lane` if it is still `session`.
+    async fn forget(&self, lane: usize, session: &Arc<Session>) {
+        let mut slot = self.lanes[lane].lock().await;
+        if slot.as_ref().is_some_and(|kept| Arc::ptr_eq(kept, session)) {
+            *slot = None;
         }
     }
 
@@ -174,9 +200,11 @@ impl Admin {
                     tracing::info!("made the marker role mesh_provisioned");
                     return Ok(());
                 }
-                // Another provider made it meanwhile: look again.
+                // Another session or provider made it meanwhile (two
+                // concurrent CREATE ROLE may also meet on the unique index): look again.
                 Err(PgError::Statement { source, .. })
-                    if source.code() == Some(&SqlState::DUPLICATE_OBJECT) => {}
+                    if source.code() == Some(&SqlState::DUPLICATE_OBJECT)
+                        || source.code() == Some(&SqlState::UNIQUE_VIOLATION) => {}
                 Err(error) => return Err(error),
             }
         }
@@ -216,15 +244,25 @@ impl Admin {
         F: Fn(Arc<Session>) -> Fut,
         Fut: Future<Output = Result<T, tokio_postgres::Error>>,
     {
+        let _permit = self
+            .permits
+            .acquire()
+            .await
+            .expect("the permits are never closed");
+        let index = self
+            .free_lanes()
+            .pop()
+            .expect("a call holding a permit finds a free lane");
+        let lane = Lane { admin: self, index };
         let mut tried_again = false;
         loop {
-            let session = self.session().await?;
+            let session = self.session(lane.index).await?;
             match self.bounded(what, op(Arc::clone(&session))).await {
                 Ok(value) => return Ok(value),
                 Err(PgError::Statement { source, what })
                     if classify::postgres(&source, Step::Statement) == Class::Unreachable =>
                 {
-                    self.forget(&session).await;
+                    self.forget(lane.index, &session).await;
                     if tried_again {
                         return Err(PgError::Statement { source, what });
                     }
@@ -233,7 +271,7 @@ impl Admin {
                 }
                 Err(error @ PgError::StatementTimeout { .. }) => {
                     // A session that does not answer may be wedged: the next call makes a new one.
-                    self.forget(&session).await;
+                    self.forget(lane.index, &session).await;
                     return Err(error);
                 }
                 Err(error) => return Err(error),

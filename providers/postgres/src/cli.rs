@@ -4,7 +4,7 @@
 //! ```text
 //! mesh-postgres --contributions PATH --admin-url postgres://postgres@127.0.0.1:5432/postgres
 //!               --admin-password-file PATH [--consumer-host HOST] [--consumer-port PORT]
-//!               [--connect-timeout 10s] [--statement-timeout 20s] [SDK flags]
+//!               [--connect-timeout 10s] [--statement-timeout 20s] [--admin-sessions 4] [SDK flags]
 //! ```
 //!
 //! Exit codes: 0 after a graceful stop (SIGINT/SIGTERM), 1 when the provider
@@ -59,6 +59,11 @@ pub struct Flags {
     #[arg(long, env = "MESH_POSTGRES_CONNECT_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
     pub connect_timeout: Duration,
 
+    /// Administrator sessions used at once: missing roles and databases are
+    /// made this many at a time.
+    #[arg(long, env = "MESH_POSTGRES_ADMIN_SESSIONS", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub admin_sessions: u16,
+
     /// Bound of every statement sent as the administrator, and of the check's SELECT 1.
     #[arg(long, env = "MESH_POSTGRES_STATEMENT_TIMEOUT", default_value = "20s", value_parser = humantime::parse_duration)]
     pub statement_timeout: Duration,
@@ -78,7 +83,8 @@ impl Flags {
         Ok(PostgresConfig::new(&self.admin_url, password)?
             .with_consumer_address(self.consumer_host.clone(), self.consumer_port)?
             .with_connect_timeout(self.connect_timeout)
-            .with_statement_timeout(self.statement_timeout))
+            .with_statement_timeout(self.statement_timeout)
+            .with_admin_sessions(usize::from(self.admin_sessions)))
     }
 }
 
@@ -92,6 +98,7 @@ pub fn provisioner(flags: Flags) -> Result<PostgresProvisioner, ConfigError> {
     tracing::info!(
         admin = %config.admin_shown(),
         consumers_at = %config.consumer_address(),
+        admin_sessions = config.admin_sessions(),
         "PostgreSQL provider configured"
     );
     Ok(PostgresProvisioner::new(config))
@@ -127,6 +134,7 @@ mod tests {
         assert_eq!(config.consumer_address(), "127.0.0.1:6432");
         assert_eq!(config.connect_timeout(), Duration::from_secs(3));
         assert_eq!(config.statement_timeout(), Duration::from_secs(20));
+        assert_eq!(config.admin_sessions(), 4);
     }
 
     #[test]

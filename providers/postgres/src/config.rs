@@ -16,6 +16,9 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default bound of one statement sent as the administrator.
 pub const DEFAULT_STATEMENT_TIMEOUT: Duration = Duration::from_secs(20);
 
+/// Administrator sessions used at once unless configured.
+pub const DEFAULT_ADMIN_SESSIONS: usize = 4;
+
 /// The configuration could not be used; ends the binary before the loop starts.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -76,6 +79,7 @@ pub struct PostgresConfig {
     consumer_port: u16,
     connect_timeout: Duration,
     statement_timeout: Duration,
+    admin_sessions: usize,
 }
 
 impl std::fmt::Debug for PostgresConfig {
@@ -85,6 +89,7 @@ impl std::fmt::Debug for PostgresConfig {
             .field("consumer_address", &self.consumer_address())
             .field("connect_timeout", &self.connect_timeout)
             .field("statement_timeout", &self.statement_timeout)
+            .field("admin_sessions", &self.admin_sessions)
             .finish_non_exhaustive()
     }
 }
@@ -144,6 +149,7 @@ impl PostgresConfig {
             consumer_port: port,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             statement_timeout: DEFAULT_STATEMENT_TIMEOUT,
+            admin_sessions: DEFAULT_ADMIN_SESSIONS,
         };
         config.admin.connect_timeout(config.connect_timeout);
         Ok(config)
@@ -183,6 +189,18 @@ impl PostgresConfig {
     pub fn with_statement_timeout(mut self, timeout: Duration) -> PostgresConfig {
         self.statement_timeout = timeout;
         self
+    }
+
+    /// Uses up to `sessions` administrator sessions at once (at least one):
+    /// missing roles and databases are made that many at a time.
+    pub fn with_admin_sessions(mut self, sessions: usize) -> PostgresConfig {
+        self.admin_sessions = sessions.max(1);
+        self
+    }
+
+    /// Administrator sessions used at once.
+    pub fn admin_sessions(&self) -> usize {
+        self.admin_sessions
     }
 
     /// The admin URL as it may be shown: no password, ever.

@@ -34,7 +34,13 @@ async fn a_dropped_admin_session_is_made_again(pg: &PgCluster) {
         Settings::default(),
     );
     let report = w.pass().await;
-    assert_eq!(report.failed, 0, "{:?}", w.failure("forge"));
+    assert_eq!(
+        report.failed,
+        0,
+        "{:?} {:?}",
+        w.failure("forge"),
+        w.failure("wiki")
+    );
     let logins_before = admin_logins(pg);
 
     proxy.cut();

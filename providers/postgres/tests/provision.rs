@@ -199,3 +199,61 @@ async fn consumers_get_a_database_they_can_log_into_and_no_password_reaches_the_
         );
     }
 }
+
+#[tokio::test]
+async fn many_new_consumers_are_made_at_once_on_several_administrator_sessions() {
+    let pg = PgCluster::start();
+    let admin = pg.connect_admin().await;
+    // A foreign role among them stays refused and untouched.
+    for statement in [
+        "CREATE ROLE app_own LOGIN",
+        "CREATE DATABASE app_own OWNER app_own",
+    ] {
+        admin.batch_execute(statement).await.unwrap();
+    }
+    let names: Vec<String> = (0..24).map(|i| format!("many-{i:02}")).collect();
+    let mut consumers: Vec<(&str, &str)> = names
+        .iter()
+        .map(|n| (n.as_str(), "minted-many-7d2c"))
+        .collect();
+    consumers.push(("app_own", "minted-foreign-1a2b"));
+    let provisioner = mesh_provider_postgres::PostgresProvisioner::new(
+        common::config(&pg).with_admin_sessions(4),
+    );
+    let settings = Settings {
+        concurrency: 16,
+        ..Settings::default()
+    };
+    let mut w = World::new(provisioner, &consumers, settings);
+
+    let report = w.pass().await;
+    assert_eq!(report.failed, 1, "{:?}", w.failure("many-00"));
+    let (class, _) = w.failure("app_own").unwrap();
+    assert_eq!(class, "refused");
+    let sessions: i64 = admin
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'mesh-postgres'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(sessions, 4, "the administrator's sessions, all kept");
+    for name in &names {
+        login(&pg, name, "minted-many-7d2c", name)
+            .await
+            .unwrap_or_else(|e| panic!("{name} cannot log in: {e:?}"));
+    }
+    // The second pass finds everything made: nothing new, nothing failing.
+    let report = w.pass().await;
+    assert_eq!(report.failed, 1);
+    let owner: bool = admin
+        .query_one(
+            "SELECT rolcanlogin AND NOT pg_has_role(rolname, 'mesh_provisioned', 'MEMBER') FROM pg_roles WHERE rolname = 'app_own'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(owner, "the foreign role is untouched");
+}
