@@ -233,13 +233,20 @@ impl<P: Provisioner> Runner<P> {
         };
         let now = Instant::now();
         let mut rejected = false;
+        let mut states = ConsumerStates::default();
         for (index, result) in outcomes {
             let consumer = &contributions.consumers[index];
             if let Err((class, _)) = &result {
                 report.failed += 1;
                 rejected |= *class == Class::CredentialsRejected;
             }
-            report.said += self.observe(&contributions.provider, consumer, result, now);
+            let (said, state) = self.observe(&contributions.provider, consumer, result, now);
+            report.said += said;
+            match state {
+                State::Ok => states.ok += 1,
+                State::FailingUnsaid => states.failing_unsaid += 1,
+                State::Failing => states.failing += 1,
+            }
         }
         if rejected && !report.gated {
             self.faults
@@ -249,21 +256,7 @@ impl<P: Provisioner> Runner<P> {
         if !report.gated {
             report.said += self.retirement_pass(&contributions, fresh).await;
         }
-        let mut states = ConsumerStates {
-            retiring: count(self.retirement.retiring()),
-            ..ConsumerStates::default()
-        };
-        for consumer in &contributions.consumers {
-            match self
-                .entries
-                .get(&consumer.name)
-                .and_then(|e| e.standing.failure())
-            {
-                None => states.ok += 1,
-                Some(f) if f.said_at.is_none() => states.failing_unsaid += 1,
-                Some(_) => states.failing += 1,
-            }
-        }
+        states.retiring = count(self.retirement.retiring());
         let ended = Instant::now();
         self.alive.pass_ended(
             began,
@@ -420,14 +413,15 @@ impl<P: Provisioner> Runner<P> {
         gate
     }
 
-    /// Feeds one consumer's outcome to its standing; returns words said.
+    /// Feeds one consumer's outcome to its standing; returns words said and
+    /// the consumer's state after it.
     fn observe(
         &mut self,
         provider: &ProviderId,
         consumer: &Consumer,
         result: Result<(), (Class, String)>,
         now: Instant,
-    ) -> usize {
+    ) -> (usize, State) {
         let entry = match self.entries.get_mut(&consumer.name) {
             Some(entry) => {
                 if entry.machine != consumer.machine {
@@ -471,7 +465,14 @@ impl<P: Provisioner> Runner<P> {
                 )
             }
         };
-        let Some(word) = word else { return 0 };
+        let state = match entry.standing.failure() {
+            None => State::Ok,
+            Some(f) if f.said_at.is_none() => State::FailingUnsaid,
+            Some(_) => State::Failing,
+        };
+        let Some(word) = word else {
+            return (0, state);
+        };
         let event = standing_event(
             &consumer.name,
             Some(&consumer.machine),
@@ -481,7 +482,7 @@ impl<P: Provisioner> Runner<P> {
             now,
         );
         say(&self.outbox, &self.metrics, provider, &event);
-        1
+        (1, state)
     }
 
     /// Retirement for this pass: fetch what the backend holds, act on it.
@@ -752,6 +753,13 @@ impl<P: Provisioner> Runner<P> {
             }
         }
     }
+}
+
+/// A listed consumer's state after a pass (for the metrics).
+enum State {
+    Ok,
+    FailingUnsaid,
+    Failing,
 }
 
 fn count(n: usize) -> u64 {
