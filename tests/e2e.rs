@@ -8,7 +8,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use support::{all_well, failing, Mesh, WAIT};
+use support::{all_well, failing, unheard, Mesh, Options, WAIT};
 
 /// Waits until the provider's log says `words` at least `times` times.
 fn wait_log(mesh: &Mesh, words: &str, times: usize) {
@@ -23,12 +23,21 @@ fn wait_log(mesh: &Mesh, words: &str, times: usize) {
     }
 }
 
-/// A mesh whose three consumers have been served once.
+/// A mesh whose three consumers have been served once, and whose provider
+/// the controller has heard from (until then status rightly says it is not).
 fn healthy_mesh() -> Mesh {
-    let mut mesh = Mesh::new();
+    healthy_mesh_with(Options::default())
+}
+
+/// Like [`healthy_mesh`], made of `options`.
+fn healthy_mesh_with(options: Options) -> Mesh {
+    let mut mesh = Mesh::with(options);
     mesh.start_controller();
     mesh.start_provider();
     wait_log(&mesh, "saying recovered", 3);
+    mesh.wait_status("postgres@db-1 heard from", |s| {
+        !unheard(s).contains(&"postgres@db-1".to_owned())
+    });
     mesh
 }
 
