@@ -42,13 +42,13 @@ fn healthy_mesh_with(options: Options) -> Mesh {
     mesh
 }
 
-/// The provider's `--alive-every` in the tests about `alive`.
+/// The provider's `--alive-every` in the test of a killed provider.
 const ALIVE_EVERY: Duration = Duration::from_secs(1);
 
-/// Options saying `alive` every [`ALIVE_EVERY`].
-fn alive_often() -> Options {
+/// Options saying `alive` every `every` (`--alive-every`).
+fn alive_every(every: &'static str) -> Options {
     Options {
-        alive_every: "1s",
+        alive_every: every,
         ..Options::default()
     }
 }
@@ -212,7 +212,7 @@ fn retirement_and_an_approved_deletion_through_mesh_controller_approve() {
 
 #[test]
 fn a_killed_provider_is_not_heard_from_within_three_alives_and_all_well_returns_when_it_restarts() {
-    let mut mesh = healthy_mesh_with(alive_often());
+    let mut mesh = healthy_mesh_with(alive_every("1s"));
     mesh.wait_status("all well", all_well);
 
     mesh.kill_provider();
@@ -259,15 +259,17 @@ fn a_killed_provider_is_not_heard_from_within_three_alives_and_all_well_returns_
     let status = mesh.wait_status("all well again", all_well);
     assert_eq!(unheard(&status), Vec::<String>::new());
     assert!(
-        sentence(&status).contains("(it was heard from within the last")
-            || sentence(&status).contains("(all 1 were heard from within the last"),
+        sentence(&status).contains("(it was heard from within the last"),
         "{status:#}"
     );
 }
 
 #[test]
 fn a_standing_withdrawn_while_its_provider_was_down_goes_once_it_settles_and_the_others_stay() {
-    let mut mesh = healthy_mesh_with(alive_often());
+    // The settled word comes with the next alive after failing_after; 2s
+    // apart leaves room, under load, before three are missed (said_at is
+    // said to the second, which eats up to one second of the three).
+    let mut mesh = healthy_mesh_with(alive_every("2s"));
     // wiki (made, then its secret lost) and docs fail.
     mesh.secret("wiki", None);
     mesh.secret("docs", None);
@@ -278,6 +280,11 @@ fn a_standing_withdrawn_while_its_provider_was_down_goes_once_it_settles_and_the
     mesh.stop_provider();
     mesh.list(&["forge", "docs"]);
     assert_eq!(failing(&mesh.status().unwrap()), ["docs", "wiki"]);
+    // Down for more than a second: words and starts are said to the second,
+    // and a standing said in the very second the new process starts is not
+    // "said before its start" (a restart that quick leaves the old standing
+    // listed; that is a bug of its own, not what this test is about).
+    std::thread::sleep(Duration::from_millis(1100));
     let restarted = Instant::now();
     let restarted_at = SystemTime::now();
     mesh.start_provider();
@@ -312,7 +319,7 @@ fn a_standing_withdrawn_while_its_provider_was_down_goes_once_it_settles_and_the
     );
     // And it stays so, with docs still listed, said by the new process
     // (times are said to the second).
-    let until = Instant::now() + 3 * ALIVE_EVERY;
+    let until = Instant::now() + Duration::from_secs(3);
     while Instant::now() < until {
         let status = mesh.status().expect("status");
         looks += 1;
@@ -334,7 +341,7 @@ fn a_withdrawn_consumer_that_was_never_made_leaves_status() {
     consumers.push(("blog", "app-2"));
     let mut mesh = Mesh::with(Options {
         consumers,
-        ..alive_often()
+        ..Options::default()
     });
     // blog's secret never arrives: its provision is never made.
     mesh.secret("blog", None);
@@ -382,7 +389,7 @@ fn a_withdrawn_consumer_that_was_never_made_leaves_status() {
 fn an_assigned_provider_that_never_started_is_never_heard_from() {
     let mesh = healthy_mesh_with(Options {
         never_run: vec![("postgres", "db-2")],
-        ..alive_often()
+        ..Options::default()
     });
     let status = mesh.wait_status("only postgres@db-2 not heard from", |s| {
         unheard(s) == ["postgres@db-2"]
