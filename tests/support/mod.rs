@@ -23,6 +23,32 @@ pub const CONSUMERS: [(&str, &str); 3] = [("forge", "app-1"), ("wiki", "app-1"),
 /// How long a test waits for the mesh to reach a state.
 pub const WAIT: Duration = Duration::from_secs(60);
 
+/// How the provider's `failing_after` is set (`--failing-after`).
+pub const FAILING_AFTER: Duration = Duration::from_secs(2);
+
+/// What a mesh is made of, beyond its defaults.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The consumers of `postgres@db-1` in the declaration, each with a
+    /// minted secret: (consumer, its machine).
+    pub consumers: Vec<(&'static str, &'static str)>,
+    /// Providers (module, machine) the declaration also assigns, which no
+    /// test ever runs.
+    pub never_run: Vec<(&'static str, &'static str)>,
+    /// The provider's `--alive-every`.
+    pub alive_every: &'static str,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            consumers: CONSUMERS.to_vec(),
+            never_run: Vec::new(),
+            alive_every: "1m",
+        }
+    }
+}
+
 /// A built binary of the workspace.
 pub fn binary(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
@@ -57,6 +83,12 @@ impl Process {
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
         Process { name, child, log }
+    }
+
+    /// Kills it with SIGKILL (no last word, no cleanup) and waits for it to end.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 
     /// Stops it with SIGTERM and waits for it to end.
@@ -96,18 +128,31 @@ pub struct Mesh {
     pub store: PgCluster,
     pub controller: Option<Process>,
     pub provider: Option<Process>,
+    /// The consumers the declaration lists for `postgres@db-1`.
+    pub consumers: Vec<(&'static str, &'static str)>,
+    alive_every: &'static str,
     store_url: String,
 }
 
 impl Mesh {
     /// Starts everything but the two processes.
     pub fn new() -> Mesh {
+        Mesh::with(Options::default())
+    }
+
+    /// Like [`Mesh::new`], made of `options`.
+    pub fn with(options: Options) -> Mesh {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         let mut modules = vec![
             json!({"module": "postgres", "machine": "db-1", "provides": ["postgres-database"]}),
         ];
-        for (consumer, machine) in CONSUMERS {
+        for (module, machine) in &options.never_run {
+            modules.push(
+                json!({"module": module, "machine": machine, "provides": ["postgres-database"]}),
+            );
+        }
+        for &(consumer, machine) in &options.consumers {
             modules.push(json!({"module": consumer, "machine": machine,
                 "requires": [{"provision": "postgres-database", "from": "postgres@db-1"}]}));
         }
@@ -118,7 +163,12 @@ impl Mesh {
         .unwrap();
         let creds = d.join("credentials");
         std::fs::create_dir(&creds).unwrap();
-        let mut users: Vec<String> = CONSUMERS.iter().map(|(c, m)| format!("{c}@{m}")).collect();
+        let mut users: Vec<String> = options
+            .consumers
+            .iter()
+            .chain(&options.never_run)
+            .map(|(c, m)| format!("{c}@{m}"))
+            .collect();
         users.extend(["postgres@db-1".to_owned(), "controller".to_owned()]);
         for user in &users {
             std::fs::write(
@@ -153,7 +203,7 @@ impl Mesh {
         let store_url = format!("postgres://postgres@127.0.0.1:{}/mesh_store", store.port());
 
         std::fs::create_dir(d.join("secrets")).unwrap();
-        for (consumer, _) in CONSUMERS {
+        for &(consumer, _) in &options.consumers {
             std::fs::write(
                 d.join("secrets").join(consumer),
                 format!("minted-{consumer}-secret"),
@@ -167,9 +217,12 @@ impl Mesh {
             store,
             controller: None,
             provider: None,
+            consumers: options.consumers.clone(),
+            alive_every: options.alive_every,
             store_url,
         };
-        mesh.list(&CONSUMERS.map(|(c, _)| c));
+        let all: Vec<&str> = options.consumers.iter().map(|(c, _)| *c).collect();
+        mesh.list(&all);
         mesh
     }
 
@@ -179,7 +232,8 @@ impl Mesh {
 
     /// Writes the provider's contributions file listing `consumers`.
     pub fn list(&self, consumers: &[&str]) {
-        let entries: Vec<Value> = CONSUMERS
+        let entries: Vec<Value> = self
+            .consumers
             .iter()
             .filter(|(c, _)| consumers.contains(c))
             .map(|(c, m)| json!({"consumer": c, "machine": m, "provision": "postgres-database", "secret_file": format!("secrets/{c}")}))
@@ -255,9 +309,11 @@ impl Mesh {
                 "--pass-every",
                 "250ms",
                 "--failing-after",
-                "2s",
+                &humantime::format_duration(FAILING_AFTER).to_string(),
                 "--repeat-every",
                 "1m",
+                "--alive-every",
+                self.alive_every,
             ])
             .args([
                 "--retire-after-passes",
@@ -277,6 +333,13 @@ impl Mesh {
     pub fn stop_provider(&mut self) {
         if let Some(mut p) = self.provider.take() {
             p.stop();
+        }
+    }
+
+    /// Kills the provider with SIGKILL: it says nothing more.
+    pub fn kill_provider(&mut self) {
+        if let Some(mut p) = self.provider.take() {
+            p.kill();
         }
     }
 
@@ -341,6 +404,34 @@ pub fn failing(status: &Value) -> Vec<String> {
         .unwrap_or_default();
     names.sort();
     names
+}
+
+/// The providers `status --json` names as not heard from, `module@machine`.
+pub fn unheard(status: &Value) -> Vec<String> {
+    let mut names: Vec<String> = status["unheard"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|u| {
+                    format!(
+                        "{}@{}",
+                        u["provider_module"].as_str().unwrap_or("?"),
+                        u["provider_machine"].as_str().unwrap_or("?")
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// An RFC 3339 time of `status --json`.
+pub fn time(value: &Value) -> std::time::SystemTime {
+    let text = value
+        .as_str()
+        .unwrap_or_else(|| panic!("not a time: {value}"));
+    humantime::parse_rfc3339_weak(text).unwrap_or_else(|e| panic!("{text}: {e}"))
 }
 
 /// Whether `status` is all well.
