@@ -603,6 +603,19 @@ async fn status_and_node_show_on_a_live_store() {
         .unwrap();
     let report = env.json(&["status", "--json"], now).await;
     assert_eq!(consumers(&report), ["postgres@db-1>forge"]);
+    // Restarted again in the very second forge was said (times are whole
+    // seconds): once settled, that word is gone too.
+    store
+        .apply(&[alive("postgres@db-1", 11, 10, Some(11), 106)])
+        .await
+        .unwrap();
+    let report = env
+        .json(
+            &["status", "--json", "--silent-after", "1h"],
+            "2026-10-05T00:11:00Z",
+        )
+        .await;
+    assert_eq!(consumers(&report), Vec::<String>::new());
 
     // The binary: exit 0 with the report, and exit 2 with the reason when
     // the declaration or the store cannot be read.

@@ -29,10 +29,13 @@ impl Progress {
         }
     }
 
-    /// The loop moved now.
+    /// The loop moved now. Cheap when called often: the shared value is
+    /// written at most once a millisecond.
     pub fn tick(&self) {
         let ms = u64::try_from(self.base.elapsed().as_millis()).unwrap_or(u64::MAX);
-        self.last_ms.fetch_max(ms, Ordering::Relaxed);
+        if ms > self.last_ms.load(Ordering::Relaxed) {
+            self.last_ms.fetch_max(ms, Ordering::Relaxed);
+        }
     }
 
     /// How long since the loop last moved.

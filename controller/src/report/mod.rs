@@ -170,11 +170,21 @@ pub fn head(
     let machine = scope.machine();
     let declaration_errors: Vec<String> =
         declaration.refused.iter().map(|e| e.to_string()).collect();
+    // In scope: every provider for `status`; for `node show MACHINE` the
+    // providers on it and those a module on it requires something from (a
+    // provider that is down fails its consumers' machines too).
+    let serves_machine = |id: &crate::model::ModuleId, on: &str| {
+        id.machine.as_str() == on
+            || d.modules
+                .iter()
+                .filter(|m| m.id.machine.as_str() == on)
+                .any(|m| m.requires.iter().any(|r| &r.from == id))
+    };
     let mut providers: Vec<_> = d
         .modules
         .iter()
         .filter(|m| d.receives_contributions(&m.id))
-        .filter(|m| machine.is_none_or(|s| m.id.machine.as_str() == s))
+        .filter(|m| machine.is_none_or(|on| serves_machine(&m.id, on)))
         .map(|m| (m.id.module.as_str(), m.id.machine.as_str()))
         .collect();
     providers.sort_unstable();
@@ -186,6 +196,9 @@ pub fn head(
             .find(|a| a.provider_module == *module && a.provider_machine == *on);
         match newest.map(|a| (a, heard(a, clock.now))) {
             Some((_, (true, age))) => {
+                // Whole seconds, rounded up: "within the last 1s", never "0s".
+                let age = Duration::from_secs(age.as_secs() + u64::from(age.subsec_nanos() > 0))
+                    .max(Duration::from_secs(1));
                 heard_within = Some(heard_within.map_or(age, |w| w.max(age)));
             }
             newest => unheard.push(Unheard {
@@ -357,11 +370,28 @@ mod tests {
                  fault is open; this does not prove that a consumer can reach its provider",
             ),
             (
+                // forge on app-1 requires from postgres@db-1: a provider
+                // that is down fails app-1 too.
                 vec![],
+                Scope::Machine("app-1".into()),
+                vec!["postgres@db-1 never"],
+                "not all well: 0 consumers failing on app-1, 1 provider not heard from",
+            ),
+            (
+                vec![alive("postgres", "db-1", "2026-10-05T00:09:59Z", 60)],
                 Scope::Machine("app-1".into()),
                 vec![],
                 "all well: no provider says it keeps failing a consumer whose provider or \
-                 consumer is on app-1 (0 providers assigned on app-1), and no repair fault is \
+                 consumer is on app-1 (1 provider on it or serving it, it was heard from within \
+                 the last 1s), and no repair fault is open there; this does not prove that a \
+                 consumer can reach its provider",
+            ),
+            (
+                vec![],
+                Scope::Machine("app-9".into()),
+                vec![],
+                "all well: no provider says it keeps failing a consumer whose provider or \
+                 consumer is on app-9 (0 providers on it or serving it), and no repair fault is \
                  open there; this does not prove that a consumer can reach its provider",
             ),
             (
@@ -425,7 +455,7 @@ mod tests {
                 0,
                 true,
                 "all well: no provider says it keeps failing a consumer whose provider or \
-                 consumer is on db-1 (1 provider assigned on db-1, it was heard from within \
+                 consumer is on db-1 (1 provider on it or serving it, it was heard from within \
                  the last 30s)",
             ),
             (

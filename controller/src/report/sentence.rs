@@ -62,7 +62,7 @@ pub fn sentence(t: &Tally<'_>) -> String {
             ),
             Some(m) => format!(
                 "no provider says it keeps failing a consumer whose provider or consumer is on \
-                 {m} ({providers} assigned on {m}{}), and no repair fault is open there",
+                 {m} ({providers} on it or serving it{}), and no repair fault is open there",
                 heard.map(|h| format!(", {h}")).unwrap_or_default()
             ),
         };
@@ -164,7 +164,7 @@ mod tests {
                     ..tally()
                 },
                 "all well: no provider says it keeps failing a consumer whose provider or \
-                 consumer is on db-1 (1 provider assigned on db-1, it was heard from within the \
+                 consumer is on db-1 (1 provider on it or serving it, it was heard from within the \
                  last 45s), and no repair fault is open there; this does not prove that a \
                  consumer can reach its provider",
             ),

@@ -41,9 +41,11 @@ pub struct Counts {
 }
 
 /// The standings `$1` (providers) and `$2` (machine, or null) select. A
-/// standing said before its provider's newest start is left out once that
-/// provider is settled: from then on it has said `failing` again for every
-/// consumer it still keeps failing, so an older word is one it no longer has.
+/// standing said before its provider's newest start (or in the same second:
+/// times are whole seconds, and a provider says `failing` only
+/// `failing_after` after it started) is left out once that provider is
+/// settled: from then on it has said `failing` again for every consumer it
+/// still keeps failing, so an older word is one it no longer has.
 const SELECTED: &str = "
 FROM failing f
 WHERE f.provider_module || '@' || f.provider_machine = ANY($1::text[])
@@ -51,7 +53,7 @@ WHERE f.provider_module || '@' || f.provider_machine = ANY($1::text[])
   AND NOT EXISTS (
       SELECT 1 FROM alive a
       WHERE a.provider_module = f.provider_module AND a.provider_machine = f.provider_machine
-        AND a.settled_at IS NOT NULL AND f.said_at < a.started_at)";
+        AND a.settled_at IS NOT NULL AND f.said_at <= a.started_at)";
 
 /// One snapshot for the counts and the listing. Within it, random page
 /// reads are costed as what they are for a store that is in memory (the

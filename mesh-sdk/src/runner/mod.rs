@@ -8,6 +8,7 @@
 //! subject and the stop signals for a provider binary.
 
 mod attempt;
+mod herald;
 mod serve;
 
 use std::collections::{HashMap, HashSet};
@@ -16,13 +17,12 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::alive::AliveState;
 use crate::bus::Outbox;
 use crate::classify::Class;
 use crate::clock::WallClock;
 use crate::contributions::{Consumer, Contributions, ProviderId, Source};
 use crate::event::{
-    event_subject, Alive, ApproveReply, ApproveRequest, Event, EventKind, Failing, Recovered,
+    event_subject, ApproveReply, ApproveRequest, Event, EventKind, Failing, Recovered,
     Repair as RepairBody, RepairOutcome, Retirement as RetirementBody, RetirementAction, VERSION,
 };
 use crate::health::Progress;
@@ -108,8 +108,8 @@ pub struct Runner<P: Provisioner> {
     faults: Vec<(KnownFault, FaultState)>,
     /// Where minted secrets come from.
     secrets: Arc<dyn SecretSource>,
-    /// What `alive` says.
-    alive: AliveState,
+    /// Says `alive`.
+    herald: Arc<herald::Herald>,
     /// What `/metrics` shows.
     metrics: Arc<LoopMetrics>,
     /// When the loop last moved (`/healthz`).
@@ -129,6 +129,14 @@ impl<P: Provisioner> Runner<P> {
             .into_iter()
             .map(|repair| (repair, FaultState::new(&settings.repair)))
             .collect();
+        let metrics = Arc::new(LoopMetrics::new());
+        let herald = Arc::new(herald::Herald::new(
+            Instant::now(),
+            WallClock::system(),
+            settings,
+            Arc::clone(&outbox),
+            Arc::clone(&metrics),
+        ));
         Runner {
             faults,
             secrets: Arc::new(FileSecrets),
@@ -140,8 +148,8 @@ impl<P: Provisioner> Runner<P> {
             outbox,
             clock: WallClock::system(),
             held_error: None,
-            alive: AliveState::new(Instant::now()),
-            metrics: Arc::new(LoopMetrics::new()),
+            herald,
+            metrics,
             progress: Arc::new(Progress::new()),
         }
     }
@@ -167,6 +175,13 @@ impl<P: Provisioner> Runner<P> {
     /// Uses `clock` for the times in event bodies (tests fix it).
     pub fn with_clock(mut self, clock: WallClock) -> Self {
         self.clock = clock;
+        self.herald = Arc::new(herald::Herald::new(
+            Instant::now(),
+            clock,
+            self.settings,
+            Arc::clone(&self.outbox),
+            Arc::clone(&self.metrics),
+        ));
         self
     }
 
@@ -258,12 +273,12 @@ impl<P: Provisioner> Runner<P> {
         }
         states.retiring = count(self.retirement.retiring());
         let ended = Instant::now();
-        self.alive.pass_ended(
+        self.herald.pass_ended(
+            &contributions.provider,
             began,
             ended,
             count(contributions.consumers.len()),
             states.failing + states.failing_unsaid,
-            self.settings.standing.failing_after,
         );
         self.metrics
             .pass(ended.saturating_duration_since(began), states);
@@ -273,30 +288,13 @@ impl<P: Provisioner> Runner<P> {
 
     /// Says `alive` when it is due: after the first pass, then every
     /// `alive_every`. Returns whether it was said.
-    pub fn say_alive_if_due(&mut self) -> bool {
-        let now = Instant::now();
-        let (Some(provider), Some((consumers, failing, took))) =
-            (self.provider().cloned(), self.alive.last_pass)
-        else {
-            return false;
-        };
-        if !self.alive.due(now, self.settings.alive_every) {
-            return false;
-        }
-        let event = Event::Alive(Alive {
-            v: VERSION,
-            started_at: self.clock.at(self.alive.started()),
-            alive_every_seconds: self.settings.alive_every.as_secs().max(1),
-            failing_after_seconds: self.settings.standing.failing_after.as_secs(),
-            settled_at: self.alive.settled().map(|t| self.clock.at(t)),
-            consumers,
-            failing,
-            pass_seconds: took.as_secs_f64(),
-            said_at: self.clock.at(now),
-        });
-        say(&self.outbox, &self.metrics, &provider, &event);
-        self.alive.said(now);
-        true
+    pub fn say_alive_if_due(&self) -> bool {
+        self.herald.say_if_due()
+    }
+
+    /// The herald, for a task that says `alive` while a pass runs.
+    pub(crate) fn herald(&self) -> Arc<herald::Herald> {
+        Arc::clone(&self.herald)
     }
 
     /// Probes the known faults that are due, repairs what it may, says what
@@ -525,6 +523,12 @@ impl<P: Provisioner> Runner<P> {
         listed: &HashSet<&Name>,
         held: &[Held],
     ) -> usize {
+        // Every listed consumer has a standing (each is observed every
+        // pass), so a standing of a consumer not listed exists only when
+        // there are more standings than listed consumers.
+        if self.entries.len() <= listed.len() {
+            return 0;
+        }
         let held: HashSet<&Name> = held.iter().map(|h| &h.name).collect();
         let gone: Vec<Name> = self
             .entries

@@ -86,10 +86,18 @@ pub async fn run_until<P: Provisioner>(
     };
     let mut ticker = interval(settings.pass_every);
     ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
-    // `alive` between passes too, so a long pass does not make a provider
-    // look down; it is due only once the first pass ended.
-    let mut alive_ticker = interval(settings.alive_every.min(settings.pass_every));
-    alive_ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    // `alive` from a task of its own, so a long pass does not make the
+    // provider look down; it is due only once the first pass ended.
+    let herald = runner.herald();
+    let every = settings.alive_every.min(settings.pass_every);
+    let _herald = AbortOnDrop(tokio::spawn(async move {
+        let mut ticker = interval(every);
+        ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        loop {
+            ticker.tick().await;
+            herald.say_if_due();
+        }
+    }));
     tokio::pin!(stop);
 
     let mut bus: Option<Bus> = None;
@@ -117,9 +125,6 @@ pub async fn run_until<P: Provisioner>(
                         None => tracing::warn!(path = %args.contributions.display(), "no good contributions file yet; waiting for one before joining the bus"),
                     }
                 }
-            }
-            _ = alive_ticker.tick() => {
-                runner.say_alive_if_due();
             }
             Some(message) = approval => {
                 let reply = runner.approve(&message.payload).await;

@@ -1,0 +1,115 @@
+//! Saying `alive`: the loop tells the herald how each pass went, and the
+//! herald says `alive` when it is due, from the loop or from a task of its
+//! own, so a long pass (many calls running into their timeout) does not
+//! make a running provider look down.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::{say, Settings};
+use crate::alive::AliveState;
+use crate::bus::Outbox;
+use crate::clock::WallClock;
+use crate::contributions::ProviderId;
+use crate::event::{Alive, Event, VERSION};
+use crate::metrics::LoopMetrics;
+
+/// Whole seconds, rounded up (so `alive_every_seconds` is never shorter than the truth).
+fn seconds_up(d: Duration) -> u64 {
+    d.as_secs() + u64::from(d.subsec_nanos() > 0)
+}
+
+/// What `alive` needs, shared between the loop and its task.
+pub(crate) struct Herald {
+    state: Mutex<(AliveState, Option<ProviderId>)>,
+    clock: WallClock,
+    settings: Settings,
+    outbox: Arc<Outbox>,
+    metrics: Arc<LoopMetrics>,
+}
+
+impl Herald {
+    pub(crate) fn new(
+        started: Instant,
+        clock: WallClock,
+        settings: Settings,
+        outbox: Arc<Outbox>,
+        metrics: Arc<LoopMetrics>,
+    ) -> Herald {
+        Herald {
+            state: Mutex::new((AliveState::new(started), None)),
+            clock,
+            settings,
+            outbox,
+            metrics,
+        }
+    }
+
+    /// A pass of `provider` ran from `began` to `ended`.
+    pub(crate) fn pass_ended(
+        &self,
+        provider: &ProviderId,
+        began: Instant,
+        ended: Instant,
+        consumers: u64,
+        failing: u64,
+    ) {
+        let mut guard = self.state.lock().expect("herald lock");
+        let (state, known) = &mut *guard;
+        state.pass_ended(
+            began,
+            ended,
+            consumers,
+            failing,
+            self.settings.standing.failing_after,
+        );
+        if known.as_ref() != Some(provider) {
+            *known = Some(provider.clone());
+        }
+    }
+
+    /// Says `alive` when it is due: after the first pass, then every
+    /// `alive_every`. Returns whether it was said.
+    pub(crate) fn say_if_due(&self) -> bool {
+        let now = Instant::now();
+        let mut guard = self.state.lock().expect("herald lock");
+        let (state, provider) = &mut *guard;
+        let (Some(provider), Some((consumers, failing, took))) =
+            (provider.as_ref(), state.last_pass)
+        else {
+            return false;
+        };
+        if !state.due(now, self.settings.alive_every) {
+            return false;
+        }
+        let event = Event::Alive(Alive {
+            v: VERSION,
+            started_at: self.clock.at(state.started()),
+            alive_every_seconds: seconds_up(self.settings.alive_every).max(1),
+            failing_after_seconds: seconds_up(self.settings.standing.failing_after),
+            settled_at: state.settled().map(|t| self.clock.at(t)),
+            consumers,
+            failing,
+            pass_seconds: took.as_secs_f64(),
+            said_at: self.clock.at(now),
+        });
+        say(&self.outbox, &self.metrics, provider, &event);
+        state.said(now);
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seconds_round_up() {
+        let cases = [(0, 0), (1_000, 1), (1_001, 2), (1_900, 2), (60_000, 60)];
+        for (ms, s) in cases {
+            assert_eq!(seconds_up(Duration::from_millis(ms)), s, "{ms} ms");
+        }
+    }
+}
