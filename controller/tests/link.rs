@@ -532,6 +532,7 @@ async fn serve_shows_its_metrics_health_and_readiness() {
         .stderr(std::fs::File::create(&stderr).unwrap())
         .spawn()
         .unwrap();
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let http = reqwest::Client::new();
     let get = |path: &str| {
         let request = http.get(format!("http://127.0.0.1:{port}{path}")).send();

@@ -141,6 +141,7 @@ async fn metrics_health_and_readiness_over_http() {
         })
         .await
     });
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let scrape = Scrape {
         http: reqwest::Client::new(),
         base: format!("http://127.0.0.1:{port}"),
