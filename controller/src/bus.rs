@@ -16,10 +16,9 @@ pub const DURABLE: &str = "controller";
 /// The controller's NATS user.
 pub const CONTROLLER_USER: &str = "controller";
 
-/// The controller's inbox prefix. A provider's prefix is
-/// `_INBOX_<machine>_<module>` and always holds a `_` after `_INBOX_`, which
-/// this one does not, so no provider prefix equals it.
-pub const CONTROLLER_INBOX: &str = "_INBOX_controller";
+/// The controller's inbox prefix. A provider's is `_INBOX.<machine>.<module>`
+/// and a name cannot start with `_`, so no provider's prefix reaches it.
+pub const CONTROLLER_INBOX: &str = "_INBOX._controller";
 
 /// How to reach the bus.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -70,7 +70,7 @@ pub struct UserPermissions {
 /// - A module that receives contributions ([`Declaration::receives_contributions`])
 ///   may publish its own four event subjects and nothing else, subscribe to its
 ///   own `mesh.cmd.<machine>.<module>.>` and its own inbox
-///   `_INBOX_<machine>_<module>.>` (JetStream acks and request replies), and
+///   `_INBOX.<machine>.<module>.>` (JetStream acks and request replies), and
 ///   answer requests.
 /// - Any other module may publish nothing and subscribe to nothing.
 /// - The controller: the JetStream API narrowed to the `MESH_EVENTS` stream
@@ -230,6 +230,58 @@ mod tests {
     use super::*;
     use crate::model::declaration::parse;
 
+    /// Whether a subscription `pattern` (with `*` and `>`) covers `subject`.
+    fn covers(pattern: &str, subject: &str) -> bool {
+        let (mut p, mut s) = (pattern.split('.'), subject.split('.'));
+        loop {
+            match (p.next(), s.next()) {
+                (Some(">"), Some(_)) => return true,
+                (Some("*"), Some(_)) => {}
+                (Some(a), Some(b)) if a == b => {}
+                (None, None) => return true,
+                _ => return false,
+            }
+        }
+    }
+
+    #[test]
+    fn no_two_users_share_an_inbox() {
+        // `c@a_b` and `b_c@a` once both had `_INBOX_a_b_c`.
+        let declaration = parse(
+            r#"{"modules":[
+              {"module":"c","machine":"a_b","provides":["p"]},
+              {"module":"b_c","machine":"a","provides":["p"]},
+              {"module":"c","machine":"a-b","provides":["p"]}
+            ]}"#,
+        )
+        .unwrap()
+        .declaration;
+        let users = derive(&declaration);
+        // An inbox subject of each user, as async-nats makes them.
+        let inbox = |u: &UserPermissions| {
+            let allow = u
+                .subscribe
+                .allow
+                .iter()
+                .find(|s| s.starts_with("_INBOX"))
+                .unwrap();
+            format!("{}reply-1", allow.trim_end_matches('>'))
+        };
+        for a in &users {
+            for b in users.iter().filter(|b| b.user != a.user) {
+                assert!(
+                    !b.subscribe.allow.iter().any(|p| covers(p, &inbox(a))),
+                    "{} may read {}'s inbox {}",
+                    b.user,
+                    a.user,
+                    inbox(a)
+                );
+            }
+        }
+        assert!(covers("_INBOX.a_b.c.>", "_INBOX.a_b.c.x"));
+        assert!(!covers("_INBOX.a.b_c.>", "_INBOX.a_b.c.x"));
+    }
+
     fn declaration() -> Declaration {
         parse(
             r#"{"modules":[
@@ -279,7 +331,7 @@ mod tests {
         assert!(pg.publish.deny.is_empty());
         assert_eq!(
             pg.subscribe.allow,
-            ["mesh.cmd.db-1.postgres.>", "_INBOX_db-1_postgres.>"]
+            ["mesh.cmd.db-1.postgres.>", "_INBOX.db-1.postgres.>"]
         );
         assert!(pg.allow_responses);
     }
@@ -321,7 +373,7 @@ mod tests {
     fn the_controller_is_narrowed_to_its_stream_and_inbox() {
         let users = derive(&declaration());
         let c = user(&users, "controller");
-        assert_eq!(c.subscribe.allow, ["_INBOX_controller.>"]);
+        assert_eq!(c.subscribe.allow, ["_INBOX._controller.>"]);
         assert!(c
             .publish
             .allow

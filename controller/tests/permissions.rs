@@ -166,7 +166,7 @@ async fn the_rendered_permissions_hold_on_a_real_server() {
     let bus = Bus::start();
     tokio::time::timeout(Duration::from_secs(120), async {
         // The controller sets up its stream and consumer with its narrowed API.
-        let (controller, controller_events) = bus.client("controller", "_INBOX_controller").await;
+        let (controller, controller_events) = bus.client("controller", "_INBOX._controller").await;
         let consumer = ensure_consumer(&controller, &LinkSettings::default(), &mut NoStore)
             .await
             .unwrap_or_else(|e| panic!("{e}\n{}", bus.nats.log()));
@@ -246,11 +246,11 @@ async fn the_rendered_permissions_hold_on_a_real_server() {
             .wait_for_violation("Subscription to \"mesh.>\"")
             .await;
         let mut inbox = controller
-            .subscribe("_INBOX_db-1_postgres.>")
+            .subscribe("_INBOX.db-1.postgres.>")
             .await
             .unwrap();
         controller_events
-            .wait_for_violation("_INBOX_db-1_postgres.>")
+            .wait_for_violation("_INBOX.db-1.postgres.>")
             .await;
         // Nor publish an event.
         controller
@@ -290,7 +290,7 @@ async fn the_rendered_permissions_hold_on_a_real_server() {
         );
 
         // A module without contributions cannot even listen to commands.
-        let (forge_raw, forge_events) = bus.client("forge@app-1", "_INBOX_app-1_forge").await;
+        let (forge_raw, forge_events) = bus.client("forge@app-1", "_INBOX.app-1.forge").await;
         let _cmd = forge_raw.subscribe("mesh.cmd.app-1.forge.>").await.unwrap();
         forge_events
             .wait_for_violation("mesh.cmd.app-1.forge.>")
@@ -302,7 +302,7 @@ async fn the_rendered_permissions_hold_on_a_real_server() {
 
 /// A provider answering approvals on its subject the way the SDK does.
 async fn answer_approvals(bus: &Bus, ok: bool) -> tokio::task::JoinHandle<()> {
-    let (client, events) = bus.client("postgres@db-1", "_INBOX_db-1_postgres").await;
+    let (client, events) = bus.client("postgres@db-1", "_INBOX.db-1.postgres").await;
     let mut requests = client
         .subscribe("mesh.cmd.db-1.postgres.provisioner.approve")
         .await
@@ -395,7 +395,7 @@ async fn approve_asks_the_provider_and_says_what_came_of_it() {
         provider.abort();
 
         // A provider that listens but never answers: unanswered after the timeout.
-        let (silent, _) = bus.client("postgres@db-1", "_INBOX_db-1_postgres").await;
+        let (silent, _) = bus.client("postgres@db-1", "_INBOX.db-1.postgres").await;
         let _requests = silent
             .subscribe("mesh.cmd.db-1.postgres.provisioner.approve")
             .await

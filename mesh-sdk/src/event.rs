@@ -68,9 +68,11 @@ pub fn approve_subject(machine: &Name, module: &Name) -> String {
     format!("mesh.cmd.{machine}.{module}.provisioner.approve")
 }
 
-/// The inbox prefix of a provider, `_INBOX_<machine>_<module>`.
+/// The inbox prefix of a provider, `_INBOX.<machine>.<module>`. Names
+/// cannot hold a dot, so no two providers' prefixes overlap (the earlier
+/// `_INBOX_<machine>_<module>` did: `c@a_b` and `b_c@a` shared one).
 pub fn inbox_prefix(machine: &Name, module: &Name) -> String {
-    format!("_INBOX_{machine}_{module}")
+    format!("_INBOX.{machine}.{module}")
 }
 
 /// The emitter and kind read from an event subject, if it is one.
@@ -375,7 +377,7 @@ mod tests {
         );
         assert_eq!(
             inbox_prefix(&name("db-1"), &name("postgres")),
-            "_INBOX_db-1_postgres"
+            "_INBOX.db-1.postgres"
         );
         assert_eq!(
             parse_event_subject("mesh.event.db-1.postgres.provisioner.recovered"),

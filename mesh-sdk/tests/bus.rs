@@ -202,7 +202,7 @@ async fn a_publish_refused_by_permissions_is_logged() {
             {"user": "admin", "password": "admin-pw"},
             {"user": "postgres@db-1", "password": "provider-pw",
              "permissions": {"publish": {"allow": ["mesh.event.db-9.postgres.provisioner.*"]},
-                             "subscribe": {"allow": ["_INBOX_db-1_postgres.>", "mesh.cmd.db-1.postgres.>"]}}}
+                             "subscribe": {"allow": ["_INBOX.db-1.postgres.>", "mesh.cmd.db-1.postgres.>"]}}}
         ]}
     }));
     let admin =
