@@ -3,6 +3,7 @@
 use mesh_sdk::event::parse_event_subject;
 use mesh_sdk::Event;
 
+use crate::model::text::{cut_event, first_words};
 use crate::model::{ModuleId, Word};
 
 /// A message that is not an event the store can take: logged and terminated.
@@ -18,13 +19,17 @@ pub enum Malformed {
 }
 
 /// Reads a message into a word. The emitter (machine, module) comes from the
-/// subject only; whatever the body claims about it is ignored.
+/// subject only; whatever the body claims about it is ignored. Free text is
+/// cut to its first words ([`first_words`]), and so is what is said of a
+/// malformed body (a parser's message may quote the body).
 ///
 /// # Errors
 /// [`Malformed`] when the subject or the body is not a valid event.
 pub fn decode(subject: &str, body: &[u8], seq: u64) -> Result<Word, Malformed> {
     let (machine, module, kind) = parse_event_subject(subject).ok_or(Malformed::Subject)?;
-    let event = Event::parse(kind, body).map_err(|e| Malformed::Body(e.to_string()))?;
+    let mut event = Event::parse(kind, body)
+        .map_err(|e| Malformed::Body(first_words(&e.to_string()).into()))?;
+    cut_event(&mut event);
     Ok(Word {
         seq,
         emitter: ModuleId::new(module, machine),
@@ -94,5 +99,32 @@ mod tests {
         )
         .unwrap();
         assert_eq!(word.emitter.to_string(), "postgres@db-1");
+    }
+
+    #[test]
+    fn huge_text_is_cut_before_it_goes_anywhere() {
+        use crate::model::text::MAX_TEXT_BYTES;
+        let huge = "é".repeat(300_000);
+        let body = FAILING.replace("password authentication failed", &huge);
+        let word = decode(
+            "mesh.event.db-1.postgres.provisioner.failing",
+            body.as_bytes(),
+            1,
+        )
+        .unwrap();
+        let Event::Failing(f) = word.event else {
+            panic!("a failing word")
+        };
+        assert!(f.error.len() <= MAX_TEXT_BYTES && f.error.ends_with('…'));
+        // A bad field of 600 KB: the parser's message quotes it; cut too.
+        let bad = FAILING.replace(r#""attempts":61"#, &format!(r#""attempts":"{huge}""#));
+        let Err(Malformed::Body(reason)) = decode(
+            "mesh.event.db-1.postgres.provisioner.failing",
+            bad.as_bytes(),
+            2,
+        ) else {
+            panic!("malformed")
+        };
+        assert!(reason.len() <= MAX_TEXT_BYTES, "{}", reason.len());
     }
 }

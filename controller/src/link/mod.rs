@@ -43,6 +43,7 @@ use mesh_sdk::internal::Backoff;
 pub use stream::{consumer_config, ensure_consumer, stream_config, SetupError};
 
 use crate::bus::{connect, BusError, NatsOptions, Reconnect, DURABLE, STREAM};
+use crate::model::text::first_words;
 use crate::model::Word;
 use crate::store::{migrate, DatabaseOptions, PgStore, Store, StoreError};
 
@@ -406,7 +407,7 @@ impl<S: Store> Link<'_, S> {
             match decode(message.subject.as_str(), &message.payload, seq) {
                 Ok(word) => words.push((message, word)),
                 Err(reason) => {
-                    tracing::error!(subject = %message.subject, seq, reason = %reason, "malformed event terminated");
+                    tracing::error!(subject = %first_words(message.subject.as_str()), seq, reason = %reason, "malformed event terminated");
                     terminate(&message).await;
                     round.terminated += 1;
                 }

@@ -26,6 +26,7 @@ use async_nats::jetstream::{self, Context};
 use super::decode::decode;
 use super::LinkSettings;
 use crate::bus::{DURABLE, STREAM, STREAM_SUBJECTS};
+use crate::model::text::first_words;
 use crate::model::Word;
 use crate::store::{Store, StoreError};
 
@@ -190,7 +191,7 @@ async fn move_words<S: Store>(
         match decode(message.subject.as_str(), &message.payload, seq) {
             Ok(word) => round.push(word),
             Err(reason) => {
-                tracing::error!(subject = %message.subject, seq, reason = %reason, "malformed event left behind");
+                tracing::error!(subject = %first_words(message.subject.as_str()), seq, reason = %reason, "malformed event left behind");
                 continue;
             }
         }

@@ -5,6 +5,7 @@
 pub mod declaration;
 pub mod id;
 pub mod reduce;
+pub mod text;
 pub mod word;
 
 pub use declaration::{Declaration, DeclarationError, Parsed};

@@ -1,0 +1,92 @@
+//! Untrusted text (every string field of a word, and what is said about a
+//! malformed one) cut to its first words before it is stored, logged or
+//! printed, so one provider cannot fill the store, a log line or a status
+//! listing with a field of megabytes.
+
+use std::borrow::Cow;
+
+use mesh_sdk::Event;
+
+/// The most bytes of untrusted text kept, `…` included.
+pub const MAX_TEXT_BYTES: usize = 1024;
+
+/// `text` when it fits in [`MAX_TEXT_BYTES`]; else its first words, cut on
+/// a character boundary and ended with `…`, within the bound.
+pub fn first_words(text: &str) -> Cow<'_, str> {
+    if text.len() <= MAX_TEXT_BYTES {
+        return Cow::Borrowed(text);
+    }
+    let mut end = MAX_TEXT_BYTES - '…'.len_utf8();
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    Cow::Owned(format!("{}…", &text[..end]))
+}
+
+fn cut_in_place(text: &mut String) {
+    if let Cow::Owned(cut) = first_words(text) {
+        *text = cut;
+    }
+}
+
+/// Every free-text field of `event` cut to its first words (names are
+/// bounded already: they are validated).
+pub fn cut_event(event: &mut Event) {
+    match event {
+        Event::Failing(b) => {
+            cut_in_place(&mut b.error);
+            if let Some(p) = &mut b.provision {
+                cut_in_place(p);
+            }
+        }
+        Event::Recovered(b) => {
+            if let Some(p) = &mut b.provision {
+                cut_in_place(p);
+            }
+        }
+        Event::Retirement(b) => cut_in_place(&mut b.detail),
+        Event::Repair(b) => cut_in_place(&mut b.detail),
+        Event::Alive(_) => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cut_on_a_character_boundary_within_the_bound() {
+        for unit in ["a", "é", "✓", "𝄞"] {
+            for extra in 0..8 {
+                let len = MAX_TEXT_BYTES + extra;
+                let text: String = unit.repeat(len.div_ceil(unit.len()));
+                let text = &text[..text.floor_char_boundary_compat(len)];
+                let cut = first_words(text);
+                assert!(cut.len() <= MAX_TEXT_BYTES, "{unit} {extra}: {}", cut.len());
+                if text.len() <= MAX_TEXT_BYTES {
+                    assert_eq!(cut, text);
+                } else {
+                    assert!(cut.ends_with('…'));
+                    assert!(text.starts_with(cut.trim_end_matches('…')));
+                    assert!(cut.len() > MAX_TEXT_BYTES - 8, "keeps nearly all it may");
+                }
+            }
+        }
+        assert_eq!(first_words("short"), "short");
+    }
+
+    /// `str::floor_char_boundary` is not stable yet.
+    trait Floor {
+        fn floor_char_boundary_compat(&self, at: usize) -> usize;
+    }
+
+    impl Floor for String {
+        fn floor_char_boundary_compat(&self, mut at: usize) -> usize {
+            at = at.min(self.len());
+            while !self.is_char_boundary(at) {
+                at -= 1;
+            }
+            at
+        }
+    }
+}
