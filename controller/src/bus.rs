@@ -70,7 +70,7 @@ pub async fn connect(
         .connect(&options.url)
         .await
         .map_err(|source| BusError::Connect {
-            url: options.url.clone(),
+            url: mesh_sdk::internal::shown_url(&options.url),
             source,
         })
 }

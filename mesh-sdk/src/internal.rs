@@ -12,7 +12,7 @@ pub use crate::contributions::{Contributions, ProviderId, Source};
 pub use crate::health::Progress;
 pub use crate::metrics::LoopMetrics;
 pub use crate::observe::{listen, serve as serve_endpoints, Check, Endpoints, ListenError};
-pub use crate::redact::{cut, error_words, redact};
+pub use crate::redact::{cut, error_words, redact, shown_url};
 pub use crate::secret::{
     read_admin_password, FileSecrets, PasswordFileError, SecretError, SecretSource,
 };

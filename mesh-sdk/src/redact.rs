@@ -28,6 +28,29 @@ pub fn redact<S: AsRef<str>>(text: &str, secrets: &[S]) -> String {
     cut(&out, MAX_ERROR_CHARS)
 }
 
+/// A server URL, or a comma-separated list of them, as it may be shown: a
+/// password inside (`nats://user:pw@host`) becomes `***`. Text that is not
+/// a URL is shown as it is.
+pub fn shown_url(url: &str) -> String {
+    url.split(',')
+        .map(|one| {
+            let Some((scheme, rest)) = one.split_once("://") else {
+                return one.to_owned();
+            };
+            let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+            let (authority, path) = rest.split_at(authority_end);
+            match authority.rsplit_once('@') {
+                Some((userinfo, host)) => match userinfo.split_once(':') {
+                    Some((user, _password)) => format!("{scheme}://{user}:***@{host}{path}"),
+                    None => one.to_owned(),
+                },
+                None => one.to_owned(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// The first `max` characters of `text`, ending in `…` when it was longer.
 pub fn cut(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
@@ -59,6 +82,28 @@ pub fn error_words(error: &(dyn std::error::Error + 'static)) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn passwords_in_urls_are_not_shown() {
+        let cases = [
+            ("nats://127.0.0.1:4222", "nats://127.0.0.1:4222"),
+            ("nats://mesh:s3cret@h:4222", "nats://mesh:***@h:4222"),
+            ("tls://u:p:w@h/x?y", "tls://u:***@h/x?y"),
+            ("nats://token@h", "nats://token@h"),
+            (
+                "nats://a:pw1@h1:4222,nats://b:pw2@h2:4222",
+                "nats://a:***@h1:4222,nats://b:***@h2:4222",
+            ),
+            (
+                "postgres://u:p@db/name?sslmode=require",
+                "postgres://u:***@db/name?sslmode=require",
+            ),
+            ("not a url", "not a url"),
+        ];
+        for (url, shown) in cases {
+            assert_eq!(shown_url(url), shown, "{url}");
+        }
+    }
 
     #[test]
     fn removes_every_occurrence() {

@@ -323,4 +323,22 @@ mod tests {
             assert!(out.is_empty(), "{args:?}");
         }
     }
+
+    #[tokio::test]
+    async fn a_password_in_the_nats_url_is_not_shown_when_connecting_fails() {
+        let port = mesh_test_support::free_port();
+        let url = format!("nats://mesh:Pw-In-Url-5@127.0.0.1:{port}");
+        let cli = parse(&["--nats", &url, "approve", "p@m", "c"]).unwrap();
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let mut io = Io {
+            out: &mut out,
+            err: &mut err,
+            now: Timestamp::parse("2026-10-05T00:00:00Z").unwrap(),
+        };
+        let result = run(&cli, &mut io).await;
+        assert_eq!(exit(result, &mut io), EXIT_CANNOT);
+        let err = String::from_utf8(err).unwrap();
+        assert!(err.contains("nats://mesh:***@127.0.0.1"), "{err}");
+        assert!(!err.contains("Pw-In-Url-5"), "{err}");
+    }
 }

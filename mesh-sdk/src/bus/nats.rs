@@ -12,6 +12,7 @@ use bytes::Bytes;
 use super::{EventSink, SinkError};
 use crate::contributions::ProviderId;
 use crate::event::inbox_prefix;
+use crate::redact::shown_url;
 
 /// How to reach the bus.
 #[derive(Clone, Debug)]
@@ -98,7 +99,7 @@ pub fn connect_options(
     }
 }
 
-/// Connects as `provider`: its own inbox prefix (`_INBOX_<machine>_<module>`)
+/// Connects as `provider`: its own inbox prefix (`_INBOX.<machine>.<module>`)
 /// and [`connect_options`], reconnecting forever. Returns at once even when
 /// the server is down: events are held until it answers.
 ///
@@ -118,7 +119,7 @@ pub async fn connect(
     .connect(&options.url)
     .await
     .map_err(|source| BusError::Connect {
-        url: options.url.clone(),
+        url: shown_url(&options.url),
         source,
     })
 }

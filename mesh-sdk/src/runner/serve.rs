@@ -215,7 +215,9 @@ impl Bus {
         let publisher = tokio::spawn(publish_loop(outbox, sink, retry_every, async {
             let _ = stopped.await;
         }));
-        tracing::info!(provider = %provider, url = %options.url, "joined the bus");
+        // The client connects in the background and says "connected to the
+        // bus" when it does; the server may be down now.
+        tracing::info!(provider = %provider, url = %crate::redact::shown_url(&options.url), "connecting to the bus (words are held until it answers)");
         Ok(Bus {
             client,
             approvals,
