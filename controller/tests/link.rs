@@ -634,3 +634,49 @@ async fn serve_shows_its_metrics_health_and_readiness() {
     assert!(said.contains("following provider events"), "{said}");
     assert!(!said.contains(world._pg.superuser_password()), "{said}");
 }
+
+/// A store that refuses the login (wrong password) or has no such database
+/// ends `serve` at once with the server's reason, instead of waiting
+/// forever; the password is never in the words.
+#[tokio::test]
+async fn serve_ends_at_once_when_the_store_refuses_the_login() {
+    let world = World::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let wrong = dir.path().join("wrong");
+    std::fs::write(&wrong, "Wrong-Pw-31").unwrap();
+    let port = world.proxy.port();
+    let cases = [
+        (
+            format!("postgres://postgres@127.0.0.1:{port}/store"),
+            Some(wrong.as_path()),
+            "password authentication failed for user \"postgres\" (28P01)",
+        ),
+        (
+            format!("postgres://postgres@127.0.0.1:{port}/nowhere"),
+            None,
+            "database \"nowhere\" does not exist (3D000)",
+        ),
+    ];
+    for (url, password, says) in cases {
+        let password = password
+            .map(std::path::Path::to_path_buf)
+            .unwrap_or_else(|| world._pg.superuser_password_file());
+        let database = DatabaseOptions::new(&url, Some(&password)).unwrap();
+        let nats = NatsOptions {
+            url: world.nats.url(),
+            user: None,
+            password_file: None,
+        };
+        let ended = tokio::time::timeout(
+            Duration::from_secs(20),
+            serve_until(&database, &nats, quick(), std::future::pending()),
+        )
+        .await
+        .expect("serve ends instead of waiting for the store");
+        let error = ended.unwrap_err();
+        assert!(matches!(error, LinkError::Store(_)), "{error}");
+        let words = error.to_string();
+        assert!(words.contains(says), "{words}");
+        assert!(!words.contains("Wrong-Pw-31"), "{words}");
+    }
+}

@@ -95,6 +95,10 @@ pub enum LinkError {
     /// The migrations failed for a reason other than the store being away.
     #[error(transparent)]
     Migrate(StoreError),
+    /// The store refuses the controller's login or has no such database:
+    /// waiting will not change it.
+    #[error("{0}; check --database and its password")]
+    Store(StoreError),
     /// The stop signals could not be installed.
     #[error("cannot install the stop signal handlers: {0}")]
     Signal(#[source] std::io::Error),
@@ -135,6 +139,7 @@ pub async fn serve_observed(
                 break;
             }
             Err(error @ StoreError::Migrate { .. }) => return Err(LinkError::Migrate(error)),
+            Err(error) if error.is_lasting() => return Err(LinkError::Store(error)),
             Err(error) => {
                 let delay = backoff.next_delay();
                 tracing::warn!(error = %error, retry_in = ?delay, "store away at start; waiting for it");

@@ -127,9 +127,11 @@ pub(super) fn classify(target: String, source: tokio_postgres::Error) -> StoreEr
     match code.code().get(..2).unwrap_or("") {
         // Data exception, integrity constraint violation: these words, as such.
         "22" | "23" => StoreError::Refused { target, source },
+        // Invalid authorization (wrong password, unknown user), unknown database.
+        "28" | "3D" => StoreError::Denied { target, source },
         // Connection exception, operator intervention (shutting down),
-        // insufficient resources, invalid authorization.
-        "08" | "57" | "53" | "28" => StoreError::Unavailable { target, source },
+        // insufficient resources.
+        "08" | "57" | "53" => StoreError::Unavailable { target, source },
         // Anything else (locks, serialization, a missing table, ...) may pass.
         _ => StoreError::Failed { target, source },
     }

@@ -45,8 +45,18 @@ pub use read::{Counts, StatusFilter, StatusRead};
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// The store could not be reached, or the connection broke.
-    #[error("store {target} unavailable: {source}")]
+    #[error("store {target} unavailable: {}", reason(.source))]
     Unavailable {
+        /// The database, without its password.
+        target: String,
+        /// Why.
+        #[source]
+        source: tokio_postgres::Error,
+    },
+    /// The store refused the connection for a reason waiting will not
+    /// change (wrong password, unknown user or database): a person must act.
+    #[error("store {target} refused the connection: {}", reason(.source))]
+    Denied {
         /// The database, without its password.
         target: String,
         /// Why.
@@ -63,7 +73,7 @@ pub enum StoreError {
     },
     /// The store failed a statement for a reason that may pass (locks, a
     /// missing table being migrated, shutting down, ...).
-    #[error("store {target} failed: {source}")]
+    #[error("store {target} failed: {}", reason(.source))]
     Failed {
         /// The database, without its password.
         target: String,
@@ -73,7 +83,7 @@ pub enum StoreError {
     },
     /// The store refused the words themselves (a data or constraint error):
     /// trying again would fail again.
-    #[error("store {target} refused the words: {source}")]
+    #[error("store {target} refused the words: {}", reason(.source))]
     Refused {
         /// The database, without its password.
         target: String,
@@ -96,6 +106,21 @@ impl StoreError {
     /// Whether trying again later may succeed (everything but [`StoreError::Refused`]).
     pub fn is_transient(&self) -> bool {
         !matches!(self, StoreError::Refused { .. })
+    }
+
+    /// Whether only a person can end it (the store refuses this login):
+    /// `serve` ends at start instead of waiting forever.
+    pub fn is_lasting(&self) -> bool {
+        matches!(self, StoreError::Denied { .. })
+    }
+}
+
+/// The server's own words for a database error (`db error` alone says
+/// nothing), else the error and its sources.
+pub fn reason(error: &tokio_postgres::Error) -> String {
+    match error.as_db_error() {
+        Some(db) => format!("{} ({})", db.message(), db.code().code()),
+        None => mesh_sdk::internal::error_words(error),
     }
 }
 
