@@ -3,8 +3,15 @@
 //! Parsed entry by entry: an entry with a name that is not a valid token is
 //! refused with an error naming it, and the others go on. A file that cannot
 //! be read or parsed as a whole keeps the last good list ([`Source`]).
+//!
+//! A refused entry whose consumer name can still be read keeps that
+//! consumer listed: its last good entry is served, and with none it is
+//! neither served nor retired ([`Contributions::held_back`]). Two entries
+//! for one consumer are both refused that way: neither silently wins (a typo
+//! must never make a consumer look withdrawn and get it retired, nor hand
+//! one consumer's secret to another).
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -47,8 +54,28 @@ pub struct Consumer {
 pub struct Contributions {
     /// Who the file is for.
     pub provider: ProviderId,
-    /// The valid consumer entries, in file order.
+    /// The consumers to serve: the valid entries in file order, then the
+    /// last good entries of consumers whose entry was refused this time.
     pub consumers: Vec<Consumer>,
+    /// Consumers listed by an entry that was refused (a bad field, or two
+    /// entries) with no last good entry: still listed, so never withdrawn
+    /// or retired, but not served.
+    pub held_back: Vec<Name>,
+}
+
+impl Contributions {
+    /// Whether `name` is listed: served, or held back.
+    pub fn lists(&self, name: &Name) -> bool {
+        self.consumers.iter().any(|c| &c.name == name) || self.held_back.contains(name)
+    }
+
+    /// Every listed name: served and held back.
+    pub fn listed(&self) -> impl Iterator<Item = &Name> {
+        self.consumers
+            .iter()
+            .map(|c| &c.name)
+            .chain(self.held_back.iter())
+    }
 }
 
 /// A consumer entry that was refused; the others go on.
@@ -125,8 +152,22 @@ pub fn parse(text: &str, path: &Path) -> Result<Parsed, ContributionsError> {
     let provider: ProviderId =
         serde_json::from_value(raw.provider).map_err(|e| malformed(format!("provider: {e}")))?;
     let base_dir = path.parent().unwrap_or(Path::new("."));
-    let mut seen = HashSet::new();
+    // Every entry's readable name, to find consumers listed more than once.
+    let names: Vec<Option<Name>> = raw
+        .consumers
+        .iter()
+        .map(|v| {
+            v.get("consumer")
+                .and_then(|c| c.as_str())
+                .and_then(|c| Name::parse(c).ok())
+        })
+        .collect();
+    let mut count: HashMap<&Name, usize> = HashMap::new();
+    for name in names.iter().flatten() {
+        *count.entry(name).or_default() += 1;
+    }
     let mut consumers = Vec::with_capacity(raw.consumers.len());
+    let mut held_back: Vec<Name> = Vec::new();
     let mut refused = Vec::new();
     for (index, value) in raw.consumers.into_iter().enumerate() {
         let named = value
@@ -139,21 +180,31 @@ pub fn parse(text: &str, path: &Path) -> Result<Parsed, ContributionsError> {
             named: named.clone(),
             reason,
         };
-        match entry(value, base_dir) {
-            Ok(consumer) if !seen.insert(consumer.name.clone()) => {
-                refused.push(refuse(format!(
-                    "consumer {} is listed twice; the first entry is kept",
-                    consumer.name
-                )));
-            }
+        let readable = names[index].as_ref();
+        let twice = readable.filter(|n| count[n] > 1);
+        let result = match twice {
+            Some(name) => Err(format!(
+                "consumer {name} is listed more than once; none of its entries is used"
+            )),
+            None => entry(value, base_dir),
+        };
+        match result {
             Ok(consumer) => consumers.push(consumer),
-            Err(reason) => refused.push(refuse(reason)),
+            Err(reason) => {
+                refused.push(refuse(reason));
+                if let Some(name) = readable {
+                    if !held_back.contains(name) {
+                        held_back.push(name.clone());
+                    }
+                }
+            }
         }
     }
     Ok(Parsed {
         contributions: Contributions {
             provider,
             consumers,
+            held_back,
         },
         refused,
     })
@@ -178,6 +229,20 @@ fn entry(value: serde_json::Value, base_dir: &Path) -> Result<Consumer, String> 
         secret_file: base_dir.join(raw.secret_file),
         options: raw.options,
     })
+}
+
+/// Consumers held back in `new` whose entry was good in `good` are served
+/// with that last good entry.
+fn serve_last_good(new: &mut Contributions, good: &Contributions) {
+    new.held_back.retain(
+        |name| match good.consumers.iter().find(|c| &c.name == name) {
+            Some(last) => {
+                new.consumers.push(last.clone());
+                false
+            }
+            None => true,
+        },
+    );
 }
 
 /// What one read of the contributions file gave.
@@ -268,7 +333,11 @@ impl Source {
                 } else {
                     self.last_refused = parsed.refused.iter().map(ToString::to_string).collect();
                     self.note(self.last_refused.clone());
-                    self.last_good = Some(Arc::new(parsed.contributions));
+                    let mut contributions = parsed.contributions;
+                    if let Some(good) = &self.last_good {
+                        serve_last_good(&mut contributions, good);
+                    }
+                    self.last_good = Some(Arc::new(contributions));
                     self.last_text = text;
                     true
                 }
@@ -354,18 +423,75 @@ mod tests {
             .iter()
             .map(|c| c.name.as_str())
             .collect();
-        assert_eq!(names, vec!["good"]);
+        // Two entries for `good`: neither wins.
+        assert_eq!(names, Vec::<&str>::new());
         let errors: Vec<String> = parsed.refused.iter().map(ToString::to_string).collect();
-        assert_eq!(errors.len(), 7, "{errors:#?}");
+        assert_eq!(errors.len(), 8, "{errors:#?}");
         assert!(errors[0].starts_with(
             "consumer entry 0 (\"Bad Name\"): consumer: \"Bad Name\" is not a valid name"
         ));
-        assert!(errors[1].starts_with("consumer entry 2 (\"x.y\")"));
-        assert!(errors[2].contains("machine: \"app 1\" is not a valid name"));
-        assert!(errors[3].contains("listed twice"));
-        assert!(errors[4].contains("missing field `consumer`"));
-        assert!(errors[5].contains("provision"));
-        assert!(errors[6].starts_with("consumer entry 7:"));
+        assert!(errors[1].starts_with(
+            "consumer entry 1 (\"good\"): consumer good is listed more than once; none of its entries is used"
+        ));
+        assert!(errors[2].starts_with("consumer entry 2 (\"x.y\")"));
+        assert!(errors[3].contains("machine: \"app 1\" is not a valid name"));
+        assert!(errors[4].starts_with("consumer entry 4 (\"good\"): consumer good is listed more"));
+        assert!(errors[5].contains("missing field `consumer`"));
+        assert!(errors[6].contains("provision"));
+        assert!(errors[7].starts_with("consumer entry 7:"));
+        // Whose name can be read stays listed, not served.
+        let held: Vec<&str> = parsed
+            .contributions
+            .held_back
+            .iter()
+            .map(Name::as_str)
+            .collect();
+        assert_eq!(held, ["good", "other", "noprov"]);
+        assert!(parsed.contributions.lists(&Name::parse("other").unwrap()));
+        assert!(!parsed.contributions.lists(&Name::parse("nobody").unwrap()));
+    }
+
+    #[test]
+    fn a_refused_entry_is_served_from_its_last_good_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.json");
+        let file = |forge: &str| {
+            format!(
+                r#"{{"provider": {{"module": "postgres", "machine": "db-1"}}, "consumers": [
+                  {forge},
+                  {{"consumer": "wiki", "machine": "app-1", "provision": "p", "secret_file": "s"}}]}}"#
+            )
+        };
+        let good =
+            r#"{"consumer": "forge", "machine": "app-1", "provision": "p", "secret_file": "f"}"#;
+        let typo =
+            r#"{"consumer": "forge", "machine": "app-1", "provison": "p", "secret_file": "f"}"#;
+        let mut source = Source::new(&path);
+        // (file, served, held back)
+        let steps: [(String, &[&str], &[&str]); 4] = [
+            (file(typo), &["wiki"], &["forge"]),
+            (file(good), &["forge", "wiki"], &[]),
+            (file(typo), &["wiki", "forge"], &[]),
+            (file(&format!("{good}, {good}")), &["wiki", "forge"], &[]),
+        ];
+        for (text, served, held) in steps {
+            std::fs::write(&path, &text).unwrap();
+            let loaded = source.load().unwrap();
+            assert!(loaded.fresh);
+            let c = loaded.contributions;
+            let names: Vec<&str> = c.consumers.iter().map(|c| c.name.as_str()).collect();
+            assert_eq!(names, served, "{text}");
+            let back: Vec<&str> = c.held_back.iter().map(Name::as_str).collect();
+            assert_eq!(back, held, "{text}");
+        }
+        // The entry served for forge is its last good one, file and all.
+        let c = source.last_good().unwrap();
+        let forge = c
+            .consumers
+            .iter()
+            .find(|c| c.name.as_str() == "forge")
+            .unwrap();
+        assert_eq!(forge.secret_file, dir.path().join("f"));
     }
 
     #[test]

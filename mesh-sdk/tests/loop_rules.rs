@@ -647,3 +647,90 @@ async fn alive_after_the_first_pass_then_every_alive_every_and_settled() {
         "settled at the pass begun at 300 s"
     );
 }
+
+/// The contributions file's text listing `entries` (raw JSON objects).
+fn file_of(entries: &[String]) -> String {
+    format!(
+        r#"{{"provider": {{"module": "postgres", "machine": "db-1"}}, "consumers": [{}]}}"#,
+        entries.join(",")
+    )
+}
+
+fn entry(consumer: &str, secret: &str, extra: &str) -> String {
+    format!(
+        r#"{{"consumer": "{consumer}", "machine": "app-1", "provision": "postgres-database", "secret_file": "secrets/{secret}"{extra}}}"#
+    )
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_typo_in_an_entry_never_retires_its_consumer() {
+    let mut w = World::new(&["forge", "wiki"]);
+    w.passes(2).await;
+    w.said();
+    // wiki's entry gets an unknown field, for longer than every retirement
+    // threshold (5 passes and 10 minutes): it stays listed, its last good
+    // entry is served, nothing is retired or said.
+    w.write_raw(&file_of(&[
+        entry("forge", "forge", ""),
+        entry("wiki", "wiki", r#", "provison": "typo""#),
+    ]));
+    let checks = w
+        .fake
+        .with(|b| b.calls.iter().filter(|c| *c == "check wiki").count());
+    w.passes(200).await;
+    assert_eq!(w.fake.calls("retire"), 0);
+    assert_eq!(kinds(&w.said()), Vec::<String>::new());
+    let after = w
+        .fake
+        .with(|b| b.calls.iter().filter(|c| *c == "check wiki").count());
+    assert!(
+        after >= checks + 200,
+        "wiki still served: {checks} -> {after}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn two_entries_for_one_consumer_are_both_refused() {
+    let mut w = World::new(&["forge", "wiki"]);
+    w.passes(2).await;
+    w.said();
+    // wiki listed twice, the second entry pointing at forge's secret: the
+    // last good entry (its own secret) is served, never forge's.
+    w.write_raw(&file_of(&[
+        entry("forge", "forge", ""),
+        entry("wiki", "wiki", ""),
+        entry("wiki", "forge", ""),
+    ]));
+    w.passes(200).await;
+    assert_eq!(w.fake.calls("retire"), 0);
+    assert_eq!(kinds(&w.said()), Vec::<String>::new());
+    let secret = w.fake.with(|b| b.provisions[&name("wiki")].secret.clone());
+    assert_eq!(secret, "pw-wiki");
+
+    // A consumer never seen good, listed twice from the start: neither
+    // served nor retired, though the backend holds it.
+    let mut fresh = World::new(&["forge"]);
+    fresh.fake.with(|b| {
+        b.provisions.insert(
+            name("old"),
+            mesh_sdk::testing::FakeProvision {
+                secret: "x".into(),
+                retired: false,
+            },
+        )
+    });
+    fresh.write_raw(&file_of(&[
+        entry("forge", "forge", ""),
+        entry("old", "forge", ""),
+        entry("old", "forge", ""),
+    ]));
+    fresh.passes(200).await;
+    assert_eq!(fresh.fake.calls("retire"), 0);
+    assert_eq!(
+        fresh
+            .fake
+            .with(|b| b.calls.iter().filter(|c| c.ends_with(" old")).count()),
+        0,
+        "not served"
+    );
+}

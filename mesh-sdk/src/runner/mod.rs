@@ -486,7 +486,7 @@ impl<P: Provisioner> Runner<P> {
     /// Retirement for this pass: fetch what the backend holds, act on it.
     async fn retirement_pass(&mut self, contributions: &Contributions, fresh: bool) -> usize {
         let held = if fresh { self.fetch_held().await } else { None };
-        let listed: HashSet<&Name> = contributions.consumers.iter().map(|c| &c.name).collect();
+        let listed: HashSet<&Name> = contributions.listed().collect();
         let actions = self.retirement.pass(
             fresh.then_some(&listed),
             held.as_deref(),
@@ -508,7 +508,12 @@ impl<P: Provisioner> Runner<P> {
             };
         }
         if let Some(held) = &held {
-            said += self.withdrawn(&contributions.provider, &listed, held);
+            said += self.withdrawn(
+                &contributions.provider,
+                &listed,
+                contributions.consumers.len(),
+                held,
+            );
         }
         said
     }
@@ -521,12 +526,13 @@ impl<P: Provisioner> Runner<P> {
         &mut self,
         provider: &ProviderId,
         listed: &HashSet<&Name>,
+        served: usize,
         held: &[Held],
     ) -> usize {
-        // Every listed consumer has a standing (each is observed every
+        // Every served consumer has a standing (each is observed every
         // pass), so a standing of a consumer not listed exists only when
-        // there are more standings than listed consumers.
-        if self.entries.len() <= listed.len() {
+        // there are more standings than served consumers.
+        if self.entries.len() <= served {
             return 0;
         }
         let held: HashSet<&Name> = held.iter().map(|h| &h.name).collect();
@@ -702,7 +708,7 @@ impl<P: Provisioner> Runner<P> {
             );
         };
         let name = &request.consumer;
-        let listed = contributions.consumers.iter().any(|c| &c.name == name);
+        let listed = contributions.lists(name);
         let entry = held.iter().find(|h| &h.name == name);
         let provider = &contributions.provider;
         match self.retirement.approve(name, request.delete, listed, entry) {
