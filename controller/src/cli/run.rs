@@ -309,26 +309,16 @@ mod tests {
             (&["migrate"], "no database given"),
         ];
         for (args, reason) in cases {
-            let cli = parse(args).unwrap();
-            let (mut out, mut err) = (Vec::new(), Vec::new());
-            let mut io = Io {
-                out: &mut out,
-                err: &mut err,
-                now: Timestamp::parse("2026-10-05T00:00:00Z").unwrap(),
-            };
-            let result = run(&cli, &mut io).await;
-            assert_eq!(exit(result, &mut io), EXIT_CANNOT, "{args:?}");
-            let err = String::from_utf8(err).unwrap();
+            let (code, out, err) = exit_of(args).await;
+            assert_eq!(code, EXIT_CANNOT, "{args:?}");
             assert!(err.contains(reason), "{args:?}: {err}");
             assert!(out.is_empty(), "{args:?}");
         }
     }
 
-    #[tokio::test]
-    async fn a_password_in_the_nats_url_is_not_shown_when_connecting_fails() {
-        let port = mesh_test_support::free_port();
-        let url = format!("nats://mesh:Pw-In-Url-5@127.0.0.1:{port}");
-        let cli = parse(&["--nats", &url, "approve", "p@m", "c"]).unwrap();
+    /// Runs a command line: its exit code, stdout and stderr.
+    async fn exit_of(args: &[&str]) -> (u8, String, String) {
+        let cli = parse(args).unwrap();
         let (mut out, mut err) = (Vec::new(), Vec::new());
         let mut io = Io {
             out: &mut out,
@@ -336,8 +326,17 @@ mod tests {
             now: Timestamp::parse("2026-10-05T00:00:00Z").unwrap(),
         };
         let result = run(&cli, &mut io).await;
-        assert_eq!(exit(result, &mut io), EXIT_CANNOT);
-        let err = String::from_utf8(err).unwrap();
+        let code = exit(result, &mut io);
+        let text = |bytes: Vec<u8>| String::from_utf8(bytes).unwrap();
+        (code, text(out), text(err))
+    }
+
+    #[tokio::test]
+    async fn a_password_in_the_nats_url_is_not_shown_when_connecting_fails() {
+        let port = mesh_test_support::free_port();
+        let url = format!("nats://mesh:Pw-In-Url-5@127.0.0.1:{port}");
+        let (code, _, err) = exit_of(&["--nats", &url, "approve", "p@m", "c"]).await;
+        assert_eq!(code, EXIT_CANNOT);
         assert!(err.contains("nats://mesh:***@127.0.0.1"), "{err}");
         assert!(!err.contains("Pw-In-Url-5"), "{err}");
     }
