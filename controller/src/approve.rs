@@ -40,7 +40,8 @@ impl Answer {
                 "unanswered: no provider {provider} listens on the bus (is it running and connected?)"
             ),
             Answer::TimedOut(after) => format!(
-                "unanswered: {provider} did not answer within {}",
+                "unanswered: {provider} did not answer within {}; the request has expired, so it \
+                 will not act on it",
                 humantime::format_duration(*after)
             ),
             Answer::BadReply(why) => format!("unanswered: {provider} sent a malformed reply: {why}"),
@@ -58,7 +59,8 @@ pub struct ApproveError {
 }
 
 /// Sends the approve request for `consumer` to `provider` and waits at most
-/// `timeout` for its answer.
+/// `timeout` for its answer; the request expires then (`expires_at`), so a
+/// provider that gets it later does not act on it.
 ///
 /// # Errors
 /// [`ApproveError`] when the request cannot be sent; an unanswered request
@@ -69,12 +71,16 @@ pub async fn approve(
     consumer: &Name,
     delete: bool,
     timeout: Duration,
+    now: mesh_sdk::Timestamp,
 ) -> Result<Answer, ApproveError> {
     let subject = approve_subject(&provider.machine, &provider.module);
     let body = serde_json::to_vec(&ApproveRequest {
         v: VERSION,
         consumer: consumer.clone(),
         delete,
+        expires_at: Some(mesh_sdk::Timestamp::from_system(
+            now.system_time() + timeout,
+        )),
     })
     .expect("an approve request serializes");
     let request = async_nats::Request::new()

@@ -351,7 +351,8 @@ async fn approve_command(bus: &Bus, extra: &[&str]) -> (u8, String, String) {
     let mut io = Io {
         out: &mut out,
         err: &mut err,
-        now: Timestamp::parse("2026-10-05T00:00:00Z").unwrap(),
+        // The request's deadline is now + --timeout: the real now.
+        now: Timestamp::now(),
     };
     let result = run(&cli, &mut io).await;
     let code = exit(result, &mut io);

@@ -342,6 +342,11 @@ pub struct ApproveRequest {
     /// `false`: retire a withdrawn consumer at once; `true`: delete a retired one.
     #[serde(default)]
     pub delete: bool,
+    /// The asker stops waiting then: a provider never acts on the request
+    /// after it (an approval without one, from an older controller, has no
+    /// deadline).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<Timestamp>,
 }
 
 /// Reply to an approve request.

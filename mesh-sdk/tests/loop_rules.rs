@@ -459,8 +459,22 @@ async fn approvals_and_every_refusal() {
     assert!(w.said().is_empty());
     assert_eq!(w.fake.calls("retire") + w.fake.calls("delete"), 0);
 
-    // Retire now, on approval.
-    let (ok, detail) = approve(&mut w, r#"{"v":1,"consumer":"wiki","delete":false}"#).await;
+    // Past its deadline (the asker stopped waiting): refused, nothing done.
+    let late = r#"{"v":1,"consumer":"wiki","delete":false,"expires_at":"2026-10-05T00:00:04Z"}"#;
+    let (ok, detail) = approve(&mut w, late).await;
+    assert!(
+        !ok && detail.contains("expired at 2026-10-05T00:00:04Z"),
+        "{detail}"
+    );
+    assert!(w.said().is_empty());
+    assert_eq!(w.fake.calls("retire"), 0);
+
+    // Retire now, on approval (within its deadline).
+    let (ok, detail) = approve(
+        &mut w,
+        r#"{"v":1,"consumer":"wiki","delete":false,"expires_at":"2026-10-05T01:00:00Z"}"#,
+    )
+    .await;
     assert!(ok, "{detail}");
     assert_eq!(
         kinds(&w.said()),

@@ -81,7 +81,7 @@ pub async fn run(cli: &Cli, io: &mut Io<'_>) -> Result<(), CliError> {
             timeout,
         } => {
             let client = connect(&cli.nats_options(), Reconnect::FailFast).await?;
-            let answer = approve(&client, provider, consumer, *delete, *timeout).await?;
+            let answer = approve(&client, provider, consumer, *delete, *timeout, io.now).await?;
             let text = answer.describe(provider);
             if !answer.is_done() {
                 return Err(CliError::NotDone(text));

@@ -684,6 +684,16 @@ impl<P: Provisioner> Runner<P> {
         say(&self.outbox, &self.metrics, provider, &event);
     }
 
+    /// Why `request` must not be acted on now, if its deadline passed.
+    fn expired(&self, request: &ApproveRequest) -> Option<String> {
+        let deadline = request.expires_at?;
+        let now = self.clock.at(Instant::now());
+        (now > deadline).then(|| {
+            tracing::warn!(consumer = %request.consumer, expires_at = %deadline, "approval came after its deadline; not acted on");
+            format!("the request expired at {deadline} (the asker stopped waiting); nothing was done")
+        })
+    }
+
     /// Answers a person's approval request (its raw JSON body).
     /// A malformed request is answered `ok: false`, never a crash.
     pub async fn approve(&mut self, body: &[u8]) -> ApproveReply {
@@ -694,6 +704,9 @@ impl<P: Provisioner> Runner<P> {
         };
         if request.v != VERSION {
             return refuse(format!("unsupported approve request version {}", request.v));
+        }
+        if let Some(expired) = self.expired(&request) {
+            return refuse(expired);
         }
         let Some(loaded) = self.source.load() else {
             return refuse("no contributions file was read yet".into());
@@ -711,6 +724,11 @@ impl<P: Provisioner> Runner<P> {
         let listed = contributions.lists(name);
         let entry = held.iter().find(|h| &h.name == name);
         let provider = &contributions.provider;
+        // Listing what the backend holds took time: the deadline again,
+        // right before acting.
+        if let Some(expired) = self.expired(&request) {
+            return refuse(expired);
+        }
         match self.retirement.approve(name, request.delete, listed, entry) {
             Approval::Refused(detail) => {
                 tracing::info!(consumer = %name, delete = request.delete, reason = %detail, "approval refused");
