@@ -1,0 +1,324 @@
+//! Consumers the mesh stopped asking for: retirement after the thresholds
+//! or on a person's approval, re-enabling, deletion on approval, and
+//! `recovered` (`withdrawn`) for those the backend does not hold.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use tokio::time::Instant;
+
+use super::{say, standing_event, Runner};
+use crate::contributions::{Contributions, ProviderId};
+use crate::event::{
+    ApproveReply, ApproveRequest, Event, Retirement as RetirementBody, RetirementAction, VERSION,
+};
+use crate::name::Name;
+use crate::provisioner::{Held, Provisioner};
+use crate::redact::{error_words, redact};
+use crate::retire::{Action, Approval};
+use crate::standing::Standing;
+
+impl<P: Provisioner> Runner<P> {
+    /// Retirement for this pass: fetch what the backend holds, act on it.
+    pub(super) async fn retirement_pass(
+        &mut self,
+        contributions: &Contributions,
+        fresh: bool,
+    ) -> usize {
+        let held = if fresh { self.fetch_held().await } else { None };
+        let listed: HashSet<&Name> = contributions.listed().collect();
+        let actions = self.retirement.pass(
+            fresh.then_some(&listed),
+            held.as_deref(),
+            Instant::now(),
+            &self.settings.retire,
+        );
+        let mut said = 0;
+        for action in actions {
+            said += match action {
+                Action::Retire(name) => {
+                    self.retire_now(
+                        &contributions.provider,
+                        &name,
+                        "withdrawn from the contributions file long enough",
+                    )
+                    .await
+                }
+                Action::ReEnable(name) => self.re_enable(&contributions.provider, &name).await,
+            };
+        }
+        if let Some(held) = &held {
+            said += self.withdrawn(
+                &contributions.provider,
+                &listed,
+                contributions.consumers.len(),
+                held,
+            );
+        }
+        said
+    }
+
+    /// Consumers no longer listed that the backend does not hold (never
+    /// made, or removed by a person): nothing to retire. A `failing` said
+    /// for one is answered by `recovered` (`withdrawn`); its standing is
+    /// forgotten either way. Only on a pass whose file and held list were read.
+    fn withdrawn(
+        &mut self,
+        provider: &ProviderId,
+        listed: &HashSet<&Name>,
+        served: usize,
+        held: &[Held],
+    ) -> usize {
+        // Every served consumer has a standing (each is observed every
+        // pass), so a standing of a consumer not listed exists only when
+        // there are more standings than served consumers.
+        if self.entries.len() <= served {
+            return 0;
+        }
+        let held: HashSet<&Name> = held.iter().map(|h| &h.name).collect();
+        let gone: Vec<Name> = self
+            .entries
+            .keys()
+            .filter(|name| !listed.contains(name) && !held.contains(name))
+            .cloned()
+            .collect();
+        let now = Instant::now();
+        let mut said = 0;
+        for name in gone {
+            let Some(entry) = self.entries.remove(&name) else {
+                continue;
+            };
+            let Some(word) = entry.standing.withdraw() else {
+                continue;
+            };
+            tracing::info!(consumer = %name, "withdrawn and not held: its failing is over");
+            let event = standing_event(
+                &name,
+                Some(&entry.machine),
+                Some(&entry.provision),
+                word,
+                &self.clock,
+                now,
+            );
+            say(&self.outbox, &self.metrics, provider, &event);
+            said += 1;
+        }
+        said
+    }
+
+    async fn fetch_held(&mut self) -> Option<Vec<Held>> {
+        let timeout = self.settings.call_timeout;
+        let error = match tokio::time::timeout(timeout, self.provisioner.held()).await {
+            Ok(Ok(held)) => {
+                if self.held_error.take().is_some() {
+                    tracing::info!("held provisions can be listed again");
+                }
+                return Some(held);
+            }
+            Ok(Err(error)) => self.redacted(&error_words(&error)),
+            Err(_) => format!(
+                "listing held provisions timed out after {}",
+                humantime::format_duration(timeout)
+            ),
+        };
+        if self.held_error.as_ref() != Some(&error) {
+            tracing::warn!(error = %error, "cannot list held provisions; passes do not count towards retirement until it can");
+            self.held_error = Some(error);
+        }
+        None
+    }
+
+    fn redacted(&self, text: &str) -> String {
+        let secrets = self.provisioner.secrets();
+        let values: Vec<&str> = secrets.iter().map(|s| s.expose()).collect();
+        redact(text, &values)
+    }
+
+    /// Calls one retirement method with the call timeout; errors are logged and returned redacted.
+    async fn call<F>(&self, what: &str, name: &Name, call: F) -> Result<(), String>
+    where
+        F: std::future::Future<Output = Result<(), P::Error>>,
+    {
+        let result = match tokio::time::timeout(self.settings.call_timeout, call).await {
+            Ok(Ok(())) => return Ok(()),
+            Ok(Err(error)) => self.redacted(&error_words(&error)),
+            Err(_) => format!(
+                "{what} timed out after {}",
+                humantime::format_duration(self.settings.call_timeout)
+            ),
+        };
+        tracing::warn!(consumer = %name, error = %result, "{what} failed; tried again on a later pass");
+        Err(result)
+    }
+
+    async fn retire_now(&mut self, provider: &ProviderId, name: &Name, why: &str) -> usize {
+        let provisioner = Arc::clone(&self.provisioner);
+        if self
+            .call("retire", name, provisioner.retire(name))
+            .await
+            .is_err()
+        {
+            return 0;
+        }
+        self.retirement.retired(name);
+        tracing::info!(consumer = %name, why, "retired");
+        let now = Instant::now();
+        let detail = format!("disabled, nothing deleted: {why}");
+        self.say_retirement(provider, name, RetirementAction::Retired, detail, now);
+        let (machine, provision, word) = match self.entries.get_mut(name) {
+            Some(entry) => (
+                Some(entry.machine.clone()),
+                Some(entry.provision.clone()),
+                entry.standing.retire(),
+            ),
+            None => (None, None, Standing::new().retire()),
+        };
+        self.entries.remove(name);
+        let event = standing_event(
+            name,
+            machine.as_ref(),
+            provision.as_deref(),
+            word,
+            &self.clock,
+            now,
+        );
+        say(&self.outbox, &self.metrics, provider, &event);
+        2
+    }
+
+    async fn re_enable(&mut self, provider: &ProviderId, name: &Name) -> usize {
+        let provisioner = Arc::clone(&self.provisioner);
+        if self
+            .call("re-enable", name, provisioner.re_enable(name))
+            .await
+            .is_err()
+        {
+            return 0;
+        }
+        tracing::info!(consumer = %name, "re-enabled");
+        self.say_retirement(
+            provider,
+            name,
+            RetirementAction::ReEnabled,
+            "listed again: enabled again".into(),
+            Instant::now(),
+        );
+        1
+    }
+
+    fn say_retirement(
+        &self,
+        provider: &ProviderId,
+        name: &Name,
+        action: RetirementAction,
+        detail: String,
+        now: Instant,
+    ) {
+        let event = Event::Retirement(RetirementBody {
+            v: VERSION,
+            consumer: name.clone(),
+            action,
+            detail,
+            said_at: self.clock.at(now),
+        });
+        say(&self.outbox, &self.metrics, provider, &event);
+    }
+
+    /// Why `request` must not be acted on now, if its deadline passed.
+    fn expired(&self, request: &ApproveRequest) -> Option<String> {
+        let deadline = request.expires_at?;
+        let now = self.clock.at(Instant::now());
+        (now > deadline).then(|| {
+            tracing::warn!(consumer = %request.consumer, expires_at = %deadline, "approval came after its deadline; not acted on");
+            format!("the request expired at {deadline} (the asker stopped waiting); nothing was done")
+        })
+    }
+
+    /// Answers a person's approval request (its raw JSON body).
+    /// A malformed request is answered `ok: false`, never a crash.
+    pub async fn approve(&mut self, body: &[u8]) -> ApproveReply {
+        let refuse = |detail: String| ApproveReply { ok: false, detail };
+        let request: ApproveRequest = match serde_json::from_slice(body) {
+            Ok(request) => request,
+            Err(error) => return refuse(format!("malformed approve request: {error}")),
+        };
+        if request.v != VERSION {
+            return refuse(format!("unsupported approve request version {}", request.v));
+        }
+        if let Some(expired) = self.expired(&request) {
+            return refuse(expired);
+        }
+        let Some(loaded) = self.source.load() else {
+            return refuse("no contributions file was read yet".into());
+        };
+        let (contributions, fresh) = (Arc::clone(loaded.contributions), loaded.fresh);
+        if !fresh {
+            return refuse("the contributions file cannot be read now, so whether the consumer is withdrawn is unknown; try again later".into());
+        }
+        let Some(held) = self.fetch_held().await else {
+            return refuse(
+                "the provisions held at the backend cannot be listed now; try again later".into(),
+            );
+        };
+        let name = &request.consumer;
+        let listed = contributions.lists(name);
+        let entry = held.iter().find(|h| &h.name == name);
+        let provider = &contributions.provider;
+        // Listing what the backend holds took time: the deadline again,
+        // right before acting.
+        if let Some(expired) = self.expired(&request) {
+            return refuse(expired);
+        }
+        match self.retirement.approve(name, request.delete, listed, entry) {
+            Approval::Refused(detail) => {
+                tracing::info!(consumer = %name, delete = request.delete, reason = %detail, "approval refused");
+                refuse(detail)
+            }
+            Approval::RetireNow(name) => {
+                self.say_retirement(
+                    provider,
+                    &name,
+                    RetirementAction::Approved,
+                    "a person approved retiring it now".into(),
+                    Instant::now(),
+                );
+                if self
+                    .retire_now(provider, &name, "a person approved it")
+                    .await
+                    == 0
+                {
+                    return refuse(format!("retiring {name} failed; see the provider's log"));
+                }
+                ApproveReply {
+                    ok: true,
+                    detail: format!("{name} retired: disabled, nothing deleted"),
+                }
+            }
+            Approval::Delete(name) => {
+                self.say_retirement(
+                    provider,
+                    &name,
+                    RetirementAction::Approved,
+                    "a person approved deleting its data".into(),
+                    Instant::now(),
+                );
+                let provisioner = Arc::clone(&self.provisioner);
+                if let Err(error) = self.call("delete", &name, provisioner.delete(&name)).await {
+                    return refuse(format!("deleting {name} failed: {error}"));
+                }
+                tracing::info!(consumer = %name, "deleted on approval");
+                self.say_retirement(
+                    provider,
+                    &name,
+                    RetirementAction::Deleted,
+                    "its provision and data were deleted".into(),
+                    Instant::now(),
+                );
+                ApproveReply {
+                    ok: true,
+                    detail: format!("{name} deleted"),
+                }
+            }
+        }
+    }
+}
