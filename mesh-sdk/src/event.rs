@@ -300,7 +300,8 @@ impl Event {
         result.expect("event bodies always serialize")
     }
 
-    /// Parses a body of `kind`; refuses unknown fields and any version but 1.
+    /// Parses a body of `kind`; refuses any version but 1. Unknown fields are
+    /// ignored (a newer provider may add some; a claimed emitter is never read).
     ///
     /// # Errors
     /// [`BodyError`] when the body is not valid JSON of that kind.
