@@ -67,7 +67,13 @@ impl<'a, K: Hash + Eq, T> Newest<'a, K, T> {
         }
     }
 
-    fn offer(&mut self, key: K, word: Keyed<'a, T>, said_at: impl Fn(&T) -> Timestamp) {
+    /// Keeps `body` of `word` under `key` unless a newer word is kept there.
+    fn offer(&mut self, key: K, word: &'a Word, body: &'a T, said_at: impl Fn(&T) -> Timestamp) {
+        let word = Keyed {
+            emitter: &word.emitter,
+            seq: word.seq,
+            body,
+        };
         match self.index.get(&key) {
             Some(&i) => {
                 let kept = &self.kept[i];
@@ -92,53 +98,16 @@ pub fn reduce(words: &[Word]) -> Reduced<'_> {
     let mut alive = Newest::new();
     for word in words {
         let e = &word.emitter;
-        let seq = word.seq;
         match &word.event {
-            Event::Failing(body) => failing.offer(
-                (e, &body.consumer),
-                Keyed {
-                    emitter: e,
-                    seq,
-                    body,
-                },
-                |b| b.said_at,
-            ),
-            Event::Recovered(body) => recovered.offer(
-                (e, &body.consumer),
-                Keyed {
-                    emitter: e,
-                    seq,
-                    body,
-                },
-                |b| b.said_at,
-            ),
-            Event::Repair(body) => repairs.offer(
-                (e, &body.fault),
-                Keyed {
-                    emitter: e,
-                    seq,
-                    body,
-                },
-                |b| b.said_at,
-            ),
-            Event::Retirement(body) => retirements.offer(
-                (e, &body.consumer, body.action),
-                Keyed {
-                    emitter: e,
-                    seq,
-                    body,
-                },
-                |b| b.said_at,
-            ),
-            Event::Alive(body) => alive.offer(
-                e,
-                Keyed {
-                    emitter: e,
-                    seq,
-                    body,
-                },
-                |b| b.said_at,
-            ),
+            Event::Failing(body) => failing.offer((e, &body.consumer), word, body, |b| b.said_at),
+            Event::Recovered(body) => {
+                recovered.offer((e, &body.consumer), word, body, |b| b.said_at)
+            }
+            Event::Repair(body) => repairs.offer((e, &body.fault), word, body, |b| b.said_at),
+            Event::Retirement(body) => {
+                retirements.offer((e, &body.consumer, body.action), word, body, |b| b.said_at)
+            }
+            Event::Alive(body) => alive.offer(e, word, body, |b| b.said_at),
         }
     }
     Reduced {
