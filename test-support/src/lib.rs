@@ -6,7 +6,8 @@
 //!
 //! * [`NatsServer`]: a `nats-server` with JetStream (file storage);
 //! * [`PgCluster`]: a PostgreSQL cluster with SCRAM authentication;
-//! * [`TcpProxy`]: a TCP proxy that can cut its connections on demand.
+//! * [`TcpProxy`]: a TCP proxy that can cut its connections on demand;
+//! * [`TestCa`]: a private certificate authority for TLS tests.
 //!
 //! Starting and stopping the servers is synchronous (blocking, with
 //! `std::thread::sleep` polling and a hard deadline), so it works from any
@@ -18,10 +19,12 @@ use std::net::{Ipv4Addr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+mod certs;
 mod nats;
 mod pg;
 mod proxy;
 
+pub use certs::{CertFiles, TestCa};
 pub use nats::{create_events_stream, NatsServer};
 pub use pg::PgCluster;
 pub use proxy::TcpProxy;
