@@ -81,6 +81,9 @@ pub struct FakeBackend {
     pub echo_secret: bool,
     /// Latency of every call.
     pub latency: Duration,
+    /// Consumers whose `ensure` waits until the test notifies the gate
+    /// (a backend call that hangs; one `notify_one` lets one call through).
+    pub stall: HashMap<Name, Arc<tokio::sync::Notify>>,
     /// Every call made, as `method consumer`.
     pub calls: Vec<String>,
 }
@@ -135,6 +138,9 @@ impl Provisioner for FakeProvisioner {
 
     async fn ensure(&self, consumer: &Consumer, secret: &Secret) -> Result<(), FakeError> {
         self.enter(format!("ensure {}", consumer.name)).await?;
+        if let Some(gate) = self.with(|b| b.stall.get(&consumer.name).cloned()) {
+            gate.notified().await;
+        }
         self.with(|b| {
             if let Some(error) = b.fail_ensure.get(&consumer.name) {
                 return Err(error.clone());

@@ -316,3 +316,71 @@ async fn approve_requests_are_answered_over_the_bus() {
     assert_eq!(fake.calls("delete"), 1);
     provider.stop().await;
 }
+
+#[tokio::test]
+async fn an_approval_is_answered_while_a_pass_runs() {
+    let nats = NatsServer::start();
+    let client = async_nats::connect(nats.url()).await.unwrap();
+    create_events_stream(&client).await;
+    let dir = tempfile::tempdir().unwrap();
+    contributions(
+        dir.path(),
+        &[("forge", Some("pw-forge")), ("wiki", Some("pw-wiki"))],
+    );
+    let fake = FakeProvisioner::new();
+    let provider = Provider::start(fake.clone(), args(dir.path(), &nats.url()));
+    wait_for(
+        &client,
+        "wiki served",
+        is("recovered", "wiki", "reason", "first-success-after-start"),
+    )
+    .await;
+    // wiki is withdrawn; once a pass read that file, forge's next make
+    // hangs, so the pass that attempts it does not end.
+    contributions(dir.path(), &[("forge", None)]);
+    let ensures_after = |n: usize| {
+        let (fake, start) = (fake.clone(), fake.calls("ensure"));
+        async move {
+            while fake.calls("ensure") < start + n {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    };
+    // The second make after the write is of a pass that began after it.
+    ensures_after(2).await;
+    let gate = std::sync::Arc::new(tokio::sync::Notify::new());
+    fake.with(|b| b.stall.insert("forge".parse().unwrap(), gate.clone()));
+    ensures_after(1).await;
+
+    let reply = tokio::time::timeout(
+        Duration::from_secs(5),
+        client.request(
+            "mesh.cmd.db-1.postgres.provisioner.approve",
+            r#"{"v":1,"consumer":"wiki","delete":false}"#.into(),
+        ),
+    )
+    .await
+    .expect("the approval waited behind the running pass")
+    .unwrap();
+    let reply: Value = serde_json::from_slice(&reply.payload).unwrap();
+    assert_eq!(
+        reply,
+        json!({"ok": true, "detail": "wiki retired: disabled, nothing deleted"})
+    );
+    // forge is withdrawn too, but the running pass attempts it (its file
+    // was read before): an approval for it is refused while that pass runs.
+    contributions(dir.path(), &[]);
+    let reply = client
+        .request(
+            "mesh.cmd.db-1.postgres.provisioner.approve",
+            r#"{"v":1,"consumer":"forge","delete":false}"#.into(),
+        )
+        .await
+        .unwrap();
+    let reply: Value = serde_json::from_slice(&reply.payload).unwrap();
+    assert_eq!(reply["ok"], false, "{reply}");
+    assert_eq!(fake.calls("retire"), 1, "only wiki was retired");
+    fake.with(|b| b.stall.clear());
+    gate.notify_one();
+    provider.stop().await;
+}

@@ -52,8 +52,8 @@ impl<P> Clone for Attempts<P> {
 /// tasks, not one per consumer. A panic in the provider's code is caught and
 /// counts as that consumer's failure, not the loop's end.
 pub(super) async fn all<P: Provisioner>(
-    attempts: &Attempts<P>,
-    contributions: &Arc<Contributions>,
+    attempts: Attempts<P>,
+    contributions: Arc<Contributions>,
     concurrency: usize,
 ) -> Vec<(usize, Result<(), Failed>)> {
     let total = contributions.consumers.len();
@@ -62,7 +62,7 @@ pub(super) async fn all<P: Provisioner>(
     for _ in 0..concurrency.clamp(1, total.max(1)) {
         let (shared, contributions, next) = (
             attempts.clone(),
-            Arc::clone(contributions),
+            Arc::clone(&contributions),
             Arc::clone(&next),
         );
         workers.spawn(async move {

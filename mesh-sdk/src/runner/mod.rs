@@ -26,7 +26,7 @@ use tokio::time::Instant;
 use crate::bus::Outbox;
 use crate::classify::Class;
 use crate::clock::WallClock;
-use crate::contributions::{Consumer, ProviderId, Source};
+use crate::contributions::{Consumer, Contributions, ProviderId, Source};
 use crate::event::{event_subject, Event, EventKind, Failing, Recovered, VERSION};
 use crate::health::Progress;
 use crate::metrics::{ConsumerStates, LoopMetrics};
@@ -116,6 +116,9 @@ pub struct Runner<P: Provisioner> {
     metrics: Arc<LoopMetrics>,
     /// When the loop last moved (`/healthz`).
     progress: Arc<Progress>,
+    /// The contributions of the pass whose attempts are running, if one is:
+    /// an approval answered meanwhile counts a consumer listed there as listed.
+    in_flight: Option<Arc<Contributions>>,
 }
 
 impl<P: Provisioner> Runner<P> {
@@ -153,6 +156,7 @@ impl<P: Provisioner> Runner<P> {
             herald,
             metrics,
             progress: Arc::new(Progress::new()),
+            in_flight: None,
         }
     }
 
@@ -216,27 +220,43 @@ impl<P: Provisioner> Runner<P> {
         self.entries.len()
     }
 
-    /// Runs one pass now.
+    /// Runs one pass now (the binary's loop answers approvals while a
+    /// pass's attempts run; tests drive passes one by one).
+    #[cfg(any(test, feature = "testing"))]
     pub async fn pass(&mut self) -> PassReport {
-        let began = Instant::now();
-        let Some(loaded) = self.source.load() else {
+        let Some(mut begun) = self.begin_pass().await else {
             return PassReport::default();
         };
+        let outcomes = (&mut begun.outcomes).await;
+        self.finish_pass(begun, outcomes).await
+    }
+
+    /// The first part of a pass: the contributions file read, the repair
+    /// hook run, and the consumers' attempts started. The attempts run on
+    /// their own tasks and borrow nothing of the runner, so it can answer
+    /// approvals until they end ([`Begun::outcomes`]). `None` when no good
+    /// contributions file was ever read.
+    pub(crate) async fn begin_pass(&mut self) -> Option<Begun> {
+        let began = Instant::now();
+        let loaded = self.source.load()?;
         let fresh = loaded.fresh;
         let contributions = Arc::clone(loaded.contributions);
-        let mut report = PassReport {
+        let gate = self.repair_pass(&contributions.provider).await;
+        let report = PassReport {
             fresh,
             attempted: contributions.consumers.len(),
+            gated: gate.is_some(),
             ..PassReport::default()
         };
-        let gate = self.repair_pass(&contributions.provider).await;
-        report.gated = gate.is_some();
-        let outcomes = match gate {
+        let outcomes: Outcomes = match gate {
             // The gate is closed: the backend is not called for consumers;
             // they fail with the fault's class and words.
-            Some(failure) => (0..contributions.consumers.len())
-                .map(|i| (i, Err(failure.clone())))
-                .collect(),
+            Some(failure) => {
+                let failed = (0..contributions.consumers.len())
+                    .map(|i| (i, Err(failure.clone())))
+                    .collect();
+                Box::pin(std::future::ready(failed))
+            }
             None => {
                 let attempts = attempt::Attempts {
                     provisioner: Arc::clone(&self.provisioner),
@@ -245,9 +265,36 @@ impl<P: Provisioner> Runner<P> {
                     call_timeout: self.settings.call_timeout,
                     progress: Arc::clone(&self.progress),
                 };
-                attempt::all(&attempts, &contributions, self.settings.concurrency).await
+                Box::pin(attempt::all(
+                    attempts,
+                    Arc::clone(&contributions),
+                    self.settings.concurrency,
+                ))
             }
         };
+        self.in_flight = Some(Arc::clone(&contributions));
+        Some(Begun {
+            began,
+            contributions,
+            report,
+            outcomes,
+        })
+    }
+
+    /// The rest of a pass, once its attempts ended: standings fed, words
+    /// said, retirement, `alive` and the metrics.
+    pub(crate) async fn finish_pass(
+        &mut self,
+        begun: Begun,
+        outcomes: Vec<(usize, Result<(), attempt::Failed>)>,
+    ) -> PassReport {
+        self.in_flight = None;
+        let Begun {
+            began,
+            contributions,
+            mut report,
+            ..
+        } = begun;
         let now = Instant::now();
         let mut rejected = false;
         let mut states = ConsumerStates::default();
@@ -271,7 +318,9 @@ impl<P: Provisioner> Runner<P> {
                 .for_each(|(_, state)| state.trigger());
         }
         if !report.gated {
-            report.said += self.retirement_pass(&contributions, fresh).await;
+            report.said += self
+                .retirement_pass(&contributions, report.fresh)
+                .await;
         }
         states.retiring = count(self.retirement.retiring());
         let ended = Instant::now();
@@ -370,6 +419,18 @@ impl<P: Provisioner> Runner<P> {
         say(&self.outbox, &self.metrics, provider, &event);
         (1, state)
     }
+}
+
+/// Each attempted consumer's index with its result, as the attempts end.
+type Outcomes = futures::future::BoxFuture<'static, Vec<(usize, Result<(), attempt::Failed>)>>;
+
+/// A pass whose consumers are being attempted (see [`Runner::begin_pass`]).
+pub(crate) struct Begun {
+    began: Instant,
+    contributions: Arc<Contributions>,
+    report: PassReport,
+    /// Ends when every attempt of the pass ended.
+    pub(crate) outcomes: Outcomes,
 }
 
 /// A listed consumer's state after a pass (for the metrics).

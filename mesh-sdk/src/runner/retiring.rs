@@ -4,6 +4,7 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::time::Instant;
 
@@ -41,6 +42,7 @@ impl<P: Provisioner> Runner<P> {
                         &contributions.provider,
                         &name,
                         "withdrawn from the contributions file long enough",
+                        self.settings.call_timeout,
                     )
                     .await
                 }
@@ -134,27 +136,35 @@ impl<P: Provisioner> Runner<P> {
         redact(text, &values)
     }
 
-    /// Calls one retirement method with the call timeout; errors are logged and returned redacted.
-    async fn call<F>(&self, what: &str, name: &Name, call: F) -> Result<(), String>
+    /// Calls one retirement method, waiting at most `within`; errors are
+    /// logged and returned redacted.
+    async fn call<F>(&self, what: &str, name: &Name, within: Duration, call: F) -> Result<(), String>
     where
         F: std::future::Future<Output = Result<(), P::Error>>,
     {
-        let result = match tokio::time::timeout(self.settings.call_timeout, call).await {
+        let result = match tokio::time::timeout(within, call).await {
             Ok(Ok(())) => return Ok(()),
             Ok(Err(error)) => self.redacted(&error_words(&error)),
             Err(_) => format!(
                 "{what} timed out after {}",
-                humantime::format_duration(self.settings.call_timeout)
+                humantime::format_duration(within)
             ),
         };
         tracing::warn!(consumer = %name, error = %result, "{what} failed; tried again on a later pass");
         Err(result)
     }
 
-    async fn retire_now(&mut self, provider: &ProviderId, name: &Name, why: &str) -> usize {
+    /// Retires `name` (its backend call bounded by `within`); returns the words said.
+    async fn retire_now(
+        &mut self,
+        provider: &ProviderId,
+        name: &Name,
+        why: &str,
+        within: Duration,
+    ) -> usize {
         let provisioner = Arc::clone(&self.provisioner);
         if self
-            .call("retire", name, provisioner.retire(name))
+            .call("retire", name, within, provisioner.retire(name))
             .await
             .is_err()
         {
@@ -189,7 +199,12 @@ impl<P: Provisioner> Runner<P> {
     async fn re_enable(&mut self, provider: &ProviderId, name: &Name) -> usize {
         let provisioner = Arc::clone(&self.provisioner);
         if self
-            .call("re-enable", name, provisioner.re_enable(name))
+            .call(
+                "re-enable",
+                name,
+                self.settings.call_timeout,
+                provisioner.re_enable(name),
+            )
             .await
             .is_err()
         {
@@ -234,6 +249,20 @@ impl<P: Provisioner> Runner<P> {
         })
     }
 
+    /// How long an approved action may take: the call timeout, and never
+    /// past the request's `expires_at` (the asker has stopped waiting then).
+    fn act_within(&self, request: &ApproveRequest) -> Duration {
+        let bound = self.settings.call_timeout;
+        let Some(deadline) = request.expires_at else {
+            return bound;
+        };
+        let now = self.clock.at(Instant::now());
+        deadline
+            .system_time()
+            .duration_since(now.system_time())
+            .map_or(Duration::ZERO, |left| left.min(bound))
+    }
+
     /// Answers a person's approval request (its raw JSON body).
     /// A malformed request is answered `ok: false`, never a crash.
     pub async fn approve(&mut self, body: &[u8]) -> ApproveReply {
@@ -261,14 +290,18 @@ impl<P: Provisioner> Runner<P> {
             );
         };
         let name = &request.consumer;
-        let listed = contributions.lists(name);
+        // A consumer the running pass attempts (its file was read before
+        // this one) counts as listed: the pass may make it again.
+        let listed = contributions.lists(name)
+            || self.in_flight.as_ref().is_some_and(|c| c.lists(name));
         let entry = held.iter().find(|h| &h.name == name);
         let provider = &contributions.provider;
         // Listing what the backend holds took time: the deadline again,
-        // right before acting.
+        // right before acting; the action itself is not waited for past it.
         if let Some(expired) = self.expired(&request) {
             return refuse(expired);
         }
+        let within = self.act_within(&request);
         match self.retirement.approve(name, request.delete, listed, entry) {
             Approval::Refused(detail) => {
                 tracing::info!(consumer = %name, delete = request.delete, reason = %detail, "approval refused");
@@ -283,7 +316,7 @@ impl<P: Provisioner> Runner<P> {
                     Instant::now(),
                 );
                 if self
-                    .retire_now(provider, &name, "a person approved it")
+                    .retire_now(provider, &name, "a person approved it", within)
                     .await
                     == 0
                 {
@@ -303,7 +336,10 @@ impl<P: Provisioner> Runner<P> {
                     Instant::now(),
                 );
                 let provisioner = Arc::clone(&self.provisioner);
-                if let Err(error) = self.call("delete", &name, provisioner.delete(&name)).await {
+                if let Err(error) = self
+                    .call("delete", &name, within, provisioner.delete(&name))
+                    .await
+                {
                     return refuse(format!("deleting {name} failed: {error}"));
                 }
                 tracing::info!(consumer = %name, "deleted on approval");

@@ -102,17 +102,27 @@ pub async fn run_until<P: Provisioner>(
 
     let mut bus: Option<Bus> = None;
     loop {
-        let approval = async {
-            match bus.as_mut() {
-                Some(bus) => bus.approvals.next().await,
-                None => std::future::pending().await,
-            }
-        };
         tokio::select! {
             biased;
             () = &mut stop => break,
             _ = ticker.tick() => {
-                let report = runner.pass().await;
+                let report = match runner.begin_pass().await {
+                    None => super::PassReport::default(),
+                    Some(mut begun) => {
+                        // Approvals are answered while the consumers are
+                        // attempted, never queued behind the pass.
+                        let outcomes = loop {
+                            tokio::select! {
+                                biased;
+                                outcomes = &mut begun.outcomes => break outcomes,
+                                Some(message) = next_approval(&mut bus) => {
+                                    answer(&mut runner, bus.as_ref(), message).await;
+                                }
+                            }
+                        };
+                        runner.finish_pass(begun, outcomes).await
+                    }
+                };
                 runner.say_alive_if_due();
                 tracing::debug!(attempted = report.attempted, failed = report.failed, said = report.said, fresh = report.fresh, "pass done");
                 if bus.is_none() {
@@ -126,14 +136,8 @@ pub async fn run_until<P: Provisioner>(
                     }
                 }
             }
-            Some(message) = approval => {
-                let reply = runner.approve(&message.payload).await;
-                if let (Some(bus), Some(to)) = (bus.as_ref(), message.reply) {
-                    let body = serde_json::to_vec(&reply).expect("reply serializes");
-                    if let Err(error) = bus.client.publish(to, body.into()).await {
-                        tracing::warn!(error = %error, "cannot send the approval reply");
-                    }
-                }
+            Some(message) = next_approval(&mut bus) => {
+                answer(&mut runner, bus.as_ref(), message).await;
             }
         }
     }
@@ -142,6 +146,29 @@ pub async fn run_until<P: Provisioner>(
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// The next approval request, once the provider is on the bus.
+async fn next_approval(bus: &mut Option<Bus>) -> Option<async_nats::Message> {
+    match bus.as_mut() {
+        Some(bus) => bus.approvals.next().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Answers one approval request and sends the reply.
+async fn answer<P: Provisioner>(
+    runner: &mut Runner<P>,
+    bus: Option<&Bus>,
+    message: async_nats::Message,
+) {
+    let reply = runner.approve(&message.payload).await;
+    if let (Some(bus), Some(to)) = (bus, message.reply) {
+        let body = serde_json::to_vec(&reply).expect("reply serializes");
+        if let Err(error) = bus.client.publish(to, body.into()).await {
+            tracing::warn!(error = %error, "cannot send the approval reply");
+        }
+    }
 }
 
 /// How long the loop may go without finishing a pass or an attempt before
