@@ -14,9 +14,9 @@ mod common;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use async_nats::jetstream::{self, consumer::PullConsumer};
+use async_nats::jetstream;
 use common::{env_number, store};
-use mesh_controller::link::{ensure_consumer, follow, LinkSettings, DEFAULT_BATCH};
+use mesh_controller::link::{ensure_consumer, follow, Following, LinkSettings, DEFAULT_BATCH};
 use mesh_controller::store::{PgStore, UPSERT_FAILING};
 use mesh_test_support::NatsServer;
 
@@ -90,9 +90,9 @@ async fn landed(client: &tokio_postgres::Client, i: u64) -> bool {
         .is_some()
 }
 
-/// Follows `consumer` with `batch` until event `last` landed; returns events/s.
+/// Follows the consumer with `batch` until event `last` landed; returns events/s.
 async fn ingest(
-    consumer: &PullConsumer,
+    consumer: &Following,
     options: &mesh_controller::DatabaseOptions,
     client: &tokio_postgres::Client,
     batch: usize,
@@ -141,6 +141,7 @@ fn pgbench(pg: &mesh_test_support::PgCluster, seconds: u64) -> f64 {
         "61::bigint",
         "now()",
         ":seq::bigint",
+        "1::bigint",
     ];
     let mut statement = UPSERT_FAILING.to_owned();
     for (n, value) in values.iter().enumerate().rev() {

@@ -105,12 +105,12 @@ fn main() {
         client
             .execute(
                 "INSERT INTO failing (provider_module, provider_machine, consumer, consumer_machine,
-                     provision, class, error, since, attempts, said_at, stream_seq)
+                     provision, class, error, since, attempts, said_at, stream_seq, stream_epoch)
                  SELECT 'p' || (i % $1), 'db-' || (i % $1 % 10), 'c' || i, 'app-' || (i % 7),
                      'postgres-database', 'credentials-rejected',
                      'password authentication failed for user \"c' || i || '\"',
                      now() - interval '2 hours', 61 + i % 100,
-                     now() - (i % 3) * interval '40 minutes', i
+                     now() - (i % 3) * interval '40 minutes', i, 1
                  FROM generate_series(1, $2) AS i",
                 &[&(PROVIDERS as i32), &(standings as i32)],
             )

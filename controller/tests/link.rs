@@ -227,6 +227,9 @@ async fn the_link_follows_events_into_the_store() {
             "failing stored",
         )
         .await;
+    // Words are ordered by the stream, never by the provider's clock: a
+    // word stamped earlier (its clock stepped back) but later in the stream
+    // replaces the stored one.
     world
         .publish(&f("failing"), failing("forge", "2026-10-05T00:08:00Z", 50))
         .await;
@@ -237,8 +240,8 @@ async fn the_link_follows_events_into_the_store() {
         .wait_rows(
             "postgres",
             "db-1",
-            &["forge (61)", "wiki (6)"],
-            "newest kept",
+            &["forge (50)", "wiki (6)"],
+            "the later in the stream kept",
         )
         .await;
     world
@@ -252,12 +255,43 @@ async fn the_link_follows_events_into_the_store() {
             "recovered removes its own row",
         )
         .await;
-    // A recovered older than the stored failing deletes nothing.
+    // A recovered stamped before the stored failing still ends it.
     world
         .publish(&f("recovered"), recovered("wiki", "2026-10-05T00:09:30Z"))
         .await;
-    world.wait_drained("older recovered applied").await;
-    assert_eq!(world.rows("postgres", "db-1").await, ["wiki (6)"]);
+    world
+        .wait_rows(
+            "postgres",
+            "db-1",
+            &[],
+            "a recovered from a clock stepped back",
+        )
+        .await;
+    // A failing stamped in 2096 pins nothing: the next recovered ends it.
+    world
+        .publish(&f("failing"), failing("wiki", "2096-01-01T00:00:00Z", 7))
+        .await;
+    world
+        .wait_rows("postgres", "db-1", &["wiki (7)"], "a word from the future")
+        .await;
+    world
+        .publish(&f("recovered"), recovered("wiki", "2026-10-05T00:12:00Z"))
+        .await;
+    world
+        .wait_rows(
+            "postgres",
+            "db-1",
+            &[],
+            "a word from the future pins nothing",
+        )
+        .await;
+    // wiki fails again.
+    world
+        .publish(&f("failing"), failing("wiki", "2026-10-05T00:13:00Z", 8))
+        .await;
+    world
+        .wait_rows("postgres", "db-1", &["wiki (8)"], "failing again")
+        .await;
 
     // A body claiming another emitter is stored under the subject's emitter.
     let claimed = failing("gitea", "2026-10-05T00:09:00Z", 3).replacen(
@@ -299,7 +333,7 @@ async fn the_link_follows_events_into_the_store() {
         .wait_rows(
             "postgres",
             "db-1",
-            &["after (1)", "wiki (6)"],
+            &["after (1)", "wiki (8)"],
             "next event after malformed ones",
         )
         .await;
@@ -320,7 +354,7 @@ async fn the_link_follows_events_into_the_store() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(
         world.rows("postgres", "db-1").await,
-        ["after (1)", "wiki (6)"],
+        ["after (1)", "wiki (8)"],
         "nothing applied while stopped"
     );
     let controller = world.serve(LinkSettings {
@@ -331,7 +365,7 @@ async fn the_link_follows_events_into_the_store() {
         .wait_rows(
             "postgres",
             "db-1",
-            &["while-down (2)", "wiki (6)"],
+            &["while-down (2)", "wiki (8)"],
             "applied after the restart",
         )
         .await;
@@ -358,14 +392,14 @@ async fn the_link_follows_events_into_the_store() {
         .wait_rows(
             "postgres",
             "db-1",
-            &["after-setup (3)", "while-down (2)", "wiki (6)"],
+            &["after-setup (3)", "while-down (2)", "wiki (8)"],
             "events flow again after the consumer was set up again",
         )
         .await;
     world.wait_drained("the stream delivered again").await;
     assert_eq!(
         world.rows("postgres", "db-1").await,
-        ["after-setup (3)", "while-down (2)", "wiki (6)"],
+        ["after-setup (3)", "while-down (2)", "wiki (8)"],
         "delivering the stream again changes nothing"
     );
 
@@ -495,6 +529,32 @@ async fn an_old_stream_is_moved_without_losing_an_unacknowledged_word() {
             "words said after the move",
         )
         .await;
+    // The new stream numbers its words from 1 again, below the old stream's
+    // sequences: its epoch keeps them newer. A recovered said in the same
+    // second as the failing it ends lands.
+    world
+        .publish(
+            &format!("{SUBJECT}.recovered"),
+            recovered("left-2", "2026-10-05T00:09:00Z"),
+        )
+        .await;
+    world
+        .wait_rows(
+            "postgres",
+            "db-1",
+            &["after (5)", "left-1 (3)"],
+            "a word of the new stream is newer than every word of the old",
+        )
+        .await;
+    let epochs: Vec<i64> = world
+        .admin
+        .query("SELECT epoch FROM stream_epoch ORDER BY created", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(epochs, [1, 2], "the old stream first, then the new one");
     world.wait_drained("the moved stream").await;
     controller.stop().await;
 }

@@ -159,6 +159,14 @@ impl Store for NoStore {
         assert!(words.is_empty(), "a new stream has no word to move");
         Ok(())
     }
+
+    async fn stream_epoch(
+        &mut self,
+        _stream: &str,
+        _created: std::time::SystemTime,
+    ) -> Result<u64, StoreError> {
+        Ok(1)
+    }
 }
 
 #[tokio::test]
@@ -169,7 +177,8 @@ async fn the_rendered_permissions_hold_on_a_real_server() {
         let (controller, controller_events) = bus.client("controller", "_INBOX._controller").await;
         let consumer = ensure_consumer(&controller, &LinkSettings::default(), &mut NoStore)
             .await
-            .unwrap_or_else(|e| panic!("{e}\n{}", bus.nats.log()));
+            .unwrap_or_else(|e| panic!("{e}\n{}", bus.nats.log()))
+            .consumer;
 
         // A provider's own events are accepted.
         let postgres = bus.provider_sink("postgres", "db-1").await;

@@ -28,6 +28,7 @@ fn at(minute: u32) -> Timestamp {
 
 fn failing(provider: &str, consumer: &str, said: u32, attempts: u64, seq: u64) -> Word {
     Word {
+        epoch: 1,
         seq,
         emitter: ModuleId::parse(provider).unwrap(),
         event: Event::Failing(Failing {
@@ -46,6 +47,7 @@ fn failing(provider: &str, consumer: &str, said: u32, attempts: u64, seq: u64) -
 
 fn recovered(provider: &str, consumer: &str, said: u32, seq: u64) -> Word {
     Word {
+        epoch: 1,
         seq,
         emitter: ModuleId::parse(provider).unwrap(),
         event: Event::Recovered(Recovered {
@@ -63,6 +65,7 @@ fn recovered(provider: &str, consumer: &str, said: u32, seq: u64) -> Word {
 /// `started`, settled at minute `settled` (if any), every 60 s.
 fn alive(provider: &str, said: u32, started: u32, settled: Option<u32>, seq: u64) -> Word {
     Word {
+        epoch: 1,
         seq,
         emitter: ModuleId::parse(provider).unwrap(),
         event: Event::Alive(Alive {
@@ -81,6 +84,7 @@ fn alive(provider: &str, said: u32, started: u32, settled: Option<u32>, seq: u64
 
 fn repair(provider: &str, fault: &str, outcome: RepairOutcome, said: u32, seq: u64) -> Word {
     Word {
+        epoch: 1,
         seq,
         emitter: ModuleId::parse(provider).unwrap(),
         event: Event::Repair(Repair {
@@ -143,7 +147,7 @@ async fn open_repairs(store: &mut PgStore, provider: &str) -> Vec<RepairRow> {
 async fn store_rules_hold_on_postgres() {
     let pg = PgCluster::start();
     let (options, admin) = store_at(&pg, "rules").await;
-    assert_eq!(migrate(&options).await.unwrap(), 4);
+    assert_eq!(migrate(&options).await.unwrap(), 5);
     assert_eq!(migrate(&options).await.unwrap(), 0, "migrations run once");
     let mut store = PgStore::new(options);
 
@@ -152,13 +156,37 @@ async fn store_rules_hold_on_postgres() {
     let p = |n: u32| format!("p{n}@db-1");
     let cases: Vec<Case> = vec![
         (
-            "failing stored, the newest kept",
+            "failing stored; a word earlier in the stream, delivered late, changes nothing",
             vec![
-                vec![failing(&p(1), "forge", 9, 61, 1)],
-                vec![failing(&p(1), "forge", 8, 50, 2)],
+                vec![failing(&p(1), "forge", 9, 61, 2)],
+                vec![failing(&p(1), "forge", 10, 50, 1)],
                 vec![failing(&p(1), "wiki", 9, 3, 3)],
             ],
             vec![("forge", 61), ("wiki", 3)],
+        ),
+        (
+            "the later in the stream wins though its provider's clock stepped back",
+            vec![
+                vec![failing(&p(10), "forge", 9, 61, 1)],
+                vec![failing(&p(10), "forge", 8, 50, 2)],
+            ],
+            vec![("forge", 50)],
+        ),
+        (
+            "a recovered from a clock stepped back lands",
+            vec![
+                vec![failing(&p(11), "forge", 20, 5, 1)],
+                vec![recovered(&p(11), "forge", 15, 2)],
+            ],
+            vec![],
+        ),
+        (
+            "a failing stamped in the future pins nothing",
+            vec![
+                vec![failing(&p(12), "forge", 59, 5, 1)],
+                vec![recovered(&p(12), "forge", 1, 2)],
+            ],
+            vec![],
         ),
         (
             "a newer failing replaces",
@@ -178,23 +206,23 @@ async fn store_rules_hold_on_postgres() {
             vec![("wiki", 2)],
         ),
         (
-            "a recovered older than the stored failing deletes nothing",
+            "a recovered earlier in the stream than the stored failing deletes nothing",
             vec![
-                vec![failing(&p(4), "forge", 20, 5, 1)],
-                vec![recovered(&p(4), "forge", 15, 2)],
+                vec![failing(&p(4), "forge", 20, 5, 2)],
+                vec![recovered(&p(4), "forge", 25, 1)],
             ],
             vec![("forge", 5)],
         ),
         (
-            "a failing older than a stored recovered does not come back",
+            "a failing earlier in the stream than a stored recovered does not come back",
             vec![
-                vec![recovered(&p(5), "forge", 11, 1)],
-                vec![failing(&p(5), "forge", 10, 9, 2)],
+                vec![recovered(&p(5), "forge", 11, 2)],
+                vec![failing(&p(5), "forge", 12, 9, 1)],
             ],
             vec![],
         ),
         (
-            "same second: the later in the stream wins (recovered last)",
+            "the later in the stream wins (recovered last)",
             vec![
                 vec![failing(&p(6), "forge", 9, 1, 1)],
                 vec![recovered(&p(6), "forge", 9, 2)],
@@ -202,7 +230,7 @@ async fn store_rules_hold_on_postgres() {
             vec![],
         ),
         (
-            "same second: the later in the stream wins (failing last)",
+            "the later in the stream wins (failing last)",
             vec![
                 vec![recovered(&p(7), "forge", 9, 1)],
                 vec![failing(&p(7), "forge", 9, 4, 2)],
@@ -272,7 +300,7 @@ async fn store_rules_hold_on_postgres() {
         .await
         .unwrap();
     store
-        .apply(&[repair(r, "admin-refused", RepairOutcome::Failed, 8, 23)])
+        .apply(&[repair(r, "admin-refused", RepairOutcome::Failed, 11, 19)])
         .await
         .unwrap();
     let open_repairs = open_repairs(&mut store, r).await;
@@ -284,6 +312,7 @@ async fn store_rules_hold_on_postgres() {
 
     // Retirements are kept, newest per (provider, consumer, action).
     let retired = |said, seq, detail: &str| Word {
+        epoch: 1,
         seq,
         emitter: ModuleId::parse(r).unwrap(),
         event: Event::Retirement(Retirement {
@@ -294,8 +323,8 @@ async fn store_rules_hold_on_postgres() {
             said_at: at(said),
         }),
     };
-    store.apply(&[retired(10, 30, "newer")]).await.unwrap();
-    store.apply(&[retired(9, 31, "older")]).await.unwrap();
+    store.apply(&[retired(10, 31, "newer")]).await.unwrap();
+    store.apply(&[retired(11, 30, "older")]).await.unwrap();
     let detail: String = admin
         .query_one("SELECT detail FROM retirement WHERE consumer = 'old'", &[])
         .await
@@ -408,7 +437,7 @@ async fn status_and_node_show_on_a_live_store() {
     // is not all well (silence is not health).
     let (code, out, err) = env.run(&["migrate"], now).await;
     assert_eq!(code, EXIT_OK, "{err}");
-    assert!(out.contains("4 migrations applied"), "{out}");
+    assert!(out.contains("5 migrations applied"), "{out}");
     let (code, out, _) = env.run(&["status"], now).await;
     assert_eq!(code, EXIT_OK);
     assert_eq!(
@@ -435,8 +464,8 @@ async fn status_and_node_show_on_a_live_store() {
     store
         .apply(&[
             alive("postgres@db-1", 9, 0, None, 100),
-            alive("identity@id-1", 8, 0, None, 101),
-            alive("identity@id-1", 6, 0, None, 102),
+            alive("identity@id-1", 8, 0, None, 102),
+            alive("identity@id-1", 6, 0, None, 101),
         ])
         .await
         .unwrap();
@@ -665,7 +694,8 @@ async fn status_and_node_show_on_a_live_store() {
 /// Every order of the same words gives the same store: applied one by one
 /// in each of the 120 orders of five words (two of them said in the same
 /// second), and in rounds of two and three, the failing row left is the one
-/// of the newest word, `(said_at, stream sequence)`, whatever came first.
+/// of the newest word in the stream, `(stream epoch, stream sequence)`,
+/// whatever came first.
 #[tokio::test]
 async fn the_result_does_not_depend_on_the_order_words_are_applied_in() {
     let pg = PgCluster::start();

@@ -18,19 +18,20 @@ pub enum Malformed {
     Body(String),
 }
 
-/// Reads a message into a word. The emitter (machine, module) comes from the
+/// Reads a message into a word, its place in the stream `(epoch, seq)`. The emitter (machine, module) comes from the
 /// subject only; whatever the body claims about it is ignored. Free text is
 /// cut to its first words ([`first_words`]), and so is what is said of a
 /// malformed body (a parser's message may quote the body).
 ///
 /// # Errors
 /// [`Malformed`] when the subject or the body is not a valid event.
-pub fn decode(subject: &str, body: &[u8], seq: u64) -> Result<Word, Malformed> {
+pub fn decode(subject: &str, body: &[u8], epoch: u64, seq: u64) -> Result<Word, Malformed> {
     let (machine, module, kind) = parse_event_subject(subject).ok_or(Malformed::Subject)?;
     let mut event = Event::parse(kind, body)
         .map_err(|e| Malformed::Body(first_words(&e.to_string()).into()))?;
     cut_event(&mut event);
     Ok(Word {
+        epoch,
         seq,
         emitter: ModuleId::new(module, machine),
         event,
@@ -75,7 +76,7 @@ mod tests {
             ("mesh.event.db-1.postgres", FAILING, Err(Malformed::Subject)),
         ];
         for (subject, body, expected) in cases {
-            let got = decode(subject, body.as_bytes(), 7);
+            let got = decode(subject, body.as_bytes(), 1, 7);
             match (got, expected) {
                 (Ok(word), Ok((module, machine))) => {
                     assert_eq!(word.emitter.module.as_str(), *module);
@@ -96,6 +97,7 @@ mod tests {
             "mesh.event.db-1.postgres.provisioner.failing",
             body.as_bytes(),
             1,
+            1,
         )
         .unwrap();
         assert_eq!(word.emitter.to_string(), "postgres@db-1");
@@ -110,6 +112,7 @@ mod tests {
             "mesh.event.db-1.postgres.provisioner.failing",
             body.as_bytes(),
             1,
+            1,
         )
         .unwrap();
         let Event::Failing(f) = word.event else {
@@ -121,6 +124,7 @@ mod tests {
         let Err(Malformed::Body(reason)) = decode(
             "mesh.event.db-1.postgres.provisioner.failing",
             bad.as_bytes(),
+            1,
             2,
         ) else {
             panic!("malformed")

@@ -17,8 +17,9 @@
 //!   dropped.
 //! - Order: the consumer allows `batch` unacknowledged messages, a round is
 //!   applied in stream order in one transaction and acknowledged or NAKed as
-//!   a whole. The store also orders words by `(said_at, stream sequence)`, so
-//!   a redelivery never undoes a newer word.
+//!   a whole. The store also orders words by their place in the stream,
+//!   `(stream epoch, stream sequence)`, never by a provider's clock, so a
+//!   redelivery never undoes a newer word.
 //! - A message whose subject or body is malformed is logged and terminated
 //!   (`+TERM`): it never blocks the stream.
 //! - Stopping waits for the round in progress (and a pull in flight, at most
@@ -40,7 +41,7 @@ pub use decode::{decode, Malformed};
 pub use observe::LinkState;
 
 use mesh_sdk::internal::Backoff;
-pub use stream::{consumer_config, ensure_consumer, stream_config, SetupError};
+pub use stream::{consumer_config, ensure_consumer, stream_config, Following, SetupError};
 
 use crate::bus::{connect, BusError, NatsOptions, Reconnect, DURABLE, STREAM};
 use crate::model::text::first_words;
@@ -154,9 +155,9 @@ pub async fn serve_observed(
     let mut store = PgStore::new(database.clone());
     loop {
         backoff.reset();
-        let consumer = loop {
+        let following = loop {
             match ensure_consumer(&client, &settings, &mut store).await {
-                Ok(consumer) => break consumer,
+                Ok(following) => break following,
                 Err(error) => {
                     let delay = backoff.next_delay();
                     tracing::warn!(error = %error, retry_in = ?delay, "cannot set up the event stream yet");
@@ -166,8 +167,8 @@ pub async fn serve_observed(
                 }
             }
         };
-        tracing::info!(stream = STREAM, consumer = DURABLE, batch = settings.batch, store = %database, "following provider events");
-        match follow(&consumer, &mut store, &settings, state, &mut stop).await {
+        tracing::info!(stream = STREAM, epoch = following.epoch, consumer = DURABLE, batch = settings.batch, store = %database, "following provider events");
+        match follow(&following, &mut store, &settings, state, &mut stop).await {
             Followed::Stopped => break,
             Followed::ConsumerLost => {
                 tracing::warn!("setting the stream and consumer up again");
@@ -239,19 +240,21 @@ pub enum Followed {
     ConsumerLost,
 }
 
-/// Follows `consumer` into `store` until `stop` resolves (see the module
+/// Follows the consumer of `following` into `store` until `stop` resolves (see the module
 /// docs for the guarantees). Errors of the store are logged and waited out;
 /// a consumer found gone, or pulls failing many times in a row, end it with
 /// [`Followed::ConsumerLost`].
 pub async fn follow<S: Store>(
-    consumer: &PullConsumer,
+    following: &Following,
     store: &mut S,
     settings: &LinkSettings,
     state: &LinkState,
     stop: impl Future<Output = ()>,
 ) -> Followed {
     tokio::pin!(stop);
+    let consumer = &following.consumer;
     let mut link = Link {
+        epoch: following.epoch,
         store,
         settings,
         state,
@@ -300,6 +303,8 @@ pub async fn follow<S: Store>(
 }
 
 struct Link<'a, S> {
+    /// The followed stream's epoch (every word's, with its sequence).
+    epoch: u64,
     store: &'a mut S,
     settings: &'a LinkSettings,
     state: &'a LinkState,
@@ -409,7 +414,7 @@ impl<S: Store> Link<'_, S> {
         let mut words: Vec<(Message, Word)> = Vec::with_capacity(messages.len());
         for message in messages {
             let seq = message.info().map(|i| i.stream_sequence).unwrap_or(0);
-            match decode(message.subject.as_str(), &message.payload, seq) {
+            match decode(message.subject.as_str(), &message.payload, self.epoch, seq) {
                 Ok(word) => words.push((message, word)),
                 Err(reason) => {
                     tracing::error!(subject = %first_words(message.subject.as_str()), seq, reason = %reason, "malformed event terminated");

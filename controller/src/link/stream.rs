@@ -51,6 +51,9 @@ pub enum SetupError {
     /// Moving an old stream failed on the store side (its words are kept).
     #[error("cannot move stream {STREAM} to work-queue retention: {0}")]
     MoveStore(#[source] StoreError),
+    /// The stream's epoch could not be registered in the store.
+    #[error("cannot register stream {STREAM} in the store: {0}")]
+    Epoch(#[source] StoreError),
 }
 
 /// The stream's configuration: every provider event, file storage, each
@@ -93,7 +96,7 @@ pub async fn ensure_consumer<S: Store>(
     client: &async_nats::Client,
     settings: &LinkSettings,
     store: &mut S,
-) -> Result<PullConsumer, SetupError> {
+) -> Result<Following, SetupError> {
     let js = jetstream::new(client.clone());
     let mut config = stream_config(settings);
     match js.get_stream(STREAM).await {
@@ -124,14 +127,34 @@ pub async fn ensure_consumer<S: Store>(
     js.create_or_update_stream(config)
         .await
         .map_err(|e| SetupError::Stream(e.into()))?;
-    let stream = js
+    let mut stream = js
         .get_stream(STREAM)
         .await
         .map_err(|e| SetupError::Read(e.into()))?;
-    stream
+    let created = stream
+        .info()
+        .await
+        .map_err(|e| SetupError::Read(e.into()))?
+        .created;
+    let epoch = store
+        .stream_epoch(STREAM, created.into())
+        .await
+        .map_err(SetupError::Epoch)?;
+    let consumer = stream
         .create_consumer(consumer_config(settings))
         .await
-        .map_err(|e| SetupError::Consumer(e.into()))
+        .map_err(|e| SetupError::Consumer(e.into()))?;
+    Ok(Following { consumer, epoch })
+}
+
+/// The durable consumer the link follows, and the epoch of its stream (a
+/// word's place is `(epoch, stream sequence)`).
+#[derive(Debug)]
+pub struct Following {
+    /// The durable consumer.
+    pub consumer: PullConsumer,
+    /// The stream's epoch in the store.
+    pub epoch: u64,
 }
 
 fn is_not_found(error: &async_nats::jetstream::context::GetStreamError) -> bool {
@@ -157,6 +180,12 @@ async fn move_words<S: Store>(
     store: &mut S,
 ) -> Result<Moved, SetupError> {
     let move_error = |e: BusFailure| SetupError::Move(e);
+    // The old stream's epoch is registered before the new stream exists,
+    // so the new one's is greater.
+    let epoch = store
+        .stream_epoch(STREAM, info.created.into())
+        .await
+        .map_err(SetupError::Epoch)?;
     if !info.config.sealed {
         let mut sealed = info.config.clone();
         sealed.sealed = true;
@@ -188,7 +217,7 @@ async fn move_words<S: Store>(
                 continue;
             }
         };
-        match decode(message.subject.as_str(), &message.payload, seq) {
+        match decode(message.subject.as_str(), &message.payload, epoch, seq) {
             Ok(word) => round.push(word),
             Err(reason) => {
                 tracing::error!(subject = %first_words(message.subject.as_str()), seq, reason = %reason, "malformed event left behind");

@@ -8,13 +8,14 @@
 //!
 //! So a round can be applied as one multi-row statement per kind, `recovered`
 //! before `failing`, with the same result as word by word in stream order.
-//! "Newest" is the greatest `(said_at, stream sequence)`.
+//! "Newest" is the greatest `(stream epoch, stream sequence)`: where the
+//! word stands in the event stream, never the provider's clock.
 
 use std::collections::HashMap;
 use std::hash::Hash;
 
 use mesh_sdk::event::{Alive, Failing, Recovered, Repair, Retirement};
-use mesh_sdk::{Event, Timestamp};
+use mesh_sdk::Event;
 
 use super::id::ModuleId;
 use super::word::Word;
@@ -24,6 +25,8 @@ use super::word::Word;
 pub struct Keyed<'a, T> {
     /// The emitter (from the subject).
     pub emitter: &'a ModuleId,
+    /// The stream's epoch.
+    pub epoch: u64,
     /// The stream sequence.
     pub seq: u64,
     /// The body.
@@ -68,16 +71,17 @@ impl<'a, K: Hash + Eq, T> Newest<'a, K, T> {
     }
 
     /// Keeps `body` of `word` under `key` unless a newer word is kept there.
-    fn offer(&mut self, key: K, word: &'a Word, body: &'a T, said_at: impl Fn(&T) -> Timestamp) {
+    fn offer(&mut self, key: K, word: &'a Word, body: &'a T) {
         let word = Keyed {
             emitter: &word.emitter,
+            epoch: word.epoch,
             seq: word.seq,
             body,
         };
         match self.index.get(&key) {
             Some(&i) => {
                 let kept = &self.kept[i];
-                if (said_at(word.body), word.seq) > (said_at(kept.body), kept.seq) {
+                if (word.epoch, word.seq) > (kept.epoch, kept.seq) {
                     self.kept[i] = word;
                 }
             }
@@ -99,15 +103,13 @@ pub fn reduce(words: &[Word]) -> Reduced<'_> {
     for word in words {
         let e = &word.emitter;
         match &word.event {
-            Event::Failing(body) => failing.offer((e, &body.consumer), word, body, |b| b.said_at),
-            Event::Recovered(body) => {
-                recovered.offer((e, &body.consumer), word, body, |b| b.said_at)
-            }
-            Event::Repair(body) => repairs.offer((e, &body.fault), word, body, |b| b.said_at),
+            Event::Failing(body) => failing.offer((e, &body.consumer), word, body),
+            Event::Recovered(body) => recovered.offer((e, &body.consumer), word, body),
+            Event::Repair(body) => repairs.offer((e, &body.fault), word, body),
             Event::Retirement(body) => {
-                retirements.offer((e, &body.consumer, body.action), word, body, |b| b.said_at)
+                retirements.offer((e, &body.consumer, body.action), word, body)
             }
-            Event::Alive(body) => alive.offer(e, word, body, |b| b.said_at),
+            Event::Alive(body) => alive.offer(e, word, body),
         }
     }
     Reduced {
@@ -123,10 +125,11 @@ pub fn reduce(words: &[Word]) -> Reduced<'_> {
 mod tests {
     use super::*;
     use mesh_sdk::event::RecoveredReason;
-    use mesh_sdk::{Class, Name};
+    use mesh_sdk::{Class, Name, Timestamp};
 
     fn failing(provider: &str, consumer: &str, said: u64, seq: u64) -> Word {
         Word {
+            epoch: 1,
             seq,
             emitter: ModuleId::parse(provider).unwrap(),
             event: Event::Failing(Failing {
@@ -147,6 +150,7 @@ mod tests {
 
     fn recovered(provider: &str, consumer: &str, said: u64, seq: u64) -> Word {
         Word {
+            epoch: 1,
             seq,
             emitter: ModuleId::parse(provider).unwrap(),
             event: Event::Recovered(Recovered {
@@ -162,6 +166,11 @@ mod tests {
         }
     }
 
+    fn in_epoch(mut word: Word, epoch: u64) -> Word {
+        word.epoch = epoch;
+        word
+    }
+
     fn kept(reduced: &Reduced<'_>) -> (Vec<u64>, Vec<u64>) {
         (
             reduced.failing.iter().map(|k| k.seq).collect(),
@@ -174,9 +183,11 @@ mod tests {
         // (words, kept failing seqs, kept recovered seqs)
         let cases: Vec<(Vec<Word>, Vec<u64>, Vec<u64>)> = vec![
             (vec![], vec![], vec![]),
+            // The later in the stream wins, whatever the provider's clock
+            // said: a clock stepped back, a word stamped far in the future.
             (
                 vec![failing("p@m", "a", 10, 1), failing("p@m", "a", 9, 2)],
-                vec![1],
+                vec![2],
                 vec![],
             ),
             (
@@ -184,10 +195,34 @@ mod tests {
                 vec![2],
                 vec![],
             ),
-            // Same second: the later in the stream.
             (
-                vec![failing("p@m", "a", 10, 1), failing("p@m", "a", 10, 2)],
+                vec![
+                    failing("p@m", "a", 4_000_000_000, 1),
+                    failing("p@m", "a", 10, 2),
+                ],
                 vec![2],
+                vec![],
+            ),
+            (
+                vec![failing("p@m", "a", 10, 2), failing("p@m", "a", 10, 1)],
+                vec![2],
+                vec![],
+            ),
+            // A stream made anew starts at 1 again, in a later epoch.
+            (
+                vec![
+                    failing("p@m", "a", 10, 9),
+                    in_epoch(failing("p@m", "a", 5, 1), 2),
+                ],
+                vec![1],
+                vec![],
+            ),
+            (
+                vec![
+                    in_epoch(failing("p@m", "a", 5, 1), 2),
+                    failing("p@m", "a", 10, 9),
+                ],
+                vec![1],
                 vec![],
             ),
             // Kinds are kept apart; other keys too (consumer, provider).
@@ -201,7 +236,7 @@ mod tests {
                     recovered("p@m", "a", 9, 6),
                 ],
                 vec![1, 3, 4, 5],
-                vec![2],
+                vec![6],
             ),
         ];
         for (words, failing, recovered) in cases {

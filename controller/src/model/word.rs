@@ -6,10 +6,16 @@ use serde::Serialize;
 
 use super::id::ModuleId;
 
-/// One word as the link hands it to the store.
+/// One word as the link hands it to the store. Words of one key are
+/// ordered by `(epoch, seq)`, where they stand in the event stream, never by
+/// the provider's clock (`said_at`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Word {
-    /// Its JetStream stream sequence (breaks ties between words said in the same second).
+    /// The epoch of the stream it came through (see the store's
+    /// `stream_epoch`): a stream made anew starts its sequence again at 1,
+    /// and gets the next epoch.
+    pub epoch: u64,
+    /// Its JetStream stream sequence.
     pub seq: u64,
     /// Who said it, read from the subject (never from the body).
     pub emitter: ModuleId,

@@ -24,20 +24,21 @@ use crate::model::Word;
 /// through pgbench.
 pub const UPSERT_FAILING: &str = "
 INSERT INTO failing AS f (provider_module, provider_machine, consumer, consumer_machine,
-                          provision, class, error, since, attempts, said_at, stream_seq)
+                          provision, class, error, since, attempts, said_at, stream_seq, stream_epoch)
 SELECT w.* FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
-                       $7::text[], $8::timestamptz[], $9::int8[], $10::timestamptz[], $11::int8[])
+                       $7::text[], $8::timestamptz[], $9::int8[], $10::timestamptz[], $11::int8[], $12::int8[])
     AS w(provider_module, provider_machine, consumer, consumer_machine, provision, class,
-         error, since, attempts, said_at, stream_seq)
+         error, since, attempts, said_at, stream_seq, stream_epoch)
 WHERE NOT EXISTS (
     SELECT 1 FROM recovered r
     WHERE r.provider_module = w.provider_module AND r.provider_machine = w.provider_machine
-      AND r.consumer = w.consumer AND (r.said_at, r.stream_seq) > (w.said_at, w.stream_seq))
+      AND r.consumer = w.consumer AND (r.stream_epoch, r.stream_seq) > (w.stream_epoch, w.stream_seq))
 ON CONFLICT (provider_module, provider_machine, consumer) DO UPDATE SET
     consumer_machine = EXCLUDED.consumer_machine, provision = EXCLUDED.provision,
     class = EXCLUDED.class, error = EXCLUDED.error, since = EXCLUDED.since,
-    attempts = EXCLUDED.attempts, said_at = EXCLUDED.said_at, stream_seq = EXCLUDED.stream_seq
-WHERE (f.said_at, f.stream_seq) < (EXCLUDED.said_at, EXCLUDED.stream_seq)";
+    attempts = EXCLUDED.attempts, said_at = EXCLUDED.said_at, stream_seq = EXCLUDED.stream_seq,
+    stream_epoch = EXCLUDED.stream_epoch
+WHERE (f.stream_epoch, f.stream_seq) < (EXCLUDED.stream_epoch, EXCLUDED.stream_seq)";
 
 /// Applies a round's `recovered` words ([`RecoveredColumns`]): each deletes
 /// its key's failing word when older than itself, and is kept as its key's
@@ -45,61 +46,65 @@ WHERE (f.said_at, f.stream_seq) < (EXCLUDED.said_at, EXCLUDED.stream_seq)";
 const RECOVERED: &str = "
 WITH w AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
-                         $6::text[], $7::timestamptz[], $8::int8[])
+                         $6::text[], $7::timestamptz[], $8::int8[], $9::int8[])
         AS w(provider_module, provider_machine, consumer, consumer_machine, provision,
-             reason, said_at, stream_seq)
+             reason, said_at, stream_seq, stream_epoch)
 ), gone AS (
     DELETE FROM failing f USING w
     WHERE f.provider_module = w.provider_module AND f.provider_machine = w.provider_machine
-      AND f.consumer = w.consumer AND (f.said_at, f.stream_seq) < (w.said_at, w.stream_seq)
+      AND f.consumer = w.consumer AND (f.stream_epoch, f.stream_seq) < (w.stream_epoch, w.stream_seq)
 )
 INSERT INTO recovered AS r (provider_module, provider_machine, consumer, consumer_machine,
-                            provision, reason, said_at, stream_seq)
+                            provision, reason, said_at, stream_seq, stream_epoch)
 SELECT * FROM w
 ON CONFLICT (provider_module, provider_machine, consumer) DO UPDATE SET
     consumer_machine = EXCLUDED.consumer_machine, provision = EXCLUDED.provision,
-    reason = EXCLUDED.reason, said_at = EXCLUDED.said_at, stream_seq = EXCLUDED.stream_seq
-WHERE (r.said_at, r.stream_seq) < (EXCLUDED.said_at, EXCLUDED.stream_seq)";
+    reason = EXCLUDED.reason, said_at = EXCLUDED.said_at, stream_seq = EXCLUDED.stream_seq,
+    stream_epoch = EXCLUDED.stream_epoch
+WHERE (r.stream_epoch, r.stream_seq) < (EXCLUDED.stream_epoch, EXCLUDED.stream_seq)";
 
 /// Applies a round's `repair` words ([`RepairColumns`]), the newest per
 /// provider and fault.
 const UPSERT_REPAIR: &str = "
 INSERT INTO repair AS p (provider_module, provider_machine, fault, outcome, detail,
-                         next_attempt_at, said_at, stream_seq)
+                         next_attempt_at, said_at, stream_seq, stream_epoch)
 SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
-                     $6::timestamptz[], $7::timestamptz[], $8::int8[])
+                     $6::timestamptz[], $7::timestamptz[], $8::int8[], $9::int8[])
 ON CONFLICT (provider_module, provider_machine, fault) DO UPDATE SET
     outcome = EXCLUDED.outcome, detail = EXCLUDED.detail,
     next_attempt_at = EXCLUDED.next_attempt_at, said_at = EXCLUDED.said_at,
-    stream_seq = EXCLUDED.stream_seq
-WHERE (p.said_at, p.stream_seq) < (EXCLUDED.said_at, EXCLUDED.stream_seq)";
+    stream_seq = EXCLUDED.stream_seq,
+    stream_epoch = EXCLUDED.stream_epoch
+WHERE (p.stream_epoch, p.stream_seq) < (EXCLUDED.stream_epoch, EXCLUDED.stream_seq)";
 
 /// Applies a round's `retirement` words ([`RetirementColumns`]), the newest
 /// per provider, consumer and action.
 const UPSERT_RETIREMENT: &str = "
 INSERT INTO retirement AS t (provider_module, provider_machine, consumer, action, detail,
-                             said_at, stream_seq)
+                             said_at, stream_seq, stream_epoch)
 SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
-                     $6::timestamptz[], $7::int8[])
+                     $6::timestamptz[], $7::int8[], $8::int8[])
 ON CONFLICT (provider_module, provider_machine, consumer, action) DO UPDATE SET
-    detail = EXCLUDED.detail, said_at = EXCLUDED.said_at, stream_seq = EXCLUDED.stream_seq
-WHERE (t.said_at, t.stream_seq) < (EXCLUDED.said_at, EXCLUDED.stream_seq)";
+    detail = EXCLUDED.detail, said_at = EXCLUDED.said_at, stream_seq = EXCLUDED.stream_seq,
+    stream_epoch = EXCLUDED.stream_epoch
+WHERE (t.stream_epoch, t.stream_seq) < (EXCLUDED.stream_epoch, EXCLUDED.stream_seq)";
 
 /// Applies a round's `alive` words ([`AliveColumns`]), the newest per provider.
 const UPSERT_ALIVE: &str = "
 INSERT INTO alive AS a (provider_module, provider_machine, started_at, alive_every_seconds,
                         failing_after_seconds, settled_at, consumers, failing, pass_seconds,
-                        said_at, stream_seq)
+                        said_at, stream_seq, stream_epoch)
 SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::int8[], $5::int8[],
                      $6::timestamptz[], $7::int8[], $8::int8[], $9::float8[],
-                     $10::timestamptz[], $11::int8[])
+                     $10::timestamptz[], $11::int8[], $12::int8[])
 ON CONFLICT (provider_module, provider_machine) DO UPDATE SET
     started_at = EXCLUDED.started_at, alive_every_seconds = EXCLUDED.alive_every_seconds,
     failing_after_seconds = EXCLUDED.failing_after_seconds, settled_at = EXCLUDED.settled_at,
     consumers = EXCLUDED.consumers, failing = EXCLUDED.failing,
     pass_seconds = EXCLUDED.pass_seconds, said_at = EXCLUDED.said_at,
-    stream_seq = EXCLUDED.stream_seq
-WHERE (a.said_at, a.stream_seq) < (EXCLUDED.said_at, EXCLUDED.stream_seq)";
+    stream_seq = EXCLUDED.stream_seq,
+    stream_epoch = EXCLUDED.stream_epoch
+WHERE (a.stream_epoch, a.stream_seq) < (EXCLUDED.stream_epoch, EXCLUDED.stream_seq)";
 
 /// The prepared write statements.
 pub(super) struct Statements {
@@ -135,7 +140,7 @@ fn seq(seq: u64) -> i64 {
     i64::try_from(seq).unwrap_or(i64::MAX)
 }
 
-/// The columns of [`UPSERT_FAILING`], `$1` to `$11` in field order.
+/// The columns of [`UPSERT_FAILING`], `$1` to `$12` in field order.
 #[derive(Default)]
 struct FailingColumns<'a> {
     provider_module: Vec<&'a str>,
@@ -149,6 +154,7 @@ struct FailingColumns<'a> {
     attempts: Vec<i64>,
     said_at: Vec<SystemTime>,
     stream_seq: Vec<i64>,
+    stream_epoch: Vec<i64>,
 }
 
 impl<'a> FailingColumns<'a> {
@@ -167,9 +173,10 @@ impl<'a> FailingColumns<'a> {
             .push(i64::try_from(b.attempts).unwrap_or(i64::MAX));
         self.said_at.push(b.said_at.system_time());
         self.stream_seq.push(seq(k.seq));
+        self.stream_epoch.push(seq(k.epoch));
     }
 
-    fn params(&self) -> [&(dyn ToSql + Sync); 11] {
+    fn params(&self) -> [&(dyn ToSql + Sync); 12] {
         [
             &self.provider_module,
             &self.provider_machine,
@@ -182,11 +189,12 @@ impl<'a> FailingColumns<'a> {
             &self.attempts,
             &self.said_at,
             &self.stream_seq,
+            &self.stream_epoch,
         ]
     }
 }
 
-/// The columns of [`RECOVERED`], `$1` to `$8` in field order.
+/// The columns of [`RECOVERED`], `$1` to `$9` in field order.
 #[derive(Default)]
 struct RecoveredColumns<'a> {
     provider_module: Vec<&'a str>,
@@ -197,6 +205,7 @@ struct RecoveredColumns<'a> {
     reason: Vec<&'a str>,
     said_at: Vec<SystemTime>,
     stream_seq: Vec<i64>,
+    stream_epoch: Vec<i64>,
 }
 
 impl<'a> RecoveredColumns<'a> {
@@ -211,9 +220,10 @@ impl<'a> RecoveredColumns<'a> {
         self.reason.push(b.reason.as_str());
         self.said_at.push(b.said_at.system_time());
         self.stream_seq.push(seq(k.seq));
+        self.stream_epoch.push(seq(k.epoch));
     }
 
-    fn params(&self) -> [&(dyn ToSql + Sync); 8] {
+    fn params(&self) -> [&(dyn ToSql + Sync); 9] {
         [
             &self.provider_module,
             &self.provider_machine,
@@ -223,11 +233,12 @@ impl<'a> RecoveredColumns<'a> {
             &self.reason,
             &self.said_at,
             &self.stream_seq,
+            &self.stream_epoch,
         ]
     }
 }
 
-/// The columns of [`UPSERT_REPAIR`], `$1` to `$8` in field order.
+/// The columns of [`UPSERT_REPAIR`], `$1` to `$9` in field order.
 #[derive(Default)]
 struct RepairColumns<'a> {
     provider_module: Vec<&'a str>,
@@ -238,6 +249,7 @@ struct RepairColumns<'a> {
     next_attempt_at: Vec<Option<SystemTime>>,
     said_at: Vec<SystemTime>,
     stream_seq: Vec<i64>,
+    stream_epoch: Vec<i64>,
 }
 
 impl<'a> RepairColumns<'a> {
@@ -252,9 +264,10 @@ impl<'a> RepairColumns<'a> {
             .push(b.next_attempt_at.map(|t| t.system_time()));
         self.said_at.push(b.said_at.system_time());
         self.stream_seq.push(seq(k.seq));
+        self.stream_epoch.push(seq(k.epoch));
     }
 
-    fn params(&self) -> [&(dyn ToSql + Sync); 8] {
+    fn params(&self) -> [&(dyn ToSql + Sync); 9] {
         [
             &self.provider_module,
             &self.provider_machine,
@@ -264,11 +277,12 @@ impl<'a> RepairColumns<'a> {
             &self.next_attempt_at,
             &self.said_at,
             &self.stream_seq,
+            &self.stream_epoch,
         ]
     }
 }
 
-/// The columns of [`UPSERT_RETIREMENT`], `$1` to `$7` in field order.
+/// The columns of [`UPSERT_RETIREMENT`], `$1` to `$8` in field order.
 #[derive(Default)]
 struct RetirementColumns<'a> {
     provider_module: Vec<&'a str>,
@@ -278,6 +292,7 @@ struct RetirementColumns<'a> {
     detail: Vec<String>,
     said_at: Vec<SystemTime>,
     stream_seq: Vec<i64>,
+    stream_epoch: Vec<i64>,
 }
 
 impl<'a> RetirementColumns<'a> {
@@ -290,9 +305,10 @@ impl<'a> RetirementColumns<'a> {
         self.detail.push(text(&b.detail));
         self.said_at.push(b.said_at.system_time());
         self.stream_seq.push(seq(k.seq));
+        self.stream_epoch.push(seq(k.epoch));
     }
 
-    fn params(&self) -> [&(dyn ToSql + Sync); 7] {
+    fn params(&self) -> [&(dyn ToSql + Sync); 8] {
         [
             &self.provider_module,
             &self.provider_machine,
@@ -301,11 +317,12 @@ impl<'a> RetirementColumns<'a> {
             &self.detail,
             &self.said_at,
             &self.stream_seq,
+            &self.stream_epoch,
         ]
     }
 }
 
-/// The columns of [`UPSERT_ALIVE`], `$1` to `$11` in field order.
+/// The columns of [`UPSERT_ALIVE`], `$1` to `$12` in field order.
 #[derive(Default)]
 struct AliveColumns<'a> {
     provider_module: Vec<&'a str>,
@@ -319,6 +336,7 @@ struct AliveColumns<'a> {
     pass_seconds: Vec<f64>,
     said_at: Vec<SystemTime>,
     stream_seq: Vec<i64>,
+    stream_epoch: Vec<i64>,
 }
 
 fn int(n: u64) -> i64 {
@@ -344,9 +362,10 @@ impl<'a> AliveColumns<'a> {
         });
         self.said_at.push(b.said_at.system_time());
         self.stream_seq.push(seq(k.seq));
+        self.stream_epoch.push(seq(k.epoch));
     }
 
-    fn params(&self) -> [&(dyn ToSql + Sync); 11] {
+    fn params(&self) -> [&(dyn ToSql + Sync); 12] {
         [
             &self.provider_module,
             &self.provider_machine,
@@ -359,6 +378,7 @@ impl<'a> AliveColumns<'a> {
             &self.pass_seconds,
             &self.said_at,
             &self.stream_seq,
+            &self.stream_epoch,
         ]
     }
 }
@@ -472,6 +492,10 @@ impl Store for PgStore {
         };
         let outcome = tokio::time::timeout(STATEMENT_TIMEOUT, work).await;
         self.settle(outcome, STATEMENT_TIMEOUT)
+    }
+
+    async fn stream_epoch(&mut self, stream: &str, created: SystemTime) -> Result<u64, StoreError> {
+        self.register_stream(stream, created).await
     }
 }
 

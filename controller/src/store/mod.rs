@@ -11,9 +11,11 @@
 //! - One failing word per (provider module, provider machine, consumer): the
 //!   newest. A `recovered` deletes only that key's failing word, and only when
 //!   it is newer than it.
-//! - A word is newer when its `(said_at, stream sequence)` is greater: an older
-//!   word never overwrites a newer one, a redelivered word changes nothing, and
-//!   of two words said in the same second the later in the stream wins.
+//! - A word is newer when it stands later in the event stream: its
+//!   `(stream epoch, stream sequence)` is greater ([`Word::epoch`]). The
+//!   provider's clock plays no part: an older word never overwrites a newer
+//!   one, a redelivered word changes nothing, a `recovered` from a clock that
+//!   stepped back lands, and a word stamped in the future pins nothing.
 //! - The newest `recovered` of each key is kept too, so a `failing` older than
 //!   it (delivered late) cannot bring the standing back.
 //! - The newest `repair` per (provider, fault); the fault is open unless that
@@ -23,9 +25,12 @@
 
 pub mod apply;
 pub mod connection;
+pub mod epoch;
 pub mod migrate;
 pub mod options;
 pub mod read;
+
+use std::time::SystemTime;
 
 use async_trait::async_trait;
 
@@ -138,4 +143,8 @@ pub fn reason(error: &tokio_postgres::Error) -> String {
 pub trait Store: Send {
     /// Applies `words` in order in one transaction.
     async fn apply(&mut self, words: &[Word]) -> Result<(), StoreError>;
+
+    /// The epoch of the stream `stream` made at `created`: registered the
+    /// first time it is met, numbered in that order (see [`Word::epoch`]).
+    async fn stream_epoch(&mut self, stream: &str, created: SystemTime) -> Result<u64, StoreError>;
 }

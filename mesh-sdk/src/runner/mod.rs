@@ -318,9 +318,7 @@ impl<P: Provisioner> Runner<P> {
                 .for_each(|(_, state)| state.trigger());
         }
         if !report.gated {
-            report.said += self
-                .retirement_pass(&contributions, report.fresh)
-                .await;
+            report.said += self.retirement_pass(&contributions, report.fresh).await;
         }
         states.retiring = count(self.retirement.retiring());
         let ended = Instant::now();

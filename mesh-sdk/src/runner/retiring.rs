@@ -138,7 +138,13 @@ impl<P: Provisioner> Runner<P> {
 
     /// Calls one retirement method, waiting at most `within`; errors are
     /// logged and returned redacted.
-    async fn call<F>(&self, what: &str, name: &Name, within: Duration, call: F) -> Result<(), String>
+    async fn call<F>(
+        &self,
+        what: &str,
+        name: &Name,
+        within: Duration,
+        call: F,
+    ) -> Result<(), String>
     where
         F: std::future::Future<Output = Result<(), P::Error>>,
     {
@@ -292,8 +298,8 @@ impl<P: Provisioner> Runner<P> {
         let name = &request.consumer;
         // A consumer the running pass attempts (its file was read before
         // this one) counts as listed: the pass may make it again.
-        let listed = contributions.lists(name)
-            || self.in_flight.as_ref().is_some_and(|c| c.lists(name));
+        let listed =
+            contributions.lists(name) || self.in_flight.as_ref().is_some_and(|c| c.lists(name));
         let entry = held.iter().find(|h| &h.name == name);
         let provider = &contributions.provider;
         // Listing what the backend holds took time: the deadline again,
