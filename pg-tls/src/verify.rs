@@ -24,7 +24,7 @@ pub enum CertificateRefused {
         roots: String,
     },
     /// The certificate is valid, but not for the host connected to (verify-full).
-    #[error("name mismatch: the server's certificate is not valid for {expected}{}", valid_for(.presented))]
+    #[error("name mismatch: the server's certificate is not for {expected}{}", valid_for(.presented))]
     NameMismatch {
         /// The host name or address connected to.
         expected: String,
@@ -43,7 +43,7 @@ fn valid_for(presented: &[String]) -> String {
     if presented.is_empty() {
         String::new()
     } else {
-        format!(" (it is valid for {})", presented.join(", "))
+        format!(" (only for {})", presented.join(", "))
     }
 }
 
@@ -254,7 +254,7 @@ mod tests {
             ),
             (
                 CertificateError::NotValidForName,
-                "name mismatch: the server's certificate is not valid for 127.0.0.1",
+                "name mismatch: the server's certificate is not for 127.0.0.1",
             ),
             (
                 CertificateError::Expired,
@@ -286,7 +286,7 @@ mod tests {
         };
         assert_eq!(
             refused.to_string(),
-            "name mismatch: the server's certificate is not valid for localhost (it is valid for db.example, 10.0.0.1)"
+            "name mismatch: the server's certificate is not for localhost (only for db.example, 10.0.0.1)"
         );
         assert_eq!(bare_name("DnsName(\"db.example\")"), "db.example");
         assert_eq!(bare_name("IpAddress(10.0.0.1)"), "10.0.0.1");
