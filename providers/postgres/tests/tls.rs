@@ -26,7 +26,10 @@ fn config(pg: &PgCluster, query: &str, consumer_host: Option<&str>) -> PostgresC
 /// Turns on `log_connections` so the server log says whether each login used TLS.
 async fn log_connections(pg: &PgCluster) {
     let admin = pg.connect_admin().await;
-    for statement in ["ALTER SYSTEM SET log_connections = on", "SELECT pg_reload_conf()"] {
+    for statement in [
+        "ALTER SYSTEM SET log_connections = on",
+        "SELECT pg_reload_conf()",
+    ] {
         admin.batch_execute(statement).await.unwrap();
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
