@@ -57,6 +57,10 @@ pub struct PgCluster {
     dir: TempDir,
     port: u16,
     password: String,
+    /// `(uid, gid)` of the `postgres` OS user when running as root.
+    owner: Option<(u32, u32)>,
+    /// Whether the server speaks TLS (its certificate in the private dir).
+    tls: bool,
 }
 
 impl PgCluster {
@@ -69,6 +73,45 @@ impl PgCluster {
     /// Blocks until the server accepts connections; panics with the log tail
     /// if it does not within 30 s.
     pub fn start() -> PgCluster {
+        PgCluster::create().start_on_free_port()
+    }
+
+    /// Like [`PgCluster::start`], with TLS on (`ssl = on`) and `server` as
+    /// its certificate and key (copied into the private dir). Plain
+    /// sessions are still accepted (`pg_hba.conf` says `host`, not
+    /// `hostssl`), so a client chooses with its `sslmode`.
+    ///
+    /// ```no_run
+    /// let ca = mesh_test_support::TestCa::new("test ca");
+    /// let pg = mesh_test_support::PgCluster::start_with_tls(
+    ///     &ca.server("pg", &["localhost", "127.0.0.1"]),
+    /// );
+    /// ```
+    pub fn start_with_tls(server: &crate::CertFiles) -> PgCluster {
+        let mut cluster = PgCluster::create();
+        cluster.copy_server_cert(server);
+        cluster.tls = true;
+        cluster.start_on_free_port()
+    }
+
+    /// Makes `server` the certificate of a cluster started with
+    /// [`PgCluster::start_with_tls`] and reloads the server: sessions
+    /// opened from now on see it.
+    ///
+    /// # Panics
+    /// When the cluster was started without TLS or the reload fails.
+    pub fn use_server_cert(&mut self, server: &crate::CertFiles) {
+        assert!(self.tls, "the cluster was started without TLS");
+        self.copy_server_cert(server);
+        let args = ["-D", &self.data_dir_str(), "reload"];
+        if let Err(output) = self.run("pg_ctl", &args, START_DEADLINE) {
+            self.fail("pg_ctl reload failed", &output);
+        }
+        // The postmaster rereads its files when it gets to the signal.
+        std::thread::sleep(Duration::from_millis(500));
+    }
+
+    fn create() -> PgCluster {
         let bin_dir = pg_bin_dir();
         let root = crate::is_root();
         let runuser = root.then(runuser_binary);
@@ -103,13 +146,32 @@ impl PgCluster {
             dir,
             port: 0,
             password: random_hex(16),
+            owner,
+            tls: false,
         };
         if let Some((uid, gid)) = owner {
             chown(cluster.dir.path(), uid, gid);
         }
         cluster.write_password_file(owner);
         cluster.initdb(owner);
-        cluster.start_on_free_port()
+        cluster
+    }
+
+    /// Copies a certificate and key to where the server reads them, owned
+    /// by the server's user (PostgreSQL refuses a key others can read).
+    fn copy_server_cert(&self, server: &crate::CertFiles) {
+        use std::os::unix::fs::PermissionsExt;
+        for (from, to) in [(&server.cert, "server.crt"), (&server.key, "server.key")] {
+            let to = self.dir.path().join(to);
+            std::fs::copy(from, &to).unwrap_or_else(|error| {
+                panic!("copying {} for PostgreSQL: {error}", from.display())
+            });
+            std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o600))
+                .expect("restricting the server's certificate files");
+            if let Some((uid, gid)) = self.owner {
+                chown(&to, uid, gid);
+            }
+        }
     }
 
     /// The TCP port the server listens on.
@@ -307,10 +369,10 @@ impl PgCluster {
         }
     }
 
-    /// Writes the settings that depend on the port.
+    /// Writes the settings that depend on the port (and TLS, when on).
     fn write_settings(&self) {
         let socket_dir = self.dir.path().to_string_lossy().into_owned();
-        let text = format!(
+        let mut text = format!(
             "port = {}\n\
              listen_addresses = '{HOST}'\n\
              unix_socket_directories = {}\n\
@@ -323,6 +385,14 @@ impl PgCluster {
             self.port,
             conf_string(&socket_dir)
         );
+        if self.tls {
+            let file = |name: &str| conf_string(&self.dir.path().join(name).to_string_lossy());
+            text.push_str(&format!(
+                "ssl = on\nssl_cert_file = {}\nssl_key_file = {}\n",
+                file("server.crt"),
+                file("server.key")
+            ));
+        }
         std::fs::write(self.data_dir().join("mesh_test.conf"), text)
             .expect("writing mesh_test.conf");
     }

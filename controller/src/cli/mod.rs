@@ -34,6 +34,9 @@ pub use run::{exit, run, Io};
 #[command(name = "mesh-controller", version)]
 pub struct Cli {
     /// The store: a PostgreSQL URL (postgres://user@host:port/db) or key-value string.
+    /// TLS as libpq: ?sslmode=disable, prefer (default), require, verify-ca or
+    /// verify-full, and &sslrootcert=PATH (the CA's PEM file; required by
+    /// verify-ca and verify-full, or sslrootcert=system).
     #[arg(long, env = "MESH_DATABASE_URL", hide_env_values = true, global = true)]
     pub database: Option<String>,
 

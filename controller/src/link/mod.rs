@@ -135,7 +135,7 @@ pub async fn serve_observed(
     loop {
         match migrate(database).await {
             Ok(applied) => {
-                tracing::info!(store = %database, applied, "store migrated");
+                tracing::info!(store = %database, tls = %database.tls_shown(), applied, "store migrated");
                 state.store_answered();
                 break;
             }

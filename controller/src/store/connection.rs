@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use tokio_postgres::{Client, NoTls};
+use tokio_postgres::Client;
 
 use super::apply::Statements;
 use super::options::DatabaseOptions;
@@ -98,7 +98,7 @@ impl PgStore {
 /// Connects to the store, bounded by [`CONNECT_TIMEOUT`].
 pub(super) async fn connect_client(options: &DatabaseOptions) -> Result<Client, StoreError> {
     let target = options.shown.clone();
-    let connecting = options.config.connect(NoTls);
+    let connecting = options.config.connect(options.tls.connector());
     let (client, connection) = match tokio::time::timeout(CONNECT_TIMEOUT, connecting).await {
         Ok(Ok(pair)) => pair,
         Ok(Err(source)) => return Err(classify(target, source)),
@@ -120,6 +120,10 @@ pub(super) async fn connect_client(options: &DatabaseOptions) -> Result<Client, 
 /// Sorts a database error: the words' own fault (data, constraint), a
 /// broken or refused connection, or anything else (which may pass).
 pub(super) fn classify(target: String, source: tokio_postgres::Error) -> StoreError {
+    if mesh_pg_tls::is_tls_refusal(&source) {
+        // The certificate refused, or no TLS where the URL requires it.
+        return StoreError::Tls { target, source };
+    }
     let Some(code) = source.code() else {
         // No SQLSTATE: the connection is closed, or an io or protocol error.
         return StoreError::Unavailable { target, source };

@@ -68,6 +68,18 @@ pub enum StoreError {
         #[source]
         source: tokio_postgres::Error,
     },
+    /// No TLS session with the store as the URL's settings require: its
+    /// certificate was refused (unknown authority, name mismatch, expired)
+    /// or it does not speak TLS. A person must act, as for
+    /// [`StoreError::Denied`].
+    #[error("store {target} fails the TLS settings of the database URL: {}", reason(.source))]
+    Tls {
+        /// The database, without its password.
+        target: String,
+        /// Why.
+        #[source]
+        source: tokio_postgres::Error,
+    },
     /// The store did not answer in time.
     #[error("store {target} did not answer within {after:?}")]
     Timeout {
@@ -113,10 +125,11 @@ impl StoreError {
         !matches!(self, StoreError::Refused { .. })
     }
 
-    /// Whether only a person can end it (the store refuses this login):
-    /// `serve` ends at start instead of waiting forever.
+    /// Whether only a person can end it (the store refuses this login, or
+    /// fails the URL's TLS settings): `serve` ends at start instead of
+    /// waiting forever.
     pub fn is_lasting(&self) -> bool {
-        matches!(self, StoreError::Denied { .. })
+        matches!(self, StoreError::Denied { .. } | StoreError::Tls { .. })
     }
 }
 

@@ -13,7 +13,7 @@ use mesh_sdk::Class;
 use tokio::sync::{Mutex, Semaphore};
 use tokio::time::{timeout, Instant};
 use tokio_postgres::error::SqlState;
-use tokio_postgres::{Client, NoTls, Row, Statement};
+use tokio_postgres::{Client, Row, Statement};
 
 use crate::classify::{self, Step};
 use crate::config::PostgresConfig;
@@ -136,21 +136,22 @@ impl Admin {
     async fn connect(&self) -> Result<Session, PgError> {
         let admin = self.config.admin_shown();
         let after = self.config.connect_timeout();
-        let (client, connection) = match timeout(after, self.config.admin().connect(NoTls)).await {
-            Ok(Ok(pair)) => pair,
-            Ok(Err(source)) => {
-                return Err(PgError::AdminConnect {
-                    admin: admin.to_owned(),
-                    source,
-                })
-            }
-            Err(_) => {
-                return Err(PgError::AdminTimeout {
-                    admin: admin.to_owned(),
-                    after: humantime::format_duration(after).to_string(),
-                })
-            }
-        };
+        let (client, connection) =
+            match timeout(after, self.config.admin().connect(self.config.tls())).await {
+                Ok(Ok(pair)) => pair,
+                Ok(Err(source)) => {
+                    return Err(PgError::AdminConnect {
+                        admin: admin.to_owned(),
+                        source,
+                    })
+                }
+                Err(_) => {
+                    return Err(PgError::AdminTimeout {
+                        admin: admin.to_owned(),
+                        after: humantime::format_duration(after).to_string(),
+                    })
+                }
+            };
         tokio::spawn(async move {
             if let Err(error) = connection.await {
                 let words = mesh_sdk::internal::error_words(&error);

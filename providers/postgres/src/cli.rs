@@ -38,7 +38,11 @@ pub const MAIN: ProviderMain = ProviderMain::new(
 pub struct Flags {
     /// The administrator's connection, e.g. postgres://postgres@127.0.0.1:5432/postgres.
     /// Keep the password out of it (use --admin-password-file); one given
-    /// here is accepted and never shown.
+    /// here is accepted and never shown. TLS as libpq: ?sslmode=disable,
+    /// prefer (default), require, verify-ca or verify-full, and
+    /// &sslrootcert=PATH (the CA's PEM file; required by verify-ca and
+    /// verify-full, or sslrootcert=system). The login check as each consumer
+    /// uses the same settings.
     #[arg(long, env = "MESH_POSTGRES_ADMIN_URL", hide_env_values = true)]
     pub admin_url: String,
 
@@ -97,6 +101,7 @@ pub fn provisioner(flags: Flags) -> Result<PostgresProvisioner, ConfigError> {
     let config = flags.config()?;
     tracing::info!(
         admin = %config.admin_shown(),
+        tls = %config.tls_shown(),
         consumers_at = %config.consumer_address(),
         admin_sessions = config.admin_sessions(),
         "PostgreSQL provider configured"

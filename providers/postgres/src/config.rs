@@ -3,9 +3,10 @@
 
 use std::time::Duration;
 
+use mesh_pg_tls::{MakeTls, Tls, TlsError};
 use mesh_sdk::internal::PasswordFileError;
 use mesh_sdk::Secret;
-use tokio_postgres::config::{Host, SslMode};
+use tokio_postgres::config::Host;
 
 /// Port PostgreSQL listens on when the URL names none.
 pub const DEFAULT_PORT: u16 = 5432;
@@ -42,9 +43,10 @@ pub enum ConfigError {
     /// The admin URL names no user.
     #[error("the admin URL must name the administrator (postgres://USER@HOST:PORT/DATABASE)")]
     NoUser,
-    /// The admin URL asks for TLS, which this provider does not speak yet.
-    #[error("the admin URL asks for sslmode=require; mesh-postgres does not speak TLS yet")]
-    Tls,
+    /// The admin URL's `sslmode` or `sslrootcert` cannot be used (unknown
+    /// mode, a checking mode without `sslrootcert`, an unreadable file).
+    #[error("the admin URL's TLS settings cannot be used: {0}")]
+    Tls(#[source] TlsError),
     /// The password is given both in the URL and in a file.
     #[error("the admin password is given both in the admin URL and in --admin-password-file; give it in the file only")]
     TwoPasswords,
@@ -73,6 +75,7 @@ pub enum ConfigError {
 #[derive(Clone)]
 pub struct PostgresConfig {
     admin: tokio_postgres::Config,
+    tls: Tls,
     admin_password: Option<Secret>,
     shown: String,
     consumer_host: Option<String>,
@@ -86,6 +89,7 @@ impl std::fmt::Debug for PostgresConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PostgresConfig")
             .field("admin", &self.shown)
+            .field("tls", &self.tls.to_string())
             .field("consumer_address", &self.consumer_address())
             .field("connect_timeout", &self.connect_timeout)
             .field("statement_timeout", &self.statement_timeout)
@@ -103,12 +107,22 @@ impl PostgresConfig {
     /// Consumers are checked at the URL's host and port unless
     /// [`with_consumer_address`](Self::with_consumer_address) says otherwise.
     ///
+    /// The URL's `sslmode` (disable, prefer, require, verify-ca,
+    /// verify-full; libpq's default prefer) and `sslrootcert=PATH` (the
+    /// authorities' PEM file, read now) apply to the administrator's
+    /// sessions and to the check's logins as each consumer alike; with
+    /// `verify-full` the check verifies the consumers' host name. See
+    /// [`mesh_pg_tls`].
+    ///
     /// # Errors
     /// [`ConfigError`] when the URL cannot be parsed, names no or several
-    /// hosts, no user, asks for TLS, or a password is given twice.
+    /// hosts, no user, TLS settings that cannot be used, or a password is
+    /// given twice.
     pub fn new(admin_url: &str, password: Option<Secret>) -> Result<PostgresConfig, ConfigError> {
-        let mut admin: tokio_postgres::Config =
-            admin_url.parse().map_err(|_| ConfigError::AdminUrl)?;
+        let (mut admin, tls) = mesh_pg_tls::parse(admin_url).map_err(|error| match error {
+            TlsError::Url(_) => ConfigError::AdminUrl,
+            other => ConfigError::Tls(other),
+        })?;
         let hosts = admin.get_hosts().len();
         if hosts != 1 {
             return Err(ConfigError::Hosts { count: hosts });
@@ -119,9 +133,6 @@ impl PostgresConfig {
         }
         if admin.get_user().is_none() {
             return Err(ConfigError::NoUser);
-        }
-        if admin.get_ssl_mode() == SslMode::Require {
-            return Err(ConfigError::Tls);
         }
         let admin_password = match (admin.get_password(), password) {
             (Some(_), Some(_)) => return Err(ConfigError::TwoPasswords),
@@ -143,6 +154,7 @@ impl PostgresConfig {
         let shown = shown_url(&admin);
         let mut config = PostgresConfig {
             admin,
+            tls,
             admin_password,
             shown,
             consumer_host,
@@ -208,6 +220,11 @@ impl PostgresConfig {
         &self.shown
     }
 
+    /// The TLS settings, as they may be shown (`sslmode=... sslrootcert=...`).
+    pub fn tls_shown(&self) -> String {
+        self.tls.to_string()
+    }
+
     /// The administrator's password, if one was given.
     pub fn admin_password(&self) -> Option<&Secret> {
         self.admin_password.as_ref()
@@ -237,15 +254,22 @@ impl PostgresConfig {
         &self.admin
     }
 
-    /// Connection settings for a consumer's login, without user or password.
+    /// What every login (administrator and check) speaks TLS with.
+    pub(crate) fn tls(&self) -> MakeTls {
+        self.tls.connector()
+    }
+
+    /// Connection settings for a consumer's login, without user or
+    /// password, with the admin URL's TLS settings.
     pub(crate) fn consumer_base(&self) -> tokio_postgres::Config {
         let mut config = tokio_postgres::Config::new();
         config
             .host(self.consumer_host.as_deref().unwrap_or("localhost"))
             .port(self.consumer_port)
             .connect_timeout(self.connect_timeout)
-            .ssl_mode(SslMode::Disable)
+            .channel_binding(self.admin.get_channel_binding())
             .application_name("mesh-postgres check");
+        self.tls.apply(&mut config);
         config
     }
 }
@@ -329,7 +353,18 @@ mod tests {
             ("postgres://admin:hunter2@h1,h2/db", "exactly one host"),
             ("host=h1 port=1,2 user=x", "at most one port"),
             ("postgres://host/db", "must name the administrator"),
-            ("postgres://u@host/db?sslmode=require", "TLS"),
+            (
+                "postgres://u:hunter2@host/db?sslmode=verify-full",
+                "the admin URL's TLS settings cannot be used: sslmode=verify-full checks the server's certificate and needs sslrootcert=PATH",
+            ),
+            (
+                "postgres://u:hunter2@host/db?sslmode=verify",
+                "unknown sslmode \"verify\"",
+            ),
+            (
+                "postgres://u:hunter2@host/db?sslmode=verify-ca&sslrootcert=/nonexistent/ca.pem",
+                "sslrootcert /nonexistent/ca.pem cannot be read",
+            ),
         ];
         for (url, words) in cases {
             let error = PostgresConfig::new(url, None).unwrap_err().to_string();
@@ -339,6 +374,46 @@ mod tests {
         let error =
             PostgresConfig::new("postgres://u:pw@host/db", Some(Secret::new("pw2"))).unwrap_err();
         assert!(matches!(error, ConfigError::TwoPasswords));
+    }
+
+    #[test]
+    fn the_tls_settings_apply_to_the_admin_and_the_check() {
+        use tokio_postgres::config::{ChannelBinding, SslMode};
+        let cases = [
+            ("", SslMode::Prefer, "sslmode=prefer"),
+            ("?sslmode=disable", SslMode::Disable, "sslmode=disable"),
+            ("?sslmode=prefer", SslMode::Prefer, "sslmode=prefer"),
+            (
+                "?sslmode=require&channel_binding=require",
+                SslMode::Require,
+                "sslmode=require",
+            ),
+        ];
+        for (query, mode, shown) in cases {
+            let url = format!("postgres://admin:pw@db.example/postgres{query}");
+            let config = PostgresConfig::new(&url, None).unwrap();
+            assert_eq!(config.admin().get_ssl_mode(), mode, "{url}");
+            assert_eq!(config.consumer_base().get_ssl_mode(), mode, "{url}");
+            assert_eq!(config.tls_shown(), shown);
+            assert_eq!(
+                config.consumer_base().get_channel_binding(),
+                config.admin().get_channel_binding()
+            );
+            assert_eq!(
+                config.admin_shown(),
+                "postgres://admin@db.example:5432/postgres"
+            );
+            assert!(!format!("{config:?}").contains("pw@"));
+        }
+        let config = PostgresConfig::new(
+            "postgres://a@h/db?sslmode=require&channel_binding=require",
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            config.consumer_base().get_channel_binding(),
+            ChannelBinding::Require
+        );
     }
 
     #[test]

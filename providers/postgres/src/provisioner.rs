@@ -5,7 +5,6 @@ use std::sync::{Arc, Mutex};
 
 use mesh_sdk::{async_trait, Class, Consumer, Held, Name, Provisioner, Secret};
 use tokio::time::timeout;
-use tokio_postgres::NoTls;
 
 use crate::admin::Admin;
 use crate::config::PostgresConfig;
@@ -89,8 +88,9 @@ impl PostgresProvisioner {
     }
 
     /// Logs in as `name` to the database `name` with `secret`, over TCP at
-    /// the consumers' address, runs `SELECT 1` and closes: what a consumer
-    /// does, and the only proof that the provision works.
+    /// the consumers' address with the admin URL's TLS settings, runs
+    /// `SELECT 1` and closes: what a consumer does, and the only proof that
+    /// the provision works.
     ///
     /// # Errors
     /// [`PgError::Login`] with the server's words, or
@@ -110,7 +110,7 @@ impl PostgresProvisioner {
             after: humantime::format_duration(after).to_string(),
         };
         let connect_timeout = self.config.connect_timeout();
-        let (client, connection) = timeout(connect_timeout, config.connect(NoTls))
+        let (client, connection) = timeout(connect_timeout, config.connect(self.config.tls()))
             .await
             .map_err(|_| timed_out(connect_timeout))?
             .map_err(failed)?;
