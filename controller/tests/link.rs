@@ -513,9 +513,21 @@ async fn an_old_stream_is_moved_without_losing_an_unacknowledged_word() {
             "the unacknowledged words of the old stream are stored",
         )
         .await;
-    let mut stream = world.js.get_stream(STREAM).await.unwrap();
-    let info = stream.info().await.unwrap();
-    assert_eq!(info.config.retention, RetentionPolicy::WorkQueue);
+    // The words land before the old stream is deleted and the new one made.
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let info = loop {
+        if let Ok(mut stream) = world.js.get_stream(STREAM).await {
+            let info = stream.info().await.unwrap().clone();
+            if info.config.retention == RetentionPolicy::WorkQueue {
+                break info;
+            }
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no bounded stream made"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
     assert!(!info.config.sealed);
 
     world
