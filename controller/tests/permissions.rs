@@ -17,7 +17,7 @@ use mesh_controller::permissions::{derive, read_credentials, render_nats};
 use mesh_controller::store::{Store, StoreError};
 use mesh_sdk::event::ApproveReply;
 use mesh_sdk::internal::{BusOptions, EventSink, JetStreamSink, ProviderId};
-use mesh_sdk::{Name, Timestamp};
+use mesh_sdk::{Name, NatsArgs, Timestamp};
 use mesh_test_support::NatsServer;
 
 const DECLARATION: &str = r#"{"modules":[
@@ -76,9 +76,12 @@ impl Bus {
     async fn provider_sink(&self, module: &str, machine: &str) -> JetStreamSink {
         let user = format!("{module}@{machine}");
         let options = BusOptions {
-            url: self.nats.url(),
-            user: Some(user.clone()),
-            password_file: Some(self.password_file(&user)),
+            nats: NatsArgs {
+                url: self.nats.url(),
+                user: Some(user.clone()),
+                password_file: Some(self.password_file(&user)),
+                ..NatsArgs::default()
+            },
             ack_timeout: Duration::from_millis(1500),
         };
         let provider = ProviderId {
