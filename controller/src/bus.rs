@@ -58,8 +58,5 @@ pub async fn connect(
     connect
         .connect(servers)
         .await
-        .map_err(|source| BusError::Connect {
-            url: options.shown_servers(),
-            source,
-        })
+        .map_err(|source| BusError::connect(options, source))
 }

@@ -88,13 +88,15 @@ pub enum BusError {
         source: std::io::Error,
     },
     /// The connection could not be made.
-    #[error("cannot connect to nats at {url}: {source}")]
+    #[error("cannot connect to nats at {url}: {source}{hint}")]
     Connect {
         /// The servers, shown without passwords.
         url: String,
         /// Why.
         #[source]
         source: async_nats::ConnectError,
+        /// What the operator likely has to fix (TLS refusals), or "".
+        hint: &'static str,
     },
     /// Subscribing to the approve subject failed.
     #[error("cannot subscribe to {subject}: {source}")]
@@ -105,6 +107,55 @@ pub enum BusError {
         #[source]
         source: async_nats::SubscribeError,
     },
+}
+
+impl BusError {
+    /// [`BusError::Connect`] to the servers of `nats`, with a hint when the
+    /// TLS handshake was refused (read from rustls's typed error).
+    pub fn connect(nats: &NatsArgs, source: async_nats::ConnectError) -> BusError {
+        let hint = tls_hint(&source);
+        BusError::Connect {
+            url: nats.shown_servers(),
+            source,
+            hint,
+        }
+    }
+}
+
+/// What a TLS refusal in `error`'s chain means for the operator, or "".
+fn tls_hint(error: &(dyn std::error::Error + 'static)) -> &'static str {
+    use async_nats::rustls::{AlertDescription, CertificateError, Error as TlsError};
+    let mut next = Some(error);
+    while let Some(error) = next {
+        let tls = error.downcast_ref::<TlsError>().or_else(|| {
+            error
+                .downcast_ref::<std::io::Error>()
+                .and_then(|io| io.get_ref())
+                .and_then(|inner| inner.downcast_ref::<TlsError>())
+        });
+        match tls {
+            Some(TlsError::AlertReceived(
+                AlertDescription::BadCertificate
+                | AlertDescription::CertificateRequired
+                | AlertDescription::UnknownCA
+                | AlertDescription::AccessDenied,
+            )) => {
+                return " (the server refused this client's TLS certificate or its \
+                        absence: give --nats-cert-file and --nats-key-file, signed by a CA \
+                        the server trusts)"
+            }
+            Some(TlsError::InvalidCertificate(CertificateError::UnknownIssuer)) => {
+                return " (the server's TLS certificate is not signed by a trusted CA: \
+                        give --nats-ca-file)"
+            }
+            Some(TlsError::InvalidCertificate(_)) => {
+                return " (the server's TLS certificate is not valid for this name or \
+                        time: check the URL's host and the certificate)"
+            }
+            _ => next = error.source(),
+        }
+    }
+    ""
 }
 
 /// Connects as `provider`: its own inbox prefix (`_INBOX.<machine>.<module>`)
@@ -129,10 +180,7 @@ pub async fn connect(
     .retry_on_initial_connect()
     .connect(servers)
     .await
-    .map_err(|source| BusError::Connect {
-        url: options.nats.shown_servers(),
-        source,
-    })
+    .map_err(|source| BusError::connect(&options.nats, source))
 }
 
 /// Logs what the client tells about the connection; a permission refusal
