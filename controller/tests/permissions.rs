@@ -38,7 +38,8 @@ struct Bus {
 }
 
 impl Bus {
-    /// A nats-server with the rendered configuration; passwords `pw-<user>`.
+    /// A nats-server with the rendered configuration; passwords `pw-<user>`
+    /// (the server holds only their bcrypt hashes).
     fn start() -> Bus {
         let dir = tempfile::tempdir().unwrap();
         let declaration = parse(DECLARATION).unwrap().declaration;
@@ -46,8 +47,13 @@ impl Bus {
         for user in &users {
             std::fs::write(dir.path().join(&user.user), format!("pw-{}\n", user.user)).unwrap();
         }
-        let passwords = read_credentials(dir.path(), &users).unwrap();
-        let nats = NatsServer::start_with_config(render_nats(&users, &passwords));
+        let credentials = read_credentials(dir.path(), &users).unwrap();
+        let config = render_nats(&users, &credentials);
+        assert!(
+            !config.to_string().contains("pw-"),
+            "the configuration holds bcrypt hashes, no password: {config}"
+        );
+        let nats = NatsServer::start_with_config(config);
         Bus { nats, dir }
     }
 

@@ -21,7 +21,7 @@ use super::nats::{log_event, BusError};
 use crate::redact::shown_url;
 
 /// The server when `--nats` is not given.
-pub const DEFAULT_SERVERS: &str = "nats://127.0.0.1:4222";
+const DEFAULT_SERVERS: &str = "nats://127.0.0.1:4222";
 
 /// The NATS transport flags every mesh binary shares, with env fallbacks.
 ///
@@ -115,7 +115,7 @@ pub struct NatsArgs {
 }
 
 impl Default for NatsArgs {
-    /// [`DEFAULT_SERVERS`], no authentication, no TLS flag.
+    /// `nats://127.0.0.1:4222`, no authentication, no TLS flag.
     fn default() -> NatsArgs {
         NatsArgs {
             url: DEFAULT_SERVERS.to_owned(),
