@@ -9,37 +9,15 @@ mod support;
 use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value;
-use support::{all_well, failing, time, unheard, Mesh, Options, FAILING_AFTER, WAIT};
-
-/// Waits until the provider's log says `words` at least `times` times.
-fn wait_log(mesh: &Mesh, words: &str, times: usize) {
-    let deadline = Instant::now() + WAIT;
-    while mesh.provider_log().matches(words).count() < times {
-        assert!(
-            Instant::now() < deadline,
-            "the provider never said {words:?} {times} times:\n{}",
-            mesh.provider_log()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
+use support::{
+    all_well, failing, healthy_mesh_with, time, unheard, wait_log, Mesh, Options, FAILING_AFTER,
+    WAIT,
+};
 
 /// A mesh whose three consumers have been served once, and whose provider
 /// the controller has heard from (until then status rightly says it is not).
 fn healthy_mesh() -> Mesh {
     healthy_mesh_with(Options::default())
-}
-
-/// Like [`healthy_mesh`], made of `options`.
-fn healthy_mesh_with(options: Options) -> Mesh {
-    let mut mesh = Mesh::with(options);
-    mesh.start_controller();
-    mesh.start_provider();
-    wait_log(&mesh, "saying recovered", 3);
-    mesh.wait_status("postgres@db-1 heard from", |s| {
-        !unheard(s).contains(&"postgres@db-1".to_owned())
-    });
-    mesh
 }
 
 /// The provider's `--alive-every` in the test of a killed provider.

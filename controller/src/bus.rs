@@ -1,8 +1,6 @@
 //! The controller's side of the bus: the names it uses (stream, durable
 //! consumer, user, inbox prefix) and its connection.
 
-use std::path::PathBuf;
-
 /// The JetStream stream holding every provider event.
 pub const STREAM: &str = "MESH_EVENTS";
 
@@ -20,16 +18,9 @@ pub const CONTROLLER_USER: &str = "controller";
 /// and a name cannot start with `_`, so no provider's prefix reaches it.
 pub const CONTROLLER_INBOX: &str = "_INBOX._controller";
 
-/// How to reach the bus.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NatsOptions {
-    /// Server URL.
-    pub url: String,
-    /// User name, when the server wants one.
-    pub user: Option<String>,
-    /// File holding the user's password.
-    pub password_file: Option<PathBuf>,
-}
+/// How to reach the bus: the SDK's transport flags (servers, credentials,
+/// TLS), the same on the controller as on every provider.
+pub type NatsOptions = mesh_sdk::NatsArgs;
 
 /// The bus could not be set up; ends the command (exit 2). The SDK's: the
 /// controller connects with the same shared options as every provider.
@@ -49,28 +40,23 @@ pub enum Reconnect {
 /// (a refused publish or subscribe is never silent).
 ///
 /// # Errors
-/// [`BusError`] when the credentials cannot be read, or (with
-/// [`Reconnect::FailFast`]) when the server cannot be reached.
+/// [`BusError`] when the flags are wrong or a file they name cannot be
+/// read, or (with [`Reconnect::FailFast`]) when no server can be reached.
 pub async fn connect(
     options: &NatsOptions,
     reconnect: Reconnect,
 ) -> Result<async_nats::Client, BusError> {
-    let mut connect = mesh_sdk::internal::connect_options(
-        options.user.as_deref(),
-        options.password_file.as_deref(),
-        "mesh-controller",
-        CONTROLLER_INBOX,
-    )?;
+    let servers = options.servers()?;
+    let mut connect =
+        mesh_sdk::internal::connect_options(options, "mesh-controller", CONTROLLER_INBOX).await?;
     if reconnect == Reconnect::Forever {
         connect = connect.retry_on_initial_connect();
     } else {
-        connect = connect.max_reconnects(Some(1));
+        // One attempt per server: async-nats counts every server tried.
+        connect = connect.max_reconnects(Some(servers.len()));
     }
     connect
-        .connect(&options.url)
+        .connect(servers)
         .await
-        .map_err(|source| BusError::Connect {
-            url: mesh_sdk::internal::shown_url(&options.url),
-            source,
-        })
+        .map_err(|source| BusError::connect(options, source))
 }

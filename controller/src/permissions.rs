@@ -4,7 +4,9 @@
 //! [`derive()`] is pure: one [`UserPermissions`] per declared module
 //! (`<module>@<machine>`) and one for the controller. [`render_json`] prints
 //! the sets; [`render_nats`] renders a nats-server configuration (JSON) with
-//! each user's password read from a credentials folder.
+//! each user's credential read from a credentials folder
+//! ([`read_credentials`]): a bcrypt hash of its password, or its public
+//! nkey. No plain password is ever rendered.
 //!
 //! On nats-server an empty `allow` list grants everything, so a user that may
 //! publish (or subscribe to) nothing gets `"deny": [">"]`.
@@ -144,12 +146,29 @@ pub fn render_json(users: &[UserPermissions]) -> serde_json::Value {
     json!({ "users": users })
 }
 
-/// A credentials folder could not give a user's password; nothing is
-/// rendered (exit 2).
+/// The bcrypt cost of the rendered password hashes (nats-server's own
+/// `nats server passwd` uses the same): each client login costs the server
+/// one bcrypt check of this cost.
+pub const BCRYPT_COST: u32 = 11;
+
+/// How one user proves who it is in the rendered configuration. Never a
+/// plain password: the configuration may be read by whoever runs the server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Credential {
+    /// A bcrypt hash (`$2b$11$...`) of the user's password: nats-server
+    /// checks the password a client sends against it.
+    PasswordHash(String),
+    /// The user's public nkey (`U...`): the client proves it holds the
+    /// matching seed by signing the server's nonce; no secret is rendered.
+    Nkey(String),
+}
+
+/// A credentials folder could not give a user's credential; nothing is
+/// rendered (exit 2). No variant quotes a file's content.
 #[derive(Debug, thiserror::Error)]
 pub enum CredentialsError {
-    /// `DIR/<user>` could not be read.
-    #[error("password file {path} of user {user} cannot be read: {source}")]
+    /// `DIR/<user>` or `DIR/<user>.pub` could not be read.
+    #[error("credentials file {path} of user {user} cannot be read: {source}")]
     Read {
         /// The user.
         user: String,
@@ -167,47 +186,126 @@ pub enum CredentialsError {
         /// The file.
         path: PathBuf,
     },
+    /// The password is longer than bcrypt's 72 bytes (it would be cut).
+    #[error("password file {path} of user {user} holds {len} bytes; bcrypt takes at most 72")]
+    TooLong {
+        /// The user.
+        user: String,
+        /// The file.
+        path: PathBuf,
+        /// Its length in bytes.
+        len: usize,
+    },
+    /// The password could not be hashed.
+    #[error("the password of user {user} cannot be hashed: {reason}")]
+    Hash {
+        /// The user.
+        user: String,
+        /// Why (bcrypt's words, which hold no password).
+        reason: String,
+    },
+    /// `DIR/<user>.pub` holds no public user nkey.
+    #[error("{path} of user {user} holds no public user nkey (one line starting with U)")]
+    NotAnNkey {
+        /// The user.
+        user: String,
+        /// The file.
+        path: PathBuf,
+    },
+    /// Both `DIR/<user>` and `DIR/<user>.pub` exist.
+    #[error("user {user} has both a password file and a public nkey ({path}): keep one")]
+    Both {
+        /// The user.
+        user: String,
+        /// The nkey file.
+        path: PathBuf,
+    },
 }
 
-/// Reads each user's password from `dir/<user>` (surrounding whitespace
-/// trimmed).
+/// Reads each user's credential from the folder `dir`:
+///
+/// - `dir/<user>.pub`, when it exists: the user's public nkey (`U...`, as
+///   `nk -inkey seed -pubout` prints it); the user connects with the seed
+///   (`--nats-nkey-file`), which the controller never needs;
+/// - otherwise `dir/<user>`: the user's password (surrounding whitespace
+///   trimmed), hashed with bcrypt at once.
 ///
 /// # Errors
-/// [`CredentialsError`] naming the first file that is missing, unreadable or empty.
+/// [`CredentialsError`] naming the first file that is missing, unreadable,
+/// empty or not a public user nkey, or a user with both files.
 pub fn read_credentials(
     dir: &Path,
     users: &[UserPermissions],
-) -> Result<BTreeMap<String, String>, CredentialsError> {
-    let mut passwords = BTreeMap::new();
+) -> Result<BTreeMap<String, Credential>, CredentialsError> {
+    let mut credentials = BTreeMap::new();
     for user in users {
-        let path = dir.join(&user.user);
-        let text = std::fs::read_to_string(&path).map_err(|source| CredentialsError::Read {
-            user: user.user.clone(),
-            path: path.clone(),
-            source,
-        })?;
-        let password = text.trim();
-        if password.is_empty() {
-            return Err(CredentialsError::Empty {
-                user: user.user.clone(),
-                path,
-            });
-        }
-        passwords.insert(user.user.clone(), password.to_owned());
+        let name = user.user.clone();
+        let read = |path: &Path| {
+            std::fs::read_to_string(path).map_err(|source| CredentialsError::Read {
+                user: name.clone(),
+                path: path.to_owned(),
+                source,
+            })
+        };
+        let password_path = dir.join(&user.user);
+        let nkey_path = dir.join(format!("{}.pub", user.user));
+        let credential = if nkey_path.exists() {
+            if password_path.exists() {
+                return Err(CredentialsError::Both {
+                    user: name,
+                    path: nkey_path,
+                });
+            }
+            let text = read(&nkey_path)?;
+            let key = text.trim();
+            let is_user_key = key.starts_with('U') && nkeys::KeyPair::from_public_key(key).is_ok();
+            if !is_user_key {
+                return Err(CredentialsError::NotAnNkey {
+                    user: name,
+                    path: nkey_path,
+                });
+            }
+            Credential::Nkey(key.to_owned())
+        } else {
+            let text = read(&password_path)?;
+            let password = text.trim();
+            if password.is_empty() {
+                return Err(CredentialsError::Empty {
+                    user: name,
+                    path: password_path,
+                });
+            }
+            if password.len() > 72 {
+                return Err(CredentialsError::TooLong {
+                    user: name,
+                    path: password_path,
+                    len: password.len(),
+                });
+            }
+            let hash = bcrypt::non_truncating_hash(password, BCRYPT_COST).map_err(|e| {
+                CredentialsError::Hash {
+                    user: name.clone(),
+                    reason: e.to_string(),
+                }
+            })?;
+            Credential::PasswordHash(hash)
+        };
+        credentials.insert(user.user.clone(), credential);
     }
-    Ok(passwords)
+    Ok(credentials)
 }
 
-/// A nats-server configuration (JSON) with one user per entry of `users`,
-/// each with its password from `passwords` (users without one are left out).
+/// A nats-server configuration (JSON) with one user per entry of `users`:
+/// `{"user", "password": <bcrypt hash>, "permissions"}` for a password,
+/// `{"nkey", "permissions"}` for an nkey. Users without a credential are
+/// left out.
 pub fn render_nats(
     users: &[UserPermissions],
-    passwords: &BTreeMap<String, String>,
+    credentials: &BTreeMap<String, Credential>,
 ) -> serde_json::Value {
     let users: Vec<serde_json::Value> = users
         .iter()
         .filter_map(|user| {
-            let password = passwords.get(&user.user)?;
             let mut permissions = json!({
                 "publish": user.publish,
                 "subscribe": user.subscribe,
@@ -215,11 +313,17 @@ pub fn render_nats(
             if user.allow_responses {
                 permissions["allow_responses"] = json!(true);
             }
-            Some(json!({
-                "user": user.user,
-                "password": password,
-                "permissions": permissions,
-            }))
+            Some(match credentials.get(&user.user)? {
+                Credential::PasswordHash(hash) => json!({
+                    "user": user.user,
+                    "password": hash,
+                    "permissions": permissions,
+                }),
+                Credential::Nkey(key) => json!({
+                    "nkey": key,
+                    "permissions": permissions,
+                }),
+            })
         })
         .collect();
     json!({ "authorization": { "users": users } })
@@ -391,29 +495,75 @@ mod tests {
     }
 
     #[test]
-    fn nats_rendering_carries_passwords_and_deny_all() {
+    fn nats_rendering_carries_hashes_or_nkeys_and_deny_all() {
         let users = derive(&declaration());
-        let passwords: BTreeMap<String, String> = users
+        let nkey = nkeys::KeyPair::new_user().public_key();
+        let credentials: BTreeMap<String, Credential> = users
             .iter()
-            .map(|u| (u.user.clone(), format!("pw-{}", u.user)))
+            .map(|u| {
+                let credential = if u.user == "identity@db-1" {
+                    Credential::Nkey(nkey.clone())
+                } else {
+                    Credential::PasswordHash(format!("$2b$11$hash-of-{}", u.user))
+                };
+                (u.user.clone(), credential)
+            })
             .collect();
-        let config = render_nats(&users, &passwords);
+        let config = render_nats(&users, &credentials);
         let rendered = &config["authorization"]["users"];
         assert_eq!(rendered.as_array().unwrap().len(), 4);
         let forge = &rendered[0];
         assert_eq!(forge["user"], "forge@app-1");
-        assert_eq!(forge["password"], "pw-forge@app-1");
+        assert_eq!(forge["password"], "$2b$11$hash-of-forge@app-1");
         assert_eq!(
             forge["permissions"],
             json!({"publish":{"deny":[">"]},"subscribe":{"deny":[">"]}})
         );
+        let identity = &rendered[1];
+        assert_eq!(identity["nkey"], json!(nkey));
+        assert!(identity.get("user").is_none() && identity.get("password").is_none());
+        assert_eq!(identity["permissions"]["allow_responses"], json!(true));
         assert_eq!(rendered[2]["permissions"]["allow_responses"], json!(true));
         let json = render_json(&users).to_string();
-        assert!(!json.contains("pw-"), "json output holds no password");
+        assert!(!json.contains("hash-of"), "json output holds no credential");
     }
 
     #[test]
-    fn credentials_are_read_per_user_and_a_missing_file_is_named() {
+    fn the_rendered_configuration_holds_no_plain_password() {
+        let dir = tempfile::tempdir().unwrap();
+        let users = derive(&declaration());
+        let nkey = nkeys::KeyPair::new_user();
+        for u in &users {
+            if u.user == "identity@db-1" {
+                std::fs::write(
+                    dir.path().join("identity@db-1.pub"),
+                    format!("{}\n", nkey.public_key()),
+                )
+                .unwrap();
+            } else {
+                std::fs::write(dir.path().join(&u.user), format!("  secret-{}\n", u.user)).unwrap();
+            }
+        }
+        let credentials = read_credentials(dir.path(), &users).unwrap();
+        let text = render_nats(&users, &credentials).to_string();
+        assert!(!text.contains("secret-"), "a plain password: {text}");
+        assert!(!text.contains(&nkey.seed().unwrap()), "a seed: {text}");
+        for user in ["forge@app-1", "postgres@db-1", "controller"] {
+            let Credential::PasswordHash(hash) = &credentials[user] else {
+                panic!("{user} has a password")
+            };
+            assert!(hash.starts_with("$2b$11$"), "{hash}");
+            assert!(bcrypt::verify(format!("secret-{user}"), hash).unwrap());
+            assert!(!bcrypt::verify("secret-other", hash).unwrap());
+        }
+        assert_eq!(
+            credentials["identity@db-1"],
+            Credential::Nkey(nkey.public_key())
+        );
+    }
+
+    #[test]
+    fn credentials_are_read_per_user_and_a_bad_file_is_named() {
         let dir = tempfile::tempdir().unwrap();
         let users = derive(&declaration());
         for u in &users[..2] {
@@ -433,8 +583,44 @@ mod tests {
             error.contains("controller") && error.contains("empty"),
             "{error}"
         );
+        std::fs::write(dir.path().join("controller"), "x".repeat(73)).unwrap();
+        let error = read_credentials(dir.path(), &users)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("73 bytes"), "{error}");
         std::fs::write(dir.path().join("controller"), "c").unwrap();
-        let passwords = read_credentials(dir.path(), &users).unwrap();
-        assert_eq!(passwords["forge@app-1"], "secret-forge@app-1");
+
+        // A public nkey beside a password is ambiguous; a seed or an account
+        // key is not a public user nkey, and is never quoted.
+        let key = nkeys::KeyPair::new_user();
+        let pub_file = dir.path().join("postgres@db-1.pub");
+        std::fs::write(&pub_file, key.public_key()).unwrap();
+        let error = read_credentials(dir.path(), &users)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("both") && error.contains("postgres@db-1"),
+            "{error}"
+        );
+        std::fs::remove_file(dir.path().join("postgres@db-1")).unwrap();
+        let seed = key.seed().unwrap();
+        for wrong in [seed.clone(), nkeys::KeyPair::new_account().public_key()] {
+            std::fs::write(&pub_file, &wrong).unwrap();
+            let error = read_credentials(dir.path(), &users)
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains("no public user nkey"), "{error}");
+            assert!(!error.contains(&wrong), "{error}");
+        }
+        std::fs::write(&pub_file, key.public_key()).unwrap();
+        let credentials = read_credentials(dir.path(), &users).unwrap();
+        assert!(
+            matches!(&credentials["forge@app-1"], Credential::PasswordHash(h)
+            if bcrypt::verify("secret-forge@app-1", h).unwrap())
+        );
+        assert_eq!(
+            credentials["postgres@db-1"],
+            Credential::Nkey(key.public_key())
+        );
     }
 }

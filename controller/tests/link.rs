@@ -93,8 +93,7 @@ impl World {
         let database = self.database.clone();
         let nats = NatsOptions {
             url: self.nats.url(),
-            user: None,
-            password_file: None,
+            ..NatsOptions::default()
         };
         let task = tokio::spawn(async move {
             serve_until(&database, &nats, settings, async {
@@ -736,8 +735,7 @@ async fn serve_ends_at_once_when_the_store_refuses_the_login() {
         let database = DatabaseOptions::new(&url, Some(&password)).unwrap();
         let nats = NatsOptions {
             url: world.nats.url(),
-            user: None,
-            password_file: None,
+            ..NatsOptions::default()
         };
         let ended = tokio::time::timeout(
             Duration::from_secs(20),

@@ -17,7 +17,7 @@ use mesh_controller::permissions::{derive, read_credentials, render_nats};
 use mesh_controller::store::{Store, StoreError};
 use mesh_sdk::event::ApproveReply;
 use mesh_sdk::internal::{BusOptions, EventSink, JetStreamSink, ProviderId};
-use mesh_sdk::{Name, Timestamp};
+use mesh_sdk::{Name, NatsArgs, Timestamp};
 use mesh_test_support::NatsServer;
 
 const DECLARATION: &str = r#"{"modules":[
@@ -38,7 +38,8 @@ struct Bus {
 }
 
 impl Bus {
-    /// A nats-server with the rendered configuration; passwords `pw-<user>`.
+    /// A nats-server with the rendered configuration; passwords `pw-<user>`
+    /// (the server holds only their bcrypt hashes).
     fn start() -> Bus {
         let dir = tempfile::tempdir().unwrap();
         let declaration = parse(DECLARATION).unwrap().declaration;
@@ -46,8 +47,13 @@ impl Bus {
         for user in &users {
             std::fs::write(dir.path().join(&user.user), format!("pw-{}\n", user.user)).unwrap();
         }
-        let passwords = read_credentials(dir.path(), &users).unwrap();
-        let nats = NatsServer::start_with_config(render_nats(&users, &passwords));
+        let credentials = read_credentials(dir.path(), &users).unwrap();
+        let config = render_nats(&users, &credentials);
+        assert!(
+            !config.to_string().contains("pw-"),
+            "the configuration holds bcrypt hashes, no password: {config}"
+        );
+        let nats = NatsServer::start_with_config(config);
         Bus { nats, dir }
     }
 
@@ -76,9 +82,12 @@ impl Bus {
     async fn provider_sink(&self, module: &str, machine: &str) -> JetStreamSink {
         let user = format!("{module}@{machine}");
         let options = BusOptions {
-            url: self.nats.url(),
-            user: Some(user.clone()),
-            password_file: Some(self.password_file(&user)),
+            nats: NatsArgs {
+                url: self.nats.url(),
+                user: Some(user.clone()),
+                password_file: Some(self.password_file(&user)),
+                ..NatsArgs::default()
+            },
             ack_timeout: Duration::from_millis(1500),
         };
         let provider = ProviderId {

@@ -6,7 +6,7 @@ use std::time::Duration;
 use clap::Args;
 
 use crate::brake::BrakeRules;
-use crate::bus::BusOptions;
+use crate::bus::{BusOptions, NatsArgs};
 use crate::repair::RepairRules;
 use crate::retire::RetireRules;
 use crate::runner::Settings;
@@ -38,17 +38,9 @@ pub struct ProviderArgs {
     #[arg(long, env = "MESH_CONTRIBUTIONS")]
     pub contributions: PathBuf,
 
-    /// NATS server URL.
-    #[arg(long, env = "MESH_NATS_URL", default_value = "nats://127.0.0.1:4222")]
-    pub nats: String,
-
-    /// NATS user name.
-    #[arg(long, env = "MESH_NATS_USER", requires = "nats_password_file")]
-    pub nats_user: Option<String>,
-
-    /// File holding the NATS user's password.
-    #[arg(long, env = "MESH_NATS_PASSWORD_FILE", requires = "nats_user")]
-    pub nats_password_file: Option<PathBuf>,
+    /// How to reach NATS: servers, credentials, TLS (the same flags on the controller).
+    #[command(flatten)]
+    pub nats: NatsArgs,
 
     /// Time between passes.
     #[arg(long, env = "MESH_PASS_EVERY", default_value = "5s", value_parser = humantime::parse_duration)]
@@ -118,9 +110,7 @@ impl ProviderArgs {
         let defaults = Settings::default();
         ProviderArgs {
             contributions: contributions.into(),
-            nats: "nats://127.0.0.1:4222".into(),
-            nats_user: None,
-            nats_password_file: None,
+            nats: NatsArgs::default(),
             pass_every: defaults.pass_every,
             failing_after: defaults.standing.failing_after,
             repeat_every: defaults.standing.repeat_every,
@@ -168,9 +158,7 @@ impl ProviderArgs {
     /// How to reach the bus.
     pub(crate) fn bus_options(&self) -> BusOptions {
         BusOptions {
-            url: self.nats.clone(),
-            user: self.nats_user.clone(),
-            password_file: self.nats_password_file.clone(),
+            nats: self.nats.clone(),
             ack_timeout: self.ack_timeout,
         }
     }
@@ -192,7 +180,7 @@ mod tests {
         let cli = Cli::try_parse_from(["p", "--contributions", "c.json"]).unwrap();
         let s = cli.provider.settings();
         assert_eq!(s, Settings::default());
-        assert_eq!(cli.provider.nats, "nats://127.0.0.1:4222");
+        assert_eq!(cli.provider.nats.url, "nats://127.0.0.1:4222");
         assert_eq!(cli.provider, ProviderArgs::with_defaults("c.json"));
     }
 

@@ -123,6 +123,7 @@ pub mod testing;
 
 pub use args::ProviderArgs;
 pub use async_trait::async_trait;
+pub use bus::NatsArgs;
 pub use classify::Class;
 pub use clock::Timestamp;
 pub use contributions::Consumer;

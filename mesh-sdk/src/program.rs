@@ -151,7 +151,7 @@ impl ProviderMain {
         let result = runtime.block_on(async move {
             let provisioner = make(own).map_err(|error| (error.into(), Vec::new()))?;
             let secrets = provisioner.secrets();
-            tracing::info!(contributions = %provider.contributions.display(), nats = %crate::redact::shown_url(&provider.nats), "{name} starting");
+            tracing::info!(contributions = %provider.contributions.display(), nats = %provider.nats.shown_servers(), "{name} starting");
             run(provisioner, &provider)
                 .await
                 .map_err(|error| (Box::new(error).into(), secrets))

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use mesh_sdk::run_until;
 use mesh_sdk::testing::{FakeProvisioner, LogCapture};
-use mesh_sdk::ProviderArgs;
+use mesh_sdk::{NatsArgs, ProviderArgs};
 use mesh_test_support::{create_events_stream, NatsServer};
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
@@ -18,7 +18,10 @@ const WAIT: Duration = Duration::from_secs(20);
 
 fn args(dir: &Path, nats: &str) -> ProviderArgs {
     ProviderArgs {
-        nats: nats.into(),
+        nats: NatsArgs {
+            url: nats.into(),
+            ..NatsArgs::default()
+        },
         pass_every: Duration::from_millis(100),
         failing_after: Duration::from_millis(500),
         ack_timeout: Duration::from_millis(500),
@@ -215,8 +218,8 @@ async fn a_publish_refused_by_permissions_is_logged() {
     contributions(dir.path(), &[("forge", Some("pw-forge"))]);
     std::fs::write(dir.path().join("nats-password"), "provider-pw\n").unwrap();
     let mut args = args(dir.path(), &nats.url());
-    args.nats_user = Some("postgres@db-1".into());
-    args.nats_password_file = Some(dir.path().join("nats-password"));
+    args.nats.user = Some("postgres@db-1".into());
+    args.nats.password_file = Some(dir.path().join("nats-password"));
     let provider = Provider::start(FakeProvisioner::new(), args);
 
     let deadline = tokio::time::Instant::now() + WAIT;

@@ -127,7 +127,7 @@ async fn metrics_health_and_readiness_over_http() {
     );
     let port = free_port();
     let mut args = ProviderArgs::with_defaults(&contributions);
-    args.nats = nats.url();
+    args.nats.url = nats.url();
     args.pass_every = Duration::from_millis(100);
     args.call_timeout = Duration::from_millis(200);
     args.alive_every = Duration::from_secs(1);

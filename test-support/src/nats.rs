@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use tempfile::TempDir;
 
 use crate::{
-    file_len, find_in_path_or, free_port, poll_until, read_lossy, read_lossy_from, tail, terminate,
-    START_ATTEMPTS, START_DEADLINE,
+    certs::TestCa, file_len, find_in_path_or, free_port, poll_until, read_lossy, read_lossy_from,
+    tail, terminate, START_ATTEMPTS, START_DEADLINE,
 };
 
 /// How long `stop` waits after SIGTERM before SIGKILL.
@@ -33,6 +33,7 @@ pub struct NatsServer {
     dir: TempDir,
     config_file: Option<PathBuf>,
     port: u16,
+    tls: bool,
     child: Mutex<Option<Child>>,
 }
 
@@ -65,6 +66,34 @@ impl NatsServer {
         Self::start_inner(Some(config))
     }
 
+    /// Like [`NatsServer::start_with_config`] (with `config`, or none), with
+    /// TLS required of every client and client certificates verified:
+    /// `tls { cert_file, key_file, ca_file, verify: true }`, the server's
+    /// certificate (for `localhost` and `127.0.0.1`) and the trusted CA both
+    /// from `ca`. A client needs `ca.ca_file()` to trust the server and a
+    /// certificate from `ca.client(..)`. [`NatsServer::url`] is then
+    /// `tls://127.0.0.1:PORT`.
+    ///
+    /// The certificate files live in `ca`'s directory: keep `ca` alive as
+    /// long as the server (a restart reads them again).
+    ///
+    /// Users with nkeys need nothing special: give `config` an
+    /// `authorization` block whose users are `{"nkey": "U...", ...}`.
+    pub fn start_with_tls(ca: &TestCa, config: Option<serde_json::Value>) -> NatsServer {
+        let files = ca.server("nats-server", &["localhost", "127.0.0.1"]);
+        let mut config = config.unwrap_or_else(|| serde_json::json!({}));
+        config["tls"] = serde_json::json!({
+            "cert_file": files.cert,
+            "key_file": files.key,
+            "ca_file": ca.ca_file(),
+            "verify": true,
+            "timeout": 5,
+        });
+        let mut server = Self::start_inner(Some(config));
+        server.tls = true;
+        server
+    }
+
     fn start_inner(config: Option<serde_json::Value>) -> NatsServer {
         let binary = nats_server_binary();
         let dir = tempfile::Builder::new()
@@ -82,6 +111,7 @@ impl NatsServer {
             dir,
             config_file,
             port: 0,
+            tls: false,
             child: Mutex::new(None),
         };
         for attempt in 1..=START_ATTEMPTS {
@@ -98,9 +128,11 @@ impl NatsServer {
         unreachable!("the loop above returns or panics")
     }
 
-    /// The client URL, `nats://127.0.0.1:PORT`.
+    /// The client URL, `nats://127.0.0.1:PORT` (`tls://` when started with
+    /// [`NatsServer::start_with_tls`]).
     pub fn url(&self) -> String {
-        format!("nats://127.0.0.1:{}", self.port)
+        let scheme = if self.tls { "tls" } else { "nats" };
+        format!("{scheme}://127.0.0.1:{}", self.port)
     }
 
     /// The client port.
@@ -363,5 +395,38 @@ mod tests {
             Err(StartFailure::PortTaken)
         ));
         assert!(!server.is_running());
+    }
+}
+
+#[cfg(test)]
+mod tls_tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_tls_server_takes_a_client_with_a_certificate_and_refuses_one_without() {
+        let ca = TestCa::new("mesh test ca");
+        let nats = NatsServer::start_with_tls(&ca, None);
+        assert!(nats.url().starts_with("tls://127.0.0.1:"), "{}", nats.url());
+        let client_files = ca.client("client", "client");
+        let client = async_nats::ConnectOptions::new()
+            .add_root_certificates(ca.ca_file().to_owned())
+            .add_client_certificate(client_files.cert, client_files.key)
+            .connect(nats.url())
+            .await
+            .unwrap_or_else(|e| panic!("{e}\n{}", nats.log()));
+        client.flush().await.unwrap();
+        create_events_stream(&client).await;
+
+        let refused = async_nats::ConnectOptions::new()
+            .add_root_certificates(ca.ca_file().to_owned())
+            .max_reconnects(Some(1))
+            .connect(nats.url())
+            .await
+            .map(drop)
+            .expect_err("a client without a certificate is refused");
+        assert!(
+            refused.to_string().contains("BadCertificate"),
+            "the server's TLS alert: {refused}"
+        );
     }
 }

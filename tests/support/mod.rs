@@ -10,11 +10,12 @@
 
 #![allow(dead_code, missing_docs)]
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use mesh_test_support::{NatsServer, PgCluster};
+use mesh_test_support::{CertFiles, NatsServer, PgCluster, TestCa};
 use serde_json::{json, Value};
 
 /// Consumers of the mesh: (consumer, its machine).
@@ -37,6 +38,23 @@ pub struct Options {
     pub never_run: Vec<(&'static str, &'static str)>,
     /// The provider's `--alive-every`.
     pub alive_every: &'static str,
+    /// How the bus users prove who they are.
+    pub bus_auth: BusAuth,
+    /// Whether the nats-server requires TLS and verifies client
+    /// certificates (`verify: true`); every binary then gets
+    /// `--nats-ca-file`, `--nats-cert-file` and `--nats-key-file`.
+    pub tls: bool,
+}
+
+/// How the bus users prove who they are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BusAuth {
+    /// `credentials/<user>` holds a password (the server gets its bcrypt
+    /// hash); binaries get `--nats-user` and `--nats-password-file`.
+    Password,
+    /// `credentials/<user>.pub` holds a public nkey made by the test; the
+    /// seed is in `nkeys/<user>.nk`, given with `--nats-nkey-file`.
+    Nkey,
 }
 
 impl Default for Options {
@@ -45,6 +63,8 @@ impl Default for Options {
             consumers: CONSUMERS.to_vec(),
             never_run: Vec::new(),
             alive_every: "1m",
+            bus_auth: BusAuth::Password,
+            tls: false,
         }
     }
 }
@@ -132,6 +152,16 @@ pub struct Mesh {
     pub consumers: Vec<(&'static str, &'static str)>,
     alive_every: &'static str,
     store_url: String,
+    bus_auth: BusAuth,
+    /// The CA of a TLS bus and a client certificate for each binary.
+    pub tls: Option<Tls>,
+}
+
+/// The certificates of a TLS bus.
+pub struct Tls {
+    pub ca: TestCa,
+    pub controller: CertFiles,
+    pub provider: CertFiles,
 }
 
 impl Mesh {
@@ -170,12 +200,24 @@ impl Mesh {
             .map(|(c, m)| format!("{c}@{m}"))
             .collect();
         users.extend(["postgres@db-1".to_owned(), "controller".to_owned()]);
+        std::fs::create_dir(d.join("nkeys")).unwrap();
         for user in &users {
-            std::fs::write(
-                creds.join(user),
-                format!("bus-pw-{}", user.replace('@', "-")),
-            )
-            .unwrap();
+            match options.bus_auth {
+                BusAuth::Password => std::fs::write(
+                    creds.join(user),
+                    format!("bus-pw-{}", user.replace('@', "-")),
+                )
+                .unwrap(),
+                BusAuth::Nkey => {
+                    let key = nkeys::KeyPair::new_user();
+                    std::fs::write(creds.join(format!("{user}.pub")), key.public_key()).unwrap();
+                    std::fs::write(
+                        d.join("nkeys").join(format!("{user}.nk")),
+                        key.seed().unwrap(),
+                    )
+                    .unwrap();
+                }
+            }
         }
         let rendered = Command::new(binary("mesh-controller"))
             .args(["--declaration"])
@@ -191,7 +233,28 @@ impl Mesh {
         );
         let config: Value =
             serde_json::from_slice(&rendered.stdout).expect("permissions renders JSON");
-        let nats = NatsServer::start_with_config(config);
+        let text = config.to_string();
+        for user in &users {
+            let password = format!("bus-pw-{}", user.replace('@', "-"));
+            assert!(
+                !text.contains(&password),
+                "a plain password rendered: {text}"
+            );
+        }
+        let tls = options.tls.then(|| {
+            let ca = TestCa::new("mesh e2e ca");
+            let controller = ca.client("controller", "controller");
+            let provider = ca.client("provider", "postgres-db-1");
+            Tls {
+                ca,
+                controller,
+                provider,
+            }
+        });
+        let nats = match &tls {
+            Some(tls) => NatsServer::start_with_tls(&tls.ca, Some(config)),
+            None => NatsServer::start_with_config(config),
+        };
 
         let backend = PgCluster::start();
         let store = PgCluster::start();
@@ -220,6 +283,8 @@ impl Mesh {
             consumers: options.consumers.clone(),
             alive_every: options.alive_every,
             store_url,
+            bus_auth: options.bus_auth,
+            tls,
         };
         let all: Vec<&str> = options.consumers.iter().map(|(c, _)| *c).collect();
         mesh.list(&all);
@@ -261,15 +326,39 @@ impl Mesh {
             .arg(self.store.superuser_password_file())
             .arg("--declaration")
             .arg(self.path("declaration.json"))
-            .args([
-                "--nats",
-                &self.nats.url(),
-                "--nats-user",
-                "controller",
-                "--nats-password-file",
-            ])
-            .arg(self.path("credentials").join("controller"));
+            .args(self.bus_flags("controller"));
         command
+    }
+
+    /// The NATS flags of the binary connecting as `user` (`controller` or
+    /// `postgres@db-1`): the server, its credential, and the TLS files.
+    pub fn bus_flags(&self, user: &str) -> Vec<OsString> {
+        let mut flags: Vec<OsString> = vec!["--nats".into(), self.nats.url().into()];
+        match self.bus_auth {
+            BusAuth::Password => {
+                flags.extend(["--nats-user".into(), user.into()]);
+                flags.push("--nats-password-file".into());
+                flags.push(self.path("credentials").join(user).into());
+            }
+            BusAuth::Nkey => {
+                flags.push("--nats-nkey-file".into());
+                flags.push(self.path("nkeys").join(format!("{user}.nk")).into());
+            }
+        }
+        if let Some(tls) = &self.tls {
+            let files = if user == "controller" {
+                &tls.controller
+            } else {
+                &tls.provider
+            };
+            flags.push("--nats-ca-file".into());
+            flags.push(tls.ca.ca_file().into());
+            flags.push("--nats-cert-file".into());
+            flags.push(files.cert.clone().into());
+            flags.push("--nats-key-file".into());
+            flags.push(files.key.clone().into());
+        }
+        flags
     }
 
     pub fn start_controller(&mut self) {
@@ -297,14 +386,7 @@ impl Mesh {
             .arg(self.backend.superuser_password_file())
             .arg("--contributions")
             .arg(self.path("contributions.json"))
-            .args([
-                "--nats",
-                &self.nats.url(),
-                "--nats-user",
-                "postgres@db-1",
-                "--nats-password-file",
-            ])
-            .arg(self.path("credentials").join("postgres@db-1"))
+            .args(self.bus_flags("postgres@db-1"))
             .args([
                 "--pass-every",
                 "250ms",
@@ -390,6 +472,33 @@ impl Mesh {
             .map(Process::log_text)
             .unwrap_or_default()
     }
+}
+
+/// Waits until the provider's log says `words` at least `times` times.
+pub fn wait_log(mesh: &Mesh, words: &str, times: usize) {
+    let deadline = Instant::now() + WAIT;
+    while mesh.provider_log().matches(words).count() < times {
+        assert!(
+            Instant::now() < deadline,
+            "the provider never said {words:?} {times} times:\n{}",
+            mesh.provider_log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A mesh made of `options` whose consumers have been served once, and
+/// whose provider the controller has heard from (until then status rightly
+/// says it is not).
+pub fn healthy_mesh_with(options: Options) -> Mesh {
+    let mut mesh = Mesh::with(options);
+    mesh.start_controller();
+    mesh.start_provider();
+    wait_log(&mesh, "saying recovered", mesh.consumers.len());
+    mesh.wait_status("postgres@db-1 heard from", |s| {
+        !unheard(s).contains(&"postgres@db-1".to_owned())
+    });
+    mesh
 }
 
 /// The consumers `status --json` names as failing.

@@ -29,7 +29,8 @@ pub use run::{exit, run, Io};
 ///
 /// Secrets never go on the command line: the database password comes from
 /// `--database-password-file` (or a URL in MESH_DATABASE_URL), the NATS
-/// password from `--nats-password-file`.
+/// password from `--nats-password-file` (or an nkey seed from
+/// `--nats-nkey-file`, a `.creds` file from `--nats-creds`).
 #[derive(Parser, Debug, Clone, PartialEq, Eq)]
 #[command(name = "mesh-controller", version)]
 pub struct Cli {
@@ -48,22 +49,9 @@ pub struct Cli {
     #[arg(long, env = "MESH_DECLARATION", global = true)]
     pub declaration: Option<PathBuf>,
 
-    /// NATS server URL.
-    #[arg(
-        long,
-        env = "MESH_NATS_URL",
-        default_value = "nats://127.0.0.1:4222",
-        global = true
-    )]
-    pub nats: String,
-
-    /// NATS user name (the controller's is `controller`).
-    #[arg(long, env = "MESH_NATS_USER", global = true)]
-    pub nats_user: Option<String>,
-
-    /// File holding the NATS user's password.
-    #[arg(long, env = "MESH_NATS_PASSWORD_FILE", global = true)]
-    pub nats_password_file: Option<PathBuf>,
+    /// How to reach NATS: servers, credentials, TLS (the same flags as every provider's).
+    #[command(flatten)]
+    pub nats: NatsOptions,
 
     /// How log lines are written: text (key=value fields) or json (one object a line).
     #[arg(long, env = "MESH_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, global = true)]
@@ -176,11 +164,7 @@ impl Cli {
     }
 
     pub(crate) fn nats_options(&self) -> NatsOptions {
-        NatsOptions {
-            url: self.nats.clone(),
-            user: self.nats_user.clone(),
-            password_file: self.nats_password_file.clone(),
-        }
+        self.nats.clone()
     }
 
     pub(crate) fn database_options(&self) -> Result<DatabaseOptions, DatabaseOptionsError> {
@@ -243,6 +227,22 @@ mod tests {
                 "pw",
                 "status",
             ],
+            &[
+                "--nats",
+                "tls://a:4222,tls://b:4222",
+                "--nats-nkey-file",
+                "controller.nk",
+                "--nats-ca-file",
+                "ca.pem",
+                "approve",
+                "postgres@db-1",
+                "forge",
+                "--nats-cert-file",
+                "c.pem",
+                "--nats-key-file",
+                "c.key",
+            ],
+            &["serve", "--nats-creds", "controller.creds"],
         ];
         for args in ok {
             parse(args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
@@ -259,6 +259,17 @@ mod tests {
             &["status", "--silent-after", "soon"],
             &["permissions", "--format", "yaml"],
             &[],
+            &["--nats-creds", "c", "--nats-nkey-file", "k", "status"],
+            &[
+                "serve",
+                "--nats-nkey-file",
+                "k",
+                "--nats-user",
+                "controller",
+            ],
+            &["--nats-user", "controller", "serve"],
+            &["approve", "p@m", "c", "--nats-cert-file", "c.pem"],
+            &["--nats-key-file", "c.key", "migrate"],
         ];
         for args in bad {
             assert!(parse(args).is_err(), "{args:?}");
@@ -268,7 +279,7 @@ mod tests {
     #[test]
     fn defaults() {
         let cli = parse(&["status"]).unwrap();
-        assert_eq!(cli.nats, "nats://127.0.0.1:4222");
+        assert_eq!(cli.nats.url, "nats://127.0.0.1:4222");
         assert_eq!(
             cli.command,
             Command::Status {

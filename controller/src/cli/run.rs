@@ -261,8 +261,8 @@ fn permissions_command(
         (Format::Json, _) => permissions::render_json(&users),
         (Format::Nats, None) => return Err(CliError::NoCredentials),
         (Format::Nats, Some(dir)) => {
-            let passwords = permissions::read_credentials(dir, &users)?;
-            permissions::render_nats(&users, &passwords)
+            let credentials = permissions::read_credentials(dir, &users)?;
+            permissions::render_nats(&users, &credentials)
         }
     };
     let text = serde_json::to_string_pretty(&value).expect("JSON values serialize");

@@ -7,6 +7,7 @@
 
 mod nats;
 mod publisher;
+mod transport;
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -18,8 +19,9 @@ use tokio::sync::Notify;
 use crate::event::{Event, EventKind};
 use crate::name::Name;
 
-pub use nats::{connect, connect_options, BusError, BusOptions, JetStreamSink};
+pub use nats::{connect, BusError, BusOptions, JetStreamSink};
 pub use publisher::publish_loop;
+pub use transport::{connect_options, NatsArgs};
 
 /// Where events go.
 ///

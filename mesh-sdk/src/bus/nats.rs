@@ -1,35 +1,43 @@
 //! The NATS side: connection with the provider's inbox prefix and an event
 //! callback that logs refusals, and a JetStream sink that awaits acks.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use async_nats::jetstream::{self, message::PublishMessage};
-use async_nats::{ConnectOptions, Event as NatsEvent, ServerError};
+use async_nats::{Event as NatsEvent, ServerError};
 use async_trait::async_trait;
 use bytes::Bytes;
 
+use super::transport::{connect_options, NatsArgs};
 use super::{EventSink, SinkError};
 use crate::contributions::ProviderId;
 use crate::event::inbox_prefix;
-use crate::redact::shown_url;
 
-/// How to reach the bus.
+/// How a provider reaches the bus.
 #[derive(Clone, Debug)]
 pub struct BusOptions {
-    /// Server URL.
-    pub url: String,
-    /// User name, when the server wants one.
-    pub user: Option<String>,
-    /// File holding the user's password.
-    pub password_file: Option<PathBuf>,
+    /// Servers, credentials and TLS.
+    pub nats: NatsArgs,
     /// How long to wait for a JetStream ack.
     pub ack_timeout: Duration,
 }
 
-/// The bus could not be set up; ends the provider's start.
+/// The bus could not be set up; ends the provider's start (and a controller
+/// command). No variant holds a secret: files are named, never quoted, and
+/// URLs are shown without their passwords.
 #[derive(Debug, thiserror::Error)]
 pub enum BusError {
+    /// `--nats` holds an empty or invalid entry.
+    #[error("--nats entry {position} ({entry}) is not a nats server: {reason}")]
+    Servers {
+        /// The entry, its password replaced.
+        entry: String,
+        /// Its place in the comma-separated list, from 1.
+        position: usize,
+        /// Why.
+        reason: String,
+    },
     /// The NATS password file could not be read.
     #[error("nats password file {path} cannot be read: {source}")]
     PasswordFile {
@@ -42,14 +50,53 @@ pub enum BusError {
     /// A user was given without a password file, or the other way round.
     #[error("--nats-user and --nats-password-file go together")]
     HalfCredentials,
+    /// More than one way of proving who the client is was given.
+    #[error(
+        "--nats-user/--nats-password-file, --nats-creds and --nats-nkey-file are \
+         alternatives: give one"
+    )]
+    ManyCredentials,
+    /// The `.creds` file could not be read or parsed.
+    #[error("nats credentials file {path} cannot be used: {source}")]
+    CredsFile {
+        /// The file.
+        path: PathBuf,
+        /// Why (async-nats's words, which never quote the file).
+        #[source]
+        source: std::io::Error,
+    },
+    /// The nkey seed file could not be read or holds no valid user seed.
+    #[error("nats nkey file {path} cannot be used: {reason}")]
+    NkeyFile {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// A client certificate was given without its key, or the other way round.
+    #[error("--nats-cert-file and --nats-key-file go together")]
+    HalfClientCertificate,
+    /// A TLS file (CA, certificate, key) cannot be opened.
+    #[error("{flag} {path} cannot be read: {source}")]
+    TlsFile {
+        /// The flag naming it.
+        flag: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// The connection could not be made.
-    #[error("cannot connect to nats at {url}: {source}")]
+    #[error("cannot connect to nats at {url}: {source}{hint}")]
     Connect {
-        /// The URL.
+        /// The servers, shown without passwords.
         url: String,
         /// Why.
         #[source]
         source: async_nats::ConnectError,
+        /// What the operator likely has to fix (TLS refusals), or "".
+        hint: &'static str,
     },
     /// Subscribing to the approve subject failed.
     #[error("cannot subscribe to {subject}: {source}")]
@@ -62,71 +109,83 @@ pub enum BusError {
     },
 }
 
-/// The connection options every mesh client shares: the given name and
-/// inbox prefix, the user's password read from its file, a short capped
-/// reconnect backoff (100 ms doubling to 2 s), and an event callback that
-/// logs permission refusals and disconnects (`log_event`).
-///
-/// # Errors
-/// [`BusError`] when the password file cannot be read, or only one of user
-/// and password file is given.
-pub fn connect_options(
-    user: Option<&str>,
-    password_file: Option<&Path>,
-    name: &str,
-    inbox_prefix: &str,
-) -> Result<ConnectOptions, BusError> {
-    let connect = ConnectOptions::new()
-        .name(name)
-        .custom_inbox_prefix(inbox_prefix)
-        .connection_timeout(Duration::from_secs(5))
-        .reconnect_delay_callback(|attempts| {
-            Duration::from_millis(100u64.saturating_mul(1 << attempts.min(5) as u64))
-                .min(Duration::from_secs(2))
-        })
-        .event_callback(|event| async move { log_event(&event) });
-    match (user, password_file) {
-        (Some(user), Some(path)) => {
-            let password =
-                std::fs::read_to_string(path).map_err(|source| BusError::PasswordFile {
-                    path: path.to_owned(),
-                    source,
-                })?;
-            Ok(connect.user_and_password(user.to_owned(), password.trim().to_owned()))
+impl BusError {
+    /// [`BusError::Connect`] to the servers of `nats`, with a hint when the
+    /// TLS handshake was refused (read from rustls's typed error).
+    pub fn connect(nats: &NatsArgs, source: async_nats::ConnectError) -> BusError {
+        let hint = tls_hint(&source);
+        BusError::Connect {
+            url: nats.shown_servers(),
+            source,
+            hint,
         }
-        (None, None) => Ok(connect),
-        _ => Err(BusError::HalfCredentials),
     }
 }
 
+/// What a TLS refusal in `error`'s chain means for the operator, or "".
+fn tls_hint(error: &(dyn std::error::Error + 'static)) -> &'static str {
+    use async_nats::rustls::{AlertDescription, CertificateError, Error as TlsError};
+    let mut next = Some(error);
+    while let Some(error) = next {
+        let tls = error.downcast_ref::<TlsError>().or_else(|| {
+            error
+                .downcast_ref::<std::io::Error>()
+                .and_then(|io| io.get_ref())
+                .and_then(|inner| inner.downcast_ref::<TlsError>())
+        });
+        match tls {
+            Some(TlsError::AlertReceived(
+                AlertDescription::BadCertificate
+                | AlertDescription::CertificateRequired
+                | AlertDescription::UnknownCA
+                | AlertDescription::AccessDenied,
+            )) => {
+                return " (the server refused this client's TLS certificate or its \
+                        absence: give --nats-cert-file and --nats-key-file, signed by a CA \
+                        the server trusts)"
+            }
+            Some(TlsError::InvalidCertificate(CertificateError::UnknownIssuer)) => {
+                return " (the server's TLS certificate is not signed by a trusted CA: \
+                        give --nats-ca-file)"
+            }
+            Some(TlsError::InvalidCertificate(_)) => {
+                return " (the server's TLS certificate is not valid for this name or \
+                        time: check the URL's host and the certificate)"
+            }
+            _ => next = error.source(),
+        }
+    }
+    ""
+}
+
 /// Connects as `provider`: its own inbox prefix (`_INBOX.<machine>.<module>`)
-/// and [`connect_options`], reconnecting forever. Returns at once even when
-/// the server is down: events are held until it answers.
+/// and [`connect_options`], reconnecting forever to any server of the list.
+/// Returns at once even when the servers are down: events are held until
+/// one answers.
 ///
 /// # Errors
-/// [`BusError`] when the credentials cannot be read or the URL is invalid.
+/// [`BusError`] when the flags are wrong, a file cannot be read or the
+/// servers are invalid.
 pub async fn connect(
     options: &BusOptions,
     provider: &ProviderId,
 ) -> Result<async_nats::Client, BusError> {
+    let servers = options.nats.servers()?;
     connect_options(
-        options.user.as_deref(),
-        options.password_file.as_deref(),
+        &options.nats,
         &format!("mesh provider {provider}"),
         &inbox_prefix(&provider.machine, &provider.module),
-    )?
+    )
+    .await?
     .retry_on_initial_connect()
-    .connect(&options.url)
+    .connect(servers)
     .await
-    .map_err(|source| BusError::Connect {
-        url: shown_url(&options.url),
-        source,
-    })
+    .map_err(|source| BusError::connect(&options.nats, source))
 }
 
 /// Logs what the client tells about the connection; a permission refusal
 /// as an error (a refused announcement is never silent).
-fn log_event(event: &NatsEvent) {
+pub(super) fn log_event(event: &NatsEvent) {
     match event {
         NatsEvent::ServerError(ServerError::Other(text))
             if text.to_lowercase().contains("permissions violation") =>

@@ -244,7 +244,7 @@ impl Bus {
         }));
         // The client connects in the background and says "connected to the
         // bus" when it does; the server may be down now.
-        tracing::info!(provider = %provider, url = %crate::redact::shown_url(&options.url), "connecting to the bus (words are held until it answers)");
+        tracing::info!(provider = %provider, url = %options.nats.shown_servers(), "connecting to the bus (words are held until it answers)");
         Ok(Bus {
             client,
             approvals,

@@ -1,0 +1,516 @@
+//! How a mesh client reaches NATS (DESIGN.md "Command lines"): the servers
+//! of one cluster, how the client proves who it is (user and password, a
+//! `.creds` file, or an nkey seed), and TLS (a CA to check the server, a
+//! client certificate for mutual TLS).
+//!
+//! [`NatsArgs`] are the flags, the same on every provider and on the
+//! controller; [`NatsArgs::servers`] and [`connect_options`] check them and
+//! read every file before a connection is tried, so a wrong flag ends the
+//! start with a clear error instead of a connection retried forever.
+//! Neither a secret (password, seed) nor a password inside a URL is ever
+//! part of an error or a log line.
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+use async_nats::{ConnectOptions, ServerAddr};
+use clap::Args;
+
+use super::nats::{log_event, BusError};
+use crate::redact::shown_url;
+
+/// The server when `--nats` is not given.
+const DEFAULT_SERVERS: &str = "nats://127.0.0.1:4222";
+
+/// The NATS transport flags every mesh binary shares, with env fallbacks.
+///
+/// How the client proves who it is: a user and password file, a `.creds`
+/// file, or an nkey seed file (alternatives: give at most one); none for a
+/// server without authorization. TLS: `tls://` URLs, or a server that
+/// requires it, or any of the TLS flags (which make TLS required: the client
+/// never falls back to plain text). The flags are global: a command line may
+/// give them before or after a subcommand.
+#[derive(Args, Clone, Debug, PartialEq, Eq)]
+pub struct NatsArgs {
+    /// NATS server URL, or a comma-separated list of the servers of one cluster (nats:// or tls://).
+    #[arg(
+        id = "nats",
+        long = "nats",
+        env = "MESH_NATS_URL",
+        default_value = DEFAULT_SERVERS,
+        hide_env_values = true,
+        global = true
+    )]
+    pub url: String,
+
+    /// NATS user name (with --nats-password-file).
+    #[arg(
+        id = "nats_user",
+        long = "nats-user",
+        env = "MESH_NATS_USER",
+        requires = "nats_password_file",
+        global = true
+    )]
+    pub user: Option<String>,
+
+    /// File holding the NATS user's password (with --nats-user).
+    #[arg(
+        id = "nats_password_file",
+        long = "nats-password-file",
+        env = "MESH_NATS_PASSWORD_FILE",
+        requires = "nats_user",
+        global = true
+    )]
+    pub password_file: Option<PathBuf>,
+
+    /// A NATS `.creds` file (user JWT and nkey seed), instead of a user and password.
+    #[arg(
+        id = "nats_creds",
+        long = "nats-creds",
+        env = "MESH_NATS_CREDS",
+        conflicts_with_all = ["nats_user", "nats_password_file", "nats_nkey_file"],
+        global = true
+    )]
+    pub creds: Option<PathBuf>,
+
+    /// File holding the user's nkey seed (SU...), instead of a user and password.
+    #[arg(
+        id = "nats_nkey_file",
+        long = "nats-nkey-file",
+        env = "MESH_NATS_NKEY_FILE",
+        conflicts_with_all = ["nats_user", "nats_password_file"],
+        global = true
+    )]
+    pub nkey_file: Option<PathBuf>,
+
+    /// CA certificates (PEM) the NATS server's certificate must chain to; makes TLS required.
+    #[arg(
+        id = "nats_ca_file",
+        long = "nats-ca-file",
+        env = "MESH_NATS_CA_FILE",
+        global = true
+    )]
+    pub ca_file: Option<PathBuf>,
+
+    /// Client certificate (PEM) for mutual TLS (with --nats-key-file); makes TLS required.
+    #[arg(
+        id = "nats_cert_file",
+        long = "nats-cert-file",
+        env = "MESH_NATS_CERT_FILE",
+        requires = "nats_key_file",
+        global = true
+    )]
+    pub cert_file: Option<PathBuf>,
+
+    /// The client certificate's private key (PEM, with --nats-cert-file).
+    #[arg(
+        id = "nats_key_file",
+        long = "nats-key-file",
+        env = "MESH_NATS_KEY_FILE",
+        requires = "nats_cert_file",
+        global = true
+    )]
+    pub key_file: Option<PathBuf>,
+}
+
+impl Default for NatsArgs {
+    /// `nats://127.0.0.1:4222`, no authentication, no TLS flag.
+    fn default() -> NatsArgs {
+        NatsArgs {
+            url: DEFAULT_SERVERS.to_owned(),
+            user: None,
+            password_file: None,
+            creds: None,
+            nkey_file: None,
+            ca_file: None,
+            cert_file: None,
+            key_file: None,
+        }
+    }
+}
+
+/// How the client proves who it is, as the flags ask.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Auth<'a> {
+    /// No credentials.
+    Anonymous,
+    /// A user and the file holding its password.
+    Password {
+        /// The user.
+        user: &'a str,
+        /// The password file.
+        file: &'a Path,
+    },
+    /// A `.creds` file.
+    Creds(&'a Path),
+    /// A file holding an nkey seed.
+    Nkey(&'a Path),
+}
+
+impl NatsArgs {
+    /// The servers of `--nats`, each entry of the comma-separated list
+    /// parsed (`nats://` assumed without a scheme, port 4222 without one).
+    ///
+    /// # Errors
+    /// [`BusError::Servers`] naming the first empty or invalid entry (shown
+    /// without its password).
+    pub fn servers(&self) -> Result<Vec<ServerAddr>, BusError> {
+        self.url
+            .split(',')
+            .enumerate()
+            .map(|(index, entry)| {
+                let entry = entry.trim();
+                let invalid = |reason: String| BusError::Servers {
+                    entry: shown_url(entry),
+                    position: index + 1,
+                    reason,
+                };
+                if entry.is_empty() {
+                    return Err(invalid("it is empty".to_owned()));
+                }
+                ServerAddr::from_str(entry).map_err(|e| invalid(e.to_string()))
+            })
+            .collect()
+    }
+
+    /// The servers as they may be shown: every password replaced.
+    pub fn shown_servers(&self) -> String {
+        shown_url(&self.url)
+    }
+
+    /// Which credentials the flags give.
+    ///
+    /// # Errors
+    /// [`BusError::HalfCredentials`] for a user without a password file (or
+    /// the other way round), [`BusError::ManyCredentials`] when more than one
+    /// of password, `.creds` and nkey is given.
+    pub(crate) fn auth(&self) -> Result<Auth<'_>, BusError> {
+        let password = match (&self.user, &self.password_file) {
+            (Some(user), Some(file)) => Some(Auth::Password { user, file }),
+            (None, None) => None,
+            _ => return Err(BusError::HalfCredentials),
+        };
+        let given: Vec<Auth<'_>> = [
+            password,
+            self.creds.as_deref().map(Auth::Creds),
+            self.nkey_file.as_deref().map(Auth::Nkey),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        match given.as_slice() {
+            [] => Ok(Auth::Anonymous),
+            [one] => Ok(*one),
+            _ => Err(BusError::ManyCredentials),
+        }
+    }
+
+    /// Whether a TLS flag is given (TLS is then required).
+    fn wants_tls(&self) -> bool {
+        self.ca_file.is_some() || self.cert_file.is_some() || self.key_file.is_some()
+    }
+}
+
+/// The connection options every mesh client shares: the given name and
+/// inbox prefix, the credentials and TLS files of `nats` (each read or
+/// checked now), a short capped reconnect backoff (100 ms doubling to 2 s),
+/// and an event callback that logs permission refusals and disconnects.
+///
+/// # Errors
+/// [`BusError`] when the flags do not go together (see [`NatsArgs`]) or a
+/// file they name cannot be read or holds no usable key.
+pub async fn connect_options(
+    nats: &NatsArgs,
+    name: &str,
+    inbox_prefix: &str,
+) -> Result<ConnectOptions, BusError> {
+    let mut connect = ConnectOptions::new()
+        .name(name)
+        .custom_inbox_prefix(inbox_prefix)
+        .connection_timeout(Duration::from_secs(5))
+        .reconnect_delay_callback(|attempts| {
+            Duration::from_millis(100u64.saturating_mul(1 << attempts.min(5) as u64))
+                .min(Duration::from_secs(2))
+        })
+        .event_callback(|event| async move { log_event(&event) });
+    connect = match nats.auth()? {
+        Auth::Anonymous => connect,
+        Auth::Password { user, file } => {
+            let password =
+                std::fs::read_to_string(file).map_err(|source| BusError::PasswordFile {
+                    path: file.to_owned(),
+                    source,
+                })?;
+            connect.user_and_password(user.to_owned(), password.trim().to_owned())
+        }
+        Auth::Creds(path) => {
+            connect
+                .credentials_file(path)
+                .await
+                .map_err(|source| BusError::CredsFile {
+                    path: path.to_owned(),
+                    source,
+                })?
+        }
+        Auth::Nkey(path) => connect.nkey(read_nkey_seed(path)?),
+    };
+    if nats.wants_tls() {
+        connect = connect.require_tls(true);
+    }
+    if let Some(ca) = &nats.ca_file {
+        check_readable("--nats-ca-file", ca)?;
+        connect = connect.add_root_certificates(ca.clone());
+    }
+    match (&nats.cert_file, &nats.key_file) {
+        (Some(cert), Some(key)) => {
+            check_readable("--nats-cert-file", cert)?;
+            check_readable("--nats-key-file", key)?;
+            connect = connect.add_client_certificate(cert.clone(), key.clone());
+        }
+        (None, None) => {}
+        _ => return Err(BusError::HalfClientCertificate),
+    }
+    Ok(connect)
+}
+
+/// The user nkey seed in `path`: the first line starting with `SU` (a file
+/// written by `nk -gen user` or holding only the seed).
+///
+/// # Errors
+/// [`BusError::NkeyFile`] when the file cannot be read or holds no valid
+/// user seed (the file's content is never part of the error).
+fn read_nkey_seed(path: &Path) -> Result<String, BusError> {
+    let fail = |reason: String| BusError::NkeyFile {
+        path: path.to_owned(),
+        reason,
+    };
+    let text =
+        std::fs::read_to_string(path).map_err(|e| fail(format!("it cannot be read: {e}")))?;
+    let seed = text
+        .lines()
+        .map(str::trim)
+        .find(|line| line.starts_with("SU"))
+        .ok_or_else(|| fail("it holds no user nkey seed (a line starting with SU)".to_owned()))?;
+    nkeys::KeyPair::from_seed(seed)
+        .map_err(|_| fail("its user nkey seed is not valid".to_owned()))?;
+    Ok(seed.to_owned())
+}
+
+/// Checks that a TLS file given by `flag` can be opened (async-nats reads
+/// it only when it connects, and a provider retries that forever).
+fn check_readable(flag: &'static str, path: &Path) -> Result<(), BusError> {
+    std::fs::File::open(path)
+        .map(drop)
+        .map_err(|source| BusError::TlsFile {
+            flag,
+            path: path.to_owned(),
+            source,
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser, Debug)]
+    struct Cli {
+        #[command(flatten)]
+        nats: NatsArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<NatsArgs, clap::Error> {
+        Cli::try_parse_from(std::iter::once("p").chain(args.iter().copied())).map(|c| c.nats)
+    }
+
+    #[test]
+    fn the_flags_parse_and_their_pairs_and_alternatives_are_checked() {
+        let ok: &[&[&str]] = &[
+            &[],
+            &["--nats-user", "u", "--nats-password-file", "pw"],
+            &["--nats-creds", "u.creds"],
+            &["--nats-nkey-file", "u.nk"],
+            &["--nats-ca-file", "ca.pem"],
+            &["--nats-cert-file", "c.pem", "--nats-key-file", "c.key"],
+            &[
+                "--nats",
+                "tls://a:4222,tls://b:4222",
+                "--nats-nkey-file",
+                "u.nk",
+                "--nats-ca-file",
+                "ca.pem",
+                "--nats-cert-file",
+                "c.pem",
+                "--nats-key-file",
+                "c.key",
+            ],
+        ];
+        for args in ok {
+            let nats = parse(args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+            nats.auth().unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        }
+        let bad: &[(&[&str], &str)] = &[
+            (&["--nats-user", "u"], "--nats-password-file"),
+            (&["--nats-password-file", "pw"], "--nats-user"),
+            (&["--nats-cert-file", "c.pem"], "--nats-key-file"),
+            (&["--nats-key-file", "c.key"], "--nats-cert-file"),
+            (
+                &["--nats-creds", "u.creds", "--nats-nkey-file", "u.nk"],
+                "cannot be used with",
+            ),
+            (
+                &[
+                    "--nats-nkey-file",
+                    "u.nk",
+                    "--nats-user",
+                    "u",
+                    "--nats-password-file",
+                    "pw",
+                ],
+                "cannot be used with",
+            ),
+            (
+                &[
+                    "--nats-creds",
+                    "u.creds",
+                    "--nats-user",
+                    "u",
+                    "--nats-password-file",
+                    "pw",
+                ],
+                "cannot be used with",
+            ),
+        ];
+        for (args, words) in bad {
+            let error = parse(args).unwrap_err().to_string();
+            assert!(error.contains(words), "{args:?}: {error}");
+        }
+    }
+
+    #[test]
+    fn options_built_in_code_are_checked_the_same_way() {
+        let path = PathBuf::from("f");
+        let with = |change: &dyn Fn(&mut NatsArgs)| {
+            let mut nats = NatsArgs::default();
+            change(&mut nats);
+            nats
+        };
+        let half = with(&|n| n.user = Some("u".into()));
+        assert!(matches!(half.auth(), Err(BusError::HalfCredentials)));
+        let two = with(&|n| {
+            n.creds = Some(path.clone());
+            n.nkey_file = Some(path.clone());
+        });
+        let error = two.auth().unwrap_err();
+        assert!(matches!(error, BusError::ManyCredentials), "{error}");
+        assert!(error.to_string().contains("give one"), "{error}");
+        let nkey = with(&|n| n.nkey_file = Some(path.clone()));
+        assert_eq!(nkey.auth().unwrap(), Auth::Nkey(&path));
+        assert_eq!(NatsArgs::default().auth().unwrap(), Auth::Anonymous);
+    }
+
+    #[tokio::test]
+    async fn a_half_client_certificate_is_refused_before_any_file_is_read() {
+        let nats = NatsArgs {
+            cert_file: Some("c.pem".into()),
+            ..NatsArgs::default()
+        };
+        let error = connect_options(&nats, "n", "_INBOX.a.b").await.unwrap_err();
+        assert!(matches!(error, BusError::HalfClientCertificate), "{error}");
+    }
+
+    #[test]
+    fn a_comma_separated_list_gives_each_server() {
+        let nats = NatsArgs {
+            url: "nats://a:4222, tls://b:4223,c".into(),
+            ..NatsArgs::default()
+        };
+        let servers = nats.servers().unwrap();
+        let shown: Vec<String> = servers
+            .iter()
+            .map(|s| format!("{}://{}:{}", s.scheme(), s.host(), s.port()))
+            .collect();
+        assert_eq!(shown, ["nats://a:4222", "tls://b:4223", "nats://c:4222"]);
+        assert!(servers[1].tls_required());
+        assert_eq!(NatsArgs::default().servers().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_bad_entry_in_the_list_is_named_without_its_password() {
+        for (url, position, words) in [
+            ("nats://a:4222,nats://u:s3cret@b:99999", 2, "u:***@b"),
+            ("nats://a:4222,,nats://c:4222", 2, "empty"),
+            ("http://a:4222", 1, "invalid scheme"),
+            ("nats://a:4222,nats://b:port", 2, "invalid port"),
+        ] {
+            let nats = NatsArgs {
+                url: url.into(),
+                ..NatsArgs::default()
+            };
+            let error = nats.servers().unwrap_err();
+            let BusError::Servers { position: at, .. } = &error else {
+                panic!("{error}")
+            };
+            assert_eq!(*at, position, "{url}");
+            let text = error.to_string();
+            assert!(text.contains(words), "{url}: {text}");
+            assert!(!text.contains("s3cret"), "{text}");
+        }
+    }
+
+    #[tokio::test]
+    async fn files_are_read_now_and_a_seed_never_shows_in_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let seed = nkeys::KeyPair::new_user().seed().unwrap();
+        let good = dir.path().join("good.nk");
+        std::fs::write(&good, format!("{seed}\n")).unwrap();
+        let with_nkey = |path: PathBuf| NatsArgs {
+            nkey_file: Some(path),
+            ..NatsArgs::default()
+        };
+        connect_options(&with_nkey(good), "n", "_INBOX.a.b")
+            .await
+            .unwrap();
+
+        // A seed whose checksum is broken, and a file holding something else.
+        let broken = dir.path().join("broken.nk");
+        let mut bad_seed = seed.clone();
+        bad_seed.replace_range(10..12, if &seed[10..12] == "AA" { "BB" } else { "AA" });
+        std::fs::write(&broken, &bad_seed).unwrap();
+        let other = dir.path().join("other.nk");
+        std::fs::write(&other, "hunter2\n").unwrap();
+        for (path, words) in [
+            (broken, "not valid"),
+            (other, "no user nkey seed"),
+            (dir.path().join("missing"), "cannot be read"),
+        ] {
+            let error = connect_options(&with_nkey(path), "n", "_INBOX.a.b")
+                .await
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains(words), "{error}");
+            assert!(!error.contains(&bad_seed[..20]) && !error.contains("hunter2"));
+        }
+
+        let creds = NatsArgs {
+            creds: Some(dir.path().join("none.creds")),
+            ..NatsArgs::default()
+        };
+        let error = connect_options(&creds, "n", "_INBOX.a.b")
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("none.creds"), "{error}");
+
+        let tls = NatsArgs {
+            ca_file: Some(dir.path().join("ca.pem")),
+            ..NatsArgs::default()
+        };
+        let error = connect_options(&tls, "n", "_INBOX.a.b")
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("--nats-ca-file"), "{error}");
+    }
+}
