@@ -39,6 +39,14 @@ fn the_story_holds(mesh: &Mesh) {
         code == 1 && err.contains("no provider postgres@db-9 listens"),
         "{code} {out}{err}"
     );
+    // The provider answers over it, while its passes run: wiki is still
+    // listed, so it refuses (exit 1) and says why.
+    let (code, out, err) = mesh.controller(&["approve", "postgres@db-1", "wiki"]);
+    let said = format!("{out}{err}");
+    assert!(
+        code == 1 && said.contains("refused by postgres@db-1") && said.contains("still listed"),
+        "{code} {said}"
+    );
 }
 
 #[test]
