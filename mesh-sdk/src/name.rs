@@ -4,7 +4,9 @@
 //! `^[a-z0-9][a-z0-9_-]{0,62}$` is accepted. Anything else is refused with an
 //! error that quotes (a bounded, escaped copy of) the offending text.
 
+use std::collections::{HashMap, HashSet};
 use std::fmt;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -12,9 +14,20 @@ use serde::{Deserialize, Serialize};
 pub const MAX_NAME_LEN: usize = 63;
 
 /// A validated module, machine or consumer name.
+///
+/// Cloning one shares its text, and two clones compare equal without
+/// reading it: the loop keeps each consumer's name once, however many maps
+/// it is a key of.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
-pub struct Name(Box<str>);
+pub struct Name(Arc<str>);
+
+/// A map keyed by names, with a fast hasher (names come from the operator's
+/// files, not from an attacker choosing collisions).
+pub(crate) type NameMap<V> = HashMap<Name, V, foldhash::fast::RandomState>;
+
+/// A set of borrowed names, with the hasher of [`NameMap`].
+pub(crate) type NameSet<'a> = HashSet<&'a Name, foldhash::fast::RandomState>;
 
 /// A text that is not a valid name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -91,7 +104,7 @@ impl TryFrom<String> for Name {
 
 impl From<Name> for String {
     fn from(value: Name) -> Self {
-        value.0.into()
+        value.0.as_ref().to_owned()
     }
 }
 

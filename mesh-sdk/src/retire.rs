@@ -8,12 +8,11 @@
 //! consumer. A pass in which the contributions file or the held list could
 //! not be read counts for nothing; a restart starts every count over.
 
-use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::name::Name;
+use crate::name::{Name, NameMap, NameSet};
 use crate::provisioner::Held;
 
 /// Timings of retirement.
@@ -63,7 +62,7 @@ struct Missing {
 /// Retirement state of every held, withdrawn consumer.
 #[derive(Clone, Debug, Default)]
 pub struct Retirement {
-    missing: HashMap<Name, Missing>,
+    missing: NameMap<Missing>,
 }
 
 impl Retirement {
@@ -88,7 +87,7 @@ impl Retirement {
     /// pass then counts for nothing and no action is taken.
     pub fn pass(
         &mut self,
-        listed: Option<&HashSet<&Name>>,
+        listed: Option<&NameSet<'_>>,
         held: Option<&[Held]>,
         now: Instant,
         rules: &RetireRules,
@@ -97,7 +96,8 @@ impl Retirement {
             return Vec::new();
         };
         let mut actions = Vec::new();
-        let mut still_missing = HashMap::with_capacity(self.missing.len());
+        let mut still_missing =
+            NameMap::with_capacity_and_hasher(self.missing.len(), Default::default());
         for h in held {
             match (listed.contains(&h.name), h.retired) {
                 (true, true) => actions.push(Action::ReEnable(h.name.clone())),
@@ -176,7 +176,7 @@ mod tests {
         let gone = n("gone");
         let held = [Held::active(gone.clone()), Held::active(n("kept"))];
         let kept = n("kept");
-        let listed: HashSet<&Name> = [&kept].into_iter().collect();
+        let listed: NameSet<'_> = [&kept].into_iter().collect();
         let mut r = Retirement::new();
         let start = Instant::now();
         for i in 0..10_000u32 {
@@ -207,8 +207,8 @@ mod tests {
     fn relisted_while_pending_resets_the_count_silently() {
         let a = n("a");
         let held = [Held::active(a.clone())];
-        let none: HashSet<&Name> = HashSet::new();
-        let with_a: HashSet<&Name> = [&a].into_iter().collect();
+        let none: NameSet<'_> = NameSet::default();
+        let with_a: NameSet<'_> = [&a].into_iter().collect();
         let mut r = Retirement::new();
         let start = Instant::now();
         let step = Duration::from_secs(300);
@@ -237,8 +237,8 @@ mod tests {
     #[test]
     fn relisted_when_retired_is_re_enabled() {
         let a = n("a");
-        let with_a: HashSet<&Name> = [&a].into_iter().collect();
-        let none: HashSet<&Name> = HashSet::new();
+        let with_a: NameSet<'_> = [&a].into_iter().collect();
+        let none: NameSet<'_> = NameSet::default();
         let mut r = Retirement::new();
         let now = Instant::now();
         assert_eq!(
@@ -266,7 +266,7 @@ mod tests {
     fn unreadable_passes_count_for_nothing() {
         let a = n("a");
         let held = [Held::active(a.clone())];
-        let none: HashSet<&Name> = HashSet::new();
+        let none: NameSet<'_> = NameSet::default();
         let mut r = Retirement::new();
         let start = Instant::now();
         // An hour of passes in which either input could not be read.
@@ -285,7 +285,7 @@ mod tests {
     #[test]
     fn no_longer_held_is_forgotten() {
         let a = n("a");
-        let none: HashSet<&Name> = HashSet::new();
+        let none: NameSet<'_> = NameSet::default();
         let mut r = Retirement::new();
         let now = Instant::now();
         r.pass(Some(&none), Some(&[Held::active(a.clone())]), now, &rules());
@@ -297,7 +297,7 @@ mod tests {
     #[test]
     fn listed_consumers_never_retire() {
         let a = n("a");
-        let with_a: HashSet<&Name> = [&a].into_iter().collect();
+        let with_a: NameSet<'_> = [&a].into_iter().collect();
         let mut r = Retirement::new();
         let start = Instant::now();
         for i in 0..1000u32 {

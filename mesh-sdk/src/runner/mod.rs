@@ -17,7 +17,6 @@ mod repairing;
 mod retiring;
 mod serve;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,7 +29,7 @@ use crate::contributions::{Consumer, Contributions, ProviderId, Source};
 use crate::event::{event_subject, Event, EventKind, Failing, Recovered, VERSION};
 use crate::health::Progress;
 use crate::metrics::{ConsumerStates, LoopMetrics};
-use crate::name::Name;
+use crate::name::{Name, NameMap};
 use crate::provisioner::Provisioner;
 use crate::repair::{FaultState, KnownFault, RepairRules};
 use crate::retire::{RetireRules, Retirement};
@@ -100,7 +99,7 @@ pub struct Runner<P: Provisioner> {
     provisioner: Arc<P>,
     settings: Settings,
     source: Source,
-    entries: HashMap<Name, Entry>,
+    entries: NameMap<Entry>,
     retirement: Retirement,
     outbox: Arc<Outbox>,
     clock: WallClock,
@@ -119,6 +118,9 @@ pub struct Runner<P: Provisioner> {
     /// The contributions of the pass whose attempts are running, if one is:
     /// an approval answered meanwhile counts a consumer listed there as listed.
     in_flight: Option<Arc<Contributions>>,
+    /// The contributions the last pass served: while they are the same,
+    /// each entry's machine and provision are known to match them.
+    served: Option<Arc<Contributions>>,
 }
 
 impl<P: Provisioner> Runner<P> {
@@ -148,7 +150,7 @@ impl<P: Provisioner> Runner<P> {
             provisioner: Arc::new(provisioner),
             settings,
             source: Source::new(contributions),
-            entries: HashMap::new(),
+            entries: NameMap::default(),
             retirement: Retirement::new(),
             outbox,
             clock: WallClock::system(),
@@ -157,6 +159,7 @@ impl<P: Provisioner> Runner<P> {
             metrics,
             progress: Arc::new(Progress::new()),
             in_flight: None,
+            served: None,
         }
     }
 
@@ -298,13 +301,20 @@ impl<P: Provisioner> Runner<P> {
         let now = Instant::now();
         let mut rejected = false;
         let mut states = ConsumerStates::default();
+        // Every listed consumer is observed on every pass, so when the list
+        // is the one the last pass served, every entry already matches it.
+        let synced = self
+            .served
+            .as_ref()
+            .is_some_and(|served| Arc::ptr_eq(served, &contributions));
         for (index, result) in outcomes {
             let consumer = &contributions.consumers[index];
             if let Err((class, _)) = &result {
                 report.failed += 1;
                 rejected |= *class == Class::CredentialsRejected;
             }
-            let (said, state) = self.observe(&contributions.provider, consumer, result, now);
+            let (said, state) =
+                self.observe(&contributions.provider, consumer, result, synced, now);
             report.said += said;
             match state {
                 State::Ok => states.ok += 1,
@@ -312,6 +322,7 @@ impl<P: Provisioner> Runner<P> {
                 State::Failing => states.failing += 1,
             }
         }
+        self.served = Some(Arc::clone(&contributions));
         if rejected && !report.gated {
             self.faults
                 .iter_mut()
@@ -347,15 +358,18 @@ impl<P: Provisioner> Runner<P> {
     }
 
     /// Feeds one consumer's outcome to its standing; returns words said and
-    /// the consumer's state after it.
+    /// the consumer's state after it. `synced`: the consumer's entry, if it
+    /// has one, was made or updated from this very list.
     fn observe(
         &mut self,
         provider: &ProviderId,
         consumer: &Consumer,
         result: Result<(), (Class, String)>,
+        synced: bool,
         now: Instant,
     ) -> (usize, State) {
         let entry = match self.entries.get_mut(&consumer.name) {
+            Some(entry) if synced => entry,
             Some(entry) => {
                 if entry.machine != consumer.machine {
                     entry.machine = consumer.machine.clone();

@@ -2,7 +2,6 @@
 //! or on a person's approval, re-enabling, deletion on approval, and
 //! `recovered` (`withdrawn`) for those the backend does not hold.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,7 +12,7 @@ use crate::contributions::{Contributions, ProviderId};
 use crate::event::{
     ApproveReply, ApproveRequest, Event, Retirement as RetirementBody, RetirementAction, VERSION,
 };
-use crate::name::Name;
+use crate::name::{Name, NameSet};
 use crate::provisioner::{Held, Provisioner};
 use crate::redact::{error_words, redact};
 use crate::retire::{Action, Approval};
@@ -27,7 +26,7 @@ impl<P: Provisioner> Runner<P> {
         fresh: bool,
     ) -> usize {
         let held = if fresh { self.fetch_held().await } else { None };
-        let listed: HashSet<&Name> = contributions.listed().collect();
+        let listed: NameSet<'_> = contributions.listed().collect();
         let actions = self.retirement.pass(
             fresh.then_some(&listed),
             held.as_deref(),
@@ -67,7 +66,7 @@ impl<P: Provisioner> Runner<P> {
     fn withdrawn(
         &mut self,
         provider: &ProviderId,
-        listed: &HashSet<&Name>,
+        listed: &NameSet<'_>,
         served: usize,
         held: &[Held],
     ) -> usize {
@@ -77,7 +76,7 @@ impl<P: Provisioner> Runner<P> {
         if self.entries.len() <= served {
             return 0;
         }
-        let held: HashSet<&Name> = held.iter().map(|h| &h.name).collect();
+        let held: NameSet<'_> = held.iter().map(|h| &h.name).collect();
         let gone: Vec<Name> = self
             .entries
             .keys()
