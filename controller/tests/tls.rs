@@ -53,24 +53,9 @@ fn controller(
     )
 }
 
-/// Whether the controller's live sessions are encrypted, per session.
-async fn controller_sessions_encrypted(admin: &tokio_postgres::Client) -> Vec<bool> {
-    admin
-        .query(
-            "SELECT s.ssl FROM pg_stat_ssl s JOIN pg_stat_activity a ON a.pid = s.pid \
-             WHERE a.application_name = 'mesh-controller'",
-            &[],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|row| row.get(0))
-        .collect()
-}
-
 /// Reads the status with a store at `url`, and while its session is open,
 /// whether the controller's sessions are encrypted.
-async fn read_encrypted(pg: &PgCluster, admin: &tokio_postgres::Client, url: &str) -> Vec<bool> {
+async fn read_encrypted(pg: &PgCluster, url: &str) -> Vec<bool> {
     let mut store = PgStore::new(options(pg, url));
     let filter = StatusFilter {
         providers: vec!["postgres@db-1".into()],
@@ -81,7 +66,7 @@ async fn read_encrypted(pg: &PgCluster, admin: &tokio_postgres::Client, url: &st
         .await
         .expect("reading the store hung")
         .unwrap();
-    let encrypted = controller_sessions_encrypted(admin).await;
+    let encrypted = pg.sessions_encrypted("mesh-controller").await;
     read.finish().await.unwrap();
     encrypted
 }
@@ -91,7 +76,6 @@ async fn the_store_speaks_verified_tls() {
     let ca = TestCa::new("controller tls ca");
     let pg = PgCluster::start_with_tls(&ca.server("pg", &["localhost", "127.0.0.1"]));
     pg.create_database("store").await;
-    let admin = pg.connect_admin().await;
     let dir = tempfile::tempdir().unwrap();
     let declaration = dir.path().join("declaration.json");
     std::fs::write(&declaration, DECLARATION).unwrap();
@@ -101,7 +85,7 @@ async fn the_store_speaks_verified_tls() {
     let url_full = url(&pg, "127.0.0.1", &full);
     let applied = migrate(&options(&pg, &url_full)).await.unwrap();
     assert!(applied > 0);
-    assert_eq!(read_encrypted(&pg, &admin, &url_full).await, [true]);
+    assert_eq!(read_encrypted(&pg, &url_full).await, [true]);
     let (code, out, err) = controller(
         &pg,
         &declaration,
@@ -115,7 +99,7 @@ async fn the_store_speaks_verified_tls() {
 
     // sslmode=disable still speaks plain to the same server.
     let plain = url(&pg, "127.0.0.1", "sslmode=disable");
-    assert_eq!(read_encrypted(&pg, &admin, &plain).await, [false]);
+    assert_eq!(read_encrypted(&pg, &plain).await, [false]);
     let (code, _, err) = controller(&pg, &declaration, &plain, &["status"]);
     assert_eq!(code, 0, "{err}");
 }
@@ -170,8 +154,7 @@ async fn a_certificate_that_does_not_match_ends_the_commands() {
         // serve: ends at once (it migrates before it joins the bus).
         let nats = NatsOptions {
             url: "nats://127.0.0.1:1".into(),
-            user: None,
-            password_file: None,
+            ..NatsOptions::default()
         };
         let ended = tokio::time::timeout(
             Duration::from_secs(20),

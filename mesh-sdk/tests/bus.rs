@@ -255,8 +255,16 @@ async fn a_publish_refused_by_permissions_is_logged() {
     provider.stop().await;
 }
 
-#[tokio::test]
-async fn approve_requests_are_answered_over_the_bus() {
+/// A provider serving forge and wiki on a fresh server, once wiki was served.
+struct Serving {
+    _nats: NatsServer,
+    client: async_nats::Client,
+    dir: tempfile::TempDir,
+    fake: FakeProvisioner,
+    provider: Provider,
+}
+
+async fn serving_forge_and_wiki() -> Serving {
     let nats = NatsServer::start();
     let client = async_nats::connect(nats.url()).await.unwrap();
     create_events_stream(&client).await;
@@ -273,6 +281,24 @@ async fn approve_requests_are_answered_over_the_bus() {
         is("recovered", "wiki", "reason", "first-success-after-start"),
     )
     .await;
+    Serving {
+        _nats: nats,
+        client,
+        dir,
+        fake,
+        provider,
+    }
+}
+
+#[tokio::test]
+async fn approve_requests_are_answered_over_the_bus() {
+    let Serving {
+        client,
+        dir,
+        fake,
+        provider,
+        _nats: _server,
+    } = serving_forge_and_wiki().await;
     contributions(dir.path(), &[("forge", None)]);
 
     let subject = "mesh.cmd.db-1.postgres.provisioner.approve";
@@ -322,22 +348,13 @@ async fn approve_requests_are_answered_over_the_bus() {
 
 #[tokio::test]
 async fn an_approval_is_answered_while_a_pass_runs() {
-    let nats = NatsServer::start();
-    let client = async_nats::connect(nats.url()).await.unwrap();
-    create_events_stream(&client).await;
-    let dir = tempfile::tempdir().unwrap();
-    contributions(
-        dir.path(),
-        &[("forge", Some("pw-forge")), ("wiki", Some("pw-wiki"))],
-    );
-    let fake = FakeProvisioner::new();
-    let provider = Provider::start(fake.clone(), args(dir.path(), &nats.url()));
-    wait_for(
-        &client,
-        "wiki served",
-        is("recovered", "wiki", "reason", "first-success-after-start"),
-    )
-    .await;
+    let Serving {
+        client,
+        dir,
+        fake,
+        provider,
+        _nats: _server,
+    } = serving_forge_and_wiki().await;
     // wiki is withdrawn; once a pass read that file, forge's next make
     // hangs, so the pass that attempts it does not end.
     contributions(dir.path(), &[("forge", None)]);

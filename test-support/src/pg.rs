@@ -234,6 +234,23 @@ impl PgCluster {
         client
     }
 
+    /// Whether each live session of the program named `application` (its
+    /// `application_name`) is encrypted, as `pg_stat_ssl` says.
+    pub async fn sessions_encrypted(&self, application: &str) -> Vec<bool> {
+        self.connect_admin()
+            .await
+            .query(
+                "SELECT s.ssl FROM pg_stat_ssl s JOIN pg_stat_activity a ON a.pid = s.pid \
+                 WHERE a.application_name = $1",
+                &[&application],
+            )
+            .await
+            .expect("reading pg_stat_ssl")
+            .iter()
+            .map(|row| row.get(0))
+            .collect()
+    }
+
     /// Creates the database `name` (as the superuser) and returns a
     /// connection string for it, as the superuser with the password.
     ///

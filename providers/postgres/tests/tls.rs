@@ -35,22 +35,6 @@ async fn log_connections(pg: &PgCluster) {
     tokio::time::sleep(Duration::from_millis(500)).await;
 }
 
-/// Whether the provider's administrator sessions are encrypted, per session.
-async fn admin_sessions_encrypted(pg: &PgCluster) -> Vec<bool> {
-    let admin = pg.connect_admin().await;
-    admin
-        .query(
-            "SELECT s.ssl FROM pg_stat_ssl s JOIN pg_stat_activity a ON a.pid = s.pid \
-             WHERE a.application_name = 'mesh-postgres'",
-            &[],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|row| row.get(0))
-        .collect()
-}
-
 /// The server log's "connection authorized" lines for `user`.
 fn logins_of(pg: &PgCluster, user: &str) -> Vec<String> {
     pg.log()
@@ -78,7 +62,7 @@ async fn admin_and_check_speak_verified_tls_with_channel_binding() {
     world.pass().await;
     assert_eq!(world.failure("forge"), None);
     // The kept administrator sessions are encrypted.
-    let sessions = admin_sessions_encrypted(&pg).await;
+    let sessions = pg.sessions_encrypted("mesh-postgres").await;
     assert!(
         !sessions.is_empty() && sessions.iter().all(|ssl| *ssl),
         "{sessions:?}"
@@ -167,7 +151,7 @@ async fn sslmode_disable_still_speaks_plain_to_a_tls_server() {
     );
     world.pass().await;
     assert_eq!(world.failure("forge"), None);
-    let sessions = admin_sessions_encrypted(&pg).await;
+    let sessions = pg.sessions_encrypted("mesh-postgres").await;
     assert!(
         !sessions.is_empty() && sessions.iter().all(|ssl| !*ssl),
         "{sessions:?}"
