@@ -109,11 +109,30 @@ pub async fn connect(
     options: &BusOptions,
     provider: &ProviderId,
 ) -> Result<async_nats::Client, BusError> {
+    connect_as(
+        options,
+        &format!("mesh provider {provider}"),
+        &inbox_prefix(&provider.machine, &provider.module),
+    )
+    .await
+}
+
+/// Connects as `name` with its own `inbox_prefix` (the grant agent's is
+/// `_INBOX.<machine>._grants`) and [`connect_options`], reconnecting
+/// forever, like [`connect`].
+///
+/// # Errors
+/// [`BusError`] when the credentials cannot be read or the URL is invalid.
+pub async fn connect_as(
+    options: &BusOptions,
+    name: &str,
+    inbox_prefix: &str,
+) -> Result<async_nats::Client, BusError> {
     connect_options(
         options.user.as_deref(),
         options.password_file.as_deref(),
-        &format!("mesh provider {provider}"),
-        &inbox_prefix(&provider.machine, &provider.module),
+        name,
+        inbox_prefix,
     )?
     .retry_on_initial_connect()
     .connect(&options.url)
