@@ -193,7 +193,8 @@ mod tests {
         use Check::Reached as R;
         let u = || Check::Unchecked("consumer not running".into());
         let f = failed;
-        let cases: Vec<(Vec<Check>, Vec<(usize, &str)>)> = vec![
+        type Case = (Vec<Check>, Vec<(usize, &'static str)>);
+        let cases: Vec<Case> = vec![
             // First success after start, then quiet.
             (vec![R, R, R], vec![(0, "reachable FirstSuccessAfterStart")]),
             // Never worked: unreachable at the third failure, last null.
