@@ -23,6 +23,8 @@ ensure_services() {
   [ -n "$(nats_bin)" ] || missing+=(nats-server)
   [ -n "$(pg_bindir)" ] || missing+=(postgresql)
   command -v runuser >/dev/null 2>&1 || missing+=(util-linux)
+  # mesh-grants' tests make network namespaces and veth pairs with `ip`.
+  command -v ip >/dev/null 2>&1 || [ -x /usr/sbin/ip ] || missing+=(iproute2)
   [ ${#missing[@]} -eq 0 ] && return 0
   if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "installing ${missing[*]} (Debian packages)" >&2

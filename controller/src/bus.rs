@@ -4,9 +4,18 @@
 /// The JetStream stream holding every provider event.
 pub const STREAM: &str = "MESH_EVENTS";
 
-/// The stream's subject filter: every provider's events, a wildcard for the
+/// The stream's subject filter for provider events: a wildcard for the
 /// emitter (machine, module) and the kind.
 pub const STREAM_SUBJECTS: &str = "mesh.event.*.*.provisioner.*";
+
+/// The stream's subject filter for grant words (`mesh-grants`): a wildcard
+/// for the emitter (machine, consumer) and the kind.
+pub const GRANT_SUBJECTS: &str = "mesh.event.*.*.grant.*";
+
+/// Every subject the stream takes. The controller's durable consumer has
+/// no filter: it takes the whole stream (nats-server 2.9 ignores several
+/// filters).
+pub const EVENT_SUBJECTS: [&str; 2] = [STREAM_SUBJECTS, GRANT_SUBJECTS];
 
 /// The controller's durable pull consumer on [`STREAM`].
 pub const DURABLE: &str = "controller";

@@ -14,7 +14,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use mesh_sdk::event::{event_subject, inbox_prefix};
+use mesh_sdk::event::{
+    event_subject, grants_inbox_prefix, grants_user, inbox_prefix, GRANT_FAMILY,
+};
 use mesh_sdk::EventKind;
 use serde::Serialize;
 use serde_json::json;
@@ -66,8 +68,8 @@ pub struct UserPermissions {
     pub allow_responses: bool,
 }
 
-/// Derives every user's permissions from the declaration, sorted by user,
-/// the controller last.
+/// Derives every user's permissions from the declaration: the modules
+/// sorted by user, then the grant agents by machine, the controller last.
 ///
 /// - A module that receives contributions ([`Declaration::receives_contributions`])
 ///   may publish its own four event subjects and nothing else, subscribe to its
@@ -75,6 +77,10 @@ pub struct UserPermissions {
 ///   `_INBOX.<machine>.<module>.>` (JetStream acks and request replies), and
 ///   answer requests.
 /// - Any other module may publish nothing and subscribe to nothing.
+/// - The grant agent of every machine the declaration puts a consumer on
+///   (`_grants@<machine>`) may publish `mesh.event.<machine>.<consumer>.grant.*`
+///   for those consumers only, and subscribe to its own inbox
+///   `_INBOX.<machine>._grants.>` (JetStream acks).
 /// - The controller: the JetStream API narrowed to the `MESH_EVENTS` stream
 ///   (create, update, info) and its durable consumer (create, info, next
 ///   message), acks of that consumer, approve requests to any provider, and
@@ -86,6 +92,7 @@ pub fn derive(declaration: &Declaration) -> Vec<UserPermissions> {
         .map(|id| module_permissions(declaration, id))
         .collect();
     users.sort_by(|a, b| a.user.cmp(&b.user));
+    users.extend(grants_permissions(declaration));
     users.push(controller_permissions());
     users
 }
@@ -115,6 +122,39 @@ fn module_permissions(declaration: &Declaration, id: &ModuleId) -> UserPermissio
         ]),
         allow_responses: true,
     }
+}
+
+/// One grant agent per machine with a consumer: it speaks for the
+/// consumers the declaration puts on that machine.
+fn grants_permissions(declaration: &Declaration) -> Vec<UserPermissions> {
+    let mut consumers: BTreeMap<&mesh_sdk::Name, Vec<&mesh_sdk::Name>> = BTreeMap::new();
+    for module in declaration
+        .modules
+        .iter()
+        .filter(|m| !m.requires.is_empty())
+    {
+        let on = consumers.entry(&module.id.machine).or_default();
+        if !on.contains(&&module.id.module) {
+            on.push(&module.id.module);
+        }
+    }
+    consumers
+        .into_iter()
+        .map(|(machine, mut modules)| {
+            modules.sort();
+            UserPermissions {
+                user: grants_user(machine),
+                publish: Rules::allow(
+                    modules
+                        .iter()
+                        .map(|c| format!("mesh.event.{machine}.{c}.{GRANT_FAMILY}.*"))
+                        .collect(),
+                ),
+                subscribe: Rules::allow(vec![format!("{}.>", grants_inbox_prefix(machine))]),
+                allow_responses: false,
+            }
+        })
+        .collect()
 }
 
 fn controller_permissions() -> UserPermissions {
@@ -404,6 +444,20 @@ mod tests {
     }
 
     #[test]
+    fn the_grant_agent_speaks_only_for_the_consumers_on_its_machine() {
+        let users = derive(&declaration());
+        let agent = user(&users, "_grants@app-1");
+        assert_eq!(agent.publish.allow, ["mesh.event.app-1.forge.grant.*"]);
+        assert!(agent.publish.deny.is_empty());
+        assert_eq!(agent.subscribe.allow, ["_INBOX.app-1._grants.>"]);
+        assert!(!agent.allow_responses);
+        assert!(
+            users.iter().all(|u| u.user != "_grants@db-1"),
+            "no consumer on db-1, no agent"
+        );
+    }
+
+    #[test]
     fn one_user_per_module_and_the_controller_last() {
         let users = derive(&declaration());
         let names: Vec<&str> = users.iter().map(|u| u.user.as_str()).collect();
@@ -413,6 +467,7 @@ mod tests {
                 "forge@app-1",
                 "identity@db-1",
                 "postgres@db-1",
+                "_grants@app-1",
                 "controller"
             ]
         );
@@ -511,7 +566,7 @@ mod tests {
             .collect();
         let config = render_nats(&users, &credentials);
         let rendered = &config["authorization"]["users"];
-        assert_eq!(rendered.as_array().unwrap().len(), 4);
+        assert_eq!(rendered.as_array().unwrap().len(), 5);
         let forge = &rendered[0];
         assert_eq!(forge["user"], "forge@app-1");
         assert_eq!(forge["password"], "$2b$11$hash-of-forge@app-1");
@@ -575,6 +630,7 @@ mod tests {
         assert!(error.contains("postgres@db-1"), "{error}");
         assert!(error.contains(&dir.path().display().to_string()), "{error}");
         std::fs::write(dir.path().join("postgres@db-1"), "pg").unwrap();
+        std::fs::write(dir.path().join("_grants@app-1"), "g").unwrap();
         std::fs::write(dir.path().join("controller"), " \n").unwrap();
         let error = read_credentials(dir.path(), &users)
             .unwrap_err()

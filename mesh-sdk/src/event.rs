@@ -1,6 +1,8 @@
 //! Event bodies and subjects, exactly as DESIGN.md "Bus contract".
 //!
 //! The emitter (machine, module) is in the subject; bodies never name it.
+//! Grant words (DESIGN.md "Grants") are said by `mesh-grants` on a
+//! consumer's machine, on `mesh.event.<machine>.<consumer>.grant.<kind>`.
 
 use serde::{Deserialize, Serialize};
 
@@ -12,7 +14,8 @@ pub use crate::standing::RecoveredReason;
 /// Version of every body.
 pub const VERSION: u32 = 1;
 
-/// The five event kinds, the last token of their subject.
+/// The event kinds, the last token of their subject: the provisioner's five
+/// ([`EventKind::ALL`]) and the grant agent's three ([`EventKind::GRANT`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum EventKind {
@@ -26,10 +29,16 @@ pub enum EventKind {
     Repair,
     /// The provider is running: what its loop knows.
     Alive,
+    /// A grant failed `unreachable_after` checks in a row (`grant.unreachable`).
+    Unreachable,
+    /// A grant was reached again, or for the first time since start (`grant.reachable`).
+    Reachable,
+    /// A grant cannot be checked: no port, or its consumer is not running (`grant.unchecked`).
+    Unchecked,
 }
 
 impl EventKind {
-    /// Every kind.
+    /// Every kind a provisioner says (`...provisioner.<kind>`).
     pub const ALL: [EventKind; 5] = [
         EventKind::Failing,
         EventKind::Recovered,
@@ -46,6 +55,25 @@ impl EventKind {
             EventKind::Retirement => "retirement",
             EventKind::Repair => "repair",
             EventKind::Alive => "alive",
+            EventKind::Unreachable => "unreachable",
+            EventKind::Reachable => "reachable",
+            EventKind::Unchecked => "unchecked",
+        }
+    }
+
+    /// Every kind the grant agent says (`...grant.<kind>`).
+    pub const GRANT: [EventKind; 3] = [
+        EventKind::Unreachable,
+        EventKind::Reachable,
+        EventKind::Unchecked,
+    ];
+
+    /// The subject token before the kind: `provisioner` or `grant`.
+    pub fn family(self) -> &'static str {
+        if EventKind::GRANT.contains(&self) {
+            GRANT_FAMILY
+        } else {
+            "provisioner"
         }
     }
 
@@ -53,14 +81,38 @@ impl EventKind {
     pub fn from_token(token: &str) -> Option<EventKind> {
         EventKind::ALL.into_iter().find(|k| k.as_str() == token)
     }
+
+    /// The kind named by a subject's family and kind tokens.
+    pub fn from_tokens(family: &str, token: &str) -> Option<EventKind> {
+        EventKind::ALL
+            .into_iter()
+            .chain(EventKind::GRANT)
+            .find(|k| k.family() == family && k.as_str() == token)
+    }
 }
 
-/// `mesh.event.<machine>.<module>.provisioner.<kind>`.
+/// The family token of grant words.
+pub const GRANT_FAMILY: &str = "grant";
+
+/// `mesh.event.<machine>.<module>.provisioner.<kind>`, or for a grant kind
+/// `mesh.event.<machine>.<consumer>.grant.<kind>`.
 pub fn event_subject(machine: &Name, module: &Name, kind: EventKind) -> String {
     format!(
-        "mesh.event.{machine}.{module}.provisioner.{}",
+        "mesh.event.{machine}.{module}.{}.{}",
+        kind.family(),
         kind.as_str()
     )
+}
+
+/// The inbox prefix of the grant agent of `machine`, `_INBOX.<machine>._grants`
+/// (a name cannot start with `_`, so no module's prefix overlaps it).
+pub fn grants_inbox_prefix(machine: &Name) -> String {
+    format!("_INBOX.{machine}._grants")
+}
+
+/// The bus user of the grant agent of `machine`, `_grants@<machine>`.
+pub fn grants_user(machine: &Name) -> String {
+    format!("_grants@{machine}")
 }
 
 /// `mesh.cmd.<machine>.<module>.provisioner.approve`.
@@ -75,18 +127,11 @@ pub fn inbox_prefix(machine: &Name, module: &Name) -> String {
     format!("_INBOX.{machine}.{module}")
 }
 
-/// The emitter and kind read from an event subject, if it is one.
+/// The emitter and kind read from an event subject, if it is one (for a
+/// grant word the emitter's "module" is the consumer it speaks for).
 pub fn parse_event_subject(subject: &str) -> Option<(Name, Name, EventKind)> {
     let mut parts = subject.split('.');
-    let (
-        Some("mesh"),
-        Some("event"),
-        Some(machine),
-        Some(module),
-        Some("provisioner"),
-        Some(kind),
-        None,
-    ) = (
+    let (Some("mesh"), Some("event"), Some(machine), Some(module), Some(family), Some(kind), None) = (
         parts.next(),
         parts.next(),
         parts.next(),
@@ -94,14 +139,13 @@ pub fn parse_event_subject(subject: &str) -> Option<(Name, Name, EventKind)> {
         parts.next(),
         parts.next(),
         parts.next(),
-    )
-    else {
+    ) else {
         return None;
     };
     Some((
         Name::parse(machine).ok()?,
         Name::parse(module).ok()?,
-        EventKind::from_token(kind)?,
+        EventKind::from_tokens(family, kind)?,
     ))
 }
 
@@ -241,6 +285,86 @@ pub struct Alive {
     pub said_at: Timestamp,
 }
 
+/// Why `reachable` is said.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReachableReason {
+    /// The first success after `unreachable` or `unchecked` was said.
+    Success,
+    /// The first success of this grant since the agent started.
+    FirstSuccessAfterStart,
+}
+
+impl ReachableReason {
+    /// The reason as written on the bus.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReachableReason::Success => "success",
+            ReachableReason::FirstSuccessAfterStart => "first-success-after-start",
+        }
+    }
+}
+
+/// `grant.unreachable` body: the consumer could not connect to its grant's
+/// address and port from its own network position, `failures` checks in a row.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GrantUnreachable {
+    /// Body version, 1.
+    pub v: u32,
+    /// The provision granted.
+    pub provision: String,
+    /// The provider, `module@machine`.
+    pub from: String,
+    /// The address the grant names.
+    pub address: String,
+    /// The port the grant names.
+    pub port: u16,
+    /// Failed checks in a row, this one included.
+    pub failures: u64,
+    /// The first failed check of them.
+    pub failing_since: Timestamp,
+    /// The last successful check since the agent started; null: never.
+    pub last_reachable_at: Option<Timestamp>,
+    /// Why the newest check failed.
+    pub error: String,
+    /// When this was said.
+    pub said_at: Timestamp,
+}
+
+/// `grant.reachable` body.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GrantReachable {
+    /// Body version, 1.
+    pub v: u32,
+    /// The provision granted.
+    pub provision: String,
+    /// The provider, `module@machine`.
+    pub from: String,
+    /// The address the grant names.
+    pub address: String,
+    /// The port the grant names.
+    pub port: u16,
+    /// Why it is said.
+    pub reason: ReachableReason,
+    /// When this was said.
+    pub said_at: Timestamp,
+}
+
+/// `grant.unchecked` body: the grant could not be checked (never a verdict).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GrantUnchecked {
+    /// Body version, 1.
+    pub v: u32,
+    /// The provision granted.
+    pub provision: String,
+    /// The provider, `module@machine`.
+    pub from: String,
+    /// Why: `no port`, `consumer not running`, ...
+    pub reason: String,
+    /// When this was said.
+    pub said_at: Timestamp,
+}
+
 /// Any event body.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Event {
@@ -254,6 +378,12 @@ pub enum Event {
     Repair(Repair),
     /// `alive`.
     Alive(Alive),
+    /// `grant.unreachable`.
+    Unreachable(GrantUnreachable),
+    /// `grant.reachable`.
+    Reachable(GrantReachable),
+    /// `grant.unchecked`.
+    Unchecked(GrantUnchecked),
 }
 
 /// A body that does not parse as the kind its subject names.
@@ -274,6 +404,9 @@ impl Event {
             Event::Retirement(_) => EventKind::Retirement,
             Event::Repair(_) => EventKind::Repair,
             Event::Alive(_) => EventKind::Alive,
+            Event::Unreachable(_) => EventKind::Unreachable,
+            Event::Reachable(_) => EventKind::Reachable,
+            Event::Unchecked(_) => EventKind::Unchecked,
         }
     }
 
@@ -285,6 +418,9 @@ impl Event {
             Event::Retirement(b) => b.said_at,
             Event::Repair(b) => b.said_at,
             Event::Alive(b) => b.said_at,
+            Event::Unreachable(b) => b.said_at,
+            Event::Reachable(b) => b.said_at,
+            Event::Unchecked(b) => b.said_at,
         }
     }
 
@@ -296,6 +432,9 @@ impl Event {
             Event::Retirement(b) => serde_json::to_vec(b),
             Event::Repair(b) => serde_json::to_vec(b),
             Event::Alive(b) => serde_json::to_vec(b),
+            Event::Unreachable(b) => serde_json::to_vec(b),
+            Event::Reachable(b) => serde_json::to_vec(b),
+            Event::Unchecked(b) => serde_json::to_vec(b),
         };
         result.expect("event bodies always serialize")
     }
@@ -316,6 +455,11 @@ impl Event {
             EventKind::Retirement => Event::Retirement(serde_json::from_slice(body).map_err(wrap)?),
             EventKind::Repair => Event::Repair(serde_json::from_slice(body).map_err(wrap)?),
             EventKind::Alive => Event::Alive(serde_json::from_slice(body).map_err(wrap)?),
+            EventKind::Unreachable => {
+                Event::Unreachable(serde_json::from_slice(body).map_err(wrap)?)
+            }
+            EventKind::Reachable => Event::Reachable(serde_json::from_slice(body).map_err(wrap)?),
+            EventKind::Unchecked => Event::Unchecked(serde_json::from_slice(body).map_err(wrap)?),
         };
         let v = match &event {
             Event::Failing(b) => b.v,
@@ -323,6 +467,9 @@ impl Event {
             Event::Retirement(b) => b.v,
             Event::Repair(b) => b.v,
             Event::Alive(b) => b.v,
+            Event::Unreachable(b) => b.v,
+            Event::Reachable(b) => b.v,
+            Event::Unchecked(b) => b.v,
         };
         if v != VERSION {
             return Err(wrap(serde::de::Error::custom(format!(
@@ -460,6 +607,37 @@ mod tests {
         for (event, text) in [recovered, retirement, repair].into_iter().zip(expected) {
             assert_eq!(String::from_utf8(event.to_json()).unwrap(), text);
             assert_eq!(Event::parse(event.kind(), text.as_bytes()).unwrap(), event);
+        }
+    }
+
+    #[test]
+    fn grant_subjects_and_bodies_are_exactly_the_design() {
+        assert_eq!(
+            event_subject(&name("app-1"), &name("forge"), EventKind::Unreachable),
+            "mesh.event.app-1.forge.grant.unreachable"
+        );
+        assert_eq!(
+            parse_event_subject("mesh.event.app-1.forge.grant.unchecked"),
+            Some((name("app-1"), name("forge"), EventKind::Unchecked))
+        );
+        for bad in [
+            "mesh.event.app-1.forge.grant.failing",
+            "mesh.event.app-1.forge.provisioner.unreachable",
+            "mesh.event.app-1.forge.grants.reachable",
+        ] {
+            assert_eq!(parse_event_subject(bad), None, "{bad}");
+        }
+        assert_eq!(grants_inbox_prefix(&name("app-1")), "_INBOX.app-1._grants");
+        assert_eq!(grants_user(&name("app-1")), "_grants@app-1");
+        let texts = [
+            r#"{"v":1,"provision":"postgres-database","from":"postgres@db-1","address":"10.10.0.1","port":6852,"failures":4,"failing_since":"2026-10-05T00:04:00Z","last_reachable_at":null,"error":"connect timed out after 3s","said_at":"2026-10-05T00:09:00Z"}"#,
+            r#"{"v":1,"provision":"postgres-database","from":"postgres@db-1","address":"10.10.0.1","port":6852,"reason":"first-success-after-start","said_at":"2026-10-05T00:09:00Z"}"#,
+            r#"{"v":1,"provision":"postgres-database","from":"postgres@db-1","reason":"consumer not running","said_at":"2026-10-05T00:09:00Z"}"#,
+        ];
+        for (kind, text) in EventKind::GRANT.into_iter().zip(texts) {
+            let event = Event::parse(kind, text.as_bytes()).unwrap();
+            assert_eq!(event.kind(), kind);
+            assert_eq!(String::from_utf8(event.to_json()).unwrap(), text);
         }
     }
 

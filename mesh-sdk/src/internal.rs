@@ -4,10 +4,11 @@
 
 pub use crate::brake::Backoff;
 pub use crate::bus::{
-    connect, connect_options, publish_loop, BusError, BusOptions, EventSink, JetStreamSink, Key,
-    Outbox, Pending, SinkError,
+    connect, connect_as, connect_options, publish_loop, BusError, BusOptions, EventSink,
+    JetStreamSink, Key, Outbox, Pending, SinkError,
 };
 pub use crate::classify::classify_words;
+pub use crate::clock::WallClock;
 pub use crate::contributions::{Contributions, ProviderId, Source};
 pub use crate::health::Progress;
 pub use crate::metrics::LoopMetrics;
@@ -16,4 +17,5 @@ pub use crate::redact::{cut, error_words, redact, shown_url};
 pub use crate::secret::{
     read_admin_password, FileSecrets, PasswordFileError, SecretError, SecretSource,
 };
+pub use crate::standing::{Greeting, NewsRules, Streak, Threshold, Tracker};
 pub use crate::tracing_init::{init_tracing, LogFormat};

@@ -223,12 +223,14 @@ async fn status(
     let filter = report::filter(&declaration, &scope, &clock);
     let mut read = store.read_status(&filter).await.map_err(CliError::Read)?;
     let repairs = std::mem::take(&mut read.repairs);
-    let head = report::head(
+    let grants = report::grants(std::mem::take(&mut read.grants));
+    let head = report::head_with_grants(
         &declaration,
         &scope,
         read.counts,
         repairs,
         &read.alive,
+        grants,
         &clock,
     );
     let mut listing = listing(json);

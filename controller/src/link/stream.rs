@@ -25,7 +25,7 @@ use async_nats::jetstream::{self, Context};
 
 use super::decode::decode;
 use super::LinkSettings;
-use crate::bus::{DURABLE, STREAM, STREAM_SUBJECTS};
+use crate::bus::{DURABLE, EVENT_SUBJECTS, STREAM};
 use crate::model::text::first_words;
 use crate::model::Word;
 use crate::store::{Store, StoreError};
@@ -62,7 +62,7 @@ pub fn stream_config(settings: &LinkSettings) -> stream::Config {
     stream::Config {
         name: STREAM.to_owned(),
         description: Some("mesh provider events (created by mesh-controller)".to_owned()),
-        subjects: vec![STREAM_SUBJECTS.to_owned()],
+        subjects: EVENT_SUBJECTS.map(str::to_owned).to_vec(),
         storage: stream::StorageType::File,
         retention: RetentionPolicy::WorkQueue,
         max_age: settings.stream_max_age,
@@ -80,7 +80,7 @@ pub fn consumer_config(settings: &LinkSettings) -> pull::Config {
         ack_wait: settings.ack_wait,
         max_deliver: -1,
         max_ack_pending: i64::try_from(settings.batch.max(1)).unwrap_or(i64::MAX),
-        filter_subject: STREAM_SUBJECTS.to_owned(),
+        // No filter: the stream holds only events (provider and grant words).
         ..Default::default()
     }
 }

@@ -10,4 +10,4 @@ pub mod word;
 
 pub use declaration::{Declaration, DeclarationError, Parsed};
 pub use id::{ModuleId, ModuleIdError};
-pub use word::{AliveRow, FailingRow, RepairRow, Word};
+pub use word::{AliveRow, FailingRow, GrantRow, RepairRow, Word};

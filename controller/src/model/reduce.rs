@@ -54,6 +54,9 @@ pub struct Reduced<'a> {
     pub retirements: Vec<Keyed<'a, Retirement>>,
     /// Newest `alive` per provider.
     pub alive: Vec<Keyed<'a, Alive>>,
+    /// Newest grant word (`unreachable`, `reachable`, `unchecked`) per
+    /// (machine, consumer, provision, from): one key for all three kinds.
+    pub grants: Vec<Keyed<'a, Event>>,
 }
 
 /// Keeps the newest word per key, in order of first appearance.
@@ -100,6 +103,7 @@ pub fn reduce(words: &[Word]) -> Reduced<'_> {
     let mut repairs = Newest::new();
     let mut retirements = Newest::new();
     let mut alive = Newest::new();
+    let mut grants = Newest::new();
     for word in words {
         let e = &word.emitter;
         match &word.event {
@@ -110,6 +114,9 @@ pub fn reduce(words: &[Word]) -> Reduced<'_> {
                 retirements.offer((e, &body.consumer, body.action), word, body)
             }
             Event::Alive(body) => alive.offer(e, word, body),
+            Event::Unreachable(b) => grants.offer((e, &b.provision, &b.from), word, &word.event),
+            Event::Reachable(b) => grants.offer((e, &b.provision, &b.from), word, &word.event),
+            Event::Unchecked(b) => grants.offer((e, &b.provision, &b.from), word, &word.event),
         }
     }
     Reduced {
@@ -118,6 +125,7 @@ pub fn reduce(words: &[Word]) -> Reduced<'_> {
         repairs: repairs.kept,
         retirements: retirements.kept,
         alive: alive.kept,
+        grants: grants.kept,
     }
 }
 

@@ -47,6 +47,21 @@ pub fn cut_event(event: &mut Event) {
         Event::Retirement(b) => cut_in_place(&mut b.detail),
         Event::Repair(b) => cut_in_place(&mut b.detail),
         Event::Alive(_) => {}
+        Event::Unreachable(b) => {
+            for t in [&mut b.provision, &mut b.from, &mut b.address, &mut b.error] {
+                cut_in_place(t);
+            }
+        }
+        Event::Reachable(b) => {
+            for t in [&mut b.provision, &mut b.from, &mut b.address] {
+                cut_in_place(t);
+            }
+        }
+        Event::Unchecked(b) => {
+            for t in [&mut b.provision, &mut b.from, &mut b.reason] {
+                cut_in_place(t);
+            }
+        }
     }
 }
 

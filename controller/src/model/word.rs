@@ -84,3 +84,35 @@ pub struct AliveRow {
     /// When it was said.
     pub said_at: Timestamp,
 }
+
+/// A grant's newest word, as stored (`mesh-grants`): its kind decides which
+/// of the optional fields are set.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GrantRow {
+    /// The consumer's machine (the agent that said it).
+    pub machine: String,
+    /// The consumer.
+    pub consumer: String,
+    /// The provision granted.
+    pub provision: String,
+    /// The provider, `module@machine`.
+    pub from: String,
+    /// `unreachable`, `reachable` or `unchecked`.
+    pub kind: String,
+    /// The address (not for `unchecked`).
+    pub address: Option<String>,
+    /// The port (not for `unchecked`).
+    pub port: Option<i32>,
+    /// Failed checks in a row (`unreachable`).
+    pub failures: Option<i64>,
+    /// The first of them (`unreachable`).
+    pub failing_since: Option<Timestamp>,
+    /// The last success since the agent started (`unreachable`; null: never).
+    pub last_reachable_at: Option<Timestamp>,
+    /// Why the newest check failed (`unreachable`).
+    pub error: Option<String>,
+    /// Why (`reachable`, `unchecked`).
+    pub reason: Option<String>,
+    /// When it was said.
+    pub said_at: Timestamp,
+}

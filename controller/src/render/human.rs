@@ -39,6 +39,34 @@ impl Listing for Human {
                 _ => writeln!(out, "never heard from")?,
             }
         }
+        for g in &head.grants.unreachable {
+            let attempts = if g.failures == 1 { "check" } else { "checks" };
+            writeln!(
+                out,
+                "  {}@{} cannot reach {} ({}:{}) from its own network: {} {attempts} failed since {}, last reachable {}: {}",
+                g.consumer,
+                g.machine,
+                one_line(&g.from),
+                one_line(&g.address),
+                g.port.map_or("?".to_owned(), |p| p.to_string()),
+                g.failures,
+                g.failing_since.map_or("?".to_owned(), |t| t.to_string()),
+                g.last_reachable_at.map_or("never".to_owned(), |t| t.to_string()),
+                one_line(&g.error),
+            )?;
+        }
+        for g in &head.grants.unchecked {
+            writeln!(
+                out,
+                "  {}@{} grant from {} ({}) unchecked: {}, said {}",
+                g.consumer,
+                g.machine,
+                one_line(&g.from),
+                one_line(&g.provision),
+                one_line(&g.reason),
+                g.said_at,
+            )?;
+        }
         out.flush()
     }
 
@@ -104,6 +132,58 @@ mod tests {
     }
 
     #[test]
+    fn an_unreachable_grant_is_named() {
+        use crate::report::{Grants, UncheckedGrant, UnreachableGrant};
+        let head = Head {
+            machine: None,
+            all_well: false,
+            sentence: "not all well: 0 consumers failing, 1 grant unreachable".into(),
+            unheard: vec![],
+            repairs: vec![],
+            declaration_errors: vec![],
+            grants: Grants {
+                reachable: 1,
+                unreachable: vec![UnreachableGrant {
+                    machine: "app-1".into(),
+                    consumer: "forge".into(),
+                    provision: "postgres-database".into(),
+                    from: "postgres@db-1".into(),
+                    address: "10.10.0.1".into(),
+                    port: Some(6852),
+                    failures: 4,
+                    failing_since: Some(ts("2026-10-05T00:04:00Z")),
+                    last_reachable_at: None,
+                    error: "connect timed out after 3s".into(),
+                    said_at: ts("2026-10-05T00:05:30Z"),
+                }],
+                unchecked: vec![UncheckedGrant {
+                    machine: "app-1".into(),
+                    consumer: "wiki".into(),
+                    provision: "postgres-database".into(),
+                    from: "postgres@db-1".into(),
+                    reason: "consumer not running".into(),
+                    said_at: ts("2026-10-05T00:05:30Z"),
+                }],
+            },
+        };
+        let mut out = Vec::new();
+        write_all(&mut Human, &mut out, &head, &[]).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "not all well: 0 consumers failing, 1 grant unreachable",
+                "  forge@app-1 cannot reach postgres@db-1 (10.10.0.1:6852) from its own network: \
+                 4 checks failed since 2026-10-05T00:04:00Z, last reachable never: connect timed \
+                 out after 3s",
+                "  wiki@app-1 grant from postgres@db-1 (postgres-database) unchecked: consumer \
+                 not running, said 2026-10-05T00:05:30Z",
+            ]
+        );
+    }
+
+    #[test]
     fn human_lines_are_one_per_standing() {
         let row = FailingRow {
             provider_module: "postgres".into(),
@@ -150,6 +230,7 @@ mod tests {
                 said_at: ts("2026-10-05T00:09:00Z"),
             }],
             declaration_errors: vec!["modules[3]: bad\nname".into()],
+            grants: Default::default(),
         };
         let standings = [
             Standing {

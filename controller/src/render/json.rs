@@ -1,6 +1,6 @@
 //! The JSON form: one object on one line, its members in the order of the
 //! contract (`machine` for `node show`, `all_well`, `sentence`, `unheard`,
-//! `failing`, `repairs`, `declaration_errors` when any), each value written by serde.
+//! `failing`, `repairs`, `grants`, `declaration_errors` when any), each value written by serde.
 //! The object is written as it is read: everything up to the opening of
 //! `failing` first (flushed), then each standing, then the rest.
 
@@ -50,6 +50,8 @@ impl Listing for Json {
     fn finish(&mut self, out: &mut dyn Write, head: &Head) -> io::Result<()> {
         out.write_all(b"],\"repairs\":")?;
         value(out, &head.repairs)?;
+        out.write_all(b",\"grants\":")?;
+        value(out, &head.grants)?;
         if !head.declaration_errors.is_empty() {
             out.write_all(b",\"declaration_errors\":")?;
             value(out, &head.declaration_errors)?;
@@ -92,6 +94,7 @@ mod tests {
                 said_at: ts("2026-10-05T00:09:00Z"),
             }],
             declaration_errors: errors,
+            grants: Default::default(),
         }
     }
 
@@ -140,7 +143,8 @@ mod tests {
                 "attempts":61,"said_at":"2026-10-05T00:09:00Z","silent_for_seconds":null}],
             "repairs": [{"provider_module":"identity","provider_machine":"id-1","fault":"admin-refused",
                 "outcome":"braked","detail":"quote \" backslash \\ newline \n",
-                "next_attempt_at":"2028-02-29T23:59:59Z","said_at":"2026-10-05T00:09:00Z"}]
+                "next_attempt_at":"2028-02-29T23:59:59Z","said_at":"2026-10-05T00:09:00Z"}],
+            "grants": {"reachable": 0, "unreachable": [], "unchecked": []}
         });
         assert_eq!(json, expected);
     }

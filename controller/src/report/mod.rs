@@ -26,7 +26,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use mesh_sdk::Timestamp;
 use serde::Serialize;
 
-use crate::model::{AliveRow, FailingRow, Parsed, RepairRow};
+use crate::model::{AliveRow, FailingRow, GrantRow, Parsed, RepairRow};
 use crate::store::{Counts, StatusFilter};
 
 pub use sentence::{sentence, Tally};
@@ -106,6 +106,109 @@ pub struct Head {
     pub repairs: Vec<RepairRow>,
     /// Declaration entries that were refused (they were not checked).
     pub declaration_errors: Vec<String>,
+    /// The grants in scope, by their newest word.
+    pub grants: Grants,
+}
+
+/// The grants in scope by their newest word (`mesh-grants`). Its JSON is
+/// the `grants` member of `status --json`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Grants {
+    /// How many were last said `reachable`.
+    pub reachable: u64,
+    /// Those last said `unreachable`: they break all-well.
+    pub unreachable: Vec<UnreachableGrant>,
+    /// Those last said `unchecked`: counted, never called broken.
+    pub unchecked: Vec<UncheckedGrant>,
+}
+
+impl Grants {
+    /// Every grant in scope.
+    pub fn total(&self) -> u64 {
+        self.reachable + count(self.unreachable.len()) + count(self.unchecked.len())
+    }
+}
+
+fn count(n: usize) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX)
+}
+
+/// A grant its consumer cannot reach from its own network position: the
+/// `unreachable` word's fields plus `machine` and `consumer`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct UnreachableGrant {
+    /// The consumer's machine.
+    pub machine: String,
+    /// The consumer.
+    pub consumer: String,
+    /// The provision.
+    pub provision: String,
+    /// The provider, `module@machine`.
+    pub from: String,
+    /// The address dialled.
+    pub address: String,
+    /// The port dialled.
+    pub port: Option<i32>,
+    /// Failed checks in a row.
+    pub failures: i64,
+    /// The first of them.
+    pub failing_since: Option<Timestamp>,
+    /// The last success since the agent started; null: never.
+    pub last_reachable_at: Option<Timestamp>,
+    /// Why the newest check failed.
+    pub error: String,
+    /// When it was said.
+    pub said_at: Timestamp,
+}
+
+/// A grant that could not be checked: the `unchecked` word's fields plus
+/// `machine` and `consumer`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct UncheckedGrant {
+    /// The consumer's machine.
+    pub machine: String,
+    /// The consumer.
+    pub consumer: String,
+    /// The provision.
+    pub provision: String,
+    /// The provider, `module@machine`.
+    pub from: String,
+    /// Why it was not checked.
+    pub reason: String,
+    /// When it was said.
+    pub said_at: Timestamp,
+}
+
+/// The grants' newest words sorted by kind (pure).
+pub fn grants(rows: Vec<GrantRow>) -> Grants {
+    let mut grants = Grants::default();
+    for r in rows {
+        match r.kind.as_str() {
+            "reachable" => grants.reachable += 1,
+            "unreachable" => grants.unreachable.push(UnreachableGrant {
+                machine: r.machine,
+                consumer: r.consumer,
+                provision: r.provision,
+                from: r.from,
+                address: r.address.unwrap_or_default(),
+                port: r.port,
+                failures: r.failures.unwrap_or_default(),
+                failing_since: r.failing_since,
+                last_reachable_at: r.last_reachable_at,
+                error: r.error.unwrap_or_default(),
+                said_at: r.said_at,
+            }),
+            _ => grants.unchecked.push(UncheckedGrant {
+                machine: r.machine,
+                consumer: r.consumer,
+                provision: r.provision,
+                from: r.from,
+                reason: r.reason.unwrap_or_default(),
+                said_at: r.said_at,
+            }),
+        }
+    }
+    grants
 }
 
 /// Seconds since `said_at` when at least `silent_after` passed; else `None`.
@@ -157,13 +260,35 @@ pub fn heard(alive: &AliveRow, now: Timestamp) -> (bool, Duration) {
 
 /// The report around its standings: the sentence from the store's counts,
 /// the providers not heard from, the open repairs read with them, the
-/// refused declaration entries.
+/// refused declaration entries (no grant in scope: see [`head_with_grants`]).
 pub fn head(
     declaration: &Parsed,
     scope: &Scope,
     counts: Counts,
     repairs: Vec<RepairRow>,
     alive: &[AliveRow],
+    clock: &Clock,
+) -> Head {
+    head_with_grants(
+        declaration,
+        scope,
+        counts,
+        repairs,
+        alive,
+        Grants::default(),
+        clock,
+    )
+}
+
+/// [`head`], with the grants in scope: an unreachable grant breaks
+/// all-well; the all-well sentence says how many were checked reachable.
+pub fn head_with_grants(
+    declaration: &Parsed,
+    scope: &Scope,
+    counts: Counts,
+    repairs: Vec<RepairRow>,
+    alive: &[AliveRow],
+    grants: Grants,
     clock: &Clock,
 ) -> Head {
     let d = &declaration.declaration;
@@ -219,6 +344,9 @@ pub fn head(
         heard_within,
         silent_after: clock.silent_after,
         machine,
+        grants_reachable: grants.reachable,
+        grants_unreachable: count(grants.unreachable.len()),
+        grants_unchecked: count(grants.unchecked.len()),
     };
     Head {
         machine: machine.map(str::to_owned),
@@ -227,6 +355,7 @@ pub fn head(
         unheard,
         repairs,
         declaration_errors,
+        grants,
     }
 }
 
@@ -425,6 +554,83 @@ mod tests {
             assert_eq!(listed, unheard, "{scope:?}");
             assert_eq!(head.sentence, sentence, "{scope:?}");
             assert_eq!(head.all_well, unheard.is_empty(), "{scope:?}");
+        }
+    }
+
+    fn grant_row(kind: &str, consumer: &str) -> GrantRow {
+        GrantRow {
+            machine: "app-1".into(),
+            consumer: consumer.into(),
+            provision: "postgres-database".into(),
+            from: "postgres@db-1".into(),
+            kind: kind.into(),
+            address: Some("10.10.0.1".into()),
+            port: Some(6852),
+            failures: (kind == "unreachable").then_some(4),
+            failing_since: Some(ts("2026-10-05T00:04:00Z")),
+            last_reachable_at: None,
+            error: Some("connect timed out after 3s".into()),
+            reason: Some("consumer not running".into()),
+            said_at: ts("2026-10-05T00:09:00Z"),
+        }
+    }
+
+    #[test]
+    fn grants_table() {
+        let c = clock("2026-10-05T00:10:00Z");
+        let tail = "and no repair fault is open";
+        // (grant kinds in scope, all well, sentence ends with)
+        let cases: Vec<(Vec<&str>, bool, &str)> =
+            vec![
+            (vec![], true, "; this does not prove that a consumer can reach its provider"),
+            (
+                vec!["reachable", "reachable"],
+                true,
+                "; 2 of 2 grants checked reachable from their consumers' own network positions",
+            ),
+            (
+                vec!["reachable", "unchecked"],
+                true,
+                "; 1 of 2 grants checked reachable from their consumers' own network positions \
+                 (1 unchecked); this does not prove that a consumer can reach its provider",
+            ),
+            (
+                vec!["unchecked"],
+                true,
+                "; 0 of 1 grant checked reachable from their consumers' own network positions \
+                 (1 unchecked); this does not prove that a consumer can reach its provider",
+            ),
+            (
+                vec!["reachable", "unreachable", "unchecked"],
+                false,
+                "not all well: 0 consumers failing, 1 grant unreachable (1 unchecked)",
+            ),
+        ];
+        for (kinds, all_well, ends) in cases {
+            let rows = kinds
+                .iter()
+                .enumerate()
+                .map(|(i, k)| grant_row(k, &format!("c{i}")))
+                .collect();
+            let head = head_with_grants(
+                &declaration(),
+                &Scope::All,
+                Counts::default(),
+                vec![],
+                &alive_now(&c),
+                grants(rows),
+                &c,
+            );
+            assert_eq!(head.all_well, all_well, "{kinds:?}");
+            assert!(
+                head.sentence.ends_with(ends),
+                "{kinds:?}: {}",
+                head.sentence
+            );
+            if all_well {
+                assert!(head.sentence.contains(tail), "{}", head.sentence);
+            }
+            assert_eq!(head.grants.total(), kinds.len() as u64);
         }
     }
 

@@ -24,12 +24,26 @@ pub struct Tally<'a> {
     pub silent_after: Duration,
     /// The machine of `node show`.
     pub machine: Option<&'a str>,
+    /// Grants in scope last said `reachable`.
+    pub grants_reachable: u64,
+    /// Grants in scope last said `unreachable`.
+    pub grants_unreachable: u64,
+    /// Grants in scope last said `unchecked`.
+    pub grants_unchecked: u64,
 }
 
 impl Tally<'_> {
     /// Nothing failing, no repair fault open, the declaration read whole.
     pub fn all_well(&self) -> bool {
-        self.failing == 0 && self.repairs == 0 && self.refused == 0 && self.unheard == 0
+        self.failing == 0
+            && self.repairs == 0
+            && self.refused == 0
+            && self.unheard == 0
+            && self.grants_unreachable == 0
+    }
+
+    fn grants(&self) -> u64 {
+        self.grants_reachable + self.grants_unreachable + self.grants_unchecked
     }
 }
 
@@ -66,8 +80,28 @@ pub fn sentence(t: &Tally<'_>) -> String {
                 heard.map(|h| format!(", {h}")).unwrap_or_default()
             ),
         };
+        let grants = t.grants();
+        let reach = (grants > 0).then(|| {
+            format!(
+                "; {} of {} checked reachable from their consumers' own network positions{}",
+                t.grants_reachable,
+                plural(grants, "grant", "grants"),
+                match t.grants_unchecked {
+                    0 => String::new(),
+                    n => format!(" ({n} unchecked)"),
+                }
+            )
+        });
+        // Only a check from every consumer's own position says it can reach.
+        let proven = grants > 0 && t.grants_reachable == grants;
         return format!(
-            "all well: {checked}; this does not prove that a consumer can reach its provider"
+            "all well: {checked}{}{}",
+            reach.unwrap_or_default(),
+            if proven {
+                ""
+            } else {
+                "; this does not prove that a consumer can reach its provider"
+            }
         );
     }
     let on = t.machine.map(|m| format!(" on {m}")).unwrap_or_default();
@@ -81,6 +115,16 @@ pub fn sentence(t: &Tally<'_>) -> String {
             t.silent,
             humantime::format_duration(t.silent_after)
         ));
+    }
+    if t.grants_unreachable > 0 {
+        let mut grants = format!(
+            "{} unreachable",
+            plural(t.grants_unreachable, "grant", "grants")
+        );
+        if t.grants_unchecked > 0 {
+            grants.push_str(&format!(" ({} unchecked)", t.grants_unchecked));
+        }
+        parts.push(grants);
     }
     if t.repairs > 0 {
         parts.push(format!(
@@ -118,6 +162,9 @@ mod tests {
             heard_within: Some(Duration::from_millis(45_800)),
             silent_after: Duration::from_secs(1800),
             machine: None,
+            grants_reachable: 0,
+            grants_unreachable: 0,
+            grants_unchecked: 0,
         }
     }
 

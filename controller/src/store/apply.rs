@@ -8,6 +8,7 @@ use std::time::SystemTime;
 use async_trait::async_trait;
 use futures::future::try_join_all;
 use mesh_sdk::event::{Alive, Failing, Recovered, Repair, RepairOutcome, Retirement};
+use mesh_sdk::Event;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Statement};
 
@@ -106,6 +107,101 @@ ON CONFLICT (provider_module, provider_machine) DO UPDATE SET
     stream_epoch = EXCLUDED.stream_epoch
 WHERE (a.stream_epoch, a.stream_seq) < (EXCLUDED.stream_epoch, EXCLUDED.stream_seq)";
 
+/// Applies a round's grant words ([`GrantColumns`]), the newest per
+/// (machine, consumer, provision, from), whatever their kind.
+const UPSERT_GRANT: &str = "
+INSERT INTO grant_word AS g (machine, consumer, provision, provider, kind, address, port,
+                             failures, failing_since, last_reachable_at, error, reason,
+                             said_at, stream_seq, stream_epoch)
+SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
+                     $7::int4[], $8::int8[], $9::timestamptz[], $10::timestamptz[], $11::text[],
+                     $12::text[], $13::timestamptz[], $14::int8[], $15::int8[])
+ON CONFLICT (machine, consumer, provision, provider) DO UPDATE SET
+    kind = EXCLUDED.kind, address = EXCLUDED.address, port = EXCLUDED.port,
+    failures = EXCLUDED.failures, failing_since = EXCLUDED.failing_since,
+    last_reachable_at = EXCLUDED.last_reachable_at, error = EXCLUDED.error,
+    reason = EXCLUDED.reason, said_at = EXCLUDED.said_at, stream_seq = EXCLUDED.stream_seq,
+    stream_epoch = EXCLUDED.stream_epoch
+WHERE (g.stream_epoch, g.stream_seq) < (EXCLUDED.stream_epoch, EXCLUDED.stream_seq)";
+
+/// The columns of [`UPSERT_GRANT`], `$1` to `$15` in field order.
+#[derive(Default)]
+struct GrantColumns<'a> {
+    machine: Vec<&'a str>,
+    consumer: Vec<&'a str>,
+    provision: Vec<String>,
+    provider: Vec<String>,
+    kind: Vec<&'static str>,
+    address: Vec<Option<String>>,
+    port: Vec<Option<i32>>,
+    failures: Vec<Option<i64>>,
+    failing_since: Vec<Option<SystemTime>>,
+    last_reachable_at: Vec<Option<SystemTime>>,
+    error: Vec<Option<String>>,
+    reason: Vec<Option<String>>,
+    said_at: Vec<SystemTime>,
+    stream_seq: Vec<i64>,
+    stream_epoch: Vec<i64>,
+}
+
+impl<'a> GrantColumns<'a> {
+    fn push(&mut self, k: &Keyed<'a, Event>) {
+        let (provision, from, address, port) = match k.body {
+            Event::Unreachable(b) => (&b.provision, &b.from, Some(&b.address), Some(b.port)),
+            Event::Reachable(b) => (&b.provision, &b.from, Some(&b.address), Some(b.port)),
+            Event::Unchecked(b) => (&b.provision, &b.from, None, None),
+            _ => return,
+        };
+        self.machine.push(k.emitter.machine.as_str());
+        self.consumer.push(k.emitter.module.as_str());
+        self.provision.push(text(provision));
+        self.provider.push(text(from));
+        self.kind.push(k.body.kind().as_str());
+        self.address.push(address.map(|a| text(a)));
+        self.port.push(port.map(i32::from));
+        let (failures, since, last, error, reason) = match k.body {
+            Event::Unreachable(b) => (
+                Some(int(b.failures)),
+                Some(b.failing_since.system_time()),
+                b.last_reachable_at.map(|t| t.system_time()),
+                Some(text(&b.error)),
+                None,
+            ),
+            Event::Reachable(b) => (None, None, None, None, Some(b.reason.as_str().to_owned())),
+            Event::Unchecked(b) => (None, None, None, None, Some(text(&b.reason))),
+            _ => (None, None, None, None, None),
+        };
+        self.failures.push(failures);
+        self.failing_since.push(since);
+        self.last_reachable_at.push(last);
+        self.error.push(error);
+        self.reason.push(reason);
+        self.said_at.push(k.body.said_at().system_time());
+        self.stream_seq.push(seq(k.seq));
+        self.stream_epoch.push(seq(k.epoch));
+    }
+
+    fn params(&self) -> [&(dyn ToSql + Sync); 15] {
+        [
+            &self.machine,
+            &self.consumer,
+            &self.provision,
+            &self.provider,
+            &self.kind,
+            &self.address,
+            &self.port,
+            &self.failures,
+            &self.failing_since,
+            &self.last_reachable_at,
+            &self.error,
+            &self.reason,
+            &self.said_at,
+            &self.stream_seq,
+            &self.stream_epoch,
+        ]
+    }
+}
+
 /// The prepared write statements.
 pub(super) struct Statements {
     failing: Statement,
@@ -113,6 +209,7 @@ pub(super) struct Statements {
     repair: Statement,
     retirement: Statement,
     alive: Statement,
+    grant: Statement,
 }
 
 impl Statements {
@@ -123,6 +220,7 @@ impl Statements {
             repair: client.prepare(UPSERT_REPAIR).await?,
             retirement: client.prepare(UPSERT_RETIREMENT).await?,
             alive: client.prepare(UPSERT_ALIVE).await?,
+            grant: client.prepare(UPSERT_GRANT).await?,
         })
     }
 }
@@ -399,6 +497,7 @@ struct Round<'a> {
     repairs: RepairColumns<'a>,
     retirements: RetirementColumns<'a>,
     alive: AliveColumns<'a>,
+    grants: GrantColumns<'a>,
 }
 
 impl<'a> Round<'a> {
@@ -416,6 +515,7 @@ impl<'a> Round<'a> {
             .iter()
             .for_each(|k| round.retirements.push(k));
         reduced.alive.iter().for_each(|k| round.alive.push(k));
+        reduced.grants.iter().for_each(|k| round.grants.push(k));
         round
     }
 
@@ -440,6 +540,9 @@ impl<'a> Round<'a> {
         }
         if !self.alive.said_at.is_empty() {
             statements.push((&prepared.alive, self.alive.params().to_vec()));
+        }
+        if !self.grants.said_at.is_empty() {
+            statements.push((&prepared.grant, self.grants.params().to_vec()));
         }
         statements
     }

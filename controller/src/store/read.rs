@@ -16,7 +16,7 @@ use tokio_postgres::{Client, Row, RowStream};
 
 use super::connection::{classify, PgStore, STATEMENT_TIMEOUT};
 use super::StoreError;
-use crate::model::{AliveRow, FailingRow, RepairRow};
+use crate::model::{AliveRow, FailingRow, GrantRow, RepairRow};
 
 /// Which standings and repair faults a read is about.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -93,6 +93,17 @@ FROM alive
 WHERE provider_module || '@' || provider_machine = ANY($1::text[])
 ORDER BY provider_module, provider_machine";
 
+/// The newest grant word of each grant whose consumer the declaration lists
+/// on the machine that said it; for `node show MACHINE` only those on it or
+/// whose provider is on it.
+const GRANTS: &str = "
+SELECT machine, consumer, provision, provider, kind, address, port, failures, failing_since,
+       last_reachable_at, error, reason, said_at
+FROM grant_word
+WHERE consumer || '@' || machine = ANY($1::text[])
+  AND ($2::text IS NULL OR machine = $2 OR split_part(provider, '@', 2) = $2)
+ORDER BY machine, consumer, provision, provider";
+
 /// A read in progress: its counts and repairs are here, its standings come
 /// with [`StatusRead::next`]. It holds a read-only transaction on its own
 /// connection; [`StatusRead::finish`] ends it.
@@ -108,6 +119,8 @@ pub struct StatusRead {
     pub repairs: Vec<RepairRow>,
     /// The newest `alive` of each selected provider heard from, in order.
     pub alive: Vec<AliveRow>,
+    /// The newest word of each grant in scope, in order.
+    pub grants: Vec<GrantRow>,
 }
 
 impl std::fmt::Debug for StatusRead {
@@ -139,24 +152,26 @@ impl PgStore {
             let count_params: [&(dyn ToSql + Sync); 3] =
                 [&filter.providers, &filter.machine, &silent_before];
             // Sent together, answered in order.
-            let (begun, counts, repairs, alive) = tokio::join!(
+            let (begun, counts, repairs, alive, grants) = tokio::join!(
                 client.batch_execute(BEGIN),
                 client.query_one(count.as_str(), &count_params),
                 client.query(OPEN_REPAIRS, &params),
                 client.query(ALIVE, &params[..1]),
+                client.query(GRANTS, &params),
             );
             begun?;
-            let (counts, repairs, alive) = (counts?, repairs?, alive?);
+            let (counts, repairs, alive, grants) = (counts?, repairs?, alive?, grants?);
             let counts = Counts {
                 standings: u64::try_from(counts.try_get::<_, i64>(0)?).unwrap_or(0),
                 silent: u64::try_from(counts.try_get::<_, i64>(1)?).unwrap_or(0),
             };
             let repairs = repairs.iter().map(repair_row).collect::<Result<_, _>>()?;
             let alive = alive.iter().map(alive_row).collect::<Result<_, _>>()?;
-            Ok::<_, tokio_postgres::Error>((counts, repairs, alive))
+            let grants = grants.iter().map(grant_row).collect::<Result<_, _>>()?;
+            Ok::<_, tokio_postgres::Error>((counts, repairs, alive, grants))
         };
         match tokio::time::timeout(STATEMENT_TIMEOUT, work).await {
-            Ok(Ok((counts, repairs, alive))) => Ok(StatusRead {
+            Ok(Ok((counts, repairs, alive, grants))) => Ok(StatusRead {
                 client,
                 target,
                 filter: filter.clone(),
@@ -164,6 +179,7 @@ impl PgStore {
                 counts,
                 repairs,
                 alive,
+                grants,
             }),
             Ok(Err(source)) => Err(classify(target, source)),
             Err(_) => Err(StoreError::Timeout {
@@ -265,5 +281,28 @@ fn alive_row(row: &Row) -> Result<AliveRow, tokio_postgres::Error> {
             .try_get::<_, Option<SystemTime>>(4)?
             .map(Timestamp::from_system),
         said_at: Timestamp::from_system(row.try_get::<_, SystemTime>(5)?),
+    })
+}
+
+fn grant_row(row: &Row) -> Result<GrantRow, tokio_postgres::Error> {
+    let time = |i: usize| -> Result<Option<Timestamp>, tokio_postgres::Error> {
+        Ok(row
+            .try_get::<_, Option<SystemTime>>(i)?
+            .map(Timestamp::from_system))
+    };
+    Ok(GrantRow {
+        machine: row.try_get(0)?,
+        consumer: row.try_get(1)?,
+        provision: row.try_get(2)?,
+        from: row.try_get(3)?,
+        kind: row.try_get(4)?,
+        address: row.try_get(5)?,
+        port: row.try_get(6)?,
+        failures: row.try_get(7)?,
+        failing_since: time(8)?,
+        last_reachable_at: time(9)?,
+        error: row.try_get(10)?,
+        reason: row.try_get(11)?,
+        said_at: Timestamp::from_system(row.try_get::<_, SystemTime>(12)?),
     })
 }

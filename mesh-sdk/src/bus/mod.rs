@@ -19,7 +19,7 @@ use tokio::sync::Notify;
 use crate::event::{Event, EventKind};
 use crate::name::Name;
 
-pub use nats::{connect, BusError, BusOptions, JetStreamSink};
+pub use nats::{connect, connect_as, BusError, BusOptions, JetStreamSink};
 pub use publisher::publish_loop;
 pub use transport::{connect_options, NatsArgs};
 
@@ -56,12 +56,22 @@ pub enum Key {
     Repair(Name),
     /// The provider's `alive` (only the newest matters).
     Alive,
+    /// The words of one grant: the subject's emitter
+    /// (`mesh.event.<machine>.<consumer>`), the provision and the provider.
+    Grant(String, String, String),
 }
 
 impl Key {
-    /// The key an event is held under.
-    pub fn of(event: &Event) -> Key {
+    /// The key an event for `subject` is held under.
+    pub fn of(subject: &str, event: &Event) -> Key {
+        let grant = |provision: &str, from: &str| {
+            let emitter = subject.split(".grant.").next().unwrap_or(subject);
+            Key::Grant(emitter.to_owned(), provision.to_owned(), from.to_owned())
+        };
         match event {
+            Event::Unreachable(b) => grant(&b.provision, &b.from),
+            Event::Reachable(b) => grant(&b.provision, &b.from),
+            Event::Unchecked(b) => grant(&b.provision, &b.from),
             Event::Failing(b) => Key::Standing(b.consumer.clone()),
             Event::Recovered(b) => Key::Standing(b.consumer.clone()),
             Event::Retirement(b) => Key::Retirement(b.consumer.clone(), b.action.as_str()),
@@ -123,7 +133,7 @@ impl Outbox {
 
     /// Holds `event` for `subject`, replacing an older held word of the same key.
     pub fn put(&self, subject: String, event: &Event) {
-        let key = Key::of(event);
+        let key = Key::of(&subject, event);
         let body = Bytes::from(event.to_json());
         let mut inner = self.inner.lock().expect("outbox lock");
         inner.next_seq += 1;

@@ -170,13 +170,28 @@ pub async fn connect(
     options: &BusOptions,
     provider: &ProviderId,
 ) -> Result<async_nats::Client, BusError> {
-    let servers = options.nats.servers()?;
-    connect_options(
-        &options.nats,
+    connect_as(
+        options,
         &format!("mesh provider {provider}"),
         &inbox_prefix(&provider.machine, &provider.module),
     )
-    .await?
+    .await
+}
+
+/// Connects as `name` with its own `inbox_prefix` (the grant agent's is
+/// `_INBOX.<machine>._grants`) and [`connect_options`], reconnecting
+/// forever, like [`connect`].
+///
+/// # Errors
+/// [`BusError`] when the credentials cannot be read or the URL is invalid.
+pub async fn connect_as(
+    options: &BusOptions,
+    name: &str,
+    inbox_prefix: &str,
+) -> Result<async_nats::Client, BusError> {
+    let servers = options.nats.servers()?;
+    connect_options(&options.nats, name, inbox_prefix)
+        .await?
     .retry_on_initial_connect()
     .connect(servers)
     .await

@@ -513,6 +513,8 @@ fn say(outbox: &Outbox, metrics: &LoopMetrics, provider: &ProviderId, event: &Ev
         Event::Alive(b) => {
             tracing::debug!(consumers = b.consumers, failing = b.failing, settled_at = ?b.settled_at.map(|t| t.to_string()), "saying alive")
         }
+        // Said by mesh-grants, never by a provisioner loop.
+        Event::Unreachable(_) | Event::Reachable(_) | Event::Unchecked(_) => {}
     }
     outbox.put(
         event_subject(&provider.machine, &provider.module, kind),

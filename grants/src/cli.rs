@@ -1,0 +1,270 @@
+//! The command line of `mesh-grants` and the run it starts.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Parser;
+use mesh_sdk::event::grants_inbox_prefix;
+use mesh_sdk::NatsArgs;
+use mesh_sdk::internal::{
+    connect_as, listen, publish_loop, serve_endpoints, BusError, BusOptions, Endpoints,
+    JetStreamSink, ListenError, LogFormat, Outbox,
+};
+use tokio::time::{interval, MissedTickBehavior};
+
+use crate::agent::{Agent, Settings};
+use crate::dial::Runtime;
+use crate::file::Source;
+use crate::standing::GrantRules;
+
+/// What `--help` opens with.
+pub const ABOUT: &str = "Checks, from each consumer's own network position, that it can reach \
+the provider each of its grants names, and says on the bus when it cannot.
+
+Run it on every machine that has consumers. Every --check-every it re-reads the grants file and, \
+for each grant with a port, opens a TCP connection to the grant's address and port from inside \
+the consumer's network namespace (nothing is sent). A grant is said unreachable only after \
+--unreachable-after failed checks in a row; a consumer that is not running, or a grant with no \
+port, is said unchecked, never unreachable.";
+
+/// `mesh-grants` flags.
+#[derive(Parser, Clone, Debug, PartialEq, Eq)]
+#[command(name = "mesh-grants", about = ABOUT, version)]
+pub struct Cli {
+    /// The grants file (JSON) the mesh writes on this machine, re-read every check.
+    #[arg(long, env = "MESH_GRANTS")]
+    pub grants: PathBuf,
+
+    /// Time between checks.
+    #[arg(long, env = "MESH_CHECK_EVERY", default_value = "30s", value_parser = humantime::parse_duration)]
+    pub check_every: Duration,
+
+    /// Failed checks in a row before a grant is said unreachable.
+    #[arg(long, env = "MESH_UNREACHABLE_AFTER", default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
+    pub unreachable_after: u64,
+
+    /// How often unreachable or unchecked is said again while it lasts.
+    #[arg(long, env = "MESH_REPEAT_EVERY", default_value = "15m", value_parser = humantime::parse_duration)]
+    pub repeat_every: Duration,
+
+    /// Bound of one connection attempt.
+    #[arg(long, env = "MESH_CONNECT_TIMEOUT", default_value = "3s", value_parser = humantime::parse_duration)]
+    pub connect_timeout: Duration,
+
+    /// The container runtime that finds the namespace of a `container` grant.
+    #[arg(long, env = "MESH_RUNTIME", value_enum, default_value_t = Runtime::Docker)]
+    pub runtime: Runtime,
+
+    /// The bus: servers, credentials (the agent's user is
+    /// `_grants@<machine>`) and TLS, as every mesh program takes them.
+    #[command(flatten)]
+    pub nats: NatsArgs,
+
+    /// How long to wait for the bus to acknowledge a word before holding it.
+    #[arg(long, env = "MESH_ACK_TIMEOUT", default_value = "5s", value_parser = humantime::parse_duration)]
+    pub ack_timeout: Duration,
+
+    /// Serve Prometheus metrics at /metrics, and /healthz and /readyz, on this address (host:port).
+    #[arg(long, env = "MESH_METRICS_LISTEN")]
+    pub metrics_listen: Option<String>,
+
+    /// How log lines are written: text (key=value fields) or json (one object a line).
+    #[arg(long, env = "MESH_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
+impl Cli {
+    /// The agent's settings.
+    pub fn settings(&self) -> Settings {
+        Settings {
+            check_every: self.check_every,
+            rules: GrantRules {
+                unreachable_after: self.unreachable_after,
+                repeat_every: self.repeat_every,
+            },
+            connect_timeout: self.connect_timeout,
+            runtime: self.runtime,
+            ..Settings::default()
+        }
+    }
+
+    fn bus_options(&self) -> BusOptions {
+        BusOptions {
+            nats: self.nats.clone(),
+            ack_timeout: self.ack_timeout,
+        }
+    }
+}
+
+/// The agent could not run (exit 1).
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// No good grants file could be read at start: the machine is not known.
+    #[error("{0}")]
+    Grants(String),
+    /// The bus could not be set up.
+    #[error(transparent)]
+    Bus(#[from] BusError),
+    /// The metrics address could not be listened on.
+    #[error(transparent)]
+    Listen(#[from] ListenError),
+    /// The stop signals could not be installed.
+    #[error("cannot install the stop signal handlers")]
+    Signal(#[source] std::io::Error),
+}
+
+/// Runs the agent until SIGINT or SIGTERM.
+///
+/// # Errors
+/// [`RunError`] when it cannot start.
+pub async fn run(cli: Cli) -> Result<(), RunError> {
+    // The machine names the inbox prefix: it comes from the file.
+    let machine = {
+        let mut source = Source::new(&cli.grants);
+        match source.load() {
+            (Some(grants), _) => grants.machine.clone(),
+            (None, errors) => return Err(RunError::Grants(errors.join("; "))),
+        }
+    };
+    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(RunError::Signal)?;
+    let listener = match &cli.metrics_listen {
+        Some(addr) => Some(listen(addr).await?),
+        None => None,
+    };
+    tracing::info!(grants = %cli.grants.display(), %machine, nats = %cli.nats.shown_servers(), "mesh-grants starting");
+    let options = cli.bus_options();
+    let client = connect_as(
+        &options,
+        &format!("mesh-grants {machine}"),
+        &grants_inbox_prefix(&machine),
+    )
+    .await?;
+    let outbox = Arc::new(Outbox::new());
+    let sink = Arc::new(JetStreamSink::new(client.clone(), options.ack_timeout));
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let publisher = tokio::spawn(publish_loop(
+        Arc::clone(&outbox),
+        sink,
+        Duration::from_secs(1),
+        async move {
+            let _ = stop_rx.await;
+        },
+    ));
+    let settings = cli.settings();
+    let mut agent = Agent::new(&cli.grants, settings, Arc::clone(&outbox));
+    let metrics = agent.metrics();
+    let endpoints = listener.map(|listener| {
+        let (m, h, c) = (Arc::clone(&metrics), Arc::clone(&metrics), client.clone());
+        let bound = settings.check_every * 3 + settings.connect_timeout * 4;
+        let started = tokio::time::Instant::now();
+        let seen = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let last = Arc::new(std::sync::Mutex::new(started));
+        serve_endpoints(
+            listener,
+            Endpoints {
+                metrics: Arc::new(move || m.encode()),
+                health: Arc::new(move || {
+                    let rounds = h.rounds();
+                    let mut at = last.lock().expect("health lock");
+                    if rounds != seen.swap(rounds, std::sync::atomic::Ordering::Relaxed) {
+                        *at = tokio::time::Instant::now();
+                    }
+                    match at.elapsed() <= bound {
+                        true => Ok(format!("{rounds} rounds of checks")),
+                        false => Err(format!(
+                            "no round of checks for {}",
+                            humantime::format_duration(Duration::from_secs(at.elapsed().as_secs()))
+                        )),
+                    }
+                }),
+                ready: Arc::new(move || match c.connection_state() {
+                    async_nats::connection::State::Connected => Ok("connected to the bus".into()),
+                    other => Err(format!("bus: {other:?}")),
+                }),
+            },
+        )
+        .1
+    });
+    let mut ticks = interval(settings.check_every);
+    ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = ticks.tick() => {
+                agent.check().await;
+            }
+            _ = tokio::signal::ctrl_c() => break,
+            _ = sigterm.recv() => break,
+        }
+    }
+    tracing::info!("mesh-grants stopping");
+    let _ = stop_tx.send(());
+    let _ = publisher.await;
+    if let Some(task) = endpoints {
+        task.abort();
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn defaults_are_the_design() {
+        let cli = Cli::try_parse_from(["mesh-grants", "--grants", "g.json"]).unwrap();
+        let s = cli.settings();
+        assert_eq!(s.check_every, Duration::from_secs(30));
+        assert_eq!(s.rules, GrantRules::default());
+        assert_eq!(s.rules.unreachable_after, 3);
+        assert_eq!(s.runtime, Runtime::Docker);
+        assert_eq!(cli.nats.url, "nats://127.0.0.1:4222");
+        let cli = Cli::try_parse_from([
+            "mesh-grants",
+            "--grants",
+            "g",
+            "--check-every",
+            "200ms",
+            "--unreachable-after",
+            "2",
+            "--runtime",
+            "podman",
+            "--repeat-every",
+            "1m",
+        ])
+        .unwrap();
+        assert_eq!(cli.settings().check_every, Duration::from_millis(200));
+        assert_eq!(cli.settings().runtime, Runtime::Podman);
+        for bad in [
+            vec!["mesh-grants"],
+            vec!["mesh-grants", "--grants", "g", "--unreachable-after", "0"],
+            vec!["mesh-grants", "--grants", "g", "--runtime", "lxc"],
+            vec!["mesh-grants", "--grants", "g", "--nats-user", "u"],
+        ] {
+            assert!(Cli::try_parse_from(&bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn help_opens_with_what_the_program_does() {
+        let help = Cli::command().render_help().to_string();
+        assert!(
+            help.starts_with("Checks, from each consumer's own network position"),
+            "{help}"
+        );
+        for flag in [
+            "--grants",
+            "MESH_GRANTS",
+            "--check-every",
+            "--unreachable-after",
+            "--runtime",
+            "--metrics-listen",
+            "--log-format",
+            "--nats",
+        ] {
+            assert!(help.contains(flag), "{flag} missing:\n{help}");
+        }
+    }
+}

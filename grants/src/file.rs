@@ -1,0 +1,409 @@
+//! The grants file (DESIGN.md "Grants"): JSON, re-read every check. A file
+//! that cannot be read or parsed is an error naming the file, and the last
+//! good list is kept; a bad entry is refused alone, with an error naming it,
+//! and the last good version of the same grant (when its consumer,
+//! provision and provider can still be read) is kept.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use mesh_sdk::Name;
+use serde::Deserialize;
+use serde_json::Value;
+
+/// Where a consumer dials from.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Position {
+    /// A network namespace file (`/run/netns/NAME`, `/proc/PID/ns/net`).
+    Netns(PathBuf),
+    /// A container, its namespace found through the container runtime.
+    Container(String),
+}
+
+/// One grant: what the mesh wrote on this machine so `consumer` can reach
+/// `from`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Grant {
+    /// The consumer it was given to.
+    pub consumer: Name,
+    /// The provision.
+    pub provision: String,
+    /// The provider, `module@machine`.
+    pub from: String,
+    /// The address to dial.
+    pub address: String,
+    /// The port; `None` for a file or secret grant (never dialled).
+    pub port: Option<u16>,
+    /// The role or client it grants, if any (not used by the check).
+    pub r#as: Option<String>,
+    /// Where the consumer dials from.
+    pub position: Position,
+}
+
+/// What identifies a grant across reads: (consumer, provision, from).
+pub type GrantKey = (Name, String, String);
+
+impl Grant {
+    /// Its key.
+    pub fn key(&self) -> GrantKey {
+        (
+            self.consumer.clone(),
+            self.provision.clone(),
+            self.from.clone(),
+        )
+    }
+}
+
+/// The grants of one machine.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Grants {
+    /// The machine they are on.
+    pub machine: Name,
+    /// The grants, in file order.
+    pub grants: Vec<Grant>,
+}
+
+/// The grants file could not be used; logged, the last good list is kept.
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    /// The file could not be read.
+    #[error("grants file {path} cannot be read: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not JSON of the grants file's shape.
+    #[error("grants file {path} cannot be parsed: {reason}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// One entry refused; the others go on.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("grants file {path}: grants[{index}]{who} refused: {reason}")]
+pub struct EntryError {
+    /// The file.
+    pub path: PathBuf,
+    /// The entry's place in `grants`.
+    pub index: usize,
+    /// ` (consumer "forge")` when its consumer can be read.
+    who: String,
+    /// Why.
+    pub reason: String,
+    /// The grant's key, when it can be read.
+    pub key: Option<GrantKey>,
+}
+
+#[derive(Deserialize)]
+struct RawFile {
+    machine: String,
+    grants: Vec<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGrant {
+    consumer: String,
+    provision: String,
+    from: String,
+    address: String,
+    port: Option<u16>,
+    #[serde(default, rename = "as")]
+    r#as: Option<String>,
+    #[serde(default)]
+    netns: Option<PathBuf>,
+    #[serde(default)]
+    container: Option<String>,
+}
+
+/// Parses the text of a grants file read from `path`: the grants, and the
+/// entries refused.
+///
+/// # Errors
+/// [`FileError::Parse`] when the text is not a grants file at all.
+pub fn parse(path: &Path, text: &str) -> Result<(Grants, Vec<EntryError>), FileError> {
+    let parse_error = |reason: String| FileError::Parse {
+        path: path.to_owned(),
+        reason,
+    };
+    let raw: RawFile = serde_json::from_str(text).map_err(|e| parse_error(e.to_string()))?;
+    let machine = Name::parse(&raw.machine).map_err(|e| parse_error(format!("machine: {e}")))?;
+    let mut grants = Vec::new();
+    let mut refused = Vec::new();
+    for (index, value) in raw.grants.into_iter().enumerate() {
+        match entry(&value) {
+            Ok(grant) => grants.push(grant),
+            Err(reason) => {
+                let consumer = value.get("consumer").and_then(Value::as_str);
+                let key = (|| {
+                    Some((
+                        Name::parse(consumer?).ok()?,
+                        value.get("provision")?.as_str()?.to_owned(),
+                        value.get("from")?.as_str()?.to_owned(),
+                    ))
+                })();
+                refused.push(EntryError {
+                    path: path.to_owned(),
+                    index,
+                    who: consumer
+                        .map(|c| {
+                            format!(" (consumer {:?})", c.chars().take(64).collect::<String>())
+                        })
+                        .unwrap_or_default(),
+                    reason,
+                    key,
+                });
+            }
+        }
+    }
+    // Two entries for one grant: both refused, neither silently wins.
+    let mut seen: HashMap<GrantKey, usize> = HashMap::new();
+    for g in &grants {
+        *seen.entry(g.key()).or_default() += 1;
+    }
+    grants.retain(|g| {
+        let twice = seen[&g.key()] > 1;
+        if twice {
+            refused.push(EntryError {
+                path: path.to_owned(),
+                index: usize::MAX,
+                who: format!(" (consumer {:?})", g.consumer.as_str()),
+                reason: format!(
+                    "listed more than once for provision {:?} from {:?}",
+                    g.provision, g.from
+                ),
+                key: Some(g.key()),
+            });
+        }
+        !twice
+    });
+    Ok((Grants { machine, grants }, refused))
+}
+
+fn entry(value: &Value) -> Result<Grant, String> {
+    let raw = RawGrant::deserialize(value).map_err(|e| e.to_string())?;
+    let consumer = Name::parse(&raw.consumer).map_err(|e| format!("consumer: {e}"))?;
+    if raw.provision.is_empty() || raw.from.is_empty() || raw.address.is_empty() {
+        return Err("provision, from and address must not be empty".into());
+    }
+    if raw.port == Some(0) {
+        return Err("port 0 cannot be dialled".into());
+    }
+    let position = match (raw.netns, raw.container) {
+        (Some(path), None) if path.is_absolute() => Position::Netns(path),
+        (Some(path), None) => {
+            return Err(format!("netns {} is not an absolute path", path.display()))
+        }
+        (None, Some(name)) if !name.is_empty() && !name.starts_with('-') => {
+            Position::Container(name)
+        }
+        (None, Some(_)) => return Err("container must be a container name".into()),
+        _ => return Err("give exactly one of netns and container".into()),
+    };
+    Ok(Grant {
+        consumer,
+        provision: raw.provision,
+        from: raw.from,
+        address: raw.address,
+        port: raw.port,
+        r#as: raw.r#as,
+        position,
+    })
+}
+
+/// The grants file, re-read on every [`Source::load`], with the last good
+/// list kept.
+#[derive(Debug)]
+pub struct Source {
+    path: PathBuf,
+    last_good: Option<Grants>,
+    /// The last errors logged, so an unchanged error is not logged every check.
+    last_errors: Vec<String>,
+}
+
+impl Source {
+    /// Reads `path` on every load.
+    pub fn new(path: impl Into<PathBuf>) -> Source {
+        Source {
+            path: path.into(),
+            last_good: None,
+            last_errors: Vec::new(),
+        }
+    }
+
+    /// Reads the file: the grants to check now (the last good list when the
+    /// file cannot be read or parsed; a refused entry's last good version),
+    /// and the errors of this read. `None` while no good file was ever read.
+    pub fn load(&mut self) -> (Option<&Grants>, Vec<String>) {
+        let read = std::fs::read_to_string(&self.path)
+            .map_err(|source| FileError::Read {
+                path: self.path.clone(),
+                source,
+            })
+            .and_then(|text| parse(&self.path, &text));
+        let errors = match read {
+            Ok((mut grants, refused)) => {
+                for error in &refused {
+                    let kept = error.key.as_ref().and_then(|key| {
+                        self.last_good
+                            .as_ref()?
+                            .grants
+                            .iter()
+                            .find(|g| &g.key() == key)
+                    });
+                    if let Some(kept) = kept {
+                        if !grants.grants.iter().any(|g| g.key() == kept.key()) {
+                            grants.grants.push(kept.clone());
+                        }
+                    }
+                }
+                self.last_good = Some(grants);
+                refused.iter().map(ToString::to_string).collect()
+            }
+            Err(error) => vec![error.to_string()],
+        };
+        if errors != self.last_errors {
+            for e in &errors {
+                tracing::error!(error = %e, "grants file");
+            }
+            self.last_errors.clone_from(&errors);
+        }
+        (self.last_good.as_ref(), errors)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"{ "machine": "app-1", "grants": [
+        { "consumer": "forge", "provision": "postgres-database", "from": "postgres@db-1",
+          "address": "10.10.0.1", "port": 6852, "as": "forge", "netns": "/run/netns/forge" },
+        { "consumer": "wiki", "provision": "secret", "from": "vault@db-1",
+          "address": "db-1", "port": null, "container": "wiki" } ] }"#;
+
+    #[test]
+    fn the_design_example_parses() {
+        let (grants, refused) = parse(Path::new("g.json"), GOOD).unwrap();
+        assert!(refused.is_empty(), "{refused:?}");
+        assert_eq!(grants.machine.as_str(), "app-1");
+        assert_eq!(grants.grants.len(), 2);
+        assert_eq!(grants.grants[0].port, Some(6852));
+        assert_eq!(
+            grants.grants[0].position,
+            Position::Netns("/run/netns/forge".into())
+        );
+        assert_eq!(grants.grants[1].port, None);
+        assert_eq!(
+            grants.grants[1].position,
+            Position::Container("wiki".into())
+        );
+    }
+
+    #[test]
+    fn a_bad_entry_is_refused_alone_and_named() {
+        let cases = [
+            (
+                r#"{"consumer":"Bad Name","provision":"p","from":"a@b","address":"x","port":1,"netns":"/n"}"#,
+                "grants[1] (consumer \"Bad Name\") refused: consumer",
+            ),
+            (
+                r#"{"consumer":"c","provision":"p","from":"a@b","address":"x","port":70000,"netns":"/n"}"#,
+                "grants[1] (consumer \"c\") refused",
+            ),
+            (
+                r#"{"consumer":"c","provision":"p","from":"a@b","address":"x","port":1}"#,
+                "give exactly one of netns and container",
+            ),
+            (
+                r#"{"consumer":"c","provision":"p","from":"a@b","address":"x","port":1,"netns":"/n","container":"c"}"#,
+                "give exactly one",
+            ),
+            (
+                r#"{"consumer":"c","provision":"p","from":"a@b","address":"x","port":1,"netns":"rel"}"#,
+                "not an absolute path",
+            ),
+            (r#"{"provision":"p"}"#, "grants[1] refused: missing field"),
+        ];
+        for (bad, says) in cases {
+            let text = format!(
+                r#"{{"machine":"app-1","grants":[{},{bad}]}}"#,
+                &GOOD[GOOD.find("{ \"consumer\"").unwrap()..GOOD.find("},").unwrap() + 1]
+            );
+            let (grants, refused) = parse(Path::new("/etc/mesh/grants.json"), &text).unwrap();
+            assert_eq!(grants.grants.len(), 1, "{bad}");
+            assert_eq!(refused.len(), 1, "{bad}");
+            let words = refused[0].to_string();
+            assert!(
+                words.starts_with("grants file /etc/mesh/grants.json: grants[1]"),
+                "{words}"
+            );
+            assert!(words.contains(says), "{words} lacks {says}");
+        }
+    }
+
+    #[test]
+    fn a_file_that_cannot_be_parsed_names_the_file() {
+        for bad in [
+            "not json",
+            r#"{"grants":[]}"#,
+            r#"{"machine":"A","grants":[]}"#,
+        ] {
+            let error = parse(Path::new("/etc/mesh/grants.json"), bad).unwrap_err();
+            assert!(
+                error
+                    .to_string()
+                    .starts_with("grants file /etc/mesh/grants.json cannot be parsed"),
+                "{error}"
+            );
+        }
+    }
+
+    #[test]
+    fn two_entries_for_one_grant_are_both_refused() {
+        let one =
+            r#"{"consumer":"c","provision":"p","from":"a@b","address":"x","port":1,"netns":"/n"}"#;
+        let text = format!(r#"{{"machine":"m","grants":[{one},{one}]}}"#);
+        let (grants, refused) = parse(Path::new("g"), &text).unwrap();
+        assert!(grants.grants.is_empty());
+        assert_eq!(refused.len(), 2);
+        assert!(refused[0].to_string().contains("listed more than once"));
+    }
+
+    #[test]
+    fn the_last_good_list_and_entry_are_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("grants.json");
+        let mut source = Source::new(&path);
+        let (none, errors) = source.load();
+        assert!(none.is_none());
+        assert!(errors[0].contains("cannot be read"), "{errors:?}");
+        std::fs::write(&path, GOOD).unwrap();
+        assert_eq!(source.load().0.unwrap().grants.len(), 2);
+        std::fs::write(&path, "{ broken").unwrap();
+        let (kept, errors) = source.load();
+        assert_eq!(kept.unwrap().grants.len(), 2, "last good list kept");
+        assert!(
+            errors[0].contains(&path.display().to_string()),
+            "{errors:?}"
+        );
+        // The forge entry breaks (port out of range): its last good version stays.
+        std::fs::write(&path, GOOD.replace("6852", "99999")).unwrap();
+        let (kept, errors) = source.load();
+        let kept = kept.unwrap();
+        assert_eq!(errors.len(), 1);
+        assert!(
+            errors[0].contains("grants[0] (consumer \"forge\") refused"),
+            "{errors:?}"
+        );
+        assert_eq!(kept.grants.len(), 2);
+        assert!(kept.grants.iter().any(|g| g.port == Some(6852)));
+    }
+}

@@ -1,0 +1,303 @@
+#![allow(missing_docs)]
+
+//! Grants checked from real network namespaces (as root): each test makes
+//! its own namespace, veth pair and addresses (unique names, so tests run
+//! in parallel), dials only listeners it starts itself, and removes it all
+//! on drop. Where the kernel refuses namespaces, a test says so loudly and
+//! passes without checking (`SKIPPED`).
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use mesh_grants::dial::{connect, NOT_RUNNING};
+use mesh_grants::{Agent, Check, Settings};
+use mesh_sdk::event::{Event, ReachableReason};
+use mesh_sdk::internal::Outbox;
+
+static BEDS: AtomicU32 = AtomicU32::new(0);
+
+fn ip(args: &[&str]) -> Result<(), String> {
+    let out = Command::new("ip")
+        .args(args)
+        .output()
+        .map_err(|e| format!("cannot run ip: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "ip {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// A consumer's network namespace joined to the machine by a veth pair:
+/// the machine's side has `host_ip`, the consumer's `ns_ip`.
+pub struct Bed {
+    pub name: String,
+    host_link: String,
+    pub host_ip: String,
+    pub ns_ip: String,
+}
+
+impl Bed {
+    /// A new bed, or `None` (said loudly) where the kernel refuses namespaces.
+    pub fn new() -> Option<Bed> {
+        let n = BEDS.fetch_add(1, Ordering::Relaxed);
+        let pid = std::process::id();
+        let tag = format!("{:x}{n:x}", pid % 0xffff);
+        let (a, b) = (100 + pid % 150, 1 + n % 250);
+        let bed = Bed {
+            name: format!("mgt-{tag}"),
+            host_link: format!("mgh{tag}"),
+            host_ip: format!("10.{a}.{b}.1"),
+            ns_ip: format!("10.{a}.{b}.2"),
+        };
+        if let Err(e) = ip(&["netns", "add", &bed.name]) {
+            eprintln!("SKIPPED: the kernel refuses network namespaces here ({e}); grants are not checked from a consumer's position in this run");
+            return None;
+        }
+        let peer = format!("mgc{tag}");
+        let (host_cidr, ns_cidr) = (format!("{}/30", bed.host_ip), format!("{}/30", bed.ns_ip));
+        let setup = [
+            vec![
+                "link",
+                "add",
+                &bed.host_link,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                &peer,
+            ],
+            vec!["link", "set", &peer, "netns", &bed.name],
+            vec!["addr", "add", &host_cidr, "dev", &bed.host_link],
+            vec!["link", "set", &bed.host_link, "up"],
+            vec!["-n", &bed.name, "addr", "add", &ns_cidr, "dev", &peer],
+            vec!["-n", &bed.name, "link", "set", &peer, "up"],
+            vec!["-n", &bed.name, "link", "set", "lo", "up"],
+        ];
+        for args in setup {
+            ip(&args).expect("setting up the bed");
+        }
+        Some(bed)
+    }
+
+    pub fn netns(&self) -> PathBuf {
+        PathBuf::from(format!("/run/netns/{}", self.name))
+    }
+
+    /// Drops the path from the consumer's namespace to `addr` (a blackhole
+    /// route inside it); the machine's own path stays open.
+    pub fn drop_path(&self, addr: &str) {
+        ip(&[
+            "-n",
+            &self.name,
+            "route",
+            "add",
+            "blackhole",
+            &format!("{addr}/32"),
+        ])
+        .unwrap();
+    }
+
+    pub fn restore_path(&self, addr: &str) {
+        ip(&[
+            "-n",
+            &self.name,
+            "route",
+            "del",
+            "blackhole",
+            &format!("{addr}/32"),
+        ])
+        .unwrap();
+    }
+}
+
+impl Drop for Bed {
+    fn drop(&mut self) {
+        let _ = ip(&["netns", "del", &self.name]);
+        let _ = ip(&["link", "del", &self.host_link]);
+    }
+}
+
+fn settings() -> Settings {
+    Settings {
+        check_every: Duration::from_millis(100),
+        connect_timeout: Duration::from_millis(500),
+        ..Settings::default()
+    }
+}
+
+struct World {
+    _dir: tempfile::TempDir,
+    file: PathBuf,
+    agent: Agent,
+}
+
+fn world(grants: serde_json::Value) -> World {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("grants.json");
+    std::fs::write(&file, grants.to_string()).unwrap();
+    let agent = Agent::new(&file, settings(), Arc::new(Outbox::new()));
+    World {
+        _dir: dir,
+        file,
+        agent,
+    }
+}
+
+fn grant(netns: &std::path::Path, address: &str, port: Option<u16>) -> serde_json::Value {
+    serde_json::json!({ "machine": "app-1", "grants": [
+        { "consumer": "forge", "provision": "postgres-database", "from": "postgres@db-1",
+          "address": address, "port": port, "as": "forge", "netns": netns } ] })
+}
+
+fn kinds(said: &[Event]) -> Vec<&'static str> {
+    said.iter().map(|e| e.kind().as_str()).collect()
+}
+
+#[tokio::test]
+async fn issue_145_the_consumers_path_dropped_while_the_machines_stays_open() {
+    let Some(bed) = Bed::new() else { return };
+    // The provider's port, on the machine's own address.
+    let listener = TcpListener::bind((bed.host_ip.as_str(), 0)).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let mut w = world(grant(&bed.netns(), &bed.host_ip, Some(port)));
+
+    let round = w.agent.check().await;
+    assert_eq!(round.reached, 1, "{round:?}");
+    match &round.said[..] {
+        [Event::Reachable(b)] => assert_eq!(b.reason, ReachableReason::FirstSuccessAfterStart),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        connect(&bed.host_ip, port, Duration::from_millis(500)),
+        Check::Reached
+    );
+
+    bed.drop_path(&bed.host_ip);
+    for n in 1..=2 {
+        let round = w.agent.check().await;
+        assert_eq!(round.failed, 1, "check {n}: {round:?}");
+        assert!(
+            round.said.is_empty(),
+            "nothing said before the third: {round:?}"
+        );
+        // The machine's own position still passes: why the position matters.
+        assert_eq!(
+            connect(&bed.host_ip, port, Duration::from_millis(500)),
+            Check::Reached
+        );
+    }
+    let round = w.agent.check().await;
+    match &round.said[..] {
+        [Event::Unreachable(b)] => {
+            assert_eq!(b.failures, 3);
+            assert_eq!(b.port, port);
+            assert_eq!(b.address, bed.host_ip);
+            assert!(b.last_reachable_at.is_some(), "it worked before: {b:?}");
+            assert!(b.last_reachable_at.unwrap() <= b.failing_since);
+            assert!(!b.error.is_empty());
+        }
+        other => panic!("unreachable after the third failed check, got {other:?}"),
+    }
+    assert_eq!(
+        connect(&bed.host_ip, port, Duration::from_millis(500)),
+        Check::Reached,
+        "a check from the machine passes while the consumer cannot reach it"
+    );
+    // The fourth says nothing new (repeat every 15 min); the count goes on.
+    assert!(w.agent.check().await.said.is_empty());
+
+    bed.restore_path(&bed.host_ip);
+    let round = w.agent.check().await;
+    match &round.said[..] {
+        [Event::Reachable(b)] => assert_eq!(b.reason, ReachableReason::Success),
+        other => panic!("{other:?}"),
+    }
+    drop(listener);
+}
+
+#[tokio::test]
+async fn a_restarting_provider_says_nothing_and_the_count_rises_and_falls() {
+    let Some(bed) = Bed::new() else { return };
+    let listener = TcpListener::bind((bed.host_ip.as_str(), 0)).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut w = world(grant(&bed.netns(), &bed.host_ip, Some(addr.port())));
+    assert_eq!(kinds(&w.agent.check().await.said), ["reachable"]);
+    let key = (
+        mesh_sdk::Name::parse("forge").unwrap(),
+        "postgres-database".to_owned(),
+        "postgres@db-1".to_owned(),
+    );
+    drop(listener); // the provider restarts: gone for one check
+    let round = w.agent.check().await;
+    assert_eq!(round.failed, 1);
+    assert!(round.said.is_empty(), "{round:?}");
+    assert_eq!(w.agent.standing(&key).unwrap().failures(), 1);
+    let _back = TcpListener::bind(addr).unwrap();
+    let round = w.agent.check().await;
+    assert_eq!(round.reached, 1);
+    assert!(round.said.is_empty(), "{round:?}");
+    assert_eq!(w.agent.standing(&key).unwrap().failures(), 0);
+}
+
+#[tokio::test]
+async fn a_consumer_not_running_is_unchecked_never_unreachable() {
+    let Some(bed) = Bed::new() else { return };
+    let gone = PathBuf::from(format!("/run/netns/{}-stopped", bed.name));
+    let mut w = world(grant(&gone, &bed.host_ip, Some(9)));
+    let round = w.agent.check().await;
+    match &round.said[..] {
+        [Event::Unchecked(b)] => assert_eq!(b.reason, NOT_RUNNING),
+        other => panic!("{other:?}"),
+    }
+    for _ in 0..5 {
+        let round = w.agent.check().await;
+        assert_eq!((round.unchecked, round.failed), (1, 0));
+        assert!(round.said.is_empty(), "{round:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_grant_with_no_port_is_never_dialled_nor_claimed_checked() {
+    let Some(bed) = Bed::new() else { return };
+    let mut w = world(grant(&bed.netns(), &bed.host_ip, None));
+    let round = w.agent.check().await;
+    assert_eq!((round.reached, round.failed, round.unchecked), (0, 0, 1));
+    match &round.said[..] {
+        [Event::Unchecked(b)] => assert_eq!(b.reason, "no port"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_bad_grants_file_names_the_entry_and_keeps_the_last_good() {
+    let Some(bed) = Bed::new() else { return };
+    let listener = TcpListener::bind((bed.host_ip.as_str(), 0)).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let mut w = world(grant(&bed.netns(), &bed.host_ip, Some(port)));
+    assert_eq!(w.agent.check().await.reached, 1);
+    let mut bad = grant(&bed.netns(), &bed.host_ip, Some(port));
+    bad["grants"].as_array_mut().unwrap().push(serde_json::json!(
+        { "consumer": "Wiki!", "provision": "p", "from": "a@b", "address": "x", "port": 1, "netns": "/x" }));
+    std::fs::write(&w.file, bad.to_string()).unwrap();
+    let round = w.agent.check().await;
+    assert_eq!(round.reached, 1, "the good entry goes on");
+    assert_eq!(round.file_errors.len(), 1);
+    assert!(
+        round.file_errors[0].contains("grants[1] (consumer \"Wiki!\") refused"),
+        "{:?}",
+        round.file_errors
+    );
+    std::fs::write(&w.file, "{ not json").unwrap();
+    let round = w.agent.check().await;
+    assert_eq!(round.reached, 1, "the last good list is kept");
+    assert!(round.file_errors[0].contains(&w.file.display().to_string()));
+}
