@@ -200,6 +200,11 @@ impl Mesh {
             .map(|(c, m)| format!("{c}@{m}"))
             .collect();
         users.extend(["postgres@db-1".to_owned(), "controller".to_owned()]);
+        // The grant agent of every machine with a consumer.
+        let mut machines: Vec<&str> = options.consumers.iter().map(|&(_, m)| m).collect();
+        machines.sort_unstable();
+        machines.dedup();
+        users.extend(machines.iter().map(|m| format!("_grants@{m}")));
         std::fs::create_dir(d.join("nkeys")).unwrap();
         for user in &users {
             match options.bus_auth {
