@@ -170,8 +170,7 @@ async fn a_certificate_that_does_not_match_ends_the_commands() {
         // serve: ends at once (it migrates before it joins the bus).
         let nats = NatsOptions {
             url: "nats://127.0.0.1:1".into(),
-            user: None,
-            password_file: None,
+            ..NatsOptions::default()
         };
         let ended = tokio::time::timeout(
             Duration::from_secs(20),
