@@ -149,10 +149,17 @@ async fn two_controllers_applying_overlapping_rounds_in_opposite_orders_agree_wi
                     for round in rounds {
                         // Both controllers start each round at the same moment.
                         barrier.wait().await;
-                        store
-                            .apply(&round)
-                            .await
-                            .expect("the store applies a round");
+                        // A transient failure is tried again, as the link
+                        // does (it NAKs the round and gets it again).
+                        let mut tries = 0;
+                        while let Err(error) = store.apply(&round).await {
+                            tries += 1;
+                            assert!(
+                                error.is_transient() && tries < 20,
+                                "the store fails a round: {error}"
+                            );
+                            deadlocks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        }
                     }
                 })
             };
