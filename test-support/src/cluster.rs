@@ -2,7 +2,7 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -55,6 +55,8 @@ struct Member {
     cluster_port: u16,
     http_port: u16,
     child: Option<Child>,
+    /// Where the log of the current start begins.
+    log_offset: u64,
 }
 
 impl NatsCluster {
@@ -89,6 +91,7 @@ impl NatsCluster {
                     cluster_port: free_port(),
                     http_port: free_port(),
                     child: None,
+                    log_offset: 0,
                 })
                 .collect();
             for index in 0..CLUSTER_SIZE {
@@ -253,6 +256,8 @@ impl NatsCluster {
     }
 
     fn spawn(&mut self, index: usize) {
+        // A start appends to the log: only what this start writes counts.
+        self.members[index].log_offset = file_len(&self.log_path(index));
         let stderr = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -279,12 +284,11 @@ impl NatsCluster {
     }
 
     /// Waits until the members `indexes` logged "Server is ready" since
-    /// their last start.
+    /// their last start (the log offset taken before each was spawned).
     fn wait_ready(&mut self, indexes: &[usize]) -> Result<(), String> {
-        // A start appends to the log: read only what this start wrote.
         let offsets: Vec<u64> = indexes
             .iter()
-            .map(|&i| log_offset(&self.log_path(i)))
+            .map(|&i| self.members[i].log_offset)
             .collect();
         let deadline = Instant::now() + START_DEADLINE;
         for (&index, offset) in indexes.iter().zip(offsets) {
@@ -343,11 +347,6 @@ impl NatsCluster {
             self.dir.path().display()
         )
     }
-}
-
-/// Where the next start's lines begin in a log.
-fn log_offset(path: &Path) -> u64 {
-    file_len(path)
 }
 
 /// The JetStream meta leader a member's `/jsz` names, if it answers with one.
