@@ -5,6 +5,7 @@
 //! cleans up on drop:
 //!
 //! * [`NatsServer`]: a `nats-server` with JetStream (file storage);
+//! * [`NatsCluster`]: three of them in a JetStream cluster;
 //! * [`PgCluster`]: a PostgreSQL cluster with SCRAM authentication;
 //! * [`TcpProxy`]: a TCP proxy that can cut its connections on demand;
 //! * [`TestCa`]: a private certificate authority for TLS tests.
@@ -20,11 +21,13 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 mod certs;
+mod cluster;
 mod nats;
 mod pg;
 mod proxy;
 
 pub use certs::{CertFiles, TestCa};
+pub use cluster::{NatsCluster, CLUSTER_SIZE};
 pub use nats::{create_events_stream, NatsServer};
 pub use pg::PgCluster;
 pub use proxy::TcpProxy;

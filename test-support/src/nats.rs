@@ -331,7 +331,7 @@ impl std::fmt::Debug for NatsServer {
 
 /// The nats-server binary: `PATH` first, then /usr/sbin, /usr/local/sbin,
 /// /usr/local/bin, /usr/bin.
-fn nats_server_binary() -> PathBuf {
+pub(crate) fn nats_server_binary() -> PathBuf {
     find_in_path_or(
         "nats-server",
         &[

@@ -93,7 +93,7 @@ pub struct Process {
 }
 
 impl Process {
-    fn spawn(name: &'static str, mut command: Command, log: PathBuf) -> Process {
+    pub fn spawn(name: &'static str, mut command: Command, log: PathBuf) -> Process {
         let file = std::fs::File::create(&log).expect("process log file");
         command
             .stdout(Stdio::null())
@@ -124,6 +124,11 @@ impl Process {
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+
+    /// Whether it has ended.
+    pub fn is_dead(&mut self) -> bool {
+        !matches!(self.child.try_wait(), Ok(None))
     }
 
     /// Its log so far.

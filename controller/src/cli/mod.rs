@@ -17,7 +17,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use mesh_sdk::{LogFormat, Name};
 
 use crate::bus::NatsOptions;
-use crate::link::DEFAULT_BATCH;
+use crate::link::{DEFAULT_BATCH, DEFAULT_REPLICAS, MAX_REPLICAS};
 use crate::model::declaration::{self, DeclarationError};
 use crate::model::{ModuleId, Parsed};
 use crate::store::{DatabaseOptions, DatabaseOptionsError};
@@ -75,6 +75,10 @@ pub enum Command {
         /// How long the event stream keeps a word nobody took (it drops a word as soon as the controller stored it).
         #[arg(long, env = "MESH_STREAM_MAX_AGE", default_value = "7d", value_parser = humantime::parse_duration)]
         stream_max_age: Duration,
+        /// How many servers of a NATS cluster keep the event stream and the consumer (1-5);
+        /// an existing stream with fewer is raised in place, never lowered.
+        #[arg(long, env = "MESH_STREAM_REPLICAS", default_value_t = DEFAULT_REPLICAS, value_parser = parse_replicas)]
+        stream_replicas: usize,
         /// Serve Prometheus metrics at /metrics, and /healthz and /readyz, on this address (host:port).
         #[arg(long, env = "MESH_METRICS_LISTEN")]
         metrics_listen: Option<String>,
@@ -153,6 +157,15 @@ fn parse_batch(text: &str) -> Result<usize, String> {
     }
 }
 
+fn parse_replicas(text: &str) -> Result<usize, String> {
+    let n: usize = text.parse().map_err(|e| format!("{e}"))?;
+    if (1..=MAX_REPLICAS).contains(&n) {
+        Ok(n)
+    } else {
+        Err(format!("must be 1 to {MAX_REPLICAS}"))
+    }
+}
+
 impl Cli {
     /// The default log level of the command: `info` for the long-running
     /// ones, `warn` for reports (their output is on stdout).
@@ -198,6 +211,7 @@ mod tests {
         let ok: &[&[&str]] = &[
             &["--database", "postgres://u@h/db", "migrate"],
             &["serve", "--batch", "1"],
+            &["serve", "--stream-replicas", "3"],
             &[
                 "--declaration",
                 "d.json",
@@ -256,6 +270,8 @@ mod tests {
             &["approve", "postgres@db-1", "Forge"],
             &["node", "show", "a.b"],
             &["serve", "--batch", "0"],
+            &["serve", "--stream-replicas", "0"],
+            &["serve", "--stream-replicas", "6"],
             &["status", "--silent-after", "soon"],
             &["permissions", "--format", "yaml"],
             &[],

@@ -44,12 +44,14 @@ pub async fn run(cli: &Cli, io: &mut Io<'_>) -> Result<(), CliError> {
         Command::Serve {
             batch,
             stream_max_age,
+            stream_replicas,
             metrics_listen,
         } => {
             let options = cli.database_options()?;
             let settings = LinkSettings {
                 batch: *batch,
                 stream_max_age: *stream_max_age,
+                replicas: *stream_replicas,
                 ..LinkSettings::default()
             };
             let state = Arc::new(LinkState::new());

@@ -66,6 +66,10 @@ pub struct LinkSettings {
     /// How long the stream keeps a word the controller has not taken
     /// (it drops each word as soon as the controller acknowledged it).
     pub stream_max_age: Duration,
+    /// How many servers of a NATS cluster keep the stream and the durable
+    /// consumer (1 on a single server). An existing stream with fewer is
+    /// raised in place; one with more is left as it is.
+    pub replicas: usize,
 }
 
 impl Default for LinkSettings {
@@ -77,12 +81,19 @@ impl Default for LinkSettings {
             nak_max: Duration::from_secs(30),
             ack_wait: Duration::from_secs(30),
             stream_max_age: DEFAULT_STREAM_MAX_AGE,
+            replicas: DEFAULT_REPLICAS,
         }
     }
 }
 
 /// The default [`LinkSettings::batch`].
 pub const DEFAULT_BATCH: usize = 64;
+
+/// The default [`LinkSettings::replicas`]: one server keeps the stream.
+pub const DEFAULT_REPLICAS: usize = 1;
+
+/// The most replicas JetStream allows a stream.
+pub const MAX_REPLICAS: usize = 5;
 
 /// The default [`LinkSettings::stream_max_age`]: 7 days.
 pub const DEFAULT_STREAM_MAX_AGE: Duration = Duration::from_secs(7 * 24 * 3600);

@@ -57,7 +57,8 @@ pub enum SetupError {
 }
 
 /// The stream's configuration: every provider event, file storage, each
-/// word kept until the controller took it, at most `stream_max_age`.
+/// word kept until the controller took it, at most `stream_max_age`, on
+/// `replicas` servers.
 pub fn stream_config(settings: &LinkSettings) -> stream::Config {
     stream::Config {
         name: STREAM.to_owned(),
@@ -66,11 +67,13 @@ pub fn stream_config(settings: &LinkSettings) -> stream::Config {
         storage: stream::StorageType::File,
         retention: RetentionPolicy::WorkQueue,
         max_age: settings.stream_max_age,
+        num_replicas: settings.replicas.max(1),
         ..Default::default()
     }
 }
 
-/// The durable consumer's configuration.
+/// The durable consumer's configuration, on as many servers as the stream
+/// (`replicas`).
 pub fn consumer_config(settings: &LinkSettings) -> pull::Config {
     pull::Config {
         durable_name: Some(DURABLE.to_owned()),
@@ -81,6 +84,7 @@ pub fn consumer_config(settings: &LinkSettings) -> pull::Config {
         max_deliver: -1,
         max_ack_pending: i64::try_from(settings.batch.max(1)).unwrap_or(i64::MAX),
         // No filter: the stream holds only events (provider and grant words).
+        num_replicas: settings.replicas.max(1),
         ..Default::default()
     }
 }
@@ -88,6 +92,12 @@ pub fn consumer_config(settings: &LinkSettings) -> pull::Config {
 /// Creates or updates the stream and the durable consumer, moving an old
 /// stream with another retention first (see the module docs); its words
 /// go into `store`.
+///
+/// Replicas: an existing stream with fewer than [`LinkSettings::replicas`]
+/// is raised in place (logged); it stays the same stream (its `created`
+/// time, so its epoch, is kept). One with more keeps them: a controller
+/// started with a smaller `--stream-replicas` never lowers what another
+/// raised. The consumer gets as many replicas as the stream.
 ///
 /// # Errors
 /// [`SetupError`] when the bus or the store refuses or does not answer;
@@ -99,6 +109,7 @@ pub async fn ensure_consumer<S: Store>(
 ) -> Result<Following, SetupError> {
     let js = jetstream::new(client.clone());
     let mut config = stream_config(settings);
+    let mut settings = *settings;
     match js.get_stream(STREAM).await {
         Ok(mut old) => {
             let info = old
@@ -112,13 +123,29 @@ pub async fn ensure_consumer<S: Store>(
                     retention = ?info.config.retention,
                     "moving the event stream to work-queue retention; providers hold their words meanwhile"
                 );
-                let moved = move_words(&js, &old, info, settings, store).await?;
+                let moved = move_words(&js, &old, info, &settings, store).await?;
                 config.first_sequence = Some(moved.next_sequence);
                 tracing::info!(
                     stream = STREAM,
                     applied = moved.applied,
                     "event stream moved; it now keeps a word only until the controller took it"
                 );
+            } else if info.config.num_replicas < config.num_replicas {
+                tracing::info!(
+                    stream = STREAM,
+                    from = info.config.num_replicas,
+                    to = config.num_replicas,
+                    "raising the event stream's replicas in place"
+                );
+            } else if info.config.num_replicas > config.num_replicas {
+                tracing::info!(
+                    stream = STREAM,
+                    replicas = info.config.num_replicas,
+                    asked = config.num_replicas,
+                    "the event stream has more replicas than asked; keeping them"
+                );
+                config.num_replicas = info.config.num_replicas;
+                settings.replicas = info.config.num_replicas;
             }
         }
         Err(error) if is_not_found(&error) => {}
@@ -141,7 +168,7 @@ pub async fn ensure_consumer<S: Store>(
         .await
         .map_err(SetupError::Epoch)?;
     let consumer = stream
-        .create_consumer(consumer_config(settings))
+        .create_consumer(consumer_config(&settings))
         .await
         .map_err(|e| SetupError::Consumer(e.into()))?;
     Ok(Following { consumer, epoch })

@@ -202,8 +202,45 @@ impl<'a> GrantColumns<'a> {
     }
 }
 
+/// Takes the round's key locks (`$1`: the lock class, `$2`: the buckets,
+/// sorted, each once), held until the transaction ends.
+///
+/// Several controllers may apply rounds at once. Each write is safe alone,
+/// but a `recovered` and a `failing` of one key read each other's table:
+/// under READ COMMITTED a `failing` could miss a newer `recovered` being
+/// committed beside it and stay behind as a stale standing, and two
+/// multi-row statements locking the same rows in different orders
+/// deadlock. So a round first locks every key it writes (hashed into
+/// [`LOCK_BUCKETS`] buckets, taken in ascending order, so never in a cycle):
+/// rounds sharing a key take turns, and each statement after the lock sees
+/// what the other round committed.
+const LOCK_KEYS: &str = "SELECT pg_advisory_xact_lock($1::int4, b) FROM unnest($2::int4[]) AS b";
+
+/// The first key of the round locks ("mesh" in ASCII); their second is a
+/// bucket. The migrations' lock is a one-key (bigint) lock: another space.
+const LOCK_CLASS: i32 = 0x6d65_7368;
+
+/// How many buckets keys are hashed into: a round holds at most this many
+/// locks, whatever its size (PostgreSQL's lock table is bounded, by default
+/// 64 × max_connections entries for the whole server).
+pub const LOCK_BUCKETS: u32 = 1024;
+
+/// The bucket of a key made of `parts` (FNV-1a: the same in every build
+/// of every controller sharing the store).
+fn bucket(parts: &[&str]) -> i32 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for byte in part.bytes().chain(std::iter::once(0)) {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    i32::try_from(hash % u64::from(LOCK_BUCKETS)).unwrap_or(0)
+}
+
 /// The prepared write statements.
 pub(super) struct Statements {
+    lock: Statement,
     failing: Statement,
     recovered: Statement,
     repair: Statement,
@@ -215,6 +252,7 @@ pub(super) struct Statements {
 impl Statements {
     async fn prepare(client: &Client) -> Result<Statements, tokio_postgres::Error> {
         Ok(Statements {
+            lock: client.prepare(LOCK_KEYS).await?,
             failing: client.prepare(UPSERT_FAILING).await?,
             recovered: client.prepare(RECOVERED).await?,
             repair: client.prepare(UPSERT_REPAIR).await?,
@@ -519,13 +557,75 @@ impl<'a> Round<'a> {
         round
     }
 
-    /// The statements to run, `recovered` before `failing` (see
-    /// [`crate::model::reduce`]), those with no word left out.
+    /// The lock buckets of every key the round writes, sorted, each once:
+    /// a standing (failing and recovered share it), a repair's fault, a
+    /// retirement's action, a provider's alive, a grant.
+    fn buckets(&self) -> Vec<i32> {
+        let mut buckets = Vec::new();
+        let f = &self.failing;
+        let r = &self.recovered;
+        for (module, machine, consumer) in f
+            .provider_module
+            .iter()
+            .zip(&f.provider_machine)
+            .zip(&f.consumer)
+            .chain(
+                r.provider_module
+                    .iter()
+                    .zip(&r.provider_machine)
+                    .zip(&r.consumer),
+            )
+            .map(|((a, b), c)| (a, b, c))
+        {
+            buckets.push(bucket(&["standing", module, machine, consumer]));
+        }
+        let p = &self.repairs;
+        for ((module, machine), fault) in p
+            .provider_module
+            .iter()
+            .zip(&p.provider_machine)
+            .zip(&p.fault)
+        {
+            buckets.push(bucket(&["repair", module, machine, fault]));
+        }
+        let t = &self.retirements;
+        for (((module, machine), consumer), action) in t
+            .provider_module
+            .iter()
+            .zip(&t.provider_machine)
+            .zip(&t.consumer)
+            .zip(&t.action)
+        {
+            buckets.push(bucket(&["retirement", module, machine, consumer, action]));
+        }
+        let a = &self.alive;
+        for (module, machine) in a.provider_module.iter().zip(&a.provider_machine) {
+            buckets.push(bucket(&["alive", module, machine]));
+        }
+        let g = &self.grants;
+        for (((machine, consumer), provision), provider) in g
+            .machine
+            .iter()
+            .zip(&g.consumer)
+            .zip(&g.provision)
+            .zip(&g.provider)
+        {
+            buckets.push(bucket(&["grant", machine, consumer, provision, provider]));
+        }
+        buckets.sort_unstable();
+        buckets.dedup();
+        buckets
+    }
+
+    /// The statements to run: the key locks, then `recovered` before
+    /// `failing` (see [`crate::model::reduce`]), those with no word left out.
     fn statements<'s>(
         &'s self,
         prepared: &'s Statements,
+        buckets: &'s Vec<i32>,
     ) -> Vec<(&'s Statement, Vec<&'s (dyn ToSql + Sync)>)> {
-        let mut statements = Vec::with_capacity(5);
+        let mut statements = Vec::with_capacity(6);
+        statements.push((&prepared.lock, vec![&LOCK_CLASS as _, buckets as _]));
         if !self.recovered.consumer.is_empty() {
             statements.push((&prepared.recovered, self.recovered.params().to_vec()));
         }
@@ -573,8 +673,9 @@ impl Store for PgStore {
             return Ok(());
         }
         let round = Round::of(words);
+        let buckets = round.buckets();
         let (client, prepared) = self.prepared().await?;
-        let statements = round.statements(prepared);
+        let statements = round.statements(prepared, &buckets);
         // One transaction, its statements pipelined (sent without waiting
         // for each answer).
         let work = async {
@@ -605,6 +706,23 @@ impl Store for PgStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn buckets_are_stable_and_bounded() {
+        // Controllers of different builds must agree: a fixed hash.
+        assert_eq!(
+            bucket(&["standing", "postgres", "db-1", "forge"]),
+            bucket(&["standing", "postgres", "db-1", "forge"])
+        );
+        assert_ne!(
+            bucket(&["standing", "a", "bc"]),
+            bucket(&["standing", "ab", "c"])
+        );
+        for n in 0..10_000 {
+            let b = bucket(&["standing", "p", "m", &format!("c{n}")]);
+            assert!((0..LOCK_BUCKETS as i32).contains(&b));
+        }
+    }
 
     #[test]
     fn nul_characters_are_replaced() {

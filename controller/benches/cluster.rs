@@ -1,0 +1,162 @@
+//! Ingest on a three-server NATS cluster (stream and consumer with three
+//! replicas): one controller, then two sharing the durable consumer, each
+//! with its own bus connection (to another server) and its own store
+//! connection. Prints events/s of each and the ratio two ÷ one.
+//!
+//! ```text
+//! cargo bench -p mesh-controller --bench cluster
+//! MESH_BENCH_EVENTS=50000 cargo bench -p mesh-controller --bench cluster
+//! ```
+//!
+//! Everything (three nats-servers, PostgreSQL, the controllers, the
+//! filling client) shares this machine's cores: on a small machine the
+//! ratio says more about the cores than about the design.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use async_nats::jetstream;
+use common::{env_number, store};
+use mesh_controller::link::{ensure_consumer, follow, LinkSettings, LinkState, DEFAULT_BATCH};
+use mesh_controller::store::PgStore;
+use mesh_test_support::{NatsCluster, CLUSTER_SIZE};
+
+/// Event `i`: a `failing` (every tenth a `recovered`) of one of 10 x 5000 keys.
+fn event(i: u64) -> (String, String) {
+    let provider = format!("p{}", i % 10);
+    let consumer = format!("c{}", (i / 10) % 5000);
+    let said_at = humantime::format_rfc3339_seconds(
+        std::time::UNIX_EPOCH + Duration::from_secs(1_790_000_000 + i),
+    );
+    if i % 10 == 9 {
+        (
+            format!("mesh.event.db-1.{provider}.provisioner.recovered"),
+            format!(
+                r#"{{"v":1,"consumer":"{consumer}","consumer_machine":"app-1","provision":"postgres-database","reason":"success","said_at":"{said_at}"}}"#
+            ),
+        )
+    } else {
+        (
+            format!("mesh.event.db-1.{provider}.provisioner.failing"),
+            format!(
+                r#"{{"v":1,"consumer":"{consumer}","consumer_machine":"app-1","provision":"postgres-database","class":"credentials-rejected","error":"password authentication failed","since":"2026-10-05T00:04:00Z","attempts":{i},"said_at":"{said_at}"}}"#
+            ),
+        )
+    }
+}
+
+async fn fill(js: &jetstream::Context, from: u64, count: u64) {
+    let mut acks = Vec::with_capacity(512);
+    for i in from..from + count {
+        let (subject, body) = event(i);
+        acks.push(js.publish(subject, body.into()).await.expect("publish"));
+        if acks.len() == 512 {
+            for ack in acks.drain(..) {
+                ack.await.expect("stream ack");
+            }
+        }
+    }
+    for ack in acks {
+        ack.await.expect("stream ack");
+    }
+}
+
+async fn connect(cluster: &NatsCluster, index: usize) -> async_nats::Client {
+    async_nats::connect(cluster.url(index % CLUSTER_SIZE))
+        .await
+        .expect("connecting to a cluster member")
+}
+
+/// `controllers` links follow the consumer until it has nothing pending or
+/// unacknowledged; returns events/s.
+async fn ingest(
+    cluster: &NatsCluster,
+    options: &mesh_controller::DatabaseOptions,
+    settings: LinkSettings,
+    controllers: usize,
+    events: u64,
+) -> f64 {
+    let mut stops = Vec::new();
+    let mut tasks = Vec::new();
+    let mut followings = Vec::new();
+    for n in 0..controllers {
+        let client = connect(cluster, n + 1).await;
+        let mut store = PgStore::new(options.clone());
+        let following = ensure_consumer(&client, &settings, &mut store)
+            .await
+            .expect("stream and consumer");
+        followings.push((client, following, store));
+    }
+    let watcher = connect(cluster, 0).await;
+    let mut consumer = jetstream::new(watcher)
+        .get_stream("MESH_EVENTS")
+        .await
+        .expect("stream")
+        .get_consumer::<jetstream::consumer::pull::Config>("controller")
+        .await
+        .expect("consumer");
+    let started = Instant::now();
+    for (client, following, mut store) in followings {
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        stops.push(stop);
+        tasks.push(tokio::spawn(async move {
+            let state = LinkState::new();
+            follow(&following, &mut store, &settings, &state, async {
+                let _ = stopped.await;
+            })
+            .await;
+            drop(client);
+        }));
+    }
+    loop {
+        let info = consumer.info().await.expect("consumer info");
+        if info.num_pending == 0 && info.num_ack_pending == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let elapsed = started.elapsed();
+    for stop in stops {
+        let _ = stop.send(());
+    }
+    for task in tasks {
+        task.await.expect("link task");
+    }
+    events as f64 / elapsed.as_secs_f64()
+}
+
+fn main() {
+    mesh_controller::init_tracing("warn", mesh_sdk::LogFormat::Text);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let events = env_number("MESH_BENCH_EVENTS", 20_000);
+        let (_pg, options, _db) = store("bench").await;
+        let cluster = NatsCluster::start();
+        let settings = LinkSettings {
+            batch: DEFAULT_BATCH,
+            replicas: 3,
+            wait: Duration::from_millis(200),
+            ..LinkSettings::default()
+        };
+        let filler = connect(&cluster, 0).await;
+        let js = jetstream::new(filler.clone());
+        ensure_consumer(&filler, &settings, &mut PgStore::new(options.clone()))
+            .await
+            .expect("stream and consumer");
+        println!(
+            "cluster ingest: 3 nats-servers, stream and consumer with 3 replicas, batch {DEFAULT_BATCH}, {events} events per run"
+        );
+        let mut rates = Vec::new();
+        for (run, controllers) in [1usize, 2].into_iter().enumerate() {
+            fill(&js, run as u64 * events, events).await;
+            let rate = ingest(&cluster, &options, settings, controllers, events).await;
+            println!("  {controllers} controller(s): {rate:>9.0} events/s");
+            rates.push(rate);
+        }
+        println!("  ratio two / one: {:.2}", rates[1] / rates[0]);
+    });
+}

@@ -1,0 +1,142 @@
+//! `serve --stream-replicas`: on a real three-server JetStream cluster
+//! configured with the rendered permissions (the same authorization block
+//! on every member), the controller, with its narrowed JetStream API, makes
+//! the stream and consumer with N replicas, raises an existing stream in
+//! place (the same stream: its `created` time and so its epoch are kept),
+//! and never lowers it.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime};
+
+use async_nats::ServerAddr;
+use mesh_controller::link::{ensure_consumer, LinkSettings};
+use mesh_controller::model::declaration::parse;
+use mesh_controller::model::Word;
+use mesh_controller::permissions::{derive, read_credentials, render_nats};
+use mesh_controller::store::{Store, StoreError};
+use mesh_test_support::{NatsCluster, CLUSTER_SIZE};
+
+const DECLARATION: &str = r#"{"modules":[
+  {"module":"postgres","machine":"db-1","provides":["postgres-database"]},
+  {"module":"forge","machine":"app-1","requires":[
+    {"provision":"postgres-database","from":"postgres@db-1"}]}
+]}"#;
+
+/// Registers epochs by the stream's `created` time, as the store does.
+#[derive(Default)]
+struct Epochs(BTreeMap<SystemTime, u64>);
+
+#[async_trait::async_trait]
+impl Store for Epochs {
+    async fn apply(&mut self, words: &[Word]) -> Result<(), StoreError> {
+        assert!(words.is_empty(), "a new stream has no word to move");
+        Ok(())
+    }
+
+    async fn stream_epoch(
+        &mut self,
+        _stream: &str,
+        created: SystemTime,
+    ) -> Result<u64, StoreError> {
+        let next = self.0.len() as u64 + 1;
+        Ok(*self.0.entry(created).or_insert(next))
+    }
+}
+
+#[tokio::test]
+async fn replicas_are_raised_in_place_and_never_lowered_with_the_rendered_permissions() {
+    let dir = tempfile::tempdir().unwrap();
+    let users = derive(&parse(DECLARATION).unwrap().declaration);
+    for user in &users {
+        std::fs::write(dir.path().join(&user.user), format!("pw-{}", user.user)).unwrap();
+    }
+    let config = render_nats(&users, &read_credentials(dir.path(), &users).unwrap());
+    let cluster = NatsCluster::start_with_config(config);
+    let servers: Vec<ServerAddr> = (0..CLUSTER_SIZE)
+        .map(|i| cluster.url(i).parse().unwrap())
+        .collect();
+    let client = async_nats::ConnectOptions::with_user_and_password(
+        "controller".into(),
+        "pw-controller".into(),
+    )
+    .custom_inbox_prefix("_INBOX._controller")
+    .connect(servers)
+    .await
+    .unwrap();
+    let mut epochs = Epochs::default();
+    let logs = || {
+        (0..CLUSTER_SIZE)
+            .map(|i| cluster.log(i))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    tokio::time::timeout(Duration::from_secs(120), async {
+        let with = |replicas| LinkSettings {
+            replicas,
+            ..LinkSettings::default()
+        };
+        let one = ensure_consumer(&client, &with(1), &mut epochs)
+            .await
+            .unwrap_or_else(|e| panic!("{e}\n{}", logs()));
+        let mut one_info = one.consumer.clone();
+        let before = one_info.info().await.unwrap().clone();
+        assert_eq!(before.config.num_replicas, 1);
+        let js = async_nats::jetstream::new(client.clone());
+        let stream_info = || async {
+            js.get_stream("MESH_EVENTS")
+                .await
+                .unwrap()
+                .info()
+                .await
+                .unwrap()
+                .clone()
+        };
+        let first = stream_info().await;
+        assert_eq!(first.config.num_replicas, 1);
+
+        // Raised in place: same stream, same epoch, consumer on three servers.
+        let three = ensure_consumer(&client, &with(3), &mut epochs)
+            .await
+            .unwrap_or_else(|e| panic!("raising replicas: {e}\n{}", logs()));
+        let raised = stream_info().await;
+        assert_eq!(raised.config.num_replicas, 3);
+        assert_eq!(raised.created, first.created, "the same stream");
+        assert_eq!(three.epoch, one.epoch, "no new epoch");
+        let mut consumer = three.consumer.clone();
+        assert_eq!(consumer.info().await.unwrap().config.num_replicas, 3);
+
+        // A controller asking for fewer never lowers them. Right after a
+        // change of replicas the stream may not answer an update for a few
+        // seconds (its new peers catch up): `serve` tries again, so does this.
+        let mut tries = 0;
+        let again = loop {
+            tries += 1;
+            match ensure_consumer(&client, &with(1), &mut epochs).await {
+                Ok(following) => break following,
+                Err(error) if tries < 10 => eprintln!("trying again: {error}"),
+                Err(error) => panic!("asking for fewer: {error}\n{}", logs()),
+            }
+        };
+        assert_eq!(stream_info().await.config.num_replicas, 3);
+        assert_eq!(again.epoch, one.epoch);
+        let mut consumer = again.consumer.clone();
+        assert_eq!(consumer.info().await.unwrap().config.num_replicas, 3);
+        // Every replica is in place: the leader and two current followers.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let info = stream_info().await;
+            let cluster_info = info.cluster.expect("clustered stream info");
+            let current = cluster_info.replicas.iter().filter(|r| r.current).count();
+            if cluster_info.leader.is_some() && current == 2 {
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "replicas never current: {cluster_info:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    })
+    .await
+    .expect("the cluster did not answer within 120 s");
+}
