@@ -118,7 +118,8 @@ impl World {
         std::fs::create_dir(d.join("credentials")).unwrap();
         let users = (0..CONSUMERS)
             .map(|c| format!("c{c}@app-1"))
-            .chain(["postgres@db-1".to_owned(), "controller".to_owned()]);
+            .chain(["postgres@db-1".to_owned(), "controller".to_owned()])
+            .chain(support::grant_agents(std::iter::once("app-1")));
         for user in users {
             std::fs::write(d.join("credentials").join(&user), format!("pw-{user}")).unwrap();
         }

@@ -85,6 +85,16 @@ pub fn binary(name: &str) -> PathBuf {
     path
 }
 
+/// The bus users of the grant agents (`_grants@<machine>`) of the machines
+/// consumers run on: `permissions` derives one for each, and wants its
+/// credentials.
+pub fn grant_agents<'a>(machines: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let mut machines: Vec<&str> = machines.collect();
+    machines.sort_unstable();
+    machines.dedup();
+    machines.iter().map(|m| format!("_grants@{m}")).collect()
+}
+
 /// A running child process, killed (SIGTERM, then SIGKILL) on drop.
 pub struct Process {
     pub name: &'static str,
@@ -205,11 +215,7 @@ impl Mesh {
             .map(|(c, m)| format!("{c}@{m}"))
             .collect();
         users.extend(["postgres@db-1".to_owned(), "controller".to_owned()]);
-        // The grant agent of every machine with a consumer.
-        let mut machines: Vec<&str> = options.consumers.iter().map(|&(_, m)| m).collect();
-        machines.sort_unstable();
-        machines.dedup();
-        users.extend(machines.iter().map(|m| format!("_grants@{m}")));
+        users.extend(grant_agents(options.consumers.iter().map(|&(_, m)| m)));
         std::fs::create_dir(d.join("nkeys")).unwrap();
         for user in &users {
             match options.bus_auth {
