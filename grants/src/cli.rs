@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use clap::Parser;
 use mesh_sdk::event::grants_inbox_prefix;
-use mesh_sdk::NatsArgs;
 use mesh_sdk::internal::{
     connect_as, listen, publish_loop, serve_endpoints, BusError, BusOptions, Endpoints,
     JetStreamSink, ListenError, LogFormat, Outbox,
 };
+use mesh_sdk::NatsArgs;
 use tokio::time::{interval, MissedTickBehavior};
 
 use crate::agent::{Agent, Settings};

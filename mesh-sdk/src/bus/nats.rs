@@ -192,10 +192,10 @@ pub async fn connect_as(
     let servers = options.nats.servers()?;
     connect_options(&options.nats, name, inbox_prefix)
         .await?
-    .retry_on_initial_connect()
-    .connect(servers)
-    .await
-    .map_err(|source| BusError::connect(&options.nats, source))
+        .retry_on_initial_connect()
+        .connect(servers)
+        .await
+        .map_err(|source| BusError::connect(&options.nats, source))
 }
 
 /// Logs what the client tells about the connection; a permission refusal
