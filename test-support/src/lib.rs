@@ -7,7 +7,9 @@
 //! * [`NatsServer`]: a `nats-server` with JetStream (file storage);
 //! * [`PgCluster`]: a PostgreSQL cluster with SCRAM authentication;
 //! * [`TcpProxy`]: a TCP proxy that can cut its connections on demand;
-//! * [`TestCa`]: a private certificate authority for TLS tests.
+//! * [`TestCa`]: a private certificate authority for TLS tests;
+//! * [`netns::Bed`]: a network namespace joined to the machine by a veth
+//!   pair (as root), for checks from a consumer's own network position.
 //!
 //! Starting and stopping the servers is synchronous (blocking, with
 //! `std::thread::sleep` polling and a hard deadline), so it works from any
@@ -21,6 +23,7 @@ use std::time::{Duration, Instant};
 
 mod certs;
 mod nats;
+pub mod netns;
 mod pg;
 mod proxy;
 
