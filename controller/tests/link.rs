@@ -6,7 +6,7 @@ use std::time::Duration;
 use async_nats::jetstream::stream::{self as js_stream, RetentionPolicy};
 use async_nats::jetstream::{self, consumer::pull};
 use futures::StreamExt;
-use mesh_controller::bus::{NatsOptions, DURABLE, STREAM, STREAM_SUBJECTS};
+use mesh_controller::bus::{NatsOptions, DURABLE, GRANT_SUBJECTS, STREAM, STREAM_SUBJECTS};
 use mesh_controller::link::{
     consumer_config, serve_until, LinkError, LinkSettings, DEFAULT_STREAM_MAX_AGE,
 };
@@ -749,4 +749,139 @@ async fn serve_ends_at_once_when_the_store_refuses_the_login() {
         assert!(words.contains(says), "{words}");
         assert!(!words.contains("Wrong-Pw-31"), "{words}");
     }
+}
+
+/// A grant word of `mesh-grants` (DESIGN "Grants").
+fn unreachable_grant(failures: u64) -> String {
+    format!(
+        r#"{{"v":1,"provision":"postgres-database","from":"postgres@db-1","address":"10.10.0.1","port":6852,"failures":{failures},"failing_since":"2026-10-05T00:04:00Z","last_reachable_at":null,"error":"connect timed out after 3s","said_at":"2026-10-05T00:05:00Z"}}"#
+    )
+}
+
+/// The stream and the durable consumer as the controller before grants made
+/// them (bounded stream of provider words only, durable filtered on them)
+/// are updated in place by this one: the stream takes grant words too, the
+/// durable loses its filter, every word the old durable had not
+/// acknowledged (pending, and delivered but never acknowledged) lands, and
+/// grant words flow. (nats-server 2.9 takes the filter change in place.)
+#[tokio::test]
+async fn a_stream_and_durable_made_before_grants_take_grant_words_without_losing_one() {
+    let world = World::start().await;
+    let settings = LinkSettings {
+        ack_wait: Duration::from_secs(2),
+        ..quick()
+    };
+    // What the previous version made.
+    world
+        .js
+        .create_stream(js_stream::Config {
+            name: STREAM.to_owned(),
+            description: Some("mesh provider events (created by mesh-controller)".to_owned()),
+            subjects: vec![STREAM_SUBJECTS.to_owned()],
+            storage: js_stream::StorageType::File,
+            retention: RetentionPolicy::WorkQueue,
+            max_age: DEFAULT_STREAM_MAX_AGE,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let old_durable = pull::Config {
+        filter_subject: STREAM_SUBJECTS.to_owned(),
+        ..consumer_config(&settings)
+    };
+    let consumer = world
+        .js
+        .get_stream(STREAM)
+        .await
+        .unwrap()
+        .create_consumer(old_durable)
+        .await
+        .unwrap();
+    let f = format!("{SUBJECT}.failing");
+    for (consumer, attempts) in [("taken", 1), ("in-flight", 2), ("left-1", 3), ("left-2", 4)] {
+        world
+            .publish(&f, failing(consumer, "2026-10-05T00:09:00Z", attempts))
+            .await;
+    }
+    // The previous controller stored (elsewhere) and acknowledged the first,
+    // and was killed while holding the second, never acknowledged.
+    let mut taken = consumer.fetch().max_messages(2).messages().await.unwrap();
+    taken
+        .next()
+        .await
+        .unwrap()
+        .unwrap()
+        .double_ack()
+        .await
+        .unwrap();
+    let in_flight = taken.next().await.unwrap().unwrap();
+    assert_eq!(in_flight.info().unwrap().stream_sequence, 2);
+    drop(taken);
+    let old = world.consumer_info().await;
+    assert_eq!((old.num_pending, old.num_ack_pending), (2, 1), "{old:?}");
+    // A grant word said before the upgrade is refused: no stream takes it.
+    let grant = "mesh.event.app-1.forge.grant.unreachable";
+    let refused = match world.js.publish(grant, unreachable_grant(3).into()).await {
+        Ok(ack) => ack.await.is_err(),
+        Err(_) => true,
+    };
+    assert!(refused, "the old stream has no grant subject");
+
+    let controller = world.serve(settings);
+    world
+        .wait_rows(
+            "postgres",
+            "db-1",
+            &["in-flight (2)", "left-1 (3)", "left-2 (4)"],
+            "every word the old durable had not acknowledged is stored",
+        )
+        .await;
+    let mut stream = world.js.get_stream(STREAM).await.unwrap();
+    let info = stream.info().await.unwrap().clone();
+    assert_eq!(
+        info.config.subjects,
+        [STREAM_SUBJECTS, GRANT_SUBJECTS],
+        "the stream takes grant words"
+    );
+    assert_eq!(info.config.retention, RetentionPolicy::WorkQueue);
+    let durable = world.consumer_info().await;
+    assert_eq!(durable.config.filter_subject, "", "{durable:?}");
+    // nats-server 2.9 changes a durable's filter in place: the same durable.
+    assert_eq!(durable.created, old.created, "updated, not made again");
+
+    world.publish(grant, unreachable_grant(4)).await;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let rows = world
+            .admin
+            .query(
+                "SELECT kind, failures FROM grant_word WHERE machine = 'app-1' AND consumer = 'forge'",
+                &[],
+            )
+            .await
+            .unwrap();
+        if let [row] = &rows[..] {
+            assert_eq!(row.get::<_, String>(0), "unreachable");
+            assert_eq!(row.get::<_, i64>(1), 4);
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the grant word never reached the store: {rows:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    world
+        .publish(&f, failing("after", "2026-10-05T00:10:00Z", 5))
+        .await;
+    world
+        .wait_rows(
+            "postgres",
+            "db-1",
+            &["after (5)", "in-flight (2)", "left-1 (3)", "left-2 (4)"],
+            "provider words still flow",
+        )
+        .await;
+    world.wait_drained("the upgraded durable").await;
+    controller.stop().await;
 }

@@ -8,8 +8,6 @@
 
 use std::net::TcpListener;
 use std::path::PathBuf;
-use std::process::Command;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,114 +15,7 @@ use mesh_grants::dial::{connect, NOT_RUNNING};
 use mesh_grants::{Agent, Check, Settings};
 use mesh_sdk::event::{Event, ReachableReason};
 use mesh_sdk::internal::Outbox;
-
-static BEDS: AtomicU32 = AtomicU32::new(0);
-
-fn ip(args: &[&str]) -> Result<(), String> {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .map_err(|e| format!("cannot run ip: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "ip {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
-}
-
-/// A consumer's network namespace joined to the machine by a veth pair:
-/// the machine's side has `host_ip`, the consumer's `ns_ip`.
-pub struct Bed {
-    pub name: String,
-    host_link: String,
-    pub host_ip: String,
-    pub ns_ip: String,
-}
-
-impl Bed {
-    /// A new bed, or `None` (said loudly) where the kernel refuses namespaces.
-    pub fn new() -> Option<Bed> {
-        let n = BEDS.fetch_add(1, Ordering::Relaxed);
-        let pid = std::process::id();
-        let tag = format!("{:x}{n:x}", pid % 0xffff);
-        let (a, b) = (100 + pid % 150, 1 + n % 250);
-        let bed = Bed {
-            name: format!("mgt-{tag}"),
-            host_link: format!("mgh{tag}"),
-            host_ip: format!("10.{a}.{b}.1"),
-            ns_ip: format!("10.{a}.{b}.2"),
-        };
-        if let Err(e) = ip(&["netns", "add", &bed.name]) {
-            eprintln!("SKIPPED: the kernel refuses network namespaces here ({e}); grants are not checked from a consumer's position in this run");
-            return None;
-        }
-        let peer = format!("mgc{tag}");
-        let (host_cidr, ns_cidr) = (format!("{}/30", bed.host_ip), format!("{}/30", bed.ns_ip));
-        let setup = [
-            vec![
-                "link",
-                "add",
-                &bed.host_link,
-                "type",
-                "veth",
-                "peer",
-                "name",
-                &peer,
-            ],
-            vec!["link", "set", &peer, "netns", &bed.name],
-            vec!["addr", "add", &host_cidr, "dev", &bed.host_link],
-            vec!["link", "set", &bed.host_link, "up"],
-            vec!["-n", &bed.name, "addr", "add", &ns_cidr, "dev", &peer],
-            vec!["-n", &bed.name, "link", "set", &peer, "up"],
-            vec!["-n", &bed.name, "link", "set", "lo", "up"],
-        ];
-        for args in setup {
-            ip(&args).expect("setting up the bed");
-        }
-        Some(bed)
-    }
-
-    pub fn netns(&self) -> PathBuf {
-        PathBuf::from(format!("/run/netns/{}", self.name))
-    }
-
-    /// Drops the path from the consumer's namespace to `addr` (a blackhole
-    /// route inside it); the machine's own path stays open.
-    pub fn drop_path(&self, addr: &str) {
-        ip(&[
-            "-n",
-            &self.name,
-            "route",
-            "add",
-            "blackhole",
-            &format!("{addr}/32"),
-        ])
-        .unwrap();
-    }
-
-    pub fn restore_path(&self, addr: &str) {
-        ip(&[
-            "-n",
-            &self.name,
-            "route",
-            "del",
-            "blackhole",
-            &format!("{addr}/32"),
-        ])
-        .unwrap();
-    }
-}
-
-impl Drop for Bed {
-    fn drop(&mut self) {
-        let _ = ip(&["netns", "del", &self.name]);
-        let _ = ip(&["link", "del", &self.host_link]);
-    }
-}
+use mesh_test_support::netns::Bed;
 
 fn settings() -> Settings {
     Settings {

@@ -8,7 +8,9 @@
 //! * [`NatsCluster`]: three of them in a JetStream cluster;
 //! * [`PgCluster`]: a PostgreSQL cluster with SCRAM authentication;
 //! * [`TcpProxy`]: a TCP proxy that can cut its connections on demand;
-//! * [`TestCa`]: a private certificate authority for TLS tests.
+//! * [`TestCa`]: a private certificate authority for TLS tests;
+//! * [`netns::Bed`]: a network namespace joined to the machine by a veth
+//!   pair (as root), for checks from a consumer's own network position.
 //!
 //! Starting and stopping the servers is synchronous (blocking, with
 //! `std::thread::sleep` polling and a hard deadline), so it works from any
@@ -23,6 +25,7 @@ use std::time::{Duration, Instant};
 mod certs;
 mod cluster;
 mod nats;
+pub mod netns;
 mod pg;
 mod proxy;
 

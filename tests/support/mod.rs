@@ -2,7 +2,8 @@
 //! nats-server configured with the permissions `mesh-controller
 //! permissions` derives, a PostgreSQL cluster for the provider's consumers,
 //! another for the controller's store, and the built binaries
-//! (`mesh-controller serve`, `mesh-postgres`) as real processes.
+//! (`mesh-controller serve`, `mesh-postgres`, `mesh-grants`) as real
+//! processes.
 //!
 //! The binaries are found next to the test executable (`target/debug`):
 //! `scripts/test` builds them before the tests (`cargo build --workspace
@@ -163,6 +164,8 @@ pub struct Mesh {
     pub store: PgCluster,
     pub controller: Option<Process>,
     pub provider: Option<Process>,
+    /// The machine agent `mesh-grants`, once started.
+    pub grants: Option<Process>,
     /// The consumers the declaration lists for `postgres@db-1`.
     pub consumers: Vec<(&'static str, &'static str)>,
     alive_every: &'static str,
@@ -296,6 +299,7 @@ impl Mesh {
             store,
             controller: None,
             provider: None,
+            grants: None,
             consumers: options.consumers.clone(),
             alive_every: options.alive_every,
             store_url,
@@ -441,6 +445,36 @@ impl Mesh {
         }
     }
 
+    /// Starts `mesh-grants` on the grants file `file` as the machine agent
+    /// of `machine` (`_grants@<machine>`), checking every 200 ms and saying
+    /// a grant unreachable after 3 failed checks.
+    pub fn start_grants(&mut self, machine: &str, file: &Path) {
+        let mut command = Command::new(binary("mesh-grants"));
+        command
+            .arg("--grants")
+            .arg(file)
+            .args(self.bus_flags(&format!("_grants@{machine}")))
+            .args([
+                "--check-every",
+                "200ms",
+                "--unreachable-after",
+                "3",
+                "--connect-timeout",
+                "500ms",
+                "--repeat-every",
+                "1m",
+                "--ack-timeout",
+                "1s",
+            ]);
+        self.grants = Some(Process::spawn("grants", command, self.path("grants.log")));
+    }
+
+    pub fn stop_grants(&mut self) {
+        if let Some(mut p) = self.grants.take() {
+            p.stop();
+        }
+    }
+
     /// Runs a controller command; returns (exit code, stdout, stderr).
     pub fn controller(&self, args: &[&str]) -> (i32, String, String) {
         let out = self
@@ -475,8 +509,9 @@ impl Mesh {
             std::thread::sleep(Duration::from_millis(200));
         }
         panic!(
-            "status never showed {what}; last: {last:#?}\n--- provider log:\n{}\n--- controller log:\n{}",
+            "status never showed {what}; last: {last:#?}\n--- provider log:\n{}\n--- grants log:\n{}\n--- controller log:\n{}",
             self.provider.as_ref().map(Process::log_text).unwrap_or_default(),
+            self.grants.as_ref().map(Process::log_text).unwrap_or_default(),
             self.controller.as_ref().map(Process::log_text).unwrap_or_default()
         );
     }
