@@ -8,7 +8,7 @@
 //! namespace (record 143: a check run from the machine's own position can
 //! pass while every container on it is refused).
 //!
-//! - [`file`]: the grants file, re-read every check, last good list kept.
+//! - [`file`](mod@file): the grants file, re-read every check, last good list kept.
 //! - [`dial`]: one connection from inside a network namespace (`setns` on a
 //!   dedicated thread), or a container's, found through its runtime.
 //! - [`standing`]: what to say about one grant (pure, on the SDK's

@@ -216,7 +216,7 @@ pub struct NewsRules {
 
 /// A run of consecutive failures (or of any other trouble a [`Tracker`]
 /// follows), with what the newest one said. Its `detail` is read through it
-/// (`streak.class` for a [`Failure`]).
+/// (`streak.class` for a `Failure`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Streak<D> {
     /// First failure since the last success.
