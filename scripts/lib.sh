@@ -46,3 +46,86 @@ ensure_cargo() {
     exit 1
   fi
 }
+
+# The Keycloak server the identity provider's live tests start (a zip from
+# Maven Central, run from a cache folder outside the repo).
+MESH_KEYCLOAK_VERSION=26.5.6
+# Java feature versions Keycloak $MESH_KEYCLOAK_VERSION runs on, preferred first.
+MESH_KEYCLOAK_JAVA_VERSIONS="21 25 17"
+
+# The Java feature version of the JDK at $1 (from its `release` file), if any.
+jdk_feature_version() {
+  [ -x "$1/bin/java" ] && [ -f "$1/release" ] || return 0
+  sed -n 's/^JAVA_VERSION="\([0-9]*\).*/\1/p' "$1/release"
+}
+
+# Prints a JDK folder Keycloak supports: $MESH_KEYCLOAK_JAVA_HOME as given,
+# else the first of /usr/lib/jvm/* and $JAVA_HOME in the preferred versions.
+keycloak_java_home() {
+  if [ -n "${MESH_KEYCLOAK_JAVA_HOME:-}" ]; then
+    echo "$MESH_KEYCLOAK_JAVA_HOME"
+    return 0
+  fi
+  local want dir
+  for want in $MESH_KEYCLOAK_JAVA_VERSIONS; do
+    for dir in ${JAVA_HOME:-} /usr/lib/jvm/*; do
+      [ -L "$dir" ] && continue
+      if [ "$(jdk_feature_version "$dir")" = "$want" ]; then
+        echo "$dir"
+        return 0
+      fi
+    done
+  done
+}
+
+# Finds or fetches the Keycloak distribution and a JDK for it, and exports
+# MESH_KEYCLOAK_HOME and MESH_KEYCLOAK_JAVA_HOME for the tests. The zip is
+# fetched once with Maven into ${XDG_CACHE_HOME:-~/.cache}/mesh/keycloak and
+# unpacked there. When it cannot (no Maven, no JDK, no network), it says
+# what is missing and returns 1: the live tests then say they were skipped.
+ensure_keycloak() {
+  local cache="${XDG_CACHE_HOME:-$HOME/.cache}/mesh/keycloak"
+  local home="$cache/keycloak-$MESH_KEYCLOAK_VERSION"
+  local java_home
+  java_home=$(keycloak_java_home)
+  if [ -z "$java_home" ] || [ ! -x "$java_home/bin/java" ]; then
+    echo "keycloak: no JDK it runs on (Java $MESH_KEYCLOAK_JAVA_VERSIONS) under /usr/lib/jvm or \$JAVA_HOME;" \
+      "install one (apt-get install openjdk-17-jdk-headless) or set MESH_KEYCLOAK_JAVA_HOME" >&2
+    return 1
+  fi
+  if [ -n "${MESH_KEYCLOAK_HOME:-}" ]; then
+    home="$MESH_KEYCLOAK_HOME"
+  elif [ ! -x "$home/bin/kc.sh" ]; then
+    if ! command -v mvn >/dev/null 2>&1; then
+      echo "keycloak: Maven (mvn) is needed once to fetch org.keycloak:keycloak-quarkus-dist:$MESH_KEYCLOAK_VERSION;" \
+        "install it (apt-get install maven) or set MESH_KEYCLOAK_HOME to an unpacked Keycloak" >&2
+      return 1
+    fi
+    if ! command -v unzip >/dev/null 2>&1; then
+      echo "keycloak: unzip is needed to unpack the distribution (apt-get install unzip)" >&2
+      return 1
+    fi
+    echo "keycloak: fetching keycloak-quarkus-dist $MESH_KEYCLOAK_VERSION with Maven into $cache" >&2
+    mkdir -p "$cache"
+    local zip="$cache/keycloak-quarkus-dist-$MESH_KEYCLOAK_VERSION.zip"
+    if ! JAVA_HOME="$java_home" mvn -q dependency:copy \
+      -Dartifact="org.keycloak:keycloak-quarkus-dist:$MESH_KEYCLOAK_VERSION:zip" \
+      -DoutputDirectory="$cache" >&2 || [ ! -f "$zip" ]; then
+      echo "keycloak: Maven could not fetch org.keycloak:keycloak-quarkus-dist:$MESH_KEYCLOAK_VERSION:zip" \
+        "(no network or no Maven Central?)" >&2
+      return 1
+    fi
+    # Unpacked beside, then moved: an interrupted unzip never looks complete.
+    rm -rf "$home.partial"
+    mkdir -p "$home.partial"
+    unzip -q "$zip" -d "$home.partial" >&2
+    mv "$home.partial/keycloak-$MESH_KEYCLOAK_VERSION" "$home"
+    rm -rf "$home.partial"
+  fi
+  if [ ! -x "$home/bin/kc.sh" ]; then
+    echo "keycloak: $home/bin/kc.sh is missing (MESH_KEYCLOAK_HOME names no unpacked Keycloak)" >&2
+    return 1
+  fi
+  export MESH_KEYCLOAK_HOME="$home" MESH_KEYCLOAK_JAVA_HOME="$java_home"
+  echo "keycloak: $MESH_KEYCLOAK_HOME on $MESH_KEYCLOAK_JAVA_HOME" >&2
+}

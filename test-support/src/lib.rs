@@ -7,6 +7,8 @@
 //! * [`NatsServer`]: a `nats-server` with JetStream (file storage);
 //! * [`NatsCluster`]: three of them in a JetStream cluster;
 //! * [`PgCluster`]: a PostgreSQL cluster with SCRAM authentication;
+//! * [`KeycloakServer`]: a Keycloak (`kc.sh start-dev`), one shared per
+//!   test binary, a realm per test;
 //! * [`TcpProxy`]: a TCP proxy that can cut its connections on demand;
 //! * [`TestCa`]: a private certificate authority for TLS tests;
 //! * [`netns::Bed`]: a network namespace joined to the machine by a veth
@@ -26,12 +28,14 @@ mod certs;
 mod cluster;
 mod nats;
 pub mod netns;
+mod keycloak;
 mod pg;
 mod proxy;
 
 pub use certs::{CertFiles, TestCa};
 pub use cluster::{NatsCluster, CLUSTER_SIZE};
 pub use nats::{create_events_stream, NatsServer};
+pub use keycloak::{KeycloakDist, KeycloakServer, KEYCLOAK_ADMIN, KEYCLOAK_START_DEADLINE};
 pub use pg::PgCluster;
 pub use proxy::TcpProxy;
 

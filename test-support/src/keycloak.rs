@@ -1,0 +1,462 @@
+//! A private Keycloak server (`kc.sh start-dev`) for the identity provider's
+//! live tests.
+//!
+//! # Where Keycloak comes from
+//! `scripts/test` runs `ensure_keycloak` (in `scripts/lib.sh`), which fetches
+//! the `org.keycloak:keycloak-quarkus-dist` zip once with Maven, unpacks it
+//! into `${XDG_CACHE_HOME:-~/.cache}/mesh/keycloak/keycloak-<version>`, and
+//! exports `MESH_KEYCLOAK_HOME` (the unpacked folder) and
+//! `MESH_KEYCLOAK_JAVA_HOME` (a JDK it runs on). Without `MESH_KEYCLOAK_HOME`
+//! the newest `keycloak-*` folder of that cache is used; when there is none,
+//! [`KeycloakServer::shared`] says `SKIPPED: no Keycloak (...)` on the
+//! test's stderr (not captured) and returns `None`.
+//!
+//! # What runs
+//! `kc.sh start-dev` with its embedded H2 file database in a private temp
+//! dir (`KC_DB_URL`), its transaction logs there too, HTTP and management
+//! interfaces on free ports of 127.0.0.1, health checks on, and a first
+//! administrator `admin` with a random password handed over in
+//! `KC_BOOTSTRAP_ADMIN_PASSWORD` (an environment variable: never on a
+//! command line). Keycloak marks that first administrator
+//! `is_temporary_admin`, as it does the ones `kc.sh bootstrap-admin` makes.
+//! `start-dev` writes its augmentation build into the distribution's
+//! `lib/quarkus` folder: two servers of one distribution must not boot at
+//! the same moment (one live test binary, one shared server).
+//!
+//! # Lifetime
+//! Keycloak is started by a small guardian shell that leads its own process
+//! group. The guardian ends the group (SIGTERM, then SIGKILL after 30 s) and
+//! removes the data dir as soon as the test process or Keycloak has gone,
+//! so the shared server of [`KeycloakServer::shared`] (a static, never
+//! dropped) ends with its test binary, even one killed by a signal. An
+//! owned server ([`KeycloakServer::start`]) is stopped on drop the same way.
+
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tempfile::TempDir;
+
+use crate::{free_port, poll_until, random_hex, read_lossy, tail, START_ATTEMPTS};
+
+/// How long a Keycloak boot may take (two cores, one busy: ~30–75 s seen).
+pub const KEYCLOAK_START_DEADLINE: Duration = Duration::from_secs(300);
+
+/// How long a stop waits after SIGTERM before SIGKILL.
+const STOP_GRACE: Duration = Duration::from_secs(40);
+
+/// The first administrator's user name (realm `master`).
+pub const KEYCLOAK_ADMIN: &str = "admin";
+
+/// Starts `$@` in the background, then waits until the watched process
+/// (`$1`, the test process) or Keycloak is gone; then ends the process
+/// group (itself last) and removes the temp dir (`$2`).
+const GUARDIAN: &str = r#"
+watched=$1; dir=$2; shift 2
+"$@" &
+kc=$!
+trap '' TERM
+while kill -0 "$watched" 2>/dev/null && kill -0 "$kc" 2>/dev/null; do sleep 1; done
+kill -TERM 0 2>/dev/null
+n=0
+while kill -0 "$kc" 2>/dev/null && [ "$n" -lt 30 ]; do sleep 1; n=$((n + 1)); done
+rm -rf "$dir"
+kill -KILL 0
+"#;
+
+/// Where a Keycloak distribution and its JDK are.
+#[derive(Clone, Debug)]
+pub struct KeycloakDist {
+    /// The unpacked distribution (holding `bin/kc.sh`).
+    pub home: PathBuf,
+    /// The JDK to run it on; `None`: `kc.sh` finds `java` itself.
+    pub java_home: Option<PathBuf>,
+}
+
+impl KeycloakDist {
+    /// `MESH_KEYCLOAK_HOME` (and `MESH_KEYCLOAK_JAVA_HOME`), else the newest
+    /// `keycloak-*` folder of `${XDG_CACHE_HOME:-~/.cache}/mesh/keycloak`;
+    /// `Err` says why there is none.
+    pub fn find() -> Result<KeycloakDist, String> {
+        let java_home = env_path("MESH_KEYCLOAK_JAVA_HOME");
+        if let Some(home) = env_path("MESH_KEYCLOAK_HOME") {
+            if !home.join("bin/kc.sh").is_file() {
+                return Err(format!(
+                    "MESH_KEYCLOAK_HOME={} holds no bin/kc.sh",
+                    home.display()
+                ));
+            }
+            return Ok(KeycloakDist { home, java_home });
+        }
+        let cache = env_path("XDG_CACHE_HOME")
+            .or_else(|| env_path("HOME").map(|home| home.join(".cache")))
+            .ok_or("neither MESH_KEYCLOAK_HOME nor HOME is set")?
+            .join("mesh/keycloak");
+        let mut found: Vec<PathBuf> = std::fs::read_dir(&cache)
+            .map(|entries| {
+                entries
+                    .filter_map(Result::ok)
+                    .map(|entry| entry.path())
+                    .filter(|path| {
+                        let name = path.file_name().unwrap_or_default().to_string_lossy();
+                        name.starts_with("keycloak-")
+                            && !name.ends_with(".partial")
+                            && path.join("bin/kc.sh").is_file()
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        found.sort_by_key(|path| version_key(path));
+        match found.pop() {
+            Some(home) => Ok(KeycloakDist { home, java_home }),
+            None => Err(format!(
+                "MESH_KEYCLOAK_HOME is unset and {} holds no unpacked Keycloak; \
+                 run scripts/test (its ensure_keycloak fetches one with Maven)",
+                cache.display()
+            )),
+        }
+    }
+}
+
+fn env_path(name: &str) -> Option<PathBuf> {
+    std::env::var_os(name)
+        .filter(|value| !value.is_empty())
+        .map(PathBuf::from)
+}
+
+/// `keycloak-26.5.6` → `[26, 5, 6]`, for picking the newest.
+fn version_key(path: &Path) -> Vec<u64> {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    name.trim_start_matches("keycloak-")
+        .split('.')
+        .map(|part| part.parse().unwrap_or(0))
+        .collect()
+}
+
+/// A private Keycloak (`kc.sh start-dev`) on free ports of 127.0.0.1, with
+/// a first administrator [`KEYCLOAK_ADMIN`] and a random password.
+///
+/// ```no_run
+/// # async fn example() {
+/// let Some(keycloak) = mesh_test_support::KeycloakServer::shared() else {
+///     return; // said SKIPPED
+/// };
+/// let realm = keycloak.new_realm("forge").await;
+/// println!("{} realm {realm}", keycloak.url());
+/// # }
+/// ```
+pub struct KeycloakServer {
+    dist: KeycloakDist,
+    dir: TempDir,
+    http_port: u16,
+    management_port: u16,
+    admin_password: String,
+    boot: Duration,
+    child: Mutex<Option<Child>>,
+    http: reqwest::Client,
+}
+
+static SHARED: OnceLock<Result<KeycloakServer, String>> = OnceLock::new();
+
+impl KeycloakServer {
+    /// The one server of this test binary, started by the first caller
+    /// (the others wait for it); `None` after saying `SKIPPED: no Keycloak
+    /// (why)` on stderr when there is no distribution.
+    ///
+    /// Panics (in every caller) when a distribution is there but the server
+    /// does not become ready.
+    pub fn shared() -> Option<&'static KeycloakServer> {
+        let dist = match KeycloakDist::find() {
+            Ok(dist) => dist,
+            Err(why) => {
+                skipped(&why);
+                return None;
+            }
+        };
+        let server = SHARED.get_or_init(|| {
+            std::panic::catch_unwind(|| KeycloakServer::start(dist)).map_err(|panic| {
+                panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                    .unwrap_or_else(|| "the Keycloak start panicked".into())
+            })
+        });
+        match server {
+            Ok(server) => Some(server),
+            Err(why) => panic!("the shared Keycloak did not start: {why}"),
+        }
+    }
+
+    /// Starts a server of `dist` and blocks until `/health/ready` answers
+    /// 200; panics with the log's tail when it does not within
+    /// [`KEYCLOAK_START_DEADLINE`].
+    pub fn start(dist: KeycloakDist) -> KeycloakServer {
+        let dir = tempfile::Builder::new()
+            .prefix("mesh-keycloak-")
+            .tempdir()
+            .expect("creating a temp dir for Keycloak");
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .build()
+            .expect("building an HTTP client");
+        let mut server = KeycloakServer {
+            dist,
+            dir,
+            http_port: 0,
+            management_port: 0,
+            admin_password: random_hex(16),
+            boot: Duration::ZERO,
+            child: Mutex::new(None),
+            http,
+        };
+        for attempt in 1..=START_ATTEMPTS {
+            server.http_port = free_port();
+            server.management_port = free_port();
+            match server.spawn_and_wait() {
+                Ok(()) => return server,
+                Err(true) if attempt < START_ATTEMPTS => server.stop(),
+                Err(_) => {
+                    let log = tail(&server.log(), 60);
+                    server.stop();
+                    panic!(
+                        "Keycloak ({}) did not become ready on 127.0.0.1:{} within {:?} \
+                         (attempt {attempt}); log tail:\n{log}",
+                        server.dist.home.display(),
+                        server.http_port,
+                        KEYCLOAK_START_DEADLINE,
+                    );
+                }
+            }
+        }
+        unreachable!("the loop above returns or panics")
+    }
+
+    /// Spawns the guardian and Keycloak; `Err(true)` when a port was taken.
+    fn spawn_and_wait(&mut self) -> Result<(), bool> {
+        let data = self.dir.path().join("data");
+        std::fs::create_dir_all(&data).expect("creating Keycloak's data dir");
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.log_path())
+            .expect("opening Keycloak's log file");
+        let log_start = crate::file_len(&self.log_path());
+        let kc = self.dist.home.join("bin/kc.sh");
+        let mut command = Command::new("sh");
+        command
+            .arg("-c")
+            .arg(GUARDIAN)
+            .arg("mesh-keycloak-guardian")
+            .arg(std::process::id().to_string())
+            .arg(self.dir.path())
+            .arg(&kc)
+            .args([
+                "start-dev",
+                "--http-host=127.0.0.1",
+                &format!("--http-port={}", self.http_port),
+                &format!("--http-management-port={}", self.management_port),
+                "--health-enabled=true",
+            ])
+            .env("KC_BOOTSTRAP_ADMIN_USERNAME", KEYCLOAK_ADMIN)
+            .env("KC_BOOTSTRAP_ADMIN_PASSWORD", &self.admin_password)
+            .env(
+                "KC_DB_URL",
+                format!(
+                    "jdbc:h2:file:{}/h2/keycloakdb;NON_KEYWORDS=VALUE",
+                    data.display()
+                ),
+            )
+            .env(
+                "JAVA_OPTS_APPEND",
+                format!(
+                    "-Dquarkus.transaction-manager.object-store.directory={}/transaction-logs",
+                    data.display()
+                ),
+            )
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("cloning the log file handle"))
+            .stderr(log);
+        if let Some(java_home) = &self.dist.java_home {
+            command.env("JAVA_HOME", java_home);
+        }
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        let started = Instant::now();
+        let child = command.spawn().expect("starting sh for kc.sh");
+        *self.child.lock().unwrap() = Some(child);
+        let deadline = started + KEYCLOAK_START_DEADLINE;
+        let outcome = poll_until(deadline, || {
+            if self.ready() {
+                return Some(Ok(()));
+            }
+            if self.exited() {
+                let fresh = crate::read_lossy_from(&self.log_path(), log_start);
+                let taken = fresh.contains("Address already in use")
+                    || fresh.contains("Port(s) already in use");
+                return Some(Err(taken));
+            }
+            std::thread::sleep(Duration::from_millis(450));
+            None
+        });
+        self.boot = started.elapsed();
+        outcome.unwrap_or(Err(false))
+    }
+
+    fn exited(&self) -> bool {
+        let mut slot = self.child.lock().unwrap();
+        matches!(slot.as_mut().map(Child::try_wait), Some(Ok(Some(_))))
+    }
+
+    /// Whether `GET /health/ready` on the management port answers 200.
+    fn ready(&self) -> bool {
+        let Ok(mut stream) = TcpStream::connect((Ipv4Addr::LOCALHOST, self.management_port))
+        else {
+            return false;
+        };
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+        let request = format!(
+            "GET /health/ready HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\n\r\n",
+            self.management_port
+        );
+        if stream.write_all(request.as_bytes()).is_err() {
+            return false;
+        }
+        let mut head = [0u8; 12];
+        stream.read_exact(&mut head).is_ok() && head.starts_with(b"HTTP/1.1 200")
+    }
+
+    /// Stops the server: SIGTERM to its process group, SIGKILL after 40 s.
+    pub fn stop(&self) {
+        let Some(mut child) = self.child.lock().unwrap().take() else {
+            return;
+        };
+        let group = rustix::process::Pid::from_child(&child);
+        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::TERM);
+        let deadline = Instant::now() + STOP_GRACE;
+        if poll_until(deadline, || child.try_wait().ok().flatten()).is_none() {
+            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+            let _ = child.wait();
+        }
+    }
+
+    /// The base URL, `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.http_port)
+    }
+
+    /// The management interface's base URL (`/health/ready` and so on).
+    pub fn management_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.management_port)
+    }
+
+    /// The first administrator's password (realm `master`).
+    pub fn admin_password(&self) -> &str {
+        &self.admin_password
+    }
+
+    /// How long the (last) start took until ready.
+    pub fn boot_time(&self) -> Duration {
+        self.boot
+    }
+
+    /// The distribution it runs.
+    pub fn dist(&self) -> &KeycloakDist {
+        &self.dist
+    }
+
+    /// The server's log (its stdout and stderr).
+    pub fn log(&self) -> String {
+        read_lossy(&self.log_path())
+    }
+
+    fn log_path(&self) -> PathBuf {
+        self.dir.path().join("keycloak.log")
+    }
+
+    /// A fresh access token of the first administrator.
+    pub async fn admin_token(&self) -> String {
+        let url = format!(
+            "{}/realms/master/protocol/openid-connect/token",
+            self.url()
+        );
+        let form = [
+            ("grant_type", "password"),
+            ("client_id", "admin-cli"),
+            ("username", KEYCLOAK_ADMIN),
+            ("password", self.admin_password.as_str()),
+        ];
+        let answer = self
+            .http
+            .post(url)
+            .form(&form)
+            .send()
+            .await
+            .expect("the administrator's login reaches Keycloak");
+        let status = answer.status();
+        let body: Value = answer.json().await.unwrap_or(Value::Null);
+        assert!(
+            status.is_success(),
+            "the administrator's login answered {status}: {}",
+            body.get("error").unwrap_or(&Value::Null)
+        );
+        body["access_token"]
+            .as_str()
+            .expect("an access_token in the login's answer")
+            .to_owned()
+    }
+
+    /// An admin REST call as the first administrator: `method` on
+    /// `/admin/realms/{path}` with an optional JSON body; the status and
+    /// the JSON answer (`Null` when there is none).
+    pub async fn admin(&self, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
+        let url = format!("{}/admin/realms/{}", self.url(), path.trim_start_matches('/'));
+        let method = reqwest::Method::from_bytes(method.as_bytes()).expect("an HTTP method");
+        let mut request = self
+            .http
+            .request(method, url)
+            .bearer_auth(self.admin_token().await);
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        let answer = request.send().await.expect("the admin call reaches Keycloak");
+        let status = answer.status().as_u16();
+        let body = answer.json().await.unwrap_or(Value::Null);
+        (status, body)
+    }
+
+    /// Makes a new, enabled realm named `{prefix}-{random}` and returns its
+    /// name: each test its own realm on the shared server.
+    pub async fn new_realm(&self, prefix: &str) -> String {
+        let realm = format!("{prefix}-{}", random_hex(4));
+        let (status, body) = self
+            .admin("POST", "", Some(&json!({"realm": realm, "enabled": true})))
+            .await;
+        assert_eq!(status, 201, "making realm {realm}: {body}");
+        realm
+    }
+}
+
+impl Drop for KeycloakServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+impl std::fmt::Debug for KeycloakServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeycloakServer")
+            .field("url", &self.url())
+            .field("home", &self.dist.home)
+            .field("dir", &self.dir.path())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Says loudly, past the test harness's capture, that a test did not run.
+fn skipped(why: &str) {
+    let _ = writeln!(std::io::stderr(), "SKIPPED: no Keycloak ({why})");
+}
