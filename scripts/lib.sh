@@ -108,7 +108,7 @@ ensure_keycloak() {
     echo "keycloak: fetching keycloak-quarkus-dist $MESH_KEYCLOAK_VERSION with Maven into $cache" >&2
     mkdir -p "$cache"
     local zip="$cache/keycloak-quarkus-dist-$MESH_KEYCLOAK_VERSION.zip"
-    if ! JAVA_HOME="$java_home" mvn -q dependency:copy \
+    if ! mvn -q dependency:copy \
       -Dartifact="org.keycloak:keycloak-quarkus-dist:$MESH_KEYCLOAK_VERSION:zip" \
       -DoutputDirectory="$cache" >&2 || [ ! -f "$zip" ]; then
       echo "keycloak: Maven could not fetch org.keycloak:keycloak-quarkus-dist:$MESH_KEYCLOAK_VERSION:zip" \
@@ -120,7 +120,7 @@ ensure_keycloak() {
     mkdir -p "$home.partial"
     unzip -q "$zip" -d "$home.partial" >&2
     mv "$home.partial/keycloak-$MESH_KEYCLOAK_VERSION" "$home"
-    rm -rf "$home.partial"
+    rm -rf "$home.partial" "$zip"
   fi
   if [ ! -x "$home/bin/kc.sh" ]; then
     echo "keycloak: $home/bin/kc.sh is missing (MESH_KEYCLOAK_HOME names no unpacked Keycloak)" >&2

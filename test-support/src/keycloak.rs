@@ -157,7 +157,6 @@ pub struct KeycloakServer {
     admin_password: String,
     boot: Duration,
     child: Mutex<Option<Child>>,
-    http: reqwest::Client,
 }
 
 static SHARED: OnceLock<Result<KeycloakServer, String>> = OnceLock::new();
@@ -200,10 +199,6 @@ impl KeycloakServer {
             .prefix("mesh-keycloak-")
             .tempdir()
             .expect("creating a temp dir for Keycloak");
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(30))
-            .build()
-            .expect("building an HTTP client");
         let mut server = KeycloakServer {
             dist,
             dir,
@@ -212,7 +207,6 @@ impl KeycloakServer {
             admin_password: random_hex(16),
             boot: Duration::ZERO,
             child: Mutex::new(None),
-            http,
         };
         for attempt in 1..=START_ATTEMPTS {
             server.http_port = free_port();
@@ -313,8 +307,7 @@ impl KeycloakServer {
 
     /// Whether `GET /health/ready` on the management port answers 200.
     fn ready(&self) -> bool {
-        let Ok(mut stream) = TcpStream::connect((Ipv4Addr::LOCALHOST, self.management_port))
-        else {
+        let Ok(mut stream) = TcpStream::connect((Ipv4Addr::LOCALHOST, self.management_port)) else {
             return false;
         };
         let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
@@ -379,18 +372,14 @@ impl KeycloakServer {
 
     /// A fresh access token of the first administrator.
     pub async fn admin_token(&self) -> String {
-        let url = format!(
-            "{}/realms/master/protocol/openid-connect/token",
-            self.url()
-        );
+        let url = format!("{}/realms/master/protocol/openid-connect/token", self.url());
         let form = [
             ("grant_type", "password"),
             ("client_id", "admin-cli"),
             ("username", KEYCLOAK_ADMIN),
             ("password", self.admin_password.as_str()),
         ];
-        let answer = self
-            .http
+        let answer = http()
             .post(url)
             .form(&form)
             .send()
@@ -413,16 +402,22 @@ impl KeycloakServer {
     /// `/admin/realms/{path}` with an optional JSON body; the status and
     /// the JSON answer (`Null` when there is none).
     pub async fn admin(&self, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
-        let url = format!("{}/admin/realms/{}", self.url(), path.trim_start_matches('/'));
+        let url = format!(
+            "{}/admin/realms/{}",
+            self.url(),
+            path.trim_start_matches('/')
+        );
         let method = reqwest::Method::from_bytes(method.as_bytes()).expect("an HTTP method");
-        let mut request = self
-            .http
+        let mut request = http()
             .request(method, url)
             .bearer_auth(self.admin_token().await);
         if let Some(body) = body {
             request = request.json(body);
         }
-        let answer = request.send().await.expect("the admin call reaches Keycloak");
+        let answer = request
+            .send()
+            .await
+            .expect("the admin call reaches Keycloak");
         let status = answer.status().as_u16();
         let body = answer.json().await.unwrap_or(Value::Null);
         (status, body)
@@ -454,6 +449,18 @@ impl std::fmt::Debug for KeycloakServer {
             .field("dir", &self.dir.path())
             .finish_non_exhaustive()
     }
+}
+
+/// A new HTTP client for one call: each `#[tokio::test]` has its own
+/// runtime, and a pooled connection dies with the runtime that opened it.
+fn http() -> reqwest::Client {
+    // Plain HTTP only; but reqwest built with "rustls-no-provider" (feature
+    // unification with mesh-provider-identity) wants a provider installed.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .expect("building an HTTP client")
 }
 
 /// Says loudly, past the test harness's capture, that a test did not run.

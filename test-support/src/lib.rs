@@ -26,16 +26,16 @@ use std::time::{Duration, Instant};
 
 mod certs;
 mod cluster;
+mod keycloak;
 mod nats;
 pub mod netns;
-mod keycloak;
 mod pg;
 mod proxy;
 
 pub use certs::{CertFiles, TestCa};
 pub use cluster::{NatsCluster, CLUSTER_SIZE};
-pub use nats::{create_events_stream, NatsServer};
 pub use keycloak::{KeycloakDist, KeycloakServer, KEYCLOAK_ADMIN, KEYCLOAK_START_DEADLINE};
+pub use nats::{create_events_stream, NatsServer};
 pub use pg::PgCluster;
 pub use proxy::TcpProxy;
 
