@@ -147,6 +147,11 @@ impl Provisioner for IdentityProvisioner {
         let Some(client) = self.own_client(name).await? else {
             return Err(refused);
         };
+        // A disabled (retired) client is refused whatever its secret
+        // (Keycloak 26: 401 `invalid_client`): nothing to mend, nothing written.
+        if !client.enabled {
+            return Err(refused);
+        }
         let fields = json!({
             "secret": secret.expose(),
             "publicClient": false,

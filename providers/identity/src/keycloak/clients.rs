@@ -155,15 +155,24 @@ impl Keycloak {
 
     /// Every client of the realm, page by page.
     ///
+    /// Keycloak 26 pages by `first`/`max` over clients ordered by
+    /// `clientId`, so a client made or deleted while the pages are read
+    /// shifts the later pages: a client may then come twice (kept once,
+    /// by id) or be missed until the next listing. The listing ends at a
+    /// short page, or at a page that brings nothing new (a server that
+    /// ignores `first` and answers the same clients again).
+    ///
     /// # Errors
     /// Keycloak's refusal or failure.
     pub async fn list_clients(&self) -> Result<Vec<ClientRep>, IdentityError> {
         let what = format!("listing the clients of realm {}", self.realm);
-        let mut all = Vec::new();
+        let mut all: Vec<ClientRep> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        let mut first = 0;
         loop {
             let mut url = self.realm_url(&["clients"]);
             url.query_pairs_mut()
-                .append_pair("first", &all.len().to_string())
+                .append_pair("first", &first.to_string())
                 .append_pair("max", &PAGE.to_string());
             let answer = self
                 .call(&what, Auth::Admin, |http| http.get(url.clone()))
@@ -172,17 +181,10 @@ impl Keycloak {
                 return Err(answer.error(&what));
             }
             let page: Vec<ClientRep> = answer.json(&what)?;
-            // A server that ignores `first`/`max` answers everything at once,
-            // or the same page again: either way the list is complete.
-            let repeated = page
-                .first()
-                .is_some_and(|c| all.iter().any(|a: &ClientRep| a.id == c.id));
-            if repeated {
-                return Ok(all);
-            }
-            let last = page.len() != PAGE;
-            all.extend(page);
-            if last {
+            let (len, before) = (page.len(), all.len());
+            first += len;
+            all.extend(page.into_iter().filter(|c| seen.insert(c.id.clone())));
+            if len < PAGE || all.len() == before {
                 return Ok(all);
             }
         }

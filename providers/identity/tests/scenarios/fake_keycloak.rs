@@ -8,10 +8,50 @@
 //! `POST /test/bootstrap-admin`, adds a temporary administrator the way
 //! `kc.sh bootstrap-admin user` does; the fake container runtime calls it.
 //!
-//! Where FACTS.md is silent, the fake answers as Keycloak's sources do: a
-//! disabled or unknown client in a client-credentials grant gets 401
-//! `invalid_client`, a client without a service account 401
-//! `unauthorized_client`.
+//! # Checked against a real Keycloak 26.5.6
+//! `tests/live.rs` runs the provider against a real server
+//! (`kc.sh start-dev`). What it showed, and how the fake follows:
+//! - A client-credentials login is refused with 401 and, by cause:
+//!   unknown or **disabled** client → `invalid_client` ("Invalid client or
+//!   Invalid client credentials"), whatever the secret; an enabled client
+//!   with a **wrong secret** → `unauthorized_client` (same description; the
+//!   fake used to say `invalid_client`); a public client →
+//!   `unauthorized_client` "Public client not allowed to retrieve service
+//!   account"; no service account → `unauthorized_client` "Client not
+//!   enabled to retrieve service account". The provider takes every one as
+//!   `credentials-rejected`; it no longer rewrites a disabled client's
+//!   secret on a refused check (it cannot help).
+//! - `PUT .../clients/{id}` with `secret` (and any other fields) changes
+//!   only those fields and answers 204; the old secret is refused at once
+//!   (no grace period). Turning a client public drops its secret; turning
+//!   it confidential again without a `secret` generates a new one (the
+//!   fake does both); given in the same `PUT`, the `secret` wins.
+//! - The client list pages (`first`, `max`) over clients ordered by
+//!   `clientId` in byte order ("Beta" before "account"), not in the order
+//!   they were made; the fake sorts the same way.
+//! - An administrator sees a confidential client's `secret` in its
+//!   representation (the fake shows it too).
+//! - Duplicates: `POST .../clients` → 409 `{"errorMessage":"Client X
+//!   already exists"}`; `PUT`/`DELETE` of an unknown id → 404
+//!   `{"error":"Could not find client"}`; a bad token → 401
+//!   `{"error":"HTTP 401 Unauthorized"}`; an unknown realm → 404
+//!   `{"error":"Realm not found."}` (admin API) or `{"error":"Realm does not
+//!   exist"}` (token endpoint). The fake answered these already.
+//! - `?clientId=X` matches exactly and case-sensitively (`for` and `FORGE`
+//!   find no `forge`).
+//! - A refused password login is 401 `invalid_grant` on 26.5 (400 from
+//!   26.6: FACTS.md); the fake does either.
+//!
+//! # What the fake does not do
+//! - Realms hold only what tests put in them: no built-in clients
+//!   (`account`, `admin-cli`, `broker`, `realm-management`, ...), no
+//!   Keycloak attributes beside the mark (`realm_client`, ...).
+//! - Tokens are opaque, not JWTs; no refresh tokens, sessions or lifespans
+//!   (see [`State::revoke_tokens`]).
+//! - No brute-force protection, lockouts, password policies or roles: any
+//!   user named `admin` or marked temporary is an administrator.
+//! - `kc.sh bootstrap-admin` is a test endpoint; the real command (a second
+//!   JVM, the database it needs, the build it may redo) is not simulated.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -66,12 +106,17 @@ impl Client {
     }
 
     fn rep(&self) -> Value {
-        json!({
+        let mut rep = json!({
             "id": self.id, "clientId": self.client_id, "enabled": self.enabled,
             "publicClient": self.public_client, "serviceAccountsEnabled": self.service_accounts_enabled,
             "clientAuthenticatorType": "client-secret", "protocol": "openid-connect",
             "attributes": self.attributes,
-        })
+        });
+        // Keycloak 26 shows a confidential client's secret to administrators.
+        if let Some(secret) = &self.secret {
+            rep["secret"] = json!(secret);
+        }
+        rep
     }
 }
 
@@ -112,6 +157,9 @@ pub struct State {
     pub injected: Vec<Injected>,
     /// The next this many `clientId` lookups answer `[]` (a race with another maker).
     pub stale_lookups: usize,
+    /// Marked clients made (by someone) right after the first page of a
+    /// listing was served: the later pages shift, as on the real server.
+    pub made_during_listing: Vec<String>,
     /// Requests whose path contains the text wait this long first.
     pub slow: Option<(String, Duration)>,
     /// Temporary administrators ever made, and ever deleted.
@@ -238,6 +286,7 @@ impl FakeKeycloak {
             logins: Vec::new(),
             injected: Vec::new(),
             stale_lookups: 0,
+            made_during_listing: Vec::new(),
             slow: None,
             temporary_made: Vec::new(),
             temporary_deleted: Vec::new(),
@@ -393,17 +442,27 @@ async fn token(
             let client = (realm == REALM)
                 .then(|| s.client(&client_id).cloned())
                 .flatten();
+            // Keycloak 26.5's order: an unknown or disabled client, then
+            // the secret, then the kind of client.
             let refusal = match &client {
-                Some(c)
-                    if c.enabled && !c.public_client && c.secret.as_deref() == Some(&secret) =>
-                {
-                    if c.service_accounts_enabled {
-                        None
-                    } else {
+                Some(c) if c.enabled => {
+                    if c.public_client {
+                        Some((
+                            "unauthorized_client",
+                            "Public client not allowed to retrieve service account",
+                        ))
+                    } else if c.secret.as_deref() != Some(&secret) {
+                        Some((
+                            "unauthorized_client",
+                            "Invalid client or Invalid client credentials",
+                        ))
+                    } else if !c.service_accounts_enabled {
                         Some((
                             "unauthorized_client",
                             "Client not enabled to retrieve service account",
                         ))
+                    } else {
+                        None
                     }
                 }
                 _ => Some((
@@ -482,13 +541,21 @@ async fn list_clients(
         .get("max")
         .and_then(|v| v.parse().ok())
         .unwrap_or(usize::MAX);
-    let page: Vec<Value> = s
-        .clients
-        .iter()
+    // Keycloak 26 pages over the clients ordered by `clientId` (byte order:
+    // "Beta" before "account"), not in the order they were made.
+    let mut ordered: Vec<&Client> = s.clients.iter().collect();
+    ordered.sort_by(|a, b| a.client_id.cmp(&b.client_id));
+    let page: Vec<Value> = ordered
+        .into_iter()
         .skip(first)
         .take(max)
-        .map(Client::rep)
+        .map(|c| c.rep())
         .collect();
+    if first == 0 {
+        for client_id in std::mem::take(&mut s.made_during_listing) {
+            s.add_marked(&client_id, "x", true);
+        }
+    }
     answer(200, Value::Array(page))
 }
 
@@ -556,6 +623,14 @@ async fn update_client(
         client.enabled = enabled;
     }
     if let Some(public) = rep["publicClient"].as_bool() {
+        // Keycloak 26: turning a client public drops its secret; turning it
+        // confidential again without a secret given generates a new one.
+        if public && !client.public_client {
+            client.secret = None;
+        }
+        if !public && client.public_client && rep["secret"].as_str().is_none() {
+            client.secret = Some(format!("generated-{}", client.id));
+        }
         client.public_client = public;
     }
     if let Some(service) = rep["serviceAccountsEnabled"].as_bool() {
