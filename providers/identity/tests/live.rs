@@ -1,130 +1,254 @@
-//! Against a real Keycloak, when one is given; skipped (and passing) otherwise.
+//! The provider against a real Keycloak (`kc.sh start-dev` of the
+//! distribution `scripts/lib.sh`'s `ensure_keycloak` fetched): one server
+//! for this binary, a realm per test, the provider's own
+//! [`Provisioner`] code paths. Without a distribution every test says
+//! `SKIPPED: no Keycloak (...)` and passes.
 //!
-//! - `KEYCLOAK_URL`: its base URL, e.g. `http://127.0.0.1:8080`.
-//! - `KEYCLOAK_ADMIN_PASSWORD_FILE`: the administrator's password (the one
-//!   it has now: this test never changes it).
-//! - `KEYCLOAK_CONTAINER`: the container it runs in; when set, the repair
-//!   runs for real (a temporary administrator, the password set to the
-//!   same value, the temporary administrator removed).
-//! - optional: `KEYCLOAK_REALM` (default `master`), `KEYCLOAK_ADMIN_USER`
-//!   (default `admin`), `KEYCLOAK_CONTAINER_CLI` (default `docker`).
-//!
-//! It makes a client `mesh-live-<random>`, proves it, sets a new secret,
-//! retires, re-enables and deletes it.
+//! What these tests showed of Keycloak 26.5.6 is written in the fake's
+//! module docs (`tests/scenarios/fake_keycloak.rs`).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use mesh_provider_identity::cli::{Flags, MAIN};
-use mesh_provider_identity::keycloak::Auth;
-use mesh_provider_identity::IdentityProvisioner;
-use mesh_sdk::{Consumer, Held, Name, Probe, Provisioner, Repair, Secret};
+use mesh_provider_identity::{IdentityConfig, IdentityError, IdentityProvisioner, MARK};
+use mesh_sdk::{Class, Consumer, Held, Name, Provisioner, Secret};
+use mesh_test_support::{KeycloakServer, KEYCLOAK_ADMIN};
+use serde_json::{json, Value};
 
-fn var(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
-}
-
-fn random(n: usize) -> String {
-    use rand::RngExt;
-    let alphabet = b"abcdefghijklmnopqrstuvwxyz0123456789";
-    let mut rng = rand::rng();
-    (0..n)
-        .map(|_| char::from(alphabet[rng.random_range(0..alphabet.len())]))
-        .collect()
-}
-
-#[tokio::test]
-async fn against_a_real_keycloak() {
-    let (Some(url), Some(password_file)) =
-        (var("KEYCLOAK_URL"), var("KEYCLOAK_ADMIN_PASSWORD_FILE"))
-    else {
-        println!("skipped: set KEYCLOAK_URL and KEYCLOAK_ADMIN_PASSWORD_FILE (and KEYCLOAK_CONTAINER for the repair) to run against a real Keycloak");
-        return;
-    };
-    let mut argv = vec![
-        "mesh-identity".to_owned(),
-        "--contributions".into(),
-        "unused.json".into(),
-        "--keycloak-url".into(),
-        url,
-        "--realm".into(),
-        var("KEYCLOAK_REALM").unwrap_or_else(|| "master".into()),
-        "--admin-user".into(),
-        var("KEYCLOAK_ADMIN_USER").unwrap_or_else(|| "admin".into()),
-        "--admin-password-file".into(),
-        password_file,
-        "--container-cli".into(),
-        var("KEYCLOAK_CONTAINER_CLI").unwrap_or_else(|| "docker".into()),
-    ];
-    let container = var("KEYCLOAK_CONTAINER");
-    if let Some(container) = &container {
-        argv.extend(["--container".into(), container.clone()]);
+/// The shared server, or `None` (said SKIPPED). Booting may take minutes on
+/// a loaded machine; the first test waits for it, the others for the first.
+fn keycloak() -> Option<&'static KeycloakServer> {
+    let started = std::time::Instant::now();
+    let server = KeycloakServer::shared()?;
+    if started.elapsed() > Duration::from_secs(1) {
+        eprintln!(
+            "keycloak ready at {} after {:?}",
+            server.url(),
+            server.boot_time()
+        );
     }
-    let (_, flags) = MAIN.parse_from::<Flags, _, _>(argv).unwrap();
-    let p = IdentityProvisioner::new(flags.config().unwrap()).unwrap();
+    Some(server)
+}
 
-    let repair = std::sync::Arc::clone(p.admin_repair());
-    assert_eq!(
-        repair.probe().await,
-        Probe::Healthy,
-        "the administrator's login must work with the given password file"
-    );
+/// A provisioner over `realm`, its administrator the server's first one.
+fn provisioner(kc: &KeycloakServer, realm: &str) -> IdentityProvisioner {
+    let config = IdentityConfig::new(
+        &kc.url(),
+        realm,
+        KEYCLOAK_ADMIN,
+        Secret::new(kc.admin_password()),
+    )
+    .unwrap()
+    .with_http_timeout(Duration::from_secs(20));
+    IdentityProvisioner::new(config).unwrap()
+}
 
-    let name = Name::parse(&format!("mesh-live-{}", random(8))).unwrap();
-    let consumer = Consumer {
-        name: name.clone(),
+fn consumer(name: &str) -> Consumer {
+    Consumer {
+        name: Name::parse(name).unwrap(),
         machine: Name::parse("live").unwrap(),
         provision: "oidc-client".into(),
         secret_file: PathBuf::new(),
-        options: serde_json::json!({}),
-    };
-    let (first, second) = (
-        Secret::new(format!("s1-{}", random(24))),
-        Secret::new(format!("s2-{}", random(24))),
-    );
-    p.ensure(&consumer, &first).await.unwrap();
-    p.ensure(&consumer, &first).await.unwrap();
-    p.check(&consumer, &first).await.unwrap();
-    // A new minted secret is set once by the refused check.
-    p.check(&consumer, &second).await.unwrap();
-    assert!(p
-        .held()
-        .await
-        .unwrap()
-        .contains(&Held::active(name.clone())));
-    p.retire(&name).await.unwrap();
-    assert!(p
-        .held()
-        .await
-        .unwrap()
-        .contains(&Held::retired(name.clone())));
-    assert!(p.check(&consumer, &second).await.is_err(), "disabled");
-    p.re_enable(&name).await.unwrap();
-    p.check(&consumer, &second).await.unwrap();
-    p.retire(&name).await.unwrap();
-    p.delete(&name).await.unwrap();
-    assert!(!p.held().await.unwrap().iter().any(|h| h.name == name));
-    println!("live: client {name} made, checked, mended, retired, re-enabled and deleted");
-
-    if container.is_none() {
-        println!(
-            "skipped the repair: set KEYCLOAK_CONTAINER to run kc.sh bootstrap-admin for real"
-        );
-        return;
+        options: json!({}),
     }
-    let did = tokio::time::timeout(Duration::from_secs(180), repair.repair())
+}
+
+fn name(s: &str) -> Name {
+    Name::parse(s).unwrap()
+}
+
+/// A random secret, never printed.
+fn minted() -> Secret {
+    use rand::RngExt;
+    let alphabet = b"abcdefghijklmnopqrstuvwxyz0123456789";
+    let mut rng = rand::rng();
+    Secret::new(
+        (0..32)
+            .map(|_| char::from(alphabet[rng.random_range(0..alphabet.len())]))
+            .collect::<String>(),
+    )
+}
+
+/// The client `client_id` of `realm` as the admin API shows it.
+async fn client(kc: &KeycloakServer, realm: &str, client_id: &str) -> Option<Value> {
+    let (status, body) = kc
+        .admin(
+            "GET",
+            &format!("{realm}/clients?clientId={client_id}"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200);
+    body.as_array().and_then(|all| all.first().cloned())
+}
+
+/// Bounds a step on the real server, saying what a hang likely means.
+async fn bounded<T>(what: &str, step: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(120), step)
         .await
-        .expect("the repair took over 3 minutes")
-        .unwrap();
-    assert_eq!(repair.probe().await, Probe::Healthy, "verified");
-    let temp = did
-        .split("temporary administrator ")
-        .nth(1)
-        .and_then(|rest| rest.split(' ').next())
+        .unwrap_or_else(|_| panic!("{what} took over 2 minutes: Keycloak stopped answering?"))
+}
+
+#[tokio::test]
+async fn a_client_per_consumer_made_checked_rotated_retired_re_enabled_and_deleted() {
+    let Some(kc) = keycloak() else { return };
+    let realm = kc.new_realm("live").await;
+    let p = provisioner(kc, &realm);
+    let forge = consumer("forge");
+    let (first, second) = (minted(), minted());
+
+    bounded("making the client", async {
+        p.ensure(&forge, &first).await.unwrap();
+        p.ensure(&forge, &first).await.unwrap();
+    })
+    .await;
+    let made = client(kc, &realm, "forge").await.expect("made");
+    assert_eq!(made["enabled"], true);
+    assert_eq!(made["publicClient"], false);
+    assert_eq!(made["serviceAccountsEnabled"], true);
+    assert_eq!(made["attributes"][MARK], "true");
+    assert_eq!(
+        made["secret"],
+        first.expose(),
+        "a given secret is stored as is"
+    );
+    p.check(&forge, &first).await.unwrap();
+
+    // A wrong secret on an enabled client: 401 unauthorized_client.
+    let refused = p
+        .keycloak()
+        .client_credentials("forge", &second)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (refused.status(), refused.keycloak_error()),
+        (Some(401), Some("unauthorized_client")),
+        "{refused}"
+    );
+    assert_eq!(p.classify(&refused), Some(Class::CredentialsRejected));
+
+    // Rotated: the refused check sets the new secret once; the old one is refused at once.
+    p.check(&forge, &second).await.unwrap();
+    let rotated = client(kc, &realm, "forge").await.unwrap();
+    assert_eq!(rotated["secret"], second.expose());
+    assert_eq!(rotated["attributes"][MARK], "true", "other fields kept");
+    let old = p.keycloak().client_credentials("forge", &first).await;
+    assert!(old.is_err(), "the old secret is refused");
+    p.check(&forge, &second).await.unwrap();
+
+    assert_eq!(p.held().await.unwrap(), vec![Held::active(name("forge"))]);
+    p.retire(&name("forge")).await.unwrap();
+    p.retire(&name("forge")).await.unwrap();
+    assert_eq!(p.held().await.unwrap(), vec![Held::retired(name("forge"))]);
+
+    // Disabled: refused with the right secret (401 invalid_client), nothing written.
+    let refused = p.check(&forge, &second).await.unwrap_err();
+    assert_eq!(
+        (refused.status(), refused.keycloak_error()),
+        (Some(401), Some("invalid_client")),
+        "{refused}"
+    );
+    assert_eq!(p.classify(&refused), Some(Class::CredentialsRejected));
+    let retired = client(kc, &realm, "forge").await.unwrap();
+    assert_eq!(retired["enabled"], false);
+    assert_eq!(retired["secret"], second.expose(), "kept while retired");
+
+    p.re_enable(&name("forge")).await.unwrap();
+    p.check(&forge, &second).await.unwrap();
+    assert_eq!(p.held().await.unwrap(), vec![Held::active(name("forge"))]);
+
+    p.retire(&name("forge")).await.unwrap();
+    p.delete(&name("forge")).await.unwrap();
+    p.delete(&name("forge")).await.unwrap();
+    assert!(p.held().await.unwrap().is_empty());
+    assert_eq!(client(kc, &realm, "forge").await, None);
+    let gone = p.check(&forge, &second).await.unwrap_err();
+    assert_eq!(gone.keycloak_error(), Some("invalid_client"), "{gone}");
+}
+
+#[tokio::test]
+async fn a_public_client_is_made_confidential_again_with_the_minted_secret() {
+    let Some(kc) = keycloak() else { return };
+    let realm = kc.new_realm("live").await;
+    let p = provisioner(kc, &realm);
+    let wiki = consumer("wiki");
+    let secret = minted();
+    p.ensure(&wiki, &secret).await.unwrap();
+    let id = client(kc, &realm, "wiki").await.unwrap()["id"]
+        .as_str()
         .unwrap()
         .to_owned();
-    assert!(temp.starts_with("mesh-repair-"), "{did}");
-    let left = p.keycloak().find_user(Auth::Admin, &temp).await.unwrap();
-    assert_eq!(left, None, "the temporary administrator {temp} was removed");
-    println!("live: {did}");
+    // Someone turns it public: Keycloak drops its secret.
+    let path = format!("{realm}/clients/{id}");
+    let (status, _) = kc
+        .admin("PUT", &path, Some(&json!({"publicClient": true})))
+        .await;
+    assert_eq!(status, 204);
+    let public = client(kc, &realm, "wiki").await.unwrap();
+    assert!(
+        public["secret"].as_str().is_none_or(str::is_empty),
+        "a public client has no secret"
+    );
+    let refused = p
+        .keycloak()
+        .client_credentials("wiki", &secret)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        refused.keycloak_error(),
+        Some("unauthorized_client"),
+        "{refused}"
+    );
+    // The check mends it in one PUT (secret, publicClient, serviceAccountsEnabled).
+    p.check(&wiki, &secret).await.unwrap();
+    assert_eq!(
+        client(kc, &realm, "wiki").await.unwrap()["secret"],
+        secret.expose()
+    );
+}
+
+#[tokio::test]
+async fn clients_come_in_client_id_order_and_foreign_ones_are_left_alone() {
+    let Some(kc) = keycloak() else { return };
+    let realm = kc.new_realm("live").await;
+    let p = provisioner(kc, &realm);
+    // Someone else's client of a consumer's name.
+    let (status, _) = kc
+        .admin(
+            "POST",
+            &format!("{realm}/clients"),
+            Some(&json!({"clientId": "legacy", "secret": "theirs-not-a-real-one"})),
+        )
+        .await;
+    assert_eq!(status, 201);
+    let error = p.ensure(&consumer("legacy"), &minted()).await.unwrap_err();
+    assert!(matches!(error, IdentityError::Foreign { .. }), "{error}");
+
+    for n in ["zeta", "m-2", "alpha", "m-1", "omega"] {
+        p.ensure(&consumer(n), &minted()).await.unwrap();
+    }
+    // Made in another order, listed by clientId (with Keycloak's own clients).
+    let (status, all) = kc.admin("GET", &format!("{realm}/clients"), None).await;
+    assert_eq!(status, 200);
+    let ids: Vec<&str> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["clientId"].as_str())
+        .collect();
+    let mut sorted = ids.clone();
+    sorted.sort_unstable();
+    assert_eq!(ids, sorted, "listed in clientId order");
+    let held: Vec<String> = p
+        .held()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|h| h.name.to_string())
+        .collect();
+    assert_eq!(
+        held,
+        ["alpha", "m-1", "m-2", "omega", "zeta"],
+        "only its own, in order"
+    );
 }
