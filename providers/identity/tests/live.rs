@@ -82,6 +82,23 @@ async fn client(kc: &KeycloakServer, realm: &str, client_id: &str) -> Option<Val
     body.as_array().and_then(|all| all.first().cloned())
 }
 
+/// Fails when any of `secrets` is in the server's log or on the command
+/// line of any process of the machine.
+fn assert_nowhere(kc: &KeycloakServer, secrets: &[&str]) {
+    let mut places = vec![("the Keycloak log".to_owned(), kc.log())];
+    for entry in std::fs::read_dir("/proc").unwrap().filter_map(Result::ok) {
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
+            let shown = format!("{}/cmdline", entry.path().display());
+            places.push((shown, String::from_utf8_lossy(&cmdline).into_owned()));
+        }
+    }
+    for (i, secret) in secrets.iter().enumerate() {
+        for (place, text) in &places {
+            assert!(!text.contains(secret), "secret #{i} found in {place}");
+        }
+    }
+}
+
 /// Bounds a step on the real server, saying what a hang likely means.
 async fn bounded<T>(what: &str, step: impl std::future::Future<Output = T>) -> T {
     tokio::time::timeout(Duration::from_secs(120), step)
@@ -164,6 +181,7 @@ async fn a_client_per_consumer_made_checked_rotated_retired_re_enabled_and_delet
     assert_eq!(client(kc, &realm, "forge").await, None);
     let gone = p.check(&forge, &second).await.unwrap_err();
     assert_eq!(gone.keycloak_error(), Some("invalid_client"), "{gone}");
+    assert_nowhere(kc, &[kc.admin_password(), first.expose(), second.expose()]);
 }
 
 #[tokio::test]
