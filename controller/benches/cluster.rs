@@ -17,34 +17,10 @@ mod common;
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream;
-use common::{env_number, store};
+use common::{env_number, event, store};
 use mesh_controller::link::{ensure_consumer, follow, LinkSettings, LinkState, DEFAULT_BATCH};
 use mesh_controller::store::PgStore;
 use mesh_test_support::{NatsCluster, CLUSTER_SIZE};
-
-/// Event `i`: a `failing` (every tenth a `recovered`) of one of 10 x 5000 keys.
-fn event(i: u64) -> (String, String) {
-    let provider = format!("p{}", i % 10);
-    let consumer = format!("c{}", (i / 10) % 5000);
-    let said_at = humantime::format_rfc3339_seconds(
-        std::time::UNIX_EPOCH + Duration::from_secs(1_790_000_000 + i),
-    );
-    if i % 10 == 9 {
-        (
-            format!("mesh.event.db-1.{provider}.provisioner.recovered"),
-            format!(
-                r#"{{"v":1,"consumer":"{consumer}","consumer_machine":"app-1","provision":"postgres-database","reason":"success","said_at":"{said_at}"}}"#
-            ),
-        )
-    } else {
-        (
-            format!("mesh.event.db-1.{provider}.provisioner.failing"),
-            format!(
-                r#"{{"v":1,"consumer":"{consumer}","consumer_machine":"app-1","provision":"postgres-database","class":"credentials-rejected","error":"password authentication failed","since":"2026-10-05T00:04:00Z","attempts":{i},"said_at":"{said_at}"}}"#
-            ),
-        )
-    }
-}
 
 async fn fill(js: &jetstream::Context, from: u64, count: u64) {
     let mut acks = Vec::with_capacity(512);

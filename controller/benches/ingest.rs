@@ -15,40 +15,14 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream;
-use common::{env_number, store};
+use common::{env_number, event, store, CONSUMERS, PROVIDERS};
 use mesh_controller::link::{ensure_consumer, follow, Following, LinkSettings, DEFAULT_BATCH};
 use mesh_controller::store::{PgStore, UPSERT_FAILING};
 use mesh_test_support::NatsServer;
 
 const PGBENCH: &str = "/usr/lib/postgresql/15/bin/pgbench";
-const PROVIDERS: u64 = 10;
-const CONSUMERS: u64 = 5000;
 
-/// Event `i`: mostly `failing`, every tenth a `recovered`, keys spread over
-/// 10 providers x 5000 consumers, said_at rising.
-fn event(i: u64) -> (String, String) {
-    let provider = format!("p{}", i % PROVIDERS);
-    let consumer = format!("c{}", (i / PROVIDERS) % CONSUMERS);
-    let said_at = humantime::format_rfc3339_seconds(
-        std::time::UNIX_EPOCH + Duration::from_secs(1_790_000_000 + i),
-    );
-    if i % 10 == 9 {
-        (
-            format!("mesh.event.db-1.{provider}.provisioner.recovered"),
-            format!(
-                r#"{{"v":1,"consumer":"{consumer}","consumer_machine":"app-1","provision":"postgres-database","reason":"success","said_at":"{said_at}"}}"#
-            ),
-        )
-    } else {
-        (
-            format!("mesh.event.db-1.{provider}.provisioner.failing"),
-            format!(
-                r#"{{"v":1,"consumer":"{consumer}","consumer_machine":"app-1","provision":"postgres-database","class":"credentials-rejected","error":"password authentication failed for user \"{consumer}\"","since":"2026-10-05T00:04:00Z","attempts":{i},"said_at":"{said_at}"}}"#
-            ),
-        )
-    }
-}
-
+/// Publishes words `from` to `from + count - 1` and waits for the stream's acks.
 async fn fill(js: &jetstream::Context, from: u64, count: u64) {
     let mut acks = Vec::with_capacity(1024);
     for i in from..from + count {

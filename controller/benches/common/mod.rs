@@ -43,3 +43,37 @@ pub fn env_number(name: &str, default: u64) -> u64 {
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
 }
+
+/// Providers of the ingest benchmarks' words.
+#[allow(dead_code)] // the ingest benchmarks', not status'
+pub const PROVIDERS: u64 = 10;
+
+/// Consumers of each provider in the ingest benchmarks' words.
+#[allow(dead_code)] // the ingest benchmarks', not status'
+pub const CONSUMERS: u64 = 5000;
+
+/// Word `i` of the ingest benchmarks: a `failing` (every tenth a
+/// `recovered`) of one of [`PROVIDERS`] x [`CONSUMERS`] keys, `said_at` rising.
+#[allow(dead_code)] // the ingest benchmarks', not status'
+pub fn event(i: u64) -> (String, String) {
+    let provider = format!("p{}", i % PROVIDERS);
+    let consumer = format!("c{}", (i / PROVIDERS) % CONSUMERS);
+    let said_at = humantime::format_rfc3339_seconds(
+        std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_790_000_000 + i),
+    );
+    if i % 10 == 9 {
+        (
+            format!("mesh.event.db-1.{provider}.provisioner.recovered"),
+            format!(
+                r#"{{"v":1,"consumer":"{consumer}","consumer_machine":"app-1","provision":"postgres-database","reason":"success","said_at":"{said_at}"}}"#
+            ),
+        )
+    } else {
+        (
+            format!("mesh.event.db-1.{provider}.provisioner.failing"),
+            format!(
+                r#"{{"v":1,"consumer":"{consumer}","consumer_machine":"app-1","provision":"postgres-database","class":"credentials-rejected","error":"password authentication failed for user \"{consumer}\"","since":"2026-10-05T00:04:00Z","attempts":{i},"said_at":"{said_at}"}}"#
+            ),
+        )
+    }
+}
