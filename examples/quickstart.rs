@@ -4,8 +4,9 @@
 //!
 //! `cargo run --example quickstart -- --root /srv/folders --contributions contributions.json`
 use mesh_sdk::{async_trait, Class, Consumer, Held, Name, ProviderMain, Provisioner, Secret};
-use std::{io, path::PathBuf, process::ExitCode};
-use tokio::{fs, io::AsyncWriteExt};
+use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::{fs, path::PathBuf, process::ExitCode};
 
 /// The provider's own flags (the SDK adds the shared ones: --contributions, --nats, …).
 #[derive(clap::Args)]
@@ -35,52 +36,83 @@ impl Folders {
     }
 }
 
+/// Runs plain file calls on tokio's blocking threads, as one step: a call
+/// never holds up the loop, and each bounded call waits on one thing.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> io::Result<T> + Send + 'static,
+) -> io::Result<T> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(io::Error::other)?
+}
+
 #[async_trait]
 impl Provisioner for Folders {
     type Error = FolderError;
 
     async fn ensure(&self, consumer: &Consumer, secret: &Secret) -> Result<(), FolderError> {
-        fs::create_dir_all(self.0.join(consumer.name.as_str())).await?;
-        let mut open = fs::OpenOptions::new();
-        open.write(true).create_new(true).mode(0o600); // its owner alone reads it
-        match open.open(self.file(&consumer.name, "credentials")).await {
-            Ok(mut file) => Ok(file.write_all(secret.expose().as_bytes()).await?),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()), // made before
-            Err(e) => Err(e.into()),
-        }
+        let (dir, file) = (
+            self.0.join(consumer.name.as_str()),
+            self.file(&consumer.name, "credentials"),
+        );
+        let secret = secret.clone();
+        Ok(blocking(move || {
+            fs::create_dir_all(&dir)?;
+            // Its owner alone reads it.
+            match fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&file)
+            {
+                Ok(mut file) => file.write_all(secret.expose().as_bytes()),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()), // made before
+                Err(e) => Err(e),
+            }
+        })
+        .await?)
     }
 
     async fn check(&self, consumer: &Consumer, secret: &Secret) -> Result<(), FolderError> {
-        let kept = fs::read_to_string(self.file(&consumer.name, "credentials")).await?;
+        let file = self.file(&consumer.name, "credentials");
+        let kept = blocking(move || fs::read_to_string(file)).await?;
         let same = kept == secret.expose();
         same.then_some(())
             .ok_or(FolderError::Differs(consumer.name.clone()))
     }
 
     async fn held(&self) -> Result<Vec<Held>, FolderError> {
-        let (mut held, mut dirs) = (Vec::new(), fs::read_dir(&self.0).await?);
-        while let Some(dir) = dirs.next_entry().await? {
-            if let Ok(name) = Name::parse(&dir.file_name().to_string_lossy()) {
-                let retired = fs::metadata(self.file(&name, "disabled")).await.is_ok();
-                held.push(Held { name, retired });
+        let root = self.0.clone();
+        Ok(blocking(move || {
+            let mut held = Vec::new();
+            for dir in fs::read_dir(&root)? {
+                if let Ok(name) = Name::parse(&dir?.file_name().to_string_lossy()) {
+                    let retired = root.join(name.as_str()).join("disabled").exists();
+                    held.push(Held { name, retired });
+                }
             }
-        }
-        Ok(held)
+            Ok(held)
+        })
+        .await?)
     }
 
     async fn retire(&self, consumer: &Name) -> Result<(), FolderError> {
-        Ok(fs::write(self.file(consumer, "disabled"), "").await?)
+        let file = self.file(consumer, "disabled");
+        Ok(blocking(move || fs::write(file, "")).await?)
     }
 
     async fn re_enable(&self, consumer: &Name) -> Result<(), FolderError> {
-        match fs::remove_file(self.file(consumer, "disabled")).await {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e.into()),
+        let file = self.file(consumer, "disabled");
+        Ok(blocking(move || match fs::remove_file(file) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
             _ => Ok(()),
-        }
+        })
+        .await?)
     }
 
     async fn delete(&self, consumer: &Name) -> Result<(), FolderError> {
-        Ok(fs::remove_dir_all(self.0.join(consumer.as_str())).await?)
+        let dir = self.0.join(consumer.as_str());
+        Ok(blocking(move || fs::remove_dir_all(dir)).await?)
     }
 
     /// Our own facts decide the class; the loop reads the words of the rest.
