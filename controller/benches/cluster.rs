@@ -17,26 +17,10 @@ mod common;
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream;
-use common::{env_number, event, store};
+use common::{env_number, fill, store};
 use mesh_controller::link::{ensure_consumer, follow, LinkSettings, LinkState, DEFAULT_BATCH};
 use mesh_controller::store::PgStore;
 use mesh_test_support::{NatsCluster, CLUSTER_SIZE};
-
-async fn fill(js: &jetstream::Context, from: u64, count: u64) {
-    let mut acks = Vec::with_capacity(512);
-    for i in from..from + count {
-        let (subject, body) = event(i);
-        acks.push(js.publish(subject, body.into()).await.expect("publish"));
-        if acks.len() == 512 {
-            for ack in acks.drain(..) {
-                ack.await.expect("stream ack");
-            }
-        }
-    }
-    for ack in acks {
-        ack.await.expect("stream ack");
-    }
-}
 
 async fn connect(cluster: &NatsCluster, index: usize) -> async_nats::Client {
     async_nats::connect(cluster.url(index % CLUSTER_SIZE))
@@ -128,7 +112,7 @@ fn main() {
         );
         let mut rates = Vec::new();
         for (run, controllers) in [1usize, 2].into_iter().enumerate() {
-            fill(&js, run as u64 * events, events).await;
+            fill(&js, run as u64 * events, events, 512).await;
             let rate = ingest(&cluster, &options, settings, controllers, events).await;
             println!("  {controllers} controller(s): {rate:>9.0} events/s");
             rates.push(rate);

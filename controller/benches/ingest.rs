@@ -15,29 +15,12 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream;
-use common::{env_number, event, store, CONSUMERS, PROVIDERS};
+use common::{env_number, event, fill, store, CONSUMERS, PROVIDERS};
 use mesh_controller::link::{ensure_consumer, follow, Following, LinkSettings, DEFAULT_BATCH};
 use mesh_controller::store::{PgStore, UPSERT_FAILING};
 use mesh_test_support::NatsServer;
 
 const PGBENCH: &str = "/usr/lib/postgresql/15/bin/pgbench";
-
-/// Publishes words `from` to `from + count - 1` and waits for the stream's acks.
-async fn fill(js: &jetstream::Context, from: u64, count: u64) {
-    let mut acks = Vec::with_capacity(1024);
-    for i in from..from + count {
-        let (subject, body) = event(i);
-        acks.push(js.publish(subject, body.into()).await.expect("publish"));
-        if acks.len() == 1024 {
-            for ack in acks.drain(..) {
-                ack.await.expect("stream ack");
-            }
-        }
-    }
-    for ack in acks {
-        ack.await.expect("stream ack");
-    }
-}
 
 /// Whether event `i` (stream sequence `i + 1`) is in the store: it is the
 /// newest word of its key, so its row carries its sequence.
@@ -190,7 +173,7 @@ fn main() {
             let consumer = ensure_consumer(&client, &settings, &mut setup_store)
                 .await
                 .expect("stream and consumer");
-            fill(&js, first, count).await;
+            fill(&js, first, count, 1024).await;
             let rate = ingest(&consumer, &options, &db, batch, first, count).await;
             first += count;
             println!(

@@ -77,3 +77,22 @@ pub fn event(i: u64) -> (String, String) {
         )
     }
 }
+
+/// Publishes words `from` to `from + count - 1` ([`event`]), at most
+/// `in_flight` unacknowledged at once, and waits for the stream's acks.
+#[allow(dead_code)] // the ingest benchmarks', not status'
+pub async fn fill(js: &async_nats::jetstream::Context, from: u64, count: u64, in_flight: usize) {
+    let mut acks = Vec::with_capacity(in_flight);
+    for i in from..from + count {
+        let (subject, body) = event(i);
+        acks.push(js.publish(subject, body.into()).await.expect("publish"));
+        if acks.len() == in_flight {
+            for ack in acks.drain(..) {
+                ack.await.expect("stream ack");
+            }
+        }
+    }
+    for ack in acks {
+        ack.await.expect("stream ack");
+    }
+}
