@@ -4,7 +4,9 @@
 //!
 //! - [`options`]: where the store is, shown without the password.
 //! - [`connection`]: [`PgStore`], its one connection and error classes.
-//! - [`apply`]: a round of words written in one transaction ([`Store`]).
+//! - [`apply`]: a round of words written in one transaction ([`Store`]);
+//!   [`columns`]: its statements and their typed columns; [`locks`]: the key
+//!   locks it takes first, so several controllers can share the store.
 //! - [`read`]: what `status` lists, counts first, then standings in order.
 //!
 //! # Rules every implementation keeps
@@ -24,8 +26,10 @@
 //!   list it).
 
 pub mod apply;
+pub mod columns;
 pub mod connection;
 pub mod epoch;
+pub mod locks;
 pub mod migrate;
 pub mod options;
 pub mod read;
@@ -36,7 +40,7 @@ use async_trait::async_trait;
 
 use crate::model::Word;
 
-pub use apply::UPSERT_FAILING;
+pub use columns::UPSERT_FAILING;
 pub use connection::PgStore;
 pub use migrate::migrate;
 pub use options::{DatabaseOptions, DatabaseOptionsError};
