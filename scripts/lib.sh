@@ -52,6 +52,9 @@ ensure_cargo() {
 MESH_KEYCLOAK_VERSION=26.5.6
 # Java feature versions Keycloak $MESH_KEYCLOAK_VERSION runs on, preferred first.
 MESH_KEYCLOAK_JAVA_VERSIONS="21 25 17"
+# The build options every mesh Keycloak runs with (test-support reads the
+# same words from the distribution's .mesh-build file).
+MESH_KEYCLOAK_BUILD="--db=postgres --health-enabled=true"
 
 # The Java feature version of the JDK at $1 (from its `release` file), if any.
 jdk_feature_version() {
@@ -125,6 +128,17 @@ ensure_keycloak() {
   if [ ! -x "$home/bin/kc.sh" ]; then
     echo "keycloak: $home/bin/kc.sh is missing (MESH_KEYCLOAK_HOME names no unpacked Keycloak)" >&2
     return 1
+  fi
+  # Built once for PostgreSQL, so servers start with --optimized and
+  # `kc.sh bootstrap-admin --optimized` can run beside a live one.
+  if [ "$(cat "$home/.mesh-build" 2>/dev/null)" != "$MESH_KEYCLOAK_BUILD" ]; then
+    echo "keycloak: kc.sh build $MESH_KEYCLOAK_BUILD (once)" >&2
+    # shellcheck disable=SC2086 # the options are words
+    if ! JAVA_HOME="$java_home" "$home/bin/kc.sh" build $MESH_KEYCLOAK_BUILD >"$home/.mesh-build.log" 2>&1; then
+      echo "keycloak: kc.sh build failed; its output is in $home/.mesh-build.log" >&2
+      return 1
+    fi
+    echo "$MESH_KEYCLOAK_BUILD" >"$home/.mesh-build"
   fi
   export MESH_KEYCLOAK_HOME="$home" MESH_KEYCLOAK_JAVA_HOME="$java_home"
   echo "keycloak: $MESH_KEYCLOAK_HOME on $MESH_KEYCLOAK_JAVA_HOME" >&2

@@ -1,32 +1,38 @@
-//! A private Keycloak server (`kc.sh start-dev`) for the identity provider's
-//! live tests.
+//! A private Keycloak server (`kc.sh start --optimized` on a private
+//! PostgreSQL) for the identity provider's live tests.
 //!
 //! # Where Keycloak comes from
 //! `scripts/test` runs `ensure_keycloak` (in `scripts/lib.sh`), which fetches
 //! the `org.keycloak:keycloak-quarkus-dist` zip once with Maven, unpacks it
 //! into `${XDG_CACHE_HOME:-~/.cache}/mesh/keycloak/keycloak-<version>`, and
-//! exports `MESH_KEYCLOAK_HOME` (the unpacked folder) and
-//! `MESH_KEYCLOAK_JAVA_HOME` (a JDK it runs on). Without `MESH_KEYCLOAK_HOME`
-//! the newest `keycloak-*` folder of that cache is used; when there is none,
+//! builds it once for PostgreSQL (`kc.sh build` + [`KEYCLOAK_BUILD`], noted
+//! in the distribution's `.mesh-build` file), and exports
+//! `MESH_KEYCLOAK_HOME` (the unpacked folder) and `MESH_KEYCLOAK_JAVA_HOME`
+//! (a JDK it runs on). Without `MESH_KEYCLOAK_HOME` the newest `keycloak-*`
+//! folder of that cache is used; when there is none, or it is not built so,
 //! [`KeycloakServer::shared`] says `SKIPPED: no Keycloak (...)` on the
 //! test's stderr (not captured) and returns `None`.
 //!
 //! # What runs
-//! `kc.sh start-dev` with its embedded H2 file database in a private temp
-//! dir (`KC_DB_URL`), its transaction logs there too, HTTP and management
-//! interfaces on free ports of 127.0.0.1, health checks on, and a first
-//! administrator `admin` with a random password handed over in
+//! A private [`PgCluster`] (Keycloak's tables in its `postgres` database),
+//! and `kc.sh start --optimized` on it: production mode over plain HTTP on
+//! free ports of 127.0.0.1, a local cache (`--cache=local`: no JGroups
+//! cluster, no fixed ports), its transaction logs in a private temp dir, and
+//! a first administrator `admin` with a random password handed over in
 //! `KC_BOOTSTRAP_ADMIN_PASSWORD` (an environment variable: never on a
 //! command line). Keycloak marks that first administrator
 //! `is_temporary_admin`, as it does the ones `kc.sh bootstrap-admin` makes.
-//! `start-dev` writes its augmentation build into the distribution's
-//! `lib/quarkus` folder: two servers of one distribution must not boot at
-//! the same moment (one live test binary, one shared server).
+//! Because the database is a real server (not start-dev's H2 file, which
+//! the running server locks), `kc.sh bootstrap-admin --optimized` can run
+//! beside the live server with [`KeycloakServer::db_env`] — the repair's
+//! setting. `--optimized` never writes into the distribution, so servers of
+//! one distribution may boot at the same moment.
 //!
 //! # Lifetime
 //! Keycloak is started by a small guardian shell that leads its own process
-//! group. The guardian ends the group (SIGTERM, then SIGKILL after 30 s) and
-//! removes the data dir as soon as the test process or Keycloak has gone,
+//! group. The guardian ends the group (SIGTERM, then SIGKILL after 30 s),
+//! stops the PostgreSQL under it (SIGQUIT to its postmaster) and removes
+//! both data dirs as soon as the test process or Keycloak has gone,
 //! so the shared server of [`KeycloakServer::shared`] (a static, never
 //! dropped) ends with its test binary, even one killed by a signal. An
 //! owned server ([`KeycloakServer::start`]) is stopped on drop the same way.
@@ -41,7 +47,11 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use tempfile::TempDir;
 
-use crate::{free_port, poll_until, random_hex, read_lossy, tail, START_ATTEMPTS};
+use crate::{free_port, poll_until, random_hex, read_lossy, tail, PgCluster, START_ATTEMPTS};
+
+/// The `kc.sh build` options the distribution must have been built with;
+/// `scripts/lib.sh` (`MESH_KEYCLOAK_BUILD`) writes them to its `.mesh-build`.
+pub const KEYCLOAK_BUILD: &str = "--db=postgres --health-enabled=true";
 
 /// How long a Keycloak boot may take (two cores, one busy: ~30–75 s seen).
 pub const KEYCLOAK_START_DEADLINE: Duration = Duration::from_secs(300);
@@ -54,9 +64,10 @@ pub const KEYCLOAK_ADMIN: &str = "admin";
 
 /// Starts `$@` in the background, then waits until the watched process
 /// (`$1`, the test process) or Keycloak is gone; then ends the process
-/// group (itself last) and removes the temp dir (`$2`).
+/// group, stops the PostgreSQL whose data dir is `$3` (immediate shutdown),
+/// removes the temp dirs (`$2`, `$4`) and ends itself.
 const GUARDIAN: &str = r#"
-watched=$1; dir=$2; shift 2
+watched=$1; dir=$2; pgdata=$3; pgdir=$4; shift 4
 "$@" &
 kc=$!
 trap '' TERM
@@ -64,7 +75,12 @@ while kill -0 "$watched" 2>/dev/null && kill -0 "$kc" 2>/dev/null; do sleep 1; d
 kill -TERM 0 2>/dev/null
 n=0
 while kill -0 "$kc" 2>/dev/null && [ "$n" -lt 30 ]; do sleep 1; n=$((n + 1)); done
-rm -rf "$dir"
+pg=$(head -n 1 "$pgdata/postmaster.pid" 2>/dev/null)
+if [ -n "$pg" ] && kill -QUIT "$pg" 2>/dev/null; then
+  n=0
+  while kill -0 "$pg" 2>/dev/null && [ "$n" -lt 20 ]; do sleep 0.5; n=$((n + 1)); done
+fi
+rm -rf "$dir" "$pgdir"
 kill -KILL 0
 "#;
 
@@ -90,7 +106,7 @@ impl KeycloakDist {
                     home.display()
                 ));
             }
-            return Ok(KeycloakDist { home, java_home });
+            return KeycloakDist { home, java_home }.built();
         }
         let cache = env_path("XDG_CACHE_HOME")
             .or_else(|| env_path("HOME").map(|home| home.join(".cache")))
@@ -112,11 +128,27 @@ impl KeycloakDist {
             .unwrap_or_default();
         found.sort_by_key(|path| version_key(path));
         match found.pop() {
-            Some(home) => Ok(KeycloakDist { home, java_home }),
+            Some(home) => KeycloakDist { home, java_home }.built(),
             None => Err(format!(
                 "MESH_KEYCLOAK_HOME is unset and {} holds no unpacked Keycloak; \
                  run scripts/test (its ensure_keycloak fetches one with Maven)",
                 cache.display()
+            )),
+        }
+    }
+}
+
+impl KeycloakDist {
+    /// This distribution when it is built with [`KEYCLOAK_BUILD`].
+    fn built(self) -> Result<KeycloakDist, String> {
+        let marker = self.home.join(".mesh-build");
+        match std::fs::read_to_string(&marker) {
+            Ok(words) if words.trim() == KEYCLOAK_BUILD => Ok(self),
+            _ => Err(format!(
+                "{} is not built for these tests ({} does not say {KEYCLOAK_BUILD:?}); \
+                 run scripts/test, whose ensure_keycloak runs `kc.sh build {KEYCLOAK_BUILD}` once",
+                self.home.display(),
+                marker.display()
             )),
         }
     }
@@ -137,8 +169,9 @@ fn version_key(path: &Path) -> Vec<u64> {
         .collect()
 }
 
-/// A private Keycloak (`kc.sh start-dev`) on free ports of 127.0.0.1, with
-/// a first administrator [`KEYCLOAK_ADMIN`] and a random password.
+/// A private Keycloak (`kc.sh start --optimized` on a private PostgreSQL)
+/// on free ports of 127.0.0.1, with a first administrator
+/// [`KEYCLOAK_ADMIN`] and a random password.
 ///
 /// ```no_run
 /// # async fn example() {
@@ -152,6 +185,7 @@ fn version_key(path: &Path) -> Vec<u64> {
 pub struct KeycloakServer {
     dist: KeycloakDist,
     dir: TempDir,
+    pg: PgCluster,
     http_port: u16,
     management_port: u16,
     admin_password: String,
@@ -202,6 +236,7 @@ impl KeycloakServer {
         let mut server = KeycloakServer {
             dist,
             dir,
+            pg: PgCluster::start(),
             http_port: 0,
             management_port: 0,
             admin_password: random_hex(16),
@@ -248,23 +283,21 @@ impl KeycloakServer {
             .arg("mesh-keycloak-guardian")
             .arg(std::process::id().to_string())
             .arg(self.dir.path())
+            .arg(self.pg.data_dir())
+            .arg(self.pg.dir())
             .arg(&kc)
             .args([
-                "start-dev",
+                "start",
+                "--optimized",
+                "--http-enabled=true",
+                "--hostname-strict=false",
                 "--http-host=127.0.0.1",
                 &format!("--http-port={}", self.http_port),
                 &format!("--http-management-port={}", self.management_port),
-                "--health-enabled=true",
             ])
+            .envs(self.db_env())
             .env("KC_BOOTSTRAP_ADMIN_USERNAME", KEYCLOAK_ADMIN)
             .env("KC_BOOTSTRAP_ADMIN_PASSWORD", &self.admin_password)
-            .env(
-                "KC_DB_URL",
-                format!(
-                    "jdbc:h2:file:{}/h2/keycloakdb;NON_KEYWORDS=VALUE",
-                    data.display()
-                ),
-            )
             .env(
                 "JAVA_OPTS_APPEND",
                 format!(
@@ -344,6 +377,30 @@ impl KeycloakServer {
     /// The management interface's base URL (`/health/ready` and so on).
     pub fn management_url(&self) -> String {
         format!("http://127.0.0.1:{}", self.management_port)
+    }
+
+    /// The server's runtime settings beyond its command line, as `KC_*`
+    /// environment variables: its database (URL, user, password) and its
+    /// local cache. `kc.sh bootstrap-admin` needs the same to reach the
+    /// server's database; the password is only ever handed over in the
+    /// environment.
+    pub fn db_env(&self) -> Vec<(String, String)> {
+        [
+            (
+                "KC_DB_URL",
+                format!(
+                    "jdbc:postgresql://{}:{}/postgres",
+                    self.pg.host(),
+                    self.pg.port()
+                ),
+            ),
+            ("KC_DB_USERNAME", self.pg.superuser().to_owned()),
+            ("KC_DB_PASSWORD", self.pg.superuser_password().to_owned()),
+            ("KC_CACHE", "local".to_owned()),
+        ]
+        .into_iter()
+        .map(|(name, value)| (name.to_owned(), value))
+        .collect()
     }
 
     /// The first administrator's password (realm `master`).

@@ -34,7 +34,9 @@ mod proxy;
 
 pub use certs::{CertFiles, TestCa};
 pub use cluster::{NatsCluster, CLUSTER_SIZE};
-pub use keycloak::{KeycloakDist, KeycloakServer, KEYCLOAK_ADMIN, KEYCLOAK_START_DEADLINE};
+pub use keycloak::{
+    KeycloakDist, KeycloakServer, KEYCLOAK_ADMIN, KEYCLOAK_BUILD, KEYCLOAK_START_DEADLINE,
+};
 pub use nats::{create_events_stream, NatsServer};
 pub use pg::PgCluster;
 pub use proxy::TcpProxy;

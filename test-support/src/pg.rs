@@ -326,7 +326,13 @@ impl PgCluster {
         read_lossy(&self.log_path())
     }
 
-    fn data_dir(&self) -> PathBuf {
+    /// The private dir holding the cluster (its data dir, log, socket).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The cluster's data directory (its `postmaster.pid` names the server).
+    pub fn data_dir(&self) -> PathBuf {
         self.dir.path().join("data")
     }
 
