@@ -1,10 +1,12 @@
 //! The `mesh-identity` command line: the SDK's shared provider flags plus
-//! how to reach Keycloak and its container ([`Flags`]), run by the SDK's [`MAIN`].
+//! how to reach Keycloak and where its bootstrap command runs ([`Flags`]),
+//! run by the SDK's [`MAIN`].
 //!
 //! ```text
 //! mesh-identity --contributions PATH --keycloak-url URL --realm REALM
 //!               --admin-password-file PATH [--admin-user admin]
-//!               [--container NAME] [--container-cli docker|podman|/ABSOLUTE/PATH]
+//!               [--container NAME [--container-cli docker|podman|/ABSOLUTE/PATH]
+//!                | --kc-sh /ABSOLUTE/PATH/kc.sh [--kc-config-file PATH]]
 //!               [--keycloak-timeout 10s] [--bootstrap-timeout 90s] [SDK flags]
 //! ```
 //!
@@ -22,8 +24,9 @@ use std::time::Duration;
 use clap::Args;
 use mesh_sdk::ProviderMain;
 
+use crate::bootstrap::ContainerCli;
 use crate::config::{ConfigError, IdentityConfig};
-use crate::container::ContainerCli;
+use crate::hold::LoginHold;
 use crate::provisioner::IdentityProvisioner;
 use mesh_sdk::internal::read_admin_password;
 
@@ -33,8 +36,9 @@ pub const MAIN: ProviderMain = ProviderMain::new(
     "Makes a confidential Keycloak client for each consumer the mesh lists \
      (its secret the consumer's minted secret), checks each works by logging \
      in as the consumer, retires the ones no longer listed, repairs a refused \
-     administrator login through Keycloak's container, and says on the \
-     mesh's bus when it keeps failing one.",
+     administrator login with Keycloak's own kc.sh bootstrap-admin (in its \
+     container or on this host), and says on the mesh's bus when it keeps \
+     failing one.",
 )
 .version(env!("CARGO_PKG_VERSION"));
 
@@ -57,9 +61,10 @@ pub struct Flags {
     #[arg(long, env = "MESH_KEYCLOAK_ADMIN_PASSWORD_FILE")]
     pub admin_password_file: PathBuf,
 
-    /// The container Keycloak runs in; without it a refused administrator is
-    /// said but not repaired.
-    #[arg(long, env = "MESH_KEYCLOAK_CONTAINER")]
+    /// The container Keycloak runs in: the repair runs kc.sh bootstrap-admin
+    /// there. Without it or --kc-sh a refused administrator is said but not
+    /// repaired.
+    #[arg(long, env = "MESH_KEYCLOAK_CONTAINER", conflicts_with = "kc_sh")]
     pub container: Option<String>,
 
     /// The container runtime: docker, podman, or an absolute path to an
@@ -67,11 +72,34 @@ pub struct Flags {
     #[arg(long, env = "MESH_CONTAINER_CLI", default_value = "docker")]
     pub container_cli: ContainerCli,
 
+    /// Keycloak runs on this host from its distribution: the absolute path
+    /// of its kc.sh, which the repair runs (with --optimized, beside the live
+    /// server). The server's database settings reach it from this program's
+    /// environment (KC_DB, KC_DB_URL, KC_DB_USERNAME, KC_DB_PASSWORD, ...)
+    /// or from --kc-config-file.
+    #[arg(long, env = "MESH_KEYCLOAK_KC_SH")]
+    pub kc_sh: Option<PathBuf>,
+
+    /// The server's keycloak.conf, given to kc.sh bootstrap-admin as --config-file.
+    #[arg(long, env = "MESH_KEYCLOAK_CONFIG_FILE", requires = "kc_sh")]
+    pub kc_config_file: Option<PathBuf>,
+
     /// Bound of one HTTP request to Keycloak.
     #[arg(long, env = "MESH_KEYCLOAK_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
     pub keycloak_timeout: Duration,
 
-    /// Bound of `kc.sh bootstrap-admin` in the container (keep it under --repair-timeout).
+    /// After Keycloak refuses the administrator's password, it is not tried
+    /// again for this long, doubling after each refusal in a row up to
+    /// --admin-login-hold-max: with brute-force protection on, the provider's
+    /// own retries never lock the administrator out.
+    #[arg(long, env = "MESH_ADMIN_LOGIN_HOLD", default_value = "5m", value_parser = humantime::parse_duration)]
+    pub admin_login_hold: Duration,
+
+    /// Longest hold of a refused administrator password.
+    #[arg(long, env = "MESH_ADMIN_LOGIN_HOLD_MAX", default_value = "2h", value_parser = humantime::parse_duration)]
+    pub admin_login_hold_max: Duration,
+
+    /// Bound of `kc.sh bootstrap-admin` (keep it under --repair-timeout).
     #[arg(long, env = "MESH_BOOTSTRAP_TIMEOUT", default_value = "90s", value_parser = humantime::parse_duration)]
     pub bootstrap_timeout: Duration,
 }
@@ -83,12 +111,19 @@ impl Flags {
     /// [`ConfigError`] when a value or the password file cannot be used.
     pub fn config(&self) -> Result<IdentityConfig, ConfigError> {
         let password = read_admin_password(&self.admin_password_file)?;
-        Ok(
+        let mut config =
             IdentityConfig::new(&self.keycloak_url, &self.realm, &self.admin_user, password)?
                 .with_container(self.container.clone(), self.container_cli.clone())?
                 .with_http_timeout(self.keycloak_timeout)
-                .with_bootstrap_timeout(self.bootstrap_timeout),
-        )
+                .with_bootstrap_timeout(self.bootstrap_timeout)
+                .with_login_hold(LoginHold {
+                    first: self.admin_login_hold,
+                    max: self.admin_login_hold_max,
+                });
+        if let Some(kc_sh) = &self.kc_sh {
+            config = config.with_kc_sh(kc_sh.clone(), self.kc_config_file.clone())?;
+        }
+        Ok(config)
     }
 }
 
@@ -104,8 +139,8 @@ pub fn provisioner(
         keycloak = %config.url(),
         realm = %config.realm(),
         admin = %config.admin_user(),
-        container = config.container().unwrap_or("(none: a refused administrator is said, not repaired)"),
-        runtime = %config.container_cli(),
+        repair = %config.runtime().map_or("(none: a refused administrator is said, not repaired)".to_owned(),
+            |runtime| format!("kc.sh bootstrap-admin {runtime}")),
         "identity provider configured"
     );
     Ok(IdentityProvisioner::new(config)?)
@@ -142,10 +177,12 @@ mod tests {
         let config = flags.config().unwrap();
         assert_eq!(config.admin_user(), "admin");
         assert_eq!(config.admin_password().expose(), "admin-secret");
-        assert_eq!(config.container(), Some("keycloak"));
         assert_eq!(
-            config.container_cli(),
-            &ContainerCli::Path("/opt/bin/runtime".into())
+            config.runtime(),
+            Some(&crate::bootstrap::Runtime::Container {
+                cli: ContainerCli::Path("/opt/bin/runtime".into()),
+                container: "keycloak".into()
+            })
         );
         assert_eq!(config.bootstrap_timeout(), Duration::from_secs(60));
         assert_eq!(config.http_timeout(), Duration::from_secs(10));
@@ -168,6 +205,48 @@ mod tests {
             "bin/docker",
         ]);
         let error = result.unwrap_err().to_string();
+        assert!(error.contains("absolute path"), "{error}");
+    }
+
+    #[test]
+    fn kc_sh_runs_on_this_host_and_excludes_a_container() {
+        let dir = tempfile::tempdir().unwrap();
+        let pw = dir.path().join("pw");
+        std::fs::write(&pw, "admin-secret\n").unwrap();
+        let base = [
+            "mesh-identity",
+            "--contributions",
+            "c.json",
+            "--keycloak-url",
+            "http://k",
+            "--realm",
+            "mesh",
+            "--admin-password-file",
+            pw.to_str().unwrap(),
+        ];
+        let with = |more: &[&'static str]| {
+            MAIN.parse_from::<Flags, _, _>(base.iter().copied().chain(more.iter().copied()))
+        };
+        let (_, flags) = with(&[
+            "--kc-sh",
+            "/opt/keycloak/bin/kc.sh",
+            "--kc-config-file",
+            "/etc/keycloak/keycloak.conf",
+        ])
+        .unwrap();
+        assert_eq!(
+            flags.config().unwrap().runtime(),
+            Some(&crate::bootstrap::Runtime::Process {
+                kc_sh: "/opt/keycloak/bin/kc.sh".into(),
+                config_file: Some("/etc/keycloak/keycloak.conf".into()),
+            })
+        );
+        let both = with(&["--kc-sh", "/k/kc.sh", "--container", "kc"]).unwrap_err();
+        assert!(both.to_string().contains("cannot be used with"), "{both}");
+        let conf_alone = with(&["--kc-config-file", "/etc/kc.conf"]).unwrap_err();
+        assert!(conf_alone.to_string().contains("--kc-sh"), "{conf_alone}");
+        let (_, relative) = with(&["--kc-sh", "bin/kc.sh"]).unwrap();
+        let error = relative.config().unwrap_err().to_string();
         assert!(error.contains("absolute path"), "{error}");
     }
 }

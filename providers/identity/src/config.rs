@@ -1,17 +1,20 @@
-//! How the provider reaches Keycloak and its container.
+//! How the provider reaches Keycloak, and where Keycloak's bootstrap
+//! command runs for the repair.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use mesh_sdk::internal::PasswordFileError;
 use mesh_sdk::Secret;
 use reqwest::Url;
 
-use crate::container::ContainerCli;
+use crate::bootstrap::{ContainerCli, Runtime};
+use crate::hold::LoginHold;
 
 /// Default bound of one HTTP request to Keycloak.
 pub const DEFAULT_HTTP_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Default bound of the container's `kc.sh bootstrap-admin` (a JVM start):
+/// Default bound of `kc.sh bootstrap-admin` (a JVM start):
 /// under the loop's default repair bound of 2 minutes, leaving time for the
 /// HTTP steps after it.
 pub const DEFAULT_BOOTSTRAP_TIMEOUT: Duration = Duration::from_secs(90);
@@ -41,13 +44,19 @@ pub enum ConfigError {
         /// The name as given, cut to 64 characters.
         shown: String,
     },
+    /// The `kc.sh` path is not absolute.
+    #[error("--kc-sh must be an absolute path to Keycloak's kc.sh, not {shown:?}")]
+    KcSh {
+        /// The path as given, cut to 120 characters.
+        shown: String,
+    },
     /// The admin password file cannot be used.
     #[error(transparent)]
     PasswordFile(#[from] PasswordFileError),
 }
 
-/// How the provider reaches Keycloak, its administrator, and the container
-/// it runs in (for the repair).
+/// How the provider reaches Keycloak and its administrator, and where the
+/// repair runs Keycloak's bootstrap command (its container, or this host).
 ///
 /// ```no_run
 /// use mesh_provider_identity::{ContainerCli, IdentityConfig};
@@ -68,8 +77,8 @@ pub struct IdentityConfig {
     realm: String,
     admin_user: String,
     admin_password: Secret,
-    container: Option<String>,
-    container_cli: ContainerCli,
+    runtime: Option<Runtime>,
+    login_hold: LoginHold,
     http_timeout: Duration,
     bootstrap_timeout: Duration,
 }
@@ -118,16 +127,17 @@ impl IdentityConfig {
             realm: realm.to_owned(),
             admin_user: admin_user.to_owned(),
             admin_password,
-            container: None,
-            container_cli: ContainerCli::Docker,
+            runtime: None,
+            login_hold: LoginHold::default(),
             http_timeout: DEFAULT_HTTP_TIMEOUT,
             bootstrap_timeout: DEFAULT_BOOTSTRAP_TIMEOUT,
         })
     }
 
-    /// The container Keycloak runs in, and the runtime that reaches it
-    /// (without a container the fault is still found and said, but cannot
-    /// be repaired).
+    /// The container Keycloak runs in, and the runtime that reaches it: the
+    /// repair runs the bootstrap command there (`None`: nowhere, until
+    /// [`with_kc_sh`](Self::with_kc_sh) says where; without either the
+    /// fault is still found and said, but not repaired).
     ///
     /// # Errors
     /// [`ConfigError::Container`] when the name is not a container name or id.
@@ -136,16 +146,45 @@ impl IdentityConfig {
         container: Option<String>,
         cli: ContainerCli,
     ) -> Result<IdentityConfig, ConfigError> {
-        if let Some(name) = &container {
-            if !is_container_name(name) {
-                return Err(ConfigError::Container {
-                    shown: name.chars().take(64).collect(),
-                });
-            }
+        let Some(container) = container else {
+            self.runtime = None;
+            return Ok(self);
+        };
+        if !is_container_name(&container) {
+            return Err(ConfigError::Container {
+                shown: container.chars().take(64).collect(),
+            });
         }
-        self.container = container;
-        self.container_cli = cli;
+        self.runtime = Some(Runtime::Container { cli, container });
         Ok(self)
+    }
+
+    /// Keycloak runs on this host from its distribution: the repair runs
+    /// that distribution's `kc_sh` (an absolute path) itself, with
+    /// `config_file` as its `--config-file` when given, else with the
+    /// server's settings from the provider's environment (`KC_DB*`).
+    ///
+    /// # Errors
+    /// [`ConfigError::KcSh`] when `kc_sh` is not absolute.
+    pub fn with_kc_sh(
+        mut self,
+        kc_sh: PathBuf,
+        config_file: Option<PathBuf>,
+    ) -> Result<IdentityConfig, ConfigError> {
+        if !kc_sh.is_absolute() {
+            return Err(ConfigError::KcSh {
+                shown: kc_sh.display().to_string().chars().take(120).collect(),
+            });
+        }
+        self.runtime = Some(Runtime::Process { kc_sh, config_file });
+        Ok(self)
+    }
+
+    /// How long a refused administrator password is held back before it
+    /// is tried again ([`crate::hold`]).
+    pub fn with_login_hold(mut self, hold: LoginHold) -> IdentityConfig {
+        self.login_hold = hold;
+        self
     }
 
     /// Bound of one HTTP request to Keycloak.
@@ -154,7 +193,7 @@ impl IdentityConfig {
         self
     }
 
-    /// Bound of the container's `kc.sh bootstrap-admin`.
+    /// Bound of `kc.sh bootstrap-admin`.
     pub fn with_bootstrap_timeout(mut self, timeout: Duration) -> IdentityConfig {
         self.bootstrap_timeout = timeout;
         self
@@ -180,14 +219,14 @@ impl IdentityConfig {
         &self.admin_password
     }
 
-    /// The container Keycloak runs in, if known.
-    pub fn container(&self) -> Option<&str> {
-        self.container.as_deref()
+    /// Where the repair runs Keycloak's bootstrap command, if anywhere.
+    pub fn runtime(&self) -> Option<&Runtime> {
+        self.runtime.as_ref()
     }
 
-    /// The container runtime.
-    pub fn container_cli(&self) -> &ContainerCli {
-        &self.container_cli
+    /// The hold of a refused administrator password.
+    pub fn login_hold(&self) -> LoginHold {
+        self.login_hold
     }
 
     /// Bound of one HTTP request.
@@ -260,5 +299,15 @@ mod tests {
                 "{bad}"
             );
         }
+        let host = base
+            .clone()
+            .with_kc_sh("/opt/keycloak/bin/kc.sh".into(), None)
+            .unwrap();
+        assert_eq!(
+            host.runtime().map(ToString::to_string).as_deref(),
+            Some("on this host (/opt/keycloak/bin/kc.sh)")
+        );
+        let error = base.with_kc_sh("bin/kc.sh".into(), None).unwrap_err();
+        assert!(matches!(error, ConfigError::KcSh { .. }), "{error}");
     }
 }

@@ -37,18 +37,19 @@
 //! [`repair`] (the [`mesh_sdk::Repair`]), [`cli`] (the binary's flags and
 //! its main).
 
+pub mod bootstrap;
 pub mod classify;
 pub mod cli;
 pub mod config;
-pub mod container;
 pub mod error;
+pub mod hold;
 pub mod keycloak;
 pub mod provisioner;
 pub mod repair;
 
+pub use bootstrap::{ContainerCli, Runtime};
 pub use cli::Flags;
 pub use config::{ConfigError, IdentityConfig};
-pub use container::ContainerCli;
 pub use error::{IdentityError, MARK};
 pub use provisioner::{IdentityProvisioner, PROVISION};
 pub use repair::{AdminRepair, RepairError, FAULT};

@@ -6,13 +6,26 @@
 //! - probe: the administrator's password login (realm `master`,
 //!   `admin-cli`). `invalid_grant` (status 400 or 401) is the fault; any
 //!   other failure (unreachable, 5xx) says nothing about it (`Unknown`).
-//! - repair, through Keycloak's own bootstrap command in its container
-//!   ([`crate::container`]): a temporary administrator with a random name
-//!   and password → its token → the real administrator's id → its password
-//!   set to the mesh's (`reset-password`, not temporary) → the temporary
-//!   administrator deleted, also when a step failed (and, when the repair
-//!   is cancelled midway, by a task spawned as it is dropped). The loop
-//!   then verifies with a new probe.
+//!   While a refusal is held ([`crate::hold`]) the probe answers it
+//!   without asking Keycloak, so a braked fault never locks the
+//!   administrator out.
+//! - repair, through Keycloak's own bootstrap command, in its container or
+//!   on this host, beside the live server ([`crate::bootstrap`]): a
+//!   temporary administrator with a random name and password → its token →
+//!   the real administrator's id → its password set to the mesh's
+//!   (`reset-password`, not temporary) → its brute-force record cleared (a
+//!   lockout outlives a new password) → the temporary administrator
+//!   deleted, also when a step failed (and, when the repair is cancelled
+//!   midway, by a task spawned as it is dropped). The loop then verifies
+//!   with a new probe.
+//! - Only the temporary administrator this repair made is ever removed.
+//!   Keycloak marks the first administrator of a server (made from
+//!   `KC_BOOTSTRAP_ADMIN_*`) as temporary too, and that one is often the
+//!   mesh's own administrator.
+//! - A temporary administrator whose login is refused is not taken as
+//!   never made (it may be locked out, or made in another database than
+//!   the server's): it is looked up as the mesh's administrator, and when
+//!   that cannot be done either, the repair's words say so.
 //!
 //! # Secrets
 //! The mesh's administrator password never leaves this process but as the
@@ -27,8 +40,8 @@ use async_trait::async_trait;
 use mesh_sdk::internal::error_words;
 use mesh_sdk::{Name, Probe, Repair, Secret};
 
+use crate::bootstrap::{Bootstrap, BootstrapError, Runtime, TempAdmin};
 use crate::config::IdentityConfig;
-use crate::container::{Bootstrap, ContainerCli, TempAdmin};
 use crate::keycloak::{AccessToken, Auth, Keycloak};
 
 /// The fault's name, as said on `provisioner.repair`.
@@ -37,9 +50,9 @@ pub const FAULT: &str = "admin-refused";
 /// Why a repair of a refused administrator did not succeed.
 #[derive(Debug, thiserror::Error)]
 pub enum RepairError {
-    /// No container is given to run Keycloak's bootstrap command in.
-    #[error("no --container is given, so administrator {admin} cannot be repaired here: set its password to the mesh's by hand")]
-    NoContainer {
+    /// Nowhere is given to run Keycloak's bootstrap command.
+    #[error("neither --container nor --kc-sh is given, so administrator {admin} cannot be repaired here: set its password to the mesh's by hand")]
+    NoRuntime {
         /// The administrator.
         admin: String,
     },
@@ -65,29 +78,31 @@ pub enum RepairError {
 #[derive(Debug)]
 pub struct AdminRepair {
     keycloak: Arc<Keycloak>,
-    container: Option<String>,
-    cli: ContainerCli,
+    runtime: Option<Runtime>,
     bootstrap_timeout: Duration,
     /// The temporary administrator the next repair makes, and the last one made.
     temps: Mutex<(TempAdmin, Option<TempAdmin>)>,
 }
 
 /// What became of a temporary administrator.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 enum Removal {
     /// It was deleted.
     Removed,
-    /// None was made (it cannot log in, or is not listed).
+    /// None was made: the bootstrap command never started, or realm
+    /// `master` does not list it.
     NoneMade,
+    /// It cannot log in, and cannot be looked up either (the mesh's
+    /// administrator is refused): most likely never made.
+    Unconfirmed(String),
 }
 
 impl AdminRepair {
-    /// The repair for `keycloak`, through the container `config` names.
+    /// The repair for `keycloak`, through the runtime `config` names.
     pub fn new(keycloak: Arc<Keycloak>, config: &IdentityConfig) -> AdminRepair {
         AdminRepair {
             keycloak,
-            container: config.container().map(str::to_owned),
-            cli: config.container_cli().clone(),
+            runtime: config.runtime().cloned(),
             bootstrap_timeout: config.bootstrap_timeout(),
             temps: Mutex::new((TempAdmin::random(), None)),
         }
@@ -103,19 +118,30 @@ impl AdminRepair {
     /// temporary administrator's token, once it has one, goes to `guard`.
     async fn steps(
         &self,
-        container: &str,
+        runtime: &Runtime,
         temp: &TempAdmin,
         guard: &mut TempAdminGuard,
     ) -> Result<(), String> {
         let kc = &self.keycloak;
-        Bootstrap::new(&self.cli, container, temp)
+        let ran = Bootstrap::new(runtime, temp)
             .run(self.bootstrap_timeout)
-            .await
-            .map_err(|e| error_words(&e))?;
+            .await;
+        if let Err(BootstrapError::Spawn { .. }) = &ran {
+            guard.temp = None; // it never started, so it made no one
+        }
+        ran.map_err(|e| error_words(&e))?;
         let token = kc
             .login_as(&temp.username, &temp.password)
             .await
-            .map_err(|e| error_words(&e))?;
+            .map_err(|e| match e.is_invalid_grant() {
+                true => format!(
+                    "{}: kc.sh bootstrap-admin succeeded, yet its administrator is refused; \
+                     it most likely reached another database than the server's \
+                     (give it the server's KC_DB* settings)",
+                    error_words(&e)
+                ),
+                false => error_words(&e),
+            })?;
         guard.token = Some(token.clone());
         let admin = kc.admin_user();
         let id = kc
@@ -124,6 +150,9 @@ impl AdminRepair {
             .map_err(|e| error_words(&e))?
             .ok_or_else(|| format!("administrator {admin} is not a user of realm master"))?;
         kc.reset_password(Auth::Bearer(&token), admin, &id, kc.admin_password())
+            .await
+            .map_err(|e| error_words(&e))?;
+        kc.clear_login_failures(Auth::Bearer(&token), admin, &id)
             .await
             .map_err(|e| error_words(&e))?;
         kc.forget_admin_login().await;
@@ -150,8 +179,8 @@ impl Repair for AdminRepair {
 
     async fn repair(&self) -> Result<String, RepairError> {
         let admin = self.keycloak.admin_user().to_owned();
-        let Some(container) = self.container.as_deref() else {
-            return Err(RepairError::NoContainer { admin });
+        let Some(runtime) = self.runtime.as_ref() else {
+            return Err(RepairError::NoRuntime { admin });
         };
         // The next repair's temporary administrator is made now, so the
         // loop knows its password before that repair.
@@ -161,21 +190,24 @@ impl Repair for AdminRepair {
             temps.1 = Some(temp.clone());
             temp
         };
-        tracing::warn!(admin = %admin, container, runtime = %self.cli, temporary_admin = %temp.username,
+        tracing::warn!(admin = %admin, runtime = %runtime, temporary_admin = %temp.username,
             "repairing a refused administrator through a temporary administrator made with kc.sh bootstrap-admin");
         let mut guard = TempAdminGuard {
             keycloak: Arc::clone(&self.keycloak),
             temp: Some(temp.clone()),
             token: None,
         };
-        let steps = self.steps(container, &temp, &mut guard).await;
+        let steps = self.steps(runtime, &temp, &mut guard).await;
         let removal = guard.finish().await;
         let name = &temp.username;
         match (steps, removal) {
             (Ok(()), Ok(_)) => Ok(format!(
-                "password of administrator {admin} set to the mesh's through temporary administrator {name} (kc.sh bootstrap-admin in {container}), which was removed"
+                "password of administrator {admin} set to the mesh's through temporary administrator {name} (kc.sh bootstrap-admin {runtime}), which was removed"
             )),
             (Ok(()), Err(left)) => Err(RepairError::TemporaryAdminLeft { admin, left }),
+            (Err(step), Ok(Removal::Unconfirmed(cleanup))) => {
+                Err(RepairError::Step { step, cleanup })
+            }
             (Err(step), Ok(Removal::Removed)) => Err(RepairError::Step {
                 step,
                 cleanup: format!("temporary administrator {name} removed"),
@@ -239,20 +271,23 @@ impl Drop for TempAdminGuard {
 /// Deletes `temp` from realm `master`: with its own token (logging in when
 /// there is none yet), else with the mesh's administrator (whose password
 /// may just have been set). A temporary administrator that cannot log in
-/// (`invalid_grant`) was never made.
+/// may still exist (locked out, or made in another database): it is looked
+/// up as the mesh's administrator before it is taken as never made.
 async fn remove(
     keycloak: &Keycloak,
     temp: &TempAdmin,
     token: Option<AccessToken>,
 ) -> Result<Removal, String> {
     let name = &temp.username;
+    let mut refused = false;
     let token = match token {
         Some(token) => Some(token),
         None => match keycloak.login_as(name, &temp.password).await {
             Ok(token) => Some(token),
-            Err(error) if error.is_invalid_grant() => return Ok(Removal::NoneMade),
             Err(error) => {
-                tracing::warn!(temporary_admin = %name, error = %error_words(&error), "cannot log in as the temporary administrator to remove it");
+                refused = error.is_invalid_grant();
+                tracing::info!(temporary_admin = %name, error = %error_words(&error),
+                    "cannot log in as the temporary administrator; looking it up as the mesh's administrator");
                 None
             }
         },
@@ -282,11 +317,20 @@ async fn remove(
                     Removal::NoneMade => {
                         tracing::info!(temporary_admin = %name, "no temporary administrator to remove")
                     }
+                    Removal::Unconfirmed(_) => {}
                 }
                 return Ok(removal);
             }
             Err(error) => why = error_words(&error),
         }
+    }
+    if refused {
+        tracing::warn!(temporary_admin = %name, error = %why,
+            "the temporary administrator cannot log in and cannot be looked up: most likely it was never made");
+        return Ok(Removal::Unconfirmed(format!(
+            "temporary administrator {name} cannot log in, and cannot be looked up ({why}): \
+             most likely it was never made; remove it by hand if realm master lists it"
+        )));
     }
     tracing::error!(temporary_admin = %name, error = %why, "the temporary administrator could not be removed: remove it by hand");
     Err(format!(

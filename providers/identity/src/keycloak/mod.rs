@@ -17,9 +17,10 @@ use reqwest::{RequestBuilder, Url};
 
 use crate::config::IdentityConfig;
 use crate::error::IdentityError;
+use crate::hold::LoginHold;
 
 pub use clients::{ClientRep, Created};
-pub use token::{AccessToken, REFUSED_HOLD};
+pub use token::AccessToken;
 
 /// Longest wait for a TCP connection to Keycloak.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -68,6 +69,7 @@ pub struct Keycloak {
     realm: String,
     admin_user: String,
     admin_password: Secret,
+    hold: LoginHold,
     token: tokio::sync::Mutex<token::Cached>,
 }
 
@@ -102,6 +104,7 @@ impl Keycloak {
             realm: config.realm().to_owned(),
             admin_user: config.admin_user().to_owned(),
             admin_password: config.admin_password().clone(),
+            hold: config.login_hold(),
             token: tokio::sync::Mutex::new(token::Cached::None),
         })
     }

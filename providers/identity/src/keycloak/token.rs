@@ -1,5 +1,6 @@
-//! The token endpoint: the administrator's login (cached), a temporary
-//! administrator's login, and the consumer's client-credentials check.
+//! The token endpoint: the administrator's login (cached, and held back
+//! after a refusal: [`crate::hold`]), a temporary administrator's login, and
+//! the consumer's client-credentials check.
 
 use std::time::Duration;
 
@@ -9,13 +10,6 @@ use tokio::time::Instant;
 
 use super::Keycloak;
 use crate::error::IdentityError;
-
-/// After the administrator's login was refused, consumers' calls fail at
-/// once with that refusal for this long instead of trying again: a pass
-/// with many consumers must not become a burst of failed logins (which
-/// brute-force protection, when on, counts towards a lockout). The repair
-/// hook's probe always tries.
-pub const REFUSED_HOLD: Duration = Duration::from_secs(30);
 
 /// The admin client of realm `master` (FACTS.md: the password grant goes to it).
 const ADMIN_CLI: &str = "admin-cli";
@@ -33,9 +27,11 @@ pub(super) enum Cached {
         access: AccessToken,
         renew_at: Instant,
     },
-    /// The last login was refused at `at`, with this answer.
+    /// The last `refusals` logins in a row were refused, the last with
+    /// this answer; the password is not tried again before `until`.
     Refused {
-        at: Instant,
+        refusals: u32,
+        until: Instant,
         status: u16,
         error: Option<String>,
         description: Option<String>,
@@ -84,14 +80,41 @@ impl Keycloak {
         format!("administrator login as {}", self.admin_user)
     }
 
-    /// Logs the mesh's administrator in now, whatever is cached (the repair
-    /// hook's probe), and caches the outcome.
+    /// Logs the mesh's administrator in now, whatever token is cached (the
+    /// repair hook's probe), and caches the outcome; while a refusal is
+    /// held ([`crate::hold`]) it answers that refusal without asking.
     ///
     /// # Errors
     /// The login's refusal ([`IdentityError::is_invalid_grant`]) or failure.
     pub async fn admin_login(&self) -> Result<(), IdentityError> {
         let mut cached = self.token.lock().await;
+        if let Some(held) = self.held_refusal(&cached) {
+            return Err(held);
+        }
         self.login_into(&mut cached).await.map(|_| ())
+    }
+
+    /// The last refusal, while it is held.
+    fn held_refusal(&self, cached: &Cached) -> Option<IdentityError> {
+        match cached {
+            Cached::Refused {
+                until,
+                status,
+                error,
+                description,
+                ..
+            } if Instant::now() < *until => {
+                // The same words as the refusal itself, so a failure reads
+                // the same whether or not Keycloak was asked.
+                Some(IdentityError::Status {
+                    what: self.admin_what(),
+                    status: *status,
+                    error: error.clone(),
+                    description: description.clone(),
+                })
+            }
+            _ => None,
+        }
     }
 
     async fn login_into(&self, cached: &mut Cached) -> Result<AccessToken, IdentityError> {
@@ -116,8 +139,16 @@ impl Keycloak {
                 } = &error
                 {
                     if error.is_invalid_grant() {
+                        let refusals = match cached {
+                            Cached::Refused { refusals, .. } => refusals.saturating_add(1),
+                            _ => 1,
+                        };
+                        let until = Instant::now() + self.hold.after(refusals);
+                        tracing::debug!(refusals, hold = ?self.hold.after(refusals),
+                            "the administrator's password is held back after its refusal");
                         *cached = Cached::Refused {
-                            at: Instant::now(),
+                            refusals,
+                            until,
                             status: *status,
                             error: code.clone(),
                             description: description.clone(),
@@ -133,25 +164,13 @@ impl Keycloak {
     /// new login (one at a time: callers wait for the login in progress).
     pub(super) async fn admin_token(&self) -> Result<AccessToken, IdentityError> {
         let mut cached = self.token.lock().await;
-        let now = Instant::now();
-        match &*cached {
-            Cached::Token { access, renew_at } if now < *renew_at => return Ok(access.clone()),
-            Cached::Refused {
-                at,
-                status,
-                error,
-                description,
-            } if now.saturating_duration_since(*at) < REFUSED_HOLD => {
-                // The same words as the refusal itself, so a consumer's
-                // failure reads the same whether or not Keycloak was asked.
-                return Err(IdentityError::Status {
-                    what: self.admin_what(),
-                    status: *status,
-                    error: error.clone(),
-                    description: description.clone(),
-                });
+        if let Cached::Token { access, renew_at } = &*cached {
+            if Instant::now() < *renew_at {
+                return Ok(access.clone());
             }
-            _ => {}
+        }
+        if let Some(held) = self.held_refusal(&cached) {
+            return Err(held);
         }
         self.login_into(&mut cached).await
     }
@@ -164,8 +183,8 @@ impl Keycloak {
         }
     }
 
-    /// Forgets the administrator's last login (its token or its refusal),
-    /// so the next call logs in again: after its password was set.
+    /// Forgets the administrator's last login (its token, or its refusal
+    /// and hold), so the next call logs in again: after its password was set.
     pub async fn forget_admin_login(&self) {
         *self.token.lock().await = Cached::None;
     }

@@ -1,5 +1,6 @@
 //! Users of realm `master`: the administrator whose password the repair
-//! resets, and the temporary administrator it removes.
+//! resets (and whose lockout it clears), and the temporary administrator it
+//! removes.
 
 use mesh_sdk::Secret;
 use serde::Deserialize;
@@ -57,6 +58,31 @@ impl Keycloak {
         let body = json!({"type": "password", "value": password.expose(), "temporary": false});
         let answer = self
             .call(&what, auth, |http| http.put(url.clone()).json(&body))
+            .await?;
+        if answer.success() {
+            Ok(())
+        } else {
+            Err(answer.error(&what))
+        }
+    }
+
+    /// Clears the brute-force record of user `id` of realm `master`: a user
+    /// locked out by failed logins can log in again (Keycloak 26: a reset
+    /// password alone does not end a lockout). Harmless when brute-force
+    /// protection is off or the user has no failures.
+    ///
+    /// # Errors
+    /// Keycloak's refusal or failure.
+    pub async fn clear_login_failures(
+        &self,
+        auth: Auth<'_>,
+        username: &str,
+        id: &str,
+    ) -> Result<(), IdentityError> {
+        let what = format!("clearing the login failures of {username}");
+        let url = self.master_url(&["attack-detection", "brute-force", "users", id]);
+        let answer = self
+            .call(&what, auth, |http| http.delete(url.clone()))
             .await?;
         if answer.success() {
             Ok(())

@@ -48,8 +48,16 @@
 //!   Keycloak attributes beside the mark (`realm_client`, ...).
 //! - Tokens are opaque, not JWTs; no refresh tokens, sessions or lifespans
 //!   (see [`State::revoke_tokens`]).
-//! - No brute-force protection, lockouts, password policies or roles: any
-//!   user named `admin` or marked temporary is an administrator.
+//! - Brute-force protection is only counted refusals: with
+//!   [`State::failure_factor`] set, a user is locked out (refused, whatever
+//!   the password, with the same `invalid_grant` answer, as the real server
+//!   does) from that many refused logins in a row until a login succeeds
+//!   before it or `DELETE .../attack-detection/brute-force/users/{id}`
+//!   clears it. No lockout ends by itself here (the real one waits
+//!   `waitIncrementSeconds`, growing, unless it is permanent), no
+//!   `maxDeltaTime`, no quick-login check.
+//! - No password policies or roles: any user named `admin` or marked
+//!   temporary is an administrator.
 //! - `kc.sh bootstrap-admin` is a test endpoint; the real command (a second
 //!   JVM, the database it needs, the build it may redo) is not simulated.
 
@@ -77,6 +85,8 @@ pub struct User {
     pub enabled: bool,
     /// Made by `kc.sh bootstrap-admin` (attribute `is_temporary_admin`).
     pub temporary_admin: bool,
+    /// Refused logins in a row, as brute-force protection counts them.
+    pub failures: u32,
 }
 
 /// A client of realm [`REALM`].
@@ -162,6 +172,9 @@ pub struct State {
     pub made_during_listing: Vec<String>,
     /// Requests whose path contains the text wait this long first.
     pub slow: Option<(String, Duration)>,
+    /// Brute-force protection of realm `master`: a user is locked out at
+    /// this many refused logins (`None`: off, Keycloak's default).
+    pub failure_factor: Option<u32>,
     /// Temporary administrators ever made, and ever deleted.
     pub temporary_made: Vec<String>,
     pub temporary_deleted: Vec<String>,
@@ -288,6 +301,7 @@ impl FakeKeycloak {
             stale_lookups: 0,
             made_during_listing: Vec::new(),
             slow: None,
+            failure_factor: None,
             temporary_made: Vec::new(),
             temporary_deleted: Vec::new(),
             next_id: 0,
@@ -299,6 +313,7 @@ impl FakeKeycloak {
             password: admin_password.into(),
             enabled: true,
             temporary_admin: false,
+            failures: 0,
         });
         let state = Arc::new(Mutex::new(state));
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -353,6 +368,10 @@ fn router(state: Shared) -> Router {
             put(reset_password),
         )
         .route("/admin/realms/{realm}/users/{id}", delete(delete_user))
+        .route(
+            "/admin/realms/{realm}/attack-detection/brute-force/users/{id}",
+            delete(clear_failures),
+        )
         .route("/test/bootstrap-admin", post(bootstrap_admin))
         .layer(middleware::from_fn_with_state(
             Arc::clone(&state),
@@ -414,11 +433,27 @@ async fn token(
     match grant.as_str() {
         "password" => {
             let (username, password) = (field("username"), field("password"));
-            let accepted = realm == "master"
-                && field("client_id") == "admin-cli"
-                && s.users
-                    .iter()
-                    .any(|u| u.username == username && u.password == password && u.enabled);
+            let factor = s.failure_factor;
+            let user = s
+                .users
+                .iter_mut()
+                .find(|u| realm == "master" && u.username == username);
+            let accepted = match user {
+                Some(user) => {
+                    let locked = factor.is_some_and(|factor| user.failures >= factor);
+                    let good = field("client_id") == "admin-cli"
+                        && user.password == password
+                        && user.enabled
+                        && !locked;
+                    match good {
+                        true => user.failures = 0,
+                        false if factor.is_some() => user.failures += 1,
+                        false => {}
+                    }
+                    good
+                }
+                None => false,
+            };
             s.logins.push((realm, grant, username.clone(), accepted));
             if !accepted {
                 let status = s.invalid_grant_status;
@@ -748,6 +783,23 @@ async fn delete_user(
     }
 }
 
+/// Clears a user's brute-force record (204 also when protection is off or
+/// the user has none, as on the real server).
+async fn clear_failures(
+    Axum(state): Axum<Shared>,
+    headers: HeaderMap,
+    Path((realm, id)): Path<(String, String)>,
+) -> Response {
+    let mut s = state.lock().unwrap();
+    if let Some(refused) = refusal(&s, &headers, &realm) {
+        return refused;
+    }
+    if let Some(user) = s.users.iter_mut().find(|u| u.id == id) {
+        user.failures = 0;
+    }
+    no_content()
+}
+
 /// Test-only: what `kc.sh bootstrap-admin user` does, adding a temporary administrator.
 async fn bootstrap_admin(Axum(state): Axum<Shared>, Json(body): Json<Value>) -> Response {
     let mut s = state.lock().unwrap();
@@ -765,6 +817,7 @@ async fn bootstrap_admin(Axum(state): Axum<Shared>, Json(body): Json<Value>) -> 
         password,
         enabled: true,
         temporary_admin: true,
+        failures: 0,
     });
     StatusCode::CREATED.into_response()
 }

@@ -11,7 +11,9 @@
 //! over bash's `/dev/tcp`, so no HTTP client needs to be installed).
 //!
 //! The mode file chooses the outcome: `ok`, `fail` (exit 1, nothing made),
-//! `add-then-fail` (the administrator is made, then exit 1).
+//! `add-then-fail` (the administrator is made, then exit 1), `add-refused`
+//! (an administrator of that name is made whose login is refused: another
+//! password, as when the command reached another database, then exit 0).
 
 use std::path::{Path, PathBuf};
 
@@ -49,6 +51,7 @@ echo "Updating the configuration and installing your custom providers, if any. P
 echo "Creating temporary admin user $user with password $pass"
 add() {
   [ -n "$user" ] && [ -n "$pass" ] || { echo "no username or password in the container" >&2; exit 2; }
+  [ "$1" = refused ] && pass="not-$pass"
   body=$(printf '{"username":"%s","password":"%s"}' "$user" "$pass")
   exec 3<>/dev/tcp/127.0.0.1/@PORT@ || { echo "cannot reach keycloak" >&2; exit 3; }
   printf 'POST /test/bootstrap-admin HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s' "${#body}" "$body" >&3
@@ -62,6 +65,7 @@ add() {
 case "$mode" in
   fail) echo "ERROR: Failed to start server in (production) mode with password $pass" >&2; exit 1 ;;
   add-then-fail) add; echo "ERROR: something after the user was made" >&2; exit 1 ;;
+  add-refused) add refused; exit 0 ;;
   *) add; exit 0 ;;
 esac
 "#;
@@ -99,7 +103,7 @@ impl FakeRuntime {
         ContainerCli::Path(self.script.clone())
     }
 
-    /// Chooses the outcome of the next runs: `ok`, `fail` or `add-then-fail`.
+    /// Chooses the outcome of the next runs: `ok`, `fail`, `add-then-fail` or `add-refused`.
     pub fn set_mode(&self, mode: &str) {
         std::fs::write(&self.mode, mode).unwrap();
     }

@@ -150,6 +150,8 @@ async fn a_failing_repair_is_braked_to_six_hours_and_leaves_no_temporary_adminis
             json!({"error": "unknown_error"}),
         )
     });
+    // Brute-force protection on, at Keycloak's default failure factor.
+    setup.kc.with(|s| s.failure_factor = Some(30));
     let mut w = World::new(setup, &["forge"]);
     let every = Duration::from_secs(30);
     let mut said = Vec::new();
@@ -189,6 +191,11 @@ async fn a_failing_repair_is_braked_to_six_hours_and_leaves_no_temporary_adminis
         assert_eq!(s.temporary_deleted, s.temporary_made, "each one removed");
         assert!(s.temporary_admins().is_empty());
         assert_eq!(s.admin().password, OLD_ADMIN_PASSWORD);
+        // The refused password was tried at 0, 5, 15, 35, 75 minutes, then
+        // every 2 hours: never near a lockout.
+        let (_, refused) = s.password_logins("admin");
+        assert!((10..=12).contains(&refused), "{refused} refused logins");
+        assert_eq!(s.admin().failures as usize, refused, "not locked out");
     });
 
     // Keycloak lets the password be set again; the next attempt, at 990

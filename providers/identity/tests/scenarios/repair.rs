@@ -5,13 +5,20 @@
 use std::time::Duration;
 
 use axum::http::Method;
+use mesh_provider_identity::hold::LoginHold;
 use mesh_provider_identity::{AdminRepair, ContainerCli, IdentityConfig, IdentityProvisioner};
 use mesh_sdk::testing::LogCapture;
 use mesh_sdk::{Probe, Provisioner, Repair, Secret};
 use serde_json::json;
 
 use crate::world::{
-    assert_no_secret, temp_passwords, Setup, MESH_ADMIN_PASSWORD, OLD_ADMIN_PASSWORD,
+    assert_no_secret, hold_clock, temp_passwords, Setup, MESH_ADMIN_PASSWORD, OLD_ADMIN_PASSWORD,
+};
+
+/// No hold: every probe asks Keycloak.
+const NO_HOLD: LoginHold = LoginHold {
+    first: Duration::ZERO,
+    max: Duration::ZERO,
 };
 
 fn repair_of(p: &IdentityProvisioner) -> std::sync::Arc<AdminRepair> {
@@ -28,7 +35,8 @@ async fn bounded<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
 #[tokio::test]
 async fn the_probe_tells_a_refusal_from_an_outage() {
     let setup = Setup::new(MESH_ADMIN_PASSWORD, 401);
-    let repair = repair_of(&setup.provisioner());
+    let config = setup.config().with_login_hold(NO_HOLD);
+    let repair = repair_of(&IdentityProvisioner::new(config).unwrap());
     assert_eq!(repair.fault().as_str(), "admin-refused");
     assert_eq!(repair.probe().await, Probe::Healthy);
     for status in [400, 401] {
@@ -94,7 +102,7 @@ async fn the_repair_sets_the_password_and_removes_the_temporary_administrator() 
     assert!(made[0].starts_with("mesh-repair-"));
     assert!(
         did.starts_with(&format!(
-            "password of administrator admin set to the mesh's through temporary administrator {} (kc.sh bootstrap-admin in keycloak), which was removed",
+            "password of administrator admin set to the mesh's through temporary administrator {} (kc.sh bootstrap-admin in container keycloak), which was removed",
             made[0]
         )),
         "{did}"
@@ -132,7 +140,8 @@ async fn the_repair_sets_the_password_and_removes_the_temporary_administrator() 
             "MESH_BOOTSTRAP_ADMIN_USER",
             "--password:env",
             "MESH_BOOTSTRAP_ADMIN_PASSWORD",
-            "--no-prompt"
+            "--no-prompt",
+            "--optimized"
         ]
     );
     let env = setup.runtime.env();
@@ -182,11 +191,14 @@ async fn the_temporary_administrator_is_removed_when_a_step_fails() {
         }
     };
 
-    // The bootstrap fails before making anyone.
+    // The bootstrap fails before making anyone: its administrator cannot
+    // log in, and with the mesh's refused it cannot be looked up, which
+    // the words say rather than claim it was never made.
     let why = outcome("fail").await;
     assert!(
         why.starts_with("kc.sh bootstrap-admin ended with status 1 (")
-            && why.ends_with(" bytes of output, not shown); no temporary administrator remains"),
+            && why.contains(" bytes of output, not shown); temporary administrator mesh-repair-")
+            && why.ends_with(" cannot log in, and cannot be looked up (administrator login as admin: keycloak answered 400: invalid_grant: Invalid user credentials): most likely it was never made; remove it by hand if realm master lists it"),
         "{why}"
     );
     // The bootstrap makes the administrator, then fails.
@@ -267,7 +279,108 @@ async fn without_a_container_the_fault_is_said_but_not_repaired() {
     let why = repair.repair().await.unwrap_err().to_string();
     assert_eq!(
         why,
-        "no --container is given, so administrator admin cannot be repaired here: set its password to the mesh's by hand"
+        "neither --container nor --kc-sh is given, so administrator admin cannot be repaired here: set its password to the mesh's by hand"
     );
     assert!(setup.runtime.argv().is_empty());
+}
+
+#[tokio::test]
+async fn a_runtime_that_cannot_start_made_no_one() {
+    let setup = Setup::new(OLD_ADMIN_PASSWORD, 401);
+    let config = setup
+        .config()
+        .with_kc_sh(setup.dir.path().join("no-such/kc.sh"), None)
+        .unwrap();
+    let repair = repair_of(&IdentityProvisioner::new(config).unwrap());
+    let why = repair.repair().await.unwrap_err().to_string();
+    assert!(why.starts_with("cannot run "), "{why}");
+    assert!(
+        why.ends_with("; no temporary administrator remains"),
+        "{why}"
+    );
+}
+
+#[tokio::test]
+async fn a_temporary_administrator_whose_login_is_refused_is_looked_up_and_removed() {
+    let (logs, _guard) = LogCapture::start();
+    let setup = Setup::new(MESH_ADMIN_PASSWORD, 401);
+    let repair = repair_of(&setup.provisioner());
+    // The command succeeds, yet its administrator's login is refused (it
+    // reached another database, or the user is locked out): not taken as
+    // never made, but looked up as the mesh's administrator and removed.
+    setup.runtime.set_mode("add-refused");
+    let why = repair.repair().await.unwrap_err().to_string();
+    assert!(
+        why.starts_with("login as temporary administrator mesh-repair-"),
+        "{why}"
+    );
+    assert!(
+        why.contains("kc.sh bootstrap-admin succeeded, yet its administrator is refused; it most likely reached another database than the server's (give it the server's KC_DB* settings); temporary administrator mesh-repair-"),
+        "{why}"
+    );
+    assert!(why.ends_with(" removed"), "{why}");
+    setup.kc.with(|s| {
+        assert_eq!(s.temporary_made.len(), 1);
+        assert_eq!(s.temporary_deleted, s.temporary_made);
+    });
+    assert_no_secret(&logs.text(), &setup.secrets(), "the log");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_refused_password_is_held_back_so_probes_never_lock_the_administrator() {
+    let _hold = hold_clock();
+    let setup = Setup::new(OLD_ADMIN_PASSWORD, 401);
+    // Brute-force protection that locks at 6 refusals; a probe every minute
+    // for an hour would reach it ten times over.
+    setup.kc.with(|s| s.failure_factor = Some(6));
+    let repair = repair_of(&setup.provisioner());
+    let start = tokio::time::Instant::now();
+    for _ in 0..=60 {
+        assert!(matches!(repair.probe().await, Probe::Fault(w) if w.contains("invalid_grant")));
+        tokio::time::advance(Duration::from_secs(60)).await;
+    }
+    setup.kc.with(|s| {
+        assert_eq!(
+            s.password_logins("admin"),
+            (0, 4),
+            "tried at 0, 5, 15 and 35 minutes"
+        );
+        assert_eq!(s.admin().failures, 4, "not locked out");
+    });
+    // Set right by hand: found at the next try, at 75 minutes, and the
+    // good login clears the count.
+    setup
+        .kc
+        .with(|s| s.move_admin_password(MESH_ADMIN_PASSWORD));
+    while start.elapsed() < Duration::from_secs(75 * 60) {
+        assert!(matches!(repair.probe().await, Probe::Fault(_)));
+        tokio::time::advance(Duration::from_secs(60)).await;
+    }
+    assert_eq!(repair.probe().await, Probe::Healthy);
+    setup.kc.with(|s| {
+        assert_eq!(s.password_logins("admin"), (1, 4));
+        assert_eq!(s.admin().failures, 0);
+    });
+}
+
+#[tokio::test]
+async fn the_repair_ends_a_lockout_of_the_administrator() {
+    let setup = Setup::new(MESH_ADMIN_PASSWORD, 401);
+    setup.kc.with(|s| {
+        s.failure_factor = Some(3);
+        s.users
+            .iter_mut()
+            .find(|u| u.username == "admin")
+            .unwrap()
+            .failures = 3;
+    });
+    let repair = repair_of(&setup.provisioner());
+    // The right password, yet refused: locked out by someone's guesses.
+    assert!(matches!(repair.probe().await, Probe::Fault(_)));
+    repair.repair().await.unwrap();
+    assert_eq!(repair.probe().await, Probe::Healthy, "the lockout ended");
+    setup.kc.with(|s| {
+        assert_eq!(s.admin().failures, 0);
+        assert!(s.temporary_admins().is_empty());
+    });
 }

@@ -1,21 +1,51 @@
-//! Keycloak's own bootstrap command, run inside its container:
+//! Keycloak's own bootstrap command, run where Keycloak runs ([`Runtime`]):
+//! inside its container,
 //!
 //! ```text
 //! <cli> exec -e MESH_BOOTSTRAP_ADMIN_USER -e MESH_BOOTSTRAP_ADMIN_PASSWORD
 //!       -e KC_HTTP_MANAGEMENT_PORT=<port> <container>
 //!       /opt/keycloak/bin/kc.sh bootstrap-admin user
-//!       --username:env MESH_BOOTSTRAP_ADMIN_USER --password:env MESH_BOOTSTRAP_ADMIN_PASSWORD --no-prompt
+//!       --username:env MESH_BOOTSTRAP_ADMIN_USER --password:env MESH_BOOTSTRAP_ADMIN_PASSWORD
+//!       --no-prompt --optimized
 //! ```
 //!
-//! The temporary administrator's name and password reach the container only
-//! through the environment: the runtime's child process gets them as
-//! variables and `-e NAME` (no value) forwards them, so they are never on a
-//! command line. The management port is no secret; it is set because
-//! `bootstrap-admin` run beside a live server needs a free one. `docker exec`
-//! hands the command the container's own environment, so the database
-//! options given to the server as `KC_DB*` variables (or in `keycloak.conf`)
-//! reach it too, as they must. Nothing the command prints is logged or
-//! returned: only its exit status and how many bytes it printed.
+//! or on this host, for a server run from the distribution (by hand or
+//! under systemd):
+//!
+//! ```text
+//! <kc.sh> [--config-file <file>] bootstrap-admin user
+//!       --username:env MESH_BOOTSTRAP_ADMIN_USER --password:env MESH_BOOTSTRAP_ADMIN_PASSWORD
+//!       --no-prompt --optimized
+//! ```
+//!
+//! with `KC_HTTP_MANAGEMENT_PORT` set to a free port in its environment.
+//!
+//! # Beside a live server
+//! Tried on Keycloak 26.5 (`start --optimized` on PostgreSQL): the command
+//! runs beside the live server (about 8 s on two cores), adds the user to
+//! the shared database, and the live server lets it log in at once; nothing
+//! is stopped or restarted. It needs:
+//! - the server's database settings: in a container, `exec` hands the
+//!   command the container's environment (`KC_DB*`) and its
+//!   `keycloak.conf`; on the host, the command inherits the provider's
+//!   environment (give it the server's `KC_DB*` variables) or reads
+//!   `--kc-config-file`. A server on start-dev's H2 file cannot be repaired
+//!   so: the live server holds the file's lock and the command fails.
+//! - `--optimized`: without it the command rebuilds the server's optimized
+//!   image in the distribution the live server runs from. With it, the
+//!   distribution must have been built (`kc.sh build`, or a `start` that
+//!   built it) with the server's build options, else the command fails and
+//!   says so in its output.
+//! - a free management port: it opens Keycloak's management interface
+//!   (default 9000, the live server's) while it runs.
+//!
+//! # Secrets
+//! The temporary administrator's name and password reach the command only
+//! through the environment: the child process gets them as variables (and
+//! `-e NAME`, without a value, forwards them into a container), so they are
+//! never on a command line. The management port is no secret. Nothing the
+//! command prints is logged or returned: only its exit status and how many
+//! bytes it printed.
 
 use std::ffi::OsStr;
 use std::fmt;
@@ -35,6 +65,35 @@ pub const PASSWORD_VAR: &str = "MESH_BOOTSTRAP_ADMIN_PASSWORD";
 
 /// Keycloak's launcher inside the official image.
 pub const KC_SH: &str = "/opt/keycloak/bin/kc.sh";
+
+/// Where the bootstrap command runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Runtime {
+    /// Inside Keycloak's container, through `<cli> exec`.
+    Container {
+        /// The container runtime.
+        cli: ContainerCli,
+        /// The container's name or id.
+        container: String,
+    },
+    /// On this host: the `kc.sh` of the distribution the server runs from.
+    Process {
+        /// Absolute path of `kc.sh`.
+        kc_sh: PathBuf,
+        /// A `keycloak.conf` holding the server's settings (its database),
+        /// given to the command as `--config-file`.
+        config_file: Option<PathBuf>,
+    },
+}
+
+impl fmt::Display for Runtime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Runtime::Container { container, .. } => write!(f, "in container {container}"),
+            Runtime::Process { kc_sh, .. } => write!(f, "on this host ({})", kc_sh.display()),
+        }
+    }
+}
 
 /// Prefix of every temporary administrator's name, so one left behind is recognisable.
 pub const TEMP_ADMIN_PREFIX: &str = "mesh-repair-";
@@ -125,62 +184,102 @@ impl TempAdmin {
     }
 }
 
-/// A free-enough port for the management interface of the bootstrap run,
-/// in the dynamic range, away from the server's own 9000.
-fn management_port() -> u16 {
+/// A free-enough port for the management interface of a bootstrap run
+/// inside a container (whose ports this process cannot see), in the
+/// dynamic range, away from the server's own 9000.
+fn container_management_port() -> u16 {
     rand::rng().random_range(49152..=65535)
 }
 
+/// A port free on this host now (the kernel's pick), for a bootstrap run
+/// here; a random one of the dynamic range when none can be had.
+fn host_management_port() -> u16 {
+    std::net::TcpListener::bind((std::net::Ipv4Addr::UNSPECIFIED, 0))
+        .and_then(|listener| listener.local_addr())
+        .map(|address| address.port())
+        .unwrap_or_else(|_| container_management_port())
+}
+
+/// `bootstrap-admin user` and its options, after `kc.sh`.
+const BOOTSTRAP_ARGS: [&str; 8] = [
+    "bootstrap-admin",
+    "user",
+    "--username:env",
+    USER_VAR,
+    "--password:env",
+    PASSWORD_VAR,
+    "--no-prompt",
+    "--optimized",
+];
+
 /// The bootstrap command, ready to run.
 pub struct Bootstrap {
-    cli: ContainerCli,
-    container: String,
+    runtime: Runtime,
+    program: PathBuf,
     args: Vec<String>,
-    env: [(&'static str, Secret); 2],
+    env: Vec<(&'static str, Secret)>,
 }
 
 impl fmt::Debug for Bootstrap {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self.env.iter().map(|(name, _)| *name).collect();
         f.debug_struct("Bootstrap")
-            .field("program", &self.cli.to_string())
+            .field("program", &self.program)
             .field("args", &self.args)
-            .field("env", &[USER_VAR, PASSWORD_VAR])
+            .field("env", &names)
             .finish()
     }
 }
 
 impl Bootstrap {
-    /// `kc.sh bootstrap-admin user` for `temp`, in `container`, through `cli`.
-    pub fn new(cli: &ContainerCli, container: &str, temp: &TempAdmin) -> Bootstrap {
-        let args = [
-            "exec",
-            "-e",
-            USER_VAR,
-            "-e",
-            PASSWORD_VAR,
-            "-e",
-            &format!("KC_HTTP_MANAGEMENT_PORT={}", management_port()),
-            container,
-            KC_SH,
-            "bootstrap-admin",
-            "user",
-            "--username:env",
-            USER_VAR,
-            "--password:env",
-            PASSWORD_VAR,
-            "--no-prompt",
-        ]
-        .map(str::to_owned)
-        .to_vec();
+    /// `kc.sh bootstrap-admin user` for `temp`, run by `runtime`.
+    pub fn new(runtime: &Runtime, temp: &TempAdmin) -> Bootstrap {
+        let mut env = vec![
+            (USER_VAR, Secret::new(temp.username.clone())),
+            (PASSWORD_VAR, temp.password.clone()),
+        ];
+        let (program, mut args) = match runtime {
+            Runtime::Container { cli, container } => {
+                let port = format!("KC_HTTP_MANAGEMENT_PORT={}", container_management_port());
+                let args = [
+                    "exec",
+                    "-e",
+                    USER_VAR,
+                    "-e",
+                    PASSWORD_VAR,
+                    "-e",
+                    &port,
+                    container,
+                    KC_SH,
+                ]
+                .map(str::to_owned)
+                .to_vec();
+                (PathBuf::from(cli.program()), args)
+            }
+            Runtime::Process { kc_sh, config_file } => {
+                env.push((
+                    "KC_HTTP_MANAGEMENT_PORT",
+                    Secret::new(host_management_port().to_string()),
+                ));
+                let args = match config_file {
+                    Some(file) => vec!["--config-file".to_owned(), file.display().to_string()],
+                    None => Vec::new(),
+                };
+                (kc_sh.clone(), args)
+            }
+        };
+        args.extend(BOOTSTRAP_ARGS.map(str::to_owned));
         Bootstrap {
-            cli: cli.clone(),
-            container: container.to_owned(),
+            runtime: runtime.clone(),
+            program,
             args,
-            env: [
-                (USER_VAR, Secret::new(temp.username.clone())),
-                (PASSWORD_VAR, temp.password.clone()),
-            ],
+            env,
         }
+    }
+
+    /// The program run: the container runtime, or `kc.sh`.
+    pub fn program(&self) -> &std::path::Path {
+        &self.program
     }
 
     /// The arguments after the program (never a secret).
@@ -195,7 +294,7 @@ impl Bootstrap {
     /// # Errors
     /// [`BootstrapError`] when it cannot start, times out or exits non-zero.
     pub async fn run(self, timeout: Duration) -> Result<Ran, BootstrapError> {
-        let mut command = tokio::process::Command::new(self.cli.program());
+        let mut command = tokio::process::Command::new(&self.program);
         command
             .args(&self.args)
             .stdin(Stdio::null())
@@ -206,7 +305,7 @@ impl Bootstrap {
             command.env(name, value.expose());
         }
         let child = command.spawn().map_err(|source| BootstrapError::Spawn {
-            program: self.cli.to_string(),
+            program: self.program.display().to_string(),
             source,
         })?;
         let output = match tokio::time::timeout(timeout, child.wait_with_output()).await {
@@ -220,8 +319,7 @@ impl Bootstrap {
             stderr_bytes: output.stderr.len(),
         };
         tracing::info!(
-            container = %self.container,
-            runtime = %self.cli,
+            runtime = %self.runtime,
             exit = %ran.exit(),
             stdout_bytes = ran.stdout_bytes,
             stderr_bytes = ran.stderr_bytes,
@@ -269,7 +367,7 @@ pub enum BootstrapError {
         source: std::io::Error,
     },
     /// Waiting for it failed.
-    #[error("cannot wait for the container runtime")]
+    #[error("cannot wait for kc.sh bootstrap-admin")]
     Wait {
         /// Why.
         #[source]
@@ -305,10 +403,25 @@ mod tests {
         assert!("./fake".parse::<ContainerCli>().is_err());
     }
 
+    fn container(cli: ContainerCli) -> Runtime {
+        Runtime::Container {
+            cli,
+            container: "kc".into(),
+        }
+    }
+
+    fn process(path: PathBuf, config_file: Option<PathBuf>) -> Runtime {
+        Runtime::Process {
+            kc_sh: path,
+            config_file,
+        }
+    }
+
     #[test]
     fn the_command_names_variables_never_values() {
         let temp = TempAdmin::random();
-        let command = Bootstrap::new(&ContainerCli::Podman, "kc", &temp);
+        let command = Bootstrap::new(&container(ContainerCli::Podman), &temp);
+        assert_eq!(command.program(), std::path::Path::new("podman"));
         let line = command.args().join(" ");
         assert!(!line.contains(temp.password.expose()));
         assert!(!line.contains(&temp.username));
@@ -316,9 +429,68 @@ mod tests {
             "exec -e MESH_BOOTSTRAP_ADMIN_USER -e MESH_BOOTSTRAP_ADMIN_PASSWORD -e KC_HTTP_MANAGEMENT_PORT="
         ));
         assert!(line.ends_with(
-            " kc /opt/keycloak/bin/kc.sh bootstrap-admin user --username:env MESH_BOOTSTRAP_ADMIN_USER --password:env MESH_BOOTSTRAP_ADMIN_PASSWORD --no-prompt"
+            " kc /opt/keycloak/bin/kc.sh bootstrap-admin user --username:env MESH_BOOTSTRAP_ADMIN_USER --password:env MESH_BOOTSTRAP_ADMIN_PASSWORD --no-prompt --optimized"
         ));
         assert!(!format!("{command:?}").contains(temp.password.expose()));
+    }
+
+    #[test]
+    fn on_the_host_kc_sh_runs_itself_with_its_config_file() {
+        let temp = TempAdmin::random();
+        let kc_sh = PathBuf::from("/opt/keycloak/bin/kc.sh");
+        let bare = Bootstrap::new(&process(kc_sh.clone(), None), &temp);
+        assert_eq!(bare.program(), kc_sh.as_path());
+        assert_eq!(
+            bare.args().join(" "),
+            "bootstrap-admin user --username:env MESH_BOOTSTRAP_ADMIN_USER --password:env MESH_BOOTSTRAP_ADMIN_PASSWORD --no-prompt --optimized"
+        );
+        let conf = Bootstrap::new(
+            &process(kc_sh, Some("/etc/keycloak/keycloak.conf".into())),
+            &temp,
+        );
+        assert!(conf
+            .args()
+            .join(" ")
+            .starts_with("--config-file /etc/keycloak/keycloak.conf bootstrap-admin user "));
+        let debug = format!("{conf:?}");
+        assert!(debug.contains("KC_HTTP_MANAGEMENT_PORT"), "{debug}");
+        assert!(!debug.contains(temp.password.expose()), "{debug}");
+        assert_eq!(
+            process("/k/kc.sh".into(), None).to_string(),
+            "on this host (/k/kc.sh)"
+        );
+        assert_eq!(
+            container(ContainerCli::Docker).to_string(),
+            "in container kc"
+        );
+    }
+
+    #[tokio::test]
+    async fn on_the_host_the_command_gets_the_secrets_and_a_free_port_in_its_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("kc.sh");
+        let out = dir.path().join("seen");
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh\nprintf '%s %s %s %s' \"$MESH_BOOTSTRAP_ADMIN_USER\" \"$MESH_BOOTSTRAP_ADMIN_PASSWORD\" \"$KC_HTTP_MANAGEMENT_PORT\" \"$PATH\" > {}\n",
+                out.display()
+            ),
+        )
+        .unwrap();
+        set_executable(&script);
+        let temp = TempAdmin::random();
+        Bootstrap::new(&process(script, None), &temp)
+            .run(Duration::from_secs(20))
+            .await
+            .unwrap();
+        let seen = std::fs::read_to_string(&out).unwrap();
+        let words: Vec<&str> = seen.split(' ').collect();
+        assert_eq!(words[0], temp.username);
+        assert_eq!(words[1], temp.password.expose());
+        assert!(words[2].parse::<u16>().is_ok_and(|port| port > 0), "{seen}");
+        // The provider's own environment (where the server's KC_DB* settings go) is inherited.
+        assert_eq!(words[3], std::env::var("PATH").unwrap());
     }
 
     #[test]
@@ -342,7 +514,7 @@ mod tests {
         .unwrap();
         set_executable(&script);
         let temp = TempAdmin::random();
-        let command = Bootstrap::new(&ContainerCli::Path(script), "kc", &temp);
+        let command = Bootstrap::new(&container(ContainerCli::Path(script)), &temp);
         let error = command.run(Duration::from_secs(20)).await.unwrap_err();
         let words = error.to_string();
         assert_eq!(
@@ -357,12 +529,11 @@ mod tests {
         let script = dir.path().join("runtime");
         std::fs::write(&script, "#!/bin/sh\nexec sleep 30\n").unwrap();
         set_executable(&script);
-        let command = Bootstrap::new(&ContainerCli::Path(script), "kc", &TempAdmin::random());
+        let command = Bootstrap::new(&container(ContainerCli::Path(script)), &TempAdmin::random());
         let error = command.run(Duration::from_millis(300)).await.unwrap_err();
         assert!(matches!(error, BootstrapError::TimedOut { .. }), "{error}");
         let missing = Bootstrap::new(
-            &ContainerCli::Path(dir.path().join("none")),
-            "kc",
+            &process(dir.path().join("none"), None),
             &TempAdmin::random(),
         );
         let error = missing.run(Duration::from_secs(5)).await.unwrap_err();
