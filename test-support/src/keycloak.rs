@@ -480,6 +480,86 @@ impl KeycloakServer {
         (status, body)
     }
 
+    /// Writes the server's settings beyond its command line (database and
+    /// cache, [`db_env`](Self::db_env)) as a `keycloak.conf` at `path`
+    /// (mode 0600: it holds the database password), for `kc.sh
+    /// --config-file`.
+    pub fn write_config_file(&self, path: &Path) {
+        let text: String = self
+            .db_env()
+            .into_iter()
+            .map(|(name, value)| {
+                let key = name
+                    .trim_start_matches("KC_")
+                    .to_lowercase()
+                    .replace('_', "-");
+                format!("{key}={value}\n")
+            })
+            .collect();
+        std::fs::write(path, text).expect("writing keycloak.conf");
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+            .expect("making keycloak.conf private");
+    }
+
+    /// Writes an executable `kc.sh` into `dir` that runs the distribution's
+    /// own `kc.sh` on the JDK the server runs on (what an operator's
+    /// environment would give it), and returns its path.
+    pub fn kc_sh_wrapper(&self, dir: &Path) -> PathBuf {
+        let path = dir.join("kc.sh");
+        let java = match &self.dist.java_home {
+            Some(java_home) => format!("JAVA_HOME='{}' ", java_home.display()),
+            None => String::new(),
+        };
+        let text = format!(
+            "#!/bin/sh\n{java}exec '{}' \"$@\"\n",
+            self.dist.home.join("bin/kc.sh").display()
+        );
+        std::fs::write(&path, text).expect("writing the kc.sh wrapper");
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
+            .expect("making the kc.sh wrapper executable");
+        path
+    }
+
+    /// Makes a new administrator of realm `master` (role `admin`) named
+    /// `{prefix}-{random}` with a random password; returns its name,
+    /// password and id. Tests that change an administrator's password use
+    /// their own, never the server's first one.
+    pub async fn new_master_admin(&self, prefix: &str) -> (String, String, String) {
+        let username = format!("{prefix}-{}", random_hex(4));
+        let password = random_hex(12);
+        let user = json!({
+            "username": username,
+            "enabled": true,
+            "credentials": [{"type": "password", "value": password, "temporary": false}],
+        });
+        let (status, body) = self.admin("POST", "master/users", Some(&user)).await;
+        assert_eq!(status, 201, "making administrator {username}: {body}");
+        let (_, found) = self
+            .admin(
+                "GET",
+                &format!("master/users?username={username}&exact=true"),
+                None,
+            )
+            .await;
+        let id = found[0]["id"]
+            .as_str()
+            .expect("the new user's id")
+            .to_owned();
+        let (status, role) = self.admin("GET", "master/roles/admin", None).await;
+        assert_eq!(status, 200, "reading role admin: {role}");
+        let (status, body) = self
+            .admin(
+                "POST",
+                &format!("master/users/{id}/role-mappings/realm"),
+                Some(&json!([role])),
+            )
+            .await;
+        assert_eq!(status, 204, "giving {username} role admin: {body}");
+        (username, password, id)
+    }
+
     /// Makes a new, enabled realm named `{prefix}-{random}` and returns its
     /// name: each test its own realm on the shared server.
     pub async fn new_realm(&self, prefix: &str) -> String {

@@ -328,8 +328,7 @@ async fn remove(
         tracing::warn!(temporary_admin = %name, error = %why,
             "the temporary administrator cannot log in and cannot be looked up: most likely it was never made");
         return Ok(Removal::Unconfirmed(format!(
-            "temporary administrator {name} cannot log in, and cannot be looked up ({why}): \
-             most likely it was never made; remove it by hand if realm master lists it"
+            "temporary administrator {name} cannot log in nor be looked up, so most likely was never made"
         )));
     }
     tracing::error!(temporary_admin = %name, error = %why, "the temporary administrator could not be removed: remove it by hand");

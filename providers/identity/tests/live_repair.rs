@@ -1,0 +1,530 @@
+//! The `admin-refused` repair against a real Keycloak 26 (`kc.sh start
+//! --optimized` on a private PostgreSQL, from the distribution
+//! `scripts/lib.sh`'s `ensure_keycloak` fetched and built), with the
+//! process runtime: the repair runs that distribution's own `kc.sh
+//! bootstrap-admin` on this host, beside the live server. Without a
+//! distribution every test says `SKIPPED: no Keycloak (...)` and passes.
+//!
+//! Each test uses its own administrator of realm `master` (never the
+//! server's first one), and the tests take turns ([`TURN`]): they change
+//! realm `master`'s brute-force settings.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mesh_provider_identity::hold::LoginHold;
+use mesh_provider_identity::{AdminRepair, IdentityConfig, IdentityProvisioner};
+use mesh_sdk::testing::{self, BrakeRules, LogCapture, Outbox, RepairRules, Runner, Settings};
+use mesh_sdk::{Class, Name, Probe, Repair, Secret};
+use mesh_test_support::KeycloakServer;
+use serde_json::{json, Value};
+
+/// One test at a time: they change realm `master` for everyone.
+static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Bound of one `kc.sh bootstrap-admin` (a JVM start; ~8 s seen on two cores).
+const BOOTSTRAP: Duration = Duration::from_secs(150);
+
+/// The mesh's administrator: its name, the password the mesh holds, its id.
+struct MeshAdmin {
+    name: String,
+    password: String,
+    id: String,
+}
+
+async fn mesh_admin(kc: &KeycloakServer) -> MeshAdmin {
+    let (name, password, id) = kc.new_master_admin("mesh-admin").await;
+    MeshAdmin { name, password, id }
+}
+
+/// The configuration of a provider over `realm` as `admin`, repairing
+/// through `kc_sh` with `conf` as its `--config-file`.
+fn config(
+    kc: &KeycloakServer,
+    realm: &str,
+    admin: &MeshAdmin,
+    kc_sh: &Path,
+    conf: &Path,
+) -> IdentityConfig {
+    IdentityConfig::new(
+        &kc.url(),
+        realm,
+        &admin.name,
+        Secret::new(admin.password.clone()),
+    )
+    .unwrap()
+    .with_kc_sh(kc_sh.to_owned(), Some(conf.to_owned()))
+    .unwrap()
+    .with_http_timeout(Duration::from_secs(20))
+    .with_bootstrap_timeout(BOOTSTRAP)
+}
+
+/// Sets `admin`'s password behind the provider's back.
+async fn set_password_by_hand(kc: &KeycloakServer, admin: &MeshAdmin, password: &str) {
+    let body = json!({"type": "password", "value": password, "temporary": false});
+    let (status, answer) = kc
+        .admin(
+            "PUT",
+            &format!("master/users/{}/reset-password", admin.id),
+            Some(&body),
+        )
+        .await;
+    assert_eq!(status, 204, "setting the password by hand: {answer}");
+}
+
+/// The users of realm `master` whose names start with `prefix`.
+async fn master_users(kc: &KeycloakServer, prefix: &str) -> Vec<Value> {
+    let (status, users) = kc
+        .admin(
+            "GET",
+            &format!("master/users?search={prefix}&briefRepresentation=true&max=1000"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{users}");
+    users
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|u| u["username"].as_str().unwrap_or("").starts_with(prefix))
+        .cloned()
+        .collect()
+}
+
+/// Realm `master`'s brute-force protection: on with `failure_factor`, or off.
+async fn brute_force(kc: &KeycloakServer, failure_factor: Option<u32>) {
+    let settings = match failure_factor {
+        Some(factor) => json!({
+            "bruteForceProtected": true,
+            "failureFactor": factor,
+            "permanentLockout": false,
+            "waitIncrementSeconds": 900,
+            "maxFailureWaitSeconds": 900,
+            "quickLoginCheckMilliSeconds": 1,
+            "minimumQuickLoginWaitSeconds": 60,
+            "maxDeltaTimeSeconds": 43200,
+        }),
+        None => json!({"bruteForceProtected": false}),
+    };
+    let (status, body) = kc.admin("PUT", "master", Some(&settings)).await;
+    assert_eq!(status, 204, "realm master's brute-force settings: {body}");
+}
+
+/// What brute-force protection knows of user `id` of realm `master`.
+async fn login_failures(kc: &KeycloakServer, id: &str) -> Value {
+    let (status, body) = kc
+        .admin(
+            "GET",
+            &format!("master/attack-detection/brute-force/users/{id}"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    body
+}
+
+/// Watches every process's command line while it runs: none may hold a
+/// secret, and it counts the `kc.sh bootstrap-admin` runs it saw.
+struct CmdlineScan {
+    stop: Arc<AtomicBool>,
+    secrets: Arc<Mutex<Vec<String>>>,
+    found: Arc<Mutex<(usize, Vec<String>)>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl CmdlineScan {
+    fn start() -> CmdlineScan {
+        let stop = Arc::new(AtomicBool::new(false));
+        let secrets = Arc::new(Mutex::new(Vec::<String>::new()));
+        let found = Arc::new(Mutex::new((0usize, Vec::new())));
+        let thread = std::thread::spawn({
+            let (stop, secrets, found) = (stop.clone(), secrets.clone(), found.clone());
+            move || {
+                let mut seen_pids = std::collections::HashSet::new();
+                while !stop.load(Ordering::SeqCst) {
+                    let secrets = secrets.lock().unwrap().clone();
+                    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+                        let Ok(raw) = std::fs::read(entry.path().join("cmdline")) else {
+                            continue;
+                        };
+                        let line = String::from_utf8_lossy(&raw).replace('\0', " ");
+                        let mut found = found.lock().unwrap();
+                        if line.contains("bootstrap-admin") && seen_pids.insert(entry.file_name()) {
+                            found.0 += 1;
+                        }
+                        for (i, secret) in secrets.iter().enumerate() {
+                            if !secret.is_empty() && line.contains(secret.as_str()) {
+                                found.1.push(format!(
+                                    "secret #{i} on the command line of pid {:?}",
+                                    entry.file_name()
+                                ));
+                            }
+                        }
+                    }
+                    std::thread::sleep(Duration::from_millis(15));
+                }
+            }
+        });
+        CmdlineScan {
+            stop,
+            secrets,
+            found,
+            thread: Some(thread),
+        }
+    }
+
+    /// Adds secrets to look for.
+    fn watch(&self, more: impl IntoIterator<Item = String>) {
+        self.secrets.lock().unwrap().extend(more);
+    }
+
+    /// Stops; the bootstrap runs seen, after asserting no secret was.
+    fn finish(mut self) -> usize {
+        self.stop.store(true, Ordering::SeqCst);
+        self.thread.take().unwrap().join().unwrap();
+        let found = self.found.lock().unwrap();
+        assert!(found.1.is_empty(), "{:?}", found.1);
+        found.0
+    }
+}
+
+/// The repair hook's secrets, exposed, for the scans.
+fn exposed(repair: &AdminRepair) -> Vec<String> {
+    repair
+        .secrets()
+        .iter()
+        .map(|s| s.expose().to_owned())
+        .collect()
+}
+
+fn assert_no_secret(text: &str, secrets: &[String], what: &str) {
+    for (i, secret) in secrets.iter().enumerate() {
+        assert!(
+            !text.contains(secret.as_str()),
+            "secret #{i} leaked into {what}"
+        );
+    }
+}
+
+/// A loop over `consumers` (secrets in `dir`), its repair timings short.
+fn runner(
+    provisioner: IdentityProvisioner,
+    dir: &Path,
+    consumers: &[(&str, &str)],
+) -> (Runner<IdentityProvisioner>, Arc<Outbox>) {
+    let entries: Vec<Value> = consumers
+        .iter()
+        .map(|(consumer, secret)| {
+            std::fs::write(dir.join(format!("secret-{consumer}")), secret).unwrap();
+            json!({"consumer": consumer, "machine": "app-1", "provision": "oidc-client",
+                   "secret_file": format!("secret-{consumer}")})
+        })
+        .collect();
+    let file = json!({"provider": {"module": "identity", "machine": "id-1"}, "consumers": entries});
+    std::fs::write(dir.join("contributions.json"), file.to_string()).unwrap();
+    let settings = Settings {
+        concurrency: 4,
+        call_timeout: Duration::from_secs(30),
+        repair: RepairRules {
+            check_every: Duration::from_millis(500),
+            brake: BrakeRules {
+                first: Duration::from_secs(3),
+                cap: Duration::from_secs(30),
+            },
+            repair_timeout: BOOTSTRAP + Duration::from_secs(60),
+        },
+        ..Settings::default()
+    };
+    let outbox = Arc::new(Outbox::new());
+    let runner = Runner::new(
+        provisioner,
+        dir.join("contributions.json"),
+        settings,
+        Arc::clone(&outbox),
+    );
+    (runner, outbox)
+}
+
+/// Passes, half a second apart, until `done` holds of what was said (all
+/// of it, oldest first); panics after `limit`.
+async fn passes_until(
+    runner: &mut Runner<IdentityProvisioner>,
+    outbox: &Outbox,
+    said: &mut Vec<(String, Value)>,
+    limit: Duration,
+    what: &str,
+    done: impl Fn(&[(String, Value)]) -> bool,
+) {
+    let end = std::time::Instant::now() + limit;
+    loop {
+        runner.pass().await;
+        said.extend(testing::drain(outbox));
+        if done(said) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < end,
+            "{what} within {limit:?}; said: {said:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+fn repairs<'a>(said: &'a [(String, Value)], outcome: &str) -> Vec<&'a Value> {
+    said.iter()
+        .filter(|(kind, body)| kind == "repair" && body["outcome"] == outcome)
+        .map(|(_, body)| body)
+        .collect()
+}
+
+fn recovered(said: &[(String, Value)], consumer: &str) -> usize {
+    said.iter()
+        .filter(|(kind, body)| kind == "recovered" && body["consumer"] == consumer)
+        .count()
+}
+
+#[tokio::test]
+async fn a_password_changed_by_hand_is_repaired_with_kc_sh_bootstrap_admin_beside_the_live_server()
+{
+    let Some(kc) = KeycloakServer::shared() else {
+        return;
+    };
+    let _turn = TURN.lock().await;
+    let (logs, _guard) = LogCapture::start();
+    let dir = tempfile::tempdir().unwrap();
+    let kc_sh = kc.kc_sh_wrapper(dir.path());
+    let conf = dir.path().join("keycloak.conf");
+    let realm = kc.new_realm("repair").await;
+    let admin = mesh_admin(kc).await;
+    let provisioner = IdentityProvisioner::new(config(kc, &realm, &admin, &kc_sh, &conf)).unwrap();
+    let repair = Arc::clone(provisioner.admin_repair());
+    let consumers = [
+        ("forge", "forge-minted-Tq83kWz1"),
+        ("wiki", "wiki-minted-Lp20xVb7"),
+    ];
+    let (mut runner, outbox) = runner(provisioner, dir.path(), &consumers);
+    let scan = CmdlineScan::start();
+    let db_password = kc
+        .db_env()
+        .into_iter()
+        .find(|(name, _)| name == "KC_DB_PASSWORD")
+        .unwrap()
+        .1;
+    let by_hand = "changed-by-hand-Wd71qZ".to_owned();
+    let mut secrets = vec![admin.password.clone(), by_hand.clone(), db_password];
+    secrets.extend(consumers.iter().map(|(_, s)| (*s).to_owned()));
+    scan.watch(secrets.clone());
+    scan.watch(exposed(&repair));
+
+    let mut said = Vec::new();
+    passes_until(
+        &mut runner,
+        &outbox,
+        &mut said,
+        Duration::from_secs(60),
+        "both served",
+        |s| recovered(s, "forge") == 1 && recovered(s, "wiki") == 1,
+    )
+    .await;
+
+    // The password moves behind the provider's back, and the repair
+    // cannot run yet: its kc.sh is given a keycloak.conf whose database
+    // password is wrong.
+    std::fs::write(
+        &conf,
+        "db-url=jdbc:postgresql://127.0.0.1:1/none\ndb-username=nobody\ndb-password=wrong\ncache=local\n",
+    )
+    .unwrap();
+    set_password_by_hand(kc, &admin, &by_hand).await;
+    passes_until(
+        &mut runner,
+        &outbox,
+        &mut said,
+        BOOTSTRAP * 2,
+        "a failed repair",
+        |s| !repairs(s, "failed").is_empty(),
+    )
+    .await;
+    scan.watch(exposed(&repair));
+    let failed = repairs(&said, "failed")[0].clone();
+    let detail = failed["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with("repair failed: kc.sh bootstrap-admin ended with status "),
+        "{detail}"
+    );
+    assert!(failed["next_attempt_at"].is_string(), "braked: {failed}");
+    // Consumers are gated: failing with the fault's class, Keycloak not asked.
+    for consumer in ["forge", "wiki"] {
+        let standing = runner.standing(&Name::parse(consumer).unwrap()).unwrap();
+        let failure = standing.failure().expect("failing while the fault lasts");
+        assert_eq!(failure.class, Class::CredentialsRejected, "{failure:?}");
+    }
+    assert!(
+        master_users(kc, "mesh-repair-").await.is_empty(),
+        "the failed repair left no temporary administrator"
+    );
+
+    // The repair's kc.sh gets the server's settings: after the brake, the
+    // next attempt repairs it and the consumers are served again.
+    kc.write_config_file(&conf);
+    passes_until(
+        &mut runner,
+        &outbox,
+        &mut said,
+        BOOTSTRAP * 2,
+        "repaired",
+        |s| !repairs(s, "repaired").is_empty(),
+    )
+    .await;
+    // The gate is open again: the next pass serves both consumers.
+    runner.pass().await;
+    said.extend(testing::drain(&outbox));
+    for consumer in ["forge", "wiki"] {
+        let standing = runner.standing(&Name::parse(consumer).unwrap()).unwrap();
+        assert!(
+            standing.failure().is_none(),
+            "{consumer} served again: {standing:?}"
+        );
+    }
+    scan.watch(exposed(&repair));
+    let repaired = repairs(&said, "repaired")[0].clone();
+    let detail = repaired["detail"].as_str().unwrap();
+    assert!(
+        detail.contains(&format!("password of administrator {} set to the mesh's through temporary administrator mesh-repair-", admin.name))
+            && detail.contains("(kc.sh bootstrap-admin on this host)"),
+        "{detail}"
+    );
+    assert!(
+        repaired["said_at"].as_str().unwrap() >= failed["next_attempt_at"].as_str().unwrap(),
+        "not before the brake let it: {failed} then {repaired}"
+    );
+    let runs = scan.finish();
+    assert!(runs >= 2, "the scan saw {runs} kc.sh bootstrap-admin runs");
+
+    // No temporary administrator is left; the server's first administrator
+    // (also marked temporary by Keycloak) is untouched.
+    assert!(master_users(kc, "mesh-repair-").await.is_empty());
+    assert_eq!(master_users(kc, "admin").await.len(), 1);
+    // The mesh's password is the administrator's again.
+    let token = reqwest_login(kc, &admin.name, &admin.password).await;
+    assert_eq!(token, 200);
+
+    secrets.extend(exposed(&repair));
+    let mut words = String::new();
+    for (_, body) in &said {
+        words.push_str(&body.to_string());
+    }
+    assert_no_secret(&words, &secrets, "the words said");
+    assert_no_secret(&logs.text(), &secrets, "the log");
+}
+
+/// The status of a password login as `username` to realm `master`.
+async fn reqwest_login(kc: &KeycloakServer, username: &str, password: &str) -> u16 {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::new()
+        .post(format!(
+            "{}/realms/master/protocol/openid-connect/token",
+            kc.url()
+        ))
+        .form(&[
+            ("grant_type", "password"),
+            ("client_id", "admin-cli"),
+            ("username", username),
+            ("password", password),
+        ])
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+#[tokio::test]
+async fn a_braked_hour_of_probes_does_not_lock_the_administrator_out() {
+    let Some(kc) = KeycloakServer::shared() else {
+        return;
+    };
+    let _turn = TURN.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let realm = kc.new_realm("brake").await;
+    let admin = mesh_admin(kc).await;
+    let guesser = mesh_admin(kc).await;
+    brute_force(kc, Some(5)).await;
+    // The protection is on: five refused logins lock a user out.
+    for _ in 0..5 {
+        assert_eq!(reqwest_login(kc, &guesser.name, "a-wrong-guess").await, 401);
+    }
+    assert_eq!(login_failures(kc, &guesser.id).await["disabled"], true);
+
+    // An hour in 1:1200 (3 s): probes every "5 minutes" (250 ms) while the
+    // repair is braked, the hold 5 minutes doubling to 2 hours, scaled.
+    set_password_by_hand(kc, &admin, "changed-by-hand-Rf52sM").await;
+    let hold = LoginHold {
+        first: Duration::from_millis(250),
+        max: Duration::from_secs(6),
+    };
+    let provisioner = IdentityProvisioner::new(
+        config(
+            kc,
+            &realm,
+            &admin,
+            Path::new("/nonexistent/kc.sh"),
+            &dir.path().join("none"),
+        )
+        .with_login_hold(hold),
+    )
+    .unwrap();
+    let repair = provisioner.admin_repair();
+    let hour = Duration::from_secs(3);
+    let start = std::time::Instant::now();
+    let mut probes = 0;
+    while start.elapsed() < hour {
+        assert!(matches!(repair.probe().await, Probe::Fault(w) if w.contains("invalid_grant")));
+        probes += 1;
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let failures = login_failures(kc, &admin.id).await;
+    let counted = failures["numFailures"].as_u64().unwrap();
+    assert!(probes >= 10, "{probes} probes");
+    assert!(
+        counted <= u64::from(hold.refusals_within(hour)) && counted < 5,
+        "{counted} refused logins counted: {failures}"
+    );
+    assert_eq!(failures["disabled"], false, "{failures}");
+    brute_force(kc, None).await;
+}
+
+#[tokio::test]
+async fn the_repair_ends_a_lockout_of_the_administrator() {
+    let Some(kc) = KeycloakServer::shared() else {
+        return;
+    };
+    let _turn = TURN.lock().await;
+    let (logs, _guard) = LogCapture::start();
+    let dir = tempfile::tempdir().unwrap();
+    let kc_sh = kc.kc_sh_wrapper(dir.path());
+    let conf = dir.path().join("keycloak.conf");
+    kc.write_config_file(&conf);
+    let realm = kc.new_realm("lockout").await;
+    let admin = mesh_admin(kc).await;
+    brute_force(kc, Some(3)).await;
+    // Someone's guesses lock the mesh's administrator out: its right
+    // password is refused, with the same answer as a wrong one.
+    for _ in 0..3 {
+        assert_eq!(reqwest_login(kc, &admin.name, "a-wrong-guess").await, 401);
+    }
+    assert_eq!(reqwest_login(kc, &admin.name, &admin.password).await, 401);
+    let provisioner = IdentityProvisioner::new(config(kc, &realm, &admin, &kc_sh, &conf)).unwrap();
+    let repair = provisioner.admin_repair();
+    assert!(matches!(repair.probe().await, Probe::Fault(_)));
+    let words = repair.repair().await.unwrap();
+    assert!(words.contains("which was removed"), "{words}");
+    assert_eq!(repair.probe().await, Probe::Healthy, "the lockout ended");
+    assert_eq!(login_failures(kc, &admin.id).await["disabled"], false);
+    assert!(master_users(kc, "mesh-repair-").await.is_empty());
+    brute_force(kc, None).await;
+    let secrets: Vec<String> = exposed(repair);
+    assert_no_secret(&logs.text(), &secrets, "the log");
+}
