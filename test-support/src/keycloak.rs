@@ -560,6 +560,55 @@ impl KeycloakServer {
         (username, password, id)
     }
 
+    /// Makes a new service-account client of realm `master` named
+    /// `{prefix}-{random}` with a random secret, its service account given
+    /// role `admin`; returns its `clientId`, secret and id.
+    pub async fn new_master_admin_client(&self, prefix: &str) -> (String, String, String) {
+        let client_id = format!("{prefix}-{}", random_hex(4));
+        let secret = random_hex(16);
+        let client = json!({
+            "clientId": client_id,
+            "enabled": true,
+            "publicClient": false,
+            "secret": secret,
+            "serviceAccountsEnabled": true,
+            "standardFlowEnabled": false,
+            "directAccessGrantsEnabled": false,
+        });
+        let (status, body) = self.admin("POST", "master/clients", Some(&client)).await;
+        assert_eq!(status, 201, "making client {client_id}: {body}");
+        let (_, found) = self
+            .admin("GET", &format!("master/clients?clientId={client_id}"), None)
+            .await;
+        let id = found[0]["id"]
+            .as_str()
+            .expect("the new client's id")
+            .to_owned();
+        let (status, user) = self
+            .admin(
+                "GET",
+                &format!("master/clients/{id}/service-account-user"),
+                None,
+            )
+            .await;
+        assert_eq!(status, 200, "the service account of {client_id}: {user}");
+        let user_id = user["id"].as_str().expect("the service account's id");
+        let (status, role) = self.admin("GET", "master/roles/admin", None).await;
+        assert_eq!(status, 200, "reading role admin: {role}");
+        let (status, body) = self
+            .admin(
+                "POST",
+                &format!("master/users/{user_id}/role-mappings/realm"),
+                Some(&json!([role])),
+            )
+            .await;
+        assert_eq!(
+            status, 204,
+            "giving {client_id}'s service account role admin: {body}"
+        );
+        (client_id, secret, id)
+    }
+
     /// Makes a new, enabled realm named `{prefix}-{random}` and returns its
     /// name: each test its own realm on the shared server.
     pub async fn new_realm(&self, prefix: &str) -> String {

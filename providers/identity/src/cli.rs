@@ -25,7 +25,7 @@ use clap::Args;
 use mesh_sdk::ProviderMain;
 
 use crate::bootstrap::ContainerCli;
-use crate::config::{ConfigError, IdentityConfig};
+use crate::config::{AdminLogin, ConfigError, IdentityConfig};
 use crate::hold::LoginHold;
 use crate::provisioner::IdentityProvisioner;
 use mesh_sdk::internal::read_admin_password;
@@ -58,8 +58,31 @@ pub struct Flags {
     pub admin_user: String,
 
     /// File holding the mesh's administrator password (surrounding whitespace trimmed).
-    #[arg(long, env = "MESH_KEYCLOAK_ADMIN_PASSWORD_FILE")]
-    pub admin_password_file: PathBuf,
+    #[arg(
+        long,
+        env = "MESH_KEYCLOAK_ADMIN_PASSWORD_FILE",
+        required_unless_present = "admin_client_id",
+        conflicts_with = "admin_client_id"
+    )]
+    pub admin_password_file: Option<PathBuf>,
+
+    /// Log in as this service-account client of realm master (its service
+    /// account holding the admin role) instead of a user: the
+    /// client-credentials grant, as Keycloak recommends for automation.
+    #[arg(
+        long,
+        env = "MESH_KEYCLOAK_ADMIN_CLIENT_ID",
+        requires = "admin_client_secret_file"
+    )]
+    pub admin_client_id: Option<String>,
+
+    /// File holding that client's secret (surrounding whitespace trimmed).
+    #[arg(
+        long,
+        env = "MESH_KEYCLOAK_ADMIN_CLIENT_SECRET_FILE",
+        requires = "admin_client_id"
+    )]
+    pub admin_client_secret_file: Option<PathBuf>,
 
     /// The container Keycloak runs in: the repair runs kc.sh bootstrap-admin
     /// there. Without it or --kc-sh a refused administrator is said but not
@@ -110,16 +133,26 @@ impl Flags {
     /// # Errors
     /// [`ConfigError`] when a value or the password file cannot be used.
     pub fn config(&self) -> Result<IdentityConfig, ConfigError> {
-        let password = read_admin_password(&self.admin_password_file)?;
-        let mut config =
-            IdentityConfig::new(&self.keycloak_url, &self.realm, &self.admin_user, password)?
-                .with_container(self.container.clone(), self.container_cli.clone())?
-                .with_http_timeout(self.keycloak_timeout)
-                .with_bootstrap_timeout(self.bootstrap_timeout)
-                .with_login_hold(LoginHold {
-                    first: self.admin_login_hold,
-                    max: self.admin_login_hold_max,
-                });
+        let (name, file, login) = match (&self.admin_client_id, &self.admin_client_secret_file) {
+            (Some(client), Some(file)) => (client, file, AdminLogin::ClientCredentials),
+            _ => (
+                &self.admin_user,
+                self.admin_password_file
+                    .as_ref()
+                    .ok_or(ConfigError::AdminLogin)?,
+                AdminLogin::Password,
+            ),
+        };
+        let secret = read_admin_password(file)?;
+        let mut config = IdentityConfig::new(&self.keycloak_url, &self.realm, name, secret)?
+            .with_admin_login(login)
+            .with_container(self.container.clone(), self.container_cli.clone())?
+            .with_http_timeout(self.keycloak_timeout)
+            .with_bootstrap_timeout(self.bootstrap_timeout)
+            .with_login_hold(LoginHold {
+                first: self.admin_login_hold,
+                max: self.admin_login_hold_max,
+            });
         if let Some(kc_sh) = &self.kc_sh {
             config = config.with_kc_sh(kc_sh.clone(), self.kc_config_file.clone())?;
         }
@@ -139,6 +172,7 @@ pub fn provisioner(
         keycloak = %config.url(),
         realm = %config.realm(),
         admin = %config.admin_user(),
+        admin_login = ?config.admin_login(),
         repair = %config.runtime().map_or("(none: a refused administrator is said, not repaired)".to_owned(),
             |runtime| format!("kc.sh bootstrap-admin {runtime}")),
         "identity provider configured"
@@ -206,6 +240,55 @@ mod tests {
         ]);
         let error = result.unwrap_err().to_string();
         assert!(error.contains("absolute path"), "{error}");
+    }
+
+    #[test]
+    fn the_administrator_logs_in_by_password_or_as_a_service_account_client() {
+        let dir = tempfile::tempdir().unwrap();
+        let (pw, secret) = (dir.path().join("pw"), dir.path().join("secret"));
+        std::fs::write(&pw, "admin-secret\n").unwrap();
+        std::fs::write(&secret, " client-secret \n").unwrap();
+        let with = |more: &[&str]| {
+            let base = [
+                "mesh-identity",
+                "--contributions",
+                "c.json",
+                "--keycloak-url",
+                "http://k",
+                "--realm",
+                "mesh",
+            ];
+            MAIN.parse_from::<Flags, _, _>(base.iter().chain(more.iter()))
+        };
+        let (_, flags) = with(&[
+            "--admin-client-id",
+            "mesh-automation",
+            "--admin-client-secret-file",
+            secret.to_str().unwrap(),
+        ])
+        .unwrap();
+        let config = flags.config().unwrap();
+        assert_eq!(config.admin_login(), AdminLogin::ClientCredentials);
+        assert_eq!(config.admin_user(), "mesh-automation");
+        assert_eq!(config.admin_password().expose(), "client-secret");
+        let (_, flags) = with(&["--admin-password-file", pw.to_str().unwrap()]).unwrap();
+        assert_eq!(flags.config().unwrap().admin_login(), AdminLogin::Password);
+
+        let neither = with(&[]).unwrap_err().to_string();
+        assert!(neither.contains("--admin-password-file"), "{neither}");
+        let both = with(&[
+            "--admin-password-file",
+            pw.to_str().unwrap(),
+            "--admin-client-id",
+            "c",
+            "--admin-client-secret-file",
+            secret.to_str().unwrap(),
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(both.contains("cannot be used with"), "{both}");
+        let no_secret = with(&["--admin-client-id", "c"]).unwrap_err().to_string();
+        assert!(no_secret.contains("--admin-client-secret-file"), "{no_secret}");
     }
 
     #[test]

@@ -50,6 +50,9 @@ pub enum ConfigError {
         /// The path as given, cut to 120 characters.
         shown: String,
     },
+    /// Neither a password file nor a client secret file is given.
+    #[error("give --admin-password-file, or --admin-client-id with --admin-client-secret-file")]
+    AdminLogin,
     /// The admin password file cannot be used.
     #[error(transparent)]
     PasswordFile(#[from] PasswordFileError),
@@ -77,6 +80,7 @@ pub struct IdentityConfig {
     realm: String,
     admin_user: String,
     admin_password: Secret,
+    admin_login: AdminLogin,
     runtime: Option<Runtime>,
     login_hold: LoginHold,
     http_timeout: Duration,
@@ -127,6 +131,7 @@ impl IdentityConfig {
             realm: realm.to_owned(),
             admin_user: admin_user.to_owned(),
             admin_password,
+            admin_login: AdminLogin::Password,
             runtime: None,
             login_hold: LoginHold::default(),
             http_timeout: DEFAULT_HTTP_TIMEOUT,
@@ -180,6 +185,15 @@ impl IdentityConfig {
         Ok(self)
     }
 
+    /// How the administrator logs in: as a user with its password (the
+    /// default), or as a service-account client of realm `master` with its
+    /// secret ([`AdminLogin::ClientCredentials`]: `admin_user` is then the
+    /// client's `clientId` and `admin_password` its secret).
+    pub fn with_admin_login(mut self, login: AdminLogin) -> IdentityConfig {
+        self.admin_login = login;
+        self
+    }
+
     /// How long a refused administrator password is held back before it
     /// is tried again ([`crate::hold`]).
     pub fn with_login_hold(mut self, hold: LoginHold) -> IdentityConfig {
@@ -209,14 +223,19 @@ impl IdentityConfig {
         &self.realm
     }
 
-    /// The administrator's user name (realm `master`).
+    /// The administrator's user name, or its client's `clientId` (realm `master`).
     pub fn admin_user(&self) -> &str {
         &self.admin_user
     }
 
-    /// The mesh's administrator password.
+    /// The mesh's administrator password, or its client's secret.
     pub fn admin_password(&self) -> &Secret {
         &self.admin_password
+    }
+
+    /// How the administrator logs in.
+    pub fn admin_login(&self) -> AdminLogin {
+        self.admin_login
     }
 
     /// Where the repair runs Keycloak's bootstrap command, if anywhere.
@@ -238,6 +257,18 @@ impl IdentityConfig {
     pub fn bootstrap_timeout(&self) -> Duration {
         self.bootstrap_timeout
     }
+}
+
+/// How the provider's administrator logs in to realm `master`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AdminLogin {
+    /// A user and its password (the password grant through `admin-cli`).
+    #[default]
+    Password,
+    /// A confidential client with a service account holding the admin
+    /// role, and its secret (the client-credentials grant), as Keycloak
+    /// recommends for automation.
+    ClientCredentials,
 }
 
 /// A Docker/Podman container name (`[a-zA-Z0-9][a-zA-Z0-9_.-]*`) or id; never

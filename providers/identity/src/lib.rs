@@ -49,7 +49,7 @@ pub mod repair;
 
 pub use bootstrap::{ContainerCli, Runtime};
 pub use cli::Flags;
-pub use config::{ConfigError, IdentityConfig};
+pub use config::{AdminLogin, ConfigError, IdentityConfig};
 pub use error::{IdentityError, MARK};
 pub use provisioner::{IdentityProvisioner, PROVISION};
 pub use repair::{AdminRepair, RepairError, FAULT};

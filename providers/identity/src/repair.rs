@@ -41,7 +41,7 @@ use mesh_sdk::internal::error_words;
 use mesh_sdk::{Name, Probe, Repair, Secret};
 
 use crate::bootstrap::{Bootstrap, BootstrapError, Runtime, TempAdmin};
-use crate::config::IdentityConfig;
+use crate::config::{AdminLogin, IdentityConfig};
 use crate::keycloak::{AccessToken, Auth, Keycloak};
 
 /// The fault's name, as said on `provisioner.repair`.
@@ -65,10 +65,10 @@ pub enum RepairError {
         cleanup: String,
     },
     /// The password was set, but the temporary administrator may remain.
-    #[error("password of administrator {admin} set to the mesh's, but {left}")]
+    #[error("{credential} set to the mesh's, but {left}")]
     TemporaryAdminLeft {
-        /// The administrator.
-        admin: String,
+        /// Whose password or secret: `password of administrator X`.
+        credential: String,
         /// What remains, and why.
         left: String,
     },
@@ -144,20 +144,48 @@ impl AdminRepair {
             })?;
         guard.token = Some(token.clone());
         let admin = kc.admin_user();
-        let id = kc
-            .find_user(Auth::Bearer(&token), admin)
-            .await
-            .map_err(|e| error_words(&e))?
-            .ok_or_else(|| format!("administrator {admin} is not a user of realm master"))?;
-        kc.reset_password(Auth::Bearer(&token), admin, &id, kc.admin_password())
-            .await
-            .map_err(|e| error_words(&e))?;
-        kc.clear_login_failures(Auth::Bearer(&token), admin, &id)
-            .await
-            .map_err(|e| error_words(&e))?;
+        let auth = Auth::Bearer(&token);
+        match kc.admin_login_kind() {
+            AdminLogin::Password => {
+                let id = kc
+                    .find_user(auth, admin)
+                    .await
+                    .map_err(|e| error_words(&e))?
+                    .ok_or_else(|| {
+                        format!("administrator {admin} is not a user of realm master")
+                    })?;
+                kc.reset_password(auth, admin, &id, kc.admin_password())
+                    .await
+                    .map_err(|e| error_words(&e))?;
+                kc.clear_login_failures(auth, admin, &id)
+                    .await
+                    .map_err(|e| error_words(&e))?;
+            }
+            AdminLogin::ClientCredentials => {
+                let id = kc
+                    .find_master_client(auth, admin)
+                    .await
+                    .map_err(|e| error_words(&e))?
+                    .ok_or_else(|| {
+                        format!("administrator client {admin} is not a client of realm master")
+                    })?;
+                kc.set_master_client_secret(auth, admin, &id, kc.admin_password())
+                    .await
+                    .map_err(|e| error_words(&e))?;
+            }
+        }
         kc.forget_admin_login().await;
-        tracing::info!(admin = %admin, "administrator's password set to the mesh's");
+        tracing::info!(admin = %admin, "{} set to the mesh's", self.credential());
         Ok(())
+    }
+
+    /// `password of administrator X`, or `secret of administrator client X`.
+    fn credential(&self) -> String {
+        let admin = self.keycloak.admin_user();
+        match self.keycloak.admin_login_kind() {
+            AdminLogin::Password => format!("password of administrator {admin}"),
+            AdminLogin::ClientCredentials => format!("secret of administrator client {admin}"),
+        }
     }
 }
 
@@ -172,7 +200,7 @@ impl Repair for AdminRepair {
     async fn probe(&self) -> Probe {
         match self.keycloak.admin_login().await {
             Ok(()) => Probe::Healthy,
-            Err(error) if error.is_invalid_grant() => Probe::Fault(error_words(&error)),
+            Err(error) if self.keycloak.refuses_admin(&error) => Probe::Fault(error_words(&error)),
             Err(error) => Probe::Unknown(error_words(&error)),
         }
     }
@@ -202,9 +230,13 @@ impl Repair for AdminRepair {
         let name = &temp.username;
         match (steps, removal) {
             (Ok(()), Ok(_)) => Ok(format!(
-                "password of administrator {admin} set to the mesh's through temporary administrator {name} (kc.sh bootstrap-admin {runtime}), which was removed"
+                "{} set to the mesh's through temporary administrator {name} (kc.sh bootstrap-admin {runtime}), which was removed",
+                self.credential()
             )),
-            (Ok(()), Err(left)) => Err(RepairError::TemporaryAdminLeft { admin, left }),
+            (Ok(()), Err(left)) => Err(RepairError::TemporaryAdminLeft {
+                credential: self.credential(),
+                left,
+            }),
             (Err(step), Ok(Removal::Unconfirmed(cleanup))) => {
                 Err(RepairError::Step { step, cleanup })
             }

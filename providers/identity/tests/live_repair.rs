@@ -15,9 +15,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mesh_provider_identity::hold::LoginHold;
-use mesh_provider_identity::{AdminRepair, IdentityConfig, IdentityProvisioner};
+use mesh_provider_identity::{AdminLogin, AdminRepair, IdentityConfig, IdentityProvisioner};
 use mesh_sdk::testing::{self, BrakeRules, LogCapture, Outbox, RepairRules, Runner, Settings};
-use mesh_sdk::{Class, Name, Probe, Repair, Secret};
+use mesh_sdk::{Class, Consumer, Name, Probe, Provisioner, Repair, Secret};
 use mesh_test_support::KeycloakServer;
 use serde_json::{json, Value};
 
@@ -526,5 +526,73 @@ async fn the_repair_ends_a_lockout_of_the_administrator() {
     assert!(master_users(kc, "mesh-repair-").await.is_empty());
     brute_force(kc, None).await;
     let secrets: Vec<String> = exposed(repair);
+    assert_no_secret(&logs.text(), &secrets, "the log");
+}
+
+#[tokio::test]
+async fn a_service_account_administrator_logs_in_by_client_credentials_and_its_secret_is_repaired()
+{
+    let Some(kc) = KeycloakServer::shared() else {
+        return;
+    };
+    let _turn = TURN.lock().await;
+    let (logs, _guard) = LogCapture::start();
+    let dir = tempfile::tempdir().unwrap();
+    let kc_sh = kc.kc_sh_wrapper(dir.path());
+    let conf = dir.path().join("keycloak.conf");
+    kc.write_config_file(&conf);
+    let realm = kc.new_realm("client-admin").await;
+    let (client_id, secret, id) = kc.new_master_admin_client("mesh-automation").await;
+    let admin = MeshAdmin {
+        name: client_id.clone(),
+        password: secret.clone(),
+        id: id.clone(),
+    };
+    let provisioner = IdentityProvisioner::new(
+        config(kc, &realm, &admin, &kc_sh, &conf).with_admin_login(AdminLogin::ClientCredentials),
+    )
+    .unwrap();
+    let repair = Arc::clone(provisioner.admin_repair());
+    let forge = Consumer {
+        name: Name::parse("forge").unwrap(),
+        machine: Name::parse("app-1").unwrap(),
+        provision: "oidc-client".into(),
+        secret_file: Default::default(),
+        options: json!({}),
+    };
+    let minted = Secret::new("forge-minted-Hs62pQ0x");
+    provisioner.ensure(&forge, &minted).await.unwrap();
+    provisioner.check(&forge, &minted).await.unwrap();
+    assert_eq!(repair.probe().await, Probe::Healthy);
+
+    // The client's secret is changed by hand: its login is refused.
+    let by_hand = "changed-by-hand-Nx40cR";
+    let (status, body) = kc
+        .admin(
+            "PUT",
+            &format!("master/clients/{id}"),
+            Some(&json!({"secret": by_hand})),
+        )
+        .await;
+    assert_eq!(status, 204, "{body}");
+    let Probe::Fault(words) = repair.probe().await else {
+        panic!("the refused client is the fault");
+    };
+    assert!(
+        words.starts_with(&format!(
+            "administrator login as client {client_id}: keycloak answered 401: unauthorized_client"
+        )),
+        "{words}"
+    );
+    let words = repair.repair().await.unwrap();
+    assert!(
+        words.starts_with(&format!("secret of administrator client {client_id} set to the mesh's through temporary administrator mesh-repair-")),
+        "{words}"
+    );
+    assert_eq!(repair.probe().await, Probe::Healthy);
+    provisioner.delete(&forge.name).await.unwrap();
+    assert!(master_users(kc, "mesh-repair-").await.is_empty());
+    let mut secrets = vec![secret, by_hand.to_owned(), minted.expose().to_owned()];
+    secrets.extend(exposed(&repair));
     assert_no_secret(&logs.text(), &secrets, "the log");
 }

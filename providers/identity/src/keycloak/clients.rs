@@ -153,6 +153,55 @@ impl Keycloak {
         }
     }
 
+    /// The id of client `client_id` of realm `master` (the administrator's
+    /// own service-account client), if there is one.
+    ///
+    /// # Errors
+    /// Keycloak's refusal or failure.
+    pub async fn find_master_client(
+        &self,
+        auth: Auth<'_>,
+        client_id: &str,
+    ) -> Result<Option<String>, IdentityError> {
+        let what = format!("looking up client {client_id} of realm master");
+        let mut url = self.master_url(&["clients"]);
+        url.query_pairs_mut().append_pair("clientId", client_id);
+        let answer = self.call(&what, auth, |http| http.get(url.clone())).await?;
+        if !answer.success() {
+            return Err(answer.error(&what));
+        }
+        let clients: Vec<ClientRep> = answer.json(&what)?;
+        Ok(clients
+            .into_iter()
+            .find(|c| c.client_id == client_id)
+            .map(|c| c.id))
+    }
+
+    /// Sets the secret of client `id` of realm `master` (stored as is; the
+    /// old one is refused at once).
+    ///
+    /// # Errors
+    /// Keycloak's refusal or failure.
+    pub async fn set_master_client_secret(
+        &self,
+        auth: Auth<'_>,
+        client_id: &str,
+        id: &str,
+        secret: &Secret,
+    ) -> Result<(), IdentityError> {
+        let what = format!("setting the secret of client {client_id} of realm master");
+        let url = self.master_url(&["clients", id]);
+        let body = json!({ "secret": secret.expose() });
+        let answer = self
+            .call(&what, auth, |http| http.put(url.clone()).json(&body))
+            .await?;
+        if answer.success() {
+            Ok(())
+        } else {
+            Err(answer.error(&what))
+        }
+    }
+
     /// Every client of the realm, page by page.
     ///
     /// Keycloak 26 pages by `first`/`max` over clients ordered by

@@ -15,7 +15,7 @@ use bytes::Bytes;
 use mesh_sdk::Secret;
 use reqwest::{RequestBuilder, Url};
 
-use crate::config::IdentityConfig;
+use crate::config::{AdminLogin, IdentityConfig};
 use crate::error::IdentityError;
 use crate::hold::LoginHold;
 
@@ -69,6 +69,7 @@ pub struct Keycloak {
     realm: String,
     admin_user: String,
     admin_password: Secret,
+    admin_login: AdminLogin,
     hold: LoginHold,
     token: tokio::sync::Mutex<token::Cached>,
 }
@@ -104,6 +105,7 @@ impl Keycloak {
             realm: config.realm().to_owned(),
             admin_user: config.admin_user().to_owned(),
             admin_password: config.admin_password().clone(),
+            admin_login: config.admin_login(),
             hold: config.login_hold(),
             token: tokio::sync::Mutex::new(token::Cached::None),
         })
@@ -114,7 +116,12 @@ impl Keycloak {
         &self.realm
     }
 
-    /// The administrator's user name (realm `master`).
+    /// How the administrator logs in.
+    pub fn admin_login_kind(&self) -> AdminLogin {
+        self.admin_login
+    }
+
+    /// The administrator's user name, or its client's `clientId` (realm `master`).
     pub fn admin_user(&self) -> &str {
         &self.admin_user
     }

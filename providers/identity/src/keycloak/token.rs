@@ -9,6 +9,7 @@ use serde::Deserialize;
 use tokio::time::Instant;
 
 use super::Keycloak;
+use crate::config::AdminLogin;
 use crate::error::IdentityError;
 
 /// The admin client of realm `master` (FACTS.md: the password grant goes to it).
@@ -76,8 +77,49 @@ impl Keycloak {
         Ok((Secret::new(token.access_token), renew_at))
     }
 
+    /// Logs in to realm `master` as the service-account client
+    /// `client_id` (the client-credentials grant).
+    async fn client_grant(
+        &self,
+        what: &str,
+        client_id: &str,
+        secret: &Secret,
+    ) -> Result<(AccessToken, Instant), IdentityError> {
+        let url = self.url(&["realms", "master", "protocol", "openid-connect", "token"]);
+        let form = [
+            ("grant_type", "client_credentials"),
+            ("client_id", client_id),
+            ("client_secret", secret.expose()),
+        ];
+        let answer = self.send(what, self.http.post(url).form(&form)).await?;
+        if !answer.success() {
+            return Err(answer.error(what));
+        }
+        let token: TokenAnswer = answer.json(what)?;
+        let renew_at = Instant::now() + renew_after(token.expires_in.unwrap_or(60));
+        Ok((Secret::new(token.access_token), renew_at))
+    }
+
     fn admin_what(&self) -> String {
-        format!("administrator login as {}", self.admin_user)
+        match self.admin_login {
+            AdminLogin::Password => format!("administrator login as {}", self.admin_user),
+            AdminLogin::ClientCredentials => {
+                format!("administrator login as client {}", self.admin_user)
+            }
+        }
+    }
+
+    /// Whether `error` is Keycloak refusing the administrator's
+    /// credentials: `invalid_grant` for a user's password; for a client,
+    /// `invalid_client` (unknown or disabled) or `unauthorized_client`
+    /// (wrong secret), status 400 or 401.
+    pub fn refuses_admin(&self, error: &IdentityError) -> bool {
+        match self.admin_login {
+            AdminLogin::Password => error.is_invalid_grant(),
+            AdminLogin::ClientCredentials => matches!(error,
+                IdentityError::Status { status: 400 | 401, error: Some(code), .. }
+                    if code == "invalid_client" || code == "unauthorized_client"),
+        }
     }
 
     /// Logs the mesh's administrator in now, whatever token is cached (the
@@ -119,10 +161,17 @@ impl Keycloak {
 
     async fn login_into(&self, cached: &mut Cached) -> Result<AccessToken, IdentityError> {
         let what = self.admin_what();
-        match self
-            .password_grant(&what, &self.admin_user, &self.admin_password)
-            .await
-        {
+        let login = match self.admin_login {
+            AdminLogin::Password => {
+                self.password_grant(&what, &self.admin_user, &self.admin_password)
+                    .await
+            }
+            AdminLogin::ClientCredentials => {
+                self.client_grant(&what, &self.admin_user, &self.admin_password)
+                    .await
+            }
+        };
+        match login {
             Ok((access, renew_at)) => {
                 *cached = Cached::Token {
                     access: access.clone(),
@@ -138,7 +187,7 @@ impl Keycloak {
                     ..
                 } = &error
                 {
-                    if error.is_invalid_grant() {
+                    if self.refuses_admin(&error) {
                         let refusals = match cached {
                             Cached::Refused { refusals, .. } => refusals.saturating_add(1),
                             _ => 1,
