@@ -11,31 +11,40 @@
 //! it made (clients marked with [`MARK`]).
 //!
 //! Its known fault is `admin-refused` ([`AdminRepair`]): when Keycloak
-//! refuses the mesh's administrator password, the loop stops calling
-//! Keycloak for consumers, and the repair sets the administrator's password
-//! to the mesh's through Keycloak's own `kc.sh bootstrap-admin` in its
-//! container and a temporary administrator that is removed afterwards.
+//! refuses the mesh's administrator (a user's password, or a
+//! service-account client's secret with `--admin-client-id`), the loop
+//! stops calling Keycloak for consumers, and the repair sets the password
+//! (or secret) to the mesh's through a temporary administrator made by
+//! Keycloak's own `kc.sh bootstrap-admin`, removed afterwards.
 //!
 //! ## Operating it
-//! - The provider needs the right to run `<runtime> exec` on Keycloak's
-//!   container (membership of the `docker` group, or podman's socket);
-//!   without `--container` a refused administrator is said on
-//!   `provisioner.repair` every time, but not repaired.
-//! - `kc.sh bootstrap-admin` must reach the same database as the server:
-//!   give the database options as `KC_DB*` variables of the container (or
-//!   in its `keycloak.conf`), which `exec` hands to the command.
+//! - Where Keycloak runs decides how the repair reaches `kc.sh`: in a
+//!   container (`--container`, the provider needs the right to run
+//!   `<runtime> exec` on it: the `docker` group, or podman's socket), or on
+//!   this host from its distribution, by hand or under systemd (`--kc-sh`,
+//!   the provider runs as a user who may run it). Without either a refused
+//!   administrator is said on `provisioner.repair`, but not repaired.
+//! - `kc.sh bootstrap-admin` runs beside the live server (nothing is
+//!   stopped) and must reach the same database: in a container `exec`
+//!   hands it the container's `KC_DB*` variables and `keycloak.conf`; on
+//!   the host give the provider the server's `KC_DB*` variables, or
+//!   `--kc-config-file`. The server must use a real database (not
+//!   start-dev's H2 file) and an image built for it (`--optimized` is
+//!   passed); see [`bootstrap`].
 //! - A temporary administrator is named `mesh-repair-<random>`; one that
 //!   could not be removed is said in the repair's words (and logged) by name.
-//! - After the administrator's login is refused, consumers do not log in
-//!   again for 30 s ([`keycloak::REFUSED_HOLD`]): a pass with many consumers
-//!   never becomes a burst of failed logins for brute-force protection to count.
+//! - After the administrator is refused, its credentials are not tried
+//!   again for 5 minutes, doubling to 2 hours ([`hold`]): with brute-force
+//!   protection on, the provider never locks the administrator out; the
+//!   repair ends a lockout someone else caused.
 //!
-//! Layout: [`config`] (how Keycloak and its container are reached),
-//! [`keycloak`] (the token endpoint and admin REST API), [`container`] (the
-//! bootstrap command), [`classify`] (classes from HTTP statuses and
-//! Keycloak's error codes), [`provisioner`] (the [`mesh_sdk::Provisioner`]),
-//! [`repair`] (the [`mesh_sdk::Repair`]), [`cli`] (the binary's flags and
-//! its main).
+//! Layout: [`config`] (how Keycloak is reached, where the repair runs),
+//! [`keycloak`] (the token endpoint and admin REST API), [`hold`] (when
+//! refused credentials are tried again), [`bootstrap`] (the bootstrap
+//! command, in a container or on this host), [`classify`] (classes from
+//! HTTP statuses and Keycloak's error codes), [`provisioner`] (the
+//! [`mesh_sdk::Provisioner`]), [`repair`] (the [`mesh_sdk::Repair`]),
+//! [`cli`] (the binary's flags and its main).
 
 pub mod bootstrap;
 pub mod classify;

@@ -9,8 +9,9 @@
 //! `kc.sh bootstrap-admin user` does; the fake container runtime calls it.
 //!
 //! # Checked against a real Keycloak 26.5.6
-//! `tests/live.rs` runs the provider against a real server
-//! (`kc.sh start-dev`). What it showed, and how the fake follows:
+//! `tests/live.rs` and `tests/live_repair.rs` run the provider against a
+//! real server (`kc.sh start --optimized` on PostgreSQL). What they
+//! showed, and how the fake follows:
 //! - A client-credentials login is refused with 401 and, by cause:
 //!   unknown or **disabled** client → `invalid_client` ("Invalid client or
 //!   Invalid client credentials"), whatever the secret; an enabled client
@@ -40,7 +41,23 @@
 //! - `?clientId=X` matches exactly and case-sensitively (`for` and `FORGE`
 //!   find no `forge`).
 //! - A refused password login is 401 `invalid_grant` on 26.5 (400 from
-//!   26.6: FACTS.md); the fake does either.
+//!   26.6); the fake does either.
+//! - With brute-force protection on in realm `master`, a user locked out
+//!   gets exactly the answer of a wrong password, also for its right one.
+//!   `PUT .../reset-password` does not end a lockout; `DELETE
+//!   /admin/realms/master/attack-detection/brute-force/users/{id}` does
+//!   (204). The fake counts refusals the same way ([`State::failure_factor`]).
+//! - A service-account client of realm `master` with role `admin` logs in
+//!   by client credentials; a wrong secret is 401 `unauthorized_client`.
+//!   The fake has no clients in `master`: that login is tested on the real
+//!   server only.
+//! - `kc.sh bootstrap-admin user --optimized`, run beside the live server
+//!   with its database settings, adds the user in about 8 s and the live
+//!   server lets it log in at once; the fake's control endpoint does the
+//!   same at once. Beside a `start-dev` server on its H2 file it fails
+//!   (the file is locked); without `--optimized` it rebuilds the server's
+//!   image first. The first administrator (from `KC_BOOTSTRAP_ADMIN_*`) is
+//!   marked `is_temporary_admin` like the ones it makes.
 //!
 //! # What the fake does not do
 //! - Realms hold only what tests put in them: no built-in clients
@@ -60,6 +77,7 @@
 //!   temporary is an administrator.
 //! - `kc.sh bootstrap-admin` is a test endpoint; the real command (a second
 //!   JVM, the database it needs, the build it may redo) is not simulated.
+//! - No clients in realm `master` (see above).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
