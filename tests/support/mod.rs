@@ -45,6 +45,10 @@ pub struct Options {
     /// certificates (`verify: true`); every binary then gets
     /// `--nats-ca-file`, `--nats-cert-file` and `--nats-key-file`.
     pub tls: bool,
+    /// The consumers of `identity@id-1` (provision `oidc-client`) in the
+    /// declaration: (consumer, its machine). With none, the declaration has
+    /// no identity provider.
+    pub identity: Vec<(&'static str, &'static str)>,
 }
 
 /// How the bus users prove who they are.
@@ -66,6 +70,7 @@ impl Default for Options {
             alive_every: "1m",
             bus_auth: BusAuth::Password,
             tls: false,
+            identity: Vec::new(),
         }
     }
 }
@@ -166,6 +171,10 @@ pub struct Mesh {
     pub provider: Option<Process>,
     /// The machine agent `mesh-grants`, once started.
     pub grants: Option<Process>,
+    /// `mesh-identity` (`identity@id-1`), once started.
+    pub identity: Option<Process>,
+    /// The consumers the declaration lists for `identity@id-1`.
+    pub identity_consumers: Vec<(&'static str, &'static str)>,
     /// The consumers the declaration lists for `postgres@db-1`.
     pub consumers: Vec<(&'static str, &'static str)>,
     alive_every: &'static str,
@@ -192,9 +201,21 @@ impl Mesh {
     pub fn with(options: Options) -> Mesh {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
-        let mut modules = vec![
-            json!({"module": "postgres", "machine": "db-1", "provides": ["postgres-database"]}),
-        ];
+        let mut modules = Vec::new();
+        if !options.consumers.is_empty() || options.identity.is_empty() {
+            modules.push(
+                json!({"module": "postgres", "machine": "db-1", "provides": ["postgres-database"]}),
+            );
+        }
+        if !options.identity.is_empty() {
+            modules.push(
+                json!({"module": "identity", "machine": "id-1", "provides": ["oidc-client"]}),
+            );
+        }
+        for &(consumer, machine) in &options.identity {
+            modules.push(json!({"module": consumer, "machine": machine,
+                "requires": [{"provision": "oidc-client", "from": "identity@id-1"}]}));
+        }
         for (module, machine) in &options.never_run {
             modules.push(
                 json!({"module": module, "machine": machine, "provides": ["postgres-database"]}),
@@ -218,7 +239,20 @@ impl Mesh {
             .map(|(c, m)| format!("{c}@{m}"))
             .collect();
         users.extend(["postgres@db-1".to_owned(), "controller".to_owned()]);
-        users.extend(grant_agents(options.consumers.iter().map(|&(_, m)| m)));
+        users.extend(
+            options
+                .identity
+                .iter()
+                .map(|(c, m)| format!("{c}@{m}"))
+                .chain((!options.identity.is_empty()).then(|| "identity@id-1".to_owned())),
+        );
+        users.extend(grant_agents(
+            options
+                .consumers
+                .iter()
+                .chain(&options.identity)
+                .map(|&(_, m)| m),
+        ));
         std::fs::create_dir(d.join("nkeys")).unwrap();
         for user in &users {
             match options.bus_auth {
@@ -285,7 +319,7 @@ impl Mesh {
         let store_url = format!("postgres://postgres@127.0.0.1:{}/mesh_store", store.port());
 
         std::fs::create_dir(d.join("secrets")).unwrap();
-        for &(consumer, _) in &options.consumers {
+        for &(consumer, _) in options.consumers.iter().chain(&options.identity) {
             std::fs::write(
                 d.join("secrets").join(consumer),
                 format!("minted-{consumer}-secret"),
@@ -300,6 +334,8 @@ impl Mesh {
             controller: None,
             provider: None,
             grants: None,
+            identity: None,
+            identity_consumers: options.identity.clone(),
             consumers: options.consumers.clone(),
             alive_every: options.alive_every,
             store_url,
@@ -308,6 +344,14 @@ impl Mesh {
         };
         let all: Vec<&str> = options.consumers.iter().map(|(c, _)| *c).collect();
         mesh.list(&all);
+        let entries: Vec<Value> = options
+            .identity
+            .iter()
+            .map(|(c, m)| json!({"consumer": c, "machine": m, "provision": "oidc-client", "secret_file": format!("secrets/{c}")}))
+            .collect();
+        let file =
+            json!({"provider": {"module": "identity", "machine": "id-1"}, "consumers": entries});
+        std::fs::write(mesh.path("identity.json"), file.to_string()).unwrap();
         mesh
     }
 
@@ -469,6 +513,36 @@ impl Mesh {
         self.grants = Some(Process::spawn("grants", command, self.path("grants.log")));
     }
 
+    /// Starts `mesh-identity` as `identity@id-1` on `identity.json`, with
+    /// `args` (how it reaches Keycloak and repairs it) and `env` added to
+    /// its environment; short timings.
+    pub fn start_identity(&mut self, args: &[OsString], env: &[(String, String)]) {
+        let mut command = Command::new(binary("mesh-identity"));
+        command
+            .arg("--contributions")
+            .arg(self.path("identity.json"))
+            .args(self.bus_flags("identity@id-1"))
+            .args(args)
+            .args([
+                "--pass-every",
+                "500ms",
+                "--failing-after",
+                &humantime::format_duration(FAILING_AFTER).to_string(),
+                "--repeat-every",
+                "1m",
+                "--alive-every",
+                self.alive_every,
+                "--ack-timeout",
+                "1s",
+            ])
+            .envs(env.iter().map(|(k, v)| (k, v)));
+        self.identity = Some(Process::spawn(
+            "identity",
+            command,
+            self.path("identity.log"),
+        ));
+    }
+
     pub fn stop_grants(&mut self) {
         if let Some(mut p) = self.grants.take() {
             p.stop();
@@ -509,8 +583,9 @@ impl Mesh {
             std::thread::sleep(Duration::from_millis(200));
         }
         panic!(
-            "status never showed {what}; last: {last:#?}\n--- provider log:\n{}\n--- grants log:\n{}\n--- controller log:\n{}",
+            "status never showed {what}; last: {last:#?}\n--- provider log:\n{}\n--- identity log:\n{}\n--- grants log:\n{}\n--- controller log:\n{}",
             self.provider.as_ref().map(Process::log_text).unwrap_or_default(),
+            self.identity.as_ref().map(Process::log_text).unwrap_or_default(),
             self.grants.as_ref().map(Process::log_text).unwrap_or_default(),
             self.controller.as_ref().map(Process::log_text).unwrap_or_default()
         );

@@ -288,7 +288,10 @@ mod tests {
         .to_string();
         assert!(both.contains("cannot be used with"), "{both}");
         let no_secret = with(&["--admin-client-id", "c"]).unwrap_err().to_string();
-        assert!(no_secret.contains("--admin-client-secret-file"), "{no_secret}");
+        assert!(
+            no_secret.contains("--admin-client-secret-file"),
+            "{no_secret}"
+        );
     }
 
     #[test]
