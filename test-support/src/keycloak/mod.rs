@@ -44,8 +44,12 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
 use tempfile::TempDir;
+
+mod admin;
+mod dist;
+
+pub use dist::KeycloakDist;
 
 use crate::{free_port, poll_until, random_hex, read_lossy, tail, PgCluster, START_ATTEMPTS};
 
@@ -83,91 +87,6 @@ fi
 rm -rf "$dir" "$pgdir"
 kill -KILL 0
 "#;
-
-/// Where a Keycloak distribution and its JDK are.
-#[derive(Clone, Debug)]
-pub struct KeycloakDist {
-    /// The unpacked distribution (holding `bin/kc.sh`).
-    pub home: PathBuf,
-    /// The JDK to run it on; `None`: `kc.sh` finds `java` itself.
-    pub java_home: Option<PathBuf>,
-}
-
-impl KeycloakDist {
-    /// `MESH_KEYCLOAK_HOME` (and `MESH_KEYCLOAK_JAVA_HOME`), else the newest
-    /// `keycloak-*` folder of `${XDG_CACHE_HOME:-~/.cache}/mesh/keycloak`;
-    /// `Err` says why there is none.
-    pub fn find() -> Result<KeycloakDist, String> {
-        let java_home = env_path("MESH_KEYCLOAK_JAVA_HOME");
-        if let Some(home) = env_path("MESH_KEYCLOAK_HOME") {
-            if !home.join("bin/kc.sh").is_file() {
-                return Err(format!(
-                    "MESH_KEYCLOAK_HOME={} holds no bin/kc.sh",
-                    home.display()
-                ));
-            }
-            return KeycloakDist { home, java_home }.built();
-        }
-        let cache = env_path("XDG_CACHE_HOME")
-            .or_else(|| env_path("HOME").map(|home| home.join(".cache")))
-            .ok_or("neither MESH_KEYCLOAK_HOME nor HOME is set")?
-            .join("mesh/keycloak");
-        let mut found: Vec<PathBuf> = std::fs::read_dir(&cache)
-            .map(|entries| {
-                entries
-                    .filter_map(Result::ok)
-                    .map(|entry| entry.path())
-                    .filter(|path| {
-                        let name = path.file_name().unwrap_or_default().to_string_lossy();
-                        name.starts_with("keycloak-")
-                            && !name.ends_with(".partial")
-                            && path.join("bin/kc.sh").is_file()
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        found.sort_by_key(|path| version_key(path));
-        match found.pop() {
-            Some(home) => KeycloakDist { home, java_home }.built(),
-            None => Err(format!(
-                "MESH_KEYCLOAK_HOME is unset and {} holds no unpacked Keycloak; \
-                 run scripts/test (its ensure_keycloak fetches one with Maven)",
-                cache.display()
-            )),
-        }
-    }
-}
-
-impl KeycloakDist {
-    /// This distribution when it is built with [`KEYCLOAK_BUILD`].
-    fn built(self) -> Result<KeycloakDist, String> {
-        let marker = self.home.join(".mesh-build");
-        match std::fs::read_to_string(&marker) {
-            Ok(words) if words.trim() == KEYCLOAK_BUILD => Ok(self),
-            _ => Err(format!(
-                "{} is not built for these tests ({} does not say {KEYCLOAK_BUILD:?}); \
-                 run scripts/test, whose ensure_keycloak runs `kc.sh build {KEYCLOAK_BUILD}` once",
-                self.home.display(),
-                marker.display()
-            )),
-        }
-    }
-}
-
-fn env_path(name: &str) -> Option<PathBuf> {
-    std::env::var_os(name)
-        .filter(|value| !value.is_empty())
-        .map(PathBuf::from)
-}
-
-/// `keycloak-26.5.6` → `[26, 5, 6]`, for picking the newest.
-fn version_key(path: &Path) -> Vec<u64> {
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    name.trim_start_matches("keycloak-")
-        .split('.')
-        .map(|part| part.parse().unwrap_or(0))
-        .collect()
-}
 
 /// A private Keycloak (`kc.sh start --optimized` on a private PostgreSQL)
 /// on free ports of 127.0.0.1, with a first administrator
@@ -427,59 +346,6 @@ impl KeycloakServer {
         self.dir.path().join("keycloak.log")
     }
 
-    /// A fresh access token of the first administrator.
-    pub async fn admin_token(&self) -> String {
-        let url = format!("{}/realms/master/protocol/openid-connect/token", self.url());
-        let form = [
-            ("grant_type", "password"),
-            ("client_id", "admin-cli"),
-            ("username", KEYCLOAK_ADMIN),
-            ("password", self.admin_password.as_str()),
-        ];
-        let answer = http()
-            .post(url)
-            .form(&form)
-            .send()
-            .await
-            .expect("the administrator's login reaches Keycloak");
-        let status = answer.status();
-        let body: Value = answer.json().await.unwrap_or(Value::Null);
-        assert!(
-            status.is_success(),
-            "the administrator's login answered {status}: {}",
-            body.get("error").unwrap_or(&Value::Null)
-        );
-        body["access_token"]
-            .as_str()
-            .expect("an access_token in the login's answer")
-            .to_owned()
-    }
-
-    /// An admin REST call as the first administrator: `method` on
-    /// `/admin/realms/{path}` with an optional JSON body; the status and
-    /// the JSON answer (`Null` when there is none).
-    pub async fn admin(&self, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
-        let url = format!(
-            "{}/admin/realms/{}",
-            self.url(),
-            path.trim_start_matches('/')
-        );
-        let method = reqwest::Method::from_bytes(method.as_bytes()).expect("an HTTP method");
-        let mut request = http()
-            .request(method, url)
-            .bearer_auth(self.admin_token().await);
-        if let Some(body) = body {
-            request = request.json(body);
-        }
-        let answer = request
-            .send()
-            .await
-            .expect("the admin call reaches Keycloak");
-        let status = answer.status().as_u16();
-        let body = answer.json().await.unwrap_or(Value::Null);
-        (status, body)
-    }
-
     /// Writes the server's settings beyond its command line (database and
     /// cache, [`db_env`](Self::db_env)) as a `keycloak.conf` at `path`
     /// (mode 0600: it holds the database password), for `kc.sh
@@ -521,104 +387,6 @@ impl KeycloakServer {
             .expect("making the kc.sh wrapper executable");
         path
     }
-
-    /// Makes a new administrator of realm `master` (role `admin`) named
-    /// `{prefix}-{random}` with a random password; returns its name,
-    /// password and id. Tests that change an administrator's password use
-    /// their own, never the server's first one.
-    pub async fn new_master_admin(&self, prefix: &str) -> (String, String, String) {
-        let username = format!("{prefix}-{}", random_hex(4));
-        let password = random_hex(12);
-        let user = json!({
-            "username": username,
-            "enabled": true,
-            "credentials": [{"type": "password", "value": password, "temporary": false}],
-        });
-        let (status, body) = self.admin("POST", "master/users", Some(&user)).await;
-        assert_eq!(status, 201, "making administrator {username}: {body}");
-        let (_, found) = self
-            .admin(
-                "GET",
-                &format!("master/users?username={username}&exact=true"),
-                None,
-            )
-            .await;
-        let id = found[0]["id"]
-            .as_str()
-            .expect("the new user's id")
-            .to_owned();
-        let (status, role) = self.admin("GET", "master/roles/admin", None).await;
-        assert_eq!(status, 200, "reading role admin: {role}");
-        let (status, body) = self
-            .admin(
-                "POST",
-                &format!("master/users/{id}/role-mappings/realm"),
-                Some(&json!([role])),
-            )
-            .await;
-        assert_eq!(status, 204, "giving {username} role admin: {body}");
-        (username, password, id)
-    }
-
-    /// Makes a new service-account client of realm `master` named
-    /// `{prefix}-{random}` with a random secret, its service account given
-    /// role `admin`; returns its `clientId`, secret and id.
-    pub async fn new_master_admin_client(&self, prefix: &str) -> (String, String, String) {
-        let client_id = format!("{prefix}-{}", random_hex(4));
-        let secret = random_hex(16);
-        let client = json!({
-            "clientId": client_id,
-            "enabled": true,
-            "publicClient": false,
-            "secret": secret,
-            "serviceAccountsEnabled": true,
-            "standardFlowEnabled": false,
-            "directAccessGrantsEnabled": false,
-        });
-        let (status, body) = self.admin("POST", "master/clients", Some(&client)).await;
-        assert_eq!(status, 201, "making client {client_id}: {body}");
-        let (_, found) = self
-            .admin("GET", &format!("master/clients?clientId={client_id}"), None)
-            .await;
-        let id = found[0]["id"]
-            .as_str()
-            .expect("the new client's id")
-            .to_owned();
-        let (status, user) = self
-            .admin(
-                "GET",
-                &format!("master/clients/{id}/service-account-user"),
-                None,
-            )
-            .await;
-        assert_eq!(status, 200, "the service account of {client_id}: {user}");
-        let user_id = user["id"].as_str().expect("the service account's id");
-        let (status, role) = self.admin("GET", "master/roles/admin", None).await;
-        assert_eq!(status, 200, "reading role admin: {role}");
-        let (status, body) = self
-            .admin(
-                "POST",
-                &format!("master/users/{user_id}/role-mappings/realm"),
-                Some(&json!([role])),
-            )
-            .await;
-        assert_eq!(
-            status, 204,
-            "giving {client_id}'s service account role admin: {body}"
-        );
-        (client_id, secret, id)
-    }
-
-    /// Makes a new, enabled realm named `{prefix}-{random}` and returns its
-    /// name: each test its own realm on the shared server.
-    pub async fn new_realm(&self, prefix: &str) -> String {
-        let realm = format!("{prefix}-{}", random_hex(4));
-        let (status, body) = self
-            .admin("POST", "", Some(&json!({"realm": realm, "enabled": true})))
-            .await;
-        assert_eq!(status, 201, "making realm {realm}: {body}");
-        realm
-    }
 }
 
 impl Drop for KeycloakServer {
@@ -635,18 +403,6 @@ impl std::fmt::Debug for KeycloakServer {
             .field("dir", &self.dir.path())
             .finish_non_exhaustive()
     }
-}
-
-/// A new HTTP client for one call: each `#[tokio::test]` has its own
-/// runtime, and a pooled connection dies with the runtime that opened it.
-fn http() -> reqwest::Client {
-    // Plain HTTP only; but reqwest built with "rustls-no-provider" (feature
-    // unification with mesh-provider-identity) wants a provider installed.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::builder()
-        .timeout(Duration::from_secs(30))
-        .build()
-        .expect("building an HTTP client")
 }
 
 /// Says loudly, past the test harness's capture, that a test did not run.
