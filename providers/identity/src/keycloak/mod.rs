@@ -5,6 +5,7 @@
 //! Secrets travel only in request bodies (form or JSON), never in a URL, so
 //! no error or log line built from a URL can hold one.
 
+mod calls;
 mod clients;
 mod token;
 mod users;
@@ -18,6 +19,8 @@ use reqwest::{RequestBuilder, Url};
 use crate::config::IdentityConfig;
 use crate::error::IdentityError;
 
+pub(crate) use calls::Kind;
+pub use calls::{CallCounts, Calls};
 pub use clients::{ClientRep, Created};
 pub use token::{AccessToken, REFUSED_HOLD};
 
@@ -69,6 +72,7 @@ pub struct Keycloak {
     admin_user: String,
     admin_password: Secret,
     token: tokio::sync::Mutex<token::Cached>,
+    calls: Calls,
 }
 
 impl std::fmt::Debug for Keycloak {
@@ -103,6 +107,7 @@ impl Keycloak {
             admin_user: config.admin_user().to_owned(),
             admin_password: config.admin_password().clone(),
             token: tokio::sync::Mutex::new(token::Cached::None),
+            calls: Calls::default(),
         })
     }
 
@@ -119,6 +124,12 @@ impl Keycloak {
     /// The mesh's administrator password.
     pub fn admin_password(&self) -> &Secret {
         &self.admin_password
+    }
+
+    /// The calls made so far, by kind (for the benchmark).
+    #[doc(hidden)]
+    pub fn calls(&self) -> CallCounts {
+        self.calls.snapshot()
     }
 
     /// `base` + the path `segments`, each percent-encoded.
@@ -187,6 +198,7 @@ impl Keycloak {
                     "the administrator's token was refused; logging in again"
                 );
                 self.forget(&token).await;
+                self.calls.count(Kind::Resent);
                 let token = self.admin_token().await?;
                 self.send(what, with(&token)).await
             }

@@ -7,7 +7,7 @@ use mesh_sdk::Secret;
 use serde::Deserialize;
 use tokio::time::Instant;
 
-use super::Keycloak;
+use super::{Keycloak, Kind};
 use crate::error::IdentityError;
 
 /// After the administrator's login was refused, consumers' calls fail at
@@ -96,6 +96,7 @@ impl Keycloak {
 
     async fn login_into(&self, cached: &mut Cached) -> Result<AccessToken, IdentityError> {
         let what = self.admin_what();
+        self.calls.count(Kind::AdminLogin);
         match self
             .password_grant(&what, &self.admin_user, &self.admin_password)
             .await
@@ -203,6 +204,7 @@ impl Keycloak {
             ("client_id", client_id),
             ("client_secret", secret.expose()),
         ];
+        self.calls.count(Kind::Grant);
         let answer = self.send(&what, self.http.post(url).form(&form)).await?;
         if answer.success() {
             Ok(())
