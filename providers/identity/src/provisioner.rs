@@ -6,6 +6,21 @@
 //! makes them. A client of the same `clientId` without the mark is
 //! someone else's: the consumer fails with class `refused` and the client is
 //! never touched.
+//!
+//! # What a healthy pass costs
+//! The provisioner remembers which of its own clients it last saw exist
+//! (`src/known.rs`): the ones `held()`'s listing showed (the loop lists once a
+//! pass, after the consumers' attempts), the ones a lookup found, and the
+//! ones it made. `ensure` does not look those up again, so a pass over
+//! clients that work is one client-credentials login per consumer and the
+//! listing's few pages (100 clients a page). A name is forgotten as soon as
+//! a call shows it wrong: a refused check looks the client up afresh (as it
+//! always did, to set the secret), a lookup that finds no client of ours, a
+//! 404 on a change; a listing that fails forgets everything. So a client
+//! deleted by hand fails one check and is made again by the next pass's
+//! `ensure`. Retiring, re-enabling and deleting still look the client up
+//! first, so they never act on a client whose mark was taken away since it
+//! was seen.
 
 use std::sync::Arc;
 
@@ -17,6 +32,7 @@ use crate::classify::classify;
 use crate::config::IdentityConfig;
 use crate::error::{IdentityError, MARK};
 use crate::keycloak::{ClientRep, Created, Keycloak};
+use crate::known::KnownClients;
 use crate::repair::AdminRepair;
 
 /// The provision this provider makes.
@@ -40,6 +56,8 @@ pub const PROVISION: &str = "oidc-client";
 pub struct IdentityProvisioner {
     keycloak: Arc<Keycloak>,
     repair: Arc<AdminRepair>,
+    /// The own clients last seen: `ensure` does not look these up.
+    known: KnownClients,
 }
 
 impl IdentityProvisioner {
@@ -50,7 +68,11 @@ impl IdentityProvisioner {
     pub fn new(config: IdentityConfig) -> Result<IdentityProvisioner, reqwest::Error> {
         let keycloak = Arc::new(Keycloak::new(&config)?);
         let repair = Arc::new(AdminRepair::new(Arc::clone(&keycloak), &config));
-        Ok(IdentityProvisioner { keycloak, repair })
+        Ok(IdentityProvisioner {
+            keycloak,
+            repair,
+            known: KnownClients::default(),
+        })
     }
 
     /// The Keycloak it speaks to.
@@ -63,9 +85,12 @@ impl IdentityProvisioner {
         &self.repair
     }
 
-    /// The client named after `consumer`, refused when this provider did not make it.
+    /// The client named after `consumer`, looked up now (and noted in
+    /// `known`), refused when this provider did not make it.
     async fn own_client(&self, consumer: &str) -> Result<Option<ClientRep>, IdentityError> {
-        match self.keycloak.find_client(consumer).await? {
+        let found = self.keycloak.find_client(consumer).await?;
+        self.known.found(consumer, found.as_ref());
+        match found {
             Some(client) if client.is_marked() => Ok(Some(client)),
             Some(_) => Err(self.foreign(consumer)),
             None => Ok(None),
@@ -90,11 +115,31 @@ impl IdentityProvisioner {
             true => format!("enabling client {consumer}"),
             false => format!("disabling client {consumer}"),
         };
-        self.keycloak
-            .update_client(&what, &client.id, &json!({ "enabled": enabled }))
-            .await?;
+        self.update(
+            consumer.as_str(),
+            &what,
+            &client.id,
+            &json!({ "enabled": enabled }),
+        )
+        .await?;
         tracing::info!(consumer = %consumer, realm = %self.keycloak.realm(), enabled, "client changed");
         Ok(())
+    }
+
+    /// Changes `fields` of the own client `consumer` of Keycloak id `id`; a
+    /// 404 (deleted meanwhile) drops it from `known`.
+    async fn update(
+        &self,
+        consumer: &str,
+        what: &str,
+        id: &str,
+        fields: &serde_json::Value,
+    ) -> Result<(), IdentityError> {
+        let result = self.keycloak.update_client(what, id, fields).await;
+        if matches!(&result, Err(error) if error.status() == Some(404)) {
+            self.known.forget(consumer);
+        }
+        result
     }
 }
 
@@ -117,11 +162,14 @@ impl Provisioner for IdentityProvisioner {
             });
         }
         let name = consumer.name.as_str();
-        if self.own_client(name).await?.is_some() {
+        // Seen to exist (by the last listing, lookup or making): the check
+        // that follows proves it still does, and a refused check looks it up.
+        if self.known.has(name) || self.own_client(name).await?.is_some() {
             return Ok(());
         }
         match self.keycloak.create_client(name, secret).await? {
             Created::Made(id) => {
+                self.known.made(name);
                 tracing::info!(consumer = %name, realm = %self.keycloak.realm(), id = %id, "client made");
                 Ok(())
             }
@@ -143,7 +191,10 @@ impl Provisioner for IdentityProvisioner {
             Err(error) if is_refusal(&error) => error,
             Err(error) => return Err(error),
         };
-        // Refused: the client's secret is set to the minted one, once, then checked again.
+        // Refused: the client is looked up afresh (a client deleted behind
+        // the provider's back is forgotten, and made again by the next
+        // pass's ensure); its secret is set to the minted one, once, then
+        // checked again.
         let Some(client) = self.own_client(name).await? else {
             return Err(refused);
         };
@@ -158,15 +209,22 @@ impl Provisioner for IdentityProvisioner {
             "serviceAccountsEnabled": true,
         });
         let what = format!("setting the secret of client {name} to the minted one");
-        self.keycloak
-            .update_client(&what, &client.id, &fields)
-            .await?;
+        self.update(name, &what, &client.id, &fields).await?;
         tracing::info!(consumer = %name, realm = %self.keycloak.realm(), "check refused; client secret set to the minted one");
         self.keycloak.client_credentials(name, secret).await
     }
 
     async fn held(&self) -> Result<Vec<Held>, IdentityError> {
-        let clients = self.keycloak.list_clients().await?;
+        let clients = match self.keycloak.list_clients().await {
+            Ok(clients) => clients,
+            Err(error) => {
+                // What was known may be stale, and a failing administrator
+                // must show in the consumers' own lookups as before.
+                self.known.clear();
+                return Err(error);
+            }
+        };
+        self.known.replace(&clients);
         let mut held = Vec::new();
         for client in clients.into_iter().filter(ClientRep::is_marked) {
             match Name::parse(&client.client_id) {
@@ -197,6 +255,7 @@ impl Provisioner for IdentityProvisioner {
         self.keycloak
             .delete_client(consumer.as_str(), &client.id)
             .await?;
+        self.known.forget(consumer.as_str());
         tracing::info!(consumer = %consumer, realm = %self.keycloak.realm(), "client deleted");
         Ok(())
     }

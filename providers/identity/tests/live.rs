@@ -270,3 +270,81 @@ async fn clients_come_in_client_id_order_and_foreign_ones_are_left_alone() {
         "only its own, in order"
     );
 }
+
+/// A loop over `realm` serving `consumers` (their secrets in files under `dir`).
+fn runner(
+    kc: &KeycloakServer,
+    realm: &str,
+    dir: &std::path::Path,
+    consumers: &[(&str, &Secret)],
+) -> mesh_sdk::testing::Runner<IdentityProvisioner> {
+    let mut entries = Vec::new();
+    for (name, secret) in consumers {
+        std::fs::write(dir.join(name), secret.expose()).unwrap();
+        entries.push(json!({"consumer": name, "machine": "live", "provision": "oidc-client", "secret_file": name}));
+    }
+    let file = json!({"provider": {"module": "identity", "machine": "kc-1"}, "consumers": entries});
+    std::fs::write(dir.join("c.json"), file.to_string()).unwrap();
+    mesh_sdk::testing::Runner::new(
+        provisioner(kc, realm),
+        dir.join("c.json"),
+        mesh_sdk::testing::Settings::default(),
+        std::sync::Arc::new(mesh_sdk::testing::Outbox::new()),
+    )
+}
+
+#[tokio::test]
+async fn a_client_deleted_by_hand_is_made_again_within_two_passes() {
+    let Some(kc) = keycloak() else { return };
+    let realm = kc.new_realm("live").await;
+    let dir = tempfile::tempdir().unwrap();
+    let (forge, wiki) = (minted(), minted());
+    let mut r = runner(
+        kc,
+        &realm,
+        dir.path(),
+        &[("forge", &forge), ("wiki", &wiki)],
+    );
+    let report = bounded("the first pass", r.pass()).await;
+    assert_eq!((report.attempted, report.failed), (2, 0), "{report:?}");
+    // A healthy pass: the clients the listing showed are not looked up again.
+    let before = r.provisioner().keycloak().calls();
+    let report = bounded("a healthy pass", r.pass()).await;
+    assert_eq!(report.failed, 0, "{report:?}");
+    let calls = r.provisioner().keycloak().calls().since(&before);
+    assert_eq!((calls.lookups, calls.grants), (0, 2), "{calls}");
+
+    // Someone deletes forge's client behind the provider's back.
+    let id = client(kc, &realm, "forge").await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (status, _) = kc
+        .admin("DELETE", &format!("{realm}/clients/{id}"), None)
+        .await;
+    assert_eq!(status, 204);
+    let mut passes = 0;
+    let remade = loop {
+        passes += 1;
+        let report = bounded("a pass after the deletion", r.pass()).await;
+        if let Some(remade) = client(kc, &realm, "forge").await {
+            if report.failed == 0 {
+                break remade;
+            }
+        }
+        assert!(passes < 2, "not made again within two passes: {report:?}");
+    };
+    assert_ne!(remade["id"], id.as_str(), "a new client");
+    assert_eq!(remade["attributes"][MARK], "true");
+    grant_works(kc, &realm, "forge", &forge).await;
+    assert_nowhere(kc, &[kc.admin_password(), forge.expose(), wiki.expose()]);
+}
+
+/// The client-credentials grant of `client_id` with `secret` succeeds.
+async fn grant_works(kc: &KeycloakServer, realm: &str, client_id: &str, secret: &Secret) {
+    provisioner(kc, realm)
+        .keycloak()
+        .client_credentials(client_id, secret)
+        .await
+        .unwrap();
+}

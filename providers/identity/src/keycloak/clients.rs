@@ -6,7 +6,7 @@ use mesh_sdk::Secret;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{Auth, Keycloak};
+use super::{Auth, Keycloak, Kind};
 use crate::error::{IdentityError, MARK};
 
 /// Clients asked for per page when listing.
@@ -57,6 +57,7 @@ impl Keycloak {
         let what = format!("looking up client {client_id}");
         let mut url = self.realm_url(&["clients"]);
         url.query_pairs_mut().append_pair("clientId", client_id);
+        self.calls.count(Kind::Lookup);
         let answer = self
             .call(&what, Auth::Admin, |http| http.get(url.clone()))
             .await?;
@@ -91,6 +92,7 @@ impl Keycloak {
             "secret": secret.expose(),
             "attributes": { MARK: "true" },
         });
+        self.calls.count(Kind::Create);
         let answer = self
             .call(&what, Auth::Admin, |http| {
                 http.post(url.clone()).json(&body)
@@ -126,6 +128,7 @@ impl Keycloak {
         fields: &Value,
     ) -> Result<(), IdentityError> {
         let url = self.realm_url(&["clients", id]);
+        self.calls.count(Kind::Update);
         let answer = self
             .call(what, Auth::Admin, |http| http.put(url.clone()).json(fields))
             .await?;
@@ -143,6 +146,7 @@ impl Keycloak {
     pub async fn delete_client(&self, client_id: &str, id: &str) -> Result<(), IdentityError> {
         let what = format!("deleting client {client_id}");
         let url = self.realm_url(&["clients", id]);
+        self.calls.count(Kind::Delete);
         let answer = self
             .call(&what, Auth::Admin, |http| http.delete(url.clone()))
             .await?;
@@ -223,6 +227,7 @@ impl Keycloak {
             url.query_pairs_mut()
                 .append_pair("first", &first.to_string())
                 .append_pair("max", &PAGE.to_string());
+            self.calls.count(Kind::ListPage);
             let answer = self
                 .call(&what, Auth::Admin, |http| http.get(url.clone()))
                 .await?;

@@ -5,6 +5,7 @@
 //! Secrets travel only in request bodies (form or JSON), never in a URL, so
 //! no error or log line built from a URL can hold one.
 
+mod calls;
 mod clients;
 mod token;
 mod users;
@@ -19,6 +20,8 @@ use crate::config::{AdminLogin, IdentityConfig};
 use crate::error::IdentityError;
 use crate::hold::LoginHold;
 
+pub(crate) use calls::Kind;
+pub use calls::{CallCounts, Calls};
 pub use clients::{ClientRep, Created};
 pub use token::AccessToken;
 
@@ -72,6 +75,7 @@ pub struct Keycloak {
     admin_login: AdminLogin,
     hold: LoginHold,
     token: tokio::sync::Mutex<token::Cached>,
+    calls: Calls,
 }
 
 impl std::fmt::Debug for Keycloak {
@@ -108,6 +112,7 @@ impl Keycloak {
             admin_login: config.admin_login(),
             hold: config.login_hold(),
             token: tokio::sync::Mutex::new(token::Cached::None),
+            calls: Calls::default(),
         })
     }
 
@@ -129,6 +134,12 @@ impl Keycloak {
     /// The mesh's administrator password.
     pub fn admin_password(&self) -> &Secret {
         &self.admin_password
+    }
+
+    /// The calls made so far, by kind (for the benchmark).
+    #[doc(hidden)]
+    pub fn calls(&self) -> CallCounts {
+        self.calls.snapshot()
     }
 
     /// `base` + the path `segments`, each percent-encoded.
@@ -197,6 +208,7 @@ impl Keycloak {
                     "the administrator's token was refused; logging in again"
                 );
                 self.forget(&token).await;
+                self.calls.count(Kind::Resent);
                 let token = self.admin_token().await?;
                 self.send(what, with(&token)).await
             }

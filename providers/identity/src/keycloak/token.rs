@@ -8,7 +8,7 @@ use mesh_sdk::Secret;
 use serde::Deserialize;
 use tokio::time::Instant;
 
-use super::Keycloak;
+use super::{Keycloak, Kind};
 use crate::config::AdminLogin;
 use crate::error::IdentityError;
 
@@ -161,6 +161,7 @@ impl Keycloak {
 
     async fn login_into(&self, cached: &mut Cached) -> Result<AccessToken, IdentityError> {
         let what = self.admin_what();
+        self.calls.count(Kind::AdminLogin);
         let login = match self.admin_login {
             AdminLogin::Password => {
                 self.password_grant(&what, &self.admin_user, &self.admin_password)
@@ -271,6 +272,7 @@ impl Keycloak {
             ("client_id", client_id),
             ("client_secret", secret.expose()),
         ];
+        self.calls.count(Kind::Grant);
         let answer = self.send(&what, self.http.post(url).form(&form)).await?;
         if answer.success() {
             Ok(())

@@ -378,20 +378,21 @@ async fn the_administrator_token_is_cached_renewed_and_fetched_again_on_401() {
         p.ensure(&consumer(c), &secret(c, 1)).await.unwrap();
     }
     assert_eq!(logins(), 1, "cached");
-    // Tokens live 60 s; it is renewed at 45 s.
+    // Tokens live 60 s; it is renewed at 45 s. (New consumers each time:
+    // a client already made is not looked up again.)
     tokio::time::advance(Duration::from_secs(44)).await;
-    p.ensure(&consumer("forge"), &secret("forge", 1))
+    p.ensure(&consumer("chat"), &secret("chat", 1))
         .await
         .unwrap();
     assert_eq!(logins(), 1);
     tokio::time::advance(Duration::from_secs(2)).await;
-    p.ensure(&consumer("forge"), &secret("forge", 1))
+    p.ensure(&consumer("mail"), &secret("mail", 1))
         .await
         .unwrap();
     assert_eq!(logins(), 2, "renewed");
     // The server forgot it early (restart): a 401, then one new login.
     setup.kc.with(|s| s.revoke_tokens());
-    p.ensure(&consumer("wiki"), &secret("wiki", 1))
+    p.ensure(&consumer("news"), &secret("news", 1))
         .await
         .unwrap();
     assert_eq!(logins(), 3, "fetched again once");
@@ -403,4 +404,99 @@ async fn the_administrator_token_is_cached_renewed_and_fetched_again_on_401() {
             .count();
         assert_eq!(lookups, 6, "5 lookups, one of them sent twice");
     });
+}
+
+#[tokio::test]
+async fn a_known_client_is_not_looked_up_again_until_a_call_shows_it_gone() {
+    let setup = Setup::new(MESH_ADMIN_PASSWORD, 401);
+    let p = setup.provisioner();
+    let lookups = || {
+        setup.kc.with(|s| {
+            s.requests
+                .iter()
+                .filter(|r| r.method == "GET" && r.query.contains("clientId="))
+                .count()
+        })
+    };
+    let (forge, wiki) = (consumer("forge"), consumer("wiki"));
+    p.ensure(&forge, &secret("forge", 1)).await.unwrap();
+    assert_eq!(lookups(), 1, "looked up, then made");
+    // Made by the provider: known. Listed by held(): known too.
+    setup
+        .kc
+        .with(|s| s.add_marked("wiki", &minted("wiki", 1), true));
+    p.held().await.unwrap();
+    for _ in 0..3 {
+        for (c, n) in [(&forge, "forge"), (&wiki, "wiki")] {
+            p.ensure(c, &secret(n, 1)).await.unwrap();
+            p.check(c, &secret(n, 1)).await.unwrap();
+        }
+    }
+    assert_eq!(lookups(), 1, "no lookup while the checks pass");
+
+    // Deleted behind the provider's back: the refused check looks it up
+    // afresh, and the next ensure makes it again.
+    setup
+        .kc
+        .with(|s| s.clients.retain(|c| c.client_id != "forge"));
+    let refused = p.check(&forge, &secret("forge", 1)).await.unwrap_err();
+    assert_eq!(p.classify(&refused), Some(Class::CredentialsRejected));
+    p.ensure(&forge, &secret("forge", 1)).await.unwrap();
+    p.check(&forge, &secret("forge", 1)).await.unwrap();
+    assert_eq!(lookups(), 3, "the refused check's, and the ensure's");
+    setup.kc.with(|s| {
+        assert_eq!(s.count("POST", "/clients"), 2, "made again");
+        assert_eq!(
+            s.client("forge")
+                .unwrap()
+                .attributes
+                .get(MARK)
+                .map(String::as_str),
+            Some("true")
+        );
+    });
+
+    // Gone from a listing: looked up (and made) again by the next ensure.
+    setup
+        .kc
+        .with(|s| s.clients.retain(|c| c.client_id != "wiki"));
+    p.held().await.unwrap();
+    p.ensure(&wiki, &secret("wiki", 1)).await.unwrap();
+    assert_eq!(lookups(), 4);
+    setup
+        .kc
+        .with(|s| assert!(s.client("wiki").is_some(), "made again"));
+
+    // Replaced by someone else's client of the same clientId: refused, untouched.
+    setup.kc.with(|s| {
+        s.clients.retain(|c| c.client_id != "wiki");
+        s.clients.push(Client::foreign("w-9", "wiki", "theirs"));
+    });
+    let error = p.check(&wiki, &secret("wiki", 1)).await.unwrap_err();
+    assert!(matches!(error, IdentityError::Foreign { .. }), "{error}");
+    let error = p.ensure(&wiki, &secret("wiki", 1)).await.unwrap_err();
+    assert!(matches!(error, IdentityError::Foreign { .. }), "{error}");
+    setup.kc.with(|s| {
+        assert_eq!(s.client("wiki").unwrap().secret.as_deref(), Some("theirs"));
+    });
+}
+
+#[tokio::test]
+async fn a_failed_listing_makes_every_consumer_looked_up_again() {
+    let setup = Setup::new(MESH_ADMIN_PASSWORD, 401);
+    let p = setup.provisioner();
+    let forge = consumer("forge");
+    p.ensure(&forge, &secret("forge", 1)).await.unwrap();
+    setup.kc.with(|s| {
+        s.inject(
+            Method::GET,
+            "/clients",
+            503,
+            json!({"error": "unknown_error"}),
+        )
+    });
+    p.held().await.unwrap_err();
+    // The administrator's calls failing show in the consumer's own ensure again.
+    let error = p.ensure(&forge, &secret("forge", 1)).await.unwrap_err();
+    assert_eq!(p.classify(&error), Some(Class::Unreachable), "{error}");
 }
