@@ -81,6 +81,15 @@ keycloak_java_home() {
   done
 }
 
+# Whether the build the distribution at $1 holds now is for PostgreSQL (the
+# options its last `kc.sh build`, or a command that rebuilt it, persisted);
+# true when unzip is missing to read them.
+keycloak_built_for_postgres() {
+  command -v unzip >/dev/null 2>&1 || return 0
+  unzip -p "$1/lib/quarkus/generated-bytecode.jar" META-INF/keycloak-persisted.properties 2>/dev/null |
+    tr -d '\r' | grep -qx 'kc.db=postgres'
+}
+
 # Finds or fetches the Keycloak distribution and a JDK for it, and exports
 # MESH_KEYCLOAK_HOME and MESH_KEYCLOAK_JAVA_HOME for the tests. The zip is
 # fetched once with Maven into ${XDG_CACHE_HOME:-~/.cache}/mesh/keycloak and
@@ -130,8 +139,16 @@ ensure_keycloak() {
     return 1
   fi
   # Built once for PostgreSQL, so servers start with --optimized and
-  # `kc.sh bootstrap-admin --optimized` can run beside a live one.
-  if [ "$(cat "$home/.mesh-build" 2>/dev/null)" != "$MESH_KEYCLOAK_BUILD" ]; then
+  # `kc.sh bootstrap-admin --optimized` can run beside a live one. Built
+  # again when something rebuilt it for another database since (the marker
+  # cannot tell).
+  local again=""
+  if [ "$(cat "$home/.mesh-build" 2>/dev/null)" = "$MESH_KEYCLOAK_BUILD" ] && ! keycloak_built_for_postgres "$home"; then
+    echo "keycloak: $home was rebuilt for another database since it was built for mesh" \
+      "(kc.sh start-dev, or a kc.sh command without --optimized, rebuilds it so)" >&2
+    again=yes
+  fi
+  if [ -n "$again" ] || [ "$(cat "$home/.mesh-build" 2>/dev/null)" != "$MESH_KEYCLOAK_BUILD" ]; then
     echo "keycloak: kc.sh build $MESH_KEYCLOAK_BUILD (once)" >&2
     # shellcheck disable=SC2086 # the options are words
     if ! JAVA_HOME="$java_home" "$home/bin/kc.sh" build $MESH_KEYCLOAK_BUILD >"$home/.mesh-build.log" 2>&1; then
