@@ -122,6 +122,13 @@ pub struct Flags {
     #[arg(long, env = "MESH_ADMIN_LOGIN_HOLD_MAX", default_value = "2h", value_parser = humantime::parse_duration)]
     pub admin_login_hold_max: Duration,
 
+    /// The realm's clients are listed (for retirement: clients made by mesh
+    /// that no consumer lists any more) at most this often; in between the
+    /// provider answers from what it knows of its own clients, so a change
+    /// made by hand in Keycloak is seen this much later. 0 lists every pass.
+    #[arg(long, env = "MESH_KEYCLOAK_LIST_EVERY", default_value = "1m", value_parser = humantime::parse_duration)]
+    pub list_every: Duration,
+
     /// Bound of `kc.sh bootstrap-admin` (keep it under --repair-timeout).
     #[arg(long, env = "MESH_BOOTSTRAP_TIMEOUT", default_value = "90s", value_parser = humantime::parse_duration)]
     pub bootstrap_timeout: Duration,
@@ -149,6 +156,7 @@ impl Flags {
             .with_container(self.container.clone(), self.container_cli.clone())?
             .with_http_timeout(self.keycloak_timeout)
             .with_bootstrap_timeout(self.bootstrap_timeout)
+            .with_list_every(self.list_every)
             .with_login_hold(LoginHold {
                 first: self.admin_login_hold,
                 max: self.admin_login_hold_max,

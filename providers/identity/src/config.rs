@@ -14,6 +14,9 @@ use crate::hold::LoginHold;
 /// Default bound of one HTTP request to Keycloak.
 pub const DEFAULT_HTTP_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Default longest time between two listings of the realm's clients.
+pub const DEFAULT_LIST_EVERY: Duration = Duration::from_secs(60);
+
 /// Default bound of `kc.sh bootstrap-admin` (a JVM start):
 /// under the loop's default repair bound of 2 minutes, leaving time for the
 /// HTTP steps after it.
@@ -83,6 +86,7 @@ pub struct IdentityConfig {
     admin_login: AdminLogin,
     runtime: Option<Runtime>,
     login_hold: LoginHold,
+    list_every: Duration,
     http_timeout: Duration,
     bootstrap_timeout: Duration,
 }
@@ -134,6 +138,7 @@ impl IdentityConfig {
             admin_login: AdminLogin::Password,
             runtime: None,
             login_hold: LoginHold::default(),
+            list_every: DEFAULT_LIST_EVERY,
             http_timeout: DEFAULT_HTTP_TIMEOUT,
             bootstrap_timeout: DEFAULT_BOOTSTRAP_TIMEOUT,
         })
@@ -201,6 +206,14 @@ impl IdentityConfig {
         self
     }
 
+    /// The longest time between two listings of the realm's clients
+    /// (`held()` answers from what the provider knows in between; zero:
+    /// every pass lists).
+    pub fn with_list_every(mut self, every: Duration) -> IdentityConfig {
+        self.list_every = every;
+        self
+    }
+
     /// Bound of one HTTP request to Keycloak.
     pub fn with_http_timeout(mut self, timeout: Duration) -> IdentityConfig {
         self.http_timeout = timeout;
@@ -246,6 +259,11 @@ impl IdentityConfig {
     /// The hold of a refused administrator password.
     pub fn login_hold(&self) -> LoginHold {
         self.login_hold
+    }
+
+    /// The longest time between two listings of the realm's clients.
+    pub fn list_every(&self) -> Duration {
+        self.list_every
     }
 
     /// Bound of one HTTP request.

@@ -9,10 +9,11 @@
 //! (setting the secret to the minted one once when it is refused), and
 //! retires, re-enables or (on approval) deletes what it made, and only what
 //! it made (clients marked with [`MARK`]). It remembers which of its
-//! clients it last saw (from the listing it does once a pass, its lookups
-//! and what it made), so a healthy pass asks Keycloak only for each
-//! consumer's login and a few pages of the listing; a refused check, a
-//! failed listing or a 404 makes it look again ([`provisioner`] says how).
+//! clients it last saw (from the realm's listing, its lookups and what it
+//! made), so a healthy pass asks Keycloak only for each consumer's login,
+//! and the realm is listed at most once a minute (`--list-every`); a
+//! refused check, a failed listing or a 404 makes it look again
+//! ([`provisioner`] says how).
 //!
 //! Its known fault is `admin-refused` ([`AdminRepair`]): when Keycloak
 //! refuses the mesh's administrator (a user's password, or a

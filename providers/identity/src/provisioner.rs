@@ -8,25 +8,32 @@
 //! never touched.
 //!
 //! # What a healthy pass costs
-//! The provisioner remembers which of its own clients it last saw exist
-//! (`src/known.rs`): the ones `held()`'s listing showed (the loop lists once a
-//! pass, after the consumers' attempts), the ones a lookup found, and the
-//! ones it made. `ensure` does not look those up again, so a pass over
-//! clients that work is one client-credentials login per consumer and the
-//! listing's few pages (100 clients a page). A name is forgotten as soon as
-//! a call shows it wrong: a refused check looks the client up afresh (as it
-//! always did, to set the secret), a lookup that finds no client of ours, a
-//! 404 on a change; a listing that fails forgets everything. So a client
-//! deleted by hand fails one check and is made again by the next pass's
-//! `ensure`. Retiring, re-enabling and deleting still look the client up
-//! first, so they never act on a client whose mark was taken away since it
-//! was seen.
+//! The provisioner remembers which of its own clients it last saw exist,
+//! and whether each is enabled (`src/known.rs`): the ones the realm's
+//! listing showed, the ones a lookup found, the ones it made, kept true by
+//! its own changes. `ensure` does not look those up again, and `held()`
+//! (which the loop asks once a pass, after the consumers' attempts) lists
+//! the realm only when the last listing is older than `--list-every` (1
+//! minute) and otherwise answers from what it knows. So a pass over clients
+//! that work is one client-credentials login per consumer, plus the
+//! listing's few pages (100 clients a page) once a minute. A name is
+//! forgotten as soon as a call shows it wrong: a refused check looks the
+//! client up afresh (as it always did, to set the secret), a lookup that
+//! finds no client of ours, a 404 on a change; a listing that fails forgets
+//! everything. So a client deleted by hand fails one check and is made
+//! again by the next pass's `ensure`; a change by hand that no check meets
+//! (a client disabled or deleted whose consumer is no longer listed) is
+//! seen by the next listing. Retiring, re-enabling and deleting still look
+//! the client up first, so they never act on a client whose mark was taken
+//! away since it was seen.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use mesh_sdk::{Class, Consumer, Held, KnownFault, Name, Provisioner, Secret};
 use serde_json::json;
+use tokio::time::Instant;
 
 use crate::classify::classify;
 use crate::config::IdentityConfig;
@@ -58,6 +65,8 @@ pub struct IdentityProvisioner {
     repair: Arc<AdminRepair>,
     /// The own clients last seen: `ensure` does not look these up.
     known: KnownClients,
+    /// Longest time `held()` answers from `known` instead of listing.
+    list_every: Duration,
 }
 
 impl IdentityProvisioner {
@@ -72,6 +81,7 @@ impl IdentityProvisioner {
             keycloak,
             repair,
             known: KnownClients::default(),
+            list_every: config.list_every(),
         })
     }
 
@@ -122,6 +132,7 @@ impl IdentityProvisioner {
             &json!({ "enabled": enabled }),
         )
         .await?;
+        self.known.set_enabled(consumer.as_str(), enabled);
         tracing::info!(consumer = %consumer, realm = %self.keycloak.realm(), enabled, "client changed");
         Ok(())
     }
@@ -215,6 +226,17 @@ impl Provisioner for IdentityProvisioner {
     }
 
     async fn held(&self) -> Result<Vec<Held>, IdentityError> {
+        if let Some(own) = self.known.listing_within(self.list_every, Instant::now()) {
+            return Ok(own
+                .into_iter()
+                .filter_map(|(client_id, enabled)| {
+                    Name::parse(&client_id).ok().map(|name| Held {
+                        name,
+                        retired: !enabled,
+                    })
+                })
+                .collect());
+        }
         let clients = match self.keycloak.list_clients().await {
             Ok(clients) => clients,
             Err(error) => {
@@ -224,7 +246,7 @@ impl Provisioner for IdentityProvisioner {
                 return Err(error);
             }
         };
-        self.known.replace(&clients);
+        self.known.replace(&clients, Instant::now());
         let mut held = Vec::new();
         for client in clients.into_iter().filter(ClientRep::is_marked) {
             match Name::parse(&client.client_id) {

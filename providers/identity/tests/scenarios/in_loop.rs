@@ -234,12 +234,15 @@ async fn a_password_moved_while_running_is_found_through_a_refused_consumer() {
         s.move_admin_password(OLD_ADMIN_PASSWORD);
         s.revoke_tokens();
     });
-    // A refused consumer asks for a probe a minute after the last one.
-    w.passes(12, PASS).await;
+    // Healthy consumers need no administrator until the realm is listed
+    // again, a minute after the last listing (at 00:01:05): that listing is
+    // refused, so the next pass looks the consumers up, they are refused,
+    // and a refused consumer asks for a probe (a minute after the last).
+    w.passes(14, PASS).await;
     let now = w.said();
     let repaired = repairs(&now, "repaired");
     assert_eq!(repaired.len(), 1, "{now:?}");
-    assert_eq!(repaired[0]["said_at"], "2026-10-05T00:01:00Z");
+    assert_eq!(repaired[0]["said_at"], "2026-10-05T00:01:10Z");
     assert!(
         of(&now, "failing").is_empty(),
         "repaired before failing was due"

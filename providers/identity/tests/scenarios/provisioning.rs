@@ -251,7 +251,7 @@ async fn held_lists_every_page_of_marked_clients() {
 #[tokio::test]
 async fn a_client_made_while_listing_shifts_the_pages_but_loses_no_other() {
     let setup = Setup::new(MESH_ADMIN_PASSWORD, 401);
-    let p = setup.provisioner();
+    let p = setup.provisioner_listing_every_pass();
     setup.kc.with(|s| {
         for i in 0..150 {
             s.add_marked(&format!("c-{i:03}"), "x", true);
@@ -409,7 +409,7 @@ async fn the_administrator_token_is_cached_renewed_and_fetched_again_on_401() {
 #[tokio::test]
 async fn a_known_client_is_not_looked_up_again_until_a_call_shows_it_gone() {
     let setup = Setup::new(MESH_ADMIN_PASSWORD, 401);
-    let p = setup.provisioner();
+    let p = setup.provisioner_listing_every_pass();
     let lookups = || {
         setup.kc.with(|s| {
             s.requests
@@ -499,4 +499,60 @@ async fn a_failed_listing_makes_every_consumer_looked_up_again() {
     // The administrator's calls failing show in the consumer's own ensure again.
     let error = p.ensure(&forge, &secret("forge", 1)).await.unwrap_err();
     assert_eq!(p.classify(&error), Some(Class::Unreachable), "{error}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_realm_is_listed_once_a_minute_and_own_changes_show_in_between() {
+    let _hold = hold_clock();
+    let setup = Setup::new(MESH_ADMIN_PASSWORD, 401);
+    let p = setup.provisioner();
+    let listings = || {
+        setup.kc.with(|s| {
+            s.requests
+                .iter()
+                .filter(|r| r.method == "GET" && r.query.contains("first="))
+                .count()
+        })
+    };
+    setup.kc.with(|s| {
+        s.add_marked("forge", &minted("forge", 1), true);
+        s.add_marked("wiki", &minted("wiki", 1), true);
+    });
+    let sorted = |mut held: Vec<Held>| {
+        held.sort_by(|a, b| a.name.as_str().cmp(b.name.as_str()));
+        held
+    };
+    assert_eq!(
+        sorted(p.held().await.unwrap()),
+        [Held::active(name("forge")), Held::active(name("wiki"))]
+    );
+    assert_eq!(listings(), 1);
+    // Within the minute: no listing; the provider's own changes show.
+    p.retire(&name("wiki")).await.unwrap();
+    p.ensure(&consumer("chat"), &secret("chat", 1))
+        .await
+        .unwrap();
+    // A change by hand is not seen yet.
+    setup
+        .kc
+        .with(|s| s.clients.retain(|c| c.client_id != "forge"));
+    tokio::time::advance(Duration::from_secs(59)).await;
+    let mut retired_wiki = Held::active(name("wiki"));
+    retired_wiki.retired = true;
+    assert_eq!(
+        sorted(p.held().await.unwrap()),
+        [
+            Held::active(name("chat")),
+            Held::active(name("forge")),
+            retired_wiki.clone()
+        ]
+    );
+    assert_eq!(listings(), 1, "answered from what it knows");
+    // A minute after the listing: listed again, the change by hand seen.
+    tokio::time::advance(Duration::from_secs(1)).await;
+    assert_eq!(
+        sorted(p.held().await.unwrap()),
+        [Held::active(name("chat")), retired_wiki]
+    );
+    assert_eq!(listings(), 2);
 }

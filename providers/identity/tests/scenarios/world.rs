@@ -59,6 +59,11 @@ impl Setup {
         IdentityProvisioner::new(self.config()).unwrap()
     }
 
+    /// A provisioner whose `held()` lists the realm every time.
+    pub fn provisioner_listing_every_pass(&self) -> IdentityProvisioner {
+        IdentityProvisioner::new(self.config().with_list_every(Duration::ZERO)).unwrap()
+    }
+
     /// Every secret in play, to be found nowhere it must not be: the
     /// administrators' passwords, the minted secrets, and the temporary
     /// administrators' passwords the runtime was handed.
