@@ -9,7 +9,7 @@
 //! server's first one), and the tests take turns ([`TURN`]): they change
 //! realm `master`'s brute-force settings.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -26,6 +26,19 @@ static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// Bound of one `kc.sh bootstrap-admin` (a JVM start; ~8 s seen on two cores).
 const BOOTSTRAP: Duration = Duration::from_secs(150);
+
+/// A folder with the `kc.sh` the repair runs (on the server's JDK) and
+/// the path of the `keycloak.conf` it is given (written with the server's
+/// settings when `settings`).
+fn repair_files(kc: &KeycloakServer, settings: bool) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let kc_sh = kc.kc_sh_wrapper(dir.path());
+    let conf = dir.path().join("keycloak.conf");
+    if settings {
+        kc.write_config_file(&conf);
+    }
+    (dir, kc_sh, conf)
+}
 
 /// The mesh's administrator: its name, the password the mesh holds, its id.
 struct MeshAdmin {
@@ -293,9 +306,7 @@ async fn a_password_changed_by_hand_is_repaired_with_kc_sh_bootstrap_admin_besid
     };
     let _turn = TURN.lock().await;
     let (logs, _guard) = LogCapture::start();
-    let dir = tempfile::tempdir().unwrap();
-    let kc_sh = kc.kc_sh_wrapper(dir.path());
-    let conf = dir.path().join("keycloak.conf");
+    let (dir, kc_sh, conf) = repair_files(kc, false);
     let realm = kc.new_realm("repair").await;
     let admin = mesh_admin(kc).await;
     let provisioner = IdentityProvisioner::new(config(kc, &realm, &admin, &kc_sh, &conf)).unwrap();
@@ -503,10 +514,7 @@ async fn the_repair_ends_a_lockout_of_the_administrator() {
     };
     let _turn = TURN.lock().await;
     let (logs, _guard) = LogCapture::start();
-    let dir = tempfile::tempdir().unwrap();
-    let kc_sh = kc.kc_sh_wrapper(dir.path());
-    let conf = dir.path().join("keycloak.conf");
-    kc.write_config_file(&conf);
+    let (_dir, kc_sh, conf) = repair_files(kc, true);
     let realm = kc.new_realm("lockout").await;
     let admin = mesh_admin(kc).await;
     brute_force(kc, Some(3)).await;
@@ -537,10 +545,7 @@ async fn a_service_account_administrator_logs_in_by_client_credentials_and_its_s
     };
     let _turn = TURN.lock().await;
     let (logs, _guard) = LogCapture::start();
-    let dir = tempfile::tempdir().unwrap();
-    let kc_sh = kc.kc_sh_wrapper(dir.path());
-    let conf = dir.path().join("keycloak.conf");
-    kc.write_config_file(&conf);
+    let (_dir, kc_sh, conf) = repair_files(kc, true);
     let realm = kc.new_realm("client-admin").await;
     let (client_id, secret, id) = kc.new_master_admin_client("mesh-automation").await;
     let admin = MeshAdmin {

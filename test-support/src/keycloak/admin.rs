@@ -88,6 +88,12 @@ impl KeycloakServer {
             .as_str()
             .expect("the new user's id")
             .to_owned();
+        self.grant_admin_role(&id).await;
+        (username, password, id)
+    }
+
+    /// Gives user `id` of realm `master` that realm's role `admin`.
+    async fn grant_admin_role(&self, id: &str) {
         let (status, role) = self.admin("GET", "master/roles/admin", None).await;
         assert_eq!(status, 200, "reading role admin: {role}");
         let (status, body) = self
@@ -97,8 +103,7 @@ impl KeycloakServer {
                 Some(&json!([role])),
             )
             .await;
-        assert_eq!(status, 204, "giving {username} role admin: {body}");
-        (username, password, id)
+        assert_eq!(status, 204, "giving user {id} role admin: {body}");
     }
 
     /// Makes a new service-account client of realm `master` named
@@ -134,19 +139,7 @@ impl KeycloakServer {
             .await;
         assert_eq!(status, 200, "the service account of {client_id}: {user}");
         let user_id = user["id"].as_str().expect("the service account's id");
-        let (status, role) = self.admin("GET", "master/roles/admin", None).await;
-        assert_eq!(status, 200, "reading role admin: {role}");
-        let (status, body) = self
-            .admin(
-                "POST",
-                &format!("master/users/{user_id}/role-mappings/realm"),
-                Some(&json!([role])),
-            )
-            .await;
-        assert_eq!(
-            status, 204,
-            "giving {client_id}'s service account role admin: {body}"
-        );
+        self.grant_admin_role(user_id).await;
         (client_id, secret, id)
     }
 

@@ -61,9 +61,7 @@ impl Keycloak {
         let answer = self
             .call(&what, Auth::Admin, |http| http.get(url.clone()))
             .await?;
-        if !answer.success() {
-            return Err(answer.error(&what));
-        }
+        let answer = answer.checked(&what)?;
         let clients: Vec<ClientRep> = answer.json(&what)?;
         Ok(clients.into_iter().find(|c| c.client_id == client_id))
     }
@@ -132,11 +130,7 @@ impl Keycloak {
         let answer = self
             .call(what, Auth::Admin, |http| http.put(url.clone()).json(fields))
             .await?;
-        if answer.success() {
-            Ok(())
-        } else {
-            Err(answer.error(what))
-        }
+        answer.checked(what).map(drop)
     }
 
     /// Deletes client `id`; one already gone is fine.
@@ -171,9 +165,7 @@ impl Keycloak {
         let mut url = self.master_url(&["clients"]);
         url.query_pairs_mut().append_pair("clientId", client_id);
         let answer = self.call(&what, auth, |http| http.get(url.clone())).await?;
-        if !answer.success() {
-            return Err(answer.error(&what));
-        }
+        let answer = answer.checked(&what)?;
         let clients: Vec<ClientRep> = answer.json(&what)?;
         Ok(clients
             .into_iter()
@@ -199,11 +191,7 @@ impl Keycloak {
         let answer = self
             .call(&what, auth, |http| http.put(url.clone()).json(&body))
             .await?;
-        if answer.success() {
-            Ok(())
-        } else {
-            Err(answer.error(&what))
-        }
+        answer.checked(&what).map(drop)
     }
 
     /// Every client of the realm, page by page.
@@ -231,9 +219,7 @@ impl Keycloak {
             let answer = self
                 .call(&what, Auth::Admin, |http| http.get(url.clone()))
                 .await?;
-            if !answer.success() {
-                return Err(answer.error(&what));
-            }
+            let answer = answer.checked(&what)?;
             let page: Vec<ClientRep> = answer.json(&what)?;
             let (len, before) = (page.len(), all.len());
             first += len;

@@ -51,6 +51,14 @@ impl Answer {
         (200..300).contains(&self.status)
     }
 
+    /// This answer when it is a success, else it as an error of `what`.
+    fn checked(self, what: &str) -> Result<Answer, IdentityError> {
+        match self.success() {
+            true => Ok(self),
+            false => Err(self.error(what)),
+        }
+    }
+
     /// This answer as an error of `what`.
     fn error(&self, what: &str) -> IdentityError {
         IdentityError::from_answer(what, self.status, &self.body)

@@ -61,20 +61,13 @@ impl Keycloak {
         username: &str,
         password: &Secret,
     ) -> Result<(AccessToken, Instant), IdentityError> {
-        let url = self.url(&["realms", "master", "protocol", "openid-connect", "token"]);
         let form = [
             ("grant_type", "password"),
             ("client_id", ADMIN_CLI),
             ("username", username),
             ("password", password.expose()),
         ];
-        let answer = self.send(what, self.http.post(url).form(&form)).await?;
-        if !answer.success() {
-            return Err(answer.error(what));
-        }
-        let token: TokenAnswer = answer.json(what)?;
-        let renew_at = Instant::now() + renew_after(token.expires_in.unwrap_or(60));
-        Ok((Secret::new(token.access_token), renew_at))
+        self.master_token(what, &form).await
     }
 
     /// Logs in to realm `master` as the service-account client
@@ -85,17 +78,23 @@ impl Keycloak {
         client_id: &str,
         secret: &Secret,
     ) -> Result<(AccessToken, Instant), IdentityError> {
-        let url = self.url(&["realms", "master", "protocol", "openid-connect", "token"]);
         let form = [
             ("grant_type", "client_credentials"),
             ("client_id", client_id),
             ("client_secret", secret.expose()),
         ];
-        let answer = self.send(what, self.http.post(url).form(&form)).await?;
-        if !answer.success() {
-            return Err(answer.error(what));
-        }
-        let token: TokenAnswer = answer.json(what)?;
+        self.master_token(what, &form).await
+    }
+
+    /// A token of realm `master` for the login `form`, and when to renew it.
+    async fn master_token(
+        &self,
+        what: &str,
+        form: &[(&str, &str)],
+    ) -> Result<(AccessToken, Instant), IdentityError> {
+        let url = self.url(&["realms", "master", "protocol", "openid-connect", "token"]);
+        let answer = self.send(what, self.http.post(url).form(form)).await?;
+        let token: TokenAnswer = answer.checked(what)?.json(what)?;
         let renew_at = Instant::now() + renew_after(token.expires_in.unwrap_or(60));
         Ok((Secret::new(token.access_token), renew_at))
     }
@@ -274,11 +273,7 @@ impl Keycloak {
         ];
         self.calls.count(Kind::Grant);
         let answer = self.send(&what, self.http.post(url).form(&form)).await?;
-        if answer.success() {
-            Ok(())
-        } else {
-            Err(answer.error(&what))
-        }
+        answer.checked(&what).map(drop)
     }
 }
 

@@ -31,9 +31,7 @@ impl Keycloak {
             .append_pair("username", username)
             .append_pair("exact", "true");
         let answer = self.call(&what, auth, |http| http.get(url.clone())).await?;
-        if !answer.success() {
-            return Err(answer.error(&what));
-        }
+        let answer = answer.checked(&what)?;
         let users: Vec<UserRep> = answer.json(&what)?;
         // Keycloak keeps user names in lower case.
         Ok(users
@@ -59,11 +57,7 @@ impl Keycloak {
         let answer = self
             .call(&what, auth, |http| http.put(url.clone()).json(&body))
             .await?;
-        if answer.success() {
-            Ok(())
-        } else {
-            Err(answer.error(&what))
-        }
+        answer.checked(&what).map(drop)
     }
 
     /// Clears the brute-force record of user `id` of realm `master`: a user
@@ -84,11 +78,7 @@ impl Keycloak {
         let answer = self
             .call(&what, auth, |http| http.delete(url.clone()))
             .await?;
-        if answer.success() {
-            Ok(())
-        } else {
-            Err(answer.error(&what))
-        }
+        answer.checked(&what).map(drop)
     }
 
     /// Deletes user `id` of realm `master`; `false` when it was already gone.
