@@ -3,9 +3,11 @@
 //! moved and the realm's administrator kept an old password).
 //!
 //! # Expected flow
-//! - probe: the administrator's password login (realm `master`,
-//!   `admin-cli`). `invalid_grant` (status 400 or 401) is the fault; any
-//!   other failure (unreachable, 5xx) says nothing about it (`Unknown`).
+//! - probe: the administrator's login to realm `master`: its password
+//!   through `admin-cli`, or, for a service-account client, its secret.
+//!   Keycloak's refusal (`invalid_grant`; for a client `invalid_client` or
+//!   `unauthorized_client`; status 400 or 401) is the fault; any other
+//!   failure (unreachable, 5xx) says nothing about it (`Unknown`).
 //!   While a refusal is held ([`crate::hold`]) the probe answers it
 //!   without asking Keycloak, so a braked fault never locks the
 //!   administrator out.
@@ -51,10 +53,12 @@ pub const FAULT: &str = "admin-refused";
 #[derive(Debug, thiserror::Error)]
 pub enum RepairError {
     /// Nowhere is given to run Keycloak's bootstrap command.
-    #[error("neither --container nor --kc-sh is given, so administrator {admin} cannot be repaired here: set its password to the mesh's by hand")]
+    #[error("neither --container nor --kc-sh is given, so {admin} cannot be repaired here: set its {what} to the mesh's by hand")]
     NoRuntime {
-        /// The administrator.
+        /// The administrator: `administrator X` or `administrator client X`.
         admin: String,
+        /// `password` or `secret`.
+        what: &'static str,
     },
     /// A step failed (its words), and what became of the temporary administrator.
     #[error("{step}; {cleanup}")]
@@ -208,7 +212,12 @@ impl Repair for AdminRepair {
     async fn repair(&self) -> Result<String, RepairError> {
         let admin = self.keycloak.admin_user().to_owned();
         let Some(runtime) = self.runtime.as_ref() else {
-            return Err(RepairError::NoRuntime { admin });
+            let user = self.keycloak.admin_user();
+            let (admin, what) = match self.keycloak.admin_login_kind() {
+                AdminLogin::Password => (format!("administrator {user}"), "password"),
+                AdminLogin::ClientCredentials => (format!("administrator client {user}"), "secret"),
+            };
+            return Err(RepairError::NoRuntime { admin, what });
         };
         // The next repair's temporary administrator is made now, so the
         // loop knows its password before that repair.
