@@ -19,7 +19,7 @@ pub struct Calls {
 /// Which kind of call.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Kind {
-    /// The mesh administrator's password login.
+    /// The mesh administrator's login (password or client credentials).
     AdminLogin,
     /// `GET .../clients?clientId=X`.
     Lookup,
@@ -71,7 +71,7 @@ impl Calls {
 /// The calls made, by kind (a snapshot, or the difference of two).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CallCounts {
-    /// The mesh administrator's password logins (token fetched or renewed).
+    /// The mesh administrator's login (password or client credentials). (token fetched or renewed).
     pub admin_logins: u64,
     /// Client lookups by `clientId`.
     pub lookups: u64,
