@@ -71,7 +71,7 @@ impl Calls {
 /// The calls made, by kind (a snapshot, or the difference of two).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CallCounts {
-    /// The mesh administrator's login (password or client credentials). (token fetched or renewed).
+    /// Logins of the mesh administrator (a token fetched or renewed).
     pub admin_logins: u64,
     /// Client lookups by `clientId`.
     pub lookups: u64,
