@@ -250,24 +250,27 @@ mod tests {
         assert!(error.contains("absolute path"), "{error}");
     }
 
+    /// The command line of a provider over realm `mesh` at `http://k`, and `more`.
+    fn parse(more: &[&str]) -> Result<(mesh_sdk::ProviderArgs, Flags), clap::Error> {
+        let base = [
+            "mesh-identity",
+            "--contributions",
+            "c.json",
+            "--keycloak-url",
+            "http://k",
+            "--realm",
+            "mesh",
+        ];
+        MAIN.parse_from::<Flags, _, _>(base.iter().chain(more))
+    }
+
     #[test]
     fn the_administrator_logs_in_by_password_or_as_a_service_account_client() {
         let dir = tempfile::tempdir().unwrap();
         let (pw, secret) = (dir.path().join("pw"), dir.path().join("secret"));
         std::fs::write(&pw, "admin-secret\n").unwrap();
         std::fs::write(&secret, " client-secret \n").unwrap();
-        let with = |more: &[&str]| {
-            let base = [
-                "mesh-identity",
-                "--contributions",
-                "c.json",
-                "--keycloak-url",
-                "http://k",
-                "--realm",
-                "mesh",
-            ];
-            MAIN.parse_from::<Flags, _, _>(base.iter().chain(more.iter()))
-        };
+        let with = |more: &[&str]| parse(more);
         let (_, flags) = with(&[
             "--admin-client-id",
             "mesh-automation",
@@ -307,19 +310,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let pw = dir.path().join("pw");
         std::fs::write(&pw, "admin-secret\n").unwrap();
-        let base = [
-            "mesh-identity",
-            "--contributions",
-            "c.json",
-            "--keycloak-url",
-            "http://k",
-            "--realm",
-            "mesh",
-            "--admin-password-file",
-            pw.to_str().unwrap(),
-        ];
-        let with = |more: &[&'static str]| {
-            MAIN.parse_from::<Flags, _, _>(base.iter().copied().chain(more.iter().copied()))
+        let with = |more: &[&str]| {
+            let password = ["--admin-password-file", pw.to_str().unwrap()];
+            parse(&[&password[..], more].concat())
         };
         let (_, flags) = with(&[
             "--kc-sh",
