@@ -233,14 +233,7 @@ mod tests {
 
     #[test]
     fn a_relative_runtime_is_refused() {
-        let result = MAIN.parse_from::<Flags, _, _>([
-            "mesh-identity",
-            "--contributions",
-            "c.json",
-            "--keycloak-url",
-            "http://k",
-            "--realm",
-            "mesh",
+        let result = parse(&[
             "--admin-password-file",
             "pw",
             "--container-cli",

@@ -273,6 +273,15 @@ impl State {
             .count()
     }
 
+    /// `GET` requests whose query holds `part` (`clientId=`: lookups;
+    /// `first=`: pages of a listing).
+    pub fn gets_with_query(&self, part: &str) -> usize {
+        self.requests
+            .iter()
+            .filter(|r| r.method == "GET" && r.query.contains(part))
+            .count()
+    }
+
     /// Password logins of `username`: (accepted, refused).
     pub fn password_logins(&self, username: &str) -> (usize, usize) {
         let of: Vec<&Login> = self

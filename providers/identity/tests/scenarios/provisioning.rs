@@ -410,14 +410,7 @@ async fn the_administrator_token_is_cached_renewed_and_fetched_again_on_401() {
 async fn a_known_client_is_not_looked_up_again_until_a_call_shows_it_gone() {
     let setup = Setup::new(MESH_ADMIN_PASSWORD, 401);
     let p = setup.provisioner_listing_every_pass();
-    let lookups = || {
-        setup.kc.with(|s| {
-            s.requests
-                .iter()
-                .filter(|r| r.method == "GET" && r.query.contains("clientId="))
-                .count()
-        })
-    };
+    let lookups = || setup.kc.with(|s| s.gets_with_query("clientId="));
     let (forge, wiki) = (consumer("forge"), consumer("wiki"));
     p.ensure(&forge, &secret("forge", 1)).await.unwrap();
     assert_eq!(lookups(), 1, "looked up, then made");
@@ -506,14 +499,7 @@ async fn the_realm_is_listed_once_a_minute_and_own_changes_show_in_between() {
     let _hold = hold_clock();
     let setup = Setup::new(MESH_ADMIN_PASSWORD, 401);
     let p = setup.provisioner();
-    let listings = || {
-        setup.kc.with(|s| {
-            s.requests
-                .iter()
-                .filter(|r| r.method == "GET" && r.query.contains("first="))
-                .count()
-        })
-    };
+    let listings = || setup.kc.with(|s| s.gets_with_query("first="));
     setup.kc.with(|s| {
         s.add_marked("forge", &minted("forge", 1), true);
         s.add_marked("wiki", &minted("wiki", 1), true);
