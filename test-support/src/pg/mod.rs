@@ -7,10 +7,11 @@ use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
-use crate::{
-    find_in_path_or, free_port, is_executable, poll_until, random_hex, read_lossy, tail,
-    START_ATTEMPTS, START_DEADLINE,
-};
+mod host;
+
+use host::{chown, pg_bin_dir, postgres_ids, runuser_binary};
+
+use crate::{free_port, poll_until, random_hex, read_lossy, tail, START_ATTEMPTS, START_DEADLINE};
 
 /// The superuser the cluster is created with.
 const SUPERUSER: &str = "postgres";
@@ -567,81 +568,6 @@ impl std::fmt::Debug for PgCluster {
 /// Whether a server log says the port was taken.
 fn port_taken(log: &str) -> bool {
     log.contains("Address already in use") || log.contains("could not create any TCP/IP sockets")
-}
-
-/// The directory holding `initdb`, `pg_ctl` and `postgres`: the one of
-/// `pg_ctl` in `PATH` (symlinks resolved), else the highest version in
-/// /usr/lib/postgresql/*/bin.
-fn pg_bin_dir() -> PathBuf {
-    let complete = |dir: &Path| {
-        ["initdb", "pg_ctl", "postgres"]
-            .iter()
-            .all(|binary| is_executable(&dir.join(binary)))
-    };
-    let from_path = find_in_path_or("pg_ctl", &[])
-        .and_then(|pg_ctl| pg_ctl.canonicalize().ok())
-        .and_then(|pg_ctl| pg_ctl.parent().map(Path::to_path_buf))
-        .filter(|dir| complete(dir));
-    if let Some(dir) = from_path {
-        return dir;
-    }
-    let mut versions: Vec<(Vec<u32>, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|entry| {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let version: Option<Vec<u32>> = name.split('.').map(|part| part.parse().ok()).collect();
-            let bin = entry.path().join("bin");
-            version
-                .filter(|_| complete(&bin))
-                .map(|version| (version, bin))
-        })
-        .collect();
-    versions.sort();
-    versions.pop().map(|(_, bin)| bin).unwrap_or_else(|| {
-        panic!(
-            "PostgreSQL server binaries (initdb, pg_ctl, postgres) not found in PATH nor in \
-             /usr/lib/postgresql/*/bin: install the Debian package `postgresql`"
-        )
-    })
-}
-
-/// `runuser`, needed to run PostgreSQL as `postgres` when root.
-fn runuser_binary() -> PathBuf {
-    find_in_path_or(
-        "runuser",
-        &["/usr/sbin/runuser", "/sbin/runuser", "/usr/bin/runuser"],
-    )
-    .unwrap_or_else(|| {
-        panic!(
-            "running as root, PostgreSQL must run as the `postgres` user, but `runuser` was \
-                 not found: install the Debian package `util-linux`"
-        )
-    })
-}
-
-/// The uid and gid of the `postgres` OS user.
-fn postgres_ids() -> (u32, u32) {
-    let id = |flag: &str| -> Option<u32> {
-        let output = Command::new("id").args([flag, SUPERUSER]).output().ok()?;
-        if !output.status.success() {
-            return None;
-        }
-        String::from_utf8_lossy(&output.stdout).trim().parse().ok()
-    };
-    match (id("-u"), id("-g")) {
-        (Some(uid), Some(gid)) => (uid, gid),
-        _ => panic!(
-            "running as root, PostgreSQL must run as the `postgres` OS user, which does not \
-             exist: install the Debian package `postgresql` (it creates the user)"
-        ),
-    }
-}
-
-fn chown(path: &Path, uid: u32, gid: u32) {
-    std::os::unix::fs::chown(path, Some(uid), Some(gid))
-        .unwrap_or_else(|error| panic!("chown {} to the postgres user: {error}", path.display()));
 }
 
 /// A double-quoted SQL identifier.
