@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 
 mod certs;
 mod cluster;
+mod cmdline;
 mod keycloak;
 mod nats;
 pub mod netns;
@@ -34,6 +35,7 @@ mod proxy;
 
 pub use certs::{CertFiles, TestCa};
 pub use cluster::{NatsCluster, CLUSTER_SIZE};
+pub use cmdline::CmdlineScan;
 pub use keycloak::{
     KeycloakDist, KeycloakServer, KEYCLOAK_ADMIN, KEYCLOAK_BUILD, KEYCLOAK_START_DEADLINE,
 };

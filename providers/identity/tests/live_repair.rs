@@ -10,15 +10,14 @@
 //! realm `master`'s brute-force settings.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use mesh_provider_identity::hold::LoginHold;
 use mesh_provider_identity::{AdminLogin, AdminRepair, IdentityConfig, IdentityProvisioner};
 use mesh_sdk::testing::{self, BrakeRules, LogCapture, Outbox, RepairRules, Runner, Settings};
 use mesh_sdk::{Class, Consumer, Name, Probe, Provisioner, Repair, Secret};
-use mesh_test_support::KeycloakServer;
+use mesh_test_support::{CmdlineScan, KeycloakServer};
 use serde_json::{json, Value};
 
 /// One test at a time: they change realm `master` for everyone.
@@ -138,71 +137,6 @@ async fn login_failures(kc: &KeycloakServer, id: &str) -> Value {
     body
 }
 
-/// Watches every process's command line while it runs: none may hold a
-/// secret, and it counts the `kc.sh bootstrap-admin` runs it saw.
-struct CmdlineScan {
-    stop: Arc<AtomicBool>,
-    secrets: Arc<Mutex<Vec<String>>>,
-    found: Arc<Mutex<(usize, Vec<String>)>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl CmdlineScan {
-    fn start() -> CmdlineScan {
-        let stop = Arc::new(AtomicBool::new(false));
-        let secrets = Arc::new(Mutex::new(Vec::<String>::new()));
-        let found = Arc::new(Mutex::new((0usize, Vec::new())));
-        let thread = std::thread::spawn({
-            let (stop, secrets, found) = (stop.clone(), secrets.clone(), found.clone());
-            move || {
-                let mut seen_pids = std::collections::HashSet::new();
-                while !stop.load(Ordering::SeqCst) {
-                    let secrets = secrets.lock().unwrap().clone();
-                    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-                        let Ok(raw) = std::fs::read(entry.path().join("cmdline")) else {
-                            continue;
-                        };
-                        let line = String::from_utf8_lossy(&raw).replace('\0', " ");
-                        let mut found = found.lock().unwrap();
-                        if line.contains("bootstrap-admin") && seen_pids.insert(entry.file_name()) {
-                            found.0 += 1;
-                        }
-                        for (i, secret) in secrets.iter().enumerate() {
-                            if !secret.is_empty() && line.contains(secret.as_str()) {
-                                found.1.push(format!(
-                                    "secret #{i} on the command line of pid {:?}",
-                                    entry.file_name()
-                                ));
-                            }
-                        }
-                    }
-                    std::thread::sleep(Duration::from_millis(15));
-                }
-            }
-        });
-        CmdlineScan {
-            stop,
-            secrets,
-            found,
-            thread: Some(thread),
-        }
-    }
-
-    /// Adds secrets to look for.
-    fn watch(&self, more: impl IntoIterator<Item = String>) {
-        self.secrets.lock().unwrap().extend(more);
-    }
-
-    /// Stops; the bootstrap runs seen, after asserting no secret was.
-    fn finish(mut self) -> usize {
-        self.stop.store(true, Ordering::SeqCst);
-        self.thread.take().unwrap().join().unwrap();
-        let found = self.found.lock().unwrap();
-        assert!(found.1.is_empty(), "{:?}", found.1);
-        found.0
-    }
-}
-
 /// The repair hook's secrets, exposed, for the scans.
 fn exposed(repair: &AdminRepair) -> Vec<String> {
     repair
@@ -316,7 +250,7 @@ async fn a_password_changed_by_hand_is_repaired_with_kc_sh_bootstrap_admin_besid
         ("wiki", "wiki-minted-Lp20xVb7"),
     ];
     let (mut runner, outbox) = runner(provisioner, dir.path(), &consumers);
-    let scan = CmdlineScan::start();
+    let scan = CmdlineScan::start("bootstrap-admin");
     let db_password = kc
         .db_env()
         .into_iter()
