@@ -441,6 +441,25 @@ impl Mesh {
         }
     }
 
+    /// The short timings every provider of these tests runs with, a pass
+    /// every `pass_every`.
+    fn provider_timings(&self, pass_every: &str) -> Vec<String> {
+        [
+            "--pass-every",
+            pass_every,
+            "--failing-after",
+            &humantime::format_duration(FAILING_AFTER).to_string(),
+            "--repeat-every",
+            "1m",
+            "--alive-every",
+            self.alive_every,
+            "--ack-timeout",
+            "1s",
+        ]
+        .map(str::to_owned)
+        .to_vec()
+    }
+
     pub fn start_provider(&mut self) {
         let mut command = Command::new(binary("mesh-postgres"));
         command
@@ -451,24 +470,8 @@ impl Mesh {
             .arg("--contributions")
             .arg(self.path("contributions.json"))
             .args(self.bus_flags("postgres@db-1"))
-            .args([
-                "--pass-every",
-                "250ms",
-                "--failing-after",
-                &humantime::format_duration(FAILING_AFTER).to_string(),
-                "--repeat-every",
-                "1m",
-                "--alive-every",
-                self.alive_every,
-            ])
-            .args([
-                "--retire-after-passes",
-                "3",
-                "--retire-after",
-                "1h",
-                "--ack-timeout",
-                "1s",
-            ]);
+            .args(self.provider_timings("250ms"))
+            .args(["--retire-after-passes", "3", "--retire-after", "1h"]);
         self.provider = Some(Process::spawn(
             "provider",
             command,
@@ -523,18 +526,7 @@ impl Mesh {
             .arg(self.path("identity.json"))
             .args(self.bus_flags("identity@id-1"))
             .args(args)
-            .args([
-                "--pass-every",
-                "500ms",
-                "--failing-after",
-                &humantime::format_duration(FAILING_AFTER).to_string(),
-                "--repeat-every",
-                "1m",
-                "--alive-every",
-                self.alive_every,
-                "--ack-timeout",
-                "1s",
-            ])
+            .args(self.provider_timings("500ms"))
             .envs(env.iter().map(|(k, v)| (k, v)));
         self.identity = Some(Process::spawn(
             "identity",
