@@ -185,10 +185,16 @@ impl AdminRepair {
 
     /// `password of administrator X`, or `secret of administrator client X`.
     fn credential(&self) -> String {
-        let admin = self.keycloak.admin_user();
+        let (admin, what) = self.administrator();
+        format!("{what} of {admin}")
+    }
+
+    /// `administrator X` and `password`, or `administrator client X` and `secret`.
+    fn administrator(&self) -> (String, &'static str) {
+        let user = self.keycloak.admin_user();
         match self.keycloak.admin_login_kind() {
-            AdminLogin::Password => format!("password of administrator {admin}"),
-            AdminLogin::ClientCredentials => format!("secret of administrator client {admin}"),
+            AdminLogin::Password => (format!("administrator {user}"), "password"),
+            AdminLogin::ClientCredentials => (format!("administrator client {user}"), "secret"),
         }
     }
 }
@@ -212,11 +218,7 @@ impl Repair for AdminRepair {
     async fn repair(&self) -> Result<String, RepairError> {
         let admin = self.keycloak.admin_user().to_owned();
         let Some(runtime) = self.runtime.as_ref() else {
-            let user = self.keycloak.admin_user();
-            let (admin, what) = match self.keycloak.admin_login_kind() {
-                AdminLogin::Password => (format!("administrator {user}"), "password"),
-                AdminLogin::ClientCredentials => (format!("administrator client {user}"), "secret"),
-            };
+            let (admin, what) = self.administrator();
             return Err(RepairError::NoRuntime { admin, what });
         };
         // The next repair's temporary administrator is made now, so the
