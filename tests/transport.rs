@@ -76,6 +76,74 @@ fn with_nkey_users_every_binary_connects_and_the_story_holds() {
     the_story_holds(&mesh);
 }
 
+/// A password inside `--nats` (`nats://user:pw@host`, the form every NATS
+/// client takes) logs every binary in (`serve`, the provider, `approve`),
+/// and no binary prints it, not even the NATS client's own debug lines
+/// (which show the server URLs it is given): the credentials are taken out
+/// of the URL before the client sees it. The grants agent says a grant
+/// without a port unchecked over it.
+#[test]
+fn with_passwords_inside_the_urls_every_binary_connects_and_none_prints_them() {
+    let mut mesh = healthy_mesh_with(Options {
+        bus_auth: BusAuth::UrlPassword,
+        log_level: "debug",
+        ..Options::default()
+    });
+    the_story_holds(&mesh);
+    let grants = mesh.path("grants.json");
+    let grant = serde_json::json!({"consumer": "forge", "provision": "postgres-database",
+        "from": "postgres@db-1", "address": "10.10.0.1", "port": null, "as": "forge",
+        "netns": "/run/netns/forge"});
+    std::fs::write(
+        &grants,
+        serde_json::json!({"machine": "app-1", "grants": [grant]}).to_string(),
+    )
+    .unwrap();
+    mesh.start_grants("app-1", &grants);
+    mesh.wait_status("forge's grant said unchecked", |s| {
+        s["grants"]["unchecked"][0]["consumer"] == "forge"
+    });
+    let out = Command::new(binary("mesh-controller"))
+        .args(mesh.bus_flags("controller"))
+        .args(["approve", "postgres@db-1", "wiki", "--timeout", "5s"])
+        .env("RUST_LOG", "debug")
+        .output()
+        .expect("mesh-controller runs");
+    let approve = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.code() == Some(1) && approve.contains("refused by postgres@db-1"),
+        "{approve}"
+    );
+    let logs = [
+        ("approve", approve),
+        ("serve", mesh.controller.as_ref().unwrap().log_text()),
+        ("mesh-postgres", mesh.provider_log()),
+        ("mesh-grants", mesh.grants.as_ref().unwrap().log_text()),
+    ];
+    for (binary, log) in &logs {
+        assert!(
+            log.contains("attempting connection"),
+            "{binary} logged the NATS client's debug lines:\n{log}"
+        );
+        for user in ["controller", "postgres@db-1", "_grants@app-1"] {
+            let password = std::fs::read_to_string(mesh.path("credentials").join(user)).unwrap();
+            assert!(
+                !log.contains(&password),
+                "{binary} printed {user}'s password:\n{log}"
+            );
+        }
+    }
+    assert!(
+        logs[2].1.contains("postgres%40db-1:***@127.0.0.1"),
+        "the provider shows its URL with the password replaced:\n{}",
+        logs[2].1
+    );
+}
+
 /// `mesh-controller approve` with `flags`: (exit code, stderr).
 fn approve(flags: &[std::ffi::OsString]) -> (i32, String) {
     let out = Command::new(binary("mesh-controller"))

@@ -5,7 +5,7 @@
 pub use crate::brake::Backoff;
 pub use crate::bus::{
     connect, connect_as, connect_options, publish_loop, BusError, BusOptions, EventSink,
-    JetStreamSink, Key, Outbox, Pending, SinkError,
+    JetStreamSink, Key, Outbox, Pending, ServerListError, SinkError,
 };
 pub use crate::classify::classify_words;
 pub use crate::clock::WallClock;

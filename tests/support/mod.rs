@@ -41,6 +41,9 @@ pub struct Options {
     pub alive_every: &'static str,
     /// How the bus users prove who they are.
     pub bus_auth: BusAuth,
+    /// `RUST_LOG` of the long-running binaries (`serve`, the providers,
+    /// `mesh-grants`).
+    pub log_level: &'static str,
     /// Whether the nats-server requires TLS and verifies client
     /// certificates (`verify: true`); every binary then gets
     /// `--nats-ca-file`, `--nats-cert-file` and `--nats-key-file`.
@@ -60,6 +63,9 @@ pub enum BusAuth {
     /// `credentials/<user>.pub` holds a public nkey made by the test; the
     /// seed is in `nkeys/<user>.nk`, given with `--nats-nkey-file`.
     Nkey,
+    /// A password as for [`BusAuth::Password`], given inside the `--nats`
+    /// URL (`nats://user:pw@host`, the user's `@` written `%40`).
+    UrlPassword,
 }
 
 impl Default for Options {
@@ -69,6 +75,7 @@ impl Default for Options {
             never_run: Vec::new(),
             alive_every: "1m",
             bus_auth: BusAuth::Password,
+            log_level: "info",
             tls: false,
             identity: Vec::new(),
         }
@@ -111,10 +118,10 @@ pub struct Process {
 impl Process {
     pub fn spawn(name: &'static str, mut command: Command, log: PathBuf) -> Process {
         let file = std::fs::File::create(&log).expect("process log file");
-        command
-            .stdout(Stdio::null())
-            .stderr(file)
-            .env("RUST_LOG", "info");
+        if !command.get_envs().any(|(key, _)| key == "RUST_LOG") {
+            command.env("RUST_LOG", "info");
+        }
+        command.stdout(Stdio::null()).stderr(file);
         let child = command
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
@@ -180,6 +187,7 @@ pub struct Mesh {
     alive_every: &'static str,
     store_url: String,
     bus_auth: BusAuth,
+    log_level: &'static str,
     /// The CA of a TLS bus and a client certificate for each binary.
     pub tls: Option<Tls>,
 }
@@ -256,7 +264,7 @@ impl Mesh {
         std::fs::create_dir(d.join("nkeys")).unwrap();
         for user in &users {
             match options.bus_auth {
-                BusAuth::Password => std::fs::write(
+                BusAuth::Password | BusAuth::UrlPassword => std::fs::write(
                     creds.join(user),
                     format!("bus-pw-{}", user.replace('@', "-")),
                 )
@@ -340,6 +348,7 @@ impl Mesh {
             alive_every: options.alive_every,
             store_url,
             bus_auth: options.bus_auth,
+            log_level: options.log_level,
             tls,
         };
         let all: Vec<&str> = options.consumers.iter().map(|(c, _)| *c).collect();
@@ -399,6 +408,12 @@ impl Mesh {
     pub fn bus_flags(&self, user: &str) -> Vec<OsString> {
         let mut flags: Vec<OsString> = vec!["--nats".into(), self.nats.url().into()];
         match self.bus_auth {
+            BusAuth::UrlPassword => {
+                let password =
+                    std::fs::read_to_string(self.path("credentials").join(user)).unwrap();
+                let inside = format!("://{}:{password}@", user.replace('@', "%40"));
+                flags[1] = self.nats.url().replacen("://", &inside, 1).into();
+            }
             BusAuth::Password => {
                 flags.extend(["--nats-user".into(), user.into()]);
                 flags.push("--nats-password-file".into());
@@ -427,7 +442,7 @@ impl Mesh {
 
     pub fn start_controller(&mut self) {
         let mut command = self.controller_command();
-        command.arg("serve");
+        command.arg("serve").env("RUST_LOG", self.log_level);
         self.controller = Some(Process::spawn(
             "controller",
             command,
@@ -471,7 +486,8 @@ impl Mesh {
             .arg(self.path("contributions.json"))
             .args(self.bus_flags("postgres@db-1"))
             .args(self.provider_timings("250ms"))
-            .args(["--retire-after-passes", "3", "--retire-after", "1h"]);
+            .args(["--retire-after-passes", "3", "--retire-after", "1h"])
+            .env("RUST_LOG", self.log_level);
         self.provider = Some(Process::spawn(
             "provider",
             command,
@@ -512,7 +528,8 @@ impl Mesh {
                 "1m",
                 "--ack-timeout",
                 "1s",
-            ]);
+            ])
+            .env("RUST_LOG", self.log_level);
         self.grants = Some(Process::spawn("grants", command, self.path("grants.log")));
     }
 
@@ -527,6 +544,7 @@ impl Mesh {
             .args(self.bus_flags("identity@id-1"))
             .args(args)
             .args(self.provider_timings("500ms"))
+            .env("RUST_LOG", self.log_level)
             .envs(env.iter().map(|(k, v)| (k, v)));
         self.identity = Some(Process::spawn(
             "identity",

@@ -7,6 +7,7 @@
 
 mod nats;
 mod publisher;
+mod servers;
 mod transport;
 
 use std::collections::BTreeMap;
@@ -21,6 +22,7 @@ use crate::name::Name;
 
 pub use nats::{connect, connect_as, BusError, BusOptions, JetStreamSink};
 pub use publisher::publish_loop;
+pub use servers::ServerListError;
 pub use transport::{connect_options, NatsArgs};
 
 /// Where events go.

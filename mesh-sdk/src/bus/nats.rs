@@ -9,6 +9,7 @@ use async_nats::{Event as NatsEvent, ServerError};
 use async_trait::async_trait;
 use bytes::Bytes;
 
+use super::servers::ServerListError;
 use super::transport::{connect_options, NatsArgs};
 use super::{EventSink, SinkError};
 use crate::contributions::ProviderId;
@@ -28,16 +29,10 @@ pub struct BusOptions {
 /// URLs are shown without their passwords.
 #[derive(Debug, thiserror::Error)]
 pub enum BusError {
-    /// `--nats` holds an empty or invalid entry.
-    #[error("--nats entry {position} ({entry}) is not a nats server: {reason}")]
-    Servers {
-        /// The entry, its password replaced.
-        entry: String,
-        /// Its place in the comma-separated list, from 1.
-        position: usize,
-        /// Why.
-        reason: String,
-    },
+    /// `--nats` holds an empty or invalid entry, or credentials that cannot
+    /// be used.
+    #[error(transparent)]
+    Servers(#[from] ServerListError),
     /// The NATS password file could not be read.
     #[error("nats password file {path} cannot be read: {source}")]
     PasswordFile {
@@ -56,6 +51,17 @@ pub enum BusError {
          alternatives: give one"
     )]
     ManyCredentials,
+    /// A URL holds a user and password, and a flag gives credentials too.
+    #[error(
+        "--nats entry {position} holds a user and password, and {flags} gives credentials \
+         too: give one"
+    )]
+    CredentialsTwice {
+        /// The first entry holding a user and password, from 1.
+        position: usize,
+        /// The flags giving the other credentials.
+        flags: &'static str,
+    },
     /// The `.creds` file could not be read or parsed.
     #[error("nats credentials file {path} cannot be used: {source}")]
     CredsFile {

@@ -8,16 +8,17 @@
 //! read every file before a connection is tried, so a wrong flag ends the
 //! start with a clear error instead of a connection retried forever.
 //! Neither a secret (password, seed) nor a password inside a URL is ever
-//! part of an error or a log line.
+//! part of an error or a log line, and a URL's user and password never
+//! reach the NATS client inside the URL (see [`super::servers`]).
 
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 use std::time::Duration;
 
 use async_nats::{ConnectOptions, ServerAddr};
 use clap::Args;
 
 use super::nats::{log_event, BusError};
+use super::servers::{self, UrlCredentials};
 use crate::redact::shown_url;
 
 /// The server when `--nats` is not given.
@@ -26,14 +27,16 @@ const DEFAULT_SERVERS: &str = "nats://127.0.0.1:4222";
 /// The NATS transport flags every mesh binary shares, with env fallbacks.
 ///
 /// How the client proves who it is: a user and password file, a `.creds`
-/// file, or an nkey seed file (alternatives: give at most one); none for a
+/// file, an nkey seed file, or a user and password inside the URLs
+/// (`nats://user:pw@host`; alternatives: give at most one); none for a
 /// server without authorization. TLS: `tls://` URLs, or a server that
 /// requires it, or any of the TLS flags (which make TLS required: the client
 /// never falls back to plain text). The flags are global: a command line may
 /// give them before or after a subcommand.
 #[derive(Args, Clone, Debug, PartialEq, Eq)]
 pub struct NatsArgs {
-    /// NATS server URL, or a comma-separated list of the servers of one cluster (nats:// or tls://).
+    /// NATS server URL, or a comma-separated list of the servers of one cluster (nats:// or tls://);
+    /// a URL may hold the user and password (nats://user:pw@host).
     #[arg(
         id = "nats",
         long = "nats",
@@ -131,7 +134,7 @@ impl Default for NatsArgs {
 }
 
 /// How the client proves who it is, as the flags ask.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Auth<'a> {
     /// No credentials.
     Anonymous,
@@ -146,32 +149,35 @@ pub(crate) enum Auth<'a> {
     Creds(&'a Path),
     /// A file holding an nkey seed.
     Nkey(&'a Path),
+    /// A user and password taken out of the URLs.
+    InUrl(UrlCredentials),
+}
+
+impl Auth<'_> {
+    /// The flags that ask for these credentials.
+    fn flags(&self) -> &'static str {
+        match self {
+            Auth::Anonymous => "no flag",
+            Auth::Password { .. } => "--nats-user/--nats-password-file",
+            Auth::Creds(_) => "--nats-creds",
+            Auth::Nkey(_) => "--nats-nkey-file",
+            Auth::InUrl(_) => "--nats",
+        }
+    }
 }
 
 impl NatsArgs {
     /// The servers of `--nats`, each entry of the comma-separated list
-    /// parsed (`nats://` assumed without a scheme, port 4222 without one).
+    /// parsed (`nats://` assumed without a scheme, port 4222 without one),
+    /// a user and password inside an entry taken out of it (they are the
+    /// client's credentials, see [`connect_options`]).
     ///
     /// # Errors
     /// [`BusError::Servers`] naming the first empty or invalid entry (shown
-    /// without its password).
+    /// without its password), an entry holding a token or half of a user
+    /// and password, or two entries holding different ones.
     pub fn servers(&self) -> Result<Vec<ServerAddr>, BusError> {
-        self.url
-            .split(',')
-            .enumerate()
-            .map(|(index, entry)| {
-                let entry = entry.trim();
-                let invalid = |reason: String| BusError::Servers {
-                    entry: shown_url(entry),
-                    position: index + 1,
-                    reason,
-                };
-                if entry.is_empty() {
-                    return Err(invalid("it is empty".to_owned()));
-                }
-                ServerAddr::from_str(entry).map_err(|e| invalid(e.to_string()))
-            })
-            .collect()
+        Ok(servers::parse(&self.url)?.servers)
     }
 
     /// The servers as they may be shown: every password replaced.
@@ -179,19 +185,22 @@ impl NatsArgs {
         shown_url(&self.url)
     }
 
-    /// Which credentials the flags give.
+    /// Which credentials the flags (and the URLs) give.
     ///
     /// # Errors
     /// [`BusError::HalfCredentials`] for a user without a password file (or
     /// the other way round), [`BusError::ManyCredentials`] when more than one
-    /// of password, `.creds` and nkey is given.
+    /// of password, `.creds` and nkey is given, [`BusError::CredentialsTwice`]
+    /// when a URL holds a user and password and a flag gives credentials too,
+    /// and [`BusError::Servers`] when the URLs' credentials cannot be used.
     pub(crate) fn auth(&self) -> Result<Auth<'_>, BusError> {
+        let in_url = servers::parse(&self.url)?.credentials;
         let password = match (&self.user, &self.password_file) {
             (Some(user), Some(file)) => Some(Auth::Password { user, file }),
             (None, None) => None,
             _ => return Err(BusError::HalfCredentials),
         };
-        let given: Vec<Auth<'_>> = [
+        let mut given: Vec<Auth<'_>> = [
             password,
             self.creds.as_deref().map(Auth::Creds),
             self.nkey_file.as_deref().map(Auth::Nkey),
@@ -199,11 +208,19 @@ impl NatsArgs {
         .into_iter()
         .flatten()
         .collect();
-        match given.as_slice() {
-            [] => Ok(Auth::Anonymous),
-            [one] => Ok(*one),
-            _ => Err(BusError::ManyCredentials),
+        if given.len() > 1 {
+            return Err(BusError::ManyCredentials);
         }
+        if let Some(in_url) = in_url {
+            if let Some(flag) = given.first() {
+                return Err(BusError::CredentialsTwice {
+                    position: in_url.position,
+                    flags: flag.flags(),
+                });
+            }
+            given.push(Auth::InUrl(in_url));
+        }
+        Ok(given.pop().unwrap_or(Auth::Anonymous))
     }
 
     /// Whether a TLS flag is given (TLS is then required).
@@ -214,7 +231,9 @@ impl NatsArgs {
 
 /// The connection options every mesh client shares: the given name and
 /// inbox prefix, the credentials and TLS files of `nats` (each read or
-/// checked now), a short capped reconnect backoff (100 ms doubling to 2 s),
+/// checked now; a user and password inside the URLs handed over as the
+/// client's user and password, for the servers of [`NatsArgs::servers`],
+/// which no longer hold them), a short capped reconnect backoff (100 ms doubling to 2 s),
 /// and an event callback that logs permission refusals and disconnects.
 ///
 /// # Errors
@@ -254,6 +273,9 @@ pub async fn connect_options(
                 })?
         }
         Auth::Nkey(path) => connect.nkey(read_nkey_seed(path)?),
+        Auth::InUrl(UrlCredentials { user, password, .. }) => {
+            connect.user_and_password(user, password)
+        }
     };
     if nats.wants_tls() {
         connect = connect.require_tls(true);
@@ -410,6 +432,60 @@ mod tests {
         assert_eq!(NatsArgs::default().auth().unwrap(), Auth::Anonymous);
     }
 
+    #[test]
+    fn a_user_and_password_inside_the_url_are_the_credentials_and_no_flag_may_give_others() {
+        let url = "nats://u:s3cret@a:4222,nats://b:4222";
+        let in_url = NatsArgs {
+            url: url.into(),
+            ..NatsArgs::default()
+        };
+        let Auth::InUrl(found) = in_url.auth().unwrap() else {
+            panic!("the URL's credentials are used")
+        };
+        assert_eq!(
+            (found.user.as_str(), found.password.as_str()),
+            ("u", "s3cret")
+        );
+        assert!(in_url.servers().unwrap().iter().all(|s| !s.has_user_pass()));
+        assert_eq!(in_url.shown_servers(), "nats://u:***@a:4222,nats://b:4222");
+
+        let path = PathBuf::from("f");
+        for (nats, flags) in [
+            (
+                NatsArgs {
+                    user: Some("u".into()),
+                    password_file: Some(path.clone()),
+                    ..in_url.clone()
+                },
+                "--nats-user/--nats-password-file",
+            ),
+            (
+                NatsArgs {
+                    creds: Some(path.clone()),
+                    ..in_url.clone()
+                },
+                "--nats-creds",
+            ),
+            (
+                NatsArgs {
+                    nkey_file: Some(path.clone()),
+                    ..in_url.clone()
+                },
+                "--nats-nkey-file",
+            ),
+        ] {
+            let error = nats.auth().unwrap_err();
+            let text = error.to_string();
+            assert!(
+                matches!(error, BusError::CredentialsTwice { position: 1, .. })
+                    && text.contains(flags)
+                    && text.contains("give one")
+                    && !text.contains("s3cret"),
+                "{text}"
+            );
+        }
+    }
+
     #[tokio::test]
     async fn a_half_client_certificate_is_refused_before_any_file_is_read() {
         let nats = NatsArgs {
@@ -434,29 +510,6 @@ mod tests {
         assert_eq!(shown, ["nats://a:4222", "tls://b:4223", "nats://c:4222"]);
         assert!(servers[1].tls_required());
         assert_eq!(NatsArgs::default().servers().unwrap().len(), 1);
-    }
-
-    #[test]
-    fn a_bad_entry_in_the_list_is_named_without_its_password() {
-        for (url, position, words) in [
-            ("nats://a:4222,nats://u:s3cret@b:99999", 2, "u:***@b"),
-            ("nats://a:4222,,nats://c:4222", 2, "empty"),
-            ("http://a:4222", 1, "invalid scheme"),
-            ("nats://a:4222,nats://b:port", 2, "invalid port"),
-        ] {
-            let nats = NatsArgs {
-                url: url.into(),
-                ..NatsArgs::default()
-            };
-            let error = nats.servers().unwrap_err();
-            let BusError::Servers { position: at, .. } = &error else {
-                panic!("{error}")
-            };
-            assert_eq!(*at, position, "{url}");
-            let text = error.to_string();
-            assert!(text.contains(words), "{url}: {text}");
-            assert!(!text.contains("s3cret"), "{text}");
-        }
     }
 
     #[tokio::test]
