@@ -157,6 +157,10 @@ fn grants_permissions(declaration: &Declaration) -> Vec<UserPermissions> {
         .collect()
 }
 
+/// The controller's user: `serve`'s routine work (make and update the
+/// stream and its durable consumer, fetch, acknowledge) and `approve`'s
+/// requests. Least privilege: it may not delete or purge the stream, nor
+/// read stored messages by sequence (`STREAM.MSG.GET`, `DIRECT.GET`).
 fn controller_permissions() -> UserPermissions {
     let api = "$JS.API";
     UserPermissions {
@@ -165,9 +169,6 @@ fn controller_permissions() -> UserPermissions {
             format!("{api}.STREAM.CREATE.{STREAM}"),
             format!("{api}.STREAM.UPDATE.{STREAM}"),
             format!("{api}.STREAM.INFO.{STREAM}"),
-            // Moving a stream made by an earlier controller (see `link`).
-            format!("{api}.STREAM.MSG.GET.{STREAM}"),
-            format!("{api}.STREAM.DELETE.{STREAM}"),
             format!("{api}.CONSUMER.CREATE.{STREAM}.{DURABLE}"),
             format!("{api}.CONSUMER.CREATE.{STREAM}.{DURABLE}.>"),
             format!("{api}.CONSUMER.DURABLE.CREATE.{STREAM}.{DURABLE}"),
@@ -545,6 +546,9 @@ mod tests {
                 || subject == "$JS.ACK.MESH_EVENTS.controller.>"
                 || subject == "mesh.cmd.*.*.provisioner.approve";
             assert!(narrowed, "{subject}");
+            for api in ["DELETE", "PURGE", "STREAM.MSG.", "DIRECT."] {
+                assert!(!subject.contains(api), "{subject}");
+            }
         }
         assert!(!c.publish.allow.iter().any(|s| s.starts_with("mesh.event")));
     }

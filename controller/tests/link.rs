@@ -466,12 +466,12 @@ async fn a_recovery_sent_while_the_store_is_away_lands_when_it_returns() {
     controller.stop().await;
 }
 
-/// A stream made by an earlier controller (limits retention: every word
-/// kept) is moved to work-queue retention: the words its consumer had not
-/// acknowledged land in the store, those it had are not applied again, and
-/// the words said after the move flow.
+/// A stream of that name made by another program with settings `serve`
+/// cannot change in place (limits retention: every word kept) ends `serve`
+/// with an error naming them and what to do; the stream and its words are
+/// left as they are, nothing is applied from it.
 #[tokio::test]
-async fn an_old_stream_is_moved_without_losing_an_unacknowledged_word() {
+async fn a_stream_serve_cannot_update_ends_it_and_is_left_as_it_is() {
     let world = World::start().await;
     world
         .js
@@ -484,90 +484,34 @@ async fn an_old_stream_is_moved_without_losing_an_unacknowledged_word() {
         .await
         .unwrap();
     let f = format!("{SUBJECT}.failing");
-    for (consumer, attempts) in [("taken-1", 1), ("taken-2", 2), ("left-1", 3), ("left-2", 4)] {
+    for (consumer, attempts) in [("kept-1", 1), ("kept-2", 2)] {
         world
             .publish(&f, failing(consumer, "2026-10-05T00:09:00Z", attempts))
             .await;
     }
-    // The earlier controller took (and stored, elsewhere) the first two.
-    let consumer = world
-        .js
-        .get_stream(STREAM)
-        .await
-        .unwrap()
-        .create_consumer(consumer_config(&LinkSettings::default()))
-        .await
-        .unwrap();
-    let mut taken = consumer.fetch().max_messages(2).messages().await.unwrap();
-    while let Some(message) = taken.next().await {
-        message.unwrap().double_ack().await.unwrap();
-    }
 
     let controller = world.serve(quick());
-    world
-        .wait_rows(
-            "postgres",
-            "db-1",
-            &["left-1 (3)", "left-2 (4)"],
-            "the unacknowledged words of the old stream are stored",
-        )
-        .await;
-    // The words land before the old stream is deleted and the new one made.
-    let deadline = tokio::time::Instant::now() + WAIT;
-    let info = loop {
-        if let Ok(mut stream) = world.js.get_stream(STREAM).await {
-            let info = stream.info().await.unwrap().clone();
-            if info.config.retention == RetentionPolicy::WorkQueue {
-                break info;
-            }
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no bounded stream made"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
-    assert!(!info.config.sealed);
-
-    world
-        .publish(&f, failing("after", "2026-10-05T00:10:00Z", 5))
-        .await;
-    world
-        .wait_rows(
-            "postgres",
-            "db-1",
-            &["after (5)", "left-1 (3)", "left-2 (4)"],
-            "words said after the move",
-        )
-        .await;
-    // The new stream numbers its words from 1 again, below the old stream's
-    // sequences: its epoch keeps them newer. A recovered said in the same
-    // second as the failing it ends lands.
-    world
-        .publish(
-            &format!("{SUBJECT}.recovered"),
-            recovered("left-2", "2026-10-05T00:09:00Z"),
-        )
-        .await;
-    world
-        .wait_rows(
-            "postgres",
-            "db-1",
-            &["after (5)", "left-1 (3)"],
-            "a word of the new stream is newer than every word of the old",
-        )
-        .await;
-    let epochs: Vec<i64> = world
-        .admin
-        .query("SELECT epoch FROM stream_epoch ORDER BY created", &[])
+    let ended = tokio::time::timeout(WAIT, controller.task)
         .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
-    assert_eq!(epochs, [1, 2], "the old stream first, then the new one");
-    world.wait_drained("the moved stream").await;
-    controller.stop().await;
+        .expect("serve ends instead of waiting for a stream it cannot change")
+        .unwrap();
+    let error = ended.expect_err("serve ends with an error").to_string();
+    assert!(
+        error.contains("stream MESH_EVENTS exists with limits retention")
+            && error.contains("work-queue retention")
+            && error.contains("administrator's credentials"),
+        "{error}"
+    );
+    let mut stream = world.js.get_stream(STREAM).await.unwrap();
+    let info = stream.info().await.unwrap();
+    assert_eq!(info.config.retention, RetentionPolicy::Limits);
+    assert!(!info.config.sealed);
+    assert_eq!(info.state.messages, 2, "its words are left in it");
+    assert_eq!(
+        world.rows("postgres", "db-1").await,
+        Vec::<String>::new(),
+        "nothing was applied from it"
+    );
 }
 
 /// `mesh-controller serve --metrics-listen` (the binary, JSON logs): its

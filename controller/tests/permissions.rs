@@ -9,6 +9,7 @@ use std::time::Duration;
 use async_nats::jetstream::consumer::PullConsumer;
 use bytes::Bytes;
 use futures::StreamExt;
+use mesh_controller::bus::STREAM;
 use mesh_controller::cli::{exit, run, Cli, Io, EXIT_NOT_DONE, EXIT_OK};
 use mesh_controller::link::{ensure_consumer, LinkSettings};
 use mesh_controller::model::declaration::parse;
@@ -159,13 +160,13 @@ async fn drain(consumer: &PullConsumer) -> Vec<String> {
     }
 }
 
-/// The stream here is new: nothing is moved into a store.
+/// Setting the stream up registers its epoch and applies no word.
 struct NoStore;
 
 #[async_trait::async_trait]
 impl Store for NoStore {
     async fn apply(&mut self, words: &[Word]) -> Result<(), StoreError> {
-        assert!(words.is_empty(), "a new stream has no word to move");
+        assert!(words.is_empty(), "setting the stream up applies no word");
         Ok(())
     }
 
@@ -316,6 +317,77 @@ async fn the_rendered_permissions_hold_on_a_real_server() {
     })
     .await
     .expect("the permission checks hang: a refused subscription or ack probably blocks");
+}
+
+/// `serve`'s routine user makes and follows its stream, and nothing more:
+/// it may not delete the stream, purge it, remove a message or read stored
+/// messages by sequence (`MSG.GET`, `DIRECT.GET`); each try is refused by the
+/// server, and the stream keeps its word.
+#[tokio::test]
+async fn the_controller_may_not_delete_purge_or_read_its_stream_by_sequence() {
+    let bus = Bus::start();
+    tokio::time::timeout(Duration::from_secs(120), async {
+        let (controller, events) = bus.client("controller", "_INBOX._controller").await;
+        let consumer = ensure_consumer(&controller, &LinkSettings::default(), &mut NoStore)
+            .await
+            .unwrap_or_else(|e| panic!("{e}\n{}", bus.nats.log()))
+            .consumer;
+        let postgres = bus.provider_sink("postgres", "db-1").await;
+        publish(
+            &postgres,
+            "mesh.event.db-1.postgres.provisioner.failing",
+            "a",
+        )
+        .await
+        .expect("own event acknowledged");
+
+        let mut js = async_nats::jetstream::new(controller.clone());
+        js.set_timeout(Duration::from_secs(1));
+        let stream = js
+            .get_stream(STREAM)
+            .await
+            .expect("its stream's info is allowed");
+        let refused = [
+            (
+                "STREAM.MSG.GET",
+                stream.get_raw_message(1).await.err().map(|e| e.to_string()),
+            ),
+            (
+                "DIRECT.GET",
+                stream.direct_get(1).await.err().map(|e| e.to_string()),
+            ),
+            (
+                "STREAM.MSG.DELETE",
+                stream.delete_message(1).await.err().map(|e| e.to_string()),
+            ),
+            (
+                "STREAM.PURGE",
+                stream.purge().await.err().map(|e| e.to_string()),
+            ),
+            (
+                "STREAM.DELETE",
+                js.delete_stream(STREAM).await.err().map(|e| e.to_string()),
+            ),
+        ];
+        for (api, error) in refused {
+            assert!(error.is_some(), "$JS.API.{api} was done for the controller");
+            events
+                .wait_for_violation(&format!("Publish to \"$JS.API.{api}.{STREAM}\""))
+                .await;
+        }
+        // The stream and its word are still there, and the routine work goes on.
+        let mut stream = js
+            .get_stream(STREAM)
+            .await
+            .expect("the stream is still there");
+        assert_eq!(stream.info().await.unwrap().state.messages, 1);
+        assert_eq!(
+            drain(&consumer).await,
+            ["mesh.event.db-1.postgres.provisioner.failing"]
+        );
+    })
+    .await
+    .expect("the refused requests hang: the JetStream timeout is not applied");
 }
 
 /// A provider answering approvals on its subject the way the SDK does.

@@ -29,7 +29,7 @@ struct Epochs(BTreeMap<SystemTime, u64>);
 #[async_trait::async_trait]
 impl Store for Epochs {
     async fn apply(&mut self, words: &[Word]) -> Result<(), StoreError> {
-        assert!(words.is_empty(), "a new stream has no word to move");
+        assert!(words.is_empty(), "setting the stream up applies no word");
         Ok(())
     }
 

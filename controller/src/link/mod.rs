@@ -111,6 +111,10 @@ pub enum LinkError {
     /// waiting will not change it.
     #[error("{0}; check --database and its password")]
     Store(StoreError),
+    /// The event stream exists with settings `serve` cannot change in place:
+    /// waiting will not change it.
+    #[error(transparent)]
+    Stream(SetupError),
     /// The stop signals could not be installed.
     #[error("cannot install the stop signal handlers: {0}")]
     Signal(#[source] std::io::Error),
@@ -120,7 +124,8 @@ pub enum LinkError {
 /// store and the bus being away at start is waited out (logged), not an error.
 ///
 /// # Errors
-/// [`LinkError`] when the bus credentials are unusable or a migration fails.
+/// [`LinkError`] when the bus credentials are unusable, a migration fails,
+/// or the event stream exists with settings `serve` cannot change.
 pub async fn serve_until(
     database: &DatabaseOptions,
     nats: &NatsOptions,
@@ -169,6 +174,7 @@ pub async fn serve_observed(
         let following = loop {
             match ensure_consumer(&client, &settings, &mut store).await {
                 Ok(following) => break following,
+                Err(error) if error.is_lasting() => return Err(LinkError::Stream(error)),
                 Err(error) => {
                     let delay = backoff.next_delay();
                     tracing::warn!(error = %error, retry_in = ?delay, "cannot set up the event stream yet");

@@ -1,39 +1,29 @@
 //! The stream [`STREAM`] and the durable consumer [`DURABLE`]: made or
-//! updated at start, and an old stream moved to the bounded settings.
+//! updated at start.
 //!
 //! The stream is bounded: work-queue retention (a word is removed once the
-//! controller's durable consumer acknowledged it) and a maximum age. An
-//! existing stream with another retention (made by an earlier controller,
-//! which kept every word) cannot be changed in place, so it is moved:
-//! 1. sealed: from then on it takes no word, so a provider's publish is not
-//!    acknowledged and the provider holds the word and sends it again;
-//! 2. every word the durable consumer has not acknowledged (after its ack
-//!    floor; all of them when there is no consumer) is read by sequence and
-//!    applied to the store, in stream order, in rounds;
-//! 3. only then is the old stream deleted and the bounded one made, and the
-//!    providers' held words land in it.
-//!
-//! A word is therefore never lost: either the store has it, or a provider
-//! still holds it. A move cut short (store away, controller killed) starts
-//! again at the next attempt from the sealed stream.
+//! controller's durable consumer acknowledged it) and a maximum age. A
+//! stream of that name that `serve` cannot update in place (another
+//! retention or storage, or sealed: made by another program, no release of
+//! `serve` made one) is left as it is and ends `serve` with
+//! [`SetupError::Unfit`]: whoever made it decides what becomes of its
+//! words, with an administrator's credentials. `serve`'s own bus user may
+//! not delete, purge or read a stream by sequence.
 
 use async_nats::jetstream::consumer::{pull, AckPolicy, DeliverPolicy, PullConsumer};
 use async_nats::jetstream::context::GetStreamErrorKind;
-use async_nats::jetstream::stream::{self, RetentionPolicy};
-use async_nats::jetstream::ErrorCode;
-use async_nats::jetstream::{self, Context};
+use async_nats::jetstream::stream::{self, RetentionPolicy, StorageType};
+use async_nats::jetstream::{self, ErrorCode};
 
-use super::decode::decode;
 use super::LinkSettings;
 use crate::bus::{DURABLE, EVENT_SUBJECTS, STREAM};
-use crate::model::text::first_words;
-use crate::model::Word;
 use crate::store::{Store, StoreError};
 
 /// Any error of the bus client.
 type BusFailure = Box<dyn std::error::Error + Send + Sync>;
 
-/// The stream or consumer could not be set up yet; `serve` tries again.
+/// The stream or consumer could not be set up yet; `serve` tries again,
+/// except after [`SetupError::Unfit`] ([`SetupError::is_lasting`]).
 #[derive(Debug, thiserror::Error)]
 pub enum SetupError {
     /// The stream could not be read.
@@ -45,15 +35,30 @@ pub enum SetupError {
     /// The durable consumer could not be made or updated.
     #[error("cannot create or update consumer {DURABLE} on {STREAM}: {0}")]
     Consumer(#[source] BusFailure),
-    /// Moving an old stream failed on the bus side.
-    #[error("cannot move stream {STREAM} to work-queue retention: {0}")]
-    Move(#[source] BusFailure),
-    /// Moving an old stream failed on the store side (its words are kept).
-    #[error("cannot move stream {STREAM} to work-queue retention: {0}")]
-    MoveStore(#[source] StoreError),
+    /// The stream exists with settings `serve` cannot change in place (see
+    /// the module docs): waiting will not change it, so `serve` ends.
+    #[error(
+        "stream {STREAM} exists with {found}, which serve cannot change in place (it makes the \
+         stream with {wanted}): it was not made by mesh-controller serve; keep or move its words \
+         as its maker decides, then remove it with an administrator's credentials (nats stream \
+         rm {STREAM}) and start serve again"
+    )]
+    Unfit {
+        /// What the stream has, e.g. `limits retention`.
+        found: String,
+        /// What `serve` makes.
+        wanted: &'static str,
+    },
     /// The stream's epoch could not be registered in the store.
     #[error("cannot register stream {STREAM} in the store: {0}")]
     Epoch(#[source] StoreError),
+}
+
+impl SetupError {
+    /// Whether only a person can end it: `serve` ends instead of trying again.
+    pub fn is_lasting(&self) -> bool {
+        matches!(self, SetupError::Unfit { .. })
+    }
 }
 
 /// The stream's configuration: every provider event, file storage, each
@@ -89,9 +94,8 @@ pub fn consumer_config(settings: &LinkSettings) -> pull::Config {
     }
 }
 
-/// Creates or updates the stream and the durable consumer, moving an old
-/// stream with another retention first (see the module docs); its words
-/// go into `store`.
+/// Creates or updates the stream and the durable consumer, and registers
+/// the stream's epoch in `store`.
 ///
 /// Replicas: an existing stream with fewer than [`LinkSettings::replicas`]
 /// is raised in place (logged); it stays the same stream (its `created`
@@ -100,8 +104,9 @@ pub fn consumer_config(settings: &LinkSettings) -> pull::Config {
 /// raised. The consumer gets as many replicas as the stream.
 ///
 /// # Errors
-/// [`SetupError`] when the bus or the store refuses or does not answer;
-/// `serve` tries again.
+/// [`SetupError`] when the bus or the store refuses or does not answer
+/// (`serve` tries again), or [`SetupError::Unfit`] for a stream `serve`
+/// cannot update (`serve` ends).
 pub async fn ensure_consumer<S: Store>(
     client: &async_nats::Client,
     settings: &LinkSettings,
@@ -117,20 +122,8 @@ pub async fn ensure_consumer<S: Store>(
                 .await
                 .map_err(|e| SetupError::Read(e.into()))?
                 .clone();
-            if info.config.retention != RetentionPolicy::WorkQueue {
-                tracing::warn!(
-                    stream = STREAM,
-                    retention = ?info.config.retention,
-                    "moving the event stream to work-queue retention; providers hold their words meanwhile"
-                );
-                let moved = move_words(&js, &old, info, &settings, store).await?;
-                config.first_sequence = Some(moved.next_sequence);
-                tracing::info!(
-                    stream = STREAM,
-                    applied = moved.applied,
-                    "event stream moved; it now keeps a word only until the controller took it"
-                );
-            } else if info.config.num_replicas < config.num_replicas {
+            check_fit(&info.config)?;
+            if info.config.num_replicas < config.num_replicas {
                 tracing::info!(
                     stream = STREAM,
                     from = info.config.num_replicas,
@@ -188,82 +181,66 @@ fn is_not_found(error: &async_nats::jetstream::context::GetStreamError) -> bool 
     matches!(error.kind(), GetStreamErrorKind::JetStream(e) if e.error_code() == ErrorCode::STREAM_NOT_FOUND)
 }
 
-/// What a move did.
-struct Moved {
-    /// Words applied to the store.
-    applied: usize,
-    /// The old stream's last sequence + 1 (the new stream starts there
-    /// where the server supports it, so sequences keep rising).
-    next_sequence: u64,
+/// Whether an existing stream's `config` can be updated in place to
+/// [`stream_config`]'s: JetStream changes neither retention nor storage of
+/// a stream, and a sealed stream takes no word.
+///
+/// # Errors
+/// [`SetupError::Unfit`] naming the first setting that cannot be changed.
+fn check_fit(config: &stream::Config) -> Result<(), SetupError> {
+    let unfit = |found: String, wanted: &'static str| Err(SetupError::Unfit { found, wanted });
+    if config.retention != RetentionPolicy::WorkQueue {
+        let found = match config.retention {
+            RetentionPolicy::Limits => "limits",
+            RetentionPolicy::Interest => "interest",
+            RetentionPolicy::WorkQueue => "work-queue",
+        };
+        return unfit(format!("{found} retention"), "work-queue retention");
+    }
+    if config.storage != StorageType::File {
+        return unfit("memory storage".to_owned(), "file storage");
+    }
+    if config.sealed {
+        return unfit("the seal set".to_owned(), "no seal");
+    }
+    Ok(())
 }
 
-/// Seals the old stream, applies every word its consumer had not
-/// acknowledged, and deletes it.
-async fn move_words<S: Store>(
-    js: &Context,
-    old: &jetstream::stream::Stream,
-    info: stream::Info,
-    settings: &LinkSettings,
-    store: &mut S,
-) -> Result<Moved, SetupError> {
-    let move_error = |e: BusFailure| SetupError::Move(e);
-    // The old stream's epoch is registered before the new stream exists,
-    // so the new one's is greater.
-    let epoch = store
-        .stream_epoch(STREAM, info.created.into())
-        .await
-        .map_err(SetupError::Epoch)?;
-    if !info.config.sealed {
-        let mut sealed = info.config.clone();
-        sealed.sealed = true;
-        js.update_stream(sealed)
-            .await
-            .map_err(|e| move_error(e.into()))?;
-    }
-    // Sealed: the state no longer changes.
-    let state = js
-        .get_stream(STREAM)
-        .await
-        .map_err(|e| move_error(e.into()))?
-        .cached_info()
-        .state
-        .clone();
-    let from = match old.consumer_info(DURABLE).await {
-        Ok(consumer) => consumer.ack_floor.stream_sequence + 1,
-        Err(_) => state.first_sequence,
-    }
-    .max(state.first_sequence);
-    let mut applied = 0;
-    let mut round: Vec<Word> = Vec::with_capacity(settings.batch.max(1));
-    for seq in from..=state.last_sequence {
-        let message = match old.get_raw_message(seq).await {
-            Ok(message) => message,
-            Err(error) => {
-                // Removed by a limit, or by hand: nothing to move.
-                tracing::debug!(seq, error = %error, "no word at this sequence");
-                continue;
-            }
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_stream_serve_can_update_in_place_fits() {
+        let made = stream_config(&LinkSettings::default());
+        assert!(check_fit(&made).is_ok());
+        let with = |change: fn(&mut stream::Config)| {
+            let mut config = made.clone();
+            change(&mut config);
+            check_fit(&config).map_err(|e| e.to_string())
         };
-        match decode(message.subject.as_str(), &message.payload, epoch, seq) {
-            Ok(word) => round.push(word),
-            Err(reason) => {
-                tracing::error!(subject = %first_words(message.subject.as_str()), seq, reason = %reason, "malformed event left behind");
-                continue;
-            }
-        }
-        if round.len() >= settings.batch.max(1) {
-            store.apply(&round).await.map_err(SetupError::MoveStore)?;
-            applied += round.len();
-            round.clear();
+        // Settings serve updates in place.
+        assert!(with(|c| c.max_age = std::time::Duration::from_secs(60)).is_ok());
+        assert!(with(|c| c.num_replicas = 3).is_ok());
+        assert!(with(|c| c.subjects.truncate(1)).is_ok());
+        // Settings it cannot.
+        for (change, words) in [
+            (
+                (|c| c.retention = RetentionPolicy::Limits) as fn(&mut stream::Config),
+                "exists with limits retention",
+            ),
+            (
+                |c| c.retention = RetentionPolicy::Interest,
+                "interest retention",
+            ),
+            (|c| c.storage = StorageType::Memory, "memory storage"),
+            (|c| c.sealed = true, "the seal set"),
+        ] {
+            let error = with(change).unwrap_err();
+            assert!(
+                error.contains(words) && error.contains("administrator's credentials"),
+                "{error}"
+            );
         }
     }
-    store.apply(&round).await.map_err(SetupError::MoveStore)?;
-    applied += round.len();
-    js.delete_stream(STREAM)
-        .await
-        .map_err(|e| move_error(e.into()))?;
-    Ok(Moved {
-        applied,
-        next_sequence: state.last_sequence + 1,
-    })
 }
