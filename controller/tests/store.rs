@@ -11,6 +11,7 @@ use mesh_sdk::event::RecoveredReason;
 use mesh_sdk::event::{
     Alive, Failing, Recovered, Repair, RepairOutcome, Retirement, RetirementAction,
 };
+use mesh_sdk::testing::LogCapture;
 use mesh_sdk::{Class, Event, Name, Timestamp};
 use mesh_test_support::PgCluster;
 
@@ -756,4 +757,53 @@ async fn the_result_does_not_depend_on_the_order_words_are_applied_in() {
             );
         }
     }
+}
+
+/// A store connection that ends says why in its log line: the server's own
+/// words and SQLSTATE (here an administrator ended the session), never
+/// `db error` alone, and never a password.
+#[tokio::test]
+async fn a_store_connection_that_ends_logs_the_servers_reason() {
+    let (capture, _guard) = LogCapture::start();
+    let pg = PgCluster::start();
+    pg.create_database("ended").await;
+    let options = DatabaseOptions::new(
+        &format!("postgres://postgres@127.0.0.1:{}/ended", pg.port()),
+        Some(&pg.superuser_password_file()),
+    )
+    .unwrap();
+    migrate(&options).await.unwrap();
+    let mut store = PgStore::new(options);
+    store
+        .stream_epoch("MESH_EVENTS", std::time::SystemTime::UNIX_EPOCH)
+        .await
+        .expect("the store answers");
+
+    let admin = pg.connect_admin().await;
+    let ended = admin
+        .execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+             WHERE datname = 'ended' AND pid <> pg_backend_pid()",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(ended, 1, "the store's one session was ended");
+    let line = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let text = capture.text();
+            if let Some(line) = text.lines().find(|l| l.contains("store connection ended")) {
+                return line.to_owned();
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no line says the connection ended:\n{}", capture.text()));
+    assert!(
+        line.contains("terminating connection due to administrator command (57P01)")
+            && line.contains("127.0.0.1"),
+        "{line}"
+    );
+    assert!(!line.contains(pg.superuser_password()), "{line}");
 }

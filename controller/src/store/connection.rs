@@ -8,7 +8,7 @@ use tokio_postgres::Client;
 
 use super::apply::Statements;
 use super::options::DatabaseOptions;
-use super::StoreError;
+use super::{reason, StoreError};
 
 /// How long a connection attempt (socket, authentication, preparing) may take.
 pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -111,7 +111,9 @@ pub(super) async fn connect_client(options: &DatabaseOptions) -> Result<Client, 
     };
     tokio::spawn(async move {
         if let Err(error) = connection.await {
-            tracing::warn!(error = %error, "store connection ended");
+            // The server's words and SQLSTATE, or the whole chain of an io
+            // error: tokio-postgres's own text is `db error` alone.
+            tracing::warn!(store = %target, error = %reason(&error), "store connection ended");
         }
     });
     Ok(client)
