@@ -31,12 +31,11 @@ fn the_story_holds(mesh: &Mesh) {
     mesh.secret("wiki", Some("minted-wiki-secret"));
     mesh.wait_status("all well again", |s| all_well(s) && failing(s).is_empty());
 
-    // approve connects over the same transport and the server answers it:
-    // nobody serves postgres@db-9, so "no provider listens" (exit 1), not a
-    // connection error (exit 2).
+    // The declaration assigns no postgres@db-9: said before the bus is
+    // touched (exit 2).
     let (code, out, err) = mesh.controller(&["approve", "postgres@db-9", "wiki"]);
     assert!(
-        code == 1 && err.contains("no provider postgres@db-9 listens"),
+        code == 2 && err.contains("the declaration assigns no provider postgres@db-9"),
         "{code} {out}{err}"
     );
     // The provider answers over it, while its passes run: wiki is still

@@ -1,5 +1,11 @@
 //! `approve`: a person approves retiring (or deleting) a withdrawn consumer;
 //! the request goes to the provider's approve subject and its answer is shown.
+//!
+//! With a declaration, the provider is looked up first ([`check_declared`]):
+//! one the declaration does not assign, or a module that answers no
+//! approvals, is an error before anything is sent. The consumer is not
+//! looked up: an approval is for a consumer withdrawn from the provider's
+//! contributions, which the declaration rightly no longer lists.
 
 use std::time::Duration;
 
@@ -7,10 +13,98 @@ use async_nats::RequestErrorKind;
 use mesh_sdk::event::{approve_subject, ApproveReply, ApproveRequest, VERSION};
 use mesh_sdk::Name;
 
-use crate::model::ModuleId;
+use crate::model::{ModuleId, Parsed};
 
 /// The default `--timeout`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What the declaration said of the provider before the request was sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Declared {
+    /// The declaration assigns it, and it answers approvals (it receives
+    /// contributions).
+    Assigned,
+    /// No declaration was given: whether the provider exists was not checked.
+    NotChecked,
+}
+
+/// The declaration says no provider of that name answers approvals; nothing
+/// was sent (exit 2).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum UnknownProvider {
+    /// The declaration does not list the module on that machine.
+    #[error(
+        "the declaration assigns no provider {provider} (it assigns {assigned}); nothing was \
+         sent{refused}"
+    )]
+    Undeclared {
+        /// The provider asked for.
+        provider: ModuleId,
+        /// The providers it assigns, sorted (at most ten named), or `none`.
+        assigned: String,
+        /// A note on refused declaration entries, or "".
+        refused: String,
+    },
+    /// The module is declared but provides nothing and nobody requires
+    /// anything from it: it has no contributions and answers no approvals.
+    #[error(
+        "the declaration lists {provider}, but it provides nothing and no module requires \
+         anything from it, so it answers no approvals; nothing was sent"
+    )]
+    NoContributions {
+        /// The module asked for.
+        provider: ModuleId,
+    },
+}
+
+/// How many assigned providers an [`UnknownProvider::Undeclared`] names.
+const NAMED_AT_MOST: usize = 10;
+
+/// Whether the declaration lets `provider` answer an approval: it lists it
+/// and it receives contributions (only such a module may listen on its
+/// approve subject, see the derived permissions).
+///
+/// # Errors
+/// [`UnknownProvider`] naming the provider and, when it is not declared,
+/// the providers that are.
+pub fn check_declared(parsed: &Parsed, provider: &ModuleId) -> Result<Declared, UnknownProvider> {
+    let declaration = &parsed.declaration;
+    if declaration.receives_contributions(provider) {
+        return Ok(Declared::Assigned);
+    }
+    if declaration.module(provider).is_some() {
+        return Err(UnknownProvider::NoContributions {
+            provider: provider.clone(),
+        });
+    }
+    let providers: Vec<String> = declaration
+        .ids()
+        .into_iter()
+        .filter(|id| declaration.receives_contributions(id))
+        .map(ToString::to_string)
+        .collect();
+    let mut assigned = providers
+        .iter()
+        .take(NAMED_AT_MOST)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if providers.is_empty() {
+        assigned = "none".to_owned();
+    } else if providers.len() > NAMED_AT_MOST {
+        assigned.push_str(&format!(", … ({} in all)", providers.len()));
+    }
+    let refused = match parsed.refused.len() {
+        0 => String::new(),
+        1 => "; 1 declaration entry was refused (see status)".to_owned(),
+        n => format!("; {n} declaration entries were refused (see status)"),
+    };
+    Err(UnknownProvider::Undeclared {
+        provider: provider.clone(),
+        assigned,
+        refused,
+    })
+}
 
 /// What came of an approval that was asked.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -31,20 +125,30 @@ impl Answer {
         matches!(self, Answer::Replied(reply) if reply.ok)
     }
 
-    /// For a person: what the provider said, or why there is no answer.
-    pub fn describe(&self, provider: &ModuleId) -> String {
+    /// For a person: what the provider said, or why there is no answer
+    /// (and, when nobody listens, what the declaration said of it).
+    pub fn describe(&self, provider: &ModuleId, declared: Declared) -> String {
         match self {
             Answer::Replied(reply) if reply.ok => format!("done by {provider}: {}", reply.detail),
             Answer::Replied(reply) => format!("refused by {provider}: {}", reply.detail),
-            Answer::NoResponders => format!(
-                "unanswered: no provider {provider} listens on the bus (is it running and connected?)"
-            ),
+            Answer::NoResponders => match declared {
+                Declared::Assigned => format!(
+                    "unanswered: no provider {provider} listens on the bus (the declaration \
+                     assigns it: is it running and connected?)"
+                ),
+                Declared::NotChecked => format!(
+                    "unanswered: no provider {provider} listens on the bus (is it running and \
+                     connected? no --declaration was given, so whether it exists was not checked)"
+                ),
+            },
             Answer::TimedOut(after) => format!(
                 "unanswered: {provider} did not answer within {}; the request has expired, so it \
                  will not act on it",
                 humantime::format_duration(*after)
             ),
-            Answer::BadReply(why) => format!("unanswered: {provider} sent a malformed reply: {why}"),
+            Answer::BadReply(why) => {
+                format!("unanswered: {provider} sent a malformed reply: {why}")
+            }
         }
     }
 }
@@ -141,11 +245,71 @@ mod tests {
         ];
         for (answer, done, text) in cases {
             assert_eq!(answer.is_done(), done);
-            assert!(
-                answer.describe(&p).starts_with(text),
-                "{}",
-                answer.describe(&p)
-            );
+            for declared in [Declared::Assigned, Declared::NotChecked] {
+                let said = answer.describe(&p, declared);
+                assert!(said.starts_with(text), "{said}");
+            }
         }
+        let nobody = |declared| Answer::NoResponders.describe(&p, declared);
+        assert!(nobody(Declared::Assigned).contains("the declaration assigns it"));
+        assert!(nobody(Declared::NotChecked).contains("no --declaration was given"));
+    }
+
+    #[test]
+    fn the_declaration_names_a_provider_that_cannot_answer() {
+        let parsed = crate::model::declaration::parse(
+            r#"{"modules":[
+              {"module":"postgres","machine":"db-1","provides":["postgres-database"]},
+              {"module":"identity","machine":"id-1","provides":["oidc-client"]},
+              {"module":"forge","machine":"app-1","requires":[
+                {"provision":"postgres-database","from":"postgres@db-1"}]},
+              {"module":"BAD","machine":"x"}
+            ]}"#,
+        )
+        .unwrap();
+        let id = |text: &str| ModuleId::parse(text).unwrap();
+        assert_eq!(
+            check_declared(&parsed, &id("postgres@db-1")),
+            Ok(Declared::Assigned)
+        );
+        assert_eq!(
+            check_declared(&parsed, &id("identity@id-1")),
+            Ok(Declared::Assigned)
+        );
+        let cases = [
+            (
+                "ghost@nowhere",
+                "the declaration assigns no provider ghost@nowhere (it assigns identity@id-1, \
+                 postgres@db-1); nothing was sent; 1 declaration entry was refused (see status)",
+            ),
+            ("postgres@db-2", "assigns no provider postgres@db-2"),
+            (
+                "forge@app-1",
+                "the declaration lists forge@app-1, but it provides nothing",
+            ),
+        ];
+        for (provider, words) in cases {
+            let error = check_declared(&parsed, &id(provider))
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains(words), "{error}");
+        }
+
+        let many: Vec<String> = (0..12)
+            .map(|n| format!(r#"{{"module":"p{n:02}","machine":"m","provides":["x"]}}"#))
+            .collect();
+        let parsed =
+            crate::model::declaration::parse(&format!(r#"{{"modules":[{}]}}"#, many.join(",")))
+                .unwrap();
+        let error = check_declared(&parsed, &id("ghost@nowhere"))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("p09@m, … (12 in all)"), "{error}");
+        assert!(!error.contains("p10@m"), "{error}");
+        let empty = crate::model::declaration::parse(r#"{"modules":[]}"#).unwrap();
+        let error = check_declared(&empty, &id("ghost@nowhere"))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("(it assigns none)"), "{error}");
     }
 }

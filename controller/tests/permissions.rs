@@ -499,3 +499,97 @@ async fn approve_asks_the_provider_and_says_what_came_of_it() {
     .await
     .expect("approve hangs: the request timeout is not applied");
 }
+
+/// `mesh-controller` (the binary) with `args`, at most 10 s: (exit code,
+/// stdout and stderr).
+async fn controller_binary(args: &[&str]) -> (Option<i32>, String) {
+    let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_mesh-controller"))
+        .args(args)
+        .env_remove("RUST_LOG")
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(10), run)
+        .await
+        .expect("the command ends")
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code(), said)
+}
+
+/// With a declaration, an approval for a provider it does not assign (or a
+/// module that answers no approvals) is an error naming it, exit 2, and the
+/// bus is not touched (here no server listens at all); one it assigns that
+/// does not listen is unanswered, exit 1, and the words say it is declared.
+/// Without a declaration nobody listening is unanswered, and the words say
+/// that whether the provider exists was not checked.
+#[tokio::test]
+async fn approve_with_a_declaration_names_a_provider_it_does_not_assign() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("declaration.json");
+    std::fs::write(&file, DECLARATION).unwrap();
+    let declaration = ["--declaration", file.to_str().unwrap()];
+    let nowhere = format!("nats://127.0.0.1:{}", mesh_test_support::free_port());
+    let approve = |provider: &'static str| ["approve", provider, "forge", "--timeout", "2s"];
+
+    let (code, said) = controller_binary(
+        &[
+            &declaration[..],
+            &["--nats", &nowhere],
+            &approve("ghost@nowhere"),
+        ]
+        .concat(),
+    )
+    .await;
+    assert_eq!(code, Some(2), "{said}");
+    assert!(
+        said.contains("mesh-controller: the declaration assigns no provider ghost@nowhere")
+            && said.contains("(it assigns identity@db-1, postgres@db-1)")
+            && said.contains("nothing was sent"),
+        "{said}"
+    );
+    let (code, said) = controller_binary(
+        &[
+            &declaration[..],
+            &["--nats", &nowhere],
+            &approve("forge@app-1"),
+        ]
+        .concat(),
+    )
+    .await;
+    assert_eq!(code, Some(2), "{said}");
+    assert!(
+        said.contains("the declaration lists forge@app-1, but it provides nothing")
+            && said.contains("nothing was sent"),
+        "{said}"
+    );
+
+    let bus = Bus::start();
+    let password_file = bus.password_file("controller");
+    let url = bus.nats.url();
+    let login = [
+        "--nats",
+        &url,
+        "--nats-user",
+        "controller",
+        "--nats-password-file",
+        password_file.to_str().unwrap(),
+    ];
+    let (code, said) =
+        controller_binary(&[&declaration[..], &login, &approve("postgres@db-1")].concat()).await;
+    assert_eq!(code, Some(1), "{said}");
+    assert!(
+        said.contains("unanswered: no provider postgres@db-1 listens on the bus")
+            && said.contains("the declaration assigns it"),
+        "{said}"
+    );
+    let (code, said) = controller_binary(&[&login[..], &approve("ghost@nowhere")].concat()).await;
+    assert_eq!(code, Some(1), "{said}");
+    assert!(
+        said.contains("unanswered: no provider ghost@nowhere listens on the bus")
+            && said.contains("no --declaration was given"),
+        "{said}"
+    );
+}

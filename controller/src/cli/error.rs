@@ -1,6 +1,6 @@
 //! Why a command was not done, and the exit code each reason gives.
 
-use crate::approve::ApproveError;
+use crate::approve::{ApproveError, UnknownProvider};
 use crate::bus::BusError;
 use crate::link::LinkError;
 use crate::model::DeclarationError;
@@ -39,6 +39,10 @@ pub enum CliError {
     /// The approval could not be sent.
     #[error(transparent)]
     Approve(#[from] ApproveError),
+    /// The declaration says no such provider answers approvals: nothing
+    /// was sent.
+    #[error(transparent)]
+    UnknownProvider(#[from] UnknownProvider),
     /// The provider refused the approval, or did not answer.
     #[error("{0}")]
     NotDone(String),

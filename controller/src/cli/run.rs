@@ -10,7 +10,7 @@ use mesh_sdk::Timestamp;
 
 use super::error::{CliError, EXIT_OK};
 use super::{Cli, Command, Format, NodeCommand};
-use crate::approve::approve;
+use crate::approve::{approve, check_declared, Declared};
 use crate::bus::{connect, Reconnect};
 use crate::link::{self, LinkSettings, LinkState};
 use crate::model::Parsed;
@@ -82,9 +82,13 @@ pub async fn run(cli: &Cli, io: &mut Io<'_>) -> Result<(), CliError> {
             delete,
             timeout,
         } => {
+            let declared = match &cli.declaration {
+                Some(_) => check_declared(&cli.load_declaration()?, provider)?,
+                None => Declared::NotChecked,
+            };
             let client = connect(&cli.nats_options(), Reconnect::FailFast).await?;
             let answer = approve(&client, provider, consumer, *delete, *timeout, io.now).await?;
-            let text = answer.describe(provider);
+            let text = answer.describe(provider, declared);
             if !answer.is_done() {
                 return Err(CliError::NotDone(text));
             }
