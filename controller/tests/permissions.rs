@@ -103,6 +103,30 @@ impl Bus {
     }
 }
 
+impl Bus {
+    /// The controller connected, its stream and consumer set up with its
+    /// narrowed API, and postgres@db-1's sink after it published one
+    /// `failing` (acknowledged) into the stream.
+    async fn stream_with_a_word(
+        &self,
+    ) -> (async_nats::Client, Events, PullConsumer, JetStreamSink) {
+        let (controller, events) = self.client("controller", "_INBOX._controller").await;
+        let consumer = ensure_consumer(&controller, &LinkSettings::default(), &mut NoStore)
+            .await
+            .unwrap_or_else(|e| panic!("{e}\n{}", self.nats.log()))
+            .consumer;
+        let postgres = self.provider_sink("postgres", "db-1").await;
+        publish(
+            &postgres,
+            "mesh.event.db-1.postgres.provisioner.failing",
+            "a",
+        )
+        .await
+        .expect("own event acknowledged");
+        (controller, events, consumer, postgres)
+    }
+}
+
 #[derive(Clone, Default)]
 struct Events(Arc<Mutex<Vec<String>>>);
 
@@ -183,22 +207,9 @@ impl Store for NoStore {
 async fn the_rendered_permissions_hold_on_a_real_server() {
     let bus = Bus::start();
     tokio::time::timeout(Duration::from_secs(120), async {
-        // The controller sets up its stream and consumer with its narrowed API.
-        let (controller, controller_events) = bus.client("controller", "_INBOX._controller").await;
-        let consumer = ensure_consumer(&controller, &LinkSettings::default(), &mut NoStore)
-            .await
-            .unwrap_or_else(|e| panic!("{e}\n{}", bus.nats.log()))
-            .consumer;
-
-        // A provider's own events are accepted.
-        let postgres = bus.provider_sink("postgres", "db-1").await;
-        publish(
-            &postgres,
-            "mesh.event.db-1.postgres.provisioner.failing",
-            "a",
-        )
-        .await
-        .expect("own event acknowledged");
+        // The controller sets up its stream and consumer with its narrowed
+        // API, and a provider's own events are accepted.
+        let (controller, controller_events, consumer, postgres) = bus.stream_with_a_word().await;
         publish(
             &postgres,
             "mesh.event.db-1.postgres.provisioner.repair",
@@ -327,19 +338,7 @@ async fn the_rendered_permissions_hold_on_a_real_server() {
 async fn the_controller_may_not_delete_purge_or_read_its_stream_by_sequence() {
     let bus = Bus::start();
     tokio::time::timeout(Duration::from_secs(120), async {
-        let (controller, events) = bus.client("controller", "_INBOX._controller").await;
-        let consumer = ensure_consumer(&controller, &LinkSettings::default(), &mut NoStore)
-            .await
-            .unwrap_or_else(|e| panic!("{e}\n{}", bus.nats.log()))
-            .consumer;
-        let postgres = bus.provider_sink("postgres", "db-1").await;
-        publish(
-            &postgres,
-            "mesh.event.db-1.postgres.provisioner.failing",
-            "a",
-        )
-        .await
-        .expect("own event acknowledged");
+        let (controller, events, consumer, _postgres) = bus.stream_with_a_word().await;
 
         let mut js = async_nats::jetstream::new(controller.clone());
         js.set_timeout(Duration::from_secs(1));
@@ -533,38 +532,32 @@ async fn approve_with_a_declaration_names_a_provider_it_does_not_assign() {
     let declaration = ["--declaration", file.to_str().unwrap()];
     let nowhere = format!("nats://127.0.0.1:{}", mesh_test_support::free_port());
     let approve = |provider: &'static str| ["approve", provider, "forge", "--timeout", "2s"];
+    let nats = ["--nats", nowhere.as_str()];
 
-    let (code, said) = controller_binary(
-        &[
-            &declaration[..],
-            &["--nats", &nowhere],
-            &approve("ghost@nowhere"),
-        ]
-        .concat(),
-    )
-    .await;
-    assert_eq!(code, Some(2), "{said}");
-    assert!(
-        said.contains("mesh-controller: the declaration assigns no provider ghost@nowhere")
-            && said.contains("(it assigns identity@db-1, postgres@db-1)")
-            && said.contains("nothing was sent"),
-        "{said}"
-    );
-    let (code, said) = controller_binary(
-        &[
-            &declaration[..],
-            &["--nats", &nowhere],
-            &approve("forge@app-1"),
-        ]
-        .concat(),
-    )
-    .await;
-    assert_eq!(code, Some(2), "{said}");
-    assert!(
-        said.contains("the declaration lists forge@app-1, but it provides nothing")
-            && said.contains("nothing was sent"),
-        "{said}"
-    );
+    // Refused from the declaration alone: (provider, words).
+    for (provider, words) in [
+        (
+            "ghost@nowhere",
+            "mesh-controller: the declaration assigns no provider ghost@nowhere (it assigns \
+             identity@db-1, postgres@db-1); nothing was sent",
+        ),
+        (
+            "forge@app-1",
+            "the declaration lists forge@app-1, but it provides nothing",
+        ),
+    ] {
+        let args = [&declaration[..], &nats, &approve(provider)].concat();
+        let (code, said) = controller_binary(&args).await;
+        assert_eq!(code, Some(2), "{said}");
+        assert!(
+            said.contains(words) && said.contains("nothing was sent"),
+            "{said}"
+        );
+        assert!(
+            !said.contains("cannot connect"),
+            "the bus was not touched: {said}"
+        );
+    }
 
     let bus = Bus::start();
     let password_file = bus.password_file("controller");
