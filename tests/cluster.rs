@@ -18,9 +18,10 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use mesh_sdk::event::event_subject;
+use mesh_protocol::subject::event_subject;
+use mesh_protocol::{Event, EventKind, Name, Timestamp};
 use mesh_sdk::internal::{publish_loop, BusOptions, JetStreamSink, Outbox, ProviderId};
-use mesh_sdk::{Event, EventKind, Name, NatsArgs, Timestamp};
+use mesh_sdk::NatsArgs;
 use mesh_test_support::{NatsCluster, PgCluster, CLUSTER_SIZE};
 use serde_json::{json, Value};
 use support::{binary, Process};

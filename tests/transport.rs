@@ -13,8 +13,9 @@ mod support;
 use std::process::Command;
 use std::time::Duration;
 
+use mesh_protocol::Name;
 use mesh_sdk::internal::{BusOptions, ProviderId};
-use mesh_sdk::{Name, NatsArgs};
+use mesh_sdk::NatsArgs;
 use mesh_test_support::{free_port, NatsServer, TestCa};
 use support::{all_well, binary, failing, healthy_mesh_with, BusAuth, Mesh, Options};
 

@@ -14,15 +14,15 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use mesh_sdk::event::{
+use mesh_protocol::subject::{
     event_subject, grants_inbox_prefix, grants_user, inbox_prefix, GRANT_FAMILY,
 };
-use mesh_sdk::EventKind;
+use mesh_protocol::{EventKind, ModuleId};
 use serde::Serialize;
 use serde_json::json;
 
 use crate::bus::{CONTROLLER_INBOX, CONTROLLER_USER, DURABLE, STREAM};
-use crate::model::{Declaration, ModuleId};
+use crate::model::Declaration;
 
 /// Every provider's approve subject (`mesh.cmd.<machine>.<module>.provisioner.approve`).
 pub const APPROVE_ANY: &str = "mesh.cmd.*.*.provisioner.approve";
@@ -127,7 +127,7 @@ fn module_permissions(declaration: &Declaration, id: &ModuleId) -> UserPermissio
 /// One grant agent per machine with a consumer: it speaks for the
 /// consumers the declaration puts on that machine.
 fn grants_permissions(declaration: &Declaration) -> Vec<UserPermissions> {
-    let mut consumers: BTreeMap<&mesh_sdk::Name, Vec<&mesh_sdk::Name>> = BTreeMap::new();
+    let mut consumers: BTreeMap<&mesh_protocol::Name, Vec<&mesh_protocol::Name>> = BTreeMap::new();
     for module in declaration
         .modules
         .iter()

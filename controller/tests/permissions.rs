@@ -15,9 +15,9 @@ use mesh_controller::model::declaration::parse;
 use mesh_controller::model::Word;
 use mesh_controller::permissions::{derive, read_credentials, render_nats};
 use mesh_controller::store::{Store, StoreError};
-use mesh_sdk::event::ApproveReply;
+use mesh_protocol::{ApproveReply, Name, Timestamp};
 use mesh_sdk::internal::{BusOptions, EventSink, JetStreamSink, ProviderId};
-use mesh_sdk::{Name, NatsArgs, Timestamp};
+use mesh_sdk::NatsArgs;
 use mesh_test_support::NatsServer;
 
 const DECLARATION: &str = r#"{"modules":[

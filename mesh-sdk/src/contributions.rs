@@ -15,9 +15,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use mesh_protocol::{Name, NameError};
 use serde::Deserialize;
-
-use crate::name::{Name, NameError};
 
 /// The provider a contributions file is for.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Deserialize)]

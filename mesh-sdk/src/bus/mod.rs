@@ -14,10 +14,8 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use mesh_protocol::{Event, EventKind, Name};
 use tokio::sync::Notify;
-
-use crate::event::{Event, EventKind};
-use crate::name::Name;
 
 pub use nats::{connect, connect_as, BusError, BusOptions, JetStreamSink};
 pub use publisher::publish_loop;
@@ -192,8 +190,8 @@ impl Outbox {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::standing::RecoveredReason;
     use crate::testing::recovered;
+    use mesh_protocol::event::RecoveredReason;
 
     #[test]
     fn newest_word_per_key_is_held() {

@@ -8,11 +8,11 @@ use async_nats::jetstream::{self, message::PublishMessage};
 use async_nats::{Event as NatsEvent, ServerError};
 use async_trait::async_trait;
 use bytes::Bytes;
+use mesh_protocol::subject::inbox_prefix;
 
 use super::transport::{connect_options, NatsArgs};
 use super::{EventSink, SinkError};
 use crate::contributions::ProviderId;
-use crate::event::inbox_prefix;
 
 /// How a provider reaches the bus.
 #[derive(Clone, Debug)]

@@ -6,6 +6,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use mesh_protocol::event::{Alive, Event, VERSION};
 use tokio::time::Instant;
 
 use super::{say, Settings};
@@ -13,7 +14,6 @@ use crate::alive::AliveState;
 use crate::bus::Outbox;
 use crate::clock::WallClock;
 use crate::contributions::ProviderId;
-use crate::event::{Alive, Event, VERSION};
 use crate::metrics::LoopMetrics;
 
 /// Whole seconds, rounded up (so `alive_every_seconds` is never shorter than the truth).

@@ -20,16 +20,17 @@ mod serve;
 use std::sync::Arc;
 use std::time::Duration;
 
+use mesh_protocol::event::{Event, EventKind, Failing, Recovered, VERSION};
+use mesh_protocol::subject::event_subject;
+use mesh_protocol::{Class, Name};
 use tokio::time::Instant;
 
 use crate::bus::Outbox;
-use crate::classify::Class;
 use crate::clock::WallClock;
 use crate::contributions::{Consumer, Contributions, ProviderId, Source};
-use crate::event::{event_subject, Event, EventKind, Failing, Recovered, VERSION};
 use crate::health::Progress;
 use crate::metrics::{ConsumerStates, LoopMetrics};
-use crate::name::{Name, NameMap};
+use crate::name_map::NameMap;
 use crate::provisioner::Provisioner;
 use crate::repair::{FaultState, KnownFault, RepairRules};
 use crate::retire::{RetireRules, Retirement};

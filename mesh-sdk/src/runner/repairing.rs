@@ -3,12 +3,12 @@
 
 use std::time::Duration;
 
+use mesh_protocol::event::{Event, Repair as RepairBody, RepairOutcome, VERSION};
+use mesh_protocol::Class;
 use tokio::time::Instant;
 
 use super::{say, Runner};
-use crate::classify::Class;
 use crate::contributions::ProviderId;
-use crate::event::{Event, Repair as RepairBody, RepairOutcome, VERSION};
 use crate::provisioner::Provisioner;
 use crate::redact::redact;
 use crate::repair::{AnyRepair, Probe, Step};

@@ -5,14 +5,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use mesh_protocol::event::{Event, Retirement as RetirementBody, RetirementAction, VERSION};
+use mesh_protocol::{ApproveReply, ApproveRequest, Name};
 use tokio::time::Instant;
 
 use super::{say, standing_event, Runner};
 use crate::contributions::{Contributions, ProviderId};
-use crate::event::{
-    ApproveReply, ApproveRequest, Event, Retirement as RetirementBody, RetirementAction, VERSION,
-};
-use crate::name::{Name, NameSet};
+use crate::name_map::NameSet;
 use crate::provisioner::{Held, Provisioner};
 use crate::redact::{error_words, redact};
 use crate::retire::{Action, Approval};
