@@ -15,7 +15,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use mesh_protocol::subject::{
-    event_subject, grants_inbox_prefix, grants_user, inbox_prefix, GRANT_FAMILY,
+    below, commands_of, event_subject, grant_events_of, grants_inbox_prefix, grants_user,
+    inbox_prefix,
 };
 use mesh_protocol::{EventKind, ModuleId};
 use serde::Serialize;
@@ -25,7 +26,7 @@ use crate::bus::{CONTROLLER_INBOX, CONTROLLER_USER, DURABLE, STREAM};
 use crate::model::Declaration;
 
 /// Every provider's approve subject (`mesh.cmd.<machine>.<module>.provisioner.approve`).
-pub const APPROVE_ANY: &str = "mesh.cmd.*.*.provisioner.approve";
+pub const APPROVE_ANY: &str = mesh_protocol::subject::APPROVE_ANY;
 
 /// Allowed and denied subjects of one direction (publish or subscribe).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -117,8 +118,8 @@ fn module_permissions(declaration: &Declaration, id: &ModuleId) -> UserPermissio
                 .collect(),
         ),
         subscribe: Rules::allow(vec![
-            format!("mesh.cmd.{machine}.{module}.>"),
-            format!("{}.>", inbox_prefix(machine, module)),
+            commands_of(machine, module),
+            below(&inbox_prefix(machine, module)),
         ]),
         allow_responses: true,
     }
@@ -147,10 +148,10 @@ fn grants_permissions(declaration: &Declaration) -> Vec<UserPermissions> {
                 publish: Rules::allow(
                     modules
                         .iter()
-                        .map(|c| format!("mesh.event.{machine}.{c}.{GRANT_FAMILY}.*"))
+                        .map(|c| grant_events_of(machine, c))
                         .collect(),
                 ),
-                subscribe: Rules::allow(vec![format!("{}.>", grants_inbox_prefix(machine))]),
+                subscribe: Rules::allow(vec![below(&grants_inbox_prefix(machine))]),
                 allow_responses: false,
             }
         })
@@ -176,7 +177,7 @@ fn controller_permissions() -> UserPermissions {
             format!("$JS.ACK.{STREAM}.{DURABLE}.>"),
             APPROVE_ANY.to_owned(),
         ]),
-        subscribe: Rules::allow(vec![format!("{CONTROLLER_INBOX}.>")]),
+        subscribe: Rules::allow(vec![below(CONTROLLER_INBOX)]),
         allow_responses: false,
     }
 }
