@@ -6,6 +6,7 @@ use std::sync::{Arc, OnceLock};
 
 use futures::StreamExt;
 use mesh_protocol::subject::approve_subject;
+use mesh_protocol::ModuleId;
 use tokio::sync::oneshot;
 use tokio::time::{interval, MissedTickBehavior};
 
@@ -226,7 +227,7 @@ struct Bus {
 impl Bus {
     async fn start(
         args: &ProviderArgs,
-        provider: &crate::contributions::ProviderId,
+        provider: &ModuleId,
         outbox: Arc<Outbox>,
     ) -> Result<Bus, BusError> {
         let options = args.bus_options();
