@@ -259,7 +259,9 @@ pub struct GrantUnreachable {
     pub v: u32,
     /// The provision granted.
     pub provision: String,
-    /// The provider, `module@machine`.
+    /// The provider, `module@machine` ([`crate::ModuleId`]) as the grants
+    /// file names it. Text, not checked: a grant whose file names its
+    /// provider otherwise is still checked and said, and readers keep it.
     pub from: String,
     /// The address the grant names.
     pub address: String,
@@ -284,7 +286,9 @@ pub struct GrantReachable {
     pub v: u32,
     /// The provision granted.
     pub provision: String,
-    /// The provider, `module@machine`.
+    /// The provider, `module@machine` ([`crate::ModuleId`]) as the grants
+    /// file names it. Text, not checked: a grant whose file names its
+    /// provider otherwise is still checked and said, and readers keep it.
     pub from: String,
     /// The address the grant names.
     pub address: String,
@@ -303,7 +307,9 @@ pub struct GrantUnchecked {
     pub v: u32,
     /// The provision granted.
     pub provision: String,
-    /// The provider, `module@machine`.
+    /// The provider, `module@machine` ([`crate::ModuleId`]) as the grants
+    /// file names it. Text, not checked: a grant whose file names its
+    /// provider otherwise is still checked and said, and readers keep it.
     pub from: String,
     /// Why: `no port`, `consumer not running`, ...
     pub reason: String,
