@@ -111,6 +111,16 @@ fn join<const N: usize>(tokens: [&str; N]) -> String {
     tokens.join(".")
 }
 
+/// The `N` tokens of `subject`, if it has exactly `N`.
+fn tokens<const N: usize>(subject: &str) -> Option<[&str; N]> {
+    let mut parts = subject.split('.');
+    let mut tokens = [""; N];
+    for token in &mut tokens {
+        *token = parts.next()?;
+    }
+    parts.next().is_none().then_some(tokens)
+}
+
 /// The tokens of a kind in a subject.
 impl EventKind {
     /// The subject token before the kind: `provisioner` or `grant`.
@@ -165,16 +175,7 @@ pub fn grant_events_of(machine: &Name, consumer: &Name) -> String {
 /// The emitter and kind read from an event subject, if it is one (for a
 /// grant word the emitter's "module" is the consumer it speaks for).
 pub fn parse_event_subject(subject: &str) -> Option<(Name, Name, EventKind)> {
-    let mut parts = subject.split('.');
-    let (Some(MESH), Some(EVENT), Some(machine), Some(module), Some(family), Some(kind), None) = (
-        parts.next(),
-        parts.next(),
-        parts.next(),
-        parts.next(),
-        parts.next(),
-        parts.next(),
-        parts.next(),
-    ) else {
+    let [MESH, EVENT, machine, module, family, kind] = tokens(subject)? else {
         return None;
     };
     Some((
@@ -198,25 +199,7 @@ pub fn approve_subject(machine: &Name, module: &Name) -> String {
 
 /// The provider read from an approve subject, `(machine, module)`, if it is one.
 pub fn parse_approve_subject(subject: &str) -> Option<(Name, Name)> {
-    let mut parts = subject.split('.');
-    let (
-        Some(MESH),
-        Some(COMMAND),
-        Some(machine),
-        Some(module),
-        Some(PROVISIONER_FAMILY),
-        Some(APPROVE),
-        None,
-    ) = (
-        parts.next(),
-        parts.next(),
-        parts.next(),
-        parts.next(),
-        parts.next(),
-        parts.next(),
-        parts.next(),
-    )
-    else {
+    let [MESH, COMMAND, machine, module, PROVISIONER_FAMILY, APPROVE] = tokens(subject)? else {
         return None;
     };
     Some((Name::parse(machine).ok()?, Name::parse(module).ok()?))
