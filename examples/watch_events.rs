@@ -6,13 +6,15 @@
 //! until the controller took it (work-queue retention), and a second reader
 //! there would take words away from the controller. So it shows what is
 //! said while it runs, not what was said before. On a bus with permissions,
-//! give it a user allowed to subscribe to `mesh.event.>`.
+//! give it a user allowed to subscribe to `mesh.event.>`. To read the
+//! bodies as types, parse them with `mesh-protocol` (`Event::parse`).
 //!
 //! `cargo run --example watch_events -- --nats nats://127.0.0.1:4222 --for 30s`
 use std::time::Duration;
 
 use clap::Parser;
 use futures::StreamExt;
+use mesh_protocol::subject::ALL_EVENTS;
 
 #[derive(Parser)]
 struct Cli {
@@ -28,7 +30,7 @@ struct Cli {
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let cli = Cli::parse();
     let client = async_nats::connect(&cli.nats).await?;
-    let mut events = client.subscribe("mesh.event.>").await?;
+    let mut events = client.subscribe(ALL_EVENTS).await?;
     let deadline = tokio::time::sleep(cli.run_for);
     tokio::pin!(deadline);
     loop {

@@ -18,9 +18,10 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use mesh_sdk::event::event_subject;
-use mesh_sdk::internal::{publish_loop, BusOptions, JetStreamSink, Outbox, ProviderId};
-use mesh_sdk::{Event, EventKind, Name, NatsArgs, Timestamp};
+use mesh_protocol::subject::event_subject;
+use mesh_protocol::{Event, EventKind, ModuleId, Name, Timestamp};
+use mesh_sdk::internal::{publish_loop, BusOptions, JetStreamSink, Outbox};
+use mesh_sdk::NatsArgs;
 use mesh_test_support::{NatsCluster, PgCluster, CLUSTER_SIZE};
 use serde_json::{json, Value};
 use support::{binary, Process};
@@ -274,7 +275,7 @@ fn with_a_nats_server_and_a_controller_killed_mid_flow_the_store_ends_as_one_con
         },
         ack_timeout: Duration::from_secs(1),
     };
-    let provider = ProviderId {
+    let provider = ModuleId {
         module: Name::parse("postgres").unwrap(),
         machine: Name::parse("db-1").unwrap(),
     };

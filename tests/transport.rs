@@ -13,8 +13,9 @@ mod support;
 use std::process::Command;
 use std::time::Duration;
 
-use mesh_sdk::internal::{BusOptions, ProviderId};
-use mesh_sdk::{Name, NatsArgs};
+use mesh_protocol::{ModuleId, Name};
+use mesh_sdk::internal::BusOptions;
+use mesh_sdk::NatsArgs;
 use mesh_test_support::{free_port, NatsServer, TestCa};
 use support::{all_well, binary, failing, healthy_mesh_with, BusAuth, Mesh, Options};
 
@@ -256,7 +257,7 @@ fn a_list_of_servers_whose_first_is_down_reaches_the_second() {
             },
             ack_timeout: Duration::from_secs(1),
         };
-        let provider = ProviderId {
+        let provider = ModuleId {
             module: Name::parse("postgres").unwrap(),
             machine: Name::parse("db-1").unwrap(),
         };

@@ -10,10 +10,10 @@
 use std::time::Duration;
 
 use async_nats::RequestErrorKind;
-use mesh_sdk::event::{approve_subject, ApproveReply, ApproveRequest, VERSION};
-use mesh_sdk::Name;
+use mesh_protocol::subject::approve_subject;
+use mesh_protocol::{ApproveReply, ApproveRequest, ModuleId, Name, VERSION};
 
-use crate::model::{ModuleId, Parsed};
+use crate::model::Parsed;
 
 /// The default `--timeout`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -175,14 +175,14 @@ pub async fn approve(
     consumer: &Name,
     delete: bool,
     timeout: Duration,
-    now: mesh_sdk::Timestamp,
+    now: mesh_protocol::Timestamp,
 ) -> Result<Answer, ApproveError> {
     let subject = approve_subject(&provider.machine, &provider.module);
     let body = serde_json::to_vec(&ApproveRequest {
         v: VERSION,
         consumer: consumer.clone(),
         delete,
-        expires_at: Some(mesh_sdk::Timestamp::from_system(
+        expires_at: Some(mesh_protocol::Timestamp::from_system(
             now.system_time() + timeout,
         )),
     })

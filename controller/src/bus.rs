@@ -1,16 +1,19 @@
 //! The controller's side of the bus: the names it uses (stream, durable
-//! consumer, user, inbox prefix) and its connection.
+//! consumer, user, inbox prefix) and its connection. Subjects, the user and
+//! the inbox prefix are mesh-protocol's.
+
+use mesh_protocol::subject;
 
 /// The JetStream stream holding every provider event.
 pub const STREAM: &str = "MESH_EVENTS";
 
 /// The stream's subject filter for provider events: a wildcard for the
 /// emitter (machine, module) and the kind.
-pub const STREAM_SUBJECTS: &str = "mesh.event.*.*.provisioner.*";
+pub const STREAM_SUBJECTS: &str = subject::PROVISIONER_EVENTS;
 
 /// The stream's subject filter for grant words (`mesh-grants`): a wildcard
 /// for the emitter (machine, consumer) and the kind.
-pub const GRANT_SUBJECTS: &str = "mesh.event.*.*.grant.*";
+pub const GRANT_SUBJECTS: &str = subject::GRANT_EVENTS;
 
 /// Every subject the stream takes. The controller's durable consumer has
 /// no filter: it takes the whole stream (nats-server 2.9 ignores several
@@ -21,11 +24,11 @@ pub const EVENT_SUBJECTS: [&str; 2] = [STREAM_SUBJECTS, GRANT_SUBJECTS];
 pub const DURABLE: &str = "controller";
 
 /// The controller's NATS user.
-pub const CONTROLLER_USER: &str = "controller";
+pub const CONTROLLER_USER: &str = subject::CONTROLLER_USER;
 
 /// The controller's inbox prefix. A provider's is `_INBOX.<machine>.<module>`
 /// and a name cannot start with `_`, so no provider's prefix reaches it.
-pub const CONTROLLER_INBOX: &str = "_INBOX._controller";
+pub const CONTROLLER_INBOX: &str = subject::CONTROLLER_INBOX;
 
 /// How to reach the bus: the SDK's transport flags (servers, credentials,
 /// TLS), the same on the controller as on every provider.

@@ -35,7 +35,7 @@ pub mod render;
 pub mod cli;
 
 pub use link::LinkSettings;
-pub use model::{Declaration, ModuleId};
+pub use model::Declaration;
 pub use report::{Clock, Scope};
 pub use store::{DatabaseOptions, PgStore, Store};
 

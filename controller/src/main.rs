@@ -29,7 +29,7 @@ fn main() -> ExitCode {
     let mut io = Io {
         out: &mut out,
         err: &mut err,
-        now: mesh_sdk::Timestamp::now(),
+        now: mesh_protocol::Timestamp::now(),
     };
     let result = runtime.block_on(run(&cli, &mut io));
     ExitCode::from(exit(result, &mut io))

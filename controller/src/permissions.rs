@@ -14,18 +14,19 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use mesh_sdk::event::{
-    event_subject, grants_inbox_prefix, grants_user, inbox_prefix, GRANT_FAMILY,
+use mesh_protocol::subject::{
+    below, commands_of, event_subject, grant_events_of, grants_inbox_prefix, grants_user,
+    inbox_prefix,
 };
-use mesh_sdk::EventKind;
+use mesh_protocol::{EventKind, ModuleId};
 use serde::Serialize;
 use serde_json::json;
 
 use crate::bus::{CONTROLLER_INBOX, CONTROLLER_USER, DURABLE, STREAM};
-use crate::model::{Declaration, ModuleId};
+use crate::model::Declaration;
 
 /// Every provider's approve subject (`mesh.cmd.<machine>.<module>.provisioner.approve`).
-pub const APPROVE_ANY: &str = "mesh.cmd.*.*.provisioner.approve";
+pub const APPROVE_ANY: &str = mesh_protocol::subject::APPROVE_ANY;
 
 /// Allowed and denied subjects of one direction (publish or subscribe).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -117,8 +118,8 @@ fn module_permissions(declaration: &Declaration, id: &ModuleId) -> UserPermissio
                 .collect(),
         ),
         subscribe: Rules::allow(vec![
-            format!("mesh.cmd.{machine}.{module}.>"),
-            format!("{}.>", inbox_prefix(machine, module)),
+            commands_of(machine, module),
+            below(&inbox_prefix(machine, module)),
         ]),
         allow_responses: true,
     }
@@ -127,7 +128,7 @@ fn module_permissions(declaration: &Declaration, id: &ModuleId) -> UserPermissio
 /// One grant agent per machine with a consumer: it speaks for the
 /// consumers the declaration puts on that machine.
 fn grants_permissions(declaration: &Declaration) -> Vec<UserPermissions> {
-    let mut consumers: BTreeMap<&mesh_sdk::Name, Vec<&mesh_sdk::Name>> = BTreeMap::new();
+    let mut consumers: BTreeMap<&mesh_protocol::Name, Vec<&mesh_protocol::Name>> = BTreeMap::new();
     for module in declaration
         .modules
         .iter()
@@ -147,10 +148,10 @@ fn grants_permissions(declaration: &Declaration) -> Vec<UserPermissions> {
                 publish: Rules::allow(
                     modules
                         .iter()
-                        .map(|c| format!("mesh.event.{machine}.{c}.{GRANT_FAMILY}.*"))
+                        .map(|c| grant_events_of(machine, c))
                         .collect(),
                 ),
-                subscribe: Rules::allow(vec![format!("{}.>", grants_inbox_prefix(machine))]),
+                subscribe: Rules::allow(vec![below(&grants_inbox_prefix(machine))]),
                 allow_responses: false,
             }
         })
@@ -177,7 +178,7 @@ fn controller_permissions() -> UserPermissions {
             format!("$JS.ACK.{STREAM}.{DURABLE}.>"),
             APPROVE_ANY.to_owned(),
         ]),
-        subscribe: Rules::allow(vec![format!("{CONTROLLER_INBOX}.>")]),
+        subscribe: Rules::allow(vec![below(CONTROLLER_INBOX)]),
         allow_responses: false,
     }
 }

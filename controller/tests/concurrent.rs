@@ -12,6 +12,8 @@ use std::time::{Duration, SystemTime};
 use mesh_controller::link::decode;
 use mesh_controller::model::Word;
 use mesh_controller::store::{migrate, DatabaseOptions, PgStore, Store};
+use mesh_protocol::subject::event_subject;
+use mesh_protocol::{EventKind, Name};
 use mesh_test_support::PgCluster;
 
 const CONSUMERS: u64 = 12;
@@ -25,17 +27,18 @@ const ROUND: u64 = 12;
 fn word(provider: &str, seq: u64) -> Word {
     let mix = seq.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(17);
     let consumer = format!("c{}", mix % CONSUMERS);
-    let subject = |kind| format!("mesh.event.db-1.{provider}.provisioner.{kind}");
+    let emitter = (Name::parse("db-1").unwrap(), Name::parse(provider).unwrap());
+    let subject = |kind| event_subject(&emitter.0, &emitter.1, kind);
     let (subject, body) = if (mix >> 8) % 2 == 0 {
         (
-            subject("failing"),
+            subject(EventKind::Failing),
             format!(
                 r#"{{"v":1,"consumer":"{consumer}","consumer_machine":"app-1","provision":"postgres-database","class":"refused","error":"no","since":"2026-10-05T00:04:00Z","attempts":{seq},"said_at":"2026-10-05T00:09:00Z"}}"#
             ),
         )
     } else {
         (
-            subject("recovered"),
+            subject(EventKind::Recovered),
             format!(
                 r#"{{"v":1,"consumer":"{consumer}","consumer_machine":"app-1","provision":"postgres-database","reason":"success","said_at":"2026-10-05T00:09:00Z"}}"#
             ),

@@ -16,9 +16,9 @@ use mesh_controller::model::declaration::parse;
 use mesh_controller::model::Word;
 use mesh_controller::permissions::{derive, read_credentials, render_nats};
 use mesh_controller::store::{Store, StoreError};
-use mesh_sdk::event::ApproveReply;
-use mesh_sdk::internal::{BusOptions, EventSink, JetStreamSink, ProviderId};
-use mesh_sdk::{Name, NatsArgs, Timestamp};
+use mesh_protocol::{ApproveReply, ModuleId, Name, Timestamp};
+use mesh_sdk::internal::{BusOptions, EventSink, JetStreamSink};
+use mesh_sdk::NatsArgs;
 use mesh_test_support::NatsServer;
 
 const DECLARATION: &str = r#"{"modules":[
@@ -91,7 +91,7 @@ impl Bus {
             },
             ack_timeout: Duration::from_millis(1500),
         };
-        let provider = ProviderId {
+        let provider = ModuleId {
             module: Name::parse(module).unwrap(),
             machine: Name::parse(machine).unwrap(),
         };

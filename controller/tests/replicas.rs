@@ -14,6 +14,7 @@ use mesh_controller::model::declaration::parse;
 use mesh_controller::model::Word;
 use mesh_controller::permissions::{derive, read_credentials, render_nats};
 use mesh_controller::store::{Store, StoreError};
+use mesh_protocol::subject::CONTROLLER_INBOX;
 use mesh_test_support::{NatsCluster, CLUSTER_SIZE};
 
 const DECLARATION: &str = r#"{"modules":[
@@ -59,7 +60,7 @@ async fn replicas_are_raised_in_place_and_never_lowered_with_the_rendered_permis
         "controller".into(),
         "pw-controller".into(),
     )
-    .custom_inbox_prefix("_INBOX._controller")
+    .custom_inbox_prefix(CONTROLLER_INBOX)
     .connect(servers)
     .await
     .unwrap();

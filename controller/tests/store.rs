@@ -5,14 +5,14 @@ use std::process::Command;
 use std::time::Duration;
 
 use mesh_controller::cli::{exit, run, Cli, Io, EXIT_CANNOT, EXIT_OK};
-use mesh_controller::model::{ModuleId, RepairRow, Word};
+use mesh_controller::model::{RepairRow, Word};
 use mesh_controller::store::{migrate, DatabaseOptions, PgStore, StatusFilter, Store};
-use mesh_sdk::event::RecoveredReason;
-use mesh_sdk::event::{
+use mesh_protocol::event::RecoveredReason;
+use mesh_protocol::event::{
     Alive, Failing, Recovered, Repair, RepairOutcome, Retirement, RetirementAction,
 };
 use mesh_sdk::testing::LogCapture;
-use mesh_sdk::{Class, Event, Name, Timestamp};
+use mesh_protocol::{Class, Event, ModuleId, Name, Timestamp};
 use mesh_test_support::PgCluster;
 
 fn name(s: &str) -> Name {

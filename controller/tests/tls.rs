@@ -11,7 +11,7 @@ use mesh_controller::bus::NatsOptions;
 use mesh_controller::link::{serve_until, LinkError, LinkSettings};
 use mesh_controller::store::{migrate, DatabaseOptions, StatusFilter, StoreError};
 use mesh_controller::PgStore;
-use mesh_sdk::Timestamp;
+use mesh_protocol::Timestamp;
 use mesh_test_support::{PgCluster, TestCa};
 
 const DECLARATION: &str = r#"{"modules":[

@@ -8,10 +8,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::stream::{self, StreamExt};
-use mesh_sdk::event::{
-    event_subject, Event, GrantReachable, GrantUnchecked, GrantUnreachable, ReachableReason,
-    VERSION,
+use mesh_protocol::event::{
+    Event, GrantReachable, GrantUnchecked, GrantUnreachable, ReachableReason, VERSION,
 };
+use mesh_protocol::subject::event_subject;
 use mesh_sdk::internal::{cut, Greeting, Outbox, WallClock};
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::family::Family;

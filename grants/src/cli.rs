@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
-use mesh_sdk::event::grants_inbox_prefix;
+use mesh_protocol::subject::grants_inbox_prefix;
 use mesh_sdk::internal::{
     connect_as, listen, publish_loop, serve_endpoints, BusError, BusOptions, Endpoints,
     JetStreamSink, ListenError, LogFormat, Outbox,

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use mesh_sdk::Name;
+use mesh_protocol::Name;
 use serde::Deserialize;
 use serde_json::Value;
 

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use mesh_grants::dial::{connect, NOT_RUNNING};
 use mesh_grants::{Agent, Check, Settings};
-use mesh_sdk::event::{Event, ReachableReason};
+use mesh_protocol::event::{Event, ReachableReason};
 use mesh_sdk::internal::Outbox;
 use mesh_test_support::netns::Bed;
 
@@ -123,7 +123,7 @@ async fn a_restarting_provider_says_nothing_and_the_count_rises_and_falls() {
     let mut w = world(grant(&bed.netns(), &bed.host_ip, Some(addr.port())));
     assert_eq!(kinds(&w.agent.check().await.said), ["reachable"]);
     let key = (
-        mesh_sdk::Name::parse("forge").unwrap(),
+        mesh_protocol::Name::parse("forge").unwrap(),
         "postgres-database".to_owned(),
         "postgres@db-1".to_owned(),
     );

@@ -15,23 +15,17 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use mesh_protocol::{ModuleId, Name, NameError};
 use serde::Deserialize;
 
-use crate::name::{Name, NameError};
-
-/// The provider a contributions file is for.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Deserialize)]
-pub struct ProviderId {
-    /// The provider module.
-    pub module: Name,
-    /// The machine it runs on.
-    pub machine: Name,
-}
-
-impl std::fmt::Display for ProviderId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}@{}", self.module, self.machine)
-    }
+/// The provider block of a contributions file, `{"module": ..., "machine": ...}`.
+/// A malformed one is said to be other than what was expected in the words
+/// it always had (the block was a type `ProviderId`).
+#[derive(Deserialize)]
+#[serde(expecting = "struct ProviderId")]
+struct ProviderBlock {
+    module: Name,
+    machine: Name,
 }
 
 /// One consumer the provider is asked to serve.
@@ -53,7 +47,7 @@ pub struct Consumer {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Contributions {
     /// Who the file is for.
-    pub provider: ProviderId,
+    pub provider: ModuleId,
     /// The consumers to serve: the valid entries in file order, then the
     /// last good entries of consumers whose entry was refused this time.
     pub consumers: Vec<Consumer>,
@@ -149,8 +143,9 @@ pub fn parse(text: &str, path: &Path) -> Result<Parsed, ContributionsError> {
         reason,
     };
     let raw: RawFile = serde_json::from_str(text).map_err(|e| malformed(e.to_string()))?;
-    let provider: ProviderId =
+    let provider: ProviderBlock =
         serde_json::from_value(raw.provider).map_err(|e| malformed(format!("provider: {e}")))?;
+    let provider = ModuleId::new(provider.module, provider.machine);
     let base_dir = path.parent().unwrap_or(Path::new("."));
     // Every entry's readable name, to find consumers listed more than once.
     let names: Vec<Option<Name>> = raw
@@ -566,5 +561,33 @@ mod tests {
         std::fs::write(&path, "{ broken").unwrap();
         source.load();
         assert_eq!(source.last_logged.as_ref(), Some(&first));
+    }
+
+    #[test]
+    fn a_bad_provider_block_is_said_as_before() {
+        let cases = [
+            (
+                r#""x""#,
+                r#"invalid type: string "x", expected struct ProviderId"#,
+            ),
+            ("null", "invalid type: null, expected struct ProviderId"),
+            ("{}", "missing field `module`"),
+            (r#"{"module":"a"}"#, "missing field `machine`"),
+            (
+                r#"{"module":1,"machine":"b"}"#,
+                "invalid type: integer `1`, expected a string",
+            ),
+        ];
+        for (block, says) in cases {
+            let text = format!(r#"{{"provider": {block}, "consumers": []}}"#);
+            let error = parse(&text, Path::new("/c.json")).unwrap_err().to_string();
+            assert_eq!(
+                error,
+                format!("contributions file /c.json is malformed: provider: {says}")
+            );
+        }
+        let text = r#"{"provider": {"module":"a","machine":"b","x":1}, "consumers": []}"#;
+        let parsed = parse(text, Path::new("/c.json")).unwrap();
+        assert_eq!(parsed.contributions.provider.to_string(), "a@b");
     }
 }

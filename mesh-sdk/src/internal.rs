@@ -9,7 +9,7 @@ pub use crate::bus::{
 };
 pub use crate::classify::classify_words;
 pub use crate::clock::WallClock;
-pub use crate::contributions::{Contributions, ProviderId, Source};
+pub use crate::contributions::{Contributions, Source};
 pub use crate::health::Progress;
 pub use crate::metrics::LoopMetrics;
 pub use crate::observe::{listen, serve as serve_endpoints, Check, Endpoints, ListenError};

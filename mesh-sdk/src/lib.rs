@@ -86,8 +86,10 @@
 //! ```
 //!
 //! ## Reading the bus
-//! A tool that reads what providers say (the controller, a dashboard) finds
-//! the subjects and bodies in [`event`].
+//! A tool that reads what providers say (the controller, a dashboard)
+//! depends on `mesh-protocol` instead: the subjects and bodies, with no
+//! runtime. The names this crate's API shares with it ([`Name`],
+//! [`NameError`], [`Class`], [`Timestamp`]) are re-exported here.
 //!
 //! ## Testing a provider
 //! With the `testing` feature (enable it in your `[dev-dependencies]`),
@@ -101,10 +103,9 @@ mod bus;
 mod classify;
 mod clock;
 mod contributions;
-pub mod event;
 mod health;
 mod metrics;
-mod name;
+mod name_map;
 mod observe;
 mod program;
 mod provisioner;
@@ -124,11 +125,8 @@ pub mod testing;
 pub use args::ProviderArgs;
 pub use async_trait::async_trait;
 pub use bus::NatsArgs;
-pub use classify::Class;
-pub use clock::Timestamp;
 pub use contributions::Consumer;
-pub use event::{Event, EventKind};
-pub use name::{Name, NameError};
+pub use mesh_protocol::{Class, Name, NameError, Timestamp};
 pub use program::{ProviderMain, EXIT_CANNOT_RUN};
 pub use provisioner::{Held, Provisioner};
 pub use repair::{KnownFault, Probe, Repair};

@@ -13,6 +13,7 @@
 
 use std::time::Duration;
 
+use mesh_protocol::event::{Event, EventKind, RepairOutcome};
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -21,7 +22,6 @@ use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::{Registry, Unit};
 
 use crate::bus::Outbox;
-use crate::event::{Event, EventKind, RepairOutcome};
 
 type Label = [(&'static str, &'static str); 1];
 

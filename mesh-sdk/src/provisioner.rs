@@ -1,10 +1,9 @@
 //! The trait a provider implements: what the loop asks of its backend.
 
 use async_trait::async_trait;
+use mesh_protocol::{Class, Name};
 
-use crate::classify::Class;
 use crate::contributions::Consumer;
-use crate::name::Name;
 use crate::repair::KnownFault;
 use crate::secret::Secret;
 

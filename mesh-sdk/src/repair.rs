@@ -13,11 +13,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use mesh_protocol::{Class, Name};
 use tokio::time::Instant;
 
 use crate::brake::{Brake, BrakeRules};
-use crate::classify::Class;
-use crate::name::Name;
 use crate::redact::error_words;
 use crate::secret::Secret;
 

@@ -10,9 +10,10 @@
 
 use std::time::Duration;
 
+use mesh_protocol::Name;
 use tokio::time::Instant;
 
-use crate::name::{Name, NameMap, NameSet};
+use crate::name_map::{NameMap, NameSet};
 use crate::provisioner::Held;
 
 /// Timings of retirement.

@@ -12,10 +12,9 @@
 
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use mesh_protocol::event::RecoveredReason;
+use mesh_protocol::Class;
 use tokio::time::Instant;
-
-use crate::classify::Class;
 
 /// Timings of the standing rules.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,33 +46,6 @@ pub enum Outcome<'a> {
         /// The failure's words, already redacted and cut.
         error: &'a str,
     },
-}
-
-/// Why `recovered` is said.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum RecoveredReason {
-    /// First success after `failing` was said since start.
-    Success,
-    /// First success of this consumer since the provider started.
-    FirstSuccessAfterStart,
-    /// The consumer was withdrawn and retired.
-    Retired,
-    /// The consumer was withdrawn and the provider does not hold it: there
-    /// is nothing to retire, and the mesh stopped asking for it.
-    Withdrawn,
-}
-
-impl RecoveredReason {
-    /// The reason as written on the bus.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RecoveredReason::Success => "success",
-            RecoveredReason::FirstSuccessAfterStart => "first-success-after-start",
-            RecoveredReason::Retired => "retired",
-            RecoveredReason::Withdrawn => "withdrawn",
-        }
-    }
 }
 
 /// What a standing says.

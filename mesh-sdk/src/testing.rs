@@ -25,12 +25,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use mesh_protocol::event::{Event, Recovered, RecoveredReason, VERSION};
+use mesh_protocol::subject::parse_event_subject;
+use mesh_protocol::{Class, Name, Timestamp};
 
 use crate::bus::{EventSink, SinkError};
-use crate::classify::Class;
-use crate::clock::Timestamp;
 use crate::contributions::Consumer;
-use crate::name::Name;
 use crate::provisioner::{Held, Provisioner};
 use crate::repair::{KnownFault, Probe, Repair};
 use crate::secret::Secret;
@@ -441,7 +441,7 @@ pub type Said = (String, serde_json::Value);
 pub fn drain(outbox: &Outbox) -> Vec<Said> {
     let mut out = Vec::new();
     for (key, pending) in outbox.snapshot() {
-        let Some((_, _, kind)) = crate::event::parse_event_subject(&pending.subject) else {
+        let Some((_, _, kind)) = parse_event_subject(&pending.subject) else {
             panic!("not a provisioner event subject: {}", pending.subject);
         };
         let body = serde_json::from_slice(&pending.body).expect("an event body is JSON");
@@ -540,9 +540,9 @@ pub fn write_contributions(
 
 /// A `recovered` word for `consumer`, said at `2026-10-05T00:00:00Z`
 /// (a fixture for tests of what carries words).
-pub fn recovered(consumer: &str, reason: crate::event::RecoveredReason) -> crate::event::Event {
-    crate::event::Event::Recovered(crate::event::Recovered {
-        v: crate::event::VERSION,
+pub fn recovered(consumer: &str, reason: RecoveredReason) -> Event {
+    Event::Recovered(Recovered {
+        v: VERSION,
         consumer: Name::parse(consumer).expect("a valid consumer name"),
         consumer_machine: None,
         provision: None,

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mesh_sdk::event::RecoveredReason;
+use mesh_protocol::event::RecoveredReason;
 use mesh_sdk::internal::publish_loop;
 use mesh_sdk::testing::{recovered, Outbox, RecordingSink};
 use tokio::sync::oneshot;

@@ -2,6 +2,8 @@
 //! (statement logging off, as on a production server) with a migrated store.
 
 use mesh_controller::store::{migrate, DatabaseOptions};
+use mesh_protocol::subject::event_subject;
+use mesh_protocol::{EventKind, Name};
 use mesh_test_support::PgCluster;
 
 /// A cluster, its store database `db` migrated, and the options to reach it.
@@ -57,20 +59,24 @@ pub const CONSUMERS: u64 = 5000;
 #[allow(dead_code)] // the ingest benchmarks', not status'
 pub fn event(i: u64) -> (String, String) {
     let provider = format!("p{}", i % PROVIDERS);
+    let subject = |kind| {
+        let (machine, module) = (Name::parse("db-1"), Name::parse(&provider));
+        event_subject(&machine.unwrap(), &module.unwrap(), kind)
+    };
     let consumer = format!("c{}", (i / PROVIDERS) % CONSUMERS);
     let said_at = humantime::format_rfc3339_seconds(
         std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_790_000_000 + i),
     );
     if i % 10 == 9 {
         (
-            format!("mesh.event.db-1.{provider}.provisioner.recovered"),
+            subject(EventKind::Recovered),
             format!(
                 r#"{{"v":1,"consumer":"{consumer}","consumer_machine":"app-1","provision":"postgres-database","reason":"success","said_at":"{said_at}"}}"#
             ),
         )
     } else {
         (
-            format!("mesh.event.db-1.{provider}.provisioner.failing"),
+            subject(EventKind::Failing),
             format!(
                 r#"{{"v":1,"consumer":"{consumer}","consumer_machine":"app-1","provision":"postgres-database","class":"credentials-rejected","error":"password authentication failed for user \"{consumer}\"","since":"2026-10-05T00:04:00Z","attempts":{i},"said_at":"{said_at}"}}"#
             ),

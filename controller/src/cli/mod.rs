@@ -14,12 +14,13 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use mesh_sdk::{LogFormat, Name};
+use mesh_protocol::{ModuleId, Name};
+use mesh_sdk::LogFormat;
 
 use crate::bus::NatsOptions;
 use crate::link::{DEFAULT_BATCH, DEFAULT_REPLICAS, MAX_REPLICAS};
 use crate::model::declaration::{self, DeclarationError};
-use crate::model::{ModuleId, Parsed};
+use crate::model::Parsed;
 use crate::store::{DatabaseOptions, DatabaseOptionsError};
 
 pub use error::{CliError, EXIT_CANNOT, EXIT_NOT_DONE, EXIT_OK};

@@ -5,8 +5,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use mesh_protocol::Timestamp;
 use mesh_sdk::internal::Endpoints;
-use mesh_sdk::Timestamp;
 
 use super::error::{CliError, EXIT_OK};
 use super::{Cli, Command, Format, NodeCommand};

@@ -1,10 +1,10 @@
 //! A message of the stream into a [`Word`] (pure).
 
-use mesh_sdk::event::parse_event_subject;
-use mesh_sdk::Event;
+use mesh_protocol::subject::parse_event_subject;
+use mesh_protocol::{Event, ModuleId};
 
 use crate::model::text::{cut_event, first_words};
-use crate::model::{ModuleId, Word};
+use crate::model::Word;
 
 /// A message that is not an event the store can take: logged and terminated.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use mesh_sdk::event::EventKind;
+use mesh_protocol::EventKind;
 use mesh_sdk::internal::Progress;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;

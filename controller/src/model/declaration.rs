@@ -9,10 +9,8 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use mesh_sdk::Name;
+use mesh_protocol::{ModuleId, Name};
 use serde::Deserialize;
-
-use super::id::ModuleId;
 
 /// One provision a module requires, and the provider it comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -3,11 +3,9 @@
 //! words to what the store must apply.
 
 pub mod declaration;
-pub mod id;
 pub mod reduce;
 pub mod text;
 pub mod word;
 
 pub use declaration::{Declaration, DeclarationError, Parsed};
-pub use id::{ModuleId, ModuleIdError};
 pub use word::{AliveRow, FailingRow, GrantRow, RepairRow, Word};

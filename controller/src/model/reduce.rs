@@ -14,10 +14,9 @@
 use std::collections::HashMap;
 use std::hash::Hash;
 
-use mesh_sdk::event::{Alive, Failing, Recovered, Repair, Retirement};
-use mesh_sdk::Event;
+use mesh_protocol::event::{Alive, Failing, Recovered, Repair, Retirement};
+use mesh_protocol::{Event, ModuleId};
 
-use super::id::ModuleId;
 use super::word::Word;
 
 /// One word kept, with who said it and its stream sequence.
@@ -132,8 +131,8 @@ pub fn reduce(words: &[Word]) -> Reduced<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mesh_sdk::event::RecoveredReason;
-    use mesh_sdk::{Class, Name, Timestamp};
+    use mesh_protocol::event::RecoveredReason;
+    use mesh_protocol::{Class, Name, Timestamp};
 
     fn failing(provider: &str, consumer: &str, said: u64, seq: u64) -> Word {
         Word {

@@ -5,7 +5,7 @@
 
 use std::borrow::Cow;
 
-use mesh_sdk::Event;
+use mesh_protocol::Event;
 
 /// The most bytes of untrusted text kept, `…` included.
 pub const MAX_TEXT_BYTES: usize = 1024;

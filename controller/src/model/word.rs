@@ -1,10 +1,8 @@
 //! What providers said, as the link hands it to the store and the store
 //! gives it back.
 
-use mesh_sdk::{Event, Timestamp};
+use mesh_protocol::{Event, ModuleId, Timestamp};
 use serde::Serialize;
-
-use super::id::ModuleId;
 
 /// One word as the link hands it to the store. Words of one key are
 /// ordered by `(epoch, seq)`, where they stand in the event stream, never by

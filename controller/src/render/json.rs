@@ -67,7 +67,7 @@ mod tests {
     use crate::model::{FailingRow, RepairRow};
     use crate::render::write_all;
     use crate::report::Unheard;
-    use mesh_sdk::Timestamp;
+    use mesh_protocol::Timestamp;
 
     fn ts(s: &str) -> Timestamp {
         Timestamp::parse(s).unwrap()

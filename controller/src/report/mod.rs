@@ -23,7 +23,7 @@ pub mod sentence;
 
 use std::time::{Duration, UNIX_EPOCH};
 
-use mesh_sdk::Timestamp;
+use mesh_protocol::Timestamp;
 use serde::Serialize;
 
 use crate::model::{AliveRow, FailingRow, GrantRow, Parsed, RepairRow};
@@ -298,7 +298,7 @@ pub fn head_with_grants(
     // In scope: every provider for `status`; for `node show MACHINE` the
     // providers on it and those a module on it requires something from (a
     // provider that is down fails its consumers' machines too).
-    let serves_machine = |id: &crate::model::ModuleId, on: &str| {
+    let serves_machine = |id: &mesh_protocol::ModuleId, on: &str| {
         id.machine.as_str() == on
             || d.modules
                 .iter()

@@ -4,8 +4,8 @@
 
 use std::time::SystemTime;
 
-use mesh_sdk::event::{Alive, Failing, Recovered, Repair, RepairOutcome, Retirement};
-use mesh_sdk::Event;
+use mesh_protocol::event::{Alive, Failing, Recovered, Repair, RepairOutcome, Retirement};
+use mesh_protocol::Event;
 use tokio_postgres::types::ToSql;
 
 use crate::model::reduce::Keyed;

@@ -10,7 +10,7 @@ use std::pin::Pin;
 use std::time::SystemTime;
 
 use futures::TryStreamExt;
-use mesh_sdk::Timestamp;
+use mesh_protocol::Timestamp;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Row, RowStream};
 

@@ -15,10 +15,9 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use mesh_protocol::subject::parse_event_subject;
+use mesh_protocol::{Event, EventKind, Name};
 use tokio::sync::Notify;
-
-use crate::event::{Event, EventKind};
-use crate::name::Name;
 
 pub use nats::{connect, connect_as, BusError, BusOptions, JetStreamSink};
 pub use publisher::publish_loop;
@@ -58,17 +57,19 @@ pub enum Key {
     Repair(Name),
     /// The provider's `alive` (only the newest matters).
     Alive,
-    /// The words of one grant: the subject's emitter
-    /// (`mesh.event.<machine>.<consumer>`), the provision and the provider.
-    Grant(String, String, String),
+    /// The words of one grant: the subject's emitter (machine, consumer;
+    /// none when the subject is not an event subject), the provision and
+    /// the provider.
+    Grant(Option<(Name, Name)>, String, String),
 }
 
 impl Key {
     /// The key an event for `subject` is held under.
     pub fn of(subject: &str, event: &Event) -> Key {
         let grant = |provision: &str, from: &str| {
-            let emitter = subject.split(".grant.").next().unwrap_or(subject);
-            Key::Grant(emitter.to_owned(), provision.to_owned(), from.to_owned())
+            let emitter =
+                parse_event_subject(subject).map(|(machine, consumer, _)| (machine, consumer));
+            Key::Grant(emitter, provision.to_owned(), from.to_owned())
         };
         match event {
             Event::Unreachable(b) => grant(&b.provision, &b.from),
@@ -194,8 +195,8 @@ impl Outbox {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::standing::RecoveredReason;
     use crate::testing::recovered;
+    use mesh_protocol::event::RecoveredReason;
 
     #[test]
     fn newest_word_per_key_is_held() {
@@ -210,6 +211,67 @@ mod tests {
         assert_eq!(held.len(), 2);
         assert_eq!(held[0].0, Key::Standing(Name::parse("b").unwrap()));
         assert!(String::from_utf8_lossy(&held[1].1.body).contains("\"reason\":\"success\""));
+    }
+
+    #[test]
+    fn one_grant_word_is_held_per_consumer_provision_and_provider() {
+        use mesh_protocol::event::{GrantReachable, GrantUnchecked, ReachableReason, VERSION};
+        use mesh_protocol::subject::event_subject;
+        use mesh_protocol::Timestamp;
+
+        let name = |s: &str| Name::parse(s).unwrap();
+        let said_at = Timestamp::parse("2026-10-05T00:00:00Z").unwrap();
+        let word = |kind: EventKind, from: &str| match kind {
+            EventKind::Unchecked => Event::Unchecked(GrantUnchecked {
+                v: VERSION,
+                provision: "postgres-database".into(),
+                from: from.into(),
+                reason: "no port".into(),
+                said_at,
+            }),
+            _ => Event::Reachable(GrantReachable {
+                v: VERSION,
+                provision: "postgres-database".into(),
+                from: from.into(),
+                address: "10.0.0.1".into(),
+                port: 5432,
+                reason: ReachableReason::Success,
+                said_at,
+            }),
+        };
+        let outbox = Outbox::new();
+        let machine = name("app-1");
+        for (consumer, kind, from) in [
+            ("forge", EventKind::Unchecked, "postgres@db-1"),
+            ("forge", EventKind::Reachable, "postgres@db-1"),
+            ("wiki", EventKind::Unchecked, "postgres@db-1"),
+            ("forge", EventKind::Unchecked, "postgres@db-2"),
+        ] {
+            let subject = event_subject(&machine, &name(consumer), kind);
+            outbox.put(subject, &word(kind, from));
+        }
+        let held: Vec<(String, EventKind)> = outbox
+            .snapshot()
+            .into_iter()
+            .map(|(_, p)| (p.subject, p.kind))
+            .collect();
+        assert_eq!(
+            held,
+            [
+                (
+                    "mesh.event.app-1.forge.grant.reachable".to_owned(),
+                    EventKind::Reachable
+                ),
+                (
+                    "mesh.event.app-1.wiki.grant.unchecked".to_owned(),
+                    EventKind::Unchecked
+                ),
+                (
+                    "mesh.event.app-1.forge.grant.unchecked".to_owned(),
+                    EventKind::Unchecked
+                ),
+            ]
+        );
     }
 
     #[test]

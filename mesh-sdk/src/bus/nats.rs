@@ -8,12 +8,12 @@ use async_nats::jetstream::{self, message::PublishMessage};
 use async_nats::{Event as NatsEvent, ServerError};
 use async_trait::async_trait;
 use bytes::Bytes;
+use mesh_protocol::subject::inbox_prefix;
+use mesh_protocol::ModuleId;
 
 use super::servers::ServerListError;
 use super::transport::{connect_options, NatsArgs};
 use super::{EventSink, SinkError};
-use crate::contributions::ProviderId;
-use crate::event::inbox_prefix;
 
 /// How a provider reaches the bus.
 #[derive(Clone, Debug)]
@@ -174,7 +174,7 @@ fn tls_hint(error: &(dyn std::error::Error + 'static)) -> &'static str {
 /// servers are invalid.
 pub async fn connect(
     options: &BusOptions,
-    provider: &ProviderId,
+    provider: &ModuleId,
 ) -> Result<async_nats::Client, BusError> {
     connect_as(
         options,

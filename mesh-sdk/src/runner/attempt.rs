@@ -7,9 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::FutureExt;
+use mesh_protocol::Class;
 use tokio::task::JoinSet;
 
-use crate::classify::{classify_words, Class};
+use crate::classify::classify_words;
 use crate::contributions::{Consumer, Contributions};
 use crate::health::Progress;
 use crate::provisioner::Provisioner;

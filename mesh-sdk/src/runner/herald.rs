@@ -6,14 +6,14 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use mesh_protocol::event::{Alive, Event, VERSION};
+use mesh_protocol::ModuleId;
 use tokio::time::Instant;
 
 use super::{say, Settings};
 use crate::alive::AliveState;
 use crate::bus::Outbox;
 use crate::clock::WallClock;
-use crate::contributions::ProviderId;
-use crate::event::{Alive, Event, VERSION};
 use crate::metrics::LoopMetrics;
 
 /// Whole seconds, rounded up (so `alive_every_seconds` is never shorter than the truth).
@@ -23,7 +23,7 @@ fn seconds_up(d: Duration) -> u64 {
 
 /// What `alive` needs, shared between the loop and its task.
 pub(crate) struct Herald {
-    state: Mutex<(AliveState, Option<ProviderId>)>,
+    state: Mutex<(AliveState, Option<ModuleId>)>,
     clock: WallClock,
     settings: Settings,
     outbox: Arc<Outbox>,
@@ -50,7 +50,7 @@ impl Herald {
     /// A pass of `provider` ran from `began` to `ended`.
     pub(crate) fn pass_ended(
         &self,
-        provider: &ProviderId,
+        provider: &ModuleId,
         began: Instant,
         ended: Instant,
         consumers: u64,

@@ -20,16 +20,17 @@ mod serve;
 use std::sync::Arc;
 use std::time::Duration;
 
+use mesh_protocol::event::{Event, EventKind, Failing, Recovered, VERSION};
+use mesh_protocol::subject::event_subject;
+use mesh_protocol::{Class, ModuleId, Name};
 use tokio::time::Instant;
 
 use crate::bus::Outbox;
-use crate::classify::Class;
 use crate::clock::WallClock;
-use crate::contributions::{Consumer, Contributions, ProviderId, Source};
-use crate::event::{event_subject, Event, EventKind, Failing, Recovered, VERSION};
+use crate::contributions::{Consumer, Contributions, Source};
 use crate::health::Progress;
 use crate::metrics::{ConsumerStates, LoopMetrics};
-use crate::name::{Name, NameMap};
+use crate::name_map::NameMap;
 use crate::provisioner::Provisioner;
 use crate::repair::{FaultState, KnownFault, RepairRules};
 use crate::retire::{RetireRules, Retirement};
@@ -207,7 +208,7 @@ impl<P: Provisioner> Runner<P> {
     }
 
     /// The provider named by the last good contributions file, if one was read.
-    pub fn provider(&self) -> Option<&ProviderId> {
+    pub fn provider(&self) -> Option<&ModuleId> {
         self.source.last_good().map(|c| &c.provider)
     }
 
@@ -362,7 +363,7 @@ impl<P: Provisioner> Runner<P> {
     /// has one, was made or updated from this very list.
     fn observe(
         &mut self,
-        provider: &ProviderId,
+        provider: &ModuleId,
         consumer: &Consumer,
         result: Result<(), (Class, String)>,
         synced: bool,
@@ -494,7 +495,7 @@ fn standing_event(
 }
 
 /// Logs a word and holds it on the outbox.
-fn say(outbox: &Outbox, metrics: &LoopMetrics, provider: &ProviderId, event: &Event) {
+fn say(outbox: &Outbox, metrics: &LoopMetrics, provider: &ModuleId, event: &Event) {
     metrics.said(event);
     let kind: EventKind = event.kind();
     match event {

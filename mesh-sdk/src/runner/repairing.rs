@@ -3,12 +3,12 @@
 
 use std::time::Duration;
 
+use mesh_protocol::event::{Event, Repair as RepairBody, RepairOutcome, VERSION};
+use mesh_protocol::Class;
+use mesh_protocol::ModuleId;
 use tokio::time::Instant;
 
 use super::{say, Runner};
-use crate::classify::Class;
-use crate::contributions::ProviderId;
-use crate::event::{Event, Repair as RepairBody, RepairOutcome, VERSION};
 use crate::provisioner::Provisioner;
 use crate::redact::redact;
 use crate::repair::{AnyRepair, Probe, Step};
@@ -16,7 +16,7 @@ use crate::repair::{AnyRepair, Probe, Step};
 impl<P: Provisioner> Runner<P> {
     /// Probes the known faults that are due, repairs what it may, says what
     /// it did; returns the failure consumers get while a fault is present.
-    pub(super) async fn repair_pass(&mut self, provider: &ProviderId) -> Option<(Class, String)> {
+    pub(super) async fn repair_pass(&mut self, provider: &ModuleId) -> Option<(Class, String)> {
         let rules = self.settings.repair;
         let call_timeout = self.settings.call_timeout;
         let provider_secrets: Vec<String> = self

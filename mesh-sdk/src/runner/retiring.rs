@@ -5,14 +5,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use mesh_protocol::event::{Event, Retirement as RetirementBody, RetirementAction, VERSION};
+use mesh_protocol::{ApproveReply, ApproveRequest, ModuleId, Name};
 use tokio::time::Instant;
 
 use super::{say, standing_event, Runner};
-use crate::contributions::{Contributions, ProviderId};
-use crate::event::{
-    ApproveReply, ApproveRequest, Event, Retirement as RetirementBody, RetirementAction, VERSION,
-};
-use crate::name::{Name, NameSet};
+use crate::contributions::Contributions;
+use crate::name_map::NameSet;
 use crate::provisioner::{Held, Provisioner};
 use crate::redact::{error_words, redact};
 use crate::retire::{Action, Approval};
@@ -65,7 +64,7 @@ impl<P: Provisioner> Runner<P> {
     /// forgotten either way. Only on a pass whose file and held list were read.
     fn withdrawn(
         &mut self,
-        provider: &ProviderId,
+        provider: &ModuleId,
         listed: &NameSet<'_>,
         served: usize,
         held: &[Held],
@@ -162,7 +161,7 @@ impl<P: Provisioner> Runner<P> {
     /// Retires `name` (its backend call bounded by `within`); returns the words said.
     async fn retire_now(
         &mut self,
-        provider: &ProviderId,
+        provider: &ModuleId,
         name: &Name,
         why: &str,
         within: Duration,
@@ -201,7 +200,7 @@ impl<P: Provisioner> Runner<P> {
         2
     }
 
-    async fn re_enable(&mut self, provider: &ProviderId, name: &Name) -> usize {
+    async fn re_enable(&mut self, provider: &ModuleId, name: &Name) -> usize {
         let provisioner = Arc::clone(&self.provisioner);
         if self
             .call(
@@ -228,7 +227,7 @@ impl<P: Provisioner> Runner<P> {
 
     fn say_retirement(
         &self,
-        provider: &ProviderId,
+        provider: &ModuleId,
         name: &Name,
         action: RetirementAction,
         detail: String,

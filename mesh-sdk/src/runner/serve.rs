@@ -5,13 +5,14 @@ use std::future::Future;
 use std::sync::{Arc, OnceLock};
 
 use futures::StreamExt;
+use mesh_protocol::subject::approve_subject;
+use mesh_protocol::ModuleId;
 use tokio::sync::oneshot;
 use tokio::time::{interval, MissedTickBehavior};
 
 use super::Runner;
 use crate::args::ProviderArgs;
 use crate::bus::{connect, publish_loop, BusError, JetStreamSink, Outbox};
-use crate::event::approve_subject;
 use crate::observe::{listen, serve as serve_endpoints, Endpoints, ListenError};
 use crate::provisioner::Provisioner;
 
@@ -226,7 +227,7 @@ struct Bus {
 impl Bus {
     async fn start(
         args: &ProviderArgs,
-        provider: &crate::contributions::ProviderId,
+        provider: &ModuleId,
         outbox: Arc<Outbox>,
     ) -> Result<Bus, BusError> {
         let options = args.bus_options();

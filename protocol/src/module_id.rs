@@ -1,11 +1,15 @@
-//! A module on a machine, written `module@machine`.
+//! A module on a machine, written `module@machine`: a module's bus user,
+//! a provider in the declaration, a provider in status.
 
 use std::fmt;
 
-use mesh_sdk::{Name, NameError};
+use serde::{Deserialize, Serialize};
 
-/// A module on a machine, written `module@machine`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+use crate::name::{Name, NameError};
+
+/// A module on a machine, written `module@machine` (in JSON too: a string).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
 pub struct ModuleId {
     /// The module.
     pub module: Name,
@@ -83,6 +87,19 @@ impl std::str::FromStr for ModuleId {
     }
 }
 
+impl TryFrom<String> for ModuleId {
+    type Error = ModuleIdError;
+    fn try_from(value: String) -> Result<Self, Self::Error> {
+        ModuleId::parse(&value)
+    }
+}
+
+impl From<ModuleId> for String {
+    fn from(value: ModuleId) -> Self {
+        value.to_string()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,5 +122,22 @@ mod tests {
         }
         let long = format!("{}@x", "a".repeat(10_000));
         assert!(ModuleId::parse(&long).unwrap_err().to_string().len() < 400);
+    }
+
+    #[test]
+    fn json_is_the_module_at_machine_string() {
+        let id = ModuleId::parse("postgres@db-1").unwrap();
+        assert_eq!(serde_json::to_string(&id).unwrap(), r#""postgres@db-1""#);
+        assert_eq!(
+            serde_json::from_str::<ModuleId>(r#""postgres@db-1""#).unwrap(),
+            id
+        );
+        for bad in [
+            r#""postgres""#,
+            r#""Pg@db""#,
+            r#"{"module":"postgres","machine":"db-1"}"#,
+        ] {
+            assert!(serde_json::from_str::<ModuleId>(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -1,15 +1,14 @@
-//! Event bodies and subjects, exactly as DESIGN.md "Bus contract".
+//! Event kinds and bodies, exactly as docs/contracts.md (4.2, and "Grants").
 //!
-//! The emitter (machine, module) is in the subject; bodies never name it.
-//! Grant words (DESIGN.md "Grants") are said by `mesh-grants` on a
+//! The emitter (machine, module) is in the subject ([`crate::subject`]);
+//! bodies never name it. Grant words are said by `mesh-grants` on a
 //! consumer's machine, on `mesh.event.<machine>.<consumer>.grant.<kind>`.
 
 use serde::{Deserialize, Serialize};
 
-use crate::classify::Class;
-pub use crate::clock::Timestamp;
+use crate::class::Class;
 use crate::name::Name;
-pub use crate::standing::RecoveredReason;
+use crate::time::Timestamp;
 
 /// Version of every body.
 pub const VERSION: u32 = 1;
@@ -67,86 +66,6 @@ impl EventKind {
         EventKind::Reachable,
         EventKind::Unchecked,
     ];
-
-    /// The subject token before the kind: `provisioner` or `grant`.
-    pub fn family(self) -> &'static str {
-        if EventKind::GRANT.contains(&self) {
-            GRANT_FAMILY
-        } else {
-            "provisioner"
-        }
-    }
-
-    /// The kind named by a subject token.
-    pub fn from_token(token: &str) -> Option<EventKind> {
-        EventKind::ALL.into_iter().find(|k| k.as_str() == token)
-    }
-
-    /// The kind named by a subject's family and kind tokens.
-    pub fn from_tokens(family: &str, token: &str) -> Option<EventKind> {
-        EventKind::ALL
-            .into_iter()
-            .chain(EventKind::GRANT)
-            .find(|k| k.family() == family && k.as_str() == token)
-    }
-}
-
-/// The family token of grant words.
-pub const GRANT_FAMILY: &str = "grant";
-
-/// `mesh.event.<machine>.<module>.provisioner.<kind>`, or for a grant kind
-/// `mesh.event.<machine>.<consumer>.grant.<kind>`.
-pub fn event_subject(machine: &Name, module: &Name, kind: EventKind) -> String {
-    format!(
-        "mesh.event.{machine}.{module}.{}.{}",
-        kind.family(),
-        kind.as_str()
-    )
-}
-
-/// The inbox prefix of the grant agent of `machine`, `_INBOX.<machine>._grants`
-/// (a name cannot start with `_`, so no module's prefix overlaps it).
-pub fn grants_inbox_prefix(machine: &Name) -> String {
-    format!("_INBOX.{machine}._grants")
-}
-
-/// The bus user of the grant agent of `machine`, `_grants@<machine>`.
-pub fn grants_user(machine: &Name) -> String {
-    format!("_grants@{machine}")
-}
-
-/// `mesh.cmd.<machine>.<module>.provisioner.approve`.
-pub fn approve_subject(machine: &Name, module: &Name) -> String {
-    format!("mesh.cmd.{machine}.{module}.provisioner.approve")
-}
-
-/// The inbox prefix of a provider, `_INBOX.<machine>.<module>`. Names
-/// cannot hold a dot, so no two providers' prefixes overlap (the earlier
-/// `_INBOX_<machine>_<module>` did: `c@a_b` and `b_c@a` shared one).
-pub fn inbox_prefix(machine: &Name, module: &Name) -> String {
-    format!("_INBOX.{machine}.{module}")
-}
-
-/// The emitter and kind read from an event subject, if it is one (for a
-/// grant word the emitter's "module" is the consumer it speaks for).
-pub fn parse_event_subject(subject: &str) -> Option<(Name, Name, EventKind)> {
-    let mut parts = subject.split('.');
-    let (Some("mesh"), Some("event"), Some(machine), Some(module), Some(family), Some(kind), None) = (
-        parts.next(),
-        parts.next(),
-        parts.next(),
-        parts.next(),
-        parts.next(),
-        parts.next(),
-        parts.next(),
-    ) else {
-        return None;
-    };
-    Some((
-        Name::parse(machine).ok()?,
-        Name::parse(module).ok()?,
-        EventKind::from_tokens(family, kind)?,
-    ))
 }
 
 /// `failing` body.
@@ -170,6 +89,33 @@ pub struct Failing {
     pub attempts: u64,
     /// When this was said.
     pub said_at: Timestamp,
+}
+
+/// Why `recovered` is said.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RecoveredReason {
+    /// First success after `failing` was said since start.
+    Success,
+    /// First success of this consumer since the provider started.
+    FirstSuccessAfterStart,
+    /// The consumer was withdrawn and retired.
+    Retired,
+    /// The consumer was withdrawn and the provider does not hold it: there
+    /// is nothing to retire, and the mesh stopped asking for it.
+    Withdrawn,
+}
+
+impl RecoveredReason {
+    /// The reason as written on the bus.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RecoveredReason::Success => "success",
+            RecoveredReason::FirstSuccessAfterStart => "first-success-after-start",
+            RecoveredReason::Retired => "retired",
+            RecoveredReason::Withdrawn => "withdrawn",
+        }
+    }
 }
 
 /// `recovered` body.
@@ -313,7 +259,9 @@ pub struct GrantUnreachable {
     pub v: u32,
     /// The provision granted.
     pub provision: String,
-    /// The provider, `module@machine`.
+    /// The provider, `module@machine` ([`crate::ModuleId`]) as the grants
+    /// file names it. Text, not checked: a grant whose file names its
+    /// provider otherwise is still checked and said, and readers keep it.
     pub from: String,
     /// The address the grant names.
     pub address: String,
@@ -338,7 +286,9 @@ pub struct GrantReachable {
     pub v: u32,
     /// The provision granted.
     pub provision: String,
-    /// The provider, `module@machine`.
+    /// The provider, `module@machine` ([`crate::ModuleId`]) as the grants
+    /// file names it. Text, not checked: a grant whose file names its
+    /// provider otherwise is still checked and said, and readers keep it.
     pub from: String,
     /// The address the grant names.
     pub address: String,
@@ -357,7 +307,9 @@ pub struct GrantUnchecked {
     pub v: u32,
     /// The provision granted.
     pub provision: String,
-    /// The provider, `module@machine`.
+    /// The provider, `module@machine` ([`crate::ModuleId`]) as the grants
+    /// file names it. Text, not checked: a grant whose file names its
+    /// provider otherwise is still checked and said, and readers keep it.
     pub from: String,
     /// Why: `no port`, `consumer not running`, ...
     pub reason: String,
@@ -480,32 +432,6 @@ impl Event {
     }
 }
 
-/// Body of an approve request.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ApproveRequest {
-    /// Body version, 1.
-    pub v: u32,
-    /// The consumer to approve.
-    pub consumer: Name,
-    /// `false`: retire a withdrawn consumer at once; `true`: delete a retired one.
-    #[serde(default)]
-    pub delete: bool,
-    /// The asker stops waiting then: a provider never acts on the request
-    /// after it (an approval without one, from an older controller, has no
-    /// deadline).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expires_at: Option<Timestamp>,
-}
-
-/// Reply to an approve request.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ApproveReply {
-    /// Whether it was done.
-    pub ok: bool,
-    /// What was done, or why not, for a person.
-    pub detail: String,
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -516,35 +442,6 @@ mod tests {
 
     fn ts(s: &str) -> Timestamp {
         Timestamp::parse(s).unwrap()
-    }
-
-    #[test]
-    fn subjects() {
-        assert_eq!(
-            event_subject(&name("db-1"), &name("postgres"), EventKind::Failing),
-            "mesh.event.db-1.postgres.provisioner.failing"
-        );
-        assert_eq!(
-            approve_subject(&name("db-1"), &name("postgres")),
-            "mesh.cmd.db-1.postgres.provisioner.approve"
-        );
-        assert_eq!(
-            inbox_prefix(&name("db-1"), &name("postgres")),
-            "_INBOX.db-1.postgres"
-        );
-        assert_eq!(
-            parse_event_subject("mesh.event.db-1.postgres.provisioner.recovered"),
-            Some((name("db-1"), name("postgres"), EventKind::Recovered))
-        );
-        for bad in [
-            "mesh.event.db-1.postgres.provisioner",
-            "mesh.event.db-1.postgres.provisioner.other",
-            "mesh.event.DB.postgres.provisioner.failing",
-            "mesh.event.db-1.postgres.provisioner.failing.x",
-            "mesh.cmd.db-1.postgres.provisioner.failing",
-        ] {
-            assert_eq!(parse_event_subject(bad), None, "{bad}");
-        }
     }
 
     #[test]
@@ -611,24 +508,7 @@ mod tests {
     }
 
     #[test]
-    fn grant_subjects_and_bodies_are_exactly_the_design() {
-        assert_eq!(
-            event_subject(&name("app-1"), &name("forge"), EventKind::Unreachable),
-            "mesh.event.app-1.forge.grant.unreachable"
-        );
-        assert_eq!(
-            parse_event_subject("mesh.event.app-1.forge.grant.unchecked"),
-            Some((name("app-1"), name("forge"), EventKind::Unchecked))
-        );
-        for bad in [
-            "mesh.event.app-1.forge.grant.failing",
-            "mesh.event.app-1.forge.provisioner.unreachable",
-            "mesh.event.app-1.forge.grants.reachable",
-        ] {
-            assert_eq!(parse_event_subject(bad), None, "{bad}");
-        }
-        assert_eq!(grants_inbox_prefix(&name("app-1")), "_INBOX.app-1._grants");
-        assert_eq!(grants_user(&name("app-1")), "_grants@app-1");
+    fn grant_bodies_are_exactly_the_design() {
         let texts = [
             r#"{"v":1,"provision":"postgres-database","from":"postgres@db-1","address":"10.10.0.1","port":6852,"failures":4,"failing_since":"2026-10-05T00:04:00Z","last_reachable_at":null,"error":"connect timed out after 3s","said_at":"2026-10-05T00:09:00Z"}"#,
             r#"{"v":1,"provision":"postgres-database","from":"postgres@db-1","address":"10.10.0.1","port":6852,"reason":"first-success-after-start","said_at":"2026-10-05T00:09:00Z"}"#,
@@ -671,11 +551,5 @@ mod tests {
     fn unknown_fields_are_ignored_so_a_claimed_emitter_changes_nothing() {
         let body = r#"{"v":1,"consumer":"a","consumer_machine":null,"provision":null,"reason":"success","said_at":"2026-10-05T00:09:00Z","machine":"x","module":"y"}"#;
         assert!(Event::parse(EventKind::Recovered, body.as_bytes()).is_ok());
-    }
-
-    #[test]
-    fn approve_request_defaults_delete_to_false() {
-        let req: ApproveRequest = serde_json::from_str(r#"{"v":1,"consumer":"forge"}"#).unwrap();
-        assert!(!req.delete);
     }
 }

@@ -4,7 +4,6 @@
 //! `^[a-z0-9][a-z0-9_-]{0,62}$` is accepted. Anything else is refused with an
 //! error that quotes (a bounded, escaped copy of) the offending text.
 
-use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 
@@ -21,13 +20,6 @@ pub const MAX_NAME_LEN: usize = 63;
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct Name(Arc<str>);
-
-/// A map keyed by names, with a fast hasher (names come from the operator's
-/// files, not from an attacker choosing collisions).
-pub(crate) type NameMap<V> = HashMap<Name, V, foldhash::fast::RandomState>;
-
-/// A set of borrowed names, with the hasher of [`NameMap`].
-pub(crate) type NameSet<'a> = HashSet<&'a Name, foldhash::fast::RandomState>;
 
 /// A text that is not a valid name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
