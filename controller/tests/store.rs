@@ -11,8 +11,8 @@ use mesh_protocol::event::RecoveredReason;
 use mesh_protocol::event::{
     Alive, Failing, Recovered, Repair, RepairOutcome, Retirement, RetirementAction,
 };
-use mesh_sdk::testing::LogCapture;
 use mesh_protocol::{Class, Event, ModuleId, Name, Timestamp};
+use mesh_sdk::testing::LogCapture;
 use mesh_test_support::PgCluster;
 
 fn name(s: &str) -> Name {
