@@ -5,14 +5,12 @@
 //! server's database settings in the provider's environment). Without a
 //! Keycloak distribution the test says `SKIPPED: no Keycloak (...)`.
 
-mod support;
-
 use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
+use mesh_test_support::mesh::{all_well, failing, Mesh, Options};
 use mesh_test_support::{CmdlineScan, KeycloakServer};
 use serde_json::{json, Value};
-use support::{all_well, failing, Mesh, Options};
 
 /// How long a step of this test may take: a `kc.sh bootstrap-admin` is a
 /// JVM start (about 8 s alone, much more on a loaded machine).
