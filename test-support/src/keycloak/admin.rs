@@ -38,6 +38,25 @@ impl KeycloakServer {
             .to_owned()
     }
 
+    /// Whether `username` of realm `master` logs in with `password`
+    /// (`admin-cli`, the password grant).
+    pub async fn logs_in(&self, username: &str, password: &str) -> bool {
+        let url = format!("{}/realms/master/protocol/openid-connect/token", self.url());
+        let form = [
+            ("grant_type", "password"),
+            ("client_id", "admin-cli"),
+            ("username", username),
+            ("password", password),
+        ];
+        let answer = http()
+            .post(url)
+            .form(&form)
+            .send()
+            .await
+            .expect("the login reaches Keycloak");
+        answer.status().is_success()
+    }
+
     /// An admin REST call as the first administrator: `method` on
     /// `/admin/realms/{path}` with an optional JSON body; the status and
     /// the JSON answer (`Null` when there is none).

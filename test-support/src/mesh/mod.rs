@@ -28,7 +28,7 @@ mod process;
 mod run;
 mod status;
 
-pub use process::{binary, Process};
+pub use process::{binary, Process, SERVED};
 pub use status::{all_well, failing, healthy_mesh_with, time, unheard, wait_log};
 
 /// Consumers of the mesh: (consumer, its machine).
@@ -37,8 +37,20 @@ pub const CONSUMERS: [(&str, &str); 3] = [("forge", "app-1"), ("wiki", "app-1"),
 /// How long [`Mesh::wait_status`] waits for the mesh to reach a state.
 pub const WAIT: Duration = Duration::from_secs(60);
 
-/// How the provider's `failing_after` is set (`--failing-after`).
+/// How the providers' `failing_after` is set (`--failing-after`).
 pub const FAILING_AFTER: Duration = Duration::from_secs(2);
+
+/// `mesh-postgres`'s `--pass-every`.
+pub const POSTGRES_PASS_EVERY: &str = "250ms";
+
+/// `mesh-identity`'s `--pass-every`.
+pub const IDENTITY_PASS_EVERY: &str = "500ms";
+
+/// `mesh-grants`' `--check-every`.
+pub const GRANTS_CHECK_EVERY: &str = "200ms";
+
+/// `mesh-grants`' `--unreachable-after` (failed checks in a row).
+pub const GRANTS_UNREACHABLE_AFTER: &str = "3";
 
 /// What a mesh is made of, beyond its defaults.
 #[derive(Clone, Debug)]
@@ -61,6 +73,10 @@ pub struct Options {
     /// declaration: (consumer, its machine). With none, the declaration has
     /// no identity provider.
     pub identity: Vec<(&'static str, &'static str)>,
+    /// Another address of this machine the provider's PostgreSQL also
+    /// listens on ([`PgCluster::start_also_on`]), such as the machine's
+    /// side of a [`Bed`](crate::netns::Bed).
+    pub backend_also_on: Option<String>,
 }
 
 /// How the bus users prove who they are.
@@ -83,6 +99,7 @@ impl Default for Options {
             bus_auth: BusAuth::Password,
             tls: false,
             identity: Vec::new(),
+            backend_also_on: None,
         }
     }
 }
@@ -258,7 +275,10 @@ impl Mesh {
             None => NatsServer::start_with_config(config),
         };
 
-        let backend = PgCluster::start();
+        let backend = match &options.backend_also_on {
+            Some(address) => PgCluster::start_also_on(address),
+            None => PgCluster::start(),
+        };
         let store = PgCluster::start();
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -329,5 +349,19 @@ impl Mesh {
             Some(v) => std::fs::write(path, v).unwrap(),
             None => std::fs::remove_file(path).unwrap(),
         }
+    }
+}
+
+impl Drop for Mesh {
+    /// Stops the processes before the servers go (the fields' own drops):
+    /// each stops while the bus and the store are still there.
+    fn drop(&mut self) {
+        self.stop_grants();
+        for process in [&mut self.identity, &mut self.provider] {
+            if let Some(mut p) = process.take() {
+                p.stop();
+            }
+        }
+        self.stop_controller();
     }
 }

@@ -4,6 +4,10 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// What a provider's log says when a consumer is served (its first good
+/// pass, or a recovery).
+pub const SERVED: &str = "saying recovered";
+
 /// A built binary of the workspace (`target/<profile>/NAME`).
 ///
 /// It is found beside the running executable: a test runs from
@@ -85,6 +89,12 @@ impl Process {
     /// Its log so far.
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// How many times a provider's log says it served a consumer (a
+    /// consumer's first good pass and every recovery).
+    pub fn served(&self) -> usize {
+        self.log_text().matches(SERVED).count()
     }
 }
 

@@ -5,7 +5,10 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::process::Command;
 
-use super::{binary, BusAuth, Mesh, Process, FAILING_AFTER};
+use super::{
+    binary, BusAuth, Mesh, Process, FAILING_AFTER, GRANTS_CHECK_EVERY, GRANTS_UNREACHABLE_AFTER,
+    IDENTITY_PASS_EVERY, POSTGRES_PASS_EVERY,
+};
 
 impl Mesh {
     fn controller_command(&self) -> Command {
@@ -104,8 +107,8 @@ impl Mesh {
     }
 
     /// Starts `mesh-postgres` as `postgres@db-1` on `contributions.json`
-    /// (log `provider.log`): a pass every 250 ms, short timings, a
-    /// consumer retired after 3 passes (and an hour).
+    /// (log `provider.log`): a pass every [`POSTGRES_PASS_EVERY`], short
+    /// timings, a consumer retired after 3 passes (and an hour).
     pub fn start_provider(&mut self) {
         let mut command = Command::new(binary("mesh-postgres"));
         command
@@ -116,7 +119,7 @@ impl Mesh {
             .arg("--contributions")
             .arg(self.path("contributions.json"))
             .args(self.bus_flags("postgres@db-1"))
-            .args(self.provider_timings("250ms"))
+            .args(self.provider_timings(POSTGRES_PASS_EVERY))
             .args(["--retire-after-passes", "3", "--retire-after", "1h"]);
         self.provider = Some(Process::spawn(
             "provider",
@@ -140,8 +143,9 @@ impl Mesh {
     }
 
     /// Starts `mesh-grants` on the grants file `file` as the machine agent
-    /// of `machine` (`_grants@<machine>`), checking every 200 ms and saying
-    /// a grant unreachable after 3 failed checks.
+    /// of `machine` (`_grants@<machine>`), checking every
+    /// [`GRANTS_CHECK_EVERY`] and saying a grant unreachable after
+    /// [`GRANTS_UNREACHABLE_AFTER`] failed checks.
     pub fn start_grants(&mut self, machine: &str, file: &Path) {
         let mut command = Command::new(binary("mesh-grants"));
         command
@@ -150,9 +154,9 @@ impl Mesh {
             .args(self.bus_flags(&format!("_grants@{machine}")))
             .args([
                 "--check-every",
-                "200ms",
+                GRANTS_CHECK_EVERY,
                 "--unreachable-after",
-                "3",
+                GRANTS_UNREACHABLE_AFTER,
                 "--connect-timeout",
                 "500ms",
                 "--repeat-every",
@@ -173,7 +177,7 @@ impl Mesh {
             .arg(self.path("identity.json"))
             .args(self.bus_flags("identity@id-1"))
             .args(args)
-            .args(self.provider_timings("500ms"))
+            .args(self.provider_timings(IDENTITY_PASS_EVERY))
             .envs(env.iter().map(|(k, v)| (k, v)));
         self.identity = Some(Process::spawn(
             "identity",

@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::{Mesh, Options, Process, WAIT};
+use super::{Mesh, Options, Process, SERVED, WAIT};
 
 impl Mesh {
     /// `status --json`, or `None` while the store cannot be read.
@@ -27,11 +27,8 @@ impl Mesh {
             std::thread::sleep(Duration::from_millis(200));
         }
         panic!(
-            "status never showed {what}; last: {last:#?}\n--- provider log:\n{}\n--- identity log:\n{}\n--- grants log:\n{}\n--- controller log:\n{}",
-            self.provider.as_ref().map(Process::log_text).unwrap_or_default(),
-            self.identity.as_ref().map(Process::log_text).unwrap_or_default(),
-            self.grants.as_ref().map(Process::log_text).unwrap_or_default(),
-            self.controller.as_ref().map(Process::log_text).unwrap_or_default()
+            "status never showed {what}; last: {last:#?}\n{}",
+            self.logs(usize::MAX)
         );
     }
 
@@ -41,6 +38,28 @@ impl Mesh {
             .as_ref()
             .map(Process::log_text)
             .unwrap_or_default()
+    }
+
+    /// The last `lines` lines of the log of each process started (the
+    /// providers, the grants agent, the controller), each under a
+    /// `--- NAME log:` line.
+    pub fn logs(&self, lines: usize) -> String {
+        [
+            &self.provider,
+            &self.identity,
+            &self.grants,
+            &self.controller,
+        ]
+        .into_iter()
+        .flatten()
+        .map(|p| {
+            format!(
+                "--- {} log:\n{}\n",
+                p.name,
+                crate::tail(&p.log_text(), lines)
+            )
+        })
+        .collect()
     }
 }
 
@@ -64,7 +83,7 @@ pub fn healthy_mesh_with(options: Options) -> Mesh {
     let mut mesh = Mesh::with(options);
     mesh.start_controller();
     mesh.start_provider();
-    wait_log(&mesh, "saying recovered", mesh.consumers.len());
+    wait_log(&mesh, SERVED, mesh.consumers.len());
     mesh.wait_status("postgres@db-1 heard from", |s| {
         !unheard(s).contains(&"postgres@db-1".to_owned())
     });
