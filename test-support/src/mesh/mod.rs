@@ -46,6 +46,9 @@ pub const POSTGRES_PASS_EVERY: &str = "250ms";
 /// `mesh-identity`'s `--pass-every`.
 pub const IDENTITY_PASS_EVERY: &str = "500ms";
 
+/// `mesh-identity`'s `--repair-check-every` ([`Mesh::identity_flags`]).
+pub const IDENTITY_REPAIR_CHECK_EVERY: &str = "1s";
+
 /// `mesh-grants`' `--check-every`.
 pub const GRANTS_CHECK_EVERY: &str = "200ms";
 

@@ -7,7 +7,7 @@ use std::process::Command;
 
 use super::{
     binary, BusAuth, Mesh, Process, FAILING_AFTER, GRANTS_CHECK_EVERY, GRANTS_UNREACHABLE_AFTER,
-    IDENTITY_PASS_EVERY, POSTGRES_PASS_EVERY,
+    IDENTITY_PASS_EVERY, IDENTITY_REPAIR_CHECK_EVERY, POSTGRES_PASS_EVERY,
 };
 
 impl Mesh {
@@ -165,6 +165,46 @@ impl Mesh {
                 "1s",
             ]);
         self.grants = Some(Process::spawn("grants", command, self.path("grants.log")));
+    }
+
+    /// `mesh-identity`'s flags for reaching the Keycloak at `url`, realm
+    /// `realm`, as administrator `admin` of realm `master` whose password is
+    /// in `password_file`, with short repair timings (a repair check every
+    /// [`IDENTITY_REPAIR_CHECK_EVERY`], a login hold of 1 s to 2 s, a
+    /// `kc.sh bootstrap-admin` given 200 s): what [`Mesh::start_identity`]
+    /// gets, with `--kc-sh` or not.
+    pub fn identity_flags(
+        url: &str,
+        realm: &str,
+        admin: &str,
+        password_file: &Path,
+    ) -> Vec<OsString> {
+        [
+            "--keycloak-url",
+            url,
+            "--realm",
+            realm,
+            "--admin-user",
+            admin,
+            "--repair-check-every",
+            IDENTITY_REPAIR_CHECK_EVERY,
+            "--repair-brake",
+            "1m",
+            "--admin-login-hold",
+            "1s",
+            "--admin-login-hold-max",
+            "2s",
+            "--bootstrap-timeout",
+            "200s",
+            "--repair-timeout",
+            "220s",
+            "--call-timeout",
+            "20s",
+        ]
+        .iter()
+        .map(OsString::from)
+        .chain(["--admin-password-file".into(), password_file.into()])
+        .collect()
     }
 
     /// Starts `mesh-identity` as `identity@id-1` on `identity.json`, with
