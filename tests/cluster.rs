@@ -11,8 +11,6 @@
 //! uninterrupted controller would: every consumer's newest word, no
 //! `recovered` lost, no stale `failing`.
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::process::Command;
 use std::sync::Arc;
@@ -22,9 +20,9 @@ use mesh_protocol::subject::event_subject;
 use mesh_protocol::{Event, EventKind, ModuleId, Name, Timestamp};
 use mesh_sdk::internal::{publish_loop, BusOptions, JetStreamSink, Outbox};
 use mesh_sdk::NatsArgs;
+use mesh_test_support::mesh::{binary, Process};
 use mesh_test_support::{NatsCluster, PgCluster, CLUSTER_SIZE};
 use serde_json::{json, Value};
-use support::{binary, Process};
 
 /// Consumers of the provider.
 const CONSUMERS: usize = 40;
@@ -120,7 +118,9 @@ impl World {
         let users = (0..CONSUMERS)
             .map(|c| format!("c{c}@app-1"))
             .chain(["postgres@db-1".to_owned(), "controller".to_owned()])
-            .chain(support::grant_agents(std::iter::once("app-1")));
+            .chain(mesh_test_support::mesh::grant_agents(std::iter::once(
+                "app-1",
+            )));
         for user in users {
             std::fs::write(d.join("credentials").join(&user), format!("pw-{user}")).unwrap();
         }

@@ -4,15 +4,13 @@
 //! controller's store). Every assertion reads `mesh-controller status --json`
 //! (or `node show`, `approve`), as an operator would.
 
-mod support;
-
 use std::time::{Duration, Instant, SystemTime};
 
-use serde_json::Value;
-use support::{
+use mesh_test_support::mesh::{
     all_well, failing, healthy_mesh_with, time, unheard, wait_log, Mesh, Options, FAILING_AFTER,
     WAIT,
 };
+use serde_json::Value;
 
 /// A mesh whose three consumers have been served once, and whose provider
 /// the controller has heard from (until then status rightly says it is not).
@@ -315,7 +313,7 @@ fn a_standing_withdrawn_while_its_provider_was_down_goes_once_it_settles_and_the
 
 #[test]
 fn a_withdrawn_consumer_that_was_never_made_leaves_status() {
-    let mut consumers = support::CONSUMERS.to_vec();
+    let mut consumers = mesh_test_support::mesh::CONSUMERS.to_vec();
     consumers.push(("blog", "app-2"));
     let mut mesh = Mesh::with(Options {
         consumers,

@@ -9,15 +9,13 @@
 //! Where the kernel refuses network namespaces the test says `SKIPPED` and
 //! passes without checking.
 
-mod support;
-
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
 use std::time::Duration;
 
+use mesh_test_support::mesh::{all_well, healthy_mesh_with, Mesh, Options};
 use mesh_test_support::netns::Bed;
 use serde_json::{json, Value};
-use support::{all_well, healthy_mesh_with, Mesh, Options};
 
 /// What the all-well sentence says when not every grant in scope was
 /// checked reachable.

@@ -5,14 +5,12 @@
 //! server's database settings in the provider's environment). Without a
 //! Keycloak distribution the test says `SKIPPED: no Keycloak (...)`.
 
-mod support;
-
 use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
+use mesh_test_support::mesh::{all_well, failing, Mesh, Options};
 use mesh_test_support::{CmdlineScan, KeycloakServer};
 use serde_json::{json, Value};
-use support::{all_well, failing, Mesh, Options};
 
 /// How long a step of this test may take: a `kc.sh bootstrap-admin` is a
 /// JVM start (about 8 s alone, much more on a loaded machine).
@@ -74,35 +72,7 @@ fn a_refused_keycloak_administrator_is_said_then_repaired_and_status_is_all_well
     let password_file = mesh.path("admin-password");
     std::fs::write(&password_file, &password).unwrap();
     let kc_sh = kc.kc_sh_wrapper(mesh.dir.path());
-    let keycloak: Vec<OsString> = [
-        "--keycloak-url",
-        &kc.url(),
-        "--realm",
-        &realm,
-        "--admin-user",
-        &admin,
-        "--repair-check-every",
-        "1s",
-        "--repair-brake",
-        "1m",
-        "--admin-login-hold",
-        "1s",
-        "--admin-login-hold-max",
-        "2s",
-        "--bootstrap-timeout",
-        "200s",
-        "--repair-timeout",
-        "220s",
-        "--call-timeout",
-        "20s",
-    ]
-    .iter()
-    .map(OsString::from)
-    .chain([
-        OsString::from("--admin-password-file"),
-        password_file.clone().into(),
-    ])
-    .collect();
+    let keycloak = Mesh::identity_flags(&kc.url(), &realm, &admin, &password_file);
 
     mesh.start_controller();
     mesh.start_identity(&keycloak, &[]);

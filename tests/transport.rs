@@ -3,12 +3,10 @@
 //! users proving who they are with nkeys, a client refused for lack of a
 //! certificate, and a list of servers whose first is down.
 //!
-//! The mesh is the one of `tests/e2e.rs` (`support`): `mesh-controller
-//! serve`, `mesh-postgres`, `mesh-controller approve` and `status` as built
-//! binaries, the bus configured by `mesh-controller permissions --format
-//! nats`.
-
-mod support;
+//! The mesh is the one of `tests/e2e.rs` (`mesh_test_support::mesh`):
+//! `mesh-controller serve`, `mesh-postgres`, `mesh-controller approve` and
+//! `status` as built binaries, the bus configured by `mesh-controller
+//! permissions --format nats`.
 
 use std::process::Command;
 use std::time::Duration;
@@ -16,8 +14,10 @@ use std::time::Duration;
 use mesh_protocol::{ModuleId, Name};
 use mesh_sdk::internal::BusOptions;
 use mesh_sdk::NatsArgs;
+use mesh_test_support::mesh::{
+    all_well, binary, failing, healthy_mesh_with, BusAuth, Mesh, Options,
+};
 use mesh_test_support::{free_port, NatsServer, TestCa};
-use support::{all_well, binary, failing, healthy_mesh_with, BusAuth, Mesh, Options};
 
 /// The demo story: a consumer fails, reaches the controller's store and
 /// `status`, then recovers; and `approve` is answered by the provider.

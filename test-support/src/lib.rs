@@ -12,7 +12,10 @@
 //! * [`TcpProxy`]: a TCP proxy that can cut its connections on demand;
 //! * [`TestCa`]: a private certificate authority for TLS tests;
 //! * [`netns::Bed`]: a network namespace joined to the machine by a veth
-//!   pair (as root), for checks from a consumer's own network position.
+//!   pair (as root), for checks from a consumer's own network position;
+//! * [`mesh::Mesh`]: a whole mesh over the built binaries (the servers
+//!   above, `mesh-controller serve` and the providers as processes), which
+//!   the end-to-end tests and the demo drive.
 //!
 //! Starting and stopping the servers is synchronous (blocking, with
 //! `std::thread::sleep` polling and a hard deadline), so it works from any
@@ -28,6 +31,7 @@ mod certs;
 mod cluster;
 mod cmdline;
 mod keycloak;
+pub mod mesh;
 mod nats;
 pub mod netns;
 mod pg;

@@ -12,19 +12,7 @@ use crate::random_hex;
 impl KeycloakServer {
     /// A fresh access token of the first administrator.
     pub async fn admin_token(&self) -> String {
-        let url = format!("{}/realms/master/protocol/openid-connect/token", self.url());
-        let form = [
-            ("grant_type", "password"),
-            ("client_id", "admin-cli"),
-            ("username", KEYCLOAK_ADMIN),
-            ("password", self.admin_password.as_str()),
-        ];
-        let answer = http()
-            .post(url)
-            .form(&form)
-            .send()
-            .await
-            .expect("the administrator's login reaches Keycloak");
+        let answer = self.login(KEYCLOAK_ADMIN, &self.admin_password).await;
         let status = answer.status();
         let body: Value = answer.json().await.unwrap_or(Value::Null);
         assert!(
@@ -36,6 +24,30 @@ impl KeycloakServer {
             .as_str()
             .expect("an access_token in the login's answer")
             .to_owned()
+    }
+
+    /// Whether `username` of realm `master` logs in with `password`
+    /// (`admin-cli`, the password grant).
+    pub async fn logs_in(&self, username: &str, password: &str) -> bool {
+        self.login(username, password).await.status().is_success()
+    }
+
+    /// Keycloak's answer to a password-grant login of `username` of realm
+    /// `master` through `admin-cli`.
+    async fn login(&self, username: &str, password: &str) -> reqwest::Response {
+        let url = format!("{}/realms/master/protocol/openid-connect/token", self.url());
+        let form = [
+            ("grant_type", "password"),
+            ("client_id", "admin-cli"),
+            ("username", username),
+            ("password", password),
+        ];
+        http()
+            .post(url)
+            .form(&form)
+            .send()
+            .await
+            .expect("the login reaches Keycloak")
     }
 
     /// An admin REST call as the first administrator: `method` on

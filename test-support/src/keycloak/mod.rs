@@ -63,6 +63,9 @@ pub const KEYCLOAK_START_DEADLINE: Duration = Duration::from_secs(300);
 /// How long a stop waits after SIGTERM before SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(40);
 
+/// How long a cancelled start waits after SIGTERM before SIGKILL.
+const CANCEL_GRACE: Duration = Duration::from_secs(2);
+
 /// The first administrator's user name (realm `master`).
 pub const KEYCLOAK_ADMIN: &str = "admin";
 
@@ -148,6 +151,16 @@ impl KeycloakServer {
     /// 200; panics with the log's tail when it does not within
     /// [`KEYCLOAK_START_DEADLINE`].
     pub fn start(dist: KeycloakDist) -> KeycloakServer {
+        KeycloakServer::start_unless(dist, || false).expect("nothing cancels this start")
+    }
+
+    /// Like [`KeycloakServer::start`], giving up as soon as `cancelled`
+    /// says so (asked about twice a second while Keycloak boots): what was
+    /// started is stopped and `None` returned.
+    pub fn start_unless(
+        dist: KeycloakDist,
+        cancelled: impl Fn() -> bool,
+    ) -> Option<KeycloakServer> {
         let dir = tempfile::Builder::new()
             .prefix("mesh-keycloak-")
             .tempdir()
@@ -165,9 +178,15 @@ impl KeycloakServer {
         for attempt in 1..=START_ATTEMPTS {
             server.http_port = free_port();
             server.management_port = free_port();
-            match server.spawn_and_wait() {
-                Ok(()) => return server,
-                Err(true) if attempt < START_ATTEMPTS => server.stop(),
+            match server.spawn_and_wait(&cancelled) {
+                Ok(()) => return Some(server),
+                Err(Boot::Cancelled) => {
+                    // A JVM still booting may not answer SIGTERM for tens
+                    // of seconds; there is nothing in it to keep.
+                    server.stop_within(CANCEL_GRACE);
+                    return None;
+                }
+                Err(Boot::PortTaken) if attempt < START_ATTEMPTS => server.stop(),
                 Err(_) => {
                     let log = tail(&server.log(), 60);
                     server.stop();
@@ -184,8 +203,8 @@ impl KeycloakServer {
         unreachable!("the loop above returns or panics")
     }
 
-    /// Spawns the guardian and Keycloak; `Err(true)` when a port was taken.
-    fn spawn_and_wait(&mut self) -> Result<(), bool> {
+    /// Spawns the guardian and Keycloak and waits until it is ready.
+    fn spawn_and_wait(&mut self, cancelled: &dyn Fn() -> bool) -> Result<(), Boot> {
         let data = self.dir.path().join("data");
         std::fs::create_dir_all(&data).expect("creating Keycloak's data dir");
         let log = std::fs::OpenOptions::new()
@@ -243,13 +262,16 @@ impl KeycloakServer {
                 let fresh = crate::read_lossy_from(&self.log_path(), log_start);
                 let taken = fresh.contains("Address already in use")
                     || fresh.contains("Port(s) already in use");
-                return Some(Err(taken));
+                return Some(Err(if taken { Boot::PortTaken } else { Boot::Failed }));
+            }
+            if cancelled() {
+                return Some(Err(Boot::Cancelled));
             }
             std::thread::sleep(Duration::from_millis(450));
             None
         });
         self.boot = started.elapsed();
-        outcome.unwrap_or(Err(false))
+        outcome.unwrap_or(Err(Boot::Failed))
     }
 
     fn exited(&self) -> bool {
@@ -276,12 +298,17 @@ impl KeycloakServer {
 
     /// Stops the server: SIGTERM to its process group, SIGKILL after 40 s.
     pub fn stop(&self) {
+        self.stop_within(STOP_GRACE);
+    }
+
+    /// SIGTERM to the server's process group, SIGKILL after `grace`.
+    fn stop_within(&self, grace: Duration) {
         let Some(mut child) = self.child.lock().unwrap().take() else {
             return;
         };
         let group = rustix::process::Pid::from_child(&child);
         let _ = rustix::process::kill_process_group(group, rustix::process::Signal::TERM);
-        let deadline = Instant::now() + STOP_GRACE;
+        let deadline = Instant::now() + grace;
         if poll_until(deadline, || child.try_wait().ok().flatten()).is_none() {
             let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
             let _ = child.wait();
@@ -403,6 +430,16 @@ impl std::fmt::Debug for KeycloakServer {
             .field("dir", &self.dir.path())
             .finish_non_exhaustive()
     }
+}
+
+/// Why a boot did not end ready.
+enum Boot {
+    /// A port was taken by another process meanwhile: try other ports.
+    PortTaken,
+    /// It stopped, or was not ready by the deadline.
+    Failed,
+    /// The caller gave up.
+    Cancelled,
 }
 
 /// Says loudly, past the test harness's capture, that a test did not run.

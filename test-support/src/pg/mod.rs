@@ -62,6 +62,8 @@ pub struct PgCluster {
     owner: Option<(u32, u32)>,
     /// Whether the server speaks TLS (its certificate in the private dir).
     tls: bool,
+    /// Another address it listens on, beside 127.0.0.1.
+    also_on: Option<String>,
 }
 
 impl PgCluster {
@@ -75,6 +77,18 @@ impl PgCluster {
     /// if it does not within 30 s.
     pub fn start() -> PgCluster {
         PgCluster::create().start_on_free_port()
+    }
+
+    /// Like [`PgCluster::start`], listening on `address` (another address
+    /// of this machine, such as the machine's side of a
+    /// [`netns::Bed`](crate::netns::Bed)) as well as on 127.0.0.1, on the
+    /// same port: a client in a network namespace reaches it there.
+    /// `pg_hba.conf` still admits 127.0.0.1 only, so a connection from
+    /// elsewhere is accepted and then refused a session.
+    pub fn start_also_on(address: &str) -> PgCluster {
+        let mut cluster = PgCluster::create();
+        cluster.also_on = Some(address.to_owned());
+        cluster.start_on_free_port()
     }
 
     /// Like [`PgCluster::start`], with TLS on (`ssl = on`) and `server` as
@@ -149,6 +163,7 @@ impl PgCluster {
             password: random_hex(16),
             owner,
             tls: false,
+            also_on: None,
         };
         if let Some((uid, gid)) = owner {
             chown(cluster.dir.path(), uid, gid);
@@ -396,9 +411,13 @@ impl PgCluster {
     /// Writes the settings that depend on the port (and TLS, when on).
     fn write_settings(&self) {
         let socket_dir = self.dir.path().to_string_lossy().into_owned();
+        let listen = match &self.also_on {
+            Some(address) => conf_string(&format!("{HOST},{address}")),
+            None => conf_string(HOST),
+        };
         let mut text = format!(
             "port = {}\n\
-             listen_addresses = '{HOST}'\n\
+             listen_addresses = {listen}\n\
              unix_socket_directories = {}\n\
              logging_collector = off\n\
              log_destination = 'stderr'\n\

@@ -1,0 +1,138 @@
+//! What `mesh-controller status` says of a [`Mesh`], read and waited for.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::{Mesh, Options, Process, SERVED, WAIT};
+
+impl Mesh {
+    /// `status --json`, or `None` while the store cannot be read.
+    pub fn status(&self) -> Option<Value> {
+        let (code, out, _) = self.controller(&["status", "--json"]);
+        (code == 0).then(|| serde_json::from_str(&out).expect("status --json prints JSON"))
+    }
+
+    /// Waits until `status --json` satisfies `want`; panics with the logs otherwise.
+    pub fn wait_status(&self, what: &str, want: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + WAIT;
+        let mut last = None;
+        while Instant::now() < deadline {
+            if let Some(status) = self.status() {
+                if want(&status) {
+                    return status;
+                }
+                last = Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        panic!(
+            "status never showed {what}; last: {last:#?}\n{}",
+            self.logs(usize::MAX)
+        );
+    }
+
+    /// The provider's log so far (it is read, never trusted for state).
+    pub fn provider_log(&self) -> String {
+        self.provider
+            .as_ref()
+            .map(Process::log_text)
+            .unwrap_or_default()
+    }
+
+    /// The last `lines` lines of the log of each process started (the
+    /// providers, the grants agent, the controller), each under a
+    /// `--- NAME log:` line.
+    pub fn logs(&self, lines: usize) -> String {
+        [
+            &self.provider,
+            &self.identity,
+            &self.grants,
+            &self.controller,
+        ]
+        .into_iter()
+        .flatten()
+        .map(|p| {
+            format!(
+                "--- {} log:\n{}\n",
+                p.name,
+                crate::tail(&p.log_text(), lines)
+            )
+        })
+        .collect()
+    }
+}
+
+/// Waits until the provider's log says `words` at least `times` times.
+pub fn wait_log(mesh: &Mesh, words: &str, times: usize) {
+    let deadline = Instant::now() + WAIT;
+    while mesh.provider_log().matches(words).count() < times {
+        assert!(
+            Instant::now() < deadline,
+            "the provider never said {words:?} {times} times:\n{}",
+            mesh.provider_log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A mesh made of `options` whose consumers have been served once, and
+/// whose provider the controller has heard from (until then status rightly
+/// says it is not).
+pub fn healthy_mesh_with(options: Options) -> Mesh {
+    let mut mesh = Mesh::with(options);
+    mesh.start_controller();
+    mesh.start_provider();
+    wait_log(&mesh, SERVED, mesh.consumers.len());
+    mesh.wait_status("postgres@db-1 heard from", |s| {
+        !unheard(s).contains(&"postgres@db-1".to_owned())
+    });
+    mesh
+}
+
+/// The consumers `status --json` names as failing.
+pub fn failing(status: &Value) -> Vec<String> {
+    let mut names: Vec<String> = status["failing"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|f| f["consumer"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// The providers `status --json` names as not heard from, `module@machine`.
+pub fn unheard(status: &Value) -> Vec<String> {
+    let mut names: Vec<String> = status["unheard"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|u| {
+                    format!(
+                        "{}@{}",
+                        u["provider_module"].as_str().unwrap_or("?"),
+                        u["provider_machine"].as_str().unwrap_or("?")
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// An RFC 3339 time of `status --json`.
+pub fn time(value: &Value) -> std::time::SystemTime {
+    let text = value
+        .as_str()
+        .unwrap_or_else(|| panic!("not a time: {value}"));
+    humantime::parse_rfc3339_weak(text).unwrap_or_else(|e| panic!("{text}: {e}"))
+}
+
+/// Whether `status` is all well.
+pub fn all_well(status: &Value) -> bool {
+    status["all_well"] == json!(true)
+}
