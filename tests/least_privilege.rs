@@ -17,13 +17,18 @@ use support::{binary, Process};
 const STORE_PASSWORD: &str = "store-user-pw-5c1a";
 const ADMIN_PASSWORD: &str = "provider-admin-pw-93be";
 
-/// Runs `statements` one by one as the cluster's superuser.
-fn as_superuser(pg: &PgCluster, statements: &[&str]) {
-    let runtime = tokio::runtime::Builder::new_current_thread()
+/// Runs `future` to its end on a runtime of its own.
+fn block_on<T>(future: impl std::future::Future<Output = T>) -> T {
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .unwrap();
-    runtime.block_on(async {
+        .unwrap()
+        .block_on(future)
+}
+
+/// Runs `statements` one by one as the cluster's superuser.
+fn as_superuser(pg: &PgCluster, statements: &[&str]) {
+    block_on(async {
         let client = pg.connect_admin().await;
         for statement in statements {
             client
@@ -36,11 +41,7 @@ fn as_superuser(pg: &PgCluster, statements: &[&str]) {
 
 /// The owner of each of the store's tables, as `table:owner`, sorted.
 fn table_owners(pg: &PgCluster) -> Vec<String> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
+    block_on(async {
         let (client, connection) = tokio_postgres::connect(
             &format!(
                 "host=127.0.0.1 port={} user=postgres password={} dbname=mesh_store",
@@ -180,11 +181,7 @@ fn a_store_user_owning_its_database_and_a_createrole_createdb_admin_are_enough()
     };
     assert_eq!(status["failing"][0]["class"], "secret-unreadable");
     // forge was made by the least-privileged administrator and works.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
+    block_on(async {
         let conninfo = format!(
             "host=127.0.0.1 port={} user=forge password=minted-forge-lp-e2e dbname=forge",
             backend.port()

@@ -10,7 +10,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{kinds, login, name, within, World};
+use common::{kinds, login, name, role_and_database, session_ended, within, World};
 use mesh_provider_postgres::{PgError, PostgresConfig, PostgresProvisioner};
 use mesh_sdk::testing::{RetireRules, Settings};
 use mesh_sdk::{Class, Provisioner};
@@ -61,19 +61,6 @@ async fn memberships(admin: &tokio_postgres::Client, member: &str) -> Vec<String
         .iter()
         .map(|row| row.get(0))
         .collect()
-}
-
-/// Whether a role `name` can log in (None: no such role), and whether a database `name` exists.
-async fn role_and_database(admin: &tokio_postgres::Client, name: &str) -> (Option<bool>, bool) {
-    let row = admin
-        .query_one(
-            "SELECT (SELECT rolcanlogin FROM pg_roles WHERE rolname = $1),
-                    EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)",
-            &[&name],
-        )
-        .await
-        .unwrap();
-    (row.get(0), row.get(1))
 }
 
 fn settings() -> Settings {
@@ -201,12 +188,7 @@ async fn an_admin_with_createrole_createdb_makes_checks_retires_re_enables_and_d
         role_and_database(&superuser, "wiki").await,
         (Some(false), true)
     );
-    within("the retired session to end", async {
-        while wiki.simple_query("SELECT 1").await.is_ok() {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    })
-    .await;
+    session_ended(&wiki).await;
 
     // Listed again: enabled, and its data kept.
     w.list(&["forge", "wiki"]);
