@@ -160,3 +160,140 @@ ensure_keycloak() {
   export MESH_KEYCLOAK_HOME="$home" MESH_KEYCLOAK_JAVA_HOME="$java_home"
   echo "keycloak: $MESH_KEYCLOAK_HOME on $MESH_KEYCLOAK_JAVA_HOME" >&2
 }
+
+# The tools scripts/test checks the deployment and monitoring kits with:
+# promtool (Debian package prometheus, installed without its recommends; as
+# with postgresql, the package's own service is the system's to start),
+# systemd-analyze (systemd) and dpkg-deb (dpkg). Installed when root with apt,
+# else it says what to install.
+ensure_ops_tools() {
+  local missing=()
+  command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
+  command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)
+  command -v dpkg-deb >/dev/null 2>&1 || missing+=(dpkg)
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing ${missing[*]} (Debian packages)" >&2
+    # The package lists are often fresh (ensure_services updated them).
+    if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2; then
+      DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+    fi
+  else
+    echo "scripts/test needs these Debian packages: ${missing[*]} (promtool is in prometheus)" >&2
+    echo "install them with: sudo apt-get install --no-install-recommends ${missing[*]}" >&2
+    exit 1
+  fi
+}
+
+# Runs systemd-analyze verify on unit files, failing on any word it says
+# (it exits 0 after warning of an unknown key).
+verify_units() {
+  local said
+  if ! said=$(systemd-analyze verify "$@" 2>&1) || [ -n "$said" ]; then
+    echo "systemd-analyze verify $*:" >&2
+    echo "$said" >&2
+    return 1
+  fi
+}
+
+# The units in deploy/systemd, verified before any package: each with its
+# binary at the path the build left it (systemd-analyze wants ExecStart to
+# exist), the templates as an instance.
+check_units() {
+  local bin_dir="$1" dir unit name
+  dir=$(mktemp -d)
+  for unit in deploy/systemd/*.service; do
+    name=$(basename "$unit")
+    name=${name/@./@example.}
+    sed "s|/usr/bin/|$bin_dir/|" "$unit" >"$dir/$name"
+  done
+  verify_units "$dir"/*.service || { rm -rf "$dir"; return 1; }
+  rm -rf "$dir"
+}
+
+# Every MESH_ variable the example settings name is one the binary takes
+# (clap ignores an unknown variable, so a typo would be silently dropped).
+check_env_examples() {
+  local bin_dir="$1" file help var bad=0
+  for file in deploy/env/*; do
+    case "$(basename "$file")" in
+      mesh-controller*) help=$("$bin_dir/mesh-controller" serve --help) ;;
+      mesh-postgres*) help=$("$bin_dir/mesh-postgres" --help) ;;
+      mesh-identity*) help=$("$bin_dir/mesh-identity" --help) ;;
+      mesh-grants*) help=$("$bin_dir/mesh-grants" --help) ;;
+      *) echo "$file: no binary known for it" >&2; return 1 ;;
+    esac
+    for var in $(grep -o '^#\{0,1\}MESH_[A-Z_]*=' "$file" | tr -d '#='); do
+      if ! grep -q "env: $var\b" <<<"$help"; then
+        echo "$file: $var is not a variable of its binary" >&2
+        bad=1
+      fi
+    done
+  done
+  return $bad
+}
+
+# The files a mesh package must hold.
+MESH_PACKAGE_FILES="
+/usr/bin/mesh-controller
+/usr/bin/mesh-postgres
+/usr/bin/mesh-identity
+/usr/bin/mesh-grants
+/lib/systemd/system/mesh-controller.service
+/lib/systemd/system/mesh-postgres@.service
+/lib/systemd/system/mesh-identity@.service
+/lib/systemd/system/mesh-grants.service
+/etc/mesh/mesh-controller.env
+/etc/mesh/mesh-grants.env
+/etc/mesh/mesh-postgres@.env.example
+/etc/mesh/mesh-identity@.env.example
+/usr/share/doc/mesh/copyright
+/usr/share/doc/mesh/docs/operating.md
+/usr/share/doc/mesh/examples/prometheus/mesh.rules.yml
+/usr/share/doc/mesh/examples/grafana/mesh.json
+"
+
+# Checks a built package: its contents and conffiles; as root (and when no
+# mesh package is installed already), installs it with dpkg, checks the
+# files, the mesh user and the installed units, then purges it again.
+check_package() {
+  local deb="$1" listed file made_user=""
+  listed=$(dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\.||')
+  for file in $MESH_PACKAGE_FILES; do
+    grep -qx "$file" <<<"$listed" || { echo "$deb lacks $file" >&2; return 1; }
+  done
+  dpkg-deb -f "$deb" Package Version Architecture Depends >/dev/null
+  [ "$(dpkg-deb -I "$deb" conffiles | grep -c '^/etc/mesh/')" -eq 4 ] ||
+    { echo "$deb: the four files in /etc/mesh are not all conffiles" >&2; return 1; }
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "not root: the package was read (dpkg-deb -c, -I), not installed" >&2
+    return 0
+  fi
+  if dpkg-query -W -f='${Status}' mesh 2>/dev/null | grep -q "installed"; then
+    echo "a mesh package is installed on this machine: not installing the test package over it" >&2
+    return 0
+  fi
+  getent passwd mesh >/dev/null || made_user=yes
+  dpkg -i "$deb" >/dev/null
+  local failed=""
+  for file in $MESH_PACKAGE_FILES; do
+    [ -e "$file" ] || { echo "installed, but $file is missing" >&2; failed=yes; }
+  done
+  getent passwd mesh >/dev/null || { echo "the postinst made no mesh user" >&2; failed=yes; }
+  [ "$(stat -c '%U:%G %a' /etc/mesh)" = "root:mesh 750" ] ||
+    { echo "/etc/mesh is $(stat -c '%U:%G %a' /etc/mesh), not root:mesh 750" >&2; failed=yes; }
+  /usr/bin/mesh-controller --version >/dev/null || failed=yes
+  # The installed units, by name (the templates as an instance).
+  verify_units mesh-controller.service mesh-grants.service \
+    mesh-postgres@db-1.service mesh-identity@id-1.service || failed=yes
+  dpkg --purge mesh >/dev/null
+  for file in $MESH_PACKAGE_FILES; do
+    [ ! -e "$file" ] || { echo "purged, but $file is still there" >&2; failed=yes; }
+  done
+  [ ! -e /etc/mesh ] || { echo "purged, but /etc/mesh is still there" >&2; failed=yes; }
+  if [ -n "$made_user" ]; then
+    deluser --system --quiet mesh >/dev/null 2>&1 || true
+  fi
+  [ -z "$failed" ]
+}

@@ -18,7 +18,7 @@ use tokio_postgres::{Client, Row, Statement};
 use crate::classify::{self, Step};
 use crate::config::PostgresConfig;
 use crate::error::PgError;
-use crate::plan::{DatabaseFound, Found, RoleFound};
+use crate::plan::{self, AdminRights, DatabaseFound, Found, RoleFound};
 use crate::sql;
 
 /// The administrator's kept sessions.
@@ -158,6 +158,7 @@ impl Admin {
                 tracing::warn!(error = %words, "the administrator's session ended");
             }
         });
+        self.check_rights(&client).await?;
         self.ensure_marker(&client).await?;
         let find = self
             .bounded("preparing the lookup of roles and databases", async {
@@ -166,6 +167,34 @@ impl Admin {
             .await?;
         tracing::info!(admin = %admin, "logged in as the administrator");
         Ok(Session { client, find })
+    }
+
+    /// Logs in once, checks the administrator's attributes and the marker
+    /// role, and logs out: what the binary does at start, so an
+    /// administrator lacking a privilege is named before any consumer fails.
+    pub(crate) async fn check(&self) -> Result<(), PgError> {
+        let session = self.connect().await?;
+        drop(session);
+        Ok(())
+    }
+
+    /// Refuses an administrator that is no superuser and lacks `CREATEROLE`,
+    /// `CREATEDB` or `INHERIT` (see [`plan::admin`]).
+    async fn check_rights(&self, client: &Client) -> Result<(), PgError> {
+        let what = "reading the administrator's attributes";
+        let row = self
+            .bounded(what, async {
+                client.query_one(sql::ADMIN_RIGHTS, &[]).await
+            })
+            .await?;
+        let name: String = get(&row, 0, what)?;
+        let rights = AdminRights {
+            superuser: get(&row, 1, what)?,
+            create_role: get(&row, 2, what)?,
+            create_db: get(&row, 3, what)?,
+            inherit: get(&row, 4, what)?,
+        };
+        plan::admin(&name, &rights)
     }
 
     /// Makes the marker role if it is missing; refuses one that can log in
@@ -304,6 +333,7 @@ impl Admin {
                 can_login: get(row, 1, &what)?,
                 superuser: get(row, 2, &what)?,
                 marked: get(row, 3, &what)?,
+                admin_member: get(row, 7, &what)?,
             })
         });
         let database = get::<bool>(row, 4, &what)?.then(|| -> Result<DatabaseFound, PgError> {
@@ -315,6 +345,7 @@ impl Admin {
         Ok(Found {
             role: role.transpose()?,
             database: database.transpose()?,
+            admin_superuser: get(row, 8, &what)?,
         })
     }
 

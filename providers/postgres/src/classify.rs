@@ -12,6 +12,7 @@
 //! | a failed admin login repeated to the callers queued behind it | that login's class |
 //! | any other failure to connect (name resolution ...) | `unreachable` |
 //! | a refusal to touch what mesh did not make, a reserved name | `refused` |
+//! | an administrator lacking CREATEROLE, CREATEDB or INHERIT | `refused` |
 
 use std::io::ErrorKind;
 
@@ -38,7 +39,8 @@ pub fn classify(error: &PgError) -> Class {
         | PgError::Reserved { .. }
         | PgError::BadName { .. }
         | PgError::WrongProvision { .. }
-        | PgError::MarkerUnusable { .. } => Class::Refused,
+        | PgError::MarkerUnusable { .. }
+        | PgError::AdminLacks { .. } => Class::Refused,
     }
 }
 

@@ -8,8 +8,16 @@
 //! ```
 //!
 //! Exit codes: 0 after a graceful stop (SIGINT/SIGTERM), 1 when the provider
-//! cannot run (bad configuration, unreadable password file, bus setup), 2
-//! for a bad command line.
+//! cannot run (bad configuration, unreadable password file, an
+//! administrator lacking `CREATEROLE`, `CREATEDB` or `INHERIT`, bus setup),
+//! 2 for a bad command line.
+//!
+//! At start the binary logs in as the administrator once and checks its
+//! attributes ([`PostgresProvisioner::check_admin`]): one lacking a
+//! privilege stops the program with an error naming it, rather than every
+//! consumer failing. A server that cannot be reached or refuses the login
+//! at start does not stop it: the loop says so for each consumer until it
+//! answers, and checks the attributes again at every login.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -18,6 +26,7 @@ use clap::Args;
 use mesh_sdk::ProviderMain;
 
 use crate::config::{ConfigError, PostgresConfig};
+use crate::error::PgError;
 use crate::provisioner::PostgresProvisioner;
 use mesh_sdk::internal::read_admin_password;
 
@@ -92,12 +101,26 @@ impl Flags {
     }
 }
 
+/// Why the binary does not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The flags do not make a configuration.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The administrator logged in and lacks a privilege the provider needs.
+    #[error(transparent)]
+    Admin(PgError),
+}
+
 /// The provisioner these flags ask for; logs its setup (the admin URL
-/// without its password).
+/// without its password) and checks the administrator (see the module's
+/// words on the start).
 ///
 /// # Errors
-/// [`ConfigError`] when the URL or the password file cannot be used.
-pub fn provisioner(flags: Flags) -> Result<PostgresProvisioner, ConfigError> {
+/// [`StartError::Config`] when the URL or the password file cannot be
+/// used; [`StartError::Admin`] when the administrator lacks `CREATEROLE`,
+/// `CREATEDB` or `INHERIT`.
+pub fn provisioner(flags: Flags) -> Result<PostgresProvisioner, StartError> {
     let config = flags.config()?;
     tracing::info!(
         admin = %config.admin_shown(),
@@ -106,7 +129,34 @@ pub fn provisioner(flags: Flags) -> Result<PostgresProvisioner, ConfigError> {
         admin_sessions = config.admin_sessions(),
         "PostgreSQL provider configured"
     );
-    Ok(PostgresProvisioner::new(config))
+    let provisioner = PostgresProvisioner::new(config);
+    match check_at_start(&provisioner) {
+        Ok(()) => tracing::info!("the administrator may make roles and databases"),
+        Err(error @ PgError::AdminLacks { .. }) => return Err(StartError::Admin(error)),
+        Err(error) => tracing::warn!(
+            error = %mesh_sdk::internal::error_words(&error),
+            "could not check the administrator's privileges at start; the loop will say what fails"
+        ),
+    }
+    Ok(provisioner)
+}
+
+/// Runs [`PostgresProvisioner::check_admin`] to its end from a synchronous
+/// caller, whatever runtime it is called in: on a thread of its own with a
+/// runtime of its own (the session it opens is closed with it).
+fn check_at_start(provisioner: &PostgresProvisioner) -> Result<(), PgError> {
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("a runtime for the start check");
+                runtime.block_on(provisioner.check_admin())
+            })
+            .join()
+            .expect("the start check does not panic")
+    })
 }
 
 #[cfg(test)]

@@ -124,6 +124,21 @@ pub enum PgError {
         /// The provision asked for, quoted and bounded.
         provision: String,
     },
+    /// The administrator is no superuser and lacks an attribute the
+    /// provider needs to make any consumer's provision.
+    #[error(
+        "the administrator \"{admin}\" lacks {missing}; mesh-postgres makes a role and a database \
+         per consumer and needs a superuser or LOGIN CREATEROLE CREATEDB INHERIT: \
+         run ALTER ROLE \"{admin}\" {grant} as a superuser"
+    )]
+    AdminLacks {
+        /// The administrator's role.
+        admin: String,
+        /// What it lacks, in words (`CREATEROLE and CREATEDB`).
+        missing: String,
+        /// What it lacks, as `ALTER ROLE` attributes (`CREATEROLE CREATEDB`).
+        grant: String,
+    },
     /// The marker role exists but is not the NOLOGIN role the provider makes.
     #[error("role mesh_provisioned exists but {why}; mesh-postgres marks the roles it made with it and refuses to work until it is a NOLOGIN, non-superuser role")]
     MarkerUnusable {

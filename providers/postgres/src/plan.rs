@@ -16,6 +16,9 @@ pub struct RoleFound {
     pub superuser: bool,
     /// Whether it is a direct member of the marker role.
     pub marked: bool,
+    /// Whether the administrator holds its privileges (a member of it, or
+    /// a superuser): needed to own its database and end its sessions.
+    pub admin_member: bool,
 }
 
 impl RoleFound {
@@ -41,6 +44,67 @@ pub struct Found {
     pub role: Option<RoleFound>,
     /// The database, if it exists.
     pub database: Option<DatabaseFound>,
+    /// Whether the administrator is a superuser (which needs no membership
+    /// in a role to act as its owner).
+    pub admin_superuser: bool,
+}
+
+impl Found {
+    /// Whether the administrator must first be made a member of the
+    /// existing role `role` to act as its owner.
+    fn admin_must_join(&self, role: &RoleFound) -> bool {
+        !self.admin_superuser && !role.admin_member
+    }
+}
+
+/// The administrator's own attributes, as the backend holds them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AdminRights {
+    /// `SUPERUSER`: may do everything, needs nothing else.
+    pub superuser: bool,
+    /// `CREATEROLE`: makes, alters and drops the consumers' roles.
+    pub create_role: bool,
+    /// `CREATEDB`: makes the consumers' databases.
+    pub create_db: bool,
+    /// `INHERIT`: holds the privileges of the roles it is a member of, so
+    /// it may close, comment and drop their databases.
+    pub inherit: bool,
+}
+
+/// Refuses an administrator that could make no consumer's provision:
+/// neither a superuser nor holding `CREATEROLE`, `CREATEDB` and `INHERIT`.
+///
+/// # Errors
+/// [`PgError::AdminLacks`] naming every attribute it lacks.
+pub fn admin(name: &str, rights: &AdminRights) -> Result<(), PgError> {
+    if rights.superuser {
+        return Ok(());
+    }
+    let missing: Vec<&str> = [
+        (rights.create_role, "CREATEROLE"),
+        (rights.create_db, "CREATEDB"),
+        (rights.inherit, "INHERIT"),
+    ]
+    .into_iter()
+    .filter_map(|(held, attribute)| (!held).then_some(attribute))
+    .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(PgError::AdminLacks {
+        admin: name.to_owned(),
+        grant: missing.join(" "),
+        missing: words(&missing),
+    })
+}
+
+/// `A`, `A and B`, `A, B and C`.
+fn words(items: &[&str]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => (*one).to_owned(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
 }
 
 /// What `ensure` must do, in order.
@@ -48,6 +112,11 @@ pub struct Found {
 pub struct EnsurePlan {
     /// Make the role, its password and its mark (one transaction).
     pub create_role: bool,
+    /// Make the administrator a member of the role (an administrator that
+    /// is not a superuser needs it to own the role's database): in the same
+    /// transaction as the role when it is made, else a statement of its own
+    /// before the database's.
+    pub admin_joins: bool,
     /// Make the database owned by the role.
     pub create_database: bool,
     /// Close the database to others and comment it.
@@ -107,16 +176,17 @@ pub fn refuse_other_provision(consumer: &str, provision: &str) -> Result<(), PgE
 /// [`PgError::NotOurs`], [`PgError::DatabaseNotOurs`] or [`PgError::Reserved`].
 pub fn ensure(name: &str, found: &Found) -> Result<EnsurePlan, PgError> {
     refuse_reserved(name)?;
-    let create_role = match found.role {
-        None => true,
+    let (create_role, must_join) = match found.role {
+        None => (true, !found.admin_superuser),
         Some(role) => {
             refuse_unless_ours(name, &role)?;
-            false
+            (false, found.admin_must_join(&role))
         }
     };
     match &found.database {
         None => Ok(EnsurePlan {
             create_role,
+            admin_joins: must_join,
             create_database: true,
             finish_database: true,
         }),
@@ -125,11 +195,16 @@ pub fn ensure(name: &str, found: &Found) -> Result<EnsurePlan, PgError> {
         Some(database) if create_role || !database.owned_by_role => Err(PgError::DatabaseNotOurs {
             name: name.to_owned(),
         }),
-        Some(database) => Ok(EnsurePlan {
-            create_role: false,
-            create_database: false,
-            finish_database: database.comment.as_deref() != Some(database_comment(name).as_str()),
-        }),
+        Some(database) => {
+            let finish_database =
+                database.comment.as_deref() != Some(database_comment(name).as_str());
+            Ok(EnsurePlan {
+                create_role: false,
+                admin_joins: must_join && finish_database,
+                create_database: false,
+                finish_database,
+            })
+        }
     }
 }
 
@@ -161,7 +236,11 @@ pub enum DeletePlan {
     /// Drop the role only (its database is gone).
     DropRole,
     /// Drop the database (ending its sessions), then the role.
-    DropBoth,
+    DropBoth {
+        /// Make the administrator a member of the role first, to act as
+        /// the database's owner.
+        admin_joins: bool,
+    },
 }
 
 /// What `delete` does for `name`, given what the backend holds.
@@ -177,7 +256,9 @@ pub fn delete(name: &str, found: &Found) -> Result<DeletePlan, PgError> {
     refuse_unless_ours(name, &role)?;
     match &found.database {
         None => Ok(DeletePlan::DropRole),
-        Some(database) if database.owned_by_role => Ok(DeletePlan::DropBoth),
+        Some(database) if database.owned_by_role => Ok(DeletePlan::DropBoth {
+            admin_joins: found.admin_must_join(&role),
+        }),
         Some(_) => Err(PgError::DatabaseNotOurs {
             name: name.to_owned(),
         }),
@@ -200,6 +281,17 @@ pub fn alter(name: &str, found: &Found) -> Result<RoleFound, PgError> {
     Ok(role)
 }
 
+/// What `retire` does for `name`: whether the administrator must first be
+/// made a member of the role (ending a role's sessions takes its
+/// privileges, a role a superuser made earlier lacks the membership).
+///
+/// # Errors
+/// As [`alter`].
+pub fn retire(name: &str, found: &Found) -> Result<bool, PgError> {
+    let role = alter(name, found)?;
+    Ok(found.admin_must_join(&role))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -208,6 +300,7 @@ mod tests {
         can_login: true,
         superuser: false,
         marked: true,
+        admin_member: true,
     };
     const RETIRED: RoleFound = RoleFound {
         can_login: false,
@@ -221,6 +314,11 @@ mod tests {
         superuser: true,
         ..OURS
     };
+    /// Made by the provider as a superuser: the administrator is no member.
+    const NOT_JOINED: RoleFound = RoleFound {
+        admin_member: false,
+        ..OURS
+    };
 
     fn db(owned_by_role: bool, comment: Option<&str>) -> Option<DatabaseFound> {
         Some(DatabaseFound {
@@ -230,21 +328,28 @@ mod tests {
     }
 
     fn found(role: Option<RoleFound>, database: Option<DatabaseFound>) -> Found {
-        Found { role, database }
+        Found {
+            role,
+            database,
+            admin_superuser: false,
+        }
     }
 
     const ALL: EnsurePlan = EnsurePlan {
         create_role: true,
+        admin_joins: true,
         create_database: true,
         finish_database: true,
     };
     const DATABASE: EnsurePlan = EnsurePlan {
         create_role: false,
+        admin_joins: false,
         create_database: true,
         finish_database: true,
     };
     const FINISH: EnsurePlan = EnsurePlan {
         create_role: false,
+        admin_joins: false,
         create_database: false,
         finish_database: true,
     };
@@ -330,8 +435,13 @@ mod tests {
             (found(Some(RETIRED), None), Ok(DeletePlan::DropRole)),
             (
                 found(Some(RETIRED), db(true, None)),
-                Ok(DeletePlan::DropBoth),
+                Ok(DeletePlan::DropBoth { admin_joins: false }),
             ),
+            (
+                found(Some(NOT_JOINED), db(true, None)),
+                Ok(DeletePlan::DropBoth { admin_joins: true }),
+            ),
+            (found(Some(NOT_JOINED), None), Ok(DeletePlan::DropRole)),
             (found(Some(RETIRED), db(false, None)), Err("database")),
             (found(Some(FOREIGN), db(true, None)), Err("not a member")),
             (found(Some(MARKED_SUPERUSER), None), Err("superuser")),
@@ -362,5 +472,105 @@ mod tests {
             alter("forge", &found(Some(MARKED_SUPERUSER), None)),
             Err(PgError::NotOurs { .. })
         ));
+    }
+
+    #[test]
+    fn an_administrator_that_is_no_superuser_joins_the_roles_it_acts_as_owner_of() {
+        let comment = database_comment("forge");
+        let done = Some(comment.as_str());
+        let as_superuser = |role, database| Found {
+            admin_superuser: true,
+            ..found(role, database)
+        };
+        let joins = |plan: EnsurePlan| EnsurePlan {
+            admin_joins: true,
+            ..plan
+        };
+        let cases: Vec<(Found, EnsurePlan)> = vec![
+            // A new role: joined in the role's own transaction, unless a superuser.
+            (found(None, None), ALL),
+            (
+                as_superuser(None, None),
+                EnsurePlan {
+                    admin_joins: false,
+                    ..ALL
+                },
+            ),
+            // A role made earlier as a superuser: joined before its database is made or finished.
+            (found(Some(NOT_JOINED), None), joins(DATABASE)),
+            (found(Some(NOT_JOINED), db(true, None)), joins(FINISH)),
+            (as_superuser(Some(NOT_JOINED), None), DATABASE),
+            // Nothing to do as the owner: no membership asked for.
+            (
+                found(Some(NOT_JOINED), db(true, done)),
+                EnsurePlan::default(),
+            ),
+        ];
+        for (found, want) in cases {
+            assert_eq!(ensure("forge", &found).unwrap(), want, "{found:?}");
+        }
+        assert!(!retire("forge", &found(Some(OURS), None)).unwrap());
+        assert!(retire("forge", &found(Some(NOT_JOINED), None)).unwrap());
+        assert!(!retire("forge", &as_superuser(Some(NOT_JOINED), None)).unwrap());
+        assert!(matches!(
+            retire("forge", &found(Some(FOREIGN), None)),
+            Err(PgError::NotOurs { .. })
+        ));
+    }
+
+    #[test]
+    fn an_administrator_lacking_an_attribute_is_refused_naming_each() {
+        let all = AdminRights {
+            superuser: false,
+            create_role: true,
+            create_db: true,
+            inherit: true,
+        };
+        let cases: Vec<(AdminRights, Option<(&str, &str)>)> = vec![
+            (all, None),
+            (
+                AdminRights {
+                    superuser: true,
+                    ..AdminRights::default()
+                },
+                None,
+            ),
+            (
+                AdminRights {
+                    create_db: false,
+                    ..all
+                },
+                Some(("lacks CREATEDB;", "ALTER ROLE \"mesh_admin\" CREATEDB ")),
+            ),
+            (
+                AdminRights {
+                    create_role: false,
+                    create_db: false,
+                    ..all
+                },
+                Some((
+                    "lacks CREATEROLE and CREATEDB;",
+                    "ALTER ROLE \"mesh_admin\" CREATEROLE CREATEDB ",
+                )),
+            ),
+            (
+                AdminRights::default(),
+                Some((
+                    "lacks CREATEROLE, CREATEDB and INHERIT;",
+                    "CREATEROLE CREATEDB INHERIT",
+                )),
+            ),
+        ];
+        for (rights, want) in cases {
+            match (admin("mesh_admin", &rights), want) {
+                (Ok(()), None) => {}
+                (Err(error), Some((lacks, grant))) => {
+                    let text = error.to_string();
+                    assert!(text.contains(&format!("\"mesh_admin\" {lacks}")), "{text}");
+                    assert!(text.contains(grant), "{text}");
+                }
+                (got, want) => panic!("{rights:?}: got {got:?}, want {want:?}"),
+            }
+        }
     }
 }

@@ -40,6 +40,13 @@ use crate::sql;
 /// A consumer's `options` are not read; a consumer asking for another
 /// provision than `postgres-database` is refused.
 ///
+/// # The administrator
+/// A superuser, or (the least privilege) a role with `LOGIN CREATEROLE
+/// CREATEDB INHERIT`: such an administrator makes itself a member of each
+/// role it makes (in the role's own transaction), and of a role it finds
+/// made without it before acting as its database's owner, and of no other
+/// role. One lacking an attribute is refused with [`PgError::AdminLacks`].
+///
 /// # Retirement
 /// `retire` = `NOLOGIN` and the role's sessions ended; `re_enable` =
 /// `LOGIN`; `delete` = `DROP DATABASE ... WITH (FORCE)` then `DROP ROLE`.
@@ -136,11 +143,13 @@ impl PostgresProvisioner {
         let found = self.admin.find(name).await?;
         let plan = plan::ensure(name, &found)?;
         if plan.create_role {
-            let statement = sql::create_role(name, &verifier(secret))?;
+            let statement = sql::create_role(name, &verifier(secret), plan.admin_joins)?;
             self.admin
                 .batch(&format!("creating role \"{name}\""), &statement)
                 .await?;
             tracing::info!(consumer = %name, "made the role, marked mesh_provisioned");
+        } else if plan.admin_joins {
+            self.join(name).await?;
         }
         if plan.create_database {
             let statement = sql::create_database(name)?;
@@ -206,6 +215,32 @@ impl PostgresProvisioner {
     /// Forgets a proof; whether there was one.
     fn forget(&self, name: &Name) -> bool {
         self.proven().remove(name)
+    }
+
+    /// Makes the administrator a member of the role `name` (which the
+    /// caller found is one the provider made): an administrator that is no
+    /// superuser acts as the owner of the role's database through it.
+    async fn join(&self, name: &str) -> Result<(), PgError> {
+        self.admin
+            .batch(
+                &format!("making the administrator a member of role \"{name}\""),
+                &sql::grant_to_admin(name)?,
+            )
+            .await?;
+        tracing::info!(consumer = %name, "made the administrator a member of the role");
+        Ok(())
+    }
+
+    /// Logs in as the administrator once and checks it may make
+    /// provisions: a superuser, or `CREATEROLE CREATEDB INHERIT`. The
+    /// binary runs it at start.
+    ///
+    /// # Errors
+    /// [`PgError::AdminLacks`] naming what the administrator lacks; the
+    /// login's own errors ([`PgError::AdminConnect`], [`PgError::AdminTimeout`])
+    /// when it cannot log in; [`PgError::MarkerUnusable`].
+    pub async fn check_admin(&self) -> Result<(), PgError> {
+        self.admin.check().await
     }
 
     /// Sets the role's password to the minted secret (a verifier computed
@@ -289,7 +324,9 @@ impl Provisioner for PostgresProvisioner {
         let name = consumer.as_str();
         let statement = sql::retire(name)?;
         let found = self.admin.find(name).await?;
-        plan::alter(name, &found)?;
+        if plan::retire(name, &found)? {
+            self.join(name).await?;
+        }
         self.admin
             .batch(
                 &format!("retiring role \"{name}\" (NOLOGIN, sessions ended)"),
@@ -323,7 +360,10 @@ impl Provisioner for PostgresProvisioner {
                 tracing::info!(consumer = %name, "nothing to delete: no such role");
                 return Ok(());
             }
-            DeletePlan::DropBoth => {
+            DeletePlan::DropBoth { admin_joins } => {
+                if admin_joins {
+                    self.join(name).await?;
+                }
                 self.admin
                     .batch(
                         &format!("dropping database \"{name}\" (its sessions ended)"),

@@ -72,19 +72,40 @@ pub fn create_marker() -> String {
 }
 
 /// Makes the consumer's role with its password verifier and its mark, as
-/// one implicit transaction: a role is never made without its mark.
+/// one implicit transaction: a role is never made without its mark. With
+/// `admin_joins` (an administrator that is not a superuser) the
+/// administrator is made a member of the role in the same transaction
+/// (see [`grant_to_admin`]).
 ///
 /// # Errors
 /// [`PgError::BadName`] when the name cannot be an identifier.
-pub fn create_role(name: &str, verifier: &str) -> Result<String, PgError> {
+pub fn create_role(name: &str, verifier: &str, admin_joins: bool) -> Result<String, PgError> {
     let role = ident(name)?;
+    let join = if admin_joins {
+        format!("{}; ", grant_to_admin(name)?)
+    } else {
+        String::new()
+    };
     Ok(format!(
         "CREATE ROLE {role} WITH LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS \
-         PASSWORD {} IN ROLE {}; COMMENT ON ROLE {role} IS {}",
+         PASSWORD {} IN ROLE {}; {join}COMMENT ON ROLE {role} IS {}",
         escape_literal(verifier),
         escape_identifier(MARKER_ROLE),
         escape_literal(&role_comment(name)),
     ))
+}
+
+/// Makes the administrator (`CURRENT_USER`) a member of the consumer's
+/// role. An administrator that is not a superuser needs it for what only
+/// the role's owner or members may do: `CREATE DATABASE ... OWNER`, closing
+/// and commenting the database, ending the role's sessions, dropping the
+/// database. PostgreSQL 15 lets a `CREATEROLE` role grant it; granting it
+/// again only says a notice.
+///
+/// # Errors
+/// [`PgError::BadName`] when the name cannot be an identifier.
+pub fn grant_to_admin(name: &str) -> Result<String, PgError> {
+    Ok(format!("GRANT {} TO CURRENT_USER", ident(name)?))
 }
 
 /// Sets the role's password verifier.
@@ -166,32 +187,43 @@ pub fn drop_role(name: &str) -> Result<String, PgError> {
 }
 
 /// What the backend holds under one name: `$1` is the name (text).
-/// One row, always.
+/// One row, always. The administrator itself is never marked (a hand-made
+/// grant of `mesh_provisioned` to it must not make it a consumer's role).
 pub const FIND: &str = "\
 SELECT r.oid IS NOT NULL AS role_exists,
        COALESCE(r.rolcanlogin, false) AS can_login,
        COALESCE(r.rolsuper, false) AS superuser,
-       EXISTS (SELECT 1 FROM pg_auth_members m JOIN pg_roles g ON g.oid = m.roleid
-               WHERE m.member = r.oid AND g.rolname = 'mesh_provisioned') AS marked,
+       r.rolname <> current_user
+         AND EXISTS (SELECT 1 FROM pg_auth_members m JOIN pg_roles g ON g.oid = m.roleid
+                     WHERE m.member = r.oid AND g.rolname = 'mesh_provisioned') AS marked,
        d.oid IS NOT NULL AS database_exists,
        COALESCE(d.datdba = r.oid, false) AS database_owned,
-       shobj_description(d.oid, 'pg_database') AS database_comment
+       shobj_description(d.oid, 'pg_database') AS database_comment,
+       COALESCE(pg_has_role(current_user, r.oid, 'USAGE'), false) AS admin_member,
+       (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) AS admin_superuser
 FROM (SELECT $1::text AS name) AS wanted
 LEFT JOIN pg_roles r ON r.rolname = wanted.name
 LEFT JOIN pg_database d ON d.datname = wanted.name";
+
+/// The administrator's own attributes: its name, whether it is a superuser,
+/// may create roles, may create databases, inherits its roles' privileges.
+pub const ADMIN_RIGHTS: &str = "\
+SELECT rolname::text, rolsuper, rolcreaterole, rolcreatedb, rolinherit
+FROM pg_roles WHERE rolname = current_user";
 
 /// The marker role, if it exists: whether it can log in, whether it is a superuser.
 pub const FIND_MARKER: &str =
     "SELECT rolcanlogin, rolsuper FROM pg_roles WHERE rolname = 'mesh_provisioned'";
 
 /// Every role marked as made by the provider (direct members of the marker
-/// role, never a superuser), with whether it can log in.
+/// role, never a superuser, never the administrator itself), with whether
+/// it can log in.
 pub const HELD: &str = "\
 SELECT r.rolname::text, r.rolcanlogin
 FROM pg_auth_members m
 JOIN pg_roles g ON g.oid = m.roleid
 JOIN pg_roles r ON r.oid = m.member
-WHERE g.rolname = 'mesh_provisioned' AND NOT r.rolsuper
+WHERE g.rolname = 'mesh_provisioned' AND NOT r.rolsuper AND r.rolname <> current_user
 ORDER BY r.rolname";
 
 #[cfg(test)]
@@ -242,7 +274,9 @@ mod tests {
         for build in builders {
             assert!(build(&long).is_err());
         }
-        assert!(create_role(&long, "v").is_err());
+        assert!(create_role(&long, "v", false).is_err());
+        assert!(create_role(&long, "v", true).is_err());
+        assert!(grant_to_admin(&long).is_err());
         assert!(set_password(&long, "v").is_err());
     }
 
@@ -250,12 +284,26 @@ mod tests {
     fn statements_quote_names_and_literals() {
         let verifier = "SCRAM-SHA-256$4096:c2FsdA==$c3RvcmVk:c2VydmVy";
         assert_eq!(
-            create_role("forge", verifier).unwrap(),
+            create_role("forge", verifier, false).unwrap(),
             format!(
                 "CREATE ROLE \"forge\" WITH LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION \
                  NOBYPASSRLS PASSWORD '{verifier}' IN ROLE \"mesh_provisioned\"; \
                  COMMENT ON ROLE \"forge\" IS 'made by mesh-postgres for consumer forge'"
             )
+        );
+        // The administrator joins in the same transaction, before the comment that proves it.
+        assert_eq!(
+            create_role("forge", verifier, true).unwrap(),
+            format!(
+                "CREATE ROLE \"forge\" WITH LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION \
+                 NOBYPASSRLS PASSWORD '{verifier}' IN ROLE \"mesh_provisioned\"; \
+                 GRANT \"forge\" TO CURRENT_USER; \
+                 COMMENT ON ROLE \"forge\" IS 'made by mesh-postgres for consumer forge'"
+            )
+        );
+        assert_eq!(
+            grant_to_admin("a\"b").unwrap(),
+            "GRANT \"a\"\"b\" TO CURRENT_USER"
         );
         assert_eq!(
             create_database("a\"b").unwrap(),
@@ -281,7 +329,7 @@ mod tests {
     fn a_verifier_is_not_the_password() {
         let verifier = postgres_protocol::password::scram_sha_256(b"minted-secret");
         assert!(verifier.starts_with("SCRAM-SHA-256$4096:"));
-        let statement = create_role("forge", &verifier).unwrap();
+        let statement = create_role("forge", &verifier, true).unwrap();
         assert!(!statement.contains("minted-secret"));
     }
 }

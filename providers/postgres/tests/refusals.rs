@@ -134,7 +134,9 @@ async fn what_mesh_did_not_make_is_refused_and_untouched() {
     // hostile name is a name, not SQL.
     let weird = "x\"; DROP ROLE app_owner; --";
     admin
-        .batch_execute(&sql::create_role(weird, "SCRAM-SHA-256$4096:c2FsdA==$c3Q=:c2U=").unwrap())
+        .batch_execute(
+            &sql::create_role(weird, "SCRAM-SHA-256$4096:c2FsdA==$c3Q=:c2U=", false).unwrap(),
+        )
         .await
         .unwrap();
     let made: bool = admin
@@ -212,7 +214,8 @@ async fn what_mesh_did_not_make_is_refused_and_untouched() {
     );
     assert!(!error.contains("wrong-admin-pw-77"), "{error}");
 
-    // An administrator without CREATEROLE: refused (42501), with the server's words.
+    // An administrator without CREATEROLE or CREATEDB: refused at its login,
+    // naming what it lacks (before any statement the server would refuse).
     admin
         .batch_execute("CREATE ROLE weak_admin LOGIN PASSWORD 'weak-admin-pw-31'")
         .await
@@ -233,7 +236,7 @@ async fn what_mesh_did_not_make_is_refused_and_untouched() {
     assert_eq!(weak.classify(&error), Some(Class::Refused), "{error:?}");
     let words = mesh_sdk::internal::error_words(&error);
     assert!(
-        words.contains("permission denied to create role"),
+        words.contains("\"weak_admin\" lacks CREATEROLE and CREATEDB"),
         "{words}"
     );
 

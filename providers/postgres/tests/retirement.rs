@@ -7,7 +7,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{kinds, login, name, provisioner, within, World};
+use common::{kinds, login, name, provisioner, role_and_database, session_ended, within, World};
 use mesh_provider_postgres::classify::{self, Step};
 use mesh_sdk::testing::{RetireRules, Settings};
 use mesh_sdk::{Class, Held, Provisioner};
@@ -15,18 +15,6 @@ use mesh_test_support::PgCluster;
 
 const FORGE: &str = "minted-forge-0a7d4c";
 const WIKI: &str = "minted-wiki-e5b21f";
-
-async fn role_and_database(admin: &tokio_postgres::Client, name: &str) -> (Option<bool>, bool) {
-    let row = admin
-        .query_one(
-            "SELECT (SELECT rolcanlogin FROM pg_roles WHERE rolname = $1),
-                    EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)",
-            &[&name],
-        )
-        .await
-        .unwrap();
-    (row.get(0), row.get(1))
-}
 
 #[tokio::test]
 async fn retire_re_enable_and_approved_delete() {
@@ -63,12 +51,7 @@ async fn retire_re_enable_and_approved_delete() {
     );
     assert_eq!(role_and_database(&admin, "wiki").await, (Some(false), true));
     // Its open session was ended, and it cannot log in again.
-    within("the retired session to end", async {
-        while wiki.simple_query("SELECT 1").await.is_ok() {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    })
-    .await;
+    session_ended(&wiki).await;
     let refused = login(&pg, "wiki", WIKI, "wiki").await.err().unwrap();
     assert_eq!(
         classify::postgres(&refused, Step::Connect),

@@ -155,3 +155,27 @@ pub fn log_since(pg: &PgCluster, from: usize) -> String {
     let log = pg.log();
     log.get(from..).unwrap_or_default().to_owned()
 }
+
+/// Whether a role `name` can log in (`None`: no such role), and whether a
+/// database `name` exists, as the superuser `admin` sees them.
+pub async fn role_and_database(admin: &tokio_postgres::Client, name: &str) -> (Option<bool>, bool) {
+    let row = admin
+        .query_one(
+            "SELECT (SELECT rolcanlogin FROM pg_roles WHERE rolname = $1),
+                    EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)",
+            &[&name],
+        )
+        .await
+        .unwrap();
+    (row.get(0), row.get(1))
+}
+
+/// Waits (within a minute) until the server has ended `session`.
+pub async fn session_ended(session: &tokio_postgres::Client) {
+    within("the session to be ended", async {
+        while session.simple_query("SELECT 1").await.is_ok() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+}

@@ -1,0 +1,208 @@
+//! The privileges docs/operating.md gives, end to end over the built
+//! binaries: `mesh-controller` with a store user that is no superuser and
+//! holds no attribute, only the ownership of the store's database, and
+//! `mesh-postgres` with an administrator holding `CREATEROLE CREATEDB` and
+//! nothing more. The controller migrates, follows the provider's words and
+//! reports them; the provider makes and checks its consumers.
+
+mod support;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use mesh_test_support::{NatsServer, PgCluster};
+use serde_json::{json, Value};
+use support::{binary, Process};
+
+const STORE_PASSWORD: &str = "store-user-pw-5c1a";
+const ADMIN_PASSWORD: &str = "provider-admin-pw-93be";
+
+/// Runs `future` to its end on a runtime of its own.
+fn block_on<T>(future: impl std::future::Future<Output = T>) -> T {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(future)
+}
+
+/// Runs `statements` one by one as the cluster's superuser.
+fn as_superuser(pg: &PgCluster, statements: &[&str]) {
+    block_on(async {
+        let client = pg.connect_admin().await;
+        for statement in statements {
+            client
+                .batch_execute(statement)
+                .await
+                .unwrap_or_else(|e| panic!("{statement}: {e}"));
+        }
+    });
+}
+
+/// The owner of each of the store's tables, as `table:owner`, sorted.
+fn table_owners(pg: &PgCluster) -> Vec<String> {
+    block_on(async {
+        let (client, connection) = tokio_postgres::connect(
+            &format!(
+                "host=127.0.0.1 port={} user=postgres password={} dbname=mesh_store",
+                pg.port(),
+                pg.superuser_password()
+            ),
+            tokio_postgres::NoTls,
+        )
+        .await
+        .unwrap();
+        tokio::spawn(connection);
+        client
+            .query(
+                "SELECT tablename || ':' || tableowner FROM pg_tables \
+                 WHERE schemaname = 'public' ORDER BY 1",
+                &[],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|row| row.get(0))
+            .collect()
+    })
+}
+
+#[test]
+fn a_store_user_owning_its_database_and_a_createrole_createdb_admin_are_enough() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let nats = NatsServer::start();
+    let store = PgCluster::start();
+    let backend = PgCluster::start();
+    as_superuser(
+        &store,
+        &[
+            &format!("CREATE ROLE mesh_store LOGIN PASSWORD '{STORE_PASSWORD}'"),
+            "CREATE DATABASE mesh_store OWNER mesh_store",
+            "REVOKE ALL ON DATABASE mesh_store FROM PUBLIC",
+        ],
+    );
+    as_superuser(
+        &backend,
+        &[&format!(
+            "CREATE ROLE mesh_admin LOGIN CREATEROLE CREATEDB PASSWORD '{ADMIN_PASSWORD}'"
+        )],
+    );
+    std::fs::write(d.join("store.pw"), STORE_PASSWORD).unwrap();
+    std::fs::write(d.join("admin.pw"), ADMIN_PASSWORD).unwrap();
+    std::fs::create_dir(d.join("secrets")).unwrap();
+    std::fs::write(d.join("secrets/forge"), "minted-forge-lp-e2e").unwrap();
+    let declaration = json!({"modules": [
+        {"module": "postgres", "machine": "db-1", "provides": ["postgres-database"]},
+        {"module": "forge", "machine": "app-1",
+         "requires": [{"provision": "postgres-database", "from": "postgres@db-1"}]},
+        {"module": "wiki", "machine": "app-1",
+         "requires": [{"provision": "postgres-database", "from": "postgres@db-1"}]},
+    ]});
+    std::fs::write(d.join("declaration.json"), declaration.to_string()).unwrap();
+    // wiki's secret was never minted: it fails, and status must say so.
+    let contributions = json!({
+        "provider": {"module": "postgres", "machine": "db-1"},
+        "consumers": [
+            {"consumer": "forge", "machine": "app-1", "provision": "postgres-database", "secret_file": "secrets/forge"},
+            {"consumer": "wiki", "machine": "app-1", "provision": "postgres-database", "secret_file": "secrets/wiki"},
+        ]
+    });
+    std::fs::write(d.join("contributions.json"), contributions.to_string()).unwrap();
+
+    let controller = || {
+        let mut command = Command::new(binary("mesh-controller"));
+        command
+            .arg("--database")
+            .arg(format!(
+                "postgres://mesh_store@127.0.0.1:{}/mesh_store",
+                store.port()
+            ))
+            .arg("--database-password-file")
+            .arg(d.join("store.pw"))
+            .arg("--declaration")
+            .arg(d.join("declaration.json"))
+            .args(["--nats", &nats.url()]);
+        command
+    };
+    let migrated = controller().arg("migrate").output().unwrap();
+    assert!(
+        migrated.status.success(),
+        "migrate as the store user: {}",
+        String::from_utf8_lossy(&migrated.stderr)
+    );
+    let owners = table_owners(&store);
+    assert!(!owners.is_empty());
+    assert!(
+        owners.iter().all(|t| t.ends_with(":mesh_store")),
+        "{owners:?}"
+    );
+
+    let mut serve = controller();
+    serve.arg("serve");
+    let serve = Process::spawn("controller", serve, d.join("controller.log"));
+    let mut provider = Command::new(binary("mesh-postgres"));
+    provider
+        .arg("--admin-url")
+        .arg(format!(
+            "postgres://mesh_admin@127.0.0.1:{}/postgres",
+            backend.port()
+        ))
+        .arg("--admin-password-file")
+        .arg(d.join("admin.pw"))
+        .arg("--contributions")
+        .arg(d.join("contributions.json"))
+        .args(["--nats", &nats.url()])
+        .args(["--pass-every", "250ms", "--failing-after", "1s"]);
+    let provider = Process::spawn("provider", provider, d.join("provider.log"));
+
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        let out = controller().args(["status", "--json"]).output().unwrap();
+        if out.status.success() {
+            let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+            let failing: Vec<&str> = status["failing"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|f| f["consumer"].as_str())
+                .collect();
+            if failing == ["wiki"] && status["unheard"].as_array().unwrap().is_empty() {
+                break status;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "status never named wiki failing\n--- controller:\n{}\n--- provider:\n{}",
+            serve.log_text(),
+            provider.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(status["failing"][0]["class"], "secret-unreadable");
+    // forge was made by the least-privileged administrator and works.
+    block_on(async {
+        let conninfo = format!(
+            "host=127.0.0.1 port={} user=forge password=minted-forge-lp-e2e dbname=forge",
+            backend.port()
+        );
+        let (client, connection) = tokio_postgres::connect(&conninfo, tokio_postgres::NoTls)
+            .await
+            .expect("forge logs into its database");
+        tokio::spawn(connection);
+        client.simple_query("SELECT 1").await.unwrap();
+    });
+    let provider_log = provider.log_text();
+    assert!(
+        provider_log.contains("the administrator may make roles and databases"),
+        "{provider_log}"
+    );
+    assert!(
+        !provider_log.contains("must be member of role"),
+        "{provider_log}"
+    );
+    for secret in [STORE_PASSWORD, ADMIN_PASSWORD] {
+        assert!(!serve.log_text().contains(secret));
+        assert!(!provider_log.contains(secret));
+    }
+}

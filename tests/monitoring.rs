@@ -1,0 +1,421 @@
+//! The monitoring kit names only what the binaries export: every metric in
+//! `deploy/prometheus/mesh.rules.yml` and `deploy/grafana/mesh.json`, and
+//! every metric in README.md's Metrics table, is found in a real scrape of
+//! the built `mesh-controller serve` and `mesh-postgres` (with
+//! `--metrics-listen`), with the label values the queries select. Besides
+//! those, a query may only name `up` (Prometheus' own). When promtool is
+//! installed, every dashboard query is also parsed by it.
+
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use mesh_test_support::{free_port, NatsServer, PgCluster};
+use serde_json::{json, Value};
+use support::{binary, Process};
+
+/// Sample names of a scrape, each with the label pairs seen on it.
+type Scrape = BTreeMap<String, BTreeSet<(String, String)>>;
+
+/// `GET /metrics` at `port`, once it answers 200 (within 60 s).
+fn scrape(port: u16, process: &Process) -> String {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) {
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+            let request = "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+            let mut answer = String::new();
+            if stream.write_all(request.as_bytes()).is_ok()
+                && stream.read_to_string(&mut answer).is_ok()
+                && answer
+                    .lines()
+                    .next()
+                    .is_some_and(|status| status.contains(" 200 "))
+            {
+                if let Some((_, body)) = answer.split_once("\r\n\r\n") {
+                    return body.to_owned();
+                }
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no /metrics on port {port}:\n{}",
+            process.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// The samples of a Prometheus or OpenMetrics text.
+fn samples(text: &str, into: &mut Scrape) {
+    for line in text.lines() {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let end = line.find(['{', ' ']).unwrap_or(line.len());
+        let labels = into.entry(line[..end].to_owned()).or_default();
+        if line[end..].starts_with('{') {
+            let close = line.find('}').expect("a label set closes");
+            for pair in line[end + 1..close].split(',').filter(|p| !p.is_empty()) {
+                let (name, value) = pair.split_once('=').expect("label=value");
+                labels.insert((name.to_owned(), value.trim_matches('"').to_owned()));
+            }
+        }
+    }
+}
+
+/// A metric selector in a query: its name and its `label="value"` matchers.
+#[derive(Debug)]
+struct Selector {
+    name: String,
+    equal: Vec<(String, String)>,
+}
+
+/// Keywords and aggregation operators (which may take `by (…)` before their argument).
+const KEYWORDS: &[&str] = &[
+    "sum",
+    "min",
+    "max",
+    "avg",
+    "group",
+    "stddev",
+    "stdvar",
+    "count",
+    "count_values",
+    "bottomk",
+    "topk",
+    "quantile",
+    "by",
+    "without",
+    "or",
+    "and",
+    "unless",
+    "on",
+    "ignoring",
+    "group_left",
+    "group_right",
+    "bool",
+    "offset",
+];
+
+/// The metric selectors of a PromQL expression: identifiers that are not
+/// functions (followed by `(`), aggregations, keywords, label names (in
+/// `{…}`, `by (…)`, `without (…)`), durations or numbers.
+fn selectors(expr: &str) -> Vec<Selector> {
+    let chars: Vec<char> = expr.chars().collect();
+    let mut out: Vec<Selector> = Vec::new();
+    let mut i = 0;
+    let mut grouping = false;
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '"' {
+            i += 1;
+            while i < chars.len() && chars[i] != '"' {
+                i += 1;
+            }
+            i += 1;
+        } else if c == '[' {
+            while i < chars.len() && chars[i] != ']' {
+                i += 1;
+            }
+        } else if c == '{' {
+            let start = i + 1;
+            while i < chars.len() && chars[i] != '}' {
+                i += 1;
+            }
+            let inside: String = chars[start..i].iter().collect();
+            if let Some(last) = out.last_mut() {
+                for matcher in inside.split(',') {
+                    if let Some((label, value)) = matcher.split_once('=') {
+                        if !label.ends_with(['!', '=']) && !value.starts_with('~') {
+                            last.equal.push((
+                                label.trim().to_owned(),
+                                value.trim().trim_matches('"').to_owned(),
+                            ));
+                        }
+                    }
+                }
+            }
+            i += 1;
+        } else if c == ')' {
+            grouping = false;
+            i += 1;
+        } else if c.is_ascii_alphabetic() || c == '_' {
+            let start = i;
+            while i < chars.len()
+                && (chars[i].is_ascii_alphanumeric() || chars[i] == '_' || chars[i] == ':')
+            {
+                i += 1;
+            }
+            let word: String = chars[start..i].iter().collect();
+            let mut next = i;
+            while next < chars.len() && chars[next] == ' ' {
+                next += 1;
+            }
+            let called = next < chars.len() && chars[next] == '(';
+            if word == "by" || word == "without" {
+                grouping = true;
+            } else if !called && !grouping && !KEYWORDS.contains(&word.as_str()) {
+                out.push(Selector {
+                    name: word,
+                    equal: Vec::new(),
+                });
+            }
+        } else if c.is_ascii_digit() {
+            while i < chars.len() && (chars[i].is_ascii_alphanumeric() || chars[i] == '.') {
+                i += 1;
+            }
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+/// The `expr:` of every rule in the rules file.
+fn rule_exprs(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|line| line.trim().strip_prefix("expr:"))
+        .map(|expr| expr.trim().to_owned())
+        .collect()
+}
+
+/// Every `"expr"` string in the dashboard.
+fn dashboard_exprs(value: &Value, into: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            for (key, value) in map {
+                match (key.as_str(), value) {
+                    ("expr", Value::String(expr)) => into.push(expr.clone()),
+                    _ => dashboard_exprs(value, into),
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|v| dashboard_exprs(v, into)),
+        _ => {}
+    }
+}
+
+/// The metric names of README.md's Metrics table (first column, before any `{`).
+fn readme_metrics(readme: &str) -> Vec<String> {
+    let start = readme
+        .find("**Metrics**")
+        .expect("README.md has its Metrics table");
+    readme[start..]
+        .lines()
+        .skip_while(|line| !line.starts_with('|'))
+        .take_while(|line| line.starts_with('|'))
+        .filter_map(|line| line.split('|').nth(1))
+        .filter_map(|cell| cell.trim().strip_prefix('`'))
+        .map(|name| name.split(['{', '`']).next().unwrap_or_default().to_owned())
+        .filter(|name| name.starts_with("mesh_"))
+        .collect()
+}
+
+/// Starts serve and a provider with `--metrics-listen` and scrapes both once.
+fn scrape_the_binaries(dir: &Path) -> Scrape {
+    let nats = NatsServer::start();
+    let store = PgCluster::start();
+    let backend = PgCluster::start();
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(store.create_database("mesh_store"));
+    let declaration = json!({"modules": [
+        {"module": "postgres", "machine": "db-1", "provides": ["postgres-database"]},
+        {"module": "forge", "machine": "app-1",
+         "requires": [{"provision": "postgres-database", "from": "postgres@db-1"}]},
+    ]});
+    std::fs::write(dir.join("declaration.json"), declaration.to_string()).unwrap();
+    std::fs::write(dir.join("forge.secret"), "minted-forge-monitoring").unwrap();
+    let contributions = json!({
+        "provider": {"module": "postgres", "machine": "db-1"},
+        "consumers": [{"consumer": "forge", "machine": "app-1",
+                       "provision": "postgres-database", "secret_file": "forge.secret"}]
+    });
+    std::fs::write(dir.join("contributions.json"), contributions.to_string()).unwrap();
+
+    let (serve_port, provider_port) = (free_port(), free_port());
+    let mut serve = Command::new(binary("mesh-controller"));
+    serve
+        .arg("--database")
+        .arg(format!(
+            "postgres://postgres@127.0.0.1:{}/mesh_store",
+            store.port()
+        ))
+        .arg("--database-password-file")
+        .arg(store.superuser_password_file())
+        .arg("--declaration")
+        .arg(dir.join("declaration.json"))
+        .args(["--nats", &nats.url(), "serve", "--metrics-listen"])
+        .arg(format!("127.0.0.1:{serve_port}"));
+    let serve = Process::spawn("controller", serve, dir.join("controller.log"));
+    let mut provider = Command::new(binary("mesh-postgres"));
+    provider
+        .arg("--admin-url")
+        .arg(backend.admin_url())
+        .arg("--admin-password-file")
+        .arg(backend.superuser_password_file())
+        .arg("--contributions")
+        .arg(dir.join("contributions.json"))
+        .args([
+            "--nats",
+            &nats.url(),
+            "--pass-every",
+            "250ms",
+            "--metrics-listen",
+        ])
+        .arg(format!("127.0.0.1:{provider_port}"));
+    let provider = Process::spawn("provider", provider, dir.join("provider.log"));
+    let mut scraped = Scrape::new();
+    samples(&scrape(serve_port, &serve), &mut scraped);
+    samples(&scrape(provider_port, &provider), &mut scraped);
+    scraped
+}
+
+/// The names a check failed on, with why.
+fn check(expr: &str, scraped: &Scrape, origin: &str, wrong: &mut Vec<String>) -> usize {
+    let found = selectors(expr);
+    for selector in &found {
+        if selector.name == "up" {
+            continue;
+        }
+        let Some(labels) = scraped.get(&selector.name) else {
+            wrong.push(format!(
+                "{origin}: {} is not exported (in {expr})",
+                selector.name
+            ));
+            continue;
+        };
+        for (label, value) in &selector.equal {
+            if !labels.contains(&(label.clone(), value.clone())) {
+                wrong.push(format!(
+                    "{origin}: {}{{{label}=\"{value}\"}} is never exported (in {expr})",
+                    selector.name
+                ));
+            }
+        }
+    }
+    found.len()
+}
+
+#[test]
+fn every_metric_the_kit_and_the_readme_name_is_exported_by_the_binaries() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let rules = std::fs::read_to_string(root.join("deploy/prometheus/mesh.rules.yml")).unwrap();
+    let dashboard: Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("deploy/grafana/mesh.json")).unwrap(),
+    )
+    .expect("the dashboard is JSON");
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let mut panels = Vec::new();
+    dashboard_exprs(&dashboard, &mut panels);
+    let rules = rule_exprs(&rules);
+    assert!(rules.len() >= 8, "{rules:?}");
+    assert!(panels.len() >= 10, "{panels:?}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let scraped = scrape_the_binaries(dir.path());
+    let mut wrong = Vec::new();
+    let mut named = 0;
+    for expr in &rules {
+        named += check(expr, &scraped, "mesh.rules.yml", &mut wrong);
+    }
+    for expr in &panels {
+        named += check(expr, &scraped, "mesh.json", &mut wrong);
+    }
+    assert!(
+        named >= rules.len() + panels.len(),
+        "every query names a metric"
+    );
+    let table = readme_metrics(&readme);
+    assert!(table.len() >= 12, "{table:?}");
+    for name in &table {
+        let histogram = format!("{name}_bucket");
+        if !scraped.contains_key(name) && !scraped.contains_key(&histogram) {
+            wrong.push(format!("README.md's Metrics table: {name} is not exported"));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{}\nexported: {:?}",
+        wrong.join("\n"),
+        scraped.keys().collect::<Vec<_>>()
+    );
+
+    // The checker finds what it is for.
+    let mut caught = Vec::new();
+    check(
+        "sum(rate(mesh_nonsense_total[5m])) or mesh_repairs_total{outcome=\"lost\"}",
+        &scraped,
+        "self-check",
+        &mut caught,
+    );
+    assert_eq!(caught.len(), 2, "{caught:?}");
+
+    // promtool parses every dashboard query (as recording rules).
+    if let Ok(promtool) = which("promtool") {
+        let mut file = String::from("groups:\n  - name: dashboard\n    rules:\n");
+        for (i, expr) in panels.iter().enumerate() {
+            file.push_str(&format!(
+                "      - record: mesh_dashboard_query_{i}\n        expr: {}\n",
+                serde_json::to_string(expr).unwrap()
+            ));
+        }
+        let path = dir.path().join("dashboard.rules.yml");
+        std::fs::write(&path, file).unwrap();
+        let out = Command::new(promtool)
+            .args(["check", "rules"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "promtool refuses a dashboard query:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    } else {
+        eprintln!("promtool not installed: the dashboard's queries were not parsed (scripts/test installs it)");
+    }
+}
+
+/// A program on `PATH`.
+fn which(program: &str) -> Result<std::path::PathBuf, ()> {
+    std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>())
+        .map(|dir| dir.join(program))
+        .find(|path| path.is_file())
+        .ok_or(())
+}
+
+#[test]
+fn selectors_are_told_from_functions_keywords_and_labels() {
+    let found = selectors(
+        "histogram_quantile(0.95, sum by (instance, le) (rate(mesh_pass_duration_seconds_bucket[5m]))) \
+         or max by (job) (mesh_stream_lag_messages) > 1000 \
+         or increase(mesh_repairs_total{outcome=\"braked\", job=~\"mesh.*\"}[30m]) * 60 \
+         or absent(up{job=\"mesh-controller\"})",
+    );
+    let names: Vec<&str> = found.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "mesh_pass_duration_seconds_bucket",
+            "mesh_stream_lag_messages",
+            "mesh_repairs_total",
+            "up"
+        ]
+    );
+    assert_eq!(
+        found[2].equal,
+        [("outcome".to_owned(), "braked".to_owned())]
+    );
+}
