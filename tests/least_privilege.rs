@@ -5,14 +5,12 @@
 //! nothing more. The controller migrates, follows the provider's words and
 //! reports them; the provider makes and checks its consumers.
 
-mod support;
-
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use mesh_test_support::mesh::{binary, Process};
 use mesh_test_support::{NatsServer, PgCluster};
 use serde_json::{json, Value};
-use support::{binary, Process};
 
 const STORE_PASSWORD: &str = "store-user-pw-5c1a";
 const ADMIN_PASSWORD: &str = "provider-admin-pw-93be";

@@ -6,8 +6,6 @@
 //! those, a query may only name `up` (Prometheus' own). When promtool is
 //! installed, every dashboard query is also parsed by it.
 
-mod support;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -15,9 +13,9 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use mesh_test_support::mesh::{binary, Process};
 use mesh_test_support::{free_port, NatsServer, PgCluster};
 use serde_json::{json, Value};
-use support::{binary, Process};
 
 /// Sample names of a scrape, each with the label pairs seen on it.
 type Scrape = BTreeMap<String, BTreeSet<(String, String)>>;

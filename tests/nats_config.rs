@@ -7,14 +7,12 @@
 //! enforces the users: the controller logs in and reaches JetStream, a
 //! wrong password is refused, a provider may not publish another's words.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use mesh_test_support::mesh::binary;
 use serde_json::json;
-use support::binary;
 
 /// The installed nats-server: `PATH` first, then the Debian package's place.
 fn nats_server() -> PathBuf {
