@@ -297,3 +297,73 @@ check_package() {
   fi
   [ -z "$failed" ]
 }
+
+# Test binaries that start a Keycloak (a JVM that takes a core to boot): run
+# one after another in a lane of their own, beside the others.
+MESH_TESTS_ONE_AT_A_TIME="mesh-provider-identity/live_repair mesh-provider-identity/live mesh/identity"
+
+# Builds every test binary of the workspace, then runs them as `cargo test`
+# would (each in its package's folder), $MESH_TEST_JOBS (default 2) at a time
+# beside the Keycloak lane, with the doc tests as one more job. Each binary's
+# output goes to a log, shown whole when it fails; a line a binary says how
+# it ended and how long it took. The tests are parallel-safe: each starts
+# its own servers on free ports in private folders.
+run_tests() {
+  local logs list
+  logs=$(mktemp -d)
+  list="$logs/binaries"
+  cargo test --workspace --no-run --message-format=json |
+    grep '"overflow_checks":[a-z]*,"test":true}' |
+    sed -n 's|.*"package_id":"[^"]*#\([^"@]*\)@[^"]*","manifest_path":"\([^"]*\)/Cargo.toml","target":{[^}]*"name":"\([^"]*\)".*"executable":"\([^"]*\)".*|\1/\3 \2 \4|p' \
+    >"$list"
+  [ -s "$list" ] || { echo "run_tests: cargo built no test binary" >&2; return 1; }
+  export MESH_TEST_LOGS="$logs"
+  local heavy="$logs/heavy" light="$logs/light" name
+  : >"$heavy"
+  : >"$light"
+  while read -r name rest; do
+    if [[ " $MESH_TESTS_ONE_AT_A_TIME " == *" $name "* ]]; then
+      echo "$name $rest" >>"$heavy"
+    else
+      echo "$name $rest" >>"$light"
+    fi
+  done <"$list"
+  echo "doc-tests . doc" >>"$light"
+  echo "   $(wc -l <"$list") test binaries and the doc tests: $(wc -l <"$heavy") one at a time" \
+    "(Keycloak), the rest ${MESH_TEST_JOBS:-2} at a time beside them"
+  local started=$SECONDS
+  (while read -r line; do run_test_binary $line; done <"$heavy") &
+  local heavy_pid=$!
+  xargs -P "${MESH_TEST_JOBS:-2}" -L 1 bash -c '. scripts/lib.sh; run_test_binary "$@"' _ <"$light" || true
+  wait "$heavy_pid" || true
+  local failed
+  failed=$(cat "$logs"/*.failed 2>/dev/null | sort || true)
+  echo "   all test binaries ran in $((SECONDS - started))s"
+  if [ -n "$failed" ]; then
+    echo "!! failed test binaries:" $failed >&2
+    return 1
+  fi
+  rm -rf "$logs"
+}
+
+# One job of run_tests: NAME DIR EXECUTABLE (or "doc" for the doc tests).
+run_test_binary() {
+  local name="$1" dir="$2" exe="$3" log started=$SECONDS status=0
+  log="$MESH_TEST_LOGS/$(echo "$name" | tr / _).log"
+  if [ "$exe" = doc ]; then
+    cargo test --workspace --doc >"$log" 2>&1 || status=$?
+  else
+    (cd "$dir" && "$exe") >"$log" 2>&1 || status=$?
+  fi
+  local result
+  result=$(grep -E '^test result:' "$log" | tail -n 1 | sed 's/^test result: //; s/; finished in.*//')
+  if [ "$status" -eq 0 ]; then
+    echo "   ok   $name ($((SECONDS - started))s) ${result}"
+  else
+    echo "   FAIL $name ($((SECONDS - started))s, exit $status) ${result}"
+    echo "---- output of $name ----"
+    cat "$log"
+    echo "---- end of $name ----"
+    echo "$name" >"$MESH_TEST_LOGS/$(echo "$name" | tr / _).failed"
+  fi
+}

@@ -11,6 +11,32 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 static BEDS: AtomicU32 = AtomicU32::new(0);
 
+/// The second and third bytes of a `10.a.b.0/30` no address of this
+/// machine is in, trying from `a`, `1 + n % 250` on: a bed of another test
+/// process (or one a killed run left behind) may hold the first choice, and
+/// two links in one subnet would route the bed's packets to the other.
+fn free_subnet(a: u32, n: u32) -> (u32, u32) {
+    for step in 0..250 * 150 {
+        let (a, b) = (100 + (a - 100 + step / 250) % 150, 1 + (n + step) % 250);
+        let taken = Command::new("ip")
+            .args([
+                "-4",
+                "-o",
+                "addr",
+                "show",
+                "to",
+                &format!("10.{a}.{b}.0/30"),
+            ])
+            .output()
+            .map(|out| !out.stdout.is_empty())
+            .unwrap_or(false);
+        if !taken {
+            return (a, b);
+        }
+    }
+    (a, 1 + n % 250)
+}
+
 /// Runs `ip ARGS`; its error words when it fails.
 fn ip(args: &[&str]) -> Result<(), String> {
     let out = Command::new("ip")
@@ -46,7 +72,7 @@ impl Bed {
         let n = BEDS.fetch_add(1, Ordering::Relaxed);
         let pid = std::process::id();
         let tag = format!("{:x}{n:x}", pid % 0xffff);
-        let (a, b) = (100 + pid % 150, 1 + n % 250);
+        let (a, b) = free_subnet(100 + pid % 150, n);
         let bed = Bed {
             name: format!("mgt-{tag}"),
             host_link: format!("mgh{tag}"),

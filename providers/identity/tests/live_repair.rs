@@ -432,7 +432,13 @@ async fn a_braked_hour_of_probes_does_not_lock_the_administrator_out() {
     }
     let failures = login_failures(kc, &admin.id).await;
     let counted = failures["numFailures"].as_u64().unwrap();
-    assert!(probes >= 10, "{probes} probes");
+    // The probes outnumber the logins the hold lets through (a loaded
+    // machine answers slower, so the count of probes in the hour varies).
+    let allowed = hold.refusals_within(hour);
+    assert!(
+        probes >= 2 * allowed,
+        "{probes} probes, {allowed} logins allowed"
+    );
     assert!(
         counted <= u64::from(hold.refusals_within(hour)) && counted < 5,
         "{counted} refused logins counted: {failures}"
