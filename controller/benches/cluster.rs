@@ -87,7 +87,7 @@ async fn ingest(
 }
 
 fn main() {
-    mesh_controller::init_tracing("warn", mesh_sdk::LogFormat::Text);
+    mesh_controller::init_tracing("warn", mesh_runtime::LogFormat::Text);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

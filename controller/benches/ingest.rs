@@ -139,7 +139,7 @@ fn pgbench(pg: &mesh_test_support::PgCluster, seconds: u64) -> f64 {
 }
 
 fn main() {
-    mesh_controller::init_tracing("warn", mesh_sdk::LogFormat::Text);
+    mesh_controller::init_tracing("warn", mesh_runtime::LogFormat::Text);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -40,4 +40,4 @@ pub use report::{Clock, Scope};
 pub use store::{DatabaseOptions, PgStore, Store};
 
 /// Installs the `tracing` subscriber (the one every mesh binary uses).
-pub use mesh_sdk::internal::init_tracing;
+pub use mesh_runtime::log::init_tracing;

@@ -1,6 +1,6 @@
 //! The agent: every `check_every`, the grants file re-read and each grant
 //! checked from its consumer's position, its standing fed, words put on the
-//! SDK's outbox (held and sent again until JetStream acknowledges them).
+//! outbox (pending and sent again until JetStream acknowledges them).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -12,7 +12,9 @@ use mesh_protocol::event::{
     Event, GrantReachable, GrantUnchecked, GrantUnreachable, ReachableReason, VERSION,
 };
 use mesh_protocol::subject::event_subject;
-use mesh_sdk::internal::{cut, Greeting, Outbox, WallClock};
+use mesh_runtime::redact::cut;
+use mesh_runtime::streak::Greeting;
+use mesh_runtime::{Outbox, WallClock};
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;

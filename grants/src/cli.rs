@@ -6,11 +6,10 @@ use std::time::Duration;
 
 use clap::Parser;
 use mesh_protocol::subject::grants_inbox_prefix;
-use mesh_sdk::internal::{
-    connect_as, listen, publish_loop, serve_endpoints, BusError, BusOptions, Endpoints,
-    JetStreamSink, ListenError, LogFormat, Outbox,
-};
-use mesh_sdk::NatsArgs;
+use mesh_runtime::endpoints::{listen, serve as serve_endpoints, Endpoints, ListenError};
+use mesh_runtime::nats::connect_as;
+use mesh_runtime::outbox::{publish_loop, JetStreamSink};
+use mesh_runtime::{BusError, LogFormat, NatsArgs, Outbox};
 use tokio::time::{interval, MissedTickBehavior};
 
 use crate::agent::{Agent, Settings};
@@ -88,13 +87,6 @@ impl Cli {
             ..Settings::default()
         }
     }
-
-    fn bus_options(&self) -> BusOptions {
-        BusOptions {
-            nats: self.nats.clone(),
-            ack_timeout: self.ack_timeout,
-        }
-    }
 }
 
 /// The agent could not run (exit 1).
@@ -134,15 +126,14 @@ pub async fn run(cli: Cli) -> Result<(), RunError> {
         None => None,
     };
     tracing::info!(grants = %cli.grants.display(), %machine, nats = %cli.nats.shown_servers(), "mesh-grants starting");
-    let options = cli.bus_options();
     let client = connect_as(
-        &options,
+        &cli.nats,
         &format!("mesh-grants {machine}"),
         &grants_inbox_prefix(&machine),
     )
     .await?;
     let outbox = Arc::new(Outbox::new());
-    let sink = Arc::new(JetStreamSink::new(client.clone(), options.ack_timeout));
+    let sink = Arc::new(JetStreamSink::new(client.clone(), cli.ack_timeout));
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let publisher = tokio::spawn(publish_loop(
         Arc::clone(&outbox),

@@ -4,7 +4,11 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use mesh_grants::cli::{run, Cli};
-use mesh_sdk::internal::{error_words, init_tracing};
+use mesh_runtime::log::init_tracing;
+use mesh_runtime::redact::error_words;
+
+/// Exit code of an agent that cannot start.
+const EXIT_CANNOT_RUN: u8 = 1;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -16,14 +20,14 @@ fn main() -> ExitCode {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("mesh-grants: {}", error_words(&error));
-            return ExitCode::from(mesh_sdk::EXIT_CANNOT_RUN);
+            return ExitCode::from(EXIT_CANNOT_RUN);
         }
     };
     match runtime.block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("mesh-grants: {}", error_words(&error));
-            ExitCode::from(mesh_sdk::EXIT_CANNOT_RUN)
+            ExitCode::from(EXIT_CANNOT_RUN)
         }
     }
 }

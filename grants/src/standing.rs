@@ -1,4 +1,4 @@
-//! The standing of one grant, on the SDK's standing machinery
+//! The standing of one grant, on mesh-runtime's streak machinery
 //! ([`Tracker`]) with a threshold of consecutive failed checks (pure).
 //!
 //! - `unreachable` once `unreachable_after` checks in a row failed, and
@@ -13,7 +13,7 @@
 
 use std::time::Duration;
 
-use mesh_sdk::internal::{Greeting, NewsRules, Threshold, Tracker};
+use mesh_runtime::streak::{Greeting, NewsRules, Threshold, Tracker};
 use tokio::time::Instant;
 
 /// Timings of a grant's standing.

@@ -4,14 +4,13 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
+use mesh_runtime::{LogFormat, NatsArgs};
 
 use crate::brake::BrakeRules;
-use crate::bus::{BusOptions, NatsArgs};
 use crate::repair::RepairRules;
 use crate::retire::RetireRules;
 use crate::runner::Settings;
 use crate::standing::StandingRules;
-use crate::tracing_init::LogFormat;
 
 /// The shared provider flags, with env fallbacks and humantime durations.
 ///
@@ -152,14 +151,6 @@ impl ProviderArgs {
                 },
                 repair_timeout: self.repair_timeout,
             },
-        }
-    }
-
-    /// How to reach the bus.
-    pub(crate) fn bus_options(&self) -> BusOptions {
-        BusOptions {
-            nats: self.nats.clone(),
-            ack_timeout: self.ack_timeout,
         }
     }
 }

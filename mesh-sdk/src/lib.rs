@@ -99,37 +99,28 @@
 mod alive;
 mod args;
 mod brake;
-mod bus;
 mod classify;
-mod clock;
 mod contributions;
-mod health;
 mod metrics;
 mod name_map;
-mod observe;
 mod program;
 mod provisioner;
-mod redact;
 mod repair;
 mod retire;
 mod runner;
 mod secret;
 mod standing;
-mod tracing_init;
 
-#[doc(hidden)]
-pub mod internal;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
 pub use args::ProviderArgs;
 pub use async_trait::async_trait;
-pub use bus::NatsArgs;
 pub use contributions::Consumer;
 pub use mesh_protocol::{Class, Name, NameError, Timestamp};
+pub use mesh_runtime::secret::SecretFileError;
+pub use mesh_runtime::{redact, Backoff, LogFormat, NatsArgs, Secret};
 pub use program::{ProviderMain, EXIT_CANNOT_RUN};
 pub use provisioner::{Held, Provisioner};
 pub use repair::{KnownFault, Probe, Repair};
 pub use runner::{run, run_until, RunError};
-pub use secret::Secret;
-pub use tracing_init::LogFormat;

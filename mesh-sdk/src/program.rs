@@ -7,12 +7,13 @@ use std::process::ExitCode;
 
 use clap::{Args, CommandFactory, FromArgMatches, Parser};
 
+use mesh_runtime::log::init_tracing;
+use mesh_runtime::redact::{error_words, redact};
+use mesh_runtime::Secret;
+
 use crate::args::ProviderArgs;
 use crate::provisioner::Provisioner;
-use crate::redact::{error_words, redact};
 use crate::runner::run;
-use crate::secret::Secret;
-use crate::tracing_init::init_tracing;
 
 /// Exit code of a provider that cannot run (bad configuration, unreadable
 /// password file, bus setup). A bad command line exits 2; a graceful stop

@@ -17,8 +17,8 @@ use mesh_protocol::{Class, Name};
 use tokio::time::Instant;
 
 use crate::brake::{Brake, BrakeRules};
-use crate::redact::error_words;
-use crate::secret::Secret;
+use mesh_runtime::redact::error_words;
+use mesh_runtime::Secret;
 
 /// What a probe found.
 #[derive(Clone, Debug, PartialEq, Eq)]

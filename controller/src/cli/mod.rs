@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use mesh_protocol::{ModuleId, Name};
-use mesh_sdk::LogFormat;
+use mesh_runtime::LogFormat;
 
 use crate::bus::NatsOptions;
 use crate::link::{DEFAULT_BATCH, DEFAULT_REPLICAS, MAX_REPLICAS};

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mesh_protocol::Timestamp;
-use mesh_sdk::internal::Endpoints;
+use mesh_runtime::endpoints::Endpoints;
 
 use super::error::{CliError, EXIT_OK};
 use super::{Cli, Command, Format, NodeCommand};
@@ -129,7 +129,7 @@ async fn observe(
     let Some(addr) = listen else {
         return Ok(tasks);
     };
-    let listener = mesh_sdk::internal::listen(addr).await?;
+    let listener = mesh_runtime::endpoints::listen(addr).await?;
     let bound = serve_stuck_after(settings);
     let (m, h, r) = (Arc::clone(state), Arc::clone(state), Arc::clone(state));
     let endpoints = Endpoints {
@@ -138,7 +138,7 @@ async fn observe(
         ready: Arc::new(move || r.ready()),
     };
     tasks.push(AbortOnDrop(
-        mesh_sdk::internal::serve_endpoints(listener, endpoints).1,
+        mesh_runtime::endpoints::serve(listener, endpoints).1,
     ));
     if cli.declaration.is_some() {
         let declaration = cli.load_declaration()?;

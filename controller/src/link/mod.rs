@@ -40,7 +40,7 @@ use futures::{FutureExt, StreamExt};
 pub use decode::{decode, Malformed};
 pub use observe::LinkState;
 
-use mesh_sdk::internal::Backoff;
+use mesh_runtime::Backoff;
 pub use stream::{consumer_config, ensure_consumer, stream_config, Following, SetupError};
 
 use crate::bus::{connect, BusError, NatsOptions, Reconnect, DURABLE, STREAM};

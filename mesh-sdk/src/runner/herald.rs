@@ -12,9 +12,9 @@ use tokio::time::Instant;
 
 use super::{say, Settings};
 use crate::alive::AliveState;
-use crate::bus::Outbox;
-use crate::clock::WallClock;
 use crate::metrics::LoopMetrics;
+use mesh_runtime::Outbox;
+use mesh_runtime::WallClock;
 
 /// Whole seconds, rounded up (so `alive_every_seconds` is never shorter than the truth).
 fn seconds_up(d: Duration) -> u64 {

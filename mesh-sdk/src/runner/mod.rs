@@ -25,10 +25,7 @@ use mesh_protocol::subject::event_subject;
 use mesh_protocol::{Class, ModuleId, Name};
 use tokio::time::Instant;
 
-use crate::bus::Outbox;
-use crate::clock::WallClock;
 use crate::contributions::{Consumer, Contributions, Source};
-use crate::health::Progress;
 use crate::metrics::{ConsumerStates, LoopMetrics};
 use crate::name_map::NameMap;
 use crate::provisioner::Provisioner;
@@ -36,6 +33,9 @@ use crate::repair::{FaultState, KnownFault, RepairRules};
 use crate::retire::{RetireRules, Retirement};
 use crate::secret::{FileSecrets, SecretSource};
 use crate::standing::{Outcome, Standing, StandingRules, Word};
+use mesh_runtime::Outbox;
+use mesh_runtime::Progress;
+use mesh_runtime::WallClock;
 
 pub use serve::{run, run_until, RunError};
 

@@ -7,13 +7,15 @@ use std::sync::{Arc, OnceLock};
 use futures::StreamExt;
 use mesh_protocol::subject::approve_subject;
 use mesh_protocol::ModuleId;
+use mesh_runtime::endpoints::{listen, serve as serve_endpoints, Endpoints, ListenError};
+use mesh_runtime::nats::connect;
+use mesh_runtime::outbox::{publish_loop, JetStreamSink};
+use mesh_runtime::{BusError, Outbox};
 use tokio::sync::oneshot;
 use tokio::time::{interval, MissedTickBehavior};
 
 use super::Runner;
 use crate::args::ProviderArgs;
-use crate::bus::{connect, publish_loop, BusError, JetStreamSink, Outbox};
-use crate::observe::{listen, serve as serve_endpoints, Endpoints, ListenError};
 use crate::provisioner::Provisioner;
 
 /// The provider could not run: the bus could not be set up (refused
@@ -42,7 +44,7 @@ enum Cause {
 /// [`RunError`] when the bus or the signal handlers cannot be set up.
 pub async fn run<P: Provisioner>(provisioner: P, args: &ProviderArgs) -> Result<(), RunError> {
     use tokio::signal::unix::{signal, SignalKind};
-    crate::tracing_init::init_tracing("info", args.log_format);
+    mesh_runtime::log::init_tracing("info", args.log_format);
     let mut term = signal(SignalKind::terminate()).map_err(|e| RunError(Cause::Signal(e)))?;
     let mut int = signal(SignalKind::interrupt()).map_err(|e| RunError(Cause::Signal(e)))?;
     let stop = async move {
@@ -230,14 +232,13 @@ impl Bus {
         provider: &ModuleId,
         outbox: Arc<Outbox>,
     ) -> Result<Bus, BusError> {
-        let options = args.bus_options();
-        let client = connect(&options, provider).await?;
+        let client = connect(&args.nats, provider).await?;
         let subject = approve_subject(&provider.machine, &provider.module);
         let approvals = client
             .subscribe(subject.clone())
             .await
             .map_err(|source| BusError::Subscribe { subject, source })?;
-        let sink = Arc::new(JetStreamSink::new(client.clone(), options.ack_timeout));
+        let sink = Arc::new(JetStreamSink::new(client.clone(), args.ack_timeout));
         let (stop_publisher, stopped) = oneshot::channel();
         let retry_every = args.pass_every.min(std::time::Duration::from_secs(2));
         let publisher = tokio::spawn(publish_loop(outbox, sink, retry_every, async {
@@ -245,7 +246,7 @@ impl Bus {
         }));
         // The client connects in the background and says "connected to the
         // bus" when it does; the server may be down now.
-        tracing::info!(provider = %provider, url = %options.nats.shown_servers(), "connecting to the bus (words are held until it answers)");
+        tracing::info!(provider = %provider, url = %args.nats.shown_servers(), "connecting to the bus (words are held until it answers)");
         Ok(Bus {
             client,
             approvals,

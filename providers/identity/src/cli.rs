@@ -22,13 +22,12 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use mesh_sdk::ProviderMain;
+use mesh_sdk::{ProviderMain, Secret};
 
 use crate::bootstrap::ContainerCli;
 use crate::config::{AdminLogin, ConfigError, IdentityConfig};
 use crate::hold::LoginHold;
 use crate::provisioner::IdentityProvisioner;
-use mesh_sdk::internal::read_admin_password;
 
 /// The binary: what `--help` says first, for an operator.
 pub const MAIN: ProviderMain = ProviderMain::new(
@@ -150,7 +149,7 @@ impl Flags {
                 AdminLogin::Password,
             ),
         };
-        let secret = read_admin_password(file)?;
+        let secret = Secret::from_file(file, "admin password")?;
         let mut config = IdentityConfig::new(&self.keycloak_url, &self.realm, name, secret)?
             .with_admin_login(login)
             .with_container(self.container.clone(), self.container_cli.clone())?

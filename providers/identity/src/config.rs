@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use mesh_sdk::internal::PasswordFileError;
 use mesh_sdk::Secret;
+use mesh_sdk::SecretFileError as PasswordFileError;
 use reqwest::Url;
 
 use crate::bootstrap::{ContainerCli, Runtime};

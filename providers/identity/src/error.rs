@@ -128,7 +128,7 @@ fn detail(error: &Option<String>, description: &Option<String>) -> String {
 
 /// Keycloak's words, bounded (a hostile or broken server cannot flood the log).
 fn short(text: &str) -> String {
-    mesh_sdk::internal::cut(text, 120)
+    mesh_sdk::redact::cut(text, 120)
 }
 
 #[cfg(test)]

@@ -17,6 +17,8 @@
 
 use std::time::Duration;
 
+use mesh_sdk::Backoff;
+
 /// The hold schedule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LoginHold {
@@ -39,13 +41,7 @@ impl LoginHold {
     /// How long the password is held back after `refusals` refusals in a
     /// row (none after none).
     pub fn after(&self, refusals: u32) -> Duration {
-        let Some(doublings) = refusals.checked_sub(1) else {
-            return Duration::ZERO;
-        };
-        let factor = 1u32.checked_shl(doublings.min(31)).unwrap_or(u32::MAX);
-        self.first
-            .saturating_mul(factor)
-            .min(self.max.max(self.first))
+        Backoff::new(self.first, self.max).after(refusals)
     }
 
     /// How many logins are refused in `span` when every try is refused and

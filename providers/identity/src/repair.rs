@@ -39,7 +39,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use mesh_sdk::internal::error_words;
+use mesh_sdk::redact::error_words;
 use mesh_sdk::{Name, Probe, Repair, Secret};
 
 use crate::bootstrap::{Bootstrap, BootstrapError, Runtime, TempAdmin};

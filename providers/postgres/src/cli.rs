@@ -15,11 +15,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use mesh_sdk::ProviderMain;
+use mesh_sdk::{ProviderMain, Secret};
 
 use crate::config::{ConfigError, PostgresConfig};
 use crate::provisioner::PostgresProvisioner;
-use mesh_sdk::internal::read_admin_password;
 
 /// The binary: what `--help` says first, for an operator.
 pub const MAIN: ProviderMain = ProviderMain::new(
@@ -82,7 +81,7 @@ impl Flags {
         let password = self
             .admin_password_file
             .as_deref()
-            .map(read_admin_password)
+            .map(|file| Secret::from_file(file, "admin password"))
             .transpose()?;
         Ok(PostgresConfig::new(&self.admin_url, password)?
             .with_consumer_address(self.consumer_host.clone(), self.consumer_port)?

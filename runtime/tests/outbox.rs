@@ -1,13 +1,14 @@
 //! The outbox and its publisher on tokio's paused clock: an event the bus
-//! does not acknowledge is held, the newest word per consumer wins, and it
+//! does not acknowledge stays pending, the newest per consumer wins, and it
 //! is sent again until acknowledged.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use mesh_protocol::event::RecoveredReason;
-use mesh_sdk::internal::publish_loop;
-use mesh_sdk::testing::{recovered, Outbox, RecordingSink};
+use mesh_runtime::outbox::publish_loop;
+use mesh_runtime::testing::{recovered, RecordingSink};
+use mesh_runtime::Outbox;
 use tokio::sync::oneshot;
 use tokio::time::advance;
 

@@ -1,14 +1,35 @@
-//! The bus: events go out through JetStream, awaiting the ack; an event not
-//! acknowledged is held (newest word per key) and sent again.
+//! Events that must arrive: published through JetStream, awaiting the
+//! stream's ack; an event not acknowledged stays pending (the newest per
+//! [`Key`]) and is sent again with the same message id (docs/contracts.md,
+//! section 4.3).
 //!
-//! [`Outbox`] holds what must still be sent; [`publish_loop`] drains it into
-//! an [`EventSink`] (JetStream in production, [`crate::testing::RecordingSink`]
-//! in the SDK's own tests); [`connect`] opens the provider's NATS connection.
+//! [`Outbox`] keeps what must still be sent; [`publish_loop`] drains it into
+//! an [`EventSink`] ([`JetStreamSink`] in production, a recording fake in
+//! tests).
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//!
+//! use mesh_runtime::outbox::{publish_loop, JetStreamSink, Outbox};
+//!
+//! # async fn run(client: async_nats::Client, event: mesh_protocol::Event, subject: String) {
+//! let outbox = Arc::new(Outbox::new());
+//! let sink = Arc::new(JetStreamSink::new(client, Duration::from_secs(5)));
+//! let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+//! let publisher = tokio::spawn(publish_loop(Arc::clone(&outbox), sink, Duration::from_secs(2), async {
+//!     let _ = stopped.await;
+//! }));
+//! outbox.put(subject, &event);
+//! // ... later: one last try, then the events still pending are counted.
+//! let _ = stop.send(());
+//! let pending = publisher.await.unwrap_or_default();
+//! # let _ = pending;
+//! # }
+//! ```
 
-mod nats;
+mod jetstream;
 mod publisher;
-mod servers;
-mod transport;
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -19,10 +40,8 @@ use mesh_protocol::subject::parse_event_subject;
 use mesh_protocol::{Event, EventKind, Name};
 use tokio::sync::Notify;
 
-pub use nats::{connect, connect_as, BusError, BusOptions, JetStreamSink};
+pub use jetstream::JetStreamSink;
 pub use publisher::publish_loop;
-pub use servers::ServerListError;
-pub use transport::{connect_options, NatsArgs};
 
 /// Where events go.
 ///
@@ -195,8 +214,19 @@ impl Outbox {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::recovered;
-    use mesh_protocol::event::RecoveredReason;
+    use mesh_protocol::event::{Recovered, RecoveredReason, VERSION};
+    use mesh_protocol::Timestamp;
+
+    fn recovered(consumer: &str, reason: RecoveredReason) -> Event {
+        Event::Recovered(Recovered {
+            v: VERSION,
+            consumer: Name::parse(consumer).unwrap(),
+            consumer_machine: None,
+            provision: None,
+            reason,
+            said_at: Timestamp::parse("2026-10-05T00:00:00Z").unwrap(),
+        })
+    }
 
     #[test]
     fn newest_word_per_key_is_held() {
