@@ -438,7 +438,7 @@ async fn approve_command(bus: &Bus, extra: &[&str]) -> (u8, String, String) {
         // The request's deadline is now + --timeout: the real now.
         now: Timestamp::now(),
     };
-    let result = run(&cli, &mut io).await;
+    let result = run(&cli, &mut io, &mesh_runtime::Stop::new()).await;
     let code = exit(result, &mut io);
     (
         code,

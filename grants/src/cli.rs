@@ -9,7 +9,8 @@ use mesh_protocol::subject::grants_inbox_prefix;
 use mesh_runtime::endpoints::{listen, serve as serve_endpoints, Endpoints, ListenError};
 use mesh_runtime::nats::connect_as;
 use mesh_runtime::outbox::{publish_loop, JetStreamSink};
-use mesh_runtime::{BusError, LogFormat, NatsArgs, Outbox};
+use mesh_runtime::program::Flags;
+use mesh_runtime::{BusError, LogFormat, NatsArgs, Outbox, Stop};
 use tokio::time::{interval, MissedTickBehavior};
 
 use crate::agent::{Agent, Settings};
@@ -73,6 +74,12 @@ pub struct Cli {
     pub log_format: LogFormat,
 }
 
+impl Flags for Cli {
+    fn log_format(&self) -> LogFormat {
+        self.log_format
+    }
+}
+
 impl Cli {
     /// The agent's settings.
     pub fn settings(&self) -> Settings {
@@ -101,16 +108,14 @@ pub enum RunError {
     /// The metrics address could not be listened on.
     #[error(transparent)]
     Listen(#[from] ListenError),
-    /// The stop signals could not be installed.
-    #[error("cannot install the stop signal handlers")]
-    Signal(#[source] std::io::Error),
 }
 
-/// Runs the agent until SIGINT or SIGTERM.
+/// Runs the agent until `stop` is requested (the program shell requests it
+/// on SIGINT or SIGTERM).
 ///
 /// # Errors
 /// [`RunError`] when it cannot start.
-pub async fn run(cli: Cli) -> Result<(), RunError> {
+pub async fn run(cli: Cli, stop: Stop) -> Result<(), RunError> {
     // The machine names the inbox prefix: it comes from the file.
     let machine = {
         let mut source = Source::new(&cli.grants);
@@ -119,8 +124,6 @@ pub async fn run(cli: Cli) -> Result<(), RunError> {
             (None, errors) => return Err(RunError::Grants(errors.join("; "))),
         }
     };
-    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .map_err(RunError::Signal)?;
     let listener = match &cli.metrics_listen {
         Some(addr) => Some(listen(addr).await?),
         None => None,
@@ -185,8 +188,7 @@ pub async fn run(cli: Cli) -> Result<(), RunError> {
             _ = ticks.tick() => {
                 agent.check().await;
             }
-            _ = tokio::signal::ctrl_c() => break,
-            _ = sigterm.recv() => break,
+            () = stop.requested() => break,
         }
     }
     tracing::info!("mesh-grants stopping");

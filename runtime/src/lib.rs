@@ -15,6 +15,8 @@
 //!
 //! | module | what |
 //! | --- | --- |
+//! | [`program`] | the one program shell: flags, log subscriber, runtime, signals, exit code, the reason said once ([`Program`]) |
+//! | [`stop`] | a stop asked of a running program ([`Stop`]) |
 //! | [`log`] | the one log subscriber (`RUST_LOG`, `--log-format text\|json`) |
 //! | [`nats`] | how a mesh client reaches NATS: the transport flags ([`NatsArgs`]: servers of one cluster, credentials, TLS), the connection, the event callback that logs what the server refuses |
 //! | [`outbox`] | events published through JetStream and kept pending until acknowledged (newest per key), sent again with the same message id |
@@ -37,8 +39,10 @@ pub mod endpoints;
 pub mod log;
 pub mod nats;
 pub mod outbox;
+pub mod program;
 pub mod redact;
 pub mod secret;
+pub mod stop;
 pub mod streak;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
@@ -49,4 +53,6 @@ pub use endpoints::Progress;
 pub use log::LogFormat;
 pub use nats::{BusError, NatsArgs};
 pub use outbox::Outbox;
+pub use program::{Failure, Program};
 pub use secret::Secret;
+pub use stop::Stop;

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use mesh_protocol::{ModuleId, Name};
+use mesh_runtime::program::Flags;
 use mesh_runtime::LogFormat;
 
 use crate::bus::NatsOptions;
@@ -24,7 +25,10 @@ use crate::model::Parsed;
 use crate::store::{DatabaseOptions, DatabaseOptionsError};
 
 pub use error::{CliError, EXIT_CANNOT, EXIT_NOT_DONE, EXIT_OK};
-pub use run::{exit, run, Io};
+pub use run::{exit, outcome, run, Io};
+
+/// The program's name, as its messages say it.
+pub const NAME: &str = "mesh-controller";
 
 /// Follows provider events into a store and reports them.
 ///
@@ -167,16 +171,27 @@ fn parse_replicas(text: &str) -> Result<usize, String> {
     }
 }
 
-impl Cli {
-    /// The default log level of the command: `info` for the long-running
-    /// ones, `warn` for reports (their output is on stdout).
-    pub fn default_log_level(&self) -> &'static str {
+impl Flags for Cli {
+    fn log_format(&self) -> LogFormat {
+        self.log_format
+    }
+
+    /// `info` for `serve` and `migrate`, `warn` for the others (their
+    /// output is on stdout).
+    fn log_level(&self) -> &'static str {
         match self.command {
             Command::Serve { .. } | Command::Migrate => "info",
             _ => "warn",
         }
     }
 
+    /// `serve` runs until stopped; every other command does one thing.
+    fn is_service(&self) -> bool {
+        matches!(self.command, Command::Serve { .. })
+    }
+}
+
+impl Cli {
     pub(crate) fn nats_options(&self) -> NatsOptions {
         self.nats.clone()
     }
@@ -309,6 +324,9 @@ mod tests {
             panic!("approve")
         };
         assert_eq!(timeout, DEFAULT_TIMEOUT);
-        assert_eq!(cli.default_log_level(), "warn");
+        assert_eq!(cli.log_level(), "warn");
+        assert!(!cli.is_service());
+        let serve = parse(&["serve"]).unwrap();
+        assert_eq!((serve.log_level(), serve.is_service()), ("info", true));
     }
 }

@@ -10,9 +10,11 @@ use mesh_protocol::ModuleId;
 use mesh_runtime::endpoints::{listen, serve as serve_endpoints, Endpoints, ListenError};
 use mesh_runtime::nats::connect;
 use mesh_runtime::outbox::{publish_loop, JetStreamSink};
-use mesh_runtime::{BusError, Outbox};
+use mesh_runtime::program::{watch_signals, STOP_WITHIN};
+use mesh_runtime::{BusError, Outbox, Stop};
 use tokio::sync::oneshot;
 use tokio::time::{interval, MissedTickBehavior};
+use tokio_util::task::AbortOnDropHandle;
 
 use super::Runner;
 use crate::args::ProviderArgs;
@@ -35,25 +37,19 @@ enum Cause {
     Signal(#[source] std::io::Error),
 }
 
-/// Runs the provider until SIGINT or SIGTERM, then stops after the current
-/// pass, giving held events one last chance to be acknowledged. Installs
-/// the standard log subscriber unless the binary
-/// installed one.
+/// Runs the provider until SIGINT or SIGTERM, then stops as
+/// [`run_until`] does; a second signal, or the stop taking longer than
+/// 10 seconds, ends the process (mesh-runtime's signal rules, as
+/// [`ProviderMain`](crate::ProviderMain) has them). Installs the standard
+/// log subscriber unless the binary installed one.
 ///
 /// # Errors
 /// [`RunError`] when the bus or the signal handlers cannot be set up.
 pub async fn run<P: Provisioner>(provisioner: P, args: &ProviderArgs) -> Result<(), RunError> {
-    use tokio::signal::unix::{signal, SignalKind};
     mesh_runtime::log::init_tracing("info", args.log_format);
-    let mut term = signal(SignalKind::terminate()).map_err(|e| RunError(Cause::Signal(e)))?;
-    let mut int = signal(SignalKind::interrupt()).map_err(|e| RunError(Cause::Signal(e)))?;
-    let stop = async move {
-        tokio::select! {
-            _ = term.recv() => tracing::info!("SIGTERM: stopping after the current pass"),
-            _ = int.recv() => tracing::info!("SIGINT: stopping after the current pass"),
-        }
-    };
-    run_until(provisioner, args, stop).await
+    let stop = Stop::new();
+    let _watch = watch_signals(&stop, STOP_WITHIN).map_err(|e| RunError(Cause::Signal(e)))?;
+    run_until(provisioner, args, stop.into_requested()).await
 }
 
 /// Like [`run`], stopping when `stop` resolves (tests and embedders).
@@ -83,7 +79,9 @@ pub async fn run_until<P: Provisioner>(
         Some(addr) => {
             let listener = listen(addr).await.map_err(|e| RunError(Cause::Listen(e)))?;
             let endpoints = endpoints(&runner, &outbox, &joined, &settings);
-            Some(AbortOnDrop(serve_endpoints(listener, endpoints).1))
+            Some(AbortOnDropHandle::new(
+                serve_endpoints(listener, endpoints).1,
+            ))
         }
         None => None,
     };
@@ -93,7 +91,7 @@ pub async fn run_until<P: Provisioner>(
     // provider look down; it is due only once the first pass ended.
     let herald = runner.herald();
     let every = settings.alive_every.min(settings.pass_every);
-    let _herald = AbortOnDrop(tokio::spawn(async move {
+    let _herald = AbortOnDropHandle::new(tokio::spawn(async move {
         let mut ticker = interval(every);
         ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
         loop {
@@ -206,15 +204,6 @@ fn endpoints<P: Provisioner>(
                 state => Err(format!("not connected to the bus ({state})")),
             },
         }),
-    }
-}
-
-/// Aborts a spawned task when dropped.
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
     }
 }
 
