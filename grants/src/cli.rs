@@ -96,6 +96,9 @@ impl Cli {
     }
 }
 
+/// How long a round of checks in progress at a stop may still take.
+const STOP_GRACE: Duration = Duration::from_secs(1);
+
 /// The agent could not run (exit 1).
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -186,7 +189,11 @@ pub async fn run(cli: Cli, stop: Stop) -> Result<(), RunError> {
     loop {
         tokio::select! {
             _ = ticks.tick() => {
-                agent.check().await;
+                // A round waits on connects bounded by --connect-timeout; a
+                // stop gives it a moment, then drops it (nothing half-said).
+                if stop.run_with_grace(agent.check(), STOP_GRACE).await.is_none() {
+                    break;
+                }
             }
             () = stop.requested() => break,
         }

@@ -3,6 +3,7 @@
 //! program's loops watch it and end their work cancel-safely.
 
 use std::future::Future;
+use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
@@ -64,12 +65,25 @@ impl Stop {
             output = work => Some(output),
         }
     }
+
+    /// Runs `work` to its end (`Some`), but once the stop is requested
+    /// (before the call or during it) gives it at most `grace` more, then
+    /// drops it (`None`; it must be cancel-safe): work that ends quickly is
+    /// done, work that waits on something away is not waited for.
+    pub async fn run_with_grace<F: Future>(&self, work: F, grace: Duration) -> Option<F::Output> {
+        tokio::pin!(work);
+        tokio::select! {
+            biased;
+            output = &mut work => return Some(output),
+            () = self.0.cancelled() => {}
+        }
+        tokio::time::timeout(grace, work).await.ok()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     #[tokio::test(start_paused = true)]
     async fn work_ends_or_the_stop_cuts_it_short() {
@@ -92,5 +106,38 @@ mod tests {
             "stays requested"
         );
         stop.clone().into_requested().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn after_a_stop_work_gets_its_grace_and_no_more() {
+        let stop = Stop::new();
+        let sleep = |secs| tokio::time::sleep(Duration::from_secs(secs));
+        let grace = Duration::from_secs(2);
+        assert_eq!(stop.run_with_grace(async { 1 }, grace).await, Some(1));
+        let asked = stop.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(10)).await;
+            asked.request();
+        });
+        let started = tokio::time::Instant::now();
+        let long = stop
+            .run_with_grace(async { sleep(3600).await }, grace)
+            .await;
+        assert_eq!(long, None);
+        assert_eq!(
+            started.elapsed(),
+            Duration::from_secs(12),
+            "the stop, then its grace"
+        );
+        let quick = stop
+            .run_with_grace(
+                async {
+                    sleep(1).await;
+                    2
+                },
+                grace,
+            )
+            .await;
+        assert_eq!(quick, Some(2), "ends within its grace: done");
     }
 }

@@ -22,8 +22,10 @@
 //!   redelivery never undoes a newer word.
 //! - A message whose subject or body is malformed is logged and terminated
 //!   (`+TERM`): it never blocks the stream.
-//! - Stopping waits for the round in progress (and a pull in flight, at most
-//!   [`LinkSettings::wait`]): no pull request is abandoned.
+//! - Stopping waits for a pull in flight (at most [`LinkSettings::wait`],
+//!   none while the bus is away) and for the round in progress (at most a
+//!   second: a round waiting on a store or bus that does not answer is
+//!   dropped, and its unacknowledged events are delivered again).
 //! - A stop is a [`Stop`] (the program shell requests it on SIGINT or
 //!   SIGTERM).
 
@@ -135,7 +137,11 @@ pub async fn serve(
 ) -> Result<(), LinkError> {
     let mut backoff = Backoff::new(settings.nak_first, settings.nak_max);
     loop {
-        match migrate(database).await {
+        // A migration cut short rolls back with its session.
+        let Some(migrated) = stop.run_until_stopped(migrate(database)).await else {
+            return Ok(());
+        };
+        match migrated {
             Ok(applied) => {
                 tracing::info!(store = %database, tls = %database.tls_shown(), applied, "store migrated");
                 state.store_answered();
@@ -158,13 +164,21 @@ pub async fn serve(
     loop {
         backoff.reset();
         let following = loop {
-            match ensure_consumer(&client, &settings, &mut store).await {
+            let Some(ensured) = stop
+                .run_until_stopped(ensure_consumer(&client, &settings, &mut store))
+                .await
+            else {
+                stopped(&client, state).await;
+                return Ok(());
+            };
+            match ensured {
                 Ok(following) => break following,
                 Err(error) if error.is_lasting() => return Err(LinkError::Stream(error)),
                 Err(error) => {
                     let delay = backoff.next_delay();
                     tracing::warn!(error = %error, retry_in = ?delay, "cannot set up the event stream yet");
                     if pause(delay, stop).await {
+                        stopped(&client, state).await;
                         return Ok(());
                     }
                 }
@@ -178,9 +192,16 @@ pub async fn serve(
             }
         }
     }
-    let _ = client.flush().await;
-    tracing::info!("stopped");
+    stopped(&client, state).await;
     Ok(())
+}
+
+/// The end of a stop: what was sent flushed while the bus is there (bounded).
+async fn stopped(client: &async_nats::Client, state: &LinkState) {
+    if state.bus_connected() {
+        let _ = tokio::time::timeout(Duration::from_secs(1), client.flush()).await;
+    }
+    tracing::info!("stopped");
 }
 
 /// Sleeps `delay`; returns true when `stop` was requested meanwhile.
@@ -202,6 +223,10 @@ struct Round {
     /// The NAK delay, when messages were held.
     retry_in: Option<Duration>,
 }
+
+/// How long a round in progress at a stop may still take before it is
+/// dropped (its events unacknowledged: delivered again).
+const STOP_GRACE: Duration = Duration::from_secs(1);
 
 /// Pulls failing in a row after which the consumer is set up again.
 const PULL_FAILURES_BEFORE_SETUP: u32 = 10;
@@ -250,14 +275,36 @@ pub async fn follow<S: Store>(
             tokio::pin!(pull);
             tokio::select! {
                 biased;
-                () = stop.requested() => ((&mut pull).await, true),
                 messages = &mut pull => (messages, false),
+                () = stop.requested() => {
+                    // A pull in flight ends within its wait while the bus
+                    // is there (so none is abandoned); while it is away,
+                    // nothing can come and it is not waited for.
+                    let grace = match state.bus_connected() {
+                        true => settings.wait,
+                        false => Duration::ZERO,
+                    };
+                    (tokio::time::timeout(grace, &mut pull).await.unwrap_or_default(), true)
+                }
             }
         };
-        link.pulled(consumer).await;
+        if !stopping
+            && stop
+                .run_until_stopped(link.pulled(consumer))
+                .await
+                .is_none()
+        {
+            break;
+        }
         if !messages.is_empty() {
             tracing::trace!(pulled_in = ?pull_started.elapsed(), messages = messages.len(), "pulled");
-            let round = link.round(messages).await;
+            // A round waiting on a store or a bus that does not answer is
+            // not waited for past the grace: its messages are not
+            // acknowledged, so they are delivered again (at least once).
+            let Some(round) = stop.run_with_grace(link.round(messages), STOP_GRACE).await else {
+                tracing::warn!("stopping in the middle of a round: its events are delivered again");
+                break;
+            };
             tracing::debug!(
                 applied = round.applied,
                 terminated = round.terminated,

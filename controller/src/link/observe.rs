@@ -163,6 +163,13 @@ impl LinkState {
         self.progress.check(bound)
     }
 
+    /// Whether the bus is connected, or not joined yet (nothing says it is away).
+    pub(crate) fn bus_connected(&self) -> bool {
+        self.bus.get().is_none_or(|client| {
+            client.connection_state() == async_nats::connection::State::Connected
+        })
+    }
+
     /// `/readyz`: connected to the bus, and the store answered last time.
     ///
     /// # Errors

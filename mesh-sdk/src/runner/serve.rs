@@ -3,6 +3,7 @@
 
 use std::future::Future;
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use futures::StreamExt;
 use mesh_protocol::subject::approve_subject;
@@ -57,7 +58,10 @@ pub async fn run<P: Provisioner>(provisioner: P, args: &ProviderArgs) -> Result<
 /// The contributions file names the provider; until a good one is read the
 /// loop waits (logging why) and does not connect. Then it connects to the bus
 /// as that provider, answers approvals on its approve subject and publishes
-/// its events. A pass in progress always completes before stopping.
+/// its events. On `stop`, a pass or an approval in progress gets
+/// [`STOP_GRACE`] to end (its calls are cancel-safe, as the [`Provisioner`]
+/// contract requires, and are dropped after it), then the pending events get
+/// one last try when the bus is there.
 ///
 /// # Errors
 /// [`RunError`] when the bus cannot be set up.
@@ -107,21 +111,18 @@ pub async fn run_until<P: Provisioner>(
             biased;
             () = &mut stop => break,
             _ = ticker.tick() => {
-                let report = match runner.begin_pass().await {
-                    None => super::PassReport::default(),
-                    Some(mut begun) => {
-                        // Approvals are answered while the consumers are
-                        // attempted, never queued behind the pass.
-                        let outcomes = loop {
-                            tokio::select! {
-                                biased;
-                                outcomes = &mut begun.outcomes => break outcomes,
-                                Some(message) = next_approval(&mut bus) => {
-                                    answer(&mut runner, bus.as_ref(), message).await;
-                                }
+                let report = {
+                    let pass = pass(&mut runner, &mut bus);
+                    tokio::pin!(pass);
+                    tokio::select! {
+                        biased;
+                        report = &mut pass => report,
+                        () = &mut stop => {
+                            if tokio::time::timeout(STOP_GRACE, &mut pass).await.is_err() {
+                                tracing::info!("stopping in the middle of a pass: its calls are dropped");
                             }
-                        };
-                        runner.finish_pass(begun, outcomes).await
+                            break;
+                        }
                     }
                 };
                 runner.say_alive_if_due();
@@ -138,7 +139,16 @@ pub async fn run_until<P: Provisioner>(
                 }
             }
             Some(message) = next_approval(&mut bus) => {
-                answer(&mut runner, bus.as_ref(), message).await;
+                let answered = answer(&mut runner, bus.as_ref(), message);
+                tokio::pin!(answered);
+                tokio::select! {
+                    biased;
+                    () = &mut answered => {}
+                    () = &mut stop => {
+                        let _ = tokio::time::timeout(STOP_GRACE, &mut answered).await;
+                        break;
+                    }
+                }
             }
         }
     }
@@ -147,6 +157,28 @@ pub async fn run_until<P: Provisioner>(
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// How long a pass or an approval in progress at a stop may still take
+/// before it is dropped.
+pub(crate) const STOP_GRACE: Duration = Duration::from_secs(1);
+
+/// One pass: its consumers attempted while approvals are answered (never
+/// queued behind the pass), then its words said.
+async fn pass<P: Provisioner>(runner: &mut Runner<P>, bus: &mut Option<Bus>) -> super::PassReport {
+    let Some(mut begun) = runner.begin_pass().await else {
+        return super::PassReport::default();
+    };
+    let outcomes = loop {
+        tokio::select! {
+            biased;
+            outcomes = &mut begun.outcomes => break outcomes,
+            Some(message) = next_approval(bus) => {
+                answer(runner, bus.as_ref(), message).await;
+            }
+        }
+    };
+    runner.finish_pass(begun, outcomes).await
 }
 
 /// The next approval request, once the provider is on the bus.
@@ -176,7 +208,7 @@ async fn answer<P: Provisioner>(
 /// `/healthz` says it is stuck: 3 × `pass_every` + 2 × `call_timeout`
 /// (a pass waits `pass_every`; a call, a listing of held provisions or a
 /// retirement call takes at most `call_timeout`).
-pub(crate) fn stuck_after(settings: &super::Settings) -> std::time::Duration {
+pub(crate) fn stuck_after(settings: &super::Settings) -> Duration {
     settings.pass_every * 3 + settings.call_timeout * 2
 }
 
@@ -229,7 +261,7 @@ impl Bus {
             .map_err(|source| BusError::Subscribe { subject, source })?;
         let sink = Arc::new(JetStreamSink::new(client.clone(), args.ack_timeout));
         let (stop_publisher, stopped) = oneshot::channel();
-        let retry_every = args.pass_every.min(std::time::Duration::from_secs(2));
+        let retry_every = args.pass_every.min(Duration::from_secs(2));
         let publisher = tokio::spawn(publish_loop(outbox, sink, retry_every, async {
             let _ = stopped.await;
         }));
@@ -249,7 +281,9 @@ impl Bus {
         if let Err(error) = self.publisher.await {
             tracing::error!(error = %error, "event publisher ended abnormally");
         }
-        // A flush waits for the server: bounded, since the bus may be gone.
-        let _ = tokio::time::timeout(std::time::Duration::from_secs(2), self.client.flush()).await;
+        // A flush waits for the server: only while it is there, bounded.
+        if self.client.connection_state() == async_nats::connection::State::Connected {
+            let _ = tokio::time::timeout(Duration::from_secs(2), self.client.flush()).await;
+        }
     }
 }

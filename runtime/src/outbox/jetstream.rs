@@ -11,15 +11,16 @@ use super::{EventSink, SinkError};
 /// Publishes through JetStream and waits for the stream's ack.
 #[derive(Clone, Debug)]
 pub struct JetStreamSink {
+    client: async_nats::Client,
     context: jetstream::Context,
 }
 
 impl JetStreamSink {
     /// A sink over `client`, waiting at most `ack_timeout` for each ack.
     pub fn new(client: async_nats::Client, ack_timeout: Duration) -> JetStreamSink {
-        let mut context = jetstream::new(client);
+        let mut context = jetstream::new(client.clone());
         context.set_timeout(ack_timeout);
-        JetStreamSink { context }
+        JetStreamSink { client, context }
     }
 }
 
@@ -39,5 +40,9 @@ impl EventSink for JetStreamSink {
             .await
             .map_err(|e| fail(e.to_string()))?;
         ack.await.map(|_| ()).map_err(|e| fail(e.to_string()))
+    }
+
+    fn is_connected(&self) -> bool {
+        self.client.connection_state() == async_nats::connection::State::Connected
     }
 }

@@ -53,6 +53,13 @@ pub use publisher::publish_loop;
 pub trait EventSink: Send + Sync + 'static {
     /// Sends one event and waits until it is stored.
     async fn publish(&self, subject: &str, msg_id: &str, body: Bytes) -> Result<(), SinkError>;
+
+    /// Whether the receiver can be reached now (for JetStream: the client
+    /// is connected). At a stop, pending events get one last try only when
+    /// it can: a try while it is away would only wait out its timeout.
+    fn is_connected(&self) -> bool {
+        true
+    }
 }
 
 /// An event that was not stored; it stays held and is sent again.
