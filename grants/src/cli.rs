@@ -10,7 +10,7 @@ use mesh_runtime::endpoints::{listen, serve as serve_endpoints, Endpoints, Liste
 use mesh_runtime::nats::connect_as;
 use mesh_runtime::outbox::{publish_loop, JetStreamSink};
 use mesh_runtime::program::Flags;
-use mesh_runtime::{BusError, LogFormat, NatsArgs, Outbox, Stop};
+use mesh_runtime::{BusError, LogFormat, Outbox, ServiceArgs, Stop};
 use tokio::time::{interval, MissedTickBehavior};
 
 use crate::agent::{Agent, Settings};
@@ -56,27 +56,16 @@ pub struct Cli {
     #[arg(long, env = "MESH_RUNTIME", value_enum, default_value_t = Runtime::Docker)]
     pub runtime: Runtime,
 
-    /// The bus: servers, credentials (the agent's user is
-    /// `_grants@<machine>`) and TLS, as every mesh program takes them.
+    /// The flags every mesh service shares: the bus (servers, credentials
+    /// (the agent's user is `_grants@<machine>`), TLS, `--ack-timeout`),
+    /// `--metrics-listen` and `--log-format`.
     #[command(flatten)]
-    pub nats: NatsArgs,
-
-    /// How long to wait for the bus to acknowledge a word before holding it.
-    #[arg(long, env = "MESH_ACK_TIMEOUT", default_value = "5s", value_parser = humantime::parse_duration)]
-    pub ack_timeout: Duration,
-
-    /// Serve Prometheus metrics at /metrics, and /healthz and /readyz, on this address (host:port).
-    #[arg(long, env = "MESH_METRICS_LISTEN")]
-    pub metrics_listen: Option<String>,
-
-    /// How log lines are written: text (key=value fields) or json (one object a line).
-    #[arg(long, env = "MESH_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
-    pub log_format: LogFormat,
+    pub service: ServiceArgs,
 }
 
 impl Flags for Cli {
     fn log_format(&self) -> LogFormat {
-        self.log_format
+        self.service.log.format
     }
 }
 
@@ -127,19 +116,19 @@ pub async fn run(cli: Cli, stop: Stop) -> Result<(), RunError> {
             (None, errors) => return Err(RunError::Grants(errors.join("; "))),
         }
     };
-    let listener = match &cli.metrics_listen {
+    let listener = match &cli.service.endpoints.metrics_listen {
         Some(addr) => Some(listen(addr).await?),
         None => None,
     };
-    tracing::info!(grants = %cli.grants.display(), %machine, nats = %cli.nats.shown_servers(), "mesh-grants starting");
+    tracing::info!(grants = %cli.grants.display(), %machine, nats = %cli.service.nats.shown_servers(), "mesh-grants starting");
     let client = connect_as(
-        &cli.nats,
+        &cli.service.nats,
         &format!("mesh-grants {machine}"),
         &grants_inbox_prefix(&machine),
     )
     .await?;
     let outbox = Arc::new(Outbox::new());
-    let sink = Arc::new(JetStreamSink::new(client.clone(), cli.ack_timeout));
+    let sink = Arc::new(JetStreamSink::new(client.clone(), cli.service.ack_timeout));
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let publisher = tokio::spawn(publish_loop(
         Arc::clone(&outbox),
@@ -220,7 +209,7 @@ mod tests {
         assert_eq!(s.rules, GrantRules::default());
         assert_eq!(s.rules.unreachable_after, 3);
         assert_eq!(s.runtime, Runtime::Docker);
-        assert_eq!(cli.nats.url, "nats://127.0.0.1:4222");
+        assert_eq!(cli.service.nats.url, "nats://127.0.0.1:4222");
         let cli = Cli::try_parse_from([
             "mesh-grants",
             "--grants",

@@ -30,7 +30,7 @@ struct Flags<A: Args> {
 
 impl<A: Args> program::Flags for Flags<A> {
     fn log_format(&self) -> LogFormat {
-        self.provider.log_format
+        self.provider.service.log.format
     }
 }
 
@@ -211,7 +211,7 @@ impl ProviderMain {
                 Failure::cannot_run(&*error).redacted::<&str>(&[])
             })?;
             let secrets = provisioner.secrets();
-            tracing::info!(contributions = %provider.contributions.display(), nats = %provider.nats.shown_servers(), "{name} starting");
+            tracing::info!(contributions = %provider.contributions.display(), nats = %provider.service.nats.shown_servers(), "{name} starting");
             run_until(provisioner, &provider, stop.into_requested())
                 .await
                 .map_err(|error| {

@@ -53,6 +53,6 @@ pub use endpoints::Progress;
 pub use log::LogFormat;
 pub use nats::{BusError, NatsArgs};
 pub use outbox::Outbox;
-pub use program::{Failure, Program};
+pub use program::{Failure, Program, ServiceArgs};
 pub use secret::Secret;
 pub use stop::Stop;

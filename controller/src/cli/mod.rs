@@ -15,6 +15,8 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use mesh_protocol::{ModuleId, Name};
+use mesh_runtime::endpoints::EndpointArgs;
+use mesh_runtime::log::LogArgs;
 use mesh_runtime::program::Flags;
 use mesh_runtime::LogFormat;
 
@@ -58,9 +60,9 @@ pub struct Cli {
     #[command(flatten)]
     pub nats: NatsOptions,
 
-    /// How log lines are written: text (key=value fields) or json (one object a line).
-    #[arg(long, env = "MESH_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, global = true)]
-    pub log_format: LogFormat,
+    /// `--log-format` (before or after the command).
+    #[command(flatten)]
+    pub log: LogArgs,
 
     /// What to do.
     #[command(subcommand)]
@@ -84,9 +86,9 @@ pub enum Command {
         /// an existing stream with fewer is raised in place, never lowered.
         #[arg(long, env = "MESH_STREAM_REPLICAS", default_value_t = DEFAULT_REPLICAS, value_parser = parse_replicas)]
         stream_replicas: usize,
-        /// Serve Prometheus metrics at /metrics, and /healthz and /readyz, on this address (host:port).
-        #[arg(long, env = "MESH_METRICS_LISTEN")]
-        metrics_listen: Option<String>,
+        /// `--metrics-listen`.
+        #[command(flatten)]
+        endpoints: EndpointArgs,
     },
     /// Show what providers say they keep failing.
     Status {
@@ -173,7 +175,7 @@ fn parse_replicas(text: &str) -> Result<usize, String> {
 
 impl Flags for Cli {
     fn log_format(&self) -> LogFormat {
-        self.log_format
+        self.log.format
     }
 
     /// `info` for `serve` and `migrate`, `warn` for the others (their
@@ -273,6 +275,15 @@ mod tests {
                 "c.key",
             ],
             &["serve", "--nats-creds", "controller.creds"],
+            &[
+                "serve",
+                "--metrics-listen",
+                "127.0.0.1:0",
+                "--log-format",
+                "json",
+            ],
+            &["--log-format", "json", "status"],
+            &["status", "--log-format", "text"],
         ];
         for args in ok {
             parse(args).unwrap_or_else(|e| panic!("{args:?}: {e}"));

@@ -49,7 +49,7 @@ pub async fn run(cli: &Cli, io: &mut Io<'_>, stop: &Stop) -> Result<(), CliError
             batch,
             stream_max_age,
             stream_replicas,
-            metrics_listen,
+            endpoints,
         } => {
             let options = cli.database_options()?;
             let settings = LinkSettings {
@@ -59,7 +59,8 @@ pub async fn run(cli: &Cli, io: &mut Io<'_>, stop: &Stop) -> Result<(), CliError
                 ..LinkSettings::default()
             };
             let state = Arc::new(LinkState::new());
-            let _observers = observe(cli, &options, &settings, &state, metrics_listen).await?;
+            let _observers =
+                observe(cli, &options, &settings, &state, &endpoints.metrics_listen).await?;
             Ok(link::serve(&options, &cli.nats_options(), settings, &state, stop).await?)
         }
         Command::Status { json, silent_after } => {

@@ -47,7 +47,7 @@ enum Cause {
 /// # Errors
 /// [`RunError`] when the bus or the signal handlers cannot be set up.
 pub async fn run<P: Provisioner>(provisioner: P, args: &ProviderArgs) -> Result<(), RunError> {
-    mesh_runtime::log::init_tracing("info", args.log_format);
+    mesh_runtime::log::init_tracing("info", args.service.log.format);
     let stop = Stop::new();
     let _watch = watch_signals(&stop, STOP_WITHIN).map_err(|e| RunError(Cause::Signal(e)))?;
     run_until(provisioner, args, stop.into_requested()).await
@@ -79,7 +79,7 @@ pub async fn run_until<P: Provisioner>(
         Arc::clone(&outbox),
     );
     let joined: Arc<OnceLock<async_nats::Client>> = Arc::new(OnceLock::new());
-    let _endpoints = match &args.metrics_listen {
+    let _endpoints = match &args.service.endpoints.metrics_listen {
         Some(addr) => {
             let listener = listen(addr).await.map_err(|e| RunError(Cause::Listen(e)))?;
             let endpoints = endpoints(&runner, &outbox, &joined, &settings);
@@ -253,13 +253,13 @@ impl Bus {
         provider: &ModuleId,
         outbox: Arc<Outbox>,
     ) -> Result<Bus, BusError> {
-        let client = connect(&args.nats, provider).await?;
+        let client = connect(&args.service.nats, provider).await?;
         let subject = approve_subject(&provider.machine, &provider.module);
         let approvals = client
             .subscribe(subject.clone())
             .await
             .map_err(|source| BusError::Subscribe { subject, source })?;
-        let sink = Arc::new(JetStreamSink::new(client.clone(), args.ack_timeout));
+        let sink = Arc::new(JetStreamSink::new(client.clone(), args.service.ack_timeout));
         let (stop_publisher, stopped) = oneshot::channel();
         let retry_every = args.pass_every.min(Duration::from_secs(2));
         let publisher = tokio::spawn(publish_loop(outbox, sink, retry_every, async {
@@ -267,7 +267,7 @@ impl Bus {
         }));
         // The client connects in the background and says "connected to the
         // bus" when it does; the server may be down now.
-        tracing::info!(provider = %provider, url = %args.nats.shown_servers(), "connecting to the bus (words are held until it answers)");
+        tracing::info!(provider = %provider, url = %args.service.nats.shown_servers(), "connecting to the bus (words are held until it answers)");
         Ok(Bus {
             client,
             approvals,

@@ -40,6 +40,15 @@ use axum::Router;
 
 pub use progress::Progress;
 
+/// `--metrics-listen HOST:PORT` (`MESH_METRICS_LISTEN`), the same on every
+/// mesh binary that serves the endpoints.
+#[derive(clap::Args, Clone, Debug, Default, PartialEq, Eq)]
+pub struct EndpointArgs {
+    /// Serve Prometheus metrics at /metrics, and /healthz and /readyz, on this address (host:port).
+    #[arg(long, env = "MESH_METRICS_LISTEN")]
+    pub metrics_listen: Option<String>,
+}
+
 /// A check: `Ok` with a sentence, or `Err` with the reason.
 pub type Check = Arc<dyn Fn() -> Result<String, String> + Send + Sync>;
 

@@ -58,6 +58,7 @@
 //! ```
 
 mod failure;
+mod service;
 mod signals;
 
 use std::future::Future;
@@ -65,6 +66,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 pub use failure::{Failure, EXIT_CANNOT_RUN};
+pub use service::ServiceArgs;
 pub use signals::{watch_signals, Signal, SignalWatch, STOP_WITHIN};
 
 use crate::log::{init_tracing, LogFormat};
