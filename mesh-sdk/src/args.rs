@@ -10,7 +10,7 @@ use mesh_runtime::ServiceArgs;
 use crate::brake::BrakeRules;
 use crate::repair::RepairRules;
 use crate::retire::RetireRules;
-use crate::runner::Settings;
+use crate::settings::Settings;
 use crate::standing::StandingRules;
 
 /// The shared provider flags, with env fallbacks and humantime durations.

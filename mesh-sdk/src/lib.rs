@@ -109,6 +109,7 @@ mod repair;
 mod retire;
 mod runner;
 mod secret;
+mod settings;
 mod standing;
 
 #[cfg(any(test, feature = "testing"))]

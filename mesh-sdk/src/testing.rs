@@ -17,8 +17,9 @@ pub use crate::brake::BrakeRules;
 pub use crate::contributions::Source;
 pub use crate::repair::RepairRules;
 pub use crate::retire::RetireRules;
-pub use crate::runner::{PassReport, Runner, Settings};
+pub use crate::runner::{PassReport, Runner};
 pub use crate::secret::{SecretError, SecretSource};
+pub use crate::settings::Settings;
 pub use crate::standing::{Failure, Standing, StandingRules};
 
 use std::collections::{BTreeMap, HashMap};

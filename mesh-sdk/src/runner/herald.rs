@@ -10,9 +10,10 @@ use mesh_protocol::event::{Alive, Event, VERSION};
 use mesh_protocol::ModuleId;
 use tokio::time::Instant;
 
-use super::{say, Settings};
+use super::say;
 use crate::alive::AliveState;
 use crate::metrics::LoopMetrics;
+use crate::settings::Settings;
 use mesh_runtime::Outbox;
 use mesh_runtime::WallClock;
 

@@ -20,6 +20,7 @@ use tokio_util::task::AbortOnDropHandle;
 use super::Runner;
 use crate::args::ProviderArgs;
 use crate::provisioner::Provisioner;
+use crate::settings::Settings;
 
 /// The provider could not run: the bus could not be set up (refused
 /// login, unreachable server, a refused subscription) or the stop signals
@@ -208,7 +209,7 @@ async fn answer<P: Provisioner>(
 /// `/healthz` says it is stuck: 3 × `pass_every` + 2 × `call_timeout`
 /// (a pass waits `pass_every`; a call, a listing of held provisions or a
 /// retirement call takes at most `call_timeout`).
-pub(crate) fn stuck_after(settings: &super::Settings) -> Duration {
+pub(crate) fn stuck_after(settings: &Settings) -> Duration {
     settings.pass_every * 3 + settings.call_timeout * 2
 }
 
@@ -218,7 +219,7 @@ fn endpoints<P: Provisioner>(
     runner: &Runner<P>,
     outbox: &Arc<Outbox>,
     joined: &Arc<OnceLock<async_nats::Client>>,
-    settings: &super::Settings,
+    settings: &Settings,
 ) -> Endpoints {
     let (metrics, outbox) = (runner.metrics(), Arc::clone(outbox));
     let progress = runner.progress();

@@ -65,6 +65,6 @@ pub mod repair;
 pub use bootstrap::{ContainerCli, Runtime};
 pub use cli::Flags;
 pub use config::{AdminLogin, ConfigError, IdentityConfig};
-pub use error::{IdentityError, MARK};
-pub use provisioner::{IdentityProvisioner, PROVISION};
+pub use error::{IdentityError, MARK, PROVISION};
+pub use provisioner::IdentityProvisioner;
 pub use repair::{AdminRepair, RepairError, FAULT};
