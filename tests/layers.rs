@@ -167,7 +167,7 @@ const CRATES: &[(&str, Tables)] = &[
             (
                 "",
                 &[
-                    &["error", "hold"],
+                    &["error", "login_backoff"],
                     &["classify", "bootstrap"],
                     &["config"],
                     &["keycloak"],

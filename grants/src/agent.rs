@@ -13,7 +13,7 @@ use mesh_protocol::event::{
 };
 use mesh_protocol::subject::event_subject;
 use mesh_runtime::redact::cut;
-use mesh_runtime::streak::Greeting;
+use mesh_runtime::streak::Recovery;
 use mesh_runtime::{Outbox, WallClock};
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::family::Family;
@@ -251,15 +251,15 @@ impl Agent {
                 error: cut(&error, MAX_WORDS),
                 said_at,
             }),
-            Said::Reachable(greeting) => Event::Reachable(GrantReachable {
+            Said::Reachable(recovery) => Event::Reachable(GrantReachable {
                 v: VERSION,
                 provision: grant.provision.clone(),
                 from: grant.from.clone(),
                 address: grant.address.clone(),
                 port: grant.port.unwrap_or_default(),
-                reason: match greeting {
-                    Greeting::Success => ReachableReason::Success,
-                    Greeting::FirstSuccessAfterStart => ReachableReason::FirstSuccessAfterStart,
+                reason: match recovery {
+                    Recovery::Success => ReachableReason::Success,
+                    Recovery::FirstSuccessAfterStart => ReachableReason::FirstSuccessAfterStart,
                 },
                 said_at,
             }),

@@ -25,7 +25,7 @@ impl Default for BrakeRules {
     }
 }
 
-/// Holds back attempts after failures, for the delays of a [`Backoff`].
+/// Defers attempts after failures, for the delays of a [`Backoff`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Brake {
     backoff: Backoff,
@@ -52,7 +52,7 @@ impl Brake {
         self.not_before.is_none_or(|t| now >= t)
     }
 
-    /// When the next attempt may be made, if the brake holds one back.
+    /// When the next attempt may be made, if the brake defers one.
     pub fn next_attempt(&self) -> Option<Instant> {
         self.not_before
     }

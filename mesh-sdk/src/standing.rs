@@ -1,7 +1,7 @@
 //! Standing: what the loop has to say about one consumer, as a pure state
 //! machine. No I/O; `now` is passed in.
 //!
-//! Rules (DESIGN.md "The provisioner loop"):
+//! Rules (docs/contracts.md, section 3.2):
 //! - failed for `failing_after` with no success in between: say `failing`,
 //!   and again every `repeat_every` while it lasts;
 //! - the first success after `failing` was said: say `recovered` (`success`);
@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use mesh_protocol::event::RecoveredReason;
 use mesh_protocol::Class;
-use mesh_runtime::streak::{Greeting, NewsRules, Streak, Threshold, Tracker};
+use mesh_runtime::streak::{Recovery, Streak, StreakRules, Threshold, Tracker};
 use tokio::time::Instant;
 
 /// Timings of the standing rules.
@@ -88,8 +88,8 @@ pub struct Standing {
 }
 
 impl StandingRules {
-    fn news(&self) -> NewsRules {
-        NewsRules {
+    fn news(&self) -> StreakRules {
+        StreakRules {
             threshold: Threshold::Elapsed(self.failing_after),
             repeat_every: self.repeat_every,
         }
@@ -121,10 +121,10 @@ impl Standing {
         rules: &StandingRules,
     ) -> Option<Word> {
         match outcome {
-            Outcome::Success => self.tracker.succeed().map(|greeting| {
-                Word::Recovered(match greeting {
-                    Greeting::Success => RecoveredReason::Success,
-                    Greeting::FirstSuccessAfterStart => RecoveredReason::FirstSuccessAfterStart,
+            Outcome::Success => self.tracker.succeed().map(|recovery| {
+                Word::Recovered(match recovery {
+                    Recovery::Success => RecoveredReason::Success,
+                    Recovery::FirstSuccessAfterStart => RecoveredReason::FirstSuccessAfterStart,
                 })
             }),
             Outcome::Failure { class, error } => {
@@ -163,7 +163,7 @@ impl Standing {
 
     /// The consumer was retired: say `recovered` (`retired`) and forget it.
     pub fn retire(&mut self) -> Word {
-        self.tracker = Tracker::greeted();
+        self.tracker = Tracker::after_success();
         Word::Recovered(RecoveredReason::Retired)
     }
 }
@@ -312,7 +312,7 @@ mod tests {
     }
 
     #[test]
-    fn success_after_greeting_and_short_failure_is_quiet() {
+    fn success_after_recovery_and_short_failure_is_quiet() {
         let start = Instant::now();
         let mut s = Standing::new();
         let mut outcomes = vec![Outcome::Success];

@@ -22,7 +22,7 @@
 //! | [`outbox`] | events published through JetStream and kept pending until acknowledged (newest per key), sent again with the same message id |
 //! | [`endpoints`] | `--metrics-listen`: `/metrics`, `/healthz`, `/readyz`; [`Progress`] for `/healthz` |
 //! | [`backoff`] | the one doubling delay ([`Backoff`]) |
-//! | [`redact`] | keeping secrets out of every word that is logged or sent |
+//! | [`redact`] | keeping secrets out of every text that is logged or published |
 //! | [`secret`] | [`Secret`], a value whose `Debug` never shows it, and [`Secret::from_file`] |
 //! | [`clock`] | wall-clock times for event bodies from one place tests can fix ([`WallClock`]) |
 //! | [`streak`] | when a run of failures is news: said once past a threshold, again every so often, and the first success after it ([`streak::Tracker`]) |

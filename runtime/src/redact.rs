@@ -1,4 +1,4 @@
-//! Keeping secrets out of every word a program logs or sends: [`redact`]
+//! Keeping secrets out of every text a program logs or publishes: [`redact`]
 //! removes them and cuts the text (docs/contracts.md, section 3.3),
 //! [`error_words`] gives an error's whole chain of words, [`shown_url`] a
 //! URL without its password, [`cut`] a bounded copy of any text.

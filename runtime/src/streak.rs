@@ -7,7 +7,7 @@
 //! its [`Threshold`] is reached and again every `repeat_every` while it
 //! lasts; the first success after a streak was said, and the first success
 //! since start (a restarted program has forgotten what it said), are news
-//! too ([`Greeting`]). No I/O; `now` is passed in, measured on tokio's
+//! too ([`Recovery`]). No I/O; `now` is passed in, measured on tokio's
 //! clock.
 
 use std::time::Duration;
@@ -26,7 +26,7 @@ pub enum Threshold {
 
 /// When a [`Tracker`] says a streak: its threshold, then every `repeat_every`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct NewsRules {
+pub struct StreakRules {
     /// When a streak is first said.
     pub threshold: Threshold,
     /// How often it is said again while it lasts.
@@ -59,7 +59,7 @@ impl<D> std::ops::Deref for Streak<D> {
 impl<D> Streak<D> {
     /// Whether the streak is to be said at `now`: its threshold reached and
     /// never said, or said `repeat_every` ago or earlier.
-    pub fn due(&self, now: Instant, rules: &NewsRules) -> bool {
+    pub fn due(&self, now: Instant, rules: &StreakRules) -> bool {
         match self.said_at {
             None => match rules.threshold {
                 Threshold::Elapsed(after) => now.saturating_duration_since(self.since) >= after,
@@ -72,7 +72,7 @@ impl<D> Streak<D> {
 
 /// Why a success is news.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Greeting {
+pub enum Recovery {
     /// The first success after a streak was said.
     Success,
     /// The first success since start (a restarted program has forgotten
@@ -84,14 +84,14 @@ pub enum Greeting {
 /// consumer) and `mesh-grants` (per grant): consecutive failures counted in
 /// a [`Streak`], said once its [`Threshold`] is reached and again every
 /// `repeat_every`; the first success after a streak was said, and the first
-/// success since start, are news ([`Greeting`]). No I/O; `now` is passed in.
+/// success since start, are news ([`Recovery`]). No I/O; `now` is passed in.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Tracker<D> {
     streak: Option<Streak<D>>,
     /// A streak (or anything the owner marks) was said since the last success.
     said: bool,
     /// A success was seen since start.
-    greeted: bool,
+    succeeded: bool,
 }
 
 impl<D> Default for Tracker<D> {
@@ -99,7 +99,7 @@ impl<D> Default for Tracker<D> {
         Tracker {
             streak: None,
             said: false,
-            greeted: false,
+            succeeded: false,
         }
     }
 }
@@ -110,11 +110,11 @@ impl<D> Tracker<D> {
         Tracker::default()
     }
 
-    /// A tracker that has nothing to say and has greeted already (as after
+    /// A tracker that has nothing to say and has seen a success already (as after
     /// a retirement).
-    pub fn greeted() -> Tracker<D> {
+    pub fn after_success() -> Tracker<D> {
         Tracker {
-            greeted: true,
+            succeeded: true,
             ..Tracker::default()
         }
     }
@@ -130,7 +130,7 @@ impl<D> Tracker<D> {
     }
 
     /// Marks that something other than a streak was said (so the next
-    /// success is news, [`Greeting::Success`]).
+    /// success is news, [`Recovery::Success`]).
     pub fn mark_said(&mut self) {
         self.said = true;
     }
@@ -141,19 +141,19 @@ impl<D> Tracker<D> {
         self.streak = None;
     }
 
-    /// A success: the streak ends; returns the greeting when it is news.
-    pub fn succeed(&mut self) -> Option<Greeting> {
+    /// A success: the streak ends; returns the recovery when it is news.
+    pub fn succeed(&mut self) -> Option<Recovery> {
         self.streak = None;
-        let greeting = if self.said {
-            Some(Greeting::Success)
-        } else if !self.greeted {
-            Some(Greeting::FirstSuccessAfterStart)
+        let recovery = if self.said {
+            Some(Recovery::Success)
+        } else if !self.succeeded {
+            Some(Recovery::FirstSuccessAfterStart)
         } else {
             None
         };
         self.said = false;
-        self.greeted = true;
-        greeting
+        self.succeeded = true;
+        recovery
     }
 
     /// A failure at `now`: a streak begins with `begin()` or goes on, its
@@ -162,7 +162,7 @@ impl<D> Tracker<D> {
     pub fn fail(
         &mut self,
         now: Instant,
-        rules: &NewsRules,
+        rules: &StreakRules,
         begin: impl FnOnce() -> D,
         update: impl FnOnce(&mut D),
     ) -> Option<&Streak<D>> {
@@ -189,7 +189,7 @@ mod tests {
 
     #[test]
     fn consecutive_threshold_counts_checks_not_time() {
-        let rules = NewsRules {
+        let rules = StreakRules {
             threshold: Threshold::Consecutive(3),
             repeat_every: Duration::from_secs(900),
         };
@@ -216,23 +216,23 @@ mod tests {
             ]
         );
         assert_eq!(t.streak().unwrap().attempts, 4);
-        assert_eq!(t.succeed(), Some(Greeting::Success));
+        assert_eq!(t.succeed(), Some(Recovery::Success));
     }
 
     #[test]
-    fn interrupt_ends_the_streak_and_mark_said_asks_for_a_greeting() {
-        let rules = NewsRules {
+    fn interrupt_ends_the_streak_and_mark_said_makes_the_next_success_news() {
+        let rules = StreakRules {
             threshold: Threshold::Consecutive(2),
             repeat_every: Duration::from_secs(900),
         };
         let now = Instant::now();
         let mut t: Tracker<()> = Tracker::new();
-        assert_eq!(t.succeed(), Some(Greeting::FirstSuccessAfterStart));
+        assert_eq!(t.succeed(), Some(Recovery::FirstSuccessAfterStart));
         assert!(t.fail(now, &rules, || (), |_| {}).is_none());
         t.interrupt();
         assert!(t.fail(now, &rules, || (), |_| {}).is_none(), "counted anew");
         t.mark_said();
-        assert_eq!(t.succeed(), Some(Greeting::Success));
+        assert_eq!(t.succeed(), Some(Recovery::Success));
         assert_eq!(t.succeed(), None);
     }
 }

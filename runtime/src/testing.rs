@@ -58,8 +58,8 @@ impl EventSink for RecordingSink {
     }
 }
 
-/// A `recovered` word for `consumer`, said at `2026-10-05T00:00:00Z`
-/// (a fixture for tests of what carries words).
+/// A `recovered` event for `consumer`, published at `2026-10-05T00:00:00Z`
+/// (a fixture for tests of what carries events).
 pub fn recovered(consumer: &str, reason: RecoveredReason) -> Event {
     Event::Recovered(Recovered {
         v: VERSION,

@@ -20,7 +20,7 @@ async fn settle() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn held_while_the_bus_is_down_newest_word_sent_when_back() {
+async fn pending_while_the_bus_is_down_the_newest_is_sent_when_back() {
     let outbox = Arc::new(Outbox::new());
     let sink = RecordingSink::default();
     sink.set_down(true);
@@ -45,9 +45,9 @@ async fn held_while_the_bus_is_down_newest_word_sent_when_back() {
     advance(Duration::from_secs(10)).await;
     settle().await;
     assert!(sink.events().is_empty());
-    assert_eq!(outbox.len(), 2, "held, not dropped");
+    assert_eq!(outbox.len(), 2, "pending, not dropped");
 
-    // A newer word for `a` replaces the held one.
+    // A newer event for `a` replaces the pending one.
     outbox.put(
         "mesh.event.db-1.postgres.provisioner.recovered".into(),
         &recovered("a", RecoveredReason::Success),
@@ -77,7 +77,7 @@ async fn held_while_the_bus_is_down_newest_word_sent_when_back() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn stopping_reports_what_is_still_held() {
+async fn stopping_reports_what_is_still_pending() {
     let outbox = Arc::new(Outbox::new());
     let sink = RecordingSink::default();
     sink.set_down(true);

@@ -268,7 +268,7 @@ impl Bus {
         }));
         // The client connects in the background and says "connected to the
         // bus" when it does; the server may be down now.
-        tracing::info!(provider = %provider, url = %args.service.nats.shown_servers(), "connecting to the bus (words are held until it answers)");
+        tracing::info!(provider = %provider, url = %args.service.nats.shown_servers(), "connecting to the bus (events are kept pending until it answers)");
         Ok(Bus {
             client,
             approvals,

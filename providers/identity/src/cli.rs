@@ -28,7 +28,7 @@ use mesh_sdk::{ProviderMain, Secret};
 
 use crate::bootstrap::ContainerCli;
 use crate::config::{AdminLogin, ConfigError, IdentityConfig};
-use crate::hold::LoginHold;
+use crate::login_backoff::LoginBackoff;
 use crate::provisioner::IdentityProvisioner;
 
 /// The binary: what `--help` says first, for an operator.
@@ -158,7 +158,7 @@ impl Flags {
             .with_http_timeout(self.keycloak_timeout)
             .with_bootstrap_timeout(self.bootstrap_timeout)
             .with_list_every(self.list_every)
-            .with_login_hold(LoginHold {
+            .with_login_backoff(LoginBackoff {
                 first: self.admin_login_hold,
                 max: self.admin_login_hold_max,
             });

@@ -17,7 +17,7 @@ pub(crate) fn log_event(event: &NatsEvent) {
         NatsEvent::ServerError(error) => tracing::error!(error = %error, "bus server error"),
         NatsEvent::ClientError(error) => tracing::error!(error = %error, "bus client error"),
         NatsEvent::Disconnected => {
-            tracing::warn!("disconnected from the bus; events are held until it is back")
+            tracing::warn!("disconnected from the bus; events are kept pending until it is back")
         }
         NatsEvent::Connected => tracing::info!("connected to the bus"),
         other => tracing::info!(event = %other, "bus event"),

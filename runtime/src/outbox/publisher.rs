@@ -27,8 +27,8 @@ pub async fn publish_loop(
         // An attempt in flight at the stop is dropped (what it did not get
         // acknowledged stays pending): it may be waiting out its ack timeout.
         let attempt = async {
-            let held = drain(&outbox, sink.as_ref(), &mut failing).await;
-            if held > 0 {
+            let pending = drain(&outbox, sink.as_ref(), &mut failing).await;
+            if pending > 0 {
                 tokio::time::sleep(retry_every).await;
             } else {
                 outbox.changed().await;
@@ -54,11 +54,11 @@ pub async fn publish_loop(
 
 /// One attempt at every pending event; returns how many are still pending.
 async fn drain(outbox: &Outbox, sink: &dyn EventSink, failing: &mut bool) -> usize {
-    let held = outbox.snapshot();
-    if held.is_empty() {
+    let pending = outbox.snapshot();
+    if pending.is_empty() {
         return 0;
     }
-    let results: Vec<_> = stream::iter(held)
+    let results: Vec<_> = stream::iter(pending)
         .map(|(key, pending)| async move {
             let result = sink
                 .publish(&pending.subject, &pending.msg_id, pending.body.clone())
