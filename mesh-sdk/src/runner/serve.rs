@@ -60,7 +60,7 @@ pub async fn run<P: Provisioner>(provisioner: P, args: &ProviderArgs) -> Result<
 /// loop waits (logging why) and does not connect. Then it connects to the bus
 /// as that provider, answers approvals on its approve subject and publishes
 /// its events. On `stop`, a pass or an approval in progress gets
-/// [`STOP_GRACE`] to end (its calls are cancel-safe, as the [`Provisioner`]
+/// one second to end (its calls are cancel-safe, as the [`Provisioner`]
 /// contract requires, and are dropped after it), then the pending events get
 /// one last try when the bus is there.
 ///
