@@ -18,8 +18,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 use mesh_protocol::subject::event_subject;
 use mesh_protocol::{Event, EventKind, ModuleId, Name, Timestamp};
-use mesh_sdk::internal::{publish_loop, BusOptions, JetStreamSink, Outbox};
-use mesh_sdk::NatsArgs;
+use mesh_runtime::nats::connect;
+use mesh_runtime::outbox::{publish_loop, JetStreamSink};
+use mesh_runtime::{NatsArgs, Outbox};
 use mesh_test_support::mesh::{binary, Process};
 use mesh_test_support::{NatsCluster, PgCluster, CLUSTER_SIZE};
 use serde_json::{json, Value};
@@ -266,27 +267,22 @@ fn with_a_nats_server_and_a_controller_killed_mid_flow_the_store_ends_as_one_con
         .unwrap();
     let _runtime = rt.enter();
     let outbox = Arc::new(Outbox::new());
-    let options = BusOptions {
-        nats: NatsArgs {
-            url: world.cluster.urls(),
-            user: Some("postgres@db-1".into()),
-            password_file: Some(world.dir.path().join("credentials/postgres@db-1")),
-            ..NatsArgs::default()
-        },
-        ack_timeout: Duration::from_secs(1),
+    let nats = NatsArgs {
+        url: world.cluster.urls(),
+        user: Some("postgres@db-1".into()),
+        password_file: Some(world.dir.path().join("credentials/postgres@db-1")),
+        ..NatsArgs::default()
     };
     let provider = ModuleId {
         module: Name::parse("postgres").unwrap(),
         machine: Name::parse("db-1").unwrap(),
     };
-    let client = rt
-        .block_on(mesh_sdk::internal::connect(&options, &provider))
-        .unwrap();
+    let client = rt.block_on(connect(&nats, &provider)).unwrap();
     rt.block_on(client.flush()).unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let publisher = rt.spawn(publish_loop(
         Arc::clone(&outbox),
-        Arc::new(JetStreamSink::new(client.clone(), options.ack_timeout)),
+        Arc::new(JetStreamSink::new(client.clone(), Duration::from_secs(1))),
         Duration::from_millis(200),
         async {
             let _ = stopped.await;

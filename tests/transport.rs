@@ -1,5 +1,5 @@
-//! The NATS transport flags over real processes (DESIGN.md "Command
-//! lines"): a nats-server requiring TLS with client certificates verified,
+//! The NATS transport flags over real processes (docs/contracts.md,
+//! sections 4.5 and 7): a nats-server requiring TLS with client certificates verified,
 //! users proving who they are with nkeys, a client refused for lack of a
 //! certificate, and a list of servers whose first is down.
 //!
@@ -12,8 +12,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use mesh_protocol::{ModuleId, Name};
-use mesh_sdk::internal::BusOptions;
-use mesh_sdk::NatsArgs;
+use mesh_runtime::NatsArgs;
 use mesh_test_support::mesh::{
     all_well, binary, failing, healthy_mesh_with, BusAuth, Mesh, Options,
 };
@@ -250,20 +249,15 @@ fn a_list_of_servers_whose_first_is_down_reaches_the_second() {
         .build()
         .unwrap();
     rt.block_on(async {
-        let options = BusOptions {
-            nats: NatsArgs {
-                url: list.clone(),
-                ..NatsArgs::default()
-            },
-            ack_timeout: Duration::from_secs(1),
+        let nats = NatsArgs {
+            url: list.clone(),
+            ..NatsArgs::default()
         };
         let provider = ModuleId {
             module: Name::parse("postgres").unwrap(),
             machine: Name::parse("db-1").unwrap(),
         };
-        let client = mesh_sdk::internal::connect(&options, &provider)
-            .await
-            .unwrap();
+        let client = mesh_runtime::nats::connect(&nats, &provider).await.unwrap();
         tokio::time::timeout(Duration::from_secs(20), client.flush())
             .await
             .expect("the provider never reached the second server")

@@ -58,14 +58,11 @@ async fn ingest(
         .expect("consumer");
     let started = Instant::now();
     for (client, following, mut store) in followings {
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        stops.push(stop);
+        let stop = mesh_runtime::Stop::new();
+        stops.push(stop.clone());
         tasks.push(tokio::spawn(async move {
             let state = LinkState::new();
-            follow(&following, &mut store, &settings, &state, async {
-                let _ = stopped.await;
-            })
-            .await;
+            follow(&following, &mut store, &settings, &state, &stop).await;
             drop(client);
         }));
     }
@@ -78,7 +75,7 @@ async fn ingest(
     }
     let elapsed = started.elapsed();
     for stop in stops {
-        let _ = stop.send(());
+        stop.request();
     }
     for task in tasks {
         task.await.expect("link task");
@@ -87,7 +84,7 @@ async fn ingest(
 }
 
 fn main() {
-    mesh_controller::init_tracing("warn", mesh_sdk::LogFormat::Text);
+    mesh_controller::init_tracing("warn", mesh_runtime::LogFormat::Text);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -62,20 +62,19 @@ async fn ingest(
         ..LinkSettings::default()
     };
     let mut store = PgStore::new(options.clone());
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let stop = mesh_runtime::Stop::new();
     let started = Instant::now();
+    let asked = stop.clone();
     let watcher = async move {
         while !landed(client, first + events - 1).await {
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
         let elapsed = started.elapsed();
-        let _ = stop.send(());
+        asked.request();
         elapsed
     };
     let state = mesh_controller::link::LinkState::new();
-    let following = follow(consumer, &mut store, &settings, &state, async {
-        let _ = stopped.await;
-    });
+    let following = follow(consumer, &mut store, &settings, &state, &stop);
     let (elapsed, _) = tokio::join!(watcher, following);
     events as f64 / elapsed.as_secs_f64()
 }
@@ -139,7 +138,7 @@ fn pgbench(pg: &mesh_test_support::PgCluster, seconds: u64) -> f64 {
 }
 
 fn main() {
-    mesh_controller::init_tracing("warn", mesh_sdk::LogFormat::Text);
+    mesh_controller::init_tracing("warn", mesh_runtime::LogFormat::Text);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -91,7 +91,7 @@ fn psql(port: u16, password: &str, filter: &str) -> Duration {
 }
 
 fn main() {
-    mesh_controller::init_tracing("warn", mesh_sdk::LogFormat::Text);
+    mesh_controller::init_tracing("warn", mesh_runtime::LogFormat::Text);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

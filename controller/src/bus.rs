@@ -30,13 +30,13 @@ pub const CONTROLLER_USER: &str = subject::CONTROLLER_USER;
 /// and a name cannot start with `_`, so no provider's prefix reaches it.
 pub const CONTROLLER_INBOX: &str = subject::CONTROLLER_INBOX;
 
-/// How to reach the bus: the SDK's transport flags (servers, credentials,
-/// TLS), the same on the controller as on every provider.
-pub type NatsOptions = mesh_sdk::NatsArgs;
+/// How to reach the bus: mesh-runtime's transport flags (servers,
+/// credentials, TLS), the same on the controller as on every provider.
+pub type NatsOptions = mesh_runtime::NatsArgs;
 
-/// The bus could not be set up; ends the command (exit 2). The SDK's: the
-/// controller connects with the same shared options as every provider.
-pub use mesh_sdk::internal::BusError;
+/// The bus could not be set up; ends the command (exit 2). mesh-runtime's:
+/// the controller connects with the same shared options as every provider.
+pub use mesh_runtime::BusError;
 
 /// How the connection behaves while the server is away.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,7 +60,7 @@ pub async fn connect(
 ) -> Result<async_nats::Client, BusError> {
     let servers = options.servers()?;
     let mut connect =
-        mesh_sdk::internal::connect_options(options, "mesh-controller", CONTROLLER_INBOX).await?;
+        mesh_runtime::nats::connect_options(options, "mesh-controller", CONTROLLER_INBOX).await?;
     if reconnect == Reconnect::Forever {
         connect = connect.retry_on_initial_connect();
     } else {
@@ -70,5 +70,5 @@ pub async fn connect(
     connect
         .connect(servers)
         .await
-        .map_err(|source| BusError::connect(options, source))
+        .map_err(|source| BusError::connect(options.shown_servers(), source))
 }

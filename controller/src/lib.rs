@@ -5,7 +5,8 @@
 //! while a provider says it keeps failing a consumer.
 //!
 //! Layers, bottom to top; a module imports only from layers below it
-//! (checked by the `layers` test):
+//! (checked, as in every crate of the workspace, by the root package's
+//! `tests/layers.rs`):
 //! - [`model`]: plain types: the declaration, module ids, words and rows,
 //!   the pure reduction of a round of words.
 //! - [`store`] (PostgreSQL, numbered migrations) and [`bus`] (NATS names and
@@ -40,4 +41,4 @@ pub use report::{Clock, Scope};
 pub use store::{DatabaseOptions, PgStore, Store};
 
 /// Installs the `tracing` subscriber (the one every mesh binary uses).
-pub use mesh_sdk::internal::init_tracing;
+pub use mesh_runtime::log::init_tracing;

@@ -8,11 +8,11 @@ use async_nats::jetstream::{self, consumer::pull};
 use futures::StreamExt;
 use mesh_controller::bus::{NatsOptions, DURABLE, GRANT_SUBJECTS, STREAM, STREAM_SUBJECTS};
 use mesh_controller::link::{
-    consumer_config, serve_until, LinkError, LinkSettings, DEFAULT_STREAM_MAX_AGE,
+    consumer_config, serve, LinkError, LinkSettings, LinkState, DEFAULT_STREAM_MAX_AGE,
 };
 use mesh_controller::store::DatabaseOptions;
+use mesh_runtime::Stop;
 use mesh_test_support::{NatsServer, PgCluster, TcpProxy};
-use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -40,13 +40,13 @@ struct World {
 }
 
 struct Controller {
-    stop: oneshot::Sender<()>,
+    stop: Stop,
     task: JoinHandle<Result<(), LinkError>>,
 }
 
 impl Controller {
     async fn stop(self) {
-        let _ = self.stop.send(());
+        self.stop.request();
         tokio::time::timeout(WAIT, self.task)
             .await
             .expect("serve stops within its pull wait")
@@ -89,17 +89,15 @@ impl World {
     }
 
     fn serve(&self, settings: LinkSettings) -> Controller {
-        let (stop, stopped) = oneshot::channel();
+        let stop = Stop::new();
         let database = self.database.clone();
         let nats = NatsOptions {
             url: self.nats.url(),
             ..NatsOptions::default()
         };
+        let stopped = stop.clone();
         let task = tokio::spawn(async move {
-            serve_until(&database, &nats, settings, async {
-                let _ = stopped.await;
-            })
-            .await
+            serve(&database, &nats, settings, &LinkState::new(), &stopped).await
         });
         Controller { stop, task }
     }
@@ -683,7 +681,7 @@ async fn serve_ends_at_once_when_the_store_refuses_the_login() {
         };
         let ended = tokio::time::timeout(
             Duration::from_secs(20),
-            serve_until(&database, &nats, quick(), std::future::pending()),
+            serve(&database, &nats, quick(), &LinkState::new(), &Stop::new()),
         )
         .await
         .expect("serve ends instead of waiting for the store");

@@ -17,8 +17,8 @@ use mesh_controller::model::Word;
 use mesh_controller::permissions::{derive, read_credentials, render_nats};
 use mesh_controller::store::{Store, StoreError};
 use mesh_protocol::{ApproveReply, ModuleId, Name, Timestamp};
-use mesh_sdk::internal::{BusOptions, EventSink, JetStreamSink};
-use mesh_sdk::NatsArgs;
+use mesh_runtime::outbox::{EventSink, JetStreamSink};
+use mesh_runtime::NatsArgs;
 use mesh_test_support::NatsServer;
 
 const DECLARATION: &str = r#"{"modules":[
@@ -79,27 +79,22 @@ impl Bus {
         (client, events)
     }
 
-    /// A provider's JetStream sink, connected the SDK's way.
+    /// A provider's JetStream sink, connected the providers' way.
     async fn provider_sink(&self, module: &str, machine: &str) -> JetStreamSink {
         let user = format!("{module}@{machine}");
-        let options = BusOptions {
-            nats: NatsArgs {
-                url: self.nats.url(),
-                user: Some(user.clone()),
-                password_file: Some(self.password_file(&user)),
-                ..NatsArgs::default()
-            },
-            ack_timeout: Duration::from_millis(1500),
+        let nats = NatsArgs {
+            url: self.nats.url(),
+            user: Some(user.clone()),
+            password_file: Some(self.password_file(&user)),
+            ..NatsArgs::default()
         };
         let provider = ModuleId {
             module: Name::parse(module).unwrap(),
             machine: Name::parse(machine).unwrap(),
         };
-        let client = mesh_sdk::internal::connect(&options, &provider)
-            .await
-            .unwrap();
+        let client = mesh_runtime::nats::connect(&nats, &provider).await.unwrap();
         client.flush().await.unwrap();
-        JetStreamSink::new(client, options.ack_timeout)
+        JetStreamSink::new(client, Duration::from_millis(1500))
     }
 }
 
@@ -443,7 +438,7 @@ async fn approve_command(bus: &Bus, extra: &[&str]) -> (u8, String, String) {
         // The request's deadline is now + --timeout: the real now.
         now: Timestamp::now(),
     };
-    let result = run(&cli, &mut io).await;
+    let result = run(&cli, &mut io, &mesh_runtime::Stop::new()).await;
     let code = exit(result, &mut io);
     (
         code,

@@ -378,7 +378,7 @@ impl Env {
             err: &mut err,
             now: ts(now),
         };
-        let result = run(&cli, &mut io).await;
+        let result = run(&cli, &mut io, &mesh_runtime::Stop::new()).await;
         let code = exit(result, &mut io);
         (
             code,

@@ -8,7 +8,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use mesh_controller::bus::NatsOptions;
-use mesh_controller::link::{serve_until, LinkError, LinkSettings};
+use mesh_controller::link::{serve, LinkError, LinkSettings, LinkState};
 use mesh_controller::store::{migrate, DatabaseOptions, StatusFilter, StoreError};
 use mesh_controller::PgStore;
 use mesh_protocol::Timestamp;
@@ -158,11 +158,12 @@ async fn a_certificate_that_does_not_match_ends_the_commands() {
         };
         let ended = tokio::time::timeout(
             Duration::from_secs(20),
-            serve_until(
+            serve(
                 &options(&pg, &url),
                 &nats,
                 LinkSettings::default(),
-                std::future::pending(),
+                &LinkState::new(),
+                &mesh_runtime::Stop::new(),
             ),
         )
         .await

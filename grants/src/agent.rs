@@ -1,6 +1,6 @@
 //! The agent: every `check_every`, the grants file re-read and each grant
 //! checked from its consumer's position, its standing fed, words put on the
-//! SDK's outbox (held and sent again until JetStream acknowledges them).
+//! outbox (pending and sent again until JetStream acknowledges them).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -12,7 +12,9 @@ use mesh_protocol::event::{
     Event, GrantReachable, GrantUnchecked, GrantUnreachable, ReachableReason, VERSION,
 };
 use mesh_protocol::subject::event_subject;
-use mesh_sdk::internal::{cut, Greeting, Outbox, WallClock};
+use mesh_runtime::redact::cut;
+use mesh_runtime::streak::Recovery;
+use mesh_runtime::{Outbox, WallClock};
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -249,15 +251,15 @@ impl Agent {
                 error: cut(&error, MAX_WORDS),
                 said_at,
             }),
-            Said::Reachable(greeting) => Event::Reachable(GrantReachable {
+            Said::Reachable(recovery) => Event::Reachable(GrantReachable {
                 v: VERSION,
                 provision: grant.provision.clone(),
                 from: grant.from.clone(),
                 address: grant.address.clone(),
                 port: grant.port.unwrap_or_default(),
-                reason: match greeting {
-                    Greeting::Success => ReachableReason::Success,
-                    Greeting::FirstSuccessAfterStart => ReachableReason::FirstSuccessAfterStart,
+                reason: match recovery {
+                    Recovery::Success => ReachableReason::Success,
+                    Recovery::FirstSuccessAfterStart => ReachableReason::FirstSuccessAfterStart,
                 },
                 said_at,
             }),

@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use clap::Parser;
 use mesh_protocol::subject::grants_inbox_prefix;
-use mesh_sdk::internal::{
-    connect_as, listen, publish_loop, serve_endpoints, BusError, BusOptions, Endpoints,
-    JetStreamSink, ListenError, LogFormat, Outbox,
-};
-use mesh_sdk::NatsArgs;
+use mesh_runtime::endpoints::{listen, serve as serve_endpoints, Endpoints, ListenError};
+use mesh_runtime::nats::connect_as;
+use mesh_runtime::outbox::{publish_loop, JetStreamSink};
+use mesh_runtime::program::Flags;
+use mesh_runtime::{BusError, LogFormat, Outbox, ServiceArgs, Stop};
 use tokio::time::{interval, MissedTickBehavior};
 
 use crate::agent::{Agent, Settings};
@@ -56,22 +56,17 @@ pub struct Cli {
     #[arg(long, env = "MESH_RUNTIME", value_enum, default_value_t = Runtime::Docker)]
     pub runtime: Runtime,
 
-    /// The bus: servers, credentials (the agent's user is
-    /// `_grants@<machine>`) and TLS, as every mesh program takes them.
+    /// The flags every mesh service shares: the bus (servers, credentials
+    /// (the agent's user is `_grants@<machine>`), TLS, `--ack-timeout`),
+    /// `--metrics-listen` and `--log-format`.
     #[command(flatten)]
-    pub nats: NatsArgs,
+    pub service: ServiceArgs,
+}
 
-    /// How long to wait for the bus to acknowledge a word before holding it.
-    #[arg(long, env = "MESH_ACK_TIMEOUT", default_value = "5s", value_parser = humantime::parse_duration)]
-    pub ack_timeout: Duration,
-
-    /// Serve Prometheus metrics at /metrics, and /healthz and /readyz, on this address (host:port).
-    #[arg(long, env = "MESH_METRICS_LISTEN")]
-    pub metrics_listen: Option<String>,
-
-    /// How log lines are written: text (key=value fields) or json (one object a line).
-    #[arg(long, env = "MESH_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
-    pub log_format: LogFormat,
+impl Flags for Cli {
+    fn log_format(&self) -> LogFormat {
+        self.service.log.format
+    }
 }
 
 impl Cli {
@@ -88,14 +83,10 @@ impl Cli {
             ..Settings::default()
         }
     }
-
-    fn bus_options(&self) -> BusOptions {
-        BusOptions {
-            nats: self.nats.clone(),
-            ack_timeout: self.ack_timeout,
-        }
-    }
 }
+
+/// How long a round of checks in progress at a stop may still take.
+const STOP_GRACE: Duration = Duration::from_secs(1);
 
 /// The agent could not run (exit 1).
 #[derive(Debug, thiserror::Error)]
@@ -109,16 +100,14 @@ pub enum RunError {
     /// The metrics address could not be listened on.
     #[error(transparent)]
     Listen(#[from] ListenError),
-    /// The stop signals could not be installed.
-    #[error("cannot install the stop signal handlers")]
-    Signal(#[source] std::io::Error),
 }
 
-/// Runs the agent until SIGINT or SIGTERM.
+/// Runs the agent until `stop` is requested (the program shell requests it
+/// on SIGINT or SIGTERM).
 ///
 /// # Errors
 /// [`RunError`] when it cannot start.
-pub async fn run(cli: Cli) -> Result<(), RunError> {
+pub async fn run(cli: Cli, stop: Stop) -> Result<(), RunError> {
     // The machine names the inbox prefix: it comes from the file.
     let machine = {
         let mut source = Source::new(&cli.grants);
@@ -127,22 +116,19 @@ pub async fn run(cli: Cli) -> Result<(), RunError> {
             (None, errors) => return Err(RunError::Grants(errors.join("; "))),
         }
     };
-    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .map_err(RunError::Signal)?;
-    let listener = match &cli.metrics_listen {
+    let listener = match &cli.service.endpoints.metrics_listen {
         Some(addr) => Some(listen(addr).await?),
         None => None,
     };
-    tracing::info!(grants = %cli.grants.display(), %machine, nats = %cli.nats.shown_servers(), "mesh-grants starting");
-    let options = cli.bus_options();
+    tracing::info!(grants = %cli.grants.display(), %machine, nats = %cli.service.nats.shown_servers(), "mesh-grants starting");
     let client = connect_as(
-        &options,
+        &cli.service.nats,
         &format!("mesh-grants {machine}"),
         &grants_inbox_prefix(&machine),
     )
     .await?;
     let outbox = Arc::new(Outbox::new());
-    let sink = Arc::new(JetStreamSink::new(client.clone(), options.ack_timeout));
+    let sink = Arc::new(JetStreamSink::new(client.clone(), cli.service.ack_timeout));
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let publisher = tokio::spawn(publish_loop(
         Arc::clone(&outbox),
@@ -192,10 +178,13 @@ pub async fn run(cli: Cli) -> Result<(), RunError> {
     loop {
         tokio::select! {
             _ = ticks.tick() => {
-                agent.check().await;
+                // A round waits on connects bounded by --connect-timeout; a
+                // stop gives it a moment, then drops it (nothing half-said).
+                if stop.run_with_grace(agent.check(), STOP_GRACE).await.is_none() {
+                    break;
+                }
             }
-            _ = tokio::signal::ctrl_c() => break,
-            _ = sigterm.recv() => break,
+            () = stop.requested() => break,
         }
     }
     tracing::info!("mesh-grants stopping");
@@ -220,7 +209,7 @@ mod tests {
         assert_eq!(s.rules, GrantRules::default());
         assert_eq!(s.rules.unreachable_after, 3);
         assert_eq!(s.runtime, Runtime::Docker);
-        assert_eq!(cli.nats.url, "nats://127.0.0.1:4222");
+        assert_eq!(cli.service.nats.url, "nats://127.0.0.1:4222");
         let cli = Cli::try_parse_from([
             "mesh-grants",
             "--grants",

@@ -1,4 +1,4 @@
-//! The standing of one grant, on the SDK's standing machinery
+//! The standing of one grant, on mesh-runtime's streak machinery
 //! ([`Tracker`]) with a threshold of consecutive failed checks (pure).
 //!
 //! - `unreachable` once `unreachable_after` checks in a row failed, and
@@ -13,7 +13,7 @@
 
 use std::time::Duration;
 
-use mesh_sdk::internal::{Greeting, NewsRules, Threshold, Tracker};
+use mesh_runtime::streak::{Recovery, StreakRules, Threshold, Tracker};
 use tokio::time::Instant;
 
 /// Timings of a grant's standing.
@@ -35,8 +35,8 @@ impl Default for GrantRules {
 }
 
 impl GrantRules {
-    fn news(&self) -> NewsRules {
-        NewsRules {
+    fn news(&self) -> StreakRules {
+        StreakRules {
             threshold: Threshold::Consecutive(self.unreachable_after),
             repeat_every: self.repeat_every,
         }
@@ -69,7 +69,7 @@ pub enum Said {
         error: String,
     },
     /// `reachable`, first success after start or after a word was said.
-    Reachable(Greeting),
+    Reachable(Recovery),
     /// `unchecked`, and why.
     Unchecked(String),
 }

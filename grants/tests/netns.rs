@@ -14,7 +14,7 @@ use std::time::Duration;
 use mesh_grants::dial::{connect, NOT_RUNNING};
 use mesh_grants::{Agent, Check, Settings};
 use mesh_protocol::event::{Event, ReachableReason};
-use mesh_sdk::internal::Outbox;
+use mesh_runtime::Outbox;
 use mesh_test_support::netns::Bed;
 
 fn settings() -> Settings {

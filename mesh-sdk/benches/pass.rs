@@ -16,9 +16,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mesh_sdk::internal::{SecretError, SecretSource};
-use mesh_sdk::testing::Outbox;
-use mesh_sdk::testing::{Runner, Settings};
+use mesh_sdk::testing::{Outbox, Runner, SecretError, SecretSource, Settings, Source};
 use mesh_sdk::{async_trait, Consumer, Held, Name, Provisioner, Secret};
 use stats_alloc::{StatsAlloc, INSTRUMENTED_SYSTEM};
 
@@ -283,7 +281,7 @@ async fn main() {
     // The contributions list alone (parsed entries and the text kept to
     // skip parsing an unchanged file), measured the same way.
     let before = live_bytes();
-    let mut source = mesh_sdk::internal::Source::new(dir.path().join("c.json"));
+    let mut source = Source::new(dir.path().join("c.json"));
     assert!(source.load().is_some());
     let list = (live_bytes() - before) as f64 / n as f64;
     let standing = total - list;

@@ -1,17 +1,17 @@
-//! `ProviderArgs`: the flags every provider binary shares (DESIGN.md "Command lines").
+//! `ProviderArgs`: the flags every provider binary shares (docs/contracts.md,
+//! section 7).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
+use mesh_runtime::ServiceArgs;
 
 use crate::brake::BrakeRules;
-use crate::bus::{BusOptions, NatsArgs};
 use crate::repair::RepairRules;
 use crate::retire::RetireRules;
-use crate::runner::Settings;
+use crate::settings::Settings;
 use crate::standing::StandingRules;
-use crate::tracing_init::LogFormat;
 
 /// The shared provider flags, with env fallbacks and humantime durations.
 ///
@@ -37,10 +37,6 @@ pub struct ProviderArgs {
     /// The contributions file (JSON), re-read every pass.
     #[arg(long, env = "MESH_CONTRIBUTIONS")]
     pub contributions: PathBuf,
-
-    /// How to reach NATS: servers, credentials, TLS (the same flags on the controller).
-    #[command(flatten)]
-    pub nats: NatsArgs,
 
     /// Time between passes.
     #[arg(long, env = "MESH_PASS_EVERY", default_value = "5s", value_parser = humantime::parse_duration)]
@@ -90,17 +86,11 @@ pub struct ProviderArgs {
     #[arg(long, env = "MESH_REPAIR_TIMEOUT", default_value = "2m", value_parser = humantime::parse_duration)]
     pub repair_timeout: Duration,
 
-    /// How long to wait for the bus to acknowledge an event before holding it.
-    #[arg(long, env = "MESH_ACK_TIMEOUT", default_value = "5s", value_parser = humantime::parse_duration)]
-    pub ack_timeout: Duration,
-
-    /// Serve Prometheus metrics at /metrics, and /healthz and /readyz, on this address (host:port).
-    #[arg(long, env = "MESH_METRICS_LISTEN")]
-    pub metrics_listen: Option<String>,
-
-    /// How log lines are written: text (key=value fields) or json (one object a line).
-    #[arg(long, env = "MESH_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
-    pub log_format: LogFormat,
+    /// The flags every mesh service shares: the bus (`--nats` and the
+    /// other transport flags, `--ack-timeout`), `--metrics-listen` and
+    /// `--log-format`.
+    #[command(flatten)]
+    pub service: ServiceArgs,
 }
 
 impl ProviderArgs {
@@ -110,7 +100,6 @@ impl ProviderArgs {
         let defaults = Settings::default();
         ProviderArgs {
             contributions: contributions.into(),
-            nats: NatsArgs::default(),
             pass_every: defaults.pass_every,
             failing_after: defaults.standing.failing_after,
             repeat_every: defaults.standing.repeat_every,
@@ -123,9 +112,7 @@ impl ProviderArgs {
             repair_brake: defaults.repair.brake.first,
             repair_brake_max: defaults.repair.brake.cap,
             repair_timeout: defaults.repair.repair_timeout,
-            ack_timeout: Duration::from_secs(5),
-            metrics_listen: None,
-            log_format: LogFormat::Text,
+            service: ServiceArgs::default(),
         }
     }
 
@@ -154,14 +141,6 @@ impl ProviderArgs {
             },
         }
     }
-
-    /// How to reach the bus.
-    pub(crate) fn bus_options(&self) -> BusOptions {
-        BusOptions {
-            nats: self.nats.clone(),
-            ack_timeout: self.ack_timeout,
-        }
-    }
 }
 
 #[cfg(test)]
@@ -180,7 +159,7 @@ mod tests {
         let cli = Cli::try_parse_from(["p", "--contributions", "c.json"]).unwrap();
         let s = cli.provider.settings();
         assert_eq!(s, Settings::default());
-        assert_eq!(cli.provider.nats.url, "nats://127.0.0.1:4222");
+        assert_eq!(cli.provider.service.nats.url, "nats://127.0.0.1:4222");
         assert_eq!(cli.provider, ProviderArgs::with_defaults("c.json"));
     }
 

@@ -1,9 +1,10 @@
-//! Doubling delays ([`Backoff`]) and the brake on a failing repair built on
-//! them ([`Brake`]: 10 minutes, doubling, capped at 6 hours, reset by
-//! success). Pure; `now` is passed in.
+//! The brake on a failing repair ([`Brake`]: 10 minutes, doubling, capped
+//! at 6 hours, reset by success), on mesh-runtime's [`Backoff`]. Pure;
+//! `now` is passed in.
 
 use std::time::Duration;
 
+use mesh_runtime::Backoff;
 use tokio::time::Instant;
 
 /// Timings of the brake.
@@ -24,45 +25,7 @@ impl Default for BrakeRules {
     }
 }
 
-/// Delays that double after each failure in a row, from a first delay up
-/// to a longest one; [`reset`](Backoff::reset) by a success. Pure: it only
-/// counts, the caller sleeps.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Backoff {
-    first: Duration,
-    max: Duration,
-    failures: u32,
-}
-
-impl Backoff {
-    /// A backoff starting at `first`, capped at `max` (at least `first`).
-    pub fn new(first: Duration, max: Duration) -> Backoff {
-        Backoff {
-            first,
-            max: max.max(first),
-            failures: 0,
-        }
-    }
-
-    /// The delay after the next failure in a row: `first`, then doubling, at most `max`.
-    pub fn next_delay(&mut self) -> Duration {
-        let factor = 1u32.checked_shl(self.failures).unwrap_or(u32::MAX);
-        self.failures = self.failures.saturating_add(1);
-        self.first.saturating_mul(factor).min(self.max)
-    }
-
-    /// Failures in a row so far.
-    pub fn failures(&self) -> u32 {
-        self.failures
-    }
-
-    /// A success: the next delay is `first` again.
-    pub fn reset(&mut self) {
-        self.failures = 0;
-    }
-}
-
-/// Holds back attempts after failures, for the delays of a [`Backoff`].
+/// Defers attempts after failures, for the delays of a [`Backoff`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Brake {
     backoff: Backoff,
@@ -89,7 +52,7 @@ impl Brake {
         self.not_before.is_none_or(|t| now >= t)
     }
 
-    /// When the next attempt may be made, if the brake holds one back.
+    /// When the next attempt may be made, if the brake defers one.
     pub fn next_attempt(&self) -> Option<Instant> {
         self.not_before
     }
@@ -134,20 +97,6 @@ mod tests {
         assert_eq!(&waits[..8], &[10, 20, 40, 80, 160, 320, 360, 360]);
         assert!(waits[8..].iter().all(|w| *w == 360), "capped, no overflow");
         assert_eq!(brake.failures(), 40);
-    }
-
-    #[test]
-    fn backoff_doubles_to_its_max_and_resets() {
-        let mut b = Backoff::new(Duration::from_millis(250), Duration::from_secs(2));
-        let delays: Vec<u128> = (0..6).map(|_| b.next_delay().as_millis()).collect();
-        assert_eq!(delays, vec![250, 500, 1000, 2000, 2000, 2000]);
-        assert_eq!(b.failures(), 6);
-        b.reset();
-        assert_eq!(b.next_delay(), Duration::from_millis(250));
-        let mut long = Backoff::new(Duration::from_secs(1), Duration::from_secs(30));
-        for _ in 0..100 {
-            assert!(long.next_delay() <= Duration::from_secs(30), "no overflow");
-        }
     }
 
     #[test]

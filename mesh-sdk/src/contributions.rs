@@ -168,7 +168,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Parsed, ContributionsError> {
         let named = value
             .get("consumer")
             .and_then(|c| c.as_str())
-            .map(|c| format!(" ({:?})", crate::redact::cut(c, 80)))
+            .map(|c| format!(" ({:?})", mesh_runtime::redact::cut(c, 80)))
             .unwrap_or_default();
         let refuse = |reason: String| EntryError {
             index,
@@ -275,11 +275,6 @@ impl Source {
             last_refused: Vec::new(),
             last_logged: None,
         }
-    }
-
-    /// The file's path.
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 
     /// The last good list, if any.

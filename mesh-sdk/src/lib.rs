@@ -1,7 +1,7 @@
 //! # mesh-sdk
 //!
 //! The provisioner loop every mesh provider embeds, so a provider that keeps
-//! failing a consumer says so on the bus instead of only in its journal.
+//! failing a consumer publishes it on the bus instead of only logging it.
 //!
 //! A provider is a program that makes a *provision* (a database and role, an
 //! identity-provider client, …) for each consumer the mesh lists in its
@@ -9,24 +9,34 @@
 //! touches the backend: an implementation of [`Provisioner`]. The loop does
 //! the rest, every pass: reads the contributions file and each consumer's
 //! minted [`Secret`], calls [`Provisioner::ensure`] and
-//! [`Provisioner::check`] with bounded concurrency and timeouts, keeps a
-//! standing per consumer, says `failing` / `recovered` / `retirement` /
-//! `repair` on the bus (JetStream, held and sent again until acknowledged),
+//! [`Provisioner::check`] with bounded concurrency and timeouts, keeps each
+//! consumer's state (ok, or failing since when), publishes `failing` /
+//! `recovered` / `retirement` / `repair` events on the bus (through
+//! JetStream; an event not acknowledged stays pending and is sent again),
 //! retires withdrawn consumers, and answers a person's approvals.
 //!
 //! ## What you implement
-//! - [`Provisioner`]: make if missing, check, list what you hold, retire,
-//!   re-enable, delete; optionally your own error [`Class`] and the secrets
-//!   to keep out of every word.
+//! - [`Provisioner`]: make if missing, check, list what you hold ([`Held`]),
+//!   retire, re-enable, delete; optionally your own error [`Class`] and the
+//!   secrets to keep out of every event and log line.
 //! - [`Repair`] (optional): a known fault you can repair safely, found by a
 //!   [`Probe`].
 //!
 //! ## What you call
-//! [`ProviderMain::run`] from your binary's `main`, with your own `clap`
-//! arguments: it adds the shared flags ([`ProviderArgs`]), installs the log
-//! subscriber, runs the loop until SIGINT/SIGTERM and ends with the right
-//! exit code and a redacted error. To embed the loop elsewhere, call [`run`]
-//! or [`run_until`] yourself.
+//! [`ProviderMain::run`] (or [`ProviderMain::start`], to check your backend
+//! at start) from your binary's `main`, with your own `clap` arguments: it
+//! adds the shared flags ([`ProviderArgs`]), installs the log subscriber,
+//! runs the loop until SIGINT/SIGTERM (a stop honoured within seconds) and
+//! ends with the right exit code and a redacted error. To embed the loop
+//! elsewhere, call [`run`] or [`run_until`] yourself.
+//!
+//! ## What you may use
+//! The shared machinery of every mesh binary is `mesh-runtime`'s; what a
+//! provider author needs of it is re-exported here: [`Secret`] (with
+//! [`Secret::from_file`] for an administrator's password file) and
+//! [`SecretFileError`], [`Backoff`] (a doubling delay), [`redact`] (an
+//! error's words, a bounded cut), [`ServiceArgs`], [`NatsArgs`] and
+//! [`LogFormat`] (the shared flags).
 //!
 //! ## A complete provider
 //! One folder per consumer holding its credentials (the same provider, with
@@ -86,7 +96,7 @@
 //! ```
 //!
 //! ## Reading the bus
-//! A tool that reads what providers say (the controller, a dashboard)
+//! A tool that reads what providers publish (the controller, a dashboard)
 //! depends on `mesh-protocol` instead: the subjects and bodies, with no
 //! runtime. The names this crate's API shares with it ([`Name`],
 //! [`NameError`], [`Class`], [`Timestamp`]) are re-exported here.
@@ -99,37 +109,29 @@
 mod alive;
 mod args;
 mod brake;
-mod bus;
 mod classify;
-mod clock;
 mod contributions;
-mod health;
 mod metrics;
 mod name_map;
-mod observe;
 mod program;
 mod provisioner;
-mod redact;
 mod repair;
 mod retire;
 mod runner;
 mod secret;
+mod settings;
 mod standing;
-mod tracing_init;
 
-#[doc(hidden)]
-pub mod internal;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
 pub use args::ProviderArgs;
 pub use async_trait::async_trait;
-pub use bus::NatsArgs;
 pub use contributions::Consumer;
 pub use mesh_protocol::{Class, Name, NameError, Timestamp};
+pub use mesh_runtime::secret::SecretFileError;
+pub use mesh_runtime::{redact, Backoff, LogFormat, NatsArgs, Secret, ServiceArgs};
 pub use program::{ProviderMain, EXIT_CANNOT_RUN};
 pub use provisioner::{Held, Provisioner};
 pub use repair::{KnownFault, Probe, Repair};
 pub use runner::{run, run_until, RunError};
-pub use secret::Secret;
-pub use tracing_init::LogFormat;

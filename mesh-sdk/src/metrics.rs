@@ -21,7 +21,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::{Registry, Unit};
 
-use crate::bus::Outbox;
+use mesh_runtime::Outbox;
 
 type Label = [(&'static str, &'static str); 1];
 

@@ -1,23 +1,22 @@
-//! The one entry point of a provider binary: flags, tracing, the runtime,
-//! the run, the exit code and a redacted error, in one place.
+//! The one entry point of a provider binary, on mesh-runtime's program
+//! shell: the shared and the provider's own flags, then the loop until a
+//! stop, with the shell's log subscriber, runtime, signals, exit code and
+//! redacted error.
 
 use std::error::Error;
 use std::ffi::OsString;
+use std::future::Future;
 use std::process::ExitCode;
 
 use clap::{Args, CommandFactory, FromArgMatches, Parser};
+use mesh_runtime::program::{self, Failure, Program};
+use mesh_runtime::{LogFormat, Secret};
 
 use crate::args::ProviderArgs;
 use crate::provisioner::Provisioner;
-use crate::redact::{error_words, redact};
-use crate::runner::run;
-use crate::secret::Secret;
-use crate::tracing_init::init_tracing;
+use crate::runner::run_until;
 
-/// Exit code of a provider that cannot run (bad configuration, unreadable
-/// password file, bus setup). A bad command line exits 2; a graceful stop
-/// (SIGINT, SIGTERM) exits 0.
-pub const EXIT_CANNOT_RUN: u8 = 1;
+pub use mesh_runtime::program::EXIT_CANNOT_RUN;
 
 /// A provider's whole command line: the shared flags and its own.
 #[derive(Parser)]
@@ -29,16 +28,26 @@ struct Flags<A: Args> {
     own: A,
 }
 
+impl<A: Args> program::Flags for Flags<A> {
+    fn log_format(&self) -> LogFormat {
+        self.provider.service.log.format
+    }
+}
+
 /// A provider binary: its name and what it does, said first by `--help`.
 ///
-/// [`run`](ProviderMain::run) parses the command line (the shared
-/// [`ProviderArgs`] and the provider's own `clap` arguments `A`), installs
-/// the log subscriber (`RUST_LOG`, default `info`), starts the runtime,
-/// builds the provisioner from `A`, runs the loop until SIGINT or SIGTERM,
-/// and ends with the exit code: 0 after a graceful stop, 2 for a bad
-/// command line, [`EXIT_CANNOT_RUN`] when the provider cannot run. The
+/// [`run`](ProviderMain::run) (or [`start`](ProviderMain::start), whose
+/// provisioner is made by an async function) parses the command line (the
+/// shared [`ProviderArgs`] and the provider's own `clap` arguments `A`),
+/// installs the log subscriber (`RUST_LOG`, default `info`), starts the
+/// runtime, builds the provisioner from `A`, runs the loop until SIGINT or
+/// SIGTERM, and ends with the exit code: 0 after a graceful stop, 2 for a
+/// bad command line, [`EXIT_CANNOT_RUN`] when the provider cannot run (its
+/// provisioner could not be made, or the bus could not be set up). The
 /// reason is printed on stderr as `<name>: <words>`: the error's words and
 /// its sources' (never its `Debug`), with the provider's secrets removed.
+/// A stop is honoured within 10 seconds, a second signal at once (see
+/// `mesh_runtime::program`).
 ///
 /// ```no_run
 /// use std::path::PathBuf;
@@ -132,42 +141,84 @@ impl ProviderMain {
         P: Provisioner,
         E: Into<Box<dyn Error + Send + Sync>>,
     {
-        let (provider, own) = match self.parse_from::<A, _, _>(std::env::args_os()) {
-            Ok(flags) => flags,
-            Err(error) => {
-                let _ = error.print();
-                return ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(2));
-            }
-        };
-        init_tracing("info", provider.log_format);
-        let runtime = match tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-        {
-            Ok(runtime) => runtime,
-            Err(error) => return self.cannot_run(&error, &[]),
-        };
-        let name = self.name;
-        let result = runtime.block_on(async move {
-            let provisioner = make(own).map_err(|error| (error.into(), Vec::new()))?;
-            let secrets = provisioner.secrets();
-            tracing::info!(contributions = %provider.contributions.display(), nats = %provider.nats.shown_servers(), "{name} starting");
-            run(provisioner, &provider)
-                .await
-                .map_err(|error| (Box::new(error).into(), secrets))
-        });
-        match result {
-            Ok(()) => ExitCode::SUCCESS,
-            Err((error, secrets)) => self.cannot_run(&*error, &secrets),
-        }
+        self.start(|own| std::future::ready(make(own)))
     }
 
-    /// Says why the provider cannot run, redacted, and returns [`EXIT_CANNOT_RUN`].
-    fn cannot_run(&self, error: &(dyn Error + 'static), secrets: &[Secret]) -> ExitCode {
-        let secrets: Vec<&str> = secrets.iter().map(Secret::expose).collect();
-        let words = redact(&error_words(error), &secrets);
-        eprintln!("{}: {words}", self.name);
-        ExitCode::from(EXIT_CANNOT_RUN)
+    /// Like [`run`](ProviderMain::run), the provisioner made by an async
+    /// function: a provider may connect to its backend, or check its
+    /// administrator's login, before the loop starts, so a configuration
+    /// that can never work (a refused password) ends the start with
+    /// [`EXIT_CANNOT_RUN`] and its reason at once.
+    ///
+    /// ```no_run
+    /// # struct Folders(std::path::PathBuf);
+    /// # #[mesh_sdk::async_trait]
+    /// # impl mesh_sdk::Provisioner for Folders {
+    /// #     type Error = std::io::Error;
+    /// #     async fn ensure(&self, _: &mesh_sdk::Consumer, _: &mesh_sdk::Secret) -> std::io::Result<()> { Ok(()) }
+    /// #     async fn check(&self, _: &mesh_sdk::Consumer, _: &mesh_sdk::Secret) -> std::io::Result<()> { Ok(()) }
+    /// #     async fn held(&self) -> std::io::Result<Vec<mesh_sdk::Held>> { Ok(vec![]) }
+    /// #     async fn retire(&self, _: &mesh_sdk::Name) -> std::io::Result<()> { Ok(()) }
+    /// #     async fn re_enable(&self, _: &mesh_sdk::Name) -> std::io::Result<()> { Ok(()) }
+    /// #     async fn delete(&self, _: &mesh_sdk::Name) -> std::io::Result<()> { Ok(()) }
+    /// # }
+    /// /// The provider's own flags.
+    /// #[derive(clap::Args)]
+    /// struct Own {
+    ///     /// Folder holding one folder per consumer.
+    ///     #[arg(long)]
+    ///     root: std::path::PathBuf,
+    /// }
+    ///
+    /// fn main() -> std::process::ExitCode {
+    ///     mesh_sdk::ProviderMain::new("folders", "Keeps a folder per consumer").start(
+    ///         |own: Own| async move {
+    ///             // Refuse at start what can never work.
+    ///             tokio::fs::metadata(&own.root).await?;
+    ///             Ok::<_, std::io::Error>(Folders(own.root))
+    ///         },
+    ///     )
+    /// }
+    /// ```
+    pub fn start<A, P, E, F>(self, make: impl FnOnce(A) -> F) -> ExitCode
+    where
+        A: Args,
+        P: Provisioner,
+        E: Into<Box<dyn Error + Send + Sync>>,
+        F: Future<Output = Result<P, E>>,
+    {
+        self.start_from(std::env::args_os(), make)
+    }
+
+    /// [`start`](ProviderMain::start) with `args` as the command line.
+    fn start_from<A, P, E, F, I, T>(self, args: I, make: impl FnOnce(A) -> F) -> ExitCode
+    where
+        A: Args,
+        P: Provisioner,
+        E: Into<Box<dyn Error + Send + Sync>>,
+        F: Future<Output = Result<P, E>>,
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
+        let name = self.name;
+        let parsed = self
+            .parse_from::<A, _, _>(args)
+            .map(|(provider, own)| Flags { provider, own });
+        Program::new(name).run_parsed(parsed, |flags: Flags<A>, stop| async move {
+            let Flags { provider, own } = flags;
+            let provisioner = make(own).await.map_err(|error| {
+                let error: Box<dyn Error + Send + Sync> = error.into();
+                Failure::cannot_run(&*error).redacted::<&str>(&[])
+            })?;
+            let secrets = provisioner.secrets();
+            tracing::info!(contributions = %provider.contributions.display(), nats = %provider.service.nats.shown_servers(), "{name} starting");
+            run_until(provisioner, &provider, stop.into_requested())
+                .await
+                .map_err(|error| {
+                    let secrets: Vec<&str> = secrets.iter().map(Secret::expose).collect();
+                    Failure::cannot_run(&error).redacted(&secrets)
+                })
+        })
     }
 }
 
@@ -194,6 +245,29 @@ mod tests {
         assert_eq!(own.root, std::path::PathBuf::from("/srv"));
         let missing = MAIN.parse_from::<Own, _, _>(["folders", "--contributions", "c.json"]);
         assert_eq!(missing.unwrap_err().exit_code(), 2);
+    }
+
+    #[test]
+    fn an_async_start_that_fails_ends_with_exit_1_before_the_loop_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let contributions = dir.path().join("c.json");
+        let args = [
+            "folders",
+            "--contributions",
+            contributions.to_str().unwrap(),
+        ];
+        let args = args.into_iter().chain(["--root", "/srv"]);
+        let code = MAIN.start_from(args, |own: Own| async move {
+            assert_eq!(own.root, std::path::PathBuf::from("/srv"));
+            Err::<crate::testing::FakeProvisioner, _>(std::io::Error::other(
+                "password authentication failed for user \"admin\"",
+            ))
+        });
+        assert_eq!(code, ExitCode::from(EXIT_CANNOT_RUN));
+        let bad = MAIN.start_from(["folders"], |_: Own| async {
+            Ok::<_, std::io::Error>(crate::testing::FakeProvisioner::new())
+        });
+        assert_eq!(bad, ExitCode::from(2), "a bad command line");
     }
 
     #[test]

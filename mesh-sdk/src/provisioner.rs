@@ -5,7 +5,7 @@ use mesh_protocol::{Class, Name};
 
 use crate::contributions::Consumer;
 use crate::repair::KnownFault;
-use crate::secret::Secret;
+use mesh_runtime::Secret;
 
 /// A provision the provider holds at its backend, as it lists it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

@@ -4,7 +4,7 @@
 //!
 //! The loop probes each registered fault on start, every `check_every`, when
 //! a pass saw a consumer's credentials rejected (at most once a minute), and
-//! when the brake releases a held-back repair. While a fault is present the
+//! when the brake releases a deferred repair. While a fault is present the
 //! gate is closed: the loop stops calling the backend for consumers, which
 //! still count as failing with the fault's class and words. A repair is
 //! verified by a new probe; a failed one is braked ([`crate::brake`]).
@@ -17,8 +17,8 @@ use mesh_protocol::{Class, Name};
 use tokio::time::Instant;
 
 use crate::brake::{Brake, BrakeRules};
-use crate::redact::error_words;
-use crate::secret::Secret;
+use mesh_runtime::redact::error_words;
+use mesh_runtime::Secret;
 
 /// What a probe found.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -53,8 +53,8 @@ pub enum Probe {
 ///
 /// # Errors
 /// A failed repair's words (its `Display` and its sources', redacted) are
-/// said on `provisioner.repair` with outcome `failed`, and the brake holds
-/// the next attempt back.
+/// said on `provisioner.repair` with outcome `failed`, and the brake defers
+/// the next attempt.
 #[async_trait]
 pub trait Repair: Send + Sync + 'static {
     /// Why a repair did not succeed.
@@ -160,7 +160,7 @@ impl Default for RepairRules {
 /// Shortest time between two probes asked for by refused consumers.
 pub const TRIGGER_GAP: Duration = Duration::from_secs(60);
 
-/// While the brake holds a repair back, `braked` is said again this often
+/// While the brake defers a repair, `braked` is said again this often
 /// (when a probe still finds the fault), so the word never looks silent.
 pub const BRAKED_REPEAT_EVERY: Duration = Duration::from_secs(15 * 60);
 
@@ -171,7 +171,7 @@ pub enum Step {
     Nothing,
     /// Try the repair now, then probe again to verify.
     Repair,
-    /// The brake holds the repair back until then: say `braked` (at most
+    /// The brake defers the repair until then: say `braked` (at most
     /// every [`BRAKED_REPEAT_EVERY`]).
     SayBraked(Instant),
     /// The fault went away without a repair: say `repaired` (the gate opens).
@@ -343,7 +343,7 @@ mod tests {
                 .repaired(Probe::Fault("still refused".into()), now)
                 .unwrap_err();
             waits.push((next - now).as_secs() / 60);
-            // While held, a probe every 5 minutes finds the fault; no repair.
+            // While deferred, a probe every 5 minutes finds the fault; no repair.
             let mid = now + Duration::from_secs(300);
             assert!(s.probe_due(mid, &rules()));
             assert_eq!(s.probed(Probe::Fault("refused".into()), mid), Step::Nothing);
@@ -358,22 +358,22 @@ mod tests {
     }
 
     #[test]
-    fn braked_is_said_again_every_fifteen_minutes_of_a_hold() {
+    fn braked_is_said_again_every_fifteen_minutes_of_a_deferral() {
         let start = Instant::now();
         let mut s = FaultState::new(&rules());
         s.probed(Probe::Fault("refused".into()), start);
         s.repaired(Probe::Fault("refused".into()), start)
             .unwrap_err();
-        s.probed(Probe::Fault("refused".into()), start); // first hold: 10 minutes
+        s.probed(Probe::Fault("refused".into()), start); // first deferral: 10 minutes
         s.repaired(Probe::Fault("refused".into()), start)
-            .unwrap_err(); // second hold: 20 minutes
-        let held_until = s.brake().next_attempt().unwrap();
+            .unwrap_err(); // second deferral: 20 minutes
+        let deferred_until = s.brake().next_attempt().unwrap();
         let said: Vec<u64> = (1..4)
             .filter_map(|i| {
                 let now = start + Duration::from_secs(300 * i);
                 match s.probed(Probe::Fault("refused".into()), now) {
                     Step::SayBraked(next) => {
-                        assert_eq!(next, held_until);
+                        assert_eq!(next, deferred_until);
                         Some(300 * i)
                     }
                     Step::Nothing => None,

@@ -1,32 +1,11 @@
 //! Minted secrets: read per consumer, every pass.
 
-use std::fmt;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
+use mesh_runtime::Secret;
+
 use crate::contributions::Consumer;
-
-/// A secret. Its `Debug` and `Display` never show it; read it with [`Secret::expose`].
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    /// Wraps a secret value.
-    pub fn new(value: impl Into<String>) -> Secret {
-        Secret(value.into())
-    }
-
-    /// The secret's value, for the backend call that needs it and nothing else.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret([redacted])")
-    }
-}
 
 /// A minted secret that could not be had; class `secret-unreadable`.
 /// Retried on the next pass.
@@ -55,43 +34,6 @@ pub enum SecretError {
     },
 }
 
-/// An administrator's password file cannot be used (a provider's start-up
-/// configuration, not a consumer's minted secret).
-#[derive(Debug, thiserror::Error)]
-pub enum PasswordFileError {
-    /// The file could not be read.
-    #[error("the admin password file {path} cannot be read")]
-    Unreadable {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The file holds nothing but whitespace.
-    #[error("the admin password file {path} is empty")]
-    Empty {
-        /// The file.
-        path: PathBuf,
-    },
-}
-
-/// Reads an administrator's password file, trimming surrounding whitespace.
-///
-/// # Errors
-/// [`PasswordFileError`] when it cannot be read or holds nothing.
-pub fn read_admin_password(path: &Path) -> Result<Secret, PasswordFileError> {
-    let text = std::fs::read_to_string(path).map_err(|source| PasswordFileError::Unreadable {
-        path: path.into(),
-        source,
-    })?;
-    let trimmed = text.trim();
-    if trimmed.is_empty() {
-        return Err(PasswordFileError::Empty { path: path.into() });
-    }
-    Ok(Secret::new(trimmed))
-}
-
 /// Reads a secret file, trimming surrounding whitespace.
 ///
 /// This is a small local file: it is read with a blocking call, which costs a
@@ -111,7 +53,7 @@ pub fn read_secret(path: &Path) -> Result<Secret, SecretError> {
     if trimmed.is_empty() {
         return Err(SecretError::Empty { path: path.into() });
     }
-    Ok(Secret(if trimmed.len() == text.len() {
+    Ok(Secret::new(if trimmed.len() == text.len() {
         text
     } else {
         trimmed.to_owned()
@@ -163,28 +105,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn admin_password_files_are_trimmed_and_must_hold_something() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("pw");
-        std::fs::write(&path, "  admin-pw\n").unwrap();
-        assert_eq!(read_admin_password(&path).unwrap().expose(), "admin-pw");
-        std::fs::write(&path, " \n").unwrap();
-        let empty = read_admin_password(&path).unwrap_err();
-        assert!(matches!(empty, PasswordFileError::Empty { .. }));
-        assert_eq!(
-            empty.to_string(),
-            format!("the admin password file {} is empty", path.display())
-        );
-        let none = dir.path().join("none");
-        let missing = read_admin_password(&none).unwrap_err();
-        assert!(matches!(missing, PasswordFileError::Unreadable { .. }));
-        assert_eq!(
-            missing.to_string(),
-            format!("the admin password file {} cannot be read", none.display())
-        );
-    }
-
-    #[test]
     fn reads_and_trims() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s");
@@ -220,11 +140,5 @@ mod tests {
             read_secret(&binary),
             Err(SecretError::Unreadable { .. })
         ));
-    }
-
-    #[test]
-    fn debug_never_shows_the_value() {
-        let s = Secret::new("hunter2");
-        assert!(!format!("{s:?}").contains("hunter2"));
     }
 }

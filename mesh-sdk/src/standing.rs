@@ -1,7 +1,7 @@
 //! Standing: what the loop has to say about one consumer, as a pure state
 //! machine. No I/O; `now` is passed in.
 //!
-//! Rules (DESIGN.md "The provisioner loop"):
+//! Rules (docs/contracts.md, section 3.2):
 //! - failed for `failing_after` with no success in between: say `failing`,
 //!   and again every `repeat_every` while it lasts;
 //! - the first success after `failing` was said: say `recovered` (`success`);
@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use mesh_protocol::event::RecoveredReason;
 use mesh_protocol::Class;
+use mesh_runtime::streak::{Recovery, Streak, StreakRules, Threshold, Tracker};
 use tokio::time::Instant;
 
 /// Timings of the standing rules.
@@ -87,8 +88,8 @@ pub struct Standing {
 }
 
 impl StandingRules {
-    fn news(&self) -> NewsRules {
-        NewsRules {
+    fn news(&self) -> StreakRules {
+        StreakRules {
             threshold: Threshold::Elapsed(self.failing_after),
             repeat_every: self.repeat_every,
         }
@@ -120,10 +121,10 @@ impl Standing {
         rules: &StandingRules,
     ) -> Option<Word> {
         match outcome {
-            Outcome::Success => self.tracker.succeed().map(|greeting| {
-                Word::Recovered(match greeting {
-                    Greeting::Success => RecoveredReason::Success,
-                    Greeting::FirstSuccessAfterStart => RecoveredReason::FirstSuccessAfterStart,
+            Outcome::Success => self.tracker.succeed().map(|recovery| {
+                Word::Recovered(match recovery {
+                    Recovery::Success => RecoveredReason::Success,
+                    Recovery::FirstSuccessAfterStart => RecoveredReason::FirstSuccessAfterStart,
                 })
             }),
             Outcome::Failure { class, error } => {
@@ -162,177 +163,8 @@ impl Standing {
 
     /// The consumer was retired: say `recovered` (`retired`) and forget it.
     pub fn retire(&mut self) -> Word {
-        self.tracker = Tracker::greeted();
+        self.tracker = Tracker::after_success();
         Word::Recovered(RecoveredReason::Retired)
-    }
-}
-
-/// When a run of consecutive failures becomes news.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Threshold {
-    /// Once it has lasted this long with no success in between (the
-    /// provisioner loop's `failing_after`).
-    Elapsed(Duration),
-    /// Once this many checks in a row failed (a grant's `unreachable_after`).
-    Consecutive(u64),
-}
-
-/// When a [`Tracker`] says a streak: its threshold, then every `repeat_every`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct NewsRules {
-    /// When a streak is first said.
-    pub threshold: Threshold,
-    /// How often it is said again while it lasts.
-    pub repeat_every: Duration,
-}
-
-/// A run of consecutive failures (or of any other trouble a [`Tracker`]
-/// follows), with what the newest one said. Its `detail` is read through it
-/// (`streak.class` for a `Failure`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Streak<D> {
-    /// First failure since the last success.
-    pub since: Instant,
-    /// Failures since `since`, the newest included.
-    pub attempts: u64,
-    /// What the newest failure said.
-    pub detail: D,
-    /// When the streak was last said, if it was.
-    pub said_at: Option<Instant>,
-}
-
-impl<D> std::ops::Deref for Streak<D> {
-    type Target = D;
-
-    fn deref(&self) -> &D {
-        &self.detail
-    }
-}
-
-impl<D> Streak<D> {
-    /// Whether the streak is to be said at `now`: its threshold reached and
-    /// never said, or said `repeat_every` ago or earlier.
-    pub fn due(&self, now: Instant, rules: &NewsRules) -> bool {
-        match self.said_at {
-            None => match rules.threshold {
-                Threshold::Elapsed(after) => now.saturating_duration_since(self.since) >= after,
-                Threshold::Consecutive(n) => self.attempts >= n.max(1),
-            },
-            Some(said) => now.saturating_duration_since(said) >= rules.repeat_every,
-        }
-    }
-}
-
-/// Why a success is news.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Greeting {
-    /// The first success after a streak was said.
-    Success,
-    /// The first success since start (a restarted program has forgotten
-    /// what it said).
-    FirstSuccessAfterStart,
-}
-
-/// The pure standing machinery shared by the provisioner loop (per
-/// consumer) and `mesh-grants` (per grant): consecutive failures counted in
-/// a [`Streak`], said once its [`Threshold`] is reached and again every
-/// `repeat_every`; the first success after a streak was said, and the first
-/// success since start, are news ([`Greeting`]). No I/O; `now` is passed in.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Tracker<D> {
-    streak: Option<Streak<D>>,
-    /// A streak (or anything the owner marks) was said since the last success.
-    said: bool,
-    /// A success was seen since start.
-    greeted: bool,
-}
-
-impl<D> Default for Tracker<D> {
-    fn default() -> Self {
-        Tracker {
-            streak: None,
-            said: false,
-            greeted: false,
-        }
-    }
-}
-
-impl<D> Tracker<D> {
-    /// A fresh tracker, as at start.
-    pub fn new() -> Tracker<D> {
-        Tracker::default()
-    }
-
-    /// A tracker that has nothing to say and has greeted already (as after
-    /// a retirement).
-    pub fn greeted() -> Tracker<D> {
-        Tracker {
-            greeted: true,
-            ..Tracker::default()
-        }
-    }
-
-    /// The streak in progress, if any.
-    pub fn streak(&self) -> Option<&Streak<D>> {
-        self.streak.as_ref()
-    }
-
-    /// Whether something was said since the last success.
-    pub fn is_said(&self) -> bool {
-        self.said
-    }
-
-    /// Marks that something other than a streak was said (so the next
-    /// success is news, [`Greeting::Success`]).
-    pub fn mark_said(&mut self) {
-        self.said = true;
-    }
-
-    /// Ends the streak in progress without a success (what follows is no
-    /// longer a consecutive failure).
-    pub fn interrupt(&mut self) {
-        self.streak = None;
-    }
-
-    /// A success: the streak ends; returns the greeting when it is news.
-    pub fn succeed(&mut self) -> Option<Greeting> {
-        self.streak = None;
-        let greeting = if self.said {
-            Some(Greeting::Success)
-        } else if !self.greeted {
-            Some(Greeting::FirstSuccessAfterStart)
-        } else {
-            None
-        };
-        self.said = false;
-        self.greeted = true;
-        greeting
-    }
-
-    /// A failure at `now`: a streak begins with `begin()` or goes on, its
-    /// detail updated by `update`; returns the streak when it is to be said
-    /// (then marked said).
-    pub fn fail(
-        &mut self,
-        now: Instant,
-        rules: &NewsRules,
-        begin: impl FnOnce() -> D,
-        update: impl FnOnce(&mut D),
-    ) -> Option<&Streak<D>> {
-        let streak = self.streak.get_or_insert_with(|| Streak {
-            since: now,
-            attempts: 0,
-            detail: begin(),
-            said_at: None,
-        });
-        streak.attempts += 1;
-        update(&mut streak.detail);
-        if !streak.due(now, rules) {
-            return None;
-        }
-        streak.said_at = Some(now);
-        self.said = true;
-        Some(streak)
     }
 }
 
@@ -480,7 +312,7 @@ mod tests {
     }
 
     #[test]
-    fn success_after_greeting_and_short_failure_is_quiet() {
+    fn success_after_recovery_and_short_failure_is_quiet() {
         let start = Instant::now();
         let mut s = Standing::new();
         let mut outcomes = vec![Outcome::Success];
@@ -588,54 +420,5 @@ mod tests {
             })
             .collect();
         assert_eq!(said, vec![5, 15, 25]);
-    }
-
-    #[test]
-    fn consecutive_threshold_counts_checks_not_time() {
-        let rules = NewsRules {
-            threshold: Threshold::Consecutive(3),
-            repeat_every: Duration::from_secs(900),
-        };
-        let start = Instant::now();
-        let mut t: Tracker<&str> = Tracker::new();
-        let mut said = Vec::new();
-        for (i, ok) in [true, false, false, true, false, false, false, false]
-            .into_iter()
-            .enumerate()
-        {
-            let now = start + Duration::from_secs(30 * i as u64);
-            if ok {
-                said.push((i, format!("{:?}", t.succeed())));
-            } else if let Some(s) = t.fail(now, &rules, || "x", |_| {}) {
-                said.push((i, format!("failing {}", s.attempts)));
-            }
-        }
-        assert_eq!(
-            said,
-            vec![
-                (0, "Some(FirstSuccessAfterStart)".to_owned()),
-                (3, "None".to_owned()),
-                (6, "failing 3".to_owned()),
-            ]
-        );
-        assert_eq!(t.streak().unwrap().attempts, 4);
-        assert_eq!(t.succeed(), Some(Greeting::Success));
-    }
-
-    #[test]
-    fn interrupt_ends_the_streak_and_mark_said_asks_for_a_greeting() {
-        let rules = NewsRules {
-            threshold: Threshold::Consecutive(2),
-            repeat_every: Duration::from_secs(900),
-        };
-        let now = Instant::now();
-        let mut t: Tracker<()> = Tracker::new();
-        assert_eq!(t.succeed(), Some(Greeting::FirstSuccessAfterStart));
-        assert!(t.fail(now, &rules, || (), |_| {}).is_none());
-        t.interrupt();
-        assert!(t.fail(now, &rules, || (), |_| {}).is_none(), "counted anew");
-        t.mark_said();
-        assert_eq!(t.succeed(), Some(Greeting::Success));
-        assert_eq!(t.succeed(), None);
     }
 }

@@ -10,12 +10,16 @@
 //!
 //! The SDK's own tests use them; provider authors may too.
 
+pub use mesh_runtime::testing::{recovered, RecordingSink};
+pub use mesh_runtime::{Outbox, WallClock};
+
 pub use crate::brake::BrakeRules;
-pub use crate::bus::Outbox;
-pub use crate::clock::WallClock;
+pub use crate::contributions::Source;
 pub use crate::repair::RepairRules;
 pub use crate::retire::RetireRules;
-pub use crate::runner::{PassReport, Runner, Settings};
+pub use crate::runner::{PassReport, Runner};
+pub use crate::secret::{SecretError, SecretSource};
+pub use crate::settings::Settings;
 pub use crate::standing::{Failure, Standing, StandingRules};
 
 use std::collections::{BTreeMap, HashMap};
@@ -24,16 +28,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use bytes::Bytes;
-use mesh_protocol::event::{Event, Recovered, RecoveredReason, VERSION};
 use mesh_protocol::subject::parse_event_subject;
 use mesh_protocol::{Class, Name, Timestamp};
+use mesh_runtime::Secret;
 
-use crate::bus::{EventSink, SinkError};
 use crate::contributions::Consumer;
 use crate::provisioner::{Held, Provisioner};
 use crate::repair::{KnownFault, Probe, Repair};
-use crate::secret::Secret;
 
 /// An error of the fake backend, optionally carrying the provider's own class.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -312,52 +313,6 @@ impl Repair for FakeRepair {
     }
 }
 
-/// An [`EventSink`] that records what it acknowledges; it can be made to
-/// refuse everything, like a bus that went away.
-#[derive(Debug, Clone, Default)]
-pub struct RecordingSink {
-    /// Acknowledged events: (subject, body), in order.
-    pub events: Arc<Mutex<Vec<(String, serde_json::Value)>>>,
-    /// Message ids acknowledged, in order.
-    pub msg_ids: Arc<Mutex<Vec<String>>>,
-    /// While `true`, every publish fails.
-    pub down: Arc<std::sync::atomic::AtomicBool>,
-}
-
-impl RecordingSink {
-    /// The recorded events.
-    pub fn events(&self) -> Vec<(String, serde_json::Value)> {
-        self.events.lock().expect("sink lock").clone()
-    }
-
-    /// Makes the sink refuse (`true`) or accept (`false`).
-    pub fn set_down(&self, down: bool) {
-        self.down.store(down, std::sync::atomic::Ordering::SeqCst);
-    }
-}
-
-#[async_trait]
-impl EventSink for RecordingSink {
-    async fn publish(&self, subject: &str, msg_id: &str, body: Bytes) -> Result<(), SinkError> {
-        if self.down.load(std::sync::atomic::Ordering::SeqCst) {
-            return Err(SinkError {
-                subject: subject.into(),
-                reason: "the bus is down".into(),
-            });
-        }
-        let value = serde_json::from_slice(&body).map_err(|e| SinkError {
-            subject: subject.into(),
-            reason: e.to_string(),
-        })?;
-        self.events
-            .lock()
-            .expect("sink lock")
-            .push((subject.into(), value));
-        self.msg_ids.lock().expect("sink lock").push(msg_id.into());
-        Ok(())
-    }
-}
-
 /// Captures the log lines written on this thread while its guard lives.
 ///
 /// The first capture installs a global `tracing` subscriber (every level)
@@ -536,17 +491,4 @@ pub fn write_contributions(
         .collect();
     let file = serde_json::json!({"provider": {"module": module, "machine": machine}, "consumers": entries});
     std::fs::write(path, file.to_string()).expect("the contributions file can be written");
-}
-
-/// A `recovered` word for `consumer`, said at `2026-10-05T00:00:00Z`
-/// (a fixture for tests of what carries words).
-pub fn recovered(consumer: &str, reason: RecoveredReason) -> Event {
-    Event::Recovered(Recovered {
-        v: VERSION,
-        consumer: Name::parse(consumer).expect("a valid consumer name"),
-        consumer_machine: None,
-        provision: None,
-        reason,
-        said_at: Timestamp::parse("2026-10-05T00:00:00Z").expect("a valid time"),
-    })
 }

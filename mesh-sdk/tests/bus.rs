@@ -1,6 +1,6 @@
 //! The loop over a real nats-server (started by the test support): events
-//! on the right subjects with the DESIGN.md bodies, a `recovered` held
-//! through a server outage, a refused publish logged, approvals answered.
+//! on the right subjects with the bodies of docs/contracts.md (section 4.2),
+//! a `recovered` kept pending through a server outage, a refused publish logged, approvals answered.
 //! Real time here: async-nats's timers do not work on a paused clock.
 
 use std::path::Path;
@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use mesh_sdk::run_until;
 use mesh_sdk::testing::{FakeProvisioner, LogCapture};
-use mesh_sdk::{NatsArgs, ProviderArgs};
+use mesh_sdk::{NatsArgs, ProviderArgs, ServiceArgs};
 use mesh_test_support::{create_events_stream, NatsServer};
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
@@ -18,13 +18,16 @@ const WAIT: Duration = Duration::from_secs(20);
 
 fn args(dir: &Path, nats: &str) -> ProviderArgs {
     ProviderArgs {
-        nats: NatsArgs {
-            url: nats.into(),
-            ..NatsArgs::default()
-        },
         pass_every: Duration::from_millis(100),
         failing_after: Duration::from_millis(500),
-        ack_timeout: Duration::from_millis(500),
+        service: ServiceArgs {
+            nats: NatsArgs {
+                url: nats.into(),
+                ..NatsArgs::default()
+            },
+            ack_timeout: Duration::from_millis(500),
+            ..ServiceArgs::default()
+        },
         ..ProviderArgs::with_defaults(dir.join("contributions.json"))
     }
 }
@@ -218,8 +221,8 @@ async fn a_publish_refused_by_permissions_is_logged() {
     contributions(dir.path(), &[("forge", Some("pw-forge"))]);
     std::fs::write(dir.path().join("nats-password"), "provider-pw\n").unwrap();
     let mut args = args(dir.path(), &nats.url());
-    args.nats.user = Some("postgres@db-1".into());
-    args.nats.password_file = Some(dir.path().join("nats-password"));
+    args.service.nats.user = Some("postgres@db-1".into());
+    args.service.nats.password_file = Some(dir.path().join("nats-password"));
     let provider = Provider::start(FakeProvisioner::new(), args);
 
     let deadline = tokio::time::Instant::now() + WAIT;

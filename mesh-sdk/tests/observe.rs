@@ -127,11 +127,11 @@ async fn metrics_health_and_readiness_over_http() {
     );
     let port = free_port();
     let mut args = ProviderArgs::with_defaults(&contributions);
-    args.nats.url = nats.url();
+    args.service.nats.url = nats.url();
     args.pass_every = Duration::from_millis(100);
     args.call_timeout = Duration::from_millis(200);
     args.alive_every = Duration::from_secs(1);
-    args.metrics_listen = Some(format!("127.0.0.1:{port}"));
+    args.service.endpoints.metrics_listen = Some(format!("127.0.0.1:{port}"));
     let provisioner = Blocking::default();
     let block = Arc::clone(&provisioner.block);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

@@ -54,7 +54,7 @@ pub enum CliError {
     Credentials(#[from] CredentialsError),
     /// `--metrics-listen` could not be listened on.
     #[error(transparent)]
-    Listen(#[from] mesh_sdk::internal::ListenError),
+    Listen(#[from] mesh_runtime::endpoints::ListenError),
     /// The report could not be written.
     #[error("cannot write the output: {0}")]
     Output(#[source] std::io::Error),

@@ -15,7 +15,10 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use mesh_protocol::{ModuleId, Name};
-use mesh_sdk::LogFormat;
+use mesh_runtime::endpoints::EndpointArgs;
+use mesh_runtime::log::LogArgs;
+use mesh_runtime::program::Flags;
+use mesh_runtime::LogFormat;
 
 use crate::bus::NatsOptions;
 use crate::link::{DEFAULT_BATCH, DEFAULT_REPLICAS, MAX_REPLICAS};
@@ -24,7 +27,10 @@ use crate::model::Parsed;
 use crate::store::{DatabaseOptions, DatabaseOptionsError};
 
 pub use error::{CliError, EXIT_CANNOT, EXIT_NOT_DONE, EXIT_OK};
-pub use run::{exit, run, Io};
+pub use run::{exit, outcome, run, Io};
+
+/// The program's name, as its messages say it.
+pub const NAME: &str = "mesh-controller";
 
 /// Follows provider events into a store and reports them.
 ///
@@ -54,9 +60,9 @@ pub struct Cli {
     #[command(flatten)]
     pub nats: NatsOptions,
 
-    /// How log lines are written: text (key=value fields) or json (one object a line).
-    #[arg(long, env = "MESH_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, global = true)]
-    pub log_format: LogFormat,
+    /// `--log-format` (before or after the command).
+    #[command(flatten)]
+    pub log: LogArgs,
 
     /// What to do.
     #[command(subcommand)]
@@ -80,9 +86,9 @@ pub enum Command {
         /// an existing stream with fewer is raised in place, never lowered.
         #[arg(long, env = "MESH_STREAM_REPLICAS", default_value_t = DEFAULT_REPLICAS, value_parser = parse_replicas)]
         stream_replicas: usize,
-        /// Serve Prometheus metrics at /metrics, and /healthz and /readyz, on this address (host:port).
-        #[arg(long, env = "MESH_METRICS_LISTEN")]
-        metrics_listen: Option<String>,
+        /// `--metrics-listen`.
+        #[command(flatten)]
+        endpoints: EndpointArgs,
     },
     /// Show what providers say they keep failing.
     Status {
@@ -167,16 +173,27 @@ fn parse_replicas(text: &str) -> Result<usize, String> {
     }
 }
 
-impl Cli {
-    /// The default log level of the command: `info` for the long-running
-    /// ones, `warn` for reports (their output is on stdout).
-    pub fn default_log_level(&self) -> &'static str {
+impl Flags for Cli {
+    fn log_format(&self) -> LogFormat {
+        self.log.format
+    }
+
+    /// `info` for `serve` and `migrate`, `warn` for the others (their
+    /// output is on stdout).
+    fn log_level(&self) -> &'static str {
         match self.command {
             Command::Serve { .. } | Command::Migrate => "info",
             _ => "warn",
         }
     }
 
+    /// `serve` runs until stopped; every other command does one thing.
+    fn is_service(&self) -> bool {
+        matches!(self.command, Command::Serve { .. })
+    }
+}
+
+impl Cli {
     pub(crate) fn nats_options(&self) -> NatsOptions {
         self.nats.clone()
     }
@@ -258,6 +275,15 @@ mod tests {
                 "c.key",
             ],
             &["serve", "--nats-creds", "controller.creds"],
+            &[
+                "serve",
+                "--metrics-listen",
+                "127.0.0.1:0",
+                "--log-format",
+                "json",
+            ],
+            &["--log-format", "json", "status"],
+            &["status", "--log-format", "text"],
         ];
         for args in ok {
             parse(args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
@@ -309,6 +335,9 @@ mod tests {
             panic!("approve")
         };
         assert_eq!(timeout, DEFAULT_TIMEOUT);
-        assert_eq!(cli.default_log_level(), "warn");
+        assert_eq!(cli.log_level(), "warn");
+        assert!(!cli.is_service());
+        let serve = parse(&["serve"]).unwrap();
+        assert_eq!((serve.log_level(), serve.is_service()), ("info", true));
     }
 }

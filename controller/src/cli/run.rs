@@ -6,10 +6,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mesh_protocol::Timestamp;
-use mesh_sdk::internal::Endpoints;
+use mesh_runtime::endpoints::Endpoints;
+use mesh_runtime::{Failure, Stop};
+use tokio_util::task::AbortOnDropHandle;
 
 use super::error::{CliError, EXIT_OK};
-use super::{Cli, Command, Format, NodeCommand};
+use super::{Cli, Command, Format, NodeCommand, NAME};
 use crate::approve::{approve, check_declared, Declared};
 use crate::bus::{connect, Reconnect};
 use crate::link::{self, LinkSettings, LinkState};
@@ -29,11 +31,13 @@ pub struct Io<'a> {
     pub now: Timestamp,
 }
 
-/// Runs the command.
+/// Runs the command; `serve` follows the events until `stop` is requested
+/// (the one-shot commands do not watch it).
 ///
 /// # Errors
-/// [`CliError`] when it was not done; [`exit`] says it and gives the code.
-pub async fn run(cli: &Cli, io: &mut Io<'_>) -> Result<(), CliError> {
+/// [`CliError`] when it was not done; [`outcome`] gives the code and the
+/// words to say.
+pub async fn run(cli: &Cli, io: &mut Io<'_>, stop: &Stop) -> Result<(), CliError> {
     match &cli.command {
         Command::Migrate => {
             let options = cli.database_options()?;
@@ -45,7 +49,7 @@ pub async fn run(cli: &Cli, io: &mut Io<'_>) -> Result<(), CliError> {
             batch,
             stream_max_age,
             stream_replicas,
-            metrics_listen,
+            endpoints,
         } => {
             let options = cli.database_options()?;
             let settings = LinkSettings {
@@ -55,8 +59,9 @@ pub async fn run(cli: &Cli, io: &mut Io<'_>) -> Result<(), CliError> {
                 ..LinkSettings::default()
             };
             let state = Arc::new(LinkState::new());
-            let _observers = observe(cli, &options, &settings, &state, metrics_listen).await?;
-            Ok(link::serve(&options, &cli.nats_options(), settings, &state).await?)
+            let _observers =
+                observe(cli, &options, &settings, &state, &endpoints.metrics_listen).await?;
+            Ok(link::serve(&options, &cli.nats_options(), settings, &state, stop).await?)
         }
         Command::Status { json, silent_after } => {
             status(cli, io, Scope::All, *json, *silent_after).await
@@ -107,15 +112,6 @@ pub fn serve_stuck_after(settings: &LinkSettings) -> Duration {
 /// How often `serve` reads the store's summary for its gauges.
 const SUMMARY_EVERY: Duration = Duration::from_secs(15);
 
-/// Aborts a spawned task when dropped.
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
 /// `serve`'s endpoints (with `--metrics-listen`) and, with a declaration,
 /// the task that reads what `status` would say into the gauges.
 async fn observe(
@@ -124,12 +120,12 @@ async fn observe(
     settings: &LinkSettings,
     state: &Arc<LinkState>,
     listen: &Option<String>,
-) -> Result<Vec<AbortOnDrop>, CliError> {
+) -> Result<Vec<AbortOnDropHandle<()>>, CliError> {
     let mut tasks = Vec::new();
     let Some(addr) = listen else {
         return Ok(tasks);
     };
-    let listener = mesh_sdk::internal::listen(addr).await?;
+    let listener = mesh_runtime::endpoints::listen(addr).await?;
     let bound = serve_stuck_after(settings);
     let (m, h, r) = (Arc::clone(state), Arc::clone(state), Arc::clone(state));
     let endpoints = Endpoints {
@@ -137,13 +133,13 @@ async fn observe(
         health: Arc::new(move || h.health(bound)),
         ready: Arc::new(move || r.ready()),
     };
-    tasks.push(AbortOnDrop(
-        mesh_sdk::internal::serve_endpoints(listener, endpoints).1,
+    tasks.push(AbortOnDropHandle::new(
+        mesh_runtime::endpoints::serve(listener, endpoints).1,
     ));
     if cli.declaration.is_some() {
         let declaration = cli.load_declaration()?;
         let (options, state) = (options.clone(), Arc::clone(state));
-        tasks.push(AbortOnDrop(tokio::spawn(async move {
+        tasks.push(AbortOnDropHandle::new(tokio::spawn(async move {
             let mut store = PgStore::new(options);
             loop {
                 // Until the store answers (it may not be migrated yet), try every second.
@@ -196,17 +192,29 @@ async fn summarize(store: &mut PgStore, declaration: &Parsed, state: &LinkState)
     true
 }
 
-/// Says why the command was not done (if it is worth saying) on stderr and
-/// returns the exit code: the one place a result becomes an exit code.
-pub fn exit(result: Result<(), CliError>, io: &mut Io<'_>) -> u8 {
+/// What the command's result ends the program with, once its output is
+/// flushed: the one place a result becomes an exit code and the words the
+/// program shell says on stderr (none when the command counts as done, as
+/// for a closed output pipe).
+///
+/// # Errors
+/// The [`Failure`] to end with: [`CliError::exit_code`] and its words.
+pub fn outcome(result: Result<(), CliError>, io: &mut Io<'_>) -> Result<(), Failure> {
     let _ = io.out.flush();
     match result {
+        Err(error) if error.is_said() => Err(Failure::new(error.exit_code(), error.to_string())),
+        _ => Ok(()),
+    }
+}
+
+/// [`outcome`] as the binary ends with it: the failure said on `io.err` as
+/// `mesh-controller: <words>`; returns the exit code.
+pub fn exit(result: Result<(), CliError>, io: &mut Io<'_>) -> u8 {
+    match outcome(result, io) {
         Ok(()) => EXIT_OK,
-        Err(error) => {
-            if error.is_said() {
-                let _ = writeln!(io.err, "mesh-controller: {error}");
-            }
-            error.exit_code()
+        Err(failure) => {
+            failure.report(NAME, io.err);
+            failure.code()
         }
     }
 }
@@ -333,7 +341,7 @@ mod tests {
             err: &mut err,
             now: Timestamp::parse("2026-10-05T00:00:00Z").unwrap(),
         };
-        let result = run(&cli, &mut io).await;
+        let result = run(&cli, &mut io, &Stop::new()).await;
         let code = exit(result, &mut io);
         let text = |bytes: Vec<u8>| String::from_utf8(bytes).unwrap();
         (code, text(out), text(err))

@@ -1,7 +1,7 @@
 //! The link (`serve`): provider events from JetStream into the store.
 //!
 //! # Expected flow
-//! [`serve_until`] migrates the store, connects to the bus, creates or
+//! [`serve`] migrates the store, connects to the bus, creates or
 //! updates the stream [`STREAM`] and the durable pull consumer [`DURABLE`],
 //! then [`follow`]s it until stopped. Each round takes what is waiting (at
 //! most [`LinkSettings::batch`] messages, in stream order), reads every
@@ -22,25 +22,28 @@
 //!   redelivery never undoes a newer word.
 //! - A message whose subject or body is malformed is logged and terminated
 //!   (`+TERM`): it never blocks the stream.
-//! - Stopping waits for the round in progress (and a pull in flight, at most
-//!   [`LinkSettings::wait`]): no pull request is abandoned.
+//! - Stopping waits for a pull in flight (at most [`LinkSettings::wait`],
+//!   none while the bus is away) and for the round in progress (at most a
+//!   second: a round waiting on a store or bus that does not answer is
+//!   dropped, and its unacknowledged events are delivered again).
+//! - A stop is a [`Stop`] (the program shell requests it on SIGINT or
+//!   SIGTERM).
 
 mod decode;
 mod observe;
 mod stream;
 
-use std::future::Future;
 use std::time::Duration;
 
 use async_nats::jetstream::consumer::PullConsumer;
 use async_nats::jetstream::{AckKind, Message};
 use futures::future::join_all;
-use futures::{FutureExt, StreamExt};
+use futures::StreamExt;
 
 pub use decode::{decode, Malformed};
 pub use observe::LinkState;
 
-use mesh_sdk::internal::Backoff;
+use mesh_runtime::{Backoff, Stop};
 pub use stream::{consumer_config, ensure_consumer, stream_config, Following, SetupError};
 
 use crate::bus::{connect, BusError, NatsOptions, Reconnect, DURABLE, STREAM};
@@ -115,41 +118,30 @@ pub enum LinkError {
     /// waiting will not change it.
     #[error(transparent)]
     Stream(SetupError),
-    /// The stop signals could not be installed.
-    #[error("cannot install the stop signal handlers: {0}")]
-    Signal(#[source] std::io::Error),
 }
 
-/// Migrates the store, then follows the events until `stop` resolves. The
-/// store and the bus being away at start is waited out (logged), not an error.
+/// Migrates the store, then follows the events until `stop` is requested,
+/// keeping `state` (metrics, progress, readiness) up to date. The store
+/// and the bus being away at start is waited out (logged), not an error.
 ///
 /// # Errors
 /// [`LinkError`] when the bus credentials are unusable, a migration fails,
-/// or the event stream exists with settings `serve` cannot change.
-pub async fn serve_until(
-    database: &DatabaseOptions,
-    nats: &NatsOptions,
-    settings: LinkSettings,
-    stop: impl Future<Output = ()>,
-) -> Result<(), LinkError> {
-    serve_observed(database, nats, settings, &LinkState::new(), stop).await
-}
-
-/// Like [`serve_until`], keeping `state` (metrics, progress, readiness) up to date.
-///
-/// # Errors
-/// As [`serve_until`].
-pub async fn serve_observed(
+/// the store refuses the login or has no such database, or the event
+/// stream exists with settings `serve` cannot change.
+pub async fn serve(
     database: &DatabaseOptions,
     nats: &NatsOptions,
     settings: LinkSettings,
     state: &LinkState,
-    stop: impl Future<Output = ()>,
+    stop: &Stop,
 ) -> Result<(), LinkError> {
-    tokio::pin!(stop);
     let mut backoff = Backoff::new(settings.nak_first, settings.nak_max);
     loop {
-        match migrate(database).await {
+        // A migration cut short rolls back with its session.
+        let Some(migrated) = stop.run_until_stopped(migrate(database)).await else {
+            return Ok(());
+        };
+        match migrated {
             Ok(applied) => {
                 tracing::info!(store = %database, tls = %database.tls_shown(), applied, "store migrated");
                 state.store_answered();
@@ -160,7 +152,7 @@ pub async fn serve_observed(
             Err(error) => {
                 let delay = backoff.next_delay();
                 tracing::warn!(error = %error, retry_in = ?delay, "store away at start; waiting for it");
-                if pause(delay, &mut stop).await {
+                if pause(delay, stop).await {
                     return Ok(());
                 }
             }
@@ -172,59 +164,51 @@ pub async fn serve_observed(
     loop {
         backoff.reset();
         let following = loop {
-            match ensure_consumer(&client, &settings, &mut store).await {
+            let Some(ensured) = stop
+                .run_until_stopped(ensure_consumer(&client, &settings, &mut store))
+                .await
+            else {
+                stopped(&client, state).await;
+                return Ok(());
+            };
+            match ensured {
                 Ok(following) => break following,
                 Err(error) if error.is_lasting() => return Err(LinkError::Stream(error)),
                 Err(error) => {
                     let delay = backoff.next_delay();
                     tracing::warn!(error = %error, retry_in = ?delay, "cannot set up the event stream yet");
-                    if pause(delay, &mut stop).await {
+                    if pause(delay, stop).await {
+                        stopped(&client, state).await;
                         return Ok(());
                     }
                 }
             }
         };
         tracing::info!(stream = STREAM, epoch = following.epoch, consumer = DURABLE, batch = settings.batch, store = %database, "following provider events");
-        match follow(&following, &mut store, &settings, state, &mut stop).await {
+        match follow(&following, &mut store, &settings, state, stop).await {
             Followed::Stopped => break,
             Followed::ConsumerLost => {
                 tracing::warn!("setting the stream and consumer up again");
             }
         }
     }
-    let _ = client.flush().await;
-    tracing::info!("stopped");
+    stopped(&client, state).await;
     Ok(())
 }
 
-/// Like [`serve_observed`], until SIGINT or SIGTERM.
-///
-/// # Errors
-/// As [`serve_until`], and when the signal handlers cannot be installed.
-pub async fn serve(
-    database: &DatabaseOptions,
-    nats: &NatsOptions,
-    settings: LinkSettings,
-    state: &LinkState,
-) -> Result<(), LinkError> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate()).map_err(LinkError::Signal)?;
-    let mut int = signal(SignalKind::interrupt()).map_err(LinkError::Signal)?;
-    let stop = async move {
-        tokio::select! {
-            _ = term.recv() => tracing::info!("SIGTERM: stopping after the current round"),
-            _ = int.recv() => tracing::info!("SIGINT: stopping after the current round"),
-        }
-    };
-    serve_observed(database, nats, settings, state, stop).await
+/// The end of a stop: what was sent flushed while the bus is there (bounded).
+async fn stopped(client: &async_nats::Client, state: &LinkState) {
+    if state.bus_connected() {
+        let _ = tokio::time::timeout(Duration::from_secs(1), client.flush()).await;
+    }
+    tracing::info!("stopped");
 }
 
-/// Sleeps `delay`; returns true when `stop` resolved meanwhile.
-async fn pause<F: Future<Output = ()>>(delay: Duration, stop: &mut std::pin::Pin<&mut F>) -> bool {
-    tokio::select! {
-        () = stop.as_mut() => true,
-        () = tokio::time::sleep(delay) => false,
-    }
+/// Sleeps `delay`; returns true when `stop` was requested meanwhile.
+async fn pause(delay: Duration, stop: &Stop) -> bool {
+    stop.run_until_stopped(tokio::time::sleep(delay))
+        .await
+        .is_none()
 }
 
 /// What one round did.
@@ -239,6 +223,10 @@ struct Round {
     /// The NAK delay, when messages were held.
     retry_in: Option<Duration>,
 }
+
+/// How long a round in progress at a stop may still take before it is
+/// dropped (its events unacknowledged: delivered again).
+const STOP_GRACE: Duration = Duration::from_secs(1);
 
 /// Pulls failing in a row after which the consumer is set up again.
 const PULL_FAILURES_BEFORE_SETUP: u32 = 10;
@@ -257,7 +245,7 @@ pub enum Followed {
     ConsumerLost,
 }
 
-/// Follows the consumer of `following` into `store` until `stop` resolves (see the module
+/// Follows the consumer of `following` into `store` until `stop` is requested (see the module
 /// docs for the guarantees). Errors of the store are logged and waited out;
 /// a consumer found gone, or pulls failing many times in a row, end it with
 /// [`Followed::ConsumerLost`].
@@ -266,9 +254,8 @@ pub async fn follow<S: Store>(
     store: &mut S,
     settings: &LinkSettings,
     state: &LinkState,
-    stop: impl Future<Output = ()>,
+    stop: &Stop,
 ) -> Followed {
-    tokio::pin!(stop);
     let consumer = &following.consumer;
     let mut link = Link {
         epoch: following.epoch,
@@ -288,14 +275,36 @@ pub async fn follow<S: Store>(
             tokio::pin!(pull);
             tokio::select! {
                 biased;
-                () = &mut stop => ((&mut pull).await, true),
                 messages = &mut pull => (messages, false),
+                () = stop.requested() => {
+                    // A pull in flight ends within its wait while the bus
+                    // is there (so none is abandoned); while it is away,
+                    // nothing can come and it is not waited for.
+                    let grace = match state.bus_connected() {
+                        true => settings.wait,
+                        false => Duration::ZERO,
+                    };
+                    (tokio::time::timeout(grace, &mut pull).await.unwrap_or_default(), true)
+                }
             }
         };
-        link.pulled(consumer).await;
+        if !stopping
+            && stop
+                .run_until_stopped(link.pulled(consumer))
+                .await
+                .is_none()
+        {
+            break;
+        }
         if !messages.is_empty() {
             tracing::trace!(pulled_in = ?pull_started.elapsed(), messages = messages.len(), "pulled");
-            let round = link.round(messages).await;
+            // A round waiting on a store or a bus that does not answer is
+            // not waited for past the grace: its messages are not
+            // acknowledged, so they are delivered again (at least once).
+            let Some(round) = stop.run_with_grace(link.round(messages), STOP_GRACE).await else {
+                tracing::warn!("stopping in the middle of a round: its events are delivered again");
+                break;
+            };
             tracing::debug!(
                 applied = round.applied,
                 terminated = round.terminated,
@@ -303,13 +312,13 @@ pub async fn follow<S: Store>(
                 "round done"
             );
             if let Some(delay) = round.retry_in {
-                if stopping || pause(delay, &mut stop).await {
+                if stopping || pause(delay, stop).await {
                     break;
                 }
                 continue;
             }
         }
-        if stopping || (&mut stop).now_or_never().is_some() {
+        if stopping || stop.is_requested() {
             break;
         }
         if link.consumer_lost || link.pull_failures >= PULL_FAILURES_BEFORE_SETUP {

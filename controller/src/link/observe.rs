@@ -16,7 +16,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use mesh_protocol::EventKind;
-use mesh_sdk::internal::Progress;
+use mesh_runtime::Progress;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -161,6 +161,13 @@ impl LinkState {
     /// When none did.
     pub fn health(&self, bound: Duration) -> Result<String, String> {
         self.progress.check(bound)
+    }
+
+    /// Whether the bus is connected, or not joined yet (nothing says it is away).
+    pub(crate) fn bus_connected(&self) -> bool {
+        self.bus.get().is_none_or(|client| {
+            client.connection_state() == async_nats::connection::State::Connected
+        })
     }
 
     /// `/readyz`: connected to the bus, and the store answered last time.

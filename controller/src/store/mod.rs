@@ -142,7 +142,7 @@ impl StoreError {
 pub fn reason(error: &tokio_postgres::Error) -> String {
     match error.as_db_error() {
         Some(db) => format!("{} ({})", db.message(), db.code().code()),
-        None => mesh_sdk::internal::error_words(error),
+        None => mesh_runtime::redact::error_words(error),
     }
 }
 

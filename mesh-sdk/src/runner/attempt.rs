@@ -12,10 +12,11 @@ use tokio::task::JoinSet;
 
 use crate::classify::classify_words;
 use crate::contributions::{Consumer, Contributions};
-use crate::health::Progress;
 use crate::provisioner::Provisioner;
-use crate::redact::{error_words, redact};
-use crate::secret::{Secret, SecretSource};
+use crate::secret::SecretSource;
+use mesh_runtime::redact::{error_words, redact};
+use mesh_runtime::Progress;
+use mesh_runtime::Secret;
 
 /// A failed attempt: its class and redacted words.
 pub(super) type Failed = (Class, String);

@@ -10,11 +10,12 @@ use mesh_protocol::event::{Alive, Event, VERSION};
 use mesh_protocol::ModuleId;
 use tokio::time::Instant;
 
-use super::{say, Settings};
+use super::say;
 use crate::alive::AliveState;
-use crate::bus::Outbox;
-use crate::clock::WallClock;
 use crate::metrics::LoopMetrics;
+use crate::settings::Settings;
+use mesh_runtime::Outbox;
+use mesh_runtime::WallClock;
 
 /// Whole seconds, rounded up (so `alive_every_seconds` is never shorter than the truth).
 fn seconds_up(d: Duration) -> u64 {

@@ -18,59 +18,24 @@ mod retiring;
 mod serve;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use mesh_protocol::event::{Event, EventKind, Failing, Recovered, VERSION};
 use mesh_protocol::subject::event_subject;
 use mesh_protocol::{Class, ModuleId, Name};
+use mesh_runtime::{Outbox, Progress, WallClock};
 use tokio::time::Instant;
 
-use crate::bus::Outbox;
-use crate::clock::WallClock;
 use crate::contributions::{Consumer, Contributions, Source};
-use crate::health::Progress;
 use crate::metrics::{ConsumerStates, LoopMetrics};
 use crate::name_map::NameMap;
 use crate::provisioner::Provisioner;
-use crate::repair::{FaultState, KnownFault, RepairRules};
-use crate::retire::{RetireRules, Retirement};
+use crate::repair::{FaultState, KnownFault};
+use crate::retire::Retirement;
 use crate::secret::{FileSecrets, SecretSource};
-use crate::standing::{Outcome, Standing, StandingRules, Word};
+use crate::settings::Settings;
+use crate::standing::{Outcome, Standing, Word};
 
 pub use serve::{run, run_until, RunError};
-
-/// Everything configurable about the loop.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Settings {
-    /// Time between pass starts.
-    pub pass_every: Duration,
-    /// Standing timings.
-    pub standing: StandingRules,
-    /// Retirement timings.
-    pub retire: RetireRules,
-    /// Consumers attempted at once.
-    pub concurrency: usize,
-    /// Bound of each provisioner call.
-    pub call_timeout: Duration,
-    /// Repair hook timings.
-    pub repair: RepairRules,
-    /// How often `alive` is said (after the first pass, then this often).
-    pub alive_every: Duration,
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Settings {
-            pass_every: Duration::from_secs(5),
-            standing: StandingRules::default(),
-            retire: RetireRules::default(),
-            concurrency: 16,
-            call_timeout: Duration::from_secs(30),
-            repair: RepairRules::default(),
-            alive_every: Duration::from_secs(60),
-        }
-    }
-}
 
 /// What one pass did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -10,8 +10,8 @@ use tokio::time::Instant;
 
 use super::{say, Runner};
 use crate::provisioner::Provisioner;
-use crate::redact::redact;
 use crate::repair::{AnyRepair, Probe, Step};
+use mesh_runtime::redact::redact;
 
 impl<P: Provisioner> Runner<P> {
     /// Probes the known faults that are due, repairs what it may, says what

@@ -13,9 +13,9 @@ use super::{say, standing_event, Runner};
 use crate::contributions::Contributions;
 use crate::name_map::NameSet;
 use crate::provisioner::{Held, Provisioner};
-use crate::redact::{error_words, redact};
 use crate::retire::{Action, Approval};
 use crate::standing::Standing;
+use mesh_runtime::redact::{error_words, redact};
 
 impl<P: Provisioner> Runner<P> {
     /// Retirement for this pass: fetch what the backend holds, act on it.

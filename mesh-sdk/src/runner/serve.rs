@@ -3,18 +3,24 @@
 
 use std::future::Future;
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use futures::StreamExt;
 use mesh_protocol::subject::approve_subject;
 use mesh_protocol::ModuleId;
+use mesh_runtime::endpoints::{listen, serve as serve_endpoints, Endpoints, ListenError};
+use mesh_runtime::nats::connect;
+use mesh_runtime::outbox::{publish_loop, JetStreamSink};
+use mesh_runtime::program::{watch_signals, STOP_WITHIN};
+use mesh_runtime::{BusError, Outbox, Stop};
 use tokio::sync::oneshot;
 use tokio::time::{interval, MissedTickBehavior};
+use tokio_util::task::AbortOnDropHandle;
 
 use super::Runner;
 use crate::args::ProviderArgs;
-use crate::bus::{connect, publish_loop, BusError, JetStreamSink, Outbox};
-use crate::observe::{listen, serve as serve_endpoints, Endpoints, ListenError};
 use crate::provisioner::Provisioner;
+use crate::settings::Settings;
 
 /// The provider could not run: the bus could not be set up (refused
 /// login, unreachable server, a refused subscription) or the stop signals
@@ -33,25 +39,19 @@ enum Cause {
     Signal(#[source] std::io::Error),
 }
 
-/// Runs the provider until SIGINT or SIGTERM, then stops after the current
-/// pass, giving held events one last chance to be acknowledged. Installs
-/// the standard log subscriber unless the binary
-/// installed one.
+/// Runs the provider until SIGINT or SIGTERM, then stops as
+/// [`run_until`] does; a second signal, or the stop taking longer than
+/// 10 seconds, ends the process (mesh-runtime's signal rules, as
+/// [`ProviderMain`](crate::ProviderMain) has them). Installs the standard
+/// log subscriber unless the binary installed one.
 ///
 /// # Errors
 /// [`RunError`] when the bus or the signal handlers cannot be set up.
 pub async fn run<P: Provisioner>(provisioner: P, args: &ProviderArgs) -> Result<(), RunError> {
-    use tokio::signal::unix::{signal, SignalKind};
-    crate::tracing_init::init_tracing("info", args.log_format);
-    let mut term = signal(SignalKind::terminate()).map_err(|e| RunError(Cause::Signal(e)))?;
-    let mut int = signal(SignalKind::interrupt()).map_err(|e| RunError(Cause::Signal(e)))?;
-    let stop = async move {
-        tokio::select! {
-            _ = term.recv() => tracing::info!("SIGTERM: stopping after the current pass"),
-            _ = int.recv() => tracing::info!("SIGINT: stopping after the current pass"),
-        }
-    };
-    run_until(provisioner, args, stop).await
+    mesh_runtime::log::init_tracing("info", args.service.log.format);
+    let stop = Stop::new();
+    let _watch = watch_signals(&stop, STOP_WITHIN).map_err(|e| RunError(Cause::Signal(e)))?;
+    run_until(provisioner, args, stop.into_requested()).await
 }
 
 /// Like [`run`], stopping when `stop` resolves (tests and embedders).
@@ -59,7 +59,10 @@ pub async fn run<P: Provisioner>(provisioner: P, args: &ProviderArgs) -> Result<
 /// The contributions file names the provider; until a good one is read the
 /// loop waits (logging why) and does not connect. Then it connects to the bus
 /// as that provider, answers approvals on its approve subject and publishes
-/// its events. A pass in progress always completes before stopping.
+/// its events. On `stop`, a pass or an approval in progress gets
+/// one second to end (its calls are cancel-safe, as the [`Provisioner`]
+/// contract requires, and are dropped after it), then the pending events get
+/// one last try when the bus is there.
 ///
 /// # Errors
 /// [`RunError`] when the bus cannot be set up.
@@ -77,11 +80,13 @@ pub async fn run_until<P: Provisioner>(
         Arc::clone(&outbox),
     );
     let joined: Arc<OnceLock<async_nats::Client>> = Arc::new(OnceLock::new());
-    let _endpoints = match &args.metrics_listen {
+    let _endpoints = match &args.service.endpoints.metrics_listen {
         Some(addr) => {
             let listener = listen(addr).await.map_err(|e| RunError(Cause::Listen(e)))?;
             let endpoints = endpoints(&runner, &outbox, &joined, &settings);
-            Some(AbortOnDrop(serve_endpoints(listener, endpoints).1))
+            Some(AbortOnDropHandle::new(
+                serve_endpoints(listener, endpoints).1,
+            ))
         }
         None => None,
     };
@@ -91,7 +96,7 @@ pub async fn run_until<P: Provisioner>(
     // provider look down; it is due only once the first pass ended.
     let herald = runner.herald();
     let every = settings.alive_every.min(settings.pass_every);
-    let _herald = AbortOnDrop(tokio::spawn(async move {
+    let _herald = AbortOnDropHandle::new(tokio::spawn(async move {
         let mut ticker = interval(every);
         ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
         loop {
@@ -107,21 +112,18 @@ pub async fn run_until<P: Provisioner>(
             biased;
             () = &mut stop => break,
             _ = ticker.tick() => {
-                let report = match runner.begin_pass().await {
-                    None => super::PassReport::default(),
-                    Some(mut begun) => {
-                        // Approvals are answered while the consumers are
-                        // attempted, never queued behind the pass.
-                        let outcomes = loop {
-                            tokio::select! {
-                                biased;
-                                outcomes = &mut begun.outcomes => break outcomes,
-                                Some(message) = next_approval(&mut bus) => {
-                                    answer(&mut runner, bus.as_ref(), message).await;
-                                }
+                let report = {
+                    let pass = pass(&mut runner, &mut bus);
+                    tokio::pin!(pass);
+                    tokio::select! {
+                        biased;
+                        report = &mut pass => report,
+                        () = &mut stop => {
+                            if tokio::time::timeout(STOP_GRACE, &mut pass).await.is_err() {
+                                tracing::info!("stopping in the middle of a pass: its calls are dropped");
                             }
-                        };
-                        runner.finish_pass(begun, outcomes).await
+                            break;
+                        }
                     }
                 };
                 runner.say_alive_if_due();
@@ -138,7 +140,16 @@ pub async fn run_until<P: Provisioner>(
                 }
             }
             Some(message) = next_approval(&mut bus) => {
-                answer(&mut runner, bus.as_ref(), message).await;
+                let answered = answer(&mut runner, bus.as_ref(), message);
+                tokio::pin!(answered);
+                tokio::select! {
+                    biased;
+                    () = &mut answered => {}
+                    () = &mut stop => {
+                        let _ = tokio::time::timeout(STOP_GRACE, &mut answered).await;
+                        break;
+                    }
+                }
             }
         }
     }
@@ -147,6 +158,28 @@ pub async fn run_until<P: Provisioner>(
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// How long a pass or an approval in progress at a stop may still take
+/// before it is dropped.
+pub(crate) const STOP_GRACE: Duration = Duration::from_secs(1);
+
+/// One pass: its consumers attempted while approvals are answered (never
+/// queued behind the pass), then its words said.
+async fn pass<P: Provisioner>(runner: &mut Runner<P>, bus: &mut Option<Bus>) -> super::PassReport {
+    let Some(mut begun) = runner.begin_pass().await else {
+        return super::PassReport::default();
+    };
+    let outcomes = loop {
+        tokio::select! {
+            biased;
+            outcomes = &mut begun.outcomes => break outcomes,
+            Some(message) = next_approval(bus) => {
+                answer(runner, bus.as_ref(), message).await;
+            }
+        }
+    };
+    runner.finish_pass(begun, outcomes).await
 }
 
 /// The next approval request, once the provider is on the bus.
@@ -176,7 +209,7 @@ async fn answer<P: Provisioner>(
 /// `/healthz` says it is stuck: 3 × `pass_every` + 2 × `call_timeout`
 /// (a pass waits `pass_every`; a call, a listing of held provisions or a
 /// retirement call takes at most `call_timeout`).
-pub(crate) fn stuck_after(settings: &super::Settings) -> std::time::Duration {
+pub(crate) fn stuck_after(settings: &Settings) -> Duration {
     settings.pass_every * 3 + settings.call_timeout * 2
 }
 
@@ -186,7 +219,7 @@ fn endpoints<P: Provisioner>(
     runner: &Runner<P>,
     outbox: &Arc<Outbox>,
     joined: &Arc<OnceLock<async_nats::Client>>,
-    settings: &super::Settings,
+    settings: &Settings,
 ) -> Endpoints {
     let (metrics, outbox) = (runner.metrics(), Arc::clone(outbox));
     let progress = runner.progress();
@@ -207,15 +240,6 @@ fn endpoints<P: Provisioner>(
     }
 }
 
-/// Aborts a spawned task when dropped.
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
 /// The provider's bus: client, approve subscription, publisher task.
 struct Bus {
     client: async_nats::Client,
@@ -230,22 +254,21 @@ impl Bus {
         provider: &ModuleId,
         outbox: Arc<Outbox>,
     ) -> Result<Bus, BusError> {
-        let options = args.bus_options();
-        let client = connect(&options, provider).await?;
+        let client = connect(&args.service.nats, provider).await?;
         let subject = approve_subject(&provider.machine, &provider.module);
         let approvals = client
             .subscribe(subject.clone())
             .await
             .map_err(|source| BusError::Subscribe { subject, source })?;
-        let sink = Arc::new(JetStreamSink::new(client.clone(), options.ack_timeout));
+        let sink = Arc::new(JetStreamSink::new(client.clone(), args.service.ack_timeout));
         let (stop_publisher, stopped) = oneshot::channel();
-        let retry_every = args.pass_every.min(std::time::Duration::from_secs(2));
+        let retry_every = args.pass_every.min(Duration::from_secs(2));
         let publisher = tokio::spawn(publish_loop(outbox, sink, retry_every, async {
             let _ = stopped.await;
         }));
         // The client connects in the background and says "connected to the
         // bus" when it does; the server may be down now.
-        tracing::info!(provider = %provider, url = %options.nats.shown_servers(), "connecting to the bus (words are held until it answers)");
+        tracing::info!(provider = %provider, url = %args.service.nats.shown_servers(), "connecting to the bus (events are kept pending until it answers)");
         Ok(Bus {
             client,
             approvals,
@@ -259,7 +282,9 @@ impl Bus {
         if let Err(error) = self.publisher.await {
             tracing::error!(error = %error, "event publisher ended abnormally");
         }
-        // A flush waits for the server: bounded, since the bus may be gone.
-        let _ = tokio::time::timeout(std::time::Duration::from_secs(2), self.client.flush()).await;
+        // A flush waits for the server: only while it is there, bounded.
+        if self.client.connection_state() == async_nats::connection::State::Connected {
+            let _ = tokio::time::timeout(Duration::from_secs(2), self.client.flush()).await;
+        }
     }
 }

@@ -16,19 +16,20 @@
 //!
 //! Exit codes: 0 after a graceful stop (SIGINT/SIGTERM), 1 when the provider
 //! cannot run (bad configuration, unreadable password file, bus setup), 2
-//! for a bad command line.
+//! for a bad command line, 130 or 143 when a stop had to be forced (not
+//! ended 10 s after SIGINT or SIGTERM, or a second signal: docs/contracts.md,
+//! section 7, "Stopping").
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use mesh_sdk::ProviderMain;
+use mesh_sdk::{ProviderMain, Secret};
 
 use crate::bootstrap::ContainerCli;
 use crate::config::{AdminLogin, ConfigError, IdentityConfig};
-use crate::hold::LoginHold;
+use crate::login_backoff::LoginBackoff;
 use crate::provisioner::IdentityProvisioner;
-use mesh_sdk::internal::read_admin_password;
 
 /// The binary: what `--help` says first, for an operator.
 pub const MAIN: ProviderMain = ProviderMain::new(
@@ -150,14 +151,14 @@ impl Flags {
                 AdminLogin::Password,
             ),
         };
-        let secret = read_admin_password(file)?;
+        let secret = Secret::from_file(file, "admin password")?;
         let mut config = IdentityConfig::new(&self.keycloak_url, &self.realm, name, secret)?
             .with_admin_login(login)
             .with_container(self.container.clone(), self.container_cli.clone())?
             .with_http_timeout(self.keycloak_timeout)
             .with_bootstrap_timeout(self.bootstrap_timeout)
             .with_list_every(self.list_every)
-            .with_login_hold(LoginHold {
+            .with_login_backoff(LoginBackoff {
                 first: self.admin_login_hold,
                 max: self.admin_login_hold_max,
             });

@@ -4,12 +4,12 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use mesh_sdk::internal::PasswordFileError;
 use mesh_sdk::Secret;
+use mesh_sdk::SecretFileError as PasswordFileError;
 use reqwest::Url;
 
 use crate::bootstrap::{ContainerCli, Runtime};
-use crate::hold::LoginHold;
+use crate::login_backoff::LoginBackoff;
 
 /// Default bound of one HTTP request to Keycloak.
 pub const DEFAULT_HTTP_TIMEOUT: Duration = Duration::from_secs(10);
@@ -85,7 +85,7 @@ pub struct IdentityConfig {
     admin_password: Secret,
     admin_login: AdminLogin,
     runtime: Option<Runtime>,
-    login_hold: LoginHold,
+    login_backoff: LoginBackoff,
     list_every: Duration,
     http_timeout: Duration,
     bootstrap_timeout: Duration,
@@ -137,7 +137,7 @@ impl IdentityConfig {
             admin_password,
             admin_login: AdminLogin::Password,
             runtime: None,
-            login_hold: LoginHold::default(),
+            login_backoff: LoginBackoff::default(),
             list_every: DEFAULT_LIST_EVERY,
             http_timeout: DEFAULT_HTTP_TIMEOUT,
             bootstrap_timeout: DEFAULT_BOOTSTRAP_TIMEOUT,
@@ -199,10 +199,10 @@ impl IdentityConfig {
         self
     }
 
-    /// How long a refused administrator password is held back before it
-    /// is tried again ([`crate::hold`]).
-    pub fn with_login_hold(mut self, hold: LoginHold) -> IdentityConfig {
-        self.login_hold = hold;
+    /// How long the provider waits before it tries a refused administrator
+    /// password again ([`crate::login_backoff`]).
+    pub fn with_login_backoff(mut self, backoff: LoginBackoff) -> IdentityConfig {
+        self.login_backoff = backoff;
         self
     }
 
@@ -256,9 +256,9 @@ impl IdentityConfig {
         self.runtime.as_ref()
     }
 
-    /// The hold of a refused administrator password.
-    pub fn login_hold(&self) -> LoginHold {
-        self.login_hold
+    /// The login backoff of a refused administrator password.
+    pub fn login_backoff(&self) -> LoginBackoff {
+        self.login_backoff
     }
 
     /// The longest time between two listings of the realm's clients.

@@ -15,6 +15,9 @@ use serde::Deserialize;
 /// The attribute marking a client this provider made.
 pub const MARK: &str = "mesh.provisioned";
 
+/// The provision this provider makes.
+pub const PROVISION: &str = "oidc-client";
+
 /// A call to Keycloak that failed. Retried on a later pass.
 #[derive(Debug, thiserror::Error)]
 pub enum IdentityError {
@@ -58,7 +61,7 @@ pub enum IdentityError {
     /// The consumer asks for a provision this provider does not make.
     #[error(
         "consumer {consumer} asks for provision {provision:?}; this provider makes {}",
-        crate::PROVISION
+        PROVISION
     )]
     WrongProvision {
         /// The consumer.
@@ -128,7 +131,7 @@ fn detail(error: &Option<String>, description: &Option<String>) -> String {
 
 /// Keycloak's words, bounded (a hostile or broken server cannot flood the log).
 fn short(text: &str) -> String {
-    mesh_sdk::internal::cut(text, 120)
+    mesh_sdk::redact::cut(text, 120)
 }
 
 #[cfg(test)]

@@ -39,12 +39,12 @@
 //! - A temporary administrator is named `mesh-repair-<random>`; one that
 //!   could not be removed is said in the repair's words (and logged) by name.
 //! - After the administrator is refused, its credentials are not tried
-//!   again for 5 minutes, doubling to 2 hours ([`hold`]): with brute-force
+//!   again for 5 minutes, doubling to 2 hours ([`login_backoff`]): with brute-force
 //!   protection on, the provider never locks the administrator out; the
 //!   repair ends a lockout someone else caused.
 //!
 //! Layout: [`config`] (how Keycloak is reached, where the repair runs),
-//! [`keycloak`] (the token endpoint and admin REST API), [`hold`] (when
+//! [`keycloak`] (the token endpoint and admin REST API), [`login_backoff`] (when
 //! refused credentials are tried again), [`bootstrap`] (the bootstrap
 //! command, in a container or on this host), [`classify`] (classes from
 //! HTTP statuses and Keycloak's error codes), [`provisioner`] (the
@@ -56,15 +56,15 @@ pub mod classify;
 pub mod cli;
 pub mod config;
 pub mod error;
-pub mod hold;
 pub mod keycloak;
 mod known;
+pub mod login_backoff;
 pub mod provisioner;
 pub mod repair;
 
 pub use bootstrap::{ContainerCli, Runtime};
 pub use cli::Flags;
 pub use config::{AdminLogin, ConfigError, IdentityConfig};
-pub use error::{IdentityError, MARK};
-pub use provisioner::{IdentityProvisioner, PROVISION};
+pub use error::{IdentityError, MARK, PROVISION};
+pub use provisioner::IdentityProvisioner;
 pub use repair::{AdminRepair, RepairError, FAULT};

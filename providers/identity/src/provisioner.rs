@@ -37,13 +37,11 @@ use tokio::time::Instant;
 
 use crate::classify::classify;
 use crate::config::IdentityConfig;
+pub use crate::error::PROVISION;
 use crate::error::{IdentityError, MARK};
 use crate::keycloak::{ClientRep, Created, Keycloak};
 use crate::known::KnownClients;
 use crate::repair::AdminRepair;
-
-/// The provision this provider makes.
-pub const PROVISION: &str = "oidc-client";
 
 /// The identity provider over one Keycloak realm.
 ///

@@ -8,7 +8,7 @@
 //!   Keycloak's refusal (`invalid_grant`; for a client `invalid_client` or
 //!   `unauthorized_client`; status 400 or 401) is the fault; any other
 //!   failure (unreachable, 5xx) says nothing about it (`Unknown`).
-//!   While a refusal is held ([`crate::hold`]) the probe answers it
+//!   During the login backoff after a refusal ([`crate::login_backoff`]) the probe answers it
 //!   without asking Keycloak, so a braked fault never locks the
 //!   administrator out.
 //! - repair, through Keycloak's own bootstrap command, in its container or
@@ -39,7 +39,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use mesh_sdk::internal::error_words;
+use mesh_sdk::redact::error_words;
 use mesh_sdk::{Name, Probe, Repair, Secret};
 
 use crate::bootstrap::{Bootstrap, BootstrapError, Runtime, TempAdmin};

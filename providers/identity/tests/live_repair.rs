@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mesh_provider_identity::hold::LoginHold;
+use mesh_provider_identity::login_backoff::LoginBackoff;
 use mesh_provider_identity::{AdminLogin, AdminRepair, IdentityConfig, IdentityProvisioner};
 use mesh_sdk::testing::{self, BrakeRules, LogCapture, Outbox, RepairRules, Runner, Settings};
 use mesh_sdk::{Class, Consumer, Name, Probe, Provisioner, Repair, Secret};
@@ -406,7 +406,7 @@ async fn a_braked_hour_of_probes_does_not_lock_the_administrator_out() {
     // An hour in 1:1200 (3 s): probes every "5 minutes" (250 ms) while the
     // repair is braked, the hold 5 minutes doubling to 2 hours, scaled.
     set_password_by_hand(kc, &admin, "changed-by-hand-Rf52sM").await;
-    let hold = LoginHold {
+    let hold = LoginBackoff {
         first: Duration::from_millis(250),
         max: Duration::from_secs(6),
     };
@@ -418,7 +418,7 @@ async fn a_braked_hour_of_probes_does_not_lock_the_administrator_out() {
             Path::new("/nonexistent/kc.sh"),
             &dir.path().join("none"),
         )
-        .with_login_hold(hold),
+        .with_login_backoff(hold),
     )
     .unwrap();
     let repair = provisioner.admin_repair();

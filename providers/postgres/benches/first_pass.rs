@@ -52,7 +52,8 @@ async fn provider_pass(pg: &PgCluster, dir: &Path, names: &[String], sessions: u
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
     let file = dir.join("contributions.json");
     testing::write_contributions(&file, ("postgres", "db-1"), "postgres-database", &refs);
-    let password = mesh_sdk::internal::read_admin_password(&pg.superuser_password_file()).unwrap();
+    let password =
+        mesh_sdk::Secret::from_file(&pg.superuser_password_file(), "admin password").unwrap();
     let config = PostgresConfig::new(&pg.admin_url(), Some(password))
         .unwrap()
         .with_consumer_address(None, None)

@@ -90,7 +90,8 @@ async fn plain_logins(pg: &PgCluster) -> Duration {
 
 /// A runner over a new provisioner (a provider just started).
 fn runner(pg: &PgCluster, dir: &Path, outbox: &Arc<Outbox>) -> Runner<PostgresProvisioner> {
-    let password = mesh_sdk::internal::read_admin_password(&pg.superuser_password_file()).unwrap();
+    let password =
+        mesh_sdk::Secret::from_file(&pg.superuser_password_file(), "admin password").unwrap();
     let config = PostgresConfig::new(&pg.admin_url(), Some(password))
         .unwrap()
         .with_consumer_address(None, None)

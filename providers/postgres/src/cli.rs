@@ -10,7 +10,9 @@
 //! Exit codes: 0 after a graceful stop (SIGINT/SIGTERM), 1 when the provider
 //! cannot run (bad configuration, unreadable password file, an
 //! administrator lacking `CREATEROLE`, `CREATEDB` or `INHERIT`, bus setup),
-//! 2 for a bad command line.
+//! 2 for a bad command line, 130 or 143 when a stop had to be forced (not
+//! ended 10 s after SIGINT or SIGTERM, or a second signal: docs/contracts.md,
+//! section 7, "Stopping").
 //!
 //! At start the binary logs in as the administrator once and checks its
 //! attributes ([`PostgresProvisioner::check_admin`]): one lacking a
@@ -23,12 +25,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use mesh_sdk::ProviderMain;
+use mesh_sdk::{ProviderMain, Secret};
 
 use crate::config::{ConfigError, PostgresConfig};
 use crate::error::PgError;
 use crate::provisioner::PostgresProvisioner;
-use mesh_sdk::internal::read_admin_password;
 
 /// The binary: what `--help` says first, for an operator.
 pub const MAIN: ProviderMain = ProviderMain::new(
@@ -91,7 +92,7 @@ impl Flags {
         let password = self
             .admin_password_file
             .as_deref()
-            .map(read_admin_password)
+            .map(|file| Secret::from_file(file, "admin password"))
             .transpose()?;
         Ok(PostgresConfig::new(&self.admin_url, password)?
             .with_consumer_address(self.consumer_host.clone(), self.consumer_port)?
@@ -120,7 +121,7 @@ pub enum StartError {
 /// [`StartError::Config`] when the URL or the password file cannot be
 /// used; [`StartError::Admin`] when the administrator lacks `CREATEROLE`,
 /// `CREATEDB` or `INHERIT`.
-pub fn provisioner(flags: Flags) -> Result<PostgresProvisioner, StartError> {
+pub async fn provisioner(flags: Flags) -> Result<PostgresProvisioner, StartError> {
     let config = flags.config()?;
     tracing::info!(
         admin = %config.admin_shown(),
@@ -130,33 +131,15 @@ pub fn provisioner(flags: Flags) -> Result<PostgresProvisioner, StartError> {
         "PostgreSQL provider configured"
     );
     let provisioner = PostgresProvisioner::new(config);
-    match check_at_start(&provisioner) {
+    match provisioner.check_admin().await {
         Ok(()) => tracing::info!("the administrator may make roles and databases"),
         Err(error @ PgError::AdminLacks { .. }) => return Err(StartError::Admin(error)),
         Err(error) => tracing::warn!(
-            error = %mesh_sdk::internal::error_words(&error),
+            error = %mesh_sdk::redact::error_words(&error),
             "could not check the administrator's privileges at start; the loop will say what fails"
         ),
     }
     Ok(provisioner)
-}
-
-/// Runs [`PostgresProvisioner::check_admin`] to its end from a synchronous
-/// caller, whatever runtime it is called in: on a thread of its own with a
-/// runtime of its own (the session it opens is closed with it).
-fn check_at_start(provisioner: &PostgresProvisioner) -> Result<(), PgError> {
-    std::thread::scope(|scope| {
-        scope
-            .spawn(|| {
-                let runtime = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .expect("a runtime for the start check");
-                runtime.block_on(provisioner.check_admin())
-            })
-            .join()
-            .expect("the start check does not panic")
-    })
 }
 
 #[cfg(test)]

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use mesh_pg_tls::{MakeTls, Tls, TlsError};
-use mesh_sdk::internal::PasswordFileError;
 use mesh_sdk::Secret;
+use mesh_sdk::SecretFileError as PasswordFileError;
 use tokio_postgres::config::Host;
 
 /// Port PostgreSQL listens on when the URL names none.

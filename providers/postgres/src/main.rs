@@ -6,5 +6,5 @@ use std::process::ExitCode;
 use mesh_provider_postgres::cli;
 
 fn main() -> ExitCode {
-    cli::MAIN.run(cli::provisioner)
+    cli::MAIN.start(cli::provisioner)
 }

@@ -55,7 +55,7 @@ use crate::sql;
 /// use mesh_provider_postgres::{PostgresConfig, PostgresProvisioner};
 ///
 /// # async fn example(args: mesh_sdk::ProviderArgs) -> Result<(), Box<dyn std::error::Error>> {
-/// let password = mesh_sdk::internal::read_admin_password("/etc/mesh/pg-admin".as_ref())?;
+/// let password = mesh_sdk::Secret::from_file("/etc/mesh/pg-admin".as_ref(), "admin password")?;
 /// let config = PostgresConfig::new("postgres://postgres@127.0.0.1:5432/postgres", Some(password))?
 ///     .with_consumer_address(None, None)?;
 /// mesh_sdk::run(PostgresProvisioner::new(config), &args).await?;

@@ -36,7 +36,7 @@ async fn make_admin(pg: &PgCluster, admin: &str, attributes: &str) {
 fn provisioner_as(pg: &PgCluster, dir: &std::path::Path, admin: &str) -> PostgresProvisioner {
     let file = dir.join(format!("{admin}.password"));
     std::fs::write(&file, ADMIN_PASSWORD).unwrap();
-    let password = mesh_sdk::internal::read_admin_password(&file).unwrap();
+    let password = mesh_sdk::Secret::from_file(&file, "admin password").unwrap();
     let url = format!("postgres://{admin}@127.0.0.1:{}/postgres", pg.port());
     let config = PostgresConfig::new(&url, Some(password))
         .unwrap()
@@ -281,7 +281,7 @@ async fn an_admin_lacking_createrole_or_createdb_is_refused_naming_what_it_lacks
         let error = within("the admin check", p.check_admin())
             .await
             .unwrap_err();
-        let words = mesh_sdk::internal::error_words(&error);
+        let words = mesh_sdk::redact::error_words(&error);
         assert!(
             words.contains(&format!("\"{admin}\" lacks {missing}")),
             "{admin}: {words}"

@@ -23,7 +23,8 @@ async fn a_dropped_admin_session_is_made_again(pg: &PgCluster) {
     // consumers are checked directly.
     let proxy = TcpProxy::start(format!("{}:{}", pg.host(), pg.port()).parse().unwrap()).await;
     let through_proxy = format!("postgres://postgres@127.0.0.1:{}/postgres", proxy.port());
-    let password = mesh_sdk::internal::read_admin_password(&pg.superuser_password_file()).unwrap();
+    let password =
+        mesh_sdk::Secret::from_file(&pg.superuser_password_file(), "admin password").unwrap();
     let config = mesh_provider_postgres::PostgresConfig::new(&through_proxy, Some(password))
         .unwrap()
         .with_consumer_address(None, Some(pg.port()))

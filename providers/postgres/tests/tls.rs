@@ -14,7 +14,8 @@ use mesh_test_support::{PgCluster, TestCa};
 
 /// The provider's configuration for `pg` with `query` after the admin URL.
 fn config(pg: &PgCluster, query: &str, consumer_host: Option<&str>) -> PostgresConfig {
-    let password = mesh_sdk::internal::read_admin_password(&pg.superuser_password_file()).unwrap();
+    let password =
+        mesh_sdk::Secret::from_file(&pg.superuser_password_file(), "admin password").unwrap();
     PostgresConfig::new(&format!("{}?{query}", pg.admin_url()), Some(password))
         .unwrap()
         .with_consumer_address(consumer_host.map(str::to_owned), None)

@@ -1,7 +1,7 @@
 //! The built binaries of the workspace as child processes.
 
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 /// What a provider's log says when a consumer is served (its first good
@@ -79,6 +79,36 @@ impl Process {
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+
+    /// Sends it SIGTERM and returns at once (see [`Process::wait_exit`]).
+    pub fn terminate(&self) {
+        self.signal(rustix::process::Signal::TERM);
+    }
+
+    /// Sends it SIGINT (as Ctrl-C does) and returns at once.
+    pub fn interrupt(&self) {
+        self.signal(rustix::process::Signal::INT);
+    }
+
+    fn signal(&self, signal: rustix::process::Signal) {
+        let pid = rustix::process::Pid::from_child(&self.child);
+        let _ = rustix::process::kill_process(pid, signal);
+    }
+
+    /// Waits up to `within` for it to end: its exit status, or `None` when
+    /// it still runs then (it is left running).
+    pub fn wait_exit(&mut self, within: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// Whether it has ended.

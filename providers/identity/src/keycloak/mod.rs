@@ -18,7 +18,7 @@ use reqwest::{RequestBuilder, Url};
 
 use crate::config::{AdminLogin, IdentityConfig};
 use crate::error::IdentityError;
-use crate::hold::LoginHold;
+use crate::login_backoff::LoginBackoff;
 
 pub(crate) use calls::Kind;
 pub use calls::{CallCounts, Calls};
@@ -81,7 +81,7 @@ pub struct Keycloak {
     admin_user: String,
     admin_password: Secret,
     admin_login: AdminLogin,
-    hold: LoginHold,
+    backoff: LoginBackoff,
     token: tokio::sync::Mutex<token::Cached>,
     calls: Calls,
 }
@@ -118,7 +118,7 @@ impl Keycloak {
             admin_user: config.admin_user().to_owned(),
             admin_password: config.admin_password().clone(),
             admin_login: config.admin_login(),
-            hold: config.login_hold(),
+            backoff: config.login_backoff(),
             token: tokio::sync::Mutex::new(token::Cached::None),
             calls: Calls::default(),
         })

@@ -1,5 +1,5 @@
-//! The token endpoint: the administrator's login (cached, and held back
-//! after a refusal: [`crate::hold`]), a temporary administrator's login, and
+//! The token endpoint: the administrator's login (cached, and not tried
+//! again for a while after a refusal: [`crate::login_backoff`]), a temporary administrator's login, and
 //! the consumer's client-credentials check.
 
 use std::time::Duration;
@@ -122,8 +122,9 @@ impl Keycloak {
     }
 
     /// Logs the mesh's administrator in now, whatever token is cached (the
-    /// repair hook's probe), and caches the outcome; while a refusal is
-    /// held ([`crate::hold`]) it answers that refusal without asking.
+    /// repair hook's probe), and caches the outcome; during the login
+    /// backoff after a refusal ([`crate::login_backoff`]) it answers that
+    /// refusal without asking.
     ///
     /// # Errors
     /// The login's refusal ([`IdentityError::is_invalid_grant`]) or failure.
@@ -192,8 +193,8 @@ impl Keycloak {
                             Cached::Refused { refusals, .. } => refusals.saturating_add(1),
                             _ => 1,
                         };
-                        let until = Instant::now() + self.hold.after(refusals);
-                        tracing::debug!(refusals, hold = ?self.hold.after(refusals),
+                        let until = Instant::now() + self.backoff.after(refusals);
+                        tracing::debug!(refusals, hold = ?self.backoff.after(refusals),
                             "the administrator's password is held back after its refusal");
                         *cached = Cached::Refused {
                             refusals,
@@ -233,7 +234,7 @@ impl Keycloak {
     }
 
     /// Forgets the administrator's last login (its token, or its refusal
-    /// and hold), so the next call logs in again: after its password was set.
+    /// and its backoff), so the next call logs in again: after its password was set.
     pub async fn forget_admin_login(&self) {
         *self.token.lock().await = Cached::None;
     }

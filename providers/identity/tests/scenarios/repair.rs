@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use axum::http::Method;
-use mesh_provider_identity::hold::LoginHold;
+use mesh_provider_identity::login_backoff::LoginBackoff;
 use mesh_provider_identity::{AdminRepair, ContainerCli, IdentityConfig, IdentityProvisioner};
 use mesh_sdk::testing::LogCapture;
 use mesh_sdk::{Probe, Provisioner, Repair, Secret};
@@ -16,7 +16,7 @@ use crate::world::{
 };
 
 /// No hold: every probe asks Keycloak.
-const NO_HOLD: LoginHold = LoginHold {
+const NO_HOLD: LoginBackoff = LoginBackoff {
     first: Duration::ZERO,
     max: Duration::ZERO,
 };
@@ -35,7 +35,7 @@ async fn bounded<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
 #[tokio::test]
 async fn the_probe_tells_a_refusal_from_an_outage() {
     let setup = Setup::new(MESH_ADMIN_PASSWORD, 401);
-    let config = setup.config().with_login_hold(NO_HOLD);
+    let config = setup.config().with_login_backoff(NO_HOLD);
     let repair = repair_of(&IdentityProvisioner::new(config).unwrap());
     assert_eq!(repair.fault().as_str(), "admin-refused");
     assert_eq!(repair.probe().await, Probe::Healthy);

@@ -26,7 +26,8 @@ pub fn name(text: &str) -> Name {
 /// The configuration the binary would build for this cluster: the admin URL
 /// without password, the password from the cluster's password file.
 pub fn config(pg: &PgCluster) -> PostgresConfig {
-    let password = mesh_sdk::internal::read_admin_password(&pg.superuser_password_file()).unwrap();
+    let password =
+        mesh_sdk::Secret::from_file(&pg.superuser_password_file(), "admin password").unwrap();
     PostgresConfig::new(&pg.admin_url(), Some(password))
         .unwrap()
         .with_consumer_address(None, None)

@@ -1,13 +1,14 @@
 //! The outbox and its publisher on tokio's paused clock: an event the bus
-//! does not acknowledge is held, the newest word per consumer wins, and it
+//! does not acknowledge stays pending, the newest per consumer wins, and it
 //! is sent again until acknowledged.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use mesh_protocol::event::RecoveredReason;
-use mesh_sdk::internal::publish_loop;
-use mesh_sdk::testing::{recovered, Outbox, RecordingSink};
+use mesh_runtime::outbox::publish_loop;
+use mesh_runtime::testing::{recovered, RecordingSink};
+use mesh_runtime::Outbox;
 use tokio::sync::oneshot;
 use tokio::time::advance;
 
@@ -19,7 +20,7 @@ async fn settle() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn held_while_the_bus_is_down_newest_word_sent_when_back() {
+async fn pending_while_the_bus_is_down_the_newest_is_sent_when_back() {
     let outbox = Arc::new(Outbox::new());
     let sink = RecordingSink::default();
     sink.set_down(true);
@@ -44,9 +45,9 @@ async fn held_while_the_bus_is_down_newest_word_sent_when_back() {
     advance(Duration::from_secs(10)).await;
     settle().await;
     assert!(sink.events().is_empty());
-    assert_eq!(outbox.len(), 2, "held, not dropped");
+    assert_eq!(outbox.len(), 2, "pending, not dropped");
 
-    // A newer word for `a` replaces the held one.
+    // A newer event for `a` replaces the pending one.
     outbox.put(
         "mesh.event.db-1.postgres.provisioner.recovered".into(),
         &recovered("a", RecoveredReason::Success),
@@ -76,7 +77,7 @@ async fn held_while_the_bus_is_down_newest_word_sent_when_back() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn stopping_reports_what_is_still_held() {
+async fn stopping_reports_what_is_still_pending() {
     let outbox = Arc::new(Outbox::new());
     let sink = RecordingSink::default();
     sink.set_down(true);

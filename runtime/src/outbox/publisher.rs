@@ -10,9 +10,11 @@ use super::{EventSink, Outbox};
 /// Events in flight at once.
 const IN_FLIGHT: usize = 256;
 
-/// Sends held events until `stop` resolves, retrying unacknowledged ones
-/// every `retry_every`. On `stop` it makes one last attempt (bounded by the
-/// sink's own ack timeout) and returns how many events are still held.
+/// Sends pending events until `stop` resolves, retrying unacknowledged ones
+/// every `retry_every`. On `stop` it makes one last attempt when the sink
+/// can be reached (bounded by the sink's own ack timeout; none while the
+/// bus is away, which would only wait that out) and returns how many events
+/// are still pending.
 pub async fn publish_loop(
     outbox: Arc<Outbox>,
     sink: Arc<dyn EventSink>,
@@ -22,9 +24,11 @@ pub async fn publish_loop(
     tokio::pin!(stop);
     let mut failing = false;
     loop {
-        let held = drain(&outbox, sink.as_ref(), &mut failing).await;
-        let wait = async {
-            if held > 0 {
+        // An attempt in flight at the stop is dropped (what it did not get
+        // acknowledged stays pending): it may be waiting out its ack timeout.
+        let attempt = async {
+            let pending = drain(&outbox, sink.as_ref(), &mut failing).await;
+            if pending > 0 {
                 tokio::time::sleep(retry_every).await;
             } else {
                 outbox.changed().await;
@@ -32,27 +36,29 @@ pub async fn publish_loop(
         };
         tokio::select! {
             () = &mut stop => break,
-            () = wait => {}
+            () = attempt => {}
         }
     }
-    drain(&outbox, sink.as_ref(), &mut failing).await;
+    if sink.is_connected() {
+        drain(&outbox, sink.as_ref(), &mut failing).await;
+    }
     let left = outbox.len();
     if left > 0 {
         tracing::warn!(
             held = left,
-            "stopping with events not acknowledged by the bus"
+            "stopping with events still pending: not acknowledged by the bus"
         );
     }
     left
 }
 
-/// One attempt at every held event; returns how many are still held.
+/// One attempt at every pending event; returns how many are still pending.
 async fn drain(outbox: &Outbox, sink: &dyn EventSink, failing: &mut bool) -> usize {
-    let held = outbox.snapshot();
-    if held.is_empty() {
+    let pending = outbox.snapshot();
+    if pending.is_empty() {
         return 0;
     }
-    let results: Vec<_> = stream::iter(held)
+    let results: Vec<_> = stream::iter(pending)
         .map(|(key, pending)| async move {
             let result = sink
                 .publish(&pending.subject, &pending.msg_id, pending.body.clone())
@@ -79,7 +85,7 @@ async fn drain(outbox: &Outbox, sink: &dyn EventSink, failing: &mut bool) -> usi
     match first_error {
         Some(error) if !*failing => {
             *failing = true;
-            tracing::warn!(held = refused, error = %error, "events not acknowledged by the bus; holding them and sending again");
+            tracing::warn!(held = refused, error = %error, "events not acknowledged by the bus; kept pending and sent again");
         }
         None if *failing => {
             *failing = false;

@@ -1,7 +1,34 @@
 //! `--metrics-listen ADDR`: a small HTTP server with `/metrics` (Prometheus
-//! text), `/healthz` (the loop is making progress) and `/readyz` (connected
-//! to what it needs). Each answers 200 with a line of text, or 503 with
-//! the reason; anything else is 404.
+//! text), `/healthz` (the program is making progress) and `/readyz`
+//! (connected to what it needs). Each answers 200 with a line of text, or
+//! 503 with the reason; anything else is 404 (docs/contracts.md, section 9).
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//!
+//! use mesh_runtime::endpoints::{listen, serve, Endpoints};
+//! use mesh_runtime::Progress;
+//!
+//! # async fn run() -> Result<(), mesh_runtime::endpoints::ListenError> {
+//! let progress = Arc::new(Progress::new());
+//! let listener = listen("127.0.0.1:9464").await?;
+//! let moved = Arc::clone(&progress);
+//! let (_addr, task) = serve(
+//!     listener,
+//!     Endpoints {
+//!         metrics: Arc::new(|| "# EOF\n".to_owned()),
+//!         health: Arc::new(move || moved.check(Duration::from_secs(60))),
+//!         ready: Arc::new(|| Ok("ready".to_owned())),
+//!     },
+//! );
+//! // ... the program's work, calling progress.tick() as it moves ...
+//! task.abort();
+//! # Ok(())
+//! # }
+//! ```
+
+mod progress;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -10,6 +37,17 @@ use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
+
+pub use progress::Progress;
+
+/// `--metrics-listen HOST:PORT` (`MESH_METRICS_LISTEN`), the same on every
+/// mesh binary that serves the endpoints.
+#[derive(clap::Args, Clone, Debug, Default, PartialEq, Eq)]
+pub struct EndpointArgs {
+    /// Serve Prometheus metrics at /metrics, and /healthz and /readyz, on this address (host:port).
+    #[arg(long, env = "MESH_METRICS_LISTEN")]
+    pub metrics_listen: Option<String>,
+}
 
 /// A check: `Ok` with a sentence, or `Err` with the reason.
 pub type Check = Arc<dyn Fn() -> Result<String, String> + Send + Sync>;
@@ -35,7 +73,9 @@ impl std::fmt::Debug for Endpoints {
 #[derive(Debug, thiserror::Error)]
 #[error("cannot listen on {addr} for metrics: {source}")]
 pub struct ListenError {
+    /// The address given.
     addr: String,
+    /// Why.
     #[source]
     source: std::io::Error,
 }

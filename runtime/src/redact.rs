@@ -1,6 +1,9 @@
-//! Keeping secrets out of every word the loop logs or sends.
+//! Keeping secrets out of every text a program logs or publishes: [`redact`]
+//! removes them and cuts the text (docs/contracts.md, section 3.3),
+//! [`error_words`] gives an error's whole chain of words, [`shown_url`] a
+//! URL without its password, [`cut`] a bounded copy of any text.
 
-/// Longest error text that leaves the loop, in characters.
+/// Longest error text a provider logs or sends, in characters.
 pub const MAX_ERROR_CHARS: usize = 200;
 
 /// What a removed secret is replaced with.

@@ -1,15 +1,5 @@
-//! How a mesh client reaches NATS (DESIGN.md "Command lines"): the servers
-//! of one cluster, how the client proves who it is (user and password, a
-//! `.creds` file, or an nkey seed), and TLS (a CA to check the server, a
-//! client certificate for mutual TLS).
-//!
-//! [`NatsArgs`] are the flags, the same on every provider and on the
-//! controller; [`NatsArgs::servers`] and [`connect_options`] check them and
-//! read every file before a connection is tried, so a wrong flag ends the
-//! start with a clear error instead of a connection retried forever.
-//! Neither a secret (password, seed) nor a password inside a URL is ever
-//! part of an error or a log line, and a URL's user and password never
-//! reach the NATS client inside the URL (see [`super::servers`]).
+//! The transport flags ([`NatsArgs`]) and the connection options every
+//! mesh client shares ([`connect_options`]).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -17,9 +7,15 @@ use std::time::Duration;
 use async_nats::{ConnectOptions, ServerAddr};
 use clap::Args;
 
-use super::nats::{log_event, BusError};
+use super::callback::log_event;
+use super::error::BusError;
 use super::servers::{self, UrlCredentials};
+use crate::backoff::Backoff;
 use crate::redact::shown_url;
+
+/// The reconnect delays: 100 ms, doubling, at most 2 s (docs/contracts.md,
+/// section 4.5).
+const RECONNECT: Backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(2));
 
 /// The server when `--nats` is not given.
 const DEFAULT_SERVERS: &str = "nats://127.0.0.1:4222";
@@ -249,8 +245,11 @@ pub async fn connect_options(
         .custom_inbox_prefix(inbox_prefix)
         .connection_timeout(Duration::from_secs(5))
         .reconnect_delay_callback(|attempts| {
-            Duration::from_millis(100u64.saturating_mul(1 << attempts.min(5) as u64))
-                .min(Duration::from_secs(2))
+            RECONNECT.after(
+                u32::try_from(attempts)
+                    .unwrap_or(u32::MAX)
+                    .saturating_add(1),
+            )
         })
         .event_callback(|event| async move { log_event(&event) });
     connect = match nats.auth()? {

@@ -1,14 +1,16 @@
 //! Wall-clock times for event bodies, from one place tests can fix.
 //!
-//! Loop logic measures time with `tokio::time::Instant` (so tests run on the
-//! paused clock); a [`WallClock`] maps those instants to UTC times.
+//! A program's logic measures time with `tokio::time::Instant` (so tests
+//! run it on tokio's paused clock); a [`WallClock`] maps those instants to
+//! the UTC times event bodies carry (`said_at`, `since`, …).
 
 use std::time::SystemTime;
 
 use mesh_protocol::Timestamp;
 use tokio::time::Instant;
 
-/// Maps loop instants to wall-clock times.
+/// Maps tokio instants to wall-clock times: anchored once, then moved by
+/// the monotonic clock only (a step of the system clock does not move it).
 #[derive(Clone, Copy, Debug)]
 pub struct WallClock {
     base_wall: SystemTime,
@@ -24,8 +26,7 @@ impl WallClock {
         }
     }
 
-    #[cfg(any(test, feature = "testing"))]
-    /// A clock that reads `wall` at the loop instant `at` (tests fix time this way).
+    /// A clock that reads `wall` at the instant `at` (tests fix time this way).
     pub fn fixed(wall: impl Into<SystemTime>, at: Instant) -> WallClock {
         WallClock {
             base_wall: wall.into(),
@@ -33,7 +34,7 @@ impl WallClock {
         }
     }
 
-    /// The wall time of loop instant `at`.
+    /// The wall time of instant `at`.
     pub fn at(&self, at: Instant) -> Timestamp {
         let wall = if at >= self.base_instant {
             self.base_wall + (at - self.base_instant)
@@ -45,7 +46,6 @@ impl WallClock {
         Timestamp::from_system(wall)
     }
 
-    #[cfg(any(test, feature = "testing"))]
     /// The wall time now.
     pub fn now(&self) -> Timestamp {
         self.at(Instant::now())

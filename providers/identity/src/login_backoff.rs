@@ -1,5 +1,6 @@
-//! How long a refused administrator password is held back before the
-//! provider tries it again: pure arithmetic, no I/O.
+//! The login backoff: how long the provider waits before it tries a
+//! refused administrator password again, on mesh-runtime's doubling
+//! [`Backoff`]. Pure arithmetic, no I/O.
 //!
 //! With brute-force protection on, Keycloak counts every refused login of a
 //! user, and locks the user out at its failure factor (30 by default) until
@@ -9,7 +10,8 @@
 //! after the `n`-th refusal in a row, the password is not tried again for
 //! `first · 2ⁿ⁻¹`, at most `max`. Consumers' admin calls and the repair's
 //! probe both answer with the last refusal meanwhile; a repair that set the
-//! password clears the hold.
+//! password clears the backoff (flags `--admin-login-hold` and
+//! `--admin-login-hold-max`).
 //!
 //! With the defaults (5 minutes doubling to 2 hours) an unrepaired fault
 //! costs 5 refused logins in its first 75 minutes, then one every 2 hours:
@@ -17,39 +19,35 @@
 
 use std::time::Duration;
 
-/// The hold schedule.
+use mesh_sdk::Backoff;
+
+/// The login backoff's schedule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LoginHold {
-    /// Hold after the first refusal.
+pub struct LoginBackoff {
+    /// Wait after the first refusal.
     pub first: Duration,
-    /// Longest hold.
+    /// Longest wait.
     pub max: Duration,
 }
 
-impl Default for LoginHold {
+impl Default for LoginBackoff {
     fn default() -> Self {
-        LoginHold {
+        LoginBackoff {
             first: Duration::from_secs(5 * 60),
             max: Duration::from_secs(2 * 60 * 60),
         }
     }
 }
 
-impl LoginHold {
-    /// How long the password is held back after `refusals` refusals in a
-    /// row (none after none).
+impl LoginBackoff {
+    /// How long the password is not tried again after `refusals` refusals
+    /// in a row (none after none).
     pub fn after(&self, refusals: u32) -> Duration {
-        let Some(doublings) = refusals.checked_sub(1) else {
-            return Duration::ZERO;
-        };
-        let factor = 1u32.checked_shl(doublings.min(31)).unwrap_or(u32::MAX);
-        self.first
-            .saturating_mul(factor)
-            .min(self.max.max(self.first))
+        Backoff::new(self.first, self.max).after(refusals)
     }
 
     /// How many logins are refused in `span` when every try is refused and
-    /// tried again as soon as the hold allows (the first at the start).
+    /// tried again as soon as the backoff allows (the first at the start).
     pub fn refusals_within(&self, span: Duration) -> u32 {
         let (mut at, mut refusals) = (Duration::ZERO, 0u32);
         while at <= span {
@@ -71,8 +69,8 @@ mod tests {
     const MIN: Duration = Duration::from_secs(60);
 
     #[test]
-    fn the_hold_doubles_from_first_to_max() {
-        let hold = LoginHold::default();
+    fn the_wait_doubles_from_first_to_max() {
+        let hold = LoginBackoff::default();
         let minutes: Vec<u64> = (0..=8).map(|n| hold.after(n).as_secs() / 60).collect();
         assert_eq!(minutes, [0, 5, 10, 20, 40, 80, 120, 120, 120]);
         assert_eq!(hold.after(u32::MAX), 120 * MIN, "no overflow");
@@ -80,7 +78,7 @@ mod tests {
 
     #[test]
     fn a_max_below_first_holds_first() {
-        let hold = LoginHold {
+        let hold = LoginBackoff {
             first: 10 * MIN,
             max: MIN,
         };
@@ -90,7 +88,7 @@ mod tests {
 
     #[test]
     fn the_defaults_stay_well_under_keycloaks_failure_factor() {
-        let hold = LoginHold::default();
+        let hold = LoginBackoff::default();
         assert_eq!(hold.refusals_within(60 * MIN), 4, "0, 5, 15, 35 minutes");
         assert_eq!(hold.refusals_within(75 * MIN), 5);
         assert_eq!(hold.refusals_within(10 * 60 * MIN), 9);
@@ -102,8 +100,8 @@ mod tests {
     }
 
     #[test]
-    fn without_a_hold_every_try_counts() {
-        let none = LoginHold {
+    fn without_a_wait_every_try_counts() {
+        let none = LoginBackoff {
             first: Duration::ZERO,
             max: Duration::ZERO,
         };

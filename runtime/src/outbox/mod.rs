@@ -1,14 +1,35 @@
-//! The bus: events go out through JetStream, awaiting the ack; an event not
-//! acknowledged is held (newest word per key) and sent again.
+//! Events that must arrive: published through JetStream, awaiting the
+//! stream's ack; an event not acknowledged stays pending (the newest per
+//! [`Key`]) and is sent again with the same message id (docs/contracts.md,
+//! section 4.3).
 //!
-//! [`Outbox`] holds what must still be sent; [`publish_loop`] drains it into
-//! an [`EventSink`] (JetStream in production, [`crate::testing::RecordingSink`]
-//! in the SDK's own tests); [`connect`] opens the provider's NATS connection.
+//! [`Outbox`] keeps what must still be sent; [`publish_loop`] drains it into
+//! an [`EventSink`] ([`JetStreamSink`] in production, a recording fake in
+//! tests).
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//!
+//! use mesh_runtime::outbox::{publish_loop, JetStreamSink, Outbox};
+//!
+//! # async fn run(client: async_nats::Client, event: mesh_protocol::Event, subject: String) {
+//! let outbox = Arc::new(Outbox::new());
+//! let sink = Arc::new(JetStreamSink::new(client, Duration::from_secs(5)));
+//! let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+//! let publisher = tokio::spawn(publish_loop(Arc::clone(&outbox), sink, Duration::from_secs(2), async {
+//!     let _ = stopped.await;
+//! }));
+//! outbox.put(subject, &event);
+//! // ... later: one last try, then the events still pending are counted.
+//! let _ = stop.send(());
+//! let pending = publisher.await.unwrap_or_default();
+//! # let _ = pending;
+//! # }
+//! ```
 
-mod nats;
+mod jetstream;
 mod publisher;
-mod servers;
-mod transport;
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -19,10 +40,8 @@ use mesh_protocol::subject::parse_event_subject;
 use mesh_protocol::{Event, EventKind, Name};
 use tokio::sync::Notify;
 
-pub use nats::{connect, connect_as, BusError, BusOptions, JetStreamSink};
+pub use jetstream::JetStreamSink;
 pub use publisher::publish_loop;
-pub use servers::ServerListError;
-pub use transport::{connect_options, NatsArgs};
 
 /// Where events go.
 ///
@@ -34,9 +53,16 @@ pub use transport::{connect_options, NatsArgs};
 pub trait EventSink: Send + Sync + 'static {
     /// Sends one event and waits until it is stored.
     async fn publish(&self, subject: &str, msg_id: &str, body: Bytes) -> Result<(), SinkError>;
+
+    /// Whether the receiver can be reached now (for JetStream: the client
+    /// is connected). At a stop, pending events get one last try only when
+    /// it can: a try while it is away would only wait out its timeout.
+    fn is_connected(&self) -> bool {
+        true
+    }
 }
 
-/// An event that was not stored; it stays held and is sent again.
+/// An event that was not stored; it stays pending and is sent again.
 #[derive(Debug, thiserror::Error)]
 #[error("event on {subject} not acknowledged: {reason}")]
 pub struct SinkError {
@@ -46,7 +72,7 @@ pub struct SinkError {
     pub reason: String,
 }
 
-/// Which held event a newer one replaces: the newest word per key is sent.
+/// Which pending event a newer one replaces: only the newest per key is sent.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Key {
     /// `failing` and `recovered` of one consumer (the newer replaces the older).
@@ -57,14 +83,14 @@ pub enum Key {
     Repair(Name),
     /// The provider's `alive` (only the newest matters).
     Alive,
-    /// The words of one grant: the subject's emitter (machine, consumer;
+    /// The events of one grant: the subject's emitter (machine, consumer;
     /// none when the subject is not an event subject), the provision and
     /// the provider.
     Grant(Option<(Name, Name)>, String, String),
 }
 
 impl Key {
-    /// The key an event for `subject` is held under.
+    /// The key an event for `subject` is kept pending under.
     pub fn of(subject: &str, event: &Event) -> Key {
         let grant = |provision: &str, from: &str| {
             let emitter =
@@ -87,7 +113,7 @@ impl Key {
 /// An event waiting for its ack.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Pending {
-    /// Order in which events were put; a newer word has a higher number.
+    /// Order in which events were put; a newer event has a higher number.
     pub seq: u64,
     /// The subject.
     pub subject: String,
@@ -105,7 +131,7 @@ struct Inner {
     pending: BTreeMap<Key, Pending>,
 }
 
-/// Events not yet acknowledged, newest word per [`Key`].
+/// Events not yet acknowledged (*pending*), the newest per [`Key`].
 #[derive(Debug)]
 pub struct Outbox {
     run_id: String,
@@ -134,7 +160,7 @@ impl Outbox {
         }
     }
 
-    /// Holds `event` for `subject`, replacing an older held word of the same key.
+    /// Keeps `event` pending for `subject`, replacing an older pending event of the same key.
     pub fn put(&self, subject: String, event: &Event) {
         let key = Key::of(&subject, event);
         let body = Bytes::from(event.to_json());
@@ -156,7 +182,7 @@ impl Outbox {
         self.notify.notify_one();
     }
 
-    /// Everything held, oldest first.
+    /// Every pending event, oldest first.
     pub fn snapshot(&self) -> Vec<(Key, Pending)> {
         let inner = self.inner.lock().expect("outbox lock");
         let mut all: Vec<(Key, Pending)> = inner
@@ -168,7 +194,7 @@ impl Outbox {
         all
     }
 
-    /// The event `seq` under `key` was acknowledged: drop it unless a newer word replaced it.
+    /// The event `seq` under `key` was acknowledged: drop it unless a newer event replaced it.
     pub fn done(&self, key: &Key, seq: u64) {
         let mut inner = self.inner.lock().expect("outbox lock");
         if inner.pending.get(key).is_some_and(|p| p.seq == seq) {
@@ -176,12 +202,12 @@ impl Outbox {
         }
     }
 
-    /// How many events are held.
+    /// How many events are pending.
     pub fn len(&self) -> usize {
         self.inner.lock().expect("outbox lock").pending.len()
     }
 
-    /// Whether nothing is held.
+    /// Whether nothing is pending.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -195,11 +221,22 @@ impl Outbox {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::recovered;
-    use mesh_protocol::event::RecoveredReason;
+    use mesh_protocol::event::{Recovered, RecoveredReason, VERSION};
+    use mesh_protocol::Timestamp;
+
+    fn recovered(consumer: &str, reason: RecoveredReason) -> Event {
+        Event::Recovered(Recovered {
+            v: VERSION,
+            consumer: Name::parse(consumer).unwrap(),
+            consumer_machine: None,
+            provision: None,
+            reason,
+            said_at: Timestamp::parse("2026-10-05T00:00:00Z").unwrap(),
+        })
+    }
 
     #[test]
-    fn newest_word_per_key_is_held() {
+    fn the_newest_event_per_key_is_pending() {
         let outbox = Outbox::new();
         outbox.put(
             "s.a".into(),
@@ -207,14 +244,14 @@ mod tests {
         );
         outbox.put("s.b".into(), &recovered("b", RecoveredReason::Success));
         outbox.put("s.a".into(), &recovered("a", RecoveredReason::Success));
-        let held = outbox.snapshot();
-        assert_eq!(held.len(), 2);
-        assert_eq!(held[0].0, Key::Standing(Name::parse("b").unwrap()));
-        assert!(String::from_utf8_lossy(&held[1].1.body).contains("\"reason\":\"success\""));
+        let pending = outbox.snapshot();
+        assert_eq!(pending.len(), 2);
+        assert_eq!(pending[0].0, Key::Standing(Name::parse("b").unwrap()));
+        assert!(String::from_utf8_lossy(&pending[1].1.body).contains("\"reason\":\"success\""));
     }
 
     #[test]
-    fn one_grant_word_is_held_per_consumer_provision_and_provider() {
+    fn one_grant_event_is_pending_per_consumer_provision_and_provider() {
         use mesh_protocol::event::{GrantReachable, GrantUnchecked, ReachableReason, VERSION};
         use mesh_protocol::subject::event_subject;
         use mesh_protocol::Timestamp;
@@ -250,13 +287,13 @@ mod tests {
             let subject = event_subject(&machine, &name(consumer), kind);
             outbox.put(subject, &word(kind, from));
         }
-        let held: Vec<(String, EventKind)> = outbox
+        let pending: Vec<(String, EventKind)> = outbox
             .snapshot()
             .into_iter()
             .map(|(_, p)| (p.subject, p.kind))
             .collect();
         assert_eq!(
-            held,
+            pending,
             [
                 (
                     "mesh.event.app-1.forge.grant.reachable".to_owned(),
@@ -275,13 +312,17 @@ mod tests {
     }
 
     #[test]
-    fn done_drops_only_the_acknowledged_word() {
+    fn done_drops_only_the_acknowledged_event() {
         let outbox = Outbox::new();
         outbox.put("s".into(), &recovered("a", RecoveredReason::Success));
         let (key, first) = outbox.snapshot().remove(0);
         outbox.put("s".into(), &recovered("a", RecoveredReason::Retired));
         outbox.done(&key, first.seq);
-        assert_eq!(outbox.len(), 1, "a newer word survives the older one's ack");
+        assert_eq!(
+            outbox.len(),
+            1,
+            "a newer event survives the older one's ack"
+        );
         let (key, second) = outbox.snapshot().remove(0);
         assert_ne!(first.msg_id, second.msg_id);
         outbox.done(&key, second.seq);

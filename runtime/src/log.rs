@@ -1,4 +1,22 @@
-//! The one log subscriber of every mesh binary.
+//! The one log subscriber of every mesh binary: on stderr, filtered by
+//! `RUST_LOG`, written as text or JSON (`--log-format`, [`LogArgs`];
+//! docs/contracts.md, section 9).
+
+/// `--log-format text|json` (`MESH_LOG_FORMAT`), the same on every mesh
+/// binary; given before or after a subcommand.
+#[derive(clap::Args, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LogArgs {
+    /// How log lines are written: text (key=value fields) or json (one object a line).
+    #[arg(
+        id = "log_format",
+        long = "log-format",
+        env = "MESH_LOG_FORMAT",
+        value_enum,
+        default_value_t = LogFormat::Text,
+        global = true
+    )]
+    pub format: LogFormat,
+}
 
 /// How log lines are written (`--log-format`, `MESH_LOG_FORMAT`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]

@@ -1,13 +1,14 @@
-//! Whether a loop is making progress (`/healthz`), decided without I/O.
+//! Whether a program is making progress (`/healthz`), decided without I/O.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-/// When a loop last moved: a pass or one attempt finished (a provider), a
-/// pull finished (the controller's link). Shared between the loop, which
-/// ticks it, and the health endpoint, which reads it.
+/// When a program's loop last moved: a pass or one attempt finished (a
+/// provider), a pull finished (`mesh-controller serve`). Shared between the
+/// loop, which ticks it, and the health endpoint, which reads it. Measured
+/// on tokio's clock, so tests run it on the paused clock.
 #[derive(Debug)]
 pub struct Progress {
     base: Instant,

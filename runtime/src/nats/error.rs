@@ -1,28 +1,9 @@
-//! The NATS side: connection with the provider's inbox prefix and an event
-//! callback that logs refusals, and a JetStream sink that awaits acks.
+//! Why the bus could not be set up ([`BusError`]), with what the operator
+//! likely has to fix when a TLS handshake was refused.
 
 use std::path::PathBuf;
-use std::time::Duration;
-
-use async_nats::jetstream::{self, message::PublishMessage};
-use async_nats::{Event as NatsEvent, ServerError};
-use async_trait::async_trait;
-use bytes::Bytes;
-use mesh_protocol::subject::inbox_prefix;
-use mesh_protocol::ModuleId;
 
 use super::servers::ServerListError;
-use super::transport::{connect_options, NatsArgs};
-use super::{EventSink, SinkError};
-
-/// How a provider reaches the bus.
-#[derive(Clone, Debug)]
-pub struct BusOptions {
-    /// Servers, credentials and TLS.
-    pub nats: NatsArgs,
-    /// How long to wait for a JetStream ack.
-    pub ack_timeout: Duration,
-}
 
 /// The bus could not be set up; ends the provider's start (and a controller
 /// command). No variant holds a secret: files are named, never quoted, and
@@ -116,12 +97,14 @@ pub enum BusError {
 }
 
 impl BusError {
-    /// [`BusError::Connect`] to the servers of `nats`, with a hint when the
-    /// TLS handshake was refused (read from rustls's typed error).
-    pub fn connect(nats: &NatsArgs, source: async_nats::ConnectError) -> BusError {
+    /// [`BusError::Connect`] to `servers` (as they may be shown:
+    /// [`NatsArgs::shown_servers`](super::NatsArgs::shown_servers)), with a
+    /// hint when the TLS handshake was refused (read from rustls's typed
+    /// error).
+    pub fn connect(servers: String, source: async_nats::ConnectError) -> BusError {
         let hint = tls_hint(&source);
         BusError::Connect {
-            url: nats.shown_servers(),
+            url: servers,
             source,
             hint,
         }
@@ -162,97 +145,4 @@ fn tls_hint(error: &(dyn std::error::Error + 'static)) -> &'static str {
         }
     }
     ""
-}
-
-/// Connects as `provider`: its own inbox prefix (`_INBOX.<machine>.<module>`)
-/// and [`connect_options`], reconnecting forever to any server of the list.
-/// Returns at once even when the servers are down: events are held until
-/// one answers.
-///
-/// # Errors
-/// [`BusError`] when the flags are wrong, a file cannot be read or the
-/// servers are invalid.
-pub async fn connect(
-    options: &BusOptions,
-    provider: &ModuleId,
-) -> Result<async_nats::Client, BusError> {
-    connect_as(
-        options,
-        &format!("mesh provider {provider}"),
-        &inbox_prefix(&provider.machine, &provider.module),
-    )
-    .await
-}
-
-/// Connects as `name` with its own `inbox_prefix` (the grant agent's is
-/// `_INBOX.<machine>._grants`) and [`connect_options`], reconnecting
-/// forever, like [`connect`].
-///
-/// # Errors
-/// [`BusError`] when the credentials cannot be read or the URL is invalid.
-pub async fn connect_as(
-    options: &BusOptions,
-    name: &str,
-    inbox_prefix: &str,
-) -> Result<async_nats::Client, BusError> {
-    let servers = options.nats.servers()?;
-    connect_options(&options.nats, name, inbox_prefix)
-        .await?
-        .retry_on_initial_connect()
-        .connect(servers)
-        .await
-        .map_err(|source| BusError::connect(&options.nats, source))
-}
-
-/// Logs what the client tells about the connection; a permission refusal
-/// as an error (a refused announcement is never silent).
-pub(super) fn log_event(event: &NatsEvent) {
-    match event {
-        NatsEvent::ServerError(ServerError::Other(text))
-            if text.to_lowercase().contains("permissions violation") =>
-        {
-            tracing::error!(error = %text, "the bus refused a publish or subscribe: check the derived permissions");
-        }
-        NatsEvent::ServerError(error) => tracing::error!(error = %error, "bus server error"),
-        NatsEvent::ClientError(error) => tracing::error!(error = %error, "bus client error"),
-        NatsEvent::Disconnected => {
-            tracing::warn!("disconnected from the bus; events are held until it is back")
-        }
-        NatsEvent::Connected => tracing::info!("connected to the bus"),
-        other => tracing::info!(event = %other, "bus event"),
-    }
-}
-
-/// Publishes through JetStream and waits for the stream's ack.
-#[derive(Clone, Debug)]
-pub struct JetStreamSink {
-    context: jetstream::Context,
-}
-
-impl JetStreamSink {
-    /// A sink over `client`, waiting at most `ack_timeout` for each ack.
-    pub fn new(client: async_nats::Client, ack_timeout: Duration) -> JetStreamSink {
-        let mut context = jetstream::new(client);
-        context.set_timeout(ack_timeout);
-        JetStreamSink { context }
-    }
-}
-
-#[async_trait]
-impl EventSink for JetStreamSink {
-    async fn publish(&self, subject: &str, msg_id: &str, body: Bytes) -> Result<(), SinkError> {
-        let fail = |reason: String| SinkError {
-            subject: subject.to_owned(),
-            reason,
-        };
-        let ack = self
-            .context
-            .send_publish(
-                subject.to_owned(),
-                PublishMessage::build().payload(body).message_id(msg_id),
-            )
-            .await
-            .map_err(|e| fail(e.to_string()))?;
-        ack.await.map(|_| ()).map_err(|e| fail(e.to_string()))
-    }
 }
