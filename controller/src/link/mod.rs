@@ -45,7 +45,7 @@ pub use stream::{consumer_config, ensure_consumer, stream_config, Following, Set
 
 use crate::bus::{connect, BusError, NatsOptions, Reconnect, DURABLE, STREAM};
 use crate::model::text::first_words;
-use crate::model::Word;
+use crate::model::Received as Word;
 use crate::store::{migrate, DatabaseOptions, PgStore, Store, StoreError};
 
 /// How the link runs.

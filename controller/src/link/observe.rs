@@ -23,7 +23,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use crate::model::Word;
+use crate::model::Received;
 
 type Label = [(&'static str, &'static str); 1];
 
@@ -115,17 +115,17 @@ impl LinkState {
     }
 
     /// A round was committed.
-    pub(crate) fn applied(&self, words: &[Word]) {
+    pub(crate) fn applied(&self, events: &[Received]) {
         self.batches.inc();
-        for word in words {
+        for received in events {
             self.words_applied
-                .get_or_create(&[("kind", word.event.kind().as_str())])
+                .get_or_create(&[("kind", received.event.kind().as_str())])
                 .inc();
         }
         self.store_ok.store(true, Ordering::Relaxed);
     }
 
-    /// The store failed a round; `away` when it may pass (held), not when it refused the words.
+    /// The store failed a round; `away` when it may pass (held), not when it refused the events.
     pub(crate) fn store_failed(&self, away: bool) {
         self.store_errors.inc();
         if away {

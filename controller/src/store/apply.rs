@@ -1,7 +1,6 @@
-//! Writing a round of words: the newest word per key and kind (see
+//! Writing a round of events: the newest event per key and kind (see
 //! [`crate::model::reduce`]) as one multi-row statement per kind
-//! ([`super::columns`]), after the round's key locks ([`super::locks`]), in
-//! one transaction.
+//! ([`super::columns`]), after the round's key locks ([`super::locks`]), in one transaction.
 
 use std::time::SystemTime;
 
@@ -18,7 +17,7 @@ use super::connection::{PgStore, CONNECT_TIMEOUT, STATEMENT_TIMEOUT};
 use super::locks::{bucket, LOCK_CLASS, LOCK_KEYS};
 use super::{Store, StoreError};
 use crate::model::reduce::reduce;
-use crate::model::Word;
+use crate::model::Received;
 
 /// The prepared write statements.
 pub(super) struct Statements {
@@ -45,7 +44,7 @@ impl Statements {
     }
 }
 
-/// A round as the columns of the four statements.
+/// A round as the columns of its statements.
 #[derive(Default)]
 struct Round<'a> {
     failing: FailingColumns<'a>,
@@ -57,8 +56,8 @@ struct Round<'a> {
 }
 
 impl<'a> Round<'a> {
-    fn of(words: &'a [Word]) -> Round<'a> {
-        let reduced = reduce(words);
+    fn of(events: &'a [Received]) -> Round<'a> {
+        let reduced = reduce(events);
         let mut round = Round::default();
         reduced.failing.iter().for_each(|k| round.failing.push(k));
         reduced
@@ -136,7 +135,7 @@ impl<'a> Round<'a> {
     }
 
     /// The statements to run: the key locks, then `recovered` before
-    /// `failing` (see [`crate::model::reduce`]), those with no word left out.
+    /// `failing` (see [`crate::model::reduce`]), those with no event left out.
     fn statements<'s>(
         &'s self,
         prepared: &'s Statements,
@@ -186,11 +185,11 @@ impl PgStore {
 
 #[async_trait]
 impl Store for PgStore {
-    async fn apply(&mut self, words: &[Word]) -> Result<(), StoreError> {
-        if words.is_empty() {
+    async fn apply(&mut self, events: &[Received]) -> Result<(), StoreError> {
+        if events.is_empty() {
             return Ok(());
         }
-        let round = Round::of(words);
+        let round = Round::of(events);
         let buckets = round.buckets();
         let (client, prepared) = self.prepared().await?;
         let statements = round.statements(prepared, &buckets);
