@@ -1,6 +1,7 @@
 //! Writing a round of events: the newest event per key and kind (see
 //! [`crate::model::reduce`]) as one multi-row statement per kind
-//! ([`super::columns`]), after the round's key locks ([`super::locks`]), in one transaction.
+//! ([`super::columns`], prepared once per connection: [`super::statements`]),
+//! after the round's key locks ([`super::locks`]), in one transaction.
 
 use std::time::SystemTime;
 
@@ -11,38 +12,13 @@ use tokio_postgres::{Client, Statement};
 
 use super::columns::{
     AliveColumns, FailingColumns, GrantColumns, RecoveredColumns, RepairColumns, RetirementColumns,
-    RECOVERED, UPSERT_ALIVE, UPSERT_FAILING, UPSERT_GRANT, UPSERT_REPAIR, UPSERT_RETIREMENT,
 };
 use super::connection::{PgStore, CONNECT_TIMEOUT, STATEMENT_TIMEOUT};
-use super::locks::{bucket, LOCK_CLASS, LOCK_KEYS};
+use super::locks::{bucket, LOCK_CLASS};
+use super::statements::Statements;
 use super::{Store, StoreError};
 use crate::model::reduce::reduce;
 use crate::model::Received;
-
-/// The prepared write statements.
-pub(super) struct Statements {
-    lock: Statement,
-    failing: Statement,
-    recovered: Statement,
-    repair: Statement,
-    retirement: Statement,
-    alive: Statement,
-    grant: Statement,
-}
-
-impl Statements {
-    async fn prepare(client: &Client) -> Result<Statements, tokio_postgres::Error> {
-        Ok(Statements {
-            lock: client.prepare(LOCK_KEYS).await?,
-            failing: client.prepare(UPSERT_FAILING).await?,
-            recovered: client.prepare(RECOVERED).await?,
-            repair: client.prepare(UPSERT_REPAIR).await?,
-            retirement: client.prepare(UPSERT_RETIREMENT).await?,
-            alive: client.prepare(UPSERT_ALIVE).await?,
-            grant: client.prepare(UPSERT_GRANT).await?,
-        })
-    }
-}
 
 /// A round as the columns of its statements.
 #[derive(Default)]

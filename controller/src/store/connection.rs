@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use tokio_postgres::Client;
 
-use super::apply::Statements;
 use super::options::DatabaseOptions;
+use super::statements::Statements;
 use super::{reason, StoreError};
 
 /// How long a connection attempt (socket, authentication, preparing) may take.

@@ -5,8 +5,9 @@
 //! - [`options`]: where the store is, shown without the password.
 //! - [`connection`]: [`PgStore`], its one connection and error classes.
 //! - [`apply`]: a round of events written in one transaction ([`Store`]);
-//!   [`columns`]: its statements and their typed columns; [`locks`]: the
-//!   key locks it takes first, so several controllers can share the store.
+//!   [`columns`]: its statements and their typed columns, prepared by
+//!   [`statements`]; [`locks`]: the key locks it takes first, so several
+//!   controllers can share the store.
 //! - [`read`]: what `status` lists, counts first, then standings in order,
 //!   each column's text decoded into its type (a value that does not decode
 //!   is [`StoreError::Undecodable`]).
@@ -35,6 +36,7 @@ pub mod locks;
 pub mod migrate;
 pub mod options;
 pub mod read;
+pub mod statements;
 
 use std::time::SystemTime;
 
