@@ -4,12 +4,12 @@
 //!
 //! | metric | type | what |
 //! | --- | --- | --- |
-//! | `mesh_words_applied_total{kind}` | counter | words committed to the store, by kind |
+//! | `mesh_words_applied_total{kind}` | counter | events committed to the store, by kind |
 //! | `mesh_batches_total` | counter | rounds committed (one transaction each) |
 //! | `mesh_store_errors_total` | counter | rounds the store failed (held and delivered again, or refused) |
 //! | `mesh_standings_failing` | gauge | standings `status` lists (needs `--declaration`) |
 //! | `mesh_providers_unheard` | gauge | providers `status` names not heard from (needs `--declaration`) |
-//! | `mesh_stream_lag_messages` | gauge | words in the stream the controller has not acknowledged yet |
+//! | `mesh_stream_lag_messages` | gauge | events in the stream the controller has not acknowledged yet |
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
@@ -143,7 +143,7 @@ impl LinkState {
         let _ = self.bus.set(client.clone());
     }
 
-    /// The stream holds `n` words not acknowledged.
+    /// The stream holds `n` events not acknowledged.
     pub(crate) fn lag(&self, n: u64) {
         self.stream_lag.set(gauge_value(n));
     }

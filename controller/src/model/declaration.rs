@@ -58,7 +58,7 @@ impl Declaration {
     /// some module requires a provision from it.
     ///
     /// A provider that nobody requires anything from any more still gets its
-    /// (then empty) contributions file, and must still be able to say
+    /// (then empty) contributions file, and must still be able to publish
     /// `retirement` and `recovered` for the consumers it withdraws, and
     /// `repair`; so providing is enough.
     pub fn receives_contributions(&self, id: &ModuleId) -> bool {

@@ -196,8 +196,8 @@ mod tests {
         // (events, kept failing seqs, kept recovered seqs)
         let cases: Vec<(Vec<Received>, Vec<u64>, Vec<u64>)> = vec![
             (vec![], vec![], vec![]),
-            // The later in the stream wins, whatever the provider's clock
-            // said: a clock stepped back, an event stamped far in the future.
+            // The later in the stream wins, whatever time the provider's clock
+            // stamped: a clock stepped back, an event stamped far in the future.
             (
                 vec![failing("p@m", "a", 10, 1), failing("p@m", "a", 9, 2)],
                 vec![2],

@@ -29,7 +29,7 @@ pub struct StatusFilter {
     /// `node show MACHINE`: only standings whose provider or consumer is on
     /// it, and repairs of providers on it.
     pub machine: Option<String>,
-    /// A standing said at or before this time counts as silent.
+    /// A standing published at or before this time counts as silent.
     pub silent_before: Timestamp,
 }
 
@@ -38,16 +38,22 @@ pub struct StatusFilter {
 pub struct Counts {
     /// Standings the read lists.
     pub standings: u64,
-    /// Of which silent (said at or before [`StatusFilter::silent_before`]).
+    /// Of which silent (published at or before [`StatusFilter::silent_before`]).
     pub silent: u64,
 }
 
 /// The standings `$1` (providers) and `$2` (machine, or null) select. A
-/// standing said before its provider's newest start (or in the same second:
-/// times are whole seconds, and a provider says `failing` only
+/// standing published before its provider's newest start (or in the same
+/// second: times are whole seconds, and a provider publishes `failing` only
 /// `failing_after` after it started) is left out once that provider is
-/// settled: from then on it has said `failing` again for every consumer it
-/// still keeps failing, so an older word is one it no longer has.
+/// settled: from then on it has published `failing` again for every
+/// consumer it still keeps failing, so an older event is one it no longer
+/// has.
+///
+/// The provider key is written exactly as the statistics of migration V7
+/// (`failing_provider`) are: with them the planner knows how many rows the
+/// providers select, and plans the count (one core or two) and the listing
+/// (the key's index or a sort) for the rows there are, not for a guess.
 const SELECTED: &str = "
 FROM failing f
 WHERE f.provider_module || '@' || f.provider_machine = ANY($1::text[])
@@ -79,7 +85,7 @@ fn list_selected() -> String {
     )
 }
 
-/// The open repair faults (newest word not `repaired`) of the selected providers.
+/// The open repair faults (newest event not `repaired`) of the selected providers.
 const OPEN_REPAIRS: &str = "
 SELECT provider_module, provider_machine, fault, outcome, detail, next_attempt_at, said_at
 FROM repair
@@ -88,15 +94,15 @@ WHERE outcome <> 'repaired'
   AND ($2::text IS NULL OR provider_machine = $2)
 ORDER BY provider_module, provider_machine, fault";
 
-/// The newest `alive` word of each selected provider.
+/// The newest `alive` event of each selected provider.
 const ALIVE: &str = "
 SELECT provider_module, provider_machine, started_at, alive_every_seconds, settled_at, said_at
 FROM alive
 WHERE provider_module || '@' || provider_machine = ANY($1::text[])
 ORDER BY provider_module, provider_machine";
 
-/// The newest grant word of each grant whose consumer the declaration lists
-/// on the machine that said it; for `node show MACHINE` only those on it or
+/// The newest grant event of each grant whose consumer the declaration lists
+/// on the machine that published it; for `node show MACHINE` only those on it or
 /// whose provider is on it.
 const GRANTS: &str = "
 SELECT machine, consumer, provision, provider, kind, address, port, failures, failing_since,
@@ -127,7 +133,7 @@ pub struct StatusRead {
     pub repairs: Vec<RepairRow>,
     /// The newest `alive` of each selected provider heard from, in order.
     pub alive: Vec<AliveRow>,
-    /// The newest word of each grant in scope, in order.
+    /// The newest event of each grant in scope, in order.
     pub grants: Vec<GrantRow>,
 }
 
