@@ -4,7 +4,9 @@
 //! listing's time against PostgreSQL's own rate of producing the same rows
 //! as JSON (`psql -c "COPY (SELECT row_to_json(...) ... ORDER BY ...) TO
 //! STDOUT" > /dev/null`, same server, same run). For `status --json`,
-//! human `status`, and `node show` (one machine of ten).
+//! human `status`, and `node show` (one machine of ten), over a store of 100
+//! providers; and for `status` and `node show db-1` over a second store where
+//! one provider on db-1 fails all the standings (a machine with 100,000).
 //!
 //! Also, in process: the rows read with `query_raw` (what `status` does)
 //! against `COPY ... TO STDOUT (FORMAT binary)` read whole, without
@@ -23,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use common::{env_number, store};
 use futures::{pin_mut, TryStreamExt};
+use mesh_controller::store::{migrate, DatabaseOptions};
 use tokio_postgres::types::ToSql;
 
 const PROVIDERS: u64 = 100;
@@ -72,8 +75,8 @@ fn timed(binary: &str, args: &[String], head_ends: &[u8]) -> (Duration, Duration
     (first.expect("the head was printed"), whole, bytes)
 }
 
-/// psql writing the rows as JSON, in order, to /dev/null; its time.
-fn psql(port: u16, password: &str, filter: &str) -> Duration {
+/// psql writing the rows of `db` as JSON, in order, to /dev/null; its time.
+fn psql(port: u16, password: &str, db: &str, filter: &str) -> Duration {
     let sql = format!(
         "COPY (SELECT row_to_json(f) FROM (SELECT {COLUMNS} FROM failing {filter} \
          ORDER BY provider_module, provider_machine, consumer) f) TO STDOUT"
@@ -81,7 +84,7 @@ fn psql(port: u16, password: &str, filter: &str) -> Duration {
     let started = Instant::now();
     let status = Command::new("psql")
         .args(["-X", "-q", "-h", "127.0.0.1", "-p", &port.to_string()])
-        .args(["-U", "postgres", "-d", "status", "-c", &sql])
+        .args(["-U", "postgres", "-d", db, "-c", &sql])
         .env("PGPASSWORD", password)
         .stdout(Stdio::null())
         .status()
@@ -121,6 +124,41 @@ fn main() {
             .await
             .expect("vacuum");
 
+        // The second store: one provider on db-1 failing every consumer, on
+        // 7 machines.
+        let conninfo = pg.create_database("one_provider").await;
+        let one = DatabaseOptions::new(
+            &format!(
+                "host=127.0.0.1 port={} user=postgres dbname=one_provider",
+                pg.port()
+            ),
+            Some(&pg.superuser_password_file()),
+        )
+        .expect("database options");
+        migrate(&one).await.expect("migrating the second store");
+        let (one_client, connection) = tokio_postgres::connect(&conninfo, tokio_postgres::NoTls)
+            .await
+            .expect("connecting to the second store");
+        tokio::spawn(connection);
+        one_client
+            .execute(
+                "INSERT INTO failing (provider_module, provider_machine, consumer, consumer_machine,
+                     provision, class, error, since, attempts, said_at, stream_seq, stream_epoch)
+                 SELECT 'postgres', 'db-1', 'c' || i, 'app-' || (i % 7),
+                     'postgres-database', 'credentials-rejected',
+                     'password authentication failed for user \"c' || i || '\"',
+                     now() - interval '2 hours', 61 + i % 100,
+                     now() - (i % 3) * interval '40 minutes', i, 1
+                 FROM generate_series(1, $1) AS i",
+                &[&(standings as i32)],
+            )
+            .await
+            .expect("filling the second store");
+        one_client
+            .batch_execute("VACUUM ANALYZE failing")
+            .await
+            .expect("vacuum");
+
         let dir = tempfile::tempdir().expect("temp dir");
         let modules: Vec<String> = (0..PROVIDERS)
             .map(|p| {
@@ -136,29 +174,48 @@ fn main() {
             format!(r#"{{"modules":[{}]}}"#, modules.join(",")),
         )
         .expect("writing the declaration");
-        let base = [
-            "--database".to_owned(),
-            format!("host=127.0.0.1 port={} user=postgres dbname=status", pg.port()),
-            "--database-password-file".to_owned(),
-            pg.superuser_password_file().display().to_string(),
-            "--declaration".to_owned(),
-            declaration.display().to_string(),
-        ];
+        let one_declaration = dir.path().join("one_provider.json");
+        std::fs::write(
+            &one_declaration,
+            r#"{"modules":[{"module":"postgres","machine":"db-1","provides":["postgres-database"]}]}"#,
+        )
+        .expect("writing the second declaration");
+        let base = |db: &str, declaration: &std::path::Path| {
+            [
+                "--database".to_owned(),
+                format!("host=127.0.0.1 port={} user=postgres dbname={db}", pg.port()),
+                "--database-password-file".to_owned(),
+                pg.superuser_password_file().display().to_string(),
+                "--declaration".to_owned(),
+                declaration.display().to_string(),
+            ]
+        };
         let binary = env!("CARGO_BIN_EXE_mesh-controller");
         let password = pg.superuser_password();
         println!("status with {standings} standings, through the binary, median of {RUNS} runs");
-        let cases: [(&str, &[&str], &[u8], &str); 3] = [
-            ("status --json", &["status", "--json"], b"\"failing\":[", ""),
-            ("status", &["status"], b"\n", ""),
+        let (many, single) = (("status", &declaration), ("one_provider", &one_declaration));
+        type Case<'a> = (&'a str, (&'a str, &'a std::path::PathBuf), &'a [&'a str], &'a [u8], &'a str);
+        let cases: [Case; 5] = [
+            ("status --json", many, &["status", "--json"], b"\"failing\":[", ""),
+            ("status", many, &["status"], b"\n", ""),
             (
                 "node show db-3 (a tenth of the standings)",
+                many,
                 &["node", "show", "db-3"],
                 b"\n",
                 "WHERE provider_machine = 'db-3' OR consumer_machine = 'db-3'",
             ),
+            ("one provider: status", single, &["status"], b"\n", ""),
+            (
+                "one provider: node show db-1 (its machine: every standing)",
+                single,
+                &["node", "show", "db-1"],
+                b"\n",
+                "WHERE provider_machine = 'db-1' OR consumer_machine = 'db-1'",
+            ),
         ];
-        for (what, command, head_ends, filter) in cases {
-            let args: Vec<String> = base
+        for (what, (db, declaration), command, head_ends, filter) in cases {
+            let args: Vec<String> = base(db, declaration)
                 .iter()
                 .cloned()
                 .chain(command.iter().map(|s| (*s).to_owned()))
@@ -172,7 +229,7 @@ fn main() {
                 heads.push(head);
                 wholes.push(whole);
                 bytes = n;
-                refs.push(psql(pg.port(), password, filter));
+                refs.push(psql(pg.port(), password, db, filter));
             }
             let (head, whole, reference) = (median(heads), median(wholes), median(refs));
             println!("  {what} ({:.1} MB):", bytes as f64 / 1e6);

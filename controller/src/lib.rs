@@ -1,14 +1,14 @@
 //! # mesh-controller
 //!
-//! Derives who may say what on the bus, follows every provider's events into
+//! Derives who may publish what on the bus, follows every provider's events into
 //! a store that survives it, and makes `status` stop printing "all well"
 //! while a provider says it keeps failing a consumer.
 //!
 //! Layers, bottom to top; a module imports only from layers below it
 //! (checked, as in every crate of the workspace, by the root package's
 //! `tests/layers.rs`):
-//! - [`model`]: plain types: the declaration, module ids, words and rows,
-//!   the pure reduction of a round of words.
+//! - [`model`]: plain types: the declaration, the events received and the rows,
+//!   the pure reduction of a round of events.
 //! - [`store`] (PostgreSQL, numbered migrations) and [`bus`] (NATS names and
 //!   connection): I/O.
 //! - [`link`] (`serve`: the JetStream stream into the store), [`approve`]

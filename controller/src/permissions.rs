@@ -1,4 +1,4 @@
-//! Bus permissions derived from the declaration (DESIGN.md "Bus contract"),
+//! Bus permissions derived from the declaration (docs/contracts.md, 4.6),
 //! never written by hand.
 //!
 //! [`derive()`] is pure: one [`UserPermissions`] per declared module

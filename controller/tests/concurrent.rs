@@ -1,4 +1,4 @@
-//! Several controllers on one store (DESIGN.md "Controller store": several
+//! Several controllers on one store (docs/contracts.md, section 6: several
 //! controllers may share the one durable consumer): two stores applying
 //! overlapping rounds at the same moments, one in stream order and the other
 //! in the opposite order, end with exactly what one controller applying
@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use mesh_controller::link::decode;
-use mesh_controller::model::Word;
+use mesh_controller::model::Received;
 use mesh_controller::store::{migrate, DatabaseOptions, PgStore, Store};
 use mesh_protocol::subject::event_subject;
 use mesh_protocol::{EventKind, Name};
@@ -22,9 +22,9 @@ const WORDS: u64 = 240;
 /// Words per round; rounds start every `ROUND / 2` words, so each word is in two rounds.
 const ROUND: u64 = 12;
 
-/// Word `seq` of `provider`: consumer and kind spread by a fixed
+/// Event `seq` of `provider`: consumer and kind spread by a fixed
 /// pseudo-random walk, so keys flip between failing and recovered often.
-fn word(provider: &str, seq: u64) -> Word {
+fn word(provider: &str, seq: u64) -> Received {
     let mix = seq.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(17);
     let consumer = format!("c{}", mix % CONSUMERS);
     let emitter = (Name::parse("db-1").unwrap(), Name::parse(provider).unwrap());
@@ -65,13 +65,13 @@ fn expected(provider: &str) -> BTreeMap<String, (Option<i64>, Option<i64>)> {
     rows
 }
 
-fn mesh_consumer(word: &Word) -> String {
+fn mesh_consumer(word: &Received) -> String {
     let json: serde_json::Value = serde_json::from_slice(&word.event.to_json()).unwrap();
     json["consumer"].as_str().unwrap().to_owned()
 }
 
 /// The rounds of `provider`: overlapping windows of `ROUND` words.
-fn rounds(provider: &str) -> Vec<Vec<Word>> {
+fn rounds(provider: &str) -> Vec<Vec<Received>> {
     (0..WORDS / (ROUND / 2))
         .map(|start| {
             let from = start * (ROUND / 2) + 1;
@@ -140,7 +140,7 @@ async fn two_controllers_applying_overlapping_rounds_in_opposite_orders_agree_wi
             let mut backward = forward.clone();
             backward.reverse();
             let barrier = Arc::new(tokio::sync::Barrier::new(2));
-            let task = |rounds: Vec<Vec<Word>>, barrier: Arc<tokio::sync::Barrier>| {
+            let task = |rounds: Vec<Vec<Received>>, barrier: Arc<tokio::sync::Barrier>| {
                 let options = options.clone();
                 let deadlocks = Arc::clone(&deadlocks);
                 tokio::spawn(async move {

@@ -13,7 +13,7 @@ use mesh_controller::bus::STREAM;
 use mesh_controller::cli::{exit, run, Cli, Io, EXIT_NOT_DONE, EXIT_OK};
 use mesh_controller::link::{ensure_consumer, LinkSettings};
 use mesh_controller::model::declaration::parse;
-use mesh_controller::model::Word;
+use mesh_controller::model::Received;
 use mesh_controller::permissions::{derive, read_credentials, render_nats};
 use mesh_controller::store::{Store, StoreError};
 use mesh_protocol::{ApproveReply, ModuleId, Name, Timestamp};
@@ -184,7 +184,7 @@ struct NoStore;
 
 #[async_trait::async_trait]
 impl Store for NoStore {
-    async fn apply(&mut self, words: &[Word]) -> Result<(), StoreError> {
+    async fn apply(&mut self, words: &[Received]) -> Result<(), StoreError> {
         assert!(words.is_empty(), "setting the stream up applies no word");
         Ok(())
     }

@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 use async_nats::ServerAddr;
 use mesh_controller::link::{ensure_consumer, LinkSettings};
 use mesh_controller::model::declaration::parse;
-use mesh_controller::model::Word;
+use mesh_controller::model::Received;
 use mesh_controller::permissions::{derive, read_credentials, render_nats};
 use mesh_controller::store::{Store, StoreError};
 use mesh_protocol::subject::CONTROLLER_INBOX;
@@ -29,7 +29,7 @@ struct Epochs(BTreeMap<SystemTime, u64>);
 
 #[async_trait::async_trait]
 impl Store for Epochs {
-    async fn apply(&mut self, words: &[Word]) -> Result<(), StoreError> {
+    async fn apply(&mut self, words: &[Received]) -> Result<(), StoreError> {
         assert!(words.is_empty(), "setting the stream up applies no word");
         Ok(())
     }

@@ -5,11 +5,11 @@ use std::process::Command;
 use std::time::Duration;
 
 use mesh_controller::cli::{exit, run, Cli, Io, EXIT_CANNOT, EXIT_OK};
-use mesh_controller::model::{RepairRow, Word};
+use mesh_controller::model::{Received, RepairRow};
 use mesh_controller::store::{migrate, DatabaseOptions, PgStore, StatusFilter, Store};
 use mesh_protocol::event::RecoveredReason;
 use mesh_protocol::event::{
-    Alive, Failing, Recovered, Repair, RepairOutcome, Retirement, RetirementAction,
+    Alive, Failing, Recovered, RepairOutcome, RepairReport, Retirement, RetirementAction,
 };
 use mesh_protocol::{Class, Event, ModuleId, Name, Timestamp};
 use mesh_sdk::testing::LogCapture;
@@ -27,8 +27,8 @@ fn at(minute: u32) -> Timestamp {
     ts(&format!("2026-10-05T00:{minute:02}:00Z"))
 }
 
-fn failing(provider: &str, consumer: &str, said: u32, attempts: u64, seq: u64) -> Word {
-    Word {
+fn failing(provider: &str, consumer: &str, said: u32, attempts: u64, seq: u64) -> Received {
+    Received {
         epoch: 1,
         seq,
         emitter: ModuleId::parse(provider).unwrap(),
@@ -46,8 +46,8 @@ fn failing(provider: &str, consumer: &str, said: u32, attempts: u64, seq: u64) -
     }
 }
 
-fn recovered(provider: &str, consumer: &str, said: u32, seq: u64) -> Word {
-    Word {
+fn recovered(provider: &str, consumer: &str, said: u32, seq: u64) -> Received {
+    Received {
         epoch: 1,
         seq,
         emitter: ModuleId::parse(provider).unwrap(),
@@ -64,8 +64,8 @@ fn recovered(provider: &str, consumer: &str, said: u32, seq: u64) -> Word {
 
 /// `alive` of `provider`, said at minute `said`, started at minute
 /// `started`, settled at minute `settled` (if any), every 60 s.
-fn alive(provider: &str, said: u32, started: u32, settled: Option<u32>, seq: u64) -> Word {
-    Word {
+fn alive(provider: &str, said: u32, started: u32, settled: Option<u32>, seq: u64) -> Received {
+    Received {
         epoch: 1,
         seq,
         emitter: ModuleId::parse(provider).unwrap(),
@@ -83,12 +83,12 @@ fn alive(provider: &str, said: u32, started: u32, settled: Option<u32>, seq: u64
     }
 }
 
-fn repair(provider: &str, fault: &str, outcome: RepairOutcome, said: u32, seq: u64) -> Word {
-    Word {
+fn repair(provider: &str, fault: &str, outcome: RepairOutcome, said: u32, seq: u64) -> Received {
+    Received {
         epoch: 1,
         seq,
         emitter: ModuleId::parse(provider).unwrap(),
-        event: Event::Repair(Repair {
+        event: Event::Repair(RepairReport {
             v: 1,
             fault: name(fault),
             outcome,
@@ -134,7 +134,7 @@ async fn failing_rows(admin: &tokio_postgres::Client, provider: &ModuleId) -> Ve
 /// The open repair faults of `provider` as `status` reads them.
 async fn open_repairs(store: &mut PgStore, provider: &str) -> Vec<RepairRow> {
     let filter = StatusFilter {
-        providers: vec![provider.to_owned()],
+        providers: vec![ModuleId::parse(provider).unwrap()],
         machine: None,
         silent_before: at(0),
     };
@@ -148,12 +148,12 @@ async fn open_repairs(store: &mut PgStore, provider: &str) -> Vec<RepairRow> {
 async fn store_rules_hold_on_postgres() {
     let pg = PgCluster::start();
     let (options, admin) = store_at(&pg, "rules").await;
-    assert_eq!(migrate(&options).await.unwrap(), 6);
+    assert_eq!(migrate(&options).await.unwrap(), 7);
     assert_eq!(migrate(&options).await.unwrap(), 0, "migrations run once");
     let mut store = PgStore::new(options);
 
     // (case, rounds of words applied in order, expected rows of the case's provider)
-    type Case = (&'static str, Vec<Vec<Word>>, Vec<(&'static str, i64)>);
+    type Case = (&'static str, Vec<Vec<Received>>, Vec<(&'static str, i64)>);
     let p = |n: u32| format!("p{n}@db-1");
     let cases: Vec<Case> = vec![
         (
@@ -312,7 +312,7 @@ async fn store_rules_hold_on_postgres() {
     assert_eq!(open, [("disk-full", "braked", Some(at(59)))]);
 
     // Retirements are kept, newest per (provider, consumer, action).
-    let retired = |said, seq, detail: &str| Word {
+    let retired = |said, seq, detail: &str| Received {
         epoch: 1,
         seq,
         emitter: ModuleId::parse(r).unwrap(),
@@ -438,7 +438,7 @@ async fn status_and_node_show_on_a_live_store() {
     // is not all well (silence is not health).
     let (code, out, err) = env.run(&["migrate"], now).await;
     assert_eq!(code, EXIT_OK, "{err}");
-    assert!(out.contains("6 migrations applied"), "{out}");
+    assert!(out.contains("7 migrations applied"), "{out}");
     let (code, out, _) = env.run(&["status"], now).await;
     assert_eq!(code, EXIT_OK);
     assert_eq!(
@@ -745,7 +745,7 @@ async fn the_result_does_not_depend_on_the_order_words_are_applied_in() {
         let rounds = format!("rounds{n}@db-1");
         let (first, second) = order.split_at(2);
         for part in [first, second] {
-            let round: Vec<Word> = part.iter().map(|&i| word(&rounds, i)).collect();
+            let round: Vec<Received> = part.iter().map(|&i| word(&rounds, i)).collect();
             store.apply(&round).await.unwrap();
         }
         for provider in [one, rounds] {
@@ -806,4 +806,87 @@ async fn a_store_connection_that_ends_logs_the_servers_reason() {
         "{line}"
     );
     assert!(!line.contains(pg.superuser_password()), "{line}");
+}
+
+/// A value in the store that is none of its column's words (written by
+/// another program, or another version) stops `status` with an error that
+/// names the column and quotes the value: never a panic, never a default.
+#[tokio::test]
+async fn a_stored_value_that_does_not_decode_is_named_with_its_column() {
+    let pg = PgCluster::start();
+    let (_, admin) = store_at(&pg, "strange").await;
+    let dir = tempfile::tempdir().unwrap();
+    let declaration = dir.path().join("declaration.json");
+    std::fs::write(&declaration, DECLARATION).unwrap();
+    let env = Env {
+        args: vec![
+            "--database".into(),
+            format!(
+                "host=127.0.0.1 port={} user=postgres dbname=strange",
+                pg.port()
+            ),
+            "--database-password-file".into(),
+            pg.superuser_password_file().display().to_string(),
+            "--declaration".into(),
+            declaration.display().to_string(),
+        ],
+    };
+    let now = "2026-10-05T00:10:00Z";
+    assert_eq!(env.run(&["migrate"], now).await.0, EXIT_OK);
+    let failing = "INSERT INTO failing (provider_module, provider_machine, consumer, \
+        consumer_machine, provision, class, error, since, attempts, said_at, stream_seq, \
+        stream_epoch) VALUES ('postgres', 'db-1', 'forge', 'app-1', 'p', 'credentials-rejected', \
+        'e', '2026-10-05T00:04:00Z', 1, '2026-10-05T00:09:00Z', 1, 1)";
+    let repair = "INSERT INTO repair (provider_module, provider_machine, fault, outcome, \
+        detail, next_attempt_at, said_at, stream_seq, stream_epoch) VALUES ('identity', 'id-1', \
+        'admin-refused', 'failed', 'd', NULL, '2026-10-05T00:09:00Z', 2, 1)";
+    let grant = "INSERT INTO grant_word (machine, consumer, provision, provider, kind, reason, \
+        said_at, stream_seq, stream_epoch) VALUES ('app-1', 'forge', 'p', 'postgres@db-1', \
+        'unchecked', 'no port', '2026-10-05T00:09:00Z', 3, 1)";
+    for statement in [failing, repair, grant] {
+        admin.execute(statement, &[]).await.unwrap();
+    }
+    let (code, out, err) = env.run(&["status", "--json"], now).await;
+    assert_eq!(code, EXIT_OK, "the store as written reads: {err}");
+    assert!(out.contains("credentials-rejected"), "{out}");
+
+    // (what is changed and back, the column named, what is said of the value)
+    let cases = [
+        (
+            "UPDATE failing SET class = 'bogus'",
+            "UPDATE failing SET class = 'refused'",
+            "failing.class",
+            "\"bogus\" is not a failure class (one of credentials-rejected, unreachable, \
+             secret-unreadable, refused)",
+        ),
+        (
+            "UPDATE repair SET outcome = 'Fixed'",
+            "UPDATE repair SET outcome = 'failed'",
+            "repair.outcome",
+            "\"Fixed\" is not a repair outcome (one of repaired, failed, braked)",
+        ),
+    ];
+    for (change, back, column, said) in cases {
+        admin.batch_execute(change).await.unwrap();
+        let (code, out, err) = env.run(&["status"], now).await;
+        assert_eq!(code, EXIT_CANNOT, "{change}: {out}");
+        assert!(
+            err.contains(&format!(
+                "holds a value this controller cannot read: column {column}: {said}"
+            )),
+            "{change}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+        admin.batch_execute(back).await.unwrap();
+        assert_eq!(env.run(&["status"], now).await.0, EXIT_OK, "{back}");
+    }
+    // The grant's state is checked by the table itself: no other word gets in.
+    let refused = admin
+        .batch_execute("UPDATE grant_word SET kind = 'broken'")
+        .await
+        .unwrap_err();
+    assert_eq!(
+        refused.code(),
+        Some(&tokio_postgres::error::SqlState::CHECK_VIOLATION)
+    );
 }

@@ -1,12 +1,12 @@
-//! The grants file (docs/contracts.md, "Grants"): JSON, re-read every check. A file
+//! The grants file (docs/grants.md): JSON, re-read every check. A file
 //! that cannot be read or parsed is an error naming the file, and the last
 //! good list is kept; a bad entry is refused alone, with an error naming it,
 //! and the last good version of the same grant (when its consumer,
 //! provision and provider can still be read) is kept.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use mesh_protocol::list::{Entries, Repeated};
 use mesh_protocol::Name;
 use serde::Deserialize;
 use serde_json::Value;
@@ -123,8 +123,34 @@ struct RawGrant {
     container: Option<String>,
 }
 
+/// What names a grants entry before it is parsed: ` (consumer "forge")`
+/// when its consumer can be read, and its key when it can be read whole.
+struct Label {
+    who: String,
+    key: Option<GrantKey>,
+}
+
+impl Label {
+    fn of(value: &Value) -> Label {
+        let consumer = value.get("consumer").and_then(Value::as_str);
+        let key = (|| {
+            Some((
+                Name::parse(consumer?).ok()?,
+                value.get("provision")?.as_str()?.to_owned(),
+                value.get("from")?.as_str()?.to_owned(),
+            ))
+        })();
+        Label {
+            who: consumer
+                .map(|c| format!(" (consumer {:?})", c.chars().take(64).collect::<String>()))
+                .unwrap_or_default(),
+            key,
+        }
+    }
+}
+
 /// Parses the text of a grants file read from `path`: the grants, and the
-/// entries refused.
+/// entries refused (in file order).
 ///
 /// # Errors
 /// [`FileError::Parse`] when the text is not a grants file at all.
@@ -135,55 +161,27 @@ pub fn parse(path: &Path, text: &str) -> Result<(Grants, Vec<EntryError>), FileE
     };
     let raw: RawFile = serde_json::from_str(text).map_err(|e| parse_error(e.to_string()))?;
     let machine = Name::parse(&raw.machine).map_err(|e| parse_error(format!("machine: {e}")))?;
-    let mut grants = Vec::new();
-    let mut refused = Vec::new();
-    for (index, value) in raw.grants.into_iter().enumerate() {
-        match entry(&value) {
-            Ok(grant) => grants.push(grant),
-            Err(reason) => {
-                let consumer = value.get("consumer").and_then(Value::as_str);
-                let key = (|| {
-                    Some((
-                        Name::parse(consumer?).ok()?,
-                        value.get("provision")?.as_str()?.to_owned(),
-                        value.get("from")?.as_str()?.to_owned(),
-                    ))
-                })();
-                refused.push(EntryError {
-                    path: path.to_owned(),
-                    index,
-                    who: consumer
-                        .map(|c| {
-                            format!(" (consumer {:?})", c.chars().take(64).collect::<String>())
-                        })
-                        .unwrap_or_default(),
-                    reason,
-                    key,
-                });
-            }
-        }
-    }
+    let mut entries = Entries::parse(raw.grants, Label::of, |value| entry(&value));
     // Two entries for one grant: both refused, neither silently wins.
-    let mut seen: HashMap<GrantKey, usize> = HashMap::new();
-    for g in &grants {
-        *seen.entry(g.key()).or_default() += 1;
-    }
-    grants.retain(|g| {
-        let twice = seen[&g.key()] > 1;
-        if twice {
-            refused.push(EntryError {
-                path: path.to_owned(),
-                index: usize::MAX,
-                who: format!(" (consumer {:?})", g.consumer.as_str()),
-                reason: format!(
-                    "listed more than once for provision {:?} from {:?}",
-                    g.provision, g.from
-                ),
-                key: Some(g.key()),
-            });
-        }
-        !twice
-    });
+    entries.refuse_repeated(
+        Repeated::NoneKept,
+        |e| e.parsed.as_ref().ok().map(Grant::key),
+        |_, (_, provision, from)| {
+            format!("listed more than once for provision {provision:?} from {from:?}")
+        },
+    );
+    let (kept, refused) = entries.split();
+    let refused = refused
+        .into_iter()
+        .map(|r| EntryError {
+            path: path.to_owned(),
+            index: r.index,
+            who: r.label.who,
+            reason: r.reason,
+            key: r.label.key,
+        })
+        .collect();
+    let grants = kept.into_iter().map(|k| k.value).collect();
     Ok((Grants { machine, grants }, refused))
 }
 
@@ -375,6 +373,25 @@ mod tests {
         assert!(grants.grants.is_empty());
         assert_eq!(refused.len(), 2);
         assert!(refused[0].to_string().contains("listed more than once"));
+    }
+
+    #[test]
+    fn entries_listed_twice_are_named_by_their_own_places_in_list_order() {
+        let one =
+            r#"{"consumer":"c","provision":"p","from":"a@b","address":"x","port":1,"netns":"/n"}"#;
+        let text = format!(r#"{{"machine":"m","grants":[{one},{{"provision":"p"}},{one}]}}"#);
+        let (grants, refused) = parse(Path::new("g"), &text).unwrap();
+        assert!(grants.grants.is_empty());
+        let words: Vec<String> = refused.iter().map(ToString::to_string).collect();
+        let twice = "refused: listed more than once for provision \"p\" from \"a@b\"";
+        assert_eq!(
+            words,
+            [
+                format!("grants file g: grants[0] (consumer \"c\") {twice}"),
+                "grants file g: grants[1] refused: missing field `consumer`".to_owned(),
+                format!("grants file g: grants[2] (consumer \"c\") {twice}"),
+            ]
+        );
     }
 
     #[test]

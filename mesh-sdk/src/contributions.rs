@@ -11,10 +11,10 @@
 //! must never make a consumer look withdrawn and get it retired, nor hand
 //! one consumer's secret to another).
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use mesh_protocol::list::{Entries, Repeated};
 use mesh_protocol::{ModuleId, Name, NameError};
 use serde::Deserialize;
 
@@ -147,54 +147,32 @@ pub fn parse(text: &str, path: &Path) -> Result<Parsed, ContributionsError> {
         serde_json::from_value(raw.provider).map_err(|e| malformed(format!("provider: {e}")))?;
     let provider = ModuleId::new(provider.module, provider.machine);
     let base_dir = path.parent().unwrap_or(Path::new("."));
-    // Every entry's readable name, to find consumers listed more than once.
-    let names: Vec<Option<Name>> = raw
-        .consumers
-        .iter()
-        .map(|v| {
-            v.get("consumer")
-                .and_then(|c| c.as_str())
-                .and_then(|c| Name::parse(c).ok())
-        })
-        .collect();
-    let mut count: HashMap<&Name, usize> = HashMap::new();
-    for name in names.iter().flatten() {
-        *count.entry(name).or_default() += 1;
-    }
-    let mut consumers = Vec::with_capacity(raw.consumers.len());
+    let mut entries = Entries::parse(raw.consumers, Label::of, |value| entry(value, base_dir));
+    // Two entries for one consumer: none of them is used, whatever else is
+    // wrong with them.
+    entries.refuse_repeated(
+        Repeated::NoneKept,
+        |e| e.label.readable.clone(),
+        |_, name| format!("consumer {name} is listed more than once; none of its entries is used"),
+    );
+    let (kept, refused) = entries.split();
+    let consumers = kept.into_iter().map(|k| k.value).collect();
     let mut held_back: Vec<Name> = Vec::new();
-    let mut refused = Vec::new();
-    for (index, value) in raw.consumers.into_iter().enumerate() {
-        let named = value
-            .get("consumer")
-            .and_then(|c| c.as_str())
-            .map(|c| format!(" ({:?})", mesh_runtime::redact::cut(c, 80)))
-            .unwrap_or_default();
-        let refuse = |reason: String| EntryError {
-            index,
-            named: named.clone(),
-            reason,
-        };
-        let readable = names[index].as_ref();
-        let twice = readable.filter(|n| count[n] > 1);
-        let result = match twice {
-            Some(name) => Err(format!(
-                "consumer {name} is listed more than once; none of its entries is used"
-            )),
-            None => entry(value, base_dir),
-        };
-        match result {
-            Ok(consumer) => consumers.push(consumer),
-            Err(reason) => {
-                refused.push(refuse(reason));
-                if let Some(name) = readable {
-                    if !held_back.contains(name) {
-                        held_back.push(name.clone());
-                    }
+    let refused = refused
+        .into_iter()
+        .map(|r| {
+            if let Some(name) = r.label.readable {
+                if !held_back.contains(&name) {
+                    held_back.push(name);
                 }
             }
-        }
-    }
+            EntryError {
+                index: r.index,
+                named: r.label.named,
+                reason: r.reason,
+            }
+        })
+        .collect();
     Ok(Parsed {
         contributions: Contributions {
             provider,
@@ -203,6 +181,25 @@ pub fn parse(text: &str, path: &Path) -> Result<Parsed, ContributionsError> {
         },
         refused,
     })
+}
+
+/// What names a consumer entry before it is parsed: ` ("forge")` when its
+/// `consumer` is a string, and that name when it is a valid one.
+struct Label {
+    named: String,
+    readable: Option<Name>,
+}
+
+impl Label {
+    fn of(value: &serde_json::Value) -> Label {
+        let consumer = value.get("consumer").and_then(|c| c.as_str());
+        Label {
+            named: consumer
+                .map(|c| format!(" ({:?})", crate::redact::cut(c, 80)))
+                .unwrap_or_default(),
+            readable: consumer.and_then(|c| Name::parse(c).ok()),
+        }
+    }
 }
 
 fn entry(value: serde_json::Value, base_dir: &Path) -> Result<Consumer, String> {

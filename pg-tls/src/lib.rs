@@ -27,6 +27,9 @@
 //! followed: `verify-ca` and `verify-full` without `sslrootcert` are refused,
 //! so what is trusted is always written where the URL is.
 //!
+//! [`shown`] prints a configuration without its password, the one way every
+//! part of the mesh shows where it connects.
+//!
 //! SCRAM channel binding (`SCRAM-SHA-256-PLUS`, `tls-server-end-point`)
 //! works over the encrypted session, and `channel_binding=require` is handed
 //! to tokio-postgres as given.
@@ -45,6 +48,7 @@
 
 mod connect;
 mod params;
+mod shown;
 mod verify;
 
 use std::fmt;
@@ -56,6 +60,7 @@ use rustls::pki_types::CertificateDer;
 use rustls::RootCertStore;
 
 pub use connect::{Connect, MakeTls, TlsStream};
+pub use shown::{shown, DEFAULT_PORT};
 pub use verify::{is_tls_refusal, CertificateRefused};
 
 use verify::{Check, Verifier};

@@ -1,7 +1,5 @@
 //! The four classes of failure a person reading `status` needs first.
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
 
 /// Why a consumer's provision failed, as the mesh reports it.
@@ -38,11 +36,7 @@ impl Class {
     }
 }
 
-impl fmt::Display for Class {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+crate::one_of::one_of!(Class, "a failure class");
 
 #[cfg(test)]
 mod tests {
@@ -54,6 +48,13 @@ mod tests {
             let json = serde_json::to_string(&class).unwrap();
             assert_eq!(json, format!("\"{}\"", class.as_str()));
             assert_eq!(serde_json::from_str::<Class>(&json).unwrap(), class);
+            assert_eq!(class.as_str().parse::<Class>().unwrap(), class);
         }
+        let error = "bogus".parse::<Class>().unwrap_err().to_string();
+        assert_eq!(
+            error,
+            "\"bogus\" is not a failure class (one of credentials-rejected, unreachable, \
+             secret-unreadable, refused)"
+        );
     }
 }

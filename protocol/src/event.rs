@@ -1,13 +1,18 @@
 //! Event kinds and bodies, exactly as docs/contracts.md (4.2, and "Grants").
 //!
 //! The emitter (machine, module) is in the subject ([`crate::subject`]);
-//! bodies never name it. Grant words are said by `mesh-grants` on a
+//! bodies never name it. Grant events are published by `mesh-grants` on a
 //! consumer's machine, on `mesh.event.<machine>.<consumer>.grant.<kind>`.
+//!
+//! The enums of a body (a reason, an action, an outcome, and the
+//! [`GrantState`] a grant event gives) are written as fixed words: each has
+//! `as_str`, `Display` and `FromStr`, for a reader that keeps them as text.
 
 use serde::{Deserialize, Serialize};
 
 use crate::class::Class;
 use crate::name::Name;
+use crate::one_of::one_of;
 use crate::time::Timestamp;
 
 /// Version of every body.
@@ -37,7 +42,7 @@ pub enum EventKind {
 }
 
 impl EventKind {
-    /// Every kind a provisioner says (`...provisioner.<kind>`).
+    /// Every kind a provisioner publishes (`...provisioner.<kind>`).
     pub const ALL: [EventKind; 5] = [
         EventKind::Failing,
         EventKind::Recovered,
@@ -60,13 +65,65 @@ impl EventKind {
         }
     }
 
-    /// Every kind the grant agent says (`...grant.<kind>`).
+    /// Every kind the grant agent publishes (`...grant.<kind>`).
     pub const GRANT: [EventKind; 3] = [
         EventKind::Unreachable,
         EventKind::Reachable,
         EventKind::Unchecked,
     ];
+
+    /// The state a grant kind gives its grant; `None` for a provisioner kind.
+    pub fn grant_state(self) -> Option<GrantState> {
+        match self {
+            EventKind::Unreachable => Some(GrantState::Unreachable),
+            EventKind::Reachable => Some(GrantState::Reachable),
+            EventKind::Unchecked => Some(GrantState::Unchecked),
+            EventKind::Failing
+            | EventKind::Recovered
+            | EventKind::Retirement
+            | EventKind::Repair
+            | EventKind::Alive => None,
+        }
+    }
 }
+
+/// What a grant's newest event says of it: one state per grant kind, named
+/// as the kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GrantState {
+    /// Its consumer failed to reach it `unreachable_after` checks in a row.
+    Unreachable,
+    /// Its consumer reached it.
+    Reachable,
+    /// It could not be checked (never a verdict).
+    Unchecked,
+}
+
+impl GrantState {
+    /// Every state, in a stable order.
+    pub const ALL: [GrantState; 3] = [
+        GrantState::Unreachable,
+        GrantState::Reachable,
+        GrantState::Unchecked,
+    ];
+
+    /// The state as written: its kind's subject token.
+    pub fn as_str(self) -> &'static str {
+        self.kind().as_str()
+    }
+
+    /// The event kind that gives it.
+    pub fn kind(self) -> EventKind {
+        match self {
+            GrantState::Unreachable => EventKind::Unreachable,
+            GrantState::Reachable => EventKind::Reachable,
+            GrantState::Unchecked => EventKind::Unchecked,
+        }
+    }
+}
+
+one_of!(GrantState, "a grant state");
 
 /// `failing` body.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -87,15 +144,15 @@ pub struct Failing {
     pub since: Timestamp,
     /// Failed attempts since `since`.
     pub attempts: u64,
-    /// When this was said.
+    /// When this was published.
     pub said_at: Timestamp,
 }
 
-/// Why `recovered` is said.
+/// Why `recovered` is published.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum RecoveredReason {
-    /// First success after `failing` was said since start.
+    /// First success after `failing` was published since start.
     Success,
     /// First success of this consumer since the provider started.
     FirstSuccessAfterStart,
@@ -107,6 +164,14 @@ pub enum RecoveredReason {
 }
 
 impl RecoveredReason {
+    /// Every reason, in a stable order.
+    pub const ALL: [RecoveredReason; 4] = [
+        RecoveredReason::Success,
+        RecoveredReason::FirstSuccessAfterStart,
+        RecoveredReason::Retired,
+        RecoveredReason::Withdrawn,
+    ];
+
     /// The reason as written on the bus.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -117,6 +182,8 @@ impl RecoveredReason {
         }
     }
 }
+
+one_of!(RecoveredReason, "a recovered reason");
 
 /// `recovered` body.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -129,9 +196,9 @@ pub struct Recovered {
     pub consumer_machine: Option<Name>,
     /// The provision, if known.
     pub provision: Option<String>,
-    /// Why it is said.
+    /// Why it is published.
     pub reason: RecoveredReason,
-    /// When this was said.
+    /// When this was published.
     pub said_at: Timestamp,
 }
 
@@ -150,6 +217,14 @@ pub enum RetirementAction {
 }
 
 impl RetirementAction {
+    /// Every action, in a stable order.
+    pub const ALL: [RetirementAction; 4] = [
+        RetirementAction::Retired,
+        RetirementAction::Approved,
+        RetirementAction::ReEnabled,
+        RetirementAction::Deleted,
+    ];
+
     /// The action as written on the bus.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -160,6 +235,8 @@ impl RetirementAction {
         }
     }
 }
+
+one_of!(RetirementAction, "a retirement action");
 
 /// `retirement` body.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -172,7 +249,7 @@ pub struct Retirement {
     pub action: RetirementAction,
     /// In words, for a person.
     pub detail: String,
-    /// When this was said.
+    /// When this was published.
     pub said_at: Timestamp,
 }
 
@@ -188,9 +265,30 @@ pub enum RepairOutcome {
     Braked,
 }
 
-/// `repair` body.
+impl RepairOutcome {
+    /// Every outcome, in a stable order.
+    pub const ALL: [RepairOutcome; 3] = [
+        RepairOutcome::Repaired,
+        RepairOutcome::Failed,
+        RepairOutcome::Braked,
+    ];
+
+    /// The outcome as written on the bus.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RepairOutcome::Repaired => "repaired",
+            RepairOutcome::Failed => "failed",
+            RepairOutcome::Braked => "braked",
+        }
+    }
+}
+
+one_of!(RepairOutcome, "a repair outcome");
+
+/// `repair` body: a provider reports what came of repairing a known fault
+/// (the `repair` kind; `mesh-sdk`'s `Repair` trait is what makes one).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Repair {
+pub struct RepairReport {
     /// Body version, 1.
     pub v: u32,
     /// The fault's name.
@@ -201,11 +299,11 @@ pub struct Repair {
     pub detail: String,
     /// When the next attempt is due, if one is.
     pub next_attempt_at: Option<Timestamp>,
-    /// When this was said.
+    /// When this was published.
     pub said_at: Timestamp,
 }
 
-/// `alive` body: said after the provider's first pass and then every
+/// `alive` body: published after the provider's first pass and then every
 /// `alive_every`, so that silence is never read as health.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Alive {
@@ -213,35 +311,41 @@ pub struct Alive {
     pub v: u32,
     /// When this provider process started.
     pub started_at: Timestamp,
-    /// How often it says `alive`, in seconds.
+    /// How often it publishes `alive`, in seconds.
     pub alive_every_seconds: u64,
     /// Its `failing_after`, in seconds.
     pub failing_after_seconds: u64,
     /// The end of its first pass that began at least `failing_after` after
     /// its first pass ended; null until then. From then on every consumer
-    /// it keeps failing has been said `failing` since it started.
+    /// it keeps failing has had `failing` published since it started.
     pub settled_at: Option<Timestamp>,
     /// Consumers it serves (listed in its contributions file).
     pub consumers: u64,
-    /// Of which failing (said `failing` or not yet).
+    /// Of which failing (published `failing` or not yet).
     pub failing: u64,
     /// How long its last pass took, in seconds.
     pub pass_seconds: f64,
-    /// When this was said.
+    /// When this was published.
     pub said_at: Timestamp,
 }
 
-/// Why `reachable` is said.
+/// Why `reachable` is published.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ReachableReason {
-    /// The first success after `unreachable` or `unchecked` was said.
+    /// The first success after `unreachable` or `unchecked` was published.
     Success,
     /// The first success of this grant since the agent started.
     FirstSuccessAfterStart,
 }
 
 impl ReachableReason {
+    /// Every reason, in a stable order.
+    pub const ALL: [ReachableReason; 2] = [
+        ReachableReason::Success,
+        ReachableReason::FirstSuccessAfterStart,
+    ];
+
     /// The reason as written on the bus.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -250,6 +354,8 @@ impl ReachableReason {
         }
     }
 }
+
+one_of!(ReachableReason, "a reachable reason");
 
 /// `grant.unreachable` body: the consumer could not connect to its grant's
 /// address and port from its own network position, `failures` checks in a row.
@@ -261,7 +367,7 @@ pub struct GrantUnreachable {
     pub provision: String,
     /// The provider, `module@machine` ([`crate::ModuleId`]) as the grants
     /// file names it. Text, not checked: a grant whose file names its
-    /// provider otherwise is still checked and said, and readers keep it.
+    /// provider otherwise is still checked and published, and readers keep it.
     pub from: String,
     /// The address the grant names.
     pub address: String,
@@ -275,7 +381,7 @@ pub struct GrantUnreachable {
     pub last_reachable_at: Option<Timestamp>,
     /// Why the newest check failed.
     pub error: String,
-    /// When this was said.
+    /// When this was published.
     pub said_at: Timestamp,
 }
 
@@ -288,15 +394,15 @@ pub struct GrantReachable {
     pub provision: String,
     /// The provider, `module@machine` ([`crate::ModuleId`]) as the grants
     /// file names it. Text, not checked: a grant whose file names its
-    /// provider otherwise is still checked and said, and readers keep it.
+    /// provider otherwise is still checked and published, and readers keep it.
     pub from: String,
     /// The address the grant names.
     pub address: String,
     /// The port the grant names.
     pub port: u16,
-    /// Why it is said.
+    /// Why it is published.
     pub reason: ReachableReason,
-    /// When this was said.
+    /// When this was published.
     pub said_at: Timestamp,
 }
 
@@ -309,11 +415,11 @@ pub struct GrantUnchecked {
     pub provision: String,
     /// The provider, `module@machine` ([`crate::ModuleId`]) as the grants
     /// file names it. Text, not checked: a grant whose file names its
-    /// provider otherwise is still checked and said, and readers keep it.
+    /// provider otherwise is still checked and published, and readers keep it.
     pub from: String,
     /// Why: `no port`, `consumer not running`, ...
     pub reason: String,
-    /// When this was said.
+    /// When this was published.
     pub said_at: Timestamp,
 }
 
@@ -327,7 +433,7 @@ pub enum Event {
     /// `retirement`.
     Retirement(Retirement),
     /// `repair`.
-    Repair(Repair),
+    Repair(RepairReport),
     /// `alive`.
     Alive(Alive),
     /// `grant.unreachable`.
@@ -362,7 +468,7 @@ impl Event {
         }
     }
 
-    /// When it was said.
+    /// When it was published.
     pub fn said_at(&self) -> Timestamp {
         match self {
             Event::Failing(b) => b.said_at,
@@ -488,7 +594,7 @@ mod tests {
             detail: "listed again".into(),
             said_at: ts("2026-10-05T00:09:00Z"),
         });
-        let repair = Event::Repair(Repair {
+        let repair = Event::Repair(RepairReport {
             v: 1,
             fault: name("admin-refused"),
             outcome: RepairOutcome::Braked,
@@ -519,6 +625,40 @@ mod tests {
             assert_eq!(event.kind(), kind);
             assert_eq!(String::from_utf8(event.to_json()).unwrap(), text);
         }
+    }
+
+    #[test]
+    fn every_enum_word_round_trips_and_a_strange_one_is_named() {
+        fn check<T>(all: &[T], expected: &str)
+        where
+            T: Copy + std::fmt::Debug + PartialEq + std::fmt::Display + std::str::FromStr,
+            T: Serialize + serde::de::DeserializeOwned,
+            T::Err: std::fmt::Display,
+        {
+            for value in all {
+                let text = value.to_string();
+                assert_eq!(serde_json::to_string(value).unwrap(), format!("{text:?}"));
+                assert_eq!(text.parse::<T>().ok(), Some(*value), "{text}");
+            }
+            let error = "Bogus".parse::<T>().err().unwrap().to_string();
+            assert!(
+                error.starts_with(&format!("\"Bogus\" is not {expected} (one of ")),
+                "{error}"
+            );
+        }
+        check(&RecoveredReason::ALL, "a recovered reason");
+        check(&RetirementAction::ALL, "a retirement action");
+        check(&RepairOutcome::ALL, "a repair outcome");
+        check(&ReachableReason::ALL, "a reachable reason");
+        check(&GrantState::ALL, "a grant state");
+        for state in GrantState::ALL {
+            assert_eq!(state.kind().grant_state(), Some(state));
+        }
+        assert_eq!(
+            EventKind::GRANT.map(|k| k.grant_state().unwrap()),
+            GrantState::ALL
+        );
+        assert!(EventKind::ALL.iter().all(|k| k.grant_state().is_none()));
     }
 
     #[test]

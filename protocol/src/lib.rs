@@ -12,12 +12,12 @@
 //! [`subject::parse_event_subject`]; the emitter is read from the subject
 //! only, never from a body.
 //!
-//! | subject | said by | body |
+//! | subject | published by | body |
 //! | --- | --- | --- |
 //! | `mesh.event.<machine>.<module>.provisioner.failing` | a provider | [`event::Failing`] |
 //! | `mesh.event.<machine>.<module>.provisioner.recovered` | a provider | [`event::Recovered`] |
 //! | `mesh.event.<machine>.<module>.provisioner.retirement` | a provider | [`event::Retirement`] |
-//! | `mesh.event.<machine>.<module>.provisioner.repair` | a provider | [`event::Repair`] |
+//! | `mesh.event.<machine>.<module>.provisioner.repair` | a provider | [`event::RepairReport`] |
 //! | `mesh.event.<machine>.<module>.provisioner.alive` | a provider | [`event::Alive`] |
 //! | `mesh.event.<machine>.<consumer>.grant.unreachable` | the grant agent of `<machine>` | [`event::GrantUnreachable`] |
 //! | `mesh.event.<machine>.<consumer>.grant.reachable` | the grant agent of `<machine>` | [`event::GrantReachable`] |
@@ -81,14 +81,22 @@
 //! # Ok::<_, mesh_protocol::BodyError>(())
 //! ```
 //!
-//! The full contract, with what each field means and when each word is
-//! said, is docs/contracts.md in the mesh repository.
+//! ## Lists read entry by entry
+//! The files the mesh hands its parts (a provider's contributions, the
+//! controller's declaration, the grant agent's grants) are JSON lists that
+//! are read entry by entry: [`list`] keeps the good entries and refuses a
+//! bad one alone, naming it.
+//!
+//! The full contract, with what each field means and when each event is
+//! published, is docs/contracts.md in the mesh repository.
 
 mod approve;
 mod class;
 pub mod event;
+pub mod list;
 mod module_id;
 mod name;
+mod one_of;
 pub mod subject;
 mod time;
 
@@ -97,4 +105,5 @@ pub use class::Class;
 pub use event::{BodyError, Event, EventKind, VERSION};
 pub use module_id::{ModuleId, ModuleIdError};
 pub use name::{Name, NameError, MAX_NAME_LEN};
+pub use one_of::NotOneOf;
 pub use time::Timestamp;

@@ -159,7 +159,7 @@ pub fn event_subject(machine: &Name, module: &Name, kind: EventKind) -> String {
     ])
 }
 
-/// The grant events the agent of `machine` says for `consumer`,
+/// The grant events the agent of `machine` publishes for `consumer`,
 /// `mesh.event.<machine>.<consumer>.grant.*`.
 pub fn grant_events_of(machine: &Name, consumer: &Name) -> String {
     join([
@@ -173,7 +173,7 @@ pub fn grant_events_of(machine: &Name, consumer: &Name) -> String {
 }
 
 /// The emitter and kind read from an event subject, if it is one (for a
-/// grant word the emitter's "module" is the consumer it speaks for).
+/// grant event the emitter's "module" is the consumer it speaks for).
 pub fn parse_event_subject(subject: &str) -> Option<(Name, Name, EventKind)> {
     let [MESH, EVENT, machine, module, family, kind] = tokens(subject)? else {
         return None;

@@ -1,10 +1,10 @@
-//! A message of the stream into a [`Word`] (pure).
+//! A message of the stream into a [`Received`] event (pure).
 
 use mesh_protocol::subject::parse_event_subject;
 use mesh_protocol::{Event, ModuleId};
 
 use crate::model::text::{cut_event, first_words};
-use crate::model::Word;
+use crate::model::Received;
 
 /// A message that is not an event the store can take: logged and terminated.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -18,19 +18,20 @@ pub enum Malformed {
     Body(String),
 }
 
-/// Reads a message into a word, its place in the stream `(epoch, seq)`. The emitter (machine, module) comes from the
+/// Reads a message into an event received at its place in the stream
+/// `(epoch, seq)`. The emitter (machine, module) comes from the
 /// subject only; whatever the body claims about it is ignored. Free text is
-/// cut to its first words ([`first_words`]), and so is what is said of a
+/// cut to its first words ([`first_words`]), and so is what is reported of a
 /// malformed body (a parser's message may quote the body).
 ///
 /// # Errors
 /// [`Malformed`] when the subject or the body is not a valid event.
-pub fn decode(subject: &str, body: &[u8], epoch: u64, seq: u64) -> Result<Word, Malformed> {
+pub fn decode(subject: &str, body: &[u8], epoch: u64, seq: u64) -> Result<Received, Malformed> {
     let (machine, module, kind) = parse_event_subject(subject).ok_or(Malformed::Subject)?;
     let mut event = Event::parse(kind, body)
         .map_err(|e| Malformed::Body(first_words(&e.to_string()).into()))?;
     cut_event(&mut event);
-    Ok(Word {
+    Ok(Received {
         epoch,
         seq,
         emitter: ModuleId::new(module, machine),

@@ -48,7 +48,7 @@ pub use stream::{consumer_config, ensure_consumer, stream_config, Following, Set
 
 use crate::bus::{connect, BusError, NatsOptions, Reconnect, DURABLE, STREAM};
 use crate::model::text::first_words;
-use crate::model::Word;
+use crate::model::Received;
 use crate::store::{migrate, DatabaseOptions, PgStore, Store, StoreError};
 
 /// How the link runs.
@@ -437,7 +437,7 @@ impl<S: Store> Link<'_, S> {
     /// Decodes, applies and acknowledges (or NAKs) one round.
     async fn round(&mut self, messages: Vec<Message>) -> Round {
         let mut round = Round::default();
-        let mut words: Vec<(Message, Word)> = Vec::with_capacity(messages.len());
+        let mut words: Vec<(Message, Received)> = Vec::with_capacity(messages.len());
         for message in messages {
             let seq = message.info().map(|i| i.stream_sequence).unwrap_or(0);
             match decode(message.subject.as_str(), &message.payload, self.epoch, seq) {
@@ -452,7 +452,7 @@ impl<S: Store> Link<'_, S> {
         if words.is_empty() {
             return round;
         }
-        let batch: Vec<Word> = words.iter().map(|(_, w)| w.clone()).collect();
+        let batch: Vec<Received> = words.iter().map(|(_, w)| w.clone()).collect();
         let started = tokio::time::Instant::now();
         match self.store.apply(&batch).await {
             Ok(()) => {
@@ -506,7 +506,7 @@ impl<S: Store> Link<'_, S> {
         round
     }
 
-    fn stored(&mut self, words: &[Word]) {
+    fn stored(&mut self, words: &[Received]) {
         self.state.applied(words);
         if self.backoff.failures() > 0 {
             tracing::info!(

@@ -4,12 +4,12 @@
 //!
 //! | metric | type | what |
 //! | --- | --- | --- |
-//! | `mesh_words_applied_total{kind}` | counter | words committed to the store, by kind |
+//! | `mesh_words_applied_total{kind}` | counter | events committed to the store, by kind |
 //! | `mesh_batches_total` | counter | rounds committed (one transaction each) |
 //! | `mesh_store_errors_total` | counter | rounds the store failed (held and delivered again, or refused) |
 //! | `mesh_standings_failing` | gauge | standings `status` lists (needs `--declaration`) |
 //! | `mesh_providers_unheard` | gauge | providers `status` names not heard from (needs `--declaration`) |
-//! | `mesh_stream_lag_messages` | gauge | words in the stream the controller has not acknowledged yet |
+//! | `mesh_stream_lag_messages` | gauge | events in the stream the controller has not acknowledged yet |
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
@@ -23,7 +23,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use crate::model::Word;
+use crate::model::Received;
 
 type Label = [(&'static str, &'static str); 1];
 
@@ -115,17 +115,17 @@ impl LinkState {
     }
 
     /// A round was committed.
-    pub(crate) fn applied(&self, words: &[Word]) {
+    pub(crate) fn applied(&self, events: &[Received]) {
         self.batches.inc();
-        for word in words {
+        for received in events {
             self.words_applied
-                .get_or_create(&[("kind", word.event.kind().as_str())])
+                .get_or_create(&[("kind", received.event.kind().as_str())])
                 .inc();
         }
         self.store_ok.store(true, Ordering::Relaxed);
     }
 
-    /// The store failed a round; `away` when it may pass (held), not when it refused the words.
+    /// The store failed a round; `away` when it may pass (held), not when it refused the events.
     pub(crate) fn store_failed(&self, away: bool) {
         self.store_errors.inc();
         if away {
@@ -143,7 +143,7 @@ impl LinkState {
         let _ = self.bus.set(client.clone());
     }
 
-    /// The stream holds `n` words not acknowledged.
+    /// The stream holds `n` events not acknowledged.
     pub(crate) fn lag(&self, n: u64) {
         self.stream_lag.set(gauge_value(n));
     }

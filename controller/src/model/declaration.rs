@@ -1,5 +1,5 @@
 //! The declaration: which modules run on which machines, what they provide
-//! and what they require from whom (DESIGN.md "Declaration").
+//! and what they require from whom (docs/contracts.md, section 5).
 //!
 //! Parsed entry by entry, like the contributions file: an entry (or one
 //! requirement of an entry) that is invalid is refused with an error naming
@@ -9,6 +9,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use mesh_protocol::list::{Entries, Repeated};
 use mesh_protocol::{ModuleId, Name};
 use serde::Deserialize;
 
@@ -57,7 +58,7 @@ impl Declaration {
     /// some module requires a provision from it.
     ///
     /// A provider that nobody requires anything from any more still gets its
-    /// (then empty) contributions file, and must still be able to say
+    /// (then empty) contributions file, and must still be able to publish
     /// `retirement` and `recovered` for the consumers it withdraws, and
     /// `repair`; so providing is enough.
     pub fn receives_contributions(&self, id: &ModuleId) -> bool {
@@ -121,10 +122,6 @@ pub enum DeclarationError {
     },
 }
 
-/// A valid module entry (its position in the file) whose requirements are
-/// checked once every entry is known.
-type Pending = (usize, Module, Vec<(usize, serde_json::Value)>);
-
 #[derive(Deserialize)]
 struct RawFile {
     modules: Vec<serde_json::Value>,
@@ -175,105 +172,36 @@ pub fn load(path: &Path) -> Result<Parsed, DeclarationError> {
 /// The JSON error when the text is not a JSON object with a `modules` list.
 pub fn parse(text: &str) -> Result<Parsed, serde_json::Error> {
     let raw: RawFile = serde_json::from_str(text)?;
-    let mut refused = Vec::new();
-    let mut modules: Vec<Pending> = Vec::new();
-    for (index, value) in raw.modules.into_iter().enumerate() {
-        let label = entry_label(index, &value);
-        let refuse = |reason: String| EntryError {
-            entry: label.clone(),
-            reason,
-        };
-        let entry: RawModule = match serde_json::from_value(value) {
-            Ok(entry) => entry,
-            Err(e) => {
-                refused.push(refuse(e.to_string()));
-                continue;
-            }
-        };
-        let id = match (Name::parse(&entry.module), Name::parse(&entry.machine)) {
-            (Ok(module), Ok(machine)) => ModuleId::new(module, machine),
-            (Err(e), _) => {
-                refused.push(refuse(format!("module: {e}")));
-                continue;
-            }
-            (_, Err(e)) => {
-                refused.push(refuse(format!("machine: {e}")));
-                continue;
-            }
-        };
-        if modules.iter().any(|(_, m, _)| m.id == id) {
-            refused.push(refuse(format!("{id} is declared more than once")));
-            continue;
-        }
-        let mut provides = Vec::new();
-        let mut bad_provision = None;
-        for (i, provision) in entry.provides.iter().enumerate() {
-            match Name::parse(provision) {
-                Ok(name) if !provides.contains(&name) => provides.push(name),
-                Ok(_) => {}
-                Err(e) => {
-                    bad_provision = Some(format!("provides[{i}]: {e}"));
-                    break;
-                }
-            }
-        }
-        if let Some(reason) = bad_provision {
-            refused.push(refuse(reason));
-            continue;
-        }
-        let module = Module {
-            id,
-            provides,
-            requires: Vec::new(),
-        };
-        modules.push((
-            index,
-            module,
-            entry.requires.into_iter().enumerate().collect(),
-        ));
-    }
+    let mut entries = Entries::parse(raw.modules, named, module);
+    entries.refuse_repeated(
+        Repeated::FirstKept,
+        |e| e.parsed.as_ref().ok().map(|(m, _)| m.id.clone()),
+        |_, id| format!("{id} is declared more than once"),
+    );
+    let (kept, refused) = entries.split();
+    let mut refused: Vec<EntryError> = refused
+        .into_iter()
+        .map(|r| EntryError {
+            entry: format!("modules[{}]{}", r.index, r.label),
+            reason: r.reason,
+        })
+        .collect();
 
     // Requirements refer to other entries: check them once all are known.
-    let providers: Vec<(ModuleId, Vec<Name>)> = modules
+    let providers: Vec<(ModuleId, Vec<Name>)> = kept
         .iter()
-        .map(|(_, m, _)| (m.id.clone(), m.provides.clone()))
+        .map(|k| (k.value.0.id.clone(), k.value.0.provides.clone()))
         .collect();
-    let mut valid = Vec::with_capacity(modules.len());
-    for (index, mut module, requires) in modules {
-        for (i, value) in requires {
-            let refuse = |reason: String| EntryError {
-                entry: format!("modules[{index}] ({}) requires[{i}]", module.id),
-                reason,
-            };
-            let raw: RawRequirement = match serde_json::from_value(value) {
-                Ok(raw) => raw,
-                Err(e) => {
-                    refused.push(refuse(e.to_string()));
-                    continue;
-                }
-            };
-            let provision = match Name::parse(&raw.provision) {
-                Ok(p) => p,
-                Err(e) => {
-                    refused.push(refuse(format!("provision: {e}")));
-                    continue;
-                }
-            };
-            let from = match ModuleId::parse(&raw.from) {
-                Ok(from) => from,
-                Err(e) => {
-                    refused.push(refuse(format!("from: {e}")));
-                    continue;
-                }
-            };
-            match providers.iter().find(|(id, _)| id == &from) {
-                None => refused.push(refuse(format!("from: {from} is not a declared module"))),
-                Some((_, provides)) if !provides.contains(&provision) => {
-                    refused.push(refuse(format!("from: {from} does not provide {provision}")))
-                }
-                Some(_) => module.requires.push(Requirement { provision, from }),
-            }
-        }
+    let mut valid = Vec::with_capacity(kept.len());
+    for k in kept {
+        let (mut module, requires) = k.value;
+        let (good, bad) =
+            Entries::parse(requires, |_| (), |value| requirement(value, &providers)).split();
+        module.requires = good.into_iter().map(|r| r.value).collect();
+        refused.extend(bad.into_iter().map(|r| EntryError {
+            entry: format!("modules[{}] ({}) requires[{}]", k.index, module.id, r.index),
+            reason: r.reason,
+        }));
         valid.push(module);
     }
     Ok(Parsed {
@@ -282,8 +210,46 @@ pub fn parse(text: &str) -> Result<Parsed, serde_json::Error> {
     })
 }
 
-/// `modules[i]`, with `(module@machine)` when the entry names them as strings.
-fn entry_label(index: usize, value: &serde_json::Value) -> String {
+/// A module entry with its names and provisions checked, and its
+/// requirements still to check (they name other entries).
+fn module(value: serde_json::Value) -> Result<(Module, Vec<serde_json::Value>), String> {
+    let entry: RawModule = serde_json::from_value(value).map_err(|e| e.to_string())?;
+    let module = Name::parse(&entry.module).map_err(|e| format!("module: {e}"))?;
+    let machine = Name::parse(&entry.machine).map_err(|e| format!("machine: {e}"))?;
+    let mut provides = Vec::new();
+    for (i, provision) in entry.provides.iter().enumerate() {
+        let name = Name::parse(provision).map_err(|e| format!("provides[{i}]: {e}"))?;
+        if !provides.contains(&name) {
+            provides.push(name);
+        }
+    }
+    let module = Module {
+        id: ModuleId::new(module, machine),
+        provides,
+        requires: Vec::new(),
+    };
+    Ok((module, entry.requires))
+}
+
+/// One requirement, checked against the declared `providers` and what they provide.
+fn requirement(
+    value: serde_json::Value,
+    providers: &[(ModuleId, Vec<Name>)],
+) -> Result<Requirement, String> {
+    let raw: RawRequirement = serde_json::from_value(value).map_err(|e| e.to_string())?;
+    let provision = Name::parse(&raw.provision).map_err(|e| format!("provision: {e}"))?;
+    let from = ModuleId::parse(&raw.from).map_err(|e| format!("from: {e}"))?;
+    match providers.iter().find(|(id, _)| id == &from) {
+        None => Err(format!("from: {from} is not a declared module")),
+        Some((_, provides)) if !provides.contains(&provision) => {
+            Err(format!("from: {from} does not provide {provision}"))
+        }
+        Some(_) => Ok(Requirement { provision, from }),
+    }
+}
+
+/// ` (module@machine)` when the entry names them as strings, else nothing.
+fn named(value: &serde_json::Value) -> String {
     let text = |key: &str| {
         value
             .get(key)
@@ -291,8 +257,8 @@ fn entry_label(index: usize, value: &serde_json::Value) -> String {
             .map(|s| s.chars().take(70).collect::<String>())
     };
     match (text("module"), text("machine")) {
-        (Some(module), Some(machine)) => format!("modules[{index}] ({module:?}@{machine:?})"),
-        _ => format!("modules[{index}]"),
+        (Some(module), Some(machine)) => format!(" ({module:?}@{machine:?})"),
+        _ => String::new(),
     }
 }
 

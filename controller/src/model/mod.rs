@@ -1,11 +1,13 @@
-//! Plain types, no I/O: the declaration, module ids, the words providers
-//! say and the rows the store keeps, and the pure reduction of a round of
-//! words to what the store must apply.
+//! Plain types, no I/O: the declaration, the events received and the rows
+//! the store keeps, and the pure reduction of a round of events to what the
+//! store must apply.
 
 pub mod declaration;
+pub mod received;
 pub mod reduce;
+pub mod row;
 pub mod text;
-pub mod word;
 
 pub use declaration::{Declaration, DeclarationError, Parsed};
-pub use word::{AliveRow, FailingRow, GrantRow, RepairRow, Word};
+pub use received::Received;
+pub use row::{AliveRow, FailingRow, GrantRow, RepairRow};

@@ -1,25 +1,25 @@
-//! A round of words reduced to the newest word per key and kind (pure).
+//! A round of events reduced to the newest event per key and kind (pure).
 //!
-//! Under the store's rules the outcome of applying words one by one, in any
+//! Under the store's rules the outcome of applying events one by one, in any
 //! order, depends only on the newest `failing`, the newest `recovered`, the
 //! newest `repair` and the newest `retirement` of each key:
-//! - `recovered` keeps its newest word and deletes a failing word older than it;
-//! - `failing` keeps its newest word unless a newer `recovered` is stored.
+//! - `recovered` keeps its newest event and deletes a failing event older than it;
+//! - `failing` keeps its newest event unless a newer `recovered` is stored.
 //!
 //! So a round can be applied as one multi-row statement per kind, `recovered`
-//! before `failing`, with the same result as word by word in stream order.
+//! before `failing`, with the same result as event by event in stream order.
 //! "Newest" is the greatest `(stream epoch, stream sequence)`: where the
-//! word stands in the event stream, never the provider's clock.
+//! event stands in the event stream, never the provider's clock.
 
 use std::collections::HashMap;
 use std::hash::Hash;
 
-use mesh_protocol::event::{Alive, Failing, Recovered, Repair, Retirement};
+use mesh_protocol::event::{Alive, Failing, Recovered, RepairReport, Retirement};
 use mesh_protocol::{Event, ModuleId};
 
-use super::word::Word;
+use super::received::Received;
 
-/// One word kept, with who said it and its stream sequence.
+/// One event kept, with who published it and its stream sequence.
 #[derive(Debug, PartialEq)]
 pub struct Keyed<'a, T> {
     /// The emitter (from the subject).
@@ -40,7 +40,7 @@ impl<T> Clone for Keyed<'_, T> {
 
 impl<T> Copy for Keyed<'_, T> {}
 
-/// The newest word per key and kind, in order of first appearance.
+/// The newest event per key and kind, in order of first appearance.
 #[derive(Debug, Default, PartialEq)]
 pub struct Reduced<'a> {
     /// Newest `failing` per (provider, consumer).
@@ -48,17 +48,17 @@ pub struct Reduced<'a> {
     /// Newest `recovered` per (provider, consumer).
     pub recovered: Vec<Keyed<'a, Recovered>>,
     /// Newest `repair` per (provider, fault).
-    pub repairs: Vec<Keyed<'a, Repair>>,
+    pub repairs: Vec<Keyed<'a, RepairReport>>,
     /// Newest `retirement` per (provider, consumer, action).
     pub retirements: Vec<Keyed<'a, Retirement>>,
     /// Newest `alive` per provider.
     pub alive: Vec<Keyed<'a, Alive>>,
-    /// Newest grant word (`unreachable`, `reachable`, `unchecked`) per
+    /// Newest grant event (`unreachable`, `reachable`, `unchecked`) per
     /// (machine, consumer, provision, from): one key for all three kinds.
     pub grants: Vec<Keyed<'a, Event>>,
 }
 
-/// Keeps the newest word per key, in order of first appearance.
+/// Keeps the newest event per key, in order of first appearance.
 struct Newest<'a, K, T> {
     index: HashMap<K, usize>,
     kept: Vec<Keyed<'a, T>>,
@@ -72,50 +72,56 @@ impl<'a, K: Hash + Eq, T> Newest<'a, K, T> {
         }
     }
 
-    /// Keeps `body` of `word` under `key` unless a newer word is kept there.
-    fn offer(&mut self, key: K, word: &'a Word, body: &'a T) {
-        let word = Keyed {
-            emitter: &word.emitter,
-            epoch: word.epoch,
-            seq: word.seq,
+    /// Keeps `body` of `received` under `key` unless a newer event is kept there.
+    fn offer(&mut self, key: K, received: &'a Received, body: &'a T) {
+        let event = Keyed {
+            emitter: &received.emitter,
+            epoch: received.epoch,
+            seq: received.seq,
             body,
         };
         match self.index.get(&key) {
             Some(&i) => {
                 let kept = &self.kept[i];
-                if (word.epoch, word.seq) > (kept.epoch, kept.seq) {
-                    self.kept[i] = word;
+                if (event.epoch, event.seq) > (kept.epoch, kept.seq) {
+                    self.kept[i] = event;
                 }
             }
             None => {
                 self.index.insert(key, self.kept.len());
-                self.kept.push(word);
+                self.kept.push(event);
             }
         }
     }
 }
 
-/// Reduces a round to the newest word per key and kind.
-pub fn reduce(words: &[Word]) -> Reduced<'_> {
+/// Reduces a round to the newest event per key and kind.
+pub fn reduce(events: &[Received]) -> Reduced<'_> {
     let mut failing = Newest::new();
     let mut recovered = Newest::new();
     let mut repairs = Newest::new();
     let mut retirements = Newest::new();
     let mut alive = Newest::new();
     let mut grants = Newest::new();
-    for word in words {
-        let e = &word.emitter;
-        match &word.event {
-            Event::Failing(body) => failing.offer((e, &body.consumer), word, body),
-            Event::Recovered(body) => recovered.offer((e, &body.consumer), word, body),
-            Event::Repair(body) => repairs.offer((e, &body.fault), word, body),
+    for received in events {
+        let e = &received.emitter;
+        match &received.event {
+            Event::Failing(body) => failing.offer((e, &body.consumer), received, body),
+            Event::Recovered(body) => recovered.offer((e, &body.consumer), received, body),
+            Event::Repair(body) => repairs.offer((e, &body.fault), received, body),
             Event::Retirement(body) => {
-                retirements.offer((e, &body.consumer, body.action), word, body)
+                retirements.offer((e, &body.consumer, body.action), received, body)
             }
-            Event::Alive(body) => alive.offer(e, word, body),
-            Event::Unreachable(b) => grants.offer((e, &b.provision, &b.from), word, &word.event),
-            Event::Reachable(b) => grants.offer((e, &b.provision, &b.from), word, &word.event),
-            Event::Unchecked(b) => grants.offer((e, &b.provision, &b.from), word, &word.event),
+            Event::Alive(body) => alive.offer(e, received, body),
+            Event::Unreachable(b) => {
+                grants.offer((e, &b.provision, &b.from), received, &received.event)
+            }
+            Event::Reachable(b) => {
+                grants.offer((e, &b.provision, &b.from), received, &received.event)
+            }
+            Event::Unchecked(b) => {
+                grants.offer((e, &b.provision, &b.from), received, &received.event)
+            }
         }
     }
     Reduced {
@@ -134,8 +140,8 @@ mod tests {
     use mesh_protocol::event::RecoveredReason;
     use mesh_protocol::{Class, Name, Timestamp};
 
-    fn failing(provider: &str, consumer: &str, said: u64, seq: u64) -> Word {
-        Word {
+    fn failing(provider: &str, consumer: &str, said: u64, seq: u64) -> Received {
+        Received {
             epoch: 1,
             seq,
             emitter: ModuleId::parse(provider).unwrap(),
@@ -155,8 +161,8 @@ mod tests {
         }
     }
 
-    fn recovered(provider: &str, consumer: &str, said: u64, seq: u64) -> Word {
-        Word {
+    fn recovered(provider: &str, consumer: &str, said: u64, seq: u64) -> Received {
+        Received {
             epoch: 1,
             seq,
             emitter: ModuleId::parse(provider).unwrap(),
@@ -173,9 +179,9 @@ mod tests {
         }
     }
 
-    fn in_epoch(mut word: Word, epoch: u64) -> Word {
-        word.epoch = epoch;
-        word
+    fn in_epoch(mut event: Received, epoch: u64) -> Received {
+        event.epoch = epoch;
+        event
     }
 
     fn kept(reduced: &Reduced<'_>) -> (Vec<u64>, Vec<u64>) {
@@ -187,11 +193,11 @@ mod tests {
 
     #[test]
     fn newest_word_per_key_and_kind_table() {
-        // (words, kept failing seqs, kept recovered seqs)
-        let cases: Vec<(Vec<Word>, Vec<u64>, Vec<u64>)> = vec![
+        // (events, kept failing seqs, kept recovered seqs)
+        let cases: Vec<(Vec<Received>, Vec<u64>, Vec<u64>)> = vec![
             (vec![], vec![], vec![]),
-            // The later in the stream wins, whatever the provider's clock
-            // said: a clock stepped back, a word stamped far in the future.
+            // The later in the stream wins, whatever time the provider's clock
+            // stamped: a clock stepped back, an event stamped far in the future.
             (
                 vec![failing("p@m", "a", 10, 1), failing("p@m", "a", 9, 2)],
                 vec![2],
@@ -246,9 +252,9 @@ mod tests {
                 vec![6],
             ),
         ];
-        for (words, failing, recovered) in cases {
-            let reduced = reduce(&words);
-            assert_eq!(kept(&reduced), (failing, recovered), "{words:?}");
+        for (events, failing, recovered) in cases {
+            let reduced = reduce(&events);
+            assert_eq!(kept(&reduced), (failing, recovered), "{events:?}");
         }
     }
 }

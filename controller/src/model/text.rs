@@ -1,4 +1,4 @@
-//! Untrusted text (every string field of a word, and what is said about a
+//! Untrusted text (every string field of an event, and what is reported of a
 //! malformed one) cut to its first words before it is stored, logged or
 //! printed, so one provider cannot fill the store, a log line or a status
 //! listing with a field of megabytes.

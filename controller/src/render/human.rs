@@ -8,7 +8,7 @@ use std::io::{self, Write};
 use std::time::Duration;
 
 use super::Listing;
-use crate::report::{Head, Standing};
+use crate::report::{Head, Listed};
 
 /// Lines for a person.
 #[derive(Clone, Copy, Debug, Default)]
@@ -30,7 +30,7 @@ impl Listing for Human {
     fn head(&mut self, out: &mut dyn Write, head: &Head) -> io::Result<()> {
         writeln!(out, "{}", head.sentence)?;
         for u in &head.unheard {
-            write!(out, "  {}@{} ", u.provider_module, u.provider_machine)?;
+            write!(out, "  {} ", u.provider)?;
             match (u.heard_at, u.started_at) {
                 (Some(heard), Some(started)) => writeln!(
                     out,
@@ -70,7 +70,7 @@ impl Listing for Human {
         out.flush()
     }
 
-    fn standing(&mut self, out: &mut dyn Write, s: &Standing) -> io::Result<()> {
+    fn standing(&mut self, out: &mut dyn Write, s: &Listed) -> io::Result<()> {
         let r = &s.row;
         let attempts = if r.attempts == 1 {
             "attempt"
@@ -79,13 +79,12 @@ impl Listing for Human {
         };
         write!(
             out,
-            "  {}@{} fails {}@{} ({}): {} since {}, {} {attempts}, said {}",
-            r.provider_module,
-            r.provider_machine,
+            "  {} fails {}@{} ({}): {} since {}, {} {attempts}, said {}",
+            r.provider,
             r.consumer,
             r.consumer_machine.as_deref().unwrap_or("?"),
             one_line(r.provision.as_deref().unwrap_or("?")),
-            one_line(&r.class),
+            r.class,
             r.since,
             r.attempts,
             r.said_at,
@@ -104,8 +103,8 @@ impl Listing for Human {
         for r in &head.repairs {
             write!(
                 out,
-                "  {}@{} repair fault {}: {}, said {}",
-                r.provider_module, r.provider_machine, r.fault, r.outcome, r.said_at
+                "  {} repair fault {}: {}, said {}",
+                r.provider, r.fault, r.outcome, r.said_at
             )?;
             if let Some(next) = r.next_attempt_at {
                 write!(out, ", next attempt {next}")?;
@@ -125,7 +124,12 @@ mod tests {
     use crate::model::{FailingRow, RepairRow};
     use crate::render::write_all;
     use crate::report::Unheard;
-    use mesh_protocol::Timestamp;
+    use mesh_protocol::event::RepairOutcome;
+    use mesh_protocol::{Class, ModuleId, Timestamp};
+
+    fn id(text: &str) -> ModuleId {
+        ModuleId::parse(text).unwrap()
+    }
 
     fn ts(s: &str) -> Timestamp {
         Timestamp::parse(s).unwrap()
@@ -186,12 +190,11 @@ mod tests {
     #[test]
     fn human_lines_are_one_per_standing() {
         let row = FailingRow {
-            provider_module: "postgres".into(),
-            provider_machine: "db-1".into(),
+            provider: id("postgres@db-1"),
             consumer: "forge".into(),
             consumer_machine: None,
             provision: None,
-            class: "credentials-rejected".into(),
+            class: Class::CredentialsRejected,
             error: "line one\nline two".into(),
             since: ts("2026-10-05T00:04:00Z"),
             attempts: 61,
@@ -208,23 +211,20 @@ mod tests {
             sentence: "not all well: 2 consumers failing".into(),
             unheard: vec![
                 Unheard {
-                    provider_module: "postgres".into(),
-                    provider_machine: "db-2".into(),
+                    provider: id("postgres@db-2"),
                     heard_at: Some(ts("2026-10-05T00:01:00Z")),
                     started_at: Some(ts("2026-10-04T12:00:00Z")),
                 },
                 Unheard {
-                    provider_module: "postgres".into(),
-                    provider_machine: "db-3".into(),
+                    provider: id("postgres@db-3"),
                     heard_at: None,
                     started_at: None,
                 },
             ],
             repairs: vec![RepairRow {
-                provider_module: "identity".into(),
-                provider_machine: "id-1".into(),
+                provider: id("identity@id-1"),
                 fault: "admin-refused".into(),
-                outcome: "failed".into(),
+                outcome: RepairOutcome::Failed,
                 detail: "could not\rlog in".into(),
                 next_attempt_at: Some(ts("2026-10-05T01:00:00Z")),
                 said_at: ts("2026-10-05T00:09:00Z"),
@@ -233,11 +233,11 @@ mod tests {
             grants: Default::default(),
         };
         let standings = [
-            Standing {
+            Listed {
                 row,
                 silent_for_seconds: Some(4200),
             },
-            Standing {
+            Listed {
                 row: once,
                 silent_for_seconds: None,
             },

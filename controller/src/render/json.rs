@@ -9,7 +9,7 @@ use std::io::{self, Write};
 use serde::Serialize;
 
 use super::Listing;
-use crate::report::{Head, Standing};
+use crate::report::{Head, Listed};
 
 /// One JSON object.
 #[derive(Clone, Copy, Debug, Default)]
@@ -39,7 +39,7 @@ impl Listing for Json {
         out.flush()
     }
 
-    fn standing(&mut self, out: &mut dyn Write, standing: &Standing) -> io::Result<()> {
+    fn standing(&mut self, out: &mut dyn Write, standing: &Listed) -> io::Result<()> {
         if self.listed > 0 {
             out.write_all(b",")?;
         }
@@ -67,7 +67,12 @@ mod tests {
     use crate::model::{FailingRow, RepairRow};
     use crate::render::write_all;
     use crate::report::Unheard;
-    use mesh_protocol::Timestamp;
+    use mesh_protocol::event::RepairOutcome;
+    use mesh_protocol::{Class, ModuleId, Timestamp};
+
+    fn id(text: &str) -> ModuleId {
+        ModuleId::parse(text).unwrap()
+    }
 
     fn ts(s: &str) -> Timestamp {
         Timestamp::parse(s).unwrap()
@@ -79,16 +84,14 @@ mod tests {
             all_well: false,
             sentence: "not all well: 1 consumer failing".into(),
             unheard: vec![Unheard {
-                provider_module: "identity".into(),
-                provider_machine: "id-2".into(),
+                provider: id("identity@id-2"),
                 heard_at: None,
                 started_at: None,
             }],
             repairs: vec![RepairRow {
-                provider_module: "identity".into(),
-                provider_machine: "id-1".into(),
+                provider: id("identity@id-1"),
                 fault: "admin-refused".into(),
-                outcome: "braked".into(),
+                outcome: RepairOutcome::Braked,
                 detail: "quote \" backslash \\ newline \n".into(),
                 next_attempt_at: Some(ts("2028-02-29T23:59:59Z")),
                 said_at: ts("2026-10-05T00:09:00Z"),
@@ -98,15 +101,14 @@ mod tests {
         }
     }
 
-    fn standing() -> Standing {
-        Standing {
+    fn standing() -> Listed {
+        Listed {
             row: FailingRow {
-                provider_module: "postgres".into(),
-                provider_machine: "db-1".into(),
+                provider: id("postgres@db-1"),
                 consumer: "forge".into(),
                 consumer_machine: Some("app-1".into()),
                 provision: Some("postgres-database".into()),
-                class: "credentials-rejected".into(),
+                class: Class::CredentialsRejected,
                 error: "password authentication failed for user \"forge\"".into(),
                 since: ts("2026-10-05T00:04:00Z"),
                 attempts: 61,
@@ -116,7 +118,7 @@ mod tests {
         }
     }
 
-    fn render(head: &Head, standings: &[Standing]) -> (Vec<u8>, serde_json::Value) {
+    fn render(head: &Head, standings: &[Listed]) -> (Vec<u8>, serde_json::Value) {
         let mut out = Vec::new();
         write_all(&mut Json::default(), &mut out, head, standings).unwrap();
         let parsed = serde_json::from_slice(&out).unwrap();

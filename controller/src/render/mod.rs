@@ -7,7 +7,7 @@ pub mod json;
 
 use std::io::{self, Write};
 
-use crate::report::{Head, Standing};
+use crate::report::{Head, Listed};
 
 /// A report printed piece by piece.
 ///
@@ -25,7 +25,7 @@ pub trait Listing {
     ///
     /// # Errors
     /// When writing fails.
-    fn standing(&mut self, out: &mut dyn Write, standing: &Standing) -> io::Result<()>;
+    fn standing(&mut self, out: &mut dyn Write, standing: &Listed) -> io::Result<()>;
 
     /// Writes what comes after the standings, and flushes.
     ///
@@ -51,7 +51,7 @@ pub fn write_all(
     listing: &mut dyn Listing,
     out: &mut dyn Write,
     head: &Head,
-    standings: &[Standing],
+    standings: &[Listed],
 ) -> io::Result<()> {
     listing.head(out, head)?;
     for standing in standings {

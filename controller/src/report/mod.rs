@@ -6,7 +6,8 @@
 //! - [`head`] composes what comes before and around the standings: the
 //!   all-well flag, the sentence, the open repair faults, the refused
 //!   declaration entries ([`Head`]).
-//! - [`standing`] marks one stored failing word silent or not.
+//! - [`standing`] marks one stored `failing` event silent or not
+//!   ([`Listed`]).
 //!
 //! Rules:
 //! - A standing is listed only when its provider is *assigned* where it ran
@@ -16,16 +17,18 @@
 //!   down says nothing, so silence is never read as health.
 //! - Any listed standing, unheard provider, open repair fault or refused
 //!   declaration entry breaks the all-well sentence.
-//! - A standing whose word is older than `silent_after` carries
+//! - A standing whose event is older than `silent_after` carries
 //!   `silent_for_seconds` (the provider stopped repeating it: it may be gone).
 
 pub mod sentence;
 
 use std::time::{Duration, UNIX_EPOCH};
 
-use mesh_protocol::Timestamp;
+use mesh_protocol::event::GrantState;
+use mesh_protocol::{ModuleId, Timestamp};
 use serde::Serialize;
 
+use crate::model::row::provider_members;
 use crate::model::{AliveRow, FailingRow, GrantRow, Parsed, RepairRow};
 use crate::store::{Counts, StatusFilter};
 
@@ -58,18 +61,18 @@ impl Scope {
 pub struct Clock {
     /// Now (tests fix it).
     pub now: Timestamp,
-    /// A standing not said again for this long is marked silent.
+    /// A standing not published again for this long is marked silent.
     pub silent_after: Duration,
 }
 
 /// One listed standing: a provider says it keeps failing a consumer. Its
-/// JSON is the stored word's fields, then `silent_for_seconds`.
+/// JSON is the stored event's fields, then `silent_for_seconds`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Standing {
-    /// The stored failing word.
+pub struct Listed {
+    /// The stored `failing` event.
     #[serde(flatten)]
     pub row: FailingRow,
-    /// Seconds since it was said, when that is at least `silent_after`; else null.
+    /// Seconds since it was published, when that is at least `silent_after`; else null.
     pub silent_for_seconds: Option<u64>,
 }
 
@@ -77,13 +80,12 @@ pub struct Standing {
 /// `unheard` entry of `status --json`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Unheard {
-    /// The provider module.
-    pub provider_module: String,
-    /// Its machine.
-    pub provider_machine: String,
-    /// When its newest `alive` was said; null when never heard from.
+    /// The provider, written as `provider_module` and `provider_machine`.
+    #[serde(flatten, serialize_with = "provider_members")]
+    pub provider: ModuleId,
+    /// When its newest `alive` was published; null when never heard from.
     pub heard_at: Option<Timestamp>,
-    /// When the process that said it started; null when never heard from.
+    /// When the process that published it started; null when never heard from.
     pub started_at: Option<Timestamp>,
 }
 
@@ -102,23 +104,23 @@ pub struct Head {
     pub sentence: String,
     /// The providers assigned in scope not heard from, in order.
     pub unheard: Vec<Unheard>,
-    /// The open repair faults listed (the newest repair word of each, not `repaired`).
+    /// The open repair faults listed (the newest repair event of each, not `repaired`).
     pub repairs: Vec<RepairRow>,
     /// Declaration entries that were refused (they were not checked).
     pub declaration_errors: Vec<String>,
-    /// The grants in scope, by their newest word.
+    /// The grants in scope, by their newest event.
     pub grants: Grants,
 }
 
-/// The grants in scope by their newest word (`mesh-grants`). Its JSON is
+/// The grants in scope by their newest event (`mesh-grants`). Its JSON is
 /// the `grants` member of `status --json`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Grants {
-    /// How many were last said `reachable`.
+    /// How many were last published `reachable`.
     pub reachable: u64,
-    /// Those last said `unreachable`: they break all-well.
+    /// Those last published `unreachable`: they break all-well.
     pub unreachable: Vec<UnreachableGrant>,
-    /// Those last said `unchecked`: counted, never called broken.
+    /// Those last published `unchecked`: counted, never called broken.
     pub unchecked: Vec<UncheckedGrant>,
 }
 
@@ -134,7 +136,7 @@ fn count(n: usize) -> u64 {
 }
 
 /// A grant its consumer cannot reach from its own network position: the
-/// `unreachable` word's fields plus `machine` and `consumer`.
+/// `unreachable` event's fields plus `machine` and `consumer`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct UnreachableGrant {
     /// The consumer's machine.
@@ -157,11 +159,11 @@ pub struct UnreachableGrant {
     pub last_reachable_at: Option<Timestamp>,
     /// Why the newest check failed.
     pub error: String,
-    /// When it was said.
+    /// When it was published.
     pub said_at: Timestamp,
 }
 
-/// A grant that could not be checked: the `unchecked` word's fields plus
+/// A grant that could not be checked: the `unchecked` event's fields plus
 /// `machine` and `consumer`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct UncheckedGrant {
@@ -175,17 +177,17 @@ pub struct UncheckedGrant {
     pub from: String,
     /// Why it was not checked.
     pub reason: String,
-    /// When it was said.
+    /// When it was published.
     pub said_at: Timestamp,
 }
 
-/// The grants' newest words sorted by kind (pure).
+/// The grants' newest events sorted by the state they give (pure).
 pub fn grants(rows: Vec<GrantRow>) -> Grants {
     let mut grants = Grants::default();
     for r in rows {
-        match r.kind.as_str() {
-            "reachable" => grants.reachable += 1,
-            "unreachable" => grants.unreachable.push(UnreachableGrant {
+        match r.state {
+            GrantState::Reachable => grants.reachable += 1,
+            GrantState::Unreachable => grants.unreachable.push(UnreachableGrant {
                 machine: r.machine,
                 consumer: r.consumer,
                 provision: r.provision,
@@ -198,7 +200,7 @@ pub fn grants(rows: Vec<GrantRow>) -> Grants {
                 error: r.error.unwrap_or_default(),
                 said_at: r.said_at,
             }),
-            _ => grants.unchecked.push(UncheckedGrant {
+            GrantState::Unchecked => grants.unchecked.push(UncheckedGrant {
                 machine: r.machine,
                 consumer: r.consumer,
                 provision: r.provision,
@@ -222,14 +224,14 @@ pub fn silent_for(said_at: Timestamp, clock: &Clock) -> Option<u64> {
 }
 
 /// What the store reads for `scope`: the standings of providers assigned
-/// where they ran, in scope; silent when said `silent_after` ago or earlier
+/// where they ran, in scope; silent when published `silent_after` ago or earlier
 /// (the same line [`silent_for`] draws).
 pub fn filter(declaration: &Parsed, scope: &Scope, clock: &Clock) -> StatusFilter {
-    let mut providers: Vec<String> = declaration
+    let mut providers: Vec<ModuleId> = declaration
         .declaration
         .modules
         .iter()
-        .map(|m| m.id.to_string())
+        .map(|m| m.id.clone())
         .collect();
     providers.sort_unstable();
     providers.dedup();
@@ -245,8 +247,8 @@ pub fn filter(declaration: &Parsed, scope: &Scope, clock: &Clock) -> StatusFilte
     }
 }
 
-/// Whether a provider last heard at `said_at`, saying `alive` every
-/// `alive_every_seconds`, is heard from at `now` (a word said "in the
+/// Whether a provider last heard at `said_at`, publishing `alive` every
+/// `alive_every_seconds`, is heard from at `now` (an event published "in the
 /// future" by a provider whose clock is ahead counts as heard); and how long
 /// ago it was heard.
 pub fn heard(alive: &AliveRow, now: Timestamp) -> (bool, Duration) {
@@ -298,27 +300,25 @@ pub fn head_with_grants(
     // In scope: every provider for `status`; for `node show MACHINE` the
     // providers on it and those a module on it requires something from (a
     // provider that is down fails its consumers' machines too).
-    let serves_machine = |id: &mesh_protocol::ModuleId, on: &str| {
+    let serves_machine = |id: &ModuleId, on: &str| {
         id.machine.as_str() == on
             || d.modules
                 .iter()
                 .filter(|m| m.id.machine.as_str() == on)
                 .any(|m| m.requires.iter().any(|r| &r.from == id))
     };
-    let mut providers: Vec<_> = d
+    let mut providers: Vec<&ModuleId> = d
         .modules
         .iter()
         .filter(|m| d.receives_contributions(&m.id))
         .filter(|m| machine.is_none_or(|on| serves_machine(&m.id, on)))
-        .map(|m| (m.id.module.as_str(), m.id.machine.as_str()))
+        .map(|m| &m.id)
         .collect();
     providers.sort_unstable();
     let mut unheard = Vec::new();
     let mut heard_within: Option<Duration> = None;
-    for (module, on) in &providers {
-        let newest = alive
-            .iter()
-            .find(|a| a.provider_module == *module && a.provider_machine == *on);
+    for provider in &providers {
+        let newest = alive.iter().find(|a| a.provider == **provider);
         match newest.map(|a| (a, heard(a, clock.now))) {
             Some((_, (true, age))) => {
                 // Whole seconds, rounded up: "within the last 1s", never "0s".
@@ -327,8 +327,7 @@ pub fn head_with_grants(
                 heard_within = Some(heard_within.map_or(age, |w| w.max(age)));
             }
             newest => unheard.push(Unheard {
-                provider_module: (*module).to_owned(),
-                provider_machine: (*on).to_owned(),
+                provider: (*provider).clone(),
                 heard_at: newest.map(|(a, _)| a.said_at),
                 started_at: newest.map(|(a, _)| a.started_at),
             }),
@@ -359,9 +358,9 @@ pub fn head_with_grants(
     }
 }
 
-/// A stored failing word as listed at `clock`.
-pub fn standing(row: FailingRow, clock: &Clock) -> Standing {
-    Standing {
+/// A stored `failing` event as listed at `clock`.
+pub fn standing(row: FailingRow, clock: &Clock) -> Listed {
+    Listed {
         silent_for_seconds: silent_for(row.said_at, clock),
         row,
     }
@@ -418,10 +417,8 @@ mod tests {
     fn filter_names_every_declared_module_once_and_the_scope() {
         let c = clock("2026-10-05T00:10:00Z");
         let all = filter(&declaration(), &Scope::All, &c);
-        assert_eq!(
-            all.providers,
-            ["forge@app-1", "identity@id-1", "postgres@db-1"]
-        );
+        let providers: Vec<String> = all.providers.iter().map(ToString::to_string).collect();
+        assert_eq!(providers, ["forge@app-1", "identity@id-1", "postgres@db-1"]);
         assert_eq!(all.machine, None);
         assert_eq!(all.silent_before, ts("2026-10-04T23:40:00Z"));
         let node = filter(&declaration(), &Scope::Machine("db-1".into()), &c);
@@ -430,8 +427,7 @@ mod tests {
 
     fn alive(module: &str, machine: &str, said_at: &str, every: i64) -> AliveRow {
         AliveRow {
-            provider_module: module.into(),
-            provider_machine: machine.into(),
+            provider: ModuleId::parse(&format!("{module}@{machine}")).unwrap(),
             started_at: ts("2026-10-05T00:00:00Z"),
             alive_every_seconds: every,
             settled_at: None,
@@ -456,7 +452,7 @@ mod tests {
     #[test]
     fn unheard_table() {
         let c = clock("2026-10-05T00:10:00Z");
-        // (alive words, scope, unheard providers, sentence)
+        // (alive events, scope, unheard providers, sentence)
         let cases: Vec<(Vec<AliveRow>, Scope, Vec<&str>, &str)> = vec![
             (
                 vec![],
@@ -544,9 +540,8 @@ mod tests {
                 .iter()
                 .map(|u| {
                     format!(
-                        "{}@{} {}",
-                        u.provider_module,
-                        u.provider_machine,
+                        "{} {}",
+                        u.provider,
                         u.heard_at.map_or("never".to_owned(), |t| t.to_string())
                     )
                 })
@@ -557,16 +552,17 @@ mod tests {
         }
     }
 
-    fn grant_row(kind: &str, consumer: &str) -> GrantRow {
+    fn grant_row(state: &str, consumer: &str) -> GrantRow {
+        let state: GrantState = state.parse().unwrap();
         GrantRow {
             machine: "app-1".into(),
             consumer: consumer.into(),
             provision: "postgres-database".into(),
             from: "postgres@db-1".into(),
-            kind: kind.into(),
+            state,
             address: Some("10.10.0.1".into()),
             port: Some(6852),
-            failures: (kind == "unreachable").then_some(4),
+            failures: (state == GrantState::Unreachable).then_some(4),
             failing_since: Some(ts("2026-10-05T00:04:00Z")),
             last_reachable_at: None,
             error: Some("connect timed out after 3s".into()),
@@ -638,10 +634,9 @@ mod tests {
     fn head_table() {
         let c = clock("2026-10-05T00:10:00Z");
         let repair = RepairRow {
-            provider_module: "identity".into(),
-            provider_machine: "id-1".into(),
+            provider: ModuleId::parse("identity@id-1").unwrap(),
             fault: "admin-refused".into(),
-            outcome: "failed".into(),
+            outcome: mesh_protocol::event::RepairOutcome::Failed,
             detail: "could not log in".into(),
             next_attempt_at: None,
             said_at: ts("2026-10-05T00:09:00Z"),

@@ -24,11 +24,11 @@ pub struct Tally<'a> {
     pub silent_after: Duration,
     /// The machine of `node show`.
     pub machine: Option<&'a str>,
-    /// Grants in scope last said `reachable`.
+    /// Grants in scope last published `reachable`.
     pub grants_reachable: u64,
-    /// Grants in scope last said `unreachable`.
+    /// Grants in scope last published `unreachable`.
     pub grants_unreachable: u64,
-    /// Grants in scope last said `unchecked`.
+    /// Grants in scope last published `unchecked`.
     pub grants_unchecked: u64,
 }
 

@@ -1,7 +1,7 @@
-//! Writing a round of words: the newest word per key and kind (see
+//! Writing a round of events: the newest event per key and kind (see
 //! [`crate::model::reduce`]) as one multi-row statement per kind
-//! ([`super::columns`]), after the round's key locks ([`super::locks`]), in
-//! one transaction.
+//! ([`super::columns`], prepared once per connection: [`super::statements`]),
+//! after the round's key locks ([`super::locks`]), in one transaction.
 
 use std::time::SystemTime;
 
@@ -12,40 +12,15 @@ use tokio_postgres::{Client, Statement};
 
 use super::columns::{
     AliveColumns, FailingColumns, GrantColumns, RecoveredColumns, RepairColumns, RetirementColumns,
-    RECOVERED, UPSERT_ALIVE, UPSERT_FAILING, UPSERT_GRANT, UPSERT_REPAIR, UPSERT_RETIREMENT,
 };
 use super::connection::{PgStore, CONNECT_TIMEOUT, STATEMENT_TIMEOUT};
-use super::locks::{bucket, LOCK_CLASS, LOCK_KEYS};
+use super::locks::{bucket, LOCK_CLASS};
+use super::statements::Statements;
 use super::{Store, StoreError};
 use crate::model::reduce::reduce;
-use crate::model::Word;
+use crate::model::Received;
 
-/// The prepared write statements.
-pub(super) struct Statements {
-    lock: Statement,
-    failing: Statement,
-    recovered: Statement,
-    repair: Statement,
-    retirement: Statement,
-    alive: Statement,
-    grant: Statement,
-}
-
-impl Statements {
-    async fn prepare(client: &Client) -> Result<Statements, tokio_postgres::Error> {
-        Ok(Statements {
-            lock: client.prepare(LOCK_KEYS).await?,
-            failing: client.prepare(UPSERT_FAILING).await?,
-            recovered: client.prepare(RECOVERED).await?,
-            repair: client.prepare(UPSERT_REPAIR).await?,
-            retirement: client.prepare(UPSERT_RETIREMENT).await?,
-            alive: client.prepare(UPSERT_ALIVE).await?,
-            grant: client.prepare(UPSERT_GRANT).await?,
-        })
-    }
-}
-
-/// A round as the columns of the four statements.
+/// A round as the columns of its statements.
 #[derive(Default)]
 struct Round<'a> {
     failing: FailingColumns<'a>,
@@ -57,8 +32,8 @@ struct Round<'a> {
 }
 
 impl<'a> Round<'a> {
-    fn of(words: &'a [Word]) -> Round<'a> {
-        let reduced = reduce(words);
+    fn of(events: &'a [Received]) -> Round<'a> {
+        let reduced = reduce(events);
         let mut round = Round::default();
         reduced.failing.iter().for_each(|k| round.failing.push(k));
         reduced
@@ -136,7 +111,7 @@ impl<'a> Round<'a> {
     }
 
     /// The statements to run: the key locks, then `recovered` before
-    /// `failing` (see [`crate::model::reduce`]), those with no word left out.
+    /// `failing` (see [`crate::model::reduce`]), those with no event left out.
     fn statements<'s>(
         &'s self,
         prepared: &'s Statements,
@@ -186,11 +161,11 @@ impl PgStore {
 
 #[async_trait]
 impl Store for PgStore {
-    async fn apply(&mut self, words: &[Word]) -> Result<(), StoreError> {
-        if words.is_empty() {
+    async fn apply(&mut self, events: &[Received]) -> Result<(), StoreError> {
+        if events.is_empty() {
             return Ok(());
         }
-        let round = Round::of(words);
+        let round = Round::of(events);
         let buckets = round.buckets();
         let (client, prepared) = self.prepared().await?;
         let statements = round.statements(prepared, &buckets);

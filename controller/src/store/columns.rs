@@ -1,20 +1,21 @@
 //! The write statements and the typed columns each takes: one multi-row
-//! statement per kind of word, its parameters parallel arrays, one per
-//! column, filled from one typed struct of its own.
+//! statement per kind of event, its parameters parallel arrays, one per
+//! column, filled from one typed struct of its own. Enums are written as
+//! their words (`as_str`), which the read decodes back.
 
 use std::time::SystemTime;
 
-use mesh_protocol::event::{Alive, Failing, Recovered, Repair, RepairOutcome, Retirement};
+use mesh_protocol::event::{Alive, Failing, Recovered, RepairReport, Retirement};
 use mesh_protocol::Event;
 use tokio_postgres::types::ToSql;
 
 use crate::model::reduce::Keyed;
 
-/// The statement that applies a round's `failing` words (the newest per
+/// The statement that applies a round's `failing` events (the newest per
 /// key), its parameters the columns of one typed struct (module, machine,
-/// consumer, ... stream sequence, in the order below). A word is kept
+/// consumer, ... stream sequence, in the order below). An event is kept
 /// unless a newer `recovered` of its key is stored, and replaces only an
-/// older failing word. Public for the ingest benchmark, which runs it
+/// older `failing`. Public for the ingest benchmark, which runs it
 /// through pgbench.
 pub const UPSERT_FAILING: &str = "
 INSERT INTO failing AS f (provider_module, provider_machine, consumer, consumer_machine,
@@ -34,9 +35,9 @@ ON CONFLICT (provider_module, provider_machine, consumer) DO UPDATE SET
     stream_epoch = EXCLUDED.stream_epoch
 WHERE (f.stream_epoch, f.stream_seq) < (EXCLUDED.stream_epoch, EXCLUDED.stream_seq)";
 
-/// Applies a round's `recovered` words ([`RecoveredColumns`]): each deletes
-/// its key's failing word when older than itself, and is kept as its key's
-/// newest recovered word.
+/// Applies a round's `recovered` events ([`RecoveredColumns`]): each
+/// deletes its key's `failing` when older than itself, and is kept as its
+/// key's newest `recovered`.
 pub(super) const RECOVERED: &str = "
 WITH w AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
@@ -57,7 +58,7 @@ ON CONFLICT (provider_module, provider_machine, consumer) DO UPDATE SET
     stream_epoch = EXCLUDED.stream_epoch
 WHERE (r.stream_epoch, r.stream_seq) < (EXCLUDED.stream_epoch, EXCLUDED.stream_seq)";
 
-/// Applies a round's `repair` words ([`RepairColumns`]), the newest per
+/// Applies a round's `repair` events ([`RepairColumns`]), the newest per
 /// provider and fault.
 pub(super) const UPSERT_REPAIR: &str = "
 INSERT INTO repair AS p (provider_module, provider_machine, fault, outcome, detail,
@@ -71,7 +72,7 @@ ON CONFLICT (provider_module, provider_machine, fault) DO UPDATE SET
     stream_epoch = EXCLUDED.stream_epoch
 WHERE (p.stream_epoch, p.stream_seq) < (EXCLUDED.stream_epoch, EXCLUDED.stream_seq)";
 
-/// Applies a round's `retirement` words ([`RetirementColumns`]), the newest
+/// Applies a round's `retirement` events ([`RetirementColumns`]), the newest
 /// per provider, consumer and action.
 pub(super) const UPSERT_RETIREMENT: &str = "
 INSERT INTO retirement AS t (provider_module, provider_machine, consumer, action, detail,
@@ -83,7 +84,7 @@ ON CONFLICT (provider_module, provider_machine, consumer, action) DO UPDATE SET
     stream_epoch = EXCLUDED.stream_epoch
 WHERE (t.stream_epoch, t.stream_seq) < (EXCLUDED.stream_epoch, EXCLUDED.stream_seq)";
 
-/// Applies a round's `alive` words ([`AliveColumns`]), the newest per provider.
+/// Applies a round's `alive` events ([`AliveColumns`]), the newest per provider.
 pub(super) const UPSERT_ALIVE: &str = "
 INSERT INTO alive AS a (provider_module, provider_machine, started_at, alive_every_seconds,
                         failing_after_seconds, settled_at, consumers, failing, pass_seconds,
@@ -100,7 +101,7 @@ ON CONFLICT (provider_module, provider_machine) DO UPDATE SET
     stream_epoch = EXCLUDED.stream_epoch
 WHERE (a.stream_epoch, a.stream_seq) < (EXCLUDED.stream_epoch, EXCLUDED.stream_seq)";
 
-/// Applies a round's grant words ([`GrantColumns`]), the newest per
+/// Applies a round's grant events ([`GrantColumns`]), the newest per
 /// (machine, consumer, provision, from), whatever their kind.
 pub(super) const UPSERT_GRANT: &str = "
 INSERT INTO grant_word AS g (machine, consumer, provision, provider, kind, address, port,
@@ -195,7 +196,7 @@ impl<'a> GrantColumns<'a> {
     }
 }
 
-/// PostgreSQL text holds no NUL character: replace it rather than refuse the word.
+/// PostgreSQL text holds no NUL character: replace it rather than refuse the event.
 fn text(value: &str) -> String {
     if value.contains('\0') {
         value.replace('\0', "\u{FFFD}")
@@ -321,12 +322,12 @@ pub(super) struct RepairColumns<'a> {
 }
 
 impl<'a> RepairColumns<'a> {
-    pub(super) fn push(&mut self, k: &Keyed<'a, Repair>) {
+    pub(super) fn push(&mut self, k: &Keyed<'a, RepairReport>) {
         let b = k.body;
         self.provider_module.push(k.emitter.module.as_str());
         self.provider_machine.push(k.emitter.machine.as_str());
         self.fault.push(b.fault.as_str());
-        self.outcome.push(repair_outcome(b.outcome));
+        self.outcome.push(b.outcome.as_str());
         self.detail.push(text(&b.detail));
         self.next_attempt_at
             .push(b.next_attempt_at.map(|t| t.system_time()));
@@ -448,14 +449,6 @@ impl<'a> AliveColumns<'a> {
             &self.stream_seq,
             &self.stream_epoch,
         ]
-    }
-}
-
-fn repair_outcome(outcome: RepairOutcome) -> &'static str {
-    match outcome {
-        RepairOutcome::Repaired => "repaired",
-        RepairOutcome::Failed => "failed",
-        RepairOutcome::Braked => "braked",
     }
 }
 

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use tokio_postgres::Client;
 
-use super::apply::Statements;
 use super::options::DatabaseOptions;
+use super::statements::Statements;
 use super::{reason, StoreError};
 
 /// How long a connection attempt (socket, authentication, preparing) may take.
@@ -72,7 +72,7 @@ impl PgStore {
     }
 
     /// The outcome of bounded work on the connection: on any failure but a
-    /// refusal of the words, the connection is dropped (the next call
+    /// refusal of the events, the connection is dropped (the next call
     /// reconnects).
     pub(super) fn settle<T>(
         &mut self,
@@ -119,7 +119,7 @@ pub(super) async fn connect_client(options: &DatabaseOptions) -> Result<Client, 
     Ok(client)
 }
 
-/// Sorts a database error: the words' own fault (data, constraint), a
+/// Sorts a database error: the events' own fault (data, constraint), a
 /// broken or refused connection, or anything else (which may pass).
 pub(super) fn classify(target: String, source: tokio_postgres::Error) -> StoreError {
     if mesh_pg_tls::is_tls_refusal(&source) {
@@ -131,7 +131,7 @@ pub(super) fn classify(target: String, source: tokio_postgres::Error) -> StoreEr
         return StoreError::Unavailable { target, source };
     };
     match code.code().get(..2).unwrap_or("") {
-        // Data exception, integrity constraint violation: these words, as such.
+        // Data exception, integrity constraint violation: these events, as such.
         "22" | "23" => StoreError::Refused { target, source },
         // Invalid authorization (wrong password, unknown user), unknown database.
         "28" | "3D" => StoreError::Denied { target, source },

@@ -1,6 +1,6 @@
 //! The epoch of each event stream the controller follows (table
-//! `stream_epoch`): a stream made anew starts its sequence again at 1, so a
-//! word's place in the stream is `(epoch, sequence)`.
+//! `stream_epoch`): a stream made anew starts its sequence again at 1, so an
+//! event's place in the stream is `(epoch, sequence)`.
 
 use std::time::SystemTime;
 

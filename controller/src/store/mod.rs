@@ -1,27 +1,30 @@
-//! The controller's store: what providers said, kept across restarts, on
-//! PostgreSQL (tokio-postgres), its schema applied by the numbered
-//! migrations in `controller/migrations/` ([`migrate()`]).
+//! The controller's store: the events providers published, kept across
+//! restarts, on PostgreSQL (tokio-postgres), its schema applied by the
+//! numbered migrations in `controller/migrations/` ([`migrate()`]).
 //!
 //! - [`options`]: where the store is, shown without the password.
 //! - [`connection`]: [`PgStore`], its one connection and error classes.
-//! - [`apply`]: a round of words written in one transaction ([`Store`]);
-//!   [`columns`]: its statements and their typed columns; [`locks`]: the key
-//!   locks it takes first, so several controllers can share the store.
-//! - [`read`]: what `status` lists, counts first, then standings in order.
+//! - [`apply`]: a round of events written in one transaction ([`Store`]);
+//!   [`columns`]: its statements and their typed columns, prepared by
+//!   [`statements`]; [`locks`]: the key locks it takes first, so several
+//!   controllers can share the store.
+//! - [`read`]: what `status` lists, counts first, then standings in order,
+//!   each column's text decoded into its type (a value that does not decode
+//!   is [`StoreError::Undecodable`]).
 //!
 //! # Rules every implementation keeps
-//! - One failing word per (provider module, provider machine, consumer): the
-//!   newest. A `recovered` deletes only that key's failing word, and only when
-//!   it is newer than it.
-//! - A word is newer when it stands later in the event stream: its
-//!   `(stream epoch, stream sequence)` is greater ([`Word::epoch`]). The
-//!   provider's clock plays no part: an older word never overwrites a newer
-//!   one, a redelivered word changes nothing, a `recovered` from a clock that
-//!   stepped back lands, and a word stamped in the future pins nothing.
+//! - One `failing` event per (provider module, provider machine, consumer):
+//!   the newest. A `recovered` deletes only that key's `failing`, and only
+//!   when it is newer than it.
+//! - An event is newer when it stands later in the event stream: its
+//!   `(stream epoch, stream sequence)` is greater ([`Received::epoch`]). The
+//!   provider's clock plays no part: an older event never overwrites a newer
+//!   one, a redelivered event changes nothing, a `recovered` from a clock
+//!   that stepped back lands, and an event stamped in the future pins nothing.
 //! - The newest `recovered` of each key is kept too, so a `failing` older than
 //!   it (delivered late) cannot bring the standing back.
 //! - The newest `repair` per (provider, fault); the fault is open unless that
-//!   word is `repaired`. The newest `retirement` per (provider, consumer,
+//!   event is `repaired`. The newest `retirement` per (provider, consumer,
 //!   action) is kept for the record (it is not a failure and `status` does not
 //!   list it).
 
@@ -33,12 +36,13 @@ pub mod locks;
 pub mod migrate;
 pub mod options;
 pub mod read;
+pub mod statements;
 
 use std::time::SystemTime;
 
 use async_trait::async_trait;
 
-use crate::model::Word;
+use crate::model::Received;
 
 pub use columns::UPSERT_FAILING;
 pub use connection::PgStore;
@@ -48,9 +52,9 @@ pub use read::{Counts, StatusFilter, StatusRead};
 
 /// The store failed.
 ///
-/// [`StoreError::is_transient`] tells the link whether to hold the words and
-/// try again (the store is away or busy) or to give up on a word that the
-/// store refuses as such.
+/// [`StoreError::is_transient`] tells the link whether to hold the events
+/// and try again (the store is away or busy) or to give up on an event that
+/// the store refuses as such.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// The store could not be reached, or the connection broke.
@@ -102,15 +106,28 @@ pub enum StoreError {
         #[source]
         source: tokio_postgres::Error,
     },
-    /// The store refused the words themselves (a data or constraint error):
-    /// trying again would fail again.
-    #[error("store {target} refused the words: {}", reason(.source))]
+    /// The store refused the events themselves (a data or constraint
+    /// error): trying again would fail again.
+    #[error("store {target} refused the events: {}", reason(.source))]
     Refused {
         /// The database, without its password.
         target: String,
         /// Why.
         #[source]
         source: tokio_postgres::Error,
+    },
+    /// A stored value this controller cannot read back: text in a column
+    /// that is none of the words the column's type has (a class, an
+    /// outcome, a grant state, a name), written by another program or
+    /// another version. Reading again gives the same.
+    #[error("store {target} holds a value this controller cannot read: column {column}: {reason}")]
+    Undecodable {
+        /// The database, without its password.
+        target: String,
+        /// The table and column, e.g. `failing.class`.
+        column: &'static str,
+        /// Why its value does not decode (it quotes the value).
+        reason: String,
     },
     /// The migrations could not be applied.
     #[error("migrating store {target} failed: {source}")]
@@ -124,9 +141,13 @@ pub enum StoreError {
 }
 
 impl StoreError {
-    /// Whether trying again later may succeed (everything but [`StoreError::Refused`]).
+    /// Whether trying again later may succeed (everything but
+    /// [`StoreError::Refused`] and [`StoreError::Undecodable`]).
     pub fn is_transient(&self) -> bool {
-        !matches!(self, StoreError::Refused { .. })
+        !matches!(
+            self,
+            StoreError::Refused { .. } | StoreError::Undecodable { .. }
+        )
     }
 
     /// Whether only a person can end it (the store refuses this login, or
@@ -146,22 +167,22 @@ pub fn reason(error: &tokio_postgres::Error) -> String {
     }
 }
 
-/// Where the link puts words.
+/// Where the link puts the events it received.
 ///
 /// # Guarantees expected of an implementation
-/// - [`Store::apply`] applies all the words, in the order given, in one
+/// - [`Store::apply`] applies all the events, in the order given, in one
 ///   transaction, following the rules of this module: all or none.
-/// - Applying the same words again changes nothing (redelivery is normal).
+/// - Applying the same events again changes nothing (redelivery is normal).
 /// - After a transient error the next call reconnects as needed.
 ///
 /// # Errors
-/// [`StoreError`]; the link holds the words (NAK) on a transient one.
+/// [`StoreError`]; the link holds the events (NAK) on a transient one.
 #[async_trait]
 pub trait Store: Send {
-    /// Applies `words` in order in one transaction.
-    async fn apply(&mut self, words: &[Word]) -> Result<(), StoreError>;
+    /// Applies `events` in order in one transaction.
+    async fn apply(&mut self, events: &[Received]) -> Result<(), StoreError>;
 
     /// The epoch of the stream `stream` made at `created`: registered the
-    /// first time it is met, numbered in that order (see [`Word::epoch`]).
+    /// first time it is met, numbered in that order (see [`Received::epoch`]).
     async fn stream_epoch(&mut self, stream: &str, created: SystemTime) -> Result<u64, StoreError>;
 }

@@ -3,7 +3,6 @@
 use std::path::Path;
 
 use mesh_pg_tls::{Tls, TlsError};
-use tokio_postgres::config::Host;
 use tokio_postgres::Config;
 
 /// Where the store is: a connection URL or key-value string, and optionally
@@ -86,7 +85,7 @@ impl DatabaseOptions {
             config.password(password.trim());
         }
         config.application_name("mesh-controller");
-        let shown = shown(&config);
+        let shown = mesh_pg_tls::shown(&config);
         Ok(DatabaseOptions { config, tls, shown })
     }
 
@@ -99,38 +98,6 @@ impl DatabaseOptions {
     pub fn tls_shown(&self) -> String {
         self.tls.to_string()
     }
-}
-
-/// The target of a configuration without its password.
-fn shown(config: &Config) -> String {
-    let user = config.get_user().unwrap_or("");
-    let host = config
-        .get_hosts()
-        .iter()
-        .map(|h| match h {
-            Host::Tcp(name) => name.clone(),
-            Host::Unix(path) => path.display().to_string(),
-        })
-        .collect::<Vec<_>>()
-        .join(",");
-    let port = config
-        .get_ports()
-        .iter()
-        .map(|p| p.to_string())
-        .collect::<Vec<_>>()
-        .join(",");
-    let db = config.get_dbname().unwrap_or(user);
-    let at = if user.is_empty() {
-        String::new()
-    } else {
-        format!("{user}@")
-    };
-    let port = if port.is_empty() {
-        String::new()
-    } else {
-        format!(":{port}")
-    };
-    format!("postgres://{at}{host}{port}/{db}")
 }
 
 #[cfg(test)]

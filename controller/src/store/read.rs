@@ -6,11 +6,13 @@
 //! counts came back: PostgreSQL sends nothing of a query until it has its
 //! first row, and sorting 100,000 rows must not hold the sentence back.
 
+use std::fmt::Display;
 use std::pin::Pin;
+use std::str::FromStr;
 use std::time::SystemTime;
 
 use futures::TryStreamExt;
-use mesh_protocol::Timestamp;
+use mesh_protocol::{ModuleId, Name, Timestamp};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Row, RowStream};
 
@@ -21,13 +23,13 @@ use crate::model::{AliveRow, FailingRow, GrantRow, RepairRow};
 /// Which standings and repair faults a read is about.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StatusFilter {
-    /// Only the standings and repairs of these providers, `module@machine`
-    /// (those the declaration assigns where they ran).
-    pub providers: Vec<String>,
+    /// Only the standings and repairs of these providers (those the
+    /// declaration assigns where they ran).
+    pub providers: Vec<ModuleId>,
     /// `node show MACHINE`: only standings whose provider or consumer is on
     /// it, and repairs of providers on it.
     pub machine: Option<String>,
-    /// A standing said at or before this time counts as silent.
+    /// A standing published at or before this time counts as silent.
     pub silent_before: Timestamp,
 }
 
@@ -36,16 +38,22 @@ pub struct StatusFilter {
 pub struct Counts {
     /// Standings the read lists.
     pub standings: u64,
-    /// Of which silent (said at or before [`StatusFilter::silent_before`]).
+    /// Of which silent (published at or before [`StatusFilter::silent_before`]).
     pub silent: u64,
 }
 
 /// The standings `$1` (providers) and `$2` (machine, or null) select. A
-/// standing said before its provider's newest start (or in the same second:
-/// times are whole seconds, and a provider says `failing` only
+/// standing published before its provider's newest start (or in the same
+/// second: times are whole seconds, and a provider publishes `failing` only
 /// `failing_after` after it started) is left out once that provider is
-/// settled: from then on it has said `failing` again for every consumer it
-/// still keeps failing, so an older word is one it no longer has.
+/// settled: from then on it has published `failing` again for every
+/// consumer it still keeps failing, so an older event is one it no longer
+/// has.
+///
+/// The provider key is written exactly as the statistics of migration V7
+/// (`failing_provider`) are: with them the planner knows how many rows the
+/// providers select, and plans the count (one core or two) and the listing
+/// (the key's index or a sort) for the rows there are, not for a guess.
 const SELECTED: &str = "
 FROM failing f
 WHERE f.provider_module || '@' || f.provider_machine = ANY($1::text[])
@@ -77,7 +85,7 @@ fn list_selected() -> String {
     )
 }
 
-/// The open repair faults (newest word not `repaired`) of the selected providers.
+/// The open repair faults (newest event not `repaired`) of the selected providers.
 const OPEN_REPAIRS: &str = "
 SELECT provider_module, provider_machine, fault, outcome, detail, next_attempt_at, said_at
 FROM repair
@@ -86,15 +94,15 @@ WHERE outcome <> 'repaired'
   AND ($2::text IS NULL OR provider_machine = $2)
 ORDER BY provider_module, provider_machine, fault";
 
-/// The newest `alive` word of each selected provider.
+/// The newest `alive` event of each selected provider.
 const ALIVE: &str = "
 SELECT provider_module, provider_machine, started_at, alive_every_seconds, settled_at, said_at
 FROM alive
 WHERE provider_module || '@' || provider_machine = ANY($1::text[])
 ORDER BY provider_module, provider_machine";
 
-/// The newest grant word of each grant whose consumer the declaration lists
-/// on the machine that said it; for `node show MACHINE` only those on it or
+/// The newest grant event of each grant whose consumer the declaration lists
+/// on the machine that published it; for `node show MACHINE` only those on it or
 /// whose provider is on it.
 const GRANTS: &str = "
 SELECT machine, consumer, provision, provider, kind, address, port, failures, failing_since,
@@ -110,16 +118,22 @@ ORDER BY machine, consumer, provision, provider";
 pub struct StatusRead {
     client: Client,
     target: String,
-    filter: StatusFilter,
+    /// The filter's providers, as the statements take them.
+    providers: Vec<String>,
+    /// The filter's machine.
+    machine: Option<String>,
     /// The listing, once asked for.
     rows: Option<Pin<Box<RowStream>>>,
+    /// The provider of the standing listed last: the listing is in provider
+    /// order, so the next one is most often the same.
+    last_provider: Option<ModuleId>,
     /// What the sentence needs.
     pub counts: Counts,
     /// The open repair faults, in order.
     pub repairs: Vec<RepairRow>,
     /// The newest `alive` of each selected provider heard from, in order.
     pub alive: Vec<AliveRow>,
-    /// The newest word of each grant in scope, in order.
+    /// The newest event of each grant in scope, in order.
     pub grants: Vec<GrantRow>,
 }
 
@@ -146,11 +160,12 @@ impl PgStore {
         let client = connected.client;
         let target = self.options.shown.clone();
         let silent_before: SystemTime = filter.silent_before.system_time();
+        let providers = provider_texts(&filter.providers);
         let work = async {
             let count = count_selected();
-            let params: [&(dyn ToSql + Sync); 2] = [&filter.providers, &filter.machine];
+            let params: [&(dyn ToSql + Sync); 2] = [&providers, &filter.machine];
             let count_params: [&(dyn ToSql + Sync); 3] =
-                [&filter.providers, &filter.machine, &silent_before];
+                [&providers, &filter.machine, &silent_before];
             // Sent together, answered in order.
             let (begun, counts, repairs, alive, grants) = tokio::join!(
                 client.batch_execute(BEGIN),
@@ -168,20 +183,22 @@ impl PgStore {
             let repairs = repairs.iter().map(repair_row).collect::<Result<_, _>>()?;
             let alive = alive.iter().map(alive_row).collect::<Result<_, _>>()?;
             let grants = grants.iter().map(grant_row).collect::<Result<_, _>>()?;
-            Ok::<_, tokio_postgres::Error>((counts, repairs, alive, grants))
+            Ok::<_, ReadError>((counts, repairs, alive, grants))
         };
         match tokio::time::timeout(STATEMENT_TIMEOUT, work).await {
             Ok(Ok((counts, repairs, alive, grants))) => Ok(StatusRead {
                 client,
                 target,
-                filter: filter.clone(),
+                providers,
+                machine: filter.machine.clone(),
                 rows: None,
+                last_provider: None,
                 counts,
                 repairs,
                 alive,
                 grants,
             }),
-            Ok(Err(source)) => Err(classify(target, source)),
+            Ok(Err(error)) => Err(error.into_store_error(target)),
             Err(_) => Err(StoreError::Timeout {
                 target,
                 after: STATEMENT_TIMEOUT,
@@ -201,8 +218,7 @@ impl StatusRead {
             let rows = match &mut self.rows {
                 Some(rows) => rows,
                 None => {
-                    let params: [&(dyn ToSql + Sync); 2] =
-                        [&self.filter.providers, &self.filter.machine];
+                    let params: [&(dyn ToSql + Sync); 2] = [&self.providers, &self.machine];
                     let rows = self
                         .client
                         .query_raw(list_selected().as_str(), params)
@@ -211,13 +227,17 @@ impl StatusRead {
                 }
             };
             match rows.try_next().await? {
-                Some(row) => failing_row(&row).map(Some),
+                Some(row) => {
+                    let provider = provider(&row, FAILING_PROVIDER, self.last_provider.as_ref())?;
+                    self.last_provider = Some(provider.clone());
+                    failing_row(&row, provider).map(Some)
+                }
                 None => Ok(None),
             }
         };
         match tokio::time::timeout(STATEMENT_TIMEOUT, next).await {
             Ok(Ok(row)) => Ok(row),
-            Ok(Err(source)) => Err(classify(self.target.clone(), source)),
+            Ok(Err(error)) => Err(error.into_store_error(self.target.clone())),
             Err(_) => Err(StoreError::Timeout {
                 target: self.target.clone(),
                 after: STATEMENT_TIMEOUT,
@@ -242,67 +262,142 @@ impl StatusRead {
     }
 }
 
-fn failing_row(row: &Row) -> Result<FailingRow, tokio_postgres::Error> {
+/// The statements' providers: `module@machine`.
+fn provider_texts(providers: &[ModuleId]) -> Vec<String> {
+    providers.iter().map(ToString::to_string).collect()
+}
+
+/// A read that failed: the store failed, or a value it holds does not
+/// decode into its type.
+#[derive(Debug)]
+enum ReadError {
+    /// The store failed.
+    Store(tokio_postgres::Error),
+    /// The value of `column` does not decode.
+    Undecodable {
+        column: &'static str,
+        reason: String,
+    },
+}
+
+impl From<tokio_postgres::Error> for ReadError {
+    fn from(error: tokio_postgres::Error) -> ReadError {
+        ReadError::Store(error)
+    }
+}
+
+impl ReadError {
+    fn into_store_error(self, target: String) -> StoreError {
+        match self {
+            ReadError::Store(source) => classify(target, source),
+            ReadError::Undecodable { column, reason } => StoreError::Undecodable {
+                target,
+                column,
+                reason,
+            },
+        }
+    }
+}
+
+/// Column `i` of `row` (named `column`, `table.column`), its text decoded.
+fn decoded<T>(row: &Row, i: usize, column: &'static str) -> Result<T, ReadError>
+where
+    T: FromStr,
+    T::Err: Display,
+{
+    let text: &str = row.try_get(i)?;
+    text.parse().map_err(|e: T::Err| ReadError::Undecodable {
+        column,
+        reason: e.to_string(),
+    })
+}
+
+/// Where a table's provider is: the index of its module column (its machine
+/// follows), and the two columns' names.
+type ProviderColumns = (usize, [&'static str; 2]);
+
+const FAILING_PROVIDER: ProviderColumns =
+    (0, ["failing.provider_module", "failing.provider_machine"]);
+const REPAIR_PROVIDER: ProviderColumns = (0, ["repair.provider_module", "repair.provider_machine"]);
+const ALIVE_PROVIDER: ProviderColumns = (0, ["alive.provider_module", "alive.provider_machine"]);
+
+/// The provider of `row`: `last` again when its columns name it, else decoded.
+fn provider(
+    row: &Row,
+    (i, [module, machine]): ProviderColumns,
+    last: Option<&ModuleId>,
+) -> Result<ModuleId, ReadError> {
+    if let Some(last) = last {
+        let (m, n): (&str, &str) = (row.try_get(i)?, row.try_get(i + 1)?);
+        if last.module.as_str() == m && last.machine.as_str() == n {
+            return Ok(last.clone());
+        }
+    }
+    Ok(ModuleId::new(
+        decoded::<Name>(row, i, module)?,
+        decoded::<Name>(row, i + 1, machine)?,
+    ))
+}
+
+fn time(row: &Row, i: usize) -> Result<Timestamp, ReadError> {
+    Ok(Timestamp::from_system(row.try_get::<_, SystemTime>(i)?))
+}
+
+fn optional_time(row: &Row, i: usize) -> Result<Option<Timestamp>, ReadError> {
+    Ok(row
+        .try_get::<_, Option<SystemTime>>(i)?
+        .map(Timestamp::from_system))
+}
+
+fn failing_row(row: &Row, provider: ModuleId) -> Result<FailingRow, ReadError> {
     Ok(FailingRow {
-        provider_module: row.try_get(0)?,
-        provider_machine: row.try_get(1)?,
+        provider,
         consumer: row.try_get(2)?,
         consumer_machine: row.try_get(3)?,
         provision: row.try_get(4)?,
-        class: row.try_get(5)?,
+        class: decoded(row, 5, "failing.class")?,
         error: row.try_get(6)?,
-        since: Timestamp::from_system(row.try_get::<_, SystemTime>(7)?),
+        since: time(row, 7)?,
         attempts: row.try_get(8)?,
-        said_at: Timestamp::from_system(row.try_get::<_, SystemTime>(9)?),
+        said_at: time(row, 9)?,
     })
 }
 
-fn repair_row(row: &Row) -> Result<RepairRow, tokio_postgres::Error> {
+fn repair_row(row: &Row) -> Result<RepairRow, ReadError> {
     Ok(RepairRow {
-        provider_module: row.try_get(0)?,
-        provider_machine: row.try_get(1)?,
+        provider: provider(row, REPAIR_PROVIDER, None)?,
         fault: row.try_get(2)?,
-        outcome: row.try_get(3)?,
+        outcome: decoded(row, 3, "repair.outcome")?,
         detail: row.try_get(4)?,
-        next_attempt_at: row
-            .try_get::<_, Option<SystemTime>>(5)?
-            .map(Timestamp::from_system),
-        said_at: Timestamp::from_system(row.try_get::<_, SystemTime>(6)?),
+        next_attempt_at: optional_time(row, 5)?,
+        said_at: time(row, 6)?,
     })
 }
 
-fn alive_row(row: &Row) -> Result<AliveRow, tokio_postgres::Error> {
+fn alive_row(row: &Row) -> Result<AliveRow, ReadError> {
     Ok(AliveRow {
-        provider_module: row.try_get(0)?,
-        provider_machine: row.try_get(1)?,
-        started_at: Timestamp::from_system(row.try_get::<_, SystemTime>(2)?),
+        provider: provider(row, ALIVE_PROVIDER, None)?,
+        started_at: time(row, 2)?,
         alive_every_seconds: row.try_get(3)?,
-        settled_at: row
-            .try_get::<_, Option<SystemTime>>(4)?
-            .map(Timestamp::from_system),
-        said_at: Timestamp::from_system(row.try_get::<_, SystemTime>(5)?),
+        settled_at: optional_time(row, 4)?,
+        said_at: time(row, 5)?,
     })
 }
 
-fn grant_row(row: &Row) -> Result<GrantRow, tokio_postgres::Error> {
-    let time = |i: usize| -> Result<Option<Timestamp>, tokio_postgres::Error> {
-        Ok(row
-            .try_get::<_, Option<SystemTime>>(i)?
-            .map(Timestamp::from_system))
-    };
+fn grant_row(row: &Row) -> Result<GrantRow, ReadError> {
     Ok(GrantRow {
         machine: row.try_get(0)?,
         consumer: row.try_get(1)?,
         provision: row.try_get(2)?,
         from: row.try_get(3)?,
-        kind: row.try_get(4)?,
+        state: decoded(row, 4, "grant_word.kind")?,
         address: row.try_get(5)?,
         port: row.try_get(6)?,
         failures: row.try_get(7)?,
-        failing_since: time(8)?,
-        last_reachable_at: time(9)?,
+        failing_since: optional_time(row, 8)?,
+        last_reachable_at: optional_time(row, 9)?,
         error: row.try_get(10)?,
         reason: row.try_get(11)?,
-        said_at: Timestamp::from_system(row.try_get::<_, SystemTime>(12)?),
+        said_at: time(row, 12)?,
     })
 }

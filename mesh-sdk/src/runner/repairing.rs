@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use mesh_protocol::event::{Event, Repair as RepairBody, RepairOutcome, VERSION};
+use mesh_protocol::event::{Event, RepairOutcome, RepairReport as RepairBody, VERSION};
 use mesh_protocol::Class;
 use mesh_protocol::ModuleId;
 use tokio::time::Instant;

@@ -9,7 +9,7 @@ use mesh_sdk::SecretFileError as PasswordFileError;
 use tokio_postgres::config::Host;
 
 /// Port PostgreSQL listens on when the URL names none.
-pub const DEFAULT_PORT: u16 = 5432;
+pub const DEFAULT_PORT: u16 = mesh_pg_tls::DEFAULT_PORT;
 
 /// Default bound of a login (admin or check), connect and authentication included.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -151,7 +151,7 @@ impl PostgresConfig {
             Host::Tcp(host) => Some(host.clone()),
             Host::Unix(_) => None,
         };
-        let shown = shown_url(&admin);
+        let shown = mesh_pg_tls::shown(&admin);
         let mut config = PostgresConfig {
             admin,
             tls,
@@ -275,23 +275,6 @@ impl PostgresConfig {
 }
 
 /// `postgres://user@host:port/dbname`, from the parsed settings: never the password.
-fn shown_url(config: &tokio_postgres::Config) -> String {
-    let user = config.get_user().unwrap_or("");
-    let port = config.get_ports().first().copied().unwrap_or(DEFAULT_PORT);
-    let dbname = config.get_dbname().unwrap_or(user);
-    match config.get_hosts().first() {
-        Some(Host::Tcp(host)) if host.contains(':') => {
-            format!("postgres://{user}@[{host}]:{port}/{dbname}")
-        }
-        Some(Host::Tcp(host)) => format!("postgres://{user}@{host}:{port}/{dbname}"),
-        Some(Host::Unix(dir)) => format!(
-            "postgres://{user}@/{dbname}?host={}&port={port}",
-            dir.display()
-        ),
-        None => format!("postgres://{user}@/{dbname}"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,148 @@
+//! The rows the store keeps and gives back, typed: what was text in a
+//! column is decoded at the store's edge into the protocol's enums and
+//! names ([`Class`], [`RepairOutcome`], [`GrantState`], [`ModuleId`]).
+//!
+//! A provider is one [`ModuleId`]; the JSON of a row writes it as the two
+//! members `provider_module` and `provider_machine`, as `status --json`
+//! always has ([`provider_members`]).
+
+use mesh_protocol::event::{GrantState, RepairOutcome};
+use mesh_protocol::{Class, ModuleId, Timestamp};
+use serde::{Serialize, Serializer};
+
+/// Writes a provider as the members `provider_module` and
+/// `provider_machine` of the object it is flattened into
+/// (`#[serde(flatten, serialize_with = "provider_members")]`).
+///
+/// # Errors
+/// The serializer's.
+pub fn provider_members<S: Serializer>(provider: &ModuleId, s: S) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct Members<'a> {
+        provider_module: &'a str,
+        provider_machine: &'a str,
+    }
+    Members {
+        provider_module: provider.module.as_str(),
+        provider_machine: provider.machine.as_str(),
+    }
+    .serialize(s)
+}
+
+/// A stored `failing` event: a standing. Its JSON is the provider's two
+/// members, then the event's fields, in the order `status --json` lists them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FailingRow {
+    /// The provider that published it, `module@machine`.
+    #[serde(flatten, serialize_with = "provider_members")]
+    pub provider: ModuleId,
+    /// The consumer.
+    pub consumer: String,
+    /// The consumer's machine, as the provider last knew it.
+    pub consumer_machine: Option<String>,
+    /// The provision, as the provider last knew it.
+    pub provision: Option<String>,
+    /// The failure's class.
+    pub class: Class,
+    /// The failure's first words.
+    pub error: String,
+    /// First failure since the last success.
+    pub since: Timestamp,
+    /// Failed attempts since `since`.
+    pub attempts: i64,
+    /// When it was published.
+    pub said_at: Timestamp,
+}
+
+/// A stored `repair` event. Its JSON is the provider's two members, then
+/// the event's fields.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RepairRow {
+    /// The provider that published it, `module@machine`.
+    #[serde(flatten, serialize_with = "provider_members")]
+    pub provider: ModuleId,
+    /// The fault.
+    pub fault: String,
+    /// What came of the repair.
+    pub outcome: RepairOutcome,
+    /// In words.
+    pub detail: String,
+    /// When the next attempt is due, if one is.
+    pub next_attempt_at: Option<Timestamp>,
+    /// When it was published.
+    pub said_at: Timestamp,
+}
+
+/// A provider's newest `alive` event, as stored.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AliveRow {
+    /// The provider that published it, `module@machine`.
+    pub provider: ModuleId,
+    /// When that provider process started.
+    pub started_at: Timestamp,
+    /// How often it publishes `alive`, in seconds.
+    pub alive_every_seconds: i64,
+    /// Its settled time, if reached (see the `alive` body).
+    pub settled_at: Option<Timestamp>,
+    /// When it was published.
+    pub said_at: Timestamp,
+}
+
+/// A grant's newest event, as stored (`mesh-grants`): its state decides
+/// which of the optional fields are set.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GrantRow {
+    /// The consumer's machine (whose grant agent published it).
+    pub machine: String,
+    /// The consumer.
+    pub consumer: String,
+    /// The provision granted.
+    pub provision: String,
+    /// The provider as the grants file names it, `module@machine`: text,
+    /// kept as published (the agent checks and publishes a grant whatever
+    /// its file says there), and printed as such.
+    pub from: String,
+    /// What the event says of the grant (its kind).
+    pub state: GrantState,
+    /// The address (not for `unchecked`).
+    pub address: Option<String>,
+    /// The port (not for `unchecked`).
+    pub port: Option<i32>,
+    /// Failed checks in a row (`unreachable`).
+    pub failures: Option<i64>,
+    /// The first of them (`unreachable`).
+    pub failing_since: Option<Timestamp>,
+    /// The last success since the agent started (`unreachable`; null: never).
+    pub last_reachable_at: Option<Timestamp>,
+    /// Why the newest check failed (`unreachable`).
+    pub error: Option<String>,
+    /// Why (`reachable`, `unchecked`).
+    pub reason: Option<String>,
+    /// When it was published.
+    pub said_at: Timestamp,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ts(s: &str) -> Timestamp {
+        Timestamp::parse(s).unwrap()
+    }
+
+    #[test]
+    fn a_provider_is_written_as_its_two_members_in_place() {
+        let row = RepairRow {
+            provider: ModuleId::parse("identity@id-1").unwrap(),
+            fault: "admin-refused".into(),
+            outcome: RepairOutcome::Braked,
+            detail: "later".into(),
+            next_attempt_at: None,
+            said_at: ts("2026-10-05T00:09:00Z"),
+        };
+        assert_eq!(
+            serde_json::to_string(&row).unwrap(),
+            r#"{"provider_module":"identity","provider_machine":"id-1","fault":"admin-refused","outcome":"braked","detail":"later","next_attempt_at":null,"said_at":"2026-10-05T00:09:00Z"}"#
+        );
+    }
+}
