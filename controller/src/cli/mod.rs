@@ -8,6 +8,7 @@
 //! on stderr. Usage errors also exit 2 (clap).
 
 mod error;
+mod permissions;
 mod run;
 
 use std::path::PathBuf;
