@@ -56,7 +56,7 @@ const CRATES: &[(&str, Tables)] = &[
             (
                 "nats",
                 &[
-                    &["servers"],
+                    &["servers", "outage"],
                     &["error", "callback"],
                     &["args"],
                     &["connect"],
@@ -149,7 +149,7 @@ const CRATES: &[(&str, Tables)] = &[
             ("link", &[&["decode", "observe", "stream"]]),
             ("report", &[&["sentence"]]),
             ("render", &[&["human", "json"]]),
-            ("cli", &[&["error"], &["run"]]),
+            ("cli", &[&["error"], &["permissions"], &["run"]]),
         ],
     ),
     (

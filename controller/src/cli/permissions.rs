@@ -1,10 +1,10 @@
 //! `permissions`: the bus permissions derived from the declaration, as
 //! JSON or as a nats-server configuration with each user's credential.
 
+use std::io::Write;
 use std::path::Path;
 
 use super::error::CliError;
-use super::run::Io;
 use super::{Cli, Format, NAME};
 use crate::permissions;
 
@@ -13,14 +13,15 @@ use crate::permissions;
 /// agent: [`permissions::CredentialNeed::Warned`]) are said on stderr.
 pub(super) fn run(
     cli: &Cli,
-    io: &mut Io<'_>,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
     format: Format,
     credentials: Option<&Path>,
 ) -> Result<(), CliError> {
     let parsed = cli.load_declaration()?;
     for refused in &parsed.refused {
         let _ = writeln!(
-            io.err,
+            err,
             "{NAME}: declaration entry refused (it gets no permissions): {refused}"
         );
     }
@@ -31,11 +32,11 @@ pub(super) fn run(
         (Format::Nats, Some(dir)) => {
             let credentials = permissions::read_credentials(dir, &users)?;
             for left_out in credentials.left_out.iter().filter(|l| l.is_warned()) {
-                let _ = writeln!(io.err, "{NAME}: warning: {left_out}");
+                let _ = writeln!(err, "{NAME}: warning: {left_out}");
             }
             permissions::render_nats(&users, &credentials.found)
         }
     };
     let text = serde_json::to_string_pretty(&value).expect("JSON values serialize");
-    writeln!(io.out, "{text}").map_err(CliError::Output)
+    writeln!(out, "{text}").map_err(CliError::Output)
 }

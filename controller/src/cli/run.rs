@@ -78,7 +78,7 @@ pub async fn run(cli: &Cli, io: &mut Io<'_>, stop: &Stop) -> Result<(), CliError
         Command::Permissions {
             format,
             credentials,
-        } => super::permissions::run(cli, io, *format, credentials.as_deref()),
+        } => super::permissions::run(cli, io.out, io.err, *format, credentials.as_deref()),
         Command::Approve {
             provider,
             consumer,
