@@ -52,7 +52,7 @@ const CRATES: &[(&str, Tables)] = &[
                     &["program"],
                 ],
             ),
-            ("endpoints", &[&["progress"]]),
+            ("endpoints", &[&["progress", "build", "format"]]),
             (
                 "nats",
                 &[
