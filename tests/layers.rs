@@ -127,7 +127,7 @@ const CRATES: &[(&str, Tables)] = &[
                 &[
                     &["model"],
                     &["store", "bus"],
-                    &["link", "approve", "permissions"],
+                    &["link", "approve", "permissions", "contributions"],
                     &["report"],
                     &["render"],
                     &["cli"],
@@ -148,8 +148,12 @@ const CRATES: &[(&str, Tables)] = &[
             ),
             ("link", &[&["decode", "observe", "stream"]]),
             ("report", &[&["sentence"]]),
+            ("contributions", &[&["write"]]),
             ("render", &[&["human", "json"]]),
-            ("cli", &[&["error"], &["permissions"], &["run"]]),
+            (
+                "cli",
+                &[&["error"], &["permissions", "contributions"], &["run"]],
+            ),
         ],
     ),
     (

@@ -79,6 +79,7 @@ pub async fn run(cli: &Cli, io: &mut Io<'_>, stop: &Stop) -> Result<(), CliError
             format,
             credentials,
         } => super::permissions::run(cli, io.out, io.err, *format, credentials.as_deref()),
+        Command::Contributions(args) => super::contributions::run(cli, io.out, io.err, args),
         Command::Approve {
             provider,
             consumer,
