@@ -35,6 +35,12 @@ pub use run::{exit, outcome, run, Io};
 /// The program's name, as its messages say it.
 pub const NAME: &str = "mesh-controller";
 
+/// The command line of `mesh-controller`, as clap sees it: for its man
+/// pages and shell completions.
+pub fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
+}
+
 /// Follows provider events into a store and reports them.
 ///
 /// Secrets never go on the command line: the database password comes from
