@@ -253,6 +253,41 @@ MESH_PACKAGE_FILES="
 /usr/share/doc/mesh/examples/prometheus/mesh.rules.yml
 /usr/share/doc/mesh/examples/grafana/mesh.json
 "
+# Each binary's man page and shell completions (scripts/package's BINARIES).
+for bin in mesh-controller mesh-postgres mesh-identity mesh-grants; do
+  MESH_PACKAGE_FILES+="/usr/share/man/man1/$bin.1.gz
+/usr/share/bash-completion/completions/$bin
+/usr/share/zsh/vendor-completions/_$bin
+/usr/share/fish/vendor_completions.d/$bin.fish
+"
+done
+MESH_PACKAGE_FILES+="/usr/share/man/man1/mesh-controller-status.1.gz
+"
+
+# Reads every man page of the package `deb` with man (or mandoc -T lint when
+# installed): each must render with no warning.
+check_man_pages() {
+  local deb="$1" dir page said bad=0
+  dir=$(mktemp -d)
+  dpkg-deb -x "$deb" "$dir"
+  for page in "$dir"/usr/share/man/man1/*.1.gz; do
+    if command -v mandoc >/dev/null 2>&1; then
+      said=$(zcat "$page" | mandoc -T lint -W warning 2>&1) || true
+    elif command -v man >/dev/null 2>&1; then
+      said=$(MANWIDTH=80 man --warnings -l "$page" 2>&1 >/dev/null) || said="man -l failed"
+      MANWIDTH=80 man -l "$page" 2>/dev/null | grep -q "^NAME" || said="$said (no NAME section)"
+    else
+      echo "neither mandoc nor man is installed: the man pages were not read" >&2
+      break
+    fi
+    if [ -n "$said" ]; then
+      echo "$(basename "$page"): $said" >&2
+      bad=1
+    fi
+  done
+  rm -rf "$dir"
+  return $bad
+}
 
 # Checks a built package: its contents and conffiles; as root (and when no
 # mesh package is installed already), installs it with dpkg, checks the
@@ -266,6 +301,7 @@ check_package() {
   dpkg-deb -f "$deb" Package Version Architecture Depends >/dev/null
   [ "$(dpkg-deb -I "$deb" conffiles | grep -c '^/etc/mesh/')" -eq 4 ] ||
     { echo "$deb: the four files in /etc/mesh are not all conffiles" >&2; return 1; }
+  check_man_pages "$deb" || return 1
   if [ "$(id -u)" -ne 0 ]; then
     echo "not root: the package was read (dpkg-deb -c, -I), not installed" >&2
     return 0
@@ -284,6 +320,11 @@ check_package() {
   [ "$(stat -c '%U:%G %a' /etc/mesh)" = "root:mesh 750" ] ||
     { echo "/etc/mesh is $(stat -c '%U:%G %a' /etc/mesh), not root:mesh 750" >&2; failed=yes; }
   /usr/bin/mesh-controller --version >/dev/null || failed=yes
+  # The installed page, as an operator reads it.
+  if command -v man >/dev/null 2>&1; then
+    MANWIDTH=80 man mesh-controller-contributions 2>/dev/null | grep -q "minting missing secrets" ||
+      { echo "man mesh-controller-contributions does not show the installed page" >&2; failed=yes; }
+  fi
   # The installed units, by name (the templates as an instance).
   verify_units mesh-controller.service mesh-grants.service \
     mesh-postgres@db-1.service mesh-identity@id-1.service || failed=yes

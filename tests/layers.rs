@@ -52,11 +52,11 @@ const CRATES: &[(&str, Tables)] = &[
                     &["program"],
                 ],
             ),
-            ("endpoints", &[&["progress"]]),
+            ("endpoints", &[&["progress", "build", "format"]]),
             (
                 "nats",
                 &[
-                    &["servers"],
+                    &["servers", "outage"],
                     &["error", "callback"],
                     &["args"],
                     &["connect"],
@@ -127,7 +127,7 @@ const CRATES: &[(&str, Tables)] = &[
                 &[
                     &["model"],
                     &["store", "bus"],
-                    &["link", "approve", "permissions"],
+                    &["link", "approve", "permissions", "contributions"],
                     &["report"],
                     &["render"],
                     &["cli"],
@@ -148,8 +148,12 @@ const CRATES: &[(&str, Tables)] = &[
             ),
             ("link", &[&["decode", "observe", "stream"]]),
             ("report", &[&["sentence"]]),
+            ("contributions", &[&["write"]]),
             ("render", &[&["human", "json"]]),
-            ("cli", &[&["error"], &["run"]]),
+            (
+                "cli",
+                &[&["error"], &["permissions", "contributions"], &["run"]],
+            ),
         ],
     ),
     (
@@ -210,7 +214,10 @@ fn imports_go_down_only_in_every_crate() {
     let members = workspace_members(root);
     let tabled: BTreeSet<&str> = CRATES.iter().map(|(dir, _)| *dir).collect();
     for member in &members {
-        if root.join(member).join("src").is_dir() {
+        // A crate of one file (xtask) has no modules to layer.
+        let src = root.join(member).join("src");
+        let files = std::fs::read_dir(&src).map_or(0, |dir| dir.count());
+        if files > 1 {
             assert!(
                 tabled.contains(member.as_str()),
                 "crate {member} has no layer table: add it to CRATES"

@@ -4,7 +4,10 @@
 //! the built `mesh-controller serve` and `mesh-postgres` (with
 //! `--metrics-listen`), with the label values the queries select. Besides
 //! those, a query may only name `up` (Prometheus' own). When promtool is
-//! installed, every dashboard query is also parsed by it.
+//! installed, every dashboard query is also parsed by it. Each binary is
+//! scraped as Prometheus asks (OpenMetrics) and as a plain client does
+//! (text format 0.0.4, which `promtool check metrics` lints): both hold
+//! the same samples and `mesh_build_info`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
@@ -20,13 +23,17 @@ use serde_json::{json, Value};
 /// Sample names of a scrape, each with the label pairs seen on it.
 type Scrape = BTreeMap<String, BTreeSet<(String, String)>>;
 
-/// `GET /metrics` at `port`, once it answers 200 (within 60 s).
-fn scrape(port: u16, process: &Process) -> String {
+/// `GET /metrics` at `port` with `accept` as the `Accept` header, once it
+/// answers 200 (within 60 s): its content type and body.
+fn scrape(port: u16, process: &Process, accept: Option<&str>) -> (String, String) {
     let deadline = Instant::now() + Duration::from_secs(60);
+    let accept = accept
+        .map(|a| format!("Accept: {a}\r\n"))
+        .unwrap_or_default();
     loop {
         if let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) {
             let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
-            let request = "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+            let request = format!("GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n{accept}\r\n");
             let mut answer = String::new();
             if stream.write_all(request.as_bytes()).is_ok()
                 && stream.read_to_string(&mut answer).is_ok()
@@ -35,8 +42,12 @@ fn scrape(port: u16, process: &Process) -> String {
                     .next()
                     .is_some_and(|status| status.contains(" 200 "))
             {
-                if let Some((_, body)) = answer.split_once("\r\n\r\n") {
-                    return body.to_owned();
+                if let Some((head, body)) = answer.split_once("\r\n\r\n") {
+                    let content_type = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-type: "))
+                        .unwrap_or_default();
+                    return (content_type.to_owned(), body.to_owned());
                 }
             }
         }
@@ -47,6 +58,73 @@ fn scrape(port: u16, process: &Process) -> String {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+/// What Prometheus 2.42 sends.
+const PROMETHEUS_ACCEPT: &str = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+
+/// Scrapes `binary` as Prometheus does (OpenMetrics) and as a plain
+/// client does (text 0.0.4): both carry the same samples and its
+/// `mesh_build_info`, and promtool (when installed) finds nothing wrong
+/// with the 0.0.4 text, the only format it lints.
+fn scrape_both_ways(binary: &str, port: u16, process: &Process, into: &mut Scrape) {
+    let (open_type, open) = scrape(port, process, Some(PROMETHEUS_ACCEPT));
+    let (text_type, text) = scrape(port, process, None);
+    assert!(
+        open_type.starts_with("application/openmetrics-text; version=1.0.0"),
+        "{open_type}"
+    );
+    assert!(open.ends_with("# EOF\n"), "{open}");
+    assert!(
+        text_type.starts_with("text/plain; version=0.0.4"),
+        "{text_type}"
+    );
+    assert!(
+        !text.contains("# EOF") && !text.contains("# UNIT"),
+        "{text}"
+    );
+    let (mut a, mut b) = (Scrape::new(), Scrape::new());
+    samples(&open, &mut a);
+    samples(&text, &mut b);
+    assert_eq!(
+        a.keys().collect::<Vec<_>>(),
+        b.keys().collect::<Vec<_>>(),
+        "{binary}"
+    );
+    let build = format!(
+        "mesh_build_info{{binary=\"{binary}\",version=\"{}\"}} 1",
+        env!("CARGO_PKG_VERSION")
+    );
+    assert!(
+        text.contains(&build) && open.contains(&build),
+        "{binary}: {text}"
+    );
+    assert!(text.contains("# TYPE mesh_build_info gauge"), "{text}");
+    if let Ok(promtool) = which("promtool") {
+        let mut lint = Command::new(promtool)
+            .args(["check", "metrics"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        lint.stdin
+            .take()
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+        let out = lint.wait_with_output().unwrap();
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            out.status.success() && said.trim().is_empty(),
+            "promtool check metrics on {binary}'s 0.0.4 text:\n{said}\n{text}"
+        );
+    }
+    samples(&text, into);
 }
 
 /// The samples of a Prometheus or OpenMetrics text.
@@ -215,7 +293,8 @@ fn readme_metrics(readme: &str) -> Vec<String> {
         .collect()
 }
 
-/// Starts serve and a provider with `--metrics-listen` and scrapes both once.
+/// Starts serve, a provider and a grant agent with `--metrics-listen` and
+/// scrapes each both ways.
 fn scrape_the_binaries(dir: &Path) -> Scrape {
     let nats = NatsServer::start();
     let store = PgCluster::start();
@@ -271,9 +350,23 @@ fn scrape_the_binaries(dir: &Path) -> Scrape {
         ])
         .arg(format!("127.0.0.1:{provider_port}"));
     let provider = Process::spawn("provider", provider, dir.join("provider.log"));
+    let grants_port = free_port();
+    std::fs::write(
+        dir.join("grants.json"),
+        r#"{"machine":"app-1","grants":[]}"#,
+    )
+    .unwrap();
+    let mut grants = Command::new(binary("mesh-grants"));
+    grants
+        .arg("--grants")
+        .arg(dir.join("grants.json"))
+        .args(["--nats", &nats.url(), "--metrics-listen"])
+        .arg(format!("127.0.0.1:{grants_port}"));
+    let grants = Process::spawn("grants", grants, dir.join("grants.log"));
     let mut scraped = Scrape::new();
-    samples(&scrape(serve_port, &serve), &mut scraped);
-    samples(&scrape(provider_port, &provider), &mut scraped);
+    scrape_both_ways("mesh-grants", grants_port, &grants, &mut scraped);
+    scrape_both_ways("mesh-controller", serve_port, &serve, &mut scraped);
+    scrape_both_ways("mesh-postgres", provider_port, &provider, &mut scraped);
     scraped
 }
 
@@ -292,6 +385,10 @@ fn check(expr: &str, scraped: &Scrape, origin: &str, wrong: &mut Vec<String>) ->
             continue;
         };
         for (label, value) in &selector.equal {
+            // Prometheus' own target labels, not the binaries'.
+            if label == "job" || label == "instance" {
+                continue;
+            }
             if !labels.contains(&(label.clone(), value.clone())) {
                 wrong.push(format!(
                     "{origin}: {}{{{label}=\"{value}\"}} is never exported (in {expr})",

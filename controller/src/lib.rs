@@ -14,7 +14,8 @@
 //! - [`link`] (`serve`: the JetStream stream into the store), [`approve`]
 //!   (a person's approval sent to a provider), [`permissions`] (bus
 //!   permissions derived from the declaration, rendered as a nats-server
-//!   configuration).
+//!   configuration), [`contributions`] (each provider's contributions file
+//!   derived from the declaration, its secrets minted).
 //! - [`report`]: what `status` and `node show` say (pure).
 //! - [`render`]: the report printed for a person or as JSON, as it is read.
 //! - [`cli`]: the command line; the binary only calls [`cli::run`] and
@@ -26,6 +27,7 @@ pub mod bus;
 pub mod store;
 
 pub mod approve;
+pub mod contributions;
 pub mod link;
 pub mod permissions;
 

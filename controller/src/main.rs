@@ -8,6 +8,7 @@ use mesh_runtime::Program;
 
 fn main() -> ExitCode {
     Program::new(NAME)
+        .version(env!("CARGO_PKG_VERSION"))
         .cannot_run(EXIT_CANNOT)
         .run(|cli: Cli, stop| async move {
             let stdout = std::io::stdout();

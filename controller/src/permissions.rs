@@ -56,11 +56,56 @@ impl Rules {
     }
 }
 
+/// What a bus user is for, as the declaration tells it; it decides whether
+/// the user's credentials must be given ([`Role::needs_credentials`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// A module that receives contributions: it says its words and
+    /// answers approvals.
+    Provider,
+    /// A module that may do nothing on the bus (it neither provides nor is
+    /// required from): nothing it could do needs a connection.
+    Idle,
+    /// The grant agent (`mesh-grants`) of a machine with consumers. The
+    /// declaration cannot tell whether the operator runs it there.
+    GrantAgent,
+    /// The controller (`serve`, `approve`).
+    Controller,
+}
+
+/// Whether a user's credentials file must be there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CredentialNeed {
+    /// A missing file is an error: the user has work to do on the bus.
+    Required,
+    /// A missing file leaves the user out (it then cannot connect) with a
+    /// warning: it may or may not be run.
+    Warned,
+    /// A missing file leaves the user out without a word: it could do
+    /// nothing on the bus anyway.
+    IfGiven,
+}
+
+impl Role {
+    /// Providers and the controller must have credentials; a grant agent's
+    /// missing file is warned of; an idle module's is not asked for.
+    pub fn needs_credentials(self) -> CredentialNeed {
+        match self {
+            Role::Provider | Role::Controller => CredentialNeed::Required,
+            Role::GrantAgent => CredentialNeed::Warned,
+            Role::Idle => CredentialNeed::IfGiven,
+        }
+    }
+}
+
 /// The permissions of one bus user.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct UserPermissions {
     /// The user: `<module>@<machine>` or `controller`.
     pub user: String,
+    /// What it is for (not rendered).
+    #[serde(skip)]
+    pub role: Role,
     /// What it may publish.
     pub publish: Rules,
     /// What it may subscribe to.
@@ -103,6 +148,7 @@ fn module_permissions(declaration: &Declaration, id: &ModuleId) -> UserPermissio
     if !declaration.receives_contributions(id) {
         return UserPermissions {
             user,
+            role: Role::Idle,
             publish: Rules::nothing(),
             subscribe: Rules::nothing(),
             allow_responses: false,
@@ -111,6 +157,7 @@ fn module_permissions(declaration: &Declaration, id: &ModuleId) -> UserPermissio
     let (machine, module) = (&id.machine, &id.module);
     UserPermissions {
         user,
+        role: Role::Provider,
         publish: Rules::allow(
             EventKind::ALL
                 .iter()
@@ -145,6 +192,7 @@ fn grants_permissions(declaration: &Declaration) -> Vec<UserPermissions> {
             modules.sort();
             UserPermissions {
                 user: grants_user(machine),
+                role: Role::GrantAgent,
                 publish: Rules::allow(
                     modules
                         .iter()
@@ -166,6 +214,7 @@ fn controller_permissions() -> UserPermissions {
     let api = "$JS.API";
     UserPermissions {
         user: CONTROLLER_USER.to_owned(),
+        role: Role::Controller,
         publish: Rules::allow(vec![
             format!("{api}.STREAM.CREATE.{STREAM}"),
             format!("{api}.STREAM.UPDATE.{STREAM}"),
@@ -264,6 +313,52 @@ pub enum CredentialsError {
     },
 }
 
+/// A user left out of the rendered configuration: neither `DIR/<user>`
+/// nor `DIR/<user>.pub` exists, and its [`Role`] does not require one. It
+/// cannot connect to a server started with the configuration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeftOut {
+    /// The user.
+    pub user: String,
+    /// Its password file, as it was looked for.
+    pub path: PathBuf,
+    /// Whether its absence is to be warned of ([`CredentialNeed::Warned`]).
+    pub need: CredentialNeed,
+}
+
+impl LeftOut {
+    /// Whether the operator is to be told (a grant agent).
+    pub fn is_warned(&self) -> bool {
+        self.need == CredentialNeed::Warned
+    }
+}
+
+impl std::fmt::Display for LeftOut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "no credentials file {} (nor {}.pub) for user {}: left out, it cannot connect",
+            self.path.display(),
+            self.path.display(),
+            self.user
+        )?;
+        if self.need == CredentialNeed::Warned {
+            write!(f, " (write the file if mesh-grants runs on that machine)")?;
+        }
+        Ok(())
+    }
+}
+
+/// What [`read_credentials`] found: each user's credential, and the users
+/// left out.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Credentials {
+    /// The credential of each user that has one.
+    pub found: BTreeMap<String, Credential>,
+    /// The users without a file that did not need one, in `users` order.
+    pub left_out: Vec<LeftOut>,
+}
+
 /// Reads each user's credential from the folder `dir`:
 ///
 /// - `dir/<user>.pub`, when it exists: the user's public nkey (`U...`, as
@@ -272,69 +367,90 @@ pub enum CredentialsError {
 /// - otherwise `dir/<user>`: the user's password (surrounding whitespace
 ///   trimmed), hashed with bcrypt at once.
 ///
+/// Only users that can do something need a file ([`Role::needs_credentials`]):
+/// a user with neither file whose role does not require one is
+/// [left out](Credentials::left_out).
+///
 /// # Errors
-/// [`CredentialsError`] naming the first file that is missing, unreadable,
-/// empty or not a public user nkey, or a user with both files.
+/// [`CredentialsError`] naming the first file that is missing (for a user
+/// that needs one), unreadable, empty or not a public user nkey, or a user
+/// with both files.
 pub fn read_credentials(
     dir: &Path,
     users: &[UserPermissions],
-) -> Result<BTreeMap<String, Credential>, CredentialsError> {
-    let mut credentials = BTreeMap::new();
+) -> Result<Credentials, CredentialsError> {
+    let mut credentials = Credentials::default();
     for user in users {
-        let name = user.user.clone();
-        let read = |path: &Path| {
-            std::fs::read_to_string(path).map_err(|source| CredentialsError::Read {
-                user: name.clone(),
-                path: path.to_owned(),
-                source,
-            })
-        };
         let password_path = dir.join(&user.user);
         let nkey_path = dir.join(format!("{}.pub", user.user));
-        let credential = if nkey_path.exists() {
-            if password_path.exists() {
-                return Err(CredentialsError::Both {
-                    user: name,
-                    path: nkey_path,
-                });
-            }
-            let text = read(&nkey_path)?;
-            let key = text.trim();
-            let is_user_key = key.starts_with('U') && nkeys::KeyPair::from_public_key(key).is_ok();
-            if !is_user_key {
-                return Err(CredentialsError::NotAnNkey {
-                    user: name,
-                    path: nkey_path,
-                });
-            }
-            Credential::Nkey(key.to_owned())
-        } else {
-            let text = read(&password_path)?;
-            let password = text.trim();
-            if password.is_empty() {
-                return Err(CredentialsError::Empty {
-                    user: name,
-                    path: password_path,
-                });
-            }
-            if password.len() > 72 {
-                return Err(CredentialsError::TooLong {
-                    user: name,
-                    path: password_path,
-                    len: password.len(),
-                });
-            }
-            let hash = bcrypt::non_truncating_hash(password, BCRYPT_COST).map_err(|e| {
-                CredentialsError::Hash {
-                    user: name.clone(),
-                    reason: e.to_string(),
-                }
-            })?;
-            Credential::PasswordHash(hash)
-        };
-        credentials.insert(user.user.clone(), credential);
+        let need = user.role.needs_credentials();
+        if need != CredentialNeed::Required && !password_path.exists() && !nkey_path.exists() {
+            credentials.left_out.push(LeftOut {
+                user: user.user.clone(),
+                path: password_path,
+                need,
+            });
+            continue;
+        }
+        let credential = read_credential(&user.user, &password_path, &nkey_path)?;
+        credentials.found.insert(user.user.clone(), credential);
     }
     Ok(credentials)
+}
+
+/// One user's credential: its public nkey if `nkey_path` exists, else its
+/// hashed password.
+fn read_credential(
+    name: &str,
+    password_path: &Path,
+    nkey_path: &Path,
+) -> Result<Credential, CredentialsError> {
+    let read = |path: &Path| {
+        std::fs::read_to_string(path).map_err(|source| CredentialsError::Read {
+            user: name.to_owned(),
+            path: path.to_owned(),
+            source,
+        })
+    };
+    if nkey_path.exists() {
+        if password_path.exists() {
+            return Err(CredentialsError::Both {
+                user: name.to_owned(),
+                path: nkey_path.to_owned(),
+            });
+        }
+        let text = read(nkey_path)?;
+        let key = text.trim();
+        let is_user_key = key.starts_with('U') && nkeys::KeyPair::from_public_key(key).is_ok();
+        if !is_user_key {
+            return Err(CredentialsError::NotAnNkey {
+                user: name.to_owned(),
+                path: nkey_path.to_owned(),
+            });
+        }
+        return Ok(Credential::Nkey(key.to_owned()));
+    }
+    let text = read(password_path)?;
+    let password = text.trim();
+    if password.is_empty() {
+        return Err(CredentialsError::Empty {
+            user: name.to_owned(),
+            path: password_path.to_owned(),
+        });
+    }
+    if password.len() > 72 {
+        return Err(CredentialsError::TooLong {
+            user: name.to_owned(),
+            path: password_path.to_owned(),
+            len: password.len(),
+        });
+    }
+    let hash =
+        bcrypt::non_truncating_hash(password, BCRYPT_COST).map_err(|e| CredentialsError::Hash {
+            user: name.to_owned(),
+            reason: e.to_string(),
+        })?;
+    Ok(Credential::PasswordHash(hash))
 }
 
 /// A nats-server configuration (JSON) with one user per entry of `users`:
@@ -604,7 +720,7 @@ mod tests {
                 std::fs::write(dir.path().join(&u.user), format!("  secret-{}\n", u.user)).unwrap();
             }
         }
-        let credentials = read_credentials(dir.path(), &users).unwrap();
+        let credentials = read_credentials(dir.path(), &users).unwrap().found;
         let text = render_nats(&users, &credentials).to_string();
         assert!(!text.contains("secret-"), "a plain password: {text}");
         assert!(!text.contains(&nkey.seed().unwrap()), "a seed: {text}");
@@ -619,6 +735,57 @@ mod tests {
         assert_eq!(
             credentials["identity@db-1"],
             Credential::Nkey(nkey.public_key())
+        );
+    }
+
+    #[test]
+    fn only_users_that_can_do_something_need_a_credentials_file() {
+        // forge@app-1 may do nothing; _grants@app-1 may be run or not (the
+        // declaration cannot tell); the providers and the controller work.
+        let dir = tempfile::tempdir().unwrap();
+        let users = derive(&declaration());
+        for user in ["identity@db-1", "postgres@db-1", "controller"] {
+            std::fs::write(dir.path().join(user), format!("secret-{user}")).unwrap();
+        }
+        let read = read_credentials(dir.path(), &users).unwrap();
+        let found: Vec<&str> = read.found.keys().map(String::as_str).collect();
+        assert_eq!(found, ["controller", "identity@db-1", "postgres@db-1"]);
+        let left_out: Vec<(&str, bool)> = read
+            .left_out
+            .iter()
+            .map(|l| (l.user.as_str(), l.is_warned()))
+            .collect();
+        assert_eq!(left_out, [("forge@app-1", false), ("_grants@app-1", true)]);
+        let warning = read.left_out[1].to_string();
+        assert!(
+            warning.contains("_grants@app-1")
+                && warning.contains(&dir.path().join("_grants@app-1").display().to_string())
+                && warning.contains("cannot connect"),
+            "{warning}"
+        );
+        let rendered = render_nats(&users, &read.found).to_string();
+        assert!(!rendered.contains("forge@app-1") && !rendered.contains("_grants@app-1"));
+
+        // Given, a file of either is used; a provider's missing file is an error.
+        std::fs::write(dir.path().join("forge@app-1"), "f").unwrap();
+        std::fs::write(dir.path().join("_grants@app-1"), "g").unwrap();
+        let read = read_credentials(dir.path(), &users).unwrap();
+        assert_eq!(read.found.len(), 5);
+        assert!(read.left_out.is_empty());
+        std::fs::remove_file(dir.path().join("postgres@db-1")).unwrap();
+        let error = read_credentials(dir.path(), &users)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("postgres@db-1"), "{error}");
+        // A file that is there but wrong is an error for an idle user too.
+        std::fs::write(dir.path().join("postgres@db-1"), "p").unwrap();
+        std::fs::write(dir.path().join("forge@app-1"), " ").unwrap();
+        let error = read_credentials(dir.path(), &users)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("forge@app-1") && error.contains("empty"),
+            "{error}"
         );
     }
 
@@ -674,7 +841,7 @@ mod tests {
             assert!(!error.contains(&wrong), "{error}");
         }
         std::fs::write(&pub_file, key.public_key()).unwrap();
-        let credentials = read_credentials(dir.path(), &users).unwrap();
+        let credentials = read_credentials(dir.path(), &users).unwrap().found;
         assert!(
             matches!(&credentials["forge@app-1"], Credential::PasswordHash(h)
             if bcrypt::verify("secret-forge@app-1", h).unwrap())

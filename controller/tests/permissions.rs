@@ -48,7 +48,7 @@ impl Bus {
         for user in &users {
             std::fs::write(dir.path().join(&user.user), format!("pw-{}\n", user.user)).unwrap();
         }
-        let credentials = read_credentials(dir.path(), &users).unwrap();
+        let credentials = read_credentials(dir.path(), &users).unwrap().found;
         let config = render_nats(&users, &credentials);
         assert!(
             !config.to_string().contains("pw-"),
@@ -580,4 +580,78 @@ async fn approve_with_a_declaration_names_a_provider_it_does_not_assign() {
             && said.contains("no --declaration was given"),
         "{said}"
     );
+}
+
+/// `permissions --format nats` asks only for the credentials of users that
+/// can do something: without files for `forge@app-1` (it may do nothing)
+/// and `_grants@app-1` (the declaration cannot tell whether `mesh-grants`
+/// runs on app-1) it renders, warns about the agent alone, and a real
+/// nats-server started with the result lets the providers and the
+/// controller in and refuses the two left out. A provider's missing file
+/// is still an error, exit 2, nothing printed.
+#[tokio::test]
+async fn only_users_that_can_do_something_are_asked_for_credentials() {
+    let dir = tempfile::tempdir().unwrap();
+    let declaration = dir.path().join("declaration.json");
+    std::fs::write(&declaration, DECLARATION).unwrap();
+    let credentials = dir.path().join("credentials");
+    std::fs::create_dir(&credentials).unwrap();
+    for user in ["postgres@db-1", "identity@db-1", "controller"] {
+        std::fs::write(credentials.join(user), format!("pw-{user}")).unwrap();
+    }
+    let render = || async {
+        let cli = <Cli as clap::Parser>::try_parse_from([
+            "mesh-controller",
+            "--declaration",
+            declaration.to_str().unwrap(),
+            "permissions",
+            "--format",
+            "nats",
+            "--credentials",
+            credentials.to_str().unwrap(),
+        ])
+        .unwrap();
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let mut io = Io {
+            out: &mut out,
+            err: &mut err,
+            now: Timestamp::now(),
+        };
+        let result = run(&cli, &mut io, &mesh_runtime::Stop::new()).await;
+        let code = exit(result, &mut io);
+        (
+            code,
+            String::from_utf8(out).unwrap(),
+            String::from_utf8(err).unwrap(),
+        )
+    };
+    let (code, out, err) = render().await;
+    assert_eq!(code, EXIT_OK, "{err}");
+    assert!(
+        err.contains("_grants@app-1"),
+        "the agent is warned of: {err}"
+    );
+    assert!(!err.contains("forge@app-1"), "an idle user is not: {err}");
+    let config: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let nats = NatsServer::start_with_config(config);
+    let connect = |user: &str| {
+        async_nats::ConnectOptions::with_user_and_password(user.into(), format!("pw-{user}"))
+            .connect(nats.url())
+    };
+    for user in ["postgres@db-1", "identity@db-1", "controller"] {
+        let client = connect(user)
+            .await
+            .unwrap_or_else(|e| panic!("{user} connects: {e}"));
+        client.flush().await.unwrap();
+    }
+    for user in ["forge@app-1", "_grants@app-1"] {
+        let refused = connect(user).await;
+        assert!(refused.is_err(), "{user} was left out: it cannot connect");
+    }
+
+    std::fs::remove_file(credentials.join("identity@db-1")).unwrap();
+    let (code, out, err) = render().await;
+    assert_eq!(code, mesh_controller::cli::EXIT_CANNOT);
+    assert!(out.is_empty(), "{out}");
+    assert!(err.contains("identity@db-1"), "{err}");
 }

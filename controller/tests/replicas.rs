@@ -51,7 +51,7 @@ async fn replicas_are_raised_in_place_and_never_lowered_with_the_rendered_permis
     for user in &users {
         std::fs::write(dir.path().join(&user.user), format!("pw-{}", user.user)).unwrap();
     }
-    let config = render_nats(&users, &read_credentials(dir.path(), &users).unwrap());
+    let config = render_nats(&users, &read_credentials(dir.path(), &users).unwrap().found);
     let cluster = NatsCluster::start_with_config(config);
     let servers: Vec<ServerAddr> = (0..CLUSTER_SIZE)
         .map(|i| cluster.url(i).parse().unwrap())

@@ -28,6 +28,12 @@ the consumer's network namespace (nothing is sent). A grant is said unreachable 
 --unreachable-after failed checks in a row; a consumer that is not running, or a grant with no \
 port, is said unchecked, never unreachable.";
 
+/// The command line of `mesh-grants`, as clap sees it: for its man page
+/// and shell completions.
+pub fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
+}
+
 /// `mesh-grants` flags.
 #[derive(Parser, Clone, Debug, PartialEq, Eq)]
 #[command(name = "mesh-grants", about = ABOUT, version)]

@@ -7,5 +7,7 @@ use mesh_grants::cli::{run, Cli};
 use mesh_runtime::Program;
 
 fn main() -> ExitCode {
-    Program::new("mesh-grants").run(|cli: Cli, stop| run(cli, stop))
+    Program::new("mesh-grants")
+        .version(env!("CARGO_PKG_VERSION"))
+        .run(|cli: Cli, stop| run(cli, stop))
 }

@@ -204,7 +204,11 @@ impl ProviderMain {
         let parsed = self
             .parse_from::<A, _, _>(args)
             .map(|(provider, own)| Flags { provider, own });
-        Program::new(name).run_parsed(parsed, |flags: Flags<A>, stop| async move {
+        let program = match self.version {
+            Some(version) => Program::new(name).version(version),
+            None => Program::new(name),
+        };
+        program.run_parsed(parsed, |flags: Flags<A>, stop| async move {
             let Flags { provider, own } = flags;
             let provisioner = make(own).await.map_err(|error| {
                 let error: Box<dyn Error + Send + Sync> = error.into();

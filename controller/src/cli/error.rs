@@ -52,6 +52,9 @@ pub enum CliError {
     /// The users' password files could not be read.
     #[error(transparent)]
     Credentials(#[from] CredentialsError),
+    /// A contributions file or secret could not be written.
+    #[error("cannot write the contributions: {0}")]
+    Contributions(#[source] crate::contributions::write::WriteError),
     /// `--metrics-listen` could not be listened on.
     #[error(transparent)]
     Listen(#[from] mesh_runtime::endpoints::ListenError),

@@ -7,7 +7,9 @@
 //! not be done (store, declaration, credentials or bus unusable), the reason
 //! on stderr. Usage errors also exit 2 (clap).
 
+mod contributions;
 mod error;
+mod permissions;
 mod run;
 
 use std::path::PathBuf;
@@ -26,11 +28,18 @@ use crate::model::declaration::{self, DeclarationError};
 use crate::model::Parsed;
 use crate::store::{DatabaseOptions, DatabaseOptionsError};
 
+pub use contributions::ContributionsArgs;
 pub use error::{CliError, EXIT_CANNOT, EXIT_NOT_DONE, EXIT_OK};
 pub use run::{exit, outcome, run, Io};
 
 /// The program's name, as its messages say it.
 pub const NAME: &str = "mesh-controller";
+
+/// The command line of `mesh-controller`, as clap sees it: for its man
+/// pages and shell completions.
+pub fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
+}
 
 /// Follows provider events into a store and reports them.
 ///
@@ -114,6 +123,8 @@ pub enum Command {
         #[arg(long)]
         credentials: Option<PathBuf>,
     },
+    /// Write each provider's contributions file from the declaration, minting missing secrets.
+    Contributions(ContributionsArgs),
     /// Approve retiring (or, with --delete, deleting) a withdrawn consumer.
     Approve {
         /// The provider, `module@machine`.
@@ -242,6 +253,7 @@ mod tests {
             &["node", "show", "app-1", "--json"],
             &["permissions", "--format", "nats", "--credentials", "dir"],
             &["permissions"],
+            &["contributions", "--out", "/etc/mesh/contributions"],
             &[
                 "approve",
                 "postgres@db-1",
@@ -301,6 +313,7 @@ mod tests {
             &["serve", "--stream-replicas", "6"],
             &["status", "--silent-after", "soon"],
             &["permissions", "--format", "yaml"],
+            &["contributions"],
             &[],
             &["--nats-creds", "c", "--nats-nkey-file", "k", "status"],
             &[

@@ -1,7 +1,6 @@
 //! Running a parsed command line.
 
 use std::io::Write;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,12 +10,11 @@ use mesh_runtime::{Failure, Stop};
 use tokio_util::task::AbortOnDropHandle;
 
 use super::error::{CliError, EXIT_OK};
-use super::{Cli, Command, Format, NodeCommand, NAME};
+use super::{Cli, Command, NodeCommand, NAME};
 use crate::approve::{approve, check_declared, Declared};
 use crate::bus::{connect, Reconnect};
 use crate::link::{self, LinkSettings, LinkState};
 use crate::model::Parsed;
-use crate::permissions;
 use crate::render::listing;
 use crate::report::{self, Clock, Scope};
 use crate::store::{migrate, DatabaseOptions, PgStore};
@@ -80,7 +78,8 @@ pub async fn run(cli: &Cli, io: &mut Io<'_>, stop: &Stop) -> Result<(), CliError
         Command::Permissions {
             format,
             credentials,
-        } => permissions_command(cli, io, *format, credentials.as_deref()),
+        } => super::permissions::run(cli, io.out, io.err, *format, credentials.as_deref()),
+        Command::Contributions(args) => super::contributions::run(cli, io.out, io.err, args),
         Command::Approve {
             provider,
             consumer,
@@ -257,32 +256,6 @@ async fn status(
     }
     read.finish().await.map_err(CliError::Read)?;
     listing.finish(io.out, &head).map_err(CliError::Output)
-}
-
-fn permissions_command(
-    cli: &Cli,
-    io: &mut Io<'_>,
-    format: Format,
-    credentials: Option<&Path>,
-) -> Result<(), CliError> {
-    let parsed = cli.load_declaration()?;
-    for refused in &parsed.refused {
-        let _ = writeln!(
-            io.err,
-            "mesh-controller: declaration entry refused (it gets no permissions): {refused}"
-        );
-    }
-    let users = permissions::derive(&parsed.declaration);
-    let value = match (format, credentials) {
-        (Format::Json, _) => permissions::render_json(&users),
-        (Format::Nats, None) => return Err(CliError::NoCredentials),
-        (Format::Nats, Some(dir)) => {
-            let credentials = permissions::read_credentials(dir, &users)?;
-            permissions::render_nats(&users, &credentials)
-        }
-    };
-    let text = serde_json::to_string_pretty(&value).expect("JSON values serialize");
-    writeln!(io.out, "{text}").map_err(CliError::Output)
 }
 
 #[cfg(test)]

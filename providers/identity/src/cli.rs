@@ -43,6 +43,12 @@ pub const MAIN: ProviderMain = ProviderMain::new(
 )
 .version(env!("CARGO_PKG_VERSION"));
 
+/// The whole command line of `mesh-identity` (the SDK's shared flags and
+/// [`Flags`]), as clap sees it: for its man page and shell completions.
+pub fn command() -> clap::Command {
+    MAIN.command::<Flags>()
+}
+
 /// The flags of `mesh-identity` beyond the SDK's shared ones.
 #[derive(Args, Debug)]
 pub struct Flags {

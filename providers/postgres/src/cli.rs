@@ -41,6 +41,12 @@ pub const MAIN: ProviderMain = ProviderMain::new(
 )
 .version(env!("CARGO_PKG_VERSION"));
 
+/// The whole command line of `mesh-postgres` (the SDK's shared flags and
+/// [`Flags`]), as clap sees it: for its man page and shell completions.
+pub fn command() -> clap::Command {
+    MAIN.command::<Flags>()
+}
+
 /// The flags of `mesh-postgres` beyond the SDK's shared ones.
 ///
 /// Not `Debug`: the admin URL may hold a password.

@@ -3,6 +3,11 @@
 //! (connected to what it needs). Each answers 200 with a line of text, or
 //! 503 with the reason; anything else is 404 (docs/contracts.md, section 9).
 //!
+//! `/metrics` adds `mesh_build_info{binary, version} 1` ([`BuildInfo`]) to
+//! the program's metrics, and answers in OpenMetrics when the scraper asks
+//! for it in `Accept` (Prometheus does), else in the text format 0.0.4
+//! ([`Format::negotiate`]).
+//!
 //! ```no_run
 //! use std::sync::Arc;
 //! use std::time::Duration;
@@ -28,16 +33,20 @@
 //! # }
 //! ```
 
+mod build;
+mod format;
 mod progress;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
 
+pub use build::BuildInfo;
+pub use format::{to_text_0_0_4, Format};
 pub use progress::Progress;
 
 /// `--metrics-listen HOST:PORT` (`MESH_METRICS_LISTEN`), the same on every
@@ -55,7 +64,8 @@ pub type Check = Arc<dyn Fn() -> Result<String, String> + Send + Sync>;
 /// What the endpoints answer.
 #[derive(Clone)]
 pub struct Endpoints {
-    /// The text of `/metrics`.
+    /// The text of `/metrics`, in OpenMetrics (as prometheus-client's
+    /// `encode` writes it, ending in `# EOF`).
     pub metrics: Arc<dyn Fn() -> String + Send + Sync>,
     /// `/healthz`.
     pub health: Check,
@@ -80,9 +90,16 @@ pub struct ListenError {
     source: std::io::Error,
 }
 
-/// The content type of the Prometheus text format this server writes
-/// (OpenMetrics, which Prometheus reads).
-const METRICS_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+/// The text of `/metrics` for a scraper whose `Accept` header is `accept`:
+/// the program's `openmetrics` with the build info added, in the format it
+/// asked for; and that format.
+pub fn metrics_text(openmetrics: &str, accept: Option<&str>) -> (Format, String) {
+    let text = build::with_build_info(openmetrics, &BuildInfo::current());
+    match Format::negotiate(accept) {
+        Format::OpenMetrics => (Format::OpenMetrics, text),
+        Format::Text004 => (Format::Text004, to_text_0_0_4(&text)),
+    }
+}
 
 fn answer(check: &Check) -> (StatusCode, String) {
     match check() {
@@ -116,28 +133,34 @@ pub fn serve(
         health,
         ready,
     } = endpoints;
-    let router = Router::new()
-        .route(
-            "/metrics",
-            get(move || {
-                let text = metrics();
-                async move { ([(header::CONTENT_TYPE, METRICS_TYPE)], text).into_response() }
-            }),
-        )
-        .route(
-            "/healthz",
-            get(move || {
-                let answered = answer(&health);
-                async move { answered }
-            }),
-        )
-        .route(
-            "/readyz",
-            get(move || {
-                let answered = answer(&ready);
-                async move { answered }
-            }),
-        );
+    let router =
+        Router::new()
+            .route(
+                "/metrics",
+                get(move |headers: HeaderMap| {
+                    let accept = headers
+                        .get(header::ACCEPT)
+                        .and_then(|value| value.to_str().ok());
+                    let (format, text) = metrics_text(&metrics(), accept);
+                    async move {
+                        ([(header::CONTENT_TYPE, format.content_type())], text).into_response()
+                    }
+                }),
+            )
+            .route(
+                "/healthz",
+                get(move || {
+                    let answered = answer(&health);
+                    async move { answered }
+                }),
+            )
+            .route(
+                "/readyz",
+                get(move || {
+                    let answered = answer(&ready);
+                    async move { answered }
+                }),
+            );
     let task = tokio::spawn(async move {
         if let Err(error) = axum::serve(listener, router).await {
             tracing::error!(error = %error, "the metrics server stopped");

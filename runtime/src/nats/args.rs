@@ -2,12 +2,13 @@
 //! mesh client shares ([`connect_options`]).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_nats::{ConnectOptions, ServerAddr};
 use clap::Args;
 
-use super::callback::log_event;
+use super::callback::BusLog;
 use super::error::BusError;
 use super::servers::{self, UrlCredentials};
 use crate::backoff::Backoff;
@@ -240,6 +241,7 @@ pub async fn connect_options(
     name: &str,
     inbox_prefix: &str,
 ) -> Result<ConnectOptions, BusError> {
+    let log = BusLog::new(nats.shown_servers());
     let mut connect = ConnectOptions::new()
         .name(name)
         .custom_inbox_prefix(inbox_prefix)
@@ -251,7 +253,10 @@ pub async fn connect_options(
                     .saturating_add(1),
             )
         })
-        .event_callback(|event| async move { log_event(&event) });
+        .event_callback(move |event| {
+            let log = Arc::clone(&log);
+            async move { log.event(&event) }
+        });
     connect = match nats.auth()? {
         Auth::Anonymous => connect,
         Auth::Password { user, file } => {

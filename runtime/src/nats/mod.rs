@@ -33,6 +33,7 @@ mod args;
 mod callback;
 mod connect;
 mod error;
+mod outage;
 mod servers;
 
 pub use args::{connect_options, NatsArgs};

@@ -99,6 +99,7 @@ pub trait Flags {
 #[derive(Clone, Copy, Debug)]
 pub struct Program {
     name: &'static str,
+    version: Option<&'static str>,
     cannot_run: u8,
     stop_within: Duration,
 }
@@ -108,6 +109,7 @@ impl Program {
     pub const fn new(name: &'static str) -> Program {
         Program {
             name,
+            version: None,
             cannot_run: EXIT_CANNOT_RUN,
             stop_within: STOP_WITHIN,
         }
@@ -119,6 +121,16 @@ impl Program {
     pub const fn cannot_run(self, code: u8) -> Program {
         Program {
             cannot_run: code,
+            ..self
+        }
+    }
+
+    /// The program's version (its crate's `env!("CARGO_PKG_VERSION")`),
+    /// which `/metrics` says as `mesh_build_info{binary, version}`
+    /// ([`crate::endpoints::BuildInfo`]); `unknown` when not given.
+    pub const fn version(self, version: &'static str) -> Program {
+        Program {
+            version: Some(version),
             ..self
         }
     }
@@ -158,6 +170,7 @@ impl Program {
             }
         };
         init_tracing(flags.log_level(), flags.log_format());
+        crate::endpoints::BuildInfo::set(self.name, self.version.unwrap_or("unknown"));
         let service = flags.is_service();
         let mut builder = match service {
             true => tokio::runtime::Builder::new_multi_thread(),
