@@ -140,7 +140,7 @@ impl GrantStanding {
                 if !due {
                     return None;
                 }
-                self.tracker.mark_said();
+                self.tracker.mark_reported();
                 self.unchecked = Some((reason.clone(), now));
                 Some(Said::Unchecked(reason))
             }

@@ -1,12 +1,12 @@
-//! What a provider says in its `alive` word, decided without I/O.
+//! What a provider publishes in its `alive` event, decided without I/O.
 //!
-//! A provider says `alive` after its first pass and then every
-//! `alive_every`, so a provider that is down (says nothing) is told apart
+//! A provider publishes `alive` after its first pass and then every
+//! `alive_every`, so a provider that is down (publishes nothing) is told apart
 //! from one that is well. Its `settled_at` is the end of the first pass that
 //! began at least `failing_after` after the first pass ended: by then every
 //! consumer it keeps failing has failed for `failing_after` since it
-//! started, so it has said `failing` for each of them again, and a standing
-//! it said before it started and has not said again is one it no longer has.
+//! started, so it has published `failing` for each of them again, and a standing
+//! it published before it started and has not published again is one it no longer has.
 
 use std::time::Duration;
 
@@ -73,7 +73,7 @@ impl AliveState {
                 .is_none_or(|said| now.saturating_duration_since(said) >= every)
     }
 
-    /// `alive` was said at `now`.
+    /// `alive` was published at `now`.
     pub(crate) fn said(&mut self, now: Instant) {
         self.last_said = Some(now);
     }

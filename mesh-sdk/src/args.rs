@@ -42,11 +42,11 @@ pub struct ProviderArgs {
     #[arg(long, env = "MESH_PASS_EVERY", default_value = "5s", value_parser = humantime::parse_duration)]
     pub pass_every: Duration,
 
-    /// How long a consumer fails without one success before `failing` is said.
+    /// How long a consumer fails without one success before `failing` is published.
     #[arg(long, env = "MESH_FAILING_AFTER", default_value = "5m", value_parser = humantime::parse_duration)]
     pub failing_after: Duration,
 
-    /// How often `failing` is said again while it lasts.
+    /// How often `failing` is published again while it lasts.
     #[arg(long, env = "MESH_REPEAT_EVERY", default_value = "15m", value_parser = humantime::parse_duration)]
     pub repeat_every: Duration,
 
@@ -58,7 +58,7 @@ pub struct ProviderArgs {
     #[arg(long, env = "MESH_RETIRE_AFTER", default_value = "10m", value_parser = humantime::parse_duration)]
     pub retire_after: Duration,
 
-    /// How often the provider says `alive` (after its first pass, then this often), so a provider that is down is told apart from one that is well.
+    /// How often the provider publishes `alive` (after its first pass, then this often), so a provider that is down is told apart from one that is well.
     #[arg(long, env = "MESH_ALIVE_EVERY", default_value = "1m", value_parser = humantime::parse_duration)]
     pub alive_every: Duration,
 

@@ -1,4 +1,4 @@
-//! The SDK's default classifier: an error's [`Class`] from its words.
+//! The SDK's default classifier: an error's [`Class`] from its message.
 
 use mesh_protocol::Class;
 
@@ -48,10 +48,10 @@ const UNREACHABLE: &[&str] = &[
 
 const SECRET: &[&str] = &["secret-unreadable", "secret unreadable", "minted secret"];
 
-/// Classifies an error from its words: the default when the provider has no
+/// Classifies an error from its message: the default when the provider has no
 /// typed classification of its own.
 ///
-/// Credential words win over reachability words (a "login failed: connection
+/// Credential phrases win over reachability phrases (a "login failed: connection
 /// closed" is a refused login); anything unrecognised is [`Class::Refused`].
 pub fn classify_words(text: &str) -> Class {
     let lower = text.to_lowercase();

@@ -19,7 +19,7 @@ use mesh_protocol::{ModuleId, Name, NameError};
 use serde::Deserialize;
 
 /// The provider block of a contributions file, `{"module": ..., "machine": ...}`.
-/// A malformed one is said to be other than what was expected in the words
+/// A malformed one is reported as other than what was expected in the message
 /// it always had (the block was a type `ProviderId`).
 #[derive(Deserialize)]
 #[serde(expecting = "struct ProviderId")]
@@ -546,7 +546,7 @@ mod tests {
         assert!(first[0].contains("malformed"));
         source.load();
         assert_eq!(source.last_logged.as_ref(), Some(&first));
-        // Back to the very same good text, then broken again: said again.
+        // Back to the very same good text, then broken again: reported again.
         std::fs::write(&path, GOOD).unwrap();
         source.load();
         assert_eq!(source.last_logged, Some(vec![]));

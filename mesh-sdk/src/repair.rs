@@ -6,7 +6,7 @@
 //! a pass saw a consumer's credentials rejected (at most once a minute), and
 //! when the brake releases a deferred repair. While a fault is present the
 //! gate is closed: the loop stops calling the backend for consumers, which
-//! still count as failing with the fault's class and words. A repair is
+//! still count as failing with the fault's class and message. A repair is
 //! verified by a new probe; a failed one is braked ([`crate::brake`]).
 
 use std::sync::Arc;
@@ -17,7 +17,7 @@ use mesh_protocol::{Class, Name};
 use tokio::time::Instant;
 
 use crate::brake::{Brake, BrakeRules};
-use mesh_runtime::redact::error_words;
+use mesh_runtime::redact::error_text;
 use mesh_runtime::Secret;
 
 /// What a probe found.
@@ -25,7 +25,7 @@ use mesh_runtime::Secret;
 pub enum Probe {
     /// The fault is not present.
     Healthy,
-    /// The fault is present; its words (redacted by the loop).
+    /// The fault is present; its message (redacted by the loop).
     Fault(String),
     /// The probe could not tell (e.g. the backend is unreachable); the gate stays as it was.
     Unknown(String),
@@ -52,15 +52,15 @@ pub enum Probe {
 ///   temporary administrator is removed), and is safe to cancel.
 ///
 /// # Errors
-/// A failed repair's words (its `Display` and its sources', redacted) are
-/// said on `provisioner.repair` with outcome `failed`, and the brake defers
+/// A failed repair's message (its `Display` and its sources', redacted) is
+/// published on `provisioner.repair` with outcome `failed`, and the brake defers
 /// the next attempt.
 #[async_trait]
 pub trait Repair: Send + Sync + 'static {
     /// Why a repair did not succeed.
     type Error: std::error::Error + Send + Sync + 'static;
 
-    /// The fault's name, as said on `provisioner.repair` (e.g. `admin-refused`).
+    /// The fault's name, as published on `provisioner.repair` (e.g. `admin-refused`).
     fn fault(&self) -> Name;
 
     /// The class consumers fail with while the fault lasts.
@@ -74,10 +74,10 @@ pub trait Repair: Send + Sync + 'static {
     /// Tries to repair the fault: `Ok` with what it did, `Err` with why not.
     async fn repair(&self) -> Result<String, Self::Error>;
 
-    /// Secrets this hook holds, removed from every word it says. Asked for
+    /// Secrets this hook holds, removed from every event it publishes. Asked for
     /// before each probe and again after each repair, so a secret minted
     /// during a repair (a temporary administrator's password) is removed
-    /// from that repair's words too.
+    /// from that repair's message too.
     fn secrets(&self) -> Vec<Secret> {
         Vec::new()
     }
@@ -100,7 +100,7 @@ impl std::fmt::Debug for KnownFault {
     }
 }
 
-/// [`Repair`] with the error turned into its words, so faults of several
+/// [`Repair`] with the error turned into its message, so faults of several
 /// error types sit in one list.
 #[async_trait]
 pub(crate) trait AnyRepair: Send + Sync + 'static {
@@ -123,7 +123,7 @@ impl<R: Repair> AnyRepair for R {
         Repair::probe(self).await
     }
     async fn repair(&self) -> Result<String, String> {
-        Repair::repair(self).await.map_err(|e| error_words(&e))
+        Repair::repair(self).await.map_err(|e| error_text(&e))
     }
     fn secrets(&self) -> Vec<Secret> {
         Repair::secrets(self)
@@ -160,21 +160,21 @@ impl Default for RepairRules {
 /// Shortest time between two probes asked for by refused consumers.
 pub const TRIGGER_GAP: Duration = Duration::from_secs(60);
 
-/// While the brake defers a repair, `braked` is said again this often
-/// (when a probe still finds the fault), so the word never looks silent.
+/// While the brake defers a repair, `braked` is published again this often
+/// (when a probe still finds the fault), so the fault never looks silent.
 pub const BRAKED_REPEAT_EVERY: Duration = Duration::from_secs(15 * 60);
 
 /// What the loop must do after a probe.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Step {
-    /// Nothing to say or do.
+    /// Nothing to publish or do.
     Nothing,
     /// Try the repair now, then probe again to verify.
     Repair,
-    /// The brake defers the repair until then: say `braked` (at most
+    /// The brake defers the repair until then: publish `braked` (at most
     /// every [`BRAKED_REPEAT_EVERY`]).
     SayBraked(Instant),
-    /// The fault went away without a repair: say `repaired` (the gate opens).
+    /// The fault went away without a repair: publish `repaired` (the gate opens).
     SayCleared,
 }
 
@@ -185,7 +185,7 @@ pub struct FaultState {
     last_probe: Option<Instant>,
     triggered: bool,
     brake: Brake,
-    /// When a repair word was last said for this fault.
+    /// When a repair event was last published for this fault.
     last_said: Option<Instant>,
 }
 
@@ -198,7 +198,7 @@ impl FaultState {
         }
     }
 
-    /// The fault's words while it is present (the gate is closed).
+    /// The fault's message while it is present (the gate is closed).
     pub fn present(&self) -> Option<&str> {
         self.present.as_deref()
     }

@@ -22,7 +22,7 @@ pub struct Settings {
     pub call_timeout: Duration,
     /// Repair hook timings.
     pub repair: RepairRules,
-    /// How often `alive` is said (after the first pass, then this often).
+    /// How often `alive` is published (after the first pass, then this often).
     pub alive_every: Duration,
 }
 

@@ -1,14 +1,14 @@
-//! Standing: what the loop has to say about one consumer, as a pure state
+//! Standing: what the loop has to publish about one consumer, as a pure state
 //! machine. No I/O; `now` is passed in.
 //!
 //! Rules (docs/contracts.md, section 3.2):
-//! - failed for `failing_after` with no success in between: say `failing`,
+//! - failed for `failing_after` with no success in between: publish `failing`,
 //!   and again every `repeat_every` while it lasts;
-//! - the first success after `failing` was said: say `recovered` (`success`);
-//! - the first success of each consumer after the provider starts: say
+//! - the first success after `failing` was published: publish `recovered` (`success`);
+//! - the first success of each consumer after the provider starts: publish
 //!   `recovered` (`first-success-after-start`), because a restarted provider
-//!   has forgotten what it said;
-//! - retired: say `recovered` (`retired`).
+//!   has forgotten what it published;
+//! - retired: publish `recovered` (`retired`).
 
 use std::time::Duration;
 
@@ -20,9 +20,9 @@ use tokio::time::Instant;
 /// Timings of the standing rules.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StandingRules {
-    /// How long a consumer fails without one success before `failing` is said.
+    /// How long a consumer fails without one success before `failing` is published.
     pub failing_after: Duration,
-    /// How often `failing` is said again while the failure lasts.
+    /// How often `failing` is published again while the failure lasts.
     pub repeat_every: Duration,
 }
 
@@ -44,12 +44,12 @@ pub enum Outcome<'a> {
     Failure {
         /// The failure's class.
         class: Class,
-        /// The failure's words, already redacted and cut.
+        /// The failure's message, already redacted and cut.
         error: &'a str,
     },
 }
 
-/// What a standing says.
+/// What a standing publishes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Word {
     /// The consumer keeps failing.
@@ -67,7 +67,7 @@ pub enum Word {
     Recovered(RecoveredReason),
 }
 
-/// What a failure of the provisioner loop carries: its class and words.
+/// What a failure of the provisioner loop carries: its class and message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Cause {
     /// Class of the newest failure.
@@ -76,7 +76,7 @@ pub struct Cause {
     pub error: String,
 }
 
-/// The failure in progress of one consumer (its class and words are read
+/// The failure in progress of one consumer (its class and message are read
 /// through the streak: `failure.class`, `failure.error`).
 pub type Failure = Streak<Cause>;
 
@@ -107,13 +107,13 @@ impl Standing {
         self.tracker.streak()
     }
 
-    /// Whether `failing` was said and not yet followed by `recovered`.
+    /// Whether `failing` was published and not yet followed by `recovered`.
     #[cfg(test)]
-    pub fn is_failing_said(&self) -> bool {
-        self.tracker.is_said()
+    pub fn is_failing_published(&self) -> bool {
+        self.tracker.is_reported()
     }
 
-    /// Feeds one attempt's outcome at `now`; returns what to say, if anything.
+    /// Feeds one attempt's outcome at `now`; returns what to publish, if anything.
     pub fn observe(
         &mut self,
         outcome: Outcome<'_>,
@@ -152,16 +152,16 @@ impl Standing {
         }
     }
 
-    /// The consumer was withdrawn and the backend does not hold it: say
-    /// `recovered` (`withdrawn`) when `failing` was said for it since start
+    /// The consumer was withdrawn and the backend does not hold it: publish
+    /// `recovered` (`withdrawn`) when `failing` was published for it since start
     /// (else nothing); the caller forgets the standing.
     pub fn withdraw(&self) -> Option<Word> {
         self.tracker
-            .is_said()
+            .is_reported()
             .then_some(Word::Recovered(RecoveredReason::Withdrawn))
     }
 
-    /// The consumer was retired: say `recovered` (`retired`) and forget it.
+    /// The consumer was retired: publish `recovered` (`retired`) and forget it.
     pub fn retire(&mut self) -> Word {
         self.tracker = Tracker::after_success();
         Word::Recovered(RecoveredReason::Retired)
@@ -186,7 +186,7 @@ mod tests {
     }
 
     /// Drives `standing` with `outcomes` one pass apart from `start`; returns
-    /// (seconds since start, word) for every word said.
+    /// (seconds since start, event) for every event published.
     fn drive(
         standing: &mut Standing,
         start: Instant,
@@ -219,7 +219,7 @@ mod tests {
     fn failing_said_after_five_minutes_without_success() {
         let start = Instant::now();
         let mut s = Standing::new();
-        // 60 failures: t = 0 .. 295 s; the 61st at 300 s says failing.
+        // 60 failures: t = 0 .. 295 s; the 61st at 300 s publishes failing.
         let outcomes = vec![fail(Class::CredentialsRejected); 61];
         let words = drive(&mut s, start, &outcomes);
         assert_eq!(
@@ -307,7 +307,7 @@ mod tests {
         let words = drive(&mut s, start, &outcomes);
         assert_eq!(words.len(), 2);
         assert_eq!(words[1], (305, Word::Recovered(RecoveredReason::Success)));
-        assert!(!s.is_failing_said());
+        assert!(!s.is_failing_published());
         assert!(s.failure().is_none());
     }
 
@@ -382,7 +382,7 @@ mod tests {
             s.observe(fail(Class::Refused), later, &r),
             Some(Word::Failing { attempts: 2, .. })
         ));
-        // Repeat is measured from when it was said.
+        // Repeat is measured from when it was published.
         assert_eq!(
             s.observe(fail(Class::Refused), later + Duration::from_secs(899), &r),
             None
@@ -397,11 +397,11 @@ mod tests {
         let start = Instant::now();
         let mut s = Standing::new();
         drive(&mut s, start, &vec![fail(Class::Refused); 61]);
-        assert!(s.is_failing_said());
+        assert!(s.is_failing_published());
         assert_eq!(s.retire(), Word::Recovered(RecoveredReason::Retired));
-        assert!(!s.is_failing_said());
+        assert!(!s.is_failing_published());
         assert!(s.failure().is_none());
-        // Re-listed and succeeding later: nothing more to say.
+        // Re-listed and succeeding later: nothing more to publish.
         assert_eq!(s.observe(Outcome::Success, start, &rules()), None);
     }
 

@@ -15,7 +15,7 @@
 //!
 //! | module | what |
 //! | --- | --- |
-//! | [`program`] | the one program shell: flags, log subscriber, runtime, signals, exit code, the reason said once ([`Program`]) |
+//! | [`program`] | the one program shell: flags, log subscriber, runtime, signals, exit code, the reason written once ([`Program`]) |
 //! | [`stop`] | a stop asked of a running program ([`Stop`]) |
 //! | [`log`] | the one log subscriber (`RUST_LOG`, `--log-format text\|json`) |
 //! | [`nats`] | how a mesh client reaches NATS: the transport flags ([`NatsArgs`]: servers of one cluster, credentials, TLS), the connection, the event callback that logs what the server refuses |
@@ -25,7 +25,7 @@
 //! | [`redact`] | keeping secrets out of every text that is logged or published |
 //! | [`secret`] | [`Secret`], a value whose `Debug` never shows it, and [`Secret::from_file`] |
 //! | [`clock`] | wall-clock times for event bodies from one place tests can fix ([`WallClock`]) |
-//! | [`streak`] | when a run of failures is news: said once past a threshold, again every so often, and the first success after it ([`streak::Tracker`]) |
+//! | [`streak`] | when a run of failures is news: reported once past a threshold, again every so often, and the first success after it ([`streak::Tracker`]) |
 //!
 //! With the `testing` feature, `mesh_runtime::testing` has fakes for tests of what
 //! publishes events.

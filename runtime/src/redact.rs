@@ -1,6 +1,6 @@
 //! Keeping secrets out of every text a program logs or publishes: [`redact`]
 //! removes them and cuts the text (docs/contracts.md, section 3.3),
-//! [`error_words`] gives an error's whole chain of words, [`shown_url`] a
+//! [`error_text`] gives an error's whole chain of messages, [`shown_url`] a
 //! URL without its password, [`cut`] a bounded copy of any text.
 
 /// Longest error text a provider logs or sends, in characters.
@@ -66,9 +66,9 @@ pub fn cut(text: &str, max: usize) -> String {
     }
 }
 
-/// The error's own words followed by those of its sources, joined with `: `
+/// The error's own message followed by those of its sources, joined with `: `
 /// (many libraries, tokio-postgres among them, keep the detail in a source).
-pub fn error_words(error: &(dyn std::error::Error + 'static)) -> String {
+pub fn error_text(error: &(dyn std::error::Error + 'static)) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(inner) = source {
@@ -159,9 +159,6 @@ mod tests {
         #[error("db error")]
         struct Outer(#[source] std::io::Error);
         let err = Outer(std::io::Error::other("password authentication failed"));
-        assert_eq!(
-            error_words(&err),
-            "db error: password authentication failed"
-        );
+        assert_eq!(error_text(&err), "db error: password authentication failed");
     }
 }

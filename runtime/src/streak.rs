@@ -3,10 +3,10 @@
 //! `--failing-after`) and `mesh-grants` (per grant: `unreachable` once
 //! `--unreachable-after` checks in a row failed).
 //!
-//! A [`Tracker`] counts consecutive failures in a [`Streak`], says it once
+//! A [`Tracker`] counts consecutive failures in a [`Streak`], reports it once
 //! its [`Threshold`] is reached and again every `repeat_every` while it
-//! lasts; the first success after a streak was said, and the first success
-//! since start (a restarted program has forgotten what it said), are news
+//! lasts; the first success after a streak was reported, and the first success
+//! since start (a restarted program has forgotten what it reported), are news
 //! too ([`Recovery`]). No I/O; `now` is passed in, measured on tokio's
 //! clock.
 
@@ -24,17 +24,17 @@ pub enum Threshold {
     Consecutive(u64),
 }
 
-/// When a [`Tracker`] says a streak: its threshold, then every `repeat_every`.
+/// When a [`Tracker`] reports a streak: its threshold, then every `repeat_every`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StreakRules {
-    /// When a streak is first said.
+    /// When a streak is first reported.
     pub threshold: Threshold,
-    /// How often it is said again while it lasts.
+    /// How often it is reported again while it lasts.
     pub repeat_every: Duration,
 }
 
 /// A run of consecutive failures (or of any other trouble a [`Tracker`]
-/// follows), with what the newest one said. Its `detail` is read through it
+/// follows), with the newest one's message. Its `detail` is read through it
 /// (`streak.class` for a `Failure`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Streak<D> {
@@ -42,9 +42,9 @@ pub struct Streak<D> {
     pub since: Instant,
     /// Failures since `since`, the newest included.
     pub attempts: u64,
-    /// What the newest failure said.
+    /// The newest failure's message.
     pub detail: D,
-    /// When the streak was last said, if it was.
+    /// When the streak was last reported, if it was.
     pub said_at: Option<Instant>,
 }
 
@@ -57,8 +57,8 @@ impl<D> std::ops::Deref for Streak<D> {
 }
 
 impl<D> Streak<D> {
-    /// Whether the streak is to be said at `now`: its threshold reached and
-    /// never said, or said `repeat_every` ago or earlier.
+    /// Whether the streak is to be reported at `now`: its threshold reached and
+    /// never reported, or reported `repeat_every` ago or earlier.
     pub fn due(&self, now: Instant, rules: &StreakRules) -> bool {
         match self.said_at {
             None => match rules.threshold {
@@ -73,22 +73,22 @@ impl<D> Streak<D> {
 /// Why a success is news.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Recovery {
-    /// The first success after a streak was said.
+    /// The first success after a streak was reported.
     Success,
     /// The first success since start (a restarted program has forgotten
-    /// what it said).
+    /// what it reported).
     FirstSuccessAfterStart,
 }
 
 /// The pure standing machinery shared by the provisioner loop (per
 /// consumer) and `mesh-grants` (per grant): consecutive failures counted in
-/// a [`Streak`], said once its [`Threshold`] is reached and again every
-/// `repeat_every`; the first success after a streak was said, and the first
+/// a [`Streak`], reported once its [`Threshold`] is reached and again every
+/// `repeat_every`; the first success after a streak was reported, and the first
 /// success since start, are news ([`Recovery`]). No I/O; `now` is passed in.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Tracker<D> {
     streak: Option<Streak<D>>,
-    /// A streak (or anything the owner marks) was said since the last success.
+    /// A streak (or anything the owner marks) was reported since the last success.
     said: bool,
     /// A success was seen since start.
     succeeded: bool,
@@ -110,7 +110,7 @@ impl<D> Tracker<D> {
         Tracker::default()
     }
 
-    /// A tracker that has nothing to say and has seen a success already (as after
+    /// A tracker that has nothing to report and has seen a success already (as after
     /// a retirement).
     pub fn after_success() -> Tracker<D> {
         Tracker {
@@ -124,14 +124,14 @@ impl<D> Tracker<D> {
         self.streak.as_ref()
     }
 
-    /// Whether something was said since the last success.
-    pub fn is_said(&self) -> bool {
+    /// Whether something was reported since the last success.
+    pub fn is_reported(&self) -> bool {
         self.said
     }
 
-    /// Marks that something other than a streak was said (so the next
+    /// Marks that something other than a streak was reported (so the next
     /// success is news, [`Recovery::Success`]).
-    pub fn mark_said(&mut self) {
+    pub fn mark_reported(&mut self) {
         self.said = true;
     }
 
@@ -157,8 +157,8 @@ impl<D> Tracker<D> {
     }
 
     /// A failure at `now`: a streak begins with `begin()` or goes on, its
-    /// detail updated by `update`; returns the streak when it is to be said
-    /// (then marked said).
+    /// detail updated by `update`; returns the streak when it is to be reported
+    /// (then marked reported).
     pub fn fail(
         &mut self,
         now: Instant,
@@ -231,7 +231,7 @@ mod tests {
         assert!(t.fail(now, &rules, || (), |_| {}).is_none());
         t.interrupt();
         assert!(t.fail(now, &rules, || (), |_| {}).is_none(), "counted anew");
-        t.mark_said();
+        t.mark_reported();
         assert_eq!(t.succeed(), Some(Recovery::Success));
         assert_eq!(t.succeed(), None);
     }

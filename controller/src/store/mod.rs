@@ -163,7 +163,7 @@ impl StoreError {
 pub fn reason(error: &tokio_postgres::Error) -> String {
     match error.as_db_error() {
         Some(db) => format!("{} ({})", db.message(), db.code().code()),
-        None => mesh_runtime::redact::error_words(error),
+        None => mesh_runtime::redact::error_text(error),
     }
 }
 

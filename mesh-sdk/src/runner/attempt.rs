@@ -14,7 +14,7 @@ use crate::classify::classify_words;
 use crate::contributions::{Consumer, Contributions};
 use crate::provisioner::Provisioner;
 use crate::secret::SecretSource;
-use mesh_runtime::redact::{error_words, redact};
+use mesh_runtime::redact::{error_text, redact};
 use mesh_runtime::Progress;
 use mesh_runtime::Secret;
 
@@ -110,7 +110,7 @@ impl<P: Provisioner> Attempts<P> {
         let secret = self.secrets.read(consumer).map_err(|error| {
             (
                 Class::SecretUnreadable,
-                self.scrub(&error_words(&error), None),
+                self.scrub(&error_text(&error), None),
             )
         })?;
         let provisioner = self.provisioner.as_ref();
@@ -129,7 +129,7 @@ impl<P: Provisioner> Attempts<P> {
         match tokio::time::timeout(self.call_timeout, call).await {
             Ok(Ok(())) => Ok(()),
             Ok(Err(error)) => {
-                let words = error_words(&error);
+                let words = error_text(&error);
                 let class = self
                     .provisioner
                     .classify(&error)

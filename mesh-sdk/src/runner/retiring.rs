@@ -15,7 +15,7 @@ use crate::name_map::NameSet;
 use crate::provisioner::{Held, Provisioner};
 use crate::retire::{Action, Approval};
 use crate::standing::Standing;
-use mesh_runtime::redact::{error_words, redact};
+use mesh_runtime::redact::{error_text, redact};
 
 impl<P: Provisioner> Runner<P> {
     /// Retirement for this pass: fetch what the backend holds, act on it.
@@ -115,7 +115,7 @@ impl<P: Provisioner> Runner<P> {
                 }
                 return Some(held);
             }
-            Ok(Err(error)) => self.redacted(&error_words(&error)),
+            Ok(Err(error)) => self.redacted(&error_text(&error)),
             Err(_) => format!(
                 "listing held provisions timed out after {}",
                 humantime::format_duration(timeout)
@@ -148,7 +148,7 @@ impl<P: Provisioner> Runner<P> {
     {
         let result = match tokio::time::timeout(within, call).await {
             Ok(Ok(())) => return Ok(()),
-            Ok(Err(error)) => self.redacted(&error_words(&error)),
+            Ok(Err(error)) => self.redacted(&error_text(&error)),
             Err(_) => format!(
                 "{what} timed out after {}",
                 humantime::format_duration(within)

@@ -39,7 +39,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use mesh_sdk::redact::error_words;
+use mesh_sdk::redact::error_text;
 use mesh_sdk::{Name, Probe, Repair, Secret};
 
 use crate::bootstrap::{Bootstrap, BootstrapError, Runtime, TempAdmin};
@@ -133,7 +133,7 @@ impl AdminRepair {
         if let Err(BootstrapError::Spawn { .. }) = &ran {
             guard.temp = None; // it never started, so it made no one
         }
-        ran.map_err(|e| error_words(&e))?;
+        ran.map_err(|e| error_text(&e))?;
         let token = kc
             .login_as(&temp.username, &temp.password)
             .await
@@ -142,9 +142,9 @@ impl AdminRepair {
                     "{}: kc.sh bootstrap-admin succeeded, yet its administrator is refused; \
                      it most likely reached another database than the server's \
                      (give it the server's KC_DB* settings)",
-                    error_words(&e)
+                    error_text(&e)
                 ),
-                false => error_words(&e),
+                false => error_text(&e),
             })?;
         guard.token = Some(token.clone());
         let admin = kc.admin_user();
@@ -154,28 +154,28 @@ impl AdminRepair {
                 let id = kc
                     .find_user(auth, admin)
                     .await
-                    .map_err(|e| error_words(&e))?
+                    .map_err(|e| error_text(&e))?
                     .ok_or_else(|| {
                         format!("administrator {admin} is not a user of realm master")
                     })?;
                 kc.reset_password(auth, admin, &id, kc.admin_password())
                     .await
-                    .map_err(|e| error_words(&e))?;
+                    .map_err(|e| error_text(&e))?;
                 kc.clear_login_failures(auth, admin, &id)
                     .await
-                    .map_err(|e| error_words(&e))?;
+                    .map_err(|e| error_text(&e))?;
             }
             AdminLogin::ClientCredentials => {
                 let id = kc
                     .find_master_client(auth, admin)
                     .await
-                    .map_err(|e| error_words(&e))?
+                    .map_err(|e| error_text(&e))?
                     .ok_or_else(|| {
                         format!("administrator client {admin} is not a client of realm master")
                     })?;
                 kc.set_master_client_secret(auth, admin, &id, kc.admin_password())
                     .await
-                    .map_err(|e| error_words(&e))?;
+                    .map_err(|e| error_text(&e))?;
             }
         }
         kc.forget_admin_login().await;
@@ -210,8 +210,8 @@ impl Repair for AdminRepair {
     async fn probe(&self) -> Probe {
         match self.keycloak.admin_login().await {
             Ok(()) => Probe::Healthy,
-            Err(error) if self.keycloak.refuses_admin(&error) => Probe::Fault(error_words(&error)),
-            Err(error) => Probe::Unknown(error_words(&error)),
+            Err(error) if self.keycloak.refuses_admin(&error) => Probe::Fault(error_text(&error)),
+            Err(error) => Probe::Unknown(error_text(&error)),
         }
     }
 
@@ -329,7 +329,7 @@ async fn remove(
             Ok(token) => Some(token),
             Err(error) => {
                 refused = error.is_invalid_grant();
-                tracing::info!(temporary_admin = %name, error = %error_words(&error),
+                tracing::info!(temporary_admin = %name, error = %error_text(&error),
                     "cannot log in as the temporary administrator; looking it up as the mesh's administrator");
                 None
             }
@@ -364,7 +364,7 @@ async fn remove(
                 }
                 return Ok(removal);
             }
-            Err(error) => why = error_words(&error),
+            Err(error) => why = error_text(&error),
         }
     }
     if refused {

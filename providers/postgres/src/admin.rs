@@ -118,7 +118,7 @@ impl Admin {
                 *self.last_failure() = Some(Failed {
                     until: Instant::now() + started.elapsed(),
                     class: classify::classify(&error),
-                    words: mesh_sdk::redact::error_words(&error),
+                    words: mesh_sdk::redact::error_text(&error),
                 });
                 Err(error)
             }
@@ -154,7 +154,7 @@ impl Admin {
             };
         tokio::spawn(async move {
             if let Err(error) = connection.await {
-                let words = mesh_sdk::redact::error_words(&error);
+                let words = mesh_sdk::redact::error_text(&error);
                 tracing::warn!(error = %words, "the administrator's session ended");
             }
         });
@@ -296,7 +296,7 @@ impl Admin {
                     if tried_again {
                         return Err(PgError::Statement { source, what });
                     }
-                    tracing::info!(error = %mesh_sdk::redact::error_words(&source), "the administrator's session is gone; logging in again");
+                    tracing::info!(error = %mesh_sdk::redact::error_text(&source), "the administrator's session is gone; logging in again");
                     tried_again = true;
                 }
                 Err(error @ PgError::StatementTimeout { .. }) => {

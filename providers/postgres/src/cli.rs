@@ -141,7 +141,7 @@ pub async fn provisioner(flags: Flags) -> Result<PostgresProvisioner, StartError
         Ok(()) => tracing::info!("the administrator may make roles and databases"),
         Err(error @ PgError::AdminLacks { .. }) => return Err(StartError::Admin(error)),
         Err(error) => tracing::warn!(
-            error = %mesh_sdk::redact::error_words(&error),
+            error = %mesh_sdk::redact::error_text(&error),
             "could not check the administrator's privileges at start; the loop will say what fails"
         ),
     }

@@ -281,7 +281,7 @@ async fn an_admin_lacking_createrole_or_createdb_is_refused_naming_what_it_lacks
         let error = within("the admin check", p.check_admin())
             .await
             .unwrap_err();
-        let words = mesh_sdk::redact::error_words(&error);
+        let words = mesh_sdk::redact::error_text(&error);
         assert!(
             words.contains(&format!("\"{admin}\" lacks {missing}")),
             "{admin}: {words}"

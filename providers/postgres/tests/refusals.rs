@@ -234,7 +234,7 @@ async fn what_mesh_did_not_make_is_refused_and_untouched() {
         .await
         .unwrap_err();
     assert_eq!(weak.classify(&error), Some(Class::Refused), "{error:?}");
-    let words = mesh_sdk::redact::error_words(&error);
+    let words = mesh_sdk::redact::error_text(&error);
     assert!(
         words.contains("\"weak_admin\" lacks CREATEROLE and CREATEDB"),
         "{words}"

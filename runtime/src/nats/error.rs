@@ -48,7 +48,7 @@ pub enum BusError {
     CredsFile {
         /// The file.
         path: PathBuf,
-        /// Why (async-nats's words, which never quote the file).
+        /// Why (async-nats's message, which never quote the file).
         #[source]
         source: std::io::Error,
     },

@@ -1,20 +1,20 @@
-//! Why a program ended without doing its work: an exit code and the words
-//! said on stderr.
+//! Why a program ended without doing its work: an exit code and the
+//! message written on stderr.
 
 use std::io::Write;
 
-use crate::redact::{error_words, redact};
+use crate::redact::{error_text, redact};
 
 /// Exit code of a service that cannot run (bad configuration, an
 /// unreadable password file, bus setup): what any error turned into a
 /// [`Failure`] with `?` exits with.
 pub const EXIT_CANNOT_RUN: u8 = 1;
 
-/// A program that did not do its work: the exit code and the reason, said
-/// once on stderr as `<name>: <words>` by the program shell.
+/// A program that did not do its work: the exit code and the reason,
+/// written once on stderr as `<name>: <message>` by the program shell.
 ///
-/// Any error converts into one (with `?`): code [`EXIT_CANNOT_RUN`], words
-/// [`error_words`] (the error's and its sources', never its `Debug`).
+/// Any error converts into one (with `?`): code [`EXIT_CANNOT_RUN`], message
+/// [`error_text`] (the error's and its sources', never its `Debug`).
 ///
 /// ```
 /// use mesh_runtime::program::Failure;
@@ -22,7 +22,7 @@ pub const EXIT_CANNOT_RUN: u8 = 1;
 /// let error = std::io::Error::other("password authentication failed for hunter2");
 /// let failure = Failure::from(error).redacted(&["hunter2"]);
 /// assert_eq!(failure.code(), 1);
-/// assert_eq!(failure.words(), "password authentication failed for [redacted]");
+/// assert_eq!(failure.message(), "password authentication failed for [redacted]");
 /// let mut stderr = Vec::new();
 /// failure.report("mesh-postgres", &mut stderr);
 /// assert_eq!(stderr, b"mesh-postgres: password authentication failed for [redacted]\n");
@@ -30,29 +30,29 @@ pub const EXIT_CANNOT_RUN: u8 = 1;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Failure {
     code: u8,
-    words: String,
+    message: String,
 }
 
 impl Failure {
-    /// A failure with its exit code and words (said as they are).
-    pub fn new(code: u8, words: impl Into<String>) -> Failure {
+    /// A failure with its exit code and message (written as it is).
+    pub fn new(code: u8, message: impl Into<String>) -> Failure {
         Failure {
             code,
-            words: words.into(),
+            message: message.into(),
         }
     }
 
     /// The program could not run because of `error`: code
-    /// [`EXIT_CANNOT_RUN`], its words with its sources'.
+    /// [`EXIT_CANNOT_RUN`], its message with its sources'.
     pub fn cannot_run(error: &(dyn std::error::Error + 'static)) -> Failure {
-        Failure::new(EXIT_CANNOT_RUN, error_words(error))
+        Failure::new(EXIT_CANNOT_RUN, error_text(error))
     }
 
     /// The same failure with every secret of `secrets` removed from its
-    /// words, then cut as every error a provider says is ([`redact`]).
+    /// message, then cut as every error a provider publishes is ([`redact`]).
     pub fn redacted<S: AsRef<str>>(self, secrets: &[S]) -> Failure {
         Failure {
-            words: redact(&self.words, secrets),
+            message: redact(&self.message, secrets),
             ..self
         }
     }
@@ -62,14 +62,15 @@ impl Failure {
         self.code
     }
 
-    /// The words said.
-    pub fn words(&self) -> &str {
-        &self.words
+    /// The message.
+    pub fn message(&self) -> &str {
+        &self.message
     }
 
-    /// Says it on `to` as `<program>: <words>` (the shell says it on stderr).
+    /// Writes it on `to` as `<program>: <message>` (the shell writes it on
+    /// stderr).
     pub fn report(&self, program: &str, to: &mut dyn Write) {
-        let _ = writeln!(to, "{program}: {}", self.words);
+        let _ = writeln!(to, "{program}: {}", self.message);
     }
 }
 

@@ -1,7 +1,7 @@
 //! The one program shell of every mesh binary: the command line (clap, with
 //! env fallbacks), the log subscriber (`RUST_LOG`, `--log-format`), the
 //! tokio runtime, the stop signals, the exit code, and the reason a program
-//! could not run, said once on stderr as `<name>: <words>`.
+//! could not run, written once on stderr as `<name>: <message>`.
 //!
 //! A program hands [`Program::run`] its `main`: an async function of its
 //! parsed flags and a [`Stop`]. What it returns becomes the exit code:
@@ -9,9 +9,9 @@
 //! | end | exit code |
 //! | --- | --- |
 //! | `main` returned `Ok` (for a service: after a stop it obeyed) | 0 |
-//! | `main` returned a [`Failure`] | the failure's code, its words on stderr (1, [`EXIT_CANNOT_RUN`], for any error turned into one with `?`) |
+//! | `main` returned a [`Failure`] | the failure's code, its message on stderr (1, [`EXIT_CANNOT_RUN`], for any error turned into one with `?`) |
 //! | the command line is bad | 2 ([`EXIT_USAGE`], clap's message on stderr); `--help` and `--version` exit 0 |
-//! | a service not ended [`STOP_WITHIN`] after the first SIGINT/SIGTERM, or a second signal | 128 + the signal's number: 130 (SIGINT), 143 (SIGTERM), said in the log |
+//! | a service not ended [`STOP_WITHIN`] after the first SIGINT/SIGTERM, or a second signal | 128 + the signal's number: 130 (SIGINT), 143 (SIGTERM), logged |
 //!
 //! Signals: a program whose flags say it is a *service* (it runs until
 //! stopped: [`Flags::is_service`]) gets a multi-threaded runtime, and the
@@ -95,7 +95,7 @@ pub trait Flags {
     }
 }
 
-/// A mesh binary: its name (as its messages say it) and how it ends.
+/// A mesh binary: its name (as its messages name it) and how it ends.
 #[derive(Clone, Copy, Debug)]
 pub struct Program {
     name: &'static str,
@@ -126,7 +126,7 @@ impl Program {
     }
 
     /// The program's version (its crate's `env!("CARGO_PKG_VERSION")`),
-    /// which `/metrics` says as `mesh_build_info{binary, version}`
+    /// which `/metrics` exports as `mesh_build_info{binary, version}`
     /// ([`crate::endpoints::BuildInfo`]); `unknown` when not given.
     pub const fn version(self, version: &'static str) -> Program {
         Program {
@@ -181,7 +181,7 @@ impl Program {
             Err(error) => {
                 let words = format!(
                     "cannot start the async runtime: {}",
-                    crate::redact::error_words(&error)
+                    crate::redact::error_text(&error)
                 );
                 return self.end(Err(Failure::new(self.cannot_run, words)));
             }
@@ -194,7 +194,7 @@ impl Program {
                     Err(error) => {
                         let words = format!(
                             "cannot install the stop signal handlers: {}",
-                            crate::redact::error_words(&error)
+                            crate::redact::error_text(&error)
                         );
                         return Err(Failure::new(self.cannot_run, words));
                     }
@@ -209,7 +209,7 @@ impl Program {
         self.end(result)
     }
 
-    /// The exit code of `result`, its failure said on stderr.
+    /// The exit code of `result`, its failure written on stderr.
     fn end(&self, result: Result<(), Failure>) -> ExitCode {
         match result {
             Ok(()) => ExitCode::SUCCESS,

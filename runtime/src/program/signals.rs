@@ -56,9 +56,9 @@ impl Drop for SignalWatch {
 }
 
 /// From now until the returned watch is dropped: the first SIGINT or
-/// SIGTERM requests `stop` (and says so in the log); a second one, or
+/// SIGTERM requests `stop` (and logs it); a second one, or
 /// `within` passing after the first without the watch being dropped, ends
-/// the process at once with the signal's [`Signal::exit_code`] (said in
+/// the process at once with the signal's [`Signal::exit_code`] (logged in
 /// the log as an error). Must be called inside a tokio runtime.
 ///
 /// # Errors

@@ -344,7 +344,7 @@ async fn classes_come_from_statuses_and_keycloak_errors() {
     let p = mesh_provider_identity::IdentityProvisioner::new(away).unwrap();
     let error = p.ensure(&forge, &secret("forge", 1)).await.unwrap_err();
     assert_eq!(p.classify(&error), Some(Class::Unreachable), "{error}");
-    let words = mesh_sdk::redact::error_words(&error);
+    let words = mesh_sdk::redact::error_text(&error);
     assert!(words.contains("keycloak cannot be reached"), "{words}");
     assert!(!words.contains(MESH_ADMIN_PASSWORD));
 }
