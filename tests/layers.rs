@@ -82,7 +82,7 @@ const CRATES: &[(&str, Tables)] = &[
                     ],
                     &["secret", "repair"],
                     &["provisioner"],
-                    &["retire"],
+                    &["retire", "conform"],
                     &["settings"],
                     &["args"],
                     &["runner"],
