@@ -10,6 +10,7 @@
 //! | `mesh_words_said_total{kind}` | counter | words put on the outbox, by kind |
 //! | `mesh_words_held{kind}` | gauge | words not yet acknowledged by the bus, by kind |
 //! | `mesh_repairs_total{outcome}` | counter | repair words, by outcome |
+//! | `mesh_provisions_mended_total` | counter | provisions the loop found changed by hand at the backend and brought back (a password changed, a login disabled): what a provider's `take_mended` said after an attempt whose secret had not changed since the consumer's last success, and listed consumers found disabled that the loop had not retired |
 
 use std::time::Duration;
 
@@ -43,6 +44,7 @@ pub struct LoopMetrics {
     words_said: Family<Label, Counter>,
     words_held: Family<Label, Gauge>,
     repairs: Family<Label, Counter>,
+    mended: Counter,
 }
 
 impl std::fmt::Debug for LoopMetrics {
@@ -103,6 +105,12 @@ impl LoopMetrics {
         );
         let repairs = Family::<Label, Counter>::default();
         registry.register("repairs", "Repair words said, by outcome", repairs.clone());
+        let mended = Counter::default();
+        registry.register(
+            "provisions_mended",
+            "Provisions found changed by hand at the backend and brought back",
+            mended.clone(),
+        );
         let metrics = LoopMetrics {
             registry,
             passes,
@@ -111,6 +119,7 @@ impl LoopMetrics {
             words_said,
             words_held,
             repairs,
+            mended,
         };
         // Every series exists from the start, so a rate or an alert never
         // meets a missing series.
@@ -147,6 +156,11 @@ impl LoopMetrics {
                 .get_or_create(&[("state", state)])
                 .set(gauge_value(n));
         }
+    }
+
+    /// A provision changed by hand was brought back.
+    pub(crate) fn mended(&self) {
+        self.mended.inc();
     }
 
     /// A word was said.

@@ -37,12 +37,13 @@ impl Held {
 /// What a provider does for each consumer; the loop does everything else.
 ///
 /// # Expected flow
-/// Every pass, for each listed consumer (at most `concurrency` at once): the
-/// loop reads the consumer's minted secret, calls [`ensure`](Self::ensure),
-/// then [`check`](Self::check). A failure of any of the three is a failure of
-/// that consumer for the pass. After the consumers, the loop calls
-/// [`held`](Self::held) and retires, re-enables or (on a person's approval)
-/// deletes what it lists.
+/// Every pass the loop first calls [`held`](Self::held) and retires what it
+/// lists that is withdrawn long enough, and re-enables what is retired but
+/// listed again (so a consumer listed again is enabled before its check).
+/// Then, for each listed consumer (at most `concurrency` at once), it reads
+/// the consumer's minted secret, calls [`ensure`](Self::ensure), then
+/// [`check`](Self::check). A failure of any of the three is a failure of
+/// that consumer for the pass. Deleting happens only on a person's approval.
 ///
 /// Required: `ensure`, `check`, `held`, `retire`, `re_enable`, `delete`.
 /// Defaulted: `classify` (none: the loop reads the error's words),
@@ -207,6 +208,12 @@ pub trait Provisioner: Send + Sync + 'static {
     /// with the words and counts it in `mesh_provisions_mended_total`: a
     /// hand edit the loop undoes leaves a trace. Implement it by noting the
     /// words where `ensure` or `check` mends, and taking them out here.
+    ///
+    /// A rotation is no mend: when the minted secret changed since the
+    /// consumer's last success, the loop logs what `ensure` brought as the
+    /// rotated secret and does not count it (since start it cannot tell a
+    /// secret rotated while it was down from a hand edit, so the first
+    /// attempt after start counts).
     fn take_mended(&self, consumer: &Name) -> Option<String> {
         let _ = consumer;
         None
