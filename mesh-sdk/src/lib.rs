@@ -16,9 +16,11 @@
 //! retires withdrawn consumers, and answers a person's approvals.
 //!
 //! ## What you implement
-//! - [`Provisioner`]: make if missing, check, list what you hold ([`Held`]),
-//!   retire, re-enable, delete; optionally your own error [`Class`] and the
-//!   secrets to keep out of every event and log line.
+//! - [`Provisioner`]: ensure (make if missing, and bring the minted secret
+//!   when the backend holds another: a rotated secret reaches it only this
+//!   way), check, list what you hold ([`Held`]), retire, re-enable, delete;
+//!   optionally your own error [`Class`], what you mended, and the secrets
+//!   to keep out of every event and log line.
 //! - [`Repair`] (optional): a known fault you can repair safely, found by a
 //!   [`Probe`].
 //!
