@@ -91,14 +91,14 @@ pub fn hold_clock() -> ClockHold {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct FakeError {
-    /// The words.
+    /// The error text.
     pub message: String,
     /// A class the provider's `classify` returns for it.
     pub class: Option<Class>,
 }
 
 impl FakeError {
-    /// An error with words only.
+    /// An error with text only (no class of its own).
     pub fn words(message: impl Into<String>) -> FakeError {
         FakeError {
             message: message.into(),
@@ -314,7 +314,7 @@ pub struct FakeAdmin {
     pub probes: usize,
     /// Repairs tried.
     pub repairs: usize,
-    /// The administrator's password, which careless words echo.
+    /// The administrator's password, which careless error text echoes.
     pub password: String,
     /// A password minted during each repair (a temporary administrator's), echoed too.
     pub temporary: String,
@@ -451,11 +451,11 @@ impl LogCapture {
     }
 }
 
-/// One word the loop said, as a test reads it: its kind (`failing`,
+/// One event the loop published, as a test reads it: its kind (`failing`,
 /// `recovered`, `retirement`, `repair`) and its JSON body.
 pub type Said = (String, serde_json::Value);
 
-/// Takes every word held on `outbox`, oldest key first, as a bus that
+/// Takes every event pending on `outbox`, oldest key first, as a bus that
 /// acknowledged them all would; the outbox is then empty.
 ///
 /// # Panics
@@ -474,7 +474,7 @@ pub fn drain(outbox: &Outbox) -> Vec<Said> {
     out
 }
 
-/// `kind:consumer:what` of each word, in order, where `what` is its
+/// `kind:consumer:what` of each event, in order, where `what` is its
 /// reason, action or class (empty for a repair).
 pub fn kinds(said: &[Said]) -> Vec<String> {
     said.iter()
@@ -517,7 +517,7 @@ pub fn minutes_since(start: Timestamp, body: &serde_json::Value, field: &str) ->
 
 /// The brake under the default rules when every repair fails and a pass
 /// runs at least every few minutes: `(said_at, next_attempt_at)` of each
-/// `failed` repair word in the first 13 hours, in minutes from the first:
+/// `failed` repair event in the first 13 hours, in minutes from the first:
 /// held back 10, 20, 40, 80, 160, 320, then 360 minutes.
 pub const BRAKE_SCHEDULE: [(u64, u64); 7] = [
     (0, 10),
@@ -530,7 +530,7 @@ pub const BRAKE_SCHEDULE: [(u64, u64); 7] = [
 ];
 
 /// `(said_at, next_attempt_at)` in minutes from `start` of each `failed`
-/// repair word; compare with [`BRAKE_SCHEDULE`].
+/// repair event; compare with [`BRAKE_SCHEDULE`].
 pub fn failed_repairs(said: &[Said], start: Timestamp) -> Vec<(u64, u64)> {
     said.iter()
         .filter(|(kind, body)| kind == "repair" && body["outcome"] == "failed")

@@ -1,4 +1,5 @@
-//! One attempt per consumer: read the secret, make if missing, check.
+//! One attempt per consumer: read the secret, ensure (make if missing,
+//! bring the minted secret), check.
 
 use std::future::Future;
 use std::hash::BuildHasher;
@@ -19,7 +20,7 @@ use mesh_runtime::redact::{error_words, redact};
 use mesh_runtime::Progress;
 use mesh_runtime::Secret;
 
-/// A failed attempt: its class and redacted words.
+/// A failed attempt: its class and redacted error text.
 pub(super) type Failed = (Class, String);
 
 /// A successful attempt.
@@ -28,7 +29,7 @@ pub(crate) struct Served {
     /// A fingerprint of the secret it was made with (random keys per
     /// runner; never the secret): a changed one is a rotation.
     pub(super) secret: u64,
-    /// What the provider said it mended on the way (redacted).
+    /// What the provider reported it mended on the way (redacted).
     pub(super) mended: Option<String>,
 }
 

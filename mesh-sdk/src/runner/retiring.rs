@@ -222,7 +222,7 @@ impl<P: Provisioner> Runner<P> {
     /// Enables a listed consumer the backend holds retired. One the loop
     /// serves since start and never retired was disabled by hand: that is
     /// a mend (logged and counted in `mesh_provisions_mended_total`), not a
-    /// retirement undone, and no `retirement` word is said for it.
+    /// retirement undone, and no `retirement` event is published for it.
     async fn re_enable(&mut self, provider: &ModuleId, name: &Name) -> usize {
         let provisioner = Arc::clone(&self.provisioner);
         if self
