@@ -17,8 +17,8 @@
 //!
 //! ## What you implement
 //! - [`Provisioner`]: ensure (make if missing, and bring the minted secret
-//!   when the backend holds another: a rotated secret reaches it only this
-//!   way), check, list what you hold ([`Held`]), retire, re-enable, delete;
+//!   when the backend holds another: a rotated secret reaches it only
+//!   through `ensure` or `check`), check, list what you hold ([`Held`]), retire, re-enable, delete;
 //!   optionally your own error [`Class`], what you mended, and the secrets
 //!   to keep out of every event and log line.
 //! - [`Repair`] (optional): a known fault you can repair safely, found by a

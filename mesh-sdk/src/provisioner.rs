@@ -44,7 +44,7 @@ impl Held {
 /// the consumer's minted secret, calls [`ensure`](Self::ensure), then
 /// [`check`](Self::check). A failure of any of the three is a failure of
 /// that consumer for the pass. Deleting happens only on a person's approval.
-/// A rotated secret reaches the backend only through `ensure`.
+/// A rotated secret reaches the backend only through `ensure` (or `check`).
 ///
 /// Required: `ensure`, `check`, `held`, `retire`, `re_enable`, `delete`.
 /// Defaulted: `classify` (none: the loop reads the error's text),
@@ -176,13 +176,17 @@ pub trait Provisioner: Send + Sync + 'static {
     /// to it when the backend holds another. Idempotent.
     ///
     /// The loop never calls anything else when a consumer's minted secret
-    /// changes: `ensure` alone applies a rotated secret (a password set
-    /// again, a client secret replaced). An `ensure` that only makes what
-    /// is missing leaves every rotated consumer failing
-    /// `credentials-rejected`; the conformance suite's rule "ensure with a
-    /// new secret (a rotation) makes check pass with it" catches it. A
-    /// secret changed by hand at the backend is brought back the same way:
-    /// report it through [`take_mended`](Self::take_mended).
+    /// changes: `ensure` (then `check`) is all a rotated secret gets, so
+    /// between them they must apply it (a password set again, a client
+    /// secret replaced). The plain way is an `ensure` that sets the secret
+    /// when the backend holds another; mesh-postgres and mesh-identity do
+    /// it in `check` instead, resetting the secret once when the
+    /// consumer's login is refused. An `ensure` that only makes what is
+    /// missing, with a `check` that only checks, leaves every rotated
+    /// consumer failing `credentials-rejected`; the conformance suite's
+    /// rule "ensure with a new secret (a rotation) makes check pass with
+    /// it" catches it. A secret changed by hand at the backend is brought
+    /// back the same way: report it through [`take_mended`](Self::take_mended).
     async fn ensure(&self, consumer: &Consumer, secret: &Secret) -> Result<(), Self::Error>;
 
     /// Proves the provision works, as the consumer would use it.
