@@ -19,15 +19,6 @@ use tokio::time::Instant;
 const PASS: Duration = Duration::from_secs(5);
 const T0: &str = "2026-10-05T00:00:00Z";
 
-/// `mesh_provisions_mended_total` of `runner`.
-fn mended(runner: &Runner<Folders>, outbox: &Outbox) -> u64 {
-    let text = runner.metrics().encode(outbox);
-    text.lines()
-        .find_map(|line| line.strip_prefix("mesh_provisions_mended_total "))
-        .and_then(|value| value.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no mesh_provisions_mended_total in:\n{text}"))
-}
-
 #[tokio::test(start_paused = true)]
 async fn serves_classifies_its_own_refusal_and_retires() {
     let dir = tempfile::tempdir().unwrap();
@@ -80,14 +71,18 @@ async fn serves_classifies_its_own_refusal_and_retires() {
         .permissions()
         .mode();
     assert_eq!(mode & 0o777, 0o600, "private again");
-    assert_eq!(mended(&runner, &outbox), 1);
+    assert_eq!(testing::mended_total(&runner, &outbox), 1);
     assert_eq!(kinds(&testing::drain(&outbox)), Vec::<String>::new());
 
     // wiki's minted secret rotates: ensure brings it; no mend.
     std::fs::write(dir.path().join("secrets").join("wiki"), "pw-wiki-2\n").unwrap();
     testing::passes(&mut runner, 61, PASS).await;
     assert_eq!(std::fs::read_to_string(&credentials).unwrap(), "pw-wiki-2");
-    assert_eq!(mended(&runner, &outbox), 1, "a rotation is no mend");
+    assert_eq!(
+        testing::mended_total(&runner, &outbox),
+        1,
+        "a rotation is no mend"
+    );
     assert_eq!(kinds(&testing::drain(&outbox)), Vec::<String>::new());
 
     // forge withdrawn: retired (disabled, nothing deleted) after five

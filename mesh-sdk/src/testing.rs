@@ -491,6 +491,20 @@ pub fn kinds(said: &[Said]) -> Vec<String> {
         .collect()
 }
 
+/// `mesh_provisions_mended_total` as `runner`'s `/metrics` shows it (its
+/// events pending on `outbox`): how many provisions it found changed by
+/// hand and brought back.
+///
+/// # Panics
+/// When the text of `/metrics` lacks the counter: a bug of the loop.
+pub fn mended_total<P: Provisioner>(runner: &Runner<P>, outbox: &Outbox) -> u64 {
+    let text = runner.metrics().encode(outbox);
+    text.lines()
+        .find_map(|line| line.strip_prefix("mesh_provisions_mended_total "))
+        .and_then(|value| value.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no mesh_provisions_mended_total in:\n{text}"))
+}
+
 /// Runs `n` passes of `runner`, one every `every` on tokio's (paused) clock.
 pub async fn passes<P: Provisioner>(runner: &mut Runner<P>, n: usize, every: Duration) {
     for _ in 0..n {

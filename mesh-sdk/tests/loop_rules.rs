@@ -760,12 +760,8 @@ async fn two_entries_for_one_consumer_are_both_refused() {
 }
 
 /// `mesh_provisions_mended_total` as the runner's `/metrics` shows it.
-fn mended(w: &World) -> f64 {
-    let text = w.runner.metrics().encode(&w.outbox);
-    text.lines()
-        .find_map(|line| line.strip_prefix("mesh_provisions_mended_total "))
-        .and_then(|value| value.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no mesh_provisions_mended_total in:\n{text}"))
+fn mended(w: &World) -> u64 {
+    testing::mended_total(&w.runner, &w.outbox)
 }
 
 /// Calls of the fake for `consumer`, in order (`re_enable`, `ensure`, `check`, ...).
@@ -809,7 +805,7 @@ async fn a_consumer_listed_again_is_enabled_before_its_check() {
     let text = logs.text();
     assert!(!text.contains("provision failed"), "{text}");
     assert!(text.contains("re-enabled"), "{text}");
-    assert_eq!(mended(&w), 0.0, "a retirement undone is no mend");
+    assert_eq!(mended(&w), 0, "a retirement undone is no mend");
 }
 
 #[tokio::test(start_paused = true)]
@@ -818,7 +814,7 @@ async fn a_consumer_disabled_by_hand_is_mended_not_re_enabled() {
     let mut w = World::new(&["forge", "wiki"]);
     w.passes(2).await;
     w.said();
-    assert_eq!(mended(&w), 0.0);
+    assert_eq!(mended(&w), 0);
 
     // A person disables wiki's login; the loop never retired it.
     w.fake
@@ -831,7 +827,7 @@ async fn a_consumer_disabled_by_hand_is_mended_not_re_enabled() {
         Vec::<String>::new(),
         "no retirement event"
     );
-    assert_eq!(mended(&w), 1.0);
+    assert_eq!(mended(&w), 1);
     let text = logs.text();
     assert!(text.contains("mended"), "{text}");
     assert!(text.contains("not retired by this provider"), "{text}");
@@ -853,18 +849,18 @@ async fn a_rotated_secret_brought_to_the_backend_is_no_mend() {
         w.fake.with(|b| b.provisions[&name("wiki")].secret.clone()),
         "pw-wiki-rotated"
     );
-    assert_eq!(mended(&w), 0.0, "a rotation is not counted as a mend");
+    assert_eq!(mended(&w), 0, "a rotation is not counted as a mend");
     assert!(logs
         .text()
         .contains("brought the rotated secret to the backend"));
     w.passes(3).await;
-    assert_eq!(mended(&w), 0.0);
+    assert_eq!(mended(&w), 0);
 
     // A person changes wiki's password at the backend: that is a mend.
     w.fake
         .with(|b| b.provisions.get_mut(&name("wiki")).unwrap().secret = "set-by-hand".into());
     w.runner.pass().await;
-    assert_eq!(mended(&w), 1.0);
+    assert_eq!(mended(&w), 1);
     assert!(logs.text().contains("secret set to the minted one"));
     assert_eq!(kinds(&w.said()), Vec::<String>::new());
     assert!(!logs.text().contains("set-by-hand"));

@@ -123,11 +123,7 @@ impl World {
 
     /// `mesh_provisions_mended_total` as the runner's `/metrics` shows it.
     pub fn mended(&self) -> u64 {
-        let text = self.runner.metrics().encode(&self.outbox);
-        text.lines()
-            .find_map(|line| line.strip_prefix("mesh_provisions_mended_total "))
-            .and_then(|value| value.trim().parse().ok())
-            .unwrap_or_else(|| panic!("no mesh_provisions_mended_total in:\n{text}"))
+        testing::mended_total(&self.runner, &self.outbox)
     }
 }
 
