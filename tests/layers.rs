@@ -83,7 +83,7 @@ const CRATES: &[(&str, Tables)] = &[
                     ],
                     &["secret", "repair"],
                     &["provisioner"],
-                    &["retire"],
+                    &["retire", "conform"],
                     &["settings"],
                     &["args"],
                     &["runner"],
@@ -107,7 +107,7 @@ const CRATES: &[(&str, Tables)] = &[
             (
                 "",
                 &[
-                    &["certs", "cmdline", "proxy", "netns"],
+                    &["certs", "cmdline", "proxy", "netns", "redis"],
                     &["nats", "pg"],
                     &["cluster", "keycloak"],
                     &["mesh"],
@@ -194,6 +194,24 @@ const CRATES: &[(&str, Tables)] = &[
             "",
             &[&["file", "standing"], &["dial"], &["agent"], &["cli"]],
         )],
+    ),
+    (
+        "provide",
+        &[
+            (
+                "",
+                &[
+                    &["wire", "scrub"],
+                    &["error", "process"],
+                    &["exec", "serve"],
+                    &["hook"],
+                    &["provisioner", "args"],
+                    &["conform"],
+                    &["cli"],
+                ],
+            ),
+            ("serve", &[&["rules"], &["session"]]),
+        ],
     ),
     (
         "demo",
