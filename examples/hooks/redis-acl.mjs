@@ -1,0 +1,308 @@
+#!/usr/bin/env node
+// A mesh-provide hook in node (serve mode; exec mode works too): a Redis ACL
+// user per consumer through node-redis (@redis/client), allowed the keys and
+// channels `<consumer>:*`, its password the minted secret, checked by
+// logging in as the consumer.
+//
+//   mesh-provide --hook examples/hooks/redis-acl.mjs --hook-mode serve ...
+//
+// Settings (environment; no secret in it):
+//   MESH_REDIS_URL                   redis://HOST:PORT (rediss:// for TLS), default redis://127.0.0.1:6379
+//   MESH_REDIS_ADMIN_USER            the ACL user administering the others, default `default`
+//   MESH_REDIS_ADMIN_PASSWORD_FILE   a file holding its password (trimmed); none: no password
+//
+// What it made is the set `_mesh:provisioned` (a key no consumer can reach:
+// consumer names start with a letter or a digit): `held` lists only the users
+// in it, and a user of that name that mesh did not make is refused, never
+// touched. Retire = `off` (and its connections closed), re-enable = `on`,
+// delete = its keys `<consumer>:*` and the user go.
+//
+// Install its dependency once: `npm ci` in this folder (scripts/lib.sh does).
+
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+
+import { RedisClient } from '@redis/client';
+
+import { HookError, log, runHook } from './mesh-hook.mjs';
+
+/** The set of the users this hook made. */
+const MADE = '_mesh:provisioned';
+
+/** How long a connection may take to open, in milliseconds. */
+const CONNECT_TIMEOUT = 5000;
+
+const settings = readSettings(process.env);
+
+// One client class for every connection: createClient() builds the class
+// (every command attached) anew for each options object, ~17 ms of CPU a
+// client, which a check per consumer cannot afford.
+const newClient = RedisClient.factory({});
+
+const admin = newClient({
+  socket: {
+    ...settings.socket,
+    // Reconnect soon, then every 2 s at most: a call while it is away fails
+    // at once (no queue) and the loop retries on its next pass.
+    reconnectStrategy: (retries) => Math.min(50 * 2 ** retries, 2000),
+  },
+  username: settings.adminUser,
+  password: settings.adminPassword,
+  RESP: 3,
+  disableOfflineQueue: true,
+  disableClientInfo: true,
+});
+let lastAdminError = '';
+admin.on('error', (error) => {
+  // Said once per new error, not once per reconnection.
+  if (error.message !== lastAdminError) {
+    lastAdminError = error.message;
+    log(`the administrator's connection to ${settings.where}: ${error.message}`);
+  }
+});
+admin.on('ready', () => {
+  if (lastAdminError !== '') log(`the administrator's connection to ${settings.where} is back`);
+  lastAdminError = '';
+});
+admin.connect().catch((error) => log(`cannot connect to ${settings.where}: ${error.message}`));
+
+/** What the calls waiting for the administrator's first connection wait on. */
+let firstReady = null;
+
+/**
+ * The administrator's client once it is connected. A call made while it
+ * makes its first connection waits for it (up to the connect timeout); a
+ * call made while it is away fails at once with the reason, and the client
+ * keeps reconnecting (the loop calls again on its next pass).
+ */
+async function connected() {
+  if (admin.isReady) return admin;
+  if (lastAdminError === '') {
+    firstReady ??= new Promise((resolve) => admin.once('ready', resolve));
+    let timer;
+    const late = new Promise((resolve) => {
+      timer = setTimeout(resolve, CONNECT_TIMEOUT);
+    });
+    await Promise.race([firstReady, late]).finally(() => clearTimeout(timer));
+    if (admin.isReady) return admin;
+  }
+  const why = lastAdminError === '' ? `no answer within ${CONNECT_TIMEOUT} ms` : lastAdminError;
+  if (/^(WRONGPASS|NOAUTH)\b/.test(why)) {
+    throw new HookError('refused', `Redis at ${settings.where} refused the administrator ${settings.adminUser}: ${why}`);
+  }
+  throw new HookError('unreachable', `cannot reach Redis at ${settings.where}: ${why}`);
+}
+
+/** The ACL rules of a consumer's user, but for on/off and its password. */
+function rules(name) {
+  return ['resetkeys', `~${name}:*`, 'resetchannels', `&${name}:*`, 'nocommands', '+@all', '-@dangerous'];
+}
+
+/** How Redis lists those rules back in ACL GETUSER (compared by ensure). */
+function listed(name) {
+  return { keys: `~${name}:*`, channels: `&${name}:*`, commands: '+@all -@dangerous' };
+}
+
+/** The SHA-256 of the secret this process last set or found for each user. */
+const set = new Map();
+
+/** SHA-256 in hex: how Redis lists a password. */
+function sha256(text) {
+  return createHash('sha256').update(text, 'utf8').digest('hex');
+}
+
+/** ACL GETUSER as a map (null: no such user), and whether mesh made it. */
+async function lookUp(name) {
+  await connected();
+  const [user, made] = await Promise.all([
+    admin.sendCommand(['ACL', 'GETUSER', name]),
+    admin.sendCommand(['SISMEMBER', MADE, name]),
+  ]);
+  // In RESP3 (what both clients here speak) ACL GETUSER answers a map,
+  // which node-redis gives as an object.
+  return { user, made: made === 1 };
+}
+
+/** The user `name`, refused when it exists and mesh did not make it. */
+async function ours(name) {
+  const found = await lookUp(name);
+  if (found.user !== null && !found.made) {
+    throw new HookError('refused', `the Redis user ${name} exists and mesh did not make it: not touched`);
+  }
+  return found.user;
+}
+
+const verbs = {
+  /**
+   * Makes the user if missing, and brings back its password and rules when
+   * they differ (a rotated secret, or a change by hand). Never turns it on
+   * or off (retire and re-enable do).
+   */
+  async ensure(consumer, secret) {
+    const name = consumer.name;
+    const user = await ours(name);
+    const hash = sha256(secret);
+    if (user === null) {
+      await admin
+        .multi()
+        .addCommand(['SADD', MADE, name])
+        .addCommand(['ACL', 'SETUSER', name, 'reset', 'on', `>${secret}`, ...rules(name)])
+        .exec();
+      set.set(name, hash);
+      log(`made the user ${name}`);
+      return undefined;
+    }
+    const want = listed(name);
+    const passwords = (user.passwords ?? []).map(String);
+    const samePassword = passwords.length === 1 && passwords[0] === hash;
+    const sameRules =
+      String(user.keys) === want.keys && String(user.channels) === want.channels && String(user.commands) === want.commands;
+    if (samePassword && sameRules) {
+      set.set(name, hash);
+      return undefined;
+    }
+    await admin.sendCommand(['ACL', 'SETUSER', name, 'resetpass', `>${secret}`, ...rules(name)]);
+    // A secret this process set before, no longer at Redis: changed by hand.
+    // A secret it has not set (a rotation, or its first call since it
+    // started) is no news.
+    const byHand = [];
+    if (!samePassword && set.get(name) === hash) byHand.push('its password');
+    if (!sameRules) byHand.push('its rules');
+    set.set(name, hash);
+    if (byHand.length === 0) {
+      log(`gave the user ${name} its new secret`);
+      return undefined;
+    }
+    const words = `the Redis user ${name}: ${byHand.join(' and ')} had been changed at Redis, set again`;
+    log(words);
+    return { mended: words };
+  },
+
+  /** Logs in as the consumer on a connection of its own, and reads a key of its own. */
+  async check(consumer, secret) {
+    const name = consumer.name;
+    const client = newClient({
+      socket: { ...settings.socket, reconnectStrategy: false },
+      username: name,
+      password: secret,
+      RESP: 3,
+      disableOfflineQueue: true,
+      disableClientInfo: true,
+    });
+    client.on('error', () => {}); // the failure is the connect's or the command's
+    try {
+      await client.connect();
+      await client.sendCommand(['EXISTS', `${name}:mesh-check`]);
+    } finally {
+      client.destroy();
+    }
+  },
+
+  /** The users mesh made, each retired when it is `off`. */
+  async held() {
+    await connected();
+    const [made, lines] = await Promise.all([
+      admin.sendCommand(['SMEMBERS', MADE]),
+      admin.sendCommand(['ACL', 'LIST']),
+    ]);
+    const mine = new Set(made.map(String));
+    const held = [];
+    for (const line of lines.map(String)) {
+      // `user NAME on|off RULES...`
+      const words = line.split(' ');
+      if (words[0] === 'user' && mine.has(words[1])) {
+        held.push({ consumer: words[1], retired: !words.includes('on') });
+      }
+    }
+    return held;
+  },
+
+  /** `off`, and its connections closed. */
+  async retire(name) {
+    if ((await ours(name)) === null) return;
+    await admin.sendCommand(['ACL', 'SETUSER', name, 'off']);
+    await admin.sendCommand(['CLIENT', 'KILL', 'USER', name]).catch(() => {});
+  },
+
+  async 're-enable'(name) {
+    if ((await ours(name)) === null) {
+      throw new HookError('refused', `the Redis user ${name} is missing: nothing to enable`);
+    }
+    await admin.sendCommand(['ACL', 'SETUSER', name, 'on']);
+  },
+
+  /** Its keys `<name>:*`, then the user and its mark. */
+  async delete(name) {
+    if ((await ours(name)) === null) {
+      await admin.sendCommand(['SREM', MADE, name]);
+      return;
+    }
+    let cursor = '0';
+    do {
+      const [next, keys] = await admin.sendCommand(['SCAN', cursor, 'MATCH', `${name}:*`, 'COUNT', '500']);
+      cursor = String(next);
+      if (keys.length > 0) await admin.sendCommand(['UNLINK', ...keys.map(String)]);
+    } while (cursor !== '0');
+    await admin.multi().addCommand(['ACL', 'DELUSER', name]).addCommand(['SREM', MADE, name]).exec();
+    set.delete(name);
+    log(`deleted the user ${name} and its keys`);
+  },
+};
+
+/** Redis's own words decide: WRONGPASS and NOAUTH are refused credentials; a socket that fails is unreachable. */
+function classify(error) {
+  const words = String(error?.message ?? '');
+  if (/^(WRONGPASS|NOAUTH)\b/.test(words)) return 'credentials-rejected';
+  if (
+    error?.code === 'ECONNREFUSED' ||
+    error?.code === 'ECONNRESET' ||
+    error?.code === 'EHOSTUNREACH' ||
+    /^(The client is (offline|closed)|Connection timeout|Socket closed unexpectedly)/.test(words)
+  ) {
+    return 'unreachable';
+  }
+  return 'refused';
+}
+
+/** The settings from the environment; exits 2 naming what is wrong. */
+function readSettings(env) {
+  const fail = (words) => {
+    log(words);
+    process.exit(2);
+  };
+  let url;
+  try {
+    url = new URL(env.MESH_REDIS_URL ?? 'redis://127.0.0.1:6379');
+  } catch {
+    fail(`MESH_REDIS_URL is not a URL (want redis://HOST:PORT)`);
+  }
+  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') fail(`MESH_REDIS_URL: want redis:// or rediss://, not ${url.protocol}//`);
+  if (url.password !== '' || url.username !== '') {
+    fail('MESH_REDIS_URL holds a user or password: give them as MESH_REDIS_ADMIN_USER and MESH_REDIS_ADMIN_PASSWORD_FILE');
+  }
+  let adminPassword;
+  if (env.MESH_REDIS_ADMIN_PASSWORD_FILE) {
+    try {
+      adminPassword = readFileSync(env.MESH_REDIS_ADMIN_PASSWORD_FILE, 'utf8').trim();
+    } catch (error) {
+      fail(`cannot read MESH_REDIS_ADMIN_PASSWORD_FILE: ${error.code ?? error.message}`);
+    }
+    if (adminPassword === '') fail('MESH_REDIS_ADMIN_PASSWORD_FILE is empty');
+  }
+  const host = url.hostname.replace(/^\[|\]$/g, '') || '127.0.0.1';
+  const port = Number(url.port || 6379);
+  return {
+    where: `${host}:${port}`,
+    socket: { host, port, tls: url.protocol === 'rediss:', connectTimeout: CONNECT_TIMEOUT },
+    adminUser: env.MESH_REDIS_ADMIN_USER || 'default',
+    adminPassword,
+  };
+}
+
+await runHook({
+  name: 'redis-acl.mjs',
+  secrets: settings.adminPassword === undefined ? [] : [settings.adminPassword],
+  verbs,
+  classify,
+  close: () => admin.close().catch(() => {}),
+});
