@@ -37,6 +37,55 @@ ensure_services() {
   fi
 }
 
+# What the example hooks (examples/hooks) and their tests run on: Redis
+# (redis-server, redis-cli), Node.js 20 or newer with npm, and Python 3.
+# Installed when root with apt, else it says what to install.
+ensure_hook_tools() {
+  local missing=()
+  command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+  command -v redis-cli >/dev/null 2>&1 || missing+=(redis-tools)
+  command -v node >/dev/null 2>&1 || missing+=(nodejs)
+  command -v npm >/dev/null 2>&1 || missing+=(npm)
+  command -v python3 >/dev/null 2>&1 || missing+=(python3)
+  if [ ${#missing[@]} -gt 0 ]; then
+    if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+      echo "installing ${missing[*]} (Debian packages)" >&2
+      if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2; then
+        DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+      fi
+    else
+      echo "the example hooks need these Debian packages: ${missing[*]}" >&2
+      echo "install them with: sudo apt-get install ${missing[*]}" >&2
+      exit 1
+    fi
+  fi
+  # The system's own Redis service is the system's to start: the tests run
+  # private ones on free ports.
+  local major
+  major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+  if [ "$major" -lt 20 ]; then
+    echo "the node hook (examples/hooks/redis-acl.mjs) needs Node.js 20 or newer; this one is $(node --version 2>/dev/null)" >&2
+    return 1
+  fi
+}
+
+# Installs the node hooks' npm dependencies (examples/hooks/package-lock.json)
+# with `npm ci` when they are missing or older than the lock. When npm cannot
+# (no network, no registry), it says so and returns 1: the tests of the node
+# hook then fail, or say SKIPPED unless MESH_REQUIRE_NODE_HOOKS is set.
+ensure_node_hooks() {
+  local dir=examples/hooks
+  if [ -f "$dir/node_modules/.package-lock.json" ] && [ ! "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
+    return 0
+  fi
+  echo "node hooks: npm ci in $dir" >&2
+  if ! (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >&2); then
+    echo "node hooks: npm ci failed in $dir (no network, or no npm registry?)" >&2
+    return 1
+  fi
+}
+
 ensure_cargo() {
   if ! command -v cargo >/dev/null 2>&1; then
     [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"

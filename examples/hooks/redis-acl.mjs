@@ -6,10 +6,11 @@
 //
 //   mesh-provide --hook examples/hooks/redis-acl.mjs --hook-mode serve ...
 //
-// Settings (environment; no secret in it):
-//   MESH_REDIS_URL                   redis://HOST:PORT (rediss:// for TLS), default redis://127.0.0.1:6379
-//   MESH_REDIS_ADMIN_USER            the ACL user administering the others, default `default`
-//   MESH_REDIS_ADMIN_PASSWORD_FILE   a file holding its password (trimmed); none: no password
+// Settings (environment, which mesh-provide passes on but for its own MESH_*
+// variables; no secret in it):
+//   REDIS_URL                  redis://HOST:PORT (rediss:// for TLS), default redis://127.0.0.1:6379
+//   REDIS_ADMIN_USER           the ACL user administering the others, default `default`
+//   REDIS_ADMIN_PASSWORD_FILE  a file holding its password (trimmed); none: no password
 //
 // What it made is the set `_mesh:provisioned` (a key no consumer can reach:
 // consumer names start with a letter or a digit): `held` lists only the users
@@ -20,7 +21,8 @@
 // Install its dependency once: `npm ci` in this folder (scripts/lib.sh does).
 
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readFileSync, realpathSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
 
 import { RedisClient } from '@redis/client';
 
@@ -272,37 +274,45 @@ function readSettings(env) {
   };
   let url;
   try {
-    url = new URL(env.MESH_REDIS_URL ?? 'redis://127.0.0.1:6379');
+    url = new URL(env.REDIS_URL ?? 'redis://127.0.0.1:6379');
   } catch {
-    fail(`MESH_REDIS_URL is not a URL (want redis://HOST:PORT)`);
+    fail(`REDIS_URL is not a URL (want redis://HOST:PORT)`);
   }
-  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') fail(`MESH_REDIS_URL: want redis:// or rediss://, not ${url.protocol}//`);
+  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') fail(`REDIS_URL: want redis:// or rediss://, not ${url.protocol}//`);
   if (url.password !== '' || url.username !== '') {
-    fail('MESH_REDIS_URL holds a user or password: give them as MESH_REDIS_ADMIN_USER and MESH_REDIS_ADMIN_PASSWORD_FILE');
+    fail('REDIS_URL holds a user or password: give them as REDIS_ADMIN_USER and REDIS_ADMIN_PASSWORD_FILE');
   }
   let adminPassword;
-  if (env.MESH_REDIS_ADMIN_PASSWORD_FILE) {
+  if (env.REDIS_ADMIN_PASSWORD_FILE) {
     try {
-      adminPassword = readFileSync(env.MESH_REDIS_ADMIN_PASSWORD_FILE, 'utf8').trim();
+      adminPassword = readFileSync(env.REDIS_ADMIN_PASSWORD_FILE, 'utf8').trim();
     } catch (error) {
-      fail(`cannot read MESH_REDIS_ADMIN_PASSWORD_FILE: ${error.code ?? error.message}`);
+      fail(`cannot read REDIS_ADMIN_PASSWORD_FILE: ${error.code ?? error.message}`);
     }
-    if (adminPassword === '') fail('MESH_REDIS_ADMIN_PASSWORD_FILE is empty');
+    if (adminPassword === '') fail('REDIS_ADMIN_PASSWORD_FILE is empty');
   }
   const host = url.hostname.replace(/^\[|\]$/g, '') || '127.0.0.1';
   const port = Number(url.port || 6379);
   return {
     where: `${host}:${port}`,
     socket: { host, port, tls: url.protocol === 'rediss:', connectTimeout: CONNECT_TIMEOUT },
-    adminUser: env.MESH_REDIS_ADMIN_USER || 'default',
+    adminUser: env.REDIS_ADMIN_USER || 'default',
     adminPassword,
   };
 }
 
-await runHook({
-  name: 'redis-acl.mjs',
-  secrets: settings.adminPassword === undefined ? [] : [settings.adminPassword],
-  verbs,
-  classify,
-  close: () => admin.close().catch(() => {}),
-});
+/** Closes the administrator's connection. */
+export const close = () => admin.close().catch(() => {});
+
+// The verbs, for a program measuring them without the boundary (the
+// benchmark's benches/hook_direct.mjs); run as a program, the hook answers.
+export { verbs };
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href) {
+  await runHook({
+    name: 'redis-acl.mjs',
+    secrets: settings.adminPassword === undefined ? [] : [settings.adminPassword],
+    verbs,
+    classify,
+    close,
+  });
+}

@@ -12,10 +12,11 @@ Each call is one process: `redis-acl.py VERB` with one JSON request on
 stdin, one JSON reply on stdout, exit 0 on success and 1 on failure. Logs go
 to stderr; the secret arrives on stdin only and is never logged.
 
-Settings (environment; no secret in it):
-  MESH_REDIS_URL                  redis://HOST:PORT, default redis://127.0.0.1:6379
-  MESH_REDIS_ADMIN_USER           the ACL user administering the others, default `default`
-  MESH_REDIS_ADMIN_PASSWORD_FILE  a file holding its password (trimmed); none: no password
+Settings (environment, which mesh-provide passes on but for its own MESH_*
+variables; no secret in it):
+  REDIS_URL                  redis://HOST:PORT, default redis://127.0.0.1:6379
+  REDIS_ADMIN_USER           the ACL user administering the others, default `default`
+  REDIS_ADMIN_PASSWORD_FILE  a file holding its password (trimmed); none: no password
 
 What it made is the set `_mesh:provisioned`: `held` lists only the users in
 it, and a user of that name that mesh did not make is refused, never touched.
@@ -120,29 +121,29 @@ class Redis:
 
 def settings():
     """The settings from the environment; exits 2 naming what is wrong."""
-    url = urllib.parse.urlsplit(os.environ.get("MESH_REDIS_URL") or "redis://127.0.0.1:6379")
+    url = urllib.parse.urlsplit(os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379")
     if url.scheme != "redis":
-        fail_usage(f"MESH_REDIS_URL: want redis://HOST:PORT, not {url.scheme}:// (this hook speaks no TLS)")
+        fail_usage(f"REDIS_URL: want redis://HOST:PORT, not {url.scheme}:// (this hook speaks no TLS)")
     if url.username or url.password:
-        fail_usage("MESH_REDIS_URL holds a user or password: give them as MESH_REDIS_ADMIN_USER and MESH_REDIS_ADMIN_PASSWORD_FILE")
+        fail_usage("REDIS_URL holds a user or password: give them as REDIS_ADMIN_USER and REDIS_ADMIN_PASSWORD_FILE")
     password = None
-    path = os.environ.get("MESH_REDIS_ADMIN_PASSWORD_FILE")
+    path = os.environ.get("REDIS_ADMIN_PASSWORD_FILE")
     if path:
         try:
             with open(path, encoding="utf-8") as file:
                 password = file.read().strip()
         except OSError as error:
-            fail_usage(f"cannot read MESH_REDIS_ADMIN_PASSWORD_FILE: {error.strerror}")
+            fail_usage(f"cannot read REDIS_ADMIN_PASSWORD_FILE: {error.strerror}")
         if password == "":
-            fail_usage("MESH_REDIS_ADMIN_PASSWORD_FILE is empty")
+            fail_usage("REDIS_ADMIN_PASSWORD_FILE is empty")
     try:
         port = url.port or 6379
     except ValueError:
-        fail_usage("MESH_REDIS_URL: the port is not a number")
+        fail_usage("REDIS_URL: the port is not a number")
     return {
         "host": url.hostname or "127.0.0.1",
         "port": port,
-        "user": os.environ.get("MESH_REDIS_ADMIN_USER") or "default",
+        "user": os.environ.get("REDIS_ADMIN_USER") or "default",
         "password": password,
     }
 
