@@ -271,6 +271,7 @@ check_env_examples() {
       mesh-postgres*) help=$("$bin_dir/mesh-postgres" --help) ;;
       mesh-identity*) help=$("$bin_dir/mesh-identity" --help) ;;
       mesh-grants*) help=$("$bin_dir/mesh-grants" --help) ;;
+      mesh-provide*) help=$("$bin_dir/mesh-provide" --help) ;;
       *) echo "$file: no binary known for it" >&2; return 1 ;;
     esac
     for var in $(grep -o '^#\{0,1\}MESH_[A-Z_]*=' "$file" | tr -d '#='); do
@@ -289,15 +290,25 @@ MESH_PACKAGE_FILES="
 /usr/bin/mesh-postgres
 /usr/bin/mesh-identity
 /usr/bin/mesh-grants
+/usr/bin/mesh-provide
 /lib/systemd/system/mesh-controller.service
 /lib/systemd/system/mesh-postgres@.service
 /lib/systemd/system/mesh-identity@.service
 /lib/systemd/system/mesh-grants.service
+/lib/systemd/system/mesh-provide@.service
 /etc/mesh/mesh-controller.env
 /etc/mesh/mesh-grants.env
 /etc/mesh/mesh-postgres@.env.example
 /etc/mesh/mesh-identity@.env.example
+/etc/mesh/mesh-provide@.env.example
+/usr/lib/mesh/hooks/redis-acl.sh
+/usr/lib/mesh/hooks/redis-acl.mjs
+/usr/lib/mesh/hooks/mesh-hook.mjs
+/usr/lib/mesh/hooks/redis-acl.py
+/usr/lib/mesh/hooks/package.json
+/usr/lib/mesh/hooks/package-lock.json
 /usr/share/doc/mesh/copyright
+/usr/share/doc/mesh/docs/hooks.md
 /usr/share/doc/mesh/docs/operating.md
 /usr/share/doc/mesh/examples/prometheus/mesh.rules.yml
 /usr/share/doc/mesh/examples/grafana/mesh.json
@@ -312,9 +323,15 @@ check_package() {
   for file in $MESH_PACKAGE_FILES; do
     grep -qx "$file" <<<"$listed" || { echo "$deb lacks $file" >&2; return 1; }
   done
+  # The node hook's dependency goes with it when the repository has it.
+  if [ -f examples/hooks/node_modules/.package-lock.json ] &&
+    ! grep -qx /usr/lib/mesh/hooks/node_modules/@redis/client/package.json <<<"$listed"; then
+    echo "$deb lacks the node hook's dependency (/usr/lib/mesh/hooks/node_modules/@redis/client)" >&2
+    return 1
+  fi
   dpkg-deb -f "$deb" Package Version Architecture Depends >/dev/null
-  [ "$(dpkg-deb -I "$deb" conffiles | grep -c '^/etc/mesh/')" -eq 4 ] ||
-    { echo "$deb: the four files in /etc/mesh are not all conffiles" >&2; return 1; }
+  [ "$(dpkg-deb -I "$deb" conffiles | grep -c '^/etc/mesh/')" -eq 5 ] ||
+    { echo "$deb: the five files in /etc/mesh are not all conffiles" >&2; return 1; }
   if [ "$(id -u)" -ne 0 ]; then
     echo "not root: the package was read (dpkg-deb -c, -I), not installed" >&2
     return 0
@@ -333,9 +350,12 @@ check_package() {
   [ "$(stat -c '%U:%G %a' /etc/mesh)" = "root:mesh 750" ] ||
     { echo "/etc/mesh is $(stat -c '%U:%G %a' /etc/mesh), not root:mesh 750" >&2; failed=yes; }
   /usr/bin/mesh-controller --version >/dev/null || failed=yes
+  for file in /usr/lib/mesh/hooks/redis-acl.sh /usr/lib/mesh/hooks/redis-acl.mjs /usr/lib/mesh/hooks/redis-acl.py; do
+    [ -x "$file" ] || { echo "installed, but $file is not executable" >&2; failed=yes; }
+  done
   # The installed units, by name (the templates as an instance).
   verify_units mesh-controller.service mesh-grants.service \
-    mesh-postgres@db-1.service mesh-identity@id-1.service || failed=yes
+    mesh-postgres@db-1.service mesh-identity@id-1.service mesh-provide@cache-1.service || failed=yes
   dpkg --purge mesh >/dev/null
   for file in $MESH_PACKAGE_FILES; do
     [ ! -e "$file" ] || { echo "purged, but $file is still there" >&2; failed=yes; }
