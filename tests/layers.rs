@@ -187,6 +187,24 @@ const CRATES: &[(&str, Tables)] = &[
         )],
     ),
     (
+        "provide",
+        &[
+            (
+                "",
+                &[
+                    &["wire", "scrub"],
+                    &["error", "process"],
+                    &["exec", "serve"],
+                    &["hook"],
+                    &["provisioner", "args"],
+                    &["conform"],
+                    &["cli"],
+                ],
+            ),
+            ("serve", &[&["rules"], &["session"]]),
+        ],
+    ),
+    (
         "demo",
         &[
             ("", &[&["interrupt", "expect"], &["narrate"], &["story"]]),

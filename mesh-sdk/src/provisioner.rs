@@ -46,7 +46,8 @@ impl Held {
 ///
 /// Required: `ensure`, `check`, `held`, `retire`, `re_enable`, `delete`.
 /// Defaulted: `classify` (none: the loop reads the error's words),
-/// `secrets` (none) and `repairs` (no known fault; see [`Repair`](crate::Repair)).
+/// `secrets` (none), `take_mended` (nothing said mended) and `repairs` (no
+/// known fault; see [`Repair`](crate::Repair)).
 ///
 /// # Guarantees
 /// - Calls for one consumer never overlap; calls for different consumers do.
@@ -194,6 +195,21 @@ pub trait Provisioner: Send + Sync + 'static {
     /// every error text, like the consumer's own secret.
     fn secrets(&self) -> Vec<Secret> {
         Vec::new()
+    }
+
+    /// What the last [`ensure`](Self::ensure) or [`check`](Self::check) of
+    /// `consumer` found changed by hand at the backend and brought back
+    /// (another password, a disabled login), in a few words; `None` when
+    /// nothing was mended (the default: a provider that does not say).
+    ///
+    /// The loop asks right after each attempt of `consumer` (calls for one
+    /// consumer never overlap, so it is that attempt's), logs `mended`
+    /// with the words and counts it in `mesh_provisions_mended_total`: a
+    /// hand edit the loop undoes leaves a trace. Implement it by noting the
+    /// words where `ensure` or `check` mends, and taking them out here.
+    fn take_mended(&self, consumer: &Name) -> Option<String> {
+        let _ = consumer;
+        None
     }
 
     /// Known faults this provider can repair safely, asked once when the
