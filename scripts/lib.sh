@@ -17,7 +17,7 @@ nats_bin() {
   command -v nats-server 2>/dev/null || { [ -x /usr/sbin/nats-server ] && echo /usr/sbin/nats-server; }
 }
 
-# Installs nats-server and PostgreSQL when missing (root), or says what to install.
+# Installs nats-server, PostgreSQL, Redis and jq when missing (root), or says what to install.
 ensure_services() {
   local missing=()
   [ -n "$(nats_bin)" ] || missing+=(nats-server)
@@ -25,6 +25,8 @@ ensure_services() {
   command -v runuser >/dev/null 2>&1 || missing+=(util-linux)
   # mesh-grants' tests make network namespaces and veth pairs with `ip`.
   command -v ip >/dev/null 2>&1 || [ -x /usr/sbin/ip ] || missing+=(iproute2)
+  # mesh-provide's example hook (examples/hooks/redis-acl.sh) and its tests: Redis, jq.
+  command -v redis-server >/dev/null 2>&1 || missing+=(redis-server); command -v jq >/dev/null 2>&1 || missing+=(jq)
   [ ${#missing[@]} -eq 0 ] && return 0
   if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "installing ${missing[*]} (Debian packages)" >&2

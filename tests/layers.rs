@@ -82,7 +82,7 @@ const CRATES: &[(&str, Tables)] = &[
                     ],
                     &["secret", "repair"],
                     &["provisioner"],
-                    &["retire"],
+                    &["retire", "conform"],
                     &["settings"],
                     &["args"],
                     &["runner"],
@@ -106,7 +106,7 @@ const CRATES: &[(&str, Tables)] = &[
             (
                 "",
                 &[
-                    &["certs", "cmdline", "proxy", "netns"],
+                    &["certs", "cmdline", "proxy", "netns", "redis"],
                     &["nats", "pg"],
                     &["cluster", "keycloak"],
                     &["mesh"],

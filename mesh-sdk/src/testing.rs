@@ -7,6 +7,10 @@
 //! - Small implementations: a provisioner with an in-memory backend
 //!   ([`FakeProvisioner`]), a known fault ([`FakeRepair`]), a sink that
 //!   records events ([`RecordingSink`]) and a log capture ([`LogCapture`]).
+//! - A provisioner over a real backend on the paused clock: [`hold_clock`].
+//! - The conformance suite ([`conform()`], [`Suite`], [`Report`]: the same
+//!   rules `mesh-provide conform` runs against a hook), to run in a
+//!   provider's tests against its real backend.
 //!
 //! The SDK's own tests use them; provider authors may too.
 
@@ -14,6 +18,7 @@ pub use mesh_runtime::testing::{recovered, RecordingSink};
 pub use mesh_runtime::{Outbox, WallClock};
 
 pub use crate::brake::BrakeRules;
+pub use crate::conform::{conform, Report, Suite, Verdict, RULES};
 pub use crate::contributions::Source;
 pub use crate::repair::RepairRules;
 pub use crate::retire::RetireRules;
@@ -35,6 +40,52 @@ use mesh_runtime::Secret;
 use crate::contributions::Consumer;
 use crate::provisioner::{Held, Provisioner};
 use crate::repair::{KnownFault, Probe, Repair};
+
+/// Holds tokio's paused clock while real I/O is in flight; see [`hold_clock`].
+#[derive(Debug)]
+pub struct ClockHold(tokio::task::JoinHandle<()>);
+
+impl Drop for ClockHold {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Keeps tokio's paused clock where the test puts it while real I/O
+/// (sockets to a real backend, child processes) is in flight, until the
+/// returned guard is dropped.
+///
+/// # When to use it
+/// In a test on the paused clock (`#[tokio::test(start_paused = true)]`)
+/// whose provisioner does real I/O. A paused runtime with nothing to do
+/// but wait for I/O jumps its clock to the next timer: the loop's call
+/// timeout fires at once and the call fails (`ensure timed out after 30s`)
+/// while the answer is on its way, differently each run. With the clock
+/// held (a task that always yields keeps the runtime from idling), time
+/// moves only with `tokio::time::advance`. Pure logic and in-memory fakes
+/// do not need it; a test against a real NATS server runs on real time
+/// instead (async-nats does not work on a paused clock at all).
+///
+/// On the held clock no tokio timeout fires by itself, so a call that
+/// hangs hangs the test: bound it with a real-time watchdog (a thread
+/// that ends the process after a limit).
+///
+/// ```no_run
+/// # async fn example() {
+/// // #[tokio::test(start_paused = true)]
+/// let _hold = mesh_sdk::testing::hold_clock();
+/// // ... runner.pass().await against the real backend, then
+/// tokio::time::advance(std::time::Duration::from_secs(5)).await;
+/// # }
+/// ```
+pub fn hold_clock() -> ClockHold {
+    ClockHold(tokio::spawn(async {
+        loop {
+            std::thread::sleep(Duration::from_micros(100));
+            tokio::task::yield_now().await;
+        }
+    }))
+}
 
 /// An error of the fake backend, optionally carrying the provider's own class.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -80,6 +131,12 @@ pub struct FakeBackend {
     pub down: Option<FakeError>,
     /// When set, the check's refusal echoes the secret it was given (as careless backends do).
     pub echo_secret: bool,
+    /// When set, `ensure` only makes what is missing and never brings a
+    /// changed secret (a provider that breaks the rotation rule).
+    pub keep_secrets: bool,
+    /// What the last `ensure` of each consumer mended (another secret at
+    /// the backend), until the loop takes it.
+    pub mended: HashMap<Name, String>,
     /// Latency of every call.
     pub latency: Duration,
     /// Consumers whose `ensure` waits until the test notifies the gate
@@ -146,12 +203,19 @@ impl Provisioner for FakeProvisioner {
             if let Some(error) = b.fail_ensure.get(&consumer.name) {
                 return Err(error.clone());
             }
-            b.provisions
+            let keep = b.keep_secrets;
+            let provision = b
+                .provisions
                 .entry(consumer.name.clone())
                 .or_insert_with(|| FakeProvision {
                     secret: secret.expose().to_owned(),
                     retired: false,
                 });
+            if !keep && provision.secret != secret.expose() {
+                provision.secret = secret.expose().to_owned();
+                b.mended
+                    .insert(consumer.name.clone(), "secret set to the minted one".into());
+            }
             Ok(())
         })
     }
@@ -221,6 +285,10 @@ impl Provisioner for FakeProvisioner {
 
     fn classify(&self, error: &FakeError) -> Option<Class> {
         error.class
+    }
+
+    fn take_mended(&self, consumer: &Name) -> Option<String> {
+        self.with(|b| b.mended.remove(consumer))
     }
 
     fn secrets(&self) -> Vec<Secret> {

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use mesh_sdk::{ProviderArgs, ProviderMain};
 
 use crate::args::HookArgs;
+use crate::conform;
 use crate::error::HookError;
 use crate::hook::Hook;
 use crate::provisioner::HookProvisioner;
@@ -37,5 +38,9 @@ pub async fn provisioner(
 /// `main`: the conformance suite when the first argument is `conform`,
 /// else the provider.
 pub fn main() -> ExitCode {
+    let mut args = std::env::args_os().skip(1).peekable();
+    if args.peek().is_some_and(|first| first == "conform") {
+        return conform::main(args);
+    }
     MAIN.start_with(|own: HookArgs, shared: &ProviderArgs| provisioner(own, shared.clone()))
 }

@@ -29,6 +29,7 @@
 
 pub mod args;
 pub mod cli;
+pub mod conform;
 pub mod error;
 pub mod exec;
 pub mod hook;
