@@ -15,12 +15,12 @@ mod hooks_support;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use hooks_support::{redis_env, redis_env_at, ProcScan, Redis};
+use hooks_support::{acl_users, password_is, redis_env, redis_env_at, user_on, ProcScan};
 use mesh_test_support::mesh::{
     all_well, conform, example_hook, failing, node_hooks_missing, Mesh, Options, HOOK_MACHINE,
     HOOK_MODULE, WAIT,
 };
-use mesh_test_support::TcpProxy;
+use mesh_test_support::{RedisServer, TcpProxy, REDIS_ADMIN};
 use serde_json::Value;
 
 /// The consumers of the hook provider in these tests.
@@ -39,7 +39,7 @@ fn node_ready(test: &str) -> bool {
 
 /// Runs conform for the example `hook` in `mode`; asserts every rule passed.
 fn conforms(hook: &str, mode: &str) {
-    let redis = Redis::start();
+    let redis = RedisServer::start();
     let (code, out, err) = conform(
         &example_hook(hook),
         mode,
@@ -58,8 +58,8 @@ fn conforms(hook: &str, mode: &str) {
     let passed: usize = last.split(' ').next().unwrap().parse().unwrap();
     assert!(passed >= 10, "conform ran {passed} rules: {out}");
     assert_eq!(
-        redis.acl_users(),
-        ["default"],
+        acl_users(&redis),
+        ["default", REDIS_ADMIN],
         "conform leaves no user of its own behind"
     );
 }
@@ -115,7 +115,7 @@ fn the_node_provider_says_failing_recovered_and_retirement_in_status() {
     if !node_ready("the_node_provider_says_failing_recovered_and_retirement_in_status") {
         return;
     }
-    let redis = Redis::start();
+    let redis = RedisServer::start();
     // The hook reaches Redis through a proxy that can refuse it.
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -127,7 +127,7 @@ fn the_node_provider_says_failing_recovered_and_retirement_in_status() {
     let mesh = node_mesh(&redis_env_at(&redis, proxy.port()), "1s");
     for (consumer, _) in CONSUMERS {
         assert_eq!(
-            redis.user_on(consumer),
+            user_on(&redis, consumer),
             Some(true),
             "{consumer} made at Redis"
         );
@@ -158,18 +158,18 @@ fn the_node_provider_says_failing_recovered_and_retirement_in_status() {
     let status = mesh.status().expect("status");
     assert!(failing(&status).contains(&"docs".to_owned()), "{status:#}");
     assert_eq!(
-        redis.user_on("docs"),
+        user_on(&redis, "docs"),
         Some(true),
         "not retired while held cannot be read"
     );
     proxy.open();
     mesh.wait_status("all well again", all_well);
     assert_eq!(
-        redis.user_on("docs"),
+        user_on(&redis, "docs"),
         Some(false),
         "docs retired: off, not deleted"
     );
-    assert_eq!(redis.user_on("forge"), Some(true));
+    assert_eq!(user_on(&redis, "forge"), Some(true));
     let log = mesh.hook_log();
     assert!(log.contains("reason=retired"), "{log}");
 
@@ -177,7 +177,7 @@ fn the_node_provider_says_failing_recovered_and_retirement_in_status() {
     let provider = format!("{HOOK_MODULE}@{HOOK_MACHINE}");
     let (code, out, err) = mesh.controller(&["approve", &provider, "docs", "--delete"]);
     assert_eq!(code, 0, "{out}{err}");
-    assert_eq!(redis.user_on("docs"), None, "deleted on approval");
+    assert_eq!(user_on(&redis, "docs"), None, "deleted on approval");
     mesh.wait_status("all well", all_well);
 }
 
@@ -186,7 +186,7 @@ fn the_secrets_never_leave_the_hooks_stdin() {
     if !node_ready("the_secrets_never_leave_the_hooks_stdin") {
         return;
     }
-    let redis = Redis::start();
+    let redis = RedisServer::start();
     let scan = ProcScan::start("redis-acl.mjs");
     let mut secrets: Vec<String> = CONSUMERS
         .iter()
@@ -199,7 +199,7 @@ fn the_secrets_never_leave_the_hooks_stdin() {
     mesh.secret("wiki", Some("minted-wiki-secret-rotated"));
     scan.watch(["minted-wiki-secret-rotated".to_owned()]);
     let deadline = Instant::now() + WAIT;
-    while !redis.password_is("wiki", "minted-wiki-secret-rotated") {
+    while !password_is(&redis, "wiki", "minted-wiki-secret-rotated") {
         assert!(
             Instant::now() < deadline,
             "the rotation never reached Redis"

@@ -1,22 +1,24 @@
 #!/usr/bin/env node
 // A mesh-provide hook in node (serve mode; exec mode works too): a Redis ACL
-// user per consumer through node-redis (@redis/client), allowed the keys and
-// channels `<consumer>:*`, its password the minted secret, checked by
-// logging in as the consumer.
+// user per consumer through node-redis (@redis/client), allowed the keys
+// `<consumer>:*`, its password the minted secret, checked by logging in as
+// the consumer. It keeps the same users as redis-acl.sh and redis-acl.py:
+// one may replace another on the same server.
 //
 //   mesh-provide --hook examples/hooks/redis-acl.mjs --hook-mode serve ...
 //
 // Settings (environment, which mesh-provide passes on but for its own MESH_*
 // variables; no secret in it):
-//   REDIS_URL                  redis://HOST:PORT (rediss:// for TLS), default redis://127.0.0.1:6379
-//   REDIS_ADMIN_USER           the ACL user administering the others, default `default`
-//   REDIS_ADMIN_PASSWORD_FILE  a file holding its password (trimmed); none: no password
+//   REDIS_ACL_HOST                 the Redis server (default 127.0.0.1)
+//   REDIS_ACL_PORT                 its port (default 6379)
+//   REDIS_ACL_ADMIN_USER           the ACL user the hook acts as (default mesh-admin)
+//   REDIS_ACL_ADMIN_PASSWORD_FILE  a file holding that user's password (required)
 //
-// What it made is the set `_mesh:provisioned` (a key no consumer can reach:
-// consumer names start with a letter or a digit): `held` lists only the users
-// in it, and a user of that name that mesh did not make is refused, never
-// touched. Retire = `off` (and its connections closed), re-enable = `on`,
-// delete = its keys `<consumer>:*` and the user go.
+// What it made carries the key pattern `%R~_mesh-provide` (read-only, on a
+// key no consumer's pattern can match: names never start with `_`), its
+// mark: `held` lists only users with it, and a user of that name without it
+// is refused, never touched. Retire = `off` (and its connections closed),
+// re-enable = `on`, delete = its keys `<consumer>:*` and the user go.
 //
 // Install its dependency once: `npm ci` in this folder (scripts/lib.sh does).
 
@@ -28,8 +30,8 @@ import { RedisClient } from '@redis/client';
 
 import { HookError, log, runHook } from './mesh-hook.mjs';
 
-/** The set of the users this hook made. */
-const MADE = '_mesh:provisioned';
+/** The mark of the users this hook made, among their key patterns. */
+const MARK = '%R~_mesh-provide';
 
 /** How long a connection may take to open, in milliseconds. */
 const CONNECT_TIMEOUT = 5000;
@@ -90,19 +92,24 @@ async function connected() {
   }
   const why = lastAdminError === '' ? `no answer within ${CONNECT_TIMEOUT} ms` : lastAdminError;
   if (/^(WRONGPASS|NOAUTH)\b/.test(why)) {
-    throw new HookError('refused', `Redis at ${settings.where} refused the administrator ${settings.adminUser}: ${why}`);
+    throw new HookError('credentials-rejected', `the hook's administrator ${settings.adminUser} was refused: ${why}`);
   }
   throw new HookError('unreachable', `cannot reach Redis at ${settings.where}: ${why}`);
 }
 
 /** The ACL rules of a consumer's user, but for on/off and its password. */
 function rules(name) {
-  return ['resetkeys', `~${name}:*`, 'resetchannels', `&${name}:*`, 'nocommands', '+@all', '-@dangerous'];
+  return ['resetkeys', `~${name}:*`, MARK, 'resetchannels', 'nocommands', '+@all', '-@dangerous'];
 }
 
 /** How Redis lists those rules back in ACL GETUSER (compared by ensure). */
 function listed(name) {
-  return { keys: `~${name}:*`, channels: `&${name}:*`, commands: '+@all -@dangerous' };
+  return { keys: `~${name}:* ${MARK}`, channels: '', commands: '+@all -@dangerous' };
+}
+
+/** Whether ACL GETUSER's `keys` (or ACL LIST's words) carry the mark. */
+function marked(words) {
+  return String(words).split(' ').includes(MARK);
 }
 
 /** The SHA-256 of the secret this process last set or found for each user. */
@@ -113,25 +120,19 @@ function sha256(text) {
   return createHash('sha256').update(text, 'utf8').digest('hex');
 }
 
-/** ACL GETUSER as a map (null: no such user), and whether mesh made it. */
-async function lookUp(name) {
+/** The user `name` as ACL GETUSER says it (null: no such user), refused when mesh did not make it. */
+async function ours(name) {
   await connected();
-  const [user, made] = await Promise.all([
-    admin.sendCommand(['ACL', 'GETUSER', name]),
-    admin.sendCommand(['SISMEMBER', MADE, name]),
-  ]);
   // In RESP3 (what both clients here speak) ACL GETUSER answers a map,
   // which node-redis gives as an object.
-  return { user, made: made === 1 };
-}
-
-/** The user `name`, refused when it exists and mesh did not make it. */
-async function ours(name) {
-  const found = await lookUp(name);
-  if (found.user !== null && !found.made) {
-    throw new HookError('refused', `the Redis user ${name} exists and mesh did not make it: not touched`);
+  const user = await admin.sendCommand(['ACL', 'GETUSER', name]);
+  if (user !== null && !marked(user.keys)) {
+    throw new HookError(
+      'refused',
+      `user ${name} exists and was not made by this hook (no ${MARK}): not touching it; remove it (ACL DELUSER ${name}) to let the hook make it`,
+    );
   }
-  return found.user;
+  return user;
 }
 
 const verbs = {
@@ -145,11 +146,7 @@ const verbs = {
     const user = await ours(name);
     const hash = sha256(secret);
     if (user === null) {
-      await admin
-        .multi()
-        .addCommand(['SADD', MADE, name])
-        .addCommand(['ACL', 'SETUSER', name, 'reset', 'on', `>${secret}`, ...rules(name)])
-        .exec();
+      await admin.sendCommand(['ACL', 'SETUSER', name, 'reset', 'on', `>${secret}`, ...rules(name)]);
       set.set(name, hash);
       log(`made the user ${name}`);
       return undefined;
@@ -175,7 +172,7 @@ const verbs = {
       log(`gave the user ${name} its new secret`);
       return undefined;
     }
-    const words = `the Redis user ${name}: ${byHand.join(' and ')} had been changed at Redis, set again`;
+    const words = `brought ${byHand.join(' and ')} of user ${name}, changed at Redis, to what the mesh asks`;
     log(words);
     return { mended: words };
   },
@@ -200,20 +197,16 @@ const verbs = {
     }
   },
 
-  /** The users mesh made, each retired when it is `off`. */
+  /** The users mesh made (marked), each retired when it is `off`. */
   async held() {
     await connected();
-    const [made, lines] = await Promise.all([
-      admin.sendCommand(['SMEMBERS', MADE]),
-      admin.sendCommand(['ACL', 'LIST']),
-    ]);
-    const mine = new Set(made.map(String));
+    const lines = await admin.sendCommand(['ACL', 'LIST']);
     const held = [];
     for (const line of lines.map(String)) {
       // `user NAME on|off RULES...`
       const words = line.split(' ');
-      if (words[0] === 'user' && mine.has(words[1])) {
-        held.push({ consumer: words[1], retired: !words.includes('on') });
+      if (words[0] === 'user' && words.includes(MARK)) {
+        held.push({ consumer: words[1], retired: words[2] === 'off' });
       }
     }
     return held;
@@ -233,19 +226,16 @@ const verbs = {
     await admin.sendCommand(['ACL', 'SETUSER', name, 'on']);
   },
 
-  /** Its keys `<name>:*`, then the user and its mark. */
+  /** Its keys `<name>:*`, then the user. */
   async delete(name) {
-    if ((await ours(name)) === null) {
-      await admin.sendCommand(['SREM', MADE, name]);
-      return;
-    }
+    if ((await ours(name)) === null) return;
     let cursor = '0';
     do {
-      const [next, keys] = await admin.sendCommand(['SCAN', cursor, 'MATCH', `${name}:*`, 'COUNT', '500']);
+      const [next, keys] = await admin.sendCommand(['SCAN', cursor, 'MATCH', `${name}:*`, 'COUNT', '1000']);
       cursor = String(next);
       if (keys.length > 0) await admin.sendCommand(['UNLINK', ...keys.map(String)]);
     } while (cursor !== '0');
-    await admin.multi().addCommand(['ACL', 'DELUSER', name]).addCommand(['SREM', MADE, name]).exec();
+    await admin.sendCommand(['ACL', 'DELUSER', name]);
     set.delete(name);
     log(`deleted the user ${name} and its keys`);
   },
@@ -272,31 +262,22 @@ function readSettings(env) {
     log(words);
     process.exit(2);
   };
-  let url;
-  try {
-    url = new URL(env.REDIS_URL ?? 'redis://127.0.0.1:6379');
-  } catch {
-    fail(`REDIS_URL is not a URL (want redis://HOST:PORT)`);
-  }
-  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') fail(`REDIS_URL: want redis:// or rediss://, not ${url.protocol}//`);
-  if (url.password !== '' || url.username !== '') {
-    fail('REDIS_URL holds a user or password: give them as REDIS_ADMIN_USER and REDIS_ADMIN_PASSWORD_FILE');
-  }
+  const host = env.REDIS_ACL_HOST || '127.0.0.1';
+  const port = Number(env.REDIS_ACL_PORT || 6379);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) fail(`REDIS_ACL_PORT is not a port: ${env.REDIS_ACL_PORT}`);
+  const file = env.REDIS_ACL_ADMIN_PASSWORD_FILE;
+  if (!file) fail('REDIS_ACL_ADMIN_PASSWORD_FILE is not set');
   let adminPassword;
-  if (env.REDIS_ADMIN_PASSWORD_FILE) {
-    try {
-      adminPassword = readFileSync(env.REDIS_ADMIN_PASSWORD_FILE, 'utf8').trim();
-    } catch (error) {
-      fail(`cannot read REDIS_ADMIN_PASSWORD_FILE: ${error.code ?? error.message}`);
-    }
-    if (adminPassword === '') fail('REDIS_ADMIN_PASSWORD_FILE is empty');
+  try {
+    adminPassword = readFileSync(file, 'utf8').replace(/[\r\n]/g, '');
+  } catch (error) {
+    fail(`the admin password file ${file} cannot be read (${error.code ?? error.message})`);
   }
-  const host = url.hostname.replace(/^\[|\]$/g, '') || '127.0.0.1';
-  const port = Number(url.port || 6379);
+  if (adminPassword === '') fail(`the admin password file ${file} is empty`);
   return {
     where: `${host}:${port}`,
-    socket: { host, port, tls: url.protocol === 'rediss:', connectTimeout: CONNECT_TIMEOUT },
-    adminUser: env.REDIS_ADMIN_USER || 'default',
+    socket: { host, port, connectTimeout: CONNECT_TIMEOUT },
+    adminUser: env.REDIS_ACL_ADMIN_USER || 'mesh-admin',
     adminPassword,
   };
 }
@@ -310,7 +291,7 @@ export { verbs };
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href) {
   await runHook({
     name: 'redis-acl.mjs',
-    secrets: settings.adminPassword === undefined ? [] : [settings.adminPassword],
+    secrets: [settings.adminPassword],
     verbs,
     classify,
     close,

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """A mesh-provide hook in Python, standard library only (exec mode).
 
-Redis ACL users, as examples/hooks/redis-acl.mjs makes them: a user per
-consumer allowed the keys and channels `<consumer>:*`, its password the
-minted secret, checked by logging in as the consumer. It speaks Redis's wire
-protocol (RESP) over a plain socket.
+Redis ACL users, as examples/hooks/redis-acl.sh and redis-acl.mjs make them
+(one may replace another on the same server): a user per consumer allowed
+the keys `<consumer>:*`, its password the minted secret, checked by logging
+in as the consumer. It speaks Redis's wire protocol (RESP2) on a socket.
 
     mesh-provide --hook examples/hooks/redis-acl.py --hook-mode exec ...
 
@@ -14,14 +14,16 @@ to stderr; the secret arrives on stdin only and is never logged.
 
 Settings (environment, which mesh-provide passes on but for its own MESH_*
 variables; no secret in it):
-  REDIS_URL                  redis://HOST:PORT, default redis://127.0.0.1:6379
-  REDIS_ADMIN_USER           the ACL user administering the others, default `default`
-  REDIS_ADMIN_PASSWORD_FILE  a file holding its password (trimmed); none: no password
+  REDIS_ACL_HOST                 the Redis server (default 127.0.0.1)
+  REDIS_ACL_PORT                 its port (default 6379)
+  REDIS_ACL_ADMIN_USER           the ACL user the hook acts as (default mesh-admin)
+  REDIS_ACL_ADMIN_PASSWORD_FILE  a file holding that user's password (required)
 
-What it made is the set `_mesh:provisioned`: `held` lists only the users in
-it, and a user of that name that mesh did not make is refused, never touched.
-Retire = `off` (and its connections closed), re-enable = `on`, delete = its
-keys `<consumer>:*` and the user go.
+What it made carries the key pattern `%R~_mesh-provide` (read-only, on a key
+no consumer's pattern can match), its mark: `held` lists only users with it,
+and a user of that name without it is refused, never touched. Retire = `off`
+(and its connections closed), re-enable = `on`, delete = its keys
+`<consumer>:*` and the user go.
 """
 
 import hashlib
@@ -29,10 +31,9 @@ import json
 import os
 import socket
 import sys
-import urllib.parse
 
 VERSION = 1
-MADE = "_mesh:provisioned"
+MARK = "%R~_mesh-provide"
 TIMEOUT = 5.0
 NAME = "redis-acl.py"
 
@@ -121,29 +122,25 @@ class Redis:
 
 def settings():
     """The settings from the environment; exits 2 naming what is wrong."""
-    url = urllib.parse.urlsplit(os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379")
-    if url.scheme != "redis":
-        fail_usage(f"REDIS_URL: want redis://HOST:PORT, not {url.scheme}:// (this hook speaks no TLS)")
-    if url.username or url.password:
-        fail_usage("REDIS_URL holds a user or password: give them as REDIS_ADMIN_USER and REDIS_ADMIN_PASSWORD_FILE")
-    password = None
-    path = os.environ.get("REDIS_ADMIN_PASSWORD_FILE")
-    if path:
-        try:
-            with open(path, encoding="utf-8") as file:
-                password = file.read().strip()
-        except OSError as error:
-            fail_usage(f"cannot read REDIS_ADMIN_PASSWORD_FILE: {error.strerror}")
-        if password == "":
-            fail_usage("REDIS_ADMIN_PASSWORD_FILE is empty")
+    env = os.environ
     try:
-        port = url.port or 6379
+        port = int(env.get("REDIS_ACL_PORT") or 6379)
     except ValueError:
-        fail_usage("REDIS_URL: the port is not a number")
+        fail_usage(f"REDIS_ACL_PORT is not a port: {env.get('REDIS_ACL_PORT')}")
+    path = env.get("REDIS_ACL_ADMIN_PASSWORD_FILE")
+    if not path:
+        fail_usage("REDIS_ACL_ADMIN_PASSWORD_FILE is not set")
+    try:
+        with open(path, encoding="utf-8") as file:
+            password = file.read().replace("\r", "").replace("\n", "")
+    except OSError as error:
+        fail_usage(f"the admin password file {path} cannot be read ({error.strerror})")
+    if password == "":
+        fail_usage(f"the admin password file {path} is empty")
     return {
-        "host": url.hostname or "127.0.0.1",
+        "host": env.get("REDIS_ACL_HOST") or "127.0.0.1",
         "port": port,
-        "user": os.environ.get("REDIS_ADMIN_USER") or "default",
+        "user": env.get("REDIS_ACL_ADMIN_USER") or "mesh-admin",
         "password": password,
     }
 
@@ -156,60 +153,55 @@ def fail_usage(words):
 def administrator(config):
     """A connection logged in as the administrator."""
     redis = Redis(config["host"], config["port"])
-    if config["password"] is not None:
-        reply = redis.call("AUTH", config["user"], config["password"])
-        if isinstance(reply, ReplyError):
-            redis.close()
-            raise HookError("refused", f"Redis refused the administrator {config['user']}: {reply}")
+    reply = redis.call("AUTH", config["user"], config["password"])
+    if isinstance(reply, ReplyError):
+        redis.close()
+        raise HookError("credentials-rejected", f"the hook's administrator {config['user']} was refused: {reply}")
     return redis
 
 
 def rules(name):
     """The ACL rules of a consumer's user, but for on/off and its password."""
-    return ["resetkeys", f"~{name}:*", "resetchannels", f"&{name}:*", "nocommands", "+@all", "-@dangerous"]
+    return ["resetkeys", f"~{name}:*", MARK, "resetchannels", "nocommands", "+@all", "-@dangerous"]
 
 
 def look_up(redis, name):
     """ACL GETUSER as a dict (None: no such user), refused when mesh did not make it."""
-    redis.send([("ACL", "GETUSER", name), ("SISMEMBER", MADE, name)])
-    user, made = redis.read(), redis.read()
-    for reply in (user, made):
-        if isinstance(reply, ReplyError):
-            raise reply
+    user = redis.must("ACL", "GETUSER", name)
     if user is None:
         return None
-    if made != 1:
-        raise HookError("refused", f"the Redis user {name} exists and mesh did not make it: not touched")
-    return dict(zip(user[0::2], user[1::2]))
+    user = dict(zip(user[0::2], user[1::2]))
+    if MARK not in str(user.get("keys", "")).split(" "):
+        raise HookError(
+            "refused",
+            f"user {name} exists and was not made by this hook (no {MARK}): not touching it; "
+            f"remove it (ACL DELUSER {name}) to let the hook make it",
+        )
+    return user
 
 
 def ensure(redis, consumer, secret):
-    """Makes the user if missing; brings back a changed password or changed rules."""
+    """Makes the user if missing; brings back a changed password or changed rules (never on/off)."""
     name = consumer["name"]
     user = look_up(redis, name)
     if user is None:
-        redis.send([("MULTI",), ("SADD", MADE, name), ("ACL", "SETUSER", name, "reset", "on", ">" + secret, *rules(name)), ("EXEC",)])
-        replies = [redis.read() for _ in range(4)]
-        if isinstance(replies[-1], ReplyError) or replies[-1] is None:
-            raise HookError("refused", f"making the user {name}: {replies[-1]}")
-        for reply in replies[-1]:
-            if isinstance(reply, ReplyError):
-                raise reply
+        redis.must("ACL", "SETUSER", name, "reset", "on", ">" + secret, *rules(name))
         log(f"made the user {name}")
         return {}
     hashed = hashlib.sha256(secret.encode()).hexdigest()
-    same = (
-        user.get("passwords") == [hashed]
-        and user.get("keys") == f"~{name}:*"
-        and user.get("channels") == f"&{name}:*"
-        and user.get("commands") == "+@all -@dangerous"
-    )
-    if not same:
-        # One process a call remembers nothing: a rotation and a change by
-        # hand look alike here, and both are brought back.
-        redis.must("ACL", "SETUSER", name, "resetpass", ">" + secret, *rules(name))
-        log(f"brought the user {name} back to its secret and rules")
-    return {}
+    changed = []
+    if user.get("passwords") != [hashed]:
+        changed.append("its password")
+    if (user.get("keys"), user.get("channels"), user.get("commands")) != (f"~{name}:* {MARK}", "", "+@all -@dangerous"):
+        changed.append("its rules")
+    if not changed:
+        return {}
+    # One process a call remembers nothing: a rotated secret and a change by
+    # hand look alike here; both are brought back, and said so.
+    redis.must("ACL", "SETUSER", name, "resetpass", ">" + secret, *rules(name))
+    words = f"brought {' and '.join(changed)} of user {name} to what the mesh asks"
+    log(words)
+    return {"mended": words}
 
 
 def check(config, consumer, secret):
@@ -225,17 +217,11 @@ def check(config, consumer, secret):
 
 
 def held(redis):
-    redis.send([("SMEMBERS", MADE), ("ACL", "LIST")])
-    made, lines = redis.read(), redis.read()
-    for reply in (made, lines):
-        if isinstance(reply, ReplyError):
-            raise reply
-    mine = set(made)
     found = []
-    for line in lines:
+    for line in redis.must("ACL", "LIST"):
         words = line.split(" ")
-        if words[0] == "user" and words[1] in mine:
-            found.append({"consumer": words[1], "retired": "on" not in words[2:]})
+        if words[0] == "user" and MARK in words:
+            found.append({"consumer": words[1], "retired": words[2] == "off"})
     return {"held": found}
 
 
@@ -264,7 +250,6 @@ def delete(redis, name):
                 break
         redis.must("ACL", "DELUSER", name)
         log(f"deleted the user {name} and its keys")
-    redis.must("SREM", MADE, name)
     return {}
 
 
@@ -281,8 +266,7 @@ def answer(config, request):
     if request.get("v") != VERSION:
         return {"ok": False, "class": "refused", "error": f"{NAME} speaks protocol version {VERSION}"}, False
     if verb == "hello":
-        secrets = [config["password"]] if config["password"] else []
-        return {"name": NAME, "secrets": secrets, "repairs": []}, True
+        return {"name": NAME, "secrets": [config["password"]], "repairs": []}, True
     if verb not in ("ensure", "check", "held", "retire", "re-enable", "delete"):
         return {"unsupported": True}, True
     secret = request.get("secret")
