@@ -35,11 +35,19 @@ fn redis_acl_passes_conform_and_leaves_only_what_it_did_not_make() {
     let (code, out, err) = conform(&redis, "8");
     assert_eq!(code, 0, "{out}\n{err}\n{}", redis.log());
     assert!(out.ends_with("10 passed, 0 failed\n"), "{out}");
-    assert_eq!(out.lines().filter(|l| l.starts_with("ok   ")).count(), 10, "{out}");
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("ok   ")).count(),
+        10,
+        "{out}"
+    );
     let users = redis.cli("ACL USERS");
     let mut users: Vec<&str> = users.lines().skip(1).collect();
     users.sort_unstable();
-    assert_eq!(users, ["app-cache", "default", "mesh-admin"], "nothing of the suite's is left");
+    assert_eq!(
+        users,
+        ["app-cache", "default", "mesh-admin"],
+        "nothing of the suite's is left"
+    );
     assert!(
         redis.cli_as("app-cache", "theirs", "PING").contains("PONG"),
         "the person's user still works"
