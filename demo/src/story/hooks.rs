@@ -32,6 +32,20 @@ fn logs_in(redis: &RedisServer, user: &str, password: &str) -> bool {
         .any(|line| line == "PONG")
 }
 
+/// Runs `command` at Redis as its administrator, as a person would; checks
+/// that Redis answered `OK`.
+fn changed(demo: &Demo, mesh: &Mesh, redis: &RedisServer, command: &str) -> Result<(), Stop> {
+    let said = redis.cli(command);
+    demo.check(
+        mesh,
+        "Redis took the change",
+        match said.lines().nth(1) {
+            Some("OK") => Ok(()),
+            other => Err(format!("ACL SETUSER answered {other:?}")),
+        },
+    )
+}
+
 /// Tells the story.
 pub fn tell(demo: &mut Demo) -> Result<(), Stop> {
     let redis = RedisServer::start();
@@ -83,14 +97,11 @@ pub fn tell(demo: &mut Demo) -> Result<(), Stop> {
 
     demo.say("forge's password is changed behind the loop's back");
     demo.detail("$ redis-cli ACL SETUSER forge resetpass '>changed-by-hand'");
-    let said = redis.cli("ACL SETUSER forge resetpass >changed-by-hand");
-    demo.check(
+    changed(
+        demo,
         &mesh,
-        "Redis took the change",
-        match said.lines().nth(1) {
-            Some("OK") => Ok(()),
-            other => Err(format!("ACL SETUSER answered {other:?}")),
-        },
+        &redis,
+        "ACL SETUSER forge resetpass >changed-by-hand",
     )?;
     demo.until(
         "the next ensure brings forge's password back to its minted secret",
@@ -121,16 +132,11 @@ pub fn tell(demo: &mut Demo) -> Result<(), Stop> {
     demo.detail(&format!(
         "$ redis-cli ACL SETUSER {REDIS_ADMIN} resetpass '>...'   # the new password is not shown"
     ));
-    let said = redis.cli(&format!(
-        "ACL SETUSER {REDIS_ADMIN} resetpass >{new_password}"
-    ));
-    demo.check(
+    changed(
+        demo,
         &mesh,
-        "Redis took the change",
-        match said.lines().nth(1) {
-            Some("OK") => Ok(()),
-            other => Err(format!("ACL SETUSER answered {other:?}")),
-        },
+        &redis,
+        &format!("ACL SETUSER {REDIS_ADMIN} resetpass >{new_password}"),
     )?;
     let names: Vec<&str> = CONSUMERS.iter().map(|(c, _)| *c).collect();
     let status = demo.expect(
