@@ -22,6 +22,10 @@
 //! MESH_BENCH_CONSUMERS=50,200 MESH_BENCH_RUNS=3 cargo bench -p mesh-provide --bench hook_boundary
 //! ```
 //!
+//! `scripts/test` runs it as a smoke (`MESH_BENCH_CONSUMERS=5
+//! MESH_BENCH_RUNS=1 cargo test -p mesh-provide --bench hook_boundary`, a
+//! debug build): every call must succeed; its figures mean nothing.
+//!
 //! Needs redis-server, redis-cli, node and the hook's npm dependency
 //! (`bash -c '. scripts/lib.sh; ensure_hook_tools; ensure_node_hooks'`).
 
