@@ -114,7 +114,7 @@ const CRATES: &[(&str, Tables)] = &[
                 ],
             ),
             ("keycloak", &[&["dist", "admin"]]),
-            ("mesh", &[&["process"], &["run", "status"]]),
+            ("mesh", &[&["process"], &["hook", "run", "status"]]),
             ("pg", &[&["host"]]),
         ],
     ),

@@ -18,6 +18,16 @@ const ABOUT: &str = "Runs mesh's provisioner loop for a provider written in any 
 pub const MAIN: ProviderMain =
     ProviderMain::new("mesh-provide", ABOUT).version(env!("CARGO_PKG_VERSION"));
 
+/// The whole command line of `mesh-provide` (the SDK's shared flags, the
+/// hook's, and `conform`), as clap sees it: for its man page and shell
+/// completions.
+pub fn command() -> clap::Command {
+    let conform = <conform::ConformArgs as clap::CommandFactory>::command()
+        .name("conform")
+        .bin_name("mesh-provide conform");
+    MAIN.command::<HookArgs>().subcommand(conform)
+}
+
 /// Starts the hook and asks its hello: a hook that cannot be started, or
 /// whose hello fails, ends the start (exit 1) naming the hook.
 ///

@@ -22,7 +22,7 @@
 //!
 //! The requests and replies ([`wire`]), what each verb's `unsupported`
 //! means ([`provisioner`]), the limits and the exit codes are in
-//! docs/contracts.md, section "mesh-provide". The consumer's secret travels
+//! docs/hooks.md. The consumer's secret travels
 //! only on the hook's stdin: never in its arguments or environment (the
 //! hook inherits mesh-provide's environment without the `MESH_*`
 //! variables), and never in a word ([`scrub`]).

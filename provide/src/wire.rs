@@ -1,7 +1,7 @@
 //! The hook protocol's words, as plain types with no I/O: the requests
 //! mesh-provide writes ([`Ask`]), how a reply is read ([`parse`]) and judged
 //! for the verb it answers ([`judge`]), and what was wrong when it is not
-//! one ([`Bad`]). docs/contracts.md, section "mesh-provide", is the contract.
+//! one ([`Bad`]). docs/hooks.md is the contract.
 
 use std::fmt;
 

@@ -95,7 +95,7 @@ impl Mesh {
 
     /// The short timings every provider of these tests runs with, a pass
     /// every `pass_every`.
-    fn provider_timings(&self, pass_every: &str) -> Vec<String> {
+    pub(super) fn provider_timings(&self, pass_every: &str) -> Vec<String> {
         [
             "--pass-every",
             pass_every,

@@ -47,6 +47,7 @@ impl Mesh {
         [
             &self.provider,
             &self.identity,
+            &self.hook,
             &self.grants,
             &self.controller,
         ]
