@@ -83,10 +83,10 @@ fn the_python_hook_passes_conform() {
     conforms("redis-acl.py", "exec");
 }
 
-/// A mesh whose hook provider `redis@cache-1` runs the node hook in serve
-/// mode with the settings `env`, its consumers served and heard from: all
-/// well.
-fn node_mesh(env: &[(String, String)], retire_after: &str) -> Mesh {
+/// A mesh whose hook provider `redis@cache-1` runs the example `hook` in
+/// `mode` with the settings `env`, its consumers served and heard from:
+/// all well.
+fn hook_mesh(hook: &str, mode: &str, env: &[(String, String)], retire_after: &str) -> Mesh {
     let mut mesh = Mesh::with(Options {
         consumers: Vec::new(),
         hook: CONSUMERS.to_vec(),
@@ -94,7 +94,7 @@ fn node_mesh(env: &[(String, String)], retire_after: &str) -> Mesh {
         ..Options::default()
     });
     mesh.start_controller();
-    mesh.start_hook(&example_hook("redis-acl.mjs"), "serve", retire_after, env);
+    mesh.start_hook(&example_hook(hook), mode, retire_after, env);
     mesh.wait_status("all well, the hook provider heard from", all_well);
     mesh
 }
@@ -115,6 +115,19 @@ fn the_node_provider_says_failing_recovered_and_retirement_in_status() {
     if !node_ready("the_node_provider_says_failing_recovered_and_retirement_in_status") {
         return;
     }
+    failing_recovered_and_retirement("redis-acl.mjs", "serve");
+}
+
+#[test]
+fn the_shell_provider_says_failing_recovered_and_retirement_in_status() {
+    failing_recovered_and_retirement("redis-acl.sh", "exec");
+}
+
+/// The story of one hook provider in status: Redis cut off (every consumer
+/// failing, unreachable), a consumer withdrawn meanwhile (not retired while
+/// held cannot be read), Redis back (recovered, the withdrawn one retired),
+/// then deleted on approval.
+fn failing_recovered_and_retirement(hook: &str, mode: &str) {
     let redis = RedisServer::start();
     // The hook reaches Redis through a proxy that can refuse it.
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -124,7 +137,7 @@ fn the_node_provider_says_failing_recovered_and_retirement_in_status() {
         .unwrap();
     let target = SocketAddr::from(([127, 0, 0, 1], redis.port()));
     let proxy = rt.block_on(TcpProxy::start(target));
-    let mesh = node_mesh(&redis_env_at(&redis, proxy.port()), "1s");
+    let mesh = hook_mesh(hook, mode, &redis_env_at(&redis, proxy.port()), "1s");
     for (consumer, _) in CONSUMERS {
         assert_eq!(
             user_on(&redis, consumer),
@@ -194,7 +207,7 @@ fn the_secrets_never_leave_the_hooks_stdin() {
         .collect();
     secrets.push(redis.admin_password().to_owned());
     scan.watch(secrets);
-    let mesh = node_mesh(&redis_env(&redis), "1h");
+    let mesh = hook_mesh("redis-acl.mjs", "serve", &redis_env(&redis), "1h");
     // A few passes, and a rotation (ensure carries the new secret).
     mesh.secret("wiki", Some("minted-wiki-secret-rotated"));
     scan.watch(["minted-wiki-secret-rotated".to_owned()]);

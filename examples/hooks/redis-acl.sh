@@ -82,7 +82,9 @@ as() { # USER PASSWORD COMMANDS
   '"OK"') out=$(printf '%s\n' "$out" | tail -n +2) ;;
   error:*) printf '%s' "${first#error:}" | jq -r . >"$errors"; return 2 ;;
   *)
-    grep -q 'Could not connect' "$errors" && fail unreachable "$(head -n 1 "$errors")"
+    # Not reached, or the connection lost before a reply: unreachable.
+    grep -Eq 'Could not connect|Connection refused|Connection reset|Server closed the connection|timed out' "$errors" &&
+      fail unreachable "$(head -n 1 "$errors")"
     fail refused "redis-cli said nothing: $(head -n 1 "$errors")" ;;
   esac
 }
