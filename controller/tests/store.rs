@@ -74,6 +74,7 @@ fn alive(provider: &str, said: u32, started: u32, settled: Option<u32>, seq: u64
             started_at: at(started),
             alive_every_seconds: 60,
             failing_after_seconds: 300,
+            repeat_every_seconds: Some(900),
             settled_at: settled.map(at),
             consumers: 2,
             failing: 1,
