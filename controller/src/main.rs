@@ -7,9 +7,9 @@ use mesh_controller::cli::{outcome, run, Cli, Io, EXIT_CANNOT, NAME};
 use mesh_runtime::Program;
 
 fn main() -> ExitCode {
-    Program::new(NAME)
-        .cannot_run(EXIT_CANNOT)
-        .run(|cli: Cli, stop| async move {
+    Program::new(NAME).cannot_run(EXIT_CANNOT).run_parsed(
+        Cli::parse_args(std::env::args_os()),
+        |cli: Cli, stop| async move {
             let stdout = std::io::stdout();
             let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
             let mut err = std::io::stderr();
@@ -20,5 +20,6 @@ fn main() -> ExitCode {
             };
             let result = run(&cli, &mut io, &stop).await;
             outcome(result, &mut io)
-        })
+        },
+    )
 }
