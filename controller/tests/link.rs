@@ -706,6 +706,14 @@ async fn serve_shows_its_metrics_health_and_readiness() {
         assert!(tokio::time::Instant::now() < deadline, "{m:?}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    // It caught up with the stream (every word stored), seconds ago.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let m = metrics(get("/metrics").await.1);
+    let caught_up = m["mesh_caught_up_timestamp_seconds{}"];
+    assert!((now - caught_up).abs() < 30.0, "{caught_up} against {now}");
 
     std::process::Command::new("kill")
         .args(["-TERM", &child.id().to_string()])

@@ -335,6 +335,9 @@ pub async fn follow<S: Store>(
             break;
         }
         let caught_up = short && !link.held && link.pull_failures == 0 && !link.consumer_lost;
+        if caught_up {
+            link.state.caught_up(std::time::SystemTime::now());
+        }
         if stop
             .run_until_stopped(link.record(caught_up))
             .await
