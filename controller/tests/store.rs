@@ -1344,4 +1344,26 @@ async fn the_controller_record_retired_consumers_and_a_new_store_on_a_live_store
         1,
         "silent for 3 alives before the controller stopped: {report}"
     );
+
+    // 500 more failing for the same cause: still one human line, naming
+    // the first ten and counting the rest; the JSON has every one.
+    let many: Vec<Received> = (0..500)
+        .map(|i| refused(&format!("c{i:03}"), "app-3", "connection refused", 1000 + i))
+        .collect();
+    store.apply(&many).await.unwrap();
+    let (_, out, _) = env.run(&["status"], now).await;
+    let fails: Vec<&str> = out.lines().filter(|l| l.contains(" fails ")).collect();
+    let first_ten: Vec<String> = (0..10).map(|i| format!("c{i:03}@app-3")).collect();
+    assert_eq!(
+        fails[0],
+        format!(
+            "  postgres@db-1 fails 503 consumers unreachable: \"connection refused\" — {}, … (and \
+             493 more)",
+            first_ten.join(", ")
+        ),
+        "{out}"
+    );
+    assert_eq!(fails.len(), 2, "the group and docs' own line: {out}");
+    let report = env.json(&["status", "--json"], now).await;
+    assert_eq!(report["failing"].as_array().unwrap().len(), 504);
 }
