@@ -143,11 +143,21 @@ const CRATES: &[(&str, Tables)] = &[
                     &["options", "columns", "locks"],
                     &["statements"],
                     &["connection"],
-                    &["apply", "epoch", "migrate", "read"],
+                    &["apply", "epoch", "migrate", "read", "record"],
                 ],
             ),
             ("link", &[&["decode", "observe", "stream"]]),
-            ("report", &[&["sentence"]]),
+            (
+                "report",
+                &[&[
+                    "sentence",
+                    "grants",
+                    "controller",
+                    "catching_up",
+                    "retired",
+                    "group",
+                ]],
+            ),
             ("contributions", &[&["write"]]),
             ("render", &[&["human", "json"]]),
             (

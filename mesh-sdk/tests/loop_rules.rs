@@ -647,6 +647,7 @@ async fn alive_after_the_first_pass_then_every_alive_every_and_settled() {
     assert_eq!(body["started_at"], T0);
     assert_eq!(body["alive_every_seconds"], 60);
     assert_eq!(body["failing_after_seconds"], 300);
+    assert_eq!(body["repeat_every_seconds"], 900);
     assert_eq!(body["settled_at"], Value::Null);
     assert_eq!(body["consumers"], 2);
     assert_eq!(body["failing"], 1);

@@ -21,7 +21,8 @@ pub enum Story {
     /// The main story (the default): a consumer the PostgreSQL provider
     /// keeps failing shows up in `mesh-controller status` and goes when it
     /// recovers; then the provider is killed, and status says it is not
-    /// heard from until it is started again.
+    /// heard from until it is started again; last the controller is
+    /// killed, and status says the controller follows nothing.
     Secret,
     /// As root: a network namespace stands for a consumer's container; its
     /// path to the provider is dropped, status names the unreachable grant,

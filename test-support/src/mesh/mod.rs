@@ -12,8 +12,9 @@
 //!
 //! * [`Mesh`]: the declaration, the bus users and their credentials, the
 //!   servers, and the processes of one mesh; its methods start and stop the
-//!   binaries with short timings, and read and wait for `mesh-controller
-//!   status --json` ([`all_well`], [`failing`], [`unheard`]);
+//!   binaries with short timings (and kills them, or drops the store), and
+//!   read and wait for `mesh-controller status --json` ([`all_well`],
+//!   [`failing`], [`unheard`]);
 //! * [`Process`]: one child process, stopped on drop.
 
 use std::path::PathBuf;
@@ -71,6 +72,12 @@ pub struct Options {
     pub never_run: Vec<(&'static str, &'static str)>,
     /// The provider's `--alive-every`.
     pub alive_every: &'static str,
+    /// The provider's `--repeat-every` (how often it says a failing word
+    /// again).
+    pub repeat_every: &'static str,
+    /// `mesh-postgres`'s `--retire-after` (a withdrawn consumer is retired
+    /// after 3 passes and this long).
+    pub retire_after: &'static str,
     /// How the bus users prove who they are.
     pub bus_auth: BusAuth,
     /// `RUST_LOG` of the long-running binaries (`serve`, the providers,
@@ -115,6 +122,8 @@ impl Default for Options {
             consumers: CONSUMERS.to_vec(),
             never_run: Vec::new(),
             alive_every: "1m",
+            repeat_every: "1m",
+            retire_after: "1h",
             bus_auth: BusAuth::Password,
             log_level: "info",
             tls: false,
@@ -168,6 +177,8 @@ pub struct Mesh {
     /// The consumers the declaration lists for `postgres@db-1`.
     pub consumers: Vec<(&'static str, &'static str)>,
     alive_every: &'static str,
+    repeat_every: &'static str,
+    retire_after: &'static str,
     store_url: String,
     bus_auth: BusAuth,
     log_level: &'static str,
@@ -358,6 +369,8 @@ impl Mesh {
             identity_consumers: options.identity.clone(),
             consumers: options.consumers.clone(),
             alive_every: options.alive_every,
+            repeat_every: options.repeat_every,
+            retire_after: options.retire_after,
             store_url,
             bus_auth: options.bus_auth,
             log_level: options.log_level,
