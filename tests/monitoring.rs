@@ -409,6 +409,15 @@ fn every_metric_the_kit_and_the_readme_name_is_exported_by_the_binaries() {
     )
     .expect("the dashboard is JSON");
     let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    // Grafana keys a panel by its id: two panels with one id are one.
+    let ids: Vec<u64> = dashboard["panels"]
+        .as_array()
+        .expect("panels")
+        .iter()
+        .map(|panel| panel["id"].as_u64().expect("a panel id"))
+        .collect();
+    let unique: std::collections::BTreeSet<u64> = ids.iter().copied().collect();
+    assert_eq!(unique.len(), ids.len(), "panel ids repeated: {ids:?}");
     let mut panels = Vec::new();
     dashboard_exprs(&dashboard, &mut panels);
     let rules = rule_exprs(&rules);
