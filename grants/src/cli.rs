@@ -24,9 +24,9 @@ the provider each of its grants names, and says on the bus when it cannot.
 
 Run it on every machine that has consumers. Every --check-every it re-reads the grants file and, \
 for each grant with a port, opens a TCP connection to the grant's address and port from inside \
-the consumer's network namespace (nothing is sent). A grant is said unreachable only after \
+the consumer's network namespace (nothing is sent). A grant is reported unreachable only after \
 --unreachable-after failed checks in a row; a consumer that is not running, or a grant with no \
-port, is said unchecked, never unreachable.";
+port, is reported unchecked, never unreachable.";
 
 /// The command line of `mesh-grants`, as clap sees it: for its man page
 /// and shell completions.
@@ -46,11 +46,11 @@ pub struct Cli {
     #[arg(long, env = "MESH_CHECK_EVERY", default_value = "30s", value_parser = humantime::parse_duration)]
     pub check_every: Duration,
 
-    /// Failed checks in a row before a grant is said unreachable.
+    /// Failed checks in a row before a grant is reported unreachable.
     #[arg(long, env = "MESH_UNREACHABLE_AFTER", default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
     pub unreachable_after: u64,
 
-    /// How often unreachable or unchecked is said again while it lasts.
+    /// How often unreachable or unchecked is published again while it lasts.
     #[arg(long, env = "MESH_REPEAT_EVERY", default_value = "15m", value_parser = humantime::parse_duration)]
     pub repeat_every: Duration,
 

@@ -84,7 +84,7 @@ pub enum Command {
         /// Messages applied per transaction (and the consumer's max_ack_pending); 1 takes one at a time.
         #[arg(long, env = "MESH_BATCH", default_value_t = DEFAULT_BATCH, value_parser = parse_batch)]
         batch: usize,
-        /// How long the event stream keeps a word nobody took (it drops a word as soon as the controller stored it).
+        /// How long the event stream keeps an event nobody took (it drops an event as soon as the controller stored it).
         #[arg(long, env = "MESH_STREAM_MAX_AGE", default_value = "7d", value_parser = humantime::parse_duration)]
         stream_max_age: Duration,
         /// How many servers of a NATS cluster keep the event stream and the consumer (1-5);
@@ -153,7 +153,7 @@ pub struct Report {
     /// Print one JSON object.
     #[arg(long)]
     pub json: bool,
-    /// Mark a standing not said again for this long as silent.
+    /// Mark a standing not published again for this long as silent.
     #[arg(long, default_value = "30m", value_parser = humantime::parse_duration)]
     pub silent_after: Duration,
     /// Exit 1 when the report is not all well (0: all well; 2: no report).

@@ -92,7 +92,7 @@ pub struct Flags {
     pub admin_client_secret_file: Option<PathBuf>,
 
     /// The container Keycloak runs in: the repair runs kc.sh bootstrap-admin
-    /// there. Without it or --kc-sh a refused administrator is said but not
+    /// there. Without it or --kc-sh a refused administrator is reported but not
     /// repaired.
     #[arg(long, env = "MESH_KEYCLOAK_CONTAINER", conflicts_with = "kc_sh")]
     pub container: Option<String>,
