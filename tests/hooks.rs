@@ -165,7 +165,8 @@ fn failing_recovered_and_retirement(hook: &str, mode: &str) {
     // docs is withdrawn while Redis cannot be reached: nothing is retired
     // then (held fails), so docs stays failing. Redis back, forge and wiki
     // recover, and docs, held and no longer listed, is retired (recovered,
-    // reason retired): all well.
+    // reason retired): nothing fails, and status names docs retired, which
+    // the declaration still requires.
     mesh.list_hook(&["forge", "wiki"]);
     std::thread::sleep(Duration::from_secs(2));
     let status = mesh.status().expect("status");
@@ -176,7 +177,13 @@ fn failing_recovered_and_retirement(hook: &str, mode: &str) {
         "not retired while held cannot be read"
     );
     proxy.open();
-    mesh.wait_status("all well again", all_well);
+    let status = mesh.wait_status("docs named retired, nothing failing", |s| {
+        failing(s).is_empty() && retired(s) == [("docs".to_owned(), "retired".to_owned())]
+    });
+    assert_eq!(
+        status["sentence"],
+        "not all well: 0 consumers failing, 1 required consumer retired"
+    );
     assert_eq!(
         user_on(&redis, "docs"),
         Some(false),
@@ -191,7 +198,22 @@ fn failing_recovered_and_retirement(hook: &str, mode: &str) {
     let (code, out, err) = mesh.controller(&["approve", &provider, "docs", "--delete"]);
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(user_on(&redis, "docs"), None, "deleted on approval");
-    mesh.wait_status("all well", all_well);
+    mesh.wait_status("docs named deleted", |s| {
+        failing(s).is_empty() && retired(s) == [("docs".to_owned(), "deleted".to_owned())]
+    });
+}
+
+/// The required consumers status names retired or deleted, with the action.
+fn retired(status: &Value) -> Vec<(String, String)> {
+    status["retired"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| {
+            let text = |key: &str| r[key].as_str().unwrap_or("?").to_owned();
+            (text("consumer"), text("action"))
+        })
+        .collect()
 }
 
 #[test]

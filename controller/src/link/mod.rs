@@ -281,6 +281,9 @@ pub async fn follow<S: Store>(
     };
     loop {
         let pull_started = tokio::time::Instant::now();
+        // A pull while the bus is away comes back empty without an error
+        // (the client's own expiry): that is no catching up.
+        let connected_before = state.bus_connected();
         let (messages, stopping) = {
             let pull = link.pull(consumer);
             tokio::pin!(pull);
@@ -334,7 +337,12 @@ pub async fn follow<S: Store>(
         if stopping || stop.is_requested() {
             break;
         }
-        let caught_up = short && !link.held && link.pull_failures == 0 && !link.consumer_lost;
+        let caught_up = short
+            && !link.held
+            && link.pull_failures == 0
+            && !link.consumer_lost
+            && connected_before
+            && state.bus_connected();
         if caught_up {
             link.state.caught_up(std::time::SystemTime::now());
         }
