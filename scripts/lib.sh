@@ -49,6 +49,7 @@ ensure_hook_tools() {
   command -v node >/dev/null 2>&1 || missing+=(nodejs)
   command -v npm >/dev/null 2>&1 || missing+=(npm)
   command -v python3 >/dev/null 2>&1 || missing+=(python3)
+  command -v jq >/dev/null 2>&1 || missing+=(jq)
   if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
       echo "installing ${missing[*]} (Debian packages)" >&2
