@@ -17,6 +17,26 @@ nats_bin() {
   command -v nats-server 2>/dev/null || { [ -x /usr/sbin/nats-server ] && echo /usr/sbin/nats-server; }
 }
 
+# Installs the Debian packages given after `who` when root with apt (the
+# package lists updated only when an install fails: they are often fresh);
+# otherwise says what `who` needs and how to install it, and exits 1.
+apt_install() {
+  local who="$1"
+  shift
+  [ $# -eq 0 ] && return 0
+  if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing $* (Debian packages)" >&2
+    if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >&2; then
+      DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >&2
+    fi
+  else
+    echo "$who needs these Debian packages: $*" >&2
+    echo "install them with: sudo apt-get install --no-install-recommends $*" >&2
+    exit 1
+  fi
+}
+
 # Installs nats-server, PostgreSQL, Redis and jq when missing (root), or says what to install.
 ensure_services() {
   local missing=()
@@ -27,16 +47,7 @@ ensure_services() {
   command -v ip >/dev/null 2>&1 || [ -x /usr/sbin/ip ] || missing+=(iproute2)
   # mesh-provide's example hook (examples/hooks/redis-acl.sh) and its tests: Redis, jq.
   command -v redis-server >/dev/null 2>&1 || missing+=(redis-server); command -v jq >/dev/null 2>&1 || missing+=(jq)
-  [ ${#missing[@]} -eq 0 ] && return 0
-  if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "installing ${missing[*]} (Debian packages)" >&2
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >&2
-  else
-    echo "mesh needs these Debian packages: ${missing[*]}" >&2
-    echo "install them with: sudo apt-get install ${missing[*]}" >&2
-    exit 1
-  fi
+  apt_install mesh "${missing[@]}"
 }
 
 # What the example hooks (examples/hooks) and their tests run on: Redis
@@ -50,19 +61,7 @@ ensure_hook_tools() {
   command -v npm >/dev/null 2>&1 || missing+=(npm)
   command -v python3 >/dev/null 2>&1 || missing+=(python3)
   command -v jq >/dev/null 2>&1 || missing+=(jq)
-  if [ ${#missing[@]} -gt 0 ]; then
-    if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
-      echo "installing ${missing[*]} (Debian packages)" >&2
-      if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2; then
-        DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
-      fi
-    else
-      echo "the example hooks need these Debian packages: ${missing[*]}" >&2
-      echo "install them with: sudo apt-get install ${missing[*]}" >&2
-      exit 1
-    fi
-  fi
+  apt_install "the example hooks" "${missing[@]}"
   # The system's own Redis service is the system's to start: the tests run
   # private ones on free ports.
   local major
@@ -223,19 +222,7 @@ ensure_ops_tools() {
   command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
   command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)
   command -v dpkg-deb >/dev/null 2>&1 || missing+=(dpkg)
-  [ ${#missing[@]} -eq 0 ] && return 0
-  if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "installing ${missing[*]} (Debian packages)" >&2
-    # The package lists are often fresh (ensure_services updated them).
-    if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2; then
-      DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
-      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
-    fi
-  else
-    echo "scripts/test needs these Debian packages: ${missing[*]} (promtool is in prometheus)" >&2
-    echo "install them with: sudo apt-get install --no-install-recommends ${missing[*]}" >&2
-    exit 1
-  fi
+  apt_install "scripts/test (promtool is in prometheus)" "${missing[@]}"
 }
 
 # Runs systemd-analyze verify on unit files, failing on any word it says
