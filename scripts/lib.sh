@@ -31,7 +31,7 @@ apt_install() {
       DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >&2
     fi
   else
-    echo "$who needs these Debian packages: $*" >&2
+    echo "$who: these Debian packages are missing: $*" >&2
     echo "install them with: sudo apt-get install --no-install-recommends $*" >&2
     exit 1
   fi
@@ -222,7 +222,7 @@ ensure_ops_tools() {
   command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
   command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)
   command -v dpkg-deb >/dev/null 2>&1 || missing+=(dpkg)
-  apt_install "scripts/test (promtool is in prometheus)" "${missing[@]}"
+  apt_install "scripts/test (promtool is in the package prometheus)" "${missing[@]}"
 }
 
 # Runs systemd-analyze verify on unit files, failing on any word it says
