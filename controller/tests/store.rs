@@ -31,6 +31,7 @@ fn failing(provider: &str, consumer: &str, said: u32, attempts: u64, seq: u64) -
     Received {
         epoch: 1,
         seq,
+        stored_at: None,
         emitter: ModuleId::parse(provider).unwrap(),
         event: Event::Failing(Failing {
             v: 1,
@@ -50,6 +51,7 @@ fn recovered(provider: &str, consumer: &str, said: u32, seq: u64) -> Received {
     Received {
         epoch: 1,
         seq,
+        stored_at: None,
         emitter: ModuleId::parse(provider).unwrap(),
         event: Event::Recovered(Recovered {
             v: 1,
@@ -68,6 +70,7 @@ fn alive(provider: &str, said: u32, started: u32, settled: Option<u32>, seq: u64
     Received {
         epoch: 1,
         seq,
+        stored_at: None,
         emitter: ModuleId::parse(provider).unwrap(),
         event: Event::Alive(Alive {
             v: 1,
@@ -87,6 +90,7 @@ fn repair(provider: &str, fault: &str, outcome: RepairOutcome, said: u32, seq: u
     Received {
         epoch: 1,
         seq,
+        stored_at: None,
         emitter: ModuleId::parse(provider).unwrap(),
         event: Event::Repair(RepairReport {
             v: 1,
@@ -148,7 +152,7 @@ async fn open_repairs(store: &mut PgStore, provider: &str) -> Vec<RepairRow> {
 async fn store_rules_hold_on_postgres() {
     let pg = PgCluster::start();
     let (options, admin) = store_at(&pg, "rules").await;
-    assert_eq!(migrate(&options).await.unwrap(), 7);
+    assert_eq!(migrate(&options).await.unwrap(), 8);
     assert_eq!(migrate(&options).await.unwrap(), 0, "migrations run once");
     let mut store = PgStore::new(options);
 
@@ -315,6 +319,7 @@ async fn store_rules_hold_on_postgres() {
     let retired = |said, seq, detail: &str| Received {
         epoch: 1,
         seq,
+        stored_at: None,
         emitter: ModuleId::parse(r).unwrap(),
         event: Event::Retirement(Retirement {
             v: 1,
@@ -438,7 +443,7 @@ async fn status_and_node_show_on_a_live_store() {
     // is not all well (silence is not health).
     let (code, out, err) = env.run(&["migrate"], now).await;
     assert_eq!(code, EXIT_OK, "{err}");
-    assert!(out.contains("7 migrations applied"), "{out}");
+    assert!(out.contains("8 migrations applied"), "{out}");
     let (code, out, _) = env.run(&["status"], now).await;
     assert_eq!(code, EXIT_OK);
     assert_eq!(
@@ -889,4 +894,35 @@ async fn a_stored_value_that_does_not_decode_is_named_with_its_column() {
         refused.code(),
         Some(&tokio_postgres::error::SqlState::CHECK_VIOLATION)
     );
+}
+
+#[tokio::test]
+async fn an_alive_keeps_when_the_stream_stored_it() {
+    let pg = PgCluster::start();
+    let (options, _admin) = store_at(&pg, "stored_at").await;
+    migrate(&options).await.unwrap();
+    let mut store = PgStore::new(options);
+    // A provider whose clock is an hour behind: said 00:00:09 less an hour,
+    // stored by the stream at 00:00:09.
+    let mut word = alive("postgres@db-1", 9, 0, None, 1);
+    if let Event::Alive(body) = &mut word.event {
+        body.said_at = Timestamp::from_system(at(9).system_time() - Duration::from_secs(3600));
+    }
+    word.stored_at = Some(at(9));
+    store.apply(&[word]).await.unwrap();
+    let filter = StatusFilter {
+        providers: vec![ModuleId::parse("postgres@db-1").unwrap()],
+        machine: None,
+        silent_before: at(0),
+    };
+    let read = store.read_status(&filter).await.unwrap();
+    assert_eq!(read.alive.len(), 1);
+    assert_eq!(read.alive[0].stored_at, Some(at(9)));
+    let (heard, _) = mesh_controller::report::heard(&read.alive[0], at(10));
+    assert!(
+        heard,
+        "judged by when the stream stored it: {:?}",
+        read.alive[0]
+    );
+    read.finish().await.unwrap();
 }

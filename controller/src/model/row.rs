@@ -86,6 +86,22 @@ pub struct AliveRow {
     pub settled_at: Option<Timestamp>,
     /// When it was published.
     pub said_at: Timestamp,
+    /// When the event stream stored it (the bus's clock, not the
+    /// provider's); `None` for an event stored before it was kept.
+    pub stored_at: Option<Timestamp>,
+}
+
+impl AliveRow {
+    /// Whether a standing of this provider published at `said_at` is one it
+    /// no longer has: published before its newest start (or in the same
+    /// second: times are whole seconds), once it is settled. The store's
+    /// read (`store::read`) leaves such standings out by the same rule.
+    pub fn outlived(&self, said_at: Timestamp) -> bool {
+        #[cfg(mesh_mutant = "no_settled_rule")]
+        return false;
+        #[cfg(not(mesh_mutant = "no_settled_rule"))]
+        return self.settled_at.is_some() && said_at <= self.started_at;
+    }
 }
 
 /// A grant's newest event, as stored (`mesh-grants`): its state decides

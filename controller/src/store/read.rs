@@ -54,6 +54,9 @@ pub struct Counts {
 /// (`failing_provider`) are: with them the planner knows how many rows the
 /// providers select, and plans the count (one core or two) and the listing
 /// (the key's index or a sort) for the rows there are, not for a guess.
+///
+/// [`crate::model::AliveRow::outlived`] is the same rule in Rust.
+#[cfg(not(mesh_mutant = "no_settled_rule"))]
 const SELECTED: &str = "
 FROM failing f
 WHERE f.provider_module || '@' || f.provider_machine = ANY($1::text[])
@@ -62,6 +65,14 @@ WHERE f.provider_module || '@' || f.provider_machine = ANY($1::text[])
       SELECT 1 FROM alive a
       WHERE a.provider_module = f.provider_module AND a.provider_machine = f.provider_machine
         AND a.settled_at IS NOT NULL AND f.said_at <= a.started_at)";
+
+/// The planted mutation `no_settled_rule` (scripts/mutants): no standing is
+/// left out at a provider's start.
+#[cfg(mesh_mutant = "no_settled_rule")]
+const SELECTED: &str = "
+FROM failing f
+WHERE f.provider_module || '@' || f.provider_machine = ANY($1::text[])
+  AND ($2::text IS NULL OR f.provider_machine = $2 OR f.consumer_machine = $2)";
 
 /// One snapshot for the counts and the listing. Within it, random page
 /// reads are costed as what they are for a store that is in memory (the
@@ -96,7 +107,8 @@ ORDER BY provider_module, provider_machine, fault";
 
 /// The newest `alive` event of each selected provider.
 const ALIVE: &str = "
-SELECT provider_module, provider_machine, started_at, alive_every_seconds, settled_at, said_at
+SELECT provider_module, provider_machine, started_at, alive_every_seconds, settled_at, said_at,
+       stored_at
 FROM alive
 WHERE provider_module || '@' || provider_machine = ANY($1::text[])
 ORDER BY provider_module, provider_machine";
@@ -381,6 +393,7 @@ fn alive_row(row: &Row) -> Result<AliveRow, ReadError> {
         alive_every_seconds: row.try_get(3)?,
         settled_at: optional_time(row, 4)?,
         said_at: time(row, 5)?,
+        stored_at: optional_time(row, 6)?,
     })
 }
 
