@@ -926,3 +926,56 @@ async fn an_alive_keeps_when_the_stream_stored_it() {
     );
     read.finish().await.unwrap();
 }
+
+/// The settled rule reads "before the provider's newest start" on the
+/// stream's clock: a provider restarted with its clock stepped back (found
+/// by the simulator) still has the standings of its earlier run left out,
+/// and one stepped ahead keeps those of its new run.
+#[tokio::test]
+async fn the_settled_rule_holds_through_a_clock_stepped_between_two_runs() {
+    let pg = PgCluster::start();
+    let (options, _admin) = store_at(&pg, "stepped").await;
+    migrate(&options).await.unwrap();
+    let mut store = PgStore::new(options);
+    let stored = |mut word: Received, minute: u32| {
+        word.stored_at = Some(at(minute));
+        word
+    };
+    // Back: "forge" failing said and stored at minute 30 (a clock right);
+    // the provider then starts again with its clock 20 minutes behind:
+    // started at 20 by its clock (40 by the stream's), settled, its alive
+    // said at 25 and stored at 45. "wiki" failing was said by the new run.
+    store
+        .apply(&[
+            stored(failing("postgres@db-1", "forge", 30, 3, 1), 30),
+            stored(alive("postgres@db-1", 25, 20, Some(25), 2), 45),
+            stored(failing("postgres@db-1", "wiki", 26, 3, 3), 46),
+        ])
+        .await
+        .unwrap();
+    // Ahead: identity's new run's clock is 20 minutes ahead: started at 50
+    // by its clock (30 by the stream's); "forge" failing said at 56 by it,
+    // stored at 36: its own, kept.
+    store
+        .apply(&[
+            stored(alive("identity@id-1", 55, 50, Some(55), 4), 35),
+            stored(failing("identity@id-1", "forge", 56, 3, 5), 36),
+        ])
+        .await
+        .unwrap();
+    let filter = StatusFilter {
+        providers: vec![
+            ModuleId::parse("identity@id-1").unwrap(),
+            ModuleId::parse("postgres@db-1").unwrap(),
+        ],
+        machine: None,
+        silent_before: at(0),
+    };
+    let mut read = store.read_status(&filter).await.unwrap();
+    let mut listed = Vec::new();
+    while let Some(row) = read.next().await.unwrap() {
+        listed.push(format!("{} {}", row.provider, row.consumer));
+    }
+    read.finish().await.unwrap();
+    assert_eq!(listed, ["identity@id-1 forge", "postgres@db-1 wiki"]);
+}

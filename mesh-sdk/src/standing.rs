@@ -123,9 +123,9 @@ impl Standing {
         match outcome {
             Outcome::Success => {
                 let recovery = self.tracker.succeed();
-                // The planted mutation `no_restart_recovered`
+                // The planted mutation `mutant-no-restart-recovered`
                 // (scripts/mutants): a restart's first success is not said.
-                #[cfg(mesh_mutant = "no_restart_recovered")]
+                #[cfg(feature = "mutant-no-restart-recovered")]
                 let recovery = recovery.filter(|r| *r != Recovery::FirstSuccessAfterStart);
                 recovery.map(|recovery| {
                     Word::Recovered(match recovery {

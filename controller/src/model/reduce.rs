@@ -43,12 +43,14 @@ impl<T> Keyed<'_, T> {
             epoch: self.epoch,
             seq: self.seq,
             said_at: self.said_at,
+            stored_at: self.stored_at,
         }
     }
 }
 
-/// Where an event stands in the event stream, and the time its provider
-/// stamped on it (kept for the record: it orders nothing).
+/// Where an event stands in the event stream, the time its provider
+/// stamped on it and the time the stream stored it (kept for the record:
+/// they order nothing).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Place {
     /// The stream's epoch.
@@ -57,6 +59,8 @@ pub struct Place {
     pub seq: u64,
     /// The provider's `said_at`.
     pub said_at: Timestamp,
+    /// When the stream stored it, if known.
+    pub stored_at: Option<Timestamp>,
 }
 
 impl Place {
@@ -64,9 +68,9 @@ impl Place {
     /// in the stream, `(epoch, seq)`; the provider's clock plays no part.
     /// The store's statements compare the same columns.
     pub fn is_newer_than(&self, other: &Place) -> bool {
-        #[cfg(mesh_mutant = "said_at_order")]
+        #[cfg(feature = "mutant-said-at-order")]
         return self.said_at > other.said_at;
-        #[cfg(not(mesh_mutant = "said_at_order"))]
+        #[cfg(not(feature = "mutant-said-at-order"))]
         return (self.epoch, self.seq) > (other.epoch, other.seq);
     }
 }

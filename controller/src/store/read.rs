@@ -43,12 +43,14 @@ pub struct Counts {
 }
 
 /// The standings `$1` (providers) and `$2` (machine, or null) select. A
-/// standing published before its provider's newest start (or in the same
-/// second: times are whole seconds, and a provider publishes `failing` only
-/// `failing_after` after it started) is left out once that provider is
-/// settled: from then on it has published `failing` again for every
-/// consumer it still keeps failing, so an older event is one it no longer
-/// has.
+/// standing published before its provider's newest start is left out once
+/// that provider is settled: from then on it has published `failing` again
+/// for every consumer it still keeps failing, so an older event is one it
+/// no longer has. "Before" is read on the stream's clock where both stored
+/// times are kept (the start: the `alive`'s stored time less the run's age
+/// when it said it), else on the provider's (or in the same second: times
+/// are whole seconds, and a provider publishes `failing` only
+/// `failing_after` after it started).
 ///
 /// The provider key is written exactly as the statistics of migration V7
 /// (`failing_provider`) are: with them the planner knows how many rows the
@@ -56,7 +58,7 @@ pub struct Counts {
 /// (the key's index or a sort) for the rows there are, not for a guess.
 ///
 /// [`crate::model::AliveRow::outlived`] is the same rule in Rust.
-#[cfg(not(mesh_mutant = "no_settled_rule"))]
+#[cfg(not(feature = "mutant-no-settled-rule"))]
 const SELECTED: &str = "
 FROM failing f
 WHERE f.provider_module || '@' || f.provider_machine = ANY($1::text[])
@@ -64,11 +66,14 @@ WHERE f.provider_module || '@' || f.provider_machine = ANY($1::text[])
   AND NOT EXISTS (
       SELECT 1 FROM alive a
       WHERE a.provider_module = f.provider_module AND a.provider_machine = f.provider_machine
-        AND a.settled_at IS NOT NULL AND f.said_at <= a.started_at)";
+        AND a.settled_at IS NOT NULL
+        AND CASE WHEN f.stored_at IS NOT NULL AND a.stored_at IS NOT NULL
+                 THEN f.stored_at < a.stored_at - (a.said_at - a.started_at)
+                 ELSE f.said_at <= a.started_at END)";
 
-/// The planted mutation `no_settled_rule` (scripts/mutants): no standing is
+/// The planted mutation `mutant-no-settled-rule` (scripts/mutants): no standing is
 /// left out at a provider's start.
-#[cfg(mesh_mutant = "no_settled_rule")]
+#[cfg(feature = "mutant-no-settled-rule")]
 const SELECTED: &str = "
 FROM failing f
 WHERE f.provider_module || '@' || f.provider_machine = ANY($1::text[])

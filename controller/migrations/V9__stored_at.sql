@@ -7,3 +7,9 @@
 -- Numbered 9: 8 is taken by the controller's own record (the release that
 -- makes `status` know the controller).
 ALTER TABLE alive ADD COLUMN stored_at timestamptz;
+
+-- And when it stored each standing: a standing its provider published
+-- before its newest start is left out once that provider is settled, and
+-- "before" is read on the stream's clock too (a provider's clock may be
+-- stepped between two runs).
+ALTER TABLE failing ADD COLUMN stored_at timestamptz;
