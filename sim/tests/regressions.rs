@@ -1,0 +1,92 @@
+//! What the simulator found in the code, each kept as the shrunk plan that
+//! showed it (a plan, not a seed: the plans a seed draws may change).
+
+use mesh_sim::plan::{Action, Plan, Step};
+use mesh_sim::run_plan;
+
+fn plan(seed: u64, seconds: u64, steps: &[(u64, Action)]) -> Plan {
+    Plan {
+        seed,
+        providers: 3,
+        consumers: 5,
+        seconds,
+        steps: steps
+            .iter()
+            .map(|&(at, action)| Step { at, action })
+            .collect(),
+        clock_steps: true,
+    }
+}
+
+fn holds(plan: &Plan) {
+    let outcome = run_plan(plan);
+    assert!(
+        outcome.violation.is_none(),
+        "{:?}\n{:#?}",
+        outcome.violation,
+        plan.steps
+    );
+}
+
+/// Seed 19: a provider restarted with its clock 2796 s behind was called
+/// unheard while it ran (freshness was judged by its own `said_at`).
+#[test]
+fn seed_19_a_provider_whose_clock_is_behind_is_heard() {
+    holds(&plan(
+        19,
+        600,
+        &[(
+            464,
+            Action::Start {
+                p: 1,
+                offset: -2796,
+            },
+        )],
+    ));
+}
+
+/// The same rule the other way: a provider whose clock was an hour ahead
+/// stayed heard for an hour after it died.
+#[test]
+fn a_dead_provider_whose_clock_was_ahead_is_unheard() {
+    holds(&plan(
+        19,
+        900,
+        &[
+            (100, Action::Start { p: 0, offset: 3600 }),
+            (300, Action::Kill { p: 0 }),
+        ],
+    ));
+}
+
+/// Seed 22: a consumer failing (never made), its provider killed, the
+/// consumer withdrawn while it was down, the provider started again with
+/// its clock 2687 s behind: the standing of the earlier run stayed listed
+/// for good (the settled rule compared the old run's `said_at` with the new
+/// run's start, two clocks).
+#[test]
+fn seed_22_a_standing_from_before_a_restart_with_the_clock_stepped_back_is_dropped() {
+    holds(&plan(
+        22,
+        600,
+        &[
+            (
+                0,
+                Action::Break {
+                    p: 0,
+                    c: 1,
+                    how: mesh_sim::plan::Break::Ensure,
+                },
+            ),
+            (142, Action::Kill { p: 0 }),
+            (145, Action::Unlist { p: 0, c: 1 }),
+            (
+                242,
+                Action::Start {
+                    p: 0,
+                    offset: -2687,
+                },
+            ),
+        ],
+    ));
+}
