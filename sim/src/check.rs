@@ -12,8 +12,9 @@
 //! - I2 no false red: a consumer status names was in trouble (listed and
 //!   failing, or withdrawn but still held: its standing stands until it is
 //!   retired) within the last `2P + D`; or its provider is down, or started
-//!   less than `F + 3P + A + D` ago (the settled rule has not run yet), or
-//!   the path was back less than `2P + D` ago.
+//!   less than `2P + D` ago, or, for a consumer withdrawn while it was
+//!   down, less than `F + 3P + A + D` ago (the settled rule has not run yet); or the path
+//!   was back less than `2P + D` ago.
 //! - I3 silence is seen: a provider down since `t` is named unheard from
 //!   `t + 3A + slack` on; a running one is not, from `max(start + P, path
 //!   back) + D` on.
@@ -152,12 +153,12 @@ impl Checker {
         );
         let d = t.delivery();
         let now = Instant::now();
-        let named = |p: &str, c: &str| {
-            status
-                .listed
-                .iter()
-                .any(|l| l.row.provider.to_string() == p && l.row.consumer == c)
-        };
+        let listed: std::collections::BTreeSet<(String, &str)> = status
+            .listed
+            .iter()
+            .map(|l| (l.row.provider.to_string(), l.row.consumer.as_str()))
+            .collect();
+        let named = |p: &str, c: &str| listed.contains(&(p.to_owned(), c));
         for (pi, provider) in world.providers.iter().enumerate() {
             let pid = provider.id.to_string();
             let back = world.path_back.max(provider.path_back);
@@ -253,8 +254,13 @@ impl Checker {
                 if is_named {
                     let window = 2 * pass + d;
                     let trouble = truth.trouble_at.is_some_and(|at| at + window >= now);
-                    let restarting =
-                        !provider.running || now < provider.since + fa + 3 * pass + alive + d;
+                    // A restarted provider clears a standing of its earlier
+                    // run at its first success (listed), or by the settled
+                    // rule once settled (withdrawn while it was down).
+                    let restarting = !provider.running
+                        || now < provider.since + window
+                        || (truth.listed_since.is_none()
+                            && now < provider.since + fa + 3 * pass + alive + d);
                     let path = away || now < back + window;
                     if !trouble && !restarting && !path {
                         return Err(fail(
