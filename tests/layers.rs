@@ -146,7 +146,7 @@ const CRATES: &[(&str, Tables)] = &[
                     &["apply", "epoch", "migrate", "read"],
                 ],
             ),
-            ("link", &[&["decode", "observe", "stream"]]),
+            ("link", &[&["decode", "observe", "source", "stream"]]),
             ("report", &[&["sentence"]]),
             ("contributions", &[&["write"]]),
             ("render", &[&["human", "json"]]),
@@ -193,6 +193,13 @@ const CRATES: &[(&str, Tables)] = &[
         &[(
             "",
             &[&["file", "standing"], &["dial"], &["agent"], &["cli"]],
+        )],
+    ),
+    (
+        "sim",
+        &[(
+            "",
+            &[&["rng", "store"], &["plan", "bus"], &["world"], &["check"]],
         )],
     ),
     (

@@ -52,8 +52,16 @@ pub fn run_plan(plan: &Plan) -> Outcome {
         .expect("a tokio runtime");
     runtime.block_on(async {
         let mut checker = Checker::new(plan.providers, plan.consumers);
-        let world = World::new(plan.clone(), Timings::default());
-        let violation = world.run(&mut checker).await.err();
+        let mut world = World::new(plan.clone(), Timings::default());
+        let mut violation = None;
+        for second in 0..=plan.seconds {
+            world.step(second).await;
+            if let Err(v) = checker.check(&world, second) {
+                violation = Some(v);
+                break;
+            }
+        }
+        world.end().await;
         Outcome {
             violation,
             seconds: checker.seconds,
