@@ -1,12 +1,16 @@
 //! A complete provider on mesh-sdk (copy it, swap the backend): for each
 //! consumer, a folder under `--root` holding a credentials file (mode 0600)
-//! made from its minted secret.
+//! made from its minted secret. Its `ensure` makes what is missing and
+//! brings the minted secret to a file that holds another (a rotated secret,
+//! or one changed by hand: a mend, reported through `take_mended`).
 //!
 //! `cargo run --example quickstart -- --root /srv/folders --contributions contributions.json`
 use mesh_sdk::{async_trait, Class, Consumer, Held, Name, ProviderMain, Provisioner, Secret};
+use std::collections::HashMap;
 use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
-use std::{fs, path::PathBuf, process::ExitCode};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::sync::Mutex;
+use std::{fs, path::Path, path::PathBuf, process::ExitCode};
 
 /// The provider's own flags (the SDK adds the shared ones: --contributions, --nats, …).
 #[derive(clap::Args)]
@@ -19,21 +23,49 @@ pub struct Own {
 /// What goes wrong at this backend; [`Provisioner::classify`] gives its class.
 #[derive(Debug, thiserror::Error)]
 pub enum FolderError {
-    /// Someone changed the credentials file: the consumer would be refused.
+    /// The credentials file is not the minted secret: the consumer would be refused.
     #[error("the credentials of {0} are not its minted secret")]
     Differs(Name),
+    /// The consumer is retired (its folder holds a `disabled` file).
+    #[error("the folder of {0} is retired")]
+    Retired(Name),
     /// The folder or file cannot be used.
     #[error(transparent)]
     Io(#[from] io::Error),
 }
 
 /// The backend: one folder per consumer under a root folder.
-pub struct Folders(pub PathBuf);
+pub struct Folders {
+    root: PathBuf,
+    /// What `ensure` mended, by consumer, until the loop takes it.
+    mended: Mutex<HashMap<Name, String>>,
+}
 
 impl Folders {
-    fn file(&self, consumer: &Name, name: &str) -> PathBuf {
-        self.0.join(consumer.as_str()).join(name)
+    /// The folders under `root`.
+    pub fn new(root: PathBuf) -> Folders {
+        Folders {
+            root,
+            mended: Mutex::default(),
+        }
     }
+
+    fn file(&self, consumer: &Name, name: &str) -> PathBuf {
+        self.root.join(consumer.as_str()).join(name)
+    }
+}
+
+/// Writes `secret` to `file`, which its owner alone reads (mode 0600).
+fn write_private(file: &Path, secret: &Secret) -> io::Result<()> {
+    let mut out = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(file)?;
+    // An existing file keeps its mode when opened: set it.
+    out.set_permissions(fs::Permissions::from_mode(0o600))?;
+    out.write_all(secret.expose().as_bytes())
 }
 
 /// Runs plain file calls on tokio's blocking threads, as one step: a call
@@ -52,37 +84,51 @@ impl Provisioner for Folders {
 
     async fn ensure(&self, consumer: &Consumer, secret: &Secret) -> Result<(), FolderError> {
         let (dir, file) = (
-            self.0.join(consumer.name.as_str()),
+            self.root.join(consumer.name.as_str()),
             self.file(&consumer.name, "credentials"),
         );
         let secret = secret.clone();
-        Ok(blocking(move || {
+        // Made if missing, and the minted secret brought when the file holds
+        // another: a rotated secret reaches the backend only this way.
+        let brought = blocking(move || {
             fs::create_dir_all(&dir)?;
-            // Its owner alone reads it.
-            match fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&file)
-            {
-                Ok(mut file) => file.write_all(secret.expose().as_bytes()),
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()), // made before
-                Err(e) => Err(e),
-            }
+            let brought = match fs::read_to_string(&file) {
+                Ok(kept) if kept == secret.expose() => return Ok(false),
+                Ok(_) => true,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => false,
+                Err(e) => return Err(e),
+            };
+            write_private(&file, &secret)?;
+            Ok(brought)
         })
-        .await?)
+        .await?;
+        if brought {
+            // The loop tells a rotation from a hand edit; we say what we did.
+            let mut mended = self.mended.lock().unwrap_or_else(|e| e.into_inner());
+            mended.insert(
+                consumer.name.clone(),
+                "credentials set to the minted secret".into(),
+            );
+        }
+        Ok(())
     }
 
     async fn check(&self, consumer: &Consumer, secret: &Secret) -> Result<(), FolderError> {
-        let file = self.file(&consumer.name, "credentials");
-        let kept = blocking(move || fs::read_to_string(file)).await?;
-        let same = kept == secret.expose();
-        same.then_some(())
-            .ok_or(FolderError::Differs(consumer.name.clone()))
+        let (file, disabled) = (
+            self.file(&consumer.name, "credentials"),
+            self.file(&consumer.name, "disabled"),
+        );
+        let (kept, retired) =
+            blocking(move || Ok((fs::read_to_string(file)?, disabled.exists()))).await?;
+        match (retired, kept == secret.expose()) {
+            (true, _) => Err(FolderError::Retired(consumer.name.clone())),
+            (false, true) => Ok(()),
+            (false, false) => Err(FolderError::Differs(consumer.name.clone())),
+        }
     }
 
     async fn held(&self) -> Result<Vec<Held>, FolderError> {
-        let root = self.0.clone();
+        let root = self.root.clone();
         Ok(blocking(move || {
             let mut held = Vec::new();
             for dir in fs::read_dir(&root)? {
@@ -111,16 +157,26 @@ impl Provisioner for Folders {
     }
 
     async fn delete(&self, consumer: &Name) -> Result<(), FolderError> {
-        let dir = self.0.join(consumer.as_str());
-        Ok(blocking(move || fs::remove_dir_all(dir)).await?)
+        let dir = self.root.join(consumer.as_str());
+        Ok(blocking(move || match fs::remove_dir_all(dir) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()), // deleted, or deleted before
+        })
+        .await?)
     }
 
     /// Our own facts decide the class; the loop reads the words of the rest.
     fn classify(&self, error: &FolderError) -> Option<Class> {
         match error {
             FolderError::Differs(_) => Some(Class::CredentialsRejected),
+            FolderError::Retired(_) => Some(Class::Refused),
             FolderError::Io(_) => None,
         }
+    }
+
+    fn take_mended(&self, consumer: &Name) -> Option<String> {
+        let mut mended = self.mended.lock().unwrap_or_else(|e| e.into_inner());
+        mended.remove(consumer)
     }
 }
 
@@ -128,5 +184,6 @@ impl Provisioner for Folders {
 #[allow(dead_code)] // its test uses the provider, not `main`
 fn main() -> ExitCode {
     let about = "Keeps a credentials folder for each consumer the mesh lists, and says on the bus when it cannot";
-    ProviderMain::new("quickstart", about).run(|own: Own| Ok::<_, io::Error>(Folders(own.root)))
+    ProviderMain::new("quickstart", about)
+        .run(|own: Own| Ok::<_, io::Error>(Folders::new(own.root)))
 }

@@ -17,7 +17,7 @@ nats_bin() {
   command -v nats-server 2>/dev/null || { [ -x /usr/sbin/nats-server ] && echo /usr/sbin/nats-server; }
 }
 
-# Installs nats-server and PostgreSQL when missing (root), or says what to install.
+# Installs nats-server, PostgreSQL, Redis and jq when missing (root), or says what to install.
 ensure_services() {
   local missing=()
   [ -n "$(nats_bin)" ] || missing+=(nats-server)
@@ -25,6 +25,8 @@ ensure_services() {
   command -v runuser >/dev/null 2>&1 || missing+=(util-linux)
   # mesh-grants' tests make network namespaces and veth pairs with `ip`.
   command -v ip >/dev/null 2>&1 || [ -x /usr/sbin/ip ] || missing+=(iproute2)
+  # mesh-provide's example hook (examples/hooks/redis-acl.sh) and its tests: Redis, jq.
+  command -v redis-server >/dev/null 2>&1 || missing+=(redis-server); command -v jq >/dev/null 2>&1 || missing+=(jq)
   [ ${#missing[@]} -eq 0 ] && return 0
   if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "installing ${missing[*]} (Debian packages)" >&2
@@ -34,6 +36,55 @@ ensure_services() {
     echo "mesh needs these Debian packages: ${missing[*]}" >&2
     echo "install them with: sudo apt-get install ${missing[*]}" >&2
     exit 1
+  fi
+}
+
+# What the example hooks (examples/hooks) and their tests run on: Redis
+# (redis-server, redis-cli), Node.js 20 or newer with npm, and Python 3.
+# Installed when root with apt, else it says what to install.
+ensure_hook_tools() {
+  local missing=()
+  command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+  command -v redis-cli >/dev/null 2>&1 || missing+=(redis-tools)
+  command -v node >/dev/null 2>&1 || missing+=(nodejs)
+  command -v npm >/dev/null 2>&1 || missing+=(npm)
+  command -v python3 >/dev/null 2>&1 || missing+=(python3)
+  if [ ${#missing[@]} -gt 0 ]; then
+    if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+      echo "installing ${missing[*]} (Debian packages)" >&2
+      if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2; then
+        DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+      fi
+    else
+      echo "the example hooks need these Debian packages: ${missing[*]}" >&2
+      echo "install them with: sudo apt-get install ${missing[*]}" >&2
+      exit 1
+    fi
+  fi
+  # The system's own Redis service is the system's to start: the tests run
+  # private ones on free ports.
+  local major
+  major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+  if [ "$major" -lt 20 ]; then
+    echo "the node hook (examples/hooks/redis-acl.mjs) needs Node.js 20 or newer; this one is $(node --version 2>/dev/null)" >&2
+    return 1
+  fi
+}
+
+# Installs the node hooks' npm dependencies (examples/hooks/package-lock.json)
+# with `npm ci` when they are missing or older than the lock. When npm cannot
+# (no network, no registry), it says so and returns 1: the tests of the node
+# hook then fail, or say SKIPPED unless MESH_REQUIRE_NODE_HOOKS is set.
+ensure_node_hooks() {
+  local dir=examples/hooks
+  if [ -f "$dir/node_modules/.package-lock.json" ] && [ ! "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
+    return 0
+  fi
+  echo "node hooks: npm ci in $dir" >&2
+  if ! (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >&2); then
+    echo "node hooks: npm ci failed in $dir (no network, or no npm registry?)" >&2
+    return 1
   fi
 }
 
@@ -222,6 +273,7 @@ check_env_examples() {
       mesh-postgres*) help=$("$bin_dir/mesh-postgres" --help) ;;
       mesh-identity*) help=$("$bin_dir/mesh-identity" --help) ;;
       mesh-grants*) help=$("$bin_dir/mesh-grants" --help) ;;
+      mesh-provide*) help=$("$bin_dir/mesh-provide" --help) ;;
       *) echo "$file: no binary known for it" >&2; return 1 ;;
     esac
     for var in $(grep -o '^#\{0,1\}MESH_[A-Z_]*=' "$file" | tr -d '#='); do
@@ -240,21 +292,31 @@ MESH_PACKAGE_FILES="
 /usr/bin/mesh-postgres
 /usr/bin/mesh-identity
 /usr/bin/mesh-grants
+/usr/bin/mesh-provide
 /lib/systemd/system/mesh-controller.service
 /lib/systemd/system/mesh-postgres@.service
 /lib/systemd/system/mesh-identity@.service
 /lib/systemd/system/mesh-grants.service
+/lib/systemd/system/mesh-provide@.service
 /etc/mesh/mesh-controller.env
 /etc/mesh/mesh-grants.env
 /etc/mesh/mesh-postgres@.env.example
 /etc/mesh/mesh-identity@.env.example
+/etc/mesh/mesh-provide@.env.example
+/usr/lib/mesh/hooks/redis-acl.sh
+/usr/lib/mesh/hooks/redis-acl.mjs
+/usr/lib/mesh/hooks/mesh-hook.mjs
+/usr/lib/mesh/hooks/redis-acl.py
+/usr/lib/mesh/hooks/package.json
+/usr/lib/mesh/hooks/package-lock.json
 /usr/share/doc/mesh/copyright
+/usr/share/doc/mesh/docs/hooks.md
 /usr/share/doc/mesh/docs/operating.md
 /usr/share/doc/mesh/examples/prometheus/mesh.rules.yml
 /usr/share/doc/mesh/examples/grafana/mesh.json
 "
 # Each binary's man page and shell completions (scripts/package's BINARIES).
-for bin in mesh-controller mesh-postgres mesh-identity mesh-grants; do
+for bin in mesh-controller mesh-postgres mesh-identity mesh-grants mesh-provide; do
   MESH_PACKAGE_FILES+="/usr/share/man/man1/$bin.1.gz
 /usr/share/bash-completion/completions/$bin
 /usr/share/zsh/vendor-completions/_$bin
@@ -262,6 +324,7 @@ for bin in mesh-controller mesh-postgres mesh-identity mesh-grants; do
 "
 done
 MESH_PACKAGE_FILES+="/usr/share/man/man1/mesh-controller-status.1.gz
+/usr/share/man/man1/mesh-provide-conform.1.gz
 "
 
 # Reads every man page of the package `deb` with man (or mandoc -T lint when
@@ -298,9 +361,15 @@ check_package() {
   for file in $MESH_PACKAGE_FILES; do
     grep -qx "$file" <<<"$listed" || { echo "$deb lacks $file" >&2; return 1; }
   done
+  # The node hook's dependency goes with it when the repository has it.
+  if [ -f examples/hooks/node_modules/.package-lock.json ] &&
+    ! grep -qx /usr/lib/mesh/hooks/node_modules/@redis/client/package.json <<<"$listed"; then
+    echo "$deb lacks the node hook's dependency (/usr/lib/mesh/hooks/node_modules/@redis/client)" >&2
+    return 1
+  fi
   dpkg-deb -f "$deb" Package Version Architecture Depends >/dev/null
-  [ "$(dpkg-deb -I "$deb" conffiles | grep -c '^/etc/mesh/')" -eq 4 ] ||
-    { echo "$deb: the four files in /etc/mesh are not all conffiles" >&2; return 1; }
+  [ "$(dpkg-deb -I "$deb" conffiles | grep -c '^/etc/mesh/')" -eq 5 ] ||
+    { echo "$deb: the five files in /etc/mesh are not all conffiles" >&2; return 1; }
   check_man_pages "$deb" || return 1
   if [ "$(id -u)" -ne 0 ]; then
     echo "not root: the package was read (dpkg-deb -c, -I), not installed" >&2
@@ -325,9 +394,12 @@ check_package() {
     MANWIDTH=80 man mesh-controller-contributions 2>/dev/null | grep -q "minting missing secrets" ||
       { echo "man mesh-controller-contributions does not show the installed page" >&2; failed=yes; }
   fi
+  for file in /usr/lib/mesh/hooks/redis-acl.sh /usr/lib/mesh/hooks/redis-acl.mjs /usr/lib/mesh/hooks/redis-acl.py; do
+    [ -x "$file" ] || { echo "installed, but $file is not executable" >&2; failed=yes; }
+  done
   # The installed units, by name (the templates as an instance).
   verify_units mesh-controller.service mesh-grants.service \
-    mesh-postgres@db-1.service mesh-identity@id-1.service || failed=yes
+    mesh-postgres@db-1.service mesh-identity@id-1.service mesh-provide@cache-1.service || failed=yes
   dpkg --purge mesh >/dev/null
   for file in $MESH_PACKAGE_FILES; do
     [ ! -e "$file" ] || { echo "purged, but $file is still there" >&2; failed=yes; }

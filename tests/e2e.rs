@@ -183,7 +183,24 @@ fn retirement_and_an_approved_deletion_through_mesh_controller_approve() {
     assert!(!database_exists("docs"), "deleted on approval");
     assert_eq!(can_login("docs"), None);
     assert_eq!(can_login("forge"), Some(true), "the others are untouched");
-    mesh.wait_status("all well", all_well);
+    // The declaration still requires docs: status names it deleted (it
+    // said "all well" before, hiding a consumer the declaration needs).
+    let status = mesh.wait_status("docs named deleted", |s| {
+        s["retired"].as_array().is_some_and(|r| !r.is_empty())
+    });
+    assert_eq!(
+        sentence(&status),
+        "not all well: 0 consumers failing, 1 required consumer deleted"
+    );
+    assert_eq!(
+        (
+            &status["retired"][0]["consumer"],
+            &status["retired"][0]["action"]
+        ),
+        (&Value::from("docs"), &Value::from("deleted")),
+        "{status:#}"
+    );
+    assert_eq!(failing(&status), Vec::<String>::new());
 }
 
 #[test]

@@ -1,6 +1,8 @@
 //! The quickstart provider (`examples/quickstart.rs`) in the SDK's loop,
-//! pass by pass on tokio's paused clock, its words taken from the fake bus:
-//! it serves, keeps credentials private, gives its own class, and retires.
+//! pass by pass on tokio's paused clock, its events taken from the fake bus:
+//! it serves, keeps credentials private, mends a hand edit, brings a
+//! rotated secret, and retires; and it passes the conformance suite (which
+//! also checks its own class for another secret).
 
 #[path = "../examples/quickstart.rs"]
 mod quickstart;
@@ -33,7 +35,7 @@ async fn serves_classifies_its_own_refusal_and_retires() {
     list(&["forge", "wiki"]);
     let outbox = Arc::new(Outbox::new());
     let clock = WallClock::fixed(Timestamp::parse(T0).unwrap(), Instant::now());
-    let provider = Folders(root.clone());
+    let provider = Folders::new(root.clone());
     let settings = Settings::default();
     let mut runner =
         Runner::new(provider, &contributions, settings, Arc::clone(&outbox)).with_clock(clock);
@@ -57,18 +59,31 @@ async fn serves_classifies_its_own_refusal_and_retires() {
         .mode();
     assert_eq!(mode & 0o777, 0o600, "only its owner reads the credentials");
 
-    // Someone changes wiki's credentials: the provider's own class, said
-    // once it has failed for five minutes; no secret in the words.
+    // Someone changes wiki's credentials: the next pass's ensure sets the
+    // minted secret again, a mend (counted), no failure and no event.
     std::fs::write(&credentials, "pw-changed-by-hand").unwrap();
+    std::fs::set_permissions(&credentials, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let report = runner.pass().await;
+    assert_eq!(report.failed, 0);
+    assert_eq!(std::fs::read_to_string(&credentials).unwrap(), "pw-wiki");
+    let mode = std::fs::metadata(&credentials)
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600, "private again");
+    assert_eq!(testing::mended_total(&runner, &outbox), 1);
+    assert_eq!(kinds(&testing::drain(&outbox)), Vec::<String>::new());
+
+    // wiki's minted secret rotates: ensure brings it; no mend.
+    std::fs::write(dir.path().join("secrets").join("wiki"), "pw-wiki-2\n").unwrap();
     testing::passes(&mut runner, 61, PASS).await;
-    let said = testing::drain(&outbox);
-    assert_eq!(kinds(&said), vec!["failing:wiki:credentials-rejected"]);
-    assert_eq!(said[0].1["said_at"], "2026-10-05T00:05:05Z");
+    assert_eq!(std::fs::read_to_string(&credentials).unwrap(), "pw-wiki-2");
     assert_eq!(
-        said[0].1["error"],
-        "the credentials of wiki are not its minted secret"
+        testing::mended_total(&runner, &outbox),
+        1,
+        "a rotation is no mend"
     );
-    assert!(!format!("{said:?}").contains("pw-"), "{said:?}");
+    assert_eq!(kinds(&testing::drain(&outbox)), Vec::<String>::new());
 
     // forge withdrawn: retired (disabled, nothing deleted) after five
     // passes and ten minutes.
@@ -84,4 +99,21 @@ async fn serves_classifies_its_own_refusal_and_retires() {
     );
     assert!(root.join("forge").join("disabled").exists());
     assert!(root.join("forge").join("credentials").exists());
+}
+
+/// The conformance suite against the quickstart over a real folder (real
+/// time: its calls run on blocking threads).
+#[tokio::test]
+async fn passes_conform() {
+    let dir = tempfile::tempdir().unwrap();
+    let provider = Folders::new(dir.path().to_path_buf());
+    let report =
+        mesh_sdk::conform::conform(&provider, &mesh_sdk::conform::Suite::new("folder")).await;
+    println!("{report}");
+    report.assert_passed();
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "nothing left behind"
+    );
 }

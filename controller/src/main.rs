@@ -10,16 +10,19 @@ fn main() -> ExitCode {
     Program::new(NAME)
         .version(env!("CARGO_PKG_VERSION"))
         .cannot_run(EXIT_CANNOT)
-        .run(|cli: Cli, stop| async move {
-            let stdout = std::io::stdout();
-            let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
-            let mut err = std::io::stderr();
-            let mut io = Io {
-                out: &mut out,
-                err: &mut err,
-                now: mesh_protocol::Timestamp::now(),
-            };
-            let result = run(&cli, &mut io, &stop).await;
-            outcome(result, &mut io)
-        })
+        .run_parsed(
+            Cli::parse_args(std::env::args_os()),
+            |cli: Cli, stop| async move {
+                let stdout = std::io::stdout();
+                let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+                let mut err = std::io::stderr();
+                let mut io = Io {
+                    out: &mut out,
+                    err: &mut err,
+                    now: mesh_protocol::Timestamp::now(),
+                };
+                let result = run(&cli, &mut io, &stop).await;
+                outcome(result, &mut io)
+            },
+        )
 }

@@ -464,6 +464,93 @@ async fn a_recovery_sent_while_the_store_is_away_lands_when_it_returns() {
     controller.stop().await;
 }
 
+/// What the store records of the one `serve` instance, in one snapshot:
+/// (caught up since `since`, committed a round since `since`, wiki stored).
+async fn recorded(
+    admin: &tokio_postgres::Client,
+    since: std::time::SystemTime,
+) -> (bool, bool, bool) {
+    let row = admin
+        .query_one(
+            "SELECT coalesce(max(pulled_at) > $1, false), coalesce(max(applied_at) > $1, false),
+                    EXISTS (SELECT 1 FROM failing WHERE consumer = 'wiki'),
+                    count(*), min(pid)
+             FROM controller_instance",
+            &[&since],
+        )
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, i64>(3), 1, "one instance recorded");
+    let pid: Option<i64> = row.get(4);
+    assert_eq!(pid, Some(i64::from(std::process::id())));
+    (row.get(0), row.get(1), row.get(2))
+}
+
+/// The store's clock.
+async fn store_now(admin: &tokio_postgres::Client) -> std::time::SystemTime {
+    admin.query_one("SELECT now()", &[]).await.unwrap().get(0)
+}
+
+/// `serve` records when it last caught up with the stream (for `status`):
+/// while words are held for a store that is away it is not caught up, and
+/// after the store returns it says it is only once they are stored, so
+/// `status` never reads the gap as providers' silence.
+#[tokio::test]
+async fn serve_records_it_caught_up_only_once_the_words_held_for_the_store_are_stored() {
+    let world = World::start().await;
+    let controller = world.serve(quick());
+    world.wait_stream().await;
+    let f = |kind: &str| format!("{SUBJECT}.{kind}");
+    world
+        .publish(&f("failing"), failing("forge", "2026-10-05T00:09:00Z", 61))
+        .await;
+    world
+        .wait_rows("postgres", "db-1", &["forge (61)"], "failing stored")
+        .await;
+    let (look, store_now) = (recorded, store_now);
+    let admin = &world.admin;
+    // Idle and caught up: it says so every pull (at most every half wait).
+    let before = store_now(admin).await;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !look(admin, before).await.0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never recorded a catch-up"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    world.proxy.cut();
+    world
+        .publish(&f("failing"), failing("wiki", "2026-10-05T00:10:00Z", 2))
+        .await;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while world.consumer_info().await.num_redelivered == 0 {
+        assert!(tokio::time::Instant::now() < deadline, "never NAKed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let opened = store_now(admin).await;
+    world.proxy.open();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let (caught_up, applied, wiki) = look(admin, opened).await;
+        assert!(
+            !caught_up || wiki,
+            "recorded caught up after the store returned while wiki's word was still held"
+        );
+        if caught_up && applied && wiki {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never caught up again"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    controller.stop().await;
+}
+
 /// A stream of that name made by another program with settings `serve`
 /// cannot change in place (limits retention: every word kept) ends `serve`
 /// with an error naming them and what to do; the stream and its words are
@@ -619,6 +706,14 @@ async fn serve_shows_its_metrics_health_and_readiness() {
         assert!(tokio::time::Instant::now() < deadline, "{m:?}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    // It caught up with the stream (every word stored), seconds ago.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let m = metrics(get("/metrics").await.1);
+    let caught_up = m["mesh_caught_up_timestamp_seconds{}"];
+    assert!((now - caught_up).abs() < 30.0, "{caught_up} against {now}");
 
     std::process::Command::new("kill")
         .args(["-TERM", &child.id().to_string()])

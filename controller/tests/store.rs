@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use mesh_controller::cli::{exit, run, Cli, Io, EXIT_CANNOT, EXIT_OK};
 use mesh_controller::model::{Received, RepairRow};
-use mesh_controller::store::{migrate, DatabaseOptions, PgStore, StatusFilter, Store};
+use mesh_controller::store::{migrate, DatabaseOptions, Order, PgStore, StatusFilter, Store};
 use mesh_protocol::event::RecoveredReason;
 use mesh_protocol::event::{
     Alive, Failing, Recovered, RepairOutcome, RepairReport, Retirement, RetirementAction,
@@ -77,6 +77,7 @@ fn alive(provider: &str, said: u32, started: u32, settled: Option<u32>, seq: u64
             started_at: at(started),
             alive_every_seconds: 60,
             failing_after_seconds: 300,
+            repeat_every_seconds: Some(900),
             settled_at: settled.map(at),
             consumers: 2,
             failing: 1,
@@ -141,6 +142,8 @@ async fn open_repairs(store: &mut PgStore, provider: &str) -> Vec<RepairRow> {
         providers: vec![ModuleId::parse(provider).unwrap()],
         machine: None,
         silent_before: at(0),
+        required: vec![],
+        order: Order::Key,
     };
     let read = store.read_status(&filter).await.unwrap();
     let repairs = read.repairs.clone();
@@ -152,7 +155,7 @@ async fn open_repairs(store: &mut PgStore, provider: &str) -> Vec<RepairRow> {
 async fn store_rules_hold_on_postgres() {
     let pg = PgCluster::start();
     let (options, admin) = store_at(&pg, "rules").await;
-    assert_eq!(migrate(&options).await.unwrap(), 8);
+    assert_eq!(migrate(&options).await.unwrap(), 9);
     assert_eq!(migrate(&options).await.unwrap(), 0, "migrations run once");
     let mut store = PgStore::new(options);
 
@@ -418,7 +421,7 @@ fn consumers(report: &serde_json::Value) -> Vec<String> {
 #[tokio::test]
 async fn status_and_node_show_on_a_live_store() {
     let mut pg = PgCluster::start();
-    let _store = store_at(&pg, "status").await;
+    let (_, admin) = store_at(&pg, "status").await;
     let dir = tempfile::tempdir().unwrap();
     let declaration = dir.path().join("declaration.json");
     std::fs::write(&declaration, DECLARATION).unwrap();
@@ -443,7 +446,32 @@ async fn status_and_node_show_on_a_live_store() {
     // is not all well (silence is not health).
     let (code, out, err) = env.run(&["migrate"], now).await;
     assert_eq!(code, EXIT_OK, "{err}");
-    assert!(out.contains("8 migrations applied"), "{out}");
+    assert!(out.contains("9 migrations applied"), "{out}");
+    // No serve ever followed the stream into it: that is said first, and
+    // no provider is blamed for the silence.
+    let (code, out, _) = env.run(&["status"], now).await;
+    assert_eq!(code, EXIT_OK);
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        [
+            "not all well: the controller has never followed words (is mesh-controller serve \
+             running and on the bus?), 0 consumers failing",
+            "  no mesh-controller serve has recorded itself in this store",
+        ]
+    );
+    let (code, _, err) = env.run(&["status", "--check"], now).await;
+    assert_eq!(
+        (code, err.as_str()),
+        (1, "mesh-controller: not all well (--check)\n")
+    );
+    // From here on a serve follows (its catch-up stamped ahead of the
+    // store's clock, which counts as now), and the store is an old one:
+    // its record is as complete as the stream made it.
+    follow_forever(&admin).await;
+    admin
+        .batch_execute("UPDATE store_record SET begun_at = NULL")
+        .await
+        .unwrap();
     let (code, out, _) = env.run(&["status"], now).await;
     assert_eq!(code, EXIT_OK);
     assert_eq!(
@@ -544,8 +572,20 @@ async fn status_and_node_show_on_a_live_store() {
     let keys: Vec<&String> = report.as_object().unwrap().keys().collect();
     assert_eq!(
         keys,
-        ["all_well", "failing", "grants", "repairs", "sentence", "unheard"]
+        [
+            "all_well",
+            "catching_up",
+            "controller",
+            "failing",
+            "grants",
+            "repairs",
+            "retired",
+            "sentence",
+            "unheard"
+        ]
     );
+    assert_eq!(report["controller"]["following"], true);
+    assert_eq!(report["controller"]["host"], "ctl-1");
 
     // --silent-after changes the marking.
     let report = env
@@ -578,7 +618,6 @@ async fn status_and_node_show_on_a_live_store() {
         ("app-1", &["postgres@db-1>forge"], 0),
         ("app-2", &["postgres@db-1>wiki"], 0),
         ("id-1", &[], 1),
-        ("db-9", &[], 0),
     ];
     for (machine, listed, repairs) in cases {
         let report = env.json(&["node", "show", machine, "--json"], now).await;
@@ -601,8 +640,20 @@ async fn status_and_node_show_on_a_live_store() {
         out.starts_with("not all well: 1 consumer failing on app-1\n"),
         "{out}"
     );
-    let (_, out, _) = env.run(&["node", "show", "db-9"], now).await;
-    assert!(out.starts_with("all well: no provider says it keeps failing a consumer whose provider or consumer is on db-9"), "{out}");
+    // A machine the declaration does not name (postgres@db-9 published
+    // from there, but is not declared) is an error naming those it does.
+    let (code, out, err) = env.run(&["node", "show", "db-9"], now).await;
+    assert_eq!((code, out.as_str()), (EXIT_CANNOT, ""));
+    assert_eq!(
+        err,
+        "mesh-controller: the declaration names no machine db-9 (it names: app-1, app-2, db-1, \
+         id-1)\n"
+    );
+    let (_, out, _) = env.run(&["node", "show", "id-1", "--check"], now).await;
+    assert!(
+        out.starts_with("not all well: 0 consumers failing on id-1, 1 repair fault open"),
+        "{out}"
+    );
 
     // A recovery clears its standing.
     store
@@ -695,6 +746,22 @@ async fn status_and_node_show_on_a_live_store() {
         !stderr.contains(pg.superuser_password()),
         "no password in errors: {stderr}"
     );
+}
+
+/// Records a `serve` on `ctl-1` that caught up a day ahead of the store's
+/// clock, following since before the test's words: it counts as following
+/// for the whole test.
+async fn follow_forever(admin: &tokio_postgres::Client) {
+    admin
+        .batch_execute(
+            "INSERT INTO controller_instance (instance, host, pid, started_at, pull_wait_ms,
+                 pulled_at, applied_at, following_since, seen_at)
+             VALUES ('ctl-1 pid 1 started 2026-10-05T00:00:00Z', 'ctl-1', 1,
+                 '2026-10-05T00:00:00Z', 2000, now() + interval '1 day', now(),
+                 '2026-10-01T00:00:00Z', now())",
+        )
+        .await
+        .unwrap();
 }
 
 /// Every order of the same words gives the same store: applied one by one
@@ -914,6 +981,8 @@ async fn an_alive_keeps_when_the_stream_stored_it() {
         providers: vec![ModuleId::parse("postgres@db-1").unwrap()],
         machine: None,
         silent_before: at(0),
+        required: vec![],
+        order: Order::Key,
     };
     let read = store.read_status(&filter).await.unwrap();
     assert_eq!(read.alive.len(), 1);
@@ -970,6 +1039,8 @@ async fn the_settled_rule_holds_through_a_clock_stepped_between_two_runs() {
         ],
         machine: None,
         silent_before: at(0),
+        required: vec![],
+        order: Order::Key,
     };
     let mut read = store.read_status(&filter).await.unwrap();
     let mut listed = Vec::new();
@@ -978,4 +1049,415 @@ async fn the_settled_rule_holds_through_a_clock_stepped_between_two_runs() {
     }
     read.finish().await.unwrap();
     assert_eq!(listed, ["identity@id-1 forge", "postgres@db-1 wiki"]);
+}
+
+/// `secs` seconds before the wall clock now (the store's clock, here).
+fn ago(secs: u64) -> Timestamp {
+    Timestamp::from_system(std::time::SystemTime::now() - Duration::from_secs(secs))
+}
+
+fn word(provider: &str, seq: u64, event: Event) -> Received {
+    Received {
+        epoch: 1,
+        seq,
+        stored_at: None,
+        emitter: ModuleId::parse(provider).unwrap(),
+        event,
+    }
+}
+
+fn retirement(consumer: &str, action: RetirementAction, seq: u64) -> Received {
+    let event = Event::Retirement(Retirement {
+        v: 1,
+        consumer: name(consumer),
+        action,
+        detail: format!("{consumer} {}", action.as_str()),
+        said_at: ago(600),
+    });
+    word("postgres@db-1", seq, event)
+}
+
+/// Three consumers failing for one cause, and one for another, said now.
+fn refused(consumer: &str, machine: &str, error: &str, seq: u64) -> Received {
+    let event = Event::Failing(Failing {
+        v: 1,
+        consumer: name(consumer),
+        consumer_machine: Some(name(machine)),
+        provision: Some("postgres-database".into()),
+        class: Class::Unreachable,
+        error: error.into(),
+        since: ago(300),
+        attempts: 9,
+        said_at: ago(1),
+    });
+    word("postgres@db-1", seq, event)
+}
+
+#[tokio::test]
+async fn the_controller_record_retired_consumers_and_a_new_store_on_a_live_store() {
+    let pg = PgCluster::start();
+    let (options, admin) = store_at(&pg, "record").await;
+    let dir = tempfile::tempdir().unwrap();
+    let declaration = dir.path().join("declaration.json");
+    let required = [
+        ("forge", "app-1"),
+        ("wiki", "app-1"),
+        ("docs", "app-2"),
+        ("blog", "app-2"),
+        ("site", "app-2"),
+    ];
+    let mut modules = vec![
+        r#"{"module":"postgres","machine":"db-1","provides":["postgres-database"]}"#.to_owned(),
+    ];
+    modules.extend(required.iter().map(|(c, m)| {
+        format!(
+            r#"{{"module":"{c}","machine":"{m}","requires":[{{"provision":"postgres-database","from":"postgres@db-1"}}]}}"#
+        )
+    }));
+    std::fs::write(
+        &declaration,
+        format!(r#"{{"modules":[{}]}}"#, modules.join(",")),
+    )
+    .unwrap();
+    let env = Env {
+        args: vec![
+            "--database".into(),
+            format!(
+                "host=127.0.0.1 port={} user=postgres dbname=record",
+                pg.port()
+            ),
+            "--database-password-file".into(),
+            pg.superuser_password_file().display().to_string(),
+            "--declaration".into(),
+            declaration.display().to_string(),
+        ],
+    };
+    let now = Timestamp::now().to_string();
+    let now = now.as_str();
+
+    // A store no migration made yet: said plainly.
+    let (code, out, err) = env.run(&["status"], now).await;
+    assert_eq!((code, out.as_str()), (EXIT_CANNOT, ""), "{err}");
+    assert!(
+        err.contains("is not migrated to this release of mesh-controller")
+            && err.contains("mesh-controller migrate"),
+        "{err}"
+    );
+    migrate(&options).await.unwrap();
+    let begun: Option<std::time::SystemTime> = admin
+        .query_one("SELECT begun_at FROM store_record", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert!(begun.is_some(), "a new store's record begins now");
+
+    // When serve meets its first stream: a durable consumer that had
+    // acknowledged words keeps the record beginning now (a store that was
+    // there took them); a new consumer gets every word, so the record is
+    // whole; once a stream is met, what was said stays.
+    let mut store = PgStore::new(options.clone());
+    let begun = || async {
+        admin
+            .query_one("SELECT begun_at FROM store_record", &[])
+            .await
+            .unwrap()
+            .get::<_, Option<std::time::SystemTime>>(0)
+    };
+    store.record_begins(true).await.unwrap();
+    assert!(begun().await.is_some(), "acknowledged before: begins now");
+    store.record_begins(false).await.unwrap();
+    assert_eq!(begun().await, None, "a new consumer: the record is whole");
+    store
+        .stream_epoch("MESH_EVENTS", std::time::SystemTime::UNIX_EPOCH)
+        .await
+        .unwrap();
+    store.record_begins(true).await.unwrap();
+    assert_eq!(begun().await, None, "a stream met: the record is kept");
+    admin
+        .batch_execute("DELETE FROM stream_epoch; UPDATE store_record SET begun_at = now()")
+        .await
+        .unwrap();
+
+    // A serve that has not caught up yet, then one that has.
+    let mut store = PgStore::new(options);
+    let instance = mesh_controller::model::Instance {
+        host: "ctl-1".into(),
+        pid: 4242,
+        started_at: ts("2026-10-05T00:00:00Z"),
+        pull_wait: Duration::from_secs(2),
+    };
+    Store::record(&mut store, &instance, false, false, true)
+        .await
+        .unwrap();
+    let (_, out, _) = env.run(&["status"], now).await;
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        [
+            "not all well: the controller has never followed words (is mesh-controller serve \
+             running and on the bus?), 0 consumers failing",
+            "  mesh-controller serve on ctl-1 (pid 4242, started 2026-10-05T00:00:00Z) has not \
+             caught up with the event stream yet",
+        ]
+    );
+    Store::record(&mut store, &instance, true, true, false)
+        .await
+        .unwrap();
+    let report = env.json(&["status", "--json"], now).await;
+    assert_eq!(report["controller"]["following"], true, "{report}");
+    assert_eq!(report["controller"]["host"], "ctl-1");
+    // A run of catch-ups goes on while they come within the bound, and a
+    // catch-up after a gap begins a new one.
+    let since = || async {
+        admin
+            .query_one(
+                "SELECT following_since = pulled_at, following_since > now() - interval '1 minute'
+                 FROM controller_instance",
+                &[],
+            )
+            .await
+            .map(|r| (r.get::<_, bool>(0), r.get::<_, bool>(1)))
+            .unwrap()
+    };
+    admin
+        .batch_execute("UPDATE controller_instance SET following_since = now() - interval '1 hour'")
+        .await
+        .unwrap();
+    Store::record(&mut store, &instance, true, false, false)
+        .await
+        .unwrap();
+    assert_eq!(since().await, (false, false), "the run goes on");
+    admin
+        .batch_execute("UPDATE controller_instance SET pulled_at = now() - interval '7 seconds'")
+        .await
+        .unwrap();
+    Store::record(&mut store, &instance, true, false, false)
+        .await
+        .unwrap();
+    assert_eq!(since().await, (true, true), "a new run after a gap");
+    // Forgotten after 7 days unseen, but never the last to catch up.
+    admin
+        .batch_execute(
+            "INSERT INTO controller_instance (instance, host, pid, started_at, pull_wait_ms,
+                 pulled_at, seen_at)
+             VALUES ('old', 'ctl-0', 1, now(), 2000, now() - interval '9 days',
+                     now() - interval '8 days')",
+        )
+        .await
+        .unwrap();
+    Store::record(&mut store, &instance, true, false, true)
+        .await
+        .unwrap();
+    let left: i64 = admin
+        .query_one("SELECT count(*) FROM controller_instance", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(left, 1, "the instance gone for 8 days is forgotten");
+    assert_eq!(report["controller"]["pid"], 4242);
+    assert!(report["controller"]["pulled_at"].is_string(), "{report}");
+    assert!(report["controller"]["applied_at"].is_string(), "{report}");
+
+    // A provider that started before this new store's record began: not
+    // fully known until it has said again what it keeps failing.
+    let alive = |said: u64, every: u64, seq: u64| {
+        let event = Event::Alive(Alive {
+            v: 1,
+            started_at: ago(3600),
+            alive_every_seconds: every,
+            failing_after_seconds: 300,
+            repeat_every_seconds: Some(900),
+            settled_at: Some(ago(3000)),
+            consumers: 5,
+            failing: 0,
+            pass_seconds: 0.1,
+            said_at: ago(said),
+        });
+        word("postgres@db-1", seq, event)
+    };
+    store.apply(&[alive(1, 60, 1)]).await.unwrap();
+    let report = env.json(&["status", "--json"], now).await;
+    let begins = report["controller"]["record_begins_at"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        report["sentence"],
+        format!(
+            "not all well: 0 consumers failing, 1 provider not fully known yet (the store's \
+             record begins {begins})"
+        )
+    );
+    assert_eq!(report["catching_up"][0]["provider_machine"], "db-1");
+    admin
+        .batch_execute("UPDATE store_record SET begun_at = now() - interval '20 minutes'")
+        .await
+        .unwrap();
+    let report = env.json(&["status", "--json"], now).await;
+    assert_eq!(report["all_well"], true, "{report}");
+    assert_eq!(report["catching_up"], serde_json::json!([]));
+
+    // Retirements of required consumers: the newest (in stream order) counts.
+    store
+        .apply(&[
+            // forge: retired.
+            retirement("forge", RetirementAction::Retired, 10),
+            // wiki: retired, then listed again and re-enabled.
+            retirement("wiki", RetirementAction::Retired, 11),
+            retirement("wiki", RetirementAction::ReEnabled, 12),
+            // docs: retired, a person approved, deleted.
+            retirement("docs", RetirementAction::Retired, 13),
+            retirement("docs", RetirementAction::Approved, 14),
+            retirement("docs", RetirementAction::Deleted, 15),
+            // blog: deleted, then listed again and made anew.
+            retirement("blog", RetirementAction::Retired, 16),
+            retirement("blog", RetirementAction::Deleted, 17),
+            word(
+                "postgres@db-1",
+                18,
+                Event::Recovered(Recovered {
+                    v: 1,
+                    consumer: name("blog"),
+                    consumer_machine: Some(name("app-2")),
+                    provision: None,
+                    reason: RecoveredReason::FirstSuccessAfterStart,
+                    said_at: ago(60),
+                }),
+            ),
+            // site: retired, then attempted again and failing.
+            retirement("site", RetirementAction::Retired, 19),
+            refused("site", "app-2", "connection refused", 20),
+            // old: not required by the declaration.
+            retirement("old", RetirementAction::Retired, 21),
+        ])
+        .await
+        .unwrap();
+    let report = env.json(&["status", "--json"], now).await;
+    assert_eq!(
+        report["sentence"],
+        "not all well: 1 consumer failing, 1 required consumer retired, 1 required consumer \
+         deleted"
+    );
+    let retired: Vec<String> = report["retired"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            format!(
+                "{}@{} {}",
+                r["consumer"], r["consumer_machine"], r["action"]
+            )
+        })
+        .collect();
+    assert_eq!(
+        retired,
+        [
+            r#""docs"@"app-2" "deleted""#,
+            r#""forge"@"app-1" "retired""#
+        ]
+    );
+    let (code, out, _) = env.run(&["status", "--check"], now).await;
+    assert_eq!(code, 1, "{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines.contains(
+            &"  forge@app-1 retired by postgres@db-1 although the declaration requires it (its \
+              contributions file no longer lists it?)"
+        ),
+        "{out}"
+    );
+    let node = env.json(&["node", "show", "app-1", "--json"], now).await;
+    assert_eq!(node["retired"].as_array().unwrap().len(), 1, "{node}");
+
+    // Many failing for one cause: one line, in the human listing only.
+    store
+        .apply(&[
+            refused("forge", "app-1", "connection refused", 30),
+            refused("wiki", "app-1", "connection refused", 31),
+            refused("docs", "app-2", "timed out", 32),
+            retirement("forge", RetirementAction::ReEnabled, 33),
+            retirement("docs", RetirementAction::ReEnabled, 34),
+        ])
+        .await
+        .unwrap();
+    let (_, out, _) = env.run(&["status"], now).await;
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "not all well: 4 consumers failing", "{out}");
+    assert_eq!(
+        lines[1],
+        "  postgres@db-1 fails 3 consumers unreachable: \"connection refused\" — forge@app-1, \
+         site@app-2, wiki@app-1"
+    );
+    assert!(
+        lines[2].starts_with("  postgres@db-1 fails docs@app-2 (postgres-database): unreachable")
+    );
+    assert_eq!(lines.len(), 3, "{out}");
+    let report = env.json(&["status", "--json"], now).await;
+    assert_eq!(
+        consumers(&report),
+        [
+            "postgres@db-1>docs",
+            "postgres@db-1>forge",
+            "postgres@db-1>site",
+            "postgres@db-1>wiki"
+        ],
+        "one entry per consumer, in key order"
+    );
+
+    // The controller stops following: said first; a provider silent since
+    // is not blamed, one silent for three alives before it is.
+    store.apply(&[alive(40, 10, 2)]).await.unwrap();
+    admin
+        .batch_execute(
+            "UPDATE controller_instance SET pulled_at = now() - interval '35 seconds',
+                 following_since = now() - interval '1 hour'",
+        )
+        .await
+        .unwrap();
+    let report = env.json(&["status", "--json"], now).await;
+    let pulled = report["controller"]["pulled_at"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        report["sentence"],
+        format!(
+            "not all well: the controller has followed no events since {pulled} (is \
+             mesh-controller serve running and on the bus?), 4 consumers failing"
+        )
+    );
+    assert_eq!(report["controller"]["following"], false);
+    assert_eq!(
+        report["unheard"],
+        serde_json::json!([]),
+        "not blamed: {report}"
+    );
+    store.apply(&[alive(200, 10, 3)]).await.unwrap();
+    let report = env.json(&["status", "--json"], now).await;
+    assert_eq!(
+        report["unheard"].as_array().unwrap().len(),
+        1,
+        "silent for 3 alives before the controller stopped: {report}"
+    );
+
+    // 500 more failing for the same cause: still one human line, naming
+    // the first ten and counting the rest; the JSON has every one.
+    let many: Vec<Received> = (0..500)
+        .map(|i| refused(&format!("c{i:03}"), "app-3", "connection refused", 1000 + i))
+        .collect();
+    store.apply(&many).await.unwrap();
+    let (_, out, _) = env.run(&["status"], now).await;
+    let fails: Vec<&str> = out.lines().filter(|l| l.contains(" fails ")).collect();
+    let first_ten: Vec<String> = (0..10).map(|i| format!("c{i:03}@app-3")).collect();
+    assert_eq!(
+        fails[0],
+        format!(
+            "  postgres@db-1 fails 503 consumers unreachable: \"connection refused\" — {}, … (and \
+             493 more)",
+            first_ten.join(", ")
+        ),
+        "{out}"
+    );
+    assert_eq!(fails.len(), 2, "the group and docs' own line: {out}");
+    let report = env.json(&["status", "--json"], now).await;
+    assert_eq!(report["failing"].as_array().unwrap().len(), 504);
 }

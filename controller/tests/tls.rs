@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use mesh_controller::bus::NatsOptions;
 use mesh_controller::link::{serve, LinkError, LinkSettings, LinkState};
-use mesh_controller::store::{migrate, DatabaseOptions, StatusFilter, StoreError};
+use mesh_controller::store::{migrate, DatabaseOptions, Order, StatusFilter, StoreError};
 use mesh_controller::PgStore;
 use mesh_protocol::Timestamp;
 use mesh_test_support::{PgCluster, TestCa};
@@ -61,6 +61,8 @@ async fn read_encrypted(pg: &PgCluster, url: &str) -> Vec<bool> {
         providers: vec!["postgres@db-1".parse().unwrap()],
         machine: None,
         silent_before: Timestamp::parse("2026-10-05T00:00:00Z").unwrap(),
+        required: vec![],
+        order: Order::Key,
     };
     let read = tokio::time::timeout(Duration::from_secs(20), store.read_status(&filter))
         .await

@@ -60,6 +60,26 @@ pub fn unheard(status: &Value, providers: &[&str]) -> Result<(), String> {
     }
 }
 
+/// Not all well because the controller follows nothing, no provider
+/// blamed for its silence, nobody failing.
+pub fn controller_silent(status: &Value) -> Result<(), String> {
+    let names = unheard_names(status);
+    let holds = status["all_well"] == false
+        && status["controller"]["following"] == false
+        && names.is_empty()
+        && failing_names(status).is_empty();
+    if holds {
+        Ok(())
+    } else {
+        Err(format!(
+            "want the controller following nothing (and no provider blamed); status says \
+             following {} and names {names:?} not heard from: {:?}",
+            status["controller"]["following"],
+            sentence(status)
+        ))
+    }
+}
+
 /// Exactly one open repair fault, `fault`, with `outcome`.
 pub fn repair_open(status: &Value, fault: &str, outcome: &str) -> Result<(), String> {
     let open = repairs(status);
@@ -153,6 +173,12 @@ mod tests {
                "failing": [], "repairs": []})
     }
 
+    fn controller_away() -> Value {
+        json!({"all_well": false,
+               "sentence": "not all well: the controller has followed no events since ...",
+               "controller": {"following": false}, "unheard": [], "failing": [], "repairs": []})
+    }
+
     fn refused() -> Value {
         let row = |c: &str| json!({"consumer": c, "class": "credentials-rejected"});
         json!({"all_well": false, "sentence": "not all well: 2 consumers failing", "unheard": [],
@@ -174,9 +200,10 @@ mod tests {
             ("db-1 unheard", db_unheard()),
             ("admin refused", refused()),
             ("forge unreachable", unreachable()),
+            ("controller away", controller_away()),
         ];
         type Check = fn(&Value) -> Result<(), String>;
-        let checks: [(&str, Check); 5] = [
+        let checks: [(&str, Check); 6] = [
             ("well", all_well),
             ("wiki failing", |s| {
                 failing(s, &["wiki"], "secret-unreadable")
@@ -187,6 +214,7 @@ mod tests {
                 repair_open(s, "admin-refused", "failed")
             }),
             ("forge unreachable", |s| grants(s, 0, &["forge@app-1"])),
+            ("controller away", controller_silent),
         ];
         for (check_name, check) in checks {
             for (state_name, state) in &states {

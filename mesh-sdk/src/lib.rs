@@ -16,9 +16,11 @@
 //! retires withdrawn consumers, and answers a person's approvals.
 //!
 //! ## What you implement
-//! - [`Provisioner`]: make if missing, check, list what you hold ([`Held`]),
-//!   retire, re-enable, delete; optionally your own error [`Class`] and the
-//!   secrets to keep out of every event and log line.
+//! - [`Provisioner`]: ensure (make if missing, and bring the minted secret
+//!   when the backend holds another: a rotated secret reaches it only
+//!   through `ensure` or `check`), check, list what you hold ([`Held`]), retire, re-enable, delete;
+//!   optionally your own error [`Class`], what you mended, and the secrets
+//!   to keep out of every event and log line.
 //! - [`Repair`] (optional): a known fault you can repair safely, found by a
 //!   [`Probe`].
 //!
@@ -102,9 +104,17 @@
 //! [`NameError`], [`Class`], [`Timestamp`]) are re-exported here.
 //!
 //! ## Testing a provider
-//! With the `testing` feature (enable it in your `[dev-dependencies]`),
-//! `mesh_sdk::testing` drives the loop pass by pass on tokio's paused clock
-//! and brings a fake bus, a fake provisioner and a log capture.
+//! With the `testing` feature (enable it in your `[dev-dependencies]`:
+//! `mesh-sdk = { ..., features = ["testing"] }`), `mesh_sdk::testing`
+//! drives the loop pass by pass on tokio's paused clock and brings a fake
+//! bus, a fake provisioner, a log capture, a clock held while real I/O is
+//! in flight (`testing::hold_clock`), and the conformance suite
+//! (`mesh_sdk::conform`: the loop's assumptions tried against your
+//! provisioner and its real backend, one verdict a rule). Feature-gated modules are
+//! documented when the feature is on: read them with
+//! `cargo doc -p mesh-sdk --features testing --open`.
+
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod alive;
 mod args;
@@ -122,7 +132,11 @@ mod secret;
 mod settings;
 mod standing;
 
+#[cfg(any(test, feature = "conform"))]
+#[cfg_attr(docsrs, doc(cfg(feature = "conform")))]
+pub mod conform;
 #[cfg(any(test, feature = "testing"))]
+#[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub mod testing;
 
 pub use args::ProviderArgs;

@@ -6,10 +6,11 @@
 //! | --- | --- | --- |
 //! | `mesh_passes_total` | counter | passes run |
 //! | `mesh_pass_duration_seconds` | histogram | how long a pass took |
-//! | `mesh_consumers{state}` | gauge | listed consumers by state after the last pass: `ok`, `failing_unsaid` (failing, not for `failing_after` yet), `failing` (said `failing`), `retiring` (withdrawn, still held, not retired yet) |
-//! | `mesh_words_said_total{kind}` | counter | words put on the outbox, by kind |
-//! | `mesh_words_held{kind}` | gauge | words not yet acknowledged by the bus, by kind |
-//! | `mesh_repairs_total{outcome}` | counter | repair words, by outcome |
+//! | `mesh_consumers{state}` | gauge | listed consumers by state after the last pass: `ok`, `failing_unsaid` (failing, not for `failing_after` yet), `failing` (a `failing` event published), `retiring` (withdrawn, still held, not retired yet) |
+//! | `mesh_words_said_total{kind}` | counter | events put on the outbox to publish, by kind |
+//! | `mesh_words_held{kind}` | gauge | events pending: not yet acknowledged by the bus, by kind |
+//! | `mesh_repairs_total{outcome}` | counter | repair events, by outcome |
+//! | `mesh_provisions_mended_total` | counter | provisions the loop found changed by hand at the backend and brought back (a password changed, a login disabled): what a provider's `take_mended` reported after an attempt whose secret had not changed since the consumer's last success, and listed consumers found disabled that the loop had not retired |
 
 use std::time::Duration;
 
@@ -43,6 +44,7 @@ pub struct LoopMetrics {
     words_said: Family<Label, Counter>,
     words_held: Family<Label, Gauge>,
     repairs: Family<Label, Counter>,
+    mended: Counter,
 }
 
 impl std::fmt::Debug for LoopMetrics {
@@ -94,15 +96,25 @@ impl LoopMetrics {
             consumers.clone(),
         );
         let words_said = Family::<Label, Counter>::default();
-        registry.register("words_said", "Words said, by kind", words_said.clone());
+        registry.register(
+            "words_said",
+            "Events put on the outbox to publish, by kind",
+            words_said.clone(),
+        );
         let words_held = Family::<Label, Gauge>::default();
         registry.register(
             "words_held",
-            "Words not yet acknowledged by the bus, by kind",
+            "Events pending, not yet acknowledged by the bus, by kind",
             words_held.clone(),
         );
         let repairs = Family::<Label, Counter>::default();
-        registry.register("repairs", "Repair words said, by outcome", repairs.clone());
+        registry.register("repairs", "Repair events, by outcome", repairs.clone());
+        let mended = Counter::default();
+        registry.register(
+            "provisions_mended",
+            "Provisions found changed by hand at the backend and brought back",
+            mended.clone(),
+        );
         let metrics = LoopMetrics {
             registry,
             passes,
@@ -111,6 +123,7 @@ impl LoopMetrics {
             words_said,
             words_held,
             repairs,
+            mended,
         };
         // Every series exists from the start, so a rate or an alert never
         // meets a missing series.
@@ -149,7 +162,12 @@ impl LoopMetrics {
         }
     }
 
-    /// A word was said.
+    /// A provision changed by hand was brought back.
+    pub(crate) fn mended(&self) {
+        self.mended.inc();
+    }
+
+    /// An event was put on the outbox.
     pub(crate) fn said(&self, event: &Event) {
         self.words_said
             .get_or_create(&[("kind", event.kind().as_str())])
@@ -161,7 +179,7 @@ impl LoopMetrics {
         }
     }
 
-    /// The text of `/metrics`, with the words held on `outbox` counted now.
+    /// The text of `/metrics`, with the events pending on `outbox` counted now.
     pub fn encode(&self, outbox: &Outbox) -> String {
         let mut held = [0u64; EventKind::ALL.len()];
         for (_, pending) in outbox.snapshot() {

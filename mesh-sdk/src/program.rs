@@ -187,11 +187,29 @@ impl ProviderMain {
         E: Into<Box<dyn Error + Send + Sync>>,
         F: Future<Output = Result<P, E>>,
     {
+        self.start_from(std::env::args_os(), |own, _| make(own))
+    }
+
+    /// Like [`start`](ProviderMain::start), `make` also given the shared
+    /// flags as parsed: a provisioner whose own bounds follow the loop's
+    /// (`--call-timeout`, `--concurrency`, `--pass-every`) reads them there.
+    /// `mesh-provide`'s hook timeout defaults to `--call-timeout` this way.
+    pub fn start_with<A, P, E, F>(self, make: impl FnOnce(A, &ProviderArgs) -> F) -> ExitCode
+    where
+        A: Args,
+        P: Provisioner,
+        E: Into<Box<dyn Error + Send + Sync>>,
+        F: Future<Output = Result<P, E>>,
+    {
         self.start_from(std::env::args_os(), make)
     }
 
-    /// [`start`](ProviderMain::start) with `args` as the command line.
-    fn start_from<A, P, E, F, I, T>(self, args: I, make: impl FnOnce(A) -> F) -> ExitCode
+    /// [`start_with`](ProviderMain::start_with) with `args` as the command line.
+    fn start_from<A, P, E, F, I, T>(
+        self,
+        args: I,
+        make: impl FnOnce(A, &ProviderArgs) -> F,
+    ) -> ExitCode
     where
         A: Args,
         P: Provisioner,
@@ -210,7 +228,7 @@ impl ProviderMain {
         };
         program.run_parsed(parsed, |flags: Flags<A>, stop| async move {
             let Flags { provider, own } = flags;
-            let provisioner = make(own).await.map_err(|error| {
+            let provisioner = make(own, &provider).await.map_err(|error| {
                 let error: Box<dyn Error + Send + Sync> = error.into();
                 Failure::cannot_run(&*error).redacted::<&str>(&[])
             })?;
@@ -261,14 +279,14 @@ mod tests {
             contributions.to_str().unwrap(),
         ];
         let args = args.into_iter().chain(["--root", "/srv"]);
-        let code = MAIN.start_from(args, |own: Own| async move {
+        let code = MAIN.start_from(args, |own: Own, _: &ProviderArgs| async move {
             assert_eq!(own.root, std::path::PathBuf::from("/srv"));
             Err::<crate::testing::FakeProvisioner, _>(std::io::Error::other(
                 "password authentication failed for user \"admin\"",
             ))
         });
         assert_eq!(code, ExitCode::from(EXIT_CANNOT_RUN));
-        let bad = MAIN.start_from(["folders"], |_: Own| async {
+        let bad = MAIN.start_from(["folders"], |_: Own, _: &ProviderArgs| async {
             Ok::<_, std::io::Error>(crate::testing::FakeProvisioner::new())
         });
         assert_eq!(bad, ExitCode::from(2), "a bad command line");

@@ -37,16 +37,19 @@ impl Held {
 /// What a provider does for each consumer; the loop does everything else.
 ///
 /// # Expected flow
-/// Every pass, for each listed consumer (at most `concurrency` at once): the
-/// loop reads the consumer's minted secret, calls [`ensure`](Self::ensure),
-/// then [`check`](Self::check). A failure of any of the three is a failure of
-/// that consumer for the pass. After the consumers, the loop calls
-/// [`held`](Self::held) and retires, re-enables or (on a person's approval)
-/// deletes what it lists.
+/// Every pass the loop first calls [`held`](Self::held) and retires what it
+/// lists that is withdrawn long enough, and re-enables what is retired but
+/// listed again (so a consumer listed again is enabled before its check).
+/// Then, for each listed consumer (at most `concurrency` at once), it reads
+/// the consumer's minted secret, calls [`ensure`](Self::ensure), then
+/// [`check`](Self::check). A failure of any of the three is a failure of
+/// that consumer for the pass. Deleting happens only on a person's approval.
+/// A rotated secret reaches the backend only through `ensure` (or `check`).
 ///
 /// Required: `ensure`, `check`, `held`, `retire`, `re_enable`, `delete`.
-/// Defaulted: `classify` (none: the loop reads the error's words),
-/// `secrets` (none) and `repairs` (no known fault; see [`Repair`](crate::Repair)).
+/// Defaulted: `classify` (none: the loop reads the error's text),
+/// `secrets` (none), `take_mended` (nothing reported mended) and `repairs` (no
+/// known fault; see [`Repair`](crate::Repair)).
 ///
 /// # Guarantees
 /// - Calls for one consumer never overlap; calls for different consumers do.
@@ -58,7 +61,7 @@ impl Held {
 ///   `retire_after_passes` passes and `retire_after`, or on approval; never
 ///   in a pass where the contributions file or `held` could not be read.
 /// - Error text is redacted (the consumer's secret and [`secrets`](Self::secrets)
-///   removed) and cut to 200 characters before it is logged or sent.
+///   removed) and cut to 200 characters before it is logged or published.
 ///
 /// # Assumptions
 /// - `ensure`, `retire`, `re_enable` and `delete` are idempotent: calling one
@@ -72,7 +75,7 @@ impl Held {
 /// Every error is a failure for that consumer (or, for `held`, a pass that
 /// does not count towards retirement) and is retried on the next pass. Its
 /// class comes from [`classify`](Self::classify) when that returns `Some`,
-/// otherwise from the error's words (`password authentication failed` reads
+/// otherwise from the error's text (`password authentication failed` reads
 /// as [`Class::CredentialsRejected`], `connection refused` as
 /// [`Class::Unreachable`], …; anything else is [`Class::Refused`]).
 ///
@@ -105,11 +108,15 @@ impl Held {
 /// impl Provisioner for Accounts {
 ///     type Error = MapError;
 ///
+///     /// Made if missing; the minted secret brought (a rotation) if it holds another.
 ///     async fn ensure(&self, consumer: &Consumer, secret: &Secret) -> Result<(), MapError> {
 ///         let mut accounts = self.0.lock().unwrap();
-///         accounts
+///         let account = accounts
 ///             .entry(consumer.name.clone())
 ///             .or_insert_with(|| (secret.expose().to_owned(), false));
+///         if account.0 != secret.expose() {
+///             account.0 = secret.expose().to_owned();
+///         }
 ///         Ok(())
 ///     }
 ///
@@ -165,7 +172,21 @@ pub trait Provisioner: Send + Sync + 'static {
     /// The backend's error.
     type Error: std::error::Error + Send + Sync + 'static;
 
-    /// Makes the consumer's provision if it is missing. Idempotent.
+    /// Makes the consumer's provision if it is missing, and brings `secret`
+    /// to it when the backend holds another. Idempotent.
+    ///
+    /// The loop never calls anything else when a consumer's minted secret
+    /// changes: `ensure` (then `check`) is all a rotated secret gets, so
+    /// between them they must apply it (a password set again, a client
+    /// secret replaced). The plain way is an `ensure` that sets the secret
+    /// when the backend holds another; mesh-postgres and mesh-identity do
+    /// it in `check` instead, resetting the secret once when the
+    /// consumer's login is refused. An `ensure` that only makes what is
+    /// missing, with a `check` that only checks, leaves every rotated
+    /// consumer failing `credentials-rejected`; the conformance suite's
+    /// rule "ensure with a new secret (a rotation) makes check pass with
+    /// it" catches it. A secret changed by hand at the backend is brought
+    /// back the same way: report it through [`take_mended`](Self::take_mended).
     async fn ensure(&self, consumer: &Consumer, secret: &Secret) -> Result<(), Self::Error>;
 
     /// Proves the provision works, as the consumer would use it.
@@ -194,6 +215,27 @@ pub trait Provisioner: Send + Sync + 'static {
     /// every error text, like the consumer's own secret.
     fn secrets(&self) -> Vec<Secret> {
         Vec::new()
+    }
+
+    /// What the last [`ensure`](Self::ensure) or [`check`](Self::check) of
+    /// `consumer` found changed by hand at the backend and brought back
+    /// (another password, a disabled login), in a few words; `None` when
+    /// nothing was mended (the default: a provider that does not report it).
+    ///
+    /// The loop asks right after each attempt of `consumer` (calls for one
+    /// consumer never overlap, so it is that attempt's), logs `mended`
+    /// with what it reports and counts it in `mesh_provisions_mended_total`: a
+    /// hand edit the loop undoes leaves a trace. Implement it by noting the
+    /// words where `ensure` or `check` mends, and taking them out here.
+    ///
+    /// A rotation is no mend: when the minted secret changed since the
+    /// consumer's last success, the loop logs what `ensure` brought as the
+    /// rotated secret and does not count it (since start it cannot tell a
+    /// secret rotated while it was down from a hand edit, so the first
+    /// attempt after start counts).
+    fn take_mended(&self, consumer: &Name) -> Option<String> {
+        let _ = consumer;
+        None
     }
 
     /// Known faults this provider can repair safely, asked once when the

@@ -62,7 +62,7 @@ pub fn read_secret(path: &Path) -> Result<Secret, SecretError> {
 
 /// Where the loop gets each consumer's minted secret, every pass.
 ///
-/// The default, [`FileSecrets`], reads the consumer's `secret_file`. An
+/// The default reads the consumer's `secret_file` (its whitespace trimmed). An
 /// implementation must be cheap and must not block for long: it is called
 /// once per consumer per pass, from the attempt's task.
 pub trait SecretSource: Send + Sync + 'static {

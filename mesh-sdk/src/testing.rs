@@ -7,6 +7,10 @@
 //! - Small implementations: a provisioner with an in-memory backend
 //!   ([`FakeProvisioner`]), a known fault ([`FakeRepair`]), a sink that
 //!   records events ([`RecordingSink`]) and a log capture ([`LogCapture`]).
+//! - A provisioner over a real backend on the paused clock: [`hold_clock`].
+//! - The conformance suite ([`conform()`], [`Suite`], [`Report`]: the same
+//!   rules `mesh-provide conform` runs against a hook), to run in a
+//!   provider's tests against its real backend.
 //!
 //! The SDK's own tests use them; provider authors may too.
 
@@ -14,6 +18,7 @@ pub use mesh_runtime::testing::{recovered, RecordingSink};
 pub use mesh_runtime::{Outbox, WallClock};
 
 pub use crate::brake::BrakeRules;
+pub use crate::conform::{conform, Report, Suite, Verdict, RULES};
 pub use crate::contributions::Source;
 pub use crate::repair::RepairRules;
 pub use crate::retire::RetireRules;
@@ -36,18 +41,64 @@ use crate::contributions::Consumer;
 use crate::provisioner::{Held, Provisioner};
 use crate::repair::{KnownFault, Probe, Repair};
 
+/// Holds tokio's paused clock while real I/O is in flight; see [`hold_clock`].
+#[derive(Debug)]
+pub struct ClockHold(tokio::task::JoinHandle<()>);
+
+impl Drop for ClockHold {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Keeps tokio's paused clock where the test puts it while real I/O
+/// (sockets to a real backend, child processes) is in flight, until the
+/// returned guard is dropped.
+///
+/// # When to use it
+/// In a test on the paused clock (`#[tokio::test(start_paused = true)]`)
+/// whose provisioner does real I/O. A paused runtime with nothing to do
+/// but wait for I/O jumps its clock to the next timer: the loop's call
+/// timeout fires at once and the call fails (`ensure timed out after 30s`)
+/// while the answer is on its way, differently each run. With the clock
+/// held (a task that always yields keeps the runtime from idling), time
+/// moves only with `tokio::time::advance`. Pure logic and in-memory fakes
+/// do not need it; a test against a real NATS server runs on real time
+/// instead (async-nats does not work on a paused clock at all).
+///
+/// On the held clock no tokio timeout fires by itself, so a call that
+/// hangs hangs the test: bound it with a real-time watchdog (a thread
+/// that ends the process after a limit).
+///
+/// ```no_run
+/// # async fn example() {
+/// // #[tokio::test(start_paused = true)]
+/// let _hold = mesh_sdk::testing::hold_clock();
+/// // ... runner.pass().await against the real backend, then
+/// tokio::time::advance(std::time::Duration::from_secs(5)).await;
+/// # }
+/// ```
+pub fn hold_clock() -> ClockHold {
+    ClockHold(tokio::spawn(async {
+        loop {
+            std::thread::sleep(Duration::from_micros(100));
+            tokio::task::yield_now().await;
+        }
+    }))
+}
+
 /// An error of the fake backend, optionally carrying the provider's own class.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct FakeError {
-    /// The words.
+    /// The error text.
     pub message: String,
     /// A class the provider's `classify` returns for it.
     pub class: Option<Class>,
 }
 
 impl FakeError {
-    /// An error with words only.
+    /// An error with text only (no class of its own).
     pub fn words(message: impl Into<String>) -> FakeError {
         FakeError {
             message: message.into(),
@@ -80,6 +131,12 @@ pub struct FakeBackend {
     pub down: Option<FakeError>,
     /// When set, the check's refusal echoes the secret it was given (as careless backends do).
     pub echo_secret: bool,
+    /// When set, `ensure` only makes what is missing and never brings a
+    /// changed secret (a provider that breaks the rotation rule).
+    pub keep_secrets: bool,
+    /// What the last `ensure` of each consumer mended (another secret at
+    /// the backend), until the loop takes it.
+    pub mended: HashMap<Name, String>,
     /// Latency of every call.
     pub latency: Duration,
     /// Consumers whose `ensure` waits until the test notifies the gate
@@ -146,12 +203,19 @@ impl Provisioner for FakeProvisioner {
             if let Some(error) = b.fail_ensure.get(&consumer.name) {
                 return Err(error.clone());
             }
-            b.provisions
+            let keep = b.keep_secrets;
+            let provision = b
+                .provisions
                 .entry(consumer.name.clone())
                 .or_insert_with(|| FakeProvision {
                     secret: secret.expose().to_owned(),
                     retired: false,
                 });
+            if !keep && provision.secret != secret.expose() {
+                provision.secret = secret.expose().to_owned();
+                b.mended
+                    .insert(consumer.name.clone(), "secret set to the minted one".into());
+            }
             Ok(())
         })
     }
@@ -223,6 +287,10 @@ impl Provisioner for FakeProvisioner {
         error.class
     }
 
+    fn take_mended(&self, consumer: &Name) -> Option<String> {
+        self.with(|b| b.mended.remove(consumer))
+    }
+
     fn secrets(&self) -> Vec<Secret> {
         self.own_secrets.iter().map(Secret::new).collect()
     }
@@ -246,7 +314,7 @@ pub struct FakeAdmin {
     pub probes: usize,
     /// Repairs tried.
     pub repairs: usize,
-    /// The administrator's password, which careless words echo.
+    /// The administrator's password, which careless error text echoes.
     pub password: String,
     /// A password minted during each repair (a temporary administrator's), echoed too.
     pub temporary: String,
@@ -383,11 +451,11 @@ impl LogCapture {
     }
 }
 
-/// One word the loop said, as a test reads it: its kind (`failing`,
+/// One event the loop published, as a test reads it: its kind (`failing`,
 /// `recovered`, `retirement`, `repair`) and its JSON body.
 pub type Said = (String, serde_json::Value);
 
-/// Takes every word held on `outbox`, oldest key first, as a bus that
+/// Takes every event pending on `outbox`, oldest key first, as a bus that
 /// acknowledged them all would; the outbox is then empty.
 ///
 /// # Panics
@@ -406,7 +474,7 @@ pub fn drain(outbox: &Outbox) -> Vec<Said> {
     out
 }
 
-/// `kind:consumer:what` of each word, in order, where `what` is its
+/// `kind:consumer:what` of each event, in order, where `what` is its
 /// reason, action or class (empty for a repair).
 pub fn kinds(said: &[Said]) -> Vec<String> {
     said.iter()
@@ -421,6 +489,20 @@ pub fn kinds(said: &[Said]) -> Vec<String> {
             format!("{kind}:{consumer}:{what}")
         })
         .collect()
+}
+
+/// `mesh_provisions_mended_total` as `runner`'s `/metrics` shows it (its
+/// events pending on `outbox`): how many provisions it found changed by
+/// hand and brought back.
+///
+/// # Panics
+/// When the text of `/metrics` lacks the counter: a bug of the loop.
+pub fn mended_total<P: Provisioner>(runner: &Runner<P>, outbox: &Outbox) -> u64 {
+    let text = runner.metrics().encode(outbox);
+    text.lines()
+        .find_map(|line| line.strip_prefix("mesh_provisions_mended_total "))
+        .and_then(|value| value.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no mesh_provisions_mended_total in:\n{text}"))
 }
 
 /// Runs `n` passes of `runner`, one every `every` on tokio's (paused) clock.
@@ -449,7 +531,7 @@ pub fn minutes_since(start: Timestamp, body: &serde_json::Value, field: &str) ->
 
 /// The brake under the default rules when every repair fails and a pass
 /// runs at least every few minutes: `(said_at, next_attempt_at)` of each
-/// `failed` repair word in the first 13 hours, in minutes from the first:
+/// `failed` repair event in the first 13 hours, in minutes from the first:
 /// held back 10, 20, 40, 80, 160, 320, then 360 minutes.
 pub const BRAKE_SCHEDULE: [(u64, u64); 7] = [
     (0, 10),
@@ -462,7 +544,7 @@ pub const BRAKE_SCHEDULE: [(u64, u64); 7] = [
 ];
 
 /// `(said_at, next_attempt_at)` in minutes from `start` of each `failed`
-/// repair word; compare with [`BRAKE_SCHEDULE`].
+/// repair event; compare with [`BRAKE_SCHEDULE`].
 pub fn failed_repairs(said: &[Said], start: Timestamp) -> Vec<(u64, u64)> {
     said.iter()
         .filter(|(kind, body)| kind == "repair" && body["outcome"] == "failed")

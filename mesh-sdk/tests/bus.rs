@@ -258,6 +258,33 @@ async fn a_publish_refused_by_permissions_is_logged() {
     provider.stop().await;
 }
 
+#[tokio::test]
+async fn without_the_stream_the_log_says_it_is_the_controllers_and_how_to_start_it() {
+    let (logs, _guard) = LogCapture::start();
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    contributions(dir.path(), &[("forge", Some("pw-forge"))]);
+    let provider = Provider::start(FakeProvisioner::new(), args(dir.path(), &nats.url()));
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !logs.text().contains("events not acknowledged by the bus") {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "nothing logged:\n{}",
+            logs.text()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let text = logs.text();
+    assert!(
+        text.contains(
+            "no stream found for given subject: the stream MESH_EVENTS is the controller's"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("mesh-controller serve"), "{text}");
+    provider.stop().await;
+}
+
 /// A provider serving forge and wiki on a fresh server, once wiki was served.
 struct Serving {
     _nats: NatsServer,

@@ -231,11 +231,15 @@ async fn no_secret_in_any_event_log_line_or_error() {
     };
     let mut w = World::with(&["forge"], fake, Settings::default());
     w.passes(1).await;
-    // The minted secret changes: the backend still holds the old one and its
+    // The minted secret changes: the backend keeps the old one (an ensure
+    // that does not bring a rotated secret) and its
     // refusal echoes the password it was given; another error quotes the
     // provider's own admin secret.
     w.secret("forge", Some("new-minted-pw"));
-    w.fake.with(|b| b.echo_secret = true);
+    w.fake.with(|b| {
+        b.echo_secret = true;
+        b.keep_secrets = true;
+    });
     w.passes(61).await;
     let mut said = w.said();
     w.fake.with(|b| {
@@ -337,7 +341,7 @@ async fn concurrency_is_bounded_and_calls_time_out() {
     let standing = w.runner.standing(&name("c0")).unwrap();
     let failure = standing.failure().unwrap();
     assert_eq!(failure.class, Class::Unreachable);
-    assert_eq!(failure.error, "make timed out after 2s");
+    assert_eq!(failure.error, "ensure timed out after 2s");
 }
 
 #[tokio::test(start_paused = true)]
@@ -378,11 +382,17 @@ async fn withdrawn_consumer_is_retired_after_ten_minutes_and_five_passes_and_sai
     assert_eq!(w.fake.calls("delete"), 0);
     assert_eq!(w.fake.calls("retire"), 1);
 
-    // Listed again: re-enabled and said, then served.
+    // Listed again: re-enabled and said, then served in the same pass.
     w.list(&["forge", "wiki"]);
     w.fake.with(|b| b.fail_check.clear());
     w.passes(1).await;
-    assert_eq!(kinds(&w.said()), vec!["retirement:wiki:re-enabled"]);
+    assert_eq!(
+        kinds(&w.said()),
+        vec![
+            "retirement:wiki:re-enabled",
+            "recovered:wiki:first-success-after-start"
+        ]
+    );
     assert!(!w.fake.with(|b| b.provisions[&name("wiki")].retired));
 }
 
@@ -637,6 +647,7 @@ async fn alive_after_the_first_pass_then_every_alive_every_and_settled() {
     assert_eq!(body["started_at"], T0);
     assert_eq!(body["alive_every_seconds"], 60);
     assert_eq!(body["failing_after_seconds"], 300);
+    assert_eq!(body["repeat_every_seconds"], 900);
     assert_eq!(body["settled_at"], Value::Null);
     assert_eq!(body["consumers"], 2);
     assert_eq!(body["failing"], 1);
@@ -747,4 +758,111 @@ async fn two_entries_for_one_consumer_are_both_refused() {
         0,
         "not served"
     );
+}
+
+/// `mesh_provisions_mended_total` as the runner's `/metrics` shows it.
+fn mended(w: &World) -> u64 {
+    testing::mended_total(&w.runner, &w.outbox)
+}
+
+/// Calls of the fake for `consumer`, in order (`re_enable`, `ensure`, `check`, ...).
+fn calls_for(w: &World, consumer: &str) -> Vec<String> {
+    let suffix = format!(" {consumer}");
+    w.fake.with(|b| {
+        b.calls
+            .iter()
+            .filter(|c| c.ends_with(&suffix))
+            .filter_map(|c| c.split(' ').next().map(str::to_owned))
+            .collect()
+    })
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_consumer_listed_again_is_enabled_before_its_check() {
+    let (logs, _guard) = LogCapture::start();
+    let mut w = World::new(&["forge", "wiki"]);
+    w.passes(1).await;
+    w.list(&["forge"]);
+    // Withdrawn for ten minutes and five passes: retired.
+    w.passes(122).await;
+    assert!(w.fake.with(|b| b.provisions[&name("wiki")].retired));
+    w.said();
+    w.fake.with(|b| b.calls.clear());
+
+    w.list(&["forge", "wiki"]);
+    let report = w.runner.pass().await;
+    assert_eq!(calls_for(&w, "wiki"), ["re_enable", "ensure", "check"]);
+    assert_eq!(
+        report.failed, 0,
+        "wiki's first check after it is listed again passes"
+    );
+    assert_eq!(
+        kinds(&w.said()),
+        [
+            "retirement:wiki:re-enabled",
+            "recovered:wiki:first-success-after-start"
+        ]
+    );
+    let text = logs.text();
+    assert!(!text.contains("provision failed"), "{text}");
+    assert!(text.contains("re-enabled"), "{text}");
+    assert_eq!(mended(&w), 0, "a retirement undone is no mend");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_consumer_disabled_by_hand_is_mended_not_re_enabled() {
+    let (logs, _guard) = LogCapture::start();
+    let mut w = World::new(&["forge", "wiki"]);
+    w.passes(2).await;
+    w.said();
+    assert_eq!(mended(&w), 0);
+
+    // A person disables wiki's login; the loop never retired it.
+    w.fake
+        .with(|b| b.provisions.get_mut(&name("wiki")).unwrap().retired = true);
+    let report = w.runner.pass().await;
+    assert_eq!(report.failed, 0, "enabled before its check");
+    assert!(!w.fake.with(|b| b.provisions[&name("wiki")].retired));
+    assert_eq!(
+        kinds(&w.said()),
+        Vec::<String>::new(),
+        "no retirement event"
+    );
+    assert_eq!(mended(&w), 1);
+    let text = logs.text();
+    assert!(text.contains("mended"), "{text}");
+    assert!(text.contains("not retired by this provider"), "{text}");
+    assert!(!text.contains("re-enabled"), "{text}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_rotated_secret_brought_to_the_backend_is_no_mend() {
+    let (logs, _guard) = LogCapture::start();
+    let mut w = World::new(&["forge", "wiki"]);
+    w.passes(2).await;
+    w.said();
+
+    // The minted secret rotates: ensure brings it to the backend.
+    w.secret("wiki", Some("pw-wiki-rotated\n"));
+    let report = w.runner.pass().await;
+    assert_eq!(report.failed, 0);
+    assert_eq!(
+        w.fake.with(|b| b.provisions[&name("wiki")].secret.clone()),
+        "pw-wiki-rotated"
+    );
+    assert_eq!(mended(&w), 0, "a rotation is not counted as a mend");
+    assert!(logs
+        .text()
+        .contains("brought the rotated secret to the backend"));
+    w.passes(3).await;
+    assert_eq!(mended(&w), 0);
+
+    // A person changes wiki's password at the backend: that is a mend.
+    w.fake
+        .with(|b| b.provisions.get_mut(&name("wiki")).unwrap().secret = "set-by-hand".into());
+    w.runner.pass().await;
+    assert_eq!(mended(&w), 1);
+    assert!(logs.text().contains("secret set to the minted one"));
+    assert_eq!(kinds(&w.said()), Vec::<String>::new());
+    assert!(!logs.text().contains("set-by-hand"));
 }

@@ -315,6 +315,11 @@ pub struct Alive {
     pub alive_every_seconds: u64,
     /// Its `failing_after`, in seconds.
     pub failing_after_seconds: u64,
+    /// Its `repeat_every`, in seconds: every `failing` it keeps saying is
+    /// said again at least this often. Absent from the words of providers
+    /// older than this field (read as `None`; not written when `None`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat_every_seconds: Option<u64>,
     /// The end of its first pass that began at least `failing_after` after
     /// its first pass ended; null until then. From then on every consumer
     /// it keeps failing has had `failing` published since it started.
@@ -611,6 +616,31 @@ mod tests {
             assert_eq!(String::from_utf8(event.to_json()).unwrap(), text);
             assert_eq!(Event::parse(event.kind(), text.as_bytes()).unwrap(), event);
         }
+    }
+
+    #[test]
+    fn alive_carries_repeat_every_and_reads_a_word_without_it() {
+        let old = r#"{"v":1,"started_at":"2026-10-05T00:00:00Z","alive_every_seconds":60,"failing_after_seconds":300,"settled_at":null,"consumers":2,"failing":1,"pass_seconds":0.5,"said_at":"2026-10-05T00:09:00Z"}"#;
+        let Event::Alive(mut alive) = Event::parse(EventKind::Alive, old.as_bytes()).unwrap()
+        else {
+            panic!("alive")
+        };
+        assert_eq!(alive.repeat_every_seconds, None);
+        assert_eq!(
+            String::from_utf8(Event::Alive(alive.clone()).to_json()).unwrap(),
+            old,
+            "not written when unknown"
+        );
+        alive.repeat_every_seconds = Some(900);
+        let text = String::from_utf8(Event::Alive(alive.clone()).to_json()).unwrap();
+        assert!(
+            text.contains(r#""failing_after_seconds":300,"repeat_every_seconds":900,"#),
+            "{text}"
+        );
+        assert_eq!(
+            Event::parse(EventKind::Alive, text.as_bytes()).unwrap(),
+            Event::Alive(alive)
+        );
     }
 
     #[test]

@@ -46,7 +46,8 @@
 //! repair:      {"v":1,"fault":"admin-refused","outcome":"failed","detail":"repair failed: ...",
 //!               "next_attempt_at":"2026-10-05T00:19:00Z","said_at":"2026-10-05T00:09:00Z"}
 //! alive:       {"v":1,"started_at":"2026-10-05T00:00:00Z","alive_every_seconds":60,
-//!               "failing_after_seconds":300,"settled_at":"2026-10-05T00:05:01Z","consumers":120,
+//!               "failing_after_seconds":300,"repeat_every_seconds":900,
+//!               "settled_at":"2026-10-05T00:05:01Z","consumers":120,
 //!               "failing":3,"pass_seconds":0.84,"said_at":"2026-10-05T00:09:00Z"}
 //! unreachable: {"v":1,"provision":"postgres-database","from":"postgres@db-1","address":"10.10.0.1",
 //!               "port":6852,"failures":4,"failing_since":"2026-10-05T00:04:00Z",

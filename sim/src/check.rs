@@ -159,6 +159,25 @@ impl Checker {
             .map(|l| (l.row.provider.to_string(), l.row.consumer.as_str()))
             .collect();
         let named = |p: &str, c: &str| listed.contains(&(p.to_owned(), c));
+        // I6: while the controller follows nothing, status says so.
+        if let Some(lost) = world.follow_lost_at {
+            let bound = (world.timings.link.wait * 3).min(Duration::from_secs(15)) + SLACK;
+            let said = !status.head.controller.following
+                && status
+                    .head
+                    .sentence
+                    .starts_with("not all well: the controller has");
+            if now >= lost + bound && !said {
+                return Err(fail(
+                    "I6",
+                    format!(
+                        "the controller follows nothing since t={}s but status does not say so: {}",
+                        (lost - world.t0).as_secs(),
+                        status.head.sentence
+                    ),
+                ));
+            }
+        }
         for (pi, provider) in world.providers.iter().enumerate() {
             let pid = provider.id.to_string();
             let back = world.path_back.max(provider.path_back);
@@ -175,7 +194,12 @@ impl Checker {
                     down.1 = true;
                     self.latencies.unheard.push(secs(now - down.0));
                 }
-                if now >= provider.since + 3 * alive + SLACK && !unheard {
+                // A silence is counted while the controller follows: from
+                // its newest alive, or from when the controller follows
+                // again, whichever is later.
+                let silent_from = provider.since.max(world.hard_back);
+                let following = world.follow_lost_at.is_none() && !world.store_away();
+                if following && now >= silent_from + 3 * alive + d && !unheard {
                     return Err(fail(
                         "I3",
                         format!(
@@ -187,6 +211,31 @@ impl Checker {
                 }
             } else {
                 self.down_at.remove(&pi);
+                // I6: while the controller follows nothing, no provider is
+                // blamed for a silence that began after the controller's.
+                if let Some(lost) = world.follow_lost_at {
+                    // Its silence began after the controller's: it runs
+                    // (started well before, its own way to the bus fine
+                    // for 3 alives before), or it stopped after.
+                    let blamed = match provider.running {
+                        true => {
+                            provider.since + pass + d < lost
+                                && provider.path_back + 3 * alive + d < lost
+                        }
+                        false => provider.since > lost,
+                    };
+                    if unheard && blamed {
+                        return Err(fail(
+                            "I6",
+                            format!(
+                                "the controller follows nothing since t={}s, and status names {pid} unheard though it runs since t={}s: {}",
+                                (lost - world.t0).as_secs(),
+                                (provider.since - world.t0).as_secs(),
+                                status.head.sentence
+                            ),
+                        ));
+                    }
+                }
                 if !away && now >= (provider.since + pass).max(back) + d && unheard {
                     return Err(fail(
                         "I3",

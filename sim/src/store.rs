@@ -18,9 +18,12 @@ use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use mesh_controller::model::reduce::{reduce, Place};
-use mesh_controller::model::{AliveRow, FailingRow, Received, RepairRow};
+use mesh_controller::model::{
+    AliveRow, ControllerRecord, FailingRow, Instance, InstanceRow, Received, RepairRow,
+};
 use mesh_controller::store::{Counts, StatusFilter, Store, StoreError};
-use mesh_protocol::ModuleId;
+use mesh_protocol::{ModuleId, Timestamp};
+use tokio::time::Instant;
 
 /// A standing's key: provider module, provider machine, consumer (the
 /// listing's byte order).
@@ -35,8 +38,22 @@ pub struct Tables {
     pub recovered: BTreeMap<Key, Place>,
     /// The newest `alive` per provider.
     pub alive: BTreeMap<ModuleId, (AliveRow, Place)>,
+    /// What each `serve` process recorded of itself, by its key.
+    pub instances: BTreeMap<String, InstanceRow>,
     /// Whether the store is away.
     pub down: bool,
+    /// The store's clock: this wall time at this instant.
+    pub clock: Option<(Instant, SystemTime)>,
+}
+
+impl Tables {
+    /// The store's clock now (`now()`).
+    pub fn now(&self) -> Timestamp {
+        let (at, wall) = self
+            .clock
+            .unwrap_or((Instant::now(), SystemTime::UNIX_EPOCH));
+        Timestamp::from_system(wall + (Instant::now() - at))
+    }
 }
 
 /// The store; clones share it (one database, many connections).
@@ -67,9 +84,31 @@ fn key(emitter: &ModuleId, consumer: &str) -> Key {
 }
 
 impl MemStore {
-    /// An empty store.
-    pub fn new() -> MemStore {
-        MemStore::default()
+    /// An empty store whose clock reads `wall` at `at`.
+    pub fn new(at: Instant, wall: SystemTime) -> MemStore {
+        let store = MemStore::default();
+        store.with(|t| t.clock = Some((at, wall)));
+        store
+    }
+
+    /// What the store says of the controller (`PgStore`'s record read):
+    /// the instance that caught up last first.
+    ///
+    /// # Errors
+    /// While the store is away.
+    pub fn record(&self) -> Result<ControllerRecord, StoreError> {
+        self.with(|t| {
+            if t.down {
+                return Err(MemStore::away());
+            }
+            let mut instances: Vec<InstanceRow> = t.instances.values().cloned().collect();
+            instances.sort_by_key(|r| std::cmp::Reverse(r.pulled_at));
+            Ok(ControllerRecord {
+                now: t.now(),
+                begun_at: None,
+                instances,
+            })
+        })
     }
 
     /// Runs `f` on the tables.
@@ -206,11 +245,56 @@ impl Store for MemStore {
                         alive_every_seconds: i64::try_from(b.alive_every_seconds)
                             .unwrap_or(i64::MAX),
                         settled_at: b.settled_at,
+                        repeat_every_seconds: b
+                            .repeat_every_seconds
+                            .map(|s| i64::try_from(s).unwrap_or(i64::MAX)),
                         said_at: b.said_at,
                         stored_at: k.stored_at,
                     };
                     t.alive.insert(k.emitter.clone(), (row, place));
                 }
+            }
+            Ok(())
+        })
+    }
+
+    /// As `PgStore`'s record statement: `pulled_at` and `applied_at` set
+    /// to the store's clock when so; a catch-up more than the follow bound
+    /// after the one before begins a new run (`following_since`).
+    async fn record(
+        &mut self,
+        instance: &Instance,
+        caught_up: bool,
+        applied: bool,
+        _first: bool,
+    ) -> Result<(), StoreError> {
+        self.with(|t| {
+            if t.down {
+                return Err(MemStore::away());
+            }
+            let now = t.now();
+            let row = t
+                .instances
+                .entry(instance.key())
+                .or_insert_with(|| InstanceRow {
+                    instance: instance.clone(),
+                    pulled_at: None,
+                    applied_at: None,
+                    following_since: None,
+                });
+            if caught_up {
+                let bound = instance.follow_bound();
+                let new_run = match (row.pulled_at, row.following_since) {
+                    (Some(pulled), Some(_)) => pulled.system_time() + bound < now.system_time(),
+                    _ => true,
+                };
+                if new_run {
+                    row.following_since = Some(now);
+                }
+                row.pulled_at = Some(now);
+            }
+            if applied {
+                row.applied_at = Some(now);
             }
             Ok(())
         })

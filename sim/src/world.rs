@@ -11,7 +11,8 @@ use mesh_controller::link::{follow_messages, Followed, LinkSettings, LinkState};
 use mesh_controller::model::declaration::parse;
 use mesh_controller::model::Parsed;
 use mesh_controller::render;
-use mesh_controller::report::{self, Clock, Head, Listed, Scope};
+use mesh_controller::report::{self, Clock, Facts, Grants, Head, Listed, Scope};
+use mesh_controller::store::Order;
 use mesh_protocol::{ModuleId, Name, Timestamp};
 use mesh_runtime::outbox::EventSink;
 use mesh_runtime::{Secret, Stop};
@@ -173,6 +174,12 @@ pub struct World {
     pub path_back: Instant,
     /// The next step of the plan to act on.
     next: usize,
+    /// Since when the controller follows nothing (serve down or the bus
+    /// away), while it does.
+    pub follow_lost_at: Option<Instant>,
+    /// When the bus, the store and the controller were last all back (the
+    /// controller's run of catch-ups begins again then).
+    pub hard_back: Instant,
 }
 
 fn name(s: &str) -> Name {
@@ -254,7 +261,7 @@ impl World {
             timings,
             t0,
             bus,
-            store: MemStore::new(),
+            store: MemStore::new(t0, Timestamp::parse(T0).expect("T0").system_time()),
             providers,
             controller: None,
             bus_until: None,
@@ -263,6 +270,8 @@ impl World {
             ack_loss_until: None,
             path_back: t0,
             next: 0,
+            follow_lost_at: None,
+            hard_back: t0,
         };
         for p in 0..world.providers.len() {
             world.start(p, 0);
@@ -467,6 +476,15 @@ impl World {
         if self.path_away() {
             self.path_back = now;
         }
+        let unfollowed = self.bus_until.is_some() || self.controller_until.is_some();
+        match (unfollowed, self.follow_lost_at) {
+            (true, None) => self.follow_lost_at = Some(now),
+            (false, Some(_)) => self.follow_lost_at = None,
+            _ => {}
+        }
+        if unfollowed || self.store_until.is_some() {
+            self.hard_back = now;
+        }
         for provider in &mut self.providers {
             if provider.path_until > now {
                 provider.path_back = now;
@@ -529,16 +547,18 @@ impl World {
             now: Timestamp::from_system(self.wall(now, 0)),
             silent_after: report::DEFAULT_SILENT_AFTER,
         };
-        let filter = report::filter(&self.declaration, &Scope::All, &clock);
+        let filter = report::filter(&self.declaration, &Scope::All, &clock, Order::Key);
         let read = self.store.read(&filter).ok()?;
-        let head = report::head(
-            &self.declaration,
-            &Scope::All,
-            read.counts,
-            read.repairs,
-            &read.alive,
-            &clock,
-        );
+        let record = self.store.record().ok()?;
+        let facts = Facts {
+            counts: read.counts,
+            repairs: read.repairs,
+            alive: &read.alive,
+            grants: Grants::default(),
+            record: &record,
+            retired: &[],
+        };
+        let head = report::head(&self.declaration, &Scope::All, facts, &clock);
         let listed: Vec<Listed> = read
             .standings
             .into_iter()

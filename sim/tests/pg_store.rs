@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use mesh_controller::model::Received;
-use mesh_controller::store::{migrate, DatabaseOptions, PgStore, StatusFilter, Store};
+use mesh_controller::store::{migrate, DatabaseOptions, Order, PgStore, StatusFilter, Store};
 use mesh_protocol::event::{Alive, Failing, Recovered, RecoveredReason, VERSION};
 use mesh_protocol::{Class, Event, ModuleId, Name, Timestamp};
 use mesh_sim::rng::Rng;
@@ -71,6 +71,7 @@ fn sequence(seed: u64) -> Vec<Received> {
                 consumers: 3,
                 failing: 1,
                 pass_seconds: 0.1,
+                repeat_every_seconds: Some(150),
                 said_at: said,
             }),
         };
@@ -103,6 +104,8 @@ async fn the_in_memory_store_reads_as_postgres_does() {
         ],
         machine: None,
         silent_before: Timestamp::parse("2026-10-05T00:10:00Z").unwrap(),
+        required: vec![],
+        order: Order::Key,
     };
     let (mut listed, mut outlived) = (0, 0);
     for seed in 0..40 {
@@ -118,7 +121,7 @@ async fn the_in_memory_store_reads_as_postgres_does() {
         .unwrap();
         migrate(&options).await.unwrap();
         let mut postgres = PgStore::new(options);
-        let mut memory = MemStore::new();
+        let mut memory = MemStore::new(tokio::time::Instant::now(), std::time::SystemTime::now());
         let events = sequence(seed);
         let mut rng = Rng::derive(seed, 8);
         let mut rest = &events[..];

@@ -7,6 +7,8 @@
 //! * [`NatsServer`]: a `nats-server` with JetStream (file storage);
 //! * [`NatsCluster`]: three of them in a JetStream cluster;
 //! * [`PgCluster`]: a PostgreSQL cluster with SCRAM authentication;
+//! * [`RedisServer`]: a Redis server with one ACL administrator, for the
+//!   hooks of `mesh-provide` (`examples/hooks/redis-acl.sh`);
 //! * [`KeycloakServer`]: a Keycloak (`kc.sh start-dev`), one shared per
 //!   test binary, a realm per test;
 //! * [`TcpProxy`]: a TCP proxy that can cut its connections on demand;
@@ -36,6 +38,7 @@ mod nats;
 pub mod netns;
 mod pg;
 mod proxy;
+mod redis;
 
 pub use certs::{CertFiles, TestCa};
 pub use cluster::{NatsCluster, CLUSTER_SIZE};
@@ -46,6 +49,7 @@ pub use keycloak::{
 pub use nats::{create_events_stream, NatsServer};
 pub use pg::PgCluster;
 pub use proxy::TcpProxy;
+pub use redis::{RedisServer, REDIS_ADMIN};
 
 /// How long a server may take to become ready before the start panics.
 const START_DEADLINE: Duration = Duration::from_secs(30);

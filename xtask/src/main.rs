@@ -30,6 +30,7 @@ const BINARIES: &[(&str, CommandLine)] = &[
     ("mesh-postgres", mesh_provider_postgres::cli::command),
     ("mesh-identity", mesh_provider_identity::cli::command),
     ("mesh-grants", mesh_grants::cli::command),
+    ("mesh-provide", mesh_provide::cli::command),
 ];
 
 /// The shells completions are written for, with their folder under `OUT`.
@@ -123,6 +124,10 @@ mod tests {
             let page = format!("man1/mesh-controller-{command}.1");
             assert!(names.contains(&page), "{page} in {names:?}");
         }
+        assert!(
+            names.contains(&"man1/mesh-provide-conform.1".to_owned()),
+            "{names:?}"
+        );
         let page = std::fs::read_to_string(dir.path().join("man1/mesh-postgres.1")).unwrap();
         assert!(page.starts_with(".ie \\n(.g .ds Aq"), "{}", &page[..80]);
         assert!(

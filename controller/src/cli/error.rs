@@ -3,13 +3,14 @@
 use crate::approve::{ApproveError, UnknownProvider};
 use crate::bus::BusError;
 use crate::link::LinkError;
+use crate::model::declaration::UnknownMachine;
 use crate::model::DeclarationError;
 use crate::permissions::CredentialsError;
 use crate::store::{DatabaseOptionsError, StoreError};
 
 /// Exit code: done.
 pub const EXIT_OK: u8 = 0;
-/// Exit code: `approve` refused or unanswered.
+/// Exit code: `approve` refused or unanswered; `status --check` not all well.
 pub const EXIT_NOT_DONE: u8 = 1;
 /// Exit code: the command could not be done (reason on stderr).
 pub const EXIT_CANNOT: u8 = 2;
@@ -58,6 +59,13 @@ pub enum CliError {
     /// `--metrics-listen` could not be listened on.
     #[error(transparent)]
     Listen(#[from] mesh_runtime::endpoints::ListenError),
+    /// `status --check` / `node show --check`: the report was printed and
+    /// is not all well.
+    #[error("not all well (--check)")]
+    NotAllWell,
+    /// `node show` of a machine the declaration does not name.
+    #[error(transparent)]
+    UnknownMachine(#[from] UnknownMachine),
     /// The report could not be written.
     #[error("cannot write the output: {0}")]
     Output(#[source] std::io::Error),
@@ -68,7 +76,7 @@ impl CliError {
     /// (`status | head -1`) is not an error of the command.
     pub fn exit_code(&self) -> u8 {
         match self {
-            CliError::NotDone(_) => EXIT_NOT_DONE,
+            CliError::NotDone(_) | CliError::NotAllWell => EXIT_NOT_DONE,
             CliError::Output(error) if error.kind() == std::io::ErrorKind::BrokenPipe => EXIT_OK,
             _ => EXIT_CANNOT,
         }
@@ -93,6 +101,7 @@ mod tests {
             (CliError::Output(pipe), EXIT_OK),
             (CliError::Output(full), EXIT_CANNOT),
             (CliError::NoCredentials, EXIT_CANNOT),
+            (CliError::NotAllWell, EXIT_NOT_DONE),
             (
                 CliError::Declaration(DeclarationError::Missing),
                 EXIT_CANNOT,

@@ -3,9 +3,11 @@
 //! whose [`CliError::exit_code`] is the one place exit codes are decided.
 //!
 //! Exit codes: 0 done (for `status` / `node show`: the report was printed,
-//! whatever it says); 1 `approve` refused or unanswered; 2 the command could
-//! not be done (store, declaration, credentials or bus unusable), the reason
-//! on stderr. Usage errors also exit 2 (clap).
+//! whatever it says, unless `--check`); 1 `approve` refused or unanswered,
+//! or with `--check` a report printed that is not all well; 2 the command
+//! could not be done (store, declaration, credentials or bus unusable, a
+//! machine the declaration does not name), the reason on stderr. Usage
+//! errors also exit 2 (clap).
 
 mod contributions;
 mod error;
@@ -15,7 +17,7 @@ mod run;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use mesh_protocol::{ModuleId, Name};
 use mesh_runtime::endpoints::EndpointArgs;
 use mesh_runtime::log::LogArgs;
@@ -34,12 +36,6 @@ pub use run::{exit, outcome, run, Io};
 
 /// The program's name, as its messages say it.
 pub const NAME: &str = "mesh-controller";
-
-/// The command line of `mesh-controller`, as clap sees it: for its man
-/// pages and shell completions.
-pub fn command() -> clap::Command {
-    <Cli as clap::CommandFactory>::command()
-}
 
 /// Follows provider events into a store and reports them.
 ///
@@ -101,12 +97,9 @@ pub enum Command {
     },
     /// Show what providers say they keep failing.
     Status {
-        /// Print one JSON object.
-        #[arg(long)]
-        json: bool,
-        /// Mark a standing not said again for this long as silent.
-        #[arg(long, default_value = "30m", value_parser = humantime::parse_duration)]
-        silent_after: Duration,
+        /// How to report.
+        #[command(flatten)]
+        report: Report,
     },
     /// Per machine.
     Node {
@@ -146,15 +139,26 @@ pub enum Command {
 pub enum NodeCommand {
     /// The standings whose provider or consumer is on MACHINE.
     Show {
-        /// The machine.
+        /// The machine (one the declaration names).
         machine: Name,
-        /// Print one JSON object.
-        #[arg(long)]
-        json: bool,
-        /// Mark a standing not said again for this long as silent.
-        #[arg(long, default_value = "30m", value_parser = humantime::parse_duration)]
-        silent_after: Duration,
+        /// How to report.
+        #[command(flatten)]
+        report: Report,
     },
+}
+
+/// The flags of `status` and `node show`.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct Report {
+    /// Print one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// Mark a standing not said again for this long as silent.
+    #[arg(long, default_value = "30m", value_parser = humantime::parse_duration)]
+    pub silent_after: Duration,
+    /// Exit 1 when the report is not all well (0: all well; 2: no report).
+    #[arg(long)]
+    pub check: bool,
 }
 
 /// `permissions --format`.
@@ -164,6 +168,74 @@ pub enum Format {
     Json,
     /// A nats-server JSON configuration with users and passwords.
     Nats,
+}
+
+/// The bus flags: global (a command line may give them anywhere, and every
+/// command line accepted before still is), but hidden from the help of the
+/// commands that never touch the bus.
+const BUS_FLAGS: [&str; 8] = [
+    "nats",
+    "nats_user",
+    "nats_password_file",
+    "nats_creds",
+    "nats_nkey_file",
+    "nats_ca_file",
+    "nats_cert_file",
+    "nats_key_file",
+];
+
+/// The commands that never touch the bus, by their path of subcommands.
+const OFF_THE_BUS: [&[&str]; 5] = [
+    &["migrate"],
+    &["status"],
+    &["node", "show"],
+    &["permissions"],
+    &["contributions"],
+];
+
+/// The command line's definition (for parsing, `--help`, the man pages and
+/// the shell completions): [`Cli`]'s, with the bus flags hidden from the
+/// help of the commands that do not use them. Those commands get
+/// hidden copies of the global bus flags (same ids, same rules), which
+/// clap then does not propagate over; their values still reach [`Cli::nats`].
+pub fn command() -> clap::Command {
+    fn hide(command: clap::Command, path: &[&str], hidden: &[clap::Arg]) -> clap::Command {
+        let command = hidden.iter().cloned().fold(command, clap::Command::arg);
+        match path.split_first() {
+            Some((name, rest)) => command.mut_subcommand(*name, |sub| hide(sub, rest, hidden)),
+            None => command,
+        }
+    }
+    let root = Cli::command();
+    let hidden: Vec<clap::Arg> = BUS_FLAGS
+        .iter()
+        .map(|id| {
+            root.get_arguments()
+                .find(|a| a.get_id() == id)
+                .expect("every bus flag is an argument of the command line")
+                .clone()
+                .hide(true)
+        })
+        .collect();
+    OFF_THE_BUS.iter().fold(root, |root, path| {
+        let (first, rest) = path.split_first().expect("a command's path");
+        root.mut_subcommand(*first, |sub| hide(sub, rest, &hidden))
+    })
+}
+
+impl Cli {
+    /// Parses `args` (the program's name first) with [`command`].
+    ///
+    /// # Errors
+    /// A usage error, or `--help` / `--version` (clap prints them).
+    pub fn parse_args<I, T>(args: I) -> Result<Cli, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        let mut matches = command().try_get_matches_from(args)?;
+        Cli::from_arg_matches_mut(&mut matches)
+    }
 }
 
 fn parse_batch(text: &str) -> Result<usize, String> {
@@ -232,7 +304,77 @@ mod tests {
     use crate::approve::DEFAULT_TIMEOUT;
 
     fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
-        Cli::try_parse_from(std::iter::once("mesh-controller").chain(args.iter().copied()))
+        Cli::parse_args(std::iter::once("mesh-controller").chain(args.iter().copied()))
+    }
+
+    /// The help of a command line (`... --help`).
+    fn help(args: &[&str]) -> String {
+        let error = parse(args).expect_err("--help ends the parse");
+        assert_eq!(error.kind(), clap::error::ErrorKind::DisplayHelp);
+        error.render().to_string()
+    }
+
+    #[test]
+    fn the_help_of_commands_off_the_bus_lists_no_bus_flag() {
+        for args in [
+            &["status", "--help"][..],
+            &["node", "show", "--help"],
+            &["migrate", "--help"],
+            &["permissions", "--help"],
+        ] {
+            let text = help(args);
+            assert!(!text.contains("--nats"), "{args:?}:\n{text}");
+            for flag in ["--database", "--declaration", "--log-format"] {
+                assert!(text.contains(flag), "{args:?} lacks {flag}:\n{text}");
+            }
+        }
+        assert!(help(&["status", "--help"]).contains("--check"));
+        assert!(help(&["node", "show", "--help"]).contains("--check"));
+        for args in [
+            &["serve", "--help"][..],
+            &["approve", "--help"],
+            &["--help"],
+        ] {
+            let text = help(args);
+            for flag in ["--nats ", "--nats-user", "--nats-creds", "--nats-ca-file"] {
+                assert!(text.contains(flag), "{args:?} lacks {flag}:\n{text}");
+            }
+        }
+    }
+
+    #[test]
+    fn bus_flags_given_to_commands_off_the_bus_still_parse() {
+        for args in [
+            &["--nats", "nats://h:4222", "status", "--check"][..],
+            &[
+                "status",
+                "--nats",
+                "nats://h:4222",
+                "--nats-creds",
+                "c.creds",
+            ],
+            &[
+                "node",
+                "show",
+                "app-1",
+                "--nats-user",
+                "u",
+                "--nats-password-file",
+                "pw",
+            ],
+            &["migrate", "--nats-ca-file", "ca.pem"],
+            &["permissions", "--nats", "nats://h:4222"],
+        ] {
+            let cli = parse(args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+            assert_eq!(
+                cli.nats.url == "nats://h:4222",
+                args.contains(&"nats://h:4222")
+            );
+        }
+        assert!(
+            parse(&["status", "--nats-user", "u"]).is_err(),
+            "still checked"
+        );
     }
 
     #[test]
@@ -250,7 +392,9 @@ mod tests {
                 "1h",
             ],
             &["status", "--declaration", "d.json"],
+            &["status", "--check", "--json"],
             &["node", "show", "app-1", "--json"],
+            &["node", "show", "app-1", "--check"],
             &["permissions", "--format", "nats", "--credentials", "dir"],
             &["permissions"],
             &["contributions", "--out", "/etc/mesh/contributions"],
@@ -339,8 +483,11 @@ mod tests {
         assert_eq!(
             cli.command,
             Command::Status {
-                json: false,
-                silent_after: Duration::from_secs(1800)
+                report: Report {
+                    json: false,
+                    silent_after: Duration::from_secs(1800),
+                    check: false,
+                }
             }
         );
         let Command::Approve { timeout, .. } = parse(&["approve", "p@m", "c"]).unwrap().command

@@ -10,14 +10,14 @@ use mesh_runtime::{Failure, Stop};
 use tokio_util::task::AbortOnDropHandle;
 
 use super::error::{CliError, EXIT_OK};
-use super::{Cli, Command, NodeCommand, NAME};
+use super::{Cli, Command, NodeCommand, Report, NAME};
 use crate::approve::{approve, check_declared, Declared};
 use crate::bus::{connect, Reconnect};
 use crate::link::{self, LinkSettings, LinkState};
 use crate::model::Parsed;
 use crate::render::listing;
-use crate::report::{self, Clock, Scope};
-use crate::store::{migrate, DatabaseOptions, PgStore};
+use crate::report::{self, Clock, Facts, Grants, Scope};
+use crate::store::{migrate, DatabaseOptions, Order, PgStore};
 
 /// Where a command writes, and its wall time.
 pub struct Io<'a> {
@@ -61,19 +61,12 @@ pub async fn run(cli: &Cli, io: &mut Io<'_>, stop: &Stop) -> Result<(), CliError
                 observe(cli, &options, &settings, &state, &endpoints.metrics_listen).await?;
             Ok(link::serve(&options, &cli.nats_options(), settings, &state, stop).await?)
         }
-        Command::Status { json, silent_after } => {
-            status(cli, io, Scope::All, *json, *silent_after).await
-        }
+        Command::Status { report } => status(cli, io, Scope::All, report).await,
         Command::Node {
-            command:
-                NodeCommand::Show {
-                    machine,
-                    json,
-                    silent_after,
-                },
+            command: NodeCommand::Show { machine, report },
         } => {
             let scope = Scope::Machine(machine.to_string());
-            status(cli, io, scope, *json, *silent_after).await
+            status(cli, io, scope, report).await
         }
         Command::Permissions {
             format,
@@ -163,7 +156,7 @@ async fn summarize(store: &mut PgStore, declaration: &Parsed, state: &LinkState)
         now: Timestamp::now(),
         silent_after: report::DEFAULT_SILENT_AFTER,
     };
-    let filter = report::filter(declaration, &Scope::All, &clock);
+    let filter = report::filter(declaration, &Scope::All, &clock, Order::Key);
     let read = match store.read_status(&filter).await {
         Ok(read) => read,
         Err(error) => {
@@ -172,14 +165,15 @@ async fn summarize(store: &mut PgStore, declaration: &Parsed, state: &LinkState)
         }
     };
     let failing = read.counts.standings;
-    let head = report::head(
-        declaration,
-        &Scope::All,
-        read.counts,
-        Vec::new(),
-        &read.alive,
-        &clock,
-    );
+    let facts = Facts {
+        counts: read.counts,
+        repairs: Vec::new(),
+        alive: &read.alive,
+        grants: Grants::default(),
+        record: &read.record,
+        retired: &read.retired,
+    };
+    let head = report::head(declaration, &Scope::All, facts, &clock);
     let _ = read.finish().await;
     state.store_answered();
     state
@@ -219,43 +213,49 @@ pub fn exit(result: Result<(), CliError>, io: &mut Io<'_>) -> u8 {
 }
 
 /// `status` and `node show`: in one snapshot of the store, the sentence
-/// first, then each standing as it is read.
-async fn status(
-    cli: &Cli,
-    io: &mut Io<'_>,
-    scope: Scope,
-    json: bool,
-    silent_after: Duration,
-) -> Result<(), CliError> {
+/// first, then each standing as it is read (grouped by cause for a person,
+/// one by one in key order as JSON). With `check`, a report that is not
+/// all well ends with [`CliError::NotAllWell`] once it is printed.
+async fn status(cli: &Cli, io: &mut Io<'_>, scope: Scope, report: &Report) -> Result<(), CliError> {
     let declaration = cli.load_declaration()?;
+    if let Scope::Machine(machine) = &scope {
+        declaration.declaration.check_machine(machine)?;
+    }
     let mut store = PgStore::new(cli.database_options()?);
     let clock = Clock {
         now: io.now,
-        silent_after,
+        silent_after: report.silent_after,
     };
-    let filter = report::filter(&declaration, &scope, &clock);
+    let order = if report.json {
+        Order::Key
+    } else {
+        Order::Cause
+    };
+    let filter = report::filter(&declaration, &scope, &clock, order);
     let mut read = store.read_status(&filter).await.map_err(CliError::Read)?;
-    let repairs = std::mem::take(&mut read.repairs);
-    let grants = report::grants(std::mem::take(&mut read.grants));
-    let head = report::head_with_grants(
-        &declaration,
-        &scope,
-        read.counts,
-        repairs,
-        &read.alive,
-        grants,
-        &clock,
-    );
-    let mut listing = listing(json);
+    let facts = Facts {
+        counts: read.counts,
+        repairs: std::mem::take(&mut read.repairs),
+        alive: &read.alive,
+        grants: report::grants(std::mem::take(&mut read.grants)),
+        record: &read.record,
+        retired: &read.retired,
+    };
+    let head = report::head(&declaration, &scope, facts, &clock);
+    let mut listing = listing(report.json);
     listing.head(io.out, &head).map_err(CliError::Output)?;
     while let Some(row) = read.next().await.map_err(CliError::Read)? {
         let standing = report::standing(row, &clock);
         listing
-            .standing(io.out, &standing)
+            .standing(io.out, standing)
             .map_err(CliError::Output)?;
     }
     read.finish().await.map_err(CliError::Read)?;
-    listing.finish(io.out, &head).map_err(CliError::Output)
+    listing.finish(io.out, &head).map_err(CliError::Output)?;
+    if report.check && !head.all_well {
+        return Err(CliError::NotAllWell);
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -264,9 +264,7 @@ mod tests {
     use crate::cli::EXIT_CANNOT;
 
     fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
-        <Cli as clap::Parser>::try_parse_from(
-            std::iter::once("mesh-controller").chain(args.iter().copied()),
-        )
+        Cli::parse_args(std::iter::once("mesh-controller").chain(args.iter().copied()))
     }
 
     #[tokio::test]
@@ -280,7 +278,11 @@ mod tests {
         }
         let dir = tempfile::tempdir().unwrap();
         let declaration = dir.path().join("d.json");
-        std::fs::write(&declaration, r#"{"modules":[]}"#).unwrap();
+        std::fs::write(
+            &declaration,
+            r#"{"modules":[{"module":"a","machine":"m"}]}"#,
+        )
+        .unwrap();
         let decl = declaration.to_str().unwrap();
         let cases: &[(&[&str], &str)] = &[
             (&["status"], "no declaration given"),
@@ -289,6 +291,10 @@ mod tests {
             (
                 &["--declaration", decl, "node", "show", "m"],
                 "no database given",
+            ),
+            (
+                &["--declaration", decl, "node", "show", "m1", "--check"],
+                "the declaration names no machine m1 (it names: m)",
             ),
             (&["permissions"], "no declaration given"),
             (

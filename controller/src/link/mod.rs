@@ -28,12 +28,18 @@
 //!   dropped, and its unacknowledged events are delivered again).
 //! - A stop is a [`Stop`] (the program shell requests it on SIGINT or
 //!   SIGTERM).
+//! - It records itself in the store (its host, pid and start): when it
+//!   last *caught up* (a pull came back short and nothing is held for the
+//!   store) and when it last committed a round, at once when it catches up
+//!   again and else at most every half pull wait, so `status` can tell a
+//!   controller that follows nothing from providers that say nothing.
 
 mod decode;
 mod observe;
 pub mod source;
 mod stream;
 
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use futures::future::join_all;
@@ -48,7 +54,7 @@ pub use stream::{consumer_config, ensure_consumer, stream_config, Following, Set
 
 use crate::bus::{connect, BusError, NatsOptions, Reconnect, DURABLE, STREAM};
 use crate::model::text::first_words;
-use crate::model::Received;
+use crate::model::{Instance, Received};
 use crate::store::{migrate, DatabaseOptions, PgStore, Store, StoreError};
 
 /// How the link runs.
@@ -280,6 +286,10 @@ pub async fn follow_messages<M: Messages, S: Store>(
         pull_failures: 0,
         idle_pulls: 0,
         consumer_lost: false,
+        instance: this_process(settings.wait),
+        held: false,
+        applied_since_record: false,
+        last_record: None,
     };
     loop {
         let pull_started = tokio::time::Instant::now();
@@ -309,6 +319,8 @@ pub async fn follow_messages<M: Messages, S: Store>(
         {
             break;
         }
+        // A pull that came back short found nothing more waiting.
+        let short = messages.len() < settings.batch.max(1);
         if !messages.is_empty() {
             tracing::trace!(pulled_in = ?pull_started.elapsed(), messages = messages.len(), "pulled");
             // A round waiting on a store or a bus that does not answer is
@@ -334,11 +346,43 @@ pub async fn follow_messages<M: Messages, S: Store>(
         if stopping || stop.is_requested() {
             break;
         }
+        let caught_up = short && !link.held && link.pull_failures == 0 && !link.consumer_lost;
+        if caught_up {
+            link.state.caught_up(std::time::SystemTime::now());
+        }
+        if stop
+            .run_until_stopped(link.record(caught_up))
+            .await
+            .is_none()
+        {
+            break;
+        }
         if link.consumer_lost || link.pull_failures >= PULL_FAILURES_BEFORE_SETUP {
             return Followed::ConsumerLost;
         }
     }
     Followed::Stopped
+}
+
+/// This process as it names itself in the store: its host, its pid, when
+/// it first followed (kept for the life of the process), and its pull wait.
+fn this_process(pull_wait: Duration) -> Instance {
+    static HERE: OnceLock<(String, Timestamp)> = OnceLock::new();
+    let (host, started_at) = HERE.get_or_init(|| {
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .ok()
+            .or_else(|| std::env::var("HOSTNAME").ok())
+            .map(|h| h.trim().to_owned())
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| "unknown-host".to_owned());
+        (host, Timestamp::now())
+    });
+    Instance {
+        host: host.clone(),
+        pid: i64::from(std::process::id()),
+        started_at: *started_at,
+        pull_wait,
+    }
 }
 
 struct Link<'a, S> {
@@ -356,6 +400,15 @@ struct Link<'a, S> {
     idle_pulls: u32,
     /// The consumer is gone: it must be set up again.
     consumer_lost: bool,
+    /// This process, as the store records it.
+    instance: Instance,
+    /// Words were NAKed for the store and not stored since: the link is
+    /// not caught up, whatever its pulls find.
+    held: bool,
+    /// A round was committed since the last record.
+    applied_since_record: bool,
+    /// When the last record was written, and whether it said caught up.
+    last_record: Option<(tokio::time::Instant, bool)>,
 }
 
 /// How often the stream's lag is read for the metrics.
@@ -388,6 +441,36 @@ impl<S> Link<'_, S> {
 }
 
 impl<S: Store> Link<'_, S> {
+    /// Records this process in the store (see `store::record`): at once
+    /// when it catches up again, else at most every half pull wait. A store
+    /// that fails it is tried again at the next pull (the rounds say why).
+    async fn record(&mut self, caught_up: bool) {
+        let now = tokio::time::Instant::now();
+        let every = self.settings.wait / 2;
+        let due = match self.last_record {
+            None => true,
+            Some((at, was)) => (caught_up && !was) || now.duration_since(at) >= every,
+        };
+        if !due {
+            return;
+        }
+        let first = self.last_record.is_none();
+        let applied = self.applied_since_record;
+        match self
+            .store
+            .record(&self.instance, caught_up, applied, first)
+            .await
+        {
+            Ok(()) => {
+                self.last_record = Some((now, caught_up));
+                self.applied_since_record = false;
+            }
+            Err(error) => {
+                tracing::debug!(error = %error, "cannot record this controller in the store");
+            }
+        }
+    }
+
     /// The messages waiting (at most `batch`), or, when none is, the first
     /// to arrive within `wait`. Every pull request is read to its end. A
     /// pull that fails without a message is logged and waited out (its
@@ -500,6 +583,8 @@ impl<S: Store> Link<'_, S> {
 
     fn stored(&mut self, words: &[Received]) {
         self.state.applied(words);
+        self.held = false;
+        self.applied_since_record = true;
         if self.backoff.failures() > 0 {
             tracing::info!(
                 after_failures = self.backoff.failures(),
@@ -521,6 +606,7 @@ impl<S: Store> Link<'_, S> {
     /// Logs a failed round; returns its NAK delay.
     fn held(&mut self, error: &StoreError, count: usize) -> Duration {
         self.state.store_failed(true);
+        self.held = true;
         let delay = self.backoff.next_delay();
         if self.backoff.failures() == 1 {
             tracing::warn!(error = %error, held = count, retry_in = ?delay, "store away: events are held (NAKed) and delivered again");

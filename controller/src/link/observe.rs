@@ -10,6 +10,7 @@
 //! | `mesh_standings_failing` | gauge | standings `status` lists (needs `--declaration`) |
 //! | `mesh_providers_unheard` | gauge | providers `status` names not heard from (needs `--declaration`) |
 //! | `mesh_stream_lag_messages` | gauge | events in the stream the controller has not acknowledged yet |
+//! | `mesh_caught_up_timestamp_seconds` | gauge | when this `serve` last caught up with the stream (Unix seconds; 0: not yet) |
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
@@ -39,6 +40,8 @@ pub struct LinkState {
     pub providers_unheard: Gauge,
     /// Words in the stream not acknowledged yet.
     pub stream_lag: Gauge,
+    /// When the link last caught up with the stream (Unix seconds).
+    caught_up_at: Gauge,
     /// When the link last finished a pull.
     pub progress: Progress,
     store_ok: AtomicBool,
@@ -100,8 +103,16 @@ impl LinkState {
             "Words in the stream the controller has not acknowledged yet",
             stream_lag.clone(),
         );
+        let caught_up_at = Gauge::default();
+        registry.register(
+            "caught_up_timestamp_seconds",
+            "When this serve last caught up with the event stream, every word it took stored \
+             (Unix seconds; 0: not yet)",
+            caught_up_at.clone(),
+        );
         LinkState {
             registry,
+            caught_up_at,
             words_applied,
             batches,
             store_errors,
@@ -123,6 +134,15 @@ impl LinkState {
                 .inc();
         }
         self.store_ok.store(true, Ordering::Relaxed);
+    }
+
+    /// The link caught up with the stream at `at` (a pull came back short,
+    /// nothing held for the store).
+    pub(crate) fn caught_up(&self, at: std::time::SystemTime) {
+        let secs = at
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        self.caught_up_at.set(gauge_value(secs));
     }
 
     /// The store failed a round; `away` when it may pass (held), not when it refused the events.

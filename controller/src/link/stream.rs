@@ -11,7 +11,7 @@
 //! not delete, purge or read a stream by sequence.
 
 use async_nats::jetstream::consumer::{pull, AckPolicy, DeliverPolicy, PullConsumer};
-use async_nats::jetstream::context::GetStreamErrorKind;
+use async_nats::jetstream::context::{ConsumerInfoErrorKind, GetStreamErrorKind};
 use async_nats::jetstream::stream::{self, RetentionPolicy, StorageType};
 use async_nats::jetstream::{self, ErrorCode};
 
@@ -156,6 +156,18 @@ pub async fn ensure_consumer<S: Store>(
         .await
         .map_err(|e| SetupError::Read(e.into()))?
         .created;
+    // A durable consumer that acknowledged words before took them from the
+    // stream for a store that was there: a store that meets its first
+    // stream now (made anew) lacks them until they are said again.
+    let acknowledged_before = match stream.consumer_info(DURABLE).await {
+        Ok(info) => info.ack_floor.stream_sequence > 0,
+        Err(error) if error.kind() == ConsumerInfoErrorKind::NotFound => false,
+        Err(error) => return Err(SetupError::Read(error.into())),
+    };
+    store
+        .record_begins(acknowledged_before)
+        .await
+        .map_err(SetupError::Epoch)?;
     let epoch = store
         .stream_epoch(STREAM, created.into())
         .await

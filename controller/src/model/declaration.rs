@@ -74,6 +74,50 @@ impl Declaration {
     pub fn ids(&self) -> BTreeSet<&ModuleId> {
         self.modules.iter().map(|m| &m.id).collect()
     }
+
+    /// Every machine a module entry names, sorted.
+    pub fn machines(&self) -> BTreeSet<&str> {
+        self.modules.iter().map(|m| m.id.machine.as_str()).collect()
+    }
+
+    /// `Ok` when a module entry names `machine` (`node show MACHINE`).
+    ///
+    /// # Errors
+    /// [`UnknownMachine`], naming the machines it does name.
+    pub fn check_machine(&self, machine: &str) -> Result<(), UnknownMachine> {
+        let machines = self.machines();
+        if machines.contains(machine) {
+            return Ok(());
+        }
+        Err(UnknownMachine {
+            machine: machine.to_owned(),
+            named: machines.iter().map(|m| (*m).to_owned()).collect(),
+        })
+    }
+}
+
+/// A machine no module entry of the declaration names (a typo, most often).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the declaration names no machine {machine} ({})", names(.named))]
+pub struct UnknownMachine {
+    /// The machine asked for.
+    pub machine: String,
+    /// The machines it names, sorted.
+    pub named: Vec<String>,
+}
+
+/// How many machines [`UnknownMachine`] names at most.
+const NAMED_AT_MOST: usize = 10;
+
+fn names(named: &[String]) -> String {
+    match named.len() {
+        0 => "it names none".to_owned(),
+        n if n <= NAMED_AT_MOST => format!("it names: {}", named.join(", ")),
+        n => format!(
+            "it names: {}, … ({n} in all)",
+            named[..NAMED_AT_MOST].join(", ")
+        ),
+    }
 }
 
 /// An entry (or part of one) that was refused; the others go on.
@@ -290,6 +334,34 @@ mod tests {
         assert!(d.receives_contributions(&id("postgres@db-1")));
         assert!(!d.receives_contributions(&id("forge@app-1")));
         assert!(!d.receives_contributions(&id("ghost@app-1")));
+    }
+
+    #[test]
+    fn a_machine_the_declaration_does_not_name_is_an_error_naming_those_it_does() {
+        let d = parse(GOOD).unwrap().declaration;
+        assert_eq!(d.check_machine("app-1"), Ok(()));
+        assert_eq!(d.check_machine("db-1"), Ok(()));
+        let error = d.check_machine("app1").unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "the declaration names no machine app1 (it names: app-1, db-1)"
+        );
+        let empty = Declaration::default();
+        assert_eq!(
+            empty.check_machine("app-1").unwrap_err().to_string(),
+            "the declaration names no machine app-1 (it names none)"
+        );
+        let many: Vec<String> = (0..12)
+            .map(|i| format!(r#"{{"module":"m","machine":"h-{i:02}"}}"#))
+            .collect();
+        let many = parse(&format!(r#"{{"modules":[{}]}}"#, many.join(",")))
+            .unwrap()
+            .declaration;
+        assert_eq!(
+            many.check_machine("x").unwrap_err().to_string(),
+            "the declaration names no machine x (it names: h-00, h-01, h-02, h-03, h-04, h-05, \
+             h-06, h-07, h-08, h-09, … (12 in all))"
+        );
     }
 
     #[test]

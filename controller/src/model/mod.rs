@@ -10,4 +10,6 @@ pub mod text;
 
 pub use declaration::{Declaration, DeclarationError, Parsed};
 pub use received::Received;
-pub use row::{AliveRow, FailingRow, GrantRow, RepairRow};
+pub use row::{
+    AliveRow, ControllerRecord, FailingRow, GrantRow, Instance, InstanceRow, RepairRow, RetiredRow,
+};

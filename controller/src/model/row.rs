@@ -6,7 +6,7 @@
 //! members `provider_module` and `provider_machine`, as `status --json`
 //! always has ([`provider_members`]).
 
-use mesh_protocol::event::{GrantState, RepairOutcome};
+use mesh_protocol::event::{GrantState, RepairOutcome, RetirementAction};
 use mesh_protocol::{Class, ModuleId, Timestamp};
 use serde::{Serialize, Serializer};
 
@@ -84,11 +84,100 @@ pub struct AliveRow {
     pub alive_every_seconds: i64,
     /// Its settled time, if reached (see the `alive` body).
     pub settled_at: Option<Timestamp>,
+    /// How often it says its failing words again, in seconds (`None` from
+    /// a provider older than the field).
+    pub repeat_every_seconds: Option<i64>,
     /// When it was published.
     pub said_at: Timestamp,
     /// When the event stream stored it (the bus's clock, not the
     /// provider's); `None` for an event stored before it was kept.
     pub stored_at: Option<Timestamp>,
+}
+
+/// One `mesh-controller serve` process, as it names itself in the store:
+/// an operator reading it knows which process on which host it is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Instance {
+    /// The host it runs on.
+    pub host: String,
+    /// Its process id there.
+    pub pid: i64,
+    /// When it started (its own clock).
+    pub started_at: Timestamp,
+    /// How long one of its pulls waits for a word.
+    pub pull_wait: std::time::Duration,
+}
+
+/// A `serve` follows while it caught up within this many of its pull
+/// waits...
+pub const FOLLOW_WITHIN_PULLS: u32 = 3;
+
+/// ... and at most this long.
+pub const FOLLOW_WITHIN_MAX: std::time::Duration = std::time::Duration::from_secs(15);
+
+impl Instance {
+    /// How long after its last catch-up it still counts as following:
+    /// [`FOLLOW_WITHIN_PULLS`] × its pull wait, at most [`FOLLOW_WITHIN_MAX`].
+    pub fn follow_bound(&self) -> std::time::Duration {
+        (self.pull_wait * FOLLOW_WITHIN_PULLS).min(FOLLOW_WITHIN_MAX)
+    }
+
+    /// Its key in the store: `<host> pid <pid> started <started_at>`.
+    pub fn key(&self) -> String {
+        format!("{} pid {} started {}", self.host, self.pid, self.started_at)
+    }
+}
+
+/// One `mesh-controller serve` process as the store records it
+/// (`controller_instance`); its two times are the store's clock.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InstanceRow {
+    /// Which process.
+    pub instance: Instance,
+    /// The last time it found nothing more waiting for it in the event
+    /// stream, every word it had taken stored; `None`: not yet.
+    pub pulled_at: Option<Timestamp>,
+    /// The last time it committed a round of words; `None`: not yet.
+    pub applied_at: Option<Timestamp>,
+    /// When its current run of catch-ups began (none more than
+    /// [`Instance::follow_bound`] after the one before); `None`: not yet.
+    pub following_since: Option<Timestamp>,
+}
+
+/// What the store says of the controller and of its own record, read with
+/// every `status`: the store's clock (the instances' times are on it), when
+/// its record begins, and the `serve` processes it knows, the one that
+/// caught up last first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ControllerRecord {
+    /// The store's clock at the read.
+    pub now: Timestamp,
+    /// When the store's record begins: `None` for a store that followed a
+    /// stream before it kept this (its words from before are kept); a time
+    /// for a store made since (first migrated, or dropped and made again):
+    /// the words said before then are not in it until they are said again.
+    pub begun_at: Option<Timestamp>,
+    /// The `serve` processes recorded (at most a few), the one that caught
+    /// up last first.
+    pub instances: Vec<InstanceRow>,
+}
+
+/// A provider's newest `retirement` event for one consumer the
+/// declaration requires from it, as the store reads it: `retired` or
+/// `deleted` and not followed by a word that says the consumer is served
+/// again (`re-enabled`, a `recovered` for a success, or a `failing`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RetiredRow {
+    /// The provider that published it.
+    pub provider: ModuleId,
+    /// The consumer.
+    pub consumer: String,
+    /// `retired` or `deleted`.
+    pub action: RetirementAction,
+    /// In words, as the provider said it.
+    pub detail: String,
+    /// When it was published.
+    pub said_at: Timestamp,
 }
 
 impl AliveRow {
@@ -178,6 +267,7 @@ mod tests {
             started_at: ts("2026-10-05T00:10:00Z"),
             alive_every_seconds: 60,
             settled_at: settled.then(|| ts("2026-10-05T00:15:00Z")),
+            repeat_every_seconds: None,
             said_at: ts("2026-10-05T00:15:00Z"),
             stored_at: stored.map(ts),
         };

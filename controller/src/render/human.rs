@@ -1,6 +1,9 @@
-//! The human form: the sentence, then one line per provider not heard
-//! from, per standing, per open repair fault and per refused declaration
-//! entry. Untrusted text (errors,
+//! The human form: the sentence, then one line for a controller that
+//! follows nothing, per provider not heard from, per required consumer
+//! retired, per provider not fully known yet, per grant unreachable or
+//! unchecked, per cause of standings (one standing keeps its own line; many
+//! failing for one provider, class and error share one), per open repair
+//! fault and per refused declaration entry. Untrusted text (errors,
 //! details) has its control characters replaced, so one standing is one line.
 
 use std::borrow::Cow;
@@ -8,11 +11,14 @@ use std::io::{self, Write};
 use std::time::Duration;
 
 use super::Listing;
-use crate::report::{Head, Listed};
+use crate::report::group::{Group, Grouper, Line};
+use crate::report::{Controller, Head, Listed};
 
 /// Lines for a person.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Human;
+#[derive(Clone, Debug, Default)]
+pub struct Human {
+    grouper: Grouper,
+}
 
 /// Control characters of untrusted text replaced, so one standing is one line.
 fn one_line(text: &str) -> Cow<'_, str> {
@@ -26,9 +32,90 @@ fn one_line(text: &str) -> Cow<'_, str> {
     }
 }
 
+/// The line of a controller that follows nothing: which `serve` caught up
+/// last, and when.
+fn controller(out: &mut dyn Write, c: &Controller) -> io::Result<()> {
+    let (Some(host), Some(pid), Some(started)) = (&c.host, c.pid, c.started_at) else {
+        return writeln!(
+            out,
+            "  no mesh-controller serve has recorded itself in this store"
+        );
+    };
+    write!(
+        out,
+        "  mesh-controller serve on {} (pid {pid}, started {started}) ",
+        one_line(host)
+    )?;
+    match c.pulled_at {
+        None => writeln!(out, "has not caught up with the event stream yet"),
+        Some(pulled) => {
+            write!(out, "caught up with the event stream last at {pulled}")?;
+            match c.applied_at {
+                Some(applied) => writeln!(out, ", stored events last at {applied}"),
+                None => writeln!(out),
+            }
+        }
+    }
+}
+
+/// One standing's own line.
+fn one(out: &mut dyn Write, s: &Listed) -> io::Result<()> {
+    let r = &s.row;
+    let attempts = if r.attempts == 1 {
+        "attempt"
+    } else {
+        "attempts"
+    };
+    write!(
+        out,
+        "  {} fails {}@{} ({}): {} since {}, {} {attempts}, said {}",
+        r.provider,
+        r.consumer,
+        r.consumer_machine.as_deref().unwrap_or("?"),
+        one_line(r.provision.as_deref().unwrap_or("?")),
+        r.class,
+        r.since,
+        r.attempts,
+        r.said_at,
+    )?;
+    if let Some(secs) = s.silent_for_seconds {
+        write!(
+            out,
+            ", silent for {}",
+            humantime::format_duration(Duration::from_secs(secs))
+        )?;
+    }
+    writeln!(out, ": {}", one_line(&r.error))
+}
+
+/// The line of many standings failing for one cause.
+fn many(out: &mut dyn Write, g: &Group) -> io::Result<()> {
+    let (provider, class, error) = g.cause();
+    write!(out, "  {provider} fails {} consumers {class}", g.count)?;
+    if g.silent > 0 {
+        write!(out, " ({} of them silent)", g.silent)?;
+    }
+    write!(out, ": \"{}\" — {}", one_line(error), g.names.join(", "))?;
+    let rest = g.count - u64::try_from(g.names.len()).unwrap_or(g.count);
+    if rest > 0 {
+        write!(out, ", … (and {rest} more)")?;
+    }
+    writeln!(out)
+}
+
+fn line(out: &mut dyn Write, line: &Line) -> io::Result<()> {
+    match line {
+        Line::One(s) => one(out, s),
+        Line::Many(g) => many(out, g),
+    }
+}
+
 impl Listing for Human {
     fn head(&mut self, out: &mut dyn Write, head: &Head) -> io::Result<()> {
         writeln!(out, "{}", head.sentence)?;
+        if !head.controller.following {
+            controller(out, &head.controller)?;
+        }
         for u in &head.unheard {
             write!(out, "  {} ", u.provider)?;
             match (u.heard_at, u.started_at) {
@@ -38,6 +125,12 @@ impl Listing for Human {
                 )?,
                 _ => writeln!(out, "never heard from")?,
             }
+        }
+        for r in &head.retired {
+            writeln!(out, "  {}", r.line())?;
+        }
+        for c in &head.catching_up {
+            writeln!(out, "  {}", c.line())?;
         }
         for g in &head.grants.unreachable {
             let attempts = if g.failures == 1 { "check" } else { "checks" };
@@ -70,36 +163,17 @@ impl Listing for Human {
         out.flush()
     }
 
-    fn standing(&mut self, out: &mut dyn Write, s: &Listed) -> io::Result<()> {
-        let r = &s.row;
-        let attempts = if r.attempts == 1 {
-            "attempt"
-        } else {
-            "attempts"
-        };
-        write!(
-            out,
-            "  {} fails {}@{} ({}): {} since {}, {} {attempts}, said {}",
-            r.provider,
-            r.consumer,
-            r.consumer_machine.as_deref().unwrap_or("?"),
-            one_line(r.provision.as_deref().unwrap_or("?")),
-            r.class,
-            r.since,
-            r.attempts,
-            r.said_at,
-        )?;
-        if let Some(secs) = s.silent_for_seconds {
-            write!(
-                out,
-                ", silent for {}",
-                humantime::format_duration(Duration::from_secs(secs))
-            )?;
+    fn standing(&mut self, out: &mut dyn Write, s: Listed) -> io::Result<()> {
+        match self.grouper.push(s) {
+            Some(done) => line(out, &done),
+            None => Ok(()),
         }
-        writeln!(out, ": {}", one_line(&r.error))
     }
 
     fn finish(&mut self, out: &mut dyn Write, head: &Head) -> io::Result<()> {
+        if let Some(done) = self.grouper.finish() {
+            line(out, &done)?;
+        }
         for r in &head.repairs {
             write!(
                 out,
@@ -123,7 +197,7 @@ mod tests {
     use super::*;
     use crate::model::{FailingRow, RepairRow};
     use crate::render::write_all;
-    use crate::report::Unheard;
+    use crate::report::{Controller, Unheard};
     use mesh_protocol::event::RepairOutcome;
     use mesh_protocol::{Class, ModuleId, Timestamp};
 
@@ -142,6 +216,9 @@ mod tests {
             machine: None,
             all_well: false,
             sentence: "not all well: 0 consumers failing, 1 grant unreachable".into(),
+            controller: Controller::following_for_tests(),
+            retired: vec![],
+            catching_up: vec![],
             unheard: vec![],
             repairs: vec![],
             declaration_errors: vec![],
@@ -171,7 +248,7 @@ mod tests {
             },
         };
         let mut out = Vec::new();
-        write_all(&mut Human, &mut out, &head, &[]).unwrap();
+        write_all(&mut Human::default(), &mut out, &head, &[]).unwrap();
         let text = String::from_utf8(out).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
@@ -205,10 +282,15 @@ mod tests {
         once.consumer = "wiki".into();
         once.consumer_machine = Some("app-2".into());
         once.provision = Some("postgres-database".into());
+        // Another cause (its own line); the same would be grouped.
+        once.class = Class::Refused;
         let head = Head {
             machine: None,
             all_well: false,
             sentence: "not all well: 2 consumers failing".into(),
+            controller: Controller::following_for_tests(),
+            retired: vec![],
+            catching_up: vec![],
             unheard: vec![
                 Unheard {
                     provider: id("postgres@db-2"),
@@ -243,7 +325,7 @@ mod tests {
             },
         ];
         let mut out = Vec::new();
-        write_all(&mut Human, &mut out, &head, &standings).unwrap();
+        write_all(&mut Human::default(), &mut out, &head, &standings).unwrap();
         let text = String::from_utf8(out).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
@@ -256,7 +338,7 @@ mod tests {
                 "  postgres@db-1 fails forge@? (?): credentials-rejected since \
                  2026-10-05T00:04:00Z, 61 attempts, said 2026-10-04T23:00:00Z, silent for \
                  1h 10m: line one line two",
-                "  postgres@db-1 fails wiki@app-2 (postgres-database): credentials-rejected \
+                "  postgres@db-1 fails wiki@app-2 (postgres-database): refused \
                  since 2026-10-05T00:04:00Z, 1 attempt, said 2026-10-04T23:00:00Z: line one \
                  line two",
                 "  identity@id-1 repair fault admin-refused: failed, said 2026-10-05T00:09:00Z, \
@@ -264,5 +346,130 @@ mod tests {
                 "  declaration entry refused: modules[3]: bad name",
             ]
         );
+    }
+
+    fn failing(provider: &str, consumer: &str, error: &str, silent: bool) -> Listed {
+        Listed {
+            row: FailingRow {
+                provider: id(provider),
+                consumer: consumer.into(),
+                consumer_machine: Some("app-1".into()),
+                provision: Some("postgres-database".into()),
+                class: Class::Unreachable,
+                error: error.into(),
+                since: ts("2026-10-05T00:04:00Z"),
+                attempts: 3,
+                said_at: ts("2026-10-05T00:09:00Z"),
+            },
+            silent_for_seconds: silent.then_some(2000),
+        }
+    }
+
+    fn head_of(sentence: &str) -> Head {
+        Head {
+            machine: None,
+            all_well: false,
+            sentence: sentence.into(),
+            controller: Controller::following_for_tests(),
+            unheard: vec![],
+            retired: vec![],
+            catching_up: vec![],
+            repairs: vec![],
+            declaration_errors: vec![],
+            grants: Default::default(),
+        }
+    }
+
+    #[test]
+    fn many_failing_for_one_cause_share_one_line() {
+        let mut standings: Vec<Listed> = (0..12)
+            .map(|i| {
+                failing(
+                    "postgres@db-1",
+                    &format!("c{i:02}"),
+                    "connection refused",
+                    i == 3,
+                )
+            })
+            .collect();
+        standings.push(failing("postgres@db-1", "d", "timed out", false));
+        standings.push(failing("postgres@db-2", "e", "timed out", false));
+        standings.push(failing("postgres@db-2", "f", "timed out", false));
+        let mut out = Vec::new();
+        let head = head_of("not all well: 15 consumers failing");
+        write_all(&mut Human::default(), &mut out, &head, &standings).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "not all well: 15 consumers failing",
+                "  postgres@db-1 fails 12 consumers unreachable (1 of them silent): \"connection \
+                 refused\" — c00@app-1, c01@app-1, c02@app-1, c03@app-1, c04@app-1, c05@app-1, \
+                 c06@app-1, c07@app-1, c08@app-1, c09@app-1, … (and 2 more)",
+                "  postgres@db-1 fails d@app-1 (postgres-database): unreachable since \
+                 2026-10-05T00:04:00Z, 3 attempts, said 2026-10-05T00:09:00Z: timed out",
+                "  postgres@db-2 fails 2 consumers unreachable: \"timed out\" — e@app-1, f@app-1",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_controller_following_nothing_a_retired_consumer_and_a_new_store_are_named() {
+        use crate::report::{CatchingUp, Retired};
+        use mesh_protocol::event::RetirementAction;
+        let mut head = head_of("not all well: the controller has followed no events since ...");
+        head.controller = Controller {
+            following: false,
+            pulled_at: Some(ts("2026-10-05T00:09:00Z")),
+            applied_at: Some(ts("2026-10-05T00:08:00Z")),
+            following_since: Some(ts("2026-10-05T00:01:00Z")),
+            host: Some("ctl-1".into()),
+            pid: Some(4242),
+            started_at: Some(ts("2026-10-05T00:00:00Z")),
+            record_begins_at: None,
+        };
+        head.retired = vec![Retired {
+            provider: id("postgres@db-1"),
+            consumer: "forge".into(),
+            consumer_machine: "app-1".into(),
+            action: RetirementAction::Retired,
+            detail: "disabled".into(),
+            said_at: ts("2026-10-05T00:09:00Z"),
+        }];
+        head.catching_up = vec![CatchingUp {
+            provider: id("postgres@db-1"),
+            started_at: ts("2026-10-04T00:00:00Z"),
+            record_begins_at: ts("2026-10-05T00:00:00Z"),
+            until: ts("2026-10-05T00:16:00Z"),
+        }];
+        let render = |head: &Head| {
+            let mut out = Vec::new();
+            write_all(&mut Human::default(), &mut out, head, &[]).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        let text = render(&head);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[1..],
+            [
+                "  mesh-controller serve on ctl-1 (pid 4242, started 2026-10-05T00:00:00Z) caught \
+                 up with the event stream last at 2026-10-05T00:09:00Z, stored events last at \
+                 2026-10-05T00:08:00Z",
+                "  forge@app-1 retired by postgres@db-1 although the declaration requires it (its \
+                 contributions file no longer lists it?)",
+                "  postgres@db-1 not fully known yet: the store's record begins \
+                 2026-10-05T00:00:00Z, after it started (2026-10-04T00:00:00Z); it says the \
+                 failures it keeps again by 2026-10-05T00:16:00Z",
+            ]
+        );
+        head.controller.pulled_at = None;
+        assert!(render(&head).contains(
+            "  mesh-controller serve on ctl-1 (pid 4242, started 2026-10-05T00:00:00Z) has not \
+             caught up with the event stream yet\n"
+        ));
+        head.controller.host = None;
+        assert!(render(&head)
+            .contains("  no mesh-controller serve has recorded itself in this store\n"));
     }
 }

@@ -1,6 +1,7 @@
 //! The JSON form: one object on one line, its members in the order of the
-//! contract (`machine` for `node show`, `all_well`, `sentence`, `unheard`,
-//! `failing`, `repairs`, `grants`, `declaration_errors` when any), each value written by serde.
+//! contract (`machine` for `node show`, `all_well`, `sentence`,
+//! `controller`, `unheard`, `retired`, `catching_up`, `failing`, `repairs`,
+//! `grants`, `declaration_errors` when any), each value written by serde.
 //! The object is written as it is read: everything up to the opening of
 //! `failing` first (flushed), then each standing, then the rest.
 
@@ -33,18 +34,24 @@ impl Listing for Json {
         value(out, &head.all_well)?;
         out.write_all(b",\"sentence\":")?;
         value(out, &head.sentence)?;
+        out.write_all(b",\"controller\":")?;
+        value(out, &head.controller)?;
         out.write_all(b",\"unheard\":")?;
         value(out, &head.unheard)?;
+        out.write_all(b",\"retired\":")?;
+        value(out, &head.retired)?;
+        out.write_all(b",\"catching_up\":")?;
+        value(out, &head.catching_up)?;
         out.write_all(b",\"failing\":[")?;
         out.flush()
     }
 
-    fn standing(&mut self, out: &mut dyn Write, standing: &Listed) -> io::Result<()> {
+    fn standing(&mut self, out: &mut dyn Write, standing: Listed) -> io::Result<()> {
         if self.listed > 0 {
             out.write_all(b",")?;
         }
         self.listed += 1;
-        value(out, standing)
+        value(out, &standing)
     }
 
     fn finish(&mut self, out: &mut dyn Write, head: &Head) -> io::Result<()> {
@@ -66,7 +73,7 @@ mod tests {
     use super::*;
     use crate::model::{FailingRow, RepairRow};
     use crate::render::write_all;
-    use crate::report::Unheard;
+    use crate::report::{Controller, Unheard};
     use mesh_protocol::event::RepairOutcome;
     use mesh_protocol::{Class, ModuleId, Timestamp};
 
@@ -83,6 +90,9 @@ mod tests {
             machine: machine.map(str::to_owned),
             all_well: false,
             sentence: "not all well: 1 consumer failing".into(),
+            controller: Controller::following_for_tests(),
+            retired: vec![],
+            catching_up: vec![],
             unheard: vec![Unheard {
                 provider: id("identity@id-2"),
                 heard_at: None,
@@ -137,6 +147,11 @@ mod tests {
         let expected = serde_json::json!({
             "all_well": false,
             "sentence": "not all well: 1 consumer failing",
+            "controller": {"following": true, "pulled_at": null, "applied_at": null,
+                "following_since": null, "host": null,
+                "pid": null, "started_at": null, "record_begins_at": null},
+            "retired": [],
+            "catching_up": [],
             "unheard": [{"provider_module":"identity","provider_machine":"id-2","heard_at":null,
                 "started_at":null}],
             "failing": [{"provider_module":"postgres","provider_machine":"db-1","consumer":"forge",

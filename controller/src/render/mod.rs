@@ -1,6 +1,7 @@
 //! Printing a report as it is read: the [`Head`] first (so a reader has the
-//! sentence at once), then each standing as it arrives, then what follows
-//! them. [`human`] writes lines for a person, [`json`] one JSON object.
+//! sentence at once), then each standing as it arrives (for a person, the
+//! standings of one cause as one line once the cause is whole), then what
+//! follows them. [`human`] writes lines for a person, [`json`] one JSON object.
 
 pub mod human;
 pub mod json;
@@ -21,11 +22,12 @@ pub trait Listing {
     /// When writing fails.
     fn head(&mut self, out: &mut dyn Write, head: &Head) -> io::Result<()>;
 
-    /// Writes one standing.
+    /// Takes one standing (the human listing writes a cause's line once the
+    /// cause is whole).
     ///
     /// # Errors
     /// When writing fails.
-    fn standing(&mut self, out: &mut dyn Write, standing: &Listed) -> io::Result<()>;
+    fn standing(&mut self, out: &mut dyn Write, standing: Listed) -> io::Result<()>;
 
     /// Writes what comes after the standings, and flushes.
     ///
@@ -39,7 +41,7 @@ pub fn listing(json: bool) -> Box<dyn Listing> {
     if json {
         Box::new(json::Json::default())
     } else {
-        Box::new(human::Human)
+        Box::new(human::Human::default())
     }
 }
 
@@ -55,7 +57,7 @@ pub fn write_all(
 ) -> io::Result<()> {
     listing.head(out, head)?;
     for standing in standings {
-        listing.standing(out, standing)?;
+        listing.standing(out, standing.clone())?;
     }
     listing.finish(out, head)
 }

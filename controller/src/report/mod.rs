@@ -3,36 +3,54 @@
 //!
 //! - [`filter`] turns the declaration and the scope into what the store
 //!   reads ([`StatusFilter`]).
-//! - [`head`] composes what comes before and around the standings: the
-//!   all-well flag, the sentence, the open repair faults, the refused
-//!   declaration entries ([`Head`]).
+//! - [`head`] composes what comes before and around the standings from the
+//!   store's [`Facts`]: the all-well flag, the sentence, whether the
+//!   controller follows ([`controller`]), the providers unheard, the
+//!   required consumers retired ([`retired`]), the providers a new store
+//!   does not fully know yet ([`catching_up`]), the open repair faults, the
+//!   grants ([`grants()`]), the refused declaration entries ([`Head`]).
 //! - [`standing`] marks one stored `failing` event silent or not
-//!   ([`Listed`]).
+//!   ([`Listed`]); [`group`] gathers the standings failing for one cause.
 //!
 //! Rules:
 //! - A standing is listed only when its provider is *assigned* where it ran
 //!   (the declaration lists that module on that machine).
 //! - A provider is *unheard* when it was never heard from, or its newest
 //!   `alive` is older than 3 × its `alive_every_seconds`: a provider that is
-//!   down says nothing, so silence is never read as health.
-//! - Any listed standing, unheard provider, open repair fault or refused
-//!   declaration entry breaks the all-well sentence.
+//!   down says nothing, so silence is never read as health. Only a silence
+//!   the controller could have heard counts: up to its last catch-up, so
+//!   none that began after the controller's own (see [`controller`]).
+//! - A controller that follows nothing, any listed standing, unheard
+//!   provider, required consumer retired, provider not fully known yet,
+//!   open repair fault, unreachable grant or refused declaration entry
+//!   breaks the all-well sentence.
 //! - A standing whose event is older than `silent_after` carries
 //!   `silent_for_seconds` (the provider stopped repeating it: it may be gone).
 
+pub mod catching_up;
+pub mod controller;
+pub mod grants;
+pub mod group;
+pub mod retired;
 pub mod sentence;
 
 use std::time::{Duration, UNIX_EPOCH};
 
-use mesh_protocol::event::GrantState;
+use mesh_protocol::event::RetirementAction;
 use mesh_protocol::{ModuleId, Timestamp};
 use serde::Serialize;
 
 use crate::model::row::provider_members;
-use crate::model::{AliveRow, FailingRow, GrantRow, Parsed, RepairRow};
-use crate::store::{Counts, StatusFilter};
+use crate::model::{AliveRow, ControllerRecord, FailingRow, Parsed, RepairRow, RetiredRow};
+use crate::store::{Counts, Order, StatusFilter};
 
+pub use catching_up::CatchingUp;
+pub use controller::Controller;
+pub use grants::{grants, Grants, UncheckedGrant, UnreachableGrant};
+pub use retired::Retired;
 pub use sentence::{sentence, Tally};
+
+use grants::count;
 
 /// The default `--silent-after`.
 pub const DEFAULT_SILENT_AFTER: Duration = Duration::from_secs(30 * 60);
@@ -98,12 +116,19 @@ pub const UNHEARD_AFTER_ALIVES: u32 = 3;
 pub struct Head {
     /// The machine of `node show`; `None` for `status`.
     pub machine: Option<String>,
-    /// Nothing failing, no repair fault open, the declaration read whole.
+    /// Nothing breaks the all-well sentence (see the module's rules).
     pub all_well: bool,
     /// The first line: `all well: ...` or `not all well: ...`.
     pub sentence: String,
+    /// Whether the controller follows the bus, from its own record.
+    pub controller: Controller,
     /// The providers assigned in scope not heard from, in order.
     pub unheard: Vec<Unheard>,
+    /// The consumers the declaration requires that their provider retired
+    /// or deleted, in order.
+    pub retired: Vec<Retired>,
+    /// The providers a new store does not fully know yet, in order.
+    pub catching_up: Vec<CatchingUp>,
     /// The open repair faults listed (the newest repair event of each, not `repaired`).
     pub repairs: Vec<RepairRow>,
     /// Declaration entries that were refused (they were not checked).
@@ -112,105 +137,23 @@ pub struct Head {
     pub grants: Grants,
 }
 
-/// The grants in scope by their newest event (`mesh-grants`). Its JSON is
-/// the `grants` member of `status --json`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct Grants {
-    /// How many were last published `reachable`.
-    pub reachable: u64,
-    /// Those last published `unreachable`: they break all-well.
-    pub unreachable: Vec<UnreachableGrant>,
-    /// Those last published `unchecked`: counted, never called broken.
-    pub unchecked: Vec<UncheckedGrant>,
-}
-
-impl Grants {
-    /// Every grant in scope.
-    pub fn total(&self) -> u64 {
-        self.reachable + count(self.unreachable.len()) + count(self.unchecked.len())
-    }
-}
-
-fn count(n: usize) -> u64 {
-    u64::try_from(n).unwrap_or(u64::MAX)
-}
-
-/// A grant its consumer cannot reach from its own network position: the
-/// `unreachable` event's fields plus `machine` and `consumer`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct UnreachableGrant {
-    /// The consumer's machine.
-    pub machine: String,
-    /// The consumer.
-    pub consumer: String,
-    /// The provision.
-    pub provision: String,
-    /// The provider, `module@machine`.
-    pub from: String,
-    /// The address dialled.
-    pub address: String,
-    /// The port dialled.
-    pub port: Option<i32>,
-    /// Failed checks in a row.
-    pub failures: i64,
-    /// The first of them.
-    pub failing_since: Option<Timestamp>,
-    /// The last success since the agent started; null: never.
-    pub last_reachable_at: Option<Timestamp>,
-    /// Why the newest check failed.
-    pub error: String,
-    /// When it was published.
-    pub said_at: Timestamp,
-}
-
-/// A grant that could not be checked: the `unchecked` event's fields plus
-/// `machine` and `consumer`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct UncheckedGrant {
-    /// The consumer's machine.
-    pub machine: String,
-    /// The consumer.
-    pub consumer: String,
-    /// The provision.
-    pub provision: String,
-    /// The provider, `module@machine`.
-    pub from: String,
-    /// Why it was not checked.
-    pub reason: String,
-    /// When it was published.
-    pub said_at: Timestamp,
-}
-
-/// The grants' newest events sorted by the state they give (pure).
-pub fn grants(rows: Vec<GrantRow>) -> Grants {
-    let mut grants = Grants::default();
-    for r in rows {
-        match r.state {
-            GrantState::Reachable => grants.reachable += 1,
-            GrantState::Unreachable => grants.unreachable.push(UnreachableGrant {
-                machine: r.machine,
-                consumer: r.consumer,
-                provision: r.provision,
-                from: r.from,
-                address: r.address.unwrap_or_default(),
-                port: r.port,
-                failures: r.failures.unwrap_or_default(),
-                failing_since: r.failing_since,
-                last_reachable_at: r.last_reachable_at,
-                error: r.error.unwrap_or_default(),
-                said_at: r.said_at,
-            }),
-            GrantState::Unchecked => grants.unchecked.push(UncheckedGrant {
-                machine: r.machine,
-                consumer: r.consumer,
-                provision: r.provision,
-                from: r.from,
-                reason: r.reason.unwrap_or_default(),
-                said_at: r.said_at,
-            }),
-        }
-    }
-    grants
+/// What the store's read says beside the standings: what the [`Head`] is
+/// made of.
+#[derive(Clone, Debug)]
+pub struct Facts<'a> {
+    /// The counts of the standings listed.
+    pub counts: Counts,
+    /// The open repair faults in scope.
+    pub repairs: Vec<RepairRow>,
+    /// The newest `alive` of each provider heard from.
+    pub alive: &'a [AliveRow],
+    /// The grants in scope.
+    pub grants: Grants,
+    /// What the store says of the controller and of its own record.
+    pub record: &'a ControllerRecord,
+    /// The required consumers in scope their provider last said it
+    /// retired or deleted.
+    pub retired: &'a [RetiredRow],
 }
 
 /// Seconds since `said_at` when at least `silent_after` passed; else `None`.
@@ -225,8 +168,9 @@ pub fn silent_for(said_at: Timestamp, clock: &Clock) -> Option<u64> {
 
 /// What the store reads for `scope`: the standings of providers assigned
 /// where they ran, in scope; silent when published `silent_after` ago or earlier
-/// (the same line [`silent_for`] draws).
-pub fn filter(declaration: &Parsed, scope: &Scope, clock: &Clock) -> StatusFilter {
+/// (the same line [`silent_for`] draws); the retirements of the consumers
+/// required in scope; standings in `order`.
+pub fn filter(declaration: &Parsed, scope: &Scope, clock: &Clock, order: Order) -> StatusFilter {
     let mut providers: Vec<ModuleId> = declaration
         .declaration
         .modules
@@ -244,6 +188,8 @@ pub fn filter(declaration: &Parsed, scope: &Scope, clock: &Clock) -> StatusFilte
         providers,
         machine: scope.machine().map(str::to_owned),
         silent_before: Timestamp::from_system(silent_before),
+        required: retired::required(&declaration.declaration, scope.machine()),
+        order,
     }
 }
 
@@ -267,43 +213,15 @@ pub fn heard(alive: &AliveRow, now: Timestamp) -> (bool, Duration) {
     (age <= every * UNHEARD_AFTER_ALIVES, age)
 }
 
-/// The report around its standings: the sentence from the store's counts,
-/// the providers not heard from, the open repairs read with them, the
-/// refused declaration entries (no grant in scope: see [`head_with_grants`]).
-pub fn head(
-    declaration: &Parsed,
-    scope: &Scope,
-    counts: Counts,
-    repairs: Vec<RepairRow>,
-    alive: &[AliveRow],
-    clock: &Clock,
-) -> Head {
-    head_with_grants(
-        declaration,
-        scope,
-        counts,
-        repairs,
-        alive,
-        Grants::default(),
-        clock,
-    )
-}
-
-/// [`head`], with the grants in scope: an unreachable grant breaks
-/// all-well; the all-well sentence says how many were checked reachable.
-pub fn head_with_grants(
-    declaration: &Parsed,
-    scope: &Scope,
-    counts: Counts,
-    repairs: Vec<RepairRow>,
-    alive: &[AliveRow],
-    grants: Grants,
-    clock: &Clock,
-) -> Head {
+/// The report around its standings, from the store's `facts` (see the
+/// module's rules); the all-well sentence says how recently the providers
+/// were heard from and how many grants were checked reachable.
+pub fn head(declaration: &Parsed, scope: &Scope, facts: Facts<'_>, clock: &Clock) -> Head {
     let d = &declaration.declaration;
     let machine = scope.machine();
     let declaration_errors: Vec<String> =
         declaration.refused.iter().map(|e| e.to_string()).collect();
+    let controller = controller::controller(facts.record);
     // In scope: every provider for `status`; for `node show MACHINE` the
     // providers on it and those a module on it requires something from (a
     // provider that is down fails its consumers' machines too).
@@ -323,45 +241,61 @@ pub fn head_with_grants(
         .collect();
     providers.sort_unstable();
     let mut unheard = Vec::new();
+    let mut catching_up = Vec::new();
     let mut heard_within: Option<Duration> = None;
     for provider in &providers {
-        let newest = alive.iter().find(|a| a.provider == **provider);
+        let newest = facts.alive.iter().find(|a| a.provider == **provider);
         match newest.map(|a| (a, heard(a, clock.now))) {
-            Some((_, (true, age))) => {
+            Some((alive, (true, age))) => {
                 // Whole seconds, rounded up: "within the last 1s", never "0s".
                 let age = Duration::from_secs(age.as_secs() + u64::from(age.subsec_nanos() > 0))
                     .max(Duration::from_secs(1));
                 heard_within = Some(heard_within.map_or(age, |w| w.max(age)));
+                catching_up.extend(catching_up::catching_up(alive, facts.record, clock));
             }
-            newest => unheard.push(Unheard {
+            _ if !controller::may_be_unheard(newest, &controller) => {}
+            _ => unheard.push(Unheard {
                 provider: (*provider).clone(),
-                heard_at: newest.map(|(a, _)| heard_at(a)),
-                started_at: newest.map(|(a, _)| a.started_at),
+                heard_at: newest.map(heard_at),
+                started_at: newest.map(|a| a.started_at),
             }),
         }
     }
+    let retired = retired::retired(d, machine, facts.retired);
+    let deleted = retired
+        .iter()
+        .filter(|r| r.action == RetirementAction::Deleted)
+        .count();
     let tally = Tally {
-        failing: counts.standings,
-        silent: counts.silent,
-        repairs: repairs.len(),
+        failing: facts.counts.standings,
+        silent: facts.counts.silent,
+        repairs: facts.repairs.len(),
         refused: declaration_errors.len(),
         providers: providers.len(),
         unheard: unheard.len(),
         heard_within,
         silent_after: clock.silent_after,
         machine,
-        grants_reachable: grants.reachable,
-        grants_unreachable: count(grants.unreachable.len()),
-        grants_unchecked: count(grants.unchecked.len()),
+        grants_reachable: facts.grants.reachable,
+        grants_unreachable: count(facts.grants.unreachable.len()),
+        grants_unchecked: count(facts.grants.unchecked.len()),
+        controller_silent: controller.silent_since(),
+        retired: retired.len() - deleted,
+        deleted,
+        catching_up: catching_up.len(),
+        record_begins: facts.record.begun_at,
     };
     Head {
         machine: machine.map(str::to_owned),
         all_well: tally.all_well(),
         sentence: sentence(&tally),
+        controller,
         unheard,
-        repairs,
+        retired,
+        catching_up,
+        repairs: facts.repairs,
         declaration_errors,
-        grants,
+        grants: facts.grants,
     }
 }
 
@@ -377,6 +311,8 @@ pub fn standing(row: FailingRow, clock: &Clock) -> Listed {
 mod tests {
     use super::*;
     use crate::model::declaration::parse;
+    use crate::model::GrantRow;
+    use mesh_protocol::event::GrantState;
 
     fn ts(s: &str) -> Timestamp {
         Timestamp::parse(s).unwrap()
@@ -392,6 +328,47 @@ mod tests {
             ]}"#,
         )
         .unwrap()
+    }
+
+    /// A controller that caught up at `now`.
+    fn following(now: Timestamp) -> ControllerRecord {
+        ControllerRecord {
+            now,
+            begun_at: None,
+            instances: vec![crate::model::InstanceRow {
+                instance: crate::model::Instance {
+                    host: "ctl-1".into(),
+                    pid: 4242,
+                    started_at: ts("2026-10-01T00:00:00Z"),
+                    pull_wait: Duration::from_secs(2),
+                },
+                pulled_at: Some(now),
+                applied_at: Some(now),
+                following_since: Some(ts("2026-10-01T00:00:00Z")),
+            }],
+        }
+    }
+
+    /// [`head`] of these facts, the controller following, nothing retired.
+    fn head_of(
+        declaration: &Parsed,
+        scope: &Scope,
+        counts: Counts,
+        repairs: Vec<RepairRow>,
+        alive: &[AliveRow],
+        grants: Grants,
+        clock: &Clock,
+    ) -> Head {
+        let record = following(clock.now);
+        let facts = Facts {
+            counts,
+            repairs,
+            alive,
+            grants,
+            record: &record,
+            retired: &[],
+        };
+        head(declaration, scope, facts, clock)
     }
 
     fn clock(now: &str) -> Clock {
@@ -415,7 +392,7 @@ mod tests {
             let c = clock(now);
             assert_eq!(silent_for(said, &c), expected, "{now}");
             // The store's line is the same one.
-            let line = filter(&declaration(), &Scope::All, &c).silent_before;
+            let line = filter(&declaration(), &Scope::All, &c, Order::Key).silent_before;
             assert_eq!(said <= line, expected.is_some(), "{now}");
         }
     }
@@ -423,12 +400,17 @@ mod tests {
     #[test]
     fn filter_names_every_declared_module_once_and_the_scope() {
         let c = clock("2026-10-05T00:10:00Z");
-        let all = filter(&declaration(), &Scope::All, &c);
+        let all = filter(&declaration(), &Scope::All, &c, Order::Key);
         let providers: Vec<String> = all.providers.iter().map(ToString::to_string).collect();
         assert_eq!(providers, ["forge@app-1", "identity@id-1", "postgres@db-1"]);
         assert_eq!(all.machine, None);
         assert_eq!(all.silent_before, ts("2026-10-04T23:40:00Z"));
-        let node = filter(&declaration(), &Scope::Machine("db-1".into()), &c);
+        let node = filter(
+            &declaration(),
+            &Scope::Machine("db-1".into()),
+            &c,
+            Order::Key,
+        );
         assert_eq!(node.machine.as_deref(), Some("db-1"));
     }
 
@@ -438,6 +420,7 @@ mod tests {
             started_at: ts("2026-10-05T00:00:00Z"),
             alive_every_seconds: every,
             settled_at: None,
+            repeat_every_seconds: Some(900),
             said_at: ts(said_at),
             stored_at: None,
         }
@@ -556,12 +539,13 @@ mod tests {
             ),
         ];
         for (alive, scope, unheard, sentence) in cases {
-            let head = head(
+            let head = head_of(
                 &declaration(),
                 &scope,
                 Counts::default(),
                 vec![],
                 &alive,
+                Grants::default(),
                 &c,
             );
             let listed: Vec<String> = head
@@ -637,7 +621,7 @@ mod tests {
                 .enumerate()
                 .map(|(i, k)| grant_row(k, &format!("c{i}")))
                 .collect();
-            let head = head_with_grants(
+            let head = head_of(
                 &declaration(),
                 &Scope::All,
                 Counts::default(),
@@ -705,12 +689,13 @@ mod tests {
         ];
         for (scope, (standings, silent), repairs, all_well, starts) in cases {
             let counts = Counts { standings, silent };
-            let head = head(
+            let head = head_of(
                 &declaration(),
                 &scope,
                 counts,
                 vec![repair.clone(); repairs],
                 &alive_now(&c),
+                Grants::default(),
                 &c,
             );
             assert_eq!(head.all_well, all_well, "{scope:?}");
@@ -718,7 +703,15 @@ mod tests {
             assert_eq!(head.machine.as_deref(), scope.machine());
         }
         let refused = parse(r#"{"modules":[{"module":"Bad","machine":"m"}]}"#).unwrap();
-        let head = head(&refused, &Scope::All, Counts::default(), vec![], &[], &c);
+        let head = head_of(
+            &refused,
+            &Scope::All,
+            Counts::default(),
+            vec![],
+            &[],
+            Grants::default(),
+            &c,
+        );
         assert!(!head.all_well);
         assert_eq!(
             head.sentence,

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use mesh_protocol::Timestamp;
+
 /// What the sentence is made of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Tally<'a> {
@@ -30,6 +32,17 @@ pub struct Tally<'a> {
     pub grants_unreachable: u64,
     /// Grants in scope last published `unchecked`.
     pub grants_unchecked: u64,
+    /// `None` while the controller follows the bus; else since when it
+    /// follows nothing (`Some(None)`: it never did).
+    pub controller_silent: Option<Option<Timestamp>>,
+    /// Consumers the declaration requires that their provider retired.
+    pub retired: usize,
+    /// ... or deleted.
+    pub deleted: usize,
+    /// Providers not fully known yet (a new store).
+    pub catching_up: usize,
+    /// When the store's record begins (a new store).
+    pub record_begins: Option<Timestamp>,
 }
 
 impl Tally<'_> {
@@ -40,6 +53,10 @@ impl Tally<'_> {
             && self.refused == 0
             && self.unheard == 0
             && self.grants_unreachable == 0
+            && self.controller_silent.is_none()
+            && self.retired == 0
+            && self.deleted == 0
+            && self.catching_up == 0
     }
 
     fn grants(&self) -> u64 {
@@ -105,17 +122,28 @@ pub fn sentence(t: &Tally<'_>) -> String {
         );
     }
     let on = t.machine.map(|m| format!(" on {m}")).unwrap_or_default();
-    let mut parts = vec![format!(
-        "{} failing{on}",
-        plural(t.failing, "consumer", "consumers")
-    )];
+    let mut parts = Vec::new();
+    // The controller first: while it follows nothing, the rest is what the
+    // store knew when it stopped.
+    match t.controller_silent {
+        None => {}
+        Some(since) => parts.push(format!(
+            "the controller has {} (is mesh-controller serve running and on the bus?)",
+            match since {
+                Some(at) => format!("followed no events since {at}"),
+                None => "never followed words".to_owned(),
+            }
+        )),
+    }
+    let mut failing = format!("{} failing{on}", plural(t.failing, "consumer", "consumers"));
     if t.silent > 0 {
-        parts[0].push_str(&format!(
+        failing.push_str(&format!(
             " ({} not said again for more than {})",
             t.silent,
             humantime::format_duration(t.silent_after)
         ));
     }
+    parts.push(failing);
     if t.grants_unreachable > 0 {
         let mut grants = format!(
             "{} unreachable",
@@ -131,6 +159,24 @@ pub fn sentence(t: &Tally<'_>) -> String {
             "{} open",
             plural(count(t.repairs), "repair fault", "repair faults")
         ));
+    }
+    for (n, what) in [(t.retired, "retired"), (t.deleted, "deleted")] {
+        if n > 0 {
+            parts.push(format!(
+                "{} {what}",
+                plural(count(n), "required consumer", "required consumers")
+            ));
+        }
+    }
+    if t.catching_up > 0 {
+        let mut part = format!(
+            "{} not fully known yet",
+            plural(count(t.catching_up), "provider", "providers")
+        );
+        if let Some(at) = t.record_begins {
+            part.push_str(&format!(" (the store's record begins {at})"));
+        }
+        parts.push(part);
     }
     if t.unheard > 0 {
         parts.push(format!(
@@ -165,6 +211,11 @@ mod tests {
             grants_reachable: 0,
             grants_unreachable: 0,
             grants_unchecked: 0,
+            controller_silent: None,
+            retired: 0,
+            deleted: 0,
+            catching_up: 0,
+            record_begins: None,
         }
     }
 
@@ -241,6 +292,46 @@ mod tests {
                 },
                 "not all well: 0 consumers failing, 3 repair faults open, 2 declaration \
                  entries refused (not checked)",
+            ),
+            (
+                Tally {
+                    controller_silent: Some(Some(
+                        Timestamp::parse("2026-10-05T00:09:00Z").unwrap(),
+                    )),
+                    ..tally()
+                },
+                "not all well: the controller has followed no events since 2026-10-05T00:09:00Z \
+                 (is mesh-controller serve running and on the bus?), 0 consumers failing",
+            ),
+            (
+                Tally {
+                    controller_silent: Some(None),
+                    failing: 1,
+                    machine: Some("app-1"),
+                    unheard: 1,
+                    ..tally()
+                },
+                "not all well: the controller has never followed words (is mesh-controller \
+                 serve running and on the bus?), 1 consumer failing on app-1, 1 provider not \
+                 heard from",
+            ),
+            (
+                Tally {
+                    retired: 1,
+                    deleted: 2,
+                    ..tally()
+                },
+                "not all well: 0 consumers failing, 1 required consumer retired, 2 required \
+                 consumers deleted",
+            ),
+            (
+                Tally {
+                    catching_up: 2,
+                    record_begins: Some(Timestamp::parse("2026-10-05T00:00:00Z").unwrap()),
+                    ..tally()
+                },
+                "not all well: 0 consumers failing, 2 providers not fully known yet (the \
+                 store's record begins 2026-10-05T00:00:00Z)",
             ),
         ];
         for (tally, expected) in cases {

@@ -18,7 +18,7 @@ use super::locks::{bucket, LOCK_CLASS};
 use super::statements::Statements;
 use super::{Store, StoreError};
 use crate::model::reduce::reduce;
-use crate::model::Received;
+use crate::model::{Instance, Received};
 
 /// A round as the columns of its statements.
 #[derive(Default)]
@@ -193,5 +193,20 @@ impl Store for PgStore {
 
     async fn stream_epoch(&mut self, stream: &str, created: SystemTime) -> Result<u64, StoreError> {
         self.register_stream(stream, created).await
+    }
+
+    async fn record_begins(&mut self, acknowledged_before: bool) -> Result<(), StoreError> {
+        self.begin_record(acknowledged_before).await
+    }
+
+    async fn record(
+        &mut self,
+        instance: &Instance,
+        caught_up: bool,
+        applied: bool,
+        first: bool,
+    ) -> Result<(), StoreError> {
+        self.record_instance(instance, caught_up, applied, first)
+            .await
     }
 }

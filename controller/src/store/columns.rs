@@ -90,13 +90,14 @@ WHERE (t.stream_epoch, t.stream_seq) < (EXCLUDED.stream_epoch, EXCLUDED.stream_s
 pub(super) const UPSERT_ALIVE: &str = "
 INSERT INTO alive AS a (provider_module, provider_machine, started_at, alive_every_seconds,
                         failing_after_seconds, settled_at, consumers, failing, pass_seconds,
-                        said_at, stream_seq, stream_epoch, stored_at)
+                        said_at, stream_seq, stream_epoch, repeat_every_seconds, stored_at)
 SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::int8[], $5::int8[],
                      $6::timestamptz[], $7::int8[], $8::int8[], $9::float8[],
-                     $10::timestamptz[], $11::int8[], $12::int8[], $13::timestamptz[])
+                     $10::timestamptz[], $11::int8[], $12::int8[], $13::int8[], $14::timestamptz[])
 ON CONFLICT (provider_module, provider_machine) DO UPDATE SET
     started_at = EXCLUDED.started_at, alive_every_seconds = EXCLUDED.alive_every_seconds,
     failing_after_seconds = EXCLUDED.failing_after_seconds, settled_at = EXCLUDED.settled_at,
+    repeat_every_seconds = EXCLUDED.repeat_every_seconds,
     consumers = EXCLUDED.consumers, failing = EXCLUDED.failing,
     pass_seconds = EXCLUDED.pass_seconds, said_at = EXCLUDED.said_at,
     stream_seq = EXCLUDED.stream_seq,
@@ -396,7 +397,7 @@ impl<'a> RetirementColumns<'a> {
     }
 }
 
-/// The columns of [`UPSERT_ALIVE`], `$1` to `$13` in field order.
+/// The columns of [`UPSERT_ALIVE`], `$1` to `$14` in field order.
 #[derive(Default)]
 pub(super) struct AliveColumns<'a> {
     pub(super) provider_module: Vec<&'a str>,
@@ -411,6 +412,7 @@ pub(super) struct AliveColumns<'a> {
     pub(super) said_at: Vec<SystemTime>,
     pub(super) stream_seq: Vec<i64>,
     pub(super) stream_epoch: Vec<i64>,
+    pub(super) repeat_every_seconds: Vec<Option<i64>>,
     pub(super) stored_at: Vec<Option<SystemTime>>,
 }
 
@@ -438,10 +440,12 @@ impl<'a> AliveColumns<'a> {
         self.said_at.push(b.said_at.system_time());
         self.stream_seq.push(seq(k.seq));
         self.stream_epoch.push(seq(k.epoch));
+        self.repeat_every_seconds
+            .push(b.repeat_every_seconds.map(int));
         self.stored_at.push(k.stored_at.map(|t| t.system_time()));
     }
 
-    pub(super) fn params(&self) -> [&(dyn ToSql + Sync); 13] {
+    pub(super) fn params(&self) -> [&(dyn ToSql + Sync); 14] {
         [
             &self.provider_module,
             &self.provider_machine,
@@ -455,6 +459,7 @@ impl<'a> AliveColumns<'a> {
             &self.said_at,
             &self.stream_seq,
             &self.stream_epoch,
+            &self.repeat_every_seconds,
             &self.stored_at,
         ]
     }

@@ -11,6 +11,9 @@
 //! - [`read`]: what `status` lists, counts first, then standings in order,
 //!   each column's text decoded into its type (a value that does not decode
 //!   is [`StoreError::Undecodable`]).
+//! - [`record`]: what `serve` says of itself (when each process last
+//!   caught up with the event stream and last committed a round), which
+//!   `status` reads to tell whether the controller follows the bus.
 //!
 //! # Rules every implementation keeps
 //! - One `failing` event per (provider module, provider machine, consumer):
@@ -25,8 +28,9 @@
 //!   it (delivered late) cannot bring the standing back.
 //! - The newest `repair` per (provider, fault); the fault is open unless that
 //!   event is `repaired`. The newest `retirement` per (provider, consumer,
-//!   action) is kept for the record (it is not a failure and `status` does not
-//!   list it).
+//!   action) is kept; `status` names a consumer the declaration requires
+//!   whose newest of them is `retired` or `deleted` (and not followed by a
+//!   word saying it is served again).
 
 pub mod apply;
 pub mod columns;
@@ -36,19 +40,20 @@ pub mod locks;
 pub mod migrate;
 pub mod options;
 pub mod read;
+pub mod record;
 pub mod statements;
 
 use std::time::SystemTime;
 
 use async_trait::async_trait;
 
-use crate::model::Received;
+use crate::model::{Instance, Received};
 
 pub use columns::UPSERT_FAILING;
 pub use connection::PgStore;
 pub use migrate::migrate;
 pub use options::{DatabaseOptions, DatabaseOptionsError};
-pub use read::{Counts, StatusFilter, StatusRead};
+pub use read::{Counts, Order, StatusFilter, StatusRead};
 
 /// The store failed.
 ///
@@ -129,6 +134,20 @@ pub enum StoreError {
         /// Why its value does not decode (it quotes the value).
         reason: String,
     },
+    /// The store lacks a table this release reads: it is not migrated to
+    /// this release yet (`serve` migrates as it starts; so does `migrate`).
+    #[error(
+        "store {target} is not migrated to this release of mesh-controller ({}): run \
+         `mesh-controller migrate`, or start `mesh-controller serve`, which migrates first",
+        reason(.source)
+    )]
+    NotMigrated {
+        /// The database, without its password.
+        target: String,
+        /// Why.
+        #[source]
+        source: tokio_postgres::Error,
+    },
     /// The migrations could not be applied.
     #[error("migrating store {target} failed: {source}")]
     Migrate {
@@ -185,4 +204,32 @@ pub trait Store: Send {
     /// The epoch of the stream `stream` made at `created`: registered the
     /// first time it is met, numbered in that order (see [`Received::epoch`]).
     async fn stream_epoch(&mut self, stream: &str, created: SystemTime) -> Result<u64, StoreError>;
+
+    /// Says when the store's record begins, before the stream's epoch is
+    /// registered: for a store that meets its first stream now (made anew),
+    /// now when the durable consumer `acknowledged_before` words (a store
+    /// that was there took them: they are not in this one until they are
+    /// said again), else never (it gets every word the stream holds). A
+    /// store that has met a stream keeps what it says. A store that keeps
+    /// no such record (a test's) does nothing.
+    async fn record_begins(&mut self, acknowledged_before: bool) -> Result<(), StoreError> {
+        let _ = acknowledged_before;
+        Ok(())
+    }
+
+    /// Records that the `serve` process `instance` runs: whether it is
+    /// caught up now (it found nothing more waiting for it in the stream,
+    /// every word it took stored), and whether it committed a round since
+    /// its last record; `first` on its first record. A store that keeps no
+    /// such record (a test's) does nothing.
+    async fn record(
+        &mut self,
+        instance: &Instance,
+        caught_up: bool,
+        applied: bool,
+        first: bool,
+    ) -> Result<(), StoreError> {
+        let _ = (instance, caught_up, applied, first);
+        Ok(())
+    }
 }

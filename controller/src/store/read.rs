@@ -1,7 +1,8 @@
 //! Reading what `status` and `node show` list, in one read-only snapshot:
-//! first the counts the sentence needs and the open repair faults, then the
-//! standings streamed in order (provider module, provider machine,
-//! consumer; byte order), so a caller can print the sentence at once and
+//! first the counts the sentence needs, the open repair faults, what the
+//! store says of the controller and the declared consumers retired, then the
+//! standings streamed in order (provider module, provider machine, then
+//! consumer, or class, error and consumer; byte order), so a caller can print the sentence at once and
 //! each standing as it arrives. The listing is asked for only once the
 //! counts came back: PostgreSQL sends nothing of a query until it has its
 //! first row, and sorting 100,000 rows must not hold the sentence back.
@@ -9,7 +10,7 @@
 use std::fmt::Display;
 use std::pin::Pin;
 use std::str::FromStr;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use futures::TryStreamExt;
 use mesh_protocol::{ModuleId, Name, Timestamp};
@@ -18,7 +19,9 @@ use tokio_postgres::{Client, Row, RowStream};
 
 use super::connection::{classify, PgStore, STATEMENT_TIMEOUT};
 use super::StoreError;
-use crate::model::{AliveRow, FailingRow, GrantRow, RepairRow};
+use crate::model::{
+    AliveRow, ControllerRecord, FailingRow, GrantRow, Instance, InstanceRow, RepairRow, RetiredRow,
+};
 
 /// Which standings and repair faults a read is about.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -31,6 +34,24 @@ pub struct StatusFilter {
     pub machine: Option<String>,
     /// A standing published at or before this time counts as silent.
     pub silent_before: Timestamp,
+    /// The consumers the declaration requires from a provider, in scope:
+    /// (provider, consumer). Those whose provider last said it retired or
+    /// deleted them are read ([`StatusRead::retired`]).
+    pub required: Vec<(ModuleId, String)>,
+    /// The order the standings come in.
+    pub order: Order,
+}
+
+/// The order of the listing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Order {
+    /// By provider module, provider machine, consumer (`status --json`).
+    #[default]
+    Key,
+    /// By provider module, provider machine, class, error, consumer: the
+    /// standings failing for one cause come together (the human listing
+    /// groups them).
+    Cause,
 }
 
 /// The counts the sentence needs.
@@ -92,12 +113,20 @@ fn count_selected() -> String {
     format!("SELECT count(*), count(*) FILTER (WHERE f.said_at <= $3::timestamptz) {SELECTED}")
 }
 
-fn list_selected() -> String {
+fn list_selected(order: Order) -> String {
+    let order = match order {
+        Order::Key => "f.provider_module, f.provider_machine, f.consumer",
+        // Served by the index `failing_by_cause` (migration V8).
+        Order::Cause => {
+            "f.provider_module, f.provider_machine, f.class COLLATE \"C\", \
+             f.error COLLATE \"C\", f.consumer"
+        }
+    };
     format!(
         "SELECT f.provider_module, f.provider_machine, f.consumer, f.consumer_machine,
                 f.provision, f.class, f.error, f.since, f.attempts, f.said_at
          {SELECTED}
-         ORDER BY f.provider_module, f.provider_machine, f.consumer"
+         ORDER BY {order}"
     )
 }
 
@@ -113,7 +142,7 @@ ORDER BY provider_module, provider_machine, fault";
 /// The newest `alive` event of each selected provider.
 const ALIVE: &str = "
 SELECT provider_module, provider_machine, started_at, alive_every_seconds, settled_at, said_at,
-       stored_at
+       repeat_every_seconds, stored_at
 FROM alive
 WHERE provider_module || '@' || provider_machine = ANY($1::text[])
 ORDER BY provider_module, provider_machine";
@@ -128,6 +157,56 @@ FROM grant_word
 WHERE consumer || '@' || machine = ANY($1::text[])
   AND ($2::text IS NULL OR machine = $2 OR split_part(provider, '@', 2) = $2)
 ORDER BY machine, consumer, provision, provider";
+
+/// The store's clock and when its record begins (migration V8).
+const RECORD: &str = "SELECT now(), (SELECT begun_at FROM store_record LIMIT 1)";
+
+/// The `serve` processes recorded, the one that caught up last first (a
+/// few: whether any follows, and since when none did).
+const INSTANCES: &str = "
+SELECT host, pid, started_at, pull_wait_ms, pulled_at, applied_at, following_since
+FROM controller_instance
+ORDER BY pulled_at DESC NULLS LAST, seen_at DESC
+LIMIT 16";
+
+/// Of the consumers the declaration requires (`$1` provider modules, `$2`
+/// their machines, `$3` the consumers), those whose provider's newest
+/// retirement word (by stream order; `approved` is an intent and does not
+/// count) is `retired` or `deleted`, unless a later word of that provider
+/// says the consumer is served again: a `recovered` for a success (a
+/// deleted consumer made anew), or a `failing` (it is attempted again, and
+/// listed as failing).
+const RETIRED: &str = "
+WITH required (module, machine, consumer) AS (
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[])
+), newest AS (
+    SELECT DISTINCT ON (t.provider_module, t.provider_machine, t.consumer)
+           t.provider_module, t.provider_machine, t.consumer, t.action, t.detail, t.said_at,
+           t.stream_epoch, t.stream_seq
+    FROM retirement t
+    JOIN required d
+      ON t.provider_module = d.module AND t.provider_machine = d.machine
+     AND t.consumer = d.consumer
+    WHERE t.action <> 'approved'
+    ORDER BY t.provider_module, t.provider_machine, t.consumer,
+             t.stream_epoch DESC, t.stream_seq DESC
+)
+SELECT n.provider_module, n.provider_machine, n.consumer, n.action, n.detail, n.said_at
+FROM newest n
+WHERE n.action IN ('retired', 'deleted')
+  AND NOT EXISTS (
+      SELECT 1 FROM recovered r
+      WHERE r.provider_module = n.provider_module AND r.provider_machine = n.provider_machine
+        AND r.consumer = n.consumer
+        AND r.reason IN ('success', 'first-success-after-start')
+        AND (r.stream_epoch, r.stream_seq) > (n.stream_epoch, n.stream_seq))
+  AND NOT EXISTS (
+      SELECT 1 FROM failing f
+      WHERE f.provider_module = n.provider_module AND f.provider_machine = n.provider_machine
+        AND f.consumer = n.consumer
+        AND (f.stream_epoch, f.stream_seq) > (n.stream_epoch, n.stream_seq))
+ORDER BY n.provider_module COLLATE \"C\", n.provider_machine COLLATE \"C\",
+         n.consumer COLLATE \"C\"";
 
 /// A read in progress: its counts and repairs are here, its standings come
 /// with [`StatusRead::next`]. It holds a read-only transaction on its own
@@ -152,6 +231,13 @@ pub struct StatusRead {
     pub alive: Vec<AliveRow>,
     /// The newest event of each grant in scope, in order.
     pub grants: Vec<GrantRow>,
+    /// What the store says of the controller and of its own record.
+    pub record: ControllerRecord,
+    /// The consumers the declaration requires that their provider last
+    /// said it retired or deleted, in order.
+    pub retired: Vec<RetiredRow>,
+    /// The order of the listing.
+    order: Order,
 }
 
 impl std::fmt::Debug for StatusRead {
@@ -178,21 +264,27 @@ impl PgStore {
         let target = self.options.shown.clone();
         let silent_before: SystemTime = filter.silent_before.system_time();
         let providers = provider_texts(&filter.providers);
+        let (modules, machines, consumers) = required_columns(&filter.required);
         let work = async {
             let count = count_selected();
             let params: [&(dyn ToSql + Sync); 2] = [&providers, &filter.machine];
             let count_params: [&(dyn ToSql + Sync); 3] =
                 [&providers, &filter.machine, &silent_before];
+            let required: [&(dyn ToSql + Sync); 3] = [&modules, &machines, &consumers];
             // Sent together, answered in order.
-            let (begun, counts, repairs, alive, grants) = tokio::join!(
+            let (begun, counts, repairs, alive, grants, record, instances, retired) = tokio::join!(
                 client.batch_execute(BEGIN),
                 client.query_one(count.as_str(), &count_params),
                 client.query(OPEN_REPAIRS, &params),
                 client.query(ALIVE, &params[..1]),
                 client.query(GRANTS, &params),
+                client.query_one(RECORD, &[]),
+                client.query(INSTANCES, &[]),
+                client.query(RETIRED, &required),
             );
             begun?;
             let (counts, repairs, alive, grants) = (counts?, repairs?, alive?, grants?);
+            let (record, instances, retired) = (record?, instances?, retired?);
             let counts = Counts {
                 standings: u64::try_from(counts.try_get::<_, i64>(0)?).unwrap_or(0),
                 silent: u64::try_from(counts.try_get::<_, i64>(1)?).unwrap_or(0),
@@ -200,10 +292,19 @@ impl PgStore {
             let repairs = repairs.iter().map(repair_row).collect::<Result<_, _>>()?;
             let alive = alive.iter().map(alive_row).collect::<Result<_, _>>()?;
             let grants = grants.iter().map(grant_row).collect::<Result<_, _>>()?;
-            Ok::<_, ReadError>((counts, repairs, alive, grants))
+            let record = ControllerRecord {
+                now: time(&record, 0)?,
+                begun_at: optional_time(&record, 1)?,
+                instances: instances
+                    .iter()
+                    .map(instance_row)
+                    .collect::<Result<_, _>>()?,
+            };
+            let retired = retired.iter().map(retired_row).collect::<Result<_, _>>()?;
+            Ok::<_, ReadError>((counts, repairs, alive, grants, record, retired))
         };
         match tokio::time::timeout(STATEMENT_TIMEOUT, work).await {
-            Ok(Ok((counts, repairs, alive, grants))) => Ok(StatusRead {
+            Ok(Ok((counts, repairs, alive, grants, record, retired))) => Ok(StatusRead {
                 client,
                 target,
                 providers,
@@ -214,6 +315,9 @@ impl PgStore {
                 repairs,
                 alive,
                 grants,
+                record,
+                retired,
+                order: filter.order,
             }),
             Ok(Err(error)) => Err(error.into_store_error(target)),
             Err(_) => Err(StoreError::Timeout {
@@ -238,7 +342,7 @@ impl StatusRead {
                     let params: [&(dyn ToSql + Sync); 2] = [&self.providers, &self.machine];
                     let rows = self
                         .client
-                        .query_raw(list_selected().as_str(), params)
+                        .query_raw(list_selected(self.order).as_str(), params)
                         .await?;
                     self.rows.insert(Box::pin(rows))
                 }
@@ -284,6 +388,21 @@ fn provider_texts(providers: &[ModuleId]) -> Vec<String> {
     providers.iter().map(ToString::to_string).collect()
 }
 
+/// The required (provider, consumer) pairs as the statement's three columns.
+fn required_columns(required: &[(ModuleId, String)]) -> (Vec<&str>, Vec<&str>, Vec<&str>) {
+    let mut columns = (
+        Vec::with_capacity(required.len()),
+        Vec::with_capacity(required.len()),
+        Vec::with_capacity(required.len()),
+    );
+    for (provider, consumer) in required {
+        columns.0.push(provider.module.as_str());
+        columns.1.push(provider.machine.as_str());
+        columns.2.push(consumer.as_str());
+    }
+    columns
+}
+
 /// A read that failed: the store failed, or a value it holds does not
 /// decode into its type.
 #[derive(Debug)]
@@ -306,6 +425,12 @@ impl From<tokio_postgres::Error> for ReadError {
 impl ReadError {
     fn into_store_error(self, target: String) -> StoreError {
         match self {
+            // A table this release reads is missing: the store is older.
+            ReadError::Store(source)
+                if source.code() == Some(&tokio_postgres::error::SqlState::UNDEFINED_TABLE) =>
+            {
+                StoreError::NotMigrated { target, source }
+            }
             ReadError::Store(source) => classify(target, source),
             ReadError::Undecodable { column, reason } => StoreError::Undecodable {
                 target,
@@ -337,6 +462,10 @@ const FAILING_PROVIDER: ProviderColumns =
     (0, ["failing.provider_module", "failing.provider_machine"]);
 const REPAIR_PROVIDER: ProviderColumns = (0, ["repair.provider_module", "repair.provider_machine"]);
 const ALIVE_PROVIDER: ProviderColumns = (0, ["alive.provider_module", "alive.provider_machine"]);
+const RETIRED_PROVIDER: ProviderColumns = (
+    0,
+    ["retirement.provider_module", "retirement.provider_machine"],
+);
 
 /// The provider of `row`: `last` again when its columns name it, else decoded.
 fn provider(
@@ -398,7 +527,33 @@ fn alive_row(row: &Row) -> Result<AliveRow, ReadError> {
         alive_every_seconds: row.try_get(3)?,
         settled_at: optional_time(row, 4)?,
         said_at: time(row, 5)?,
-        stored_at: optional_time(row, 6)?,
+        repeat_every_seconds: row.try_get(6)?,
+        stored_at: optional_time(row, 7)?,
+    })
+}
+
+fn instance_row(row: &Row) -> Result<InstanceRow, ReadError> {
+    let wait_ms: i64 = row.try_get(3)?;
+    Ok(InstanceRow {
+        instance: Instance {
+            host: row.try_get(0)?,
+            pid: row.try_get(1)?,
+            started_at: time(row, 2)?,
+            pull_wait: Duration::from_millis(u64::try_from(wait_ms).unwrap_or(0)),
+        },
+        pulled_at: optional_time(row, 4)?,
+        applied_at: optional_time(row, 5)?,
+        following_since: optional_time(row, 6)?,
+    })
+}
+
+fn retired_row(row: &Row) -> Result<RetiredRow, ReadError> {
+    Ok(RetiredRow {
+        provider: provider(row, RETIRED_PROVIDER, None)?,
+        consumer: row.try_get(2)?,
+        action: decoded(row, 3, "retirement.action")?,
+        detail: row.try_get(4)?,
+        said_at: time(row, 5)?,
     })
 }
 

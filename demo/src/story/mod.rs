@@ -3,6 +3,7 @@
 //! status` says; what it started is stopped when it ends, however it ends.
 
 mod grants;
+mod hooks;
 mod identity;
 mod secret;
 
@@ -20,7 +21,8 @@ pub enum Story {
     /// The main story (the default): a consumer the PostgreSQL provider
     /// keeps failing shows up in `mesh-controller status` and goes when it
     /// recovers; then the provider is killed, and status says it is not
-    /// heard from until it is started again.
+    /// heard from until it is started again; last the controller is
+    /// killed, and status says the controller follows nothing.
     Secret,
     /// As root: a network namespace stands for a consumer's container; its
     /// path to the provider is dropped, status names the unreachable grant,
@@ -31,6 +33,13 @@ pub enum Story {
     /// the open repair fault; restarted with `--kc-sh`, the provider
     /// repairs it and all is well.
     Identity,
+    /// A provider in shell: `mesh-provide` runs the one loop over
+    /// `examples/hooks/redis-acl.sh` on a private Redis; a consumer's
+    /// password changed by hand is mended by the next ensure; the hook's
+    /// administrator's password changed behind its back makes status name
+    /// every consumer failing `credentials-rejected`, until its file holds
+    /// the new one.
+    Hooks,
 }
 
 impl Story {
@@ -40,6 +49,7 @@ impl Story {
             Story::Secret => secret::tell(demo),
             Story::Grants => grants::tell(demo),
             Story::Identity => identity::tell(demo),
+            Story::Hooks => hooks::tell(demo),
         }
     }
 
@@ -49,6 +59,7 @@ impl Story {
             Story::Secret => "secret",
             Story::Grants => "grants",
             Story::Identity => "identity",
+            Story::Hooks => "hooks",
         }
     }
 }

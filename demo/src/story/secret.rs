@@ -3,7 +3,8 @@
 //! `node show` names it on both machines, and status is all well again
 //! once the secret is back. Then the provider is killed: a provider that is
 //! down says nothing, and status says it is not heard from (instead of all
-//! well) until it is started again.
+//! well) until it is started again. Last the controller is killed: status
+//! says the controller follows nothing, and blames no provider for it.
 
 use mesh_test_support::mesh::{Options, FAILING_AFTER};
 
@@ -93,6 +94,40 @@ pub fn tell(demo: &mut Demo) -> Result<(), Stop> {
         expect::all_well,
     )?;
     demo.show(&mesh, &["status"], "heard from again: all well")?;
+    demo.pause();
+
+    demo.say("mesh-controller serve is killed (SIGKILL): nobody follows the providers' words");
+    mesh.kill_controller();
+    demo.expect(
+        &mesh,
+        "status says the controller follows nothing, and blames no provider",
+        WITHIN,
+        expect::controller_silent,
+    )?;
+    let said = demo.show(
+        &mesh,
+        &["status"],
+        "the controller's own silence is not the provider's: status names the controller",
+    )?;
+    demo.check(
+        &mesh,
+        "status says the controller has followed no events",
+        expect::opens_with(
+            &said,
+            "not all well: the controller has followed no events since ",
+        ),
+    )?;
+    demo.pause();
+
+    demo.say("mesh-controller serve is started again");
+    mesh.start_controller();
+    demo.expect(
+        &mesh,
+        "all well once the controller follows again",
+        WITHIN,
+        expect::all_well,
+    )?;
+    demo.show(&mesh, &["status"], "following again: all well")?;
     demo.done();
     Ok(())
 }

@@ -1,6 +1,8 @@
-//! One attempt per consumer: read the secret, make if missing, check.
+//! One attempt per consumer: read the secret, ensure (make if missing,
+//! bring the minted secret), check.
 
 use std::future::Future;
+use std::hash::BuildHasher;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -18,8 +20,18 @@ use mesh_runtime::redact::{error_text, redact};
 use mesh_runtime::Progress;
 use mesh_runtime::Secret;
 
-/// A failed attempt: its class and redacted words.
+/// A failed attempt: its class and redacted error text.
 pub(super) type Failed = (Class, String);
+
+/// A successful attempt.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Served {
+    /// A fingerprint of the secret it was made with (random keys per
+    /// runner; never the secret): a changed one is a rotation.
+    pub(super) secret: u64,
+    /// What the provider reported it mended on the way (redacted).
+    pub(super) mended: Option<String>,
+}
 
 /// What every attempt of a pass shares.
 pub(super) struct Attempts<P> {
@@ -30,6 +42,8 @@ pub(super) struct Attempts<P> {
     pub(super) call_timeout: Duration,
     /// Ticked as each attempt ends (`/healthz`).
     pub(super) progress: Arc<Progress>,
+    /// Keys of the secrets' fingerprints.
+    pub(super) fingerprints: foldhash::fast::RandomState,
 }
 
 impl<P> Clone for Attempts<P> {
@@ -40,6 +54,7 @@ impl<P> Clone for Attempts<P> {
             provider_secrets: Arc::clone(&self.provider_secrets),
             call_timeout: self.call_timeout,
             progress: Arc::clone(&self.progress),
+            fingerprints: self.fingerprints.clone(),
         }
     }
 }
@@ -57,7 +72,7 @@ pub(super) async fn all<P: Provisioner>(
     attempts: Attempts<P>,
     contributions: Arc<Contributions>,
     concurrency: usize,
-) -> Vec<(usize, Result<(), Failed>)> {
+) -> Vec<(usize, Result<Served, Failed>)> {
     let total = contributions.consumers.len();
     let next = Arc::new(AtomicUsize::new(0));
     let mut workers = JoinSet::new();
@@ -91,7 +106,7 @@ pub(super) async fn all<P: Provisioner>(
 
 impl<P: Provisioner> Attempts<P> {
     /// One attempt; a panic in the provider's code becomes a failure.
-    async fn guarded(&self, consumer: &Consumer) -> Result<(), Failed> {
+    async fn guarded(&self, consumer: &Consumer) -> Result<Served, Failed> {
         AssertUnwindSafe(self.one(consumer))
             .catch_unwind()
             .await
@@ -106,7 +121,7 @@ impl<P: Provisioner> Attempts<P> {
             })
     }
 
-    async fn one(&self, consumer: &Consumer) -> Result<(), Failed> {
+    async fn one(&self, consumer: &Consumer) -> Result<Served, Failed> {
         let secret = self.secrets.read(consumer).map_err(|error| {
             (
                 Class::SecretUnreadable,
@@ -114,10 +129,19 @@ impl<P: Provisioner> Attempts<P> {
             )
         })?;
         let provisioner = self.provisioner.as_ref();
-        self.step("make", provisioner.ensure(consumer, &secret), &secret)
-            .await?;
-        self.step("check", provisioner.check(consumer, &secret), &secret)
-            .await
+        let attempted = async {
+            self.step("ensure", provisioner.ensure(consumer, &secret), &secret)
+                .await?;
+            self.step("check", provisioner.check(consumer, &secret), &secret)
+                .await
+        }
+        .await;
+        // Asked after every attempt, so what it says is this attempt's.
+        let mended = provisioner.take_mended(&consumer.name);
+        attempted.map(|()| Served {
+            secret: self.fingerprints.hash_one(secret.expose()),
+            mended: mended.map(|words| self.scrub(&words, Some(&secret))),
+        })
     }
 
     async fn step(

@@ -90,6 +90,7 @@ impl Herald {
             started_at: self.clock.at(state.started()),
             alive_every_seconds: seconds_up(self.settings.alive_every).max(1),
             failing_after_seconds: seconds_up(self.settings.standing.failing_after),
+            repeat_every_seconds: Some(seconds_up(self.settings.standing.repeat_every)),
             settled_at: state.settled().map(|t| self.clock.at(t)),
             consumers,
             failing,

@@ -58,6 +58,8 @@ struct Entry {
     standing: Standing,
     machine: Name,
     provision: String,
+    /// The fingerprint of the secret of its last success since start.
+    secret: Option<u64>,
 }
 
 /// The loop's state for one provider.
@@ -87,6 +89,8 @@ pub struct Runner<P: Provisioner> {
     /// The contributions the last pass served: while they are the same,
     /// each entry's machine and provision are known to match them.
     served: Option<Arc<Contributions>>,
+    /// Keys of the secrets' fingerprints (random per runner).
+    fingerprints: foldhash::fast::RandomState,
 }
 
 impl<P: Provisioner> Runner<P> {
@@ -126,6 +130,7 @@ impl<P: Provisioner> Runner<P> {
             progress: Arc::new(Progress::new()),
             in_flight: None,
             served: None,
+            fingerprints: foldhash::fast::RandomState::default(),
         }
     }
 
@@ -211,11 +216,23 @@ impl<P: Provisioner> Runner<P> {
         let fresh = loaded.fresh;
         let contributions = Arc::clone(loaded.contributions);
         let gate = self.repair_pass(&contributions.provider).await;
-        let report = PassReport {
+        let mut report = PassReport {
             fresh,
             attempted: contributions.consumers.len(),
             gated: gate.is_some(),
             ..PassReport::default()
+        };
+        // Retirement first: a consumer listed again is enabled before it is
+        // checked. Not while a known fault keeps the backend from being called.
+        let held = match gate {
+            Some(_) => None,
+            None => {
+                let held = self.held_for_pass(fresh).await;
+                report.said += self
+                    .retirement_actions(&contributions, fresh, held.as_deref())
+                    .await;
+                held
+            }
         };
         let outcomes: Outcomes = match gate {
             // The gate is closed: the backend is not called for consumers;
@@ -233,6 +250,7 @@ impl<P: Provisioner> Runner<P> {
                     provider_secrets: self.provisioner.secrets().into(),
                     call_timeout: self.settings.call_timeout,
                     progress: Arc::clone(&self.progress),
+                    fingerprints: self.fingerprints.clone(),
                 };
                 Box::pin(attempt::all(
                     attempts,
@@ -246,6 +264,7 @@ impl<P: Provisioner> Runner<P> {
             began,
             contributions,
             report,
+            held,
             outcomes,
         })
     }
@@ -255,13 +274,14 @@ impl<P: Provisioner> Runner<P> {
     pub(crate) async fn finish_pass(
         &mut self,
         begun: Begun,
-        outcomes: Vec<(usize, Result<(), attempt::Failed>)>,
+        outcomes: Vec<(usize, Result<attempt::Served, attempt::Failed>)>,
     ) -> PassReport {
         self.in_flight = None;
         let Begun {
             began,
             contributions,
             mut report,
+            held,
             ..
         } = begun;
         let now = Instant::now();
@@ -294,8 +314,8 @@ impl<P: Provisioner> Runner<P> {
                 .iter_mut()
                 .for_each(|(_, state)| state.trigger());
         }
-        if !report.gated {
-            report.said += self.retirement_pass(&contributions, report.fresh).await;
+        if let Some(held) = &held {
+            report.said += self.withdrawn_after(&contributions, held);
         }
         states.retiring = count(self.retirement.retiring());
         let ended = Instant::now();
@@ -330,7 +350,7 @@ impl<P: Provisioner> Runner<P> {
         &mut self,
         provider: &ModuleId,
         consumer: &Consumer,
-        result: Result<(), (Class, String)>,
+        result: Result<attempt::Served, (Class, String)>,
         synced: bool,
         now: Instant,
     ) -> (usize, State) {
@@ -352,12 +372,30 @@ impl<P: Provisioner> Runner<P> {
                     standing: Standing::new(),
                     machine: consumer.machine.clone(),
                     provision: consumer.provision.clone(),
+                    secret: None,
                 }),
         };
         let word = match &result {
-            Ok(()) => entry
-                .standing
-                .observe(Outcome::Success, now, &self.settings.standing),
+            Ok(served) => {
+                if let Some(what) = &served.mended {
+                    // A provider also brings a rotated secret to its backend:
+                    // that is no mend. Since start the loop cannot tell a
+                    // secret rotated while it was down from a hand edit.
+                    match entry.secret {
+                        Some(last) if last != served.secret => {
+                            tracing::info!(consumer = %consumer.name, what = %what, "brought the rotated secret to the backend")
+                        }
+                        _ => {
+                            tracing::warn!(consumer = %consumer.name, what = %what, "mended");
+                            self.metrics.mended();
+                        }
+                    }
+                }
+                entry.secret = Some(served.secret);
+                entry
+                    .standing
+                    .observe(Outcome::Success, now, &self.settings.standing)
+            }
             Err((class, error)) => {
                 let changed = entry
                     .standing
@@ -400,13 +438,16 @@ impl<P: Provisioner> Runner<P> {
 }
 
 /// Each attempted consumer's index with its result, as the attempts end.
-type Outcomes = futures::future::BoxFuture<'static, Vec<(usize, Result<(), attempt::Failed>)>>;
+type Outcomes =
+    futures::future::BoxFuture<'static, Vec<(usize, Result<attempt::Served, attempt::Failed>)>>;
 
 /// A pass whose consumers are being attempted (see [`Runner::begin_pass`]).
 pub(crate) struct Begun {
     began: Instant,
     contributions: Arc<Contributions>,
     report: PassReport,
+    /// What the backend held at the pass's start (`None`: not listed).
+    held: Option<Vec<crate::provisioner::Held>>,
     /// Ends when every attempt of the pass ended.
     pub(crate) outcomes: Outcomes,
 }

@@ -18,17 +18,20 @@ use crate::standing::Standing;
 use mesh_runtime::redact::{error_text, redact};
 
 impl<P: Provisioner> Runner<P> {
-    /// Retirement for this pass: fetch what the backend holds, act on it.
-    pub(super) async fn retirement_pass(
+    /// Retirement for this pass, before the consumers are attempted (so a
+    /// consumer listed again is enabled before its check): `held` is what
+    /// the backend holds (`None`: it could not be listed, or the file could
+    /// not be read, and the pass counts for nothing); retire, re-enable.
+    pub(super) async fn retirement_actions(
         &mut self,
         contributions: &Contributions,
         fresh: bool,
+        held: Option<&[Held]>,
     ) -> usize {
-        let held = if fresh { self.fetch_held().await } else { None };
         let listed: NameSet<'_> = contributions.listed().collect();
         let actions = self.retirement.pass(
             fresh.then_some(&listed),
-            held.as_deref(),
+            held,
             Instant::now(),
             &self.settings.retire,
         );
@@ -47,15 +50,31 @@ impl<P: Provisioner> Runner<P> {
                 Action::ReEnable(name) => self.re_enable(&contributions.provider, &name).await,
             };
         }
-        if let Some(held) = &held {
-            said += self.withdrawn(
-                &contributions.provider,
-                &listed,
-                contributions.consumers.len(),
-                held,
-            );
-        }
         said
+    }
+
+    /// What the backend holds, for a pass whose file was read; `None`
+    /// when it cannot be listed (logged once per change).
+    pub(super) async fn held_for_pass(&mut self, fresh: bool) -> Option<Vec<Held>> {
+        match fresh {
+            true => self.fetch_held().await,
+            false => None,
+        }
+    }
+
+    /// After the attempts: withdrawn consumers the backend does not hold.
+    pub(super) fn withdrawn_after(
+        &mut self,
+        contributions: &Contributions,
+        held: &[Held],
+    ) -> usize {
+        let listed: NameSet<'_> = contributions.listed().collect();
+        self.withdrawn(
+            &contributions.provider,
+            &listed,
+            contributions.consumers.len(),
+            held,
+        )
     }
 
     /// Consumers no longer listed that the backend does not hold (never
@@ -200,6 +219,10 @@ impl<P: Provisioner> Runner<P> {
         2
     }
 
+    /// Enables a listed consumer the backend holds retired. One the loop
+    /// serves since start and never retired was disabled by hand: that is
+    /// a mend (logged and counted in `mesh_provisions_mended_total`), not a
+    /// retirement undone, and no `retirement` event is published for it.
     async fn re_enable(&mut self, provider: &ModuleId, name: &Name) -> usize {
         let provisioner = Arc::clone(&self.provisioner);
         if self
@@ -212,6 +235,13 @@ impl<P: Provisioner> Runner<P> {
             .await
             .is_err()
         {
+            return 0;
+        }
+        // The loop forgets a consumer's entry when it retires it, so one it
+        // still has was served and never retired since start.
+        if self.entries.contains_key(name) {
+            tracing::warn!(consumer = %name, what = "found disabled while listed (not retired by this provider); enabled again", "mended");
+            self.metrics.mended();
             return 0;
         }
         tracing::info!(consumer = %name, "re-enabled");

@@ -12,7 +12,7 @@
 //! and whether each is enabled (`src/known.rs`): the ones the realm's
 //! listing showed, the ones a lookup found, the ones it made, kept true by
 //! its own changes. `ensure` does not look those up again, and `held()`
-//! (which the loop asks once a pass, after the consumers' attempts) lists
+//! (which the loop asks once a pass, before the consumers' attempts) lists
 //! the realm only when the last listing is older than `--list-every` (1
 //! minute) and otherwise answers from what it knows. So a pass over clients
 //! that work is one client-credentials login per consumer, plus the
@@ -27,7 +27,8 @@
 //! the client up first, so they never act on a client whose mark was taken
 //! away since it was seen.
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -65,6 +66,9 @@ pub struct IdentityProvisioner {
     known: KnownClients,
     /// Longest time `held()` answers from `known` instead of listing.
     list_every: Duration,
+    /// Consumers whose client secret a refused check set, until the loop
+    /// takes it ([`Provisioner::take_mended`]).
+    reset: Mutex<HashSet<String>>,
 }
 
 impl IdentityProvisioner {
@@ -80,7 +84,14 @@ impl IdentityProvisioner {
             repair,
             known: KnownClients::default(),
             list_every: config.list_every(),
+            reset: Mutex::default(),
         })
+    }
+
+    fn resets(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.reset
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The Keycloak it speaks to.
@@ -220,6 +231,8 @@ impl Provisioner for IdentityProvisioner {
         let what = format!("setting the secret of client {name} to the minted one");
         self.update(name, &what, &client.id, &fields).await?;
         tracing::info!(consumer = %name, realm = %self.keycloak.realm(), "check refused; client secret set to the minted one");
+        // A rotated secret or one changed by hand: the loop tells which.
+        self.resets().insert(name.to_owned());
         self.keycloak.client_credentials(name, secret).await
     }
 
@@ -290,5 +303,11 @@ impl Provisioner for IdentityProvisioner {
 
     fn repairs(&self) -> Vec<KnownFault> {
         vec![KnownFault::new(Arc::clone(&self.repair))]
+    }
+
+    fn take_mended(&self, consumer: &Name) -> Option<String> {
+        self.resets()
+            .remove(consumer.as_str())
+            .then(|| "the client's secret was refused and set to the minted one".to_owned())
     }
 }

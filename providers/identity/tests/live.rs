@@ -348,3 +348,20 @@ async fn grant_works(kc: &KeycloakServer, realm: &str, client_id: &str, secret: 
         .await
         .unwrap();
 }
+
+/// The conformance suite (the rules `mesh-provide conform` runs against a
+/// hook) against the provider and a real Keycloak realm.
+#[tokio::test]
+async fn mesh_identity_passes_conform() {
+    let Some(kc) = keycloak() else { return };
+    let realm = kc.new_realm("conform").await;
+    let p = provisioner(kc, &realm);
+    let suite = mesh_sdk::conform::Suite::new(mesh_provider_identity::PROVISION);
+    let report = bounded(
+        "the conformance suite",
+        mesh_sdk::conform::conform(&p, &suite),
+    )
+    .await;
+    println!("{report}");
+    report.assert_passed();
+}

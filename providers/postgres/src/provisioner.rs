@@ -35,7 +35,10 @@ use crate::sql;
 ///   fails and `ensure` skipped its lookup on the strength of an earlier
 ///   check, the lookup and make-if-missing run now, then a new login. A
 ///   refused password (28P01) leads to one reset of the role's password to
-///   the minted secret, then a new login whose failure is the result.
+///   the minted secret, then a new login whose failure is the result. This
+///   is how a rotated secret reaches the role; a reset is reported through
+///   [`Provisioner::take_mended`] (the loop counts it a mend, in
+///   `mesh_provisions_mended_total`, unless the minted secret rotated).
 ///
 /// A consumer's `options` are not read; a consumer asking for another
 /// provision than `postgres-database` is refused.
@@ -68,6 +71,8 @@ pub struct PostgresProvisioner {
     /// Consumers whose last check passed: `ensure` does not look them up
     /// again (the check is the proof); any failed check forgets one.
     proven: Mutex<HashSet<Name>>,
+    /// Consumers whose password was reset, until the loop takes it.
+    reset: Mutex<HashSet<String>>,
 }
 
 impl std::fmt::Debug for PostgresProvisioner {
@@ -86,6 +91,7 @@ impl PostgresProvisioner {
             admin: Admin::new(Arc::clone(&config)),
             config,
             proven: Mutex::new(HashSet::new()),
+            reset: Mutex::new(HashSet::new()),
         }
     }
 
@@ -191,6 +197,10 @@ impl PostgresProvisioner {
         }
         tracing::info!(consumer = %name, "login refused; resetting the role's password to the minted secret once");
         self.reset_password(name, secret).await?;
+        self.reset
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(name.to_owned());
         self.login(name, secret)
             .await
             .map_err(|error| PgError::AfterReset(Box::new(error)))
@@ -387,5 +397,15 @@ impl Provisioner for PostgresProvisioner {
 
     fn secrets(&self) -> Vec<Secret> {
         self.config.admin_password().cloned().into_iter().collect()
+    }
+
+    fn take_mended(&self, consumer: &Name) -> Option<String> {
+        let mut reset = self
+            .reset
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        reset
+            .remove(consumer.as_str())
+            .then(|| "the role's password was refused and set to the minted secret".to_owned())
     }
 }

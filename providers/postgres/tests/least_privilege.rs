@@ -190,12 +190,18 @@ async fn an_admin_with_createrole_createdb_makes_checks_retires_re_enables_and_d
     );
     session_ended(&wiki).await;
 
-    // Listed again: enabled, and its data kept.
+    // Listed again: enabled before its check (served in the same pass),
+    // and its data kept.
     w.list(&["forge", "wiki"]);
-    w.pass().await;
-    assert_eq!(kinds(&w.said()), vec!["retirement:wiki:re-enabled"]);
     let report = w.pass().await;
     assert_eq!(report.failed, 0, "{:?}", w.failure("wiki"));
+    assert_eq!(
+        kinds(&w.said()),
+        vec![
+            "recovered:wiki:first-success-after-start",
+            "retirement:wiki:re-enabled"
+        ]
+    );
     let wiki = login(&pg, "wiki", WIKI, "wiki").await.unwrap();
     let kept: String = wiki
         .query_one("SELECT body FROM notes", &[])

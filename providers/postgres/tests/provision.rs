@@ -142,6 +142,7 @@ async fn consumers_get_a_database_they_can_log_into_and_no_password_reaches_the_
         "{reset}"
     );
     assert!(!reset.contains("ALTER ROLE \"wiki\""), "{reset}");
+    assert_eq!(w.mended(), 0, "a rotation brought is no mend");
     login(&pg, "forge", FORGE_NEW, "forge").await.unwrap();
     let old = login(&pg, "forge", FORGE, "forge").await.err().unwrap();
     assert_eq!(old.code(), Some(&SqlState::INVALID_PASSWORD));
@@ -165,6 +166,7 @@ async fn consumers_get_a_database_they_can_log_into_and_no_password_reaches_the_
     let report = w.pass().await;
     assert_eq!(report.failed, 0, "{:?}", w.failure("wiki"));
     login(&pg, "wiki", WIKI, "wiki").await.unwrap();
+    assert_eq!(w.mended(), 1, "a password changed by hand is a mend");
 
     // A database dropped behind the provider's back is made again.
     within(

@@ -70,12 +70,18 @@ async fn retire_re_enable_and_approved_delete() {
         .await
         .unwrap();
 
-    // Listed again: enabled, said, served; its data was kept.
+    // Listed again: enabled before its check, published, served in the
+    // same pass; its data was kept.
     w.list(&["forge", "wiki"]);
-    w.pass().await;
-    assert_eq!(kinds(&w.said()), vec!["retirement:wiki:re-enabled"]);
     let report = w.pass().await;
     assert_eq!(report.failed, 0, "{:?}", w.failure("wiki"));
+    assert_eq!(
+        kinds(&w.said()),
+        vec![
+            "recovered:wiki:first-success-after-start",
+            "retirement:wiki:re-enabled"
+        ]
+    );
     let wiki = login(&pg, "wiki", WIKI, "wiki").await.unwrap();
     let title: String = wiki
         .query_one("SELECT title FROM pages", &[])

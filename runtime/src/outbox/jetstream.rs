@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use async_nats::jetstream::context::{PublishError, PublishErrorKind};
 use async_nats::jetstream::{self, message::PublishMessage};
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -24,12 +25,24 @@ impl JetStreamSink {
     }
 }
 
+/// Why a publish was not acknowledged, in words that say what to do when
+/// no stream takes the subject (the usual first run, without a controller).
+fn reason(error: &PublishError) -> String {
+    match error.kind() {
+        PublishErrorKind::StreamNotFound => format!(
+            "{error}: the stream MESH_EVENTS is the controller's, and no controller made it on this bus yet; \
+             start `mesh-controller serve` on it (it makes the stream); until then every event is kept pending"
+        ),
+        _ => error.to_string(),
+    }
+}
+
 #[async_trait]
 impl EventSink for JetStreamSink {
     async fn publish(&self, subject: &str, msg_id: &str, body: Bytes) -> Result<(), SinkError> {
-        let fail = |reason: String| SinkError {
+        let fail = |error: PublishError| SinkError {
             subject: subject.to_owned(),
-            reason,
+            reason: reason(&error),
         };
         let ack = self
             .context
@@ -38,8 +51,8 @@ impl EventSink for JetStreamSink {
                 PublishMessage::build().payload(body).message_id(msg_id),
             )
             .await
-            .map_err(|e| fail(e.to_string()))?;
-        ack.await.map(|_| ()).map_err(|e| fail(e.to_string()))
+            .map_err(fail)?;
+        ack.await.map(|_| ()).map_err(fail)
     }
 
     fn is_connected(&self) -> bool {

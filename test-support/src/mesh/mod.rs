@@ -12,8 +12,9 @@
 //!
 //! * [`Mesh`]: the declaration, the bus users and their credentials, the
 //!   servers, and the processes of one mesh; its methods start and stop the
-//!   binaries with short timings, and read and wait for `mesh-controller
-//!   status --json` ([`all_well`], [`failing`], [`unheard`]);
+//!   binaries with short timings (and kills them, or drops the store), and
+//!   read and wait for `mesh-controller status --json` ([`all_well`],
+//!   [`failing`], [`unheard`]);
 //! * [`Process`]: one child process, stopped on drop.
 
 use std::path::PathBuf;
@@ -24,10 +25,15 @@ use serde_json::{json, Value};
 
 use crate::{CertFiles, NatsServer, PgCluster, TestCa};
 
+mod hook;
 mod process;
 mod run;
 mod status;
 
+pub use hook::{
+    conform, example_hook, node_hooks_missing, HOOK_MACHINE, HOOK_MODULE, HOOK_PASS_EVERY,
+    HOOK_PROVISION,
+};
 pub use process::{binary, Process, SERVED};
 pub use status::{all_well, failing, healthy_mesh_with, time, unheard, wait_log};
 
@@ -66,6 +72,12 @@ pub struct Options {
     pub never_run: Vec<(&'static str, &'static str)>,
     /// The provider's `--alive-every`.
     pub alive_every: &'static str,
+    /// The provider's `--repeat-every` (how often it says a failing word
+    /// again).
+    pub repeat_every: &'static str,
+    /// `mesh-postgres`'s `--retire-after` (a withdrawn consumer is retired
+    /// after 3 passes and this long).
+    pub retire_after: &'static str,
     /// How the bus users prove who they are.
     pub bus_auth: BusAuth,
     /// `RUST_LOG` of the long-running binaries (`serve`, the providers,
@@ -79,6 +91,11 @@ pub struct Options {
     /// declaration: (consumer, its machine). With none, the declaration has
     /// no identity provider.
     pub identity: Vec<(&'static str, &'static str)>,
+    /// The consumers of the hook provider `redis@cache-1` (provision
+    /// `redis-acl`, run by `mesh-provide`: [`Mesh::start_hook`]) in the
+    /// declaration: (consumer, its machine). With none, the declaration has
+    /// no hook provider.
+    pub hook: Vec<(&'static str, &'static str)>,
     /// Another address of this machine the provider's PostgreSQL also
     /// listens on ([`PgCluster::start_also_on`]), such as the machine's
     /// side of a [`Bed`](crate::netns::Bed).
@@ -105,10 +122,13 @@ impl Default for Options {
             consumers: CONSUMERS.to_vec(),
             never_run: Vec::new(),
             alive_every: "1m",
+            repeat_every: "1m",
+            retire_after: "1h",
             bus_auth: BusAuth::Password,
             log_level: "info",
             tls: false,
             identity: Vec::new(),
+            hook: Vec::new(),
             backend_also_on: None,
         }
     }
@@ -129,7 +149,8 @@ pub fn grant_agents<'a>(machines: impl Iterator<Item = &'a str>) -> Vec<String> 
 /// The files sit in [`Mesh::dir`]: `declaration.json`, `credentials/` (and
 /// `nkeys/`), `secrets/<consumer>` (each consumer's minted secret),
 /// `contributions.json` (the PostgreSQL provider's), `identity.json` (the
-/// identity provider's), and a log per process.
+/// identity provider's), `hook.json` (the hook provider's), and a log per
+/// process.
 pub struct Mesh {
     /// The folder holding the mesh's files and the processes' logs.
     pub dir: tempfile::TempDir,
@@ -147,11 +168,17 @@ pub struct Mesh {
     pub grants: Option<Process>,
     /// `mesh-identity` (`identity@id-1`), once started.
     pub identity: Option<Process>,
+    /// `mesh-provide` (`redis@cache-1`), once started.
+    pub hook: Option<Process>,
+    /// The consumers the declaration lists for `redis@cache-1`.
+    pub hook_consumers: Vec<(&'static str, &'static str)>,
     /// The consumers the declaration lists for `identity@id-1`.
     pub identity_consumers: Vec<(&'static str, &'static str)>,
     /// The consumers the declaration lists for `postgres@db-1`.
     pub consumers: Vec<(&'static str, &'static str)>,
     alive_every: &'static str,
+    repeat_every: &'static str,
+    retire_after: &'static str,
     store_url: String,
     bus_auth: BusAuth,
     log_level: &'static str,
@@ -179,7 +206,8 @@ impl Mesh {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         let mut modules = Vec::new();
-        if !options.consumers.is_empty() || options.identity.is_empty() {
+        if !options.consumers.is_empty() || (options.identity.is_empty() && options.hook.is_empty())
+        {
             modules.push(
                 json!({"module": "postgres", "machine": "db-1", "provides": ["postgres-database"]}),
             );
@@ -192,6 +220,14 @@ impl Mesh {
         for &(consumer, machine) in &options.identity {
             modules.push(json!({"module": consumer, "machine": machine,
                 "requires": [{"provision": "oidc-client", "from": "identity@id-1"}]}));
+        }
+        if !options.hook.is_empty() {
+            modules.push(json!({"module": HOOK_MODULE, "machine": HOOK_MACHINE,
+                "provides": [HOOK_PROVISION]}));
+        }
+        for &(consumer, machine) in &options.hook {
+            modules.push(json!({"module": consumer, "machine": machine,
+                "requires": [{"provision": HOOK_PROVISION, "from": format!("{HOOK_MODULE}@{HOOK_MACHINE}")}]}));
         }
         for (module, machine) in &options.never_run {
             modules.push(
@@ -223,11 +259,19 @@ impl Mesh {
                 .map(|(c, m)| format!("{c}@{m}"))
                 .chain((!options.identity.is_empty()).then(|| "identity@id-1".to_owned())),
         );
+        users.extend(
+            options
+                .hook
+                .iter()
+                .map(|(c, m)| format!("{c}@{m}"))
+                .chain((!options.hook.is_empty()).then(|| format!("{HOOK_MODULE}@{HOOK_MACHINE}"))),
+        );
         users.extend(grant_agents(
             options
                 .consumers
                 .iter()
                 .chain(&options.identity)
+                .chain(&options.hook)
                 .map(|&(_, m)| m),
         ));
         std::fs::create_dir(d.join("nkeys")).unwrap();
@@ -299,7 +343,12 @@ impl Mesh {
         let store_url = format!("postgres://postgres@127.0.0.1:{}/mesh_store", store.port());
 
         std::fs::create_dir(d.join("secrets")).unwrap();
-        for &(consumer, _) in options.consumers.iter().chain(&options.identity) {
+        for &(consumer, _) in options
+            .consumers
+            .iter()
+            .chain(&options.identity)
+            .chain(&options.hook)
+        {
             std::fs::write(
                 d.join("secrets").join(consumer),
                 format!("minted-{consumer}-secret"),
@@ -315,9 +364,13 @@ impl Mesh {
             provider: None,
             grants: None,
             identity: None,
+            hook: None,
+            hook_consumers: options.hook.clone(),
             identity_consumers: options.identity.clone(),
             consumers: options.consumers.clone(),
             alive_every: options.alive_every,
+            repeat_every: options.repeat_every,
+            retire_after: options.retire_after,
             store_url,
             bus_auth: options.bus_auth,
             log_level: options.log_level,
@@ -333,6 +386,8 @@ impl Mesh {
         let file =
             json!({"provider": {"module": "identity", "machine": "id-1"}, "consumers": entries});
         std::fs::write(mesh.path("identity.json"), file.to_string()).unwrap();
+        let hooked: Vec<&str> = options.hook.iter().map(|(c, _)| *c).collect();
+        mesh.list_hook(&hooked);
         mesh
     }
 
@@ -369,7 +424,7 @@ impl Drop for Mesh {
     /// each stops while the bus and the store are still there.
     fn drop(&mut self) {
         self.stop_grants();
-        for process in [&mut self.identity, &mut self.provider] {
+        for process in [&mut self.hook, &mut self.identity, &mut self.provider] {
             if let Some(mut p) = process.take() {
                 p.stop();
             }

@@ -93,16 +93,44 @@ impl Mesh {
         }
     }
 
+    /// Kills `mesh-controller serve` with SIGKILL: it records nothing more.
+    pub fn kill_controller(&mut self) {
+        if let Some(mut p) = self.controller.take() {
+            p.kill();
+        }
+    }
+
+    /// Drops the controller's store (the database `mesh_store`, with every
+    /// session in it) and makes it again, empty: as an operator who lost it
+    /// would. `serve` migrates it when it starts.
+    ///
+    /// # Panics
+    /// When the store's server does not answer.
+    pub fn drop_store(&self) {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let admin = self.store.connect_admin().await;
+            admin
+                .batch_execute("DROP DATABASE mesh_store WITH (FORCE)")
+                .await
+                .expect("dropping the store");
+            self.store.create_database("mesh_store").await;
+        });
+    }
+
     /// The short timings every provider of these tests runs with, a pass
     /// every `pass_every`.
-    fn provider_timings(&self, pass_every: &str) -> Vec<String> {
+    pub(super) fn provider_timings(&self, pass_every: &str) -> Vec<String> {
         [
             "--pass-every",
             pass_every,
             "--failing-after",
             &humantime::format_duration(FAILING_AFTER).to_string(),
             "--repeat-every",
-            "1m",
+            self.repeat_every,
             "--alive-every",
             self.alive_every,
             "--ack-timeout",
@@ -114,7 +142,8 @@ impl Mesh {
 
     /// Starts `mesh-postgres` as `postgres@db-1` on `contributions.json`
     /// (log `provider.log`): a pass every [`POSTGRES_PASS_EVERY`], short
-    /// timings, a consumer retired after 3 passes (and an hour).
+    /// timings, a consumer retired after 3 passes (and
+    /// [`Options::retire_after`](super::Options::retire_after), an hour by default).
     pub fn start_provider(&mut self) {
         let mut command = Command::new(binary("mesh-postgres"));
         command
@@ -126,7 +155,12 @@ impl Mesh {
             .arg(self.path("contributions.json"))
             .args(self.bus_flags("postgres@db-1"))
             .args(self.provider_timings(POSTGRES_PASS_EVERY))
-            .args(["--retire-after-passes", "3", "--retire-after", "1h"])
+            .args([
+                "--retire-after-passes",
+                "3",
+                "--retire-after",
+                self.retire_after,
+            ])
             .env("RUST_LOG", self.log_level);
         self.provider = Some(Process::spawn(
             "provider",

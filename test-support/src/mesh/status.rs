@@ -47,6 +47,7 @@ impl Mesh {
         [
             &self.provider,
             &self.identity,
+            &self.hook,
             &self.grants,
             &self.controller,
         ]
@@ -84,8 +85,10 @@ pub fn healthy_mesh_with(options: Options) -> Mesh {
     mesh.start_controller();
     mesh.start_provider();
     wait_log(&mesh, SERVED, mesh.consumers.len());
-    mesh.wait_status("postgres@db-1 heard from", |s| {
-        !unheard(s).contains(&"postgres@db-1".to_owned())
+    // A controller that never caught up calls nobody unheard: wait for it
+    // to follow as well.
+    mesh.wait_status("the controller following, postgres@db-1 heard from", |s| {
+        s["controller"]["following"] == true && !unheard(s).contains(&"postgres@db-1".to_owned())
     });
     mesh
 }

@@ -235,14 +235,15 @@ async fn a_password_moved_while_running_is_found_through_a_refused_consumer() {
         s.revoke_tokens();
     });
     // Healthy consumers need no administrator until the realm is listed
-    // again, a minute after the last listing (at 00:01:05): that listing is
-    // refused, so the next pass looks the consumers up, they are refused,
-    // and a refused consumer asks for a probe (a minute after the last).
+    // again, a minute after the last listing: that listing (at the start of
+    // the pass, before its attempts) is refused, so the same pass looks the
+    // consumers up, they are refused, and a refused consumer asks for a
+    // probe, repaired at the next pass's start.
     w.passes(14, PASS).await;
     let now = w.said();
     let repaired = repairs(&now, "repaired");
     assert_eq!(repaired.len(), 1, "{now:?}");
-    assert_eq!(repaired[0]["said_at"], "2026-10-05T00:01:10Z");
+    assert_eq!(repaired[0]["said_at"], "2026-10-05T00:01:05Z");
     assert!(
         of(&now, "failing").is_empty(),
         "repaired before failing was due"

@@ -92,11 +92,19 @@ async fn a_changed_minted_secret_is_applied_once() {
     let forge = consumer("forge");
     p.ensure(&forge, &secret("forge", 1)).await.unwrap();
     p.check(&forge, &secret("forge", 1)).await.unwrap();
+    assert_eq!(p.take_mended(&forge.name), None, "made, not mended");
     // The mesh minted a new secret: ensure leaves the client alone, the
-    // refused check sets the secret once, then passes.
+    // refused check sets the secret once (and reports it: the loop tells a
+    // rotation from a hand edit), then passes.
     p.ensure(&forge, &secret("forge", 2)).await.unwrap();
     p.check(&forge, &secret("forge", 2)).await.unwrap();
+    assert_eq!(
+        p.take_mended(&forge.name).as_deref(),
+        Some("the client's secret was refused and set to the minted one")
+    );
+    assert_eq!(p.take_mended(&forge.name), None, "taken once");
     p.check(&forge, &secret("forge", 2)).await.unwrap();
+    assert_eq!(p.take_mended(&forge.name), None);
     setup.kc.with(|s| {
         assert_eq!(s.count("PUT", "/admin/realms/mesh/clients/"), 1, "set once");
         assert_eq!(

@@ -121,19 +121,8 @@ pub fn assert_no_secret(text: &str, secrets: &[String], what: &str) {
     }
 }
 
-/// Keeps tokio's paused clock where the test puts it while real I/O
-/// (sockets, child processes) is in flight: a paused runtime with nothing
-/// to do jumps its clock to the next timer (the loop's call and repair
-/// timeouts) even while an answer is on its way. A task that always yields
-/// keeps the runtime from idling, so time moves only with `advance`.
-pub fn hold_clock() -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async {
-        loop {
-            std::thread::sleep(Duration::from_micros(100));
-            tokio::task::yield_now().await;
-        }
-    })
-}
+/// The SDK's held paused clock (real I/O in flight; see its docs).
+pub use mesh_sdk::testing::hold_clock;
 
 /// Ends the test process, saying why, when a test on the held paused clock
 /// (where no tokio timeout can fire) runs longer than `limit` of real time.

@@ -120,6 +120,11 @@ impl World {
             .failure()
             .map(|f| (f.class.to_string(), f.error.clone()))
     }
+
+    /// `mesh_provisions_mended_total` as the runner's `/metrics` shows it.
+    pub fn mended(&self) -> u64 {
+        testing::mended_total(&self.runner, &self.outbox)
+    }
 }
 
 /// `kind:consumer:reason|action|class` of each word, sorted.

@@ -1,0 +1,161 @@
+//! A new store catching up (pure): after the store was made anew (first
+//! migrated, or dropped and made again), the words providers said before
+//! its record began were taken from the stream by the store that was there,
+//! so the failures they keep are in it only once they are said again.
+//!
+//! Rule: a provider heard from, whose process started before the store's
+//! record began, is *not fully known yet* until the record began one
+//! `repeat_every` (its `alive` says it; [`Clock::silent_after`] for a
+//! provider that does not) plus one `alive_every` ago: by then it has said
+//! every failure it keeps again, and the store holds it. Until then it
+//! breaks all-well: status says what it knows, never a wrong "all well".
+//! A provider that started after the record began has said everything
+//! since its start into the stream (its older standings are dropped once
+//! it settles), so the store knows it whole.
+
+use std::time::Duration;
+
+use mesh_protocol::{ModuleId, Timestamp};
+use serde::Serialize;
+
+use super::Clock;
+use crate::model::row::provider_members;
+use crate::model::{AliveRow, ControllerRecord};
+
+/// A provider whose failures the store may not hold all of yet. Its JSON
+/// is an entry of `catching_up` in `status --json`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CatchingUp {
+    /// The provider, written as `provider_module` and `provider_machine`.
+    #[serde(flatten, serialize_with = "provider_members")]
+    pub provider: ModuleId,
+    /// When its process started (before the store's record began).
+    pub started_at: Timestamp,
+    /// When the store's record began (the store's clock).
+    pub record_begins_at: Timestamp,
+    /// By when it has said again every failure it keeps (the store's
+    /// clock): the record began + its `repeat_every` + its `alive_every`.
+    pub until: Timestamp,
+}
+
+impl CatchingUp {
+    /// The line of the human listing (without its indent).
+    pub fn line(&self) -> String {
+        format!(
+            "{} not fully known yet: the store's record begins {}, after it started ({}); it says \
+             the failures it keeps again by {}",
+            self.provider, self.record_begins_at, self.started_at, self.until
+        )
+    }
+}
+
+fn seconds(n: i64) -> Duration {
+    Duration::from_secs(u64::try_from(n).unwrap_or(0))
+}
+
+/// Whether the provider heard from with `alive` is not fully known yet,
+/// by the store's `record`.
+pub fn catching_up(
+    alive: &AliveRow,
+    record: &ControllerRecord,
+    clock: &Clock,
+) -> Option<CatchingUp> {
+    let begun = record.begun_at?;
+    if alive.started_at >= begun {
+        return None;
+    }
+    let repeat = alive
+        .repeat_every_seconds
+        .map_or(clock.silent_after, seconds);
+    let until = begun.system_time() + repeat + seconds(alive.alive_every_seconds.max(1));
+    (record.now.system_time() < until).then(|| CatchingUp {
+        provider: alive.provider.clone(),
+        started_at: alive.started_at,
+        record_begins_at: begun,
+        until: Timestamp::from_system(until),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ts(s: &str) -> Timestamp {
+        Timestamp::parse(s).unwrap()
+    }
+
+    #[test]
+    fn catching_up_table() {
+        let clock = Clock {
+            now: ts("2026-10-05T00:00:00Z"),
+            silent_after: Duration::from_secs(1800),
+        };
+        let alive = |started: &str, repeat: Option<i64>| AliveRow {
+            provider: ModuleId::parse("postgres@db-1").unwrap(),
+            started_at: ts(started),
+            alive_every_seconds: 60,
+            settled_at: None,
+            repeat_every_seconds: repeat,
+            said_at: ts("2026-10-05T00:09:00Z"),
+            stored_at: None,
+        };
+        let record = |now: &str, begun: Option<&str>| ControllerRecord {
+            now: ts(now),
+            begun_at: begun.map(ts),
+            instances: vec![],
+        };
+        let begun = Some("2026-10-05T00:00:00Z");
+        // (alive, store's record, catching up until)
+        let cases = [
+            // An old store: complete as the stream made it.
+            (
+                alive("2026-10-04T00:00:00Z", Some(900)),
+                record("2026-10-05T00:01:00Z", None),
+                None,
+            ),
+            // Started before the record began: until 15m + 1m after it.
+            (
+                alive("2026-10-04T00:00:00Z", Some(900)),
+                record("2026-10-05T00:15:59Z", begun),
+                Some("2026-10-05T00:16:00Z"),
+            ),
+            (
+                alive("2026-10-04T00:00:00Z", Some(900)),
+                record("2026-10-05T00:16:00Z", begun),
+                None,
+            ),
+            // A provider that does not say its repeat_every: --silent-after.
+            (
+                alive("2026-10-04T00:00:00Z", None),
+                record("2026-10-05T00:20:00Z", begun),
+                Some("2026-10-05T00:31:00Z"),
+            ),
+            // Started after the record began: known whole.
+            (
+                alive("2026-10-05T00:00:00Z", Some(900)),
+                record("2026-10-05T00:01:00Z", begun),
+                None,
+            ),
+        ];
+        for (alive, record, until) in cases {
+            let got = catching_up(&alive, &record, &clock);
+            assert_eq!(
+                got.as_ref().map(|c| c.until),
+                until.map(ts),
+                "{alive:?} {record:?}"
+            );
+        }
+        let got = catching_up(
+            &alive("2026-10-04T00:00:00Z", Some(900)),
+            &record("2026-10-05T00:01:00Z", begun),
+            &clock,
+        )
+        .unwrap();
+        assert_eq!(
+            got.line(),
+            "postgres@db-1 not fully known yet: the store's record begins 2026-10-05T00:00:00Z, \
+             after it started (2026-10-04T00:00:00Z); it says the failures it keeps again by \
+             2026-10-05T00:16:00Z"
+        );
+    }
+}

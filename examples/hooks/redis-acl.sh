@@ -1,0 +1,171 @@
+#!/bin/sh
+# redis-acl.sh: a mesh-provide hook (exec mode) that gives each consumer a
+# Redis ACL user named after it, allowed the keys `<consumer>:*`, logging in
+# with the consumer's minted secret.
+#
+#   mesh-provide --hook examples/hooks/redis-acl.sh --contributions c.json ...
+#   mesh-provide conform --hook examples/hooks/redis-acl.sh
+#
+# Its own configuration, from its environment (mesh-provide passes its
+# environment on, without the MESH_* variables):
+#   REDIS_ACL_HOST                 the Redis server (default 127.0.0.1)
+#   REDIS_ACL_PORT                 its port (default 6379)
+#   REDIS_ACL_ADMIN_USER           the ACL user the hook acts as (default mesh-admin)
+#   REDIS_ACL_ADMIN_PASSWORD_FILE  a file holding that user's password (required)
+# The administrator needs `+@all ~*` (it makes, changes and deletes users,
+# ends a retired user's connections, deletes a deleted consumer's keys):
+#   user mesh-admin on >PASSWORD ~* &* +@all
+#
+# What it does, per verb (JSON request on stdin, JSON reply on stdout):
+#   hello      {"name":"redis-acl","secrets":[<admin password>]}
+#   ensure     a user it did not make yet: made, `on`, its password the
+#              secret, keys `~<consumer>:*`, no channels, `+@all -@dangerous`;
+#              a user it made: its password and keys brought back to those
+#              when they differ (a rotated secret, or a change by hand),
+#              said as `mended`; on/off is left as it is (re-enabling a
+#              retired user is the loop's call). A user of that name it did
+#              not make is refused, never touched.
+#   check      AUTH as the consumer with its secret, then PING.
+#   held       every user it made: they carry the key pattern
+#              `%R~_mesh-provide` (read-only, on a key no consumer's
+#              pattern can match: names never start with `_`), its mark.
+#              Users without the mark are never listed or changed.
+#   retire     `off`, and its connections ended; re-enable: `on`.
+#   delete     its keys (`<consumer>:*`, by SCAN) and the user deleted.
+#   probe, repair: unsupported (no known fault).
+#
+# Secrets travel only through pipes: the request is read from stdin, every
+# redis-cli command (the administrator's AUTH included) is written to
+# redis-cli's stdin, quoted byte by byte; no secret is ever in an argument
+# or an environment variable of any process. Needs redis-cli (Debian
+# `redis-tools`, with `redis-server`), jq, od, sha256sum.
+set -eu
+
+host=${REDIS_ACL_HOST:-127.0.0.1}
+port=${REDIS_ACL_PORT:-6379}
+admin_user=${REDIS_ACL_ADMIN_USER:-mesh-admin}
+mark='%R~_mesh-provide'
+verb=${1:-}
+
+# Replies and exits. Every function that may fail is called directly, never
+# inside $(...) or a pipeline, so a failure ends the hook with one reply.
+reply() { printf '%s\n' "$1"; exit 0; }
+fail() { # CLASS WORDS...
+  class=$1; shift
+  printf '%s' "$*" | jq -Rsc --arg class "$class" '{ok: false, class: $class, error: .}'
+  exit 1
+}
+
+[ -n "${REDIS_ACL_ADMIN_PASSWORD_FILE:-}" ] || fail refused "REDIS_ACL_ADMIN_PASSWORD_FILE is not set"
+[ -r "$REDIS_ACL_ADMIN_PASSWORD_FILE" ] || fail refused "the admin password file $REDIS_ACL_ADMIN_PASSWORD_FILE cannot be read"
+admin_pw=$(tr -d '\r\n' < "$REDIS_ACL_ADMIN_PASSWORD_FILE")
+[ -n "$admin_pw" ] || fail refused "the admin password file $REDIS_ACL_ADMIN_PASSWORD_FILE is empty"
+
+req=$(cat)
+field() { printf '%s' "$req" | jq -r "$1"; }
+
+# A redis-cli argument holding any bytes: every byte written \xHH, quoted.
+quoted() { printf '"'; printf '%s' "$1" | od -An -v -tx1 | tr -d ' \n' | sed 's/../\\x&/g'; printf '"'; }
+
+errors=$(mktemp)
+trap 'rm -f "$errors"' EXIT
+
+# Runs COMMANDS (one a line) through redis-cli logged in as USER with
+# PASSWORD; $out is then their replies, one JSON value a line. Returns 2
+# when the login was refused ($errors holds why); an unreachable server
+# ends the hook.
+as() { # USER PASSWORD COMMANDS
+  out=$(printf 'AUTH %s %s\n%s\n' "$(quoted "$1")" "$(quoted "$2")" "$3" |
+    redis-cli -h "$host" -p "$port" -2 --json 2>"$errors") || true
+  first=$(printf '%s\n' "$out" | head -n 1)
+  case "$first" in
+  '"OK"') out=$(printf '%s\n' "$out" | tail -n +2) ;;
+  error:*) printf '%s' "${first#error:}" | jq -r . >"$errors"; return 2 ;;
+  *)
+    # Not reached, or the connection lost before a reply: unreachable.
+    grep -Eq 'Could not connect|Connection refused|Connection reset|Server closed the connection|timed out' "$errors" &&
+      fail unreachable "$(head -n 1 "$errors")"
+    fail refused "redis-cli said nothing: $(head -n 1 "$errors")" ;;
+  esac
+}
+
+admin() { # COMMANDS
+  as "$admin_user" "$admin_pw" "$1" || fail credentials-rejected "the hook's administrator $admin_user was refused: $(cat "$errors")"
+}
+
+# Fails when a reply in $out is an error (redis-cli writes `error:"..."`).
+must_ok() { # WHAT
+  bad=$(printf '%s\n' "$out" | grep '^error:' | head -n 1)
+  [ -z "$bad" ] || fail refused "$1: $(printf '%s' "${bad#error:}" | jq -r .)"
+}
+
+# $found: the user NAME as ACL GETUSER says it, as an object; `null` when
+# there is none. Refuses a user of that name it did not make; returns 1
+# when there is none.
+ours() { # NAME
+  admin "ACL GETUSER $(quoted "$1")"
+  found=$(printf '%s' "$out" | jq -c 'if . == null then null else [range(0; length; 2) as $i | {(.[$i]): .[$i + 1]}] | add end')
+  [ "$found" = null ] && return 1
+  printf '%s' "$found" | jq -e --arg mark "$mark" '.keys | split(" ") | index($mark) != null' >/dev/null ||
+    fail refused "user $1 exists and was not made by this hook (no $mark): not touching it; remove it (ACL DELUSER $1) to let the hook make it"
+  return 0
+}
+
+case "$verb" in
+hello)
+  printf '%s' "$admin_pw" | jq -Rsc '{name: "redis-acl", secrets: [.]}'
+  exit 0 ;;
+ensure)
+  name=$(field .consumer.name)
+  secret=$(field .secret)
+  if ! ours "$name"; then
+    admin "ACL SETUSER $(quoted "$name") reset on $(quoted ">$secret") $(quoted "~$name:*") $(quoted "$mark") resetchannels +@all -@dangerous"
+    must_ok "making user $name"
+    reply '{"ok":true}'
+  fi
+  want=$(printf '%s' "$secret" | sha256sum | cut -d' ' -f1)
+  changed=$(printf '%s' "$found" | jq -r --arg want "$want" --arg keys "~$name:* $mark" '
+    [ (if .passwords == [$want] then empty else "its password" end),
+      (if .keys == $keys then empty else "its key patterns" end) ] | join(" and ")')
+  [ -z "$changed" ] && reply '{"ok":true}'
+  admin "ACL SETUSER $(quoted "$name") resetpass $(quoted ">$secret") resetkeys $(quoted "~$name:*") $(quoted "$mark")"
+  must_ok "mending user $name"
+  printf '%s' "$changed" | jq -Rsc '{ok: true, mended: ("brought " + . + " to what the mesh asks")}'
+  exit 0 ;;
+check)
+  name=$(field .consumer.name)
+  secret=$(field .secret)
+  as "$name" "$secret" PING || fail credentials-rejected "$(cat "$errors")"
+  [ "$out" = '"PONG"' ] || fail refused "PING as $name answered $out"
+  reply '{"ok":true}' ;;
+held)
+  admin 'ACL LIST'
+  must_ok "listing users"
+  printf '%s' "$out" | jq -c --arg mark "$mark" '[ .[] | split(" ") | select(index($mark) != null)
+    | {consumer: .[1], retired: (.[2] == "off")} ] | {held: .}'
+  exit 0 ;;
+retire)
+  name=$(field .consumer)
+  ours "$name" || reply '{"ok":true}'
+  admin "ACL SETUSER $(quoted "$name") off"
+  must_ok "retiring user $name"
+  # Its connections end (none may be open: that answer is no failure).
+  admin "CLIENT KILL USER $(quoted "$name")"
+  reply '{"ok":true}' ;;
+re-enable)
+  name=$(field .consumer)
+  ours "$name" || reply '{"ok":true}'
+  admin "ACL SETUSER $(quoted "$name") on"
+  must_ok "re-enabling user $name"
+  reply '{"ok":true}' ;;
+delete)
+  name=$(field .consumer)
+  ours "$name" || reply '{"ok":true}'
+  script='local c = "0" repeat local r = redis.call("SCAN", c, "MATCH", ARGV[1], "COUNT", 1000) c = r[1] for _, k in ipairs(r[2]) do redis.call("UNLINK", k) end until c == "0" return 1'
+  admin "EVAL $(quoted "$script") 0 $(quoted "$name:*")
+ACL DELUSER $(quoted "$name")"
+  must_ok "deleting user $name"
+  reply '{"ok":true}' ;;
+*)
+  reply '{"unsupported":true}' ;;
+esac

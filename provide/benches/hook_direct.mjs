@@ -1,0 +1,48 @@
+// The reference of `cargo bench -p mesh-provide --bench hook_boundary`: the
+// node hook's own work, without mesh-provide. One node process imports the
+// verbs of examples/hooks/redis-acl.mjs (the same code the hook runs in
+// serve mode, the same administrator connection, the same client) and, for
+// each line `N C` on stdin, runs what a loop pass asks of the hook for N
+// consumers, `ensure` then `check` each, at most C consumers at once; it
+// answers one line, `{"ms": ..., "failed": ...}`: the milliseconds that
+// took, timed inside this process.
+//
+// Consumers and secrets are the benchmark's (the bench asks the same of
+// mesh-provide): consumer-0000, ... with bench-secret-0000-7f3a9c1e5d, ...
+// Settings as the hook's (REDIS_ACL_HOST, REDIS_ACL_PORT,
+// REDIS_ACL_ADMIN_USER, REDIS_ACL_ADMIN_PASSWORD_FILE).
+
+import { createInterface } from 'node:readline';
+
+import { close, verbs } from '../../examples/hooks/redis-acl.mjs';
+
+const pad = (i) => String(i).padStart(4, '0');
+
+async function pass(n, concurrency) {
+  let next = 0;
+  let failed = 0;
+  const worker = async () => {
+    while (next < n) {
+      const i = next++;
+      const consumer = { name: `consumer-${pad(i)}`, machine: 'app-1', provision: 'redis-acl', options: {} };
+      const secret = `bench-secret-${pad(i)}-7f3a9c1e5d`;
+      try {
+        await verbs.ensure(consumer, secret);
+        await verbs.check(consumer, secret);
+      } catch (error) {
+        failed += 1;
+        process.stderr.write(`hook_direct: ${consumer.name}: ${error.message}\n`);
+      }
+    }
+  };
+  const start = performance.now();
+  await Promise.all(Array.from({ length: Math.min(concurrency, n) }, worker));
+  return { ms: performance.now() - start, failed };
+}
+
+for await (const line of createInterface({ input: process.stdin })) {
+  const [n, concurrency] = line.trim().split(/\s+/).map(Number);
+  if (!(n > 0 && concurrency > 0)) continue;
+  process.stdout.write(`${JSON.stringify(await pass(n, concurrency))}\n`);
+}
+await close();

@@ -1,0 +1,108 @@
+//! `mesh-provide conform`: the SDK's conformance suite ([`mesh_sdk::conform`])
+//! against a hook and its real backend: one line per rule on stdout, then
+//! `N passed, N failed`; exit 0 only when every rule passed.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+use mesh_runtime::log::LogArgs;
+use mesh_runtime::program::{Failure, Flags, Program};
+use mesh_runtime::LogFormat;
+use mesh_sdk::conform::{conform, Suite};
+
+use crate::hook::{Hook, HookSettings, Mode};
+use crate::provisioner::HookProvisioner;
+
+/// Exit code when a rule failed (or the hook could not be started).
+pub const EXIT_FAILED: u8 = 1;
+
+/// Runs mesh's conformance suite against a hook and its real backend: ensure twice is idempotent, check passes after ensure and fails with another secret, a rotated secret is brought, held lists what was made and nothing else, retire, re-enable and delete do what they say, a 63-byte name works, N consumers in parallel. One line per rule, then `N passed, N failed`; exit 0 only when all passed. It makes consumers named `conform-<random>-…` and removes them before it ends.
+#[derive(Parser, Debug)]
+#[command(name = "mesh-provide conform", version)]
+pub struct ConformArgs {
+    /// The hook to try.
+    #[arg(long, env = "MESH_HOOK")]
+    pub hook: PathBuf,
+
+    /// How the hook runs (as for `mesh-provide`).
+    #[arg(long, env = "MESH_HOOK_MODE", value_enum, default_value_t = Mode::Exec)]
+    pub hook_mode: Mode,
+
+    /// Bound of each call to the hook.
+    #[arg(long, env = "MESH_HOOK_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
+    pub hook_timeout: Duration,
+
+    /// Consumers made at once by the parallel rule.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub consumers: u32,
+
+    /// The provision the suite's consumers ask for (a hook may refuse others).
+    #[arg(long, default_value = "conform")]
+    pub provision: String,
+
+    #[command(flatten)]
+    log: LogArgs,
+}
+
+impl Flags for ConformArgs {
+    fn log_format(&self) -> LogFormat {
+        self.log.format
+    }
+
+    /// The report is on stdout; the log says only what went wrong.
+    fn log_level(&self) -> &'static str {
+        "warn"
+    }
+
+    fn is_service(&self) -> bool {
+        false
+    }
+}
+
+/// Runs the suite; the report goes to stdout.
+///
+/// # Errors
+/// A [`Failure`] ([`EXIT_FAILED`]) when the hook cannot be started or a rule failed.
+pub async fn run(args: ConformArgs) -> Result<(), Failure> {
+    let consumers = usize::try_from(args.consumers).unwrap_or(16);
+    let settings = HookSettings {
+        path: args.hook.clone(),
+        mode: args.hook_mode,
+        timeout: args.hook_timeout,
+        concurrency: consumers,
+        hello_every: Duration::from_secs(5),
+    };
+    let (hook, hello) = Hook::start(settings)
+        .await
+        .map_err(|error| Failure::new(EXIT_FAILED, error.to_string()))?;
+    let provisioner = HookProvisioner::new(hook, &hello);
+    let suite = Suite {
+        provision: args.provision,
+        options: serde_json::json!({}),
+        consumers,
+        timeout: args.hook_timeout,
+    };
+    let report = conform(&provisioner, &suite).await;
+    println!("{report}");
+    match report.all_passed() {
+        true => Ok(()),
+        false => Err(Failure::new(
+            EXIT_FAILED,
+            format!(
+                "{} of {} rules failed for hook {}",
+                report.failed(),
+                report.verdicts.len(),
+                args.hook.display()
+            ),
+        )),
+    }
+}
+
+/// `mesh-provide conform ARGS` (`args` from `conform` on).
+pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
+    Program::new("mesh-provide conform")
+        .run_parsed(ConformArgs::try_parse_from(args), |args, _| run(args))
+}

@@ -1,0 +1,183 @@
+//! The hook, whatever its mode: one [`Hook::call`] per request, the
+//! secrets it is handed remembered for scrubbing, and in exec mode the
+//! `hello` asked again once a pass (its secrets may change).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::error::HookError;
+use crate::exec::Exec;
+use crate::scrub::Scrub;
+use crate::serve::{Serve, ServeSettings};
+use crate::wire::{Answer, Ask, Hello, Ids};
+
+/// How the hook runs (`--hook-mode`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Mode {
+    /// One process per call: `PATH <verb>`.
+    #[default]
+    Exec,
+    /// One long-running process: `PATH serve`, JSON lines with ids.
+    Serve,
+}
+
+/// What running a hook needs.
+#[derive(Clone, Debug)]
+pub struct HookSettings {
+    /// The executable (`--hook`).
+    pub path: PathBuf,
+    /// The mode (`--hook-mode`).
+    pub mode: Mode,
+    /// Bound of each call (`--hook-timeout`, default `--call-timeout`).
+    pub timeout: Duration,
+    /// Requests in flight at most, serve mode (`--concurrency`).
+    pub concurrency: usize,
+    /// Exec mode: the hello is asked again when the last is this old (`--pass-every`).
+    pub hello_every: Duration,
+}
+
+enum Runner {
+    Exec(Exec),
+    Serve(Box<Serve>),
+}
+
+/// A started hook.
+pub struct Hook {
+    label: String,
+    mode: Mode,
+    scrub: Arc<Scrub>,
+    ids: Ids,
+    runner: Runner,
+    hello_every: Duration,
+    /// Exec mode: when the last hello was asked.
+    last_hello: tokio::sync::Mutex<Instant>,
+}
+
+/// The hello in an answer: a hook that does not know it says nothing.
+fn hello_of(label: &str, answer: Answer) -> Result<Hello, HookError> {
+    match answer {
+        Answer::Hello(hello) => Ok(hello),
+        Answer::Unsupported => Ok(Hello::default()),
+        Answer::Refused { error, .. } => Err(HookError::Refused {
+            class: None,
+            words: format!(
+                "hook {label} refused its hello: {}",
+                error.as_deref().unwrap_or("no words")
+            ),
+        }),
+        Answer::Done(_) | Answer::Held(_) => unreachable!("judged as a hello"),
+    }
+}
+
+impl Hook {
+    /// Starts the hook (serve mode: its process) and asks its hello.
+    ///
+    /// # Errors
+    /// [`HookError`] when it cannot be started or its hello fails: a hook
+    /// whose secrets are unknown is not run.
+    pub async fn start(settings: HookSettings) -> Result<(Hook, Hello), HookError> {
+        let label = settings.path.display().to_string();
+        let scrub = Arc::new(Scrub::default());
+        let ids = Ids::default();
+        let (runner, hello) = match settings.mode {
+            Mode::Exec => {
+                let exec = Exec::new(settings.path.clone(), label.clone(), settings.timeout);
+                let answer = exec.call(&Ask::Hello, ids.next(), &scrub).await?;
+                let hello = hello_of(&label, answer)?;
+                scrub.set_hook_secrets(hello.secrets.clone());
+                tracing::info!(hook = %label, name = hello.name.as_deref().unwrap_or("-"), repairs = hello.repairs.len(), "hook answered its hello (exec)");
+                (Runner::Exec(exec), hello)
+            }
+            Mode::Serve => {
+                let serve_settings = ServeSettings {
+                    path: settings.path.clone(),
+                    label: label.clone(),
+                    timeout: settings.timeout,
+                    concurrency: settings.concurrency,
+                };
+                let (serve, hello) = Serve::start(serve_settings, Arc::clone(&scrub), &ids).await?;
+                (Runner::Serve(Box::new(serve)), hello)
+            }
+        };
+        let hook = Hook {
+            label,
+            mode: settings.mode,
+            scrub,
+            ids,
+            runner,
+            hello_every: settings.hello_every,
+            last_hello: tokio::sync::Mutex::new(Instant::now()),
+        };
+        Ok((hook, hello))
+    }
+
+    /// The hook as words name it (`--hook` as given).
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// Its mode.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// The secrets kept out of its words.
+    pub fn scrub(&self) -> &Scrub {
+        &self.scrub
+    }
+
+    /// The pid of a serve-mode hook's process while one runs (for tests).
+    pub async fn pid(&self) -> Option<u32> {
+        match &self.runner {
+            Runner::Serve(serve) => serve.pid().await,
+            Runner::Exec(_) => None,
+        }
+    }
+
+    /// One request. A refusal's words are scrubbed.
+    ///
+    /// # Errors
+    /// [`HookError`] when there is no reply (see its variants).
+    pub async fn call(&self, ask: &Ask<'_>) -> Result<Answer, HookError> {
+        if let (Some(consumer), Some(secret)) = (ask.consumer(), ask.secret()) {
+            self.scrub.handing(consumer, secret);
+        }
+        let answer = match &self.runner {
+            Runner::Exec(exec) => {
+                self.hello_if_due(exec).await;
+                exec.call(ask, self.ids.next(), &self.scrub).await?
+            }
+            Runner::Serve(serve) => serve.call(ask, &self.ids).await?,
+        };
+        Ok(match answer {
+            Answer::Refused { class, error } => Answer::Refused {
+                class,
+                error: error.map(|words| self.scrub.words(&words)),
+            },
+            other => other,
+        })
+    }
+
+    /// Exec mode: the hello again once a pass, its secrets kept; a hello
+    /// that fails keeps the last good ones.
+    async fn hello_if_due(&self, exec: &Exec) {
+        let mut last = self.last_hello.lock().await;
+        if last.elapsed() < self.hello_every {
+            return;
+        }
+        *last = Instant::now();
+        let hello = exec
+            .call(&Ask::Hello, self.ids.next(), &self.scrub)
+            .await
+            .and_then(|answer| hello_of(&self.label, answer));
+        match hello {
+            Ok(hello) => self.scrub.set_hook_secrets(hello.secrets),
+            Err(error) => {
+                tracing::warn!(hook = %self.label, error = %self.scrub.words(&error.to_string()), "hello failed; the last secrets it gave are kept")
+            }
+        }
+    }
+}

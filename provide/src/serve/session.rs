@@ -1,0 +1,385 @@
+//! One process of a serve-mode hook: its request lines written under one
+//! lock, its reply lines read by one task and handed to the callers by id,
+//! its stderr logged, and a watchdog that kills it when it is stuck. When
+//! it goes down (it exits, babbles, is stuck, or its stdin breaks) every
+//! call in flight fails and the process group is killed.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+use super::rules::{Answered, Table};
+use crate::error::HookError;
+use crate::process::{ended, Hooked, STDERR_KEPT};
+use crate::scrub::Scrub;
+use crate::wire::{judge, parse, Answer, Ask, Bad, Verb, MAX_REPLY_BYTES};
+
+/// What a caller is handed.
+type Reply = oneshot::Sender<Result<Answer, HookError>>;
+
+/// At most this many stderr lines of a serve-mode hook are logged a minute.
+pub const STDERR_PER_MINUTE: u32 = 100;
+
+/// One running process of the hook.
+pub struct Session {
+    label: String,
+    timeout: Duration,
+    scrub: Arc<Scrub>,
+    hooked: Mutex<Option<Hooked>>,
+    stdin: tokio::sync::Mutex<Option<ChildStdin>>,
+    table: Mutex<Table<Reply>>,
+    /// When and why it went down, once it did.
+    down: Mutex<Option<(Instant, String)>>,
+    /// Whether it answered a call other than its hello.
+    answered: AtomicBool,
+}
+
+fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// One line read from a pipe.
+enum Line {
+    /// A whole line, without its newline.
+    Whole(Vec<u8>),
+    /// A line longer than the bound (consumed up to the bound).
+    TooLong,
+    /// The pipe ended.
+    End,
+}
+
+/// Reads the next line of at most `max` bytes.
+async fn next_line<R: AsyncBufRead + Unpin>(reader: &mut R, max: usize) -> std::io::Result<Line> {
+    let mut line = Vec::new();
+    loop {
+        let buf = reader.fill_buf().await?;
+        if buf.is_empty() {
+            return Ok(match line.is_empty() {
+                true => Line::End,
+                false => Line::Whole(line),
+            });
+        }
+        let (take, newline) = match buf.iter().position(|b| *b == b'\n') {
+            Some(at) => (at, true),
+            None => (buf.len(), false),
+        };
+        if line.len() + take > max {
+            reader.consume(take);
+            return Ok(Line::TooLong);
+        }
+        line.extend_from_slice(&buf[..take]);
+        reader.consume(take + usize::from(newline));
+        if newline {
+            if line.last() == Some(&b'\r') {
+                line.pop();
+            }
+            return Ok(Line::Whole(line));
+        }
+    }
+}
+
+/// Reads and drops the rest of a line.
+async fn skip_line<R: AsyncBufRead + Unpin>(reader: &mut R) -> std::io::Result<()> {
+    let mut rest = Vec::new();
+    reader.read_until(b'\n', &mut rest).await.map(drop)
+}
+
+impl Session {
+    /// Starts `path serve` and its reader, stderr and watchdog tasks.
+    ///
+    /// # Errors
+    /// The system's error when it cannot be started.
+    pub fn start(
+        path: &Path,
+        label: &str,
+        timeout: Duration,
+        scrub: Arc<Scrub>,
+    ) -> std::io::Result<Arc<Session>> {
+        let mut hooked = Hooked::spawn(path, "serve")?;
+        let (stdin, stdout, stderr) = (
+            hooked.stdin.take(),
+            hooked.stdout.take(),
+            hooked.stderr.take(),
+        );
+        let session = Arc::new(Session {
+            label: label.to_owned(),
+            timeout,
+            scrub,
+            hooked: Mutex::new(Some(hooked)),
+            stdin: tokio::sync::Mutex::new(stdin),
+            table: Mutex::new(Table::default()),
+            down: Mutex::new(None),
+            answered: AtomicBool::new(false),
+        });
+        if let Some(stdout) = stdout {
+            tokio::spawn(Arc::clone(&session).read_replies(stdout));
+        }
+        if let Some(stderr) = stderr {
+            tokio::spawn(Arc::clone(&session).log_stderr(stderr));
+        }
+        tokio::spawn(Arc::clone(&session).watch());
+        Ok(session)
+    }
+
+    /// When and why it went down, if it did.
+    pub fn down(&self) -> Option<(Instant, String)> {
+        locked(&self.down).clone()
+    }
+
+    /// Whether it answered a call other than its hello.
+    pub fn answered(&self) -> bool {
+        self.answered.load(Ordering::SeqCst)
+    }
+
+    /// The hook's pid while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        locked(&self.hooked).as_ref().and_then(Hooked::pid)
+    }
+
+    /// Sends `ask` with `id` and waits for its answer, at most the timeout.
+    ///
+    /// # Errors
+    /// [`HookError::TimedOut`], or [`HookError::Lost`] when the hook went
+    /// down with the call in flight; a reply to this call that is no
+    /// reply for its verb is [`HookError::BadReply`].
+    pub async fn call(&self, ask: &Ask<'_>, id: u64) -> Result<Answer, HookError> {
+        let verb = ask.verb();
+        let (reply, answer) = oneshot::channel();
+        {
+            let down = locked(&self.down);
+            if let Some((_, why)) = down.as_ref() {
+                return Err(self.lost(verb, why));
+            }
+            locked(&self.table).sent(id, verb, reply, Instant::now());
+        }
+        let line = ask.line(id);
+        let exchange = async {
+            let wrote = {
+                let mut stdin = self.stdin.lock().await;
+                match stdin.as_mut() {
+                    Some(stdin) => match stdin.write_all(&line).await {
+                        Ok(()) => stdin.flush().await,
+                        Err(e) => Err(e),
+                    },
+                    None => Err(std::io::ErrorKind::BrokenPipe.into()),
+                }
+            };
+            if let Err(e) = wrote {
+                self.go_down(format!("could not be written to ({e})"));
+            }
+            answer.await
+        };
+        match tokio::time::timeout(self.timeout, exchange).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(_)) => Err(self.lost(verb, "dropped the call")),
+            Err(_) => {
+                locked(&self.table).gave_up(id);
+                Err(HookError::TimedOut {
+                    hook: self.label.clone(),
+                    verb,
+                    after: humantime::format_duration(self.timeout).to_string(),
+                })
+            }
+        }
+    }
+
+    fn lost(&self, verb: Verb, why: &str) -> HookError {
+        HookError::Lost {
+            hook: self.label.clone(),
+            verb,
+            why: format!("the hook {why}, with the call in flight"),
+        }
+    }
+
+    /// Goes down for `why` (once): the process group killed, its stdin
+    /// closed, every waiting call failed.
+    pub fn go_down(&self, why: String) {
+        self.end(why, true);
+    }
+
+    /// Ends it because the provider stops: as [`go_down`](Self::go_down), quietly.
+    pub fn close(&self) {
+        self.end("was closed".into(), false);
+    }
+
+    fn end(&self, why: String, loud: bool) {
+        {
+            let mut down = locked(&self.down);
+            if down.is_some() {
+                return;
+            }
+            if loud {
+                tracing::warn!(hook = %self.label, why = %why, "hook went down; it is started again (braked) when next called");
+            }
+            *down = Some((Instant::now(), why.clone()));
+        }
+        if let Some(hooked) = locked(&self.hooked).as_mut() {
+            hooked.kill_group();
+        }
+        if let Ok(mut stdin) = self.stdin.try_lock() {
+            stdin.take();
+        }
+        let waiting = locked(&self.table).fail_all();
+        for (verb, reply) in waiting {
+            let _ = reply.send(Err(self.lost(verb, &why)));
+        }
+    }
+
+    /// Reads reply lines until the hook's stdout ends or it babbles.
+    async fn read_replies(self: Arc<Self>, stdout: ChildStdout) {
+        let mut reader = BufReader::new(stdout);
+        let why = loop {
+            let line = match next_line(&mut reader, MAX_REPLY_BYTES).await {
+                Ok(Line::Whole(line)) => line,
+                Ok(Line::TooLong) => {
+                    break format!("wrote a line larger than {MAX_REPLY_BYTES} bytes; killed")
+                }
+                Ok(Line::End) => break self.ended().await,
+                Err(e) => break format!("could not be read ({e})"),
+            };
+            if let Err(bad) = self.reply(&line) {
+                let bad = bad.scrubbed(|text| self.scrub.words(text));
+                break format!("wrote a line that is no reply: {bad}; killed");
+            }
+        };
+        self.go_down(why);
+    }
+
+    /// Hands one reply line to its caller; `Err` when the line is no reply.
+    fn reply(&self, line: &[u8]) -> Result<(), Bad> {
+        let parsed = parse(line)?;
+        let id = parsed.id.ok_or(Bad::NoId)?;
+        let answered = locked(&self.table).answered(id);
+        match answered {
+            Answered::Unknown => Err(Bad::UnknownId(id)),
+            Answered::Late(verb) => {
+                tracing::debug!(hook = %self.label, verb = %verb, id, "late answer dropped");
+                Ok(())
+            }
+            Answered::Waited(verb, reply) => {
+                let judged = judge(verb, &parsed, None).map_err(|what| HookError::BadReply {
+                    hook: self.label.clone(),
+                    verb,
+                    what: what.scrubbed(|text| self.scrub.words(text)),
+                });
+                if judged.is_ok() && verb != Verb::Hello {
+                    self.answered.store(true, Ordering::SeqCst);
+                }
+                let _ = reply.send(judged);
+                Ok(())
+            }
+        }
+    }
+
+    /// Why the hook closed its stdout: its exit, if it comes within a second.
+    async fn ended(&self) -> String {
+        let hooked = locked(&self.hooked).take();
+        let Some(mut hooked) = hooked else {
+            return "closed its stdout".into();
+        };
+        match tokio::time::timeout(Duration::from_secs(1), hooked.wait()).await {
+            Ok(Ok(status)) => ended(status),
+            _ => "closed its stdout; killed".into(),
+        }
+    }
+
+    /// Logs the hook's stderr, each line scrubbed and cut, at most
+    /// [`STDERR_PER_MINUTE`] lines a minute.
+    async fn log_stderr(self: Arc<Self>, stderr: ChildStderr) {
+        let mut reader = BufReader::new(stderr);
+        let (mut window, mut logged, mut dropped) = (Instant::now(), 0u32, 0u32);
+        loop {
+            let line = match next_line(&mut reader, STDERR_KEPT).await {
+                Ok(Line::Whole(line)) => line,
+                Ok(Line::TooLong) => {
+                    if skip_line(&mut reader).await.is_err() {
+                        return;
+                    }
+                    b"(a line longer than 8 KiB, not logged)".to_vec()
+                }
+                Ok(Line::End) | Err(_) => return,
+            };
+            let text = String::from_utf8_lossy(&line);
+            if text.trim().is_empty() {
+                continue;
+            }
+            if window.elapsed() >= Duration::from_secs(60) {
+                if dropped > 0 {
+                    tracing::info!(hook = %self.label, dropped, "hook stderr lines not logged (more than {STDERR_PER_MINUTE} a minute)");
+                }
+                (window, logged, dropped) = (Instant::now(), 0, 0);
+            }
+            if logged >= STDERR_PER_MINUTE {
+                dropped += 1;
+                continue;
+            }
+            logged += 1;
+            tracing::info!(hook = %self.label, line = %self.scrub.words(text.trim_end()), "hook stderr");
+        }
+    }
+
+    /// Kills the hook when a call is unanswered past twice the timeout.
+    async fn watch(self: Arc<Self>) {
+        let tick = (self.timeout / 4).clamp(Duration::from_millis(10), Duration::from_secs(5));
+        loop {
+            tokio::time::sleep(tick).await;
+            if self.down().is_some() {
+                return;
+            }
+            let stuck = locked(&self.table).stuck(Instant::now(), self.timeout);
+            if let Some((id, verb)) = stuck {
+                let twice = humantime::format_duration(self.timeout.saturating_mul(2));
+                self.go_down(format!(
+                    "was stuck ({verb} call {id} unanswered past twice the timeout, {twice}); killed"
+                ));
+                return;
+            }
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if let Some(hooked) = locked(&self.hooked).as_mut() {
+            hooked.kill_group();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn lines(input: &[u8], max: usize) -> Vec<String> {
+        let mut reader = BufReader::with_capacity(4, input);
+        let mut out = Vec::new();
+        loop {
+            match next_line(&mut reader, max).await.unwrap() {
+                Line::Whole(l) => out.push(String::from_utf8(l).unwrap()),
+                Line::TooLong => {
+                    out.push("<too long>".into());
+                    skip_line(&mut reader).await.unwrap();
+                }
+                Line::End => return out,
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn lines_are_read_whole_and_bounded() {
+        assert_eq!(
+            lines(b"{\"id\":1}\n\r\n{\"id\":2}\r\nlast", 10).await,
+            vec!["{\"id\":1}", "", "{\"id\":2}", "last"]
+        );
+        assert_eq!(
+            lines(b"0123456789\n01234567890123\nok\n", 10).await,
+            vec!["0123456789", "<too long>", "ok"]
+        );
+    }
+}

@@ -1,0 +1,56 @@
+//! `examples/hooks/redis-acl.sh` on a private Redis: it passes `mesh-provide
+//! conform` (the built binary), and never touches a user it did not make.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use mesh_test_support::mesh::binary;
+use mesh_test_support::RedisServer;
+
+fn hook() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/hooks/redis-acl.sh")
+}
+
+/// `mesh-provide conform` on the hook over `redis`; (exit code, stdout, stderr).
+fn conform(redis: &RedisServer, consumers: &str) -> (i32, String, String) {
+    let out = Command::new(binary("mesh-provide"))
+        .args(["conform", "--hook"])
+        .arg(hook())
+        .args(["--consumers", consumers, "--provision", "redis-acl"])
+        .envs(redis.hook_env())
+        .output()
+        .expect("mesh-provide runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn redis_acl_passes_conform_and_leaves_only_what_it_did_not_make() {
+    let redis = RedisServer::start();
+    // A user a person made: never listed, changed or removed.
+    redis.cli("ACL SETUSER app-cache on >theirs ~app:* +@all");
+    let (code, out, err) = conform(&redis, "8");
+    assert_eq!(code, 0, "{out}\n{err}\n{}", redis.log());
+    assert!(out.ends_with("10 passed, 0 failed\n"), "{out}");
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("ok   ")).count(),
+        10,
+        "{out}"
+    );
+    let users = redis.cli("ACL USERS");
+    let mut users: Vec<&str> = users.lines().skip(1).collect();
+    users.sort_unstable();
+    assert_eq!(
+        users,
+        ["app-cache", "default", "mesh-admin"],
+        "nothing of the suite's is left"
+    );
+    assert!(
+        redis.cli_as("app-cache", "theirs", "PING").contains("PONG"),
+        "the person's user still works"
+    );
+    assert!(!out.contains(redis.admin_password()) && !err.contains(redis.admin_password()));
+}
