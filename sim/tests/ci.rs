@@ -54,3 +54,14 @@ fn replay() {
         ),
     }
 }
+
+/// A seed replays exactly: the same plan, the same outcome, to the latency.
+#[test]
+fn a_seed_replays_exactly() {
+    let shape = Shape::default();
+    let (plan_a, a) = run_seed(5, &shape);
+    let (plan_b, b) = run_seed(5, &shape);
+    assert_eq!(plan_a, plan_b);
+    assert_eq!(format!("{a:?}"), format!("{b:?}"));
+    assert!(a.reports > 0 && !a.latencies.detection.is_empty(), "{a:?}");
+}
