@@ -192,7 +192,10 @@ impl Checker {
                 let down = self.down_at.entry(pi).or_insert((provider.since, false));
                 if unheard && !down.1 {
                     down.1 = true;
-                    self.latencies.unheard.push(secs(now - down.0));
+                    // Measured when no fault of the path came between.
+                    if world.hard_back <= down.0 && !world.path_away() {
+                        self.latencies.unheard.push(secs(now - down.0));
+                    }
                 }
                 // A silence is counted while the controller follows: from
                 // its newest alive, or from when the controller follows
@@ -286,8 +289,13 @@ impl Checker {
                     }
                     None => {
                         // A failure status named that ended: its recovery is measured.
+                        // (Healed, not withdrawn: a withdrawn one's standing
+                        // stands until it is retired.)
+                        let healed = truth.listed_since.is_some() && provider.running;
                         if let Some((_, true)) = self.failing_since.remove(&(pi, c)) {
-                            self.healed_at.insert((pi, c), (now, false));
+                            if healed {
+                                self.healed_at.insert((pi, c), (now, false));
+                            }
                         }
                     }
                 }

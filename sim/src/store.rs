@@ -137,7 +137,9 @@ impl MemStore {
             if t.down {
                 return Err(MemStore::away());
             }
-            let selected = |p: &ModuleId| filter.providers.contains(p);
+            let providers: std::collections::BTreeSet<&ModuleId> =
+                filter.providers.iter().collect();
+            let selected = |p: &ModuleId| providers.contains(p);
             let alive: Vec<AliveRow> = t
                 .alive
                 .iter()
