@@ -56,7 +56,7 @@ fn main() {
         }
         let wall = started.elapsed().as_secs_f64();
         println!(
-            "| {providers} | {seeds} | {:.2} | {:.2} |",
+            "| {providers} | {seeds} | {:.3} | {:.4} |",
             seeds as f64 / wall,
             hours(simulated) / wall
         );
