@@ -174,8 +174,8 @@ pub struct World {
     pub path_back: Instant,
     /// The next step of the plan to act on.
     next: usize,
-    /// Since when the controller follows nothing (serve down or the bus
-    /// away), while it does.
+    /// Since when the controller follows nothing (serve down, the bus or
+    /// the store away), while it does.
     pub follow_lost_at: Option<Instant>,
     /// When the bus, the store and the controller were last all back (the
     /// controller's run of catch-ups begins again then).
@@ -476,13 +476,16 @@ impl World {
         if self.path_away() {
             self.path_back = now;
         }
-        let unfollowed = self.bus_until.is_some() || self.controller_until.is_some();
+        // The store away stops the catch-ups too (nothing taken is stored).
+        let unfollowed = self.bus_until.is_some()
+            || self.controller_until.is_some()
+            || self.store_until.is_some();
         match (unfollowed, self.follow_lost_at) {
             (true, None) => self.follow_lost_at = Some(now),
             (false, Some(_)) => self.follow_lost_at = None,
             _ => {}
         }
-        if unfollowed || self.store_until.is_some() {
+        if unfollowed {
             self.hard_back = now;
         }
         for provider in &mut self.providers {

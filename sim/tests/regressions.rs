@@ -90,3 +90,22 @@ fn seed_22_a_standing_from_before_a_restart_with_the_clock_stepped_back_is_dropp
         ],
     ));
 }
+
+/// Soak seed 1650 (a checker error, not the code's): a provider dead since
+/// t=569 started again while the store was away; the controller, which had
+/// caught up last before the store went, still names it unheard after the
+/// store is back and serve is down. Its silence began before the
+/// controller's (the store's outage stopped the catch-ups): no I6 breach.
+#[test]
+fn soak_1650_a_silence_from_before_a_store_outage_is_blamed_rightly() {
+    holds(&plan(
+        1650,
+        900,
+        &[
+            (569, Action::Kill { p: 0 }),
+            (715, Action::StoreDown { secs: 86 }),
+            (747, Action::Start { p: 0, offset: 0 }),
+            (789, Action::ControllerDown { secs: 27 }),
+        ],
+    ));
+}
