@@ -160,7 +160,7 @@ impl Checker {
             .collect();
         let named = |p: &str, c: &str| listed.contains(&(p.to_owned(), c));
         // I6: while the controller follows nothing, status says so.
-        if let Some(lost) = world.follow_lost_at {
+        if let Some(lost) = world.unfollowed {
             let bound = (world.timings.link.wait * 3).min(Duration::from_secs(15)) + SLACK;
             let said = !status.head.controller.following
                 && status

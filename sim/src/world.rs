@@ -180,6 +180,8 @@ pub struct World {
     /// When the bus, the store and the controller were last all back (the
     /// controller's run of catch-ups begins again then).
     pub hard_back: Instant,
+    /// Since when the bus, the store or the controller is away, while one is.
+    pub unfollowed: Option<Instant>,
 }
 
 fn name(s: &str) -> Name {
@@ -272,6 +274,7 @@ impl World {
             next: 0,
             follow_lost_at: None,
             hard_back: t0,
+            unfollowed: None,
         };
         for p in 0..world.providers.len() {
             world.start(p, 0);
@@ -480,13 +483,19 @@ impl World {
         let unfollowed = self.bus_until.is_some()
             || self.controller_until.is_some()
             || self.store_until.is_some();
-        match (unfollowed, self.follow_lost_at) {
-            (true, None) => self.follow_lost_at = Some(now),
-            (false, Some(_)) => self.follow_lost_at = None,
-            _ => {}
-        }
+        // Once all are back the controller may still wait out a NAK delay
+        // and a pull before it catches up: until then it has not followed
+        // again (an outage in that time continues the one before).
+        let grace = self.timings.link.nak_max + 2 * self.timings.link.wait + SLACK;
+        self.unfollowed = match unfollowed {
+            true => Some(self.unfollowed.unwrap_or(now)),
+            false => None,
+        };
         if unfollowed {
             self.hard_back = now;
+            self.follow_lost_at.get_or_insert(now);
+        } else if now >= self.hard_back + grace {
+            self.follow_lost_at = None;
         }
         for provider in &mut self.providers {
             if provider.path_until > now {

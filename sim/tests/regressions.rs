@@ -109,3 +109,25 @@ fn soak_1650_a_silence_from_before_a_store_outage_is_blamed_rightly() {
         ],
     ));
 }
+
+/// Soak seed 100057 (a checker error): the bus away twice, the second
+/// outage beginning the second the first ended; the controller had not
+/// caught up in between, so the provider's silence (dead since t=182)
+/// began before the controller's.
+#[test]
+fn soak_100057_two_outages_back_to_back_are_one_silence_of_the_controller() {
+    holds(&Plan {
+        providers: 8,
+        consumers: 8,
+        ..plan(
+            100_057,
+            600,
+            &[
+                (182, Action::Kill { p: 3 }),
+                (349, Action::BusDown { secs: 74 }),
+                (382, Action::Start { p: 3, offset: 2120 }),
+                (423, Action::BusDown { secs: 24 }),
+            ],
+        )
+    });
+}
