@@ -146,7 +146,7 @@ const CRATES: &[(&str, Tables)] = &[
                     &["apply", "epoch", "migrate", "read", "record"],
                 ],
             ),
-            ("link", &[&["decode", "observe", "stream"]]),
+            ("link", &[&["decode", "observe", "source", "stream"]]),
             (
                 "report",
                 &[&[
@@ -222,6 +222,13 @@ const CRATES: &[(&str, Tables)] = &[
             ),
             ("serve", &[&["rules"], &["session"]]),
         ],
+    ),
+    (
+        "sim",
+        &[(
+            "",
+            &[&["rng", "store"], &["plan", "bus"], &["world"], &["check"]],
+        )],
     ),
     (
         "demo",

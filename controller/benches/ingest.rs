@@ -98,6 +98,7 @@ fn pgbench(pg: &mesh_test_support::PgCluster, seconds: u64) -> f64 {
         "now()",
         ":seq::bigint",
         "1::bigint",
+        "now()",
     ];
     let mut statement = UPSERT_FAILING.to_owned();
     for (n, value) in values.iter().enumerate().rev() {

@@ -31,6 +31,7 @@ fn failing(provider: &str, consumer: &str, said: u32, attempts: u64, seq: u64) -
     Received {
         epoch: 1,
         seq,
+        stored_at: None,
         emitter: ModuleId::parse(provider).unwrap(),
         event: Event::Failing(Failing {
             v: 1,
@@ -50,6 +51,7 @@ fn recovered(provider: &str, consumer: &str, said: u32, seq: u64) -> Received {
     Received {
         epoch: 1,
         seq,
+        stored_at: None,
         emitter: ModuleId::parse(provider).unwrap(),
         event: Event::Recovered(Recovered {
             v: 1,
@@ -68,6 +70,7 @@ fn alive(provider: &str, said: u32, started: u32, settled: Option<u32>, seq: u64
     Received {
         epoch: 1,
         seq,
+        stored_at: None,
         emitter: ModuleId::parse(provider).unwrap(),
         event: Event::Alive(Alive {
             v: 1,
@@ -88,6 +91,7 @@ fn repair(provider: &str, fault: &str, outcome: RepairOutcome, said: u32, seq: u
     Received {
         epoch: 1,
         seq,
+        stored_at: None,
         emitter: ModuleId::parse(provider).unwrap(),
         event: Event::Repair(RepairReport {
             v: 1,
@@ -151,7 +155,7 @@ async fn open_repairs(store: &mut PgStore, provider: &str) -> Vec<RepairRow> {
 async fn store_rules_hold_on_postgres() {
     let pg = PgCluster::start();
     let (options, admin) = store_at(&pg, "rules").await;
-    assert_eq!(migrate(&options).await.unwrap(), 8);
+    assert_eq!(migrate(&options).await.unwrap(), 9);
     assert_eq!(migrate(&options).await.unwrap(), 0, "migrations run once");
     let mut store = PgStore::new(options);
 
@@ -318,6 +322,7 @@ async fn store_rules_hold_on_postgres() {
     let retired = |said, seq, detail: &str| Received {
         epoch: 1,
         seq,
+        stored_at: None,
         emitter: ModuleId::parse(r).unwrap(),
         event: Event::Retirement(Retirement {
             v: 1,
@@ -441,7 +446,7 @@ async fn status_and_node_show_on_a_live_store() {
     // is not all well (silence is not health).
     let (code, out, err) = env.run(&["migrate"], now).await;
     assert_eq!(code, EXIT_OK, "{err}");
-    assert!(out.contains("8 migrations applied"), "{out}");
+    assert!(out.contains("9 migrations applied"), "{out}");
     // No serve ever followed the stream into it: that is said first, and
     // no provider is blamed for the silence.
     let (code, out, _) = env.run(&["status"], now).await;
@@ -958,6 +963,94 @@ async fn a_stored_value_that_does_not_decode_is_named_with_its_column() {
     );
 }
 
+#[tokio::test]
+async fn an_alive_keeps_when_the_stream_stored_it() {
+    let pg = PgCluster::start();
+    let (options, _admin) = store_at(&pg, "stored_at").await;
+    migrate(&options).await.unwrap();
+    let mut store = PgStore::new(options);
+    // A provider whose clock is an hour behind: said 00:00:09 less an hour,
+    // stored by the stream at 00:00:09.
+    let mut word = alive("postgres@db-1", 9, 0, None, 1);
+    if let Event::Alive(body) = &mut word.event {
+        body.said_at = Timestamp::from_system(at(9).system_time() - Duration::from_secs(3600));
+    }
+    word.stored_at = Some(at(9));
+    store.apply(&[word]).await.unwrap();
+    let filter = StatusFilter {
+        providers: vec![ModuleId::parse("postgres@db-1").unwrap()],
+        machine: None,
+        silent_before: at(0),
+        required: vec![],
+        order: Order::Key,
+    };
+    let read = store.read_status(&filter).await.unwrap();
+    assert_eq!(read.alive.len(), 1);
+    assert_eq!(read.alive[0].stored_at, Some(at(9)));
+    let (heard, _) = mesh_controller::report::heard(&read.alive[0], at(10));
+    assert!(
+        heard,
+        "judged by when the stream stored it: {:?}",
+        read.alive[0]
+    );
+    read.finish().await.unwrap();
+}
+
+/// The settled rule reads "before the provider's newest start" on the
+/// stream's clock: a provider restarted with its clock stepped back (found
+/// by the simulator) still has the standings of its earlier run left out,
+/// and one stepped ahead keeps those of its new run.
+#[tokio::test]
+async fn the_settled_rule_holds_through_a_clock_stepped_between_two_runs() {
+    let pg = PgCluster::start();
+    let (options, _admin) = store_at(&pg, "stepped").await;
+    migrate(&options).await.unwrap();
+    let mut store = PgStore::new(options);
+    let stored = |mut word: Received, minute: u32| {
+        word.stored_at = Some(at(minute));
+        word
+    };
+    // Back: "forge" failing said and stored at minute 30 (a clock right);
+    // the provider then starts again with its clock 20 minutes behind:
+    // started at 20 by its clock (40 by the stream's), settled, its alive
+    // said at 25 and stored at 45. "wiki" failing was said by the new run.
+    store
+        .apply(&[
+            stored(failing("postgres@db-1", "forge", 30, 3, 1), 30),
+            stored(alive("postgres@db-1", 25, 20, Some(25), 2), 45),
+            stored(failing("postgres@db-1", "wiki", 26, 3, 3), 46),
+        ])
+        .await
+        .unwrap();
+    // Ahead: identity's new run's clock is 20 minutes ahead: started at 50
+    // by its clock (30 by the stream's); "forge" failing said at 56 by it,
+    // stored at 36: its own, kept.
+    store
+        .apply(&[
+            stored(alive("identity@id-1", 55, 50, Some(55), 4), 35),
+            stored(failing("identity@id-1", "forge", 56, 3, 5), 36),
+        ])
+        .await
+        .unwrap();
+    let filter = StatusFilter {
+        providers: vec![
+            ModuleId::parse("identity@id-1").unwrap(),
+            ModuleId::parse("postgres@db-1").unwrap(),
+        ],
+        machine: None,
+        silent_before: at(0),
+        required: vec![],
+        order: Order::Key,
+    };
+    let mut read = store.read_status(&filter).await.unwrap();
+    let mut listed = Vec::new();
+    while let Some(row) = read.next().await.unwrap() {
+        listed.push(format!("{} {}", row.provider, row.consumer));
+    }
+    read.finish().await.unwrap();
+    assert_eq!(listed, ["identity@id-1 forge", "postgres@db-1 wiki"]);
+}
+
 /// `secs` seconds before the wall clock now (the store's clock, here).
 fn ago(secs: u64) -> Timestamp {
     Timestamp::from_system(std::time::SystemTime::now() - Duration::from_secs(secs))
@@ -967,6 +1060,7 @@ fn word(provider: &str, seq: u64, event: Event) -> Received {
     Received {
         epoch: 1,
         seq,
+        stored_at: None,
         emitter: ModuleId::parse(provider).unwrap(),
         event,
     }

@@ -121,12 +121,19 @@ impl Standing {
         rules: &StandingRules,
     ) -> Option<Word> {
         match outcome {
-            Outcome::Success => self.tracker.succeed().map(|recovery| {
-                Word::Recovered(match recovery {
-                    Recovery::Success => RecoveredReason::Success,
-                    Recovery::FirstSuccessAfterStart => RecoveredReason::FirstSuccessAfterStart,
+            Outcome::Success => {
+                let recovery = self.tracker.succeed();
+                // The planted mutation `mutant-no-restart-recovered`
+                // (scripts/mutants): a restart's first success is not said.
+                #[cfg(feature = "mutant-no-restart-recovered")]
+                let recovery = recovery.filter(|r| *r != Recovery::FirstSuccessAfterStart);
+                recovery.map(|recovery| {
+                    Word::Recovered(match recovery {
+                        Recovery::Success => RecoveredReason::Success,
+                        Recovery::FirstSuccessAfterStart => RecoveredReason::FirstSuccessAfterStart,
+                    })
                 })
-            }),
+            }
             Outcome::Failure { class, error } => {
                 let failure = self.tracker.fail(
                     now,

@@ -34,6 +34,7 @@ pub fn decode(subject: &str, body: &[u8], epoch: u64, seq: u64) -> Result<Receiv
     Ok(Received {
         epoch,
         seq,
+        stored_at: None,
         emitter: ModuleId::new(module, machine),
         event,
     })

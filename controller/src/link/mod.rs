@@ -36,18 +36,17 @@
 
 mod decode;
 mod observe;
+pub mod source;
 mod stream;
 
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use async_nats::jetstream::consumer::PullConsumer;
-use async_nats::jetstream::{AckKind, Message};
 use futures::future::join_all;
-use futures::StreamExt;
 
 pub use decode::{decode, Malformed};
 pub use observe::LinkState;
+pub use source::{Delivery, JetStreamMessages, Messages};
 
 use mesh_protocol::Timestamp;
 use mesh_runtime::{Backoff, Stop};
@@ -263,9 +262,22 @@ pub async fn follow<S: Store>(
     state: &LinkState,
     stop: &Stop,
 ) -> Followed {
-    let consumer = &following.consumer;
+    let mut consumer = JetStreamMessages(&following.consumer);
+    follow_messages(&mut consumer, following.epoch, store, settings, state, stop).await
+}
+
+/// [`follow`] over any message source (the stream of epoch `epoch`): the
+/// link's rounds, as `serve` runs them, for a source of a test's own.
+pub async fn follow_messages<M: Messages, S: Store>(
+    consumer: &mut M,
+    epoch: u64,
+    store: &mut S,
+    settings: &LinkSettings,
+    state: &LinkState,
+    stop: &Stop,
+) -> Followed {
     let mut link = Link {
-        epoch: following.epoch,
+        epoch,
         store,
         settings,
         state,
@@ -285,7 +297,7 @@ pub async fn follow<S: Store>(
         // (the client's own expiry): that is no catching up.
         let connected_before = state.bus_connected();
         let (messages, stopping) = {
-            let pull = link.pull(consumer);
+            let pull = link.pull(&mut *consumer);
             tokio::pin!(pull);
             tokio::select! {
                 biased;
@@ -304,7 +316,7 @@ pub async fn follow<S: Store>(
         };
         if !stopping
             && stop
-                .run_until_stopped(link.pulled(consumer))
+                .run_until_stopped(link.pulled(&mut *consumer))
                 .await
                 .is_none()
         {
@@ -412,22 +424,21 @@ const LAG_EVERY: Duration = Duration::from_secs(5);
 
 impl<S> Link<'_, S> {
     /// A pull finished: the link moves; now and then the stream's lag is read.
-    async fn pulled(&mut self, consumer: &PullConsumer) {
+    async fn pulled<M: Messages>(&mut self, consumer: &mut M) {
         self.state.progress.tick();
         let now = tokio::time::Instant::now();
         if self.lag_read.is_some_and(|at| now < at + LAG_EVERY) {
             return;
         }
         self.lag_read = Some(now);
-        if let Ok(info) = consumer.get_info().await {
-            self.state
-                .lag(info.num_pending + u64::try_from(info.num_ack_pending).unwrap_or(0));
+        if let Ok(lag) = consumer.pending().await {
+            self.state.lag(lag);
         }
     }
 
     /// Asks the server for the consumer; marks it lost when it is not there.
-    async fn check_consumer(&mut self, consumer: &PullConsumer) {
-        match consumer.get_info().await {
+    async fn check_consumer<M: Messages>(&mut self, consumer: &mut M) {
+        match consumer.pending().await {
             Ok(_) => {}
             Err(error) => {
                 tracing::warn!(error = %error, consumer = DURABLE, "the consumer is not there");
@@ -472,32 +483,9 @@ impl<S: Store> Link<'_, S> {
     /// to arrive within `wait`. Every pull request is read to its end. A
     /// pull that fails without a message is logged and waited out (its
     /// failures in a row are counted in `pull_failures`).
-    async fn pull(&mut self, consumer: &PullConsumer) -> Vec<Message> {
+    async fn pull<M: Messages>(&mut self, consumer: &mut M) -> Vec<M::Message> {
         let batch = self.settings.batch.max(1);
-        let waiting = consumer
-            .fetch()
-            .max_messages(batch)
-            .expires(self.settings.wait)
-            .messages()
-            .await
-            .map_err(|e| e.to_string());
-        let (mut messages, mut failure) = match waiting {
-            Ok(stream) => collect(stream).await,
-            Err(error) => (Vec::new(), Some(error)),
-        };
-        if messages.is_empty() && failure.is_none() {
-            let next = consumer
-                .batch()
-                .max_messages(1)
-                .expires(self.settings.wait)
-                .messages()
-                .await
-                .map_err(|e| e.to_string());
-            (messages, failure) = match next {
-                Ok(stream) => collect(stream).await,
-                Err(error) => (Vec::new(), Some(error)),
-            };
-        }
+        let (messages, failure) = consumer.pull(batch, self.settings.wait).await;
         match failure {
             Some(error) if messages.is_empty() => {
                 self.pull_failures += 1;
@@ -527,15 +515,18 @@ impl<S: Store> Link<'_, S> {
     }
 
     /// Decodes, applies and acknowledges (or NAKs) one round.
-    async fn round(&mut self, messages: Vec<Message>) -> Round {
+    async fn round<D: Delivery>(&mut self, messages: Vec<D>) -> Round {
         let mut round = Round::default();
-        let mut words: Vec<(Message, Received)> = Vec::with_capacity(messages.len());
+        let mut words: Vec<(D, Received)> = Vec::with_capacity(messages.len());
         for message in messages {
-            let seq = message.info().map(|i| i.stream_sequence).unwrap_or(0);
-            match decode(message.subject.as_str(), &message.payload, self.epoch, seq) {
-                Ok(word) => words.push((message, word)),
+            let seq = message.stream_sequence();
+            match decode(message.subject(), message.payload(), self.epoch, seq) {
+                Ok(mut word) => {
+                    word.stored_at = message.stored_at().map(Timestamp::from_system);
+                    words.push((message, word));
+                }
                 Err(reason) => {
-                    tracing::error!(subject = %first_words(message.subject.as_str()), seq, reason = %reason, "malformed event terminated");
+                    tracing::error!(subject = %first_words(message.subject()), seq, reason = %reason, "malformed event terminated");
                     terminate(&message).await;
                     round.terminated += 1;
                 }
@@ -574,7 +565,7 @@ impl<S: Store> Link<'_, S> {
                         Err(error) if error.is_transient() => {
                             let delay = self.held(&error, 1);
                             round.retry_in = Some(delay);
-                            let left: Vec<Message> = std::iter::once(message)
+                            let left: Vec<D> = std::iter::once(message)
                                 .chain(rest.by_ref().map(|(m, _)| m))
                                 .collect();
                             round.held += left.len();
@@ -584,7 +575,7 @@ impl<S: Store> Link<'_, S> {
                         Err(error) => {
                             tracing::error!(
                                 error = %error,
-                                subject = %message.subject,
+                                subject = %message.subject(),
                                 seq = word.seq,
                                 "the store refuses this event as such; terminated"
                             );
@@ -634,31 +625,16 @@ impl<S: Store> Link<'_, S> {
     }
 }
 
-/// Reads a pull to its end: its messages, and the error that ended it, if
-/// any (the normal ends, no message or the pull expired, are not errors).
-async fn collect<E: std::fmt::Display>(
-    mut stream: impl futures::Stream<Item = Result<Message, E>> + Unpin,
-) -> (Vec<Message>, Option<String>) {
-    let mut messages = Vec::new();
-    while let Some(item) = stream.next().await {
-        match item {
-            Ok(message) => messages.push(message),
-            Err(error) => return (messages, Some(error.to_string())),
-        }
-    }
-    (messages, None)
-}
-
 /// Acknowledges messages: plain acks, then a double ack of the last one,
 /// which the server answers after it processed the earlier acks.
-async fn acknowledge<'m>(messages: impl Iterator<Item = &'m Message>) {
-    let messages: Vec<&Message> = messages.collect();
+async fn acknowledge<'m, D: Delivery + 'm>(messages: impl Iterator<Item = &'m D>) {
+    let messages: Vec<&D> = messages.collect();
     let Some((last, earlier)) = messages.split_last() else {
         return;
     };
     for message in earlier {
         if let Err(error) = message.ack().await {
-            tracing::warn!(error = %error, subject = %message.subject, "ack not sent; the event will be delivered again");
+            tracing::warn!(error = %error, subject = %message.subject(), "ack not sent; the event will be delivered again");
         }
     }
     if let Err(error) = last.double_ack().await {
@@ -667,8 +643,8 @@ async fn acknowledge<'m>(messages: impl Iterator<Item = &'m Message>) {
 }
 
 /// NAKs messages with `delay`, in stream order.
-async fn nak<'m>(messages: impl Iterator<Item = &'m Message>, delay: Duration) {
-    let naks = messages.map(|m| m.ack_with(AckKind::Nak(Some(delay))));
+async fn nak<'m, D: Delivery + 'm>(messages: impl Iterator<Item = &'m D>, delay: Duration) {
+    let naks = messages.map(|m| m.nak(delay));
     for result in join_all(naks).await {
         if let Err(error) = result {
             tracing::warn!(error = %error, "NAK not sent; the event is delivered again after the ack wait");
@@ -676,8 +652,8 @@ async fn nak<'m>(messages: impl Iterator<Item = &'m Message>, delay: Duration) {
     }
 }
 
-async fn terminate(message: &Message) {
-    if let Err(error) = message.double_ack_with(AckKind::Term).await {
-        tracing::warn!(error = %error, subject = %message.subject, "terminating a malformed event was not confirmed; it may come again");
+async fn terminate<D: Delivery>(message: &D) {
+    if let Err(error) = message.term().await {
+        tracing::warn!(error = %error, subject = %message.subject(), "terminating a malformed event was not confirmed; it may come again");
     }
 }

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::hash::Hash;
 
 use mesh_protocol::event::{Alive, Failing, Recovered, RepairReport, Retirement};
-use mesh_protocol::{Event, ModuleId};
+use mesh_protocol::{Event, ModuleId, Timestamp};
 
 use super::received::Received;
 
@@ -28,8 +28,51 @@ pub struct Keyed<'a, T> {
     pub epoch: u64,
     /// The stream sequence.
     pub seq: u64,
+    /// When its provider says it published it (its clock: never an order).
+    pub said_at: Timestamp,
+    /// When the event stream stored it, if known (see [`Received::stored_at`]).
+    pub stored_at: Option<Timestamp>,
     /// The body.
     pub body: &'a T,
+}
+
+impl<T> Keyed<'_, T> {
+    /// Where it stands.
+    pub fn place(&self) -> Place {
+        Place {
+            epoch: self.epoch,
+            seq: self.seq,
+            said_at: self.said_at,
+            stored_at: self.stored_at,
+        }
+    }
+}
+
+/// Where an event stands in the event stream, the time its provider
+/// stamped on it and the time the stream stored it (kept for the record:
+/// they order nothing).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Place {
+    /// The stream's epoch.
+    pub epoch: u64,
+    /// The stream sequence.
+    pub seq: u64,
+    /// The provider's `said_at`.
+    pub said_at: Timestamp,
+    /// When the stream stored it, if known.
+    pub stored_at: Option<Timestamp>,
+}
+
+impl Place {
+    /// Whether an event here is newer than one at `other`: it stands later
+    /// in the stream, `(epoch, seq)`; the provider's clock plays no part.
+    /// The store's statements compare the same columns.
+    pub fn is_newer_than(&self, other: &Place) -> bool {
+        #[cfg(feature = "mutant-said-at-order")]
+        return self.said_at > other.said_at;
+        #[cfg(not(feature = "mutant-said-at-order"))]
+        return (self.epoch, self.seq) > (other.epoch, other.seq);
+    }
 }
 
 impl<T> Clone for Keyed<'_, T> {
@@ -78,12 +121,14 @@ impl<'a, K: Hash + Eq, T> Newest<'a, K, T> {
             emitter: &received.emitter,
             epoch: received.epoch,
             seq: received.seq,
+            said_at: received.event.said_at(),
+            stored_at: received.stored_at,
             body,
         };
         match self.index.get(&key) {
             Some(&i) => {
                 let kept = &self.kept[i];
-                if (event.epoch, event.seq) > (kept.epoch, kept.seq) {
+                if event.place().is_newer_than(&kept.place()) {
                     self.kept[i] = event;
                 }
             }
@@ -144,6 +189,7 @@ mod tests {
         Received {
             epoch: 1,
             seq,
+            stored_at: None,
             emitter: ModuleId::parse(provider).unwrap(),
             event: Event::Failing(Failing {
                 v: 1,
@@ -165,6 +211,7 @@ mod tests {
         Received {
             epoch: 1,
             seq,
+            stored_at: None,
             emitter: ModuleId::parse(provider).unwrap(),
             event: Event::Recovered(Recovered {
                 v: 1,

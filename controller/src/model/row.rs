@@ -89,6 +89,9 @@ pub struct AliveRow {
     pub repeat_every_seconds: Option<i64>,
     /// When it was published.
     pub said_at: Timestamp,
+    /// When the event stream stored it (the bus's clock, not the
+    /// provider's); `None` for an event stored before it was kept.
+    pub stored_at: Option<Timestamp>,
 }
 
 /// One `mesh-controller serve` process, as it names itself in the store:
@@ -177,6 +180,47 @@ pub struct RetiredRow {
     pub said_at: Timestamp,
 }
 
+impl AliveRow {
+    /// Whether a standing of this provider, published at `said_at` and
+    /// stored by the event stream at `stored_at`, is one it no longer has:
+    /// published before its newest start, once it is settled. The store's
+    /// read (`store::read`) leaves such standings out by the same rule.
+    ///
+    /// "Before" is read on the stream's clock, never the provider's (its
+    /// clock may have been stepped between the two runs): the start is when
+    /// the stream stored this `alive` less how long the run had been going
+    /// when it said it (one run, one clock). That start is late by the
+    /// `alive`'s delivery (at most an `alive_every` and a retry: the
+    /// provider keeps only its newest `alive` pending), far less than the
+    /// `failing_after` before a run's first `failing`. Without both stored
+    /// times (rows stored before they were kept) the provider's clock
+    /// decides: published before its start or in the same second.
+    pub fn outlived(&self, said_at: Timestamp, stored_at: Option<Timestamp>) -> bool {
+        #[cfg(feature = "mutant-no-settled-rule")]
+        return {
+            let _ = (said_at, stored_at);
+            false
+        };
+        #[cfg(not(feature = "mutant-no-settled-rule"))]
+        return self.settled_at.is_some()
+            && match (stored_at, self.stored_at) {
+                (Some(stored), Some(alive_stored)) => {
+                    let ran = self
+                        .said_at
+                        .system_time()
+                        .duration_since(self.started_at.system_time())
+                        .unwrap_or_default();
+                    let start = alive_stored
+                        .system_time()
+                        .checked_sub(ran)
+                        .unwrap_or(std::time::UNIX_EPOCH);
+                    stored.system_time() < start
+                }
+                _ => said_at <= self.started_at,
+            };
+    }
+}
+
 /// A grant's newest event, as stored (`mesh-grants`): its state decides
 /// which of the optional fields are set.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -213,6 +257,74 @@ pub struct GrantRow {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_standing_is_outlived_by_its_providers_newest_start_table() {
+        // The provider started 00:10 by its clock; its alive, said 00:15 by
+        // its clock, was stored by the stream at `stored` (its clock is off
+        // by `stored - said`).
+        let alive = |stored: Option<&str>, settled: bool| AliveRow {
+            provider: ModuleId::parse("postgres@db-1").unwrap(),
+            started_at: ts("2026-10-05T00:10:00Z"),
+            alive_every_seconds: 60,
+            settled_at: settled.then(|| ts("2026-10-05T00:15:00Z")),
+            repeat_every_seconds: None,
+            said_at: ts("2026-10-05T00:15:00Z"),
+            stored_at: stored.map(ts),
+        };
+        // (alive stored at, settled, standing said at, standing stored at, outlived)
+        let cases = [
+            // Not settled: kept.
+            (None, false, "2026-10-05T00:05:00Z", None, false),
+            // No stored times (older rows): the provider's clock.
+            (None, true, "2026-10-05T00:05:00Z", None, true),
+            (None, true, "2026-10-05T00:10:00Z", None, true),
+            (None, true, "2026-10-05T00:12:00Z", None, false),
+            // A clock right: said and stored before the start.
+            (
+                Some("2026-10-05T00:15:00Z"),
+                true,
+                "2026-10-05T00:05:00Z",
+                Some("2026-10-05T00:05:01Z"),
+                true,
+            ),
+            // Said after the start, by this run: kept.
+            (
+                Some("2026-10-05T00:15:00Z"),
+                true,
+                "2026-10-05T00:12:00Z",
+                Some("2026-10-05T00:12:01Z"),
+                false,
+            ),
+            // The clock stepped back an hour at the restart: the standing
+            // was said (by the old clock) after the new start's stamp, but
+            // stored before the start (00:10 by the stream's clock + 1 h).
+            (
+                Some("2026-10-05T01:15:00Z"),
+                true,
+                "2026-10-05T00:30:00Z",
+                Some("2026-10-05T00:30:00Z"),
+                true,
+            ),
+            // The clock stepped ahead an hour: a standing of this run,
+            // stored after the start, is kept though said after it.
+            (
+                Some("2026-10-04T23:15:00Z"),
+                true,
+                "2026-10-05T00:12:00Z",
+                Some("2026-10-04T23:12:00Z"),
+                false,
+            ),
+        ];
+        for (stored, settled, said, said_stored, expected) in cases {
+            let a = alive(stored, settled);
+            assert_eq!(
+                a.outlived(ts(said), said_stored.map(ts)),
+                expected,
+                "{stored:?} {settled} {said} {said_stored:?}"
+            );
+        }
+    }
+
     use super::*;
 
     fn ts(s: &str) -> Timestamp {

@@ -97,6 +97,7 @@ mod tests {
             settled_at: None,
             repeat_every_seconds: repeat,
             said_at: ts("2026-10-05T00:09:00Z"),
+            stored_at: None,
         };
         let record = |now: &str, begun: Option<&str>| ControllerRecord {
             now: ts(now),

@@ -118,6 +118,12 @@ pub fn controller(record: &ControllerRecord) -> Controller {
 /// heard from), and that is not heard from at status's own clock, may be
 /// called unheard by what the controller heard (see the module's rules).
 pub fn may_be_unheard(newest: Option<&AliveRow>, controller: &Controller) -> bool {
+    // The planted mutation `mutant-blame-providers` (scripts/mutants): a
+    // provider's silence counts to now, whether the controller follows or not.
+    // (A constant of the build, false unless that feature is on.)
+    if cfg!(feature = "mutant-blame-providers") {
+        return true;
+    }
     let (Some(pulled), Some(since)) = (controller.pulled_at, controller.following_since) else {
         return false;
     };
@@ -127,7 +133,7 @@ pub fn may_be_unheard(newest: Option<&AliveRow>, controller: &Controller) -> boo
     // Everything said before the last catch-up is in the store: a silence
     // counts up to it, never beyond (a `serve` just killed still counts as
     // following for a few seconds, and heard nothing in them).
-    let (end, start) = (pulled, alive.said_at.max(since));
+    let (end, start) = (pulled, super::heard_at(alive).max(since));
     let every = Duration::from_secs(u64::try_from(alive.alive_every_seconds.max(1)).unwrap_or(1));
     age(end, start) > every * UNHEARD_AFTER_ALIVES
 }
@@ -274,6 +280,7 @@ mod tests {
             settled_at: None,
             repeat_every_seconds: Some(900),
             said_at: ts(said),
+            stored_at: None,
         };
         // The controller: following or not, its last catch-up, since when
         // its run of catch-ups goes.

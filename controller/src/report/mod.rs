@@ -193,15 +193,22 @@ pub fn filter(declaration: &Parsed, scope: &Scope, clock: &Clock, order: Order) 
     }
 }
 
-/// Whether a provider last heard at `said_at`, publishing `alive` every
-/// `alive_every_seconds`, is heard from at `now` (an event published "in the
-/// future" by a provider whose clock is ahead counts as heard); and how long
-/// ago it was heard.
+/// When a provider's newest `alive` was heard: when the event stream
+/// stored it (the bus's clock: a provider's clock stepped back or ahead
+/// changes nothing), else, for a row stored before that was kept, its
+/// `said_at`.
+pub fn heard_at(alive: &AliveRow) -> Timestamp {
+    alive.stored_at.unwrap_or(alive.said_at)
+}
+
+/// Whether a provider last heard at [`heard_at`], publishing `alive` every
+/// `alive_every_seconds`, is heard from at `now` (a time "in the future"
+/// counts as heard); and how long ago it was heard.
 pub fn heard(alive: &AliveRow, now: Timestamp) -> (bool, Duration) {
     let every = Duration::from_secs(u64::try_from(alive.alive_every_seconds.max(1)).unwrap_or(1));
     let age = now
         .system_time()
-        .duration_since(alive.said_at.system_time())
+        .duration_since(heard_at(alive).system_time())
         .unwrap_or(Duration::ZERO);
     (age <= every * UNHEARD_AFTER_ALIVES, age)
 }
@@ -249,7 +256,7 @@ pub fn head(declaration: &Parsed, scope: &Scope, facts: Facts<'_>, clock: &Clock
             _ if !controller::may_be_unheard(newest, &controller) => {}
             _ => unheard.push(Unheard {
                 provider: (*provider).clone(),
-                heard_at: newest.map(|a| a.said_at),
+                heard_at: newest.map(heard_at),
                 started_at: newest.map(|a| a.started_at),
             }),
         }
@@ -415,6 +422,28 @@ mod tests {
             settled_at: None,
             repeat_every_seconds: Some(900),
             said_at: ts(said_at),
+            stored_at: None,
+        }
+    }
+
+    #[test]
+    fn heard_is_judged_by_when_the_stream_stored_the_alive() {
+        let now = ts("2026-10-05T00:10:00Z");
+        // (provider's said_at, stream's stored_at, heard)
+        let cases = [
+            // No stored time (an older row): the provider's clock.
+            ("2026-10-05T00:09:00Z", None, true),
+            ("2026-10-05T00:06:59Z", None, false),
+            // A clock an hour behind: its alive stored a minute ago is heard.
+            ("2026-10-04T23:09:00Z", Some("2026-10-05T00:09:00Z"), true),
+            // A clock an hour ahead: stored 4 minutes ago, it is not heard.
+            ("2026-10-05T01:06:00Z", Some("2026-10-05T00:06:00Z"), false),
+            ("2026-10-05T00:09:59Z", Some("2026-10-05T00:09:59Z"), true),
+        ];
+        for (said, stored, expected) in cases {
+            let mut a = alive("postgres", "db-1", said, 60);
+            a.stored_at = stored.map(ts);
+            assert_eq!(heard(&a, now).0, expected, "{said} {stored:?}");
         }
     }
 

@@ -19,11 +19,13 @@ use crate::model::reduce::Keyed;
 /// through pgbench.
 pub const UPSERT_FAILING: &str = "
 INSERT INTO failing AS f (provider_module, provider_machine, consumer, consumer_machine,
-                          provision, class, error, since, attempts, said_at, stream_seq, stream_epoch)
+                          provision, class, error, since, attempts, said_at, stream_seq, stream_epoch,
+                          stored_at)
 SELECT w.* FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
-                       $7::text[], $8::timestamptz[], $9::int8[], $10::timestamptz[], $11::int8[], $12::int8[])
+                       $7::text[], $8::timestamptz[], $9::int8[], $10::timestamptz[], $11::int8[], $12::int8[],
+                       $13::timestamptz[])
     AS w(provider_module, provider_machine, consumer, consumer_machine, provision, class,
-         error, since, attempts, said_at, stream_seq, stream_epoch)
+         error, since, attempts, said_at, stream_seq, stream_epoch, stored_at)
 WHERE NOT EXISTS (
     SELECT 1 FROM recovered r
     WHERE r.provider_module = w.provider_module AND r.provider_machine = w.provider_machine
@@ -32,7 +34,7 @@ ON CONFLICT (provider_module, provider_machine, consumer) DO UPDATE SET
     consumer_machine = EXCLUDED.consumer_machine, provision = EXCLUDED.provision,
     class = EXCLUDED.class, error = EXCLUDED.error, since = EXCLUDED.since,
     attempts = EXCLUDED.attempts, said_at = EXCLUDED.said_at, stream_seq = EXCLUDED.stream_seq,
-    stream_epoch = EXCLUDED.stream_epoch
+    stream_epoch = EXCLUDED.stream_epoch, stored_at = EXCLUDED.stored_at
 WHERE (f.stream_epoch, f.stream_seq) < (EXCLUDED.stream_epoch, EXCLUDED.stream_seq)";
 
 /// Applies a round's `recovered` events ([`RecoveredColumns`]): each
@@ -88,10 +90,10 @@ WHERE (t.stream_epoch, t.stream_seq) < (EXCLUDED.stream_epoch, EXCLUDED.stream_s
 pub(super) const UPSERT_ALIVE: &str = "
 INSERT INTO alive AS a (provider_module, provider_machine, started_at, alive_every_seconds,
                         failing_after_seconds, settled_at, consumers, failing, pass_seconds,
-                        said_at, stream_seq, stream_epoch, repeat_every_seconds)
+                        said_at, stream_seq, stream_epoch, repeat_every_seconds, stored_at)
 SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::int8[], $5::int8[],
                      $6::timestamptz[], $7::int8[], $8::int8[], $9::float8[],
-                     $10::timestamptz[], $11::int8[], $12::int8[], $13::int8[])
+                     $10::timestamptz[], $11::int8[], $12::int8[], $13::int8[], $14::timestamptz[])
 ON CONFLICT (provider_module, provider_machine) DO UPDATE SET
     started_at = EXCLUDED.started_at, alive_every_seconds = EXCLUDED.alive_every_seconds,
     failing_after_seconds = EXCLUDED.failing_after_seconds, settled_at = EXCLUDED.settled_at,
@@ -99,7 +101,7 @@ ON CONFLICT (provider_module, provider_machine) DO UPDATE SET
     consumers = EXCLUDED.consumers, failing = EXCLUDED.failing,
     pass_seconds = EXCLUDED.pass_seconds, said_at = EXCLUDED.said_at,
     stream_seq = EXCLUDED.stream_seq,
-    stream_epoch = EXCLUDED.stream_epoch
+    stream_epoch = EXCLUDED.stream_epoch, stored_at = EXCLUDED.stored_at
 WHERE (a.stream_epoch, a.stream_seq) < (EXCLUDED.stream_epoch, EXCLUDED.stream_seq)";
 
 /// Applies a round's grant events ([`GrantColumns`]), the newest per
@@ -210,7 +212,7 @@ fn seq(seq: u64) -> i64 {
     i64::try_from(seq).unwrap_or(i64::MAX)
 }
 
-/// The columns of [`UPSERT_FAILING`], `$1` to `$12` in field order.
+/// The columns of [`UPSERT_FAILING`], `$1` to `$13` in field order.
 #[derive(Default)]
 pub(super) struct FailingColumns<'a> {
     pub(super) provider_module: Vec<&'a str>,
@@ -225,6 +227,7 @@ pub(super) struct FailingColumns<'a> {
     pub(super) said_at: Vec<SystemTime>,
     pub(super) stream_seq: Vec<i64>,
     pub(super) stream_epoch: Vec<i64>,
+    pub(super) stored_at: Vec<Option<SystemTime>>,
 }
 
 impl<'a> FailingColumns<'a> {
@@ -244,9 +247,10 @@ impl<'a> FailingColumns<'a> {
         self.said_at.push(b.said_at.system_time());
         self.stream_seq.push(seq(k.seq));
         self.stream_epoch.push(seq(k.epoch));
+        self.stored_at.push(k.stored_at.map(|t| t.system_time()));
     }
 
-    pub(super) fn params(&self) -> [&(dyn ToSql + Sync); 12] {
+    pub(super) fn params(&self) -> [&(dyn ToSql + Sync); 13] {
         [
             &self.provider_module,
             &self.provider_machine,
@@ -260,6 +264,7 @@ impl<'a> FailingColumns<'a> {
             &self.said_at,
             &self.stream_seq,
             &self.stream_epoch,
+            &self.stored_at,
         ]
     }
 }
@@ -392,7 +397,7 @@ impl<'a> RetirementColumns<'a> {
     }
 }
 
-/// The columns of [`UPSERT_ALIVE`], `$1` to `$13` in field order.
+/// The columns of [`UPSERT_ALIVE`], `$1` to `$14` in field order.
 #[derive(Default)]
 pub(super) struct AliveColumns<'a> {
     pub(super) provider_module: Vec<&'a str>,
@@ -408,6 +413,7 @@ pub(super) struct AliveColumns<'a> {
     pub(super) stream_seq: Vec<i64>,
     pub(super) stream_epoch: Vec<i64>,
     pub(super) repeat_every_seconds: Vec<Option<i64>>,
+    pub(super) stored_at: Vec<Option<SystemTime>>,
 }
 
 fn int(n: u64) -> i64 {
@@ -436,9 +442,10 @@ impl<'a> AliveColumns<'a> {
         self.stream_epoch.push(seq(k.epoch));
         self.repeat_every_seconds
             .push(b.repeat_every_seconds.map(int));
+        self.stored_at.push(k.stored_at.map(|t| t.system_time()));
     }
 
-    pub(super) fn params(&self) -> [&(dyn ToSql + Sync); 13] {
+    pub(super) fn params(&self) -> [&(dyn ToSql + Sync); 14] {
         [
             &self.provider_module,
             &self.provider_machine,
@@ -453,6 +460,7 @@ impl<'a> AliveColumns<'a> {
             &self.stream_seq,
             &self.stream_epoch,
             &self.repeat_every_seconds,
+            &self.stored_at,
         ]
     }
 }

@@ -64,17 +64,22 @@ pub struct Counts {
 }
 
 /// The standings `$1` (providers) and `$2` (machine, or null) select. A
-/// standing published before its provider's newest start (or in the same
-/// second: times are whole seconds, and a provider publishes `failing` only
-/// `failing_after` after it started) is left out once that provider is
-/// settled: from then on it has published `failing` again for every
-/// consumer it still keeps failing, so an older event is one it no longer
-/// has.
+/// standing published before its provider's newest start is left out once
+/// that provider is settled: from then on it has published `failing` again
+/// for every consumer it still keeps failing, so an older event is one it
+/// no longer has. "Before" is read on the stream's clock where both stored
+/// times are kept (the start: the `alive`'s stored time less the run's age
+/// when it said it), else on the provider's (or in the same second: times
+/// are whole seconds, and a provider publishes `failing` only
+/// `failing_after` after it started).
 ///
 /// The provider key is written exactly as the statistics of migration V7
 /// (`failing_provider`) are: with them the planner knows how many rows the
 /// providers select, and plans the count (one core or two) and the listing
 /// (the key's index or a sort) for the rows there are, not for a guess.
+///
+/// [`crate::model::AliveRow::outlived`] is the same rule in Rust.
+#[cfg(not(feature = "mutant-no-settled-rule"))]
 const SELECTED: &str = "
 FROM failing f
 WHERE f.provider_module || '@' || f.provider_machine = ANY($1::text[])
@@ -82,7 +87,18 @@ WHERE f.provider_module || '@' || f.provider_machine = ANY($1::text[])
   AND NOT EXISTS (
       SELECT 1 FROM alive a
       WHERE a.provider_module = f.provider_module AND a.provider_machine = f.provider_machine
-        AND a.settled_at IS NOT NULL AND f.said_at <= a.started_at)";
+        AND a.settled_at IS NOT NULL
+        AND CASE WHEN f.stored_at IS NOT NULL AND a.stored_at IS NOT NULL
+                 THEN f.stored_at < a.stored_at - (a.said_at - a.started_at)
+                 ELSE f.said_at <= a.started_at END)";
+
+/// The planted mutation `mutant-no-settled-rule` (scripts/mutants): no standing is
+/// left out at a provider's start.
+#[cfg(feature = "mutant-no-settled-rule")]
+const SELECTED: &str = "
+FROM failing f
+WHERE f.provider_module || '@' || f.provider_machine = ANY($1::text[])
+  AND ($2::text IS NULL OR f.provider_machine = $2 OR f.consumer_machine = $2)";
 
 /// One snapshot for the counts and the listing. Within it, random page
 /// reads are costed as what they are for a store that is in memory (the
@@ -126,7 +142,7 @@ ORDER BY provider_module, provider_machine, fault";
 /// The newest `alive` event of each selected provider.
 const ALIVE: &str = "
 SELECT provider_module, provider_machine, started_at, alive_every_seconds, settled_at, said_at,
-       repeat_every_seconds
+       repeat_every_seconds, stored_at
 FROM alive
 WHERE provider_module || '@' || provider_machine = ANY($1::text[])
 ORDER BY provider_module, provider_machine";
@@ -512,6 +528,7 @@ fn alive_row(row: &Row) -> Result<AliveRow, ReadError> {
         settled_at: optional_time(row, 4)?,
         said_at: time(row, 5)?,
         repeat_every_seconds: row.try_get(6)?,
+        stored_at: optional_time(row, 7)?,
     })
 }
 

@@ -1,0 +1,424 @@
+//! The invariants I1–I5, checked after every simulated second against the
+//! world's ground truth (what it broke, listed, killed and cut off), never
+//! against what the system under test believes.
+//!
+//! Bounds (`P` pass, `F` failing_after, `A` alive_every, `D` delivery bound,
+//! see [`crate::world::Timings::delivery`]); "the path" is the bus, the
+//! store, the controller and its acks, and the provider's own way to the
+//! bus; while it is away the bounds run from the moment it is back:
+//! - I1 no false green: a listed consumer of a running provider, failing
+//!   since `t` (or since the provider's start, or its listing, if later), is
+//!   named by status from `max(t + F + 2P, path back) + D` on.
+//! - I2 no false red: a consumer status names was in trouble (listed and
+//!   failing, or withdrawn but still held: its standing stands until it is
+//!   retired) within the last `2P + D`; or its provider is down, or started
+//!   less than `2P + D` ago, or, for a consumer withdrawn while it was
+//!   down, less than `F + 3P + A + D` ago (the settled rule has not run yet); or the path
+//!   was back less than `2P + D` ago.
+//! - I3 silence is seen: a provider down since `t` is named unheard from
+//!   `t + 3A + slack` on; a running one is not, from `max(start + P, path
+//!   back) + D` on.
+//! - I4 nothing lost: whenever the stream holds nothing unacknowledged and
+//!   the store is there, the store holds, per key, the newest event the
+//!   stream stored (stream order): the newest `failing` or tombstone of each
+//!   standing, the newest `alive` of each provider.
+//! - I5 no secret: no minted secret in any stored event or status text.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use mesh_protocol::subject::parse_event_subject;
+use mesh_protocol::{Event, EventKind};
+use tokio::time::Instant;
+
+use crate::world::{consumer_name, secret_of, World, SLACK};
+
+/// An invariant broken.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    /// Which (`I1` … `I6`).
+    pub invariant: &'static str,
+    /// The simulated second.
+    pub at: u64,
+    /// What was wrong.
+    pub detail: String,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} broken at t={}s: {}",
+            self.invariant, self.at, self.detail
+        )
+    }
+}
+
+/// The newest event the stream stored for one key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Newest {
+    seq: u64,
+    failing: bool,
+}
+
+/// What one latency measure saw: when the thing began, when status showed it.
+#[derive(Clone, Debug, Default)]
+pub struct Latencies {
+    /// "status names the consumer" minus "the consumer began failing" (s).
+    pub detection: Vec<f64>,
+    /// "status no longer names it" minus "it works again" (s).
+    pub recovery: Vec<f64>,
+    /// "status names the provider unheard" minus "it stopped" (s).
+    pub unheard: Vec<f64>,
+}
+
+/// Checks the invariants; keeps what it needs between seconds.
+#[derive(Debug, Default)]
+pub struct Checker {
+    /// Index of the next history entry to read.
+    read: usize,
+    /// `(provider, consumer)` → newest standing event in the stream.
+    standings: BTreeMap<(String, String), Newest>,
+    /// provider → newest `alive` in the stream.
+    alive: BTreeMap<String, u64>,
+    /// Every secret of the simulation.
+    secrets: Vec<String>,
+    /// Seconds checked.
+    pub seconds: u64,
+    /// Status reports checked.
+    pub reports: u64,
+    /// Latencies measured (clean cases: no fault of the path meanwhile).
+    pub latencies: Latencies,
+    /// `(p, c)` → since when it fails, and whether status named it since.
+    failing_since: BTreeMap<(usize, usize), (Instant, bool)>,
+    /// `(p, c)` → since when it works, and whether status stopped naming it since.
+    healed_at: BTreeMap<(usize, usize), (Instant, bool)>,
+    /// provider → since when it is down, and whether status named it unheard since.
+    down_at: BTreeMap<usize, (Instant, bool)>,
+}
+
+fn secs(d: Duration) -> f64 {
+    d.as_secs_f64()
+}
+
+impl Checker {
+    /// A checker for a world of `providers` × `consumers`.
+    pub fn new(providers: usize, consumers: usize) -> Checker {
+        let secrets = (0..providers)
+            .flat_map(|p| (0..consumers).map(move |c| secret_of(p, &consumer_name(c))))
+            .collect();
+        Checker {
+            secrets,
+            ..Checker::default()
+        }
+    }
+
+    fn secret_in(&self, text: &str) -> Option<&str> {
+        self.secrets
+            .iter()
+            .find(|s| text.contains(s.as_str()))
+            .map(String::as_str)
+    }
+
+    /// Checks every invariant at `second`.
+    ///
+    /// # Errors
+    /// The first invariant found broken.
+    pub fn check(&mut self, world: &World, second: u64) -> Result<(), Violation> {
+        self.seconds += 1;
+        let fail = |invariant: &'static str, detail: String| Violation {
+            invariant,
+            at: second,
+            detail,
+        };
+        self.read_history(world)
+            .map_err(|detail| fail("I5", detail))?;
+        if !world.store_away() {
+            self.check_store(world)
+                .map_err(|detail| fail("I4", detail))?;
+        }
+        let Some(status) = world.status() else {
+            return Ok(());
+        };
+        self.reports += 1;
+        if let Some(secret) = self.secret_in(&status.text) {
+            return Err(fail("I5", format!("status prints the secret {secret}")));
+        }
+        let t = world.timings;
+        let (pass, fa, alive) = (
+            t.settings.pass_every,
+            t.settings.standing.failing_after,
+            t.settings.alive_every,
+        );
+        let d = t.delivery();
+        let now = Instant::now();
+        let listed: std::collections::BTreeSet<(String, &str)> = status
+            .listed
+            .iter()
+            .map(|l| (l.row.provider.to_string(), l.row.consumer.as_str()))
+            .collect();
+        let named = |p: &str, c: &str| listed.contains(&(p.to_owned(), c));
+        // I6: while the controller follows nothing, status says so.
+        if let Some(lost) = world.unfollowed {
+            let bound = (world.timings.link.wait * 3).min(Duration::from_secs(15)) + SLACK;
+            let said = !status.head.controller.following
+                && status
+                    .head
+                    .sentence
+                    .starts_with("not all well: the controller has");
+            if now >= lost + bound && !said {
+                return Err(fail(
+                    "I6",
+                    format!(
+                        "the controller follows nothing since t={}s but status does not say so: {}",
+                        (lost - world.t0).as_secs(),
+                        status.head.sentence
+                    ),
+                ));
+            }
+        }
+        for (pi, provider) in world.providers.iter().enumerate() {
+            let pid = provider.id.to_string();
+            let back = world.path_back.max(provider.path_back);
+            let away = world.path_away() || provider.path_until > now;
+            let unheard = status
+                .head
+                .unheard
+                .iter()
+                .any(|u| u.provider == provider.id);
+            // I3.
+            if !provider.running {
+                let down = self.down_at.entry(pi).or_insert((provider.since, false));
+                if unheard && !down.1 {
+                    down.1 = true;
+                    // Measured when no fault of the path came between.
+                    if world.hard_back <= down.0 && !world.path_away() {
+                        self.latencies.unheard.push(secs(now - down.0));
+                    }
+                }
+                // A silence is counted while the controller follows: from
+                // its newest alive, or from when the controller follows
+                // again, whichever is later.
+                let silent_from = provider.since.max(world.hard_back);
+                let following = world.follow_lost_at.is_none() && !world.store_away();
+                if following && now >= silent_from + 3 * alive + d && !unheard {
+                    return Err(fail(
+                        "I3",
+                        format!(
+                            "{pid} is down since t={}s but status does not name it unheard: {}",
+                            (provider.since - world.t0).as_secs(),
+                            status.head.sentence
+                        ),
+                    ));
+                }
+            } else {
+                self.down_at.remove(&pi);
+                // I6: while the controller follows nothing, no provider is
+                // blamed for a silence that began after the controller's.
+                if let Some(lost) = world.follow_lost_at {
+                    // Its silence began after the controller's: it runs
+                    // (started well before, its own way to the bus fine
+                    // for 3 alives before), or it stopped after.
+                    let blamed = match provider.running {
+                        true => {
+                            provider.since + pass + d < lost
+                                && provider.path_back + 3 * alive + d < lost
+                        }
+                        false => provider.since > lost,
+                    };
+                    if unheard && blamed {
+                        return Err(fail(
+                            "I6",
+                            format!(
+                                "the controller follows nothing since t={}s, and status names {pid} unheard though it runs since t={}s: {}",
+                                (lost - world.t0).as_secs(),
+                                (provider.since - world.t0).as_secs(),
+                                status.head.sentence
+                            ),
+                        ));
+                    }
+                }
+                if !away && now >= (provider.since + pass).max(back) + d && unheard {
+                    return Err(fail(
+                        "I3",
+                        format!(
+                            "{pid} runs since t={}s and its alive gets through, but status names it unheard: {}",
+                            (provider.since - world.t0).as_secs(),
+                            status.head.sentence
+                        ),
+                    ));
+                }
+            }
+            for (c, truth) in provider.truth.iter().enumerate() {
+                let cname = consumer_name(c);
+                let is_named = named(&pid, &cname);
+                // I1.
+                let failing = match (provider.running, truth.listed_since, truth.broken) {
+                    (true, Some(listed), Some((broken, _))) => {
+                        Some(broken.max(listed).max(provider.since))
+                    }
+                    _ => None,
+                };
+                match failing {
+                    Some(since) => {
+                        self.healed_at.remove(&(pi, c));
+                        // Named already when it began (a standing kept from
+                        // before): nothing to measure.
+                        let began = self
+                            .failing_since
+                            .entry((pi, c))
+                            .or_insert((since, is_named));
+                        if is_named && !began.1 {
+                            began.1 = true;
+                            if began.0 >= back && !away {
+                                self.latencies.detection.push(secs(now - began.0));
+                            }
+                        }
+                        let due = (since + fa + 2 * pass).max(back) + d;
+                        if !away && now >= due && !is_named {
+                            return Err(fail(
+                                "I1",
+                                format!(
+                                    "{cname}@app-1 fails at {pid} since t={}s but status does not name it: {}",
+                                    (since - world.t0).as_secs(),
+                                    status.head.sentence
+                                ),
+                            ));
+                        }
+                    }
+                    None => {
+                        // A failure status named that ended: its recovery is measured.
+                        // (Healed, not withdrawn: a withdrawn one's standing
+                        // stands until it is retired.)
+                        let healed = truth.listed_since.is_some() && provider.running;
+                        if let Some((_, true)) = self.failing_since.remove(&(pi, c)) {
+                            if healed {
+                                self.healed_at.insert((pi, c), (now, false));
+                            }
+                        }
+                    }
+                }
+                if let Some(healed) = self.healed_at.get_mut(&(pi, c)) {
+                    if !is_named && !healed.1 {
+                        healed.1 = true;
+                        if healed.0 >= back && !away && healed.0 > provider.since {
+                            self.latencies.recovery.push(secs(now - healed.0));
+                        }
+                    }
+                }
+                // I2.
+                if is_named {
+                    let window = 2 * pass + d;
+                    let trouble = truth.trouble_at.is_some_and(|at| at + window >= now);
+                    // A restarted provider clears a standing of its earlier
+                    // run at its first success (listed), or by the settled
+                    // rule once settled (withdrawn while it was down).
+                    let restarting = !provider.running
+                        || now < provider.since + window
+                        || (truth.listed_since.is_none()
+                            && now < provider.since + fa + 3 * pass + alive + d);
+                    let path = away || now < back + window;
+                    if !trouble && !restarting && !path {
+                        return Err(fail(
+                            "I2",
+                            format!(
+                                "status names {cname}@app-1 failing at {pid}, but it has not been in trouble since {}: {}",
+                                truth.trouble_at.map_or("ever".to_owned(), |at| format!("t={}s", (at - world.t0).as_secs())),
+                                status.head.sentence
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads what the stream stored since the last check: the newest event
+    /// per key, and no secret in any (I5).
+    fn read_history(&mut self, world: &World) -> Result<(), String> {
+        let new = world.bus.history_since(self.read);
+        self.read += new.len();
+        for stored in new {
+            let text = String::from_utf8_lossy(&stored.body);
+            if let Some(secret) = self.secret_in(&text) {
+                return Err(format!(
+                    "the event on {} carries the secret {secret}",
+                    stored.subject
+                ));
+            }
+            let Some((machine, module, kind)) = parse_event_subject(&stored.subject) else {
+                continue;
+            };
+            let provider = format!("{module}@{machine}");
+            let Ok(event) = Event::parse(kind, &stored.body) else {
+                continue;
+            };
+            match (kind, event) {
+                (EventKind::Failing, Event::Failing(b)) => {
+                    self.standings.insert(
+                        (provider, b.consumer.to_string()),
+                        Newest {
+                            seq: stored.seq,
+                            failing: true,
+                        },
+                    );
+                }
+                (EventKind::Recovered, Event::Recovered(b)) => {
+                    self.standings.insert(
+                        (provider, b.consumer.to_string()),
+                        Newest {
+                            seq: stored.seq,
+                            failing: false,
+                        },
+                    );
+                }
+                (EventKind::Alive, _) => {
+                    self.alive.insert(provider, stored.seq);
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// I4, when the stream holds nothing unacknowledged.
+    fn check_store(&self, world: &World) -> Result<(), String> {
+        if world.bus.unacknowledged() > 0 {
+            return Ok(());
+        }
+        world.store.with(|t| {
+            for ((provider, consumer), newest) in &self.standings {
+                let (module, machine) = provider.split_once('@').unwrap_or_default();
+                let key = (module.to_owned(), machine.to_owned(), consumer.clone());
+                let failing = t.failing.get(&key).map(|(_, place)| place.seq);
+                let tomb = t.recovered.get(&key).map(|place| place.seq);
+                let right = match newest.failing {
+                    true => failing == Some(newest.seq),
+                    false => failing.is_none() && tomb == Some(newest.seq),
+                };
+                if !right {
+                    return Err(format!(
+                        "the stream's newest standing event of {consumer} at {provider} is {} (seq {}), the store holds failing {failing:?}, recovered {tomb:?}",
+                        if newest.failing { "failing" } else { "recovered" },
+                        newest.seq
+                    ));
+                }
+            }
+            for (provider, seq) in &self.alive {
+                let held = t
+                    .alive
+                    .iter()
+                    .find(|(p, _)| p.to_string() == *provider)
+                    .map(|(_, (_, place))| place.seq);
+                if held != Some(*seq) {
+                    return Err(format!(
+                        "the stream's newest alive of {provider} is seq {seq}, the store holds {held:?}"
+                    ));
+                }
+            }
+            Ok(())
+        })
+    }
+}

@@ -1,0 +1,174 @@
+//! # mesh-sim
+//!
+//! A deterministic simulation of the signal path under random faults
+//! (docs/simulation.md): from one seed, in one process, on tokio's paused
+//! clock, N providers on the real mesh-sdk loop publish through the real
+//! `Outbox` onto an in-memory bus ([`bus`]); the controller's real link
+//! rounds (`mesh_controller::link::follow_messages`) apply them through the
+//! real reduction into an in-memory store behind the same `Store` trait
+//! ([`store`]); the real report and rendering say what status would. The
+//! seed's schedule ([`plan`]) breaks and heals consumers, withdraws and lists
+//! them, approves retirements, restarts providers with their clocks stepped,
+//! and takes the bus, the store and the controller away. After every
+//! simulated second [`check`] holds the invariants I1–I5 against the
+//! world's ground truth ([`world`]).
+//!
+//! A violation is shrunk ([`shrink`]: actions dropped while it still
+//! holds) and reported with its seed; `SEED=<n> cargo test -p mesh-sim`
+//! replays it.
+
+pub mod bus;
+pub mod check;
+pub mod plan;
+pub mod rng;
+pub mod store;
+pub mod world;
+
+use std::time::Duration;
+
+use check::{Checker, Latencies, Violation};
+use plan::{Plan, Shape};
+use world::{Timings, World};
+
+/// What one simulation gave.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The first invariant broken, if any.
+    pub violation: Option<Violation>,
+    /// Seconds simulated and checked.
+    pub seconds: u64,
+    /// Status reports checked.
+    pub reports: u64,
+    /// Latencies measured.
+    pub latencies: Latencies,
+}
+
+/// Runs `plan` to its end or its first violation.
+pub fn run_plan(plan: &Plan) -> Outcome {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("a tokio runtime");
+    runtime.block_on(async {
+        let mut checker = Checker::new(plan.providers, plan.consumers);
+        let mut world = World::new(plan.clone(), Timings::default());
+        let mut violation = None;
+        for second in 0..=plan.seconds {
+            world.step(second).await;
+            if let Err(v) = checker.check(&world, second) {
+                violation = Some(v);
+                break;
+            }
+        }
+        world.end().await;
+        Outcome {
+            violation,
+            seconds: checker.seconds,
+            reports: checker.reports,
+            latencies: std::mem::take(&mut checker.latencies),
+        }
+    })
+}
+
+/// Runs the plan `seed` draws for `shape`.
+pub fn run_seed(seed: u64, shape: &Shape) -> (Plan, Outcome) {
+    let plan = Plan::draw(seed, shape);
+    let outcome = run_plan(&plan);
+    (plan, outcome)
+}
+
+/// The shortest plan found that still breaks `invariant`: the simulation cut
+/// at the violation, then actions dropped (halves, quarters, ... one by
+/// one) while it still breaks. Deterministic.
+pub fn shrink(plan: &Plan, violation: &Violation) -> (Plan, Violation) {
+    let breaks = |p: &Plan| {
+        run_plan(p)
+            .violation
+            .filter(|v| v.invariant == violation.invariant)
+    };
+    let mut best = Plan {
+        seconds: violation.at,
+        steps: plan
+            .steps
+            .iter()
+            .filter(|s| s.at <= violation.at)
+            .copied()
+            .collect(),
+        ..plan.clone()
+    };
+    let mut found = violation.clone();
+    let mut chunk = best.steps.len().div_ceil(2).max(1);
+    loop {
+        let mut i = 0;
+        while i < best.steps.len() {
+            let drop: Vec<usize> = (i..(i + chunk).min(best.steps.len())).collect();
+            let candidate = best.without(&drop);
+            match breaks(&candidate) {
+                Some(v) => {
+                    best = Plan {
+                        seconds: v.at,
+                        ..candidate
+                    };
+                    found = v;
+                }
+                None => i += chunk,
+            }
+        }
+        if chunk == 1 {
+            break;
+        }
+        chunk = chunk.div_ceil(2);
+    }
+    (best, found)
+}
+
+/// The report of a violation: the seed, the invariant, the shrunk trace,
+/// and how to replay it.
+pub fn explain(plan: &Plan, violation: &Violation, shrunk: &Plan, found: &Violation) -> String {
+    let mut out = format!(
+        "seed {} breaks {}\n  first seen: {violation}\n  shrunk from {} to {} actions, broken at t={}s: {}\n  trace:\n",
+        plan.seed,
+        violation.invariant,
+        plan.steps.len(),
+        shrunk.steps.len(),
+        found.at,
+        found.detail
+    );
+    for step in &shrunk.steps {
+        out.push_str(&format!("    {step}\n"));
+    }
+    out.push_str(&format!(
+        "  replay: SEED={} cargo test -p mesh-sim --test ci replay -- --nocapture\n",
+        plan.seed
+    ));
+    out
+}
+
+/// Runs seeds `seeds` of `shape`; returns the report of every seed that
+/// breaks an invariant (shrunk), and the seconds simulated.
+pub fn sweep(seeds: impl Iterator<Item = u64>, shape: &Shape) -> (Vec<String>, u64) {
+    let mut failures = Vec::new();
+    let mut seconds = 0;
+    for seed in seeds {
+        let (plan, outcome) = run_seed(seed, shape);
+        seconds += outcome.seconds;
+        if let Some(violation) = outcome.violation {
+            let (shrunk, found) = shrink(&plan, &violation);
+            failures.push(explain(&plan, &violation, &shrunk, &found));
+        }
+    }
+    (failures, seconds)
+}
+
+/// The seed asked for in `SEED`, if any.
+pub fn seed_from_env() -> Option<u64> {
+    std::env::var("SEED")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+}
+
+/// A simulated duration in hours.
+pub fn hours(seconds: u64) -> f64 {
+    Duration::from_secs(seconds).as_secs_f64() / 3600.0
+}

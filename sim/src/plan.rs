@@ -1,0 +1,256 @@
+//! What happens in one simulation, drawn from its seed: the world's size and
+//! a schedule of steps and faults ([`Plan`]). Shrinking drops actions from
+//! the schedule; everything else the simulation does follows from it.
+
+use std::fmt;
+
+use crate::rng::Rng;
+
+/// How a consumer's backend breaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Break {
+    /// Its check is refused with words that echo its secret (the loop must redact them).
+    Check,
+    /// Making it fails: the backend cannot be reached for it.
+    Ensure,
+}
+
+/// One thing that happens at a second of simulated time. In every variant
+/// `p` is a provider's index, `c` a consumer's index, `secs` how long the
+/// fault lasts and `per_mille` how many acks of a thousand it loses.
+#[allow(missing_docs)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Consumer `c` of provider `p` starts failing.
+    Break { p: usize, c: usize, how: Break },
+    /// Consumer `c` of provider `p` works again.
+    Heal { p: usize, c: usize },
+    /// The contributions file of `p` no longer lists `c` (withdrawn or retired).
+    Unlist { p: usize, c: usize },
+    /// The contributions file of `p` lists `c` again.
+    Relist { p: usize, c: usize },
+    /// A person approves retiring (or deleting) `c` at `p`, between its passes.
+    Approve { p: usize, c: usize, delete: bool },
+    /// Provider `p` stops (killed: its memory and outbox are lost).
+    Kill { p: usize },
+    /// Provider `p` starts again, its wall clock off by `offset` seconds.
+    Start { p: usize, offset: i64 },
+    /// The bus is away for `secs` seconds.
+    BusDown { secs: u64 },
+    /// The store is away for `secs` seconds.
+    StoreDown { secs: u64 },
+    /// The controller (`serve`) is down for `secs` seconds, then starts again.
+    ControllerDown { secs: u64 },
+    /// For `secs` seconds, `per_mille` of the controller's acks are lost.
+    AckLoss { secs: u64, per_mille: u64 },
+    /// For `secs` seconds, `per_mille` of provider `p`'s publish acks are
+    /// lost (the event is stored, the provider sends it again).
+    PublishAckLoss { p: usize, secs: u64, per_mille: u64 },
+    /// For `secs` seconds, provider `p` cannot reach the bus (its events wait).
+    PublishDelay { p: usize, secs: u64 },
+}
+
+/// One action at second `at`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Step {
+    /// Seconds from the start.
+    pub at: u64,
+    /// What happens.
+    pub action: Action,
+}
+
+impl fmt::Display for Step {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "t={:>5}s {:?}", self.at, self.action)
+    }
+}
+
+/// The world's size and what happens in it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    /// The seed it was drawn from.
+    pub seed: u64,
+    /// Providers.
+    pub providers: usize,
+    /// Consumers each provider is given.
+    pub consumers: usize,
+    /// Simulated seconds.
+    pub seconds: u64,
+    /// The schedule, by time.
+    pub steps: Vec<Step>,
+    /// Whether provider clocks may be off (a start's offset).
+    pub clock_steps: bool,
+}
+
+/// What a plan is drawn with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shape {
+    /// Providers.
+    pub providers: usize,
+    /// Consumers per provider.
+    pub consumers: usize,
+    /// Simulated seconds.
+    pub seconds: u64,
+    /// Faults (bus, store, controller, acks) per simulated hour.
+    pub faults_per_hour: u64,
+    /// Consumer changes (break, heal, unlist, relist, approve) per provider per hour.
+    pub changes_per_hour: u64,
+    /// Provider restarts per provider per hour.
+    pub restarts_per_hour: u64,
+    /// Whether a restarted provider's clock may be stepped back or ahead.
+    pub clock_steps: bool,
+}
+
+impl Default for Shape {
+    fn default() -> Self {
+        Shape {
+            providers: 3,
+            consumers: 5,
+            seconds: 1200,
+            faults_per_hour: 24,
+            changes_per_hour: 30,
+            restarts_per_hour: 3,
+            clock_steps: true,
+        }
+    }
+}
+
+fn count(rng: &mut Rng, per_hour: u64, seconds: u64) -> u64 {
+    let mean = per_hour * seconds / 3600;
+    rng.between(mean / 2, mean + mean / 2)
+}
+
+impl Plan {
+    /// The plan of `seed` for `shape`.
+    pub fn draw(seed: u64, shape: &Shape) -> Plan {
+        let mut rng = Rng::derive(seed, 1);
+        let mut steps = Vec::new();
+        let n = shape.providers;
+        let m = shape.consumers;
+        let secs = shape.seconds;
+        // Leave the last minutes quiet: what status says then is checked
+        // against a world at rest.
+        let end = secs.saturating_sub(secs / 6).max(1);
+        let at = |rng: &mut Rng| rng.between(5, end);
+        for p in 0..n {
+            // Some consumers can never be made: a withdrawn one is then not
+            // held at the backend (nothing to retire).
+            for c in 0..m {
+                if rng.chance(100) {
+                    steps.push(Step {
+                        at: 0,
+                        action: Action::Break {
+                            p,
+                            c,
+                            how: Break::Ensure,
+                        },
+                    });
+                }
+            }
+            for _ in 0..count(&mut rng, shape.changes_per_hour, secs) {
+                let c = usize::try_from(rng.below(m as u64)).unwrap_or(0);
+                let action = match rng.below(10) {
+                    0..=2 => Action::Break {
+                        p,
+                        c,
+                        how: if rng.chance(500) {
+                            Break::Check
+                        } else {
+                            Break::Ensure
+                        },
+                    },
+                    3..=5 => Action::Heal { p, c },
+                    6 => Action::Unlist { p, c },
+                    7 | 8 => Action::Relist { p, c },
+                    _ => Action::Approve {
+                        p,
+                        c,
+                        delete: rng.chance(300),
+                    },
+                };
+                steps.push(Step {
+                    at: at(&mut rng),
+                    action,
+                });
+            }
+            for _ in 0..count(&mut rng, shape.restarts_per_hour, secs) {
+                let down = at(&mut rng);
+                let up = down + rng.between(1, 200);
+                let offset = match shape.clock_steps && rng.chance(400) {
+                    true => i64::try_from(rng.between(1, 7200)).unwrap_or(0) - 3600,
+                    false => 0,
+                };
+                steps.push(Step {
+                    at: down,
+                    action: Action::Kill { p },
+                });
+                steps.push(Step {
+                    at: up,
+                    action: Action::Start { p, offset },
+                });
+            }
+        }
+        for _ in 0..count(&mut rng, shape.faults_per_hour, secs) {
+            let p = usize::try_from(rng.below(n as u64)).unwrap_or(0);
+            let secs = rng.between(1, 120);
+            let action = match rng.below(6) {
+                0 => Action::BusDown { secs },
+                1 => Action::StoreDown { secs },
+                2 => Action::ControllerDown { secs },
+                3 => Action::AckLoss {
+                    secs,
+                    per_mille: rng.between(100, 900),
+                },
+                4 => Action::PublishAckLoss {
+                    p,
+                    secs,
+                    per_mille: rng.between(100, 900),
+                },
+                _ => Action::PublishDelay { p, secs },
+            };
+            steps.push(Step {
+                at: at(&mut rng),
+                action,
+            });
+        }
+        steps.sort_by_key(|s| s.at);
+        Plan {
+            seed,
+            providers: n,
+            consumers: m,
+            seconds: secs,
+            steps,
+            clock_steps: shape.clock_steps,
+        }
+    }
+
+    /// The plan without the steps `drop` (indices into `steps`).
+    pub fn without(&self, drop: &[usize]) -> Plan {
+        let steps = self
+            .steps
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !drop.contains(i))
+            .map(|(_, s)| *s)
+            .collect();
+        Plan {
+            steps,
+            ..self.clone()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_seed_draws_one_plan() {
+        let shape = Shape::default();
+        assert_eq!(Plan::draw(3, &shape), Plan::draw(3, &shape));
+        assert_ne!(Plan::draw(3, &shape), Plan::draw(4, &shape));
+        let plan = Plan::draw(3, &shape);
+        assert!(plan.steps.windows(2).all(|w| w[0].at <= w[1].at));
+        assert_eq!(plan.without(&[0]).steps.len() + 1, plan.steps.len());
+    }
+}

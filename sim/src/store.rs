@@ -1,0 +1,312 @@
+//! The in-memory store: the same [`Store`] trait as `PgStore`, the same
+//! rules, kept as small as the rules allow and built on the controller's own
+//! pieces: the round is reduced by [`reduce`], "newer" is
+//! [`Place::is_newer_than`] and the settled rule is [`AliveRow::outlived`],
+//! the very functions the PostgreSQL store's statements mirror.
+//!
+//! - one `failing` per (provider, consumer): the newest; a `recovered`
+//!   deletes only an older one and keeps its own place (a tombstone), so a
+//!   `failing` older than it cannot come back;
+//! - the newest `alive` per provider;
+//! - the read leaves out a standing its provider outlived (settled rule).
+//!
+//! A store outage fails every call with a transient error.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use async_trait::async_trait;
+use mesh_controller::model::reduce::{reduce, Place};
+use mesh_controller::model::{
+    AliveRow, ControllerRecord, FailingRow, Instance, InstanceRow, Received, RepairRow,
+};
+use mesh_controller::store::{Counts, StatusFilter, Store, StoreError};
+use mesh_protocol::{ModuleId, Timestamp};
+use tokio::time::Instant;
+
+/// A standing's key: provider module, provider machine, consumer (the
+/// listing's byte order).
+pub type Key = (String, String, String);
+
+/// What the store holds.
+#[derive(Debug, Default)]
+pub struct Tables {
+    /// The newest `failing` per key, with its place.
+    pub failing: BTreeMap<Key, (FailingRow, Place)>,
+    /// The newest `recovered` per key (tombstones).
+    pub recovered: BTreeMap<Key, Place>,
+    /// The newest `alive` per provider.
+    pub alive: BTreeMap<ModuleId, (AliveRow, Place)>,
+    /// What each `serve` process recorded of itself, by its key.
+    pub instances: BTreeMap<String, InstanceRow>,
+    /// Whether the store is away.
+    pub down: bool,
+    /// The store's clock: this wall time at this instant.
+    pub clock: Option<(Instant, SystemTime)>,
+}
+
+impl Tables {
+    /// The store's clock now (`now()`).
+    pub fn now(&self) -> Timestamp {
+        let (at, wall) = self
+            .clock
+            .unwrap_or((Instant::now(), SystemTime::UNIX_EPOCH));
+        Timestamp::from_system(wall + (Instant::now() - at))
+    }
+}
+
+/// The store; clones share it (one database, many connections).
+#[derive(Clone, Debug, Default)]
+pub struct MemStore {
+    tables: Arc<Mutex<Tables>>,
+}
+
+/// What one status read gives.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Read {
+    /// The counts the sentence needs.
+    pub counts: Counts,
+    /// The open repair faults (none are simulated).
+    pub repairs: Vec<RepairRow>,
+    /// The newest `alive` of each selected provider.
+    pub alive: Vec<AliveRow>,
+    /// The standings listed, in order.
+    pub standings: Vec<FailingRow>,
+}
+
+fn key(emitter: &ModuleId, consumer: &str) -> Key {
+    (
+        emitter.module.to_string(),
+        emitter.machine.to_string(),
+        consumer.to_owned(),
+    )
+}
+
+impl MemStore {
+    /// An empty store whose clock reads `wall` at `at`.
+    pub fn new(at: Instant, wall: SystemTime) -> MemStore {
+        let store = MemStore::default();
+        store.with(|t| t.clock = Some((at, wall)));
+        store
+    }
+
+    /// What the store says of the controller (`PgStore`'s record read):
+    /// the instance that caught up last first.
+    ///
+    /// # Errors
+    /// While the store is away.
+    pub fn record(&self) -> Result<ControllerRecord, StoreError> {
+        self.with(|t| {
+            if t.down {
+                return Err(MemStore::away());
+            }
+            let mut instances: Vec<InstanceRow> = t.instances.values().cloned().collect();
+            instances.sort_by_key(|r| std::cmp::Reverse(r.pulled_at));
+            Ok(ControllerRecord {
+                now: t.now(),
+                begun_at: None,
+                instances,
+            })
+        })
+    }
+
+    /// Runs `f` on the tables.
+    pub fn with<R>(&self, f: impl FnOnce(&mut Tables) -> R) -> R {
+        f(&mut self.tables.lock().expect("store lock"))
+    }
+
+    /// Sets whether the store is away.
+    pub fn set_down(&self, down: bool) {
+        self.with(|t| t.down = down);
+    }
+
+    fn away() -> StoreError {
+        StoreError::Timeout {
+            target: "sim".to_owned(),
+            after: Duration::from_secs(5),
+        }
+    }
+
+    /// What `status` reads for `filter` (`PgStore::read_status`).
+    ///
+    /// # Errors
+    /// While the store is away.
+    pub fn read(&self, filter: &StatusFilter) -> Result<Read, StoreError> {
+        self.with(|t| {
+            if t.down {
+                return Err(MemStore::away());
+            }
+            let providers: std::collections::BTreeSet<&ModuleId> =
+                filter.providers.iter().collect();
+            let selected = |p: &ModuleId| providers.contains(p);
+            let alive: Vec<AliveRow> = t
+                .alive
+                .iter()
+                .filter(|(p, _)| selected(p))
+                .map(|(_, (row, _))| row.clone())
+                .collect();
+            let standings: Vec<FailingRow> = t
+                .failing
+                .values()
+                .filter(|(row, place)| {
+                    !t.alive
+                        .get(&row.provider)
+                        .is_some_and(|(a, _)| a.outlived(row.said_at, place.stored_at))
+                })
+                .map(|(row, _)| row)
+                .filter(|row| selected(&row.provider))
+                .filter(|row| {
+                    filter.machine.as_ref().is_none_or(|m| {
+                        row.provider.machine.as_str() == m
+                            || row.consumer_machine.as_deref() == Some(m)
+                    })
+                })
+                .cloned()
+                .collect();
+            let silent = standings
+                .iter()
+                .filter(|r| r.said_at <= filter.silent_before)
+                .count();
+            Ok(Read {
+                counts: Counts {
+                    standings: standings.len() as u64,
+                    silent: silent as u64,
+                },
+                repairs: Vec::new(),
+                alive,
+                standings,
+            })
+        })
+    }
+}
+
+#[async_trait]
+impl Store for MemStore {
+    async fn apply(&mut self, events: &[Received]) -> Result<(), StoreError> {
+        let reduced = reduce(events);
+        self.with(|t| {
+            if t.down {
+                return Err(MemStore::away());
+            }
+            // `recovered` before `failing`, as the statements run.
+            for k in &reduced.recovered {
+                let key = key(k.emitter, k.body.consumer.as_str());
+                let place = k.place();
+                if t.failing
+                    .get(&key)
+                    .is_some_and(|(_, kept)| place.is_newer_than(kept))
+                {
+                    t.failing.remove(&key);
+                }
+                if t.recovered
+                    .get(&key)
+                    .is_none_or(|kept| place.is_newer_than(kept))
+                {
+                    t.recovered.insert(key, place);
+                }
+            }
+            for k in &reduced.failing {
+                let b = k.body;
+                let key = key(k.emitter, b.consumer.as_str());
+                let place = k.place();
+                if t.recovered
+                    .get(&key)
+                    .is_some_and(|kept| kept.is_newer_than(&place))
+                {
+                    continue;
+                }
+                if t.failing
+                    .get(&key)
+                    .is_none_or(|(_, kept)| place.is_newer_than(kept))
+                {
+                    let row = FailingRow {
+                        provider: k.emitter.clone(),
+                        consumer: b.consumer.to_string(),
+                        consumer_machine: b.consumer_machine.as_ref().map(ToString::to_string),
+                        provision: b.provision.clone(),
+                        class: b.class,
+                        error: b.error.clone(),
+                        since: b.since,
+                        attempts: i64::try_from(b.attempts).unwrap_or(i64::MAX),
+                        said_at: b.said_at,
+                    };
+                    t.failing.insert(key, (row, place));
+                }
+            }
+            for k in &reduced.alive {
+                let b = k.body;
+                let place = k.place();
+                if t.alive
+                    .get(k.emitter)
+                    .is_none_or(|(_, kept)| place.is_newer_than(kept))
+                {
+                    let row = AliveRow {
+                        provider: k.emitter.clone(),
+                        started_at: b.started_at,
+                        alive_every_seconds: i64::try_from(b.alive_every_seconds)
+                            .unwrap_or(i64::MAX),
+                        settled_at: b.settled_at,
+                        repeat_every_seconds: b
+                            .repeat_every_seconds
+                            .map(|s| i64::try_from(s).unwrap_or(i64::MAX)),
+                        said_at: b.said_at,
+                        stored_at: k.stored_at,
+                    };
+                    t.alive.insert(k.emitter.clone(), (row, place));
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// As `PgStore`'s record statement: `pulled_at` and `applied_at` set
+    /// to the store's clock when so; a catch-up more than the follow bound
+    /// after the one before begins a new run (`following_since`).
+    async fn record(
+        &mut self,
+        instance: &Instance,
+        caught_up: bool,
+        applied: bool,
+        _first: bool,
+    ) -> Result<(), StoreError> {
+        self.with(|t| {
+            if t.down {
+                return Err(MemStore::away());
+            }
+            let now = t.now();
+            let row = t
+                .instances
+                .entry(instance.key())
+                .or_insert_with(|| InstanceRow {
+                    instance: instance.clone(),
+                    pulled_at: None,
+                    applied_at: None,
+                    following_since: None,
+                });
+            if caught_up {
+                let bound = instance.follow_bound();
+                let new_run = match (row.pulled_at, row.following_since) {
+                    (Some(pulled), Some(_)) => pulled.system_time() + bound < now.system_time(),
+                    _ => true,
+                };
+                if new_run {
+                    row.following_since = Some(now);
+                }
+                row.pulled_at = Some(now);
+            }
+            if applied {
+                row.applied_at = Some(now);
+            }
+            Ok(())
+        })
+    }
+
+    async fn stream_epoch(
+        &mut self,
+        _stream: &str,
+        _created: SystemTime,
+    ) -> Result<u64, StoreError> {
+        Ok(1)
+    }
+}

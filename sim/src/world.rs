@@ -1,0 +1,654 @@
+//! One simulation: N providers on the real mesh-sdk loop, the bus, the
+//! controller's real link rounds into the in-memory store, and the real
+//! report, driven second by second on tokio's paused clock from a [`Plan`].
+//! After every second the invariants are checked ([`crate::check`]).
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use mesh_controller::link::{follow_messages, Followed, LinkSettings, LinkState};
+use mesh_controller::model::declaration::parse;
+use mesh_controller::model::Parsed;
+use mesh_controller::render;
+use mesh_controller::report::{self, Clock, Facts, Grants, Head, Listed, Scope};
+use mesh_controller::store::Order;
+use mesh_protocol::{ModuleId, Name, Timestamp};
+use mesh_runtime::outbox::EventSink;
+use mesh_runtime::{Secret, Stop};
+use mesh_sdk::testing::{
+    FakeError, FakeProvisioner, Outbox, Runner, SecretError, SecretSource, Settings, WallClock,
+};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use crate::bus::{Bus, SimSink};
+use crate::plan::{Action, Break, Plan, Step};
+use crate::rng::Rng;
+use crate::store::MemStore;
+
+/// The simulation's timings (shorter than the defaults, in the same
+/// proportions, so a simulated half hour holds many failures and restarts).
+#[derive(Clone, Copy, Debug)]
+pub struct Timings {
+    /// The providers' loop settings.
+    pub settings: Settings,
+    /// The link's settings.
+    pub link: LinkSettings,
+    /// How often a provider's outbox tries its pending events again.
+    pub retry_every: Duration,
+}
+
+impl Default for Timings {
+    fn default() -> Self {
+        let mut settings = Settings {
+            pass_every: Duration::from_secs(5),
+            alive_every: Duration::from_secs(20),
+            concurrency: 4,
+            ..Settings::default()
+        };
+        settings.standing.failing_after = Duration::from_secs(60);
+        settings.standing.repeat_every = Duration::from_secs(150);
+        settings.retire.after = Duration::from_secs(60);
+        Timings {
+            settings,
+            link: LinkSettings {
+                batch: 16,
+                wait: Duration::from_secs(2),
+                nak_first: Duration::from_millis(500),
+                nak_max: Duration::from_secs(8),
+                ack_wait: Duration::from_secs(10),
+                ..LinkSettings::default()
+            },
+            retry_every: Duration::from_secs(2),
+        }
+    }
+}
+
+impl Timings {
+    /// The delivery bound: how long a word may wait once the bus, the store
+    /// and the controller are all there (an ack wait, the longest NAK delay,
+    /// two pulls, an outbox retry, and a second of slack each side).
+    pub fn delivery(&self) -> Duration {
+        self.link.ack_wait + self.link.nak_max + 2 * self.link.wait + self.retry_every + SLACK
+    }
+}
+
+/// Slack for whole-second steps.
+pub const SLACK: Duration = Duration::from_secs(2);
+
+/// The wall time at the simulation's start.
+pub const T0: &str = "2026-10-05T00:00:00Z";
+
+/// A consumer as the world knows it (the ground truth).
+#[derive(Clone, Debug, Default)]
+pub struct Truth {
+    /// Since when its backend fails it, and how.
+    pub broken: Option<(Instant, Break)>,
+    /// Since when the contributions file lists it (None: not listed).
+    pub listed_since: Option<Instant>,
+    /// The last second it was in trouble: listed and broken, or withdrawn
+    /// but still held (its standing stands until it is retired).
+    pub trouble_at: Option<Instant>,
+}
+
+/// A provider process's life.
+struct Run {
+    runner: Runner<FakeProvisioner>,
+    outbox: Arc<Outbox>,
+    sink: Arc<SimSink>,
+    next_pass: Instant,
+    next_try: Instant,
+}
+
+/// A provider of the world.
+pub struct Provider {
+    /// Who it is.
+    pub id: ModuleId,
+    dir: tempfile::TempDir,
+    fake: FakeProvisioner,
+    run: Option<Run>,
+    /// Since when it runs (its newest start), or since when it is down.
+    pub since: Instant,
+    /// Whether it runs.
+    pub running: bool,
+    /// Its consumers.
+    pub truth: Vec<Truth>,
+    /// When its own way to the bus (cut off, acks lost) was last back.
+    pub path_back: Instant,
+    /// Until when its way to the bus is cut or lossy.
+    pub path_until: Instant,
+}
+
+/// The minted secrets of the simulation (I5 looks for them everywhere).
+#[derive(Clone, Debug)]
+struct Secrets(usize);
+
+/// Consumer `c`'s minted secret at provider `p`.
+pub fn secret_of(p: usize, consumer: &str) -> String {
+    format!("s3cr3t-{p}-{consumer}-Zq9")
+}
+
+impl SecretSource for Secrets {
+    fn read(&self, consumer: &mesh_sdk::Consumer) -> Result<Secret, SecretError> {
+        Ok(Secret::new(secret_of(self.0, consumer.name.as_str())))
+    }
+}
+
+/// Consumer `c`'s name.
+pub fn consumer_name(c: usize) -> String {
+    format!("app{c}")
+}
+
+/// What status said at one second.
+pub struct Status {
+    /// The head (sentence, unheard providers).
+    pub head: Head,
+    /// The standings listed.
+    pub listed: Vec<Listed>,
+    /// The whole report as printed.
+    pub text: String,
+}
+
+/// The world.
+pub struct World {
+    /// The plan.
+    pub plan: Plan,
+    /// The timings.
+    pub timings: Timings,
+    /// The start.
+    pub t0: Instant,
+    /// The bus.
+    pub bus: Bus,
+    /// The store.
+    pub store: MemStore,
+    /// The providers.
+    pub providers: Vec<Provider>,
+    controller: Option<(JoinHandle<()>, Stop)>,
+    declaration: Parsed,
+    bus_until: Option<Instant>,
+    store_until: Option<Instant>,
+    controller_until: Option<Instant>,
+    ack_loss_until: Option<Instant>,
+    /// When the shared path (bus, store, controller, its acks) was last back.
+    pub path_back: Instant,
+    /// The next step of the plan to act on.
+    next: usize,
+    /// Since when the controller follows nothing (serve down, the bus or
+    /// the store away), while it does.
+    pub follow_lost_at: Option<Instant>,
+    /// When the bus, the store and the controller were last all back (the
+    /// controller's run of catch-ups begins again then).
+    pub hard_back: Instant,
+    /// Since when the bus, the store or the controller is away, while one is.
+    pub unfollowed: Option<Instant>,
+}
+
+fn name(s: &str) -> Name {
+    Name::parse(s).expect("a valid name")
+}
+
+/// The declaration: every provider, and one module per consumer requiring
+/// a database from each.
+fn declaration(providers: usize, consumers: usize) -> Parsed {
+    let mut modules: Vec<serde_json::Value> = (0..providers)
+        .map(|p| {
+            serde_json::json!({"module": "pg", "machine": format!("db-{p}"), "provides": ["postgres-database"]})
+        })
+        .collect();
+    for c in 0..consumers {
+        let requires: Vec<serde_json::Value> = (0..providers)
+            .map(|p| serde_json::json!({"provision": "postgres-database", "from": format!("pg@db-{p}")}))
+            .collect();
+        modules.push(serde_json::json!({"module": consumer_name(c), "machine": "app-1", "requires": requires}));
+    }
+    parse(&serde_json::json!({ "modules": modules }).to_string()).expect("a valid declaration")
+}
+
+impl Provider {
+    fn write_contributions(&self) {
+        let listed: Vec<String> = self
+            .truth
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.listed_since.is_some())
+            .map(|(c, _)| consumer_name(c))
+            .collect();
+        let listed: Vec<&str> = listed.iter().map(String::as_str).collect();
+        mesh_sdk::testing::write_contributions(
+            &self.dir.path().join("contributions.json"),
+            ("pg", self.id.machine.as_str()),
+            "postgres-database",
+            &listed,
+        );
+    }
+}
+
+impl World {
+    /// A world for `plan`, every provider started, every consumer listed.
+    pub fn new(plan: Plan, timings: Timings) -> World {
+        let t0 = Instant::now();
+        let bus = Bus::new(
+            timings.link.batch,
+            timings.link.ack_wait,
+            Rng::derive(plan.seed, 2),
+            (t0, Timestamp::parse(T0).expect("T0").system_time()),
+        );
+        let providers = (0..plan.providers)
+            .map(|p| {
+                let provider = Provider {
+                    id: ModuleId::new(name("pg"), name(&format!("db-{p}"))),
+                    dir: tempfile::tempdir().expect("a temporary directory"),
+                    fake: FakeProvisioner::new(),
+                    run: None,
+                    since: t0,
+                    running: false,
+                    truth: vec![
+                        Truth {
+                            listed_since: Some(t0),
+                            ..Truth::default()
+                        };
+                        plan.consumers
+                    ],
+                    path_back: t0,
+                    path_until: t0,
+                };
+                provider.write_contributions();
+                provider
+            })
+            .collect();
+        let mut world = World {
+            declaration: declaration(plan.providers, plan.consumers),
+            plan,
+            timings,
+            t0,
+            bus,
+            store: MemStore::new(t0, Timestamp::parse(T0).expect("T0").system_time()),
+            providers,
+            controller: None,
+            bus_until: None,
+            store_until: None,
+            controller_until: None,
+            ack_loss_until: None,
+            path_back: t0,
+            next: 0,
+            follow_lost_at: None,
+            hard_back: t0,
+            unfollowed: None,
+        };
+        for p in 0..world.providers.len() {
+            world.start(p, 0);
+        }
+        world.start_controller();
+        world
+    }
+
+    /// The wall time of `at` on a clock `offset` seconds off.
+    fn wall(&self, at: Instant, offset: i64) -> SystemTime {
+        let base = Timestamp::parse(T0).expect("T0").system_time() + (at - self.t0);
+        match offset >= 0 {
+            true => base + Duration::from_secs(offset.unsigned_abs()),
+            false => base - Duration::from_secs(offset.unsigned_abs()),
+        }
+    }
+
+    fn start(&mut self, p: usize, offset: i64) {
+        let now = Instant::now();
+        let clock = WallClock::fixed(self.wall(now, offset), now);
+        let outbox = Arc::new(Outbox::new());
+        let provider = &mut self.providers[p];
+        let runner = Runner::new(
+            provider.fake.clone(),
+            provider.dir.path().join("contributions.json"),
+            self.timings.settings,
+            Arc::clone(&outbox),
+        )
+        .with_clock(clock)
+        .with_secrets(Arc::new(Secrets(p)));
+        provider.run = Some(Run {
+            runner,
+            outbox,
+            sink: Arc::new(self.bus.sink(p)),
+            next_pass: now,
+            next_try: now,
+        });
+        provider.running = true;
+        provider.since = now;
+    }
+
+    fn kill(&mut self, p: usize) {
+        let provider = &mut self.providers[p];
+        if provider.running {
+            provider.run = None;
+            provider.running = false;
+            provider.since = Instant::now();
+        }
+    }
+
+    fn start_controller(&mut self) {
+        let stop = Stop::new();
+        let task = tokio::spawn(controller(
+            self.bus.clone(),
+            self.store.clone(),
+            self.timings.link,
+            stop.clone(),
+        ));
+        self.controller = Some((task, stop));
+    }
+
+    /// Whether the shared path is away now.
+    pub fn path_away(&self) -> bool {
+        self.bus_until.is_some()
+            || self.store_until.is_some()
+            || self.controller_until.is_some()
+            || self.ack_loss_until.is_some()
+    }
+
+    /// Whether the store is away now.
+    pub fn store_away(&self) -> bool {
+        self.store_until.is_some()
+    }
+
+    /// Whether the controller runs now.
+    pub fn controller_up(&self) -> bool {
+        self.controller_until.is_none()
+    }
+
+    async fn act(&mut self, step: &Step) {
+        let now = Instant::now();
+        let secs = |s: u64| now + Duration::from_secs(s);
+        match step.action {
+            Action::Break { p, c, how } => {
+                let provider = &mut self.providers[p];
+                let consumer = name(&consumer_name(c));
+                provider.fake.with(|b| {
+                    b.fail_check.remove(&consumer);
+                    b.fail_ensure.remove(&consumer);
+                    match how {
+                        Break::Check => b.fail_check.insert(
+                            consumer.clone(),
+                            FakeError::words(format!(
+                                "password authentication failed for user \"{consumer}\" with password \"{}\"",
+                                secret_of(p, consumer.as_str())
+                            )),
+                        ),
+                        Break::Ensure => b.fail_ensure.insert(
+                            consumer.clone(),
+                            FakeError::words("could not connect to server: Connection refused"),
+                        ),
+                    };
+                });
+                let truth = &mut provider.truth[c];
+                if truth.broken.is_none() {
+                    truth.broken = Some((now, how));
+                }
+            }
+            Action::Heal { p, c } => {
+                let provider = &mut self.providers[p];
+                let consumer = name(&consumer_name(c));
+                provider.fake.with(|b| {
+                    b.fail_check.remove(&consumer);
+                    b.fail_ensure.remove(&consumer);
+                });
+                provider.truth[c].broken = None;
+            }
+            Action::Unlist { p, c } => {
+                let provider = &mut self.providers[p];
+                if provider.truth[c].listed_since.take().is_some() {
+                    provider.write_contributions();
+                }
+            }
+            Action::Relist { p, c } => {
+                let provider = &mut self.providers[p];
+                if provider.truth[c].listed_since.is_none() {
+                    provider.truth[c].listed_since = Some(now);
+                    provider.write_contributions();
+                }
+            }
+            Action::Approve { p, c, delete } => {
+                if let Some(run) = self.providers[p].run.as_mut() {
+                    let body =
+                        serde_json::json!({"v": 1, "consumer": consumer_name(c), "delete": delete});
+                    let _ = run.runner.approve(body.to_string().as_bytes()).await;
+                }
+            }
+            Action::Kill { p } => self.kill(p),
+            Action::Start { p, offset } => {
+                self.kill(p);
+                let offset = if self.plan.clock_steps { offset } else { 0 };
+                self.start(p, offset);
+            }
+            Action::BusDown { secs: s } => {
+                self.bus.set_up(false);
+                self.bus_until = Some(self.bus_until.map_or(secs(s), |u| u.max(secs(s))));
+            }
+            Action::StoreDown { secs: s } => {
+                self.store.set_down(true);
+                self.store_until = Some(self.store_until.map_or(secs(s), |u| u.max(secs(s))));
+            }
+            Action::ControllerDown { secs: s } => {
+                if let Some((task, _stop)) = self.controller.take() {
+                    // Killed: a round in progress is cut where it waits.
+                    task.abort();
+                    let _ = task.await;
+                }
+                self.controller_until =
+                    Some(self.controller_until.map_or(secs(s), |u| u.max(secs(s))));
+            }
+            Action::AckLoss { secs: s, per_mille } => {
+                self.bus.lose_acks(secs(s), per_mille);
+                self.ack_loss_until = Some(self.ack_loss_until.map_or(secs(s), |u| u.max(secs(s))));
+            }
+            Action::PublishAckLoss {
+                p,
+                secs: s,
+                per_mille,
+            } => {
+                self.bus.lose_publish_acks(p, secs(s), per_mille);
+                let provider = &mut self.providers[p];
+                provider.path_until = provider.path_until.max(secs(s));
+            }
+            Action::PublishDelay { p, secs: s } => {
+                self.bus.cut(p, secs(s));
+                let provider = &mut self.providers[p];
+                provider.path_until = provider.path_until.max(secs(s));
+            }
+        }
+    }
+
+    /// Ends the faults whose time is up.
+    fn expire(&mut self) {
+        let now = Instant::now();
+        let over = |until: &mut Option<Instant>| match *until {
+            Some(u) if u <= now => {
+                *until = None;
+                true
+            }
+            _ => false,
+        };
+        if over(&mut self.bus_until) {
+            self.bus.set_up(true);
+        }
+        if over(&mut self.store_until) {
+            self.store.set_down(false);
+        }
+        over(&mut self.ack_loss_until);
+        if over(&mut self.controller_until) {
+            self.start_controller();
+        }
+        if self.path_away() {
+            self.path_back = now;
+        }
+        // The store away stops the catch-ups too (nothing taken is stored).
+        let unfollowed = self.bus_until.is_some()
+            || self.controller_until.is_some()
+            || self.store_until.is_some();
+        // Once all are back the controller may still wait out a NAK delay
+        // and a pull before it catches up: until then it has not followed
+        // again (an outage in that time continues the one before).
+        let grace = self.timings.link.nak_max + 2 * self.timings.link.wait + SLACK;
+        self.unfollowed = match unfollowed {
+            true => Some(self.unfollowed.unwrap_or(now)),
+            false => None,
+        };
+        if unfollowed {
+            self.hard_back = now;
+            self.follow_lost_at.get_or_insert(now);
+        } else if now >= self.hard_back + grace {
+            self.follow_lost_at = None;
+        }
+        for provider in &mut self.providers {
+            if provider.path_until > now {
+                provider.path_back = now;
+            }
+        }
+    }
+
+    /// The providers' passes, `alive` and outboxes for this second.
+    async fn providers_step(&mut self) {
+        let now = Instant::now();
+        let pass_every = self.timings.settings.pass_every;
+        let retry_every = self.timings.retry_every;
+        for provider in &mut self.providers {
+            let Some(run) = provider.run.as_mut() else {
+                continue;
+            };
+            while run.next_pass <= now {
+                run.runner.pass().await;
+                run.next_pass += pass_every;
+            }
+            run.runner.say_alive_if_due();
+            if run.next_try <= now && !run.outbox.is_empty() {
+                let left = drain(&run.outbox, run.sink.as_ref()).await;
+                run.next_try = match left {
+                    0 => now,
+                    _ => now + retry_every,
+                };
+            }
+        }
+    }
+
+    /// Who is in trouble now (the ground truth I2 reads).
+    fn note_trouble(&mut self) {
+        let now = Instant::now();
+        for provider in &mut self.providers {
+            let held: BTreeSet<String> = provider.fake.with(|b| {
+                b.provisions
+                    .iter()
+                    .filter(|(_, p)| !p.retired)
+                    .map(|(n, _)| n.to_string())
+                    .collect()
+            });
+            for (c, truth) in provider.truth.iter_mut().enumerate() {
+                let trouble = match truth.listed_since {
+                    Some(_) => truth.broken.is_some(),
+                    None => held.contains(&consumer_name(c)),
+                };
+                if trouble {
+                    truth.trouble_at = Some(now);
+                }
+            }
+        }
+    }
+
+    /// What status says now: the real report and rendering over the store's
+    /// read; `None` while the store is away (status fails, saying so).
+    pub fn status(&self) -> Option<Status> {
+        let now = Instant::now();
+        let clock = Clock {
+            now: Timestamp::from_system(self.wall(now, 0)),
+            silent_after: report::DEFAULT_SILENT_AFTER,
+        };
+        let filter = report::filter(&self.declaration, &Scope::All, &clock, Order::Key);
+        let read = self.store.read(&filter).ok()?;
+        let record = self.store.record().ok()?;
+        let facts = Facts {
+            counts: read.counts,
+            repairs: read.repairs,
+            alive: &read.alive,
+            grants: Grants::default(),
+            record: &record,
+            retired: &[],
+        };
+        let head = report::head(&self.declaration, &Scope::All, facts, &clock);
+        let listed: Vec<Listed> = read
+            .standings
+            .into_iter()
+            .map(|row| report::standing(row, &clock))
+            .collect();
+        let mut out = Vec::new();
+        let mut listing = render::listing(false);
+        render::write_all(listing.as_mut(), &mut out, &head, &listed).expect("writing to memory");
+        Some(Status {
+            head,
+            listed,
+            text: String::from_utf8_lossy(&out).into_owned(),
+        })
+    }
+
+    /// Runs simulated second `second` (call them in order from 0): the
+    /// plan's actions due, the providers' passes and outboxes, and a chance
+    /// for the controller to take what arrived.
+    pub async fn step(&mut self, second: u64) {
+        tokio::time::sleep_until(self.t0 + Duration::from_secs(second)).await;
+        self.expire();
+        while let Some(step) = self.plan.steps.get(self.next).copied() {
+            if step.at > second {
+                break;
+            }
+            self.act(&step).await;
+            self.next += 1;
+        }
+        self.expire();
+        self.providers_step().await;
+        // Let the controller take what just arrived.
+        tokio::task::yield_now().await;
+        self.note_trouble();
+    }
+
+    /// Stops the controller.
+    pub async fn end(mut self) {
+        if let Some((task, _)) = self.controller.take() {
+            task.abort();
+            let _ = task.await;
+        }
+    }
+}
+
+/// One attempt at every pending event of `outbox`, oldest first, as the
+/// runtime's publisher makes it (`mesh_runtime::outbox::publish_loop`):
+/// acknowledged events are done, the others stay pending. Returns how many
+/// are left.
+async fn drain(outbox: &Outbox, sink: &dyn EventSink) -> usize {
+    for (key, pending) in outbox.snapshot() {
+        if sink
+            .publish(&pending.subject, &pending.msg_id, pending.body.clone())
+            .await
+            .is_ok()
+        {
+            outbox.done(&key, pending.seq);
+        }
+    }
+    outbox.len()
+}
+
+/// The controller (`serve`'s link): the real rounds, set up again when the
+/// consumer is lost, until it is stopped or killed.
+async fn controller(bus: Bus, mut store: MemStore, link: LinkSettings, stop: Stop) {
+    let state = LinkState::new();
+    let mut consumer = bus.consumer();
+    loop {
+        match follow_messages(&mut consumer, 1, &mut store, &link, &state, &stop).await {
+            Followed::Stopped => break,
+            Followed::ConsumerLost => {
+                if stop
+                    .run_until_stopped(tokio::time::sleep(link.nak_first))
+                    .await
+                    .is_none()
+                {
+                    break;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,133 @@
+//! What the simulator found in the code, each kept as the shrunk plan that
+//! showed it (a plan, not a seed: the plans a seed draws may change).
+
+use mesh_sim::plan::{Action, Plan, Step};
+use mesh_sim::run_plan;
+
+fn plan(seed: u64, seconds: u64, steps: &[(u64, Action)]) -> Plan {
+    Plan {
+        seed,
+        providers: 3,
+        consumers: 5,
+        seconds,
+        steps: steps
+            .iter()
+            .map(|&(at, action)| Step { at, action })
+            .collect(),
+        clock_steps: true,
+    }
+}
+
+fn holds(plan: &Plan) {
+    let outcome = run_plan(plan);
+    assert!(
+        outcome.violation.is_none(),
+        "{:?}\n{:#?}",
+        outcome.violation,
+        plan.steps
+    );
+}
+
+/// Seed 19: a provider restarted with its clock 2796 s behind was called
+/// unheard while it ran (freshness was judged by its own `said_at`).
+#[test]
+fn seed_19_a_provider_whose_clock_is_behind_is_heard() {
+    holds(&plan(
+        19,
+        600,
+        &[(
+            464,
+            Action::Start {
+                p: 1,
+                offset: -2796,
+            },
+        )],
+    ));
+}
+
+/// The same rule the other way: a provider whose clock was an hour ahead
+/// stayed heard for an hour after it died.
+#[test]
+fn a_dead_provider_whose_clock_was_ahead_is_unheard() {
+    holds(&plan(
+        19,
+        900,
+        &[
+            (100, Action::Start { p: 0, offset: 3600 }),
+            (300, Action::Kill { p: 0 }),
+        ],
+    ));
+}
+
+/// Seed 22: a consumer failing (never made), its provider killed, the
+/// consumer withdrawn while it was down, the provider started again with
+/// its clock 2687 s behind: the standing of the earlier run stayed listed
+/// for good (the settled rule compared the old run's `said_at` with the new
+/// run's start, two clocks).
+#[test]
+fn seed_22_a_standing_from_before_a_restart_with_the_clock_stepped_back_is_dropped() {
+    holds(&plan(
+        22,
+        600,
+        &[
+            (
+                0,
+                Action::Break {
+                    p: 0,
+                    c: 1,
+                    how: mesh_sim::plan::Break::Ensure,
+                },
+            ),
+            (142, Action::Kill { p: 0 }),
+            (145, Action::Unlist { p: 0, c: 1 }),
+            (
+                242,
+                Action::Start {
+                    p: 0,
+                    offset: -2687,
+                },
+            ),
+        ],
+    ));
+}
+
+/// Soak seed 1650 (a checker error, not the code's): a provider dead since
+/// t=569 started again while the store was away; the controller, which had
+/// caught up last before the store went, still names it unheard after the
+/// store is back and serve is down. Its silence began before the
+/// controller's (the store's outage stopped the catch-ups): no I6 breach.
+#[test]
+fn soak_1650_a_silence_from_before_a_store_outage_is_blamed_rightly() {
+    holds(&plan(
+        1650,
+        900,
+        &[
+            (569, Action::Kill { p: 0 }),
+            (715, Action::StoreDown { secs: 86 }),
+            (747, Action::Start { p: 0, offset: 0 }),
+            (789, Action::ControllerDown { secs: 27 }),
+        ],
+    ));
+}
+
+/// Soak seed 100057 (a checker error): the bus away twice, the second
+/// outage beginning the second the first ended; the controller had not
+/// caught up in between, so the provider's silence (dead since t=182)
+/// began before the controller's.
+#[test]
+fn soak_100057_two_outages_back_to_back_are_one_silence_of_the_controller() {
+    holds(&Plan {
+        providers: 8,
+        consumers: 8,
+        ..plan(
+            100_057,
+            600,
+            &[
+                (182, Action::Kill { p: 3 }),
+                (349, Action::BusDown { secs: 74 }),
+                (382, Action::Start { p: 3, offset: 2120 }),
+                (423, Action::BusDown { secs: 24 }),
+            ],
+        )
+    });
+}

@@ -1,0 +1,64 @@
+//! The soak tier and the scale run, ignored in the normal `cargo test`:
+//! `cargo test --release -p mesh-sim --test soak -- --ignored --nocapture`.
+
+use std::time::Instant;
+
+use mesh_sim::plan::Shape;
+use mesh_sim::{hours, sweep};
+
+fn env(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Thousands of seeds past the CI tier's (`SOAK_SEEDS`, default 3,000),
+/// of the CI shape and of a wider one (8 providers × 8 consumers, an hour).
+#[test]
+#[ignore = "the soak tier: cargo test --release -p mesh-sim --test soak -- --ignored"]
+fn soak() {
+    let n = env("SOAK_SEEDS", 3000);
+    let started = Instant::now();
+    let (mut failures, seconds) = sweep(1000..1000 + n, &Shape::default());
+    let wide = Shape {
+        providers: 8,
+        consumers: 8,
+        seconds: 3600,
+        ..Shape::default()
+    };
+    let (more, wide_seconds) = sweep(100_000..100_000 + n / 10, &wide);
+    failures.extend(more);
+    println!(
+        "soak: {} + {} seeds, {:.1} simulated hours in {:.0} s",
+        n,
+        n / 10,
+        hours(seconds + wide_seconds),
+        started.elapsed().as_secs_f64()
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// 1,000 providers × 100 consumers for `SCALE_HOURS` simulated hours
+/// (default 1), every invariant checked every simulated second.
+#[test]
+#[ignore = "the scale run: cargo test --release -p mesh-sim --test soak scale -- --ignored"]
+fn scale() {
+    let shape = Shape {
+        providers: 1000,
+        consumers: 100,
+        seconds: env("SCALE_HOURS", 1) * 3600,
+        faults_per_hour: 12,
+        changes_per_hour: 4,
+        restarts_per_hour: 1,
+        clock_steps: true,
+    };
+    let started = Instant::now();
+    let (failures, seconds) = sweep(7..8, &shape);
+    println!(
+        "scale: 1000 providers x 100 consumers, {:.1} simulated hours in {:.0} s",
+        hours(seconds),
+        started.elapsed().as_secs_f64()
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
