@@ -203,21 +203,24 @@ impl AliveRow {
         };
         #[cfg(not(feature = "mutant-no-settled-rule"))]
         return self.settled_at.is_some()
-            && match (stored_at, self.stored_at) {
-                (Some(stored), Some(alive_stored)) => {
-                    let ran = self
-                        .said_at
-                        .system_time()
-                        .duration_since(self.started_at.system_time())
-                        .unwrap_or_default();
-                    let start = alive_stored
-                        .system_time()
-                        .checked_sub(ran)
-                        .unwrap_or(std::time::UNIX_EPOCH);
-                    stored.system_time() < start
-                }
+            && match (stored_at, self.started_on_stream()) {
+                (Some(stored), Some(start)) => stored.system_time() < start,
                 _ => said_at <= self.started_at,
             };
+    }
+
+    /// When this run started on the stream's clock: when the stream stored
+    /// this `alive`, less how long the run had been going when it published
+    /// it (one run, one clock). `None` for a row stored before the stream's
+    /// times were kept.
+    pub fn started_on_stream(&self) -> Option<std::time::SystemTime> {
+        let ran = self
+            .said_at
+            .system_time()
+            .duration_since(self.started_at.system_time())
+            .unwrap_or_default();
+        let stored = self.stored_at?.system_time();
+        Some(stored.checked_sub(ran).unwrap_or(std::time::UNIX_EPOCH))
     }
 }
 

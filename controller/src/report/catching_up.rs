@@ -3,8 +3,8 @@
 //! its record began were taken from the stream by the store that was there,
 //! so the failures they keep are in it only once they are said again.
 //!
-//! Rule: a provider heard from, whose process started before the store's
-//! record began, is *not fully known yet* until the record began one
+//! Rule: a provider heard from, whose process started (on the event
+//! stream's clock, where the store has it) before the store's record began, is *not fully known yet* until the record began one
 //! `repeat_every` (its `alive` says it; [`Clock::silent_after`] for a
 //! provider that does not) plus one `alive_every` ago: by then it has said
 //! every failure it keeps again, and the store holds it. Until then it
@@ -61,7 +61,12 @@ pub fn catching_up(
     clock: &Clock,
 ) -> Option<CatchingUp> {
     let begun = record.begun_at?;
-    if alive.started_at >= begun {
+    // On the stream's clock where the row has it: the provider's own may
+    // be stepped; the store's record and the stream are the servers'.
+    let started = alive
+        .started_on_stream()
+        .unwrap_or_else(|| alive.started_at.system_time());
+    if started >= begun.system_time() {
         return None;
     }
     let repeat = alive
@@ -145,6 +150,34 @@ mod tests {
                 "{alive:?} {record:?}"
             );
         }
+        // "Started before the record began" is read on the stream's clock:
+        // a provider whose clock is an hour behind, started (by the stream)
+        // two minutes after the record began, is known whole; one whose
+        // clock is an hour ahead, started before it, is not.
+        let stepped = |started: &str, said: &str, stored: &str| AliveRow {
+            started_at: ts(started),
+            said_at: ts(said),
+            stored_at: Some(ts(stored)),
+            ..alive("2026-10-04T00:00:00Z", Some(900))
+        };
+        let behind = stepped(
+            "2026-10-04T23:02:00Z",
+            "2026-10-04T23:03:00Z",
+            "2026-10-05T00:03:00Z",
+        );
+        assert_eq!(
+            catching_up(&behind, &record("2026-10-05T00:04:00Z", begun), &clock),
+            None
+        );
+        let ahead = stepped(
+            "2026-10-05T00:30:00Z",
+            "2026-10-05T01:31:00Z",
+            "2026-10-05T00:31:00Z",
+        );
+        assert_eq!(
+            catching_up(&ahead, &record("2026-10-05T00:04:00Z", begun), &clock).map(|c| c.until),
+            Some(ts("2026-10-05T00:16:00Z"))
+        );
         let got = catching_up(
             &alive("2026-10-04T00:00:00Z", Some(900)),
             &record("2026-10-05T00:01:00Z", begun),
