@@ -146,7 +146,10 @@ const CRATES: &[(&str, Tables)] = &[
                     &["apply", "epoch", "migrate", "read", "record"],
                 ],
             ),
-            ("link", &[&["decode", "observe", "source", "stream"]]),
+            (
+                "link",
+                &[&["decode", "observe", "record", "source", "stream"]],
+            ),
             (
                 "report",
                 &[&[

@@ -36,10 +36,10 @@
 
 mod decode;
 mod observe;
+mod record;
 pub mod source;
 mod stream;
 
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use futures::future::join_all;
@@ -56,6 +56,7 @@ use crate::bus::{connect, BusError, NatsOptions, Reconnect, DURABLE, STREAM};
 use crate::model::text::first_words;
 use crate::model::{Instance, Received};
 use crate::store::{migrate, DatabaseOptions, PgStore, Store, StoreError};
+use record::this_process;
 
 /// How the link runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -372,27 +373,6 @@ pub async fn follow_messages<M: Messages, S: Store>(
     Followed::Stopped
 }
 
-/// This process as it names itself in the store: its host, its pid, when
-/// it first followed (kept for the life of the process), and its pull wait.
-fn this_process(pull_wait: Duration) -> Instance {
-    static HERE: OnceLock<(String, Timestamp)> = OnceLock::new();
-    let (host, started_at) = HERE.get_or_init(|| {
-        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-            .ok()
-            .or_else(|| std::env::var("HOSTNAME").ok())
-            .map(|h| h.trim().to_owned())
-            .filter(|h| !h.is_empty())
-            .unwrap_or_else(|| "unknown-host".to_owned());
-        (host, Timestamp::now())
-    });
-    Instance {
-        host: host.clone(),
-        pid: i64::from(std::process::id()),
-        started_at: *started_at,
-        pull_wait,
-    }
-}
-
 struct Link<'a, S> {
     /// The followed stream's epoch (every word's, with its sequence).
     epoch: u64,
@@ -449,36 +429,6 @@ impl<S> Link<'_, S> {
 }
 
 impl<S: Store> Link<'_, S> {
-    /// Records this process in the store (see `store::record`): at once
-    /// when it catches up again, else at most every half pull wait. A store
-    /// that fails it is tried again at the next pull (the rounds say why).
-    async fn record(&mut self, caught_up: bool) {
-        let now = tokio::time::Instant::now();
-        let every = self.settings.wait / 2;
-        let due = match self.last_record {
-            None => true,
-            Some((at, was)) => (caught_up && !was) || now.duration_since(at) >= every,
-        };
-        if !due {
-            return;
-        }
-        let first = self.last_record.is_none();
-        let applied = self.applied_since_record;
-        match self
-            .store
-            .record(&self.instance, caught_up, applied, first)
-            .await
-        {
-            Ok(()) => {
-                self.last_record = Some((now, caught_up));
-                self.applied_since_record = false;
-            }
-            Err(error) => {
-                tracing::debug!(error = %error, "cannot record this controller in the store");
-            }
-        }
-    }
-
     /// The messages waiting (at most `batch`), or, when none is, the first
     /// to arrive within `wait`. Every pull request is read to its end. A
     /// pull that fails without a message is logged and waited out (its
