@@ -76,9 +76,24 @@ async fn replicas_are_raised_in_place_and_never_lowered_with_the_rendered_permis
             replicas,
             ..LinkSettings::default()
         };
-        let one = ensure_consumer(&client, &with(1), &mut epochs)
-            .await
-            .unwrap_or_else(|e| panic!("{e}\n{}", logs()));
+        // Right after a stream is made or its replicas change, the cluster
+        // may not answer for a few seconds (its peers elect a leader, new
+        // peers catch up): `serve` tries again after a pause, so does this.
+        let mut ensure = async |replicas, step: &str| {
+            let mut tries = 0;
+            loop {
+                tries += 1;
+                match ensure_consumer(&client, &with(replicas), &mut epochs).await {
+                    Ok(following) => break following,
+                    Err(error) if tries < 10 => {
+                        eprintln!("{step}: trying again: {error}");
+                        tokio::time::sleep(Duration::from_millis(500)).await;
+                    }
+                    Err(error) => panic!("{step}: {error}\n{}", logs()),
+                }
+            }
+        };
+        let one = ensure(1, "making the stream").await;
         let mut one_info = one.consumer.clone();
         let before = one_info.info().await.unwrap().clone();
         assert_eq!(before.config.num_replicas, 1);
@@ -96,9 +111,7 @@ async fn replicas_are_raised_in_place_and_never_lowered_with_the_rendered_permis
         assert_eq!(first.config.num_replicas, 1);
 
         // Raised in place: same stream, same epoch, consumer on three servers.
-        let three = ensure_consumer(&client, &with(3), &mut epochs)
-            .await
-            .unwrap_or_else(|e| panic!("raising replicas: {e}\n{}", logs()));
+        let three = ensure(3, "raising replicas").await;
         let raised = stream_info().await;
         assert_eq!(raised.config.num_replicas, 3);
         assert_eq!(raised.created, first.created, "the same stream");
@@ -106,18 +119,8 @@ async fn replicas_are_raised_in_place_and_never_lowered_with_the_rendered_permis
         let mut consumer = three.consumer.clone();
         assert_eq!(consumer.info().await.unwrap().config.num_replicas, 3);
 
-        // A controller asking for fewer never lowers them. Right after a
-        // change of replicas the stream may not answer an update for a few
-        // seconds (its new peers catch up): `serve` tries again, so does this.
-        let mut tries = 0;
-        let again = loop {
-            tries += 1;
-            match ensure_consumer(&client, &with(1), &mut epochs).await {
-                Ok(following) => break following,
-                Err(error) if tries < 10 => eprintln!("trying again: {error}"),
-                Err(error) => panic!("asking for fewer: {error}\n{}", logs()),
-            }
-        };
+        // A controller asking for fewer never lowers them.
+        let again = ensure(1, "asking for fewer").await;
         assert_eq!(stream_info().await.config.num_replicas, 3);
         assert_eq!(again.epoch, one.epoch);
         let mut consumer = again.consumer.clone();

@@ -144,18 +144,18 @@ pub async fn ensure_consumer<S: Store>(
         Err(error) if is_not_found(&error) => {}
         Err(error) => return Err(SetupError::Read(error.into())),
     }
-    js.create_or_update_stream(config)
+    // The answer to the create or update holds the stream's `created` time:
+    // on a cluster, a read right after a change of replicas may time out or
+    // answer "not found" while the new peers elect a leader.
+    let created = js
+        .create_or_update_stream(config)
         .await
-        .map_err(|e| SetupError::Stream(e.into()))?;
-    let mut stream = js
-        .get_stream(STREAM)
+        .map_err(|e| SetupError::Stream(e.into()))?
+        .created;
+    let stream = js
+        .get_stream_no_info(STREAM)
         .await
         .map_err(|e| SetupError::Read(e.into()))?;
-    let created = stream
-        .info()
-        .await
-        .map_err(|e| SetupError::Read(e.into()))?
-        .created;
     // A durable consumer that acknowledged words before took them from the
     // stream for a store that was there: a store that meets its first
     // stream now (made anew) lacks them until they are said again.
