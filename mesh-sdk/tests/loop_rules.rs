@@ -439,6 +439,58 @@ async fn approve(w: &mut World, body: &str) -> (bool, String) {
     (reply.ok, reply.detail)
 }
 
+/// An approval that arrives while a pass's attempts run (`serve` answers
+/// it then, never queued behind the pass): acted on between the attempts'
+/// calls, against what the pass attempts; the pass ends as it would have.
+#[tokio::test(start_paused = true)]
+async fn an_approval_answered_while_the_attempts_run() {
+    let mut w = World::new(&["forge", "wiki"]);
+    w.passes(1).await;
+    w.said();
+    w.list(&["forge"]);
+    w.fake.with(|b| {
+        b.latency = Duration::from_secs(1);
+        b.calls.clear();
+    });
+    let retire = |consumer: &str| {
+        json!({"v": 1, "consumer": consumer, "delete": false})
+            .to_string()
+            .into_bytes()
+    };
+    let (report, replies) = w
+        .runner
+        .pass_answering(&[retire("wiki"), retire("forge")])
+        .await;
+    let replies: Vec<(bool, &str)> = replies.iter().map(|r| (r.ok, r.detail.as_str())).collect();
+    assert_eq!(
+        replies[0],
+        (true, "wiki retired: disabled, nothing deleted")
+    );
+    assert!(
+        !replies[1].0 && replies[1].1.contains("still listed"),
+        "{replies:?}"
+    );
+    // The retirement ran while forge's attempt waited on the backend.
+    let calls = w.fake.with(|b| b.calls.clone());
+    let at = |call: &str| {
+        calls
+            .iter()
+            .position(|c| c == call)
+            .unwrap_or_else(|| panic!("{call} in {calls:?}"))
+    };
+    assert!(at("ensure forge") < at("retire wiki"), "{calls:?}");
+    assert!(at("retire wiki") < at("check forge"), "{calls:?}");
+    assert_eq!((report.attempted, report.failed), (1, 0));
+    assert_eq!(
+        kinds(&w.said()),
+        vec![
+            "retirement:wiki:approved",
+            "retirement:wiki:retired",
+            "recovered:wiki:retired"
+        ]
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn approvals_and_every_refusal() {
     let mut w = World::new(&["forge", "wiki", "docs"]);

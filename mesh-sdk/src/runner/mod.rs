@@ -205,6 +205,42 @@ impl<P: Provisioner> Runner<P> {
         self.finish_pass(begun, outcomes).await
     }
 
+    /// Runs one pass now and answers `approvals` (raw request bodies) while
+    /// its attempts run, as the binary's loop does: each request after the
+    /// attempts began (or ended, if they were quick), before the pass's
+    /// events are said. Returns the pass's report and the replies in order.
+    #[cfg(any(test, feature = "testing"))]
+    pub async fn pass_answering(
+        &mut self,
+        approvals: &[Vec<u8>],
+    ) -> (PassReport, Vec<mesh_protocol::ApproveReply>) {
+        let Some(mut begun) = self.begin_pass().await else {
+            let mut replies = Vec::with_capacity(approvals.len());
+            for body in approvals {
+                replies.push(self.approve(body).await);
+            }
+            return (PassReport::default(), replies);
+        };
+        let mut ended = None;
+        let mut replies = Vec::with_capacity(approvals.len());
+        for body in approvals {
+            if ended.is_none() {
+                // The attempts run on while the request travels.
+                tokio::select! {
+                    biased;
+                    outcomes = &mut begun.outcomes => ended = Some(outcomes),
+                    () = tokio::task::yield_now() => {}
+                }
+            }
+            replies.push(self.approve(body).await);
+        }
+        let outcomes = match ended {
+            Some(outcomes) => outcomes,
+            None => (&mut begun.outcomes).await,
+        };
+        (self.finish_pass(begun, outcomes).await, replies)
+    }
+
     /// The first part of a pass: the contributions file read, the repair
     /// hook run, and the consumers' attempts started. The attempts run on
     /// their own tasks and borrow nothing of the runner, so it can answer
