@@ -142,8 +142,11 @@ pub struct FakeBackend {
     /// Consumers whose `ensure` waits until the test notifies the gate
     /// (a backend call that hangs; one `notify_one` lets one call through).
     pub stall: HashMap<Name, Arc<tokio::sync::Notify>>,
-    /// Every call made, as `method consumer`.
+    /// Every call made, as `method consumer` (unless `forget_calls`).
     pub calls: Vec<String>,
+    /// When set, calls are not logged in `calls` (a long simulation makes
+    /// millions of them).
+    pub forget_calls: bool,
 }
 
 /// A [`Provisioner`] over an in-memory backend. Clones share the backend.
@@ -178,9 +181,15 @@ impl FakeProvisioner {
         })
     }
 
-    async fn enter(&self, call: String) -> Result<(), FakeError> {
+    async fn enter(
+        &self,
+        method: &str,
+        consumer: &(dyn std::fmt::Display + Sync),
+    ) -> Result<(), FakeError> {
         let (latency, down) = self.with(|b| {
-            b.calls.push(call);
+            if !b.forget_calls {
+                b.calls.push(format!("{method} {consumer}"));
+            }
             (b.latency, b.down.clone())
         });
         if !latency.is_zero() {
@@ -195,7 +204,7 @@ impl Provisioner for FakeProvisioner {
     type Error = FakeError;
 
     async fn ensure(&self, consumer: &Consumer, secret: &Secret) -> Result<(), FakeError> {
-        self.enter(format!("ensure {}", consumer.name)).await?;
+        self.enter("ensure", &consumer.name).await?;
         if let Some(gate) = self.with(|b| b.stall.get(&consumer.name).cloned()) {
             gate.notified().await;
         }
@@ -221,7 +230,7 @@ impl Provisioner for FakeProvisioner {
     }
 
     async fn check(&self, consumer: &Consumer, secret: &Secret) -> Result<(), FakeError> {
-        self.enter(format!("check {}", consumer.name)).await?;
+        self.enter("check", &consumer.name).await?;
         if self.with(|b| b.panic_check.contains(&consumer.name)) {
             panic!("index out of bounds while checking {}", consumer.name);
         }
@@ -253,7 +262,7 @@ impl Provisioner for FakeProvisioner {
     }
 
     async fn held(&self) -> Result<Vec<Held>, FakeError> {
-        self.enter("held -".into()).await?;
+        self.enter("held", &"-").await?;
         Ok(self.with(|b| {
             b.provisions
                 .iter()
@@ -266,19 +275,19 @@ impl Provisioner for FakeProvisioner {
     }
 
     async fn retire(&self, consumer: &Name) -> Result<(), FakeError> {
-        self.enter(format!("retire {consumer}")).await?;
+        self.enter("retire", consumer).await?;
         self.with(|b| b.provisions.get_mut(consumer).map(|p| p.retired = true));
         Ok(())
     }
 
     async fn re_enable(&self, consumer: &Name) -> Result<(), FakeError> {
-        self.enter(format!("re_enable {consumer}")).await?;
+        self.enter("re_enable", consumer).await?;
         self.with(|b| b.provisions.get_mut(consumer).map(|p| p.retired = false));
         Ok(())
     }
 
     async fn delete(&self, consumer: &Name) -> Result<(), FakeError> {
-        self.enter(format!("delete {consumer}")).await?;
+        self.enter("delete", consumer).await?;
         self.with(|b| b.provisions.remove(consumer));
         Ok(())
     }
@@ -448,6 +457,13 @@ impl LogCapture {
     /// Everything captured so far.
     pub fn text(&self) -> String {
         String::from_utf8_lossy(&self.buffer.lock().expect("log lock")).into_owned()
+    }
+
+    /// Everything captured since the last `take`, removed from the capture
+    /// (a long run reads its lines as they come and keeps none).
+    pub fn take(&self) -> String {
+        let taken = std::mem::take(&mut *self.buffer.lock().expect("log lock"));
+        String::from_utf8_lossy(&taken).into_owned()
     }
 }
 

@@ -12,17 +12,10 @@
 
 use std::time::Instant;
 
+use mesh_sim::check::percentile;
 use mesh_sim::plan::Shape;
 use mesh_sim::world::Timings;
 use mesh_sim::{hours, run_seed};
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
-}
 
 fn row(name: &str, mut values: Vec<f64>, floor: f64) {
     values.sort_by(f64::total_cmp);

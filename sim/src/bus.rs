@@ -9,7 +9,7 @@
 //! provider is told it was not and sends it again), the controller's acks
 //! lost (the message is delivered again after the ack wait).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -65,7 +65,9 @@ struct State {
     stream: BTreeMap<u64, Kept>,
     /// `(publisher, msg id)` → when it was stored.
     dedup: BTreeMap<(usize, String), Instant>,
-    /// Every message ever stored, in stream order.
+    /// The keys of `dedup`, oldest first (they leave the window in that order).
+    dedup_order: VecDeque<(Instant, (usize, String))>,
+    /// Messages stored and not yet taken by [`Bus::take_history`], in stream order.
     history: Vec<Stored>,
     /// Providers cut off from the bus until then.
     cut_until: BTreeMap<usize, Instant>,
@@ -103,6 +105,7 @@ impl Bus {
                 next_seq: 0,
                 stream: BTreeMap::new(),
                 dedup: BTreeMap::new(),
+                dedup_order: VecDeque::new(),
                 history: Vec::new(),
                 cut_until: BTreeMap::new(),
                 publish_loss: BTreeMap::new(),
@@ -151,14 +154,11 @@ impl Bus {
         self.with(|s| s.ack_loss = Some((until, per_mille)));
     }
 
-    /// Every message ever stored, in stream order.
-    pub fn history(&self) -> Vec<Stored> {
-        self.with(|s| s.history.clone())
-    }
-
-    /// Messages stored since index `from` of the history.
-    pub fn history_since(&self, from: usize) -> Vec<Stored> {
-        self.with(|s| s.history.get(from..).map(<[_]>::to_vec).unwrap_or_default())
+    /// Every message stored since the last call, in stream order (the
+    /// checker's one reading of the ground truth; what it took is dropped,
+    /// so a simulated day does not keep millions of events).
+    pub fn take_history(&self) -> Vec<Stored> {
+        self.with(|s| std::mem::take(&mut s.history))
     }
 
     /// Messages in the stream (not acknowledged yet).
@@ -259,10 +259,18 @@ impl EventSink for SimSink {
         }
         let now = Instant::now();
         let stored = self.bus.with(|s| {
-            s.dedup.retain(|_, at| *at + DUPLICATE_WINDOW > now);
+            while let Some((at, _)) = s.dedup_order.front() {
+                if *at + DUPLICATE_WINDOW > now {
+                    break;
+                }
+                if let Some((_, key)) = s.dedup_order.pop_front() {
+                    s.dedup.remove(&key);
+                }
+            }
             let key = (self.publisher, msg_id.to_owned());
-            if let std::collections::btree_map::Entry::Vacant(entry) = s.dedup.entry(key) {
+            if let std::collections::btree_map::Entry::Vacant(entry) = s.dedup.entry(key.clone()) {
                 entry.insert(now);
+                s.dedup_order.push_back((now, key));
                 s.next_seq += 1;
                 let seq = s.next_seq;
                 s.stream.insert(

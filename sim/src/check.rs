@@ -1,4 +1,4 @@
-//! The invariants I1–I5, checked after every simulated second against the
+//! The invariants I1–I6, checked after every simulated second against the
 //! world's ground truth (what it broke, listed, killed and cut off), never
 //! against what the system under test believes.
 //!
@@ -22,9 +22,13 @@
 //!   the store is there, the store holds, per key, the newest event the
 //!   stream stored (stream order): the newest `failing` or tombstone of each
 //!   standing, the newest `alive` of each provider.
-//! - I5 no secret: no minted secret in any stored event or status text.
+//! - I5 no secret: no minted secret in any stored event, log line (every
+//!   level), row of the store or status text.
+//! - I6 the right part is blamed: while the controller follows nothing,
+//!   status says so, and names no provider unheard whose silence began
+//!   after the controller's.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::time::Duration;
 
@@ -32,7 +36,7 @@ use mesh_protocol::subject::parse_event_subject;
 use mesh_protocol::{Event, EventKind};
 use tokio::time::Instant;
 
-use crate::world::{consumer_name, secret_of, World, SLACK};
+use crate::world::{consumer_name, secret_of, World, SECRET_PREFIX, SECRET_SUFFIX, SLACK};
 
 /// An invariant broken.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -73,19 +77,56 @@ pub struct Latencies {
     pub unheard: Vec<f64>,
 }
 
+impl Latencies {
+    /// One line per measure: cases, p50, p99 and max in simulated seconds,
+    /// as seen by checks `check_every` seconds apart (a latency is then
+    /// known to within that; recovery, timed from the check that first saw
+    /// the heal, is left out).
+    pub fn summary(&self, check_every: u64) -> String {
+        let recovery = ("consumer works -> no longer named", &self.recovery);
+        [
+            Some(("consumer failing -> named", &self.detection)),
+            (check_every <= 1).then_some(recovery),
+            Some(("provider stopped -> named unheard", &self.unheard)),
+        ]
+        .iter()
+        .flatten()
+        .map(|(name, values)| {
+            let mut sorted = (*values).clone();
+            sorted.sort_by(f64::total_cmp);
+            format!(
+                "{name}: {} cases, p50 {:.0} s, p99 {:.0} s, max {:.0} s",
+                sorted.len(),
+                percentile(&sorted, 0.5),
+                percentile(&sorted, 0.99),
+                sorted.last().copied().unwrap_or(f64::NAN)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+    }
+}
+
+/// The `p` quantile (0 to 1) of `sorted` (nearest rank); NaN when empty.
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
 /// Checks the invariants; keeps what it needs between seconds.
 #[derive(Debug, Default)]
 pub struct Checker {
-    /// Index of the next history entry to read.
-    read: usize,
     /// `(provider, consumer)` → newest standing event in the stream.
     standings: BTreeMap<(String, String), Newest>,
     /// provider → newest `alive` in the stream.
     alive: BTreeMap<String, u64>,
     /// Every secret of the simulation.
-    secrets: Vec<String>,
-    /// Seconds checked.
-    pub seconds: u64,
+    secrets: BTreeSet<String>,
+    /// Times every invariant was checked.
+    pub checks: u64,
     /// Status reports checked.
     pub reports: u64,
     /// Latencies measured (clean cases: no fault of the path meanwhile).
@@ -114,19 +155,25 @@ impl Checker {
         }
     }
 
+    /// A secret of the simulation `text` holds. Every secret is
+    /// `s3cr3t-…-Zq9` ([`secret_of`]): each place the prefix begins is
+    /// looked up (one lookup per place, not one search per secret: a
+    /// hundred thousand of them at scale).
     fn secret_in(&self, text: &str) -> Option<&str> {
-        self.secrets
-            .iter()
-            .find(|s| text.contains(s.as_str()))
-            .map(String::as_str)
+        text.match_indices(SECRET_PREFIX).find_map(|(at, _)| {
+            let rest = &text[at..];
+            let end = rest.find(SECRET_SUFFIX)? + SECRET_SUFFIX.len();
+            self.secrets.get(&rest[..end]).map(String::as_str)
+        })
     }
 
-    /// Checks every invariant at `second`.
+    /// Checks every invariant at `second`; `logs` are the log lines
+    /// written since the last check (every level).
     ///
     /// # Errors
     /// The first invariant found broken.
-    pub fn check(&mut self, world: &World, second: u64) -> Result<(), Violation> {
-        self.seconds += 1;
+    pub fn check(&mut self, world: &World, logs: &str, second: u64) -> Result<(), Violation> {
+        self.checks += 1;
         let fail = |invariant: &'static str, detail: String| Violation {
             invariant,
             at: second,
@@ -134,6 +181,19 @@ impl Checker {
         };
         self.read_history(world)
             .map_err(|detail| fail("I5", detail))?;
+        if let Some(line) = logs.lines().find(|line| self.secret_in(line).is_some()) {
+            return Err(fail("I5", format!("a log line holds a secret: {line}")));
+        }
+        // The rows, whether or not status may read them now.
+        let rows = world
+            .store
+            .with(|t| format!("{:?} {:?}", t.failing, t.alive));
+        if let Some(secret) = self.secret_in(&rows) {
+            return Err(fail(
+                "I5",
+                format!("a row of the store holds the secret {secret}"),
+            ));
+        }
         if !world.store_away() {
             self.check_store(world)
                 .map_err(|detail| fail("I4", detail))?;
@@ -338,9 +398,7 @@ impl Checker {
     /// Reads what the stream stored since the last check: the newest event
     /// per key, and no secret in any (I5).
     fn read_history(&mut self, world: &World) -> Result<(), String> {
-        let new = world.bus.history_since(self.read);
-        self.read += new.len();
-        for stored in new {
+        for stored in world.bus.take_history() {
             let text = String::from_utf8_lossy(&stored.body);
             if let Some(secret) = self.secret_in(&text) {
                 return Err(format!(
@@ -406,12 +464,13 @@ impl Checker {
                     ));
                 }
             }
+            let alive: BTreeMap<String, u64> = t
+                .alive
+                .iter()
+                .map(|(p, (_, place))| (p.to_string(), place.seq))
+                .collect();
             for (provider, seq) in &self.alive {
-                let held = t
-                    .alive
-                    .iter()
-                    .find(|(p, _)| p.to_string() == *provider)
-                    .map(|(_, (_, place))| place.seq);
+                let held = alive.get(provider).copied();
                 if held != Some(*seq) {
                     return Err(format!(
                         "the stream's newest alive of {provider} is seq {seq}, the store holds {held:?}"
@@ -420,5 +479,58 @@ impl Checker {
             }
             Ok(())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_secret_is_found_wherever_it_stands_and_only_a_whole_one_of_this_world() {
+        let checker = Checker::new(2, 3);
+        let one = secret_of(1, &consumer_name(2));
+        assert_eq!(
+            checker.secret_in(&format!("{{\"error\":\"pw={one}\"}}")),
+            Some(one.as_str())
+        );
+        let late = format!("s3cr3t- then s3cr3t-0-app1 then {one}");
+        assert_eq!(checker.secret_in(&late), Some(one.as_str()));
+        assert_eq!(checker.secret_in("s3cr3t-1-app2"), None, "cut short");
+        assert_eq!(
+            checker.secret_in("s3cr3t-7-app2-Zq9"),
+            None,
+            "not of this world"
+        );
+        assert_eq!(checker.secret_in("all well"), None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_secret_in_a_log_line_breaks_i5() {
+        let shape = crate::plan::Shape {
+            providers: 1,
+            consumers: 1,
+            ..crate::plan::Shape::default()
+        };
+        let mut world = World::new(
+            crate::plan::Plan::draw(0, &shape),
+            crate::world::Timings::default(),
+        );
+        world.step(0).await;
+        let mut checker = Checker::new(1, 1);
+        assert_eq!(checker.check(&world, "INFO pass ended\n", 0), Ok(()));
+        let leak = format!(
+            "INFO pass ended\nWARN check failed error={}\n",
+            secret_of(0, "app0")
+        );
+        let broken = checker.check(&world, &leak, 0).unwrap_err();
+        assert_eq!(broken.invariant, "I5");
+        assert!(
+            broken
+                .detail
+                .starts_with("a log line holds a secret: WARN check failed"),
+            "{broken}"
+        );
+        world.end().await;
     }
 }

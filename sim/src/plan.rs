@@ -29,8 +29,14 @@ pub enum Action {
     Unlist { p: usize, c: usize },
     /// The contributions file of `p` lists `c` again.
     Relist { p: usize, c: usize },
-    /// A person approves retiring (or deleting) `c` at `p`, between its passes.
-    Approve { p: usize, c: usize, delete: bool },
+    /// A person approves retiring (or deleting) `c` at `p`: between its
+    /// passes, or `mid_pass`, while its next pass's attempts run.
+    Approve {
+        p: usize,
+        c: usize,
+        delete: bool,
+        mid_pass: bool,
+    },
     /// Provider `p` stops (killed: its memory and outbox are lost).
     Kill { p: usize },
     /// Provider `p` starts again, its wall clock off by `offset` seconds.
@@ -80,6 +86,9 @@ pub struct Plan {
     pub steps: Vec<Step>,
     /// Whether provider clocks may be off (a start's offset).
     pub clock_steps: bool,
+    /// The invariants are checked every `check_every` simulated seconds
+    /// (1 but at scale) and at the end.
+    pub check_every: u64,
 }
 
 /// What a plan is drawn with.
@@ -99,6 +108,9 @@ pub struct Shape {
     pub restarts_per_hour: u64,
     /// Whether a restarted provider's clock may be stepped back or ahead.
     pub clock_steps: bool,
+    /// How often the invariants are checked, in simulated seconds: 1 but
+    /// at scale, where one status report reads 100,000 standings.
+    pub check_every: u64,
 }
 
 impl Default for Shape {
@@ -111,6 +123,7 @@ impl Default for Shape {
             changes_per_hour: 30,
             restarts_per_hour: 3,
             clock_steps: true,
+            check_every: 1,
         }
     }
 }
@@ -166,12 +179,30 @@ impl Plan {
                         p,
                         c,
                         delete: rng.chance(300),
+                        mid_pass: rng.chance(500),
                     },
                 };
-                steps.push(Step {
-                    at: at(&mut rng),
-                    action,
-                });
+                let when = at(&mut rng);
+                steps.push(Step { at: when, action });
+                // A person often approves what was just withdrawn: its
+                // retirement before the loop retires it itself (a minute),
+                // or its deletion once it is retired.
+                if matches!(action, Action::Unlist { .. }) && rng.chance(500) {
+                    let delete = rng.chance(500);
+                    let after = match delete {
+                        true => rng.between(70, 400),
+                        false => rng.between(3, 50),
+                    };
+                    steps.push(Step {
+                        at: when + after,
+                        action: Action::Approve {
+                            p,
+                            c,
+                            delete,
+                            mid_pass: rng.chance(500),
+                        },
+                    });
+                }
             }
             for _ in 0..count(&mut rng, shape.restarts_per_hour, secs) {
                 let down = at(&mut rng);
@@ -221,6 +252,7 @@ impl Plan {
             seconds: secs,
             steps,
             clock_steps: shape.clock_steps,
+            check_every: shape.check_every.max(1),
         }
     }
 

@@ -3,7 +3,6 @@
 //! report, driven second by second on tokio's paused clock from a [`Plan`].
 //! After every second the invariants are checked ([`crate::check`]).
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -99,6 +98,8 @@ struct Run {
     sink: Arc<SimSink>,
     next_pass: Instant,
     next_try: Instant,
+    /// Approval requests to answer while the next pass's attempts run.
+    approvals: Vec<Vec<u8>>,
 }
 
 /// A provider of the world.
@@ -126,8 +127,14 @@ struct Secrets(usize);
 
 /// Consumer `c`'s minted secret at provider `p`.
 pub fn secret_of(p: usize, consumer: &str) -> String {
-    format!("s3cr3t-{p}-{consumer}-Zq9")
+    format!("{SECRET_PREFIX}{p}-{consumer}{SECRET_SUFFIX}")
 }
+
+/// How every secret of the simulation begins.
+pub const SECRET_PREFIX: &str = "s3cr3t-";
+
+/// How every secret of the simulation ends (a consumer's name holds no `Z`).
+pub const SECRET_SUFFIX: &str = "-Zq9";
 
 impl SecretSource for Secrets {
     fn read(&self, consumer: &mesh_sdk::Consumer) -> Result<Secret, SecretError> {
@@ -182,6 +189,8 @@ pub struct World {
     pub hard_back: Instant,
     /// Since when the bus, the store or the controller is away, while one is.
     pub unfollowed: Option<Instant>,
+    /// Approvals answered while a pass's attempts ran, and how many were acted on.
+    pub mid_pass_approvals: (u64, u64),
 }
 
 fn name(s: &str) -> Name {
@@ -253,6 +262,9 @@ impl World {
                     path_back: t0,
                     path_until: t0,
                 };
+                // The fake's log of calls is for hand-written tests; here it
+                // would grow by a hundred thousand lines a pass at scale.
+                provider.fake.with(|b| b.forget_calls = true);
                 provider.write_contributions();
                 provider
             })
@@ -275,6 +287,7 @@ impl World {
             follow_lost_at: None,
             hard_back: t0,
             unfollowed: None,
+            mid_pass_approvals: (0, 0),
         };
         for p in 0..world.providers.len() {
             world.start(p, 0);
@@ -311,6 +324,7 @@ impl World {
             sink: Arc::new(self.bus.sink(p)),
             next_pass: now,
             next_try: now,
+            approvals: Vec::new(),
         });
         provider.running = true;
         provider.since = now;
@@ -405,11 +419,25 @@ impl World {
                     provider.write_contributions();
                 }
             }
-            Action::Approve { p, c, delete } => {
+            Action::Approve {
+                p,
+                c,
+                delete,
+                mid_pass,
+            } => {
                 if let Some(run) = self.providers[p].run.as_mut() {
                     let body =
-                        serde_json::json!({"v": 1, "consumer": consumer_name(c), "delete": delete});
-                    let _ = run.runner.approve(body.to_string().as_bytes()).await;
+                        serde_json::json!({"v": 1, "consumer": consumer_name(c), "delete": delete})
+                            .to_string()
+                            .into_bytes();
+                    match mid_pass {
+                        // Answered while the next pass's attempts run (lost
+                        // with the process if it is killed first).
+                        true => run.approvals.push(body),
+                        false => {
+                            let _ = run.runner.approve(&body).await;
+                        }
+                    }
                 }
             }
             Action::Kill { p } => self.kill(p),
@@ -514,7 +542,10 @@ impl World {
                 continue;
             };
             while run.next_pass <= now {
-                run.runner.pass().await;
+                let approvals = std::mem::take(&mut run.approvals);
+                let (_, replies) = run.runner.pass_answering(&approvals).await;
+                self.mid_pass_approvals.0 += replies.len() as u64;
+                self.mid_pass_approvals.1 += replies.iter().filter(|r| r.ok).count() as u64;
                 run.next_pass += pass_every;
             }
             run.runner.say_alive_if_due();
@@ -532,22 +563,22 @@ impl World {
     fn note_trouble(&mut self) {
         let now = Instant::now();
         for provider in &mut self.providers {
-            let held: BTreeSet<String> = provider.fake.with(|b| {
-                b.provisions
-                    .iter()
-                    .filter(|(_, p)| !p.retired)
-                    .map(|(n, _)| n.to_string())
-                    .collect()
-            });
-            for (c, truth) in provider.truth.iter_mut().enumerate() {
-                let trouble = match truth.listed_since {
-                    Some(_) => truth.broken.is_some(),
-                    None => held.contains(&consumer_name(c)),
-                };
-                if trouble {
-                    truth.trouble_at = Some(now);
+            let truths = &mut provider.truth;
+            provider.fake.with(|b| {
+                for (c, truth) in truths.iter_mut().enumerate() {
+                    let trouble = match truth.listed_since {
+                        Some(_) => truth.broken.is_some(),
+                        // Withdrawn: in trouble while the backend still holds it.
+                        None => Name::parse(&consumer_name(c))
+                            .ok()
+                            .and_then(|name| b.provisions.get(&name))
+                            .is_some_and(|p| !p.retired),
+                    };
+                    if trouble {
+                        truth.trouble_at = Some(now);
+                    }
                 }
-            }
+            });
         }
     }
 

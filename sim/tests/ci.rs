@@ -65,3 +65,21 @@ fn a_seed_replays_exactly() {
     assert_eq!(format!("{a:?}"), format!("{b:?}"));
     assert!(a.reports > 0 && !a.latencies.detection.is_empty(), "{a:?}");
 }
+
+/// The tier does what it claims: among its first seeds, approvals reach
+/// providers while a pass's attempts run, and some are acted on.
+#[test]
+fn approvals_race_passes() {
+    let shape = Shape::default();
+    let (mut answered, mut acted) = (0, 0);
+    for seed in 0..20 {
+        let (_, outcome) = run_seed(seed, &shape);
+        answered += outcome.mid_pass_approvals.0;
+        acted += outcome.mid_pass_approvals.1;
+    }
+    println!("seeds 0-19: {answered} approvals answered mid-pass, {acted} acted on");
+    assert!(
+        acted > 0 && answered > acted,
+        "{answered} answered, {acted} acted on"
+    );
+}

@@ -15,6 +15,7 @@ fn plan(seed: u64, seconds: u64, steps: &[(u64, Action)]) -> Plan {
             .map(|&(at, action)| Step { at, action })
             .collect(),
         clock_steps: true,
+        check_every: 1,
     }
 }
 
