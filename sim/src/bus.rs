@@ -15,6 +15,7 @@ use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use mesh_controller::link::source::Pending;
 use mesh_controller::link::{Delivery, Messages};
 use mesh_runtime::outbox::{EventSink, SinkError};
 use tokio::sync::Notify;
@@ -335,11 +336,18 @@ impl Messages for SimConsumer {
         }
     }
 
-    async fn pending(&mut self) -> Result<u64, String> {
-        match self.bus.is_up() {
-            true => Ok(u64::try_from(self.bus.unacknowledged()).unwrap_or(u64::MAX)),
-            false => Err("the bus is away".to_owned()),
+    async fn pending(&mut self) -> Result<Pending, String> {
+        if !self.bus.is_up() {
+            return Err("the bus is away".to_owned());
         }
+        Ok(self.bus.with(|s| {
+            let undelivered = s.stream.values().filter(|k| k.held == Held::Fresh).count();
+            let count = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
+            Pending {
+                undelivered: count(undelivered),
+                unacknowledged: count(s.stream.len() - undelivered),
+            }
+        }))
     }
 }
 

@@ -132,3 +132,43 @@ fn soak_100057_two_outages_back_to_back_are_one_silence_of_the_controller() {
         )
     });
 }
+
+/// Soak seed 100214 (8 providers × 8 consumers): the controller's acks
+/// lost (89 % for 102 s) filled the consumer's `max_ack_pending` with
+/// messages already stored; pulls came back empty while new `alive`s waited
+/// behind them, and the link recorded "caught up". When the bus then went
+/// away, status named a running provider unheard for a silence that was the
+/// controller's (I6). Caught up now also needs the consumer to have
+/// delivered everything (`Pending::undelivered` 0).
+#[test]
+fn soak_100214_lost_acks_that_block_delivery_are_no_catching_up() {
+    use mesh_sim::plan::Break::{Check, Ensure};
+    let broken = |p, c, how| Action::Break { p, c, how };
+    holds(&Plan {
+        providers: 8,
+        consumers: 8,
+        ..plan(
+            100_214,
+            400,
+            &[
+                (0, broken(3, 3, Ensure)),
+                (0, broken(4, 4, Ensure)),
+                (0, broken(4, 5, Ensure)),
+                (0, broken(5, 3, Ensure)),
+                (0, broken(6, 2, Ensure)),
+                (0, broken(6, 5, Ensure)),
+                (0, broken(6, 7, Ensure)),
+                (0, broken(7, 1, Ensure)),
+                (13, broken(3, 7, Check)),
+                (
+                    193,
+                    Action::AckLoss {
+                        secs: 102,
+                        per_mille: 890,
+                    },
+                ),
+                (283, Action::BusDown { secs: 14 }),
+            ],
+        )
+    });
+}

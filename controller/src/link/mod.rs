@@ -29,8 +29,9 @@
 //! - A stop is a [`Stop`] (the program shell requests it on SIGINT or
 //!   SIGTERM).
 //! - It records itself in the store (its host, pid and start): when it
-//!   last *caught up* (a pull came back short and nothing is held for the
-//!   store) and when it last committed a round, at once when it catches up
+//!   last *caught up* (a pull came back short, not because delivery waits
+//!   on acknowledgements, and nothing is held for the store) and when it
+//!   last committed a round, at once when it catches up
 //!   again and else at most every half pull wait, so `status` can tell a
 //!   controller that follows nothing from providers that say nothing.
 
@@ -355,7 +356,11 @@ pub async fn follow_messages<M: Messages, S: Store>(
             && link.pull_failures == 0
             && !link.consumer_lost
             && connected_before
-            && state.bus_connected();
+            && state.bus_connected()
+            && stop
+                .run_until_stopped(link.delivery_free(&mut *consumer))
+                .await
+                .unwrap_or(false);
         if caught_up {
             link.state.caught_up(std::time::SystemTime::now());
         }
@@ -411,8 +416,31 @@ impl<S> Link<'_, S> {
             return;
         }
         self.lag_read = Some(now);
-        if let Ok(lag) = consumer.pending().await {
-            self.state.lag(lag);
+        if let Ok(pending) = consumer.pending().await {
+            self.state.lag(pending.lag());
+        }
+    }
+
+    /// Whether a short pull means caught up: not while delivery waits on
+    /// acknowledgements ([`source::Pending::blocked`]: `max_ack_pending`
+    /// full of messages whose acks were lost, new events behind them).
+    /// Asked only after a pull that would otherwise mean caught up; not
+    /// knowing is not caught up.
+    async fn delivery_free<M: Messages>(&mut self, consumer: &mut M) -> bool {
+        match consumer.pending().await {
+            Ok(pending) => {
+                self.state.lag(pending.lag());
+                let blocked = pending.blocked(self.settings.batch.max(1));
+                if blocked {
+                    tracing::debug!(
+                        undelivered = pending.undelivered,
+                        unacknowledged = pending.unacknowledged,
+                        "a short pull, but events wait behind unacknowledged ones: not caught up"
+                    );
+                }
+                !blocked
+            }
+            Err(_) => false,
         }
     }
 

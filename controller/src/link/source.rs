@@ -61,12 +61,62 @@ pub trait Messages: Send {
     /// none is, the first to arrive within `wait`; with the error that ended
     /// the pull, if any (no message and an expired pull are not errors).
     async fn pull(&mut self, batch: usize, wait: Duration) -> (Vec<Self::Message>, Option<String>);
-    /// Messages the consumer holds that are not acknowledged yet (the
-    /// stream's lag).
+    /// What the consumer holds that is not acknowledged yet.
     ///
     /// # Errors
     /// When the consumer cannot be asked or is not there.
-    async fn pending(&mut self) -> Result<u64, String>;
+    async fn pending(&mut self) -> Result<Pending, String>;
+}
+
+/// What a consumer holds that is not acknowledged yet.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pending {
+    /// Messages not delivered yet (JetStream's `num_pending`).
+    pub undelivered: u64,
+    /// Messages delivered and not acknowledged (`num_ack_pending`).
+    pub unacknowledged: u64,
+}
+
+impl Pending {
+    /// The stream's lag: every message not acknowledged yet.
+    pub fn lag(&self) -> u64 {
+        self.undelivered.saturating_add(self.unacknowledged)
+    }
+
+    /// Whether delivery waits on acknowledgements: the consumer holds
+    /// `max_ack_pending` unacknowledged messages (their acks lost, say:
+    /// they are stored, and delivered again after the ack wait) and more
+    /// wait behind them. A pull then comes back empty though events wait.
+    pub fn blocked(&self, max_ack_pending: usize) -> bool {
+        self.undelivered > 0
+            && self.unacknowledged >= u64::try_from(max_ack_pending).unwrap_or(u64::MAX)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Pending;
+
+    #[test]
+    fn delivery_is_blocked_only_by_a_full_ack_window_with_more_waiting() {
+        let p = |undelivered, unacknowledged| Pending {
+            undelivered,
+            unacknowledged,
+        };
+        // (pending, max_ack_pending, blocked)
+        for (pending, max, blocked) in [
+            (p(0, 0), 16, false),
+            (p(0, 16), 16, false),
+            (p(5, 15), 16, false),
+            (p(1, 16), 16, true),
+            (p(9, 20), 16, true),
+            (p(1, 1), 1, true),
+        ] {
+            assert_eq!(pending.blocked(max), blocked, "{pending:?} of {max}");
+        }
+        assert_eq!(p(3, 4).lag(), 7);
+        assert_eq!(p(u64::MAX, 4).lag(), u64::MAX);
+    }
 }
 
 /// The JetStream durable pull consumer.
@@ -107,9 +157,12 @@ impl Messages for JetStreamMessages<'_> {
         }
     }
 
-    async fn pending(&mut self) -> Result<u64, String> {
+    async fn pending(&mut self) -> Result<Pending, String> {
         let info = self.0.get_info().await.map_err(|e| e.to_string())?;
-        Ok(info.num_pending + u64::try_from(info.num_ack_pending).unwrap_or(0))
+        Ok(Pending {
+            undelivered: info.num_pending,
+            unacknowledged: u64::try_from(info.num_ack_pending).unwrap_or(0),
+        })
     }
 }
 
