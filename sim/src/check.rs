@@ -259,8 +259,9 @@ impl Checker {
                 }
                 // A silence is counted while the controller follows: from
                 // its newest alive, or from when the controller follows
-                // again, whichever is later.
-                let silent_from = provider.since.max(world.hard_back);
+                // again (after an outage, or after its acks were lost),
+                // whichever is later.
+                let silent_from = provider.since.max(world.follow_back);
                 let following = world.follow_lost_at.is_none() && !world.store_away();
                 if following && now >= silent_from + 3 * alive + d && !unheard {
                     return Err(fail(

@@ -165,10 +165,7 @@ pub fn explain(plan: &Plan, violation: &Violation, shrunk: &Plan, found: &Violat
     for step in &shrunk.steps {
         out.push_str(&format!("    {step}\n"));
     }
-    out.push_str(&format!(
-        "  replay: SEED={} cargo test -p mesh-sim --test ci replay -- --nocapture\n",
-        plan.seed
-    ));
+    out.push_str(&format!("  replay: {}\n", replay_command(plan)));
     out
 }
 
@@ -186,6 +183,40 @@ pub fn sweep(seeds: impl Iterator<Item = u64>, shape: &Shape) -> (Vec<String>, u
         }
     }
     (failures, seconds)
+}
+
+/// The command that replays `plan`'s seed: the CI tier's shape or the
+/// soak tier's wider one.
+pub fn replay_command(plan: &Plan) -> String {
+    let seed = plan.seed;
+    let wide = Shape::wide();
+    match (plan.providers, plan.consumers, plan.seconds) {
+        (p, c, _) if p == wide.providers && c == wide.consumers => format!(
+            "SEED={seed} cargo test --release -p mesh-sim --test soak replay_wide -- --ignored --nocapture"
+        ),
+        _ => format!("SEED={seed} cargo test -p mesh-sim --test ci replay -- --nocapture"),
+    }
+}
+
+/// Replays the seed in `SEED` for `shape`: panics with what it broke (the
+/// trace shrunk), or prints that nothing broke. Nothing without `SEED`.
+pub fn replay_from_env(shape: &Shape) {
+    let Some(seed) = seed_from_env() else {
+        return;
+    };
+    let (plan, outcome) = run_seed(seed, shape);
+    match outcome.violation {
+        Some(violation) => {
+            let (shrunk, found) = shrink(&plan, &violation);
+            panic!("{}", explain(&plan, &violation, &shrunk, &found));
+        }
+        None => println!(
+            "seed {seed}: {} actions, {} s simulated, {} reports checked, no invariant broken",
+            plan.steps.len(),
+            outcome.seconds,
+            outcome.reports
+        ),
+    }
 }
 
 /// The seed asked for in `SEED`, if any.

@@ -128,6 +128,18 @@ impl Default for Shape {
     }
 }
 
+impl Shape {
+    /// The soak tier's wider shape: 8 providers × 8 consumers, an hour.
+    pub fn wide() -> Shape {
+        Shape {
+            providers: 8,
+            consumers: 8,
+            seconds: 3600,
+            ..Shape::default()
+        }
+    }
+}
+
 fn count(rng: &mut Rng, per_hour: u64, seconds: u64) -> u64 {
     let mean = per_hour * seconds / 3600;
     rng.between(mean / 2, mean + mean / 2)

@@ -189,6 +189,10 @@ pub struct World {
     pub hard_back: Instant,
     /// Since when the bus, the store or the controller is away, while one is.
     pub unfollowed: Option<Instant>,
+    /// When the controller could last have stopped following: `hard_back`,
+    /// or the last second its acks were being lost (enough lost acks fill
+    /// its `max_ack_pending`, and delivery waits on them).
+    pub follow_back: Instant,
     /// Approvals answered while a pass's attempts ran, and how many were acted on.
     pub mid_pass_approvals: (u64, u64),
 }
@@ -287,6 +291,7 @@ impl World {
             follow_lost_at: None,
             hard_back: t0,
             unfollowed: None,
+            follow_back: t0,
             mid_pass_approvals: (0, 0),
         };
         for p in 0..world.providers.len() {
@@ -524,6 +529,9 @@ impl World {
             self.follow_lost_at.get_or_insert(now);
         } else if now >= self.hard_back + grace {
             self.follow_lost_at = None;
+        }
+        if unfollowed || self.ack_loss_until.is_some() {
+            self.follow_back = now;
         }
         for provider in &mut self.providers {
             if provider.path_until > now {

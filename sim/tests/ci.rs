@@ -2,7 +2,7 @@
 //! checked after every simulated second. `SEED=<n>` replays one seed.
 
 use mesh_sim::plan::Shape;
-use mesh_sim::{explain, run_seed, seed_from_env, shrink, sweep};
+use mesh_sim::{replay_from_env, run_seed, sweep};
 
 /// Seeds per test (the seeds are split over a few tests so they run in parallel).
 const PER_TEST: u64 = 50;
@@ -37,22 +37,7 @@ fn seeds_150_to_199() {
 /// replays seed n exactly and prints what it found.
 #[test]
 fn replay() {
-    let Some(seed) = seed_from_env() else {
-        return;
-    };
-    let (plan, outcome) = run_seed(seed, &Shape::default());
-    match outcome.violation {
-        Some(violation) => {
-            let (shrunk, found) = shrink(&plan, &violation);
-            panic!("{}", explain(&plan, &violation, &shrunk, &found));
-        }
-        None => println!(
-            "seed {seed}: {} actions, {} s simulated, {} reports checked, no invariant broken",
-            plan.steps.len(),
-            outcome.seconds,
-            outcome.reports
-        ),
-    }
+    replay_from_env(&Shape::default());
 }
 
 /// A seed replays exactly: the same plan, the same outcome, to the latency.

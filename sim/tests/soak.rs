@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use mesh_sim::plan::Shape;
-use mesh_sim::{hours, run_seed, sweep};
+use mesh_sim::{hours, replay_from_env, run_seed, sweep};
 
 fn env(name: &str, default: u64) -> u64 {
     std::env::var(name)
@@ -21,13 +21,7 @@ fn soak() {
     let n = env("SOAK_SEEDS", 3000);
     let started = Instant::now();
     let (mut failures, seconds) = sweep(1000..1000 + n, &Shape::default());
-    let wide = Shape {
-        providers: 8,
-        consumers: 8,
-        seconds: 3600,
-        ..Shape::default()
-    };
-    let (more, wide_seconds) = sweep(100_000..100_000 + n / 10, &wide);
+    let (more, wide_seconds) = sweep(100_000..100_000 + n / 10, &Shape::wide());
     failures.extend(more);
     println!(
         "soak: {} + {} seeds, {:.1} simulated hours in {:.0} s",
@@ -37,6 +31,14 @@ fn soak() {
         started.elapsed().as_secs_f64()
     );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// `SEED=<n> cargo test --release -p mesh-sim --test soak replay_wide --
+/// --ignored --nocapture` replays seed n of the wider shape.
+#[test]
+#[ignore = "replays SEED of the soak tier's wider shape"]
+fn replay_wide() {
+    replay_from_env(&Shape::wide());
 }
 
 /// 1,000 providers × 100 consumers for `SCALE_HOURS` simulated hours

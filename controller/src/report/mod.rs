@@ -241,6 +241,7 @@ pub fn head(declaration: &Parsed, scope: &Scope, facts: Facts<'_>, clock: &Clock
         .collect();
     providers.sort_unstable();
     let mut unheard = Vec::new();
+    let mut awaiting = 0;
     let mut catching_up = Vec::new();
     let mut heard_within: Option<Duration> = None;
     for provider in &providers {
@@ -253,7 +254,7 @@ pub fn head(declaration: &Parsed, scope: &Scope, facts: Facts<'_>, clock: &Clock
                 heard_within = Some(heard_within.map_or(age, |w| w.max(age)));
                 catching_up.extend(catching_up::catching_up(alive, facts.record, clock));
             }
-            _ if !controller::may_be_unheard(newest, &controller) => {}
+            _ if !controller::may_be_unheard(newest, &controller) => awaiting += 1,
             _ => unheard.push(Unheard {
                 provider: (*provider).clone(),
                 heard_at: newest.map(heard_at),
@@ -273,6 +274,7 @@ pub fn head(declaration: &Parsed, scope: &Scope, facts: Facts<'_>, clock: &Clock
         refused: declaration_errors.len(),
         providers: providers.len(),
         unheard: unheard.len(),
+        awaiting,
         heard_within,
         silent_after: clock.silent_after,
         machine,
@@ -563,6 +565,38 @@ mod tests {
             assert_eq!(head.sentence, sentence, "{scope:?}");
             assert_eq!(head.all_well, unheard.is_empty(), "{scope:?}");
         }
+    }
+
+    /// The controller follows again since a minute: a provider last heard
+    /// 4 minutes ago is not called unheard (it had no 3 alives to be
+    /// heard), and the sentence does not say all were heard.
+    #[test]
+    fn a_provider_the_controller_may_have_missed_is_not_said_heard() {
+        let c = clock("2026-10-05T00:10:00Z");
+        let mut record = following(c.now);
+        record.instances[0].following_since = Some(ts("2026-10-05T00:09:00Z"));
+        let alive = [
+            alive("postgres", "db-1", "2026-10-05T00:09:50Z", 60),
+            alive("identity", "id-1", "2026-10-05T00:06:00Z", 60),
+        ];
+        let facts = Facts {
+            counts: Counts::default(),
+            repairs: vec![],
+            alive: &alive,
+            grants: Grants::default(),
+            record: &record,
+            retired: &[],
+        };
+        let head = head(&declaration(), &Scope::All, facts, &c);
+        assert!(head.unheard.is_empty(), "{:?}", head.unheard);
+        assert!(head.all_well);
+        assert_eq!(
+            head.sentence,
+            "all well: none of the 2 providers assigned in the declaration says it keeps failing \
+             a consumer (1 of the 2 heard from within the last 10s, 1 provider not heard from \
+             since the controller follows again), and no repair fault is open; this does not \
+             prove that a consumer can reach its provider"
+        );
     }
 
     fn grant_row(state: &str, consumer: &str) -> GrantRow {

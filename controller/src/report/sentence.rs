@@ -19,6 +19,10 @@ pub struct Tally<'a> {
     pub providers: usize,
     /// Of which not heard from (never, or not recently enough).
     pub unheard: usize,
+    /// Of which not heard from recently, but not called unheard: their
+    /// silence is not yet 3 `alive`s long while the controller followed
+    /// (it follows again since recently).
+    pub awaiting: usize,
     /// How long ago the least recently heard of the others was heard
     /// (`None` when none was heard from).
     pub heard_within: Option<Duration>,
@@ -76,15 +80,31 @@ fn count(n: usize) -> u64 {
 pub fn sentence(t: &Tally<'_>) -> String {
     if t.all_well() {
         let providers = plural(count(t.providers), "provider", "providers");
-        let heard = t.heard_within.filter(|_| t.providers > 0).map(|age| {
-            let who = if t.providers == 1 {
-                "it was".to_owned()
-            } else {
-                format!("all {} were", t.providers)
-            };
-            let age = humantime::format_duration(Duration::from_secs(age.as_secs()));
-            format!("{who} heard from within the last {age}")
-        });
+        // Never "all were heard" while some were not: those the controller
+        // may have missed (it follows again since recently) are said apart.
+        let heard_n = t.providers.saturating_sub(t.awaiting);
+        let age = |age: Duration| humantime::format_duration(Duration::from_secs(age.as_secs()));
+        let awaiting = format!(
+            "{} not heard from since the controller follows again",
+            plural(count(t.awaiting), "provider", "providers")
+        );
+        let heard = match (t.heard_within.filter(|_| heard_n > 0), t.awaiting) {
+            (Some(within), 0) => Some(format!(
+                "{} heard from within the last {}",
+                match t.providers {
+                    1 => "it was".to_owned(),
+                    n => format!("all {n} were"),
+                },
+                age(within)
+            )),
+            (Some(within), _) => Some(format!(
+                "{heard_n} of the {} heard from within the last {}, {awaiting}",
+                t.providers,
+                age(within)
+            )),
+            (None, n) if n > 0 => Some(awaiting),
+            (None, _) => None,
+        };
         let checked = match t.machine {
             None => format!(
                 "none of the {providers} assigned in the declaration says it keeps failing a \
@@ -205,6 +225,7 @@ mod tests {
             refused: 0,
             providers: 2,
             unheard: 0,
+            awaiting: 0,
             heard_within: Some(Duration::from_millis(45_800)),
             silent_after: Duration::from_secs(1800),
             machine: None,
@@ -244,6 +265,29 @@ mod tests {
                     ..tally()
                 },
                 "not all well: 0 consumers failing, 1 provider not heard from",
+            ),
+            // Never "all were heard" while one was not (the controller
+            // follows again since recently: it may have missed it).
+            (
+                Tally {
+                    awaiting: 1,
+                    ..tally()
+                },
+                "all well: none of the 2 providers assigned in the declaration says it keeps \
+                 failing a consumer (1 of the 2 heard from within the last 45s, 1 provider not \
+                 heard from since the controller follows again), and no repair fault is open; \
+                 this does not prove that a consumer can reach its provider",
+            ),
+            (
+                Tally {
+                    awaiting: 2,
+                    heard_within: None,
+                    ..tally()
+                },
+                "all well: none of the 2 providers assigned in the declaration says it keeps \
+                 failing a consumer (2 providers not heard from since the controller follows \
+                 again), and no repair fault is open; this does not prove that a consumer can \
+                 reach its provider",
             ),
             (
                 Tally {
