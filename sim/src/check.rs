@@ -107,6 +107,21 @@ impl Latencies {
     }
 }
 
+/// The age the sentence claims every provider was heard within: `all N
+/// were heard from within the last T` or `it was heard from within the
+/// last T` (not `H of the N heard from …`).
+pub fn heard_claim(sentence: &str) -> Option<Duration> {
+    let at = [
+        "were heard from within the last ",
+        "it was heard from within the last ",
+    ]
+    .iter()
+    .find_map(|claim| sentence.find(claim).map(|i| i + claim.len()))?;
+    let rest = &sentence[at..];
+    let end = rest.find([')', ',']).unwrap_or(rest.len());
+    humantime::parse_duration(&rest[..end]).ok()
+}
+
 /// The `p` quantile (0 to 1) of `sorted` (nearest rank); NaN when empty.
 pub fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
@@ -219,6 +234,26 @@ impl Checker {
             .map(|l| (l.row.provider.to_string(), l.row.consumer.as_str()))
             .collect();
         let named = |p: &str, c: &str| listed.contains(&(p.to_owned(), c));
+        // I1, the sentence: "all N were heard from within the last T" only
+        // when each was (a dead provider said nothing since it stopped).
+        if let Some(within) = heard_claim(&status.head.sentence) {
+            if let Some(dead) = world
+                .providers
+                .iter()
+                .find(|p| !p.running && now > p.since + within + SLACK)
+            {
+                return Err(fail(
+                    "I1",
+                    format!(
+                        "status says every provider was heard from within the last {}, but {} is down since t={}s: {}",
+                        humantime::format_duration(within),
+                        dead.id,
+                        (dead.since - world.t0).as_secs(),
+                        status.head.sentence
+                    ),
+                ));
+            }
+        }
         // I6: while the controller follows nothing, status says so.
         if let Some(lost) = world.unfollowed {
             let bound = (world.timings.link.wait * 3).min(Duration::from_secs(15)) + SLACK;
@@ -504,6 +539,17 @@ mod tests {
             "not of this world"
         );
         assert_eq!(checker.secret_in("all well"), None);
+    }
+
+    #[test]
+    fn the_heard_claim_is_read_only_when_it_is_of_all() {
+        let all = "all well: none of the 8 providers assigned in the declaration says it keeps failing a consumer (all 8 were heard from within the last 1m 5s), and no repair fault is open";
+        assert_eq!(heard_claim(all), Some(Duration::from_secs(65)));
+        let one = "all well: no provider says it keeps failing a consumer whose provider or consumer is on db-1 (1 provider on it or serving it, it was heard from within the last 20s), and";
+        assert_eq!(heard_claim(one), Some(Duration::from_secs(20)));
+        let some = "all well: none of the 2 providers assigned in the declaration says it keeps failing a consumer (1 of the 2 heard from within the last 10s, 1 provider not heard from since the controller follows again), and";
+        assert_eq!(heard_claim(some), None);
+        assert_eq!(heard_claim("not all well: 1 provider not heard from"), None);
     }
 
     #[tokio::test(start_paused = true)]

@@ -172,3 +172,30 @@ fn soak_100214_lost_acks_that_block_delivery_are_no_catching_up() {
         )
     });
 }
+
+/// Soak seed 100299 (8 × 8): provider 0 killed, then 89.5 % of the
+/// controller's acks lost for 105 s. The controller followed only now and
+/// then; status did not call provider 0 unheard (right: its silence was not
+/// 3 alives long while the controller followed) but said "all 8 were heard
+/// from within the last 20s" with it dead for 86 s (I1's sentence check).
+#[test]
+fn soak_100299_a_provider_the_controller_may_have_missed_is_not_said_heard() {
+    holds(&Plan {
+        providers: 8,
+        consumers: 8,
+        ..plan(
+            100_299,
+            400,
+            &[
+                (74, Action::Kill { p: 0 }),
+                (
+                    76,
+                    Action::AckLoss {
+                        secs: 105,
+                        per_mille: 895,
+                    },
+                ),
+            ],
+        )
+    });
+}
