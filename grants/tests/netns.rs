@@ -118,8 +118,18 @@ async fn issue_145_the_consumers_path_dropped_while_the_machines_stays_open() {
 #[tokio::test]
 async fn a_restarting_provider_says_nothing_and_the_count_rises_and_falls() {
     let Some(bed) = Bed::new() else { return };
-    let listener = TcpListener::bind((bed.host_ip.as_str(), 0)).unwrap();
-    let addr = listener.local_addr().unwrap();
+    // The port stays bound while the provider is gone (a socket bound, not
+    // listening: a connection is refused), so no other test running beside
+    // this one takes the freed port in between and answers for it.
+    let bound = |addr: std::net::SocketAddr| {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.set_reuseport(true).unwrap();
+        socket.bind(addr).unwrap();
+        socket
+    };
+    let first = bound(format!("{}:0", bed.host_ip).parse().unwrap());
+    let addr = first.local_addr().unwrap();
+    let listener = first.listen(16).unwrap();
     let mut w = world(grant(&bed.netns(), &bed.host_ip, Some(addr.port())));
     assert_eq!(kinds(&w.agent.check().await.said), ["reachable"]);
     let key = (
@@ -127,12 +137,14 @@ async fn a_restarting_provider_says_nothing_and_the_count_rises_and_falls() {
         "postgres-database".to_owned(),
         "postgres@db-1".to_owned(),
     );
+    let holder = bound(addr);
     drop(listener); // the provider restarts: gone for one check
     let round = w.agent.check().await;
     assert_eq!(round.failed, 1);
     assert!(round.said.is_empty(), "{round:?}");
     assert_eq!(w.agent.standing(&key).unwrap().failures(), 1);
-    let _back = TcpListener::bind(addr).unwrap();
+    let _back = bound(addr).listen(16).unwrap();
+    drop(holder);
     let round = w.agent.check().await;
     assert_eq!(round.reached, 1);
     assert!(round.said.is_empty(), "{round:?}");
