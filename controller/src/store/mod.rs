@@ -218,8 +218,8 @@ pub trait Store: Send {
     }
 
     /// Records that the `serve` process `instance` runs: whether it is
-    /// caught up now (it found nothing more waiting for it in the stream,
-    /// every word it took stored), and whether it committed a round since
+    /// caught up now (a short pull, not because delivery waits on
+    /// acknowledgements, every word it took stored), and whether it committed a round since
     /// its last record; `first` on its first record. A store that keeps no
     /// such record (a test's) does nothing.
     async fn record(
