@@ -1,16 +1,19 @@
 #!/usr/bin/env python3
-"""A mesh-provide hook in Python, standard library only (exec mode).
+"""A mesh-provide hook in Python over the Python kit (kits/python/mesh_hook.py), standard library only.
 
 Redis ACL users, as examples/hooks/redis-acl.sh and redis-acl.mjs make them
 (one may replace another on the same server): a user per consumer allowed
 the keys `<consumer>:*`, its password the minted secret, checked by logging
-in as the consumer. It speaks Redis's wire protocol (RESP2) on a socket.
+in as the consumer. It speaks Redis's wire protocol (RESP2) on sockets.
 
-    mesh-provide --hook examples/hooks/redis-acl.py --hook-mode exec ...
+    mesh-provide --hook examples/hooks/redis-acl.py --hook-mode serve ...   (or exec)
 
-Each call is one process: `redis-acl.py VERB` with one JSON request on
-stdin, one JSON reply on stdout, exit 0 on success and 1 on failure. Logs go
-to stderr; the secret arrives on stdin only and is never logged.
+Serve mode keeps a pool of administrator connections (one per request in
+flight at most); exec mode opens one a call. Every new administrator
+connection reads the password file again, and a changed password is
+announced (mesh_hook.announce_secrets) before it is used, so a rotation
+needs no restart. Every wait is bounded by the call's deadline (the
+request's `deadline_ms`), the connect by 5 s at most.
 
 Settings (environment, which mesh-provide passes on but for its own MESH_*
 variables; no secret in it):
@@ -23,71 +26,84 @@ What it made carries the key pattern `%R~_mesh-provide` (read-only, on a key
 no consumer's pattern can match), its mark: `held` lists only users with it,
 and a user of that name without it is refused, never touched. Retire = `off`
 (and its connections closed), re-enable = `on`, delete = its keys
-`<consumer>:*` and the user go.
+`<consumer>:*` and the user go. `by-hand` (conform's oracle) acts as a person
+at redis-cli would: change sets another password, make makes an unmarked
+user, works and reach log in as the user, remove deletes what make made.
+
+The kit is found beside this file (the package installs mesh_hook.py in
+/usr/lib/mesh/hooks with it) or in ../../kits/python (the repository).
 """
 
+from __future__ import annotations
+
 import hashlib
-import json
 import os
+import secrets as randomness
 import socket
 import sys
+import threading
+from contextlib import contextmanager
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
-VERSION = 1
-MARK = "%R~_mesh-provide"
-TIMEOUT = 5.0
+HERE = os.path.dirname(os.path.realpath(__file__))
+for _place in (HERE, os.path.join(HERE, "..", "..", "kits", "python")):
+    if os.path.isfile(os.path.join(_place, "mesh_hook.py")):
+        sys.path.insert(0, os.path.normpath(_place))
+        break
+
+import mesh_hook  # noqa: E402  (found above)
+from mesh_hook import ByHand, Consumer, Deadline, HeldEntry, HookError, log  # noqa: E402
+
 NAME = "redis-acl.py"
-
-
-def log(words):
-    print(f"{NAME}: {words}", file=sys.stderr)
-
-
-class HookError(Exception):
-    """A failure with its class."""
-
-    def __init__(self, klass, words):
-        super().__init__(words)
-        self.klass = klass
+MARK = "%R~_mesh-provide"
+#: The longest a connection may take to open, in seconds (the deadline may cut it shorter).
+CONNECT_TIMEOUT = 5.0
+#: Idle administrator connections kept in serve mode.
+POOL_SIZE = 32
 
 
 class ReplyError(Exception):
     """An error reply from Redis (`-WRONGPASS ...`)."""
 
 
+class Lost(HookError):
+    """The connection failed (unreachable): a pooled one is worth one more try on a new connection."""
+
+
 class Redis:
-    """One connection speaking RESP2."""
+    """One connection speaking RESP2, each wait bounded by the deadline given."""
 
-    def __init__(self, host, port):
+    def __init__(self, host: str, port: int, deadline: Deadline) -> None:
+        self.where = f"{host}:{port}"
         try:
-            self.sock = socket.create_connection((host, port), timeout=TIMEOUT)
+            self.sock = socket.create_connection((host, port), timeout=deadline.timeout(CONNECT_TIMEOUT))
+        except socket.timeout:
+            raise HookError("unreachable", f"cannot reach Redis at {self.where}: no answer in time") from None
         except OSError as error:
-            raise HookError("unreachable", f"cannot reach Redis at {host}:{port}: {error.strerror or error}") from None
+            raise HookError("unreachable", f"cannot reach Redis at {self.where}: {error.strerror or error}") from None
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.file = self.sock.makefile("rb")
+        self.reused = False
 
-    def call(self, *args):
-        """Sends one command; its reply (ReplyError for an error reply)."""
-        self.send([args])
-        return self.read()
-
-    def send(self, commands):
-        out = bytearray()
-        for args in commands:
-            out += b"*%d\r\n" % len(args)
-            for arg in args:
-                data = arg if isinstance(arg, bytes) else str(arg).encode()
-                out += b"$%d\r\n%s\r\n" % (len(data), data)
+    def call(self, deadline: Deadline, *args: Any) -> Any:
+        """Sends one command; its reply (a ReplyError for an error reply)."""
+        self.sock.settimeout(deadline.timeout())
+        out = bytearray(b"*%d\r\n" % len(args))
+        for arg in args:
+            data = arg if isinstance(arg, bytes) else str(arg).encode()
+            out += b"$%d\r\n%s\r\n" % (len(data), data)
         try:
             self.sock.sendall(out)
+            return self.read()
+        except socket.timeout:
+            raise HookError("unreachable", f"Redis at {self.where} did not answer in time") from None
         except OSError as error:
-            raise HookError("unreachable", f"Redis went away: {error.strerror or error}") from None
+            raise Lost("unreachable", f"Redis at {self.where} went away: {error.strerror or error}") from None
 
-    def read(self):
-        try:
-            line = self.file.readline()
-        except OSError as error:
-            raise HookError("unreachable", f"Redis went away: {error.strerror or error}") from None
+    def read(self) -> Any:
+        line = self.file.readline()
         if not line.endswith(b"\r\n"):
-            raise HookError("unreachable", "Redis closed the connection")
+            raise Lost("unreachable", f"Redis at {self.where} closed the connection")
         kind, rest = line[:1], line[1:-2]
         if kind == b"+":
             return rest.decode()
@@ -97,223 +113,336 @@ class Redis:
             return int(rest)
         if kind == b"$":
             size = int(rest)
-            if size < 0:
-                return None
-            data = self.file.read(size + 2)
-            return data[:-2].decode(errors="replace")
+            return None if size < 0 else self.file.read(size + 2)[:-2].decode(errors="replace")
         if kind == b"*":
             size = int(rest)
             return None if size < 0 else [self.read() for _ in range(size)]
         raise HookError("refused", f"Redis answered something that is not RESP2: {line[:20]!r}")
 
-    def must(self, *args):
+    def must(self, deadline: Deadline, *args: Any) -> Any:
         """Like call, raising an error reply."""
-        reply = self.call(*args)
+        reply = self.call(deadline, *args)
         if isinstance(reply, ReplyError):
             raise reply
         return reply
 
-    def close(self):
+    def close(self) -> None:
         try:
             self.sock.close()
         except OSError:
             pass
 
 
-def settings():
-    """The settings from the environment; exits 2 naming what is wrong."""
-    env = os.environ
-    try:
-        port = int(env.get("REDIS_ACL_PORT") or 6379)
-    except ValueError:
-        fail_usage(f"REDIS_ACL_PORT is not a port: {env.get('REDIS_ACL_PORT')}")
-    path = env.get("REDIS_ACL_ADMIN_PASSWORD_FILE")
-    if not path:
-        fail_usage("REDIS_ACL_ADMIN_PASSWORD_FILE is not set")
-    try:
-        with open(path, encoding="utf-8") as file:
-            password = file.read().replace("\r", "").replace("\n", "")
-    except OSError as error:
-        fail_usage(f"the admin password file {path} cannot be read ({error.strerror})")
-    if password == "":
-        fail_usage(f"the admin password file {path} is empty")
-    return {
-        "host": env.get("REDIS_ACL_HOST") or "127.0.0.1",
-        "port": port,
-        "user": env.get("REDIS_ACL_ADMIN_USER") or "mesh-admin",
-        "password": password,
-    }
-
-
-def fail_usage(words):
-    log(words)
-    sys.exit(2)
-
-
-def administrator(config):
-    """A connection logged in as the administrator."""
-    redis = Redis(config["host"], config["port"])
-    reply = redis.call("AUTH", config["user"], config["password"])
-    if isinstance(reply, ReplyError):
-        redis.close()
-        raise HookError("credentials-rejected", f"the hook's administrator {config['user']} was refused: {reply}")
-    return redis
-
-
-def rules(name):
+def rules(name: str) -> List[str]:
     """The ACL rules of a consumer's user, but for on/off and its password."""
     return ["resetkeys", f"~{name}:*", MARK, "resetchannels", "nocommands", "+@all", "-@dangerous"]
 
 
-def look_up(redis, name):
-    """ACL GETUSER as a dict (None: no such user), refused when mesh did not make it."""
-    user = redis.must("ACL", "GETUSER", name)
-    if user is None:
+def sha256(text: str) -> str:
+    """How Redis lists a password."""
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def not_ours(name: str) -> HookError:
+    return HookError(
+        "refused",
+        f"user {name} exists and was not made by this hook (no {MARK}): not touching it; "
+        f"remove it (ACL DELUSER {name}) to let the hook make it",
+    )
+
+
+class RedisAcl(mesh_hook.Hook):
+    """The verbs over Redis ACL users."""
+
+    name = NAME
+
+    def __init__(self, env: Dict[str, str], pooled: bool) -> None:
+        try:
+            self.port = int(env.get("REDIS_ACL_PORT") or 6379)
+        except ValueError:
+            raise SystemExit(self.usage(f"REDIS_ACL_PORT is not a port: {env.get('REDIS_ACL_PORT')}"))
+        self.host = env.get("REDIS_ACL_HOST") or "127.0.0.1"
+        self.user = env.get("REDIS_ACL_ADMIN_USER") or "mesh-admin"
+        self.password_file = env.get("REDIS_ACL_ADMIN_PASSWORD_FILE") or ""
+        if self.password_file == "":
+            raise SystemExit(self.usage("REDIS_ACL_ADMIN_PASSWORD_FILE is not set"))
+        self.pooled = pooled
+        self.idle: List[Redis] = []
+        self.lock = threading.Lock()
+        # The SHA-256 of the secret this process last set or found for each
+        # user: a password at Redis that differs from it was changed by hand.
+        self.known: Dict[str, str] = {}
+
+    @staticmethod
+    def usage(words: str) -> int:
+        log(words)
+        return 2
+
+    # --- the administrator ---------------------------------------------------
+
+    def admin_password(self) -> str:
+        """The password file read again, the password announced before any use of it."""
+        try:
+            with open(self.password_file, encoding="utf-8") as file:
+                password = file.read().replace("\r", "").replace("\n", "")
+        except OSError as error:
+            raise HookError(
+                "secret-unreadable", f"the admin password file {self.password_file} cannot be read ({error.strerror})"
+            ) from None
+        if password == "":
+            raise HookError("secret-unreadable", f"the admin password file {self.password_file} is empty")
+        mesh_hook.announce_secrets([password])
+        return password
+
+    def connect_admin(self, deadline: Deadline) -> Redis:
+        """A new connection logged in as the administrator (the password file read again)."""
+        password = self.admin_password()
+        redis = Redis(self.host, self.port, deadline)
+        try:
+            reply = redis.call(deadline, "AUTH", self.user, password)
+        except HookError:
+            redis.close()
+            raise
+        if isinstance(reply, ReplyError):
+            redis.close()
+            raise HookError("credentials-rejected", f"the hook's administrator {self.user} was refused: {reply}")
+        return redis
+
+    @contextmanager
+    def admin(self, deadline: Deadline) -> Iterator[Redis]:
+        """An administrator's connection for one call: a pooled one (serve mode) or a new one."""
+        redis: Optional[Redis] = None
+        if self.pooled:
+            with self.lock:
+                redis = self.idle.pop() if self.idle else None
+        if redis is None:
+            redis = self.connect_admin(deadline)
+        healthy = False
+        try:
+            yield redis
+            healthy = True
+        except ReplyError:
+            healthy = True  # Redis answered: the connection is fine
+            raise
+        except HookError:
+            healthy = False
+            raise
+        finally:
+            if healthy and self.pooled:
+                redis.reused = True
+                with self.lock:
+                    if len(self.idle) < POOL_SIZE:
+                        self.idle.append(redis)
+                        redis = None
+            if redis is not None:
+                redis.close()
+
+    def with_admin(self, deadline: Deadline, work: Any) -> Any:
+        """work(redis) on an administrator's connection; once more on a new one when a pooled one was lost."""
+        try:
+            with self.admin(deadline) as redis:
+                reused = redis.reused
+                return work(redis)
+        except Lost:
+            if not reused:
+                raise
+        with self.admin(deadline) as redis:
+            return work(redis)
+
+    def look_up(self, redis: Redis, deadline: Deadline, name: str, only_ours: bool = True) -> Optional[Dict[str, Any]]:
+        """ACL GETUSER as a dict (None: no such user), refused when mesh did not make it."""
+        user = redis.must(deadline, "ACL", "GETUSER", name)
+        if user is None:
+            return None
+        found = dict(zip(user[0::2], user[1::2]))
+        found["ours"] = MARK in str(found.get("keys", "")).split(" ")
+        if only_ours and not found["ours"]:
+            raise not_ours(name)
+        return found
+
+    # --- the verbs -------------------------------------------------------------
+
+    def hello(self, deadline: Deadline) -> None:
+        self.admin_password()
+
+    def ensure(self, consumer: Consumer, secret: str, deadline: Deadline) -> Optional[str]:
+        """Makes the user if missing; brings back a changed password or changed rules (never on/off)."""
+        name = consumer.name
+        hashed = sha256(secret)
+
+        def work(redis: Redis) -> Optional[str]:
+            user = self.look_up(redis, deadline, name)
+            if user is None:
+                redis.must(deadline, "ACL", "SETUSER", name, "reset", "on", ">" + secret, *rules(name))
+                self.known[name] = hashed
+                log(f"made the user {name}")
+                return None
+            passwords = user.get("passwords") or []
+            same_password = passwords == [hashed]
+            same_rules = (user.get("keys"), user.get("channels"), user.get("commands")) == (
+                f"~{name}:* {MARK}", "", "+@all -@dangerous")
+            if same_password and same_rules:
+                self.known[name] = hashed
+                return None
+            redis.must(deadline, "ACL", "SETUSER", name, "resetpass", ">" + secret, *rules(name))
+            # A password at Redis this process set itself is a rotation; any
+            # other (one it never saw: always so in exec mode) may be a
+            # person's, and is said mended.
+            by_hand = []
+            if not same_password and passwords != [self.known.get(name)]:
+                by_hand.append("its password")
+            if not same_rules:
+                by_hand.append("its rules")
+            self.known[name] = hashed
+            if not by_hand:
+                log(f"gave the user {name} its new secret")
+                return None
+            words = f"brought {' and '.join(by_hand)} of user {name} to what the mesh asks"
+            log(words)
+            return words
+
+        return self.with_admin(deadline, work)
+
+    def login(self, name: str, secret: str, deadline: Deadline) -> Tuple[Redis, Optional[ReplyError]]:
+        """A new connection logging in as `name`; the refusal, if it was."""
+        redis = Redis(self.host, self.port, deadline)
+        try:
+            reply = redis.call(deadline, "AUTH", name, secret)
+        except HookError:
+            redis.close()
+            raise
+        return redis, reply if isinstance(reply, ReplyError) else None
+
+    def check(self, consumer: Consumer, secret: str, deadline: Deadline) -> Optional[str]:
+        """Logs in as the consumer on a connection of its own, and reads a key of its own."""
+        name = consumer.name
+        redis, refused = self.login(name, secret, deadline)
+        try:
+            if refused is not None:
+                raise refused
+            redis.must(deadline, "EXISTS", f"{name}:mesh-check")
+        finally:
+            redis.close()
         return None
-    user = dict(zip(user[0::2], user[1::2]))
-    if MARK not in str(user.get("keys", "")).split(" "):
-        raise HookError(
-            "refused",
-            f"user {name} exists and was not made by this hook (no {MARK}): not touching it; "
-            f"remove it (ACL DELUSER {name}) to let the hook make it",
-        )
-    return user
 
+    def held(self, deadline: Deadline) -> List[HeldEntry]:
+        def work(redis: Redis) -> List[HeldEntry]:
+            found = []
+            for line in redis.must(deadline, "ACL", "LIST"):
+                words = line.split(" ")
+                if words[0] == "user" and MARK in words:
+                    found.append(HeldEntry(words[1], words[2] == "off"))
+            return found
 
-def ensure(redis, consumer, secret):
-    """Makes the user if missing; brings back a changed password or changed rules (never on/off)."""
-    name = consumer["name"]
-    user = look_up(redis, name)
-    if user is None:
-        redis.must("ACL", "SETUSER", name, "reset", "on", ">" + secret, *rules(name))
-        log(f"made the user {name}")
-        return {}
-    hashed = hashlib.sha256(secret.encode()).hexdigest()
-    changed = []
-    if user.get("passwords") != [hashed]:
-        changed.append("its password")
-    if (user.get("keys"), user.get("channels"), user.get("commands")) != (f"~{name}:* {MARK}", "", "+@all -@dangerous"):
-        changed.append("its rules")
-    if not changed:
-        return {}
-    # One process a call remembers nothing: a rotated secret and a change by
-    # hand look alike here; both are brought back, and said so.
-    redis.must("ACL", "SETUSER", name, "resetpass", ">" + secret, *rules(name))
-    words = f"brought {' and '.join(changed)} of user {name} to what the mesh asks"
-    log(words)
-    return {"mended": words}
+        return self.with_admin(deadline, work)
 
+    def retire(self, name: str, deadline: Deadline) -> None:
+        def work(redis: Redis) -> None:
+            if self.look_up(redis, deadline, name) is not None:
+                redis.must(deadline, "ACL", "SETUSER", name, "off")
+                redis.call(deadline, "CLIENT", "KILL", "USER", name)
 
-def check(config, consumer, secret):
-    """Logs in as the consumer on a connection of its own, and reads a key of its own."""
-    name = consumer["name"]
-    redis = Redis(config["host"], config["port"])
-    try:
-        redis.must("AUTH", name, secret)
-        redis.must("EXISTS", f"{name}:mesh-check")
-    finally:
-        redis.close()
-    return {}
+        self.with_admin(deadline, work)
 
+    def re_enable(self, name: str, deadline: Deadline) -> None:
+        def work(redis: Redis) -> None:
+            if self.look_up(redis, deadline, name) is None:
+                raise HookError("refused", f"the Redis user {name} is missing: nothing to enable")
+            redis.must(deadline, "ACL", "SETUSER", name, "on")
 
-def held(redis):
-    found = []
-    for line in redis.must("ACL", "LIST"):
-        words = line.split(" ")
-        if words[0] == "user" and MARK in words:
-            found.append({"consumer": words[1], "retired": words[2] == "off"})
-    return {"held": found}
+        self.with_admin(deadline, work)
 
+    def delete(self, name: str, deadline: Deadline) -> None:
+        def work(redis: Redis) -> None:
+            if self.look_up(redis, deadline, name) is not None:
+                self.delete_keys(redis, deadline, name)
+                redis.must(deadline, "ACL", "DELUSER", name)
+                self.known.pop(name, None)
+                log(f"deleted the user {name} and its keys")
 
-def retire(redis, name):
-    if look_up(redis, name) is not None:
-        redis.must("ACL", "SETUSER", name, "off")
-        redis.call("CLIENT", "KILL", "USER", name)
-    return {}
+        self.with_admin(deadline, work)
 
-
-def re_enable(redis, name):
-    if look_up(redis, name) is None:
-        raise HookError("refused", f"the Redis user {name} is missing: nothing to enable")
-    redis.must("ACL", "SETUSER", name, "on")
-    return {}
-
-
-def delete(redis, name):
-    if look_up(redis, name) is not None:
+    @staticmethod
+    def delete_keys(redis: Redis, deadline: Deadline, name: str) -> None:
         cursor = "0"
         while True:
-            cursor, keys = redis.must("SCAN", cursor, "MATCH", f"{name}:*", "COUNT", "500")
+            cursor, keys = redis.must(deadline, "SCAN", cursor, "MATCH", f"{name}:*", "COUNT", "500")
             if keys:
-                redis.must("UNLINK", *keys)
+                redis.must(deadline, "UNLINK", *keys)
             if cursor == "0":
                 break
-        redis.must("ACL", "DELUSER", name)
-        log(f"deleted the user {name} and its keys")
-    return {}
 
+    def by_hand(self, request: ByHand, deadline: Deadline) -> Optional[bool]:
+        """As a person at redis-cli would (conform's oracle; the loop never calls it)."""
+        name, action = request.consumer, request.action
+        if action == "change":
+            def change(redis: Redis) -> None:
+                if self.look_up(redis, deadline, name, only_ours=False) is None:
+                    raise HookError("refused", f"by hand: there is no user {name} to change")
+                redis.must(deadline, "ACL", "SETUSER", name, "resetpass", ">" + randomness.token_hex(16))
+            self.with_admin(deadline, change)
+            return None
+        if action == "make":
+            secret = self.secret_of(request)
+            self.with_admin(deadline, lambda redis: redis.must(
+                deadline, "ACL", "SETUSER", name, "reset", "on", ">" + secret, f"~{name}:*", "+@all", "-@dangerous"))
+            return None
+        if action == "remove":
+            def remove(redis: Redis) -> None:
+                if self.look_up(redis, deadline, name, only_ours=False) is not None:
+                    self.delete_keys(redis, deadline, name)
+                    redis.must(deadline, "ACL", "DELUSER", name)
+            self.with_admin(deadline, remove)
+            return None
+        if action == "works":
+            redis, refused = self.login(name, self.secret_of(request), deadline)
+            try:
+                return refused is None and not isinstance(redis.call(deadline, "EXISTS", f"{name}:mesh-check"), ReplyError)
+            finally:
+                redis.close()
+        if action == "reach":
+            target = request.target
+            if not target:
+                raise HookError("refused", "by hand: reach needs a target")
+            redis, refused = self.login(name, self.secret_of(request), deadline)
+            try:
+                if refused is not None:
+                    raise HookError("refused", f"by hand: {name} cannot log in to try reaching {target}: {refused}")
+                read = redis.call(deadline, "EXISTS", f"{target}:mesh-check")
+                wrote = redis.call(deadline, "SET", f"{target}:mesh-reach", "1")
+                if not isinstance(wrote, ReplyError):
+                    redis.call(deadline, "DEL", f"{target}:mesh-reach")
+                return not isinstance(read, ReplyError) or not isinstance(wrote, ReplyError)
+            finally:
+                redis.close()
+        raise mesh_hook.Unsupported
 
-def classify(error):
-    words = str(error)
-    if words.startswith(("WRONGPASS", "NOAUTH")):
-        return "credentials-rejected"
-    return "refused"
+    @staticmethod
+    def secret_of(request: ByHand) -> str:
+        if not request.secret:
+            raise HookError("refused", f"by hand: {request.action} needs a secret")
+        return request.secret
 
+    def classify(self, error: Exception) -> Optional[str]:
+        """Redis's own words: WRONGPASS and NOAUTH are refused credentials."""
+        if isinstance(error, ReplyError) and str(error).startswith(("WRONGPASS", "NOAUTH")):
+            return "credentials-rejected"
+        return "refused"
 
-def answer(config, request):
-    """The reply to one request (and whether it succeeded)."""
-    verb = request.get("verb")
-    if request.get("v") != VERSION:
-        return {"ok": False, "class": "refused", "error": f"{NAME} speaks protocol version {VERSION}"}, False
-    if verb == "hello":
-        return {"name": NAME, "secrets": [config["password"]], "repairs": []}, True
-    if verb not in ("ensure", "check", "held", "retire", "re-enable", "delete"):
-        return {"unsupported": True}, True
-    secret = request.get("secret")
-    redis = None
-    try:
-        if verb == "check":
-            return check(config, request["consumer"], secret), True
-        redis = administrator(config)
-        if verb == "ensure":
-            return ensure(redis, request["consumer"], secret), True
-        if verb == "held":
-            return held(redis), True
-        target = request["consumer"]
-        return {"retire": retire, "re-enable": re_enable, "delete": delete}[verb](redis, target), True
-    except (HookError, ReplyError) as error:
-        klass = error.klass if isinstance(error, HookError) else classify(error)
-        words = str(error)
-        for hidden in (secret, config["password"]):
-            if hidden:
-                words = words.replace(hidden, "[redacted]")
-        return {"ok": False, "class": klass, "error": words}, False
-    finally:
-        if redis is not None:
+    def close(self) -> None:
+        with self.lock:
+            idle, self.idle = self.idle, []
+        for redis in idle:
             redis.close()
 
 
-def verb_says_ok(verb):
-    """Whether a success is said `ok` (every verb but hello and held, whose reply is their data)."""
-    return verb not in ("hello", "held")
-
-
-def main():
-    if len(sys.argv) != 2:
-        fail_usage("usage: redis-acl.py VERB (one JSON request on stdin)")
-    config = settings()
+def main() -> None:
+    serving = sys.argv[1:] == ["serve"]
     try:
-        request = json.load(sys.stdin)
-    except ValueError as error:
-        fail_usage(f"the request on stdin is not JSON: {error}")
-    if request.get("verb") != sys.argv[1]:
-        fail_usage(f"the request says verb {request.get('verb')!r} but the hook was run as {sys.argv[1]!r}")
-    reply, ok = answer(config, request)
-    if ok and verb_says_ok(request["verb"]) and "unsupported" not in reply:
-        reply = {"ok": True, **reply}
-    json.dump({"id": request.get("id"), **reply}, sys.stdout)
-    sys.stdout.write("\n")
-    sys.exit(0 if ok else 1)
+        hook = RedisAcl(dict(os.environ), pooled=serving)
+    except SystemExit as stop:
+        sys.exit(stop.code)
+    mesh_hook.run(hook)
 
 
 if __name__ == "__main__":

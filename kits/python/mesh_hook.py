@@ -1,0 +1,528 @@
+"""The hook side of mesh-provide's protocol (version 1) for Python, standard library only.
+
+A hook fills in a :class:`Hook` (one method per verb, each given the
+call's :class:`Deadline`) and hands it to :func:`run`, which speaks the
+protocol in both modes:
+
+- ``hook serve``: one JSON request a line on stdin, one JSON reply a line on
+  stdout carrying the request's id; requests run on threads, several in
+  flight, each reply written whole under a lock as soon as it is done;
+- ``hook VERB`` (exec mode): one JSON request on stdin, one JSON reply on
+  stdout, exit 0 on success, 1 on failure, 2 on a bad command line or
+  request.
+
+A method returns on success and raises :class:`HookError` (with its class)
+on failure; a verb left as the base class has it is answered
+``{"unsupported": true}``. stdout is for replies only: log with :func:`log`
+(stderr). The consumer's secret and the hook's own announced secrets
+(:func:`announce_secrets`) are cut out of every error text before a reply
+and out of every :func:`log` line. docs/hooks.md is the protocol;
+docs/kits/python.md shows a hook written with this module::
+
+    import mesh_hook
+
+    class MyHook(mesh_hook.Hook):
+        name = "my-hook"
+
+        def ensure(self, consumer, secret, deadline):
+            ...                      # make it, or bring the secret back
+            return None              # or "what was changed by hand, brought back"
+
+        def check(self, consumer, secret, deadline):
+            ...                      # log in as the consumer
+
+    if __name__ == "__main__":
+        mesh_hook.run(MyHook())
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import os
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import IO, Any, Dict, List, Optional, Sequence
+
+#: The protocol version this module speaks.
+VERSION = 1
+
+#: The four classes a failure may name.
+CLASSES = ("credentials-rejected", "unreachable", "secret-unreadable", "refused")
+
+#: The by-hand actions of ``mesh-provide conform``.
+BY_HAND_ACTIONS = ("change", "make", "works", "reach", "remove")
+
+#: Bound of a call when the request carries no ``deadline_ms`` and
+#: ``MESH_HOOK_TIMEOUT_MS`` is not set: mesh-provide's default, 30 s.
+DEFAULT_TIMEOUT_MS = 30_000
+
+#: What replaces a secret in an error text or a log line.
+REDACTED = "[redacted]"
+
+#: Requests handled at once in serve mode (mesh-provide sends at most its
+#: ``--concurrency``, 16 by default; conform up to its ``--consumers``).
+SERVE_THREADS = 64
+
+
+class HookError(Exception):
+    """A failure with its class: ``raise HookError("refused", "words")``.
+
+    ``klass`` is one of :data:`CLASSES` (any other is read as ``refused``),
+    or ``None`` to let mesh-provide read the words (``password
+    authentication failed`` as credentials-rejected, ``connection refused``
+    as unreachable).
+    """
+
+    def __init__(self, klass: Optional[str], words: str) -> None:
+        super().__init__(words)
+        self.klass: Optional[str] = klass if klass is None or klass in CLASSES else "refused"
+        self.words = words
+
+
+class Unsupported(Exception):
+    """Raised by a verb the hook does not do: answered ``{"unsupported": true}``."""
+
+
+@dataclass(frozen=True)
+class Consumer:
+    """The consumer an ``ensure`` or ``check`` carries."""
+
+    name: str
+    machine: str = ""
+    provision: str = ""
+    options: Any = None
+
+    @staticmethod
+    def from_json(value: Any) -> "Consumer":
+        """The consumer of a request's ``consumer`` object (BadRequest when it is none)."""
+        if not isinstance(value, dict) or not isinstance(value.get("name"), str):
+            raise BadRequest("the request's consumer is not an object with a name")
+        return Consumer(
+            name=value["name"],
+            machine=str(value.get("machine") or ""),
+            provision=str(value.get("provision") or ""),
+            options=value.get("options"),
+        )
+
+
+@dataclass(frozen=True)
+class HeldEntry:
+    """One provision ``held`` lists."""
+
+    consumer: str
+    retired: bool = False
+
+
+@dataclass(frozen=True)
+class KnownFault:
+    """A fault the hook can probe and repair (said in its hello)."""
+
+    fault: str
+    klass: str = "credentials-rejected"
+
+
+@dataclass(frozen=True)
+class ByHand:
+    """A ``by-hand`` request of ``mesh-provide conform``: act on the backend as a person would.
+
+    ``action`` is one of :data:`BY_HAND_ACTIONS`; ``secret`` comes with
+    ``make``, ``works`` and ``reach``, ``target`` with ``reach``.
+    """
+
+    action: str
+    consumer: str
+    secret: Optional[str] = None
+    target: Optional[str] = None
+
+
+class Deadline:
+    """When mesh-provide stops waiting for this call's reply.
+
+    Built from the request's ``deadline_ms`` as the request is read (else
+    ``MESH_HOOK_TIMEOUT_MS``, else 30 s). Give :meth:`timeout` to anything
+    that waits (a socket's ``settimeout``) so that a call gives up before
+    mesh-provide does.
+    """
+
+    def __init__(self, ms: float, now: Optional[float] = None) -> None:
+        self.at = (time.monotonic() if now is None else now) + ms / 1000.0
+
+    def remaining(self) -> float:
+        """Seconds left (0 once it has passed)."""
+        return max(0.0, self.at - time.monotonic())
+
+    def expired(self) -> bool:
+        """Whether it has passed."""
+        return self.remaining() <= 0.0
+
+    def timeout(self, cap: Optional[float] = None) -> float:
+        """Seconds a wait may take: what is left, at most ``cap``, at least 1 ms."""
+        left = self.remaining()
+        if cap is not None:
+            left = min(left, cap)
+        return max(left, 0.001)
+
+    def check(self, what: str = "the call") -> None:
+        """Raises HookError (unreachable) when it has passed."""
+        if self.expired():
+            raise HookError("unreachable", f"{what} ran out of time (mesh-provide's deadline passed)")
+
+
+class BadRequest(Exception):
+    """A request that is not one (its reply says refused; exec mode exits 2)."""
+
+
+class Hook:
+    """What a hook does; fill in the verbs its backend has.
+
+    Every method is given the call's :class:`Deadline`. A method left as it
+    is here raises :class:`Unsupported`: the verb is answered
+    ``{"unsupported": true}`` (docs/hooks.md says what each means).
+    """
+
+    #: The hook's name, said in hello and at the start of its log lines.
+    name: str = "hook"
+
+    #: The faults it can probe and repair.
+    repairs: Sequence[KnownFault] = ()
+
+    def hello(self, deadline: Deadline) -> None:
+        """Called on ``hello`` before it is answered: announce the hook's secrets here."""
+
+    def ensure(self, consumer: Consumer, secret: str, deadline: Deadline) -> Optional[str]:
+        """Makes the provision if missing, brings the secret; idempotent.
+
+        Returns what it found changed by hand and brought back (``mended``),
+        or None.
+        """
+        raise Unsupported
+
+    def check(self, consumer: Consumer, secret: str, deadline: Deadline) -> Optional[str]:
+        """Proves the provision works as the consumer would use it (raise on failure)."""
+        raise Unsupported
+
+    def held(self, deadline: Deadline) -> List[HeldEntry]:
+        """Every provision this hook made, and only those."""
+        raise Unsupported
+
+    def retire(self, name: str, deadline: Deadline) -> None:
+        """Disables it, reversibly; idempotent."""
+        raise Unsupported
+
+    def re_enable(self, name: str, deadline: Deadline) -> None:
+        """Enables a retired one again; idempotent."""
+        raise Unsupported
+
+    def delete(self, name: str, deadline: Deadline) -> None:
+        """Removes a retired one and its data; idempotent."""
+        raise Unsupported
+
+    def probe(self, fault: str, deadline: Deadline) -> None:
+        """Returns when the fault is absent; raises HookError when present (unreachable: cannot tell)."""
+        raise Unsupported
+
+    def repair(self, fault: str, deadline: Deadline) -> str:
+        """Repairs the fault; returns what it did."""
+        raise Unsupported
+
+    def by_hand(self, request: ByHand, deadline: Deadline) -> Optional[bool]:
+        """Acts as a person would (conform's oracle; the loop never calls it).
+
+        Returns the answer of ``works`` and ``reach``, None for the others.
+        """
+        raise Unsupported
+
+    def classify(self, error: Exception) -> Optional[str]:
+        """The class of an exception that is no HookError (None: mesh-provide reads the words)."""
+        return "refused"
+
+    def close(self) -> None:
+        """Called once stdin closes (serve) or after the reply (exec): release connections."""
+
+
+# --- the secrets and the log -------------------------------------------------
+
+_lock = threading.Lock()
+"""Held while a line is written to stdout and while the secrets change."""
+
+_secrets: List[str] = []
+_out: IO[str] = sys.stdout
+_err: IO[str] = sys.stderr
+_serving = False
+_log_name = "hook"
+_exec_announced: Optional[List[str]] = None
+_request_secret: contextvars.ContextVar[Optional[str]] = contextvars.ContextVar("mesh_hook_secret", default=None)
+
+
+def redact(words: str, extra: Sequence[Optional[str]] = ()) -> str:
+    """``words`` with the hook's announced secrets, the current request's secret and ``extra`` replaced."""
+    hidden = [s for s in (*extra, _request_secret.get(), *_secrets) if isinstance(s, str) and s != ""]
+    # Longest first: a secret that holds another is cut whole.
+    for secret in sorted(set(hidden), key=len, reverse=True):
+        words = words.replace(secret, REDACTED)
+    return words
+
+
+def log(words: str) -> None:
+    """One line on stderr, which mesh-provide logs; secrets the kit knows are cut out."""
+    text = redact(str(words)).replace("\r", " ").replace("\n", " ")
+    try:
+        _err.write(f"{_log_name}: {text}\n")
+        _err.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def announce_secrets(secrets: Sequence[str]) -> None:
+    """Says the hook's own secrets (its administrator's password): the set mesh-provide redacts is replaced by it.
+
+    Call it BEFORE anything that may write one (a log line, an error). In
+    serve mode it writes the line ``{"secrets": [...]}`` at once; in exec
+    mode the set goes in the call's reply. A set equal to the last one
+    announced writes nothing.
+    """
+    global _exec_announced
+    fresh = [str(s) for s in secrets if str(s) != ""]
+    with _lock:
+        if fresh == _secrets and (_serving or _exec_announced is not None):
+            return
+        _secrets[:] = fresh
+        if _serving:
+            _write_line({"secrets": fresh})
+        else:
+            _exec_announced = list(fresh)
+
+
+def secrets() -> List[str]:
+    """The hook's secrets as last announced."""
+    with _lock:
+        return list(_secrets)
+
+
+def _write_line(value: Dict[str, Any]) -> None:
+    """One JSON line on stdout (the caller holds the lock)."""
+    _out.write(json.dumps(value, separators=(",", ":")) + "\n")
+    _out.flush()
+
+
+# --- one request -------------------------------------------------------------
+
+
+def _timeout_ms() -> float:
+    try:
+        return float(os.environ.get("MESH_HOOK_TIMEOUT_MS") or DEFAULT_TIMEOUT_MS)
+    except ValueError:
+        return DEFAULT_TIMEOUT_MS
+
+
+def deadline_of(request: Dict[str, Any], now: Optional[float] = None) -> Deadline:
+    """The request's deadline: its ``deadline_ms``, else ``MESH_HOOK_TIMEOUT_MS``, else 30 s."""
+    ms = request.get("deadline_ms")
+    if isinstance(ms, bool) or not isinstance(ms, (int, float)) or ms < 0:
+        ms = _timeout_ms()
+    return Deadline(float(ms), now)
+
+
+def _text(request: Dict[str, Any], key: str) -> str:
+    value = request.get(key)
+    if not isinstance(value, str) or value == "":
+        raise BadRequest(f"the request's {key} is not a string")
+    return value
+
+
+def _optional_text(request: Dict[str, Any], key: str) -> Optional[str]:
+    value = request.get(key)
+    if value is not None and not isinstance(value, str):
+        raise BadRequest(f"the request's {key} is not a string")
+    return value
+
+
+def _ok(reply: Dict[str, Any], mended: Optional[str]) -> Dict[str, Any]:
+    reply["ok"] = True
+    if mended:
+        reply["mended"] = str(mended)
+    return reply
+
+
+def _dispatch(hook: Hook, request: Dict[str, Any], reply: Dict[str, Any]) -> Dict[str, Any]:
+    """Runs the verb; the reply's fields on success (raises on failure)."""
+    verb = request.get("verb")
+    deadline = deadline_of(request)
+    if verb == "hello":
+        hook.hello(deadline)
+        reply["name"] = hook.name
+        reply["secrets"] = secrets()
+        reply["repairs"] = [{"fault": r.fault, "class": r.klass} for r in hook.repairs]
+        return reply
+    if verb in ("ensure", "check"):
+        consumer = Consumer.from_json(request.get("consumer"))
+        secret = _text(request, "secret")
+        method = hook.ensure if verb == "ensure" else hook.check
+        return _ok(reply, method(consumer, secret, deadline))
+    if verb == "held":
+        entries = hook.held(deadline)
+        reply["held"] = [{"consumer": e.consumer, "retired": bool(e.retired)} for e in entries]
+        return reply
+    if verb in ("retire", "re-enable", "delete"):
+        name = _text(request, "consumer")
+        {"retire": hook.retire, "re-enable": hook.re_enable, "delete": hook.delete}[verb](name, deadline)
+        return _ok(reply, None)
+    if verb == "probe":
+        hook.probe(_text(request, "fault"), deadline)
+        return _ok(reply, None)
+    if verb == "repair":
+        detail = hook.repair(_text(request, "fault"), deadline)
+        reply = _ok(reply, None)
+        reply["detail"] = str(detail or "")
+        return reply
+    if verb == "by-hand":
+        action = _text(request, "action")
+        asked = ByHand(
+            action=action,
+            consumer=_text(request, "consumer"),
+            secret=_optional_text(request, "secret"),
+            target=_optional_text(request, "target"),
+        )
+        said = hook.by_hand(asked, deadline)
+        reply = _ok(reply, None)
+        if action == "works":
+            reply["works"] = bool(said)
+        elif action == "reach":
+            reply["reaches"] = bool(said)
+        return reply
+    raise Unsupported
+
+
+def answer(hook: Hook, request: Any) -> Dict[str, Any]:
+    """The reply to one request (never raises). A failure says ``"ok": false``."""
+    if not isinstance(request, dict):
+        return {"ok": False, "class": "refused", "error": "the request is not a JSON object"}
+    reply: Dict[str, Any] = {}
+    if "id" in request:
+        reply["id"] = request["id"]
+    if request.get("v") != VERSION:
+        return {**reply, "ok": False, "class": "refused",
+                "error": f"{hook.name} speaks protocol version {VERSION}, not {request.get('v')!r}"}
+    secret = request.get("secret") if isinstance(request.get("secret"), str) else None
+    token = _request_secret.set(secret)
+    try:
+        return _dispatch(hook, request, reply)
+    except Unsupported:
+        return {**reply, "unsupported": True}
+    except HookError as error:
+        return _failed(reply, error.klass, error.words, secret)
+    except BadRequest as error:
+        return _failed(reply, "refused", f"{hook.name}: {error}", secret)
+    except Exception as error:  # a bug in the hook: its reply, not a crash
+        try:
+            klass = hook.classify(error)
+        except Exception:
+            klass = "refused"
+        return _failed(reply, klass, str(error) or type(error).__name__, secret)
+    finally:
+        _request_secret.reset(token)
+
+
+def _failed(reply: Dict[str, Any], klass: Optional[str], words: str, secret: Optional[str]) -> Dict[str, Any]:
+    # Belt and braces: mesh-provide redacts too, but a secret never leaves here.
+    failed = {**reply, "ok": False, "error": redact(words, [secret])}
+    if klass is not None:
+        failed["class"] = klass if klass in CLASSES else "refused"
+    return failed
+
+
+# --- the two modes -----------------------------------------------------------
+
+
+def serve(hook: Hook, stdin: IO[str], stdout: IO[str], threads: int = SERVE_THREADS) -> None:
+    """Serve mode: every line of ``stdin`` a request, answered on ``stdout`` as soon as it is done."""
+    global _out, _serving
+    _out, _serving = stdout, True
+    with _lock:
+        pending = list(_secrets)
+    if pending:
+        # Secrets announced before serving began (at start-up) are said first.
+        with _lock:
+            _write_line({"secrets": pending})
+
+    def one(request: Dict[str, Any]) -> None:
+        replied = answer(hook, request)
+        line = json.dumps(replied, separators=(",", ":"))
+        with _lock:
+            _out.write(line + "\n")
+            _out.flush()
+
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="mesh-hook") as pool:
+        for line in stdin:
+            if line.strip() == "":
+                continue
+            try:
+                request = json.loads(line)
+            except ValueError as error:
+                log(f"a request line is not JSON ({error}); ignored")
+                continue
+            if not isinstance(request, dict) or isinstance(request.get("id"), bool) or not isinstance(request.get("id"), int):
+                log("a request without an integer id; ignored")
+                continue
+            pool.submit(one, request)
+
+
+def exec_once(hook: Hook, verb: str, stdin: IO[str], stdout: IO[str]) -> int:
+    """Exec mode: the one request on ``stdin`` answered on ``stdout``; the exit code."""
+    global _out, _serving, _exec_announced
+    _out, _serving = stdout, False
+    try:
+        request = json.loads(stdin.read())
+    except ValueError as error:
+        log(f"the request on stdin is not JSON: {error}")
+        return 2
+    if not isinstance(request, dict):
+        log("the request on stdin is not a JSON object")
+        return 2
+    if request.get("verb") != verb:
+        log(f"the request says verb {request.get('verb')!r} but the hook was run as {verb!r}")
+        return 2
+    replied = answer(hook, request)
+    with _lock:
+        if _exec_announced is not None and request.get("verb") != "hello":
+            replied["secrets"] = list(_exec_announced)
+        _write_line(replied)
+    return 1 if replied.get("ok") is False else 0
+
+
+def run(hook: Hook, argv: Optional[Sequence[str]] = None) -> None:
+    """Runs ``hook`` as the command line says (``serve`` or a verb), then exits."""
+    global _log_name
+    _log_name = hook.name
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 1:
+        log("usage: hook serve | hook VERB (one JSON request on stdin)")
+        sys.exit(2)
+    if args[0] == "serve":
+        try:
+            serve(hook, sys.stdin, sys.stdout)
+        finally:
+            hook.close()
+        sys.exit(0)
+    code = exec_once(hook, args[0], sys.stdin, sys.stdout)
+    hook.close()
+    sys.exit(code)
+
+
+def _reset_for_tests(out: IO[str], err: IO[str], name: str = "hook") -> None:
+    """Forgets the secrets and points the kit's output at ``out`` and ``err`` (unit tests)."""
+    global _out, _err, _serving, _log_name, _exec_announced
+    with _lock:
+        _secrets.clear()
+        _out, _err, _serving, _log_name, _exec_announced = out, err, False, name, None
+
+
+__all__: List[str] = [
+    "VERSION", "CLASSES", "BY_HAND_ACTIONS", "HookError", "Unsupported", "Consumer", "HeldEntry",
+    "KnownFault", "ByHand", "Deadline", "Hook", "log", "announce_secrets", "secrets", "redact",
+    "deadline_of", "answer", "serve", "exec_once", "run",
+]
