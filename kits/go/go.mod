@@ -1,0 +1,3 @@
+module mesh/hook
+
+go 1.19

@@ -1,0 +1,197 @@
+// Package hook is the hook side of mesh-provide's protocol (version 1) for
+// Go, in both of its modes:
+//
+//	hook serve    one JSON request a line on stdin, one JSON reply a line on
+//	              stdout carrying the request's id; several requests in flight
+//	hook VERB     exec mode: one JSON request on stdin, one JSON reply on
+//	              stdout, exit 0 on success and 1 on failure
+//
+// mesh-provide runs the provisioner loop (passes, retries, retirement,
+// approvals, the bus); a hook written with this package does only what
+// touches its backend. Fill in a [Hook] with your verbs and call [Main]:
+//
+//	func main() {
+//		hook.Main(hook.Hook{
+//			Name:   "my-backend",
+//			Ensure: ensure,
+//			Check:  check,
+//			Held:   held,
+//			...
+//		})
+//	}
+//
+// Each verb gets a context whose deadline is the request's deadline_ms (how
+// long mesh-provide waits for the reply), and returns nil or an error; an
+// error made with [Errorf] or a [*HookError] carries its class. stdout
+// carries replies only: log with [Logf] (stderr). The consumer's secret and
+// the secrets given to [AnnounceSecrets] are cut out of every error text
+// before a reply. docs/hooks.md describes the protocol, docs/kits/go.md this
+// package.
+//
+// The package uses the standard library only.
+package hook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Version is the protocol version this package speaks.
+const Version = 1
+
+// Class is the class of a failure, as the loop reads it.
+type Class string
+
+// The four classes a failure may name.
+const (
+	// CredentialsRejected: the backend refused a password (the consumer's
+	// or the hook's administrator's).
+	CredentialsRejected Class = "credentials-rejected"
+	// Unreachable: the backend could not be reached.
+	Unreachable Class = "unreachable"
+	// SecretUnreadable: a secret (a password file) could not be read.
+	SecretUnreadable Class = "secret-unreadable"
+	// Refused: anything else.
+	Refused Class = "refused"
+)
+
+// Valid reports whether c is one of the four classes.
+func (c Class) Valid() bool {
+	switch c {
+	case CredentialsRejected, Unreachable, SecretUnreadable, Refused:
+		return true
+	}
+	return false
+}
+
+// HookError is a failure with its class: return one (or [Errorf]'s) from a
+// verb to say what kind of failure it is. An error of another type is
+// classed by [Hook.Classify], else left to mesh-provide, which reads its
+// words.
+type HookError struct {
+	// Class is the failure's class; an invalid one is sent as Refused.
+	Class Class
+	// Message is the failure's words (the consumer's secret and the
+	// announced secrets are cut out of it before the reply).
+	Message string
+}
+
+// Error returns the message.
+func (e *HookError) Error() string { return e.Message }
+
+// Errorf makes a *HookError of class with fmt.Sprintf's words.
+func Errorf(class Class, format string, args ...any) error {
+	return &HookError{Class: class, Message: fmt.Sprintf(format, args...)}
+}
+
+// ClassOf is the class of err: a *HookError's (anywhere in its chain),
+// else "" (none said).
+func ClassOf(err error) Class {
+	var he *HookError
+	if errors.As(err, &he) {
+		if he.Class.Valid() {
+			return he.Class
+		}
+		return Refused
+	}
+	return ""
+}
+
+// Consumer is the consumer an ensure or check request carries.
+type Consumer struct {
+	// Name is the consumer's name (^[a-z0-9][a-z0-9_-]{0,62}$, checked
+	// before a verb is called).
+	Name string `json:"name"`
+	// Machine is the machine it runs on.
+	Machine string `json:"machine"`
+	// Provision is the provision it asks for.
+	Provision string `json:"provision"`
+	// Options is the contributions entry's options as given ({} or null
+	// when it has none).
+	Options json.RawMessage `json:"options"`
+}
+
+// Result is what ensure or check did beyond succeeding.
+type Result struct {
+	// Mended, when not empty, says what the verb found changed by hand at
+	// the backend and brought back (the loop logs it and counts it).
+	Mended string
+}
+
+// Held is one provision the hook made, as held lists it.
+type Held struct {
+	// Consumer is the consumer's name.
+	Consumer string `json:"consumer"`
+	// Retired says whether it is retired.
+	Retired bool `json:"retired"`
+}
+
+// Repair is a known fault the hook can probe and repair, said in hello.
+type Repair struct {
+	// Fault is its name.
+	Fault string `json:"fault"`
+	// Class is the class it fails with (empty: credentials-rejected).
+	Class Class `json:"class,omitempty"`
+}
+
+// ByHand holds the conform-only by-hand actions: mesh-provide conform uses
+// them as an oracle acting on the backend as a person would; the loop never
+// calls them. A nil action is answered unsupported (conform skips the rules
+// needing it).
+type ByHand struct {
+	// Change changes name's provision as a person would (another password),
+	// so that check with its secret fails until ensure brings it back (and
+	// says Mended).
+	Change func(ctx context.Context, name string) error
+	// Make makes a provision named name with secret as a person would, one
+	// the hook does not count as its own.
+	Make func(ctx context.Context, name, secret string) error
+	// Works tells whether name's provision works with secret.
+	Works func(ctx context.Context, name, secret string) (bool, error)
+	// Reach tells whether consumer name, logged in with secret, reaches
+	// target's provision.
+	Reach func(ctx context.Context, name, secret, target string) (bool, error)
+	// Remove removes what Make made.
+	Remove func(ctx context.Context, name string) error
+}
+
+// Hook is what a hook author fills in: the verbs that touch the backend.
+// A nil verb is answered {"unsupported":true} (docs/hooks.md says what the
+// loop makes of each).
+type Hook struct {
+	// Name is said in hello and starts each log line.
+	Name string
+	// Hello, when set, runs on hello before the reply (e.g. to read the
+	// administrator's password and AnnounceSecrets it); an error fails
+	// the hello (the hook is not run).
+	Hello func(ctx context.Context) error
+	// Ensure makes the consumer's provision when missing and brings the
+	// given secret to the backend when it holds another; idempotent.
+	Ensure func(ctx context.Context, c Consumer, secret string) (Result, error)
+	// Check proves the provision works as the consumer would use it.
+	Check func(ctx context.Context, c Consumer, secret string) (Result, error)
+	// Held lists every provision the hook made, and only those.
+	Held func(ctx context.Context) ([]Held, error)
+	// Retire disables a provision, reversibly; idempotent.
+	Retire func(ctx context.Context, name string) error
+	// ReEnable enables a retired provision again; idempotent.
+	ReEnable func(ctx context.Context, name string) error
+	// Delete removes a retired provision and its data; idempotent.
+	Delete func(ctx context.Context, name string) error
+	// Repairs lists the known faults Probe and Repair handle.
+	Repairs []Repair
+	// Probe returns nil when the known fault is absent.
+	Probe func(ctx context.Context, fault string) error
+	// Repair repairs the known fault and says what it did.
+	Repair func(ctx context.Context, fault string) (string, error)
+	// ByHand holds the conform-only by-hand actions (nil: unsupported).
+	ByHand *ByHand
+	// Classify gives the class of an error that is no *HookError ("":
+	// none, mesh-provide reads the words).
+	Classify func(err error) Class
+	// Close, when set, runs once after the last reply (release the
+	// backend's connections).
+	Close func()
+}
