@@ -1,0 +1,338 @@
+//! The conformance suite: the loop's assumptions about a [`Provisioner`],
+//! tried against its real backend, one verdict per rule (feature
+//! `conform`; `testing` includes it). `mesh-provide conform` runs the same
+//! rules against a hook; a Rust provider runs them in its tests:
+//!
+//! ```no_run
+//! # async fn example(provisioner: impl mesh_sdk::Provisioner) {
+//! use mesh_sdk::conform::{conform, Suite};
+//!
+//! let report = conform(&provisioner, &Suite::new("postgres-database")).await;
+//! println!("{report}"); // a start line, one line per rule, then "N passed, N failed"
+//! report.assert_passed();
+//! # }
+//! ```
+//!
+//! The rules are [`RULES`], in that order, each building on the state the
+//! ones before left (`mesh-provide conform --list` prints them). Those
+//! marked [`Rule::by_hand`] need an oracle acting on the backend as a
+//! person would ([`ByHand`], given as [`Suite::by_hand`]); without one they
+//! are reported `skip`, with why.
+//!
+//! Every consumer it makes is named `conform-<random>-…`, which no real
+//! consumer is, on machine `conform`. At its start it retires and deletes
+//! every `conform-*` provision `held` lists (an earlier run's leftovers,
+//! said on the report's first line); at its end it retires and deletes
+//! what it made, and its last rule fails if `held` still lists a
+//! `conform-*` name. Each call is bounded by [`Suite::timeout`].
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use mesh_protocol::Name;
+use mesh_runtime::Secret;
+
+use crate::provisioner::Provisioner;
+
+mod oracle;
+mod rules;
+
+/// One rule of the suite.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rule {
+    /// The rule in words, as its verdict names it (`N` is [`Suite::consumers`]).
+    pub words: &'static str,
+    /// Whether it needs the [`ByHand`] oracle (skipped without it).
+    pub by_hand: bool,
+}
+
+const fn rule(words: &'static str) -> Rule {
+    Rule {
+        words,
+        by_hand: false,
+    }
+}
+
+const fn by_hand(words: &'static str) -> Rule {
+    Rule {
+        words,
+        by_hand: true,
+    }
+}
+
+/// Every rule, in the order the suite runs them: the one list of them
+/// (docs/hooks.md's conformance section is held to it by a test).
+pub const RULES: [Rule; 16] = [
+    rule("ensure twice is idempotent"),
+    rule("check passes after ensure"),
+    // Or, for a provider whose check brings the secret it is given to the
+    // backend (mesh-postgres, mesh-identity), passes and says so through
+    // `Provisioner::take_mended`.
+    rule("check with another secret fails credentials-rejected"),
+    rule("ensure with a new secret (a rotation) makes check pass with it"),
+    rule("held lists what was made and nothing else"),
+    rule("retire makes check fail and held say retired"),
+    rule("re-enable makes check pass"),
+    rule("delete removes it from held"),
+    rule("a 63-byte name works"),
+    rule("N consumers in parallel"),
+    by_hand("a change by hand is mended by ensure and reported as mended"),
+    by_hand("a provision it did not make is neither listed, retired nor deleted"),
+    rule("names with _, - and digits side by side are each their own"),
+    by_hand("no neighbour reaches another's provision"),
+    rule("retiring and deleting a_b leaves its neighbours working and listed"),
+    rule("a call cut off mid-way leaves nothing that breaks the next ensure"),
+];
+
+/// The last rule, run after the cleanup.
+pub const LAST_RULE: Rule = rule("nothing of the suite's is left behind");
+
+/// Every rule as `mesh-provide conform --list` prints it: one a line,
+/// numbered, `(by-hand)` after those needing the oracle, the last rule last.
+pub fn list() -> String {
+    RULES
+        .iter()
+        .chain(std::iter::once(&LAST_RULE))
+        .enumerate()
+        .map(|(i, r)| {
+            let mark = if r.by_hand { " (by-hand)" } else { "" };
+            format!("{}. {}{mark}\n", i + 1, r.words)
+        })
+        .collect()
+}
+
+/// Why a [`ByHand`] action did not answer.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ByHandError {
+    /// The oracle cannot do it (a hook answering `unsupported`): the rule is skipped.
+    #[error("{0}")]
+    Unsupported(String),
+    /// It tried and failed: the rule fails.
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// An oracle acting on the backend as a person would, outside the
+/// provisioner (the `by-hand` verb of a hook). The suite uses it to make
+/// what the provisioner did not, to change what it did, and to ask what a
+/// consumer's login can reach.
+#[async_trait]
+pub trait ByHand: Send + Sync {
+    /// Changes `consumer`'s provision as a person would (another password
+    /// on its user), so check with its secret fails until ensure mends it.
+    async fn change(&self, consumer: &Name) -> Result<(), ByHandError>;
+    /// Makes a provision named `consumer` with `secret` as a person would:
+    /// one the provisioner does not count as its own.
+    async fn make(&self, consumer: &Name, secret: &Secret) -> Result<(), ByHandError>;
+    /// Whether `consumer`'s provision works with `secret`.
+    async fn works(&self, consumer: &Name, secret: &Secret) -> Result<bool, ByHandError>;
+    /// Whether `consumer`, logged in with `secret`, can reach `target`'s
+    /// provision (its database, its keys, its vhost).
+    async fn reach(
+        &self,
+        consumer: &Name,
+        secret: &Secret,
+        target: &Name,
+    ) -> Result<bool, ByHandError>;
+    /// Removes what [`make`](Self::make) made.
+    async fn remove(&self, consumer: &Name) -> Result<(), ByHandError>;
+}
+
+/// What kills whatever runs a call that was just cut off (a hook's
+/// processes). In process, dropping the call's future is the cut and no
+/// interrupt is needed.
+#[async_trait]
+pub trait Interrupt: Send + Sync {
+    /// Called right after a call was cut off.
+    async fn interrupt(&self);
+}
+
+/// What the suite runs with.
+#[derive(Clone)]
+pub struct Suite {
+    /// The provision its consumers ask for (a provider may refuse others).
+    pub provision: String,
+    /// Their `options`.
+    pub options: serde_json::Value,
+    /// How many consumers the parallel rule makes at once.
+    pub consumers: usize,
+    /// Bound of each call.
+    pub timeout: Duration,
+    /// The oracle for the rules marked [`Rule::by_hand`] (skipped without it).
+    pub by_hand: Option<Arc<dyn ByHand>>,
+    /// Called after a call was cut off (see [`Interrupt`]).
+    pub interrupt: Option<Arc<dyn Interrupt>>,
+    /// How long a cut-off call's consumer may take to work again (a hook
+    /// restarted behind a brake fails at once meanwhile).
+    pub recovery: Duration,
+}
+
+impl fmt::Debug for Suite {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Suite")
+            .field("provision", &self.provision)
+            .field("options", &self.options)
+            .field("consumers", &self.consumers)
+            .field("timeout", &self.timeout)
+            .field("by_hand", &self.by_hand.is_some())
+            .field("interrupt", &self.interrupt.is_some())
+            .field("recovery", &self.recovery)
+            .finish()
+    }
+}
+
+impl Suite {
+    /// The suite for consumers of `provision`: no options, 16 consumers in
+    /// parallel, 30 s a call, no oracle, no interrupt, 10 s to recover.
+    pub fn new(provision: impl Into<String>) -> Suite {
+        Suite {
+            provision: provision.into(),
+            options: serde_json::json!({}),
+            consumers: 16,
+            timeout: Duration::from_secs(30),
+            by_hand: None,
+            interrupt: None,
+            recovery: Duration::from_secs(10),
+        }
+    }
+
+    /// This suite with the oracle `by_hand`.
+    pub fn with_by_hand(mut self, by_hand: Arc<dyn ByHand>) -> Suite {
+        self.by_hand = Some(by_hand);
+        self
+    }
+
+    /// This suite with the `interrupt`.
+    pub fn with_interrupt(mut self, interrupt: Arc<dyn Interrupt>) -> Suite {
+        self.interrupt = Some(interrupt);
+        self
+    }
+}
+
+/// A rule's outcome.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// It held, with an optional note.
+    Passed(Option<String>),
+    /// It did not: why.
+    Failed(String),
+    /// It was not tried: why.
+    Skipped(String),
+}
+
+impl Outcome {
+    /// Passed without a note, or failed.
+    fn of(step: Result<(), String>) -> Outcome {
+        match step {
+            Ok(()) => Outcome::Passed(None),
+            Err(why) => Outcome::Failed(why),
+        }
+    }
+
+    /// Passed with an optional note, or failed.
+    fn noted(step: Result<Option<String>, String>) -> Outcome {
+        match step {
+            Ok(note) => Outcome::Passed(note),
+            Err(why) => Outcome::Failed(why),
+        }
+    }
+
+    /// Whether it failed.
+    pub fn is_failed(&self) -> bool {
+        matches!(self, Outcome::Failed(_))
+    }
+}
+
+/// One rule's outcome.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Verdict {
+    /// The rule, as [`RULES`] words it (`N` replaced by the number).
+    pub rule: String,
+    /// What came of it.
+    pub outcome: Outcome,
+}
+
+/// What the suite found at its start, and every rule's verdict.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Report {
+    /// What it removed (or could not) of an earlier run before the rules.
+    pub start: String,
+    /// One verdict per rule, in order, [`LAST_RULE`] last.
+    pub verdicts: Vec<Verdict>,
+}
+
+impl Report {
+    fn count(&self, f: impl Fn(&Outcome) -> bool) -> usize {
+        self.verdicts.iter().filter(|v| f(&v.outcome)).count()
+    }
+
+    /// How many rules passed.
+    pub fn passed(&self) -> usize {
+        self.count(|o| matches!(o, Outcome::Passed(_)))
+    }
+
+    /// How many rules failed.
+    pub fn failed(&self) -> usize {
+        self.count(Outcome::is_failed)
+    }
+
+    /// How many rules were skipped.
+    pub fn skipped(&self) -> usize {
+        self.count(|o| matches!(o, Outcome::Skipped(_)))
+    }
+
+    /// Whether no rule failed (skipped ones do not fail).
+    pub fn all_passed(&self) -> bool {
+        self.failed() == 0
+    }
+
+    /// The rules that failed, in words.
+    pub fn failures(&self) -> Vec<&str> {
+        self.verdicts
+            .iter()
+            .filter(|v| v.outcome.is_failed())
+            .map(|v| v.rule.as_str())
+            .collect()
+    }
+
+    /// Panics with the whole report unless no rule failed.
+    ///
+    /// # Panics
+    /// When a rule failed.
+    pub fn assert_passed(&self) {
+        assert!(self.all_passed(), "the conformance suite failed:\n{self}");
+    }
+}
+
+/// The start line, one line per rule (`ok   rule`, `ok   rule (note)`,
+/// `FAIL rule: why` or `skip rule: why`), then `N passed, N failed` (and
+/// `, N skipped` when some were).
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "start: {}", self.start)?;
+        for verdict in &self.verdicts {
+            match &verdict.outcome {
+                Outcome::Passed(None) => writeln!(f, "ok   {}", verdict.rule)?,
+                Outcome::Passed(Some(note)) => writeln!(f, "ok   {} ({note})", verdict.rule)?,
+                Outcome::Failed(why) => writeln!(f, "FAIL {}: {why}", verdict.rule)?,
+                Outcome::Skipped(why) => writeln!(f, "skip {}: {why}", verdict.rule)?,
+            }
+        }
+        write!(f, "{} passed, {} failed", self.passed(), self.failed())?;
+        match self.skipped() {
+            0 => Ok(()),
+            n => write!(f, ", {n} skipped"),
+        }
+    }
+}
+
+/// Runs every rule against `provisioner` and its backend; see the
+/// [module docs](self).
+pub async fn conform<P: Provisioner>(provisioner: &P, suite: &Suite) -> Report {
+    rules::run(provisioner, suite).await
+}
+
+#[cfg(test)]
+mod tests;
