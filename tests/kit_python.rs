@@ -1,0 +1,149 @@
+//! `examples/hooks/redis-acl.py`, written on the Python kit
+//! (`kits/python/mesh_hook.py`), on a private Redis: it passes every rule of
+//! `mesh-provide conform` (the built binary) in serve mode and in exec
+//! mode, leaves nothing of the suite's behind, never touches a user a
+//! person made, and its administrator's password is in no output.
+
+use std::fs::File;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use mesh_test_support::mesh::binary;
+use mesh_test_support::{RedisServer, REDIS_ADMIN};
+
+/// How long one conform run may take before the test says it hangs.
+const CONFORM_DEADLINE: Duration = Duration::from_secs(300);
+
+fn hook() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/hooks/redis-acl.py")
+}
+
+/// Runs `mesh-provide ARGS` with `env`; (exit code, stdout, stderr). Kills
+/// it and panics when it has not ended within [`CONFORM_DEADLINE`].
+fn mesh_provide(args: &[&str], env: &[(&'static str, String)]) -> (i32, String, String) {
+    let dir = tempfile::tempdir().expect("a temp dir for the output");
+    let (out_path, err_path) = (dir.path().join("out"), dir.path().join("err"));
+    let mut child = Command::new(binary("mesh-provide"))
+        .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(File::create(&out_path).unwrap())
+        .stderr(File::create(&err_path).unwrap())
+        .spawn()
+        .expect("mesh-provide runs");
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("waiting for mesh-provide") {
+            break status;
+        }
+        if started.elapsed() > CONFORM_DEADLINE {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "mesh-provide {args:?} still ran after {CONFORM_DEADLINE:?}: the hook likely hangs on a call \
+                 (a reply never written, or a wait not bounded by deadline_ms)\n{}\n{}",
+                std::fs::read_to_string(&out_path).unwrap_or_default(),
+                std::fs::read_to_string(&err_path).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    (
+        status.code().unwrap_or(-1),
+        std::fs::read_to_string(&out_path).unwrap_or_default(),
+        std::fs::read_to_string(&err_path).unwrap_or_default(),
+    )
+}
+
+/// How many rules `mesh-provide conform --list` prints (None when this
+/// mesh-provide has no `--list`).
+fn rules_listed(redis: &RedisServer) -> Option<usize> {
+    let (code, out, _) = mesh_provide(&["conform", "--list"], &redis.hook_env());
+    (code == 0).then(|| out.lines().filter(|l| !l.trim().is_empty()).count())
+}
+
+/// The ACL users of `redis`, sorted.
+fn users(redis: &RedisServer) -> Vec<String> {
+    let mut users: Vec<String> = redis
+        .cli("ACL USERS")
+        .lines()
+        .skip(1)
+        .map(str::to_owned)
+        .collect();
+    users.sort();
+    users
+}
+
+/// Conform over the Python hook in `mode` beside a user a person made.
+fn conforms(mode: &str) {
+    let redis = RedisServer::start();
+    // A user a person made: never listed, changed or removed.
+    redis.cli("ACL SETUSER app-cache on >theirs ~app:* +@all");
+    let hook = hook();
+    let (code, out, err) = mesh_provide(
+        &[
+            "conform",
+            "--hook",
+            hook.to_str().unwrap(),
+            "--hook-mode",
+            mode,
+            "--consumers",
+            "16",
+            "--provision",
+            "redis-acl",
+        ],
+        &redis.hook_env(),
+    );
+    assert_eq!(
+        code, 0,
+        "redis-acl.py --hook-mode {mode} fails conform:\n{out}\n{err}"
+    );
+    let last = out.lines().last().unwrap_or_default();
+    let passed: usize = last
+        .strip_suffix(" passed, 0 failed")
+        .unwrap_or_else(|| panic!("no `N passed, 0 failed` line:\n{out}"))
+        .parse()
+        .unwrap();
+    assert!(!out.contains("FAIL"), "{out}");
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("ok   ")).count(),
+        passed,
+        "one ok line a rule: {out}"
+    );
+    match rules_listed(&redis) {
+        Some(rules) => assert_eq!(passed, rules, "every listed rule ran and passed: {out}"),
+        None => assert!(passed >= 10, "conform ran {passed} rules: {out}"),
+    }
+    assert!(!out.contains("left behind"), "{out}");
+    assert_eq!(
+        users(&redis),
+        ["app-cache", "default", REDIS_ADMIN],
+        "nothing of the suite's is left, the person's user is"
+    );
+    assert!(
+        redis.cli_as("app-cache", "theirs", "PING").contains("PONG"),
+        "the person's user still works with its own password"
+    );
+    let keys = redis.cli("KEYS conform-*");
+    assert_eq!(
+        keys.lines().skip(1).filter(|l| !l.is_empty()).count(),
+        0,
+        "no key of the suite's is left: {keys}"
+    );
+    let password = redis.admin_password();
+    assert!(
+        !out.contains(password) && !err.contains(password),
+        "the administrator's password is in conform's output:\n{out}\n{err}"
+    );
+}
+
+#[test]
+fn the_python_hook_passes_every_conform_rule_in_serve_mode() {
+    conforms("serve");
+}
+
+#[test]
+fn the_python_hook_passes_every_conform_rule_in_exec_mode() {
+    conforms("exec");
+}
