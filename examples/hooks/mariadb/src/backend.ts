@@ -1,0 +1,442 @@
+// The MariaDB hook's work, on kits/typescript: a database and a user per
+// consumer, both named after it, the user allowed only its own database, its
+// password the minted secret, checked by logging in as the consumer and
+// using its database. src/mariadb.ts serves these handlers; the bench's
+// driver (provide/benches/kit_typescript.mjs) calls them directly.
+//
+// Settings (environment; no secret in it):
+//   MARIADB_HOOK_HOST                 the server (default 127.0.0.1)
+//   MARIADB_HOOK_PORT                 its port (default 3306)
+//   MARIADB_HOOK_ADMIN_USER           the account the hook acts as (default mesh-admin)
+//   MARIADB_HOOK_ADMIN_PASSWORD_FILE  a file holding its password (required; line
+//                                     breaks dropped; read again at each new
+//                                     administrator connection, so a rotation
+//                                     needs no restart)
+//   MARIADB_HOOK_USER_HOST            the host part of the users it makes (default %)
+//   MARIADB_HOOK_ADMIN_CONNECTIONS    administrator connections kept open (default 16)
+//
+// The administrator needs `ALL PRIVILEGES ON *.* WITH GRANT OPTION` (it
+// makes users and databases, grants, locks, kills a retired user's
+// connections). What the hook made is written down in its own database,
+// `_mesh_provide` (a name no consumer can have: names start with [a-z0-9]),
+// table `held`: `held` lists only those, and a user or database of a
+// consumer's name it did not make is refused, never touched.
+//
+// retire = ACCOUNT LOCK (and its connections killed), re-enable = ACCOUNT
+// UNLOCK, delete = the user and the database dropped. The password is sent
+// to MariaDB as its hash (IDENTIFIED BY PASSWORD '*...'), never in clear.
+
+import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+
+import { type Call, type Class, type Handlers, HookError, announceSecrets, messageOf } from 'mesh-hook-kit';
+import { type Connection, type RowDataPacket, createConnection } from 'mysql2/promise';
+
+/** The hook's settings, from the environment. */
+export interface Settings {
+  host: string;
+  port: number;
+  adminUser: string;
+  adminPasswordFile: string;
+  userHost: string;
+  adminConnections: number;
+}
+
+/** Reads the settings; throws on a missing or bad one. */
+export function readSettings(env: NodeJS.ProcessEnv): Settings {
+  const file = env.MARIADB_HOOK_ADMIN_PASSWORD_FILE ?? '';
+  if (file === '') throw new Error('MARIADB_HOOK_ADMIN_PASSWORD_FILE is not set (the file holding the administrator password)');
+  const port = Number(env.MARIADB_HOOK_PORT ?? '3306');
+  if (!Number.isInteger(port) || port <= 0 || port > 65535) throw new Error(`MARIADB_HOOK_PORT ${env.MARIADB_HOOK_PORT} is no port`);
+  const connections = Number(env.MARIADB_HOOK_ADMIN_CONNECTIONS ?? '16');
+  return {
+    host: env.MARIADB_HOOK_HOST || '127.0.0.1',
+    port,
+    adminUser: env.MARIADB_HOOK_ADMIN_USER || 'mesh-admin',
+    adminPasswordFile: file,
+    userHost: env.MARIADB_HOOK_USER_HOST || '%',
+    adminConnections: Number.isInteger(connections) && connections > 0 ? connections : 16,
+  };
+}
+
+const settings = readSettings(process.env);
+const where = `${settings.host}:${settings.port}`;
+
+/** The hook's own database, and its table of what it made. */
+const STATE = '`_mesh_provide`.`held`';
+
+/** How long a connection may take to open at most, in milliseconds. */
+const CONNECT_TIMEOUT = 5000;
+
+/** mesh's rule for names (so one may go in SQL between backquotes as it is). */
+const NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+
+function valid(name: string): string {
+  if (!NAME.test(name)) throw new HookError('refused', `${JSON.stringify(name)} is no consumer name`);
+  return name;
+}
+
+/** A database name as an identifier. */
+function ident(name: string): string {
+  return `\`${valid(name)}\``;
+}
+
+/** A database name in a GRANT: `_` (and `%`) are wildcards there unless escaped. */
+function grantDb(name: string): string {
+  return valid(name).replace(/[_%]/g, '\\$&');
+}
+
+/** MariaDB's mysql_native_password hash: `*` and SHA1(SHA1(password)) in upper hex. */
+export function nativeHash(password: string): string {
+  const once = createHash('sha1').update(password, 'utf8').digest();
+  return `*${createHash('sha1').update(once).digest('hex').toUpperCase()}`;
+}
+
+/** The administrator's password, read from its file now, announced before any use. */
+function adminPassword(): string {
+  let text: string;
+  try {
+    text = readFileSync(settings.adminPasswordFile, 'utf8');
+  } catch (error) {
+    throw new HookError('secret-unreadable', `cannot read the administrator password file ${settings.adminPasswordFile}: ${messageOf(error)}`);
+  }
+  const password = text.replace(/[\r\n]/g, '');
+  if (password === '') throw new HookError('secret-unreadable', `the administrator password file ${settings.adminPasswordFile} is empty`);
+  announceSecrets([password]);
+  return password;
+}
+
+/** A MariaDB error's number and code, when it is one. */
+function dbError(error: unknown): { errno?: number; code?: string; fatal?: boolean } {
+  return typeof error === 'object' && error !== null ? (error as { errno?: number; code?: string; fatal?: boolean }) : {};
+}
+
+const UNREACHABLE = new Set(['ECONNREFUSED', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'ECONNRESET', 'PROTOCOL_CONNECTION_LOST', 'PROTOCOL_SEQUENCE_TIMEOUT']);
+
+/** The class of an error that is no HookError: the kit's `classify`. */
+export function classify(error: unknown): Class | undefined {
+  const { errno, code } = dbError(error);
+  if (code !== undefined && UNREACHABLE.has(code)) return 'unreachable';
+  if (errno === 1045 || errno === 4151) return 'credentials-rejected';
+  return errno === undefined ? undefined : 'refused';
+}
+
+/** The connections to the administrator kept open (each opened with the password file read again). */
+const idle: Connection[] = [];
+
+async function openAdmin(call: Call): Promise<Connection> {
+  const password = adminPassword();
+  try {
+    const connection = await createConnection({
+      host: settings.host,
+      port: settings.port,
+      user: settings.adminUser,
+      password,
+      connectTimeout: Math.max(1, Math.min(CONNECT_TIMEOUT, call.remainingMs())),
+    });
+    connection.on('error', () => {}); // a broken connection fails its next query, and is dropped then
+    return connection;
+  } catch (error) {
+    const { errno } = dbError(error);
+    if (errno === 1045) {
+      throw new HookError('credentials-rejected', `the hook's administrator ${settings.adminUser} was refused: ${messageOf(error)}`);
+    }
+    if (classify(error) === 'unreachable') throw new HookError('unreachable', `cannot reach MariaDB at ${where}: ${messageOf(error)}`);
+    throw error;
+  }
+}
+
+/**
+ * Runs `work` on an administrator connection (one kept open, else a new
+ * one); a kept one found broken is replaced once.
+ */
+async function asAdmin<T>(call: Call, work: (sql: Sql) => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt += 1) {
+    const kept = idle.pop();
+    const connection = kept ?? (await openAdmin(call));
+    const sql: Sql = async (text, values = []) => {
+      const [rows] = await connection.query<RowDataPacket[]>({ sql: text, values, timeout: Math.max(1, call.remainingMs()) });
+      return rows;
+    };
+    try {
+      await stateReady(sql);
+      const done = await work(sql);
+      if (idle.length < settings.adminConnections) idle.push(connection);
+      else connection.destroy();
+      return done;
+    } catch (error) {
+      const { fatal } = dbError(error);
+      if (fatal) connection.destroy();
+      else if (idle.length < settings.adminConnections) idle.push(connection);
+      else connection.destroy();
+      if (fatal && kept !== undefined && attempt === 0) continue;
+      if (fatal && classify(error) === 'unreachable') throw new HookError('unreachable', `MariaDB at ${where}: ${messageOf(error)}`);
+      throw error;
+    }
+  }
+}
+
+/** One query on a connection, its rows. */
+type Sql = (text: string, values?: unknown[]) => Promise<RowDataPacket[]>;
+
+let stateMade = false;
+
+/** The hook's own database and table, made once a process. */
+async function stateReady(sql: Sql): Promise<void> {
+  if (stateMade) return;
+  await sql('CREATE DATABASE IF NOT EXISTS `_mesh_provide`');
+  await sql(
+    `CREATE TABLE IF NOT EXISTS ${STATE} (
+       consumer VARCHAR(64) CHARACTER SET utf8mb3 COLLATE utf8mb3_bin NOT NULL PRIMARY KEY,
+       user_host VARCHAR(255) CHARACTER SET utf8mb3 COLLATE utf8mb3_bin NOT NULL,
+       password_hash VARCHAR(64) NULL,
+       made TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP
+     )`,
+  );
+  stateMade = true;
+}
+
+/** What MariaDB holds for a consumer's name. */
+interface Found {
+  /** Whether the hook wrote it down as its own, and its user's host then. */
+  ours: boolean;
+  userHost: string;
+  /** The hash the hook last set (null: its first ensure did not finish). */
+  setHash: string | null;
+  userExists: boolean;
+  /** The user's password hash at MariaDB. */
+  auth: string | null;
+  dbExists: boolean;
+  granted: boolean;
+}
+
+async function find(sql: Sql, name: string): Promise<Found> {
+  const [row] = await sql(
+    `SELECT h.user_host AS user_host, h.password_hash AS set_hash, h.consumer IS NOT NULL AS ours,
+            (SELECT COUNT(*) FROM mysql.global_priv g WHERE g.User = ? AND g.Host = IFNULL(h.user_host, ?)) AS user_exists,
+            (SELECT JSON_VALUE(g.Priv, '$.authentication_string') FROM mysql.global_priv g
+              WHERE g.User = ? AND g.Host = IFNULL(h.user_host, ?)) AS auth,
+            (SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?) AS db_exists,
+            (SELECT COUNT(*) FROM mysql.db d WHERE d.User = ? AND d.Host = IFNULL(h.user_host, ?) AND d.Db = ?) AS granted
+       FROM (SELECT 1) one LEFT JOIN ${STATE} h ON h.consumer = ?`,
+    [name, settings.userHost, name, settings.userHost, name, name, settings.userHost, grantDb(name), name],
+  );
+  return {
+    ours: Number(row?.ours) === 1,
+    userHost: (row?.user_host as string | null) ?? settings.userHost,
+    setHash: (row?.set_hash as string | null) ?? null,
+    userExists: Number(row?.user_exists) > 0,
+    auth: (row?.auth as string | null) ?? null,
+    dbExists: Number(row?.db_exists) > 0,
+    granted: Number(row?.granted) > 0,
+  };
+}
+
+function notOurs(name: string): HookError {
+  return new HookError(
+    'refused',
+    `a user or database named ${name} exists and was not made by this hook (not in ${STATE}): not touching it; ` +
+      `drop it (DROP USER '${name}'@'${settings.userHost}'; DROP DATABASE \`${name}\`) to let the hook make it`,
+  );
+}
+
+/** Kills the connections of user `name` (a retired or deleted user's sessions end now). */
+async function killSessions(sql: Sql, name: string): Promise<void> {
+  const sessions = await sql('SELECT ID FROM information_schema.PROCESSLIST WHERE USER = ?', [name]);
+  for (const session of sessions) {
+    await sql('KILL CONNECTION ?', [Number(session.ID)]).catch(() => {}); // gone already
+  }
+}
+
+/** Logs in as `user` with `password` (using `database` when given); the connection, or the error. */
+async function login(call: Call, user: string, password: string, database?: string): Promise<Connection> {
+  return createConnection({
+    host: settings.host,
+    port: settings.port,
+    user,
+    password,
+    ...(database === undefined ? {} : { database }),
+    connectTimeout: Math.max(1, Math.min(CONNECT_TIMEOUT, call.remainingMs())),
+  });
+}
+
+/** Whether an error says the login (or the use of a database) was refused, rather than that MariaDB is away. */
+function refusedLogin(error: unknown): boolean {
+  const { errno } = dbError(error);
+  return errno === 1045 || errno === 4151 || errno === 1044 || errno === 1049;
+}
+
+/** The same password as a person would set (the hash of random words). */
+function someonesPassword(): string {
+  return nativeHash(randomBytes(18).toString('base64'));
+}
+
+/** Makes what ensure makes; says what it brought back, if anything. */
+async function ensure(sql: Sql, name: string, secret: string): Promise<string | undefined> {
+  const found = await find(sql, name);
+  const user = [name, found.userHost];
+  if (!found.ours) {
+    if (found.userExists || found.dbExists) throw notOurs(name);
+    // Written down first: a kill before the rest leaves a provision the next ensure finishes.
+    await sql(`INSERT IGNORE INTO ${STATE} (consumer, user_host) VALUES (?, ?)`, user);
+  }
+  const hash = nativeHash(secret);
+  const complete = found.setHash !== null;
+  const mended: string[] = [];
+  if (!found.dbExists) await sql(`CREATE DATABASE IF NOT EXISTS ${ident(name)}`);
+  if (!found.userExists) {
+    await sql('CREATE USER IF NOT EXISTS ?@? IDENTIFIED BY PASSWORD ?', [...user, hash]);
+  } else if (found.auth !== hash) {
+    await sql('ALTER USER ?@? IDENTIFIED BY PASSWORD ?', [...user, hash]);
+    // Another hash than the one it set: changed at MariaDB, not a rotation.
+    if (complete && found.auth !== found.setHash) mended.push(`the password of ${name} was changed at MariaDB; set back`);
+  }
+  if (!found.granted || !found.userExists) {
+    await sql(`GRANT ALL PRIVILEGES ON \`${grantDb(name)}\`.* TO ?@?`, user);
+    if (complete && found.userExists) mended.push(`the grant of ${name} on its database was gone; granted again`);
+  }
+  if (found.setHash !== hash) await sql(`UPDATE ${STATE} SET password_hash = ? WHERE consumer = ?`, [hash, name]);
+  return mended.length > 0 ? mended.join('; ') : undefined;
+}
+
+/** The hook's row for `name`: its user's host, or null when it made none (refused when such a user or database exists). */
+async function oursOrNothing(sql: Sql, name: string): Promise<string | null> {
+  const found = await find(sql, name);
+  if (found.ours) return found.userHost;
+  if (found.userExists || found.dbExists) throw notOurs(name);
+  return null;
+}
+
+/** The handlers the hook serves. */
+export const handlers: Handlers = {
+  hello() {
+    adminPassword(); // read and announced: redacted from here on
+    return { name: 'mariadb', repairs: [] };
+  },
+
+  async ensure(request, call) {
+    const name = valid(request.consumer.name);
+    const mended = await asAdmin(call, (sql) => ensure(sql, name, request.secret));
+    return mended === undefined ? { ok: true } : { ok: true, mended };
+  },
+
+  async check(request, call) {
+    const name = valid(request.consumer.name);
+    let connection: Connection;
+    try {
+      connection = await login(call, name, request.secret, name);
+    } catch (error) {
+      const { errno } = dbError(error);
+      if (errno === 1045) throw new HookError('credentials-rejected', `MariaDB refused ${name}'s login: ${messageOf(error)}`);
+      if (errno === 4151) throw new HookError('credentials-rejected', `${name}'s account is locked (retired): ${messageOf(error)}`);
+      if (errno === 1044 || errno === 1049) throw new HookError('refused', `${name} logged in but cannot use its database: ${messageOf(error)}`);
+      if (classify(error) === 'unreachable') throw new HookError('unreachable', `cannot reach MariaDB at ${where}: ${messageOf(error)}`);
+      throw error;
+    }
+    connection.destroy();
+  },
+
+  async held(_request, call) {
+    const rows = await asAdmin(call, (sql) =>
+      sql(
+        `SELECT h.consumer AS consumer, IFNULL(JSON_VALUE(g.Priv, '$.account_locked'), 'false') AS locked
+           FROM ${STATE} h LEFT JOIN mysql.global_priv g ON g.User = h.consumer AND g.Host = h.user_host
+          ORDER BY h.consumer`,
+      ),
+    );
+    return { held: rows.map((row) => ({ consumer: String(row.consumer), retired: ['1', 'true'].includes(String(row.locked)) })) };
+  },
+
+  async retire(request, call) {
+    const name = valid(request.consumer);
+    await asAdmin(call, async (sql) => {
+      const host = await oursOrNothing(sql, name);
+      if (host === null) return;
+      await sql('ALTER USER IF EXISTS ?@? ACCOUNT LOCK', [name, host]);
+      await killSessions(sql, name);
+    });
+  },
+
+  async 're-enable'(request, call) {
+    const name = valid(request.consumer);
+    await asAdmin(call, async (sql) => {
+      const host = await oursOrNothing(sql, name);
+      if (host !== null) await sql('ALTER USER IF EXISTS ?@? ACCOUNT UNLOCK', [name, host]);
+    });
+  },
+
+  async delete(request, call) {
+    const name = valid(request.consumer);
+    await asAdmin(call, async (sql) => {
+      const host = await oursOrNothing(sql, name);
+      if (host === null) return;
+      // The user first, the row last: a kill half way leaves a row the next delete finishes.
+      await sql('DROP USER IF EXISTS ?@?', [name, host]);
+      await killSessions(sql, name);
+      await sql(`DROP DATABASE IF EXISTS ${ident(name)}`);
+      await sql(`DELETE FROM ${STATE} WHERE consumer = ?`, [name]);
+    });
+  },
+
+  'by-hand': {
+    async change(request, call) {
+      const name = valid(request.consumer);
+      await asAdmin(call, async (sql) => {
+        const found = await find(sql, name);
+        if (!found.userExists) throw new HookError('refused', `no user ${name} to change`);
+        await sql('ALTER USER ?@? IDENTIFIED BY PASSWORD ?', [name, found.userHost, someonesPassword()]);
+      });
+    },
+
+    async make(request, call) {
+      const name = valid(request.consumer);
+      await asAdmin(call, async (sql) => {
+        if ((await find(sql, name)).ours) throw new HookError('refused', `${name} was made by this hook: by-hand make makes another's`);
+        const user = [name, settings.userHost];
+        await sql(`CREATE DATABASE IF NOT EXISTS ${ident(name)}`);
+        await sql('CREATE USER IF NOT EXISTS ?@? IDENTIFIED BY PASSWORD ?', [...user, nativeHash(request.secret)]);
+        await sql(`GRANT ALL PRIVILEGES ON \`${grantDb(name)}\`.* TO ?@?`, user);
+      });
+    },
+
+    async works(request, call) {
+      const name = valid(request.consumer);
+      try {
+        (await login(call, name, request.secret, name)).destroy();
+        return { ok: true, works: true };
+      } catch (error) {
+        if (refusedLogin(error)) return { ok: true, works: false };
+        throw error;
+      }
+    },
+
+    async reach(request, call) {
+      const name = valid(request.consumer);
+      const target = valid(request.target);
+      const connection = await login(call, name, request.secret);
+      try {
+        await connection.query({ sql: `USE ${ident(target)}`, timeout: Math.max(1, call.remainingMs()) });
+        return { ok: true, reaches: true };
+      } catch (error) {
+        if (refusedLogin(error)) return { ok: true, reaches: false };
+        throw error;
+      } finally {
+        connection.destroy();
+      }
+    },
+
+    async remove(request, call) {
+      const name = valid(request.consumer);
+      await asAdmin(call, async (sql) => {
+        if ((await find(sql, name)).ours) throw new HookError('refused', `${name} was made by this hook: by-hand remove removes another's`);
+        await sql('DROP USER IF EXISTS ?@?', [name, settings.userHost]);
+        await sql(`DROP DATABASE IF EXISTS ${ident(name)}`);
+      });
+    },
+  },
+};
+
+/** Closes the administrator connections kept open. */
+export async function close(): Promise<void> {
+  for (const connection of idle.splice(0)) connection.destroy();
+}
