@@ -8,7 +8,9 @@
 //! - the first success of each consumer after the provider starts: publish
 //!   `recovered` (`first-success-after-start`), because a restarted provider
 //!   has forgotten what it published;
-//! - retired: publish `recovered` (`retired`).
+//! - retired: publish `recovered` (`retired`);
+//! - re-enabled (listed again after it was retired): nothing more than the
+//!   `retirement` event; its first success publishes no `recovered`.
 
 use std::time::Duration;
 
@@ -100,6 +102,16 @@ impl Standing {
     /// A fresh standing, as at provider start.
     pub fn new() -> Standing {
         Standing::default()
+    }
+
+    /// The standing of a consumer the loop just re-enabled: its
+    /// `retirement` event (`re-enabled`) said it, so its first success
+    /// publishes nothing (no `first-success-after-start`: nothing started);
+    /// a failure is news after `failing_after`, as for any consumer.
+    pub fn re_enabled() -> Standing {
+        Standing {
+            tracker: Tracker::after_success(),
+        }
     }
 
     /// The failure in progress, if any.
@@ -220,6 +232,20 @@ mod tests {
             words,
             vec![(0, Word::Recovered(RecoveredReason::FirstSuccessAfterStart))]
         );
+    }
+
+    #[test]
+    fn a_re_enabled_consumer_says_nothing_on_success_and_failing_after_five_minutes() {
+        let start = Instant::now();
+        let mut s = Standing::re_enabled();
+        assert_eq!(drive(&mut s, start, &[Outcome::Success; 10]), vec![]);
+        let mut outcomes = vec![Outcome::Success];
+        outcomes.extend([fail(Class::Unreachable); 61]);
+        outcomes.push(Outcome::Success);
+        let words = drive(&mut Standing::re_enabled(), start, &outcomes);
+        let at: Vec<u64> = words.iter().map(|(t, _)| *t).collect();
+        assert_eq!(at, vec![305, 310], "failing after 5 min, then recovered");
+        assert_eq!(words[1].1, Word::Recovered(RecoveredReason::Success));
     }
 
     #[test]

@@ -388,12 +388,19 @@ async fn withdrawn_consumer_is_retired_after_ten_minutes_and_five_passes_and_sai
     w.passes(1).await;
     assert_eq!(
         kinds(&w.said()),
-        vec![
-            "retirement:wiki:re-enabled",
-            "recovered:wiki:first-success-after-start"
-        ]
+        vec!["retirement:wiki:re-enabled"],
+        "the re-enable says it; no recovered claims a start that did not happen"
     );
     assert!(!w.fake.with(|b| b.provisions[&name("wiki")].retired));
+    // It fails again: said failing after failing_after, as any consumer.
+    w.fake.with(|b| {
+        b.fail_check
+            .insert(name("wiki"), FakeError::words("connection refused"))
+    });
+    w.passes(60).await;
+    assert!(w.said().is_empty(), "not before failing_after");
+    w.passes(1).await;
+    assert_eq!(kinds(&w.said()), vec!["failing:wiki:unreachable"]);
 }
 
 #[tokio::test(start_paused = true)]
@@ -850,10 +857,8 @@ async fn a_consumer_listed_again_is_enabled_before_its_check() {
     );
     assert_eq!(
         kinds(&w.said()),
-        [
-            "retirement:wiki:re-enabled",
-            "recovered:wiki:first-success-after-start"
-        ]
+        ["retirement:wiki:re-enabled"],
+        "the re-enable event says it: no first-success-after-start"
     );
     let text = logs.text();
     assert!(!text.contains("provision failed"), "{text}");

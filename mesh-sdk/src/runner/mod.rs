@@ -69,6 +69,9 @@ pub struct Runner<P: Provisioner> {
     source: Source,
     entries: NameMap<Entry>,
     retirement: Retirement,
+    /// Consumers re-enabled since their entry was forgotten (at their
+    /// retirement): their next entry starts as after a success.
+    re_enabled: std::collections::HashSet<Name>,
     outbox: Arc<Outbox>,
     clock: WallClock,
     /// The last "cannot list held provisions" words logged (logged once per change).
@@ -106,7 +109,9 @@ impl<P: Provisioner> Runner<P> {
             .into_iter()
             .map(|repair| (repair, FaultState::new(&settings.repair)))
             .collect();
-        let metrics = Arc::new(LoopMetrics::new());
+        let metrics = Arc::new(LoopMetrics::with_provider(|registry| {
+            provisioner.register_metrics(registry)
+        }));
         let herald = Arc::new(herald::Herald::new(
             Instant::now(),
             WallClock::system(),
@@ -122,6 +127,7 @@ impl<P: Provisioner> Runner<P> {
             source: Source::new(contributions),
             entries: NameMap::default(),
             retirement: Retirement::new(),
+            re_enabled: std::collections::HashSet::new(),
             outbox,
             clock: WallClock::system(),
             held_error: None,
@@ -405,7 +411,10 @@ impl<P: Provisioner> Runner<P> {
                 .entries
                 .entry(consumer.name.clone())
                 .or_insert_with(|| Entry {
-                    standing: Standing::new(),
+                    standing: match self.re_enabled.remove(&consumer.name) {
+                        true => Standing::re_enabled(),
+                        false => Standing::new(),
+                    },
                     machine: consumer.machine.clone(),
                     provision: consumer.provision.clone(),
                     secret: None,

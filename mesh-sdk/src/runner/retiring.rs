@@ -245,6 +245,7 @@ impl<P: Provisioner> Runner<P> {
             return 0;
         }
         tracing::info!(consumer = %name, "re-enabled");
+        self.re_enabled.insert(name.clone());
         self.say_retirement(
             provider,
             name,
