@@ -76,14 +76,25 @@ function valid(name: string): string {
   return name;
 }
 
-/** A database name as an identifier. */
-function ident(name: string): string {
-  return `\`${valid(name)}\``;
+/**
+ * The database of consumer `name`: its name, but for a name too long for
+ * MariaDB once its `_` are escaped in a GRANT (over 64 characters: a 63-byte
+ * name with two `_` or more), where each `_` is a `$` (no wildcard, and in
+ * no consumer's name, so no other consumer's database can be named so).
+ */
+export function dbName(name: string): string {
+  const escaped = valid(name).length + (name.match(/_/g)?.length ?? 0);
+  return escaped <= 64 ? name : name.replace(/_/g, '$');
 }
 
-/** A database name in a GRANT: `_` (and `%`) are wildcards there unless escaped. */
+/** Consumer `name`'s database as an identifier. */
+function ident(name: string): string {
+  return `\`${dbName(name)}\``;
+}
+
+/** Consumer `name`'s database in a GRANT: `_` (and `%`) are wildcards there unless escaped (`a\_b`). */
 function grantDb(name: string): string {
-  return valid(name).replace(/[_%]/g, '\\$&');
+  return dbName(name).replace(/[_%]/g, '\\$&');
 }
 
 /** MariaDB's mysql_native_password hash: `*` and SHA1(SHA1(password)) in upper hex. */
@@ -219,7 +230,7 @@ async function find(sql: Sql, name: string): Promise<Found> {
             (SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?) AS db_exists,
             (SELECT COUNT(*) FROM mysql.db d WHERE d.User = ? AND d.Host = IFNULL(h.user_host, ?) AND d.Db = ?) AS granted
        FROM (SELECT 1) one LEFT JOIN ${STATE} h ON h.consumer = ?`,
-    [name, settings.userHost, name, settings.userHost, name, name, settings.userHost, grantDb(name), name],
+    [name, settings.userHost, name, settings.userHost, dbName(name), name, settings.userHost, grantDb(name), name],
   );
   return {
     ours: Number(row?.ours) === 1,
@@ -236,7 +247,7 @@ function notOurs(name: string): HookError {
   return new HookError(
     'refused',
     `a user or database named ${name} exists and was not made by this hook (not in ${STATE}): not touching it; ` +
-      `drop it (DROP USER '${name}'@'${settings.userHost}'; DROP DATABASE \`${name}\`) to let the hook make it`,
+      `drop it (DROP USER '${name}'@'${settings.userHost}'; DROP DATABASE \`${dbName(name)}\`) to let the hook make it`,
   );
 }
 
@@ -324,7 +335,7 @@ export const handlers: Handlers = {
     const name = valid(request.consumer.name);
     let connection: Connection;
     try {
-      connection = await login(call, name, request.secret, name);
+      connection = await login(call, name, request.secret, dbName(name));
     } catch (error) {
       const { errno } = dbError(error);
       if (errno === 1045) throw new HookError('credentials-rejected', `MariaDB refused ${name}'s login: ${messageOf(error)}`);
@@ -402,7 +413,7 @@ export const handlers: Handlers = {
     async works(request, call) {
       const name = valid(request.consumer);
       try {
-        (await login(call, name, request.secret, name)).destroy();
+        (await login(call, name, request.secret, dbName(name))).destroy();
         return { ok: true, works: true };
       } catch (error) {
         if (refusedLogin(error)) return { ok: true, works: false };
