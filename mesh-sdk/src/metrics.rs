@@ -74,7 +74,14 @@ fn outcome(o: RepairOutcome) -> &'static str {
 impl LoopMetrics {
     /// Every metric registered, at zero.
     pub fn new() -> LoopMetrics {
+        LoopMetrics::with_provider(|_| {})
+    }
+
+    /// Every metric registered, at zero, and the provider's own ones that
+    /// `register` adds to the registry.
+    pub(crate) fn with_provider(register: impl FnOnce(&mut Registry)) -> LoopMetrics {
         let mut registry = Registry::with_prefix("mesh");
+        register(&mut registry);
         let passes = Counter::default();
         registry.register(
             "passes",

@@ -238,6 +238,16 @@ pub trait Provisioner: Send + Sync + 'static {
         None
     }
 
+    /// Metrics of the provider's own, registered once when the loop starts
+    /// into the registry `/metrics` encodes beside the loop's (which adds
+    /// the `mesh_` prefix to every name). The default registers none.
+    /// Register clones of the metrics the provider keeps updating
+    /// (prometheus-client's metrics share their values between clones);
+    /// a name may not be one of the loop's (docs/operating.md, "Metrics").
+    fn register_metrics(&self, registry: &mut prometheus_client::registry::Registry) {
+        let _ = registry;
+    }
+
     /// Known faults this provider can repair safely, asked once when the
     /// loop starts. While one is present the loop stops calling the backend
     /// for consumers (see [`Repair`](crate::Repair)).

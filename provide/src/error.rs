@@ -72,7 +72,7 @@ pub enum HookError {
         why: String,
     },
     /// Serve mode: the hook is down and braked; it is started again later.
-    #[error("hook {hook} is down ({why}); it is started again in {left}")]
+    #[error("hook {hook} is down (next start in {left}): {why}{}", quoted_stderr(.stderr))]
     Down {
         /// The hook.
         hook: String,
@@ -80,7 +80,17 @@ pub enum HookError {
         why: String,
         /// How long until the next start, as humantime writes it.
         left: String,
+        /// The last lines of its stderr (scrubbed), ` | ` between them;
+        /// empty when it wrote none.
+        stderr: String,
     },
+}
+
+fn quoted_stderr(stderr: &str) -> String {
+    match stderr.is_empty() {
+        true => String::new(),
+        false => format!("; its stderr: {stderr}"),
+    }
 }
 
 impl HookError {
@@ -150,6 +160,16 @@ mod tests {
                 },
                 Some(Class::Refused),
                 "hook /usr/lib/mesh/redis-acl.sh does not support check",
+            ),
+            (
+                HookError::Down {
+                    hook: hook(),
+                    why: "failed its hello: the hook exited with status 2".into(),
+                    left: "4s".into(),
+                    stderr: "mariadb-hook: ENOENT: /etc/mesh/admin-password".into(),
+                },
+                Some(Class::Refused),
+                "hook /usr/lib/mesh/redis-acl.sh is down (next start in 4s): failed its hello: the hook exited with status 2; its stderr: mariadb-hook: ENOENT: /etc/mesh/admin-password",
             ),
         ];
         for (error, class, words) in cases {

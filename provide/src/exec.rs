@@ -3,7 +3,9 @@
 //! group is killed) and in size (stdout [`MAX_REPLY_BYTES`], stderr
 //! [`STDERR_KEPT`](crate::process::STDERR_KEPT)).
 
+use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio::io::AsyncWriteExt;
@@ -19,6 +21,21 @@ pub struct Exec {
     path: PathBuf,
     label: String,
     timeout: Duration,
+    /// The process group of each call in flight, by request id.
+    running: Mutex<HashMap<u64, rustix::process::Pid>>,
+}
+
+/// Takes a call's process group out of [`Exec::running`] when the call ends
+/// (or is dropped).
+struct Running<'a> {
+    exec: &'a Exec,
+    id: u64,
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.exec.running().remove(&self.id);
+    }
 }
 
 /// What one process gave back.
@@ -35,6 +52,19 @@ impl Exec {
             path,
             label,
             timeout,
+            running: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn running(&self) -> MutexGuard<'_, HashMap<u64, rustix::process::Pid>> {
+        self.running.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Kills the process group of every call in flight (each fails as its
+    /// hook was killed by a signal).
+    pub fn kill(&self) {
+        for group in self.running().values() {
+            let _ = rustix::process::kill_process_group(*group, rustix::process::Signal::KILL);
         }
     }
 
@@ -46,13 +76,18 @@ impl Exec {
     /// timeout, or its output is no reply.
     pub async fn call(&self, ask: &Ask<'_>, id: u64, scrub: &Scrub) -> Result<Answer, HookError> {
         let verb = ask.verb();
-        let mut hooked =
-            Hooked::spawn(&self.path, verb.as_str()).map_err(|e| HookError::Spawn {
+        let mut hooked = Hooked::spawn(&self.path, verb.as_str(), self.timeout).map_err(|e| {
+            HookError::Spawn {
                 hook: self.label.clone(),
                 verb,
                 why: e.to_string(),
-            })?;
-        let run = self.run(&mut hooked, ask.line(id));
+            }
+        })?;
+        let _running = hooked.group().map(|group| {
+            self.running().insert(id, group);
+            Running { exec: self, id }
+        });
+        let run = self.run(&mut hooked, ask.line(id, self.timeout));
         let output = match tokio::time::timeout(self.timeout, run).await {
             Ok(Ok(output)) => output,
             Ok(Err(what)) => return Err(self.bad(ask.verb(), what, scrub)),
@@ -65,10 +100,11 @@ impl Exec {
                 });
             }
         };
+        // The reply's secrets replace the hook's before any of its words
+        // (stderr, the reply's error) are read.
+        let answer = self.answer(ask, id, &output, scrub);
         let lines = stderr_lines(&output.stderr, scrub);
-        let answer = self
-            .answer(ask, id, &output)
-            .map_err(|what| self.bad(ask.verb(), what, scrub))?;
+        let answer = answer.map_err(|what| self.bad(ask.verb(), what, scrub))?;
         let failed = matches!(answer, Answer::Refused { .. });
         self.log_stderr(ask, &lines, failed);
         Ok(match answer {
@@ -130,13 +166,22 @@ impl Exec {
         })
     }
 
-    fn answer(&self, ask: &Ask<'_>, id: u64, output: &Output) -> Result<Answer, Bad> {
+    fn answer(
+        &self,
+        ask: &Ask<'_>,
+        id: u64,
+        output: &Output,
+        scrub: &Scrub,
+    ) -> Result<Answer, Bad> {
         let stdout = output.stdout.trim_ascii();
         let parsed = match stdout.is_empty() {
             true => Ok(Parsed::default()),
             false => parse(stdout),
         };
         parsed.and_then(|parsed| {
+            if let Some(secrets) = &parsed.secrets {
+                scrub.set_hook_secrets(secrets.clone());
+            }
             match parsed.id {
                 Some(got) if got != id => Err(Bad::WrongId { expected: id, got }),
                 _ => Ok(()),

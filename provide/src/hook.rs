@@ -10,6 +10,7 @@ use tokio::time::Instant;
 
 use crate::error::HookError;
 use crate::exec::Exec;
+use crate::metrics::HookMetrics;
 use crate::scrub::Scrub;
 use crate::serve::{Serve, ServeSettings};
 use crate::wire::{Answer, Ask, Hello, Ids};
@@ -49,6 +50,7 @@ pub struct Hook {
     label: String,
     mode: Mode,
     scrub: Arc<Scrub>,
+    metrics: HookMetrics,
     ids: Ids,
     runner: Runner,
     hello_every: Duration,
@@ -81,12 +83,14 @@ impl Hook {
     pub async fn start(settings: HookSettings) -> Result<(Hook, Hello), HookError> {
         let label = settings.path.display().to_string();
         let scrub = Arc::new(Scrub::default());
+        let metrics = HookMetrics::default();
         let ids = Ids::default();
         let (runner, hello) = match settings.mode {
             Mode::Exec => {
                 let exec = Exec::new(settings.path.clone(), label.clone(), settings.timeout);
-                let answer = exec.call(&Ask::Hello, ids.next(), &scrub).await?;
-                let hello = hello_of(&label, answer)?;
+                let answer = exec.call(&Ask::Hello, ids.next(), &scrub).await;
+                metrics.could_start(!matches!(answer, Err(HookError::Spawn { .. })));
+                let hello = hello_of(&label, answer?)?;
                 scrub.set_hook_secrets(hello.secrets.clone());
                 tracing::info!(hook = %label, name = hello.name.as_deref().unwrap_or("-"), repairs = hello.repairs.len(), "hook answered its hello (exec)");
                 (Runner::Exec(exec), hello)
@@ -98,7 +102,8 @@ impl Hook {
                     timeout: settings.timeout,
                     concurrency: settings.concurrency,
                 };
-                let (serve, hello) = Serve::start(serve_settings, Arc::clone(&scrub), &ids).await?;
+                let (serve, hello) =
+                    Serve::start(serve_settings, Arc::clone(&scrub), metrics.clone(), &ids).await?;
                 (Runner::Serve(Box::new(serve)), hello)
             }
         };
@@ -106,6 +111,7 @@ impl Hook {
             label,
             mode: settings.mode,
             scrub,
+            metrics,
             ids,
             runner,
             hello_every: settings.hello_every,
@@ -129,6 +135,21 @@ impl Hook {
         &self.scrub
     }
 
+    /// Its metrics (registered beside the loop's).
+    pub fn metrics(&self) -> &HookMetrics {
+        &self.metrics
+    }
+
+    /// Kills what runs the hook now: serve, its process (the next call
+    /// starts it again behind the brake); exec, every call's process in
+    /// flight. Conform cuts a call off mid-way with it.
+    pub async fn kill(&self) {
+        match &self.runner {
+            Runner::Serve(serve) => serve.kill().await,
+            Runner::Exec(exec) => exec.kill(),
+        }
+    }
+
     /// The pid of a serve-mode hook's process while one runs (for tests).
     pub async fn pid(&self) -> Option<u32> {
         match &self.runner {
@@ -145,14 +166,19 @@ impl Hook {
         if let (Some(consumer), Some(secret)) = (ask.consumer(), ask.secret()) {
             self.scrub.handing(consumer, secret);
         }
+        let started = Instant::now();
         let answer = match &self.runner {
             Runner::Exec(exec) => {
                 self.hello_if_due(exec).await;
-                exec.call(ask, self.ids.next(), &self.scrub).await?
+                let answer = exec.call(ask, self.ids.next(), &self.scrub).await;
+                self.metrics
+                    .could_start(!matches!(answer, Err(HookError::Spawn { .. })));
+                answer
             }
-            Runner::Serve(serve) => serve.call(ask, &self.ids).await?,
+            Runner::Serve(serve) => serve.call(ask, &self.ids).await,
         };
-        Ok(match answer {
+        self.metrics.call(ask.verb(), &answer, started.elapsed());
+        Ok(match answer? {
             Answer::Refused { class, error } => Answer::Refused {
                 class,
                 error: error.map(|words| self.scrub.words(&words)),

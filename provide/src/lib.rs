@@ -30,9 +30,11 @@
 pub mod args;
 pub mod cli;
 pub mod conform;
+pub mod down;
 pub mod error;
 pub mod exec;
 pub mod hook;
+pub mod metrics;
 pub mod process;
 pub mod provisioner;
 pub mod scrub;

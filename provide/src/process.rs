@@ -8,6 +8,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
@@ -20,6 +21,10 @@ pub const STDERR_KEPT: usize = 8 * 1024;
 
 /// At most this many stderr lines of one exec call are logged.
 pub const STDERR_LINES: usize = 20;
+
+/// The variable that tells a hook how long mesh-provide waits for each
+/// reply, in milliseconds (every request says it again as `deadline_ms`).
+pub const TIMEOUT_VAR: &str = "MESH_HOOK_TIMEOUT_MS";
 
 /// Environment variables a hook does not inherit: mesh's own settings (the
 /// bus, the files) are none of its business. Its own configuration comes
@@ -44,11 +49,12 @@ pub struct Hooked {
 
 impl Hooked {
     /// Starts `path arg` in a process group of its own, its three pipes
-    /// open, without the `MESH_*` variables in its environment.
+    /// open, without the `MESH_*` variables in its environment but for
+    /// [`TIMEOUT_VAR`], the call `timeout`.
     ///
     /// # Errors
     /// The system's error when it cannot be started.
-    pub fn spawn(path: &Path, arg: &str) -> io::Result<Hooked> {
+    pub fn spawn(path: &Path, arg: &str, timeout: Duration) -> io::Result<Hooked> {
         let mut command = Command::new(path);
         command
             .arg(arg)
@@ -62,6 +68,7 @@ impl Hooked {
                 command.env_remove(key);
             }
         }
+        command.env(TIMEOUT_VAR, timeout.as_millis().to_string());
         let mut child = command.spawn()?;
         let group = child
             .id()
@@ -91,6 +98,11 @@ impl Hooked {
             self.group = None;
         }
         status
+    }
+
+    /// Its process group, while it is not reaped.
+    pub fn group(&self) -> Option<rustix::process::Pid> {
+        self.group
     }
 
     /// The hook's pid, while it is not reaped.

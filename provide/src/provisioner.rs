@@ -141,6 +141,10 @@ impl Provisioner for HookProvisioner {
         self.hook.scrub().hook_secrets()
     }
 
+    fn register_metrics(&self, registry: &mut prometheus_client::registry::Registry) {
+        self.hook.metrics().register(registry);
+    }
+
     fn repairs(&self) -> Vec<KnownFault> {
         self.repairs
             .iter()

@@ -2,7 +2,7 @@
 //! error text is cut and has removed the hook's own secrets (from its
 //! hello) and every consumer secret mesh-provide has handed it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Mutex, MutexGuard};
 
 use mesh_runtime::redact::redact;
@@ -18,22 +18,44 @@ pub struct Scrub {
 #[derive(Debug, Default)]
 struct Known {
     hook: Vec<Secret>,
+    /// The hook's secrets it no longer announces (a rotated-away password),
+    /// newest last, at most [`RETIRED_KEPT`].
+    retired: VecDeque<Secret>,
     consumers: HashMap<Name, [Option<Secret>; 2]>,
 }
+
+/// How many of the hook's own secrets that it stopped announcing stay hidden.
+pub const RETIRED_KEPT: usize = 16;
 
 impl Scrub {
     fn known(&self) -> MutexGuard<'_, Known> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The hook's own secrets, as its latest hello gave them.
+    /// The hook's own secrets, as it last announced them (a hello, any
+    /// reply's `secrets`, a serve hook's secrets line): they replace the
+    /// set, and the ones it no longer names stay hidden too (the last
+    /// [`RETIRED_KEPT`]).
     pub fn set_hook_secrets(&self, secrets: Vec<Secret>) {
-        self.known().hook = secrets;
+        let mut known = self.known();
+        let old = std::mem::replace(&mut known.hook, secrets);
+        for secret in old {
+            if !known.hook.contains(&secret) && !known.retired.contains(&secret) {
+                known.retired.push_back(secret);
+            }
+        }
+        let Known { hook, retired, .. } = &mut *known;
+        retired.retain(|s| !hook.contains(s));
+        while retired.len() > RETIRED_KEPT {
+            retired.pop_front();
+        }
     }
 
-    /// The hook's own secrets.
+    /// The hook's own secrets: those it announced last and the ones it
+    /// announced before (kept out of every word the loop writes).
     pub fn hook_secrets(&self) -> Vec<Secret> {
-        self.known().hook.clone()
+        let known = self.known();
+        known.hook.iter().chain(&known.retired).cloned().collect()
     }
 
     /// `consumer`'s minted secret is about to be handed to the hook.
@@ -51,6 +73,7 @@ impl Scrub {
         let all: Vec<&str> = known
             .hook
             .iter()
+            .chain(&known.retired)
             .chain(known.consumers.values().flatten().flatten())
             .map(Secret::expose)
             .collect();
@@ -77,5 +100,28 @@ mod tests {
             "the first secret was rotated away twice"
         );
         assert_eq!(scrub.words(&"x".repeat(500)).chars().count(), 200);
+    }
+
+    #[test]
+    fn a_rotated_hook_secret_stays_hidden_beside_the_new_one() {
+        let scrub = Scrub::default();
+        scrub.set_hook_secrets(vec![Secret::new("admin-pw-1")]);
+        scrub.set_hook_secrets(vec![Secret::new("admin-pw-2")]);
+        assert_eq!(
+            scrub.words("was admin-pw-1 now admin-pw-2"),
+            "was [redacted] now [redacted]"
+        );
+        assert_eq!(scrub.hook_secrets().len(), 2);
+        // Announced again: it is current, not kept twice.
+        scrub.set_hook_secrets(vec![Secret::new("admin-pw-1")]);
+        assert_eq!(scrub.hook_secrets().len(), 2);
+        for n in 0..40 {
+            scrub.set_hook_secrets(vec![Secret::new(format!("rotated-{n}"))]);
+        }
+        assert_eq!(scrub.hook_secrets().len(), 1 + RETIRED_KEPT, "bounded");
+        assert_eq!(
+            scrub.words("rotated-39 rotated-38"),
+            "[redacted] [redacted]"
+        );
     }
 }

@@ -79,6 +79,10 @@ esac
         let request: serde_json::Value =
             serde_json::from_str(line.splitn(3, '|').nth(2).unwrap()).unwrap();
         assert_eq!(request["v"], 1);
+        assert_eq!(
+            request["deadline_ms"], 5000,
+            "how long the loop waits: {line}"
+        );
         let carries = request.get("secret").is_some();
         let verb = request["verb"].as_str().unwrap();
         assert_eq!(carries, verb == "ensure" || verb == "check", "{line}");
@@ -87,7 +91,16 @@ esac
     assert!(lines[1].contains(r#""consumer":{"name":"forge","machine":"app-1""#));
     assert!(lines[4].contains(r#""consumer":"forge""#));
     let env = std::fs::read_to_string(dir.path().join("log.env")).unwrap();
-    assert!(!env.contains("MESH_"), "no MESH_ setting reaches the hook");
+    let mesh: Vec<&str> = env.lines().filter(|l| l.starts_with("MESH_")).collect();
+    assert!(
+        mesh.iter().all(|l| *l == "MESH_HOOK_TIMEOUT_MS=5000"),
+        "no MESH_ setting reaches the hook but the timeout: {mesh:?}"
+    );
+    assert_eq!(
+        mesh.len(),
+        verbs.len(),
+        "the timeout in every call's environment"
+    );
     assert!(!env.contains("minted-s3cret"), "nor the secret");
 }
 
@@ -260,4 +273,38 @@ esac
         "{retire}"
     );
     assert!(p.repairs().is_empty());
+}
+
+#[tokio::test]
+async fn a_secret_a_reply_announces_is_kept_out_of_its_stderr_and_its_error() {
+    let (logs, _guard) = mesh_sdk::testing::LogCapture::start();
+    let dir = tempfile::tempdir().unwrap();
+    let body = r#"cat >/dev/null
+case "$1" in
+  hello) echo '{"name":"test","secrets":["old-admin-pw"]}' ;;
+  check)
+    echo "hook: re-read the admin password: rotated-by-dba-2 (was old-admin-pw)" >&2
+    echo '{"ok":false,"error":"admin rotated-by-dba-2 refused","secrets":["rotated-by-dba-2"]}'
+    exit 1 ;;
+esac
+"#;
+    let hook = script(dir.path(), "hook.sh", body);
+    let p = provisioner(&hook, Mode::Exec, TIMEOUT).await;
+    let error = p.check(&consumer("forge"), &secret()).await.unwrap_err();
+    assert_eq!(error.to_string(), "admin [redacted] refused");
+    let text = logs.text();
+    assert!(
+        text.contains("hook: re-read the admin password: [redacted] (was [redacted])"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("rotated-by-dba-2") && !text.contains("old-admin-pw"),
+        "{text}"
+    );
+    let secrets: Vec<String> = p.secrets().iter().map(|s| s.expose().to_owned()).collect();
+    assert!(
+        secrets.iter().any(|s| s == "rotated-by-dba-2")
+            && secrets.iter().any(|s| s == "old-admin-pw"),
+        "the loop redacts both from its events: {secrets:?}"
+    );
 }

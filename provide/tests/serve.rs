@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 use common::{consumer, provisioner, script, secret, ID};
 use mesh_provide::error::HookError;
 use mesh_provide::hook::Mode;
+use mesh_provide::provisioner::HookProvisioner;
+use mesh_sdk::testing::LogCapture;
 use mesh_sdk::{Class, Provisioner};
 
 const TIMEOUT: Duration = Duration::from_secs(5);
@@ -139,8 +141,7 @@ async fn a_hook_that_babbles_or_exits_is_started_again_after_a_brake() {
         // At once: down, braked for a second.
         let down = p.check(&consumer("forge"), &secret()).await.unwrap_err();
         assert!(
-            down.to_string().contains("is down (")
-                && down.to_string().ends_with("it is started again in 1s"),
+            down.to_string().contains("is down (next start in 1s): "),
             "{down}"
         );
         let went = Instant::now();
@@ -202,4 +203,163 @@ async fn a_call_unanswered_past_twice_the_timeout_makes_the_hook_stuck_and_kille
     }
     check_once_up(&p, Duration::from_secs(5)).await.unwrap();
     assert_ne!(p.hook().pid().await.unwrap(), first);
+}
+
+/// The `/metrics` text of the hook's own metrics.
+fn metrics(p: &HookProvisioner) -> String {
+    let mut registry = prometheus_client::registry::Registry::with_prefix("mesh");
+    p.register_metrics(&mut registry);
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    text
+}
+
+#[tokio::test]
+async fn a_hook_that_dies_at_its_hello_is_braked_not_started_for_every_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let (starts, moved) = (dir.path().join("starts"), dir.path().join("moved"));
+    // Every start is counted; once its password file has "moved", it
+    // says why on stderr and exits 2 before its hello.
+    let body = format!(
+        r#"echo start >> {starts}
+if [ -e {moved} ]; then
+  echo "mariadb-hook: ENOENT: no such file or directory, open '/etc/mesh/admin-password'" >&2
+  exit 2
+fi
+while IFS= read -r line; do
+  {ID}
+  case "$line" in
+    *'"verb":"hello"'*) printf '{{"id":%s,"name":"test"}}\n' "$id" ;;
+    *) printf '{{"id":%s,"ok":true}}\n' "$id" ;;
+  esac
+done
+"#,
+        starts = starts.display(),
+        moved = moved.display()
+    );
+    let hook = script(dir.path(), "serve.sh", &body);
+    let p = Arc::new(provisioner(&hook, Mode::Serve, TIMEOUT).await);
+    p.check(&consumer("forge"), &secret()).await.unwrap();
+    std::fs::write(&moved, "").unwrap();
+    p.hook().kill().await;
+    // Passes of 500 consumers, 16 at once, one every 250 ms for 8 s.
+    let begun = Instant::now();
+    let (mut calls, mut refused) = (0usize, 0usize);
+    let mut last_error = String::new();
+    while begun.elapsed() < Duration::from_secs(8) {
+        let mut pass = tokio::task::JoinSet::new();
+        let gate = Arc::new(tokio::sync::Semaphore::new(16));
+        for i in 0..500 {
+            let (p, gate) = (Arc::clone(&p), Arc::clone(&gate));
+            pass.spawn(async move {
+                let _permit = gate.acquire().await.unwrap();
+                p.check(&consumer(&format!("c{i}")), &secret()).await
+            });
+        }
+        while let Some(result) = pass.join_next().await {
+            calls += 1;
+            if let Err(error) = result.unwrap() {
+                assert_eq!(error.class(), Some(Class::Refused), "{error}");
+                refused += 1;
+                last_error = error.to_string();
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let started = std::fs::read_to_string(&starts).unwrap().lines().count();
+    // The first start, then after 1 s, 2 s, 4 s of brake: 4 more at most in 8 s.
+    assert!(
+        (2..=5).contains(&started),
+        "{started} starts in 8 s and {calls} calls: braked, one at a time"
+    );
+    assert_eq!(
+        refused, calls,
+        "no call runs while the hook is braked or failing its hello"
+    );
+    assert!(
+        last_error.contains("is down (next start in ")
+            && last_error.contains("failed its hello")
+            && last_error
+                .contains("ENOENT: no such file or directory, open '/etc/mesh/admin-password'"),
+        "the hook's own reason is quoted: {last_error}"
+    );
+    let text = metrics(&p);
+    assert!(text.contains("mesh_hook_braked 1"), "{text}");
+    assert!(text.contains("mesh_hook_up 0"), "{text}");
+    let hello_restarts: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("mesh_hook_restarts_total{cause=\"hello\"} "))
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    assert_eq!(
+        usize::try_from(hello_restarts).unwrap(),
+        started - 1,
+        "each start after the first failed its hello: {text}"
+    );
+    assert!(
+        text.contains("mesh_hook_calls_total{verb=\"check\",outcome=\"down\"}"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn a_rotated_secret_announced_on_its_own_line_is_never_printed() {
+    let (logs, _guard) = LogCapture::start();
+    let dir = tempfile::tempdir().unwrap();
+    // hello announces old-admin-pw; on the first check the hook "re-reads
+    // its password file", announces the rotated one on a line of its own,
+    // then writes it to stderr and into its reply's error.
+    let body = format!(
+        r#"while IFS= read -r line; do
+  {ID}
+  case "$line" in
+    *'"verb":"hello"'*) printf '{{"id":%s,"name":"test","secrets":["old-admin-pw"]}}\n' "$id" ;;
+    *'"verb":"check"'*)
+      printf '{{"secrets":["rotated-by-dba-2"]}}\n'
+      echo "hook: admin password is rotated-by-dba-2 (was old-admin-pw)" >&2
+      printf '{{"id":%s,"ok":false,"error":"login as admin with rotated-by-dba-2 refused"}}\n' "$id" ;;
+    *'"verb":"ensure"'*)
+      printf '{{"id":%s,"ok":false,"error":"admin rotated-by-dba-3 refused","secrets":["rotated-by-dba-3"]}}\n' "$id"
+      echo "hook: now rotated-by-dba-3" >&2 ;;
+  esac
+done
+"#
+    );
+    let hook = script(dir.path(), "serve.sh", &body);
+    let p = provisioner(&hook, Mode::Serve, TIMEOUT).await;
+    let pid = p.hook().pid().await;
+    let error = p.check(&consumer("forge"), &secret()).await.unwrap_err();
+    assert_eq!(error.to_string(), "login as admin with [redacted] refused");
+    let error = p.ensure(&consumer("forge"), &secret()).await.unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "admin [redacted] refused",
+        "a reply's own secrets come first"
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(p.hook().pid().await, pid, "a secrets line is no babble");
+    let text = logs.text();
+    assert!(
+        text.contains("hook: admin password is [redacted] (was [redacted])"),
+        "{text}"
+    );
+    assert!(text.contains("hook: now [redacted]"), "{text}");
+    for secret in ["old-admin-pw", "rotated-by-dba-2", "rotated-by-dba-3"] {
+        assert!(!text.contains(secret), "{secret} in {text}");
+        assert!(
+            p.secrets().iter().any(|s| s.expose() == secret),
+            "the loop redacts {secret} from its events too"
+        );
+    }
+}
+
+#[tokio::test]
+async fn every_request_carries_its_deadline_and_the_hook_knows_the_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let answer = r#"deadline=$(printf '%s' "$line" | sed -n 's/.*"deadline_ms":\([0-9]*\).*/\1/p')
+      printf '{"id":%s,"ok":false,"error":"deadline %s env %s"}\n' "$id" "$deadline" "$MESH_HOOK_TIMEOUT_MS""#;
+    let hook = serve_hook(dir.path(), answer);
+    let p = provisioner(&hook, Mode::Serve, Duration::from_millis(4500)).await;
+    let error = p.check(&consumer("forge"), &secret()).await.unwrap_err();
+    assert_eq!(error.to_string(), "deadline 4500 env 4500");
 }

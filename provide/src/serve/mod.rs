@@ -1,9 +1,10 @@
 //! Serve mode: one long-running process, `PATH serve`, one JSON request a
 //! line on its stdin and one reply a line on its stdout, each carrying its
 //! request's id; up to `--concurrency` requests in flight. A hook that
-//! goes down (exits, writes a line that is no reply, is stuck) is started
-//! again when next called, braked ([`rules::Life`]); its `hello` is asked
-//! after every start.
+//! goes down (exits, fails its hello, writes a line that is no reply, is
+//! stuck) is started again when next called, braked ([`rules::Life`]), one
+//! start at a time; while it is braked every call fails at once, quoting
+//! the last lines of its stderr. Its `hello` is asked after every start.
 
 pub mod rules;
 mod session;
@@ -17,9 +18,13 @@ use tokio::time::Instant;
 
 use self::rules::Life;
 use self::session::Session;
+use crate::down::Cause;
 use crate::error::HookError;
+use crate::metrics::HookMetrics;
 use crate::scrub::Scrub;
 use crate::wire::{Answer, Ask, Hello, Ids, Verb};
+
+pub use self::session::{STDERR_BEHIND, STDERR_PER_MINUTE, STDERR_TAIL};
 
 /// How a serve-mode hook is run.
 #[derive(Clone, Debug)]
@@ -38,6 +43,7 @@ pub struct ServeSettings {
 pub struct Serve {
     settings: ServeSettings,
     scrub: Arc<Scrub>,
+    metrics: HookMetrics,
     permits: Semaphore,
     state: Mutex<State>,
 }
@@ -45,9 +51,32 @@ pub struct Serve {
 #[derive(Default)]
 struct State {
     session: Option<Arc<Session>>,
+    /// The last process that went down, quoted while the hook is braked.
+    last: Option<Arc<Session>>,
     life: Life,
     /// The hello of the first start (its known faults are read once).
     first: Option<Hello>,
+}
+
+impl State {
+    /// The process `session` went down (`down`): braked, counted, kept to
+    /// be quoted.
+    fn went_down(
+        &mut self,
+        label: &str,
+        session: Arc<Session>,
+        down: session::Down,
+        metrics: &HookMetrics,
+    ) {
+        let cause = down.cause;
+        let wait = self
+            .life
+            .went_down(down.at, down.why, session.answered_since());
+        metrics.went_down(cause);
+        tracing::info!(hook = %label, cause = cause.as_str(), wait = %humantime::format_duration(wait), "hook is started again after the wait, when next called");
+        self.session = None;
+        self.last = Some(session);
+    }
 }
 
 impl Serve {
@@ -58,12 +87,14 @@ impl Serve {
     pub async fn start(
         settings: ServeSettings,
         scrub: Arc<Scrub>,
+        metrics: HookMetrics,
         ids: &Ids,
     ) -> Result<(Serve, Hello), HookError> {
         let serve = Serve {
             permits: Semaphore::new(settings.concurrency.max(1)),
             settings,
             scrub,
+            metrics,
             state: Mutex::new(State::default()),
         };
         serve.session(ids).await?;
@@ -92,36 +123,47 @@ impl Serve {
         state.session.as_ref().and_then(|s| s.pid())
     }
 
-    /// The running process, or a new one when it may be started now.
+    /// Kills the running process (its calls in flight fail; the next call
+    /// starts it again behind the brake).
+    pub async fn kill(&self) {
+        let state = self.state.lock().await;
+        if let Some(session) = &state.session {
+            session.go_down(Cause::Killed, "was killed".into());
+        }
+    }
+
+    /// The running process, or a new one when it may be started now (one
+    /// start at a time: the state stays locked through the hello).
     async fn session(&self, ids: &Ids) -> Result<Arc<Session>, HookError> {
         let mut state = self.state.lock().await;
-        if let Some(session) = &state.session {
+        if let Some(session) = state.session.clone() {
             match session.down() {
-                None => return Ok(Arc::clone(session)),
-                Some((at, why)) => {
-                    let answered = session.answered();
-                    let wait = state.life.went_down(at, why, answered);
-                    tracing::info!(hook = %self.settings.label, wait = %humantime::format_duration(wait), "hook is started again after a wait");
-                    state.session = None;
-                }
+                None => return Ok(session),
+                Some(down) => state.went_down(&self.settings.label, session, down, &self.metrics),
             }
         }
         let label = &self.settings.label;
         let now = Instant::now();
-        state
-            .life
-            .may_start(now)
-            .map_err(|(why, left)| HookError::Down {
+        if let Err((why, left)) = state.life.may_start(now) {
+            let stderr = state
+                .last
+                .as_ref()
+                .map(|s| s.stderr_tail())
+                .unwrap_or_default();
+            return Err(HookError::Down {
                 hook: label.clone(),
                 why,
                 left: humantime::format_duration(round_up(left)).to_string(),
-            })?;
+                stderr,
+            });
+        }
         let s = &self.settings;
         let session = match Session::start(&s.path, label, s.timeout, Arc::clone(&self.scrub)) {
             Ok(session) => session,
             Err(e) => {
                 let why = format!("cannot be started: {e}");
-                state.life.went_down(now, why, false);
+                state.life.went_down(now, why, None);
+                self.metrics.went_down(Cause::Spawn);
                 return Err(HookError::Spawn {
                     hook: label.clone(),
                     verb: Verb::Hello,
@@ -130,24 +172,38 @@ impl Serve {
             }
         };
         let hello = match session.call(&Ask::Hello, ids.next()).await {
-            Ok(Answer::Hello(hello)) => hello,
-            Ok(Answer::Unsupported) => Hello::default(),
+            Ok(Answer::Hello(hello)) => Ok(hello),
+            Ok(Answer::Unsupported) => Ok(Hello::default()),
             Ok(Answer::Refused { error, .. }) => {
                 let words = self.scrub.words(error.as_deref().unwrap_or("no words"));
-                let why = format!("refused its hello: {words}");
-                session.go_down(why.clone());
-                return Err(HookError::Refused {
+                Err(HookError::Refused {
                     class: None,
-                    words: format!("hook {label} {why}"),
-                });
+                    words: format!("hook {label} refused its hello: {words}"),
+                })
             }
             Ok(Answer::Done(_) | Answer::Held(_)) => unreachable!("judged as a hello"),
+            Err(error) => Err(error),
+        };
+        let hello = match hello {
+            Ok(hello) => hello,
             Err(error) => {
-                session.go_down(format!("failed its hello: {error}"));
-                return Err(error);
+                // A hook that fails its hello went down like any other:
+                // braked, so a hook that dies at start is no process storm.
+                session.go_down(Cause::Hello, format!("failed its hello: {error}"));
+                let mut down = session.down().expect("it just went down");
+                if down.cause != Cause::Hello {
+                    // It went down during its hello (it exited, babbled):
+                    // that is a failed start.
+                    down.why = format!("failed its hello: {}", down.why);
+                    down.cause = Cause::Hello;
+                }
+                let stderr = session.stderr_tail();
+                state.went_down(label, session, down, &self.metrics);
+                return Err(with_stderr(error, &stderr));
             }
         };
         self.scrub.set_hook_secrets(hello.secrets.clone());
+        self.metrics.started();
         match &state.first {
             None => {
                 tracing::info!(hook = %label, name = hello.name.as_deref().unwrap_or("-"), repairs = hello.repairs.len(), "hook started (serve)");
@@ -160,6 +216,21 @@ impl Serve {
         }
         state.session = Some(Arc::clone(&session));
         Ok(session)
+    }
+}
+
+/// `error` with the hook's last stderr lines added where they say why.
+fn with_stderr(error: HookError, stderr: &str) -> HookError {
+    if stderr.is_empty() {
+        return error;
+    }
+    match error {
+        HookError::Lost { hook, verb, why } => HookError::Lost {
+            hook,
+            verb,
+            why: format!("{why}; its stderr: {stderr}"),
+        },
+        other => other,
     }
 }
 

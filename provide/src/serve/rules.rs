@@ -16,6 +16,10 @@ pub const RESTART_FIRST: Duration = Duration::from_secs(1);
 /// The longest wait between two starts of a hook that keeps going down.
 pub const RESTART_MAX: Duration = Duration::from_secs(5 * 60);
 
+/// A process that answered well for this long before it went down starts
+/// the brake over: its next start waits [`RESTART_FIRST`] again.
+pub const HEALTHY_AFTER: Duration = Duration::from_secs(60);
+
 /// One request in flight.
 #[derive(Debug)]
 struct Call<W> {
@@ -117,9 +121,10 @@ impl<W> Table<W> {
 }
 
 /// When a hook may be started: at once the first time, then after each
-/// time it went down a brake doubling from [`RESTART_FIRST`] to
-/// [`RESTART_MAX`] (the workspace's one [`Backoff`]), back to the first
-/// wait once a process of it answered a call.
+/// time it went down, whatever it went down of (its hello included), a
+/// brake doubling from [`RESTART_FIRST`] to [`RESTART_MAX`] (the
+/// workspace's one [`Backoff`]), back to the first wait once a process of
+/// it had answered well for [`HEALTHY_AFTER`].
 #[derive(Clone, Debug)]
 pub struct Life {
     backoff: Backoff,
@@ -147,11 +152,17 @@ impl Life {
         }
     }
 
-    /// A process of the hook went down at `at`, for `why`; `answered`:
-    /// it answered at least one call other than its hello. Returns the
-    /// wait before the next start.
-    pub fn went_down(&mut self, at: Instant, why: String, answered: bool) -> Duration {
-        if answered {
+    /// A process of the hook went down at `at`, for `why`;
+    /// `answered_since`: when it first answered a call other than its
+    /// hello well, if it did. Returns the wait before the next start.
+    pub fn went_down(
+        &mut self,
+        at: Instant,
+        why: String,
+        answered_since: Option<Instant>,
+    ) -> Duration {
+        if answered_since.is_some_and(|since| at.saturating_duration_since(since) >= HEALTHY_AFTER)
+        {
             self.backoff.reset();
         }
         let wait = self.backoff.next_delay();
@@ -237,7 +248,7 @@ mod tests {
         let mut now = start;
         let mut waits = Vec::new();
         for _ in 0..11 {
-            let wait = life.went_down(now, "exited with status 1".into(), false);
+            let wait = life.went_down(now, "exited with status 1".into(), None);
             waits.push(wait.as_secs());
             let (why, left) = life.may_start(now).unwrap_err();
             assert_eq!((why.as_str(), left), ("exited with status 1", wait));
@@ -248,7 +259,37 @@ mod tests {
             assert_eq!(life.may_start(now), Ok(()));
         }
         assert_eq!(waits, vec![1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300]);
-        // A process that answered a call: the brake starts over.
-        assert_eq!(life.went_down(now, "babbled".into(), true), s(1));
+        // A process that answered well for a minute: the brake starts over.
+        assert_eq!(
+            life.went_down(now + s(61), "babbled".into(), Some(now)),
+            s(1)
+        );
+    }
+
+    #[test]
+    fn the_brake_starts_over_only_after_a_minute_of_good_answers() {
+        let start = Instant::now();
+        // (answered since, went down at) -> the wait after three earlier
+        // downs (1 s, 2 s, 4 s waited).
+        let cases = [
+            (None, 100, 8),
+            (Some(0), 1, 8),
+            (Some(0), 59, 8),
+            (Some(0), 60, 1),
+            (Some(30), 89, 8),
+            (Some(30), 95, 1),
+        ];
+        for (since, at, wait) in cases {
+            let mut life = Life::default();
+            for _ in 0..3 {
+                life.went_down(start, "exited with status 2".into(), None);
+            }
+            let since = since.map(|n| start + s(n));
+            assert_eq!(
+                life.went_down(start + s(at), "exited".into(), since),
+                s(wait),
+                "answered since {since:?}, down at {at}s"
+            );
+        }
     }
 }

@@ -4,8 +4,8 @@
 //! it goes down (it exits, babbles, is stuck, or its stdin breaks) every
 //! call in flight fails and the process group is killed.
 
+use std::collections::VecDeque;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -15,6 +15,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::rules::{Answered, Table};
+use crate::down::Cause;
 use crate::error::HookError;
 use crate::process::{ended, Hooked, STDERR_KEPT};
 use crate::scrub::Scrub;
@@ -26,6 +27,25 @@ type Reply = oneshot::Sender<Result<Answer, HookError>>;
 /// At most this many stderr lines of a serve-mode hook are logged a minute.
 pub const STDERR_PER_MINUTE: u32 = 100;
 
+/// How far behind stdout a stderr line is read: a secret the hook announces
+/// on stdout before it writes it to stderr is known when the line is
+/// scrubbed (two pipes have no order of their own).
+pub const STDERR_BEHIND: Duration = Duration::from_millis(100);
+
+/// How many of its last stderr lines a hook that went down is quoted with.
+pub const STDERR_TAIL: usize = 3;
+
+/// When, of what and why a process went down.
+#[derive(Clone, Debug)]
+pub struct Down {
+    /// When.
+    pub at: Instant,
+    /// Of what.
+    pub cause: Cause,
+    /// Why, in words.
+    pub why: String,
+}
+
 /// One running process of the hook.
 pub struct Session {
     label: String,
@@ -35,9 +55,13 @@ pub struct Session {
     stdin: tokio::sync::Mutex<Option<ChildStdin>>,
     table: Mutex<Table<Reply>>,
     /// When and why it went down, once it did.
-    down: Mutex<Option<(Instant, String)>>,
-    /// Whether it answered a call other than its hello.
-    answered: AtomicBool,
+    down: Mutex<Option<Down>>,
+    /// When it first answered a call other than its hello well.
+    answered_since: Mutex<Option<Instant>>,
+    /// Its last stderr lines, scrubbed and cut.
+    tail: Mutex<VecDeque<String>>,
+    /// Set when its stderr ended.
+    stderr_ended: tokio::sync::watch::Sender<bool>,
 }
 
 fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -101,7 +125,7 @@ impl Session {
         timeout: Duration,
         scrub: Arc<Scrub>,
     ) -> std::io::Result<Arc<Session>> {
-        let mut hooked = Hooked::spawn(path, "serve")?;
+        let mut hooked = Hooked::spawn(path, "serve", timeout)?;
         let (stdin, stdout, stderr) = (
             hooked.stdin.take(),
             hooked.stdout.take(),
@@ -115,26 +139,41 @@ impl Session {
             stdin: tokio::sync::Mutex::new(stdin),
             table: Mutex::new(Table::default()),
             down: Mutex::new(None),
-            answered: AtomicBool::new(false),
+            answered_since: Mutex::new(None),
+            tail: Mutex::new(VecDeque::with_capacity(STDERR_TAIL)),
+            stderr_ended: tokio::sync::watch::Sender::new(false),
         });
         if let Some(stdout) = stdout {
             tokio::spawn(Arc::clone(&session).read_replies(stdout));
         }
-        if let Some(stderr) = stderr {
-            tokio::spawn(Arc::clone(&session).log_stderr(stderr));
+        match stderr {
+            Some(stderr) => drop(tokio::spawn(Arc::clone(&session).log_stderr(stderr))),
+            None => {
+                session.stderr_ended.send_replace(true);
+            }
         }
         tokio::spawn(Arc::clone(&session).watch());
         Ok(session)
     }
 
     /// When and why it went down, if it did.
-    pub fn down(&self) -> Option<(Instant, String)> {
+    pub fn down(&self) -> Option<Down> {
         locked(&self.down).clone()
     }
 
-    /// Whether it answered a call other than its hello.
-    pub fn answered(&self) -> bool {
-        self.answered.load(Ordering::SeqCst)
+    /// When it first answered a call other than its hello well, if it did.
+    pub fn answered_since(&self) -> Option<Instant> {
+        *locked(&self.answered_since)
+    }
+
+    /// Its last stderr lines (at most [`STDERR_TAIL`]), scrubbed, joined
+    /// with ` | `; empty when it wrote none.
+    pub fn stderr_tail(&self) -> String {
+        let tail = locked(&self.tail);
+        tail.iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join(" | ")
     }
 
     /// The hook's pid while it runs.
@@ -153,12 +192,12 @@ impl Session {
         let (reply, answer) = oneshot::channel();
         {
             let down = locked(&self.down);
-            if let Some((_, why)) = down.as_ref() {
-                return Err(self.lost(verb, why));
+            if let Some(down) = down.as_ref() {
+                return Err(self.lost(verb, &down.why));
             }
             locked(&self.table).sent(id, verb, reply, Instant::now());
         }
-        let line = ask.line(id);
+        let line = ask.line(id, self.timeout);
         let exchange = async {
             let wrote = {
                 let mut stdin = self.stdin.lock().await;
@@ -171,7 +210,7 @@ impl Session {
                 }
             };
             if let Err(e) = wrote {
-                self.go_down(format!("could not be written to ({e})"));
+                self.go_down(Cause::Pipe, format!("could not be written to ({e})"));
             }
             answer.await
         };
@@ -197,27 +236,31 @@ impl Session {
         }
     }
 
-    /// Goes down for `why` (once): the process group killed, its stdin
-    /// closed, every waiting call failed.
-    pub fn go_down(&self, why: String) {
-        self.end(why, true);
+    /// Goes down of `cause`, for `why` (once): the process group killed,
+    /// its stdin closed, every waiting call failed.
+    pub fn go_down(&self, cause: Cause, why: String) {
+        self.end(cause, why, true);
     }
 
     /// Ends it because the provider stops: as [`go_down`](Self::go_down), quietly.
     pub fn close(&self) {
-        self.end("was closed".into(), false);
+        self.end(Cause::Killed, "was closed".into(), false);
     }
 
-    fn end(&self, why: String, loud: bool) {
+    fn end(&self, cause: Cause, why: String, loud: bool) {
         {
             let mut down = locked(&self.down);
             if down.is_some() {
                 return;
             }
             if loud {
-                tracing::warn!(hook = %self.label, why = %why, "hook went down; it is started again (braked) when next called");
+                tracing::warn!(hook = %self.label, cause = cause.as_str(), why = %why, "hook went down; it is started again (braked) when next called");
             }
-            *down = Some((Instant::now(), why.clone()));
+            *down = Some(Down {
+                at: Instant::now(),
+                cause,
+                why: why.clone(),
+            });
         }
         if let Some(hooked) = locked(&self.hooked).as_mut() {
             hooked.kill_group();
@@ -234,26 +277,40 @@ impl Session {
     /// Reads reply lines until the hook's stdout ends or it babbles.
     async fn read_replies(self: Arc<Self>, stdout: ChildStdout) {
         let mut reader = BufReader::new(stdout);
-        let why = loop {
+        let (cause, why) = loop {
             let line = match next_line(&mut reader, MAX_REPLY_BYTES).await {
                 Ok(Line::Whole(line)) => line,
                 Ok(Line::TooLong) => {
-                    break format!("wrote a line larger than {MAX_REPLY_BYTES} bytes; killed")
+                    break (
+                        Cause::BadLine,
+                        format!("wrote a line larger than {MAX_REPLY_BYTES} bytes; killed"),
+                    )
                 }
-                Ok(Line::End) => break self.ended().await,
-                Err(e) => break format!("could not be read ({e})"),
+                Ok(Line::End) => break (Cause::Exited, self.ended().await),
+                Err(e) => break (Cause::Pipe, format!("could not be read ({e})")),
             };
             if let Err(bad) = self.reply(&line) {
                 let bad = bad.scrubbed(|text| self.scrub.words(text));
-                break format!("wrote a line that is no reply: {bad}; killed");
+                break (
+                    Cause::BadLine,
+                    format!("wrote a line that is no reply: {bad}; killed"),
+                );
             }
         };
-        self.go_down(why);
+        self.go_down(cause, why);
     }
 
-    /// Hands one reply line to its caller; `Err` when the line is no reply.
+    /// Hands one reply line to its caller (its secrets, if it carries
+    /// some, replace the hook's first; a line of secrets alone answers no
+    /// call); `Err` when the line is no reply.
     fn reply(&self, line: &[u8]) -> Result<(), Bad> {
         let parsed = parse(line)?;
+        if let Some(secrets) = &parsed.secrets {
+            self.scrub.set_hook_secrets(secrets.clone());
+        }
+        if parsed.is_secrets_line() {
+            return Ok(());
+        }
         let id = parsed.id.ok_or(Bad::NoId)?;
         let answered = locked(&self.table).answered(id);
         match answered {
@@ -269,7 +326,7 @@ impl Session {
                     what: what.scrubbed(|text| self.scrub.words(text)),
                 });
                 if judged.is_ok() && verb != Verb::Hello {
-                    self.answered.store(true, Ordering::SeqCst);
+                    locked(&self.answered_since).get_or_insert_with(Instant::now);
                 }
                 let _ = reply.send(judged);
                 Ok(())
@@ -277,37 +334,72 @@ impl Session {
         }
     }
 
-    /// Why the hook closed its stdout: its exit, if it comes within a second.
+    /// Why the hook closed its stdout: its exit, if it comes within a
+    /// second (and then its stderr is read to its end, a little longer at
+    /// most, so that its last lines say why).
     async fn ended(&self) -> String {
         let hooked = locked(&self.hooked).take();
         let Some(mut hooked) = hooked else {
             return "closed its stdout".into();
         };
-        match tokio::time::timeout(Duration::from_secs(1), hooked.wait()).await {
+        let words = match tokio::time::timeout(Duration::from_secs(1), hooked.wait()).await {
             Ok(Ok(status)) => ended(status),
             _ => "closed its stdout; killed".into(),
-        }
+        };
+        let mut stderr = self.stderr_ended.subscribe();
+        let _ = tokio::time::timeout(
+            STDERR_BEHIND + Duration::from_millis(400),
+            stderr.wait_for(|ended| *ended),
+        )
+        .await;
+        words
     }
 
     /// Logs the hook's stderr, each line scrubbed and cut, at most
-    /// [`STDERR_PER_MINUTE`] lines a minute.
+    /// [`STDERR_PER_MINUTE`] lines a minute, each [`STDERR_BEHIND`] after it
+    /// was read (the pipe is read on meanwhile, so the hook never waits).
     async fn log_stderr(self: Arc<Self>, stderr: ChildStderr) {
+        let (lines, queued) = tokio::sync::mpsc::channel::<(Instant, Vec<u8>)>(256);
+        let logger = tokio::spawn(Arc::clone(&self).log_lines(queued));
         let mut reader = BufReader::new(stderr);
-        let (mut window, mut logged, mut dropped) = (Instant::now(), 0u32, 0u32);
         loop {
             let line = match next_line(&mut reader, STDERR_KEPT).await {
                 Ok(Line::Whole(line)) => line,
                 Ok(Line::TooLong) => {
                     if skip_line(&mut reader).await.is_err() {
-                        return;
+                        break;
                     }
                     b"(a line longer than 8 KiB, not logged)".to_vec()
                 }
-                Ok(Line::End) | Err(_) => return,
+                Ok(Line::End) | Err(_) => break,
             };
-            let text = String::from_utf8_lossy(&line);
-            if text.trim().is_empty() {
+            if line.trim_ascii().is_empty() {
                 continue;
+            }
+            if lines.send((Instant::now(), line)).await.is_err() {
+                break;
+            }
+        }
+        drop(lines);
+        let _ = logger.await;
+        self.stderr_ended.send_replace(true);
+    }
+
+    async fn log_lines(
+        self: Arc<Self>,
+        mut queued: tokio::sync::mpsc::Receiver<(Instant, Vec<u8>)>,
+    ) {
+        let (mut window, mut logged, mut dropped) = (Instant::now(), 0u32, 0u32);
+        while let Some((read_at, line)) = queued.recv().await {
+            // A secret announced on stdout just before is known by then.
+            tokio::time::sleep_until(read_at + STDERR_BEHIND).await;
+            let text = self.scrub.words(String::from_utf8_lossy(&line).trim_end());
+            {
+                let mut tail = locked(&self.tail);
+                if tail.len() == STDERR_TAIL {
+                    tail.pop_front();
+                }
+                tail.push_back(text.clone());
             }
             if window.elapsed() >= Duration::from_secs(60) {
                 if dropped > 0 {
@@ -320,7 +412,7 @@ impl Session {
                 continue;
             }
             logged += 1;
-            tracing::info!(hook = %self.label, line = %self.scrub.words(text.trim_end()), "hook stderr");
+            tracing::info!(hook = %self.label, line = %text, "hook stderr");
         }
     }
 
@@ -335,9 +427,12 @@ impl Session {
             let stuck = locked(&self.table).stuck(Instant::now(), self.timeout);
             if let Some((id, verb)) = stuck {
                 let twice = humantime::format_duration(self.timeout.saturating_mul(2));
-                self.go_down(format!(
-                    "was stuck ({verb} call {id} unanswered past twice the timeout, {twice}); killed"
-                ));
+                self.go_down(
+                    Cause::Stuck,
+                    format!(
+                        "was stuck ({verb} call {id} unanswered past twice the timeout, {twice}); killed"
+                    ),
+                );
                 return;
             }
         }

@@ -1,215 +1,14 @@
-//! The hook protocol's words, as plain types with no I/O: the requests
-//! mesh-provide writes ([`Ask`]), how a reply is read ([`parse`]) and judged
-//! for the verb it answers ([`judge`]), and what was wrong when it is not
-//! one ([`Bad`]). docs/hooks.md is the contract.
+//! How a hook's reply is read ([`parse`]) and judged for the verb it
+//! answers ([`judge`]), and what was wrong when it is not one ([`Bad`]).
 
-use std::fmt;
-
-use mesh_sdk::{Class, Consumer, Held, Name, NameError, Secret};
-use serde::Serialize;
+use mesh_sdk::{Class, Held, Name, NameError, Secret};
 use serde_json::{Map, Value};
 
-/// The protocol's version, `"v"` in every request.
-pub const VERSION: u32 = 1;
+use super::verb::Verb;
 
 /// The longest reply mesh-provide reads: a whole stdout (exec) or one line
 /// (serve), newline excluded. A longer one is [`Bad::TooLarge`].
 pub const MAX_REPLY_BYTES: usize = 64 * 1024;
-
-/// Request ids, unique across a provider's life, from 1.
-#[derive(Debug, Default)]
-pub struct Ids(std::sync::atomic::AtomicU64);
-
-impl Ids {
-    /// The next id.
-    pub fn next(&self) -> u64 {
-        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1
-    }
-}
-
-/// What mesh-provide asks of a hook.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Verb {
-    /// Who the hook is: its name, its known faults, its own secrets.
-    Hello,
-    /// Make the consumer's provision if missing, and bring its secret.
-    Ensure,
-    /// Prove the provision works, as the consumer would use it.
-    Check,
-    /// List every provision the hook made.
-    Held,
-    /// Disable a provision (reversible).
-    Retire,
-    /// Enable a retired provision again.
-    ReEnable,
-    /// Delete a retired provision and its data.
-    Delete,
-    /// Whether a known fault is present.
-    Probe,
-    /// Repair a known fault.
-    Repair,
-}
-
-impl Verb {
-    /// Every verb, in the contract's order.
-    pub const ALL: [Verb; 9] = [
-        Verb::Hello,
-        Verb::Ensure,
-        Verb::Check,
-        Verb::Held,
-        Verb::Retire,
-        Verb::ReEnable,
-        Verb::Delete,
-        Verb::Probe,
-        Verb::Repair,
-    ];
-
-    /// The verb as it is written: `"verb"` of a request, and the exec
-    /// mode's argument (`PATH <verb>`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verb::Hello => "hello",
-            Verb::Ensure => "ensure",
-            Verb::Check => "check",
-            Verb::Held => "held",
-            Verb::Retire => "retire",
-            Verb::ReEnable => "re-enable",
-            Verb::Delete => "delete",
-            Verb::Probe => "probe",
-            Verb::Repair => "repair",
-        }
-    }
-
-    /// Whether its reply must say `ok` (serve mode; exec mode has the exit
-    /// status): every verb but `hello` and `held`, whose reply is its data.
-    fn says_ok(self) -> bool {
-        !matches!(self, Verb::Hello | Verb::Held)
-    }
-}
-
-impl fmt::Display for Verb {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// One request, with what it carries.
-#[derive(Clone, Copy, Debug)]
-pub enum Ask<'a> {
-    /// `hello`.
-    Hello,
-    /// `ensure` for a consumer, with its minted secret.
-    Ensure(&'a Consumer, &'a Secret),
-    /// `check` for a consumer, with its minted secret.
-    Check(&'a Consumer, &'a Secret),
-    /// `held`.
-    Held,
-    /// `retire` a consumer's provision.
-    Retire(&'a Name),
-    /// `re-enable` a consumer's provision.
-    ReEnable(&'a Name),
-    /// `delete` a consumer's provision.
-    Delete(&'a Name),
-    /// `probe` a known fault (named in the hello).
-    Probe(&'a Name),
-    /// `repair` a known fault.
-    Repair(&'a Name),
-}
-
-/// The consumer as an `ensure` or `check` request carries it.
-#[derive(Serialize)]
-struct ConsumerBody<'a> {
-    name: &'a str,
-    machine: &'a str,
-    provision: &'a str,
-    options: &'a Value,
-}
-
-/// `"consumer"` of a request: whole for ensure and check, a name otherwise.
-#[derive(Serialize)]
-#[serde(untagged)]
-enum Target<'a> {
-    Whole(ConsumerBody<'a>),
-    Name(&'a str),
-}
-
-#[derive(Serialize)]
-struct Body<'a> {
-    v: u32,
-    id: u64,
-    verb: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    consumer: Option<Target<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    secret: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    fault: Option<&'a str>,
-}
-
-impl<'a> Ask<'a> {
-    /// Its verb.
-    pub fn verb(&self) -> Verb {
-        match self {
-            Ask::Hello => Verb::Hello,
-            Ask::Ensure(..) => Verb::Ensure,
-            Ask::Check(..) => Verb::Check,
-            Ask::Held => Verb::Held,
-            Ask::Retire(_) => Verb::Retire,
-            Ask::ReEnable(_) => Verb::ReEnable,
-            Ask::Delete(_) => Verb::Delete,
-            Ask::Probe(_) => Verb::Probe,
-            Ask::Repair(_) => Verb::Repair,
-        }
-    }
-
-    /// The consumer's minted secret it carries (ensure, check).
-    pub fn secret(&self) -> Option<&'a Secret> {
-        match self {
-            Ask::Ensure(_, secret) | Ask::Check(_, secret) => Some(secret),
-            _ => None,
-        }
-    }
-
-    /// The consumer it is about, if any.
-    pub fn consumer(&self) -> Option<&'a Name> {
-        match self {
-            Ask::Ensure(c, _) | Ask::Check(c, _) => Some(&c.name),
-            Ask::Retire(n) | Ask::ReEnable(n) | Ask::Delete(n) => Some(n),
-            _ => None,
-        }
-    }
-
-    /// The request as one JSON line (ending in `\n`), carrying `id`.
-    pub fn line(&self, id: u64) -> Vec<u8> {
-        let whole = |c: &'a Consumer| {
-            Some(Target::Whole(ConsumerBody {
-                name: c.name.as_str(),
-                machine: c.machine.as_str(),
-                provision: &c.provision,
-                options: &c.options,
-            }))
-        };
-        let (consumer, fault) = match self {
-            Ask::Ensure(c, _) | Ask::Check(c, _) => (whole(c), None),
-            Ask::Retire(n) | Ask::ReEnable(n) | Ask::Delete(n) => {
-                (Some(Target::Name(n.as_str())), None)
-            }
-            Ask::Probe(f) | Ask::Repair(f) => (None, Some(f.as_str())),
-            Ask::Hello | Ask::Held => (None, None),
-        };
-        let body = Body {
-            v: VERSION,
-            id,
-            verb: self.verb().as_str(),
-            consumer,
-            secret: self.secret().map(Secret::expose),
-            fault,
-        };
-        let mut line = serde_json::to_vec(&body).expect("a request serializes");
-        line.push(b'\n');
-        line
-    }
-}
 
 /// What was wrong with a hook's output: never a reply, always an error
 /// naming the hook and the verb (see `HookError::BadReply`).
@@ -315,12 +114,44 @@ fn quoted(bytes: &[u8]) -> String {
     format!("{:?}", mesh_runtime::redact::cut(text.trim(), QUOTED))
 }
 
-/// A reply read as a JSON object, its `id` taken out (the default: `{}`).
+/// A reply read as a JSON object, its `id` and `secrets` taken out (the
+/// default: `{}`).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Parsed {
     /// Its `id`, if it has a whole number there.
     pub id: Option<u64>,
+    /// Its `secrets`, if it has them: the hook's own secrets from now on
+    /// (the set is replaced before any of the hook's words are read).
+    pub secrets: Option<Vec<Secret>>,
     fields: Map<String, Value>,
+}
+
+impl Parsed {
+    /// Whether it is a serve hook's line announcing its secrets alone
+    /// (`{"secrets": [...]}`, no id): no reply to any call.
+    pub fn is_secrets_line(&self) -> bool {
+        self.id.is_none() && self.secrets.is_some() && self.fields.is_empty()
+    }
+}
+
+/// The `secrets` of a reply: strings, empty ones dropped.
+fn secrets(value: Value) -> Result<Vec<Secret>, Bad> {
+    let wrong = Bad::WrongType {
+        field: "secrets",
+        expected: "a list of strings",
+    };
+    let Value::Array(items) = value else {
+        return Err(wrong);
+    };
+    let mut secrets = Vec::with_capacity(items.len());
+    for item in items {
+        match item {
+            Value::String(s) if !s.is_empty() => secrets.push(Secret::new(s)),
+            Value::String(_) => {}
+            _ => return Err(wrong),
+        }
+    }
+    Ok(secrets)
 }
 
 /// Reads one reply (a whole stdout, or a line without its `\n`).
@@ -344,7 +175,15 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, Bad> {
         });
     };
     let id = fields.remove("id").and_then(|id| id.as_u64());
-    Ok(Parsed { id, fields })
+    let secrets = match fields.remove("secrets") {
+        None | Some(Value::Null) => None,
+        Some(value) => Some(secrets(value)?),
+    };
+    Ok(Parsed {
+        id,
+        secrets,
+        fields,
+    })
 }
 
 /// A hook's hello: all of it optional.
@@ -365,6 +204,10 @@ pub struct Done {
     pub mended: Option<String>,
     /// `detail` (repair): what it did.
     pub detail: Option<String>,
+    /// `works` (by-hand works): whether the provision works with the secret.
+    pub works: Option<bool>,
+    /// `reaches` (by-hand reach): whether the consumer reaches the target's provision.
+    pub reaches: Option<bool>,
 }
 
 /// What a well-formed reply says.
@@ -470,11 +313,16 @@ pub fn judge(verb: Verb, reply: &Parsed, exited: Option<bool>) -> Result<Answer,
         Verb::Held => held(reply).map(Answer::Held),
         Verb::Ensure | Verb::Check => Ok(Answer::Done(Done {
             mended: reply.text("mended")?,
-            detail: None,
+            ..Done::default()
         })),
         Verb::Repair => Ok(Answer::Done(Done {
-            mended: None,
             detail: reply.text("detail")?,
+            ..Done::default()
+        })),
+        Verb::ByHand => Ok(Answer::Done(Done {
+            works: reply.bool("works")?,
+            reaches: reply.bool("reaches")?,
+            ..Done::default()
         })),
         Verb::Retire | Verb::ReEnable | Verb::Delete | Verb::Probe => {
             Ok(Answer::Done(Done::default()))
@@ -536,109 +384,19 @@ fn hello(reply: &Parsed) -> Result<Hello, Bad> {
         };
         repairs.push((fault, class(given)?.unwrap_or(Class::CredentialsRejected)));
     }
-    let mut secrets = Vec::new();
-    for item in reply.list("secrets")?.into_iter().flatten() {
-        match item {
-            Value::String(s) if !s.is_empty() => secrets.push(Secret::new(s.clone())),
-            Value::String(_) => {}
-            _ => {
-                return Err(Bad::WrongType {
-                    field: "secrets entry",
-                    expected: "a string",
-                })
-            }
-        }
-    }
     Ok(Hello {
         name: reply.text("name")?,
         repairs,
-        secrets,
+        secrets: reply.secrets.clone().unwrap_or_default(),
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
-
-    fn consumer() -> Consumer {
-        Consumer {
-            name: Name::parse("forge").unwrap(),
-            machine: Name::parse("app-1").unwrap(),
-            provision: "redis-acl".into(),
-            secret_file: "secrets/forge".into(),
-            options: json!({"db": 2}),
-        }
-    }
 
     fn n(s: &str) -> Name {
         Name::parse(s).unwrap()
-    }
-
-    #[test]
-    fn requests_are_one_json_line_each_as_the_contract_writes_them() {
-        let c = consumer();
-        let secret = Secret::new("s3cret");
-        let (forge, fault) = (n("forge"), n("admin-refused"));
-        let cases: Vec<(Ask<'_>, Value)> = vec![
-            (Ask::Hello, json!({"v":1,"id":7,"verb":"hello"})),
-            (
-                Ask::Ensure(&c, &secret),
-                json!({"v":1,"id":7,"verb":"ensure","consumer":{"name":"forge","machine":"app-1","provision":"redis-acl","options":{"db":2}},"secret":"s3cret"}),
-            ),
-            (
-                Ask::Check(&c, &secret),
-                json!({"v":1,"id":7,"verb":"check","consumer":{"name":"forge","machine":"app-1","provision":"redis-acl","options":{"db":2}},"secret":"s3cret"}),
-            ),
-            (Ask::Held, json!({"v":1,"id":7,"verb":"held"})),
-            (
-                Ask::Retire(&forge),
-                json!({"v":1,"id":7,"verb":"retire","consumer":"forge"}),
-            ),
-            (
-                Ask::ReEnable(&forge),
-                json!({"v":1,"id":7,"verb":"re-enable","consumer":"forge"}),
-            ),
-            (
-                Ask::Delete(&forge),
-                json!({"v":1,"id":7,"verb":"delete","consumer":"forge"}),
-            ),
-            (
-                Ask::Probe(&fault),
-                json!({"v":1,"id":7,"verb":"probe","fault":"admin-refused"}),
-            ),
-            (
-                Ask::Repair(&fault),
-                json!({"v":1,"id":7,"verb":"repair","fault":"admin-refused"}),
-            ),
-        ];
-        for (ask, expected) in cases {
-            let line = ask.line(7);
-            assert_eq!(line.last(), Some(&b'\n'), "{:?}", ask.verb());
-            assert_eq!(line.iter().filter(|b| **b == b'\n').count(), 1, "one line");
-            let body: Value = serde_json::from_slice(&line).unwrap();
-            assert_eq!(body, expected, "{:?}", ask.verb());
-        }
-        assert!(Verb::ALL.iter().all(|v| !v.as_str().is_empty()));
-    }
-
-    #[test]
-    fn only_ensure_and_check_carry_the_secret() {
-        let c = consumer();
-        let secret = Secret::new("s3cret");
-        let forge = n("forge");
-        for ask in [
-            Ask::Hello,
-            Ask::Held,
-            Ask::Retire(&forge),
-            Ask::Probe(&forge),
-        ] {
-            let line = String::from_utf8(ask.line(1)).unwrap();
-            assert!(!line.contains("secret"), "{line}");
-        }
-        for ask in [Ask::Ensure(&c, &secret), Ask::Check(&c, &secret)] {
-            assert_eq!(ask.secret(), Some(&secret));
-        }
     }
 
     /// Parses and judges `reply` for `verb`.
@@ -667,7 +425,7 @@ mod tests {
                 r#"{"id":1,"ok":true,"mended":"password set again"}"#,
                 Ok(Answer::Done(Done {
                     mended: Some("password set again".into()),
-                    detail: None,
+                    ..Done::default()
                 })),
             ),
             (
@@ -694,8 +452,16 @@ mod tests {
                 Repair,
                 r#"{"id":1,"ok":true,"detail":"admin password reset"}"#,
                 Ok(Answer::Done(Done {
-                    mended: None,
                     detail: Some("admin password reset".into()),
+                    ..Done::default()
+                })),
+            ),
+            (
+                ByHand,
+                r#"{"id":1,"ok":true,"reaches":false}"#,
+                Ok(Answer::Done(Done {
+                    reaches: Some(false),
+                    ..Done::default()
                 })),
             ),
             (Check, r#"{"id":1}"#, Err(Bad::Missing("\"ok\""))),
@@ -896,11 +662,38 @@ mod tests {
                 r#"{"repairs":[{"fault":"x","class":"nope"}]}"#,
                 "unknown class",
             ),
-            (r#"{"secrets":[1]}"#, "secrets entry is not a string"),
+            (r#"{"secrets":[1]}"#, "secrets is not a list of strings"),
             (r#"{"name":1}"#, "name is not a string"),
         ] {
             let bad = judged(Verb::Hello, reply, None).unwrap_err().to_string();
             assert!(bad.contains(wrong), "{reply}: {bad}");
+        }
+    }
+
+    #[test]
+    fn any_reply_may_carry_secrets_and_a_line_of_secrets_alone_answers_no_call() {
+        let reply = parse(br#"{"id":4,"ok":false,"error":"no","secrets":["new-pw",""]}"#).unwrap();
+        assert_eq!(reply.secrets, Some(vec![Secret::new("new-pw")]));
+        assert!(!reply.is_secrets_line());
+        assert_eq!(
+            judge(Verb::Check, &reply, None),
+            Ok(refused(None, Some("no"))),
+            "the secrets are no field of the answer"
+        );
+        let line = parse(br#"{"secrets":["rotated"]}"#).unwrap();
+        assert!(line.is_secrets_line());
+        assert_eq!(line.secrets, Some(vec![Secret::new("rotated")]));
+        assert!(!parse(br#"{"ok":true}"#).unwrap().is_secrets_line());
+        assert!(!parse(br#"{"secrets":[],"ok":true}"#)
+            .unwrap()
+            .is_secrets_line());
+        assert_eq!(parse(br#"{"secrets":[]}"#).unwrap().secrets, Some(vec![]));
+        for bad in [r#"{"secrets":"pw"}"#, r#"{"id":1,"secrets":[{"pw":1}]}"#] {
+            assert_eq!(
+                parse(bad.as_bytes()).unwrap_err().to_string(),
+                "reply's secrets is not a list of strings",
+                "{bad}"
+            );
         }
     }
 }

@@ -1,0 +1,48 @@
+//! Why a process of a serve-mode hook went down: the brake's reason and
+//! the label of `mesh_hook_restarts_total{cause}`.
+
+/// Why a process of the hook went down (`mesh_hook_restarts_total{cause}`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Cause {
+    /// It exited, or closed its stdout.
+    Exited,
+    /// It wrote a line that is no reply (not JSON, no id, too long, an id
+    /// no call has).
+    BadLine,
+    /// A call went unanswered past twice the timeout: it was killed.
+    Stuck,
+    /// It was started, but its hello failed.
+    Hello,
+    /// It could not be started at all.
+    Spawn,
+    /// Its stdin or stdout broke.
+    Pipe,
+    /// It was killed from outside its life (conform's call cut off mid-way).
+    Killed,
+}
+
+impl Cause {
+    /// Every cause, for the metric's series.
+    pub const ALL: [Cause; 7] = [
+        Cause::Exited,
+        Cause::BadLine,
+        Cause::Stuck,
+        Cause::Hello,
+        Cause::Spawn,
+        Cause::Pipe,
+        Cause::Killed,
+    ];
+
+    /// The cause as the metric's label says it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Cause::Exited => "exited",
+            Cause::BadLine => "bad-line",
+            Cause::Stuck => "stuck",
+            Cause::Hello => "hello",
+            Cause::Spawn => "spawn",
+            Cause::Pipe => "pipe",
+            Cause::Killed => "killed",
+        }
+    }
+}

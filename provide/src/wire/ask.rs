@@ -1,0 +1,296 @@
+//! The requests mesh-provide writes to a hook, one JSON line each.
+
+use std::time::Duration;
+
+use mesh_sdk::{Consumer, Name, Secret};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::verb::{Verb, VERSION};
+
+/// One request, with what it carries.
+#[derive(Clone, Copy, Debug)]
+pub enum Ask<'a> {
+    /// `hello`.
+    Hello,
+    /// `ensure` for a consumer, with its minted secret.
+    Ensure(&'a Consumer, &'a Secret),
+    /// `check` for a consumer, with its minted secret.
+    Check(&'a Consumer, &'a Secret),
+    /// `held`.
+    Held,
+    /// `retire` a consumer's provision.
+    Retire(&'a Name),
+    /// `re-enable` a consumer's provision.
+    ReEnable(&'a Name),
+    /// `delete` a consumer's provision.
+    Delete(&'a Name),
+    /// `probe` a known fault (named in the hello).
+    Probe(&'a Name),
+    /// `repair` a known fault.
+    Repair(&'a Name),
+    /// `by-hand` (conform only): act on a consumer's provision at the
+    /// backend as a person would.
+    ByHand {
+        /// What to do.
+        action: ByHandAction,
+        /// Whose provision.
+        consumer: &'a Name,
+        /// The password it is made with or tried with (`make`, `works`, `reach`).
+        secret: Option<&'a Secret>,
+        /// `reach`: the consumer whose provision it tries to reach.
+        target: Option<&'a Name>,
+    },
+}
+
+/// What a `by-hand` request asks the hook to do, as a person would at the
+/// backend (docs/hooks.md, "Conformance").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ByHandAction {
+    /// Change the provision (another password) so that only ensure mends it.
+    Change,
+    /// Make a provision the hook does not count as its own.
+    Make,
+    /// Whether a provision works with a secret (reply `works`).
+    Works,
+    /// Whether a consumer reaches another's provision (reply `reaches`).
+    Reach,
+    /// Remove what `make` made.
+    Remove,
+}
+
+impl ByHandAction {
+    /// The action as it is written (`"action"` of the request).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ByHandAction::Change => "change",
+            ByHandAction::Make => "make",
+            ByHandAction::Works => "works",
+            ByHandAction::Reach => "reach",
+            ByHandAction::Remove => "remove",
+        }
+    }
+}
+
+/// The consumer as an `ensure` or `check` request carries it.
+#[derive(Serialize)]
+struct ConsumerBody<'a> {
+    name: &'a str,
+    machine: &'a str,
+    provision: &'a str,
+    options: &'a Value,
+}
+
+/// `"consumer"` of a request: whole for ensure and check, a name otherwise.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Target<'a> {
+    Whole(ConsumerBody<'a>),
+    Name(&'a str),
+}
+
+#[derive(Serialize)]
+struct Body<'a> {
+    v: u32,
+    id: u64,
+    verb: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    consumer: Option<Target<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    secret: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fault: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    action: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    target: Option<&'a str>,
+    deadline_ms: u64,
+}
+
+impl<'a> Ask<'a> {
+    /// Its verb.
+    pub fn verb(&self) -> Verb {
+        match self {
+            Ask::Hello => Verb::Hello,
+            Ask::Ensure(..) => Verb::Ensure,
+            Ask::Check(..) => Verb::Check,
+            Ask::Held => Verb::Held,
+            Ask::Retire(_) => Verb::Retire,
+            Ask::ReEnable(_) => Verb::ReEnable,
+            Ask::Delete(_) => Verb::Delete,
+            Ask::Probe(_) => Verb::Probe,
+            Ask::Repair(_) => Verb::Repair,
+            Ask::ByHand { .. } => Verb::ByHand,
+        }
+    }
+
+    /// The consumer's secret it carries (ensure, check; by-hand's make,
+    /// works and reach).
+    pub fn secret(&self) -> Option<&'a Secret> {
+        match self {
+            Ask::Ensure(_, secret) | Ask::Check(_, secret) => Some(secret),
+            Ask::ByHand { secret, .. } => *secret,
+            _ => None,
+        }
+    }
+
+    /// The consumer it is about, if any.
+    pub fn consumer(&self) -> Option<&'a Name> {
+        match self {
+            Ask::Ensure(c, _) | Ask::Check(c, _) => Some(&c.name),
+            Ask::Retire(n) | Ask::ReEnable(n) | Ask::Delete(n) => Some(n),
+            Ask::ByHand { consumer, .. } => Some(consumer),
+            _ => None,
+        }
+    }
+
+    /// The request as one JSON line (ending in `\n`), carrying `id` and
+    /// `deadline_ms`: how long mesh-provide waits for the reply.
+    pub fn line(&self, id: u64, deadline: Duration) -> Vec<u8> {
+        let whole = |c: &'a Consumer| {
+            Some(Target::Whole(ConsumerBody {
+                name: c.name.as_str(),
+                machine: c.machine.as_str(),
+                provision: &c.provision,
+                options: &c.options,
+            }))
+        };
+        let (consumer, fault) = match self {
+            Ask::Ensure(c, _) | Ask::Check(c, _) => (whole(c), None),
+            Ask::Retire(n) | Ask::ReEnable(n) | Ask::Delete(n) => {
+                (Some(Target::Name(n.as_str())), None)
+            }
+            Ask::Probe(f) | Ask::Repair(f) => (None, Some(f.as_str())),
+            Ask::ByHand { consumer, .. } => (Some(Target::Name(consumer.as_str())), None),
+            Ask::Hello | Ask::Held => (None, None),
+        };
+        let (action, target) = match self {
+            Ask::ByHand { action, target, .. } => (Some(action.as_str()), target.map(Name::as_str)),
+            _ => (None, None),
+        };
+        let body = Body {
+            v: VERSION,
+            id,
+            verb: self.verb().as_str(),
+            consumer,
+            secret: self.secret().map(Secret::expose),
+            fault,
+            action,
+            target,
+            deadline_ms: u64::try_from(deadline.as_millis()).unwrap_or(u64::MAX),
+        };
+        let mut line = serde_json::to_vec(&body).expect("a request serializes");
+        line.push(b'\n');
+        line
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn consumer() -> Consumer {
+        Consumer {
+            name: Name::parse("forge").unwrap(),
+            machine: Name::parse("app-1").unwrap(),
+            provision: "redis-acl".into(),
+            secret_file: "secrets/forge".into(),
+            options: json!({"db": 2}),
+        }
+    }
+
+    fn n(s: &str) -> Name {
+        Name::parse(s).unwrap()
+    }
+
+    #[test]
+    fn requests_are_one_json_line_each_as_the_contract_writes_them() {
+        let c = consumer();
+        let secret = Secret::new("s3cret");
+        let (forge, wiki, fault) = (n("forge"), n("wiki"), n("admin-refused"));
+        let cases: Vec<(Ask<'_>, Value)> = vec![
+            (
+                Ask::Hello,
+                json!({"v":1,"id":7,"deadline_ms":2500,"verb":"hello"}),
+            ),
+            (
+                Ask::Ensure(&c, &secret),
+                json!({"v":1,"id":7,"deadline_ms":2500,"verb":"ensure","consumer":{"name":"forge","machine":"app-1","provision":"redis-acl","options":{"db":2}},"secret":"s3cret"}),
+            ),
+            (
+                Ask::Check(&c, &secret),
+                json!({"v":1,"id":7,"deadline_ms":2500,"verb":"check","consumer":{"name":"forge","machine":"app-1","provision":"redis-acl","options":{"db":2}},"secret":"s3cret"}),
+            ),
+            (
+                Ask::Held,
+                json!({"v":1,"id":7,"deadline_ms":2500,"verb":"held"}),
+            ),
+            (
+                Ask::Retire(&forge),
+                json!({"v":1,"id":7,"deadline_ms":2500,"verb":"retire","consumer":"forge"}),
+            ),
+            (
+                Ask::ReEnable(&forge),
+                json!({"v":1,"id":7,"deadline_ms":2500,"verb":"re-enable","consumer":"forge"}),
+            ),
+            (
+                Ask::Delete(&forge),
+                json!({"v":1,"id":7,"deadline_ms":2500,"verb":"delete","consumer":"forge"}),
+            ),
+            (
+                Ask::Probe(&fault),
+                json!({"v":1,"id":7,"deadline_ms":2500,"verb":"probe","fault":"admin-refused"}),
+            ),
+            (
+                Ask::Repair(&fault),
+                json!({"v":1,"id":7,"deadline_ms":2500,"verb":"repair","fault":"admin-refused"}),
+            ),
+            (
+                Ask::ByHand {
+                    action: ByHandAction::Reach,
+                    consumer: &forge,
+                    secret: Some(&secret),
+                    target: Some(&wiki),
+                },
+                json!({"v":1,"id":7,"deadline_ms":2500,"verb":"by-hand","action":"reach","consumer":"forge","secret":"s3cret","target":"wiki"}),
+            ),
+            (
+                Ask::ByHand {
+                    action: ByHandAction::Change,
+                    consumer: &forge,
+                    secret: None,
+                    target: None,
+                },
+                json!({"v":1,"id":7,"deadline_ms":2500,"verb":"by-hand","action":"change","consumer":"forge"}),
+            ),
+        ];
+        for (ask, expected) in cases {
+            let line = ask.line(7, Duration::from_millis(2500));
+            assert_eq!(line.last(), Some(&b'\n'), "{:?}", ask.verb());
+            assert_eq!(line.iter().filter(|b| **b == b'\n').count(), 1, "one line");
+            let body: Value = serde_json::from_slice(&line).unwrap();
+            assert_eq!(body, expected, "{:?}", ask.verb());
+        }
+        assert!(Verb::ALL.iter().all(|v| !v.as_str().is_empty()));
+    }
+
+    #[test]
+    fn only_ensure_check_and_by_hand_carry_a_secret() {
+        let c = consumer();
+        let secret = Secret::new("s3cret");
+        let forge = n("forge");
+        for ask in [
+            Ask::Hello,
+            Ask::Held,
+            Ask::Retire(&forge),
+            Ask::Probe(&forge),
+        ] {
+            let line = String::from_utf8(ask.line(1, Duration::from_secs(1))).unwrap();
+            assert!(!line.contains("secret"), "{line}");
+        }
+        for ask in [Ask::Ensure(&c, &secret), Ask::Check(&c, &secret)] {
+            assert_eq!(ask.secret(), Some(&secret));
+        }
+    }
+}
