@@ -6,11 +6,14 @@
 //                 stdout, exit 0 on success and 1 on failure
 //
 // A hook module gives runHook() its verbs; each verb returns (or resolves)
-// on success and throws on failure. stdout carries replies only: log with
-// log() (stderr). The consumer's secret arrives in the request on stdin and
-// is never logged; it is also cut out of any error text before a reply.
-// docs/hooks.md describes the protocol.
+// on success and throws on failure, and is given the call's deadline (the
+// request's `deadline_ms`). stdout carries replies only: log with log()
+// (stderr). The consumer's secret arrives in the request on stdin and is
+// never logged; it and the hook's own secrets (announceSecrets) are cut out
+// of any error text before a reply and of every log() line. Types for a
+// TypeScript hook: mesh-hook.d.ts. docs/hooks.md describes the protocol.
 
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { createInterface } from 'node:readline';
 
 /** The protocol version this module speaks. */
@@ -18,6 +21,12 @@ export const VERSION = 1;
 
 /** The four classes a failure may name. */
 export const CLASSES = ['credentials-rejected', 'unreachable', 'secret-unreadable', 'refused'];
+
+/** The by-hand actions of `mesh-provide conform`. */
+export const BY_HAND_ACTIONS = ['change', 'make', 'works', 'reach', 'remove'];
+
+/** A call's bound when the request says none and MESH_HOOK_TIMEOUT_MS is not set: 30 s. */
+const DEFAULT_TIMEOUT_MS = 30_000;
 
 /** A failure with its class: `throw new HookError('refused', 'words')`. */
 export class HookError extends Error {
@@ -27,11 +36,78 @@ export class HookError extends Error {
   }
 }
 
-let logName = 'hook';
+/** When mesh-provide stops waiting for a call's reply. */
+export class Deadline {
+  /** `ms` from now. */
+  constructor(ms) {
+    this.at = performance.now() + ms;
+  }
 
-/** One line on stderr, which mesh-provide logs (redacted, bounded). */
+  /** Milliseconds left (0 once it has passed). */
+  remaining() {
+    return Math.max(0, this.at - performance.now());
+  }
+
+  /** Whether it has passed. */
+  expired() {
+    return this.remaining() <= 0;
+  }
+
+  /** Milliseconds a wait may take: what is left, at most `cap`, at least 1. */
+  timeout(cap = Infinity) {
+    return Math.max(1, Math.floor(Math.min(this.remaining(), cap)));
+  }
+}
+
+/** The deadline of `request`: its `deadline_ms`, else MESH_HOOK_TIMEOUT_MS, else 30 s. */
+export function deadlineOf(request) {
+  const given = request?.deadline_ms;
+  if (Number.isFinite(given) && given >= 0) return new Deadline(given);
+  const env = Number(process.env.MESH_HOOK_TIMEOUT_MS);
+  return new Deadline(Number.isFinite(env) && env > 0 ? env : DEFAULT_TIMEOUT_MS);
+}
+
+let logName = 'hook';
+let serving = false;
+/** The hook's own secrets, as last announced. */
+let hookSecrets = [];
+/** Exec mode: the secrets announced during the call, said in its reply. */
+let announcedInExec = null;
+/** The secret of the request being answered (for log()). */
+const requestSecret = new AsyncLocalStorage();
+
+/** `words` with the hook's secrets, the current request's secret and `extra` replaced by [redacted]. */
+export function redact(words, extra = []) {
+  const hidden = [...extra, requestSecret.getStore(), ...hookSecrets].filter((s) => typeof s === 'string' && s !== '');
+  let text = String(words);
+  for (const secret of [...new Set(hidden)].sort((a, b) => b.length - a.length)) {
+    text = text.split(secret).join('[redacted]');
+  }
+  return text;
+}
+
+/** One line on stderr, which mesh-provide logs (redacted, bounded); secrets the kit knows are cut out. */
 export function log(words) {
-  process.stderr.write(`${logName}: ${words}\n`);
+  process.stderr.write(`${logName}: ${redact(words).replace(/[\r\n]+/g, ' ')}\n`);
+}
+
+/**
+ * Says the hook's own secrets (its administrator's password): the set
+ * mesh-provide redacts is replaced by it. Call it BEFORE anything that may
+ * write one. In serve mode it writes the line `{"secrets":[...]}` at once
+ * (stdout is synchronous for a pipe on Linux); in exec mode the set goes in
+ * the call's reply. The same set as the last one writes nothing again.
+ */
+export function announceSecrets(secrets) {
+  const fresh = secrets.map(String).filter((s) => s !== '');
+  const same = fresh.length === hookSecrets.length && fresh.every((s, i) => s === hookSecrets[i]);
+  if (same && (serving || announcedInExec !== null)) return;
+  hookSecrets = fresh;
+  if (serving) {
+    process.stdout.write(`${JSON.stringify({ secrets: fresh })}\n`);
+  } else {
+    announcedInExec = [...fresh];
+  }
 }
 
 /**
@@ -39,30 +115,35 @@ export function log(words) {
  * request (exec), then calls `close` and ends the process.
  *
  * - `name`: the hook's name, said in hello and used in its log lines;
- * - `secrets`: the hook's own secrets (its administrator's password), said
- *   in hello so that mesh-provide removes them from every word;
- * - `verbs`: { ensure(consumer, secret), check(consumer, secret) (either
- *   may resolve to { mended: 'words' }: what it found changed by hand and
- *   brought back),
- *   held() -> [{consumer, retired}], retire(name), 're-enable'(name),
- *   delete(name) }, each async;
+ * - `secrets`: the hook's own secrets known at start (announced);
+ * - `verbs`: { ensure(consumer, secret, deadline), check(consumer, secret,
+ *   deadline) (either may resolve to { mended: 'words' }: what it found
+ *   changed by hand and brought back), held(deadline) -> [{consumer,
+ *   retired}], retire(name, deadline), 're-enable'(name, deadline),
+ *   delete(name, deadline), probe(fault, deadline), repair(fault, deadline)
+ *   -> 'detail', hello(deadline) (announce secrets there), byHand({action,
+ *   consumer, secret, target}, deadline) -> true|false for works and reach },
+ *   each async; a verb left out is answered unsupported;
  * - `classify(error)`: the class of an error that is not a HookError
  *   (undefined lets mesh-provide read the words);
  * - `close()`: releases the backend's connections.
  */
 export async function runHook({ name, secrets = [], verbs, classify = () => undefined, close = async () => {} }) {
   logName = name;
-  const answer = (request) => reply(request, { name, secrets, verbs, classify });
+  const answer = (request) => reply(request, { name, verbs, classify });
   const mode = process.argv[2];
   if (mode === undefined) {
     log('usage: hook serve | hook VERB (one JSON request on stdin)');
     process.exit(2);
   }
   if (mode === 'serve') {
+    serving = true;
+    if (secrets.length > 0) announceSecrets(secrets);
     await serve(answer);
     await close();
     process.exit(0);
   }
+  if (secrets.length > 0) announceSecrets(secrets);
   const text = await readAll(process.stdin);
   let request;
   try {
@@ -71,11 +152,12 @@ export async function runHook({ name, secrets = [], verbs, classify = () => unde
     log(`the request on stdin is not JSON: ${error.message}`);
     process.exit(2);
   }
-  if (request.verb !== mode) {
-    log(`the request says verb ${JSON.stringify(request.verb)} but the hook was run as ${JSON.stringify(mode)}`);
+  if (request?.verb !== mode) {
+    log(`the request says verb ${JSON.stringify(request?.verb)} but the hook was run as ${JSON.stringify(mode)}`);
     process.exit(2);
   }
   const replied = await answer(request);
+  if (announcedInExec !== null && request.verb !== 'hello') replied.secrets = announcedInExec;
   process.stdout.write(`${JSON.stringify(replied)}\n`);
   await close();
   process.exit(replied.ok === false ? 1 : 0);
@@ -107,41 +189,77 @@ async function serve(answer) {
   await Promise.allSettled([...inFlight]);
 }
 
+/** Thrown by a verb the hook does not do (or left out): answered unsupported. */
+export class Unsupported extends Error {}
+
+function text(request, key) {
+  const value = request[key];
+  if (typeof value !== 'string' || value === '') throw new HookError('refused', `the request's ${key} is not a string`);
+  return value;
+}
+
 /** The reply to one request. Never throws. */
-async function reply(request, { name, secrets, verbs, classify }) {
+async function reply(request, { name, verbs, classify }) {
   const id = request.id;
   if (request.v !== VERSION) {
     return { id, ok: false, class: 'refused', error: `${name} speaks protocol version ${VERSION}, not ${request.v}` };
   }
-  try {
-    switch (request.verb) {
-      case 'hello':
-        return { id, name, secrets, repairs: [] };
-      case 'held':
-        return { id, held: await verbs.held() };
-      case 'ensure':
-      case 'check': {
-        // A verb may say what it found changed by hand and brought back.
-        const done = await verbs[request.verb](request.consumer, request.secret);
-        return done?.mended ? { id, ok: true, mended: String(done.mended) } : { id, ok: true };
+  const secret = typeof request.secret === 'string' ? request.secret : undefined;
+  return requestSecret.run(secret, async () => {
+    const deadline = deadlineOf(request);
+    const verb = (key) => {
+      const found = verbs[key];
+      if (typeof found !== 'function') throw new Unsupported();
+      return found;
+    };
+    try {
+      switch (request.verb) {
+        case 'hello':
+          if (typeof verbs.hello === 'function') await verbs.hello(deadline);
+          return { id, name, secrets: hookSecrets, repairs: [] };
+        case 'held':
+          return { id, held: await verb('held')(deadline) };
+        case 'ensure':
+        case 'check': {
+          const consumer = request.consumer;
+          if (typeof consumer?.name !== 'string') throw new HookError('refused', "the request's consumer has no name");
+          // A verb may say what it found changed by hand and brought back.
+          const done = await verb(request.verb)(consumer, text(request, 'secret'), deadline);
+          return done?.mended ? { id, ok: true, mended: String(done.mended) } : { id, ok: true };
+        }
+        case 'retire':
+        case 're-enable':
+        case 'delete':
+          await verb(request.verb)(text(request, 'consumer'), deadline);
+          return { id, ok: true };
+        case 'probe':
+          await verb('probe')(text(request, 'fault'), deadline);
+          return { id, ok: true };
+        case 'repair':
+          return { id, ok: true, detail: String((await verb('repair')(text(request, 'fault'), deadline)) ?? '') };
+        case 'by-hand': {
+          const asked = {
+            action: text(request, 'action'),
+            consumer: text(request, 'consumer'),
+            secret: typeof request.secret === 'string' ? request.secret : undefined,
+            target: typeof request.target === 'string' ? request.target : undefined,
+          };
+          const said = await (verbs.byHand ?? verbs['by-hand'] ?? verb('byHand')).call(verbs, asked, deadline);
+          if (asked.action === 'works') return { id, ok: true, works: said === true };
+          if (asked.action === 'reach') return { id, ok: true, reaches: said === true };
+          return { id, ok: true };
+        }
+        default:
+          return { id, unsupported: true };
       }
-      case 'retire':
-      case 're-enable':
-      case 'delete':
-        await verbs[request.verb](request.consumer);
-        return { id, ok: true };
-      default:
-        return { id, unsupported: true };
+    } catch (error) {
+      if (error instanceof Unsupported) return { id, unsupported: true };
+      const klass = error instanceof HookError ? error.class : classify(error);
+      // Belt and braces: mesh-provide redacts too, but a secret never leaves here.
+      const words = redact(String(error?.message ?? error), [secret]);
+      return klass === undefined ? { id, ok: false, error: words } : { id, ok: false, class: klass, error: words };
     }
-  } catch (error) {
-    const klass = error instanceof HookError ? error.class : classify(error);
-    let words = String(error?.message ?? error);
-    // Belt and braces: mesh-provide redacts too, but a secret never leaves here.
-    for (const secret of [request.secret, ...secrets]) {
-      if (typeof secret === 'string' && secret !== '') words = words.split(secret).join('[redacted]');
-    }
-    return klass === undefined ? { id, ok: false, error: words } : { id, ok: false, class: klass, error: words };
-  }
+  });
 }
 
 async function readAll(stream) {

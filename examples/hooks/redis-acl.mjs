@@ -19,19 +19,32 @@
 // mark: `held` lists only users with it, and a user of that name without it
 // is refused, never touched. Retire = `off` (and its connections closed),
 // re-enable = `on`, delete = its keys `<consumer>:*` and the user go.
+// `by-hand` (conform's oracle) acts as a person at redis-cli would: change
+// sets another password, make makes an unmarked user, works and reach log in
+// as the user, remove deletes what make made.
+//
+// The administrator's password file is read again at each new connection
+// of the administrator (node-redis asks its credentials provider at every
+// connect and reconnect), and a changed password is announced (a secrets
+// line) before it is used: a rotation needs no restart. Every wait is
+// bounded by the call's deadline (`deadline_ms`): a command's timeout, the
+// connect's (5 s at most).
 //
 // Install its dependency once: `npm ci` in this folder (scripts/lib.sh does).
 
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync, realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 
 import { RedisClient } from '@redis/client';
 
-import { HookError, log, runHook } from './mesh-hook.mjs';
+import { Deadline, HookError, Unsupported, announceSecrets, log, runHook } from './mesh-hook.mjs';
 
 /** The mark of the users this hook made, among their key patterns. */
 const MARK = '%R~_mesh-provide';
+
+/** A caller's deadline when it gives none (a program calling the verbs directly): 30 s. */
+const unbounded = () => new Deadline(30_000);
 
 /** How long a connection may take to open, in milliseconds. */
 const CONNECT_TIMEOUT = 5000;
@@ -50,13 +63,29 @@ const admin = newClient({
     // at once (no queue) and the loop retries on its next pass.
     reconnectStrategy: (retries) => Math.min(50 * 2 ** retries, 2000),
   },
-  username: settings.adminUser,
-  password: settings.adminPassword,
+  // Asked at every connect and reconnect: the file read again, and a new
+  // password announced before it is sent.
+  credentialsProvider: {
+    type: 'async-credentials-provider',
+    credentials: async () => ({ username: settings.adminUser, password: adminPassword() }),
+  },
   RESP: 3,
   disableOfflineQueue: true,
   disableClientInfo: true,
 });
 let lastAdminError = '';
+/** Why the password file could not be read at the last connect ('' when it could). */
+let passwordError = '';
+
+/** The administrator's password, the file read again; announced before anything uses it. */
+function adminPassword() {
+  const password = readPassword(settings.passwordFile);
+  passwordError = password.error ?? '';
+  if (password.error !== undefined) throw new HookError('secret-unreadable', password.error);
+  announceSecrets([password.value]);
+  return password.value;
+}
+
 admin.on('error', (error) => {
   // Said once per new error, not once per reconnection.
   if (error.message !== lastAdminError) {
@@ -79,22 +108,30 @@ let firstReady = null;
  * call made while it is away fails at once with the reason, and the client
  * keeps reconnecting (the loop calls again on its next pass).
  */
-async function connected() {
+async function connected(deadline) {
   if (admin.isReady) return admin;
+  const wait = deadline.timeout(CONNECT_TIMEOUT);
   if (lastAdminError === '') {
     firstReady ??= new Promise((resolve) => admin.once('ready', resolve));
     let timer;
     const late = new Promise((resolve) => {
-      timer = setTimeout(resolve, CONNECT_TIMEOUT);
+      timer = setTimeout(resolve, wait);
     });
     await Promise.race([firstReady, late]).finally(() => clearTimeout(timer));
     if (admin.isReady) return admin;
   }
-  const why = lastAdminError === '' ? `no answer within ${CONNECT_TIMEOUT} ms` : lastAdminError;
+  if (passwordError !== '') throw new HookError('secret-unreadable', passwordError);
+  const why = lastAdminError === '' ? `no answer within ${wait} ms` : lastAdminError;
   if (/^(WRONGPASS|NOAUTH)\b/.test(why)) {
     throw new HookError('credentials-rejected', `the hook's administrator ${settings.adminUser} was refused: ${why}`);
   }
   throw new HookError('unreachable', `cannot reach Redis at ${settings.where}: ${why}`);
+}
+
+/** `args` sent as the administrator, bounded by the deadline. */
+async function send(deadline, args) {
+  await connected(deadline);
+  return admin.sendCommand(args, { timeout: deadline.timeout() });
 }
 
 /** The ACL rules of a consumer's user, but for on/off and its password. */
@@ -112,7 +149,11 @@ function marked(words) {
   return String(words).split(' ').includes(MARK);
 }
 
-/** The SHA-256 of the secret this process last set or found for each user. */
+/**
+ * The SHA-256 of the secret this process last set or found for each user:
+ * a password at Redis other than it (or any, when this process has not
+ * seen the user yet: always so in exec mode) was changed by hand.
+ */
 const set = new Map();
 
 /** SHA-256 in hex: how Redis lists a password. */
@@ -121,12 +162,11 @@ function sha256(text) {
 }
 
 /** The user `name` as ACL GETUSER says it (null: no such user), refused when mesh did not make it. */
-async function ours(name) {
-  await connected();
+async function ours(name, deadline, onlyOurs = true) {
   // In RESP3 (what both clients here speak) ACL GETUSER answers a map,
   // which node-redis gives as an object.
-  const user = await admin.sendCommand(['ACL', 'GETUSER', name]);
-  if (user !== null && !marked(user.keys)) {
+  const user = await send(deadline, ['ACL', 'GETUSER', name]);
+  if (onlyOurs && user !== null && !marked(user.keys)) {
     throw new HookError(
       'refused',
       `user ${name} exists and was not made by this hook (no ${MARK}): not touching it; remove it (ACL DELUSER ${name}) to let the hook make it`,
@@ -141,12 +181,12 @@ const verbs = {
    * they differ (a rotated secret, or a change by hand). Never turns it on
    * or off (retire and re-enable do).
    */
-  async ensure(consumer, secret) {
+  async ensure(consumer, secret, deadline = unbounded()) {
     const name = consumer.name;
-    const user = await ours(name);
+    const user = await ours(name, deadline);
     const hash = sha256(secret);
     if (user === null) {
-      await admin.sendCommand(['ACL', 'SETUSER', name, 'reset', 'on', `>${secret}`, ...rules(name)]);
+      await send(deadline, ['ACL', 'SETUSER', name, 'reset', 'on', `>${secret}`, ...rules(name)]);
       set.set(name, hash);
       log(`made the user ${name}`);
       return undefined;
@@ -160,12 +200,12 @@ const verbs = {
       set.set(name, hash);
       return undefined;
     }
-    await admin.sendCommand(['ACL', 'SETUSER', name, 'resetpass', `>${secret}`, ...rules(name)]);
-    // A secret this process set before, no longer at Redis: changed by hand.
-    // A secret it has not set (a rotation, or its first call since it
-    // started) is no news.
+    await send(deadline, ['ACL', 'SETUSER', name, 'resetpass', `>${secret}`, ...rules(name)]);
+    // A password at Redis this process set itself is a rotation; any other
+    // (one it never saw) may be a person's, and is said mended.
     const byHand = [];
-    if (!samePassword && set.get(name) === hash) byHand.push('its password');
+    const known = set.get(name);
+    if (!samePassword && !(passwords.length === 1 && passwords[0] === known)) byHand.push('its password');
     if (!sameRules) byHand.push('its rules');
     set.set(name, hash);
     if (byHand.length === 0) {
@@ -178,29 +218,14 @@ const verbs = {
   },
 
   /** Logs in as the consumer on a connection of its own, and reads a key of its own. */
-  async check(consumer, secret) {
+  async check(consumer, secret, deadline = unbounded()) {
     const name = consumer.name;
-    const client = newClient({
-      socket: { ...settings.socket, reconnectStrategy: false },
-      username: name,
-      password: secret,
-      RESP: 3,
-      disableOfflineQueue: true,
-      disableClientInfo: true,
-    });
-    client.on('error', () => {}); // the failure is the connect's or the command's
-    try {
-      await client.connect();
-      await client.sendCommand(['EXISTS', `${name}:mesh-check`]);
-    } finally {
-      client.destroy();
-    }
+    await asUser(name, secret, deadline, (run) => run(['EXISTS', `${name}:mesh-check`]));
   },
 
   /** The users mesh made (marked), each retired when it is `off`. */
-  async held() {
-    await connected();
-    const lines = await admin.sendCommand(['ACL', 'LIST']);
+  async held(deadline = unbounded()) {
+    const lines = await send(deadline, ['ACL', 'LIST']);
     const held = [];
     for (const line of lines.map(String)) {
       // `user NAME on|off RULES...`
@@ -213,33 +238,111 @@ const verbs = {
   },
 
   /** `off`, and its connections closed. */
-  async retire(name) {
-    if ((await ours(name)) === null) return;
-    await admin.sendCommand(['ACL', 'SETUSER', name, 'off']);
-    await admin.sendCommand(['CLIENT', 'KILL', 'USER', name]).catch(() => {});
+  async retire(name, deadline = unbounded()) {
+    if ((await ours(name, deadline)) === null) return;
+    await send(deadline, ['ACL', 'SETUSER', name, 'off']);
+    await send(deadline, ['CLIENT', 'KILL', 'USER', name]).catch(() => {});
   },
 
-  async 're-enable'(name) {
-    if ((await ours(name)) === null) {
+  async 're-enable'(name, deadline = unbounded()) {
+    if ((await ours(name, deadline)) === null) {
       throw new HookError('refused', `the Redis user ${name} is missing: nothing to enable`);
     }
-    await admin.sendCommand(['ACL', 'SETUSER', name, 'on']);
+    await send(deadline, ['ACL', 'SETUSER', name, 'on']);
   },
 
   /** Its keys `<name>:*`, then the user. */
-  async delete(name) {
-    if ((await ours(name)) === null) return;
-    let cursor = '0';
-    do {
-      const [next, keys] = await admin.sendCommand(['SCAN', cursor, 'MATCH', `${name}:*`, 'COUNT', '1000']);
-      cursor = String(next);
-      if (keys.length > 0) await admin.sendCommand(['UNLINK', ...keys.map(String)]);
-    } while (cursor !== '0');
-    await admin.sendCommand(['ACL', 'DELUSER', name]);
+  async delete(name, deadline = unbounded()) {
+    if ((await ours(name, deadline)) === null) return;
+    await deleteUser(name, deadline);
     set.delete(name);
     log(`deleted the user ${name} and its keys`);
   },
+
+  /** Re-reads the password file: hello's secrets are the current ones. */
+  async hello() {
+    adminPassword();
+  },
+
+  /** As a person at redis-cli would (conform's oracle; the loop never calls it). */
+  async byHand({ action, consumer: name, secret, target }, deadline = unbounded()) {
+    const needSecret = () => {
+      if (!secret) throw new HookError('refused', `by hand: ${action} needs a secret`);
+      return secret;
+    };
+    switch (action) {
+      case 'change':
+        if ((await ours(name, deadline, false)) === null) {
+          throw new HookError('refused', `by hand: there is no user ${name} to change`);
+        }
+        await send(deadline, ['ACL', 'SETUSER', name, 'resetpass', `>${randomBytes(16).toString('hex')}`]);
+        return undefined;
+      case 'make':
+        await send(deadline, ['ACL', 'SETUSER', name, 'reset', 'on', `>${needSecret()}`, `~${name}:*`, '+@all', '-@dangerous']);
+        return undefined;
+      case 'remove':
+        if ((await ours(name, deadline, false)) !== null) await deleteUser(name, deadline);
+        return undefined;
+      case 'works':
+        try {
+          await asUser(name, needSecret(), deadline, (run) => run(['EXISTS', `${name}:mesh-check`]));
+          return true;
+        } catch (error) {
+          if (classify(error) === 'credentials-rejected' || /^NOPERM\b/.test(String(error?.message))) return false;
+          throw error;
+        }
+      case 'reach': {
+        if (!target) throw new HookError('refused', 'by hand: reach needs a target');
+        return asUser(name, needSecret(), deadline, async (run) => {
+          const denied = (error) => {
+            if (/^NOPERM\b/.test(String(error?.message))) return false;
+            throw error;
+          };
+          const read = await run(['EXISTS', `${target}:mesh-check`]).then(() => true, denied);
+          const wrote = await run(['SET', `${target}:mesh-reach`, '1']).then(() => true, denied);
+          if (wrote) await run(['DEL', `${target}:mesh-reach`]);
+          return read || wrote;
+        });
+      }
+      default:
+        throw new Unsupported();
+    }
+  },
 };
+
+/** Its keys `<name>:*`, then the user. */
+async function deleteUser(name, deadline) {
+  let cursor = '0';
+  do {
+    const [next, keys] = await send(deadline, ['SCAN', cursor, 'MATCH', `${name}:*`, 'COUNT', '1000']);
+    cursor = String(next);
+    if (keys.length > 0) await send(deadline, ['UNLINK', ...keys.map(String)]);
+  } while (cursor !== '0');
+  await send(deadline, ['ACL', 'DELUSER', name]);
+}
+
+/**
+ * `work(run)` on a connection of its own logged in as `name` with `secret`
+ * (`HELLO 3 AUTH`), `run(args)` sending a command; every wait bounded by
+ * the deadline.
+ */
+async function asUser(name, secret, deadline, work) {
+  const client = newClient({
+    socket: { ...settings.socket, connectTimeout: deadline.timeout(CONNECT_TIMEOUT), reconnectStrategy: false },
+    username: name,
+    password: secret,
+    RESP: 3,
+    disableOfflineQueue: true,
+    disableClientInfo: true,
+  });
+  client.on('error', () => {}); // the failure is the connect's or the command's
+  try {
+    await client.connect();
+    return await work((args) => client.sendCommand(args, { timeout: deadline.timeout() }));
+  } finally {
+    client.destroy();
+  }
+}
 
 /** Redis's own words decide: WRONGPASS and NOAUTH are refused credentials; a socket that fails is unreachable. */
 function classify(error) {
@@ -249,7 +352,10 @@ function classify(error) {
     error?.code === 'ECONNREFUSED' ||
     error?.code === 'ECONNRESET' ||
     error?.code === 'EHOSTUNREACH' ||
-    /^(The client is (offline|closed)|Connection timeout|Socket closed unexpectedly)/.test(words)
+    error?.name === 'TimeoutError' ||
+    error?.constructor?.name === 'TimeoutError' ||
+    error?.constructor?.name === 'ConnectionTimeoutError' ||
+    /^(The client is (offline|closed)|Connection timeout|Socket closed unexpectedly|Timeout)/.test(words)
   ) {
     return 'unreachable';
   }
@@ -267,23 +373,47 @@ function readSettings(env) {
   if (!Number.isInteger(port) || port < 1 || port > 65535) fail(`REDIS_ACL_PORT is not a port: ${env.REDIS_ACL_PORT}`);
   const file = env.REDIS_ACL_ADMIN_PASSWORD_FILE;
   if (!file) fail('REDIS_ACL_ADMIN_PASSWORD_FILE is not set');
-  let adminPassword;
-  try {
-    adminPassword = readFileSync(file, 'utf8').replace(/[\r\n]/g, '');
-  } catch (error) {
-    fail(`the admin password file ${file} cannot be read (${error.code ?? error.message})`);
-  }
-  if (adminPassword === '') fail(`the admin password file ${file} is empty`);
+  // Read once at start so that a hook that cannot read it says so at once;
+  // read again at every connection of the administrator.
+  const first = readPassword(file);
+  if (first.error !== undefined) fail(first.error);
   return {
     where: `${host}:${port}`,
     socket: { host, port, connectTimeout: CONNECT_TIMEOUT },
     adminUser: env.REDIS_ACL_ADMIN_USER || 'mesh-admin',
-    adminPassword,
+    passwordFile: file,
+    firstPassword: first.value,
   };
 }
 
-/** Closes the administrator's connection. */
-export const close = () => admin.close().catch(() => {});
+/** The password in `file` ({value}), or why it cannot be had ({error}). */
+function readPassword(file) {
+  let value;
+  try {
+    value = readFileSync(file, 'utf8').replace(/[\r\n]/g, '');
+  } catch (error) {
+    return { error: `the admin password file ${file} cannot be read (${error.code ?? error.message})` };
+  }
+  return value === '' ? { error: `the admin password file ${file} is empty` } : { value };
+}
+
+/**
+ * Closes the administrator's connection: at once when it is not connected
+ * (a connect that hangs must not keep an exec-mode process alive after its
+ * reply), else after its last replies, 500 ms at most.
+ */
+export const close = async () => {
+  if (!admin.isReady) {
+    admin.destroy();
+    return;
+  }
+  let timer;
+  const late = new Promise((resolve) => {
+    timer = setTimeout(resolve, 500);
+  });
+  await Promise.race([admin.close().catch(() => {}), late]).finally(() => clearTimeout(timer));
+  if (admin.isOpen) admin.destroy();
+};
 
 // The verbs, for a program measuring them without the boundary (the
 // benchmark's benches/hook_direct.mjs); run as a program, the hook answers.
@@ -291,7 +421,7 @@ export { verbs };
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href) {
   await runHook({
     name: 'redis-acl.mjs',
-    secrets: [settings.adminPassword],
+    secrets: [settings.firstPassword],
     verbs,
     classify,
     close,

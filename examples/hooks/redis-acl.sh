@@ -32,13 +32,24 @@
 #              Users without the mark are never listed or changed.
 #   retire     `off`, and its connections ended; re-enable: `on`.
 #   delete     its keys (`<consumer>:*`, by SCAN) and the user deleted.
+#   by-hand    conform's oracle, as a person at redis-cli would: change
+#              sets another password, make makes a user without the mark,
+#              works and reach log in as the user (reach: to the target's
+#              keys), remove deletes what make made.
 #   probe, repair: unsupported (no known fault).
+#
+# The administrator's password file is read at every call (each call is a
+# new connection) and the password is said in every reply's `secrets`, so
+# a rotation needs no restart and is redacted at once. Every redis-cli run
+# is bounded by what is left of the call's deadline (the request's
+# `deadline_ms`, else MESH_HOOK_TIMEOUT_MS, else 30 s): one that has not
+# answered by then is killed, and the call fails, unreachable.
 #
 # Secrets travel only through pipes: the request is read from stdin, every
 # redis-cli command (the administrator's AUTH included) is written to
 # redis-cli's stdin, quoted byte by byte; no secret is ever in an argument
 # or an environment variable of any process. Needs redis-cli (Debian
-# `redis-tools`, with `redis-server`), jq, od, sha256sum.
+# `redis-tools`, with `redis-server`), jq, od, sha256sum, timeout, date.
 set -eu
 
 host=${REDIS_ACL_HOST:-127.0.0.1}
@@ -47,12 +58,26 @@ admin_user=${REDIS_ACL_ADMIN_USER:-mesh-admin}
 mark='%R~_mesh-provide'
 verb=${1:-}
 
+started=$(date +%s%N)
+admin_pw=
+
+# Prints the reply $1 (JSON) with the administrator's password, once read,
+# as its `secrets` (and cut out of its error). The password reaches jq on
+# its stdin (printf is the shell's own), never a command line.
+say() {
+  { printf '%s\n' "$admin_pw"; printf '%s' "$1"; } | jq -Rsc '
+    index("\n") as $i | .[:$i] as $pw | (.[$i + 1:] | fromjson)
+    | if $pw == "" then . else
+        (if .error then .error |= (split($pw) | join("[redacted]")) else . end) + {secrets: [$pw]}
+      end'
+}
+
 # Replies and exits. Every function that may fail is called directly, never
 # inside $(...) or a pipeline, so a failure ends the hook with one reply.
-reply() { printf '%s\n' "$1"; exit 0; }
+reply() { say "$1"; exit 0; }
 fail() { # CLASS WORDS...
   class=$1; shift
-  printf '%s' "$*" | jq -Rsc --arg class "$class" '{ok: false, class: $class, error: .}'
+  say "$(printf '%s' "$*" | jq -Rsc --arg class "$class" '{ok: false, class: $class, error: .}')"
   exit 1
 }
 
@@ -63,6 +88,12 @@ admin_pw=$(tr -d '\r\n' < "$REDIS_ACL_ADMIN_PASSWORD_FILE")
 
 req=$(cat)
 field() { printf '%s' "$req" | jq -r "$1"; }
+
+# The call's bound, in milliseconds from $started.
+deadline_ms=$(field '.deadline_ms // empty | floor')
+case "$deadline_ms" in
+'' | *[!0-9]*) deadline_ms=${MESH_HOOK_TIMEOUT_MS:-30000} ;;
+esac
 
 # A redis-cli argument holding any bytes: every byte written \xHH, quoted.
 quoted() { printf '"'; printf '%s' "$1" | od -An -v -tx1 | tr -d ' \n' | sed 's/../\\x&/g'; printf '"'; }
@@ -75,8 +106,15 @@ trap 'rm -f "$errors"' EXIT
 # when the login was refused ($errors holds why); an unreachable server
 # ends the hook.
 as() { # USER PASSWORD COMMANDS
+  # What is left of the deadline, 50 ms kept for the reply.
+  left=$((deadline_ms - ($(date +%s%N) - started) / 1000000 - 50))
+  [ "$left" -gt 0 ] || fail unreachable "the call's deadline (${deadline_ms} ms) passed before Redis at $host:$port was asked"
+  status=0
   out=$(printf 'AUTH %s %s\n%s\n' "$(quoted "$1")" "$(quoted "$2")" "$3" |
-    redis-cli -h "$host" -p "$port" -2 --json 2>"$errors") || true
+    timeout -k 1 "$((left / 1000)).$(printf '%03d' $((left % 1000)))" \
+      redis-cli -h "$host" -p "$port" -2 --json 2>"$errors") || status=$?
+  [ "$status" -ne 124 ] && [ "$status" -ne 137 ] ||
+    fail unreachable "Redis at $host:$port did not answer within the call's deadline (${deadline_ms} ms)"
   first=$(printf '%s\n' "$out" | head -n 1)
   case "$first" in
   '"OK"') out=$(printf '%s\n' "$out" | tail -n +2) ;;
@@ -111,10 +149,17 @@ ours() { # NAME
   return 0
 }
 
+# Deletes the keys `NAME:*` (by SCAN, in a script at Redis) and the user.
+delete_user() { # NAME
+  script='local c = "0" repeat local r = redis.call("SCAN", c, "MATCH", ARGV[1], "COUNT", 1000) c = r[1] for _, k in ipairs(r[2]) do redis.call("UNLINK", k) end until c == "0" return 1'
+  admin "EVAL $(quoted "$script") 0 $(quoted "$1:*")
+ACL DELUSER $(quoted "$1")"
+  must_ok "deleting user $1"
+}
+
 case "$verb" in
 hello)
-  printf '%s' "$admin_pw" | jq -Rsc '{name: "redis-acl", secrets: [.]}'
-  exit 0 ;;
+  reply '{"name":"redis-acl","repairs":[]}' ;;
 ensure)
   name=$(field .consumer.name)
   secret=$(field .secret)
@@ -130,8 +175,7 @@ ensure)
   [ -z "$changed" ] && reply '{"ok":true}'
   admin "ACL SETUSER $(quoted "$name") resetpass $(quoted ">$secret") resetkeys $(quoted "~$name:*") $(quoted "$mark")"
   must_ok "mending user $name"
-  printf '%s' "$changed" | jq -Rsc '{ok: true, mended: ("brought " + . + " to what the mesh asks")}'
-  exit 0 ;;
+  reply "$(printf '%s' "$changed" | jq -Rsc '{ok: true, mended: ("brought " + . + " to what the mesh asks")}')" ;;
 check)
   name=$(field .consumer.name)
   secret=$(field .secret)
@@ -141,9 +185,8 @@ check)
 held)
   admin 'ACL LIST'
   must_ok "listing users"
-  printf '%s' "$out" | jq -c --arg mark "$mark" '[ .[] | split(" ") | select(index($mark) != null)
-    | {consumer: .[1], retired: (.[2] == "off")} ] | {held: .}'
-  exit 0 ;;
+  reply "$(printf '%s' "$out" | jq -c --arg mark "$mark" '[ .[] | split(" ") | select(index($mark) != null)
+    | {consumer: .[1], retired: (.[2] == "off")} ] | {held: .}')" ;;
 retire)
   name=$(field .consumer)
   ours "$name" || reply '{"ok":true}'
@@ -161,11 +204,53 @@ re-enable)
 delete)
   name=$(field .consumer)
   ours "$name" || reply '{"ok":true}'
-  script='local c = "0" repeat local r = redis.call("SCAN", c, "MATCH", ARGV[1], "COUNT", 1000) c = r[1] for _, k in ipairs(r[2]) do redis.call("UNLINK", k) end until c == "0" return 1'
-  admin "EVAL $(quoted "$script") 0 $(quoted "$name:*")
-ACL DELUSER $(quoted "$name")"
-  must_ok "deleting user $name"
+  delete_user "$name"
   reply '{"ok":true}' ;;
+by-hand)
+  action=$(field .action)
+  name=$(field .consumer)
+  secret=$(field '.secret // empty')
+  needs_secret() { [ -n "$secret" ] || fail refused "by hand: $action needs a secret"; }
+  case "$action" in
+  change)
+    admin "ACL GETUSER $(quoted "$name")"
+    [ "$out" != null ] || fail refused "by hand: there is no user $name to change"
+    other=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+    admin "ACL SETUSER $(quoted "$name") resetpass $(quoted ">$other")"
+    must_ok "changing user $name by hand"
+    reply '{"ok":true}' ;;
+  make)
+    needs_secret
+    admin "ACL SETUSER $(quoted "$name") reset on $(quoted ">$secret") $(quoted "~$name:*") resetchannels +@all -@dangerous"
+    must_ok "making user $name by hand"
+    reply '{"ok":true}' ;;
+  works)
+    needs_secret
+    if as "$name" "$secret" "EXISTS $(quoted "$name:mesh-check")" && ! printf '%s\n' "$out" | grep -q '^error:'; then
+      reply '{"ok":true,"works":true}'
+    fi
+    reply '{"ok":true,"works":false}' ;;
+  reach)
+    needs_secret
+    target=$(field '.target // empty')
+    [ -n "$target" ] || fail refused "by hand: reach needs a target"
+    as "$name" "$secret" "EXISTS $(quoted "$target:mesh-check")
+SET $(quoted "$target:mesh-reach") 1" ||
+      fail refused "by hand: $name cannot log in to try reaching $target: $(cat "$errors")"
+    # One reply a line: any that is not an error (NOPERM) reached.
+    if printf '%s\n' "$out" | grep -v '^error:' | grep -q .; then
+      admin "DEL $(quoted "$target:mesh-reach")"
+      reply '{"ok":true,"reaches":true}'
+    fi
+    reply '{"ok":true,"reaches":false}' ;;
+  remove)
+    admin "ACL GETUSER $(quoted "$name")"
+    [ "$out" = null ] && reply '{"ok":true}'
+    delete_user "$name"
+    reply '{"ok":true}' ;;
+  *)
+    reply '{"unsupported":true}' ;;
+  esac ;;
 *)
   reply '{"unsupported":true}' ;;
 esac
