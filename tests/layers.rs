@@ -107,7 +107,7 @@ const CRATES: &[(&str, Tables)] = &[
             (
                 "",
                 &[
-                    &["certs", "cmdline", "proxy", "netns", "redis"],
+                    &["certs", "cmdline", "proxy", "netns", "redis", "mariadb"],
                     &["nats", "pg"],
                     &["cluster", "keycloak"],
                     &["mesh"],
@@ -214,16 +214,19 @@ const CRATES: &[(&str, Tables)] = &[
             (
                 "",
                 &[
-                    &["wire", "scrub"],
+                    &["wire", "scrub", "down"],
                     &["error", "process"],
+                    &["metrics"],
                     &["exec", "serve"],
                     &["hook"],
                     &["provisioner", "args"],
+                    &["by_hand"],
                     &["conform"],
                     &["cli"],
                 ],
             ),
             ("serve", &[&["rules"], &["session"]]),
+            ("wire", &[&["verb"], &["ask", "reply"]]),
         ],
     ),
     (

@@ -9,6 +9,8 @@
 //! * [`PgCluster`]: a PostgreSQL cluster with SCRAM authentication;
 //! * [`RedisServer`]: a Redis server with one ACL administrator, for the
 //!   hooks of `mesh-provide` (`examples/hooks/redis-acl.sh`);
+//! * [`MariaDbServer`]: a MariaDB server with one administrator, for the
+//!   TypeScript kit's example hook (`examples/hooks/mariadb`);
 //! * [`KeycloakServer`]: a Keycloak (`kc.sh start-dev`), one shared per
 //!   test binary, a realm per test;
 //! * [`TcpProxy`]: a TCP proxy that can cut its connections on demand;
@@ -33,6 +35,7 @@ mod certs;
 mod cluster;
 mod cmdline;
 mod keycloak;
+mod mariadb;
 pub mod mesh;
 mod nats;
 pub mod netns;
@@ -46,6 +49,7 @@ pub use cmdline::CmdlineScan;
 pub use keycloak::{
     KeycloakDist, KeycloakServer, KEYCLOAK_ADMIN, KEYCLOAK_BUILD, KEYCLOAK_START_DEADLINE,
 };
+pub use mariadb::{MariaDbServer, MARIADB_ADMIN};
 pub use nats::{create_events_stream, NatsServer};
 pub use pg::PgCluster;
 pub use proxy::TcpProxy;

@@ -1,0 +1,286 @@
+//! The TypeScript hook kit (kits/typescript) and its example,
+//! examples/hooks/mariadb, over the built binary: the example passes
+//! `mesh-provide conform` on a private MariaDB, leaves nothing of the suite
+//! behind and never touches a user a person made; the kit's types refuse
+//! what mesh-provide would read as a bad reply (`tsc --strict`).
+//!
+//! This test builds nothing: `bash -c '. scripts/lib.sh;
+//! ensure_kit_typescript'` (which scripts/test runs) installs and builds the
+//! kit and the example. Without them, or without MariaDB, the tests say
+//! SKIPPED and what is missing, unless `MESH_REQUIRE_KITS` is set (CI),
+//! where they fail.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use mesh_test_support::mesh::binary;
+use mesh_test_support::MariaDbServer;
+
+/// How long one conform run may take before the test gives up on it.
+const CONFORM_DEADLINE: Duration = Duration::from_secs(300);
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn kit() -> PathBuf {
+    repo().join("kits/typescript")
+}
+
+fn hook() -> PathBuf {
+    repo().join("examples/hooks/mariadb/dist/mariadb.js")
+}
+
+fn tsc() -> PathBuf {
+    kit().join("node_modules/.bin/tsc")
+}
+
+/// What is missing for these tests, or `None`.
+///
+/// # Panics
+/// When something is missing and `MESH_REQUIRE_KITS` is set.
+fn missing(needs_mariadb: bool) -> Option<String> {
+    let mut needed = vec![
+        (tsc(), "the kit's typescript (npm ci in kits/typescript)"),
+        (
+            kit().join("dist/index.js"),
+            "the kit's build (npm run build in kits/typescript)",
+        ),
+    ];
+    if needs_mariadb {
+        needed.extend([
+            (
+                repo().join("examples/hooks/mariadb/node_modules/mysql2/package.json"),
+                "the example's mysql2 (npm ci in examples/hooks/mariadb)",
+            ),
+            (
+                hook(),
+                "the example's build (npm run build in examples/hooks/mariadb)",
+            ),
+            (
+                PathBuf::from("/usr/sbin/mariadbd"),
+                "mariadbd (the Debian package mariadb-server)",
+            ),
+        ]);
+    }
+    let absent: Vec<String> = needed
+        .iter()
+        .filter(|(path, _)| !path.exists())
+        .map(|(path, what)| format!("{what}: {} is missing", path.display()))
+        .collect();
+    if absent.is_empty() {
+        return None;
+    }
+    let why = format!(
+        "{}; bash -c '. scripts/lib.sh; ensure_kit_typescript' makes them",
+        absent.join("; ")
+    );
+    assert!(
+        std::env::var_os("MESH_REQUIRE_KITS").is_none(),
+        "{why}, and MESH_REQUIRE_KITS is set"
+    );
+    Some(why)
+}
+
+/// Whether the test can run; says SKIPPED when it cannot.
+fn ready(test: &str, needs_mariadb: bool) -> bool {
+    match missing(needs_mariadb) {
+        None => true,
+        Some(why) => {
+            eprintln!("SKIPPED {test}: {why}");
+            false
+        }
+    }
+}
+
+/// Runs `command` to its end within `deadline`; (exit code, stdout, stderr).
+fn run(mut command: Command, deadline: Duration, what: &str) -> (i32, String, String) {
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{what} does not start: {e}"));
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = pipe.read_to_string(&mut text);
+            text
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().unwrap()));
+    let err = drain(Box::new(child.stderr.take().unwrap()));
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("waiting on the child") {
+            break status;
+        }
+        if started.elapsed() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "{what} did not end within {deadline:?}: a hook call likely hangs (a MariaDB \
+                 query waiting on a lock, or the hook not answering)\n{}",
+                err.join().unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    (
+        status.code().unwrap_or(-1),
+        out.join().unwrap_or_default(),
+        err.join().unwrap_or_default(),
+    )
+}
+
+/// `mesh-provide conform` over the example in `mode` on `db`.
+fn conform(db: &MariaDbServer, mode: &str, consumers: &str) -> (i32, String, String) {
+    let mut command = Command::new(binary("mesh-provide"));
+    command
+        .arg("conform")
+        .arg("--hook")
+        .arg(hook())
+        .args(["--hook-mode", mode, "--consumers", consumers])
+        .envs(db.hook_env());
+    run(command, CONFORM_DEADLINE, "mesh-provide conform")
+}
+
+/// A person's database and user, made at the server as a person would.
+const THEIRS: &str =
+    "CREATE DATABASE `app`; CREATE USER 'app-db'@'%' IDENTIFIED BY 'their-password'; \
+     GRANT ALL PRIVILEGES ON `app`.* TO 'app-db'@'%'; CREATE TABLE `app`.`notes` (n INT); \
+     INSERT INTO `app`.`notes` VALUES (7);";
+
+/// Conform in `mode` passes every rule, leaves nothing of its own and the
+/// person's user as it was; the admin password is in no output.
+fn passes_conform(mode: &str, consumers: &str) {
+    let db = MariaDbServer::start();
+    db.sql(THEIRS);
+    let users = db.users();
+    let (code, out, err) = conform(&db, mode, consumers);
+    assert_eq!(
+        code,
+        0,
+        "the MariaDB hook fails conform in {mode} mode:\n{out}\n{err}\n{}",
+        db.log()
+    );
+    let last = out.lines().last().unwrap_or_default();
+    assert!(
+        last.ends_with(" passed, 0 failed")
+            && !out.contains("FAIL")
+            && !out.lines().any(|l| l.starts_with("left behind")),
+        "{out}"
+    );
+    let passed: usize = last.split(' ').next().unwrap().parse().unwrap();
+    assert!(passed >= 10, "conform ran only {passed} rules: {out}");
+    assert_eq!(
+        db.users(),
+        users,
+        "conform leaves no user behind, and the person's is there"
+    );
+    let databases = db.databases();
+    assert!(
+        databases.iter().all(|d| !d.starts_with("conform")),
+        "a database of the suite is left: {databases:?}"
+    );
+    assert_eq!(
+        db.sql("SELECT COUNT(*) FROM `_mesh_provide`.`held`").trim(),
+        "0",
+        "the hook's own bookkeeping lists nothing left"
+    );
+    assert_eq!(
+        db.sql_as("app-db", "their-password", "SELECT n FROM `app`.`notes`")
+            .expect("the person's user still logs in")
+            .trim(),
+        "7",
+        "the person's user and data are untouched"
+    );
+    for text in [&out, &err] {
+        assert!(
+            !text.contains(db.admin_password()),
+            "the administrator's password is in conform's output"
+        );
+    }
+}
+
+#[test]
+fn the_mariadb_hook_passes_conform_in_serve_mode_and_leaves_a_persons_user_alone() {
+    if ready(
+        "the_mariadb_hook_passes_conform_in_serve_mode_and_leaves_a_persons_user_alone",
+        true,
+    ) {
+        passes_conform("serve", "20");
+    }
+}
+
+#[test]
+fn the_mariadb_hook_passes_conform_in_exec_mode() {
+    if ready("the_mariadb_hook_passes_conform_in_exec_mode", true) {
+        passes_conform("exec", "4");
+    }
+}
+
+/// `tsc --strict --noEmit` on `file`; (exit code, its output).
+fn typecheck(file: &Path) -> (i32, String) {
+    let mut command = Command::new(tsc());
+    command
+        .args([
+            "--noEmit",
+            "--strict",
+            "--skipLibCheck",
+            "--target",
+            "es2022",
+        ])
+        .args(["--module", "nodenext", "--moduleResolution", "nodenext"])
+        .arg(file);
+    let (code, out, err) = run(command, Duration::from_secs(120), "tsc");
+    (code, format!("{out}{err}"))
+}
+
+#[test]
+fn the_kits_types_refuse_a_failure_without_error_and_a_hello_saying_ok() {
+    if !ready(
+        "the_kits_types_refuse_a_failure_without_error_and_a_hello_saying_ok",
+        false,
+    ) {
+        return;
+    }
+    // The kit's own type test: every @ts-expect-error line must be an error.
+    let mut command = Command::new(tsc());
+    command.arg("-p").arg(kit().join("test"));
+    let (code, out, err) = run(
+        command,
+        Duration::from_secs(120),
+        "tsc -p kits/typescript/test",
+    );
+    assert_eq!(code, 0, "kits/typescript/test/types.ts:\n{out}{err}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let protocol = kit().join("src/protocol.js");
+    let cases = [
+        ("good", "const r: Reply = { id: 1, ok: false, error: 'no' }; const h: ReplyOf<'hello'> = { name: 'x' };", None),
+        ("no-error", "const r: Reply = { id: 1, ok: false };", Some("Property 'error' is missing")),
+        ("hello-ok", "const h: ReplyOf<'hello'> = { ok: true, name: 'x' };", Some("TS2322")),
+    ];
+    for (name, body, refused) in cases {
+        let file = dir.path().join(format!("{name}.ts"));
+        std::fs::write(
+            &file,
+            format!(
+                "import type {{ Reply, ReplyOf }} from '{}';\n{body}\nexport {{}};\n",
+                protocol.display()
+            ),
+        )
+        .unwrap();
+        let (code, out) = typecheck(&file);
+        match refused {
+            None => assert_eq!(code, 0, "{name} must compile: {out}"),
+            Some(error) => {
+                assert_ne!(code, 0, "{name} compiles, but it is a bad reply: {body}");
+                assert!(out.contains(error), "{name}: {out}");
+            }
+        }
+    }
+}
