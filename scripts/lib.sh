@@ -88,6 +88,48 @@ ensure_node_hooks() {
   fi
 }
 
+# The TypeScript hook kit (kits/typescript) and its MariaDB example
+# (examples/hooks/mariadb): mariadb-server for the example's tests (installed
+# when root), then `npm ci` and `npm run build` (tsc --strict, chmod +x of
+# the entry files) in each when missing or stale. Returns 1 when one cannot
+# be had (tests/kit_typescript.rs then says SKIPPED, or fails under
+# MESH_REQUIRE_KITS).
+ensure_kit_typescript() {
+  if ! command -v mariadbd >/dev/null 2>&1 && [ ! -x /usr/sbin/mariadbd ]; then
+    if [ "$(id -u)" -eq 0 ]; then
+      apt_install "the TypeScript kit's example" mariadb-server mariadb-client
+    else
+      echo "typescript kit: mariadbd is missing: sudo apt-get install --no-install-recommends mariadb-server" >&2
+      return 1
+    fi
+  fi
+  # The package's own MariaDB service is the system's: the tests run private ones.
+  kit_npm_build kits/typescript dist/index.js || return 1
+  kit_npm_build examples/hooks/mariadb dist/mariadb.js kits/typescript/dist || return 1
+}
+
+# `npm ci` in $1 when its node_modules is missing or older than its lock,
+# then `npm run build` when $1/$2 is missing or older than its sources (or
+# any further path given).
+kit_npm_build() {
+  local dir="$1" out="$1/$2"
+  shift 2
+  if [ ! -f "$dir/node_modules/.package-lock.json" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
+    echo "typescript kit: npm ci in $dir" >&2
+    if ! (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >&2); then
+      echo "typescript kit: npm ci failed in $dir (no network, or no npm registry?)" >&2
+      return 1
+    fi
+  fi
+  if [ ! -e "$out" ] || [ -n "$(find "$dir/src" "$dir/tsconfig.json" "$dir/package.json" "$dir/node_modules/.package-lock.json" "$@" -newer "$out" -print -quit 2>/dev/null)" ]; then
+    echo "typescript kit: npm run build in $dir" >&2
+    if ! (cd "$dir" && npm run build --silent >&2); then
+      echo "typescript kit: the build failed in $dir" >&2
+      return 1
+    fi
+  fi
+}
+
 ensure_cargo() {
   if ! command -v cargo >/dev/null 2>&1; then
     [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
