@@ -107,7 +107,7 @@ const CRATES: &[(&str, Tables)] = &[
             (
                 "",
                 &[
-                    &["certs", "cmdline", "proxy", "netns", "redis", "mariadb"],
+                    &["certs", "cmdline", "proxy", "netns", "redis", "mariadb", "rabbitmq"],
                     &["nats", "pg"],
                     &["cluster", "keycloak"],
                     &["mesh"],

@@ -11,6 +11,8 @@
 //!   hooks of `mesh-provide` (`examples/hooks/redis-acl.sh`);
 //! * [`MariaDbServer`]: a MariaDB server with one administrator, for the
 //!   TypeScript kit's example hook (`examples/hooks/mariadb`);
+//! * [`RabbitServer`]: a RabbitMQ node with its management API and one
+//!   administrator, for the Go hook (`examples/hooks/rabbitmq`);
 //! * [`KeycloakServer`]: a Keycloak (`kc.sh start-dev`), one shared per
 //!   test binary, a realm per test;
 //! * [`TcpProxy`]: a TCP proxy that can cut its connections on demand;
@@ -41,6 +43,7 @@ mod nats;
 pub mod netns;
 mod pg;
 mod proxy;
+mod rabbitmq;
 mod redis;
 
 pub use certs::{CertFiles, TestCa};
@@ -53,6 +56,7 @@ pub use mariadb::{MariaDbServer, MARIADB_ADMIN};
 pub use nats::{create_events_stream, NatsServer};
 pub use pg::PgCluster;
 pub use proxy::TcpProxy;
+pub use rabbitmq::{RabbitServer, RABBITMQ_ADMIN, RABBITMQ_START_DEADLINE};
 pub use redis::{RedisServer, REDIS_ADMIN};
 
 /// How long a server may take to become ready before the start panics.

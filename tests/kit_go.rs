@@ -1,0 +1,338 @@
+//! The Go hook kit (`kits/go`, package `mesh/hook`) and its example,
+//! `examples/hooks/rabbitmq`, over the built binaries: the example, built
+//! with `go build`, passes every rule of `mesh-provide conform` in serve
+//! mode (and in exec mode) on a private RabbitMQ, leaves nothing of the
+//! suite's behind, never touches a user and vhost a person made, and the
+//! administrator's password is in no output; the kit and the example pass
+//! `go vet`, `gofmt -l` and the kit's own `go test ./...`.
+//!
+//! They need Go and Debian's `rabbitmq-server`
+//! (`bash -c '. scripts/lib.sh; ensure_kit_go'`): without them they say
+//! SKIPPED, unless `MESH_REQUIRE_KITS` is set (CI), where they fail.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use mesh_test_support::mesh::binary;
+use mesh_test_support::{RabbitServer, RABBITMQ_ADMIN};
+use serde_json::Value;
+
+/// How long one conform run may take before the test says it hangs.
+const CONFORM_DEADLINE: Duration = Duration::from_secs(300);
+
+/// How long a `go` command may take (a first build compiles the standard
+/// library's packages into the cache).
+const GO_DEADLINE: Duration = Duration::from_secs(300);
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The `go` tool: on PATH, else where Go's own archive or Debian's
+/// `golang-go` puts it.
+fn go() -> Option<PathBuf> {
+    let on_path = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|dir| dir.join("go"))
+            .find(|p| p.is_file())
+    });
+    on_path.or_else(|| {
+        ["/usr/local/go/bin/go", "/usr/lib/go/bin/go", "/usr/bin/go"]
+            .iter()
+            .map(PathBuf::from)
+            .find(|p| p.is_file())
+    })
+}
+
+/// Why these tests cannot run here (no Go, no rabbitmq-server), or `None`.
+///
+/// # Panics
+/// When they cannot and `MESH_REQUIRE_KITS` is set (as CI sets it).
+fn missing() -> Option<String> {
+    let mut why = Vec::new();
+    if go().is_none() {
+        why.push("no Go (`go` not on PATH nor in /usr/local/go/bin; Debian `golang-go`)");
+    }
+    if !Path::new("/usr/lib/rabbitmq/bin/rabbitmq-server").exists() {
+        why.push("no RabbitMQ (Debian `rabbitmq-server`)");
+    }
+    if why.is_empty() {
+        return None;
+    }
+    let why = format!(
+        "{} (bash -c '. scripts/lib.sh; ensure_kit_go' installs them)",
+        why.join(", ")
+    );
+    assert!(
+        std::env::var_os("MESH_REQUIRE_KITS").is_none(),
+        "{why}, and MESH_REQUIRE_KITS is set"
+    );
+    Some(why)
+}
+
+fn ready(test: &str) -> bool {
+    match missing() {
+        None => true,
+        Some(why) => {
+            eprintln!("SKIPPED {test}: {why}");
+            false
+        }
+    }
+}
+
+/// Runs `program args` in `dir` with `env`; kills it and panics with
+/// `what_hangs` when it has not ended within `deadline`.
+fn run(
+    program: &Path,
+    args: &[&str],
+    dir: &Path,
+    env: &[(&str, String)],
+    deadline: Duration,
+    what_hangs: &str,
+) -> Output {
+    let out = tempfile::tempdir().expect("a temp dir for the output");
+    let (out_path, err_path) = (out.path().join("out"), out.path().join("err"));
+    let mut child = Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(File::create(&out_path).unwrap())
+        .stderr(File::create(&err_path).unwrap())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{} runs: {e}", program.display()));
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("waiting for a child") {
+            break status;
+        }
+        if started.elapsed() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "{} {args:?} still ran after {deadline:?}: {what_hangs}\n{}\n{}",
+                program.display(),
+                std::fs::read_to_string(&out_path).unwrap_or_default(),
+                std::fs::read_to_string(&err_path).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    Output {
+        status,
+        stdout: std::fs::read(&out_path).unwrap_or_default(),
+        stderr: std::fs::read(&err_path).unwrap_or_default(),
+    }
+}
+
+/// What Go runs with: this toolchain only (never one downloaded).
+fn go_env() -> Vec<(&'static str, String)> {
+    vec![("GOTOOLCHAIN", "local".to_owned())]
+}
+
+/// Runs `go args` in `dir` (relative to the repo); asserts it succeeded;
+/// its stdout.
+fn go_in(dir: &str, args: &[&str]) -> String {
+    let go = go().expect("go");
+    let out = run(
+        &go,
+        args,
+        &repo().join(dir),
+        &go_env(),
+        GO_DEADLINE,
+        "go hangs (a module download? the kit needs none)",
+    );
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "go {args:?} in {dir} failed:\n{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
+/// Builds the example into target/go/rabbitmq-hook (not committed).
+fn build_hook() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join("target"));
+    let path = target.join("go/rabbitmq-hook");
+    go_in(
+        "examples/hooks/rabbitmq",
+        &["build", "-o", path.to_str().unwrap(), "."],
+    );
+    path
+}
+
+/// Runs `mesh-provide ARGS` with `env`; (exit code, stdout, stderr).
+fn mesh_provide(args: &[&str], env: &[(&'static str, String)]) -> (i32, String, String) {
+    let out = run(
+        &binary("mesh-provide"),
+        args,
+        &repo(),
+        env,
+        CONFORM_DEADLINE,
+        "the hook likely hangs on a call (a reply never written, or a wait not bounded by deadline_ms)",
+    );
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The names in a list the API gives (`/api/users`, `/api/vhosts`), sorted.
+fn names(rabbit: &RabbitServer, path: &str) -> Vec<String> {
+    let (status, body) = rabbit.api("GET", path, None);
+    assert_eq!(status, 200, "GET {path}: {body}");
+    let list: Vec<Value> = serde_json::from_str(&body).expect("a JSON list");
+    let mut names: Vec<String> = list
+        .iter()
+        .map(|item| item["name"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// The person's user, vhost and permissions, as the API gives them.
+fn person_state(rabbit: &RabbitServer) -> (String, String, String) {
+    let get = |path: &str| {
+        let (status, body) = rabbit.api("GET", path, None);
+        assert_eq!(status, 200, "GET {path}: {body}");
+        body
+    };
+    let vhost: Value = serde_json::from_str(&get("/api/vhosts/alice")).unwrap();
+    (
+        get("/api/users/alice"),
+        vhost["name"].to_string(),
+        get("/api/permissions/alice/alice"),
+    )
+}
+
+#[test]
+fn the_rabbitmq_hook_on_the_go_kit_passes_every_conform_rule_and_leaves_a_persons_user_alone() {
+    if !ready(
+        "the_rabbitmq_hook_on_the_go_kit_passes_every_conform_rule_and_leaves_a_persons_user_alone",
+    ) {
+        return;
+    }
+    let hook = build_hook();
+    let rabbit = RabbitServer::start();
+    // A user, a vhost and permissions a person made, beside the suite's.
+    for (method, path, body) in [
+        (
+            "PUT",
+            "/api/users/alice",
+            r#"{"password":"alice-by-hand-7c1f","tags":"management"}"#,
+        ),
+        ("PUT", "/api/vhosts/alice", "{}"),
+        (
+            "PUT",
+            "/api/permissions/alice/alice",
+            r#"{"configure":".*","write":".*","read":".*"}"#,
+        ),
+    ] {
+        let (status, answer) = rabbit.api(method, path, Some(body));
+        assert!(
+            (200..300).contains(&status),
+            "{method} {path}: {status} {answer}"
+        );
+    }
+    let before = person_state(&rabbit);
+    let env = rabbit.hook_env();
+    let (code, list, _) = mesh_provide(&["conform", "--list"], &env);
+    assert_eq!(code, 0, "conform --list");
+    let rules = list.lines().filter(|l| !l.trim().is_empty()).count();
+    assert!(rules >= 10, "conform lists {rules} rules: {list}");
+
+    for mode in ["serve", "exec"] {
+        let hook_arg = hook.to_str().unwrap();
+        let (code, out, err) = mesh_provide(
+            &[
+                "conform",
+                "--hook",
+                hook_arg,
+                "--hook-mode",
+                mode,
+                "--consumers",
+                "20",
+            ],
+            &env,
+        );
+        assert_eq!(
+            code, 0,
+            "the Go hook fails conform in {mode} mode:\n{out}\n{err}"
+        );
+        let last = out.lines().last().unwrap_or_default();
+        assert_eq!(
+            last,
+            format!("{rules} passed, 0 failed"),
+            "every one of the {rules} rules passed, none skipped ({mode}):\n{out}"
+        );
+        assert!(
+            !out.contains("FAIL") && !out.contains("skipped"),
+            "{mode}: {out}"
+        );
+        for output in [&out, &err] {
+            assert!(
+                !output.contains(rabbit.admin_password()),
+                "the administrator's password is in conform's output ({mode})"
+            );
+        }
+        assert_eq!(
+            names(&rabbit, "/api/users"),
+            ["alice", RABBITMQ_ADMIN],
+            "nothing of the suite's is left ({mode}): only the person's user and the administrator"
+        );
+        assert_eq!(
+            names(&rabbit, "/api/vhosts"),
+            ["/", "alice"],
+            "nothing of the suite's is left ({mode}): only the default vhost and the person's"
+        );
+        assert_eq!(
+            person_state(&rabbit),
+            before,
+            "the person's user (its password hash, its tags), vhost and permissions are untouched ({mode})"
+        );
+    }
+    let (status, _) = rabbit.api_as(
+        "alice",
+        "alice-by-hand-7c1f",
+        "GET",
+        "/api/aliveness-test/alice",
+        None,
+    );
+    assert_eq!(status, 200, "the person's user still works on its vhost");
+}
+
+#[test]
+fn the_go_kit_and_its_example_pass_go_vet_gofmt_and_the_kits_unit_tests() {
+    if !ready("the_go_kit_and_its_example_pass_go_vet_gofmt_and_the_kits_unit_tests") {
+        return;
+    }
+    let gofmt = go().unwrap().with_file_name("gofmt");
+    for dir in ["kits/go", "examples/hooks/rabbitmq"] {
+        go_in(dir, &["vet", "./..."]);
+        let out = run(
+            &gofmt,
+            &["-l", "."],
+            &repo().join(dir),
+            &[],
+            GO_DEADLINE,
+            "gofmt hangs",
+        );
+        assert!(out.status.success(), "gofmt -l in {dir}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "",
+            "gofmt -l in {dir}: these files are not formatted"
+        );
+    }
+    let tests = go_in("kits/go", &["test", "-count=1", "./..."]);
+    assert!(
+        tests.contains("ok  \tmesh/hook"),
+        "go test ./... in kits/go: {tests}"
+    );
+}
