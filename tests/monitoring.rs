@@ -363,7 +363,51 @@ fn scrape_the_binaries(dir: &Path) -> Scrape {
         .args(["--nats", &nats.url(), "--metrics-listen"])
         .arg(format!("127.0.0.1:{grants_port}"));
     let grants = Process::spawn("grants", grants, dir.join("grants.log"));
+    // mesh-provide over a hook in sh that makes nothing and answers every
+    // call at once (its own metrics appear with its first calls).
+    let hook = dir.join("hook.sh");
+    std::fs::write(
+        &hook,
+        format!(
+            "#!/bin/sh\ncat >/dev/null\necho \"$1\" >> {}\ncase \"$1\" in held) echo '{{\"held\":[]}}' ;; *) echo '{{}}' ;; esac\n",
+            dir.join("hook.calls").display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let hook_contributions = json!({
+        "provider": {"module": "redis", "machine": "cache-1"},
+        "consumers": [{"consumer": "forge", "machine": "app-1",
+                       "provision": "redis-acl", "secret_file": "forge.secret"}]
+    });
+    std::fs::write(dir.join("hook.json"), hook_contributions.to_string()).unwrap();
+    let hook_port = free_port();
+    let mut provide = Command::new(binary("mesh-provide"));
+    provide
+        .arg("--hook")
+        .arg(&hook)
+        .arg("--contributions")
+        .arg(dir.join("hook.json"))
+        .args([
+            "--nats",
+            &nats.url(),
+            "--pass-every",
+            "250ms",
+            "--metrics-listen",
+        ])
+        .arg(format!("127.0.0.1:{hook_port}"));
+    let provide = Process::spawn("provide", provide, dir.join("provide.log"));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !std::fs::read_to_string(dir.join("hook.calls")).is_ok_and(|c| c.contains("check")) {
+        assert!(
+            Instant::now() < deadline,
+            "the hook was never called:\n{}",
+            provide.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let mut scraped = Scrape::new();
+    scrape_both_ways("mesh-provide", hook_port, &provide, &mut scraped);
     scrape_both_ways("mesh-grants", grants_port, &grants, &mut scraped);
     scrape_both_ways("mesh-controller", serve_port, &serve, &mut scraped);
     scrape_both_ways("mesh-postgres", provider_port, &provider, &mut scraped);
