@@ -130,6 +130,31 @@ kit_npm_build() {
   fi
 }
 
+# The Go hook kit (kits/go) and its RabbitMQ example (examples/hooks/rabbitmq):
+# rabbitmq-server for the example's tests (installed when root), and Go: the
+# one on PATH or in /usr/local/go/bin (put on PATH), else Debian's golang-go
+# (installed when root). tests/kit_go.rs builds the example itself (go build)
+# and says SKIPPED without them, or fails under MESH_REQUIRE_KITS. Returns 1
+# when one cannot be had.
+ensure_kit_go() {
+  local missing=()
+  [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || missing+=(rabbitmq-server)
+  if ! command -v go >/dev/null 2>&1; then
+    if [ -x /usr/local/go/bin/go ]; then
+      export PATH="$PATH:/usr/local/go/bin"
+    else
+      missing+=(golang-go)
+    fi
+  fi
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "go kit: missing: sudo apt-get install --no-install-recommends ${missing[*]}" >&2
+    return 1
+  fi
+  # The package's own RabbitMQ service is the system's: the tests run private nodes.
+  (apt_install "the Go kit's example" "${missing[@]}") || return 1
+}
+
 ensure_cargo() {
   if ! command -v cargo >/dev/null 2>&1; then
     [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
