@@ -362,6 +362,7 @@ MESH_PACKAGE_FILES="
 /usr/lib/mesh/hooks/redis-acl.mjs
 /usr/lib/mesh/hooks/mesh-hook.mjs
 /usr/lib/mesh/hooks/redis-acl.py
+/usr/lib/mesh/hooks/mesh_hook.py
 /usr/lib/mesh/hooks/package.json
 /usr/lib/mesh/hooks/package-lock.json
 /usr/share/doc/mesh/copyright
@@ -452,6 +453,11 @@ check_package() {
   for file in /usr/lib/mesh/hooks/redis-acl.sh /usr/lib/mesh/hooks/redis-acl.mjs /usr/lib/mesh/hooks/redis-acl.py; do
     [ -x "$file" ] || { echo "installed, but $file is not executable" >&2; failed=yes; }
   done
+  # The Python hook finds its kit beside it: without settings it exits 2
+  # saying so (a kit it cannot import would exit 1).
+  local py_status=0 py_said
+  py_said=$(env -i PATH=/usr/bin:/bin PYTHONDONTWRITEBYTECODE=1 /usr/lib/mesh/hooks/redis-acl.py held 2>&1 </dev/null) || py_status=$?
+  [ "$py_status" -eq 2 ] || { echo "the installed redis-acl.py does not start (exit $py_status): $py_said" >&2; failed=yes; }
   # The installed units, by name (the templates as an instance).
   verify_units mesh-controller.service mesh-grants.service \
     mesh-postgres@db-1.service mesh-identity@id-1.service mesh-provide@cache-1.service || failed=yes
