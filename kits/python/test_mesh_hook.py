@@ -171,6 +171,14 @@ class ServeModeTest(KitTest):
         self.assertEqual([l["id"] for l in lines], [2, 1], "the later, quick one answered first")
         self.assertTrue(all(l["ok"] for l in lines), lines)
 
+    def test_many_requests_at_once_get_one_whole_line_each(self) -> None:
+        for i in range(300):
+            self.hook.users[f"c{i}"] = ["s", False, False]
+        lines = self.serve(*(request(i + 1, "check", consumer={**CONSUMER, "name": f"c{i}"}, secret="s")
+                             for i in range(300)))
+        self.assertEqual(sorted(l["id"] for l in lines), list(range(1, 301)))
+        self.assertTrue(all(l == {"id": l["id"], "ok": True} for l in lines))
+
     def test_bad_lines_are_ignored_and_logged_and_the_rest_answered(self) -> None:
         lines = self.serve("this is no json", json.dumps({"v": 1, "verb": "held"}),
                            json.dumps({"v": 1, "id": True, "verb": "held"}), "[1,2]", "",
