@@ -1,31 +1,40 @@
 //! `mesh-provide conform`: the SDK's conformance suite ([`mesh_sdk::conform`])
-//! against a hook and its real backend: one line per rule on stdout, then
-//! `N passed, N failed`; exit 0 only when every rule passed.
+//! against a hook and its real backend: a start line (what an earlier run
+//! left, removed), one line per rule on stdout, then `N passed, N failed`
+//! (and `, N skipped`); exit 0 only when no rule failed. The `by-hand`
+//! verb is its oracle and a hook's kill its interrupt ([`crate::by_hand`]).
+//! `--list` prints the rules.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
 use mesh_runtime::log::LogArgs;
 use mesh_runtime::program::{Failure, Flags, Program};
 use mesh_runtime::LogFormat;
-use mesh_sdk::conform::{conform, Suite};
+use mesh_sdk::conform::{conform, list, Suite};
 
+use crate::by_hand::HookByHand;
 use crate::hook::{Hook, HookSettings, Mode};
 use crate::provisioner::HookProvisioner;
 
 /// Exit code when a rule failed (or the hook could not be started).
 pub const EXIT_FAILED: u8 = 1;
 
-/// Runs mesh's conformance suite against a hook and its real backend: ensure twice is idempotent, check passes after ensure and fails with another secret, a rotated secret is brought, held lists what was made and nothing else, retire, re-enable and delete do what they say, a 63-byte name works, N consumers in parallel. One line per rule, then `N passed, N failed`; exit 0 only when all passed. It makes consumers named `conform-<random>-…` and removes them before it ends.
+/// Runs mesh's conformance suite against a hook and its real backend (`--list` prints its rules): ensure, check, rotation, held, retire, re-enable and delete do what they say; a change by hand is mended; a provision it did not make is untouched; names with `_`, `-`, digits and 63 bytes side by side are each their own; a call cut off mid-way (the hook killed) leaves nothing that breaks the next ensure. Rules needing the `by-hand` verb are skipped when the hook answers it unsupported. One line per rule, then `N passed, N failed`; exit 0 only when none failed. It makes consumers named `conform-<random>-…`, removes what an earlier run left at its start, and fails if any `conform-*` is left at its end.
 #[derive(Parser, Debug)]
 #[command(name = "mesh-provide conform", version)]
 pub struct ConformArgs {
     /// The hook to try.
-    #[arg(long, env = "MESH_HOOK")]
-    pub hook: PathBuf,
+    #[arg(long, env = "MESH_HOOK", required_unless_present = "list")]
+    pub hook: Option<PathBuf>,
+
+    /// Print the rules, one a line, and exit (no hook is run).
+    #[arg(long)]
+    pub list: bool,
 
     /// How the hook runs (as for `mesh-provide`).
     #[arg(long, env = "MESH_HOOK_MODE", value_enum, default_value_t = Mode::Exec)]
@@ -67,9 +76,13 @@ impl Flags for ConformArgs {
 /// # Errors
 /// A [`Failure`] ([`EXIT_FAILED`]) when the hook cannot be started or a rule failed.
 pub async fn run(args: ConformArgs) -> Result<(), Failure> {
+    let Some(path) = args.hook.clone().filter(|_| !args.list) else {
+        print!("{}", list());
+        return Ok(());
+    };
     let consumers = usize::try_from(args.consumers).unwrap_or(16);
     let settings = HookSettings {
-        path: args.hook.clone(),
+        path: path.clone(),
         mode: args.hook_mode,
         timeout: args.hook_timeout,
         concurrency: consumers,
@@ -78,24 +91,25 @@ pub async fn run(args: ConformArgs) -> Result<(), Failure> {
     let (hook, hello) = Hook::start(settings)
         .await
         .map_err(|error| Failure::new(EXIT_FAILED, error.to_string()))?;
-    let provisioner = HookProvisioner::new(hook, &hello);
-    let suite = Suite {
-        provision: args.provision,
-        options: serde_json::json!({}),
-        consumers,
-        timeout: args.hook_timeout,
-    };
-    let report = conform(&provisioner, &suite).await;
+    let provisioner = Arc::new(HookProvisioner::new(hook, &hello));
+    let oracle = Arc::new(HookByHand::new(Arc::clone(&provisioner)));
+    let mut suite = Suite::new(args.provision)
+        .with_by_hand(oracle.clone())
+        .with_interrupt(oracle);
+    suite.consumers = consumers;
+    suite.timeout = args.hook_timeout;
+    let report = conform(&*provisioner, &suite).await;
     println!("{report}");
     match report.all_passed() {
         true => Ok(()),
         false => Err(Failure::new(
             EXIT_FAILED,
             format!(
-                "{} of {} rules failed for hook {}",
+                "{} of {} rules failed for hook {}: {}",
                 report.failed(),
                 report.verdicts.len(),
-                args.hook.display()
+                path.display(),
+                report.failures().join("; ")
             ),
         )),
     }

@@ -28,6 +28,7 @@
 //! variables), and never in a word ([`scrub`]).
 
 pub mod args;
+pub mod by_hand;
 pub mod cli;
 pub mod conform;
 pub mod down;

@@ -12,10 +12,6 @@ use super::rules::{words_of, Run, Step, PREFIX};
 use super::{ByHand, ByHandError, Outcome};
 use crate::provisioner::Provisioner;
 
-/// How long the cut rule lets an ensure run before dropping it, tried in
-/// turn on fresh consumers until one finishes in time.
-const CUTS_MS: [u64; 5] = [1, 5, 20, 100, 300];
-
 /// The tails of the neighbours' names, `a_b` first; the last is filled to 63 bytes.
 const NEIGHBOURS: [&str; 5] = ["a_b", "acb", "a-b", "a0b", "a_b-"];
 
@@ -324,28 +320,41 @@ impl<P: Provisioner> Run<'_, P> {
         Ok(())
     }
 
-    /// Ensures of fresh consumers cut off after 1, 5, 20, … ms; each must
-    /// then ensure and check again within [`Suite::recovery`](super::Suite::recovery).
+    /// An ensure of a fresh consumer timed (T); then ensures of fresh
+    /// consumers cut off at T/2, T/4 and 3T/4 until one was cut mid-way
+    /// (held lists what it began); each cut one must then ensure and check
+    /// again within [`Suite::recovery`](super::Suite::recovery).
     pub(super) async fn rule_cut(&self) -> Result<Option<String>, String> {
-        let mut cut = Vec::new();
-        let mut finished = None;
-        for ms in CUTS_MS {
-            let (k, secret) = (self.name(&format!("cut{ms}")), self.secret());
+        let (timed, secret) = (self.name("cut"), self.secret());
+        let start = tokio::time::Instant::now();
+        self.ensure(&timed, &secret).await?;
+        let whole = start.elapsed();
+        if whole < Duration::from_millis(2) {
+            return Ok(Some(format!(
+                "an ensure took {} µs: nothing to cut",
+                whole.as_micros()
+            )));
+        }
+        let mut said = Vec::new();
+        for (i, at) in [whole / 2, whole / 4, whole * 3 / 4]
+            .into_iter()
+            .enumerate()
+        {
+            let (k, secret) = (self.name(&format!("cut{i}")), self.secret());
             self.making(&k);
             let consumer = self.consumer(&k);
             let call = self.p.ensure(&consumer, &secret);
-            match tokio::time::timeout(Duration::from_millis(ms), call).await {
+            let ms = at.as_millis();
+            match tokio::time::timeout(at, call).await {
                 Ok(Ok(())) => {
-                    finished = Some(ms);
-                    break;
+                    self.p.take_mended(&k);
+                    said.push(format!("{ms} ms (it finished first)"));
+                    continue;
                 }
-                Ok(Err(_)) => {
+                Ok(Err(error)) => {
                     return Err(format!(
-                        "ensure of {k} failed ({})",
-                        self.must("ensure", self.p.ensure(&consumer, &secret))
-                            .await
-                            .err()
-                            .unwrap_or_else(|| "then passed".into())
+                        "ensure of {k} failed: {}",
+                        self.redacted(&mesh_runtime::redact::error_text(&error))
                     ))
                 }
                 Err(_) => {}
@@ -353,19 +362,44 @@ impl<P: Provisioner> Run<'_, P> {
             if let Some(interrupt) = &self.suite.interrupt {
                 interrupt.interrupt().await;
             }
+            let begun = self.listed_after_cut(&k).await;
             let took = self.recover(&k, &secret).await.map_err(|why| {
                 format!(
                     "after an ensure of {k} was cut off at {ms} ms, it did not work again within {}: {why}",
                     humantime::format_duration(self.suite.recovery)
                 )
             })?;
-            cut.push(format!("{ms} ms ({} ms to recover)", took.as_millis()));
+            if begun {
+                said.push(format!(
+                    "{ms} ms, mid-way: held listed what it began ({} ms to recover)",
+                    took.as_millis()
+                ));
+                break;
+            }
+            said.push(format!("{ms} ms ({} ms to recover)", took.as_millis()));
         }
-        Ok(Some(match (cut.is_empty(), finished) {
-            (true, Some(ms)) => format!("an ensure finished within {ms} ms: nothing was cut"),
-            (_, Some(ms)) => format!("cut at {}; one finished within {ms} ms", cut.join(", ")),
-            (_, None) => format!("cut at {}", cut.join(", ")),
-        }))
+        let mut note = format!(
+            "an ensure took {} ms; cut at {}",
+            whole.as_millis(),
+            said.join(", ")
+        );
+        if !note.contains("mid-way") {
+            note.push_str("; none was seen cut mid-way");
+        }
+        Ok(Some(note))
+    }
+
+    /// Whether held lists `k` once it answers again (a killed hook is
+    /// started again behind a brake), within the recovery bound.
+    async fn listed_after_cut(&self, k: &Name) -> bool {
+        let start = tokio::time::Instant::now();
+        loop {
+            match self.held_as(k).await {
+                Ok(listed) => return listed.is_some(),
+                Err(_) if start.elapsed() >= self.suite.recovery => return false,
+                Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+            }
+        }
     }
 
     /// Ensure and check of `k` until both pass; how long it took.

@@ -79,7 +79,10 @@ async fn the_fake_provisioner_passes_every_rule_and_is_left_clean() {
     assert!(text.ends_with("17 passed, 0 failed"), "{text}");
     assert!(text.contains("ok   16 consumers in parallel"), "{text}");
     assert!(text.contains("ok   a change by hand is mended by ensure and reported as mended (mended: secret set to the minted one)"), "{text}");
-    assert!(text.contains("ok   a call cut off mid-way leaves nothing that breaks the next ensure (an ensure finished within 1 ms: nothing was cut)"), "{text}");
+    assert!(
+        text.contains("ok   a call cut off mid-way leaves nothing that breaks the next ensure (an ensure took "),
+        "{text}"
+    );
     assert!(fake.with(|b| b.provisions.is_empty()), "cleaned up");
     assert!(!text.contains("conform-s-"), "no secret in the report");
 }
@@ -333,7 +336,7 @@ async fn each_planted_fault_fails_exactly_its_rule() {
         (
             Odd { half_made: Some(Mutex::default()), ..Odd::default() },
             RULES[15].words,
-            "was cut off at 1 ms, it did not work again within 1s: ensure failed (refused): role exists without a password",
+            " ms, it did not work again within 1s: ensure failed (refused): role exists without a password",
         ),
     ];
     for (odd, rule, why) in cases {

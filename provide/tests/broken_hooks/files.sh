@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# A test hook over a tiny backend of files (needs bash, jq, flock): what
+# `mesh-provide conform` is tested against. Exec mode (`files.sh VERB`, the
+# request on stdin) or serve mode (`files.sh serve`, JSON lines with ids).
+#
+# The backend, under $FILES_ROOT:
+#   ours/NAME/credentials  the consumer's password (its provision)
+#   ours/NAME/disabled     present while it is retired
+#   ours/NAME/grant        what NAME's login may reach (a name)
+#   index                  the names it made, one a line (what held lists)
+#   theirs/NAME/credentials  made by hand (by-hand make): not the hook's
+#
+# Correct unless FAULT names one planted fault (each broken_hooks/*.sh sets one):
+#   leftovers     delete drops its name from the index unlocked, read then
+#                 written (deletes at once lose each other's: names left listed)
+#   lists-theirs  held lists what was made by hand too
+#   wildcard      retire and delete read `_` in a name as any character
+#   wide-grant    a grant reads `_` as any character (as MySQL's does)
+#   silent        ensure brings a changed password back without saying so
+#   half-made     an ensure cut off between making a user and writing its
+#                 password leaves one the next ensure refuses
+set -uo pipefail
+root=${FILES_ROOT:?FILES_ROOT is not set}
+fault=${FAULT:-}
+mkdir -p "$root/ours" "$root/theirs"
+touch "$root/index"
+
+ok() { printf '{"ok":true%s}\n' "${1:+,$1}"; }
+no() { printf '{"ok":false,"class":"%s","error":"%s"}\n' "$1" "$2"; return 1; }
+locked() { flock "$root/lock" "$@"; }
+
+# index_add NAME / index_drop NAME (under the lock)
+index_add() { grep -qxF "$1" "$root/index" || printf '%s\n' "$1" >> "$root/index"; }
+index_drop() { grep -vxF "$1" "$root/index" > "$root/index.$$"; mv "$root/index.$$" "$root/index"; }
+export -f index_add index_drop
+export root
+
+# The names a retire or delete of NAME acts on: NAME, or with the fault
+# every one where `_` stands for any character.
+targets() {
+  if [ "$fault" = wildcard ]; then
+    local pattern=${1//_/?} dir
+    for dir in "$root"/ours/$pattern; do [ -d "$dir" ] && basename "$dir"; done
+  else
+    [ -d "$root/ours/$1" ] && printf '%s\n' "$1"
+  fi
+  return 0
+}
+
+ensure() {
+  local name=$1 secret=$2 dir="$root/ours/$1"
+  if [ -d "$dir" ] && [ ! -f "$dir/credentials" ] && [ "$fault" = half-made ]; then
+    no refused "user $name exists without a password"; return
+  fi
+  if [ ! -d "$dir" ]; then
+    mkdir -p "$dir"
+    locked bash -c 'index_add "$0"' "$name"
+    sleep 0.2 # making a user takes a while: a cut lands here
+  fi
+  local grant=$name
+  [ "$fault" = wide-grant ] && grant=${name//_/?}
+  printf '%s' "$grant" > "$dir/grant"
+  if [ ! -f "$dir/credentials" ]; then
+    printf '%s' "$secret" > "$dir/credentials.new" && mv "$dir/credentials.new" "$dir/credentials"
+    ok
+  elif [ "$(cat "$dir/credentials")" = "$secret" ]; then
+    ok
+  else
+    printf '%s' "$secret" > "$dir/credentials.new" && mv "$dir/credentials.new" "$dir/credentials"
+    if [ "$fault" = silent ]; then ok; else ok '"mended":"the password differed: set to the minted one"'; fi
+  fi
+}
+
+check() {
+  local name=$1 secret=$2 dir="$root/ours/$1"
+  if [ -e "$dir/disabled" ]; then no refused "user $name is disabled"
+  elif [ ! -f "$dir/credentials" ]; then no refused "no user $name"
+  elif [ "$(cat "$dir/credentials")" != "$secret" ]; then no credentials-rejected "password authentication failed for $name"
+  else ok; fi
+}
+
+held() {
+  local name retired
+  while IFS= read -r name; do
+    [ -n "$name" ] || continue
+    retired=false
+    [ -e "$root/ours/$name/disabled" ] && retired=true
+    printf '{"consumer":"%s","retired":%s}\n' "$name" "$retired"
+  done < "$root/index"
+  if [ "$fault" = lists-theirs ]; then
+    for dir in "$root"/theirs/*/; do
+      [ -d "$dir" ] && printf '{"consumer":"%s","retired":false}\n' "$(basename "$dir")"
+    done
+  fi
+  return 0
+}
+
+retire() { local n; for n in $(targets "$1"); do touch "$root/ours/$n/disabled"; done; ok; }
+re_enable() { rm -f "$root/ours/$1/disabled"; ok; }
+delete() {
+  local n
+  for n in $(targets "$1"); do
+    rm -rf "${root:?}/ours/$n"
+    if [ "$fault" = leftovers ]; then
+      local kept
+      kept=$(grep -vxF "$n" "$root/index")
+      sleep 0.3 # a window for another delete to lose this one
+      printf '%s\n' "$kept" > "$root/index"
+    else
+      locked bash -c 'index_drop "$0"' "$n"
+    fi
+  done
+  ok
+}
+
+# by-hand ACTION NAME SECRET TARGET: as a person would, beside the hook.
+by_hand() {
+  local action=$1 name=$2 secret=$3 target=$4
+  case "$action" in
+  change) printf '%s' "changed by hand" > "$root/ours/$name/credentials"; ok ;;
+  make) mkdir -p "$root/theirs/$name"; printf '%s' "$secret" > "$root/theirs/$name/credentials"; ok ;;
+  works)
+    local works=false
+    [ "$(cat "$root/theirs/$name/credentials" 2>/dev/null)" = "$secret" ] && works=true
+    ok "\"works\":$works" ;;
+  reach)
+    local reaches=false dir="$root/ours/$name" grant
+    if [ ! -e "$dir/disabled" ] && [ "$(cat "$dir/credentials" 2>/dev/null)" = "$secret" ]; then
+      grant=$(cat "$dir/grant")
+      # shellcheck disable=SC2053 # the grant is a pattern (with the fault, `_` is `?`)
+      [[ $target == $grant ]] && reaches=true
+    fi
+    ok "\"reaches\":$reaches" ;;
+  remove) rm -rf "${root:?}/theirs/$name"; ok ;;
+  *) echo '{"unsupported":true}' ;;
+  esac
+}
+
+# One request (its verb, its JSON): the reply on stdout; status 1 when it failed.
+answer() {
+  local verb=$1 req=$2 name secret
+  name=$(jq -r '.consumer | if type == "object" then .name else (. // "") end' <<<"$req")
+  secret=$(jq -r '.secret // ""' <<<"$req")
+  case "$verb" in
+  hello) echo '{"name":"files"}' ;;
+  ensure) ensure "$name" "$secret" ;;
+  check) check "$name" "$secret" ;;
+  held) held | jq -sc '{held: .}' ;;
+  retire) retire "$name" ;;
+  re-enable) re_enable "$name" ;;
+  delete) delete "$name" ;;
+  by-hand) by_hand "$(jq -r .action <<<"$req")" "$name" "$secret" "$(jq -r '.target // ""' <<<"$req")" ;;
+  *) echo '{"unsupported":true}' ;;
+  esac
+}
+
+if [ "${1:-}" = serve ]; then
+  while IFS= read -r line; do
+    id=$(jq -r .id <<<"$line")
+    reply=$(answer "$(jq -r .verb <<<"$line")" "$line")
+    jq -c --argjson id "$id" '. + {id: $id}' <<<"$reply"
+  done
+else
+  answer "$1" "$(cat)"
+fi

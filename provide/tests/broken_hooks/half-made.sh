@@ -1,0 +1,3 @@
+#!/usr/bin/env bash
+# files.sh with one planted fault: see FAULT=half-made there.
+FAULT=half-made exec "$(dirname "$0")/files.sh" "$@"
