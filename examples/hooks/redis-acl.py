@@ -437,6 +437,7 @@ class RedisAcl(mesh_hook.Hook):
 
 
 def main() -> None:
+    mesh_hook.set_log_name(NAME)
     serving = sys.argv[1:] == ["serve"]
     try:
         hook = RedisAcl(dict(os.environ), pooled=serving)

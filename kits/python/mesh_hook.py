@@ -277,6 +277,12 @@ def log(words: str) -> None:
         pass
 
 
+def set_log_name(name: str) -> None:
+    """The name first on every log line (run() sets it to the hook's name; call it to log before run)."""
+    global _log_name
+    _log_name = name
+
+
 def announce_secrets(secrets: Sequence[str]) -> None:
     """Says the hook's own secrets (its administrator's password): the set mesh-provide redacts is replaced by it.
 
@@ -523,6 +529,6 @@ def _reset_for_tests(out: IO[str], err: IO[str], name: str = "hook") -> None:
 
 __all__: List[str] = [
     "VERSION", "CLASSES", "BY_HAND_ACTIONS", "HookError", "Unsupported", "Consumer", "HeldEntry",
-    "KnownFault", "ByHand", "Deadline", "Hook", "log", "announce_secrets", "secrets", "redact",
+    "KnownFault", "ByHand", "Deadline", "Hook", "log", "set_log_name", "announce_secrets", "secrets", "redact",
     "deadline_of", "answer", "serve", "exec_once", "run",
 ]
