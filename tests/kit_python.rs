@@ -221,3 +221,101 @@ fn a_typescript_hook_over_mesh_hook_mjs_type_checks_under_tsc_strict() {
         "a class that is none passed tsc --strict: the declarations type nothing ({said})"
     );
 }
+
+/// `redis-acl.py serve` with its stdout read line by line on a thread.
+struct Served {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl Served {
+    fn start(env: &[(&'static str, String)]) -> Served {
+        let mut child = Command::new(hook())
+            .arg("serve")
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-acl.py runs");
+        let stdout = child.stdout.take().unwrap();
+        let (send, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if send.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Served { child, lines }
+    }
+
+    /// Writes `request` (id `id`); every line up to its reply, the reply last.
+    fn ask(&mut self, id: u64, request: serde_json::Value) -> Vec<serde_json::Value> {
+        use std::io::Write;
+        let stdin = self.child.stdin.as_mut().unwrap();
+        writeln!(stdin, "{request}").unwrap();
+        let mut seen = Vec::new();
+        loop {
+            let line = self.lines.recv_timeout(Duration::from_secs(20)).unwrap_or_else(|_| {
+                panic!("redis-acl.py serve wrote no reply to request {id} in 20 s (seen: {seen:?}): it hangs on a call")
+            });
+            let value: serde_json::Value = serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("a line that is not JSON ({e}): {line}"));
+            let done = value["id"] == id;
+            seen.push(value);
+            if done {
+                return seen;
+            }
+        }
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_rotated_admin_password_is_announced_before_the_python_hook_uses_it() {
+    let redis = RedisServer::start();
+    let mut hook = Served::start(&redis.hook_env());
+    let ask = |id: u64, verb: &str| serde_json::json!({"v": 1, "id": id, "verb": verb, "deadline_ms": 5000});
+    let hello = hook.ask(1, ask(1, "hello"));
+    let old = redis.admin_password().to_owned();
+    assert_eq!(
+        hello.last().unwrap()["secrets"],
+        serde_json::json!([old]),
+        "{hello:?}"
+    );
+    let held = hook.ask(2, ask(2, "held"));
+    assert_eq!(
+        held.last().unwrap()["held"],
+        serde_json::json!([]),
+        "{held:?}"
+    );
+
+    // The administrator's password rotated at Redis and in its file, and
+    // its connections ended: the next call reads the file again.
+    let new = "rotated-admin-password-5d1f";
+    redis.cli(&format!("ACL SETUSER {REDIS_ADMIN} resetpass >{new}"));
+    std::fs::write(redis.admin_password_file(), format!("{new}\n")).unwrap();
+    redis.cli_as(REDIS_ADMIN, new, &format!("CLIENT KILL USER {REDIS_ADMIN}"));
+    let lines = hook.ask(3, ask(3, "held"));
+    assert_eq!(
+        lines.first(),
+        Some(&serde_json::json!({"secrets": [new]})),
+        "the new password is announced first: {lines:?}"
+    );
+    assert_eq!(
+        lines.last().unwrap()["held"],
+        serde_json::json!([]),
+        "held works with the new password: {lines:?}"
+    );
+}
