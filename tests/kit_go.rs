@@ -3,7 +3,9 @@
 //! with `go build`, passes every rule of `mesh-provide conform` in serve
 //! mode (and in exec mode) on a private RabbitMQ, leaves nothing of the
 //! suite's behind, never touches a user and vhost a person made, and the
-//! administrator's password is in no output; the kit and the example pass
+//! administrator's password is in no output; after a rotation of that
+//! password the hook, in serve mode, works on without a restart and
+//! announces the new one before it replies; the kit and the example pass
 //! `go vet`, `gofmt -l` and the kit's own `go test ./...`.
 //!
 //! They need Go and Debian's `rabbitmq-server`
@@ -305,6 +307,92 @@ fn the_rabbitmq_hook_on_the_go_kit_passes_every_conform_rule_and_leaves_a_person
         None,
     );
     assert_eq!(status, 200, "the person's user still works on its vhost");
+    // Last (it changes the administrator's password on this node).
+    a_rotated_admin_password_is_announced_before_use(&rabbit, &hook);
+}
+
+/// The hook in serve mode reads its administrator's password file on
+/// every call: after a rotation (at RabbitMQ and in the file) the next call
+/// works, and the new password is announced on a secrets line before that
+/// call's reply; neither password is ever on its stderr.
+fn a_rotated_admin_password_is_announced_before_use(rabbit: &RabbitServer, hook: &Path) {
+    use std::io::{BufRead, BufReader, Write};
+    let stderr = tempfile::NamedTempFile::new().unwrap();
+    let mut child = Command::new(hook)
+        .arg("serve")
+        .envs(rabbit.hook_env())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(stderr.reopen().unwrap())
+        .spawn()
+        .expect("the hook runs");
+    let mut stdin = child.stdin.take().unwrap();
+    let (lines, replies) = std::sync::mpsc::channel::<String>();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    std::thread::spawn(move || {
+        for line in stdout.lines().map_while(Result::ok) {
+            let _ = lines.send(line);
+        }
+    });
+    // Every line the hook writes up to the reply to `id`.
+    let mut until = |id: u64, request: &str| -> Vec<Value> {
+        writeln!(stdin, "{request}").unwrap();
+        let mut seen = Vec::new();
+        loop {
+            let line = replies
+                .recv_timeout(Duration::from_secs(30))
+                .unwrap_or_else(|_| {
+                    panic!(
+                        "no reply to request {id} within 30 s: the hook hangs or died ({seen:?})"
+                    )
+                });
+            let value: Value = serde_json::from_str(&line).expect("a JSON line");
+            let done = value["id"] == id;
+            seen.push(value);
+            if done {
+                return seen;
+            }
+        }
+    };
+    let old = rabbit.admin_password().to_owned();
+    let hello = until(1, r#"{"v":1,"id":1,"verb":"hello","deadline_ms":10000}"#);
+    assert_eq!(
+        hello.last().unwrap()["secrets"],
+        serde_json::json!([old]),
+        "hello says the administrator's password: {hello:?}"
+    );
+    let new = "rotated-admin-password-5e2b9d";
+    let (status, body) = rabbit.api(
+        "PUT",
+        &format!("/api/users/{RABBITMQ_ADMIN}"),
+        Some(&format!(r#"{{"password":"{new}","tags":"administrator"}}"#)),
+    );
+    assert!(
+        (200..300).contains(&status),
+        "rotating the admin: {status} {body}"
+    );
+    std::fs::write(rabbit.admin_password_file(), format!("{new}\n")).unwrap();
+    let held = until(2, r#"{"v":1,"id":2,"verb":"held","deadline_ms":10000}"#);
+    assert_eq!(
+        held.first().unwrap(),
+        &serde_json::json!({"secrets": [new]}),
+        "the new password is announced, alone, before the reply of the call that used it: {held:?}"
+    );
+    assert!(
+        held.last().unwrap()["held"].is_array(),
+        "held works with the new password, no restart: {held:?}"
+    );
+    drop(stdin);
+    let status = child.wait().unwrap();
+    assert!(
+        status.success(),
+        "the hook ends when its stdin closes: {status}"
+    );
+    let log = std::fs::read_to_string(stderr.path()).unwrap();
+    assert!(
+        !log.contains(&old) && !log.contains(new),
+        "an administrator's password on the hook's stderr"
+    );
 }
 
 #[test]
