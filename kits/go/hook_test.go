@@ -17,6 +17,7 @@ import (
 // the lines it wrote, in order.
 func serveLines(t *testing.T, h Hook, lines ...string) []string {
 	t.Helper()
+	reset()
 	var out bytes.Buffer
 	h.serve(strings.NewReader(strings.Join(lines, "\n")+"\n"), &out)
 	text := strings.TrimRight(out.String(), "\n")
@@ -310,6 +311,7 @@ func TestExecModeAnswersOneRequestWithItsExitCode(t *testing.T) {
 			return Result{}, Errorf(CredentialsRejected, "wrong %s", s)
 		},
 	}
+	reset()
 	var out bytes.Buffer
 	if code := h.exec("ensure", strings.NewReader(ensureLine), &out); code != 0 {
 		t.Fatalf("ensure: exit %d, %s", code, out.String())
@@ -334,3 +336,22 @@ func TestExecModeAnswersOneRequestWithItsExitCode(t *testing.T) {
 }
 
 func init() { logger.SetOutput(io.Discard) }
+
+func TestSecretsAnnouncedBeforeServeAreSaidInHello(t *testing.T) {
+	reset()
+	AnnounceSecrets([]string{"early-pw"})
+	var out bytes.Buffer
+	h := Hook{Name: "t"}
+	h.serve(strings.NewReader(`{"v":1,"id":1,"verb":"hello"}`+"\n"), &out)
+	r := decode(t, out.String())
+	if got, _ := r["secrets"].([]any); len(got) != 1 || got[0] != "early-pw" {
+		t.Fatalf("hello %v", r)
+	}
+}
+
+// reset forgets the running session and its secrets.
+func reset() {
+	currentMu.Lock()
+	current = &session{name: "hook"}
+	currentMu.Unlock()
+}

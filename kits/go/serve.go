@@ -49,10 +49,16 @@ func active() *session {
 	return current
 }
 
+// activate makes s the running session; secrets announced before it (say,
+// in main before Serve) carry over.
 func activate(s *session) {
+	before := active().announced()
 	currentMu.Lock()
 	current = s
 	currentMu.Unlock()
+	s.mu.Lock()
+	s.secrets = before
+	s.mu.Unlock()
 }
 
 // AnnounceSecrets tells mesh-provide the hook's own secrets (its
