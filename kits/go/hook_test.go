@@ -118,18 +118,36 @@ func TestTheDeadlineMsIsTheContextsDeadline(t *testing.T) {
 	}
 }
 
+// signalling is a writer that closes seen once a line with the given
+// text has been written.
+type signalling struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	text string
+	seen chan struct{}
+}
+
+func (w *signalling) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if strings.Contains(string(p), w.text) {
+		defer close(w.seen)
+	}
+	return w.buf.Write(p)
+}
+
 func TestSeveralRequestsAreInFlightAndEachIsAnsweredWhenDone(t *testing.T) {
-	release := make(chan struct{})
+	reset()
+	out := &signalling{text: `"id":2`, seen: make(chan struct{})}
 	h := Hook{
 		Check: func(ctx context.Context, c Consumer, s string) (Result, error) {
 			if c.Name == "slow" {
+				// Still in flight until the fast one's reply is written.
 				select {
-				case <-release:
+				case <-out.seen:
 				case <-ctx.Done():
 					return Result{}, ctx.Err()
 				}
-			} else {
-				close(release)
 			}
 			return Result{}, nil
 		},
@@ -137,9 +155,10 @@ func TestSeveralRequestsAreInFlightAndEachIsAnsweredWhenDone(t *testing.T) {
 	line := func(id, name string) string {
 		return `{"v":1,"id":` + id + `,"deadline_ms":5000,"verb":"check","consumer":{"name":"` + name + `","machine":"m","provision":"p","options":{}},"secret":"x"}`
 	}
-	out := serveLines(t, h, line("1", "slow"), line("2", "fast"))
-	if len(out) != 2 || decode(t, out[0])["id"] != float64(2) || decode(t, out[1])["id"] != float64(1) || decode(t, out[1])["ok"] != true {
-		t.Fatalf("the fast one first, then the slow one: %q", out)
+	h.serve(strings.NewReader(line("1", "slow")+"\n"+line("2", "fast")+"\n"), out)
+	lines := strings.Split(strings.TrimSpace(out.buf.String()), "\n")
+	if len(lines) != 2 || decode(t, lines[0])["id"] != float64(2) || decode(t, lines[1])["id"] != float64(1) || decode(t, lines[1])["ok"] != true {
+		t.Fatalf("the fast one first, then the slow one (not timed out): %q", lines)
 	}
 }
 
