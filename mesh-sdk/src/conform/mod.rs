@@ -185,7 +185,7 @@ impl fmt::Debug for Suite {
 
 impl Suite {
     /// The suite for consumers of `provision`: no options, 16 consumers in
-    /// parallel, 30 s a call, no oracle, no interrupt, 10 s to recover.
+    /// parallel, 30 s a call, no oracle, no interrupt, 20 s to recover.
     pub fn new(provision: impl Into<String>) -> Suite {
         Suite {
             provision: provision.into(),
@@ -194,7 +194,7 @@ impl Suite {
             timeout: Duration::from_secs(30),
             by_hand: None,
             interrupt: None,
-            recovery: Duration::from_secs(10),
+            recovery: Duration::from_secs(20),
         }
     }
 

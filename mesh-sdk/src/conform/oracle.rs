@@ -12,6 +12,10 @@ use super::rules::{words_of, Run, Step, PREFIX};
 use super::{ByHand, ByHandError, Outcome};
 use crate::provisioner::Provisioner;
 
+/// How many ensures the cut rule cuts off at most (a serve hook's restart
+/// brake doubles with each kill: 1 s, 2 s, 4 s, 8 s, 16 s).
+const CUTS: usize = 5;
+
 /// The tails of the neighbours' names, `a_b` first; the last is filled to 63 bytes.
 const NEIGHBOURS: [&str; 5] = ["a_b", "acb", "a-b", "a0b", "a_b-"];
 
@@ -321,9 +325,11 @@ impl<P: Provisioner> Run<'_, P> {
     }
 
     /// An ensure of a fresh consumer timed (T); then ensures of fresh
-    /// consumers cut off at T/2, T/4 and 3T/4 until one was cut mid-way
-    /// (held lists what it began); each cut one must then ensure and check
-    /// again within [`Suite::recovery`](super::Suite::recovery).
+    /// consumers cut off at T/2, and on by halves (later after a cut that
+    /// came before anything was begun, earlier after one that finished), at
+    /// most [`CUTS`] times, until one was cut mid-way (held lists what it
+    /// began); each cut one must then ensure and check again within
+    /// [`Suite::recovery`](super::Suite::recovery).
     pub(super) async fn rule_cut(&self) -> Result<Option<String>, String> {
         let (timed, secret) = (self.name("cut"), self.secret());
         let start = tokio::time::Instant::now();
@@ -335,11 +341,10 @@ impl<P: Provisioner> Run<'_, P> {
                 whole.as_micros()
             )));
         }
+        let (mut early, mut late) = (Duration::ZERO, whole);
         let mut said = Vec::new();
-        for (i, at) in [whole / 2, whole / 4, whole * 3 / 4]
-            .into_iter()
-            .enumerate()
-        {
+        for i in 0..CUTS {
+            let at = (early + late) / 2;
             let (k, secret) = (self.name(&format!("cut{i}")), self.secret());
             self.making(&k);
             let consumer = self.consumer(&k);
@@ -349,6 +354,7 @@ impl<P: Provisioner> Run<'_, P> {
                 Ok(Ok(())) => {
                     self.p.take_mended(&k);
                     said.push(format!("{ms} ms (it finished first)"));
+                    late = at;
                     continue;
                 }
                 Ok(Err(error)) => {
@@ -377,6 +383,7 @@ impl<P: Provisioner> Run<'_, P> {
                 break;
             }
             said.push(format!("{ms} ms ({} ms to recover)", took.as_millis()));
+            early = at;
         }
         let mut note = format!(
             "an ensure took {} ms; cut at {}",

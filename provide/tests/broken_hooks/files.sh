@@ -55,7 +55,7 @@ ensure() {
   if [ ! -d "$dir" ]; then
     mkdir -p "$dir"
     locked bash -c 'index_add "$0"' "$name"
-    sleep 0.2 # making a user takes a while: a cut lands here
+    sleep 0.5 # making a user takes a while: a cut lands here
   else
     # A cut between mkdir and the index left one held does not list.
     locked bash -c 'index_add "$0"' "$name"
