@@ -365,6 +365,12 @@ MESH_PACKAGE_FILES="
 /usr/lib/mesh/hooks/mesh_hook.py
 /usr/lib/mesh/hooks/package.json
 /usr/lib/mesh/hooks/package-lock.json
+/usr/share/mesh/kits/python/mesh_hook.py
+/usr/share/mesh/kits/go/go.mod
+/usr/share/mesh/kits/go/serve.go
+/usr/share/mesh/kits/typescript/src/protocol.ts
+/usr/share/doc/mesh/examples/hooks/rabbitmq/main.go
+/usr/share/doc/mesh/examples/hooks/mariadb/src/mariadb.ts
 /usr/share/doc/mesh/copyright
 /usr/share/doc/mesh/docs/hooks.md
 /usr/share/doc/mesh/docs/operating.md
@@ -423,6 +429,17 @@ check_package() {
     echo "$deb lacks the node hook's dependency (/usr/lib/mesh/hooks/node_modules/@redis/client)" >&2
     return 1
   fi
+  # The kits' examples go runnable where they were built here.
+  if [ -x examples/hooks/mariadb/dist/mariadb.js ] &&
+    ! grep -qx /usr/lib/mesh/hooks/mariadb/node_modules/mysql2/package.json <<<"$listed"; then
+    echo "$deb lacks the MariaDB hook with its dependency (/usr/lib/mesh/hooks/mariadb)" >&2
+    return 1
+  fi
+  if { command -v go >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ]; } &&
+    ! grep -qx /usr/lib/mesh/hooks/rabbitmq-hook <<<"$listed"; then
+    echo "$deb lacks the RabbitMQ hook (/usr/lib/mesh/hooks/rabbitmq-hook)" >&2
+    return 1
+  fi
   dpkg-deb -f "$deb" Package Version Architecture Depends >/dev/null
   [ "$(dpkg-deb -I "$deb" conffiles | grep -c '^/etc/mesh/')" -eq 5 ] ||
     { echo "$deb: the five files in /etc/mesh are not all conffiles" >&2; return 1; }
@@ -458,6 +475,17 @@ check_package() {
   local py_status=0 py_said
   py_said=$(env -i PATH=/usr/bin:/bin PYTHONDONTWRITEBYTECODE=1 /usr/lib/mesh/hooks/redis-acl.py held 2>&1 </dev/null) || py_status=$?
   [ "$py_status" -eq 2 ] || { echo "the installed redis-acl.py does not start (exit $py_status): $py_said" >&2; failed=yes; }
+  # The installed MariaDB and RabbitMQ hooks start: without settings each
+  # says so and exits non-zero at once (a missing module would say so too).
+  local hook_said
+  for hook in /usr/lib/mesh/hooks/mariadb/dist/mariadb.js /usr/lib/mesh/hooks/rabbitmq-hook; do
+    [ -e "$hook" ] || continue
+    hook_said=$(env -i PATH=/usr/bin:/bin timeout 20 "$hook" held 2>&1 </dev/null) && true
+    if grep -qiE "cannot find (module|package)|ERR_MODULE_NOT_FOUND" <<<"$hook_said"; then
+      echo "the installed $hook does not start: $hook_said" >&2
+      failed=yes
+    fi
+  done
   # The installed units, by name (the templates as an instance).
   verify_units mesh-controller.service mesh-grants.service \
     mesh-postgres@db-1.service mesh-identity@id-1.service mesh-provide@cache-1.service || failed=yes

@@ -59,7 +59,16 @@ export function readSettings(env: NodeJS.ProcessEnv): Settings {
   };
 }
 
-const settings = readSettings(process.env);
+// A setting missing or bad is said in one line, exit 2 (mesh-provide quotes
+// the hook's last stderr lines), not as a stack trace.
+const settings = ((): Settings => {
+  try {
+    return readSettings(process.env);
+  } catch (error) {
+    process.stderr.write(`mariadb-hook: ${(error as Error).message}\n`);
+    process.exit(2);
+  }
+})();
 const where = `${settings.host}:${settings.port}`;
 
 /** The hook's own database, and its table of what it made. */
