@@ -107,7 +107,9 @@ const CRATES: &[(&str, Tables)] = &[
             (
                 "",
                 &[
-                    &["certs", "cmdline", "proxy", "netns", "redis", "mariadb", "rabbitmq"],
+                    &[
+                        "certs", "cmdline", "proxy", "netns", "redis", "mariadb", "rabbitmq",
+                    ],
                     &["nats", "pg"],
                     &["cluster", "keycloak"],
                     &["mesh"],
