@@ -112,7 +112,9 @@ async fn passes_conform() {
     println!("{report}");
     report.assert_passed();
     assert!(
-        report.to_string().ends_with("14 passed, 0 failed, 3 skipped"),
+        report
+            .to_string()
+            .ends_with("14 passed, 0 failed, 3 skipped"),
         "every rule but the by-hand ones (no oracle given): {report}"
     );
     assert_eq!(
