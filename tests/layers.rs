@@ -91,6 +91,7 @@ const CRATES: &[(&str, Tables)] = &[
                     &["testing"],
                 ],
             ),
+            ("conform", &[&["rules"], &["oracle"]]),
             (
                 "runner",
                 &[
