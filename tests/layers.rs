@@ -107,7 +107,9 @@ const CRATES: &[(&str, Tables)] = &[
             (
                 "",
                 &[
-                    &["certs", "cmdline", "proxy", "netns", "redis", "mariadb", "rabbitmq"],
+                    &[
+                        "certs", "cmdline", "proxy", "netns", "redis", "mariadb", "rabbitmq",
+                    ],
                     &["nats", "pg"],
                     &["cluster", "keycloak"],
                     &["mesh"],
@@ -120,36 +122,17 @@ const CRATES: &[(&str, Tables)] = &[
     ),
     ("pg-tls", &[("", &[&["params", "verify"], &["connect"]])]),
     (
-        "controller",
+        "status",
         &[
             (
                 "",
-                &[
-                    &["model"],
-                    &["store", "bus"],
-                    &["link", "approve", "permissions", "contributions"],
-                    &["report"],
-                    &["render"],
-                    &["cli"],
-                ],
+                &[&["model"], &["store"], &["link", "report"], &["render"]],
             ),
             (
                 "model",
                 &[&["text", "received", "row", "declaration"], &["reduce"]],
             ),
-            (
-                "store",
-                &[
-                    &["options", "columns", "locks"],
-                    &["statements"],
-                    &["connection"],
-                    &["apply", "epoch", "migrate", "read", "record"],
-                ],
-            ),
-            (
-                "link",
-                &[&["decode", "observe", "record", "source", "stream"]],
-            ),
+            ("link", &[&["decode", "observe", "record", "source"]]),
             (
                 "report",
                 &[&[
@@ -161,8 +144,31 @@ const CRATES: &[(&str, Tables)] = &[
                     "group",
                 ]],
             ),
-            ("contributions", &[&["write"]]),
             ("render", &[&["human", "json"]]),
+        ],
+    ),
+    (
+        "controller",
+        &[
+            (
+                "",
+                &[
+                    &["store", "bus"],
+                    &["link", "approve", "permissions", "contributions"],
+                    &["cli"],
+                ],
+            ),
+            (
+                "store",
+                &[
+                    &["options", "columns", "locks"],
+                    &["statements"],
+                    &["connection"],
+                    &["apply", "epoch", "migrate", "read", "record"],
+                ],
+            ),
+            ("link", &[&["source", "stream"]]),
+            ("contributions", &[&["write"]]),
             (
                 "cli",
                 &[&["error"], &["permissions", "contributions"], &["run"]],

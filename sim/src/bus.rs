@@ -15,9 +15,9 @@ use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use mesh_controller::link::source::Pending;
-use mesh_controller::link::{Delivery, Messages};
 use mesh_runtime::outbox::{EventSink, SinkError};
+use mesh_status::link::Pending;
+use mesh_status::link::{Delivery, Messages};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 

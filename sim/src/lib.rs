@@ -4,7 +4,7 @@
 //! (docs/simulation.md): from one seed, in one process, on tokio's paused
 //! clock, N providers on the real mesh-sdk loop publish through the real
 //! `Outbox` onto an in-memory bus ([`bus`]); the controller's real link
-//! rounds (`mesh_controller::link::follow_messages`) apply them through the
+//! rounds (`mesh_status::link::follow_messages`) apply them through the
 //! real reduction into an in-memory store behind the same `Store` trait
 //! ([`store`]); the real report and rendering say what status would. The
 //! seed's schedule ([`plan`]) breaks and heals consumers, withdraws and lists

@@ -6,18 +6,18 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use mesh_controller::link::{follow_messages, Followed, LinkSettings, LinkState};
-use mesh_controller::model::declaration::parse;
-use mesh_controller::model::Parsed;
-use mesh_controller::render;
-use mesh_controller::report::{self, Clock, Facts, Grants, Head, Listed, Scope};
-use mesh_controller::store::Order;
 use mesh_protocol::{ModuleId, Name, Timestamp};
 use mesh_runtime::outbox::EventSink;
 use mesh_runtime::{Secret, Stop};
 use mesh_sdk::testing::{
     FakeError, FakeProvisioner, Outbox, Runner, SecretError, SecretSource, Settings, WallClock,
 };
+use mesh_status::link::{follow_messages, Followed, LinkSettings, LinkState};
+use mesh_status::model::declaration::parse;
+use mesh_status::model::Parsed;
+use mesh_status::render;
+use mesh_status::report::{self, Clock, Facts, Grants, Head, Listed, Scope};
+use mesh_status::store::Order;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 

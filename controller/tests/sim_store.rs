@@ -6,12 +6,14 @@
 
 use std::time::Duration;
 
-use mesh_controller::model::Received;
-use mesh_controller::store::{migrate, DatabaseOptions, Order, PgStore, StatusFilter, Store};
+use mesh_controller::{migrate, DatabaseOptions, PgStore};
 use mesh_protocol::event::{Alive, Failing, Recovered, RecoveredReason, VERSION};
 use mesh_protocol::{Class, Event, ModuleId, Name, Timestamp};
 use mesh_sim::rng::Rng;
 use mesh_sim::store::MemStore;
+use mesh_status::model::Received;
+use mesh_status::store::{Order, StatusFilter};
+use mesh_status::Store;
 use mesh_test_support::PgCluster;
 
 fn at(base: &Timestamp, secs: i64) -> Timestamp {
