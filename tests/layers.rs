@@ -239,7 +239,13 @@ const CRATES: &[(&str, Tables)] = &[
         "sim",
         &[(
             "",
-            &[&["rng", "store"], &["plan", "bus"], &["world"], &["check"]],
+            &[
+                &["rng", "store"],
+                &["plan", "bus"],
+                &["status"],
+                &["world"],
+                &["check"],
+            ],
         )],
     ),
     (
