@@ -1,8 +1,10 @@
-//! The slow tier: the in-memory store against the real `PgStore` on a
-//! private PostgreSQL, the same random event sequences applied to both in
-//! the same random rounds, then what `status` reads compared. So the two
-//! cannot drift. Ignored in the normal `cargo test` (it starts PostgreSQL):
-//! `cargo test -p mesh-sim --test pg_store -- --ignored`.
+//! The simulator's slow tier: its in-memory store (`mesh_sim::store`)
+//! against the real `PgStore` on a private PostgreSQL, the same random
+//! event sequences applied to both in the same random rounds, then what
+//! `status` reads compared. So the two cannot drift. It lives here, not in
+//! `mesh-sim`, so that the simulator does not depend on this crate.
+//! Ignored in the normal `cargo test` (it starts PostgreSQL):
+//! `cargo test -p mesh-controller --test sim_store -- --ignored`.
 
 use std::time::Duration;
 
