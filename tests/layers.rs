@@ -123,36 +123,17 @@ const CRATES: &[(&str, Tables)] = &[
     ),
     ("pg-tls", &[("", &[&["params", "verify"], &["connect"]])]),
     (
-        "controller",
+        "status",
         &[
             (
                 "",
-                &[
-                    &["model"],
-                    &["store", "bus"],
-                    &["link", "approve", "permissions", "contributions"],
-                    &["report"],
-                    &["render"],
-                    &["cli"],
-                ],
+                &[&["model"], &["store"], &["link", "report"], &["render"]],
             ),
             (
                 "model",
                 &[&["text", "received", "row", "declaration"], &["reduce"]],
             ),
-            (
-                "store",
-                &[
-                    &["options", "columns", "locks"],
-                    &["statements"],
-                    &["connection"],
-                    &["apply", "epoch", "migrate", "read", "record"],
-                ],
-            ),
-            (
-                "link",
-                &[&["decode", "observe", "record", "source", "stream"]],
-            ),
+            ("link", &[&["decode", "observe", "record", "source"]]),
             (
                 "report",
                 &[&[
@@ -164,8 +145,31 @@ const CRATES: &[(&str, Tables)] = &[
                     "group",
                 ]],
             ),
-            ("contributions", &[&["write"]]),
             ("render", &[&["human", "json"]]),
+        ],
+    ),
+    (
+        "controller",
+        &[
+            (
+                "",
+                &[
+                    &["store", "bus"],
+                    &["link", "approve", "permissions", "contributions"],
+                    &["cli"],
+                ],
+            ),
+            (
+                "store",
+                &[
+                    &["options", "columns", "locks"],
+                    &["statements"],
+                    &["connection"],
+                    &["apply", "epoch", "migrate", "read", "record"],
+                ],
+            ),
+            ("link", &[&["source", "stream"]]),
+            ("contributions", &[&["write"]]),
             (
                 "cli",
                 &[&["error"], &["permissions", "contributions"], &["run"]],
@@ -236,7 +240,13 @@ const CRATES: &[(&str, Tables)] = &[
         "sim",
         &[(
             "",
-            &[&["rng", "store"], &["plan", "bus"], &["world"], &["check"]],
+            &[
+                &["rng", "store"],
+                &["plan", "bus"],
+                &["status"],
+                &["world"],
+                &["check"],
+            ],
         )],
     ),
     (

@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 
 use async_nats::jetstream;
 use common::{env_number, fill, store};
-use mesh_controller::link::{ensure_consumer, follow, LinkSettings, LinkState, DEFAULT_BATCH};
-use mesh_controller::store::PgStore;
+use mesh_controller::{ensure_consumer, follow, PgStore};
+use mesh_status::link::{LinkSettings, LinkState, DEFAULT_BATCH};
 use mesh_test_support::{NatsCluster, CLUSTER_SIZE};
 
 async fn connect(cluster: &NatsCluster, index: usize) -> async_nats::Client {

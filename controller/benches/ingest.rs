@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 
 use async_nats::jetstream;
 use common::{env_number, event, fill, store, CONSUMERS, PROVIDERS};
-use mesh_controller::link::{ensure_consumer, follow, Following, LinkSettings, DEFAULT_BATCH};
-use mesh_controller::store::{PgStore, UPSERT_FAILING};
+use mesh_controller::{ensure_consumer, follow, Following, PgStore, UPSERT_FAILING};
+use mesh_status::link::{LinkSettings, DEFAULT_BATCH};
 use mesh_test_support::NatsServer;
 
 const PGBENCH: &str = "/usr/lib/postgresql/15/bin/pgbench";
@@ -73,7 +73,7 @@ async fn ingest(
         asked.request();
         elapsed
     };
-    let state = mesh_controller::link::LinkState::new();
+    let state = mesh_status::LinkState::new();
     let following = follow(consumer, &mut store, &settings, &state, &stop);
     let (elapsed, _) = tokio::join!(watcher, following);
     events as f64 / elapsed.as_secs_f64()

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use common::{env_number, store};
 use futures::{pin_mut, TryStreamExt};
-use mesh_controller::store::{migrate, DatabaseOptions};
+use mesh_controller::{migrate, DatabaseOptions};
 use tokio_postgres::types::ToSql;
 
 const PROVIDERS: u64 = 100;

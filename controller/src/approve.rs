@@ -13,10 +13,7 @@ use async_nats::RequestErrorKind;
 use mesh_protocol::subject::approve_subject;
 use mesh_protocol::{ApproveReply, ApproveRequest, ModuleId, Name, VERSION};
 
-use crate::model::Parsed;
-
-/// The default `--timeout`.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+use mesh_status::model::Parsed;
 
 /// What the declaration said of the provider before the request was sent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -257,7 +254,7 @@ mod tests {
 
     #[test]
     fn the_declaration_names_a_provider_that_cannot_answer() {
-        let parsed = crate::model::declaration::parse(
+        let parsed = mesh_status::model::declaration::parse(
             r#"{"modules":[
               {"module":"postgres","machine":"db-1","provides":["postgres-database"]},
               {"module":"identity","machine":"id-1","provides":["oidc-client"]},
@@ -298,15 +295,17 @@ mod tests {
         let many: Vec<String> = (0..12)
             .map(|n| format!(r#"{{"module":"p{n:02}","machine":"m","provides":["x"]}}"#))
             .collect();
-        let parsed =
-            crate::model::declaration::parse(&format!(r#"{{"modules":[{}]}}"#, many.join(",")))
-                .unwrap();
+        let parsed = mesh_status::model::declaration::parse(&format!(
+            r#"{{"modules":[{}]}}"#,
+            many.join(",")
+        ))
+        .unwrap();
         let error = check_declared(&parsed, &id("ghost@nowhere"))
             .unwrap_err()
             .to_string();
         assert!(error.contains("p09@m, … (12 in all)"), "{error}");
         assert!(!error.contains("p10@m"), "{error}");
-        let empty = crate::model::declaration::parse(r#"{"modules":[]}"#).unwrap();
+        let empty = mesh_status::model::declaration::parse(r#"{"modules":[]}"#).unwrap();
         let error = check_declared(&empty, &id("ghost@nowhere"))
             .unwrap_err()
             .to_string();

@@ -2,45 +2,61 @@
 //!
 //! Derives who may publish what on the bus, follows every provider's events into
 //! a store that survives it, and makes `status` stop printing "all well"
-//! while a provider says it keeps failing a consumer.
+//! while a provider says it keeps failing a consumer. What `status` says and
+//! how the link's rounds bring the events there is the status engine,
+//! `mesh-status`; this crate runs it over PostgreSQL and JetStream.
 //!
 //! Layers, bottom to top; a module imports only from layers below it
 //! (checked, as in every crate of the workspace, by the root package's
 //! `tests/layers.rs`):
-//! - [`model`]: plain types: the declaration, the events received and the rows,
-//!   the pure reduction of a round of events.
-//! - [`store`] (PostgreSQL, numbered migrations) and [`bus`] (NATS names and
-//!   connection): I/O.
-//! - [`link`] (`serve`: the JetStream stream into the store), [`approve`]
-//!   (a person's approval sent to a provider), [`permissions`] (bus
-//!   permissions derived from the declaration, rendered as a nats-server
-//!   configuration), [`contributions`] (each provider's contributions file
-//!   derived from the declaration, its secrets minted).
-//! - [`report`]: what `status` and `node show` say (pure).
-//! - [`render`]: the report printed for a person or as JSON, as it is read.
-//! - [`cli`]: the command line; the binary only calls [`cli::run`] and
-//!   [`cli::exit`].
+//! - `store` (PostgreSQL, numbered migrations: the engine's `Store`) and
+//!   `bus` (NATS names and connection): I/O.
+//! - `link` (`serve`: the JetStream stream into the store, by the engine's
+//!   rounds), `approve` (a person's approval sent to a provider),
+//!   `permissions` (bus permissions derived from the declaration, rendered
+//!   as a nats-server configuration), `contributions` (each provider's
+//!   contributions file derived from the declaration, its secrets minted).
+//! - `cli`: the command line; the binary only calls [`run`] and [`outcome`].
+//!
+//! Every module is private to the crate: the library exists for the binary
+//! and for this crate's integration tests and benches, which reach only
+//! what is re-exported below.
 
-pub mod model;
+pub(crate) mod bus;
+pub(crate) mod store;
 
-pub mod bus;
-pub mod store;
+pub(crate) mod approve;
+pub(crate) mod contributions;
+pub(crate) mod link;
+pub(crate) mod permissions;
 
-pub mod approve;
-pub mod contributions;
-pub mod link;
-pub mod permissions;
+pub(crate) mod cli;
 
-pub mod report;
+/// The command line (the binary's [`run`] and [`outcome`]; the tests
+/// drive the commands through [`run`] and [`exit`]; `xtask` writes the man
+/// page and completions from [`command`]).
+pub use cli::{
+    command, exit, outcome, run, Cli, CliError, Io, EXIT_CANNOT, EXIT_NOT_DONE, EXIT_OK, NAME,
+};
 
-pub mod render;
+/// The bus names `serve` uses and how it connects (the link's tests set up
+/// a nats-server with them).
+pub use bus::{NatsOptions, DURABLE, GRANT_SUBJECTS, STREAM, STREAM_SUBJECTS};
 
-pub mod cli;
+/// `serve` and its pieces over JetStream (the link's tests and the
+/// ingest and cluster benches).
+pub use link::{consumer_config, ensure_consumer, follow, serve, Following, LinkError, SetupError};
 
-pub use link::LinkSettings;
-pub use model::Declaration;
-pub use report::{Clock, Scope};
-pub use store::{DatabaseOptions, PgStore, Store};
+/// Bus permissions derived from the declaration (the permission tests).
+pub use permissions::{
+    derive, read_credentials, render_nats, Credential, CredentialNeed, Credentials,
+    CredentialsError, LeftOut, Role, Rules, UserPermissions,
+};
+
+/// The PostgreSQL store (the store's tests and the benches).
+pub use store::{
+    migrate, DatabaseOptions, DatabaseOptionsError, PgError, PgStore, StatusRead, UPSERT_FAILING,
+};
 
 /// Installs the `tracing` subscriber (the one every mesh binary uses).
 pub use mesh_runtime::log::init_tracing;

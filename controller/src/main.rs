@@ -1,9 +1,9 @@
 //! `mesh-controller`: parses the command line and runs it (see
-//! [`mesh_controller::cli`]) on mesh-runtime's program shell.
+//! [`mesh_controller::run`]) on mesh-runtime's program shell.
 
 use std::process::ExitCode;
 
-use mesh_controller::cli::{outcome, run, Cli, Io, EXIT_CANNOT, NAME};
+use mesh_controller::{outcome, run, Cli, Io, EXIT_CANNOT, NAME};
 use mesh_runtime::Program;
 
 fn main() -> ExitCode {

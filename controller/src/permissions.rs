@@ -23,7 +23,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::bus::{CONTROLLER_INBOX, CONTROLLER_USER, DURABLE, STREAM};
-use crate::model::Declaration;
+use mesh_status::model::Declaration;
 
 /// Every provider's approve subject (`mesh.cmd.<machine>.<module>.provisioner.approve`).
 pub const APPROVE_ANY: &str = mesh_protocol::subject::APPROVE_ANY;
@@ -490,7 +490,7 @@ pub fn render_nats(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::declaration::parse;
+    use mesh_status::model::declaration::parse;
 
     /// Whether a subscription `pattern` (with `*` and `>`) covers `subject`.
     fn covers(pattern: &str, subject: &str) -> bool {

@@ -9,11 +9,12 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use mesh_controller::link::decode;
-use mesh_controller::model::Received;
-use mesh_controller::store::{migrate, DatabaseOptions, PgStore, Store};
+use mesh_controller::{migrate, DatabaseOptions, PgStore};
 use mesh_protocol::subject::event_subject;
 use mesh_protocol::{EventKind, Name};
+use mesh_status::link::decode;
+use mesh_status::model::Received;
+use mesh_status::Store;
 use mesh_test_support::PgCluster;
 
 const CONSUMERS: u64 = 12;

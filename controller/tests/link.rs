@@ -6,12 +6,10 @@ use std::time::Duration;
 use async_nats::jetstream::stream::{self as js_stream, RetentionPolicy};
 use async_nats::jetstream::{self, consumer::pull};
 use futures::StreamExt;
-use mesh_controller::bus::{NatsOptions, DURABLE, GRANT_SUBJECTS, STREAM, STREAM_SUBJECTS};
-use mesh_controller::link::{
-    consumer_config, serve, LinkError, LinkSettings, LinkState, DEFAULT_STREAM_MAX_AGE,
-};
-use mesh_controller::store::DatabaseOptions;
+use mesh_controller::{consumer_config, serve, DatabaseOptions, LinkError};
+use mesh_controller::{NatsOptions, DURABLE, GRANT_SUBJECTS, STREAM, STREAM_SUBJECTS};
 use mesh_runtime::Stop;
+use mesh_status::link::{LinkSettings, LinkState, DEFAULT_STREAM_MAX_AGE};
 use mesh_test_support::{NatsServer, PgCluster, TcpProxy};
 use tokio::task::JoinHandle;
 
@@ -57,8 +55,9 @@ impl Controller {
 
 impl World {
     async fn start() -> World {
-        let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("mesh_controller=info"));
+        let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+            tracing_subscriber::EnvFilter::new("mesh_controller=info,mesh_status=info")
+        });
         let _ = tracing_subscriber::fmt()
             .with_env_filter(filter)
             .with_test_writer()

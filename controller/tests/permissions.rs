@@ -9,16 +9,15 @@ use std::time::Duration;
 use async_nats::jetstream::consumer::PullConsumer;
 use bytes::Bytes;
 use futures::StreamExt;
-use mesh_controller::bus::STREAM;
-use mesh_controller::cli::{exit, run, Cli, Io, EXIT_NOT_DONE, EXIT_OK};
-use mesh_controller::link::{ensure_consumer, LinkSettings};
-use mesh_controller::model::declaration::parse;
-use mesh_controller::model::Received;
-use mesh_controller::permissions::{derive, read_credentials, render_nats};
-use mesh_controller::store::{Store, StoreError};
+use mesh_controller::{derive, read_credentials, render_nats};
+use mesh_controller::{ensure_consumer, STREAM};
+use mesh_controller::{exit, run, Cli, Io, EXIT_NOT_DONE, EXIT_OK};
 use mesh_protocol::{ApproveReply, ModuleId, Name, Timestamp};
 use mesh_runtime::outbox::{EventSink, JetStreamSink};
 use mesh_runtime::NatsArgs;
+use mesh_status::model::declaration::parse;
+use mesh_status::model::Received;
+use mesh_status::{LinkSettings, Store, StoreError};
 use mesh_test_support::NatsServer;
 
 const DECLARATION: &str = r#"{"modules":[
@@ -651,7 +650,7 @@ async fn only_users_that_can_do_something_are_asked_for_credentials() {
 
     std::fs::remove_file(credentials.join("identity@db-1")).unwrap();
     let (code, out, err) = render().await;
-    assert_eq!(code, mesh_controller::cli::EXIT_CANNOT);
+    assert_eq!(code, mesh_controller::EXIT_CANNOT);
     assert!(out.is_empty(), "{out}");
     assert!(err.contains("identity@db-1"), "{err}");
 }

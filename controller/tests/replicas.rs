@@ -9,12 +9,12 @@ use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
 use async_nats::ServerAddr;
-use mesh_controller::link::{ensure_consumer, LinkSettings};
-use mesh_controller::model::declaration::parse;
-use mesh_controller::model::Received;
-use mesh_controller::permissions::{derive, read_credentials, render_nats};
-use mesh_controller::store::{Store, StoreError};
+use mesh_controller::ensure_consumer;
+use mesh_controller::{derive, read_credentials, render_nats};
 use mesh_protocol::subject::CONTROLLER_INBOX;
+use mesh_status::model::declaration::parse;
+use mesh_status::model::Received;
+use mesh_status::{LinkSettings, Store, StoreError};
 use mesh_test_support::{NatsCluster, CLUSTER_SIZE};
 
 const DECLARATION: &str = r#"{"modules":[

@@ -4,15 +4,17 @@
 use std::process::Command;
 use std::time::Duration;
 
-use mesh_controller::cli::{exit, run, Cli, Io, EXIT_CANNOT, EXIT_OK};
-use mesh_controller::model::{Received, RepairRow};
-use mesh_controller::store::{migrate, DatabaseOptions, Order, PgStore, StatusFilter, Store};
+use mesh_controller::{exit, run, Cli, Io, EXIT_CANNOT, EXIT_OK};
+use mesh_controller::{migrate, DatabaseOptions, PgStore};
 use mesh_protocol::event::RecoveredReason;
 use mesh_protocol::event::{
     Alive, Failing, Recovered, RepairOutcome, RepairReport, Retirement, RetirementAction,
 };
 use mesh_protocol::{Class, Event, ModuleId, Name, Timestamp};
 use mesh_sdk::testing::LogCapture;
+use mesh_status::model::{Received, RepairRow};
+use mesh_status::store::{Order, StatusFilter};
+use mesh_status::Store;
 use mesh_test_support::PgCluster;
 
 fn name(s: &str) -> Name {
@@ -987,7 +989,7 @@ async fn an_alive_keeps_when_the_stream_stored_it() {
     let read = store.read_status(&filter).await.unwrap();
     assert_eq!(read.alive.len(), 1);
     assert_eq!(read.alive[0].stored_at, Some(at(9)));
-    let (heard, _) = mesh_controller::report::heard(&read.alive[0], at(10));
+    let (heard, _) = mesh_status::report::heard(&read.alive[0], at(10));
     assert!(
         heard,
         "judged by when the stream stored it: {:?}",
@@ -1180,7 +1182,7 @@ async fn the_controller_record_retired_consumers_and_a_new_store_on_a_live_store
 
     // A serve that has not caught up yet, then one that has.
     let mut store = PgStore::new(options);
-    let instance = mesh_controller::model::Instance {
+    let instance = mesh_status::model::Instance {
         host: "ctl-1".into(),
         pid: 4242,
         started_at: ts("2026-10-05T00:00:00Z"),

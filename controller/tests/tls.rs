@@ -7,11 +7,11 @@
 use std::process::Command;
 use std::time::Duration;
 
-use mesh_controller::bus::NatsOptions;
-use mesh_controller::link::{serve, LinkError, LinkSettings, LinkState};
-use mesh_controller::store::{migrate, DatabaseOptions, Order, StatusFilter, StoreError};
-use mesh_controller::PgStore;
+use mesh_controller::{migrate, DatabaseOptions, PgError, PgStore};
+use mesh_controller::{serve, LinkError, NatsOptions};
 use mesh_protocol::Timestamp;
+use mesh_status::store::{Order, StatusFilter};
+use mesh_status::{LinkSettings, LinkState};
 use mesh_test_support::{PgCluster, TestCa};
 
 const DECLARATION: &str = r#"{"modules":[
@@ -136,7 +136,7 @@ async fn a_certificate_that_does_not_match_ends_the_commands() {
         let url = url(&pg, "127.0.0.1", query);
         // The library: a lasting refusal.
         let error = migrate(&options(&pg, &url)).await.unwrap_err();
-        assert!(matches!(error, StoreError::Tls { .. }), "{error}");
+        assert!(matches!(error, PgError::Tls { .. }), "{error}");
         assert!(error.is_lasting() && error.is_transient());
         let words = error.to_string();
         assert!(
@@ -172,7 +172,7 @@ async fn a_certificate_that_does_not_match_ends_the_commands() {
         .expect("serve ends instead of waiting for the store");
         let error = ended.unwrap_err();
         assert!(
-            matches!(error, LinkError::Store(StoreError::Tls { .. })),
+            matches!(error, LinkError::Store(PgError::Tls { .. })),
             "{error}"
         );
         assert!(error.to_string().contains(says.as_str()), "{error}");

@@ -135,9 +135,9 @@ impl Standing {
         match outcome {
             Outcome::Success => {
                 let recovery = self.tracker.succeed();
-                // The planted mutation `mutant-no-restart-recovered`
+                // The planted mutation `mesh_mutant="no-restart-recovered"`
                 // (scripts/mutants): a restart's first success is not said.
-                #[cfg(feature = "mutant-no-restart-recovered")]
+                #[cfg(mesh_mutant = "no-restart-recovered")]
                 let recovery = recovery.filter(|r| *r != Recovery::FirstSuccessAfterStart);
                 recovery.map(|recovery| {
                     Word::Recovered(match recovery {

@@ -15,9 +15,9 @@ use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use mesh_controller::link::source::Pending;
-use mesh_controller::link::{Delivery, Messages};
-use mesh_runtime::outbox::{EventSink, SinkError};
+use mesh_runtime::outbox::{EventSink, Outbox, SinkError};
+use mesh_status::link::Pending;
+use mesh_status::link::{Delivery, Messages};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
@@ -418,4 +418,21 @@ impl Delivery for SimMessage {
         self.bus.remove(self.seq);
         Ok(())
     }
+}
+
+/// One attempt at every pending event of `outbox`, oldest first, as the
+/// runtime's publisher makes it (`mesh_runtime::outbox::publish_loop`):
+/// acknowledged events are done, the others stay pending. Returns how many
+/// are left.
+pub async fn drain(outbox: &Outbox, sink: &dyn EventSink) -> usize {
+    for (key, pending) in outbox.snapshot() {
+        if sink
+            .publish(&pending.subject, &pending.msg_id, pending.body.clone())
+            .await
+            .is_ok()
+        {
+            outbox.done(&key, pending.seq);
+        }
+    }
+    outbox.len()
 }

@@ -36,7 +36,8 @@ use mesh_protocol::subject::parse_event_subject;
 use mesh_protocol::{Event, EventKind};
 use tokio::time::Instant;
 
-use crate::world::{consumer_name, secret_of, World, SECRET_PREFIX, SECRET_SUFFIX, SLACK};
+use crate::status::consumer_name;
+use crate::world::{secret_of, World, SECRET_PREFIX, SECRET_SUFFIX, SLACK};
 
 /// An invariant broken.
 #[derive(Clone, Debug, PartialEq, Eq)]

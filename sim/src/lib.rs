@@ -4,9 +4,10 @@
 //! (docs/simulation.md): from one seed, in one process, on tokio's paused
 //! clock, N providers on the real mesh-sdk loop publish through the real
 //! `Outbox` onto an in-memory bus ([`bus`]); the controller's real link
-//! rounds (`mesh_controller::link::follow_messages`) apply them through the
+//! rounds (`mesh_status::link::follow_messages`) apply them through the
 //! real reduction into an in-memory store behind the same `Store` trait
-//! ([`store`]); the real report and rendering say what status would. The
+//! ([`store`]); the real report and rendering say what status would
+//! ([`status`]). The
 //! seed's schedule ([`plan`]) breaks and heals consumers, withdraws and lists
 //! them, approves retirements (between passes and while a pass's attempts
 //! run), restarts providers with their clocks stepped, and takes the bus,
@@ -23,6 +24,7 @@ pub mod bus;
 pub mod check;
 pub mod plan;
 pub mod rng;
+pub mod status;
 pub mod store;
 pub mod world;
 

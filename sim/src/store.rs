@@ -1,6 +1,6 @@
 //! The in-memory store: the same [`Store`] trait as `PgStore`, the same
-//! rules, kept as small as the rules allow and built on the controller's own
-//! pieces: the round is reduced by [`reduce`], "newer" is
+//! rules, kept as small as the rules allow and built on the engine's own
+//! pieces (`mesh-status`): the round is reduced by [`reduce`], "newer" is
 //! [`Place::is_newer_than`] and the settled rule is [`AliveRow::outlived`],
 //! the very functions the PostgreSQL store's statements mirror.
 //!
@@ -14,15 +14,15 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use async_trait::async_trait;
-use mesh_controller::model::reduce::{reduce, Place};
-use mesh_controller::model::{
+use mesh_protocol::{ModuleId, Timestamp};
+use mesh_status::model::reduce::{reduce, Place};
+use mesh_status::model::{
     AliveRow, ControllerRecord, FailingRow, Instance, InstanceRow, Received, RepairRow,
 };
-use mesh_controller::store::{Counts, StatusFilter, Store, StoreError};
-use mesh_protocol::{ModuleId, Timestamp};
+use mesh_status::store::{Counts, StatusFilter, Store, StoreError, StoreErrorKind};
 use tokio::time::Instant;
 
 /// A standing's key: provider module, provider machine, consumer (the
@@ -121,11 +121,10 @@ impl MemStore {
         self.with(|t| t.down = down);
     }
 
+    /// The error of every call while the store is away: transient, as a
+    /// store that is down is.
     fn away() -> StoreError {
-        StoreError::Timeout {
-            target: "sim".to_owned(),
-            after: Duration::from_secs(5),
-        }
+        StoreError::new(StoreErrorKind::Away, "the simulated store is away")
     }
 
     /// What `status` reads for `filter` (`PgStore::read_status`).

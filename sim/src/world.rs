@@ -6,24 +6,20 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use mesh_controller::link::{follow_messages, Followed, LinkSettings, LinkState};
-use mesh_controller::model::declaration::parse;
-use mesh_controller::model::Parsed;
-use mesh_controller::render;
-use mesh_controller::report::{self, Clock, Facts, Grants, Head, Listed, Scope};
-use mesh_controller::store::Order;
 use mesh_protocol::{ModuleId, Name, Timestamp};
-use mesh_runtime::outbox::EventSink;
 use mesh_runtime::{Secret, Stop};
 use mesh_sdk::testing::{
     FakeError, FakeProvisioner, Outbox, Runner, SecretError, SecretSource, Settings, WallClock,
 };
+use mesh_status::link::LinkSettings;
+use mesh_status::model::Parsed;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::bus::{Bus, SimSink};
+use crate::bus::{drain, Bus, SimSink};
 use crate::plan::{Action, Break, Plan, Step};
 use crate::rng::Rng;
+use crate::status::{self, consumer_name, controller, declaration, Status};
 use crate::store::MemStore;
 
 /// The simulation's timings (shorter than the defaults, in the same
@@ -142,21 +138,6 @@ impl SecretSource for Secrets {
     }
 }
 
-/// Consumer `c`'s name.
-pub fn consumer_name(c: usize) -> String {
-    format!("app{c}")
-}
-
-/// What status said at one second.
-pub struct Status {
-    /// The head (sentence, unheard providers).
-    pub head: Head,
-    /// The standings listed.
-    pub listed: Vec<Listed>,
-    /// The whole report as printed.
-    pub text: String,
-}
-
 /// The world.
 pub struct World {
     /// The plan.
@@ -199,23 +180,6 @@ pub struct World {
 
 fn name(s: &str) -> Name {
     Name::parse(s).expect("a valid name")
-}
-
-/// The declaration: every provider, and one module per consumer requiring
-/// a database from each.
-fn declaration(providers: usize, consumers: usize) -> Parsed {
-    let mut modules: Vec<serde_json::Value> = (0..providers)
-        .map(|p| {
-            serde_json::json!({"module": "pg", "machine": format!("db-{p}"), "provides": ["postgres-database"]})
-        })
-        .collect();
-    for c in 0..consumers {
-        let requires: Vec<serde_json::Value> = (0..providers)
-            .map(|p| serde_json::json!({"provision": "postgres-database", "from": format!("pg@db-{p}")}))
-            .collect();
-        modules.push(serde_json::json!({"module": consumer_name(c), "machine": "app-1", "requires": requires}));
-    }
-    parse(&serde_json::json!({ "modules": modules }).to_string()).expect("a valid declaration")
 }
 
 impl Provider {
@@ -593,36 +557,7 @@ impl World {
     /// What status says now: the real report and rendering over the store's
     /// read; `None` while the store is away (status fails, saying so).
     pub fn status(&self) -> Option<Status> {
-        let now = Instant::now();
-        let clock = Clock {
-            now: Timestamp::from_system(self.wall(now, 0)),
-            silent_after: report::DEFAULT_SILENT_AFTER,
-        };
-        let filter = report::filter(&self.declaration, &Scope::All, &clock, Order::Key);
-        let read = self.store.read(&filter).ok()?;
-        let record = self.store.record().ok()?;
-        let facts = Facts {
-            counts: read.counts,
-            repairs: read.repairs,
-            alive: &read.alive,
-            grants: Grants::default(),
-            record: &record,
-            retired: &[],
-        };
-        let head = report::head(&self.declaration, &Scope::All, facts, &clock);
-        let listed: Vec<Listed> = read
-            .standings
-            .into_iter()
-            .map(|row| report::standing(row, &clock))
-            .collect();
-        let mut out = Vec::new();
-        let mut listing = render::listing(false);
-        render::write_all(listing.as_mut(), &mut out, &head, &listed).expect("writing to memory");
-        Some(Status {
-            head,
-            listed,
-            text: String::from_utf8_lossy(&out).into_owned(),
-        })
+        status::read(&self.store, &self.declaration, self.wall(Instant::now(), 0))
     }
 
     /// Runs simulated second `second` (call them in order from 0): the
@@ -650,44 +585,6 @@ impl World {
         if let Some((task, _)) = self.controller.take() {
             task.abort();
             let _ = task.await;
-        }
-    }
-}
-
-/// One attempt at every pending event of `outbox`, oldest first, as the
-/// runtime's publisher makes it (`mesh_runtime::outbox::publish_loop`):
-/// acknowledged events are done, the others stay pending. Returns how many
-/// are left.
-async fn drain(outbox: &Outbox, sink: &dyn EventSink) -> usize {
-    for (key, pending) in outbox.snapshot() {
-        if sink
-            .publish(&pending.subject, &pending.msg_id, pending.body.clone())
-            .await
-            .is_ok()
-        {
-            outbox.done(&key, pending.seq);
-        }
-    }
-    outbox.len()
-}
-
-/// The controller (`serve`'s link): the real rounds, set up again when the
-/// consumer is lost, until it is stopped or killed.
-async fn controller(bus: Bus, mut store: MemStore, link: LinkSettings, stop: Stop) {
-    let state = LinkState::new();
-    let mut consumer = bus.consumer();
-    loop {
-        match follow_messages(&mut consumer, 1, &mut store, &link, &state, &stop).await {
-            Followed::Stopped => break,
-            Followed::ConsumerLost => {
-                if stop
-                    .run_until_stopped(tokio::time::sleep(link.nak_first))
-                    .await
-                    .is_none()
-                {
-                    break;
-                }
-            }
         }
     }
 }

@@ -1,5 +1,5 @@
 //! The mutation check (scripts/mutants): built with one planted mutation
-//! (a `mutant-*` feature), the CI tier's seeds must find it. Prints the
+//! (`--cfg mesh_mutant="NAME"`), the CI tier's seeds must find it. Prints the
 //! first seed that breaks an invariant and its shrunk trace.
 
 use mesh_sim::plan::Shape;
@@ -9,7 +9,7 @@ use mesh_sim::{explain, run_seed, shrink};
 const SEEDS: u64 = 200;
 
 #[test]
-#[ignore = "run by scripts/mutants with a mutant-* feature"]
+#[ignore = "run by scripts/mutants with --cfg mesh_mutant=\"NAME\""]
 fn hunt() {
     let shape = Shape::default();
     for seed in 0..SEEDS {

@@ -26,7 +26,7 @@ type CommandLine = fn() -> clap::Command;
 /// command line. A new binary is one line here (and its crate in
 /// `Cargo.toml`).
 const BINARIES: &[(&str, CommandLine)] = &[
-    ("mesh-controller", mesh_controller::cli::command),
+    ("mesh-controller", mesh_controller::command),
     ("mesh-postgres", mesh_provider_postgres::cli::command),
     ("mesh-identity", mesh_provider_identity::cli::command),
     ("mesh-grants", mesh_grants::cli::command),

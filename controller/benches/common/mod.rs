@@ -1,7 +1,7 @@
 //! Shared setup of the controller benchmarks: a private PostgreSQL cluster
 //! (statement logging off, as on a production server) with a migrated store.
 
-use mesh_controller::store::{migrate, DatabaseOptions};
+use mesh_controller::{migrate, DatabaseOptions};
 use mesh_protocol::subject::event_subject;
 use mesh_protocol::{EventKind, Name};
 use mesh_test_support::PgCluster;

@@ -3,10 +3,10 @@
 use crate::approve::{ApproveError, UnknownProvider};
 use crate::bus::BusError;
 use crate::link::LinkError;
-use crate::model::declaration::UnknownMachine;
-use crate::model::DeclarationError;
 use crate::permissions::CredentialsError;
-use crate::store::{DatabaseOptionsError, StoreError};
+use crate::store::{DatabaseOptionsError, PgError};
+use mesh_status::model::declaration::UnknownMachine;
+use mesh_status::model::DeclarationError;
 
 /// Exit code: done.
 pub const EXIT_OK: u8 = 0;
@@ -27,10 +27,10 @@ pub enum CliError {
     Database(#[from] DatabaseOptionsError),
     /// The store could not be migrated.
     #[error(transparent)]
-    Migrate(StoreError),
+    Migrate(PgError),
     /// The store could not be read.
     #[error("cannot read the store: {0}")]
-    Read(#[source] StoreError),
+    Read(#[source] PgError),
     /// `serve` could not run.
     #[error(transparent)]
     Link(#[from] LinkError),

@@ -25,10 +25,10 @@ use mesh_runtime::program::Flags;
 use mesh_runtime::LogFormat;
 
 use crate::bus::NatsOptions;
-use crate::link::{DEFAULT_BATCH, DEFAULT_REPLICAS, MAX_REPLICAS};
-use crate::model::declaration::{self, DeclarationError};
-use crate::model::Parsed;
 use crate::store::{DatabaseOptions, DatabaseOptionsError};
+use mesh_status::link::{DEFAULT_BATCH, DEFAULT_REPLICAS, MAX_REPLICAS};
+use mesh_status::model::declaration::{self, DeclarationError};
+use mesh_status::model::Parsed;
 
 pub use contributions::ContributionsArgs;
 pub use error::{CliError, EXIT_CANNOT, EXIT_NOT_DONE, EXIT_OK};
@@ -224,7 +224,7 @@ pub fn command() -> clap::Command {
 }
 
 impl Cli {
-    /// Parses `args` (the program's name first) with [`command`].
+    /// Parses `args` (the program's name first) with `command()`.
     ///
     /// # Errors
     /// A usage error, or `--help` / `--version` (clap prints them).
@@ -301,7 +301,6 @@ impl Cli {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::approve::DEFAULT_TIMEOUT;
 
     fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
         Cli::parse_args(std::iter::once("mesh-controller").chain(args.iter().copied()))
@@ -494,7 +493,7 @@ mod tests {
         else {
             panic!("approve")
         };
-        assert_eq!(timeout, DEFAULT_TIMEOUT);
+        assert_eq!(timeout, Duration::from_secs(30));
         assert_eq!(cli.log_level(), "warn");
         assert!(!cli.is_service());
         let serve = parse(&["serve"]).unwrap();

@@ -13,11 +13,13 @@ use super::error::{CliError, EXIT_OK};
 use super::{Cli, Command, NodeCommand, Report, NAME};
 use crate::approve::{approve, check_declared, Declared};
 use crate::bus::{connect, Reconnect};
-use crate::link::{self, LinkSettings, LinkState};
-use crate::model::Parsed;
-use crate::render::listing;
-use crate::report::{self, Clock, Facts, Grants, Scope};
-use crate::store::{migrate, DatabaseOptions, Order, PgStore};
+use crate::link;
+use crate::store::{migrate, DatabaseOptions, PgStore};
+use mesh_status::model::Parsed;
+use mesh_status::render::listing;
+use mesh_status::report::{self, Clock, Facts, Grants, Scope};
+use mesh_status::store::Order;
+use mesh_status::{LinkSettings, LinkState};
 
 /// Where a command writes, and its wall time.
 pub struct Io<'a> {

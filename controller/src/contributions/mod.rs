@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use mesh_protocol::{ModuleId, Name};
 use serde::Serialize;
 
-use crate::model::Declaration;
+use mesh_status::model::Declaration;
 
 /// One consumer entry of a contributions file.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -144,7 +144,7 @@ fn provider_file(declaration: &Declaration, id: &ModuleId) -> ProviderFile {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::declaration::parse;
+    use mesh_status::model::declaration::parse;
 
     fn files(text: &str) -> Vec<ProviderFile> {
         let parsed = parse(text).unwrap();

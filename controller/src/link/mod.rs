@@ -1,113 +1,27 @@
-//! The link (`serve`): provider events from JetStream into the store.
+//! The link (`serve`): provider events from JetStream into the PostgreSQL
+//! store, by the engine's rounds (`mesh_status::link`, where its
+//! guarantees are written).
 //!
 //! # Expected flow
 //! [`serve`] migrates the store, connects to the bus, creates or
 //! updates the stream [`STREAM`] and the durable pull consumer [`DURABLE`],
-//! then [`follow`]s it until stopped. Each round takes what is waiting (at
-//! most [`LinkSettings::batch`] messages, in stream order), reads every
-//! message's emitter from its subject, applies the words in one transaction
-//! and acknowledges them after the commit.
-//!
-//! # Guarantees
-//! - At least once: a message is acknowledged (double ack for the last of a
-//!   round, which the server answers after the earlier acks) only after the
-//!   store committed it.
-//! - While the store is away, a round is NAKed as a whole with a growing
-//!   delay, so JetStream delivers it again: a `recovered` is held, never
-//!   dropped.
-//! - Order: the consumer allows `batch` unacknowledged messages, a round is
-//!   applied in stream order in one transaction and acknowledged or NAKed as
-//!   a whole. The store also orders words by their place in the stream,
-//!   `(stream epoch, stream sequence)`, never by a provider's clock, so a
-//!   redelivery never undoes a newer word.
-//! - A message whose subject or body is malformed is logged and terminated
-//!   (`+TERM`): it never blocks the stream.
-//! - Stopping waits for a pull in flight (at most [`LinkSettings::wait`],
-//!   none while the bus is away) and for the round in progress (at most a
-//!   second: a round waiting on a store or bus that does not answer is
-//!   dropped, and its unacknowledged events are delivered again).
-//! - A stop is a [`Stop`] (the program shell requests it on SIGINT or
-//!   SIGTERM).
-//! - It records itself in the store (its host, pid and start): when it
-//!   last *caught up* (a pull came back short, not because delivery waits
-//!   on acknowledgements, and nothing is held for the store) and when it
-//!   last committed a round, at once when it catches up
-//!   again and else at most every half pull wait, so `status` can tell a
-//!   controller that follows nothing from providers that say nothing.
+//! then [`follow`]s it until stopped: the engine's
+//! [`follow_messages`] over the consumer ([`JetStreamMessages`]).
 
-mod decode;
-mod observe;
-mod record;
-pub mod source;
+mod source;
 mod stream;
 
 use std::time::Duration;
 
-use futures::future::join_all;
-
-pub use decode::{decode, Malformed};
-pub use observe::LinkState;
-pub use source::{Delivery, JetStreamMessages, Messages};
-
-use mesh_protocol::Timestamp;
 use mesh_runtime::{Backoff, Stop};
-pub use stream::{consumer_config, ensure_consumer, stream_config, Following, SetupError};
+use mesh_status::link::{follow_messages, pause, BusWatch, Followed, LinkSettings, LinkState};
+use mesh_status::Store;
+
+use source::JetStreamMessages;
+pub use stream::{consumer_config, ensure_consumer, Following, SetupError};
 
 use crate::bus::{connect, BusError, NatsOptions, Reconnect, DURABLE, STREAM};
-use crate::model::text::first_words;
-use crate::model::{Instance, Received};
-use crate::store::{migrate, DatabaseOptions, PgStore, Store, StoreError};
-use record::this_process;
-
-/// How the link runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LinkSettings {
-    /// Messages taken and applied per round (one transaction), and the
-    /// consumer's `max_ack_pending`. 1 takes one message at a time.
-    pub batch: usize,
-    /// How long one pull waits for a message when none is waiting.
-    pub wait: Duration,
-    /// First NAK delay while the store is away (doubling).
-    pub nak_first: Duration,
-    /// Longest NAK delay.
-    pub nak_max: Duration,
-    /// The consumer's ack wait: a message delivered but neither acknowledged
-    /// nor NAKed is delivered again after it.
-    pub ack_wait: Duration,
-    /// How long the stream keeps a word the controller has not taken
-    /// (it drops each word as soon as the controller acknowledged it).
-    pub stream_max_age: Duration,
-    /// How many servers of a NATS cluster keep the stream and the durable
-    /// consumer (1 on a single server). An existing stream with fewer is
-    /// raised in place; one with more is left as it is.
-    pub replicas: usize,
-}
-
-impl Default for LinkSettings {
-    fn default() -> Self {
-        LinkSettings {
-            batch: DEFAULT_BATCH,
-            wait: Duration::from_secs(2),
-            nak_first: Duration::from_millis(500),
-            nak_max: Duration::from_secs(30),
-            ack_wait: Duration::from_secs(30),
-            stream_max_age: DEFAULT_STREAM_MAX_AGE,
-            replicas: DEFAULT_REPLICAS,
-        }
-    }
-}
-
-/// The default [`LinkSettings::batch`].
-pub const DEFAULT_BATCH: usize = 64;
-
-/// The default [`LinkSettings::replicas`]: one server keeps the stream.
-pub const DEFAULT_REPLICAS: usize = 1;
-
-/// The most replicas JetStream allows a stream.
-pub const MAX_REPLICAS: usize = 5;
-
-/// The default [`LinkSettings::stream_max_age`]: 7 days.
-pub const DEFAULT_STREAM_MAX_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
+use crate::store::{migrate, DatabaseOptions, PgError, PgStore};
 
 /// The link could not run; ends `serve` (exit 2).
 #[derive(Debug, thiserror::Error)]
@@ -117,11 +31,11 @@ pub enum LinkError {
     Bus(#[from] BusError),
     /// The migrations failed for a reason other than the store being away.
     #[error(transparent)]
-    Migrate(StoreError),
+    Migrate(PgError),
     /// The store refuses the controller's login or has no such database:
     /// waiting will not change it.
     #[error("{0}; check --database and its password")]
-    Store(StoreError),
+    Store(PgError),
     /// The event stream exists with settings `serve` cannot change in place:
     /// waiting will not change it.
     #[error(transparent)]
@@ -155,7 +69,7 @@ pub async fn serve(
                 state.store_answered();
                 break;
             }
-            Err(error @ StoreError::Migrate { .. }) => return Err(LinkError::Migrate(error)),
+            Err(error @ PgError::Migrate { .. }) => return Err(LinkError::Migrate(error)),
             Err(error) if error.is_lasting() => return Err(LinkError::Store(error)),
             Err(error) => {
                 let delay = backoff.next_delay();
@@ -167,7 +81,7 @@ pub async fn serve(
         }
     }
     let client = connect(nats, Reconnect::Forever).await?;
-    state.joined(&client);
+    state.joined(Box::new(NatsWatch(client.clone())));
     let mut store = PgStore::new(database.clone());
     loop {
         backoff.reset();
@@ -212,49 +126,8 @@ async fn stopped(client: &async_nats::Client, state: &LinkState) {
     tracing::info!("stopped");
 }
 
-/// Sleeps `delay`; returns true when `stop` was requested meanwhile.
-async fn pause(delay: Duration, stop: &Stop) -> bool {
-    stop.run_until_stopped(tokio::time::sleep(delay))
-        .await
-        .is_none()
-}
-
-/// What one round did.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct Round {
-    /// Words committed and acknowledged.
-    applied: usize,
-    /// Malformed messages terminated (and words the store refused as such).
-    terminated: usize,
-    /// Messages NAKed because the store was away.
-    held: usize,
-    /// The NAK delay, when messages were held.
-    retry_in: Option<Duration>,
-}
-
-/// How long a round in progress at a stop may still take before it is
-/// dropped (its events unacknowledged: delivered again).
-const STOP_GRACE: Duration = Duration::from_secs(1);
-
-/// Pulls failing in a row after which the consumer is set up again.
-const PULL_FAILURES_BEFORE_SETUP: u32 = 10;
-
-/// Pulls in a row without a message after which the consumer is looked up
-/// (a deleted consumer's pulls just find nothing).
-const IDLE_PULLS_BEFORE_CHECK: u32 = 15;
-
-/// Why [`follow`] returned.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Followed {
-    /// `stop` resolved.
-    Stopped,
-    /// The consumer is gone (deleted, or the server lost its store), or
-    /// pulls keep failing: set the stream and consumer up again, then follow again.
-    ConsumerLost,
-}
-
 /// Follows the consumer of `following` into `store` until `stop` is requested (see the module
-/// docs for the guarantees). Errors of the store are logged and waited out;
+/// docs of `mesh_status::link` for the guarantees). Errors of the store are logged and waited out;
 /// a consumer found gone, or pulls failing many times in a row, end it with
 /// [`Followed::ConsumerLost`].
 pub async fn follow<S: Store>(
@@ -268,370 +141,14 @@ pub async fn follow<S: Store>(
     follow_messages(&mut consumer, following.epoch, store, settings, state, stop).await
 }
 
-/// [`follow`] over any message source (the stream of epoch `epoch`): the
-/// link's rounds, as `serve` runs them, for a source of a test's own.
-pub async fn follow_messages<M: Messages, S: Store>(
-    consumer: &mut M,
-    epoch: u64,
-    store: &mut S,
-    settings: &LinkSettings,
-    state: &LinkState,
-    stop: &Stop,
-) -> Followed {
-    let mut link = Link {
-        epoch,
-        store,
-        settings,
-        state,
-        lag_read: None,
-        backoff: Backoff::new(settings.nak_first, settings.nak_max),
-        pull_failures: 0,
-        idle_pulls: 0,
-        consumer_lost: false,
-        instance: this_process(settings.wait),
-        held: false,
-        applied_since_record: false,
-        last_record: None,
-    };
-    loop {
-        let pull_started = tokio::time::Instant::now();
-        // A pull while the bus is away comes back empty without an error
-        // (the client's own expiry): that is no catching up.
-        let connected_before = state.bus_connected();
-        let (messages, stopping) = {
-            let pull = link.pull(&mut *consumer);
-            tokio::pin!(pull);
-            tokio::select! {
-                biased;
-                messages = &mut pull => (messages, false),
-                () = stop.requested() => {
-                    // A pull in flight ends within its wait while the bus
-                    // is there (so none is abandoned); while it is away,
-                    // nothing can come and it is not waited for.
-                    let grace = match state.bus_connected() {
-                        true => settings.wait,
-                        false => Duration::ZERO,
-                    };
-                    (tokio::time::timeout(grace, &mut pull).await.unwrap_or_default(), true)
-                }
-            }
-        };
-        if !stopping
-            && stop
-                .run_until_stopped(link.pulled(&mut *consumer))
-                .await
-                .is_none()
-        {
-            break;
-        }
-        // A pull that came back short found nothing more waiting.
-        let short = messages.len() < settings.batch.max(1);
-        if !messages.is_empty() {
-            tracing::trace!(pulled_in = ?pull_started.elapsed(), messages = messages.len(), "pulled");
-            // A round waiting on a store or a bus that does not answer is
-            // not waited for past the grace: its messages are not
-            // acknowledged, so they are delivered again (at least once).
-            let Some(round) = stop.run_with_grace(link.round(messages), STOP_GRACE).await else {
-                tracing::warn!("stopping in the middle of a round: its events are delivered again");
-                break;
-            };
-            tracing::debug!(
-                applied = round.applied,
-                terminated = round.terminated,
-                held = round.held,
-                "round done"
-            );
-            if let Some(delay) = round.retry_in {
-                if stopping || pause(delay, stop).await {
-                    break;
-                }
-                continue;
-            }
-        }
-        if stopping || stop.is_requested() {
-            break;
-        }
-        let caught_up = short
-            && !link.held
-            && link.pull_failures == 0
-            && !link.consumer_lost
-            && connected_before
-            && state.bus_connected()
-            && stop
-                .run_until_stopped(link.delivery_free(&mut *consumer))
-                .await
-                .unwrap_or(false);
-        if caught_up {
-            link.state.caught_up(std::time::SystemTime::now());
-        }
-        if stop
-            .run_until_stopped(link.record(caught_up))
-            .await
-            .is_none()
-        {
-            break;
-        }
-        if link.consumer_lost || link.pull_failures >= PULL_FAILURES_BEFORE_SETUP {
-            return Followed::ConsumerLost;
-        }
-    }
-    Followed::Stopped
-}
+/// The NATS client's connection, as the link's state looks at it.
+struct NatsWatch(async_nats::Client);
 
-struct Link<'a, S> {
-    /// The followed stream's epoch (every word's, with its sequence).
-    epoch: u64,
-    store: &'a mut S,
-    settings: &'a LinkSettings,
-    state: &'a LinkState,
-    /// When the stream's lag was last read.
-    lag_read: Option<tokio::time::Instant>,
-    backoff: Backoff,
-    /// Pulls in a row that failed without a message.
-    pull_failures: u32,
-    /// Pulls in a row without a message.
-    idle_pulls: u32,
-    /// The consumer is gone: it must be set up again.
-    consumer_lost: bool,
-    /// This process, as the store records it.
-    instance: Instance,
-    /// Words were NAKed for the store and not stored since: the link is
-    /// not caught up, whatever its pulls find.
-    held: bool,
-    /// A round was committed since the last record.
-    applied_since_record: bool,
-    /// When the last record was written, and whether it said caught up.
-    last_record: Option<(tokio::time::Instant, bool)>,
-}
-
-/// How often the stream's lag is read for the metrics.
-const LAG_EVERY: Duration = Duration::from_secs(5);
-
-impl<S> Link<'_, S> {
-    /// A pull finished: the link moves; now and then the stream's lag is read.
-    async fn pulled<M: Messages>(&mut self, consumer: &mut M) {
-        self.state.progress.tick();
-        let now = tokio::time::Instant::now();
-        if self.lag_read.is_some_and(|at| now < at + LAG_EVERY) {
-            return;
+impl BusWatch for NatsWatch {
+    fn connection(&self) -> Result<(), String> {
+        match self.0.connection_state() {
+            async_nats::connection::State::Connected => Ok(()),
+            state => Err(state.to_string()),
         }
-        self.lag_read = Some(now);
-        if let Ok(pending) = consumer.pending().await {
-            self.state.lag(pending.lag());
-        }
-    }
-
-    /// Whether a short pull means caught up: not while delivery waits on
-    /// acknowledgements ([`source::Pending::blocked`]: `max_ack_pending`
-    /// full of messages whose acks were lost, new events behind them).
-    /// Asked only after a pull that would otherwise mean caught up; not
-    /// knowing is not caught up.
-    async fn delivery_free<M: Messages>(&mut self, consumer: &mut M) -> bool {
-        match consumer.pending().await {
-            Ok(pending) => {
-                self.state.lag(pending.lag());
-                let blocked = pending.blocked(self.settings.batch.max(1));
-                if blocked {
-                    tracing::debug!(
-                        undelivered = pending.undelivered,
-                        unacknowledged = pending.unacknowledged,
-                        "a short pull, but events wait behind unacknowledged ones: not caught up"
-                    );
-                }
-                !blocked
-            }
-            Err(_) => false,
-        }
-    }
-
-    /// Asks the server for the consumer; marks it lost when it is not there.
-    async fn check_consumer<M: Messages>(&mut self, consumer: &mut M) {
-        match consumer.pending().await {
-            Ok(_) => {}
-            Err(error) => {
-                tracing::warn!(error = %error, consumer = DURABLE, "the consumer is not there");
-                self.consumer_lost = true;
-            }
-        }
-    }
-}
-
-impl<S: Store> Link<'_, S> {
-    /// The messages waiting (at most `batch`), or, when none is, the first
-    /// to arrive within `wait`. Every pull request is read to its end. A
-    /// pull that fails without a message is logged and waited out (its
-    /// failures in a row are counted in `pull_failures`).
-    async fn pull<M: Messages>(&mut self, consumer: &mut M) -> Vec<M::Message> {
-        let batch = self.settings.batch.max(1);
-        let (messages, failure) = consumer.pull(batch, self.settings.wait).await;
-        match failure {
-            Some(error) if messages.is_empty() => {
-                self.pull_failures += 1;
-                if self.pull_failures == 1 {
-                    tracing::warn!(error = %error, "cannot pull events; trying again");
-                }
-                self.check_consumer(consumer).await;
-                tokio::time::sleep(self.settings.wait.min(Duration::from_secs(1))).await;
-            }
-            _ => {
-                if self.pull_failures > 0 && !self.consumer_lost {
-                    tracing::info!(failures = self.pull_failures, "pulling events works again");
-                    self.pull_failures = 0;
-                }
-            }
-        }
-        if messages.is_empty() {
-            self.idle_pulls += 1;
-            // A pull of a deleted consumer just finds nothing: look now and then.
-            if self.idle_pulls % IDLE_PULLS_BEFORE_CHECK == 0 {
-                self.check_consumer(consumer).await;
-            }
-        } else {
-            self.idle_pulls = 0;
-        }
-        messages
-    }
-
-    /// Decodes, applies and acknowledges (or NAKs) one round.
-    async fn round<D: Delivery>(&mut self, messages: Vec<D>) -> Round {
-        let mut round = Round::default();
-        let mut words: Vec<(D, Received)> = Vec::with_capacity(messages.len());
-        for message in messages {
-            let seq = message.stream_sequence();
-            match decode(message.subject(), message.payload(), self.epoch, seq) {
-                Ok(mut word) => {
-                    word.stored_at = message.stored_at().map(Timestamp::from_system);
-                    words.push((message, word));
-                }
-                Err(reason) => {
-                    tracing::error!(subject = %first_words(message.subject()), seq, reason = %reason, "malformed event terminated");
-                    terminate(&message).await;
-                    round.terminated += 1;
-                }
-            }
-        }
-        if words.is_empty() {
-            return round;
-        }
-        let batch: Vec<Received> = words.iter().map(|(_, w)| w.clone()).collect();
-        let started = tokio::time::Instant::now();
-        match self.store.apply(&batch).await {
-            Ok(()) => {
-                let applied_in = started.elapsed();
-                self.stored(&batch);
-                acknowledge(words.iter().map(|(m, _)| m)).await;
-                tracing::trace!(?applied_in, acked_in = ?(started.elapsed() - applied_in), "round timing");
-                round.applied += words.len();
-            }
-            Err(error) if error.is_transient() => {
-                let delay = self.held(&error, words.len());
-                nak(words.iter().map(|(m, _)| m), delay).await;
-                round.held += words.len();
-                round.retry_in = Some(delay);
-            }
-            Err(error) => {
-                tracing::warn!(error = %error, words = words.len(), "the store refused a round; applying its words one by one");
-                self.state.store_failed(false);
-                let mut rest = words.into_iter();
-                for (message, word) in rest.by_ref() {
-                    match self.store.apply(std::slice::from_ref(&word)).await {
-                        Ok(()) => {
-                            self.stored(std::slice::from_ref(&word));
-                            acknowledge(std::iter::once(&message)).await;
-                            round.applied += 1;
-                        }
-                        Err(error) if error.is_transient() => {
-                            let delay = self.held(&error, 1);
-                            round.retry_in = Some(delay);
-                            let left: Vec<D> = std::iter::once(message)
-                                .chain(rest.by_ref().map(|(m, _)| m))
-                                .collect();
-                            round.held += left.len();
-                            nak(left.iter(), delay).await;
-                            break;
-                        }
-                        Err(error) => {
-                            tracing::error!(
-                                error = %error,
-                                subject = %message.subject(),
-                                seq = word.seq,
-                                "the store refuses this event as such; terminated"
-                            );
-                            terminate(&message).await;
-                            round.terminated += 1;
-                        }
-                    }
-                }
-            }
-        }
-        round
-    }
-
-    fn stored(&mut self, words: &[Received]) {
-        self.state.applied(words);
-        self.held = false;
-        self.applied_since_record = true;
-        if self.backoff.failures() > 0 {
-            tracing::info!(
-                after_failures = self.backoff.failures(),
-                "the store takes events again"
-            );
-            self.backoff.reset();
-        }
-        for word in words {
-            tracing::debug!(
-                emitter = %word.emitter,
-                kind = word.event.kind().as_str(),
-                seq = word.seq,
-                said_at = %word.event.said_at(),
-                "event stored"
-            );
-        }
-    }
-
-    /// Logs a failed round; returns its NAK delay.
-    fn held(&mut self, error: &StoreError, count: usize) -> Duration {
-        self.state.store_failed(true);
-        self.held = true;
-        let delay = self.backoff.next_delay();
-        if self.backoff.failures() == 1 {
-            tracing::warn!(error = %error, held = count, retry_in = ?delay, "store away: events are held (NAKed) and delivered again");
-        } else {
-            tracing::debug!(error = %error, held = count, retry_in = ?delay, "store still away");
-        }
-        delay
-    }
-}
-
-/// Acknowledges messages: plain acks, then a double ack of the last one,
-/// which the server answers after it processed the earlier acks.
-async fn acknowledge<'m, D: Delivery + 'm>(messages: impl Iterator<Item = &'m D>) {
-    let messages: Vec<&D> = messages.collect();
-    let Some((last, earlier)) = messages.split_last() else {
-        return;
-    };
-    for message in earlier {
-        if let Err(error) = message.ack().await {
-            tracing::warn!(error = %error, subject = %message.subject(), "ack not sent; the event will be delivered again");
-        }
-    }
-    if let Err(error) = last.double_ack().await {
-        tracing::warn!(error = %error, "ack not confirmed; these events may be delivered again (applying them again changes nothing)");
-    }
-}
-
-/// NAKs messages with `delay`, in stream order.
-async fn nak<'m, D: Delivery + 'm>(messages: impl Iterator<Item = &'m D>, delay: Duration) {
-    let naks = messages.map(|m| m.nak(delay));
-    for result in join_all(naks).await {
-        if let Err(error) = result {
-            tracing::warn!(error = %error, "NAK not sent; the event is delivered again after the ack wait");
-        }
-    }
-}
-
-async fn terminate<D: Delivery>(message: &D) {
-    if let Err(error) = message.term().await {
-        tracing::warn!(error = %error, subject = %message.subject(), "terminating a malformed event was not confirmed; it may come again");
     }
 }

@@ -15,9 +15,9 @@ use async_nats::jetstream::context::{ConsumerInfoErrorKind, GetStreamErrorKind};
 use async_nats::jetstream::stream::{self, RetentionPolicy, StorageType};
 use async_nats::jetstream::{self, ErrorCode};
 
-use super::LinkSettings;
 use crate::bus::{DURABLE, EVENT_SUBJECTS, STREAM};
-use crate::store::{Store, StoreError};
+use mesh_status::LinkSettings;
+use mesh_status::{Store, StoreError};
 
 /// Any error of the bus client.
 type BusFailure = Box<dyn std::error::Error + Send + Sync>;

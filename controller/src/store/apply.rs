@@ -1,5 +1,5 @@
 //! Writing a round of events: the newest event per key and kind (see
-//! [`crate::model::reduce`]) as one multi-row statement per kind
+//! [`mesh_status::model::reduce`]) as one multi-row statement per kind
 //! ([`super::columns`], prepared once per connection: [`super::statements`]),
 //! after the round's key locks ([`super::locks`]), in one transaction.
 
@@ -16,9 +16,10 @@ use super::columns::{
 use super::connection::{PgStore, CONNECT_TIMEOUT, STATEMENT_TIMEOUT};
 use super::locks::{bucket, LOCK_CLASS};
 use super::statements::Statements;
-use super::{Store, StoreError};
-use crate::model::reduce::reduce;
-use crate::model::{Instance, Received};
+use super::PgError;
+use mesh_status::model::reduce::reduce;
+use mesh_status::model::{Instance, Received};
+use mesh_status::{Store, StoreError};
 
 /// A round as the columns of its statements.
 #[derive(Default)]
@@ -111,7 +112,7 @@ impl<'a> Round<'a> {
     }
 
     /// The statements to run: the key locks, then `recovered` before
-    /// `failing` (see [`crate::model::reduce`]), those with no event left out.
+    /// `failing` (see [`mesh_status::model::reduce`]), those with no event left out.
     fn statements<'s>(
         &'s self,
         prepared: &'s Statements,
@@ -143,7 +144,7 @@ impl<'a> Round<'a> {
 
 impl PgStore {
     /// The connection with its write statements prepared.
-    async fn prepared(&mut self) -> Result<(&Client, &Statements), StoreError> {
+    async fn prepared(&mut self) -> Result<(&Client, &Statements), PgError> {
         let connected = self.connected().await?;
         if connected.statements.is_none() {
             let prepare = Statements::prepare(&connected.client);
@@ -162,6 +163,33 @@ impl PgStore {
 #[async_trait]
 impl Store for PgStore {
     async fn apply(&mut self, events: &[Received]) -> Result<(), StoreError> {
+        Ok(self.write(events).await?)
+    }
+
+    async fn stream_epoch(&mut self, stream: &str, created: SystemTime) -> Result<u64, StoreError> {
+        Ok(self.register_stream(stream, created).await?)
+    }
+
+    async fn record_begins(&mut self, acknowledged_before: bool) -> Result<(), StoreError> {
+        Ok(self.begin_record(acknowledged_before).await?)
+    }
+
+    async fn record(
+        &mut self,
+        instance: &Instance,
+        caught_up: bool,
+        applied: bool,
+        first: bool,
+    ) -> Result<(), StoreError> {
+        Ok(self
+            .record_instance(instance, caught_up, applied, first)
+            .await?)
+    }
+}
+
+impl PgStore {
+    /// Applies `events` in order in one transaction ([`Store::apply`]).
+    async fn write(&mut self, events: &[Received]) -> Result<(), PgError> {
         if events.is_empty() {
             return Ok(());
         }
@@ -189,24 +217,5 @@ impl Store for PgStore {
         };
         let outcome = tokio::time::timeout(STATEMENT_TIMEOUT, work).await;
         self.settle(outcome, STATEMENT_TIMEOUT)
-    }
-
-    async fn stream_epoch(&mut self, stream: &str, created: SystemTime) -> Result<u64, StoreError> {
-        self.register_stream(stream, created).await
-    }
-
-    async fn record_begins(&mut self, acknowledged_before: bool) -> Result<(), StoreError> {
-        self.begin_record(acknowledged_before).await
-    }
-
-    async fn record(
-        &mut self,
-        instance: &Instance,
-        caught_up: bool,
-        applied: bool,
-        first: bool,
-    ) -> Result<(), StoreError> {
-        self.record_instance(instance, caught_up, applied, first)
-            .await
     }
 }

@@ -9,7 +9,7 @@ use mesh_protocol::event::{Alive, Failing, Recovered, RepairReport, Retirement};
 use mesh_protocol::Event;
 use tokio_postgres::types::ToSql;
 
-use crate::model::reduce::Keyed;
+use mesh_status::model::reduce::Keyed;
 
 /// The statement that applies a round's `failing` events (the newest per
 /// key), its parameters the columns of one typed struct (module, machine,

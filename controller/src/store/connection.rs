@@ -1,6 +1,6 @@
 //! [`PgStore`]: one lazily made connection to the store, made again after it
 //! broke, every call bounded in time, and database errors sorted into
-//! [`StoreError`]s.
+//! [`PgError`]s.
 
 use std::time::Duration;
 
@@ -8,7 +8,7 @@ use tokio_postgres::Client;
 
 use super::options::DatabaseOptions;
 use super::statements::Statements;
-use super::{reason, StoreError};
+use super::{reason, PgError};
 
 /// How long a connection attempt (socket, authentication, preparing) may take.
 pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -53,7 +53,7 @@ impl PgStore {
     }
 
     /// The live connection, made now when there is none (or it broke).
-    pub(super) async fn connected(&mut self) -> Result<&mut Connected, StoreError> {
+    pub(super) async fn connected(&mut self) -> Result<&mut Connected, PgError> {
         if self
             .connected
             .as_ref()
@@ -78,12 +78,12 @@ impl PgStore {
         &mut self,
         outcome: Result<Result<T, tokio_postgres::Error>, tokio::time::error::Elapsed>,
         bound: Duration,
-    ) -> Result<T, StoreError> {
+    ) -> Result<T, PgError> {
         let target = self.options.shown.clone();
         let result = match outcome {
             Ok(Ok(value)) => return Ok(value),
             Ok(Err(source)) => classify(target, source),
-            Err(_) => StoreError::Timeout {
+            Err(_) => PgError::Timeout {
                 target,
                 after: bound,
             },
@@ -96,14 +96,14 @@ impl PgStore {
 }
 
 /// Connects to the store, bounded by [`CONNECT_TIMEOUT`].
-pub(super) async fn connect_client(options: &DatabaseOptions) -> Result<Client, StoreError> {
+pub(super) async fn connect_client(options: &DatabaseOptions) -> Result<Client, PgError> {
     let target = options.shown.clone();
     let connecting = options.config.connect(options.tls.connector());
     let (client, connection) = match tokio::time::timeout(CONNECT_TIMEOUT, connecting).await {
         Ok(Ok(pair)) => pair,
         Ok(Err(source)) => return Err(classify(target, source)),
         Err(_) => {
-            return Err(StoreError::Timeout {
+            return Err(PgError::Timeout {
                 target,
                 after: CONNECT_TIMEOUT,
             })
@@ -121,24 +121,24 @@ pub(super) async fn connect_client(options: &DatabaseOptions) -> Result<Client, 
 
 /// Sorts a database error: the events' own fault (data, constraint), a
 /// broken or refused connection, or anything else (which may pass).
-pub(super) fn classify(target: String, source: tokio_postgres::Error) -> StoreError {
+pub(super) fn classify(target: String, source: tokio_postgres::Error) -> PgError {
     if mesh_pg_tls::is_tls_refusal(&source) {
         // The certificate refused, or no TLS where the URL requires it.
-        return StoreError::Tls { target, source };
+        return PgError::Tls { target, source };
     }
     let Some(code) = source.code() else {
         // No SQLSTATE: the connection is closed, or an io or protocol error.
-        return StoreError::Unavailable { target, source };
+        return PgError::Unavailable { target, source };
     };
     match code.code().get(..2).unwrap_or("") {
         // Data exception, integrity constraint violation: these events, as such.
-        "22" | "23" => StoreError::Refused { target, source },
+        "22" | "23" => PgError::Refused { target, source },
         // Invalid authorization (wrong password, unknown user), unknown database.
-        "28" | "3D" => StoreError::Denied { target, source },
+        "28" | "3D" => PgError::Denied { target, source },
         // Connection exception, operator intervention (shutting down),
         // insufficient resources.
-        "08" | "57" | "53" => StoreError::Unavailable { target, source },
+        "08" | "57" | "53" => PgError::Unavailable { target, source },
         // Anything else (locks, serialization, a missing table, ...) may pass.
-        _ => StoreError::Failed { target, source },
+        _ => PgError::Failed { target, source },
     }
 }

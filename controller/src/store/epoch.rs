@@ -7,7 +7,7 @@ use std::time::SystemTime;
 use tokio_postgres::types::ToSql;
 
 use super::connection::{PgStore, STATEMENT_TIMEOUT};
-use super::StoreError;
+use super::PgError;
 
 /// Registers the stream `stream` made at `created` (the server's creation
 /// time, which tells two streams of one name apart) once, and returns its
@@ -22,12 +22,12 @@ impl PgStore {
     /// when it is met for the first time.
     ///
     /// # Errors
-    /// [`StoreError`] when the store is away or refuses.
+    /// [`PgError`] when the store is away or refuses.
     pub async fn register_stream(
         &mut self,
         stream: &str,
         created: SystemTime,
-    ) -> Result<u64, StoreError> {
+    ) -> Result<u64, PgError> {
         let client = &self.connected().await?.client;
         let params: [&(dyn ToSql + Sync); 2] = [&stream, &created];
         let outcome =

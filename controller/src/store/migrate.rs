@@ -4,7 +4,7 @@
 
 use super::connection::{classify, connect_client};
 use super::options::DatabaseOptions;
-use super::StoreError;
+use super::PgError;
 
 mod embedded {
     refinery::embed_migrations!("migrations");
@@ -17,8 +17,8 @@ const MIGRATION_LOCK: i64 = 0x6d65_7368;
 /// A second controller migrating the same store at once waits for the first.
 ///
 /// # Errors
-/// [`StoreError`] when the store cannot be reached or a migration fails.
-pub async fn migrate(options: &DatabaseOptions) -> Result<usize, StoreError> {
+/// [`PgError`] when the store cannot be reached or a migration fails.
+pub async fn migrate(options: &DatabaseOptions) -> Result<usize, PgError> {
     let mut client = connect_client(options).await?;
     let target = || options.shown.clone();
     client
@@ -28,7 +28,7 @@ pub async fn migrate(options: &DatabaseOptions) -> Result<usize, StoreError> {
     let report = embedded::migrations::runner()
         .run_async(&mut client)
         .await
-        .map_err(|source| StoreError::Migrate {
+        .map_err(|source| PgError::Migrate {
             target: target(),
             source,
         })?;

@@ -10,27 +10,14 @@
 //!   controllers can share the store.
 //! - [`read`]: what `status` lists, counts first, then standings in order,
 //!   each column's text decoded into its type (a value that does not decode
-//!   is [`StoreError::Undecodable`]).
+//!   is [`PgError::Undecodable`]).
 //! - [`record`]: what `serve` says of itself (when each process last
 //!   caught up with the event stream and last committed a round), which
 //!   `status` reads to tell whether the controller follows the bus.
 //!
-//! # Rules every implementation keeps
-//! - One `failing` event per (provider module, provider machine, consumer):
-//!   the newest. A `recovered` deletes only that key's `failing`, and only
-//!   when it is newer than it.
-//! - An event is newer when it stands later in the event stream: its
-//!   `(stream epoch, stream sequence)` is greater ([`Received::epoch`]). The
-//!   provider's clock plays no part: an older event never overwrites a newer
-//!   one, a redelivered event changes nothing, a `recovered` from a clock
-//!   that stepped back lands, and an event stamped in the future pins nothing.
-//! - The newest `recovered` of each key is kept too, so a `failing` older than
-//!   it (delivered late) cannot bring the standing back.
-//! - The newest `repair` per (provider, fault); the fault is open unless that
-//!   event is `repaired`. The newest `retirement` per (provider, consumer,
-//!   action) is kept; `status` names a consumer the declaration requires
-//!   whose newest of them is `retired` or `deleted` (and not followed by a
-//!   word saying it is served again).
+//! The rules every implementation of the engine's [`Store`] keeps are
+//! written with the trait (`mesh_status::store`); this one keeps them in
+//! its statements.
 
 pub mod apply;
 pub mod columns;
@@ -43,25 +30,23 @@ pub mod read;
 pub mod record;
 pub mod statements;
 
-use std::time::SystemTime;
-
-use async_trait::async_trait;
-
-use crate::model::{Instance, Received};
+use mesh_status::store::{StoreError, StoreErrorKind};
 
 pub use columns::UPSERT_FAILING;
 pub use connection::PgStore;
 pub use migrate::migrate;
 pub use options::{DatabaseOptions, DatabaseOptionsError};
-pub use read::{Counts, Order, StatusFilter, StatusRead};
+pub use read::StatusRead;
 
-/// The store failed.
+/// The PostgreSQL store failed: what the command line says, and, as the
+/// engine's [`StoreError`] (its [`StoreErrorKind`] from the variant), what
+/// the link does.
 ///
-/// [`StoreError::is_transient`] tells the link whether to hold the events
-/// and try again (the store is away or busy) or to give up on an event that
-/// the store refuses as such.
+/// [`PgError::is_transient`] tells whether to hold the events and try
+/// again (the store is away or busy) or to give up on an event that the
+/// store refuses as such.
 #[derive(Debug, thiserror::Error)]
-pub enum StoreError {
+pub enum PgError {
     /// The store could not be reached, or the connection broke.
     #[error("store {target} unavailable: {}", reason(.source))]
     Unavailable {
@@ -84,7 +69,7 @@ pub enum StoreError {
     /// No TLS session with the store as the URL's settings require: its
     /// certificate was refused (unknown authority, name mismatch, expired)
     /// or it does not speak TLS. A person must act, as for
-    /// [`StoreError::Denied`].
+    /// [`PgError::Denied`].
     #[error("store {target} fails the TLS settings of the database URL: {}", reason(.source))]
     Tls {
         /// The database, without its password.
@@ -159,21 +144,18 @@ pub enum StoreError {
     },
 }
 
-impl StoreError {
+impl PgError {
     /// Whether trying again later may succeed (everything but
-    /// [`StoreError::Refused`] and [`StoreError::Undecodable`]).
+    /// [`PgError::Refused`] and [`PgError::Undecodable`]).
     pub fn is_transient(&self) -> bool {
-        !matches!(
-            self,
-            StoreError::Refused { .. } | StoreError::Undecodable { .. }
-        )
+        !matches!(self, PgError::Refused { .. } | PgError::Undecodable { .. })
     }
 
     /// Whether only a person can end it (the store refuses this login, or
     /// fails the URL's TLS settings): `serve` ends at start instead of
     /// waiting forever.
     pub fn is_lasting(&self) -> bool {
-        matches!(self, StoreError::Denied { .. } | StoreError::Tls { .. })
+        matches!(self, PgError::Denied { .. } | PgError::Tls { .. })
     }
 }
 
@@ -186,50 +168,15 @@ pub fn reason(error: &tokio_postgres::Error) -> String {
     }
 }
 
-/// Where the link puts the events it received.
-///
-/// # Guarantees expected of an implementation
-/// - [`Store::apply`] applies all the events, in the order given, in one
-///   transaction, following the rules of this module: all or none.
-/// - Applying the same events again changes nothing (redelivery is normal).
-/// - After a transient error the next call reconnects as needed.
-///
-/// # Errors
-/// [`StoreError`]; the link holds the events (NAK) on a transient one.
-#[async_trait]
-pub trait Store: Send {
-    /// Applies `events` in order in one transaction.
-    async fn apply(&mut self, events: &[Received]) -> Result<(), StoreError>;
-
-    /// The epoch of the stream `stream` made at `created`: registered the
-    /// first time it is met, numbered in that order (see [`Received::epoch`]).
-    async fn stream_epoch(&mut self, stream: &str, created: SystemTime) -> Result<u64, StoreError>;
-
-    /// Says when the store's record begins, before the stream's epoch is
-    /// registered: for a store that meets its first stream now (made anew),
-    /// now when the durable consumer `acknowledged_before` words (a store
-    /// that was there took them: they are not in this one until they are
-    /// said again), else never (it gets every word the stream holds). A
-    /// store that has met a stream keeps what it says. A store that keeps
-    /// no such record (a test's) does nothing.
-    async fn record_begins(&mut self, acknowledged_before: bool) -> Result<(), StoreError> {
-        let _ = acknowledged_before;
-        Ok(())
-    }
-
-    /// Records that the `serve` process `instance` runs: whether it is
-    /// caught up now (a short pull, not because delivery waits on
-    /// acknowledgements, every word it took stored), and whether it committed a round since
-    /// its last record; `first` on its first record. A store that keeps no
-    /// such record (a test's) does nothing.
-    async fn record(
-        &mut self,
-        instance: &Instance,
-        caught_up: bool,
-        applied: bool,
-        first: bool,
-    ) -> Result<(), StoreError> {
-        let _ = (instance, caught_up, applied, first);
-        Ok(())
+impl From<PgError> for StoreError {
+    /// The engine's backend-neutral error: the kind says what the link does.
+    fn from(error: PgError) -> StoreError {
+        let kind = match &error {
+            PgError::Refused { .. } => StoreErrorKind::Refused,
+            PgError::Undecodable { .. } => StoreErrorKind::Undecodable,
+            PgError::Denied { .. } | PgError::Tls { .. } => StoreErrorKind::Lasting,
+            _ => StoreErrorKind::Away,
+        };
+        StoreError::new(kind, error)
     }
 }

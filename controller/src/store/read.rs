@@ -18,50 +18,11 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Row, RowStream};
 
 use super::connection::{classify, PgStore, STATEMENT_TIMEOUT};
-use super::StoreError;
-use crate::model::{
+use super::PgError;
+use mesh_status::model::{
     AliveRow, ControllerRecord, FailingRow, GrantRow, Instance, InstanceRow, RepairRow, RetiredRow,
 };
-
-/// Which standings and repair faults a read is about.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StatusFilter {
-    /// Only the standings and repairs of these providers (those the
-    /// declaration assigns where they ran).
-    pub providers: Vec<ModuleId>,
-    /// `node show MACHINE`: only standings whose provider or consumer is on
-    /// it, and repairs of providers on it.
-    pub machine: Option<String>,
-    /// A standing published at or before this time counts as silent.
-    pub silent_before: Timestamp,
-    /// The consumers the declaration requires from a provider, in scope:
-    /// (provider, consumer). Those whose provider last said it retired or
-    /// deleted them are read ([`StatusRead::retired`]).
-    pub required: Vec<(ModuleId, String)>,
-    /// The order the standings come in.
-    pub order: Order,
-}
-
-/// The order of the listing.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Order {
-    /// By provider module, provider machine, consumer (`status --json`).
-    #[default]
-    Key,
-    /// By provider module, provider machine, class, error, consumer: the
-    /// standings failing for one cause come together (the human listing
-    /// groups them).
-    Cause,
-}
-
-/// The counts the sentence needs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Counts {
-    /// Standings the read lists.
-    pub standings: u64,
-    /// Of which silent (published at or before [`StatusFilter::silent_before`]).
-    pub silent: u64,
-}
+use mesh_status::store::{Counts, Order, StatusFilter};
 
 /// The standings `$1` (providers) and `$2` (machine, or null) select. A
 /// standing published before its provider's newest start is left out once
@@ -78,8 +39,8 @@ pub struct Counts {
 /// providers select, and plans the count (one core or two) and the listing
 /// (the key's index or a sort) for the rows there are, not for a guess.
 ///
-/// [`crate::model::AliveRow::outlived`] is the same rule in Rust.
-#[cfg(not(feature = "mutant-no-settled-rule"))]
+/// `mesh_status::model::AliveRow::outlived` is the same rule in Rust.
+#[cfg(not(mesh_mutant = "no-settled-rule"))]
 const SELECTED: &str = "
 FROM failing f
 WHERE f.provider_module || '@' || f.provider_machine = ANY($1::text[])
@@ -92,9 +53,9 @@ WHERE f.provider_module || '@' || f.provider_machine = ANY($1::text[])
                  THEN f.stored_at < a.stored_at - (a.said_at - a.started_at)
                  ELSE f.said_at <= a.started_at END)";
 
-/// The planted mutation `mutant-no-settled-rule` (scripts/mutants): no standing is
+/// The planted mutation `mesh_mutant="no-settled-rule"` (scripts/mutants): no standing is
 /// left out at a provider's start.
-#[cfg(feature = "mutant-no-settled-rule")]
+#[cfg(mesh_mutant = "no-settled-rule")]
 const SELECTED: &str = "
 FROM failing f
 WHERE f.provider_module || '@' || f.provider_machine = ANY($1::text[])
@@ -255,9 +216,9 @@ impl PgStore {
     /// read takes this store's connection (the next call makes another).
     ///
     /// # Errors
-    /// [`StoreError`] when the store is away, refuses, or does not answer
+    /// [`PgError`] when the store is away, refuses, or does not answer
     /// within its bound.
-    pub async fn read_status(&mut self, filter: &StatusFilter) -> Result<StatusRead, StoreError> {
+    pub async fn read_status(&mut self, filter: &StatusFilter) -> Result<StatusRead, PgError> {
         self.connected().await?;
         let connected = self.connected.take().expect("connected above");
         let client = connected.client;
@@ -320,7 +281,7 @@ impl PgStore {
                 order: filter.order,
             }),
             Ok(Err(error)) => Err(error.into_store_error(target)),
-            Err(_) => Err(StoreError::Timeout {
+            Err(_) => Err(PgError::Timeout {
                 target,
                 after: STATEMENT_TIMEOUT,
             }),
@@ -333,8 +294,8 @@ impl StatusRead {
     /// (a slow reader of the output does not count against the store).
     ///
     /// # Errors
-    /// [`StoreError`] when the store breaks off or does not answer in time.
-    pub async fn next(&mut self) -> Result<Option<FailingRow>, StoreError> {
+    /// [`PgError`] when the store breaks off or does not answer in time.
+    pub async fn next(&mut self) -> Result<Option<FailingRow>, PgError> {
         let next = async {
             let rows = match &mut self.rows {
                 Some(rows) => rows,
@@ -359,7 +320,7 @@ impl StatusRead {
         match tokio::time::timeout(STATEMENT_TIMEOUT, next).await {
             Ok(Ok(row)) => Ok(row),
             Ok(Err(error)) => Err(error.into_store_error(self.target.clone())),
-            Err(_) => Err(StoreError::Timeout {
+            Err(_) => Err(PgError::Timeout {
                 target: self.target.clone(),
                 after: STATEMENT_TIMEOUT,
             }),
@@ -369,13 +330,13 @@ impl StatusRead {
     /// Ends the read-only transaction.
     ///
     /// # Errors
-    /// [`StoreError`] when the store breaks off.
-    pub async fn finish(self) -> Result<(), StoreError> {
+    /// [`PgError`] when the store breaks off.
+    pub async fn finish(self) -> Result<(), PgError> {
         let commit = self.client.batch_execute("COMMIT");
         match tokio::time::timeout(STATEMENT_TIMEOUT, commit).await {
             Ok(Ok(())) => Ok(()),
             Ok(Err(source)) => Err(classify(self.target, source)),
-            Err(_) => Err(StoreError::Timeout {
+            Err(_) => Err(PgError::Timeout {
                 target: self.target,
                 after: STATEMENT_TIMEOUT,
             }),
@@ -423,16 +384,16 @@ impl From<tokio_postgres::Error> for ReadError {
 }
 
 impl ReadError {
-    fn into_store_error(self, target: String) -> StoreError {
+    fn into_store_error(self, target: String) -> PgError {
         match self {
             // A table this release reads is missing: the store is older.
             ReadError::Store(source)
                 if source.code() == Some(&tokio_postgres::error::SqlState::UNDEFINED_TABLE) =>
             {
-                StoreError::NotMigrated { target, source }
+                PgError::NotMigrated { target, source }
             }
             ReadError::Store(source) => classify(target, source),
-            ReadError::Undecodable { column, reason } => StoreError::Undecodable {
+            ReadError::Undecodable { column, reason } => PgError::Undecodable {
                 target,
                 column,
                 reason,

@@ -9,8 +9,8 @@ use std::time::Duration;
 use tokio_postgres::types::ToSql;
 
 use super::connection::PgStore;
-use super::StoreError;
-use crate::model::Instance;
+use super::PgError;
+use mesh_status::model::Instance;
 
 /// Writes the instance's row: made the first time, then `pulled_at`
 /// (`$6`: caught up now) and `applied_at` (`$7`: a round committed since
@@ -61,12 +61,12 @@ pub const RECORD_TIMEOUT: Duration = Duration::from_secs(5);
 impl PgStore {
     /// Says when the store's record begins, while it has met no stream:
     /// now when the durable consumer `acknowledged_before` words (a store
-    /// that was there took them), else never (see [`Store::record_begins`](super::Store::record_begins)).
+    /// that was there took them), else never (see [`Store::record_begins`](mesh_status::Store::record_begins)).
     ///
     /// # Errors
-    /// [`StoreError`] when the store is away, refuses, or does not answer
-    /// within [`RECORD_TIMEOUT`].
-    pub async fn begin_record(&mut self, acknowledged_before: bool) -> Result<(), StoreError> {
+    /// [`PgError`] when the store is away, refuses, or does not answer
+    /// within `RECORD_TIMEOUT`.
+    pub async fn begin_record(&mut self, acknowledged_before: bool) -> Result<(), PgError> {
         let client = &self.connected().await?.client;
         let params: [&(dyn ToSql + Sync); 1] = [&acknowledged_before];
         let outcome = tokio::time::timeout(RECORD_TIMEOUT, client.execute(BEGIN, &params)).await;
@@ -79,15 +79,15 @@ impl PgStore {
     /// record of a process also forgets instances gone for long.
     ///
     /// # Errors
-    /// [`StoreError`] when the store is away, refuses, or does not answer
-    /// within [`RECORD_TIMEOUT`].
+    /// [`PgError`] when the store is away, refuses, or does not answer
+    /// within `RECORD_TIMEOUT`.
     pub async fn record_instance(
         &mut self,
         instance: &Instance,
         caught_up: bool,
         applied: bool,
         first: bool,
-    ) -> Result<(), StoreError> {
+    ) -> Result<(), PgError> {
         let client = &self.connected().await?.client;
         let key = instance.key();
         let started_at = instance.started_at.system_time();

@@ -68,9 +68,9 @@ impl Place {
     /// in the stream, `(epoch, seq)`; the provider's clock plays no part.
     /// The store's statements compare the same columns.
     pub fn is_newer_than(&self, other: &Place) -> bool {
-        #[cfg(feature = "mutant-said-at-order")]
+        #[cfg(mesh_mutant = "said-at-order")]
         return self.said_at > other.said_at;
-        #[cfg(not(feature = "mutant-said-at-order"))]
+        #[cfg(not(mesh_mutant = "said-at-order"))]
         return (self.epoch, self.seq) > (other.epoch, other.seq);
     }
 }

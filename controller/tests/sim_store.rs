@@ -1,17 +1,21 @@
-//! The slow tier: the in-memory store against the real `PgStore` on a
-//! private PostgreSQL, the same random event sequences applied to both in
-//! the same random rounds, then what `status` reads compared. So the two
-//! cannot drift. Ignored in the normal `cargo test` (it starts PostgreSQL):
-//! `cargo test -p mesh-sim --test pg_store -- --ignored`.
+//! The simulator's slow tier: its in-memory store (`mesh_sim::store`)
+//! against the real `PgStore` on a private PostgreSQL, the same random
+//! event sequences applied to both in the same random rounds, then what
+//! `status` reads compared. So the two cannot drift. It lives here, not in
+//! `mesh-sim`, so that the simulator does not depend on this crate.
+//! Ignored in the normal `cargo test` (it starts PostgreSQL):
+//! `cargo test -p mesh-controller --test sim_store -- --ignored`.
 
 use std::time::Duration;
 
-use mesh_controller::model::Received;
-use mesh_controller::store::{migrate, DatabaseOptions, Order, PgStore, StatusFilter, Store};
+use mesh_controller::{migrate, DatabaseOptions, PgStore};
 use mesh_protocol::event::{Alive, Failing, Recovered, RecoveredReason, VERSION};
 use mesh_protocol::{Class, Event, ModuleId, Name, Timestamp};
 use mesh_sim::rng::Rng;
 use mesh_sim::store::MemStore;
+use mesh_status::model::Received;
+use mesh_status::store::{Order, StatusFilter};
+use mesh_status::Store;
 use mesh_test_support::PgCluster;
 
 fn at(base: &Timestamp, secs: i64) -> Timestamp {

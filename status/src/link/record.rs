@@ -33,7 +33,7 @@ pub(super) fn this_process(pull_wait: Duration) -> Instance {
 }
 
 impl<S: Store> Link<'_, S> {
-    /// Records this process in the store (see `store::record`): at once
+    /// Records this process in the store ([`Store::record`]): at once
     /// when it catches up again, else at most every half pull wait. A store
     /// that fails it is tried again at the next pull (the rounds say why).
     pub(super) async fn record(&mut self, caught_up: bool) {

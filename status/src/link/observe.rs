@@ -45,7 +45,20 @@ pub struct LinkState {
     /// When the link last finished a pull.
     pub progress: Progress,
     store_ok: AtomicBool,
-    bus: OnceLock<async_nats::Client>,
+    bus: OnceLock<Box<dyn BusWatch>>,
+}
+
+/// The link's bus connection as the endpoints and the rounds look at it:
+/// `mesh-controller` implements it over its NATS client, a test or the
+/// simulator over a bus of its own (or not at all: a link that never
+/// [`LinkState::joined`] a bus counts as connected).
+pub trait BusWatch: Send + Sync {
+    /// `Ok` while connected; else the connection's state, as a person
+    /// reads it (e.g. `disconnected`).
+    ///
+    /// # Errors
+    /// The state, when not connected.
+    fn connection(&self) -> Result<(), String>;
 }
 
 impl std::fmt::Debug for LinkState {
@@ -158,9 +171,9 @@ impl LinkState {
         self.store_ok.store(true, Ordering::Relaxed);
     }
 
-    /// The bus client, once connected.
-    pub(crate) fn joined(&self, client: &async_nats::Client) {
-        let _ = self.bus.set(client.clone());
+    /// The bus connection, once joined (the first one is kept).
+    pub fn joined(&self, bus: Box<dyn BusWatch>) {
+        let _ = self.bus.set(bus);
     }
 
     /// The stream holds `n` events not acknowledged.
@@ -184,10 +197,8 @@ impl LinkState {
     }
 
     /// Whether the bus is connected, or not joined yet (nothing says it is away).
-    pub(crate) fn bus_connected(&self) -> bool {
-        self.bus.get().is_none_or(|client| {
-            client.connection_state() == async_nats::connection::State::Connected
-        })
+    pub fn bus_connected(&self) -> bool {
+        self.bus.get().is_none_or(|bus| bus.connection().is_ok())
     }
 
     /// `/readyz`: connected to the bus, and the store answered last time.
@@ -195,12 +206,13 @@ impl LinkState {
     /// # Errors
     /// Says which is missing.
     pub fn ready(&self) -> Result<String, String> {
-        let bus = match self.bus.get() {
+        match self.bus.get() {
             None => return Err("not connected to the bus yet".to_owned()),
-            Some(client) => client.connection_state(),
-        };
-        if bus != async_nats::connection::State::Connected {
-            return Err(format!("not connected to the bus ({bus})"));
+            Some(bus) => {
+                if let Err(state) = bus.connection() {
+                    return Err(format!("not connected to the bus ({state})"));
+                }
+            }
         }
         if !self.store_ok.load(Ordering::Relaxed) {
             return Err("the store is away (its last answer was an error)".to_owned());

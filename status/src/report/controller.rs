@@ -118,10 +118,10 @@ pub fn controller(record: &ControllerRecord) -> Controller {
 /// heard from), and that is not heard from at status's own clock, may be
 /// called unheard by what the controller heard (see the module's rules).
 pub fn may_be_unheard(newest: Option<&AliveRow>, controller: &Controller) -> bool {
-    // The planted mutation `mutant-blame-providers` (scripts/mutants): a
+    // The planted mutation `mesh_mutant="blame-providers"` (scripts/mutants): a
     // provider's silence counts to now, whether the controller follows or not.
-    // (A constant of the build, false unless that feature is on.)
-    if cfg!(feature = "mutant-blame-providers") {
+    // (A constant of the build, false unless built with that cfg.)
+    if cfg!(mesh_mutant = "blame-providers") {
         return true;
     }
     let (Some(pulled), Some(since)) = (controller.pulled_at, controller.following_since) else {

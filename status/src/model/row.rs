@@ -196,12 +196,12 @@ impl AliveRow {
     /// times (rows stored before they were kept) the provider's clock
     /// decides: published before its start or in the same second.
     pub fn outlived(&self, said_at: Timestamp, stored_at: Option<Timestamp>) -> bool {
-        #[cfg(feature = "mutant-no-settled-rule")]
+        #[cfg(mesh_mutant = "no-settled-rule")]
         return {
             let _ = (said_at, stored_at);
             false
         };
-        #[cfg(not(feature = "mutant-no-settled-rule"))]
+        #[cfg(not(mesh_mutant = "no-settled-rule"))]
         return self.settled_at.is_some()
             && match (stored_at, self.started_on_stream()) {
                 (Some(stored), Some(start)) => stored.system_time() < start,

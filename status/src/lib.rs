@@ -1,0 +1,33 @@
+//! # mesh-status
+//!
+//! The status engine, backend-neutral (as `postgres-protocol` sits under
+//! `tokio-postgres`): what `mesh-controller status` and `node show` say and
+//! how the link's rounds bring the events there, with no PostgreSQL and no
+//! NATS client in it. `mesh-controller` runs it over its PostgreSQL store and
+//! the JetStream consumer; the simulator (`mesh-sim`) over a store and a bus
+//! in memory; a console or a history command reads the same engine.
+//!
+//! Layers, bottom to top; a module imports only from layers below it
+//! (checked by the root package's `tests/layers.rs`):
+//! - [`model`]: plain types: the declaration, the events received and the
+//!   rows, the pure reduction of a round of events.
+//! - [`store`]: the [`Store`] trait the link writes through, its
+//!   backend-neutral [`StoreError`], what a status read is asked for.
+//! - [`link`]: the link's rounds ([`link::follow_messages`]) over the
+//!   [`link::Messages`] and [`Store`] traits, and its metrics
+//!   ([`LinkState`]); [`report`]: what `status` and `node show` say (pure).
+//! - [`render`]: the report printed for a person or as JSON, as it is read.
+
+pub mod model;
+
+pub mod store;
+
+pub mod link;
+pub mod report;
+
+pub mod render;
+
+pub use link::{LinkSettings, LinkState};
+pub use model::Declaration;
+pub use report::{Clock, Scope};
+pub use store::{Store, StoreError, StoreErrorKind};

@@ -1,0 +1,117 @@
+//! Where the link's messages come from: a small trait over the durable
+//! consumer ([`Messages`], [`Delivery`]). `mesh-controller` implements it
+//! over the JetStream durable pull consumer it follows in production.
+//!
+//! The link's rounds ([`super::follow_messages`]) are written against the
+//! trait only, so a test or the simulator (`mesh-sim`) can run the very same
+//! round code over a message source of its own.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+/// One message delivered by the durable consumer, awaiting its ack.
+///
+/// # Guarantees expected of an implementation
+/// - A message neither acknowledged, NAKed nor terminated is delivered
+///   again after the consumer's ack wait.
+/// - [`Delivery::double_ack`] returns `Ok` only once the server processed
+///   this ack and every earlier one of the same consumer.
+#[async_trait]
+pub trait Delivery: Send + Sync {
+    /// Its subject.
+    fn subject(&self) -> &str;
+    /// Its body.
+    fn payload(&self) -> &[u8];
+    /// Its stream sequence (0 when unknown).
+    fn stream_sequence(&self) -> u64;
+    /// When the stream stored it (the server's clock), when known.
+    fn stored_at(&self) -> Option<std::time::SystemTime>;
+    /// Acknowledges it (no answer awaited).
+    ///
+    /// # Errors
+    /// Why the ack could not be sent.
+    async fn ack(&self) -> Result<(), String>;
+    /// Acknowledges it and waits for the server's answer.
+    ///
+    /// # Errors
+    /// Why the ack was not confirmed.
+    async fn double_ack(&self) -> Result<(), String>;
+    /// Asks for it again after `delay`.
+    ///
+    /// # Errors
+    /// Why the NAK could not be sent.
+    async fn nak(&self, delay: Duration) -> Result<(), String>;
+    /// Terminates it (never delivered again) and waits for the answer.
+    ///
+    /// # Errors
+    /// Why the termination was not confirmed.
+    async fn term(&self) -> Result<(), String>;
+}
+
+/// The durable consumer, as the link pulls from it.
+#[async_trait]
+pub trait Messages: Send {
+    /// A delivered message.
+    type Message: Delivery;
+    /// The messages waiting (at most `batch`, in stream order), or, when
+    /// none is, the first to arrive within `wait`; with the error that ended
+    /// the pull, if any (no message and an expired pull are not errors).
+    async fn pull(&mut self, batch: usize, wait: Duration) -> (Vec<Self::Message>, Option<String>);
+    /// What the consumer holds that is not acknowledged yet.
+    ///
+    /// # Errors
+    /// When the consumer cannot be asked or is not there.
+    async fn pending(&mut self) -> Result<Pending, String>;
+}
+
+/// What a consumer holds that is not acknowledged yet.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pending {
+    /// Messages not delivered yet (JetStream's `num_pending`).
+    pub undelivered: u64,
+    /// Messages delivered and not acknowledged (`num_ack_pending`).
+    pub unacknowledged: u64,
+}
+
+impl Pending {
+    /// The stream's lag: every message not acknowledged yet.
+    pub fn lag(&self) -> u64 {
+        self.undelivered.saturating_add(self.unacknowledged)
+    }
+
+    /// Whether delivery waits on acknowledgements: the consumer holds
+    /// `max_ack_pending` unacknowledged messages (their acks lost, say:
+    /// they are stored, and delivered again after the ack wait) and more
+    /// wait behind them. A pull then comes back empty though events wait.
+    pub fn blocked(&self, max_ack_pending: usize) -> bool {
+        self.undelivered > 0
+            && self.unacknowledged >= u64::try_from(max_ack_pending).unwrap_or(u64::MAX)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Pending;
+
+    #[test]
+    fn delivery_is_blocked_only_by_a_full_ack_window_with_more_waiting() {
+        let p = |undelivered, unacknowledged| Pending {
+            undelivered,
+            unacknowledged,
+        };
+        // (pending, max_ack_pending, blocked)
+        for (pending, max, blocked) in [
+            (p(0, 0), 16, false),
+            (p(0, 16), 16, false),
+            (p(5, 15), 16, false),
+            (p(1, 16), 16, true),
+            (p(9, 20), 16, true),
+            (p(1, 1), 1, true),
+        ] {
+            assert_eq!(pending.blocked(max), blocked, "{pending:?} of {max}");
+        }
+        assert_eq!(p(3, 4).lag(), 7);
+        assert_eq!(p(u64::MAX, 4).lag(), u64::MAX);
+    }
+}

@@ -1,0 +1,192 @@
+//! The store the link writes and `status` reads, as the engine sees it:
+//! the [`Store`] trait the link's rounds apply events through, its
+//! backend-neutral [`StoreError`], and what a status read is asked for
+//! ([`StatusFilter`], [`Order`]) and answers first ([`Counts`]).
+//! `mesh-controller` implements it on PostgreSQL (`PgStore`), the
+//! simulator in memory.
+//!
+//! # Rules every implementation keeps
+//! - One `failing` event per (provider module, provider machine, consumer):
+//!   the newest. A `recovered` deletes only that key's `failing`, and only
+//!   when it is newer than it.
+//! - An event is newer when it stands later in the event stream: its
+//!   `(stream epoch, stream sequence)` is greater ([`Received::epoch`]). The
+//!   provider's clock plays no part: an older event never overwrites a newer
+//!   one, a redelivered event changes nothing, a `recovered` from a clock
+//!   that stepped back lands, and an event stamped in the future pins nothing.
+//! - The newest `recovered` of each key is kept too, so a `failing` older than
+//!   it (delivered late) cannot bring the standing back.
+//! - The newest `repair` per (provider, fault); the fault is open unless that
+//!   event is `repaired`. The newest `retirement` per (provider, consumer,
+//!   action) is kept; `status` names a consumer the declaration requires
+//!   whose newest of them is `retired` or `deleted` (and not followed by a
+//!   word saying it is served again).
+
+use std::time::SystemTime;
+
+use async_trait::async_trait;
+use mesh_protocol::{ModuleId, Timestamp};
+
+use crate::model::{Instance, Received};
+
+/// What kind of failure a [`StoreError`] is: what the link does about it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoreErrorKind {
+    /// The store is away, busy or slow, or failed for a reason that may
+    /// pass: the link holds the events (NAK) and tries again.
+    Away,
+    /// The store refuses this login or fails its TLS settings: only a
+    /// person can end it (trying again is still allowed).
+    Lasting,
+    /// The store refused the events themselves (a data or constraint
+    /// error): trying them again would fail again.
+    Refused,
+    /// The store holds a value this engine cannot read back: reading
+    /// again gives the same.
+    Undecodable,
+}
+
+/// The store failed: its [`StoreErrorKind`] and the backend's own error
+/// (shown as the error's text, and as its [`std::error::Error::source`]).
+#[derive(Debug)]
+pub struct StoreError {
+    kind: StoreErrorKind,
+    error: Box<dyn std::error::Error + Send + Sync + 'static>,
+}
+
+impl StoreError {
+    /// A failure of `kind`, said by the backend's `error`.
+    pub fn new(
+        kind: StoreErrorKind,
+        error: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    ) -> StoreError {
+        StoreError {
+            kind,
+            error: error.into(),
+        }
+    }
+
+    /// Its kind.
+    pub fn kind(&self) -> StoreErrorKind {
+        self.kind
+    }
+
+    /// The backend's error, to look at as its own type.
+    pub fn backend(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        self.error.as_ref()
+    }
+
+    /// Whether trying again later may succeed (everything but
+    /// [`StoreErrorKind::Refused`] and [`StoreErrorKind::Undecodable`]).
+    pub fn is_transient(&self) -> bool {
+        !matches!(
+            self.kind,
+            StoreErrorKind::Refused | StoreErrorKind::Undecodable
+        )
+    }
+
+    /// Whether only a person can end it ([`StoreErrorKind::Lasting`]).
+    pub fn is_lasting(&self) -> bool {
+        self.kind == StoreErrorKind::Lasting
+    }
+}
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+impl std::error::Error for StoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.error.source()
+    }
+}
+
+/// Which standings and repair faults a read is about.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StatusFilter {
+    /// Only the standings and repairs of these providers (those the
+    /// declaration assigns where they ran).
+    pub providers: Vec<ModuleId>,
+    /// `node show MACHINE`: only standings whose provider or consumer is on
+    /// it, and repairs of providers on it.
+    pub machine: Option<String>,
+    /// A standing published at or before this time counts as silent.
+    pub silent_before: Timestamp,
+    /// The consumers the declaration requires from a provider, in scope:
+    /// (provider, consumer). Those whose provider last said it retired or
+    /// deleted them are read (the store's `retired` rows).
+    pub required: Vec<(ModuleId, String)>,
+    /// The order the standings come in.
+    pub order: Order,
+}
+
+/// The order of the listing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Order {
+    /// By provider module, provider machine, consumer (`status --json`).
+    #[default]
+    Key,
+    /// By provider module, provider machine, class, error, consumer: the
+    /// standings failing for one cause come together (the human listing
+    /// groups them).
+    Cause,
+}
+
+/// The counts the sentence needs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Standings the read lists.
+    pub standings: u64,
+    /// Of which silent (published at or before [`StatusFilter::silent_before`]).
+    pub silent: u64,
+}
+
+/// Where the link puts the events it received.
+///
+/// # Guarantees expected of an implementation
+/// - [`Store::apply`] applies all the events, in the order given, in one
+///   transaction, following the rules of this module: all or none.
+/// - Applying the same events again changes nothing (redelivery is normal).
+/// - After a transient error the next call reconnects as needed.
+///
+/// # Errors
+/// [`StoreError`]; the link holds the events (NAK) on a transient one.
+#[async_trait]
+pub trait Store: Send {
+    /// Applies `events` in order in one transaction.
+    async fn apply(&mut self, events: &[Received]) -> Result<(), StoreError>;
+
+    /// The epoch of the stream `stream` made at `created`: registered the
+    /// first time it is met, numbered in that order (see [`Received::epoch`]).
+    async fn stream_epoch(&mut self, stream: &str, created: SystemTime) -> Result<u64, StoreError>;
+
+    /// Says when the store's record begins, before the stream's epoch is
+    /// registered: for a store that meets its first stream now (made anew),
+    /// now when the durable consumer `acknowledged_before` words (a store
+    /// that was there took them: they are not in this one until they are
+    /// said again), else never (it gets every word the stream holds). A
+    /// store that has met a stream keeps what it says. A store that keeps
+    /// no such record (a test's) does nothing.
+    async fn record_begins(&mut self, acknowledged_before: bool) -> Result<(), StoreError> {
+        let _ = acknowledged_before;
+        Ok(())
+    }
+
+    /// Records that the `serve` process `instance` runs: whether it is
+    /// caught up now (a short pull, not because delivery waits on
+    /// acknowledgements, every word it took stored), and whether it committed a round since
+    /// its last record; `first` on its first record. A store that keeps no
+    /// such record (a test's) does nothing.
+    async fn record(
+        &mut self,
+        instance: &Instance,
+        caught_up: bool,
+        applied: bool,
+        first: bool,
+    ) -> Result<(), StoreError> {
+        let _ = (instance, caught_up, applied, first);
+        Ok(())
+    }
+}
