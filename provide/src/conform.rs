@@ -24,7 +24,7 @@ use crate::provisioner::HookProvisioner;
 /// Exit code when a rule failed (or the hook could not be started).
 pub const EXIT_FAILED: u8 = 1;
 
-/// Runs mesh's conformance suite against a hook and its real backend (`--list` prints its rules): ensure, check, rotation, held, retire, re-enable and delete do what they say; a change by hand is mended; a provision it did not make is untouched; names with `_`, `-`, digits and 63 bytes side by side are each their own; a call cut off mid-way (the hook killed) leaves nothing that breaks the next ensure. Rules needing the `by-hand` verb are skipped when the hook answers it unsupported. One line per rule, then `N passed, N failed`; exit 0 only when none failed. It makes consumers named `conform-<random>-…`, removes what an earlier run left at its start, and fails if any `conform-*` is left at its end.
+/// Runs mesh's conformance suite against a hook and its real backend (`--list` prints its rules): ensure, check, rotation, held, retire, re-enable and delete do what they say; a change by hand is mended; a provision it did not make is untouched; names with `_`, `-`, digits and 63 bytes side by side are each their own; a call cut off mid-way (the hook killed) leaves nothing that breaks the next ensure. Rules needing the `by-hand` verb are skipped when the hook answers it unsupported. One line per rule, then `N passed, N failed`; exit 0 only when none failed. It makes consumers named `conform-<random>-…`, removes what an earlier run left at its start, and fails if any of its own (`conform-<8 hex digits>-…`) is left at its end.
 #[derive(Parser, Debug)]
 #[command(name = "mesh-provide conform", version)]
 pub struct ConformArgs {
@@ -115,8 +115,15 @@ pub async fn run(args: ConformArgs) -> Result<(), Failure> {
     }
 }
 
+/// The arguments from `conform` on, with usage and errors naming the
+/// program `mesh-provide conform` (not `conform`).
+fn parse(args: impl IntoIterator<Item = OsString>) -> Result<ConformArgs, clap::Error> {
+    let args =
+        std::iter::once(OsString::from("mesh-provide conform")).chain(args.into_iter().skip(1));
+    ConformArgs::try_parse_from(args)
+}
+
 /// `mesh-provide conform ARGS` (`args` from `conform` on).
 pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
-    Program::new("mesh-provide conform")
-        .run_parsed(ConformArgs::try_parse_from(args), |args, _| run(args))
+    Program::new("mesh-provide conform").run_parsed(parse(args), |args, _| run(args))
 }

@@ -104,7 +104,14 @@ impl Exec {
         // (stderr, the reply's error) are read.
         let answer = self.answer(ask, id, &output, scrub);
         let lines = stderr_lines(&output.stderr, scrub);
-        let answer = answer.map_err(|what| self.bad(ask.verb(), what, scrub))?;
+        let answer = match answer {
+            Ok(answer) => answer,
+            Err(what) => {
+                // Its stderr says why (a traceback beside half a reply).
+                self.log_stderr(ask, &lines, true);
+                return Err(self.bad(ask.verb(), what, scrub));
+            }
+        };
         let failed = matches!(answer, Answer::Refused { .. });
         self.log_stderr(ask, &lines, failed);
         Ok(match answer {

@@ -58,6 +58,22 @@ pub struct Hook {
     last_hello: tokio::sync::Mutex<Instant>,
 }
 
+/// A call in progress, counted as timed out if it is dropped unfinished.
+struct Counted<'a> {
+    metrics: &'a HookMetrics,
+    verb: crate::wire::Verb,
+    started: Instant,
+    done: bool,
+}
+
+impl Drop for Counted<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.metrics.cut_off(self.verb, self.started.elapsed());
+        }
+    }
+}
+
 /// The hello in an answer: a hook that does not know it says nothing.
 fn hello_of(label: &str, answer: Answer) -> Result<Hello, HookError> {
     match answer {
@@ -166,7 +182,14 @@ impl Hook {
         if let (Some(consumer), Some(secret)) = (ask.consumer(), ask.secret()) {
             self.scrub.handing(consumer, secret);
         }
-        let started = Instant::now();
+        // Counted however the call ends: the loop's own bound (the call
+        // timeout) may cut it off before it returns, and that is a timeout.
+        let mut counted = Counted {
+            metrics: &self.metrics,
+            verb: ask.verb(),
+            started: Instant::now(),
+            done: false,
+        };
         let answer = match &self.runner {
             Runner::Exec(exec) => {
                 self.hello_if_due(exec).await;
@@ -177,7 +200,9 @@ impl Hook {
             }
             Runner::Serve(serve) => serve.call(ask, &self.ids).await,
         };
-        self.metrics.call(ask.verb(), &answer, started.elapsed());
+        counted.done = true;
+        self.metrics
+            .call(ask.verb(), &answer, counted.started.elapsed());
         Ok(match answer? {
             Answer::Refused { class, error } => Answer::Refused {
                 class,

@@ -3,7 +3,7 @@
 //!
 //! | metric | type | what |
 //! | --- | --- | --- |
-//! | `mesh_hook_calls_total{verb, outcome}` | counter | calls to the hook, by verb and outcome: `ok`, `failed` (the hook said no), `unsupported`, `bad-reply`, `timed-out`, `lost` (serve: it went down with the call in flight), `down` (serve: braked, not started), `spawn-failed` |
+//! | `mesh_hook_calls_total{verb, outcome}` | counter | calls to the hook, by verb and outcome: `ok`, `failed` (the hook said no), `unsupported`, `bad-reply`, `timed-out` (the hook timeout, or the loop's call timeout cutting the call off), `lost` (serve: it went down with the call in flight), `down` (serve: braked, not started), `spawn-failed` |
 //! | `mesh_hook_call_duration_seconds{verb}` | histogram | how long a call took, whatever its outcome |
 //! | `mesh_hook_restarts_total{cause}` | counter | serve: processes of the hook that went down, by cause (`exited`, `bad-line`, `stuck`, `hello`, `spawn`, `pipe`, `killed`); each is started again behind the brake |
 //! | `mesh_hook_up` | gauge | 1 while the hook answers: serve, a process of it runs; exec, its last call could be started |
@@ -105,6 +105,17 @@ impl HookMetrics {
     pub fn call(&self, verb: Verb, result: &Result<Answer, HookError>, took: Duration) {
         self.calls
             .get_or_create(&[("verb", verb.as_str()), ("outcome", outcome(result))])
+            .inc();
+        self.durations
+            .get_or_create(&[("verb", verb.as_str())])
+            .observe(took.as_secs_f64());
+    }
+
+    /// A call to `verb` was cut off after `took` by the loop's own bound
+    /// (the call timeout): counted as `timed-out`.
+    pub fn cut_off(&self, verb: Verb, took: Duration) {
+        self.calls
+            .get_or_create(&[("verb", verb.as_str()), ("outcome", "timed-out")])
             .inc();
         self.durations
             .get_or_create(&[("verb", verb.as_str())])

@@ -336,6 +336,21 @@ pub async fn conform<P: Provisioner>(provisioner: &P, suite: &Suite) -> Report {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn only_the_suites_own_names_are_cleaned_up() {
+        use super::rules::is_suites;
+        for (name, suites) in [
+            ("conform-0a1b2c3d-a_b", true),
+            ("conform-0a1b2c3d-x", true),
+            ("conform-api", false),
+            ("conform-0a1b2c3d", false),
+            ("conform-0A1B2C3D-x", false),
+            ("conform-0a1b2c3g-x", false),
+            ("myconform-0a1b2c3d-x", false),
+        ] {
+            assert_eq!(is_suites(name), suites, "{name}");
+        }
+    }
     use std::collections::{HashMap, HashSet};
     use std::sync::{Arc, Mutex};
     use std::time::Duration;

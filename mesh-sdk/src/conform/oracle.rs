@@ -8,7 +8,7 @@ use std::time::Duration;
 use mesh_protocol::Name;
 use mesh_runtime::Secret;
 
-use super::rules::{words_of, Run, Step, PREFIX};
+use super::rules::{is_suites, words_of, Run, Step};
 use super::{ByHand, ByHandError, Outcome};
 use crate::provisioner::Provisioner;
 
@@ -50,7 +50,7 @@ impl<P: Provisioner> Run<'_, P> {
         };
         let earlier: Vec<_> = held
             .into_iter()
-            .filter(|h| h.name.as_str().starts_with(PREFIX))
+            .filter(|h| is_suites(h.name.as_str()))
             .collect();
         if earlier.is_empty() {
             return "nothing an earlier run left".into();
@@ -463,7 +463,7 @@ impl<P: Provisioner> Run<'_, P> {
             .await?
             .into_iter()
             .map(|h| h.name)
-            .filter(|n| n.as_str().starts_with(PREFIX))
+            .filter(|n| is_suites(n.as_str()))
             .collect();
         if !left.is_empty() {
             why.push(format!(

@@ -29,6 +29,20 @@ pub(super) fn random_hex() -> String {
 /// The prefix of every name any run of the suite makes.
 pub(super) const PREFIX: &str = "conform-";
 
+/// Whether `name` is one the suite makes: `conform-`, eight lowercase hex
+/// digits, `-` (a real consumer may be named `conform-api`; it is never
+/// cleaned up or counted as a leftover).
+pub(super) fn is_suites(name: &str) -> bool {
+    name.strip_prefix(PREFIX).is_some_and(|rest| {
+        let tag = rest.as_bytes();
+        tag.len() > 9
+            && tag[..8]
+                .iter()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b))
+            && tag[8] == b'-'
+    })
+}
+
 /// One run of the suite over one provisioner.
 pub(super) struct Run<'a, P> {
     pub(super) p: &'a P,
@@ -305,7 +319,7 @@ impl<'a, P: Provisioner> Run<'a, P> {
         }
         if let Some(other) = held
             .iter()
-            .find(|h| h.name.as_str().starts_with(PREFIX) && &h.name != a)
+            .find(|h| is_suites(h.name.as_str()) && &h.name != a)
         {
             return Err(format!(
                 "held lists {}, which the suite did not make (or an earlier run left)",

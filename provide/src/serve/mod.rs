@@ -24,7 +24,7 @@ use crate::metrics::HookMetrics;
 use crate::scrub::Scrub;
 use crate::wire::{Answer, Ask, Hello, Ids, Verb};
 
-pub use self::session::{STDERR_BEHIND, STDERR_PER_MINUTE, STDERR_TAIL};
+pub use self::session::{STDERR_BEHIND, STDERR_PER_MINUTE, STDERR_TAIL, STDERR_WAIT_MAX};
 
 /// How a serve-mode hook is run.
 #[derive(Clone, Debug)]

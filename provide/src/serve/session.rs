@@ -27,10 +27,22 @@ type Reply = oneshot::Sender<Result<Answer, HookError>>;
 /// At most this many stderr lines of a serve-mode hook are logged a minute.
 pub const STDERR_PER_MINUTE: u32 = 100;
 
-/// How far behind stdout a stderr line is read: a secret the hook announces
-/// on stdout before it writes it to stderr is known when the line is
-/// scrubbed (two pipes have no order of their own).
-pub const STDERR_BEHIND: Duration = Duration::from_millis(100);
+/// Two pipes have no order of their own, so a stderr line read at R is
+/// scrubbed only once stdout has been read up to R: its reader found the
+/// pipe empty after R, or waits on an empty pipe this long after R (so a
+/// secrets line the hook wrote before the stderr line is known by then).
+pub const STDERR_BEHIND: Duration = Duration::from_millis(20);
+
+/// The longest a stderr line waits for stdout to be read up to it.
+pub const STDERR_WAIT_MAX: Duration = Duration::from_secs(1);
+
+/// What the stdout reader says of itself: whether it waits on an empty
+/// pipe, and when it last found the pipe empty.
+#[derive(Clone, Copy, Debug)]
+struct StdoutRead {
+    waiting: bool,
+    empty_at: Instant,
+}
 
 /// How many of its last stderr lines a hook that went down is quoted with.
 pub const STDERR_TAIL: usize = 3;
@@ -62,6 +74,8 @@ pub struct Session {
     tail: Mutex<VecDeque<String>>,
     /// Set when its stderr ended.
     stderr_ended: tokio::sync::watch::Sender<bool>,
+    /// How far its stdout has been read.
+    stdout_read: tokio::sync::watch::Sender<StdoutRead>,
 }
 
 fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -79,9 +93,26 @@ enum Line {
 }
 
 /// Reads the next line of at most `max` bytes.
-async fn next_line<R: AsyncBufRead + Unpin>(reader: &mut R, max: usize) -> std::io::Result<Line> {
+async fn next_line<R: AsyncBufRead + Unpin>(
+    reader: &mut R,
+    max: usize,
+    waits: impl Fn(bool),
+) -> std::io::Result<Line> {
     let mut line = Vec::new();
     loop {
+        // `waits(true)` while the pipe has nothing to read, `waits(false)`
+        // once it has.
+        std::future::poll_fn(
+            |cx| match std::pin::Pin::new(&mut *reader).poll_fill_buf(cx) {
+                std::task::Poll::Pending => {
+                    waits(true);
+                    std::task::Poll::Pending
+                }
+                std::task::Poll::Ready(read) => std::task::Poll::Ready(read.map(drop)),
+            },
+        )
+        .await?;
+        waits(false);
         let buf = reader.fill_buf().await?;
         if buf.is_empty() {
             return Ok(match line.is_empty() {
@@ -142,6 +173,10 @@ impl Session {
             answered_since: Mutex::new(None),
             tail: Mutex::new(VecDeque::with_capacity(STDERR_TAIL)),
             stderr_ended: tokio::sync::watch::Sender::new(false),
+            stdout_read: tokio::sync::watch::Sender::new(StdoutRead {
+                waiting: false,
+                empty_at: Instant::now(),
+            }),
         });
         if let Some(stdout) = stdout {
             tokio::spawn(Arc::clone(&session).read_replies(stdout));
@@ -169,11 +204,18 @@ impl Session {
     /// Its last stderr lines (at most [`STDERR_TAIL`]), scrubbed, joined
     /// with ` | `; empty when it wrote none.
     pub fn stderr_tail(&self) -> String {
-        let tail = locked(&self.tail);
-        tail.iter()
-            .map(String::as_str)
-            .collect::<Vec<_>>()
-            .join(" | ")
+        let joined = {
+            let tail = locked(&self.tail);
+            tail.iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>()
+                .join(" | ")
+        };
+        // Scrubbed again: a secret announced since a line was kept.
+        match joined.is_empty() {
+            true => joined,
+            false => self.scrub.words(&joined),
+        }
     }
 
     /// The hook's pid while it runs.
@@ -202,10 +244,18 @@ impl Session {
             let wrote = {
                 let mut stdin = self.stdin.lock().await;
                 match stdin.as_mut() {
-                    Some(stdin) => match stdin.write_all(&line).await {
-                        Ok(()) => stdin.flush().await,
-                        Err(e) => Err(e),
-                    },
+                    Some(stdin) => {
+                        let mut writing = HalfWritten {
+                            session: self,
+                            done: false,
+                        };
+                        let wrote = match stdin.write_all(&line).await {
+                            Ok(()) => stdin.flush().await,
+                            Err(e) => Err(e),
+                        };
+                        writing.done = true;
+                        wrote
+                    }
                     None => Err(std::io::ErrorKind::BrokenPipe.into()),
                 }
             };
@@ -216,7 +266,11 @@ impl Session {
         };
         match tokio::time::timeout(self.timeout, exchange).await {
             Ok(Ok(result)) => result,
-            Ok(Err(_)) => Err(self.lost(verb, "dropped the call")),
+            Ok(Err(_)) => Err(HookError::Lost {
+                hook: self.label.clone(),
+                verb,
+                why: "the call ended unanswered (the hook was closed)".into(),
+            }),
             Err(_) => {
                 locked(&self.table).gave_up(id);
                 Err(HookError::TimedOut {
@@ -278,7 +332,15 @@ impl Session {
     async fn read_replies(self: Arc<Self>, stdout: ChildStdout) {
         let mut reader = BufReader::new(stdout);
         let (cause, why) = loop {
-            let line = match next_line(&mut reader, MAX_REPLY_BYTES).await {
+            let read = |waiting: bool| {
+                self.stdout_read.send_modify(|r| {
+                    r.waiting = waiting;
+                    if waiting {
+                        r.empty_at = Instant::now();
+                    }
+                })
+            };
+            let line = match next_line(&mut reader, MAX_REPLY_BYTES, read).await {
                 Ok(Line::Whole(line)) => line,
                 Ok(Line::TooLong) => {
                     break (
@@ -286,7 +348,10 @@ impl Session {
                         format!("wrote a line larger than {MAX_REPLY_BYTES} bytes; killed"),
                     )
                 }
-                Ok(Line::End) => break (Cause::Exited, self.ended().await),
+                Ok(Line::End) => {
+                    read(true);
+                    break (Cause::Exited, self.ended().await);
+                }
                 Err(e) => break (Cause::Pipe, format!("could not be read ({e})")),
             };
             if let Err(bad) = self.reply(&line) {
@@ -348,7 +413,7 @@ impl Session {
         };
         let mut stderr = self.stderr_ended.subscribe();
         let _ = tokio::time::timeout(
-            STDERR_BEHIND + Duration::from_millis(400),
+            STDERR_WAIT_MAX + Duration::from_millis(400),
             stderr.wait_for(|ended| *ended),
         )
         .await;
@@ -356,14 +421,15 @@ impl Session {
     }
 
     /// Logs the hook's stderr, each line scrubbed and cut, at most
-    /// [`STDERR_PER_MINUTE`] lines a minute, each [`STDERR_BEHIND`] after it
+    /// [`STDERR_PER_MINUTE`] lines a minute, each once stdout was read up
+    /// to it ([`STDERR_BEHIND`], at most [`STDERR_WAIT_MAX`])
     /// was read (the pipe is read on meanwhile, so the hook never waits).
     async fn log_stderr(self: Arc<Self>, stderr: ChildStderr) {
         let (lines, queued) = tokio::sync::mpsc::channel::<(Instant, Vec<u8>)>(256);
         let logger = tokio::spawn(Arc::clone(&self).log_lines(queued));
         let mut reader = BufReader::new(stderr);
         loop {
-            let line = match next_line(&mut reader, STDERR_KEPT).await {
+            let line = match next_line(&mut reader, STDERR_KEPT, |_| {}).await {
                 Ok(Line::Whole(line)) => line,
                 Ok(Line::TooLong) => {
                     if skip_line(&mut reader).await.is_err() {
@@ -391,8 +457,14 @@ impl Session {
     ) {
         let (mut window, mut logged, mut dropped) = (Instant::now(), 0u32, 0u32);
         while let Some((read_at, line)) = queued.recv().await {
-            // A secret announced on stdout just before is known by then.
+            // A secret announced on stdout before the line is known by then.
             tokio::time::sleep_until(read_at + STDERR_BEHIND).await;
+            let mut stdout = self.stdout_read.subscribe();
+            let _ = tokio::time::timeout(
+                STDERR_WAIT_MAX,
+                stdout.wait_for(|r| r.empty_at > read_at || r.waiting),
+            )
+            .await;
             let text = self.scrub.words(String::from_utf8_lossy(&line).trim_end());
             {
                 let mut tail = locked(&self.tail);
@@ -439,6 +511,25 @@ impl Session {
     }
 }
 
+/// A request being written: cut off half way (its call's timeout), it
+/// takes the session down, for the next request would follow the half line.
+struct HalfWritten<'a> {
+    session: &'a Session,
+    done: bool,
+}
+
+impl Drop for HalfWritten<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.session.go_down(
+                Cause::Pipe,
+                "a request was cut off half written (the hook did not read its stdin in time); killed"
+                    .into(),
+            );
+        }
+    }
+}
+
 impl Drop for Session {
     fn drop(&mut self) {
         if let Some(hooked) = locked(&self.hooked).as_mut() {
@@ -455,7 +546,7 @@ mod tests {
         let mut reader = BufReader::with_capacity(4, input);
         let mut out = Vec::new();
         loop {
-            match next_line(&mut reader, max).await.unwrap() {
+            match next_line(&mut reader, max, |_| {}).await.unwrap() {
                 Line::Whole(l) => out.push(String::from_utf8(l).unwrap()),
                 Line::TooLong => {
                     out.push("<too long>".into());

@@ -15,15 +15,17 @@ pub const MAX_REPLY_BYTES: usize = 64 * 1024;
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Bad {
     /// Not JSON at all.
-    #[error("reply is not JSON ({error}): {start}")]
+    #[error("reply is not JSON ({error}): {}", quote(start))]
     NotJson {
         /// The parser's words.
         error: String,
-        /// The reply's first characters, quoted (redacted by the caller).
+        /// The reply's first characters, as the hook wrote them (up to
+        /// [`KEPT`] bytes: redacted by the caller whole, then cut and quoted
+        /// when shown, so that a secret is matched before it is cut).
         start: String,
     },
     /// JSON, but not an object.
-    #[error("reply is not a JSON object: {start}")]
+    #[error("reply is not a JSON object: {}", quote(start))]
     NotAnObject {
         /// The reply's first characters.
         start: String,
@@ -109,9 +111,19 @@ impl Bad {
 /// How many characters of a bad reply an error quotes.
 const QUOTED: usize = 40;
 
-fn quoted(bytes: &[u8]) -> String {
-    let text = String::from_utf8_lossy(bytes);
-    format!("{:?}", mesh_runtime::redact::cut(text.trim(), QUOTED))
+/// How many bytes of a bad reply are kept to be redacted and then quoted.
+pub const KEPT: usize = 4 * 1024;
+
+/// The first bytes of a bad reply, as text, before any redaction.
+fn kept(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(&bytes[..bytes.len().min(KEPT)])
+        .trim()
+        .to_owned()
+}
+
+/// A bad reply's start as an error shows it: cut, then quoted.
+fn quote(start: &str) -> String {
+    format!("{:?}", mesh_runtime::redact::cut(start, QUOTED))
 }
 
 /// A reply read as a JSON object, its `id` and `secrets` taken out (the
@@ -167,12 +179,10 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, Bad> {
     }
     let value: Value = serde_json::from_slice(bytes).map_err(|error| Bad::NotJson {
         error: error.to_string(),
-        start: quoted(bytes),
+        start: kept(bytes),
     })?;
     let Value::Object(mut fields) = value else {
-        return Err(Bad::NotAnObject {
-            start: quoted(bytes),
-        });
+        return Err(Bad::NotAnObject { start: kept(bytes) });
     };
     let id = fields.remove("id").and_then(|id| id.as_u64());
     let secrets = match fields.remove("secrets") {
@@ -611,7 +621,7 @@ mod tests {
         assert_eq!(
             parse(b"[1,2]").unwrap_err(),
             Bad::NotAnObject {
-                start: "\"[1,2]\"".into()
+                start: "[1,2]".into()
             }
         );
         assert!(matches!(parse(b"").unwrap_err(), Bad::NotJson { .. }));
@@ -628,6 +638,26 @@ mod tests {
         let long = "y".repeat(500);
         let quoted = parse(long.as_bytes()).unwrap_err().to_string();
         assert!(quoted.len() < 150, "a bad reply is quoted short: {quoted}");
+        // A secret past the quoted characters, or one with a quote in it,
+        // is removed before the text is cut and quoted.
+        let secret = "hunter2-\"quoted\"-long-enough-to-cross-the-cut";
+        let line = format!("connecting as the administrator with password {secret} now");
+        let bad = parse(line.as_bytes())
+            .unwrap_err()
+            .scrubbed(|text| text.replace(secret, "[redacted]"));
+        let said = bad.to_string();
+        assert!(
+            said.ends_with(r#": "connecting as the administrator with pa…""#),
+            "{said}"
+        );
+        assert!(!said.contains("hunt"), "{said}");
+        let bad = parse(format!("{secret} first").as_bytes())
+            .unwrap_err()
+            .scrubbed(|text| text.replace(secret, "[redacted]"));
+        assert!(
+            bad.to_string().ends_with(r#": "[redacted] first""#),
+            "{bad}"
+        );
     }
 
     #[test]
