@@ -369,8 +369,8 @@ MESH_PACKAGE_FILES="
 /usr/share/mesh/kits/go/go.mod
 /usr/share/mesh/kits/go/serve.go
 /usr/share/mesh/kits/typescript/src/protocol.ts
-/usr/share/doc/mesh/examples/hooks/rabbitmq/main.go
-/usr/share/doc/mesh/examples/hooks/mariadb/src/mariadb.ts
+/usr/share/mesh/examples/hooks/rabbitmq/main.go
+/usr/share/mesh/examples/hooks/mariadb/src/mariadb.ts
 /usr/share/doc/mesh/copyright
 /usr/share/doc/mesh/docs/hooks.md
 /usr/share/doc/mesh/docs/operating.md
@@ -480,9 +480,10 @@ check_package() {
   local hook_said
   for hook in /usr/lib/mesh/hooks/mariadb/dist/mariadb.js /usr/lib/mesh/hooks/rabbitmq-hook; do
     [ -e "$hook" ] || continue
-    hook_said=$(env -i PATH=/usr/bin:/bin timeout 20 "$hook" held 2>&1 </dev/null) && true
-    if grep -qiE "cannot find (module|package)|ERR_MODULE_NOT_FOUND" <<<"$hook_said"; then
-      echo "the installed $hook does not start: $hook_said" >&2
+    local hook_status=0
+    hook_said=$(env -i PATH=/usr/bin:/bin timeout 20 "$hook" held 2>&1 </dev/null) || hook_status=$?
+    if [ "$hook_status" -ne 2 ] || ! grep -q "is not set" <<<"$hook_said"; then
+      echo "the installed $hook does not start as it should (exit $hook_status, not 2 for its missing settings): $hook_said" >&2
       failed=yes
     fi
   done

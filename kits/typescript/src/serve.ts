@@ -170,7 +170,10 @@ export async function serve(hook: Hook): Promise<never> {
     process.exit(2);
   }
   const replied = await answer(hook, request);
-  const out = announced.length > 0 ? { ...replied, secrets: [...announced] } : replied;
+  // The reply's own secrets (a hello's) and the announced ones, together.
+  const own = 'secrets' in replied && Array.isArray(replied.secrets) ? (replied.secrets as string[]) : [];
+  const all = [...new Set([...own, ...announced])];
+  const out = all.length > 0 ? { ...replied, secrets: all } : replied;
   process.stdout.write(`${JSON.stringify(out)}\n`);
   await hook.close?.();
   process.exit('ok' in out && out.ok === false ? 1 : 0);
