@@ -20,7 +20,7 @@ pub enum Bad {
         /// The parser's words.
         error: String,
         /// The reply's first characters, as the hook wrote them (up to
-        /// [`KEPT`] bytes: redacted by the caller whole, then cut and quoted
+        /// 4 KiB: redacted by the caller whole, then cut and quoted
         /// when shown, so that a secret is matched before it is cut).
         start: String,
     },
