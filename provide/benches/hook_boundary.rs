@@ -29,155 +29,27 @@
 //! Needs redis-server, redis-cli, node and the hook's npm dependency
 //! (`bash -c '. scripts/lib.sh; ensure_hook_tools; ensure_node_hooks'`).
 
-use std::io::{BufRead, BufReader, Write};
+#[path = "boundary/mod.rs"]
+mod boundary;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use mesh_provide::hook::{Hook, HookSettings, Mode};
-use mesh_provide::provisioner::HookProvisioner;
-use mesh_sdk::{Consumer, Name, Provisioner, Secret};
+use boundary::{
+    consumers, env_list, median, ms, pass, provisioner, repo, verdict, Direct, CONCURRENCY,
+    SERVE_TARGET,
+};
+use mesh_provide::hook::Mode;
+use mesh_sdk::Provisioner;
 use mesh_test_support::RedisServer;
-use serde_json::Value;
-use tokio::sync::Semaphore;
-
-/// Consumers at once, as the loop's default `--concurrency`.
-const CONCURRENCY: usize = 16;
-
-/// The serve target: a pass within this × the hook's own work.
-const SERVE_TARGET: f64 = 1.2;
 
 /// The exec target: its overhead a call, in milliseconds.
 const EXEC_TARGET_MS: f64 = 3.0;
 
 /// Single calls timed for the exec boundary's latency.
 const SINGLE_CALLS: usize = 200;
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn env_list(key: &str, default: &[usize]) -> Vec<usize> {
-    match std::env::var(key) {
-        Ok(text) => text
-            .split(',')
-            .map(|n| {
-                n.trim()
-                    .replace('_', "")
-                    .parse()
-                    .unwrap_or_else(|_| panic!("{key}: {n:?} is not a number"))
-            })
-            .collect(),
-        Err(_) => default.to_vec(),
-    }
-}
-
-fn median(mut times: Vec<Duration>) -> Duration {
-    times.sort();
-    times[times.len() / 2]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
-
-/// The bench's consumers and secrets, as hook_direct.mjs makes them.
-fn consumers(n: usize) -> Vec<(Consumer, Secret)> {
-    (0..n)
-        .map(|i| {
-            let consumer = Consumer {
-                name: Name::parse(&format!("consumer-{i:04}")).unwrap(),
-                machine: Name::parse("app-1").unwrap(),
-                provision: "redis-acl".to_owned(),
-                secret_file: PathBuf::from("unused"),
-                options: Value::Object(Default::default()),
-            };
-            (
-                consumer,
-                Secret::new(format!("bench-secret-{i:04}-7f3a9c1e5d")),
-            )
-        })
-        .collect()
-}
-
-/// One node process running hook_direct.mjs.
-struct Direct {
-    child: std::process::Child,
-    lines: BufReader<std::process::ChildStdout>,
-}
-
-impl Direct {
-    fn start(env: &[(&'static str, String)]) -> Direct {
-        let mut child = Command::new("node")
-            .arg(repo().join("provide/benches/hook_direct.mjs"))
-            .envs(env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("node runs");
-        let lines = BufReader::new(child.stdout.take().unwrap());
-        Direct { child, lines }
-    }
-
-    /// One pass over `n` consumers, timed inside node.
-    fn pass(&mut self, n: usize) -> Duration {
-        let stdin = self.child.stdin.as_mut().unwrap();
-        writeln!(stdin, "{n} {CONCURRENCY}").unwrap();
-        let mut line = String::new();
-        self.lines.read_line(&mut line).unwrap();
-        let reply: Value = serde_json::from_str(&line).expect("hook_direct answers JSON");
-        assert_eq!(reply["failed"], 0, "direct: some consumers failed");
-        Duration::from_secs_f64(reply["ms"].as_f64().unwrap() / 1e3)
-    }
-}
-
-impl Drop for Direct {
-    fn drop(&mut self) {
-        drop(self.child.stdin.take());
-        let _ = self.child.wait();
-    }
-}
-
-/// A started `HookProvisioner` over `hook` in `mode`.
-async fn provisioner(hook: &Path, mode: Mode) -> Arc<HookProvisioner> {
-    let settings = HookSettings {
-        path: hook.to_owned(),
-        mode,
-        timeout: Duration::from_secs(30),
-        concurrency: CONCURRENCY,
-        hello_every: Duration::from_secs(3600),
-    };
-    let (hook, hello) = Hook::start(settings).await.expect("the hook starts");
-    Arc::new(HookProvisioner::new(hook, &hello))
-}
-
-/// One pass through mesh-provide: ensure then check each consumer, at most
-/// [`CONCURRENCY`] at once.
-async fn pass(
-    provisioner: &Arc<HookProvisioner>,
-    consumers: &Arc<Vec<(Consumer, Secret)>>,
-) -> Duration {
-    let gate = Arc::new(Semaphore::new(CONCURRENCY));
-    let started = Instant::now();
-    let mut tasks = Vec::with_capacity(consumers.len());
-    for i in 0..consumers.len() {
-        let (provisioner, consumers, gate) = (provisioner.clone(), consumers.clone(), gate.clone());
-        tasks.push(tokio::spawn(async move {
-            let _permit = gate.acquire().await.unwrap();
-            let (consumer, secret) = &consumers[i];
-            provisioner.ensure(consumer, secret).await?;
-            provisioner.check(consumer, secret).await
-        }));
-    }
-    for task in tasks {
-        if let Err(error) = task.await.unwrap() {
-            panic!("a call failed: {error}");
-        }
-    }
-    started.elapsed()
-}
 
 /// A hook that answers every call with `{}` at once.
 fn noop_hook(dir: &Path) -> PathBuf {
@@ -191,14 +63,6 @@ fn noop_hook(dir: &Path) -> PathBuf {
     std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
     std::fs::set_permissions(&path, permissions).unwrap();
     path
-}
-
-fn verdict(ok: bool) -> &'static str {
-    if ok {
-        "met"
-    } else {
-        "MISSED"
-    }
 }
 
 #[tokio::main]
@@ -225,13 +89,18 @@ async fn main() {
         "hook_boundary: redis-acl.mjs on a private Redis, a pass = ensure + check a consumer, \
          {CONCURRENCY} at once, {runs} rounds (median)"
     );
-    let mut direct = Direct::start(&env);
+    let mut driver = Command::new("node");
+    driver
+        .arg(repo().join("provide/benches/hook_direct.mjs"))
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stderr(Stdio::null());
+    let mut direct = Direct::start(driver);
     let serve = provisioner(&hook, Mode::Serve).await;
     let exec = provisioner(&hook, Mode::Exec).await;
     let noop_exec = provisioner(&noop, Mode::Exec).await;
     for &n in &sizes {
         let calls = (2 * n) as f64;
-        let all = Arc::new(consumers(n));
+        let all = Arc::new(consumers(n, "redis-acl"));
 
         // One pass of each not counted (the first makes the users), then
         // the three in turn, so that a load on the machine that comes and
@@ -292,7 +161,7 @@ async fn main() {
     }
 
     // The exec boundary's latency: one call at a time.
-    let (consumer, secret) = &consumers(1)[0];
+    let (consumer, secret) = &consumers(1, "redis-acl")[0];
     let mut times = Vec::with_capacity(SINGLE_CALLS);
     for _ in 0..SINGLE_CALLS {
         let started = Instant::now();

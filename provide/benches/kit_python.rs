@@ -26,158 +26,15 @@
 //! Needs redis-server, redis-cli and python3
 //! (`bash -c '. scripts/lib.sh; ensure_hook_tools'`).
 
-use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+#[path = "boundary/mod.rs"]
+mod boundary;
+
 use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
-use mesh_provide::hook::{Hook, HookSettings, Mode};
-use mesh_provide::provisioner::HookProvisioner;
-use mesh_sdk::{Consumer, Name, Provisioner, Secret};
+use boundary::{compare, consumers, env_list, provisioner, repo, Direct, CONCURRENCY};
+use mesh_provide::hook::Mode;
 use mesh_test_support::RedisServer;
-use serde_json::Value;
-use tokio::sync::Semaphore;
-
-/// Consumers at once, as the loop's default `--concurrency`.
-const CONCURRENCY: usize = 16;
-
-/// The serve target: a pass within this × the hook's own work.
-const SERVE_TARGET: f64 = 1.2;
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn env_list(key: &str, default: &[usize]) -> Vec<usize> {
-    match std::env::var(key) {
-        Ok(text) => text
-            .split(',')
-            .map(|n| {
-                n.trim()
-                    .replace('_', "")
-                    .parse()
-                    .unwrap_or_else(|_| panic!("{key}: {n:?} is not a number"))
-            })
-            .collect(),
-        Err(_) => default.to_vec(),
-    }
-}
-
-fn median(mut times: Vec<Duration>) -> Duration {
-    times.sort();
-    times[times.len() / 2]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
-
-/// The bench's consumers and secrets, as kit_python_direct.py makes them.
-fn consumers(n: usize) -> Vec<(Consumer, Secret)> {
-    (0..n)
-        .map(|i| {
-            let consumer = Consumer {
-                name: Name::parse(&format!("consumer-{i:04}")).unwrap(),
-                machine: Name::parse("app-1").unwrap(),
-                provision: "redis-acl".to_owned(),
-                secret_file: PathBuf::from("unused"),
-                options: Value::Object(Default::default()),
-            };
-            (
-                consumer,
-                Secret::new(format!("bench-secret-{i:04}-7f3a9c1e5d")),
-            )
-        })
-        .collect()
-}
-
-/// One Python process running kit_python_direct.py.
-struct Direct {
-    child: std::process::Child,
-    lines: BufReader<std::process::ChildStdout>,
-}
-
-impl Direct {
-    fn start(env: &[(&'static str, String)]) -> Direct {
-        let mut child = Command::new("python3")
-            .arg(repo().join("provide/benches/kit_python_direct.py"))
-            .envs(env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("python3 runs");
-        let lines = BufReader::new(child.stdout.take().unwrap());
-        Direct { child, lines }
-    }
-
-    /// One pass over `n` consumers, timed inside Python.
-    fn pass(&mut self, n: usize) -> Duration {
-        let stdin = self.child.stdin.as_mut().unwrap();
-        writeln!(stdin, "{n} {CONCURRENCY}").unwrap();
-        let mut line = String::new();
-        self.lines.read_line(&mut line).unwrap();
-        let reply: Value = serde_json::from_str(&line)
-            .unwrap_or_else(|e| panic!("kit_python_direct answers JSON ({e}): {line:?}"));
-        assert_eq!(reply["failed"], 0, "direct: some consumers failed");
-        Duration::from_secs_f64(reply["ms"].as_f64().unwrap() / 1e3)
-    }
-}
-
-impl Drop for Direct {
-    fn drop(&mut self) {
-        drop(self.child.stdin.take());
-        let _ = self.child.wait();
-    }
-}
-
-/// A started `HookProvisioner` over `hook` in serve mode.
-async fn provisioner(hook: &Path) -> Arc<HookProvisioner> {
-    let settings = HookSettings {
-        path: hook.to_owned(),
-        mode: Mode::Serve,
-        timeout: Duration::from_secs(30),
-        concurrency: CONCURRENCY,
-        hello_every: Duration::from_secs(3600),
-    };
-    let (hook, hello) = Hook::start(settings).await.expect("the hook starts");
-    Arc::new(HookProvisioner::new(hook, &hello))
-}
-
-/// One pass through mesh-provide: ensure then check each consumer, at most
-/// [`CONCURRENCY`] at once.
-async fn pass(
-    provisioner: &Arc<HookProvisioner>,
-    consumers: &Arc<Vec<(Consumer, Secret)>>,
-) -> Duration {
-    let gate = Arc::new(Semaphore::new(CONCURRENCY));
-    let started = Instant::now();
-    let mut tasks = Vec::with_capacity(consumers.len());
-    for i in 0..consumers.len() {
-        let (provisioner, consumers, gate) = (provisioner.clone(), consumers.clone(), gate.clone());
-        tasks.push(tokio::spawn(async move {
-            let _permit = gate.acquire().await.unwrap();
-            let (consumer, secret) = &consumers[i];
-            provisioner.ensure(consumer, secret).await?;
-            provisioner.check(consumer, secret).await
-        }));
-    }
-    for task in tasks {
-        if let Err(error) = task.await.unwrap() {
-            panic!("a call failed: {error}");
-        }
-    }
-    started.elapsed()
-}
-
-fn verdict(ok: bool) -> &'static str {
-    if ok {
-        "met"
-    } else {
-        "MISSED"
-    }
-}
 
 #[tokio::main]
 async fn main() {
@@ -190,49 +47,21 @@ async fn main() {
         // The hooks mesh-provide starts inherit its environment.
         std::env::set_var(key, value);
     }
-
     println!(
         "kit_python: redis-acl.py (the Python kit) on a private Redis, a pass = ensure + check a consumer, \
          {CONCURRENCY} at once, {runs} rounds (median)"
     );
-    let mut direct = Direct::start(&env);
-    let serve = provisioner(&hook).await;
+    let mut driver = Command::new("python3");
+    driver
+        .arg(repo().join("provide/benches/kit_python_direct.py"))
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stderr(Stdio::null());
+    let mut direct = Direct::start(driver);
+    let serve = provisioner(&hook, Mode::Serve).await;
     for &n in &sizes {
-        let calls = (2 * n) as f64;
-        let all = Arc::new(consumers(n));
-
-        // One pass of each not counted (the first makes the users), then
-        // the two in turn, so that a load on the machine that comes and
-        // goes falls on both alike.
-        direct.pass(n);
-        pass(&serve, &all).await;
-        let (mut owns, mut serveds, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
-        for _ in 0..runs {
-            let own = direct.pass(n);
-            let served = pass(&serve, &all).await;
-            // Each round's own ratio: its two passes ran side by side.
-            ratios.push(ms(served) / ms(own));
-            owns.push(own);
-            serveds.push(served);
-        }
-        let (own, served) = (median(owns), median(serveds));
-        ratios.sort_by(f64::total_cmp);
-        let ratio = ratios[ratios.len() / 2];
-        let spread = (ratios[0], ratios[ratios.len() - 1]);
-        let serve_call = (ms(served) - ms(own)) / calls;
+        let all = Arc::new(consumers(n, "redis-acl"));
+        let compared = compare(&mut direct, &serve, &all, runs).await;
         println!("\n{n} consumers ({} calls a pass)", 2 * n);
-        println!(
-            "  direct  {:9.1} ms a pass  {:6.3} ms a consumer  (the hook's own work, 16 Python threads)",
-            ms(own),
-            ms(own) / n as f64
-        );
-        println!(
-            "  serve   {:9.1} ms a pass  {ratio:5.2} x direct, the median of the rounds' ratios ({:.2} to {:.2}; target <= {SERVE_TARGET}: {:.2} of it, {})  {serve_call:+.3} ms a call",
-            ms(served),
-            spread.0,
-            spread.1,
-            ratio / SERVE_TARGET,
-            verdict(ratio <= SERVE_TARGET)
-        );
+        compared.print(n, "the hook's own work, 16 Python threads");
     }
 }
