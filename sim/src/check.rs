@@ -8,7 +8,10 @@
 //! bus; while it is away the bounds run from the moment it is back:
 //! - I1 no false green: a listed consumer of a running provider, failing
 //!   since `t` (or since the provider's start, or its listing, if later), is
-//!   named by status from `max(t + F + 2P, path back) + D` on.
+//!   named by status from `max(t + F + 2P, path back) + D` on; the
+//!   sentence says all were heard within `T` only when none is down for
+//!   longer, and "since the controller follows again" only within `3A + D`
+//!   of when the controller could last have stopped following.
 //! - I2 no false red: a consumer status names was in trouble (listed and
 //!   failing, or withdrawn but still held: its standing stands until it is
 //!   retired) within the last `2P + D`; or its provider is down, or started
@@ -121,6 +124,13 @@ pub fn heard_claim(sentence: &str) -> Option<Duration> {
     let rest = &sentence[at..];
     let end = rest.find([')', ',']).unwrap_or(rest.len());
     humantime::parse_duration(&rest[..end]).ok()
+}
+
+/// Whether the sentence says some provider is not heard from because the
+/// controller follows again since recently (`… not heard from since the
+/// controller follows again`).
+pub fn follows_again_claim(sentence: &str) -> bool {
+    sentence.contains(" not heard from since the controller follows again")
 }
 
 /// The `p` quantile (0 to 1) of `sorted` (nearest rank); NaN when empty.
@@ -254,6 +264,23 @@ impl Checker {
                     ),
                 ));
             }
+        }
+        // I1, the sentence: "not heard from since the controller follows
+        // again" only while it does since recently. Its run of catch-ups
+        // begins again at most a NAK delay and two pulls after it was last
+        // back, a provider then has 3 alives, and its last catch-up is at
+        // most the follow bound old: all within `follow_back + 3A + D`.
+        // Past that it followed throughout (issue 31: the window between
+        // the last catch-up and now read as "follows again").
+        if follows_again_claim(&status.head.sentence) && now > world.follow_back + 3 * alive + d {
+            return Err(fail(
+                "I1",
+                format!(
+                    "status says a provider is not heard from since the controller follows again, but it follows since t={}s: {}",
+                    (world.follow_back - world.t0).as_secs(),
+                    status.head.sentence
+                ),
+            ));
         }
         // I6: while the controller follows nothing, status says so.
         if let Some(lost) = world.unfollowed {
@@ -550,6 +577,11 @@ mod tests {
         assert_eq!(heard_claim(one), Some(Duration::from_secs(20)));
         let some = "all well: none of the 2 providers assigned in the declaration says it keeps failing a consumer (1 of the 2 heard from within the last 10s, 1 provider not heard from since the controller follows again), and";
         assert_eq!(heard_claim(some), None);
+        assert!(follows_again_claim(some));
+        assert!(!follows_again_claim(all) && !follows_again_claim(one));
+        assert!(!follows_again_claim(
+            "not all well: 0 consumers failing, 1 provider not heard from"
+        ));
         assert_eq!(heard_claim("not all well: 1 provider not heard from"), None);
     }
 

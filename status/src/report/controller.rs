@@ -18,6 +18,13 @@
 //!   (also in the seconds a `serve` just killed still counts as following),
 //!   and after it follows again a provider has 3 alives to be heard. One never heard from is unheard once the controller has
 //!   caught up at all; while it never did, no provider is called unheard.
+//! - A provider silent for 3 alives to now but not to the controller's last
+//!   catch-up, while the controller followed throughout its silence (its
+//!   run of catch-ups began before its newest `alive`), is counted as heard
+//!   (its age said): the catch-up is at most the follow bound old, and its
+//!   next `alive` may be on its way. Only a silence the controller followed
+//!   part of (it follows again since recently, or follows nothing) is
+//!   *missed*: neither unheard nor heard.
 
 use std::time::Duration;
 
@@ -114,28 +121,57 @@ pub fn controller(record: &ControllerRecord) -> Controller {
     }
 }
 
-/// Whether a provider whose newest `alive` is `newest` (`None`: never
-/// heard from), and that is not heard from at status's own clock, may be
-/// called unheard by what the controller heard (see the module's rules).
-pub fn may_be_unheard(newest: Option<&AliveRow>, controller: &Controller) -> bool {
+/// How `status` counts one provider (see the module's rules).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hearing {
+    /// Heard from, this long ago: within 3 alives of now, or of the
+    /// controller's last catch-up while it followed throughout (its alive
+    /// may be on its way).
+    Heard(Duration),
+    /// Not heard from, but not blamed: its silence while the controller
+    /// followed is not 3 alives long, for the controller followed nothing
+    /// for part of it (it follows again since recently, or follows
+    /// nothing now, or never did).
+    Missed,
+    /// Unheard: never heard from, or silent for 3 alives while the
+    /// controller followed.
+    Unheard,
+}
+
+/// How a provider whose newest `alive` is `newest` (`None`: never heard
+/// from) is counted at status's own clock `now`, by what the controller
+/// heard (see the module's rules).
+pub fn hearing(newest: Option<&AliveRow>, controller: &Controller, now: Timestamp) -> Hearing {
+    if let Some((true, age)) = newest.map(|a| super::heard(a, now)) {
+        return Hearing::Heard(age);
+    }
     // The planted mutation `mesh_mutant="blame-providers"` (scripts/mutants): a
     // provider's silence counts to now, whether the controller follows or not.
     // (A constant of the build, false unless built with that cfg.)
     if cfg!(mesh_mutant = "blame-providers") {
-        return true;
+        return Hearing::Unheard;
     }
     let (Some(pulled), Some(since)) = (controller.pulled_at, controller.following_since) else {
-        return false;
+        return Hearing::Missed;
     };
     let Some(alive) = newest else {
-        return true;
+        return Hearing::Unheard;
     };
     // Everything said before the last catch-up is in the store: a silence
     // counts up to it, never beyond (a `serve` just killed still counts as
     // following for a few seconds, and heard nothing in them).
-    let (end, start) = (pulled, super::heard_at(alive).max(since));
+    let heard = super::heard_at(alive);
     let every = Duration::from_secs(u64::try_from(alive.alive_every_seconds.max(1)).unwrap_or(1));
-    age(end, start) > every * UNHEARD_AFTER_ALIVES
+    if age(pulled, heard.max(since)) > every * UNHEARD_AFTER_ALIVES {
+        return Hearing::Unheard;
+    }
+    // Followed throughout its silence, and heard within 3 alives of the
+    // last catch-up (at most the follow bound ago): what it said since may
+    // not be stored yet. Never "since the controller follows again".
+    if controller.following && since <= heard {
+        return Hearing::Heard(age(now, heard));
+    }
+    Hearing::Missed
 }
 
 #[cfg(test)]
@@ -296,66 +332,100 @@ mod tests {
         };
         let (long, pulled) = (Some("2026-10-05T00:00:00Z"), Some("2026-10-05T00:10:00Z"));
         let stopped = Some("2026-10-05T00:08:00Z");
-        // (newest alive, controller, may be unheard)
+        let now = "2026-10-05T00:10:02Z";
+        let heard = |secs| Hearing::Heard(Duration::from_secs(secs));
+        use Hearing::{Missed, Unheard};
+        // (newest alive, controller, now, how it is counted)
         let cases = [
             // Following for long: 3 alives of silence.
-            (None, controller(true, pulled, long), true),
+            (None, controller(true, pulled, long), now, Unheard),
             (
                 Some(alive("2026-10-05T00:06:59Z")),
                 controller(true, pulled, long),
-                true,
+                now,
+                Unheard,
             ),
+            (
+                Some(alive("2026-10-05T00:07:02Z")),
+                controller(true, pulled, long),
+                now,
+                heard(180),
+            ),
+            // Past 3 alives to now, not to the last catch-up 2 s ago: its
+            // alive may be on its way; heard, never "follows again" (issue 31).
             (
                 Some(alive("2026-10-05T00:07:00Z")),
                 controller(true, pulled, long),
-                false,
+                now,
+                heard(182),
             ),
-            // Following, its last catch-up 2 s ago (a serve just killed):
+            // Following, its last catch-up 4 s ago (a serve just killed):
             // the silence counts to that catch-up, not to now.
             (
                 Some(alive("2026-10-05T00:06:59Z")),
                 controller(true, Some("2026-10-05T00:09:58Z"), long),
-                false,
+                now,
+                heard(183),
             ),
             (
                 Some(alive("2026-10-05T00:06:57Z")),
                 controller(true, Some("2026-10-05T00:09:58Z"), long),
-                true,
+                now,
+                Unheard,
             ),
             // Never caught up: nobody is blamed.
-            (None, controller(false, None, None), false),
+            (None, controller(false, None, None), now, Missed),
             (
                 Some(alive("2026-10-05T00:01:00Z")),
                 controller(false, None, None),
-                false,
+                now,
+                Missed,
             ),
             // Stopped at 00:08: a silence that began after 00:05 is not blamed.
             (
                 Some(alive("2026-10-05T00:05:01Z")),
                 controller(false, stopped, long),
-                false,
+                now,
+                Missed,
             ),
             (
                 Some(alive("2026-10-05T00:04:59Z")),
                 controller(false, stopped, long),
-                true,
+                now,
+                Unheard,
             ),
-            (None, controller(false, stopped, long), true),
+            (None, controller(false, stopped, long), now, Unheard),
             // Following again since 00:08 after a gap: 3 alives from then.
             (
                 Some(alive("2026-10-05T00:01:00Z")),
                 controller(true, pulled, Some("2026-10-05T00:08:00Z")),
-                false,
+                now,
+                Missed,
             ),
             (
                 Some(alive("2026-10-05T00:01:00Z")),
                 controller(true, pulled, Some("2026-10-05T00:06:59Z")),
-                true,
+                now,
+                Unheard,
+            ),
+            // Following again since just after its newest alive: missed;
+            // since just before it: followed throughout, heard.
+            (
+                Some(alive("2026-10-05T00:07:01Z")),
+                controller(true, pulled, Some("2026-10-05T00:07:02Z")),
+                now,
+                Missed,
+            ),
+            (
+                Some(alive("2026-10-05T00:07:01Z")),
+                controller(true, pulled, Some("2026-10-05T00:07:00Z")),
+                now,
+                heard(181),
             ),
         ];
-        for (newest, controller, expected) in cases {
+        for (newest, controller, now, expected) in cases {
             assert_eq!(
-                may_be_unheard(newest.as_ref(), &controller),
+                hearing(newest.as_ref(), &controller, ts(now)),
                 expected,
                 "{newest:?} {controller:?}"
             );

@@ -19,7 +19,11 @@
 //!   `alive` is older than 3 × its `alive_every_seconds`: a provider that is
 //!   down says nothing, so silence is never read as health. Only a silence
 //!   the controller could have heard counts: up to its last catch-up, so
-//!   none that began after the controller's own (see [`controller`]).
+//!   none that began after the controller's own (see [`controller`]). One
+//!   silent past 3 alives to now but not to that catch-up, while the
+//!   controller followed throughout, counts as heard (its alive may be on
+//!   its way); only one the controller may have missed (it follows again
+//!   since after its newest `alive`) is neither ([`Hearing`]).
 //! - A controller that follows nothing, any listed standing, unheard
 //!   provider, required consumer retired, provider not fully known yet,
 //!   open repair fault, unreachable grant or refused declaration entry
@@ -45,7 +49,7 @@ use crate::model::{AliveRow, ControllerRecord, FailingRow, Parsed, RepairRow, Re
 use crate::store::{Counts, Order, StatusFilter};
 
 pub use catching_up::CatchingUp;
-pub use controller::Controller;
+pub use controller::{Controller, Hearing};
 pub use grants::{grants, Grants, UncheckedGrant, UnreachableGrant};
 pub use retired::Retired;
 pub use sentence::{sentence, Tally};
@@ -246,15 +250,15 @@ pub fn head(declaration: &Parsed, scope: &Scope, facts: Facts<'_>, clock: &Clock
     let mut heard_within: Option<Duration> = None;
     for provider in &providers {
         let newest = facts.alive.iter().find(|a| a.provider == **provider);
-        match newest.map(|a| (a, heard(a, clock.now))) {
-            Some((alive, (true, age))) => {
+        match (controller::hearing(newest, &controller, clock.now), newest) {
+            (Hearing::Heard(age), Some(alive)) => {
                 // Whole seconds, rounded up: "within the last 1s", never "0s".
                 let age = Duration::from_secs(age.as_secs() + u64::from(age.subsec_nanos() > 0))
                     .max(Duration::from_secs(1));
                 heard_within = Some(heard_within.map_or(age, |w| w.max(age)));
                 catching_up.extend(catching_up::catching_up(alive, facts.record, clock));
             }
-            _ if !controller::may_be_unheard(newest, &controller) => awaiting += 1,
+            (Hearing::Missed, _) => awaiting += 1,
             _ => unheard.push(Unheard {
                 provider: (*provider).clone(),
                 heard_at: newest.map(heard_at),
@@ -596,6 +600,37 @@ mod tests {
              a consumer (1 of the 2 heard from within the last 10s, 1 provider not heard from \
              since the controller follows again), and no repair fault is open; this does not \
              prove that a consumer can reach its provider"
+        );
+    }
+
+    /// The controller followed throughout; a provider's third `alive` is
+    /// due, and its last catch-up (2 s ago) heard it within 3 alives: the
+    /// alive may be on its way, so it counts as heard (its age said), never
+    /// as "not heard from since the controller follows again" (issue 31).
+    #[test]
+    fn a_provider_silent_past_3_alives_while_the_controller_followed_is_not_said_awaited() {
+        let c = clock("2026-10-05T00:10:02Z");
+        let mut record = following(c.now);
+        record.instances[0].pulled_at = Some(ts("2026-10-05T00:10:00Z"));
+        let alive = [
+            alive("postgres", "db-1", "2026-10-05T00:09:50Z", 60),
+            alive("identity", "id-1", "2026-10-05T00:07:01Z", 60),
+        ];
+        let facts = Facts {
+            counts: Counts::default(),
+            repairs: vec![],
+            alive: &alive,
+            grants: Grants::default(),
+            record: &record,
+            retired: &[],
+        };
+        let head = head(&declaration(), &Scope::All, facts, &c);
+        assert!(head.unheard.is_empty(), "{:?}", head.unheard);
+        assert_eq!(
+            head.sentence,
+            "all well: none of the 2 providers assigned in the declaration says it keeps failing \
+             a consumer (all 2 were heard from within the last 3m 1s), and no repair fault is \
+             open; this does not prove that a consumer can reach its provider"
         );
     }
 
