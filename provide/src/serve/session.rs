@@ -29,11 +29,12 @@ pub const STDERR_PER_MINUTE: u32 = 100;
 
 /// Two pipes have no order of their own, so a stderr line read at R is
 /// scrubbed only once stdout has been read up to R: its reader found the
-/// pipe empty after R, or waits on an empty pipe this long after R (so a
-/// secrets line the hook wrote before the stderr line is known by then).
-pub const STDERR_BEHIND: Duration = Duration::from_millis(20);
+/// pipe empty after R (at once when the hook wrote to stdout meanwhile),
+/// or, on a stdout quiet all along, this long after R (so a secrets line
+/// the hook wrote before the stderr line is known by then).
+pub const STDERR_BEHIND: Duration = Duration::from_millis(100);
 
-/// The longest a stderr line waits for stdout to be read up to it.
+/// The longest a stderr line waits while stdout is being read.
 pub const STDERR_WAIT_MAX: Duration = Duration::from_secs(1);
 
 /// What the stdout reader says of itself: whether it waits on an empty
@@ -458,13 +459,16 @@ impl Session {
         let (mut window, mut logged, mut dropped) = (Instant::now(), 0u32, 0u32);
         while let Some((read_at, line)) = queued.recv().await {
             // A secret announced on stdout before the line is known by then.
-            tokio::time::sleep_until(read_at + STDERR_BEHIND).await;
             let mut stdout = self.stdout_read.subscribe();
-            let _ = tokio::time::timeout(
-                STDERR_WAIT_MAX,
-                stdout.wait_for(|r| r.empty_at > read_at || r.waiting),
-            )
-            .await;
+            let read_up_to_it = |r: &StdoutRead| r.empty_at > read_at;
+            let quiet =
+                tokio::time::timeout_at(read_at + STDERR_BEHIND, stdout.wait_for(read_up_to_it))
+                    .await
+                    .is_err();
+            if quiet && !self.stdout_read.borrow().waiting {
+                // Its reader is busy with what came: wait for it to reach the line.
+                let _ = tokio::time::timeout(STDERR_WAIT_MAX, stdout.wait_for(read_up_to_it)).await;
+            }
             let text = self.scrub.words(String::from_utf8_lossy(&line).trim_end());
             {
                 let mut tail = locked(&self.tail);
