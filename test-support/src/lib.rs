@@ -159,6 +159,39 @@ fn poll_until<T>(deadline: Instant, mut ready: impl FnMut() -> Option<T>) -> Opt
     }
 }
 
+/// Waits until a server just spawned as `child` writes `ready` into its
+/// `log`, at most [`START_DEADLINE`]: `Ok` with the child, else `Err(true)`
+/// when the port was taken ("Address already in use"; try another) or
+/// `Err(false)` when it ended or never became ready (then it is killed).
+fn wait_ready(
+    mut child: std::process::Child,
+    log: &Path,
+    ready: &str,
+) -> Result<std::process::Child, bool> {
+    let deadline = Instant::now() + START_DEADLINE;
+    let outcome = poll_until(deadline, || {
+        let text = read_lossy(log);
+        let taken = text.contains("Address already in use");
+        match child.try_wait() {
+            Ok(Some(_)) => Some(Err(taken)),
+            Ok(None) if text.contains(ready) => Some(Ok(())),
+            Ok(None) if taken => Some(Err(true)),
+            _ => None,
+        }
+    });
+    match outcome {
+        Some(Ok(())) => Ok(child),
+        Some(Err(taken)) => {
+            terminate(&mut child, Duration::ZERO);
+            Err(taken)
+        }
+        None => {
+            terminate(&mut child, Duration::ZERO);
+            Err(false)
+        }
+    }
+}
+
 /// Sends SIGTERM to a child, waits up to `grace` for it to exit, then kills
 /// it with SIGKILL and reaps it.
 fn terminate(child: &mut std::process::Child, grace: Duration) {

@@ -5,13 +5,11 @@ use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
 use crate::{
-    find_in_path_or, free_port, is_root, poll_until, random_hex, read_lossy, tail, terminate,
-    START_ATTEMPTS, START_DEADLINE,
+    find_in_path_or, free_port, is_root, random_hex, read_lossy, tail, wait_ready, START_ATTEMPTS,
 };
 
 /// The account the hook acts as (`'mesh-admin'@'127.0.0.1'`, all privileges
@@ -264,37 +262,15 @@ impl MariaDbServer {
         if is_root() {
             command.arg("--user=root");
         }
-        let mut child = command
+        let child = command
             .current_dir(dir)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .unwrap_or_else(|e| panic!("could not run {}: {e}", self.server.display()));
-        let deadline = Instant::now() + START_DEADLINE;
-        let outcome = poll_until(deadline, || {
-            let text = read_lossy(&log);
-            match child.try_wait() {
-                Ok(Some(_)) => Some(Err(text.contains("Address already in use"))),
-                Ok(None) if text.contains("ready for connections") => Some(Ok(())),
-                Ok(None) if text.contains("Address already in use") => {
-                    terminate(&mut child, Duration::ZERO);
-                    Some(Err(true))
-                }
-                _ => None,
-            }
-        });
-        match outcome {
-            Some(Ok(())) => {
-                self.child = Some(child);
-                Ok(())
-            }
-            Some(Err(taken)) => Err(taken),
-            None => {
-                terminate(&mut child, Duration::ZERO);
-                Err(false)
-            }
-        }
+        self.child = Some(wait_ready(child, &log, "ready for connections")?);
+        Ok(())
     }
 
     fn fail(&self, why: &str) -> ! {

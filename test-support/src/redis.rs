@@ -3,14 +3,10 @@
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
-use crate::{
-    find_in_path_or, free_port, poll_until, random_hex, read_lossy, tail, terminate,
-    START_ATTEMPTS, START_DEADLINE,
-};
+use crate::{find_in_path_or, free_port, random_hex, read_lossy, tail, wait_ready, START_ATTEMPTS};
 
 /// The ACL user the hooks act as.
 pub const REDIS_ADMIN: &str = "mesh-admin";
@@ -111,6 +107,18 @@ impl RedisServer {
         self.cli_as(REDIS_ADMIN, &self.password, commands)
     }
 
+    /// Its ACL users, sorted.
+    pub fn acl_users(&self) -> Vec<String> {
+        let mut users: Vec<String> = self
+            .cli("ACL USERS")
+            .lines()
+            .skip(1)
+            .map(str::to_owned)
+            .collect();
+        users.sort();
+        users
+    }
+
     /// Runs `commands` logged in as `user` with `password` (both passed
     /// on redis-cli's stdin, never its arguments).
     ///
@@ -156,7 +164,7 @@ impl RedisServer {
         std::fs::write(&config, self.config()).expect("writing redis.conf");
         let log = self.dir.path().join("redis.log");
         let _ = std::fs::remove_file(&log);
-        let mut child = Command::new(&self.binary)
+        let child = Command::new(&self.binary)
             .arg(&config)
             .current_dir(self.dir.path())
             .stdin(Stdio::null())
@@ -164,26 +172,8 @@ impl RedisServer {
             .stderr(Stdio::null())
             .spawn()
             .unwrap_or_else(|e| panic!("could not run {}: {e}", self.binary.display()));
-        let deadline = Instant::now() + START_DEADLINE;
-        let outcome = poll_until(deadline, || {
-            let text = read_lossy(&log);
-            match child.try_wait() {
-                Ok(Some(_)) => Some(Err(text.contains("Address already in use"))),
-                Ok(None) if text.contains("Ready to accept connections") => Some(Ok(())),
-                _ => None,
-            }
-        });
-        match outcome {
-            Some(Ok(())) => {
-                self.child = Some(child);
-                Ok(())
-            }
-            Some(Err(taken)) => Err(taken),
-            None => {
-                terminate(&mut child, Duration::ZERO);
-                Err(false)
-            }
-        }
+        self.child = Some(wait_ready(child, &log, "Ready to accept connections")?);
+        Ok(())
     }
 
     fn fail(&self, why: &str) -> ! {
