@@ -15,7 +15,7 @@ mod hooks_support;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use hooks_support::{acl_users, password_is, redis_env, redis_env_at, user_on, ProcScan};
+use hooks_support::{password_is, redis_env, redis_env_at, user_on, ProcScan};
 use mesh_test_support::mesh::{
     all_well, conform, example_hook, failing, node_hooks_missing, Mesh, Options, HOOK_MACHINE,
     HOOK_MODULE, WAIT,
@@ -58,7 +58,7 @@ fn conforms(hook: &str, mode: &str) {
     let passed: usize = last.split(' ').next().unwrap().parse().unwrap();
     assert!(passed >= 10, "conform ran {passed} rules: {out}");
     assert_eq!(
-        acl_users(&redis),
+        redis.acl_users(),
         ["default", REDIS_ADMIN],
         "conform leaves no user of its own behind"
     );

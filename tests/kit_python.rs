@@ -66,18 +66,6 @@ fn rules_listed(redis: &RedisServer) -> Option<usize> {
     (code == 0).then(|| out.lines().filter(|l| !l.trim().is_empty()).count())
 }
 
-/// The ACL users of `redis`, sorted.
-fn users(redis: &RedisServer) -> Vec<String> {
-    let mut users: Vec<String> = redis
-        .cli("ACL USERS")
-        .lines()
-        .skip(1)
-        .map(str::to_owned)
-        .collect();
-    users.sort();
-    users
-}
-
 /// Conform over the Python hook in `mode` beside a user a person made.
 fn conforms(mode: &str) {
     let redis = RedisServer::start();
@@ -120,7 +108,7 @@ fn conforms(mode: &str) {
     }
     assert!(!out.contains("left behind:"), "{out}");
     assert_eq!(
-        users(&redis),
+        redis.acl_users(),
         ["app-cache", "default", REDIS_ADMIN],
         "nothing of the suite's is left, the person's user is"
     );

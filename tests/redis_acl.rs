@@ -40,11 +40,8 @@ fn redis_acl_passes_conform_and_leaves_only_what_it_did_not_make() {
         17,
         "every rule, the by-hand ones too: {out}"
     );
-    let users = redis.cli("ACL USERS");
-    let mut users: Vec<&str> = users.lines().skip(1).collect();
-    users.sort_unstable();
     assert_eq!(
-        users,
+        redis.acl_users(),
         ["app-cache", "default", "mesh-admin"],
         "nothing of the suite's is left"
     );

@@ -30,18 +30,6 @@ pub fn redis_env(redis: &RedisServer) -> Vec<(String, String)> {
     redis_env_at(redis, redis.port())
 }
 
-/// The ACL users of `redis`, sorted.
-pub fn acl_users(redis: &RedisServer) -> Vec<String> {
-    let mut users: Vec<String> = redis
-        .cli("ACL USERS")
-        .lines()
-        .skip(1)
-        .map(str::to_owned)
-        .collect();
-    users.sort();
-    users
-}
-
 /// Whether the ACL user `name` of `redis` is on (`None`: no such user).
 pub fn user_on(redis: &RedisServer, name: &str) -> Option<bool> {
     redis
