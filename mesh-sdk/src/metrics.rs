@@ -134,7 +134,7 @@ impl LoopMetrics {
         };
         // Every series exists from the start, so a rate or an alert never
         // meets a missing series.
-        for kind in EventKind::ALL {
+        for kind in EventKind::PROVISIONER {
             let _ = metrics.words_said.get_or_create(&[("kind", kind.as_str())]);
             let _ = metrics.words_held.get_or_create(&[("kind", kind.as_str())]);
         }
@@ -188,13 +188,16 @@ impl LoopMetrics {
 
     /// The text of `/metrics`, with the events pending on `outbox` counted now.
     pub fn encode(&self, outbox: &Outbox) -> String {
-        let mut held = [0u64; EventKind::ALL.len()];
+        let mut held = [0u64; EventKind::PROVISIONER.len()];
         for (_, pending) in outbox.snapshot() {
-            if let Some(i) = EventKind::ALL.iter().position(|k| *k == pending.kind) {
+            if let Some(i) = EventKind::PROVISIONER
+                .iter()
+                .position(|k| *k == pending.kind)
+            {
                 held[i] += 1;
             }
         }
-        for (kind, n) in EventKind::ALL.iter().zip(held) {
+        for (kind, n) in EventKind::PROVISIONER.iter().zip(held) {
             self.words_held
                 .get_or_create(&[("kind", kind.as_str())])
                 .set(gauge_value(n));

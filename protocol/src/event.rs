@@ -18,8 +18,9 @@ use crate::time::Timestamp;
 /// Version of every body.
 pub const VERSION: u32 = 1;
 
-/// The event kinds, the last token of their subject: the provisioner's five
-/// ([`EventKind::ALL`]) and the grant agent's three ([`EventKind::GRANT`]).
+/// The event kinds, the last token of their subject: all eight
+/// ([`EventKind::ALL`]), the provisioner's five ([`EventKind::PROVISIONER`])
+/// and the grant agent's three ([`EventKind::GRANT`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum EventKind {
@@ -42,8 +43,20 @@ pub enum EventKind {
 }
 
 impl EventKind {
+    /// Every kind: the provisioner's, then the grant agent's.
+    pub const ALL: [EventKind; 8] = [
+        EventKind::Failing,
+        EventKind::Recovered,
+        EventKind::Retirement,
+        EventKind::Repair,
+        EventKind::Alive,
+        EventKind::Unreachable,
+        EventKind::Reachable,
+        EventKind::Unchecked,
+    ];
+
     /// Every kind a provisioner publishes (`...provisioner.<kind>`).
-    pub const ALL: [EventKind; 5] = [
+    pub const PROVISIONER: [EventKind; 5] = [
         EventKind::Failing,
         EventKind::Recovered,
         EventKind::Retirement,
@@ -688,7 +701,15 @@ mod tests {
             EventKind::GRANT.map(|k| k.grant_state().unwrap()),
             GrantState::ALL
         );
-        assert!(EventKind::ALL.iter().all(|k| k.grant_state().is_none()));
+        assert!(EventKind::PROVISIONER
+            .iter()
+            .all(|k| k.grant_state().is_none()));
+        // ALL is every kind once: the provisioner's, then the grant agent's.
+        assert_eq!(EventKind::ALL[..5], EventKind::PROVISIONER);
+        assert_eq!(EventKind::ALL[5..], EventKind::GRANT);
+        let tokens: std::collections::BTreeSet<&str> =
+            EventKind::ALL.iter().map(|k| k.as_str()).collect();
+        assert_eq!(tokens.len(), EventKind::ALL.len());
     }
 
     #[test]

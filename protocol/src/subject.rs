@@ -132,16 +132,10 @@ impl EventKind {
         }
     }
 
-    /// The kind named by a subject token.
-    pub fn from_token(token: &str) -> Option<EventKind> {
-        EventKind::ALL.into_iter().find(|k| k.as_str() == token)
-    }
-
     /// The kind named by a subject's family and kind tokens.
     pub fn from_tokens(family: &str, token: &str) -> Option<EventKind> {
         EventKind::ALL
             .into_iter()
-            .chain(EventKind::GRANT)
             .find(|k| k.family() == family && k.as_str() == token)
     }
 }
@@ -339,7 +333,7 @@ mod tests {
         ];
         for (machine, module) in pairs {
             let (machine, module) = (name(machine), name(module));
-            for kind in EventKind::ALL.into_iter().chain(EventKind::GRANT) {
+            for kind in EventKind::ALL {
                 let subject = event_subject(&machine, &module, kind);
                 assert_eq!(
                     parse_event_subject(&subject),
