@@ -90,7 +90,7 @@ fn read_back(folder: &Path) -> (String, Vec<Read>, Vec<String>) {
     let mut source = Source::new(folder.join("contributions.json"));
     let loaded = source.load().expect("the SDK reads the file");
     assert!(loaded.fresh);
-    let c = loaded.contributions;
+    let c = loaded.list;
     let consumers = c
         .consumers
         .iter()

@@ -154,8 +154,9 @@ impl Agent {
 
     /// One round: the file read, every grant checked, standings fed, words said.
     pub async fn check(&mut self) -> Round {
-        let (grants, file_errors) = self.source.load();
-        let Some(grants) = grants.cloned() else {
+        let grants = self.source.load().map(|loaded| loaded.list.clone());
+        let file_errors = self.source.problems().to_vec();
+        let Some(grants) = grants else {
             return Round {
                 file_errors,
                 ..Round::default()

@@ -118,8 +118,8 @@ pub async fn run(cli: Cli, stop: Stop) -> Result<(), RunError> {
     let machine = {
         let mut source = Source::new(&cli.grants);
         match source.load() {
-            (Some(grants), _) => grants.machine.clone(),
-            (None, errors) => return Err(RunError::Grants(errors.join("; "))),
+            Some(loaded) => loaded.list.machine.clone(),
+            None => return Err(RunError::Grants(source.problems().join("; "))),
         }
     };
     let listener = match &cli.service.endpoints.metrics_listen {

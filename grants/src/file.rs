@@ -6,7 +6,9 @@
 
 use std::path::{Path, PathBuf};
 
-use mesh_protocol::list::{Entries, Repeated};
+use mesh_listfile::entries::{Entries, Repeated};
+pub use mesh_listfile::EntryError;
+use mesh_listfile::{LastGood, ListFile};
 use mesh_protocol::Name;
 use serde::Deserialize;
 use serde_json::Value;
@@ -61,20 +63,14 @@ pub struct Grants {
     pub machine: Name,
     /// The grants, in file order.
     pub grants: Vec<Grant>,
+    /// The keys of the entries refused that could be read whole: their
+    /// last good versions are kept ([`Source`]).
+    pub refused: Vec<GrantKey>,
 }
 
 /// The grants file could not be used; logged, the last good list is kept.
 #[derive(Debug, thiserror::Error)]
 pub enum FileError {
-    /// The file could not be read.
-    #[error("grants file {path} cannot be read: {source}")]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
     /// The file is not JSON of the grants file's shape.
     #[error("grants file {path} cannot be parsed: {reason}")]
     Parse {
@@ -83,22 +79,6 @@ pub enum FileError {
         /// Why.
         reason: String,
     },
-}
-
-/// One entry refused; the others go on.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("grants file {path}: grants[{index}]{who} refused: {reason}")]
-pub struct EntryError {
-    /// The file.
-    pub path: PathBuf,
-    /// The entry's place in `grants`.
-    pub index: usize,
-    /// ` (consumer "forge")` when its consumer can be read.
-    who: String,
-    /// Why.
-    pub reason: String,
-    /// The grant's key, when it can be read.
-    pub key: Option<GrantKey>,
 }
 
 #[derive(Deserialize)]
@@ -171,18 +151,20 @@ pub fn parse(path: &Path, text: &str) -> Result<(Grants, Vec<EntryError>), FileE
         },
     );
     let (kept, refused) = entries.split();
+    let keys = refused.iter().filter_map(|r| r.label.key.clone()).collect();
     let refused = refused
         .into_iter()
-        .map(|r| EntryError {
-            path: path.to_owned(),
-            index: r.index,
-            who: r.label.who,
-            reason: r.reason,
-            key: r.label.key,
-        })
+        .map(|r| EntryError::at("grants", r.index, r.label.who, r.reason))
         .collect();
     let grants = kept.into_iter().map(|k| k.value).collect();
-    Ok((Grants { machine, grants }, refused))
+    Ok((
+        Grants {
+            machine,
+            grants,
+            refused: keys,
+        },
+        refused,
+    ))
 }
 
 fn entry(value: &Value) -> Result<Grant, String> {
@@ -216,70 +198,34 @@ fn entry(value: &Value) -> Result<Grant, String> {
     })
 }
 
-/// The grants file, re-read on every [`Source::load`], with the last good
-/// list kept.
-#[derive(Debug)]
-pub struct Source {
-    path: PathBuf,
-    last_good: Option<Grants>,
-    /// The last errors logged, so an unchanged error is not logged every check.
-    last_errors: Vec<String>,
-}
+/// The grants file, re-read on every check, with the last good list (and a
+/// refused grant's last good version) kept.
+pub type Source = LastGood<Grants>;
 
-impl Source {
-    /// Reads `path` on every load.
-    pub fn new(path: impl Into<PathBuf>) -> Source {
-        Source {
-            path: path.into(),
-            last_good: None,
-            last_errors: Vec::new(),
-        }
+impl ListFile for Grants {
+    const KIND: &'static str = "grants file";
+
+    fn parse(path: &Path, text: &str) -> Result<mesh_listfile::Parsed<Self>, String> {
+        let (list, refused) = parse(path, text).map_err(|e| e.to_string())?;
+        Ok(mesh_listfile::Parsed { list, refused })
     }
 
-    /// Reads the file: the grants to check now (the last good list when the
-    /// file cannot be read or parsed; a refused entry's last good version),
-    /// and the errors of this read. `None` while no good file was ever read.
-    pub fn load(&mut self) -> (Option<&Grants>, Vec<String>) {
-        let read = std::fs::read_to_string(&self.path)
-            .map_err(|source| FileError::Read {
-                path: self.path.clone(),
-                source,
-            })
-            .and_then(|text| parse(&self.path, &text));
-        let errors = match read {
-            Ok((mut grants, refused)) => {
-                for error in &refused {
-                    let kept = error.key.as_ref().and_then(|key| {
-                        self.last_good
-                            .as_ref()?
-                            .grants
-                            .iter()
-                            .find(|g| &g.key() == key)
-                    });
-                    if let Some(kept) = kept {
-                        if !grants.grants.iter().any(|g| g.key() == kept.key()) {
-                            grants.grants.push(kept.clone());
-                        }
-                    }
+    fn keep_last_good(&mut self, last_good: &Self) {
+        for key in &self.refused {
+            let kept = last_good.grants.iter().find(|g| &g.key() == key);
+            if let Some(kept) = kept {
+                if !self.grants.iter().any(|g| g.key() == *key) {
+                    self.grants.push(kept.clone());
                 }
-                self.last_good = Some(grants);
-                refused.iter().map(ToString::to_string).collect()
             }
-            Err(error) => vec![error.to_string()],
-        };
-        if errors != self.last_errors {
-            for e in &errors {
-                tracing::error!(error = %e, "grants file");
-            }
-            self.last_errors.clone_from(&errors);
         }
-        (self.last_good.as_ref(), errors)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
 
     const GOOD: &str = r#"{ "machine": "app-1", "grants": [
         { "consumer": "forge", "provision": "postgres-database", "from": "postgres@db-1",
@@ -310,11 +256,11 @@ mod tests {
         let cases = [
             (
                 r#"{"consumer":"Bad Name","provision":"p","from":"a@b","address":"x","port":1,"netns":"/n"}"#,
-                "grants[1] (consumer \"Bad Name\") refused: consumer",
+                "grants[1] (consumer \"Bad Name\"): consumer",
             ),
             (
                 r#"{"consumer":"c","provision":"p","from":"a@b","address":"x","port":70000,"netns":"/n"}"#,
-                "grants[1] (consumer \"c\") refused",
+                "grants[1] (consumer \"c\"): invalid value",
             ),
             (
                 r#"{"consumer":"c","provision":"p","from":"a@b","address":"x","port":1}"#,
@@ -328,7 +274,7 @@ mod tests {
                 r#"{"consumer":"c","provision":"p","from":"a@b","address":"x","port":1,"netns":"rel"}"#,
                 "not an absolute path",
             ),
-            (r#"{"provision":"p"}"#, "grants[1] refused: missing field"),
+            (r#"{"provision":"p"}"#, "grants[1]: missing field"),
         ];
         for (bad, says) in cases {
             let text = format!(
@@ -339,10 +285,7 @@ mod tests {
             assert_eq!(grants.grants.len(), 1, "{bad}");
             assert_eq!(refused.len(), 1, "{bad}");
             let words = refused[0].to_string();
-            assert!(
-                words.starts_with("grants file /etc/mesh/grants.json: grants[1]"),
-                "{words}"
-            );
+            assert!(words.starts_with("grants[1]"), "{words}");
             assert!(words.contains(says), "{words} lacks {says}");
         }
     }
@@ -383,13 +326,13 @@ mod tests {
         let (grants, refused) = parse(Path::new("g"), &text).unwrap();
         assert!(grants.grants.is_empty());
         let words: Vec<String> = refused.iter().map(ToString::to_string).collect();
-        let twice = "refused: listed more than once for provision \"p\" from \"a@b\"";
+        let twice = "listed more than once for provision \"p\" from \"a@b\"";
         assert_eq!(
             words,
             [
-                format!("grants file g: grants[0] (consumer \"c\") {twice}"),
-                "grants file g: grants[1] refused: missing field `consumer`".to_owned(),
-                format!("grants file g: grants[2] (consumer \"c\") {twice}"),
+                format!("grants[0] (consumer \"c\"): {twice}"),
+                "grants[1]: missing field `consumer`".to_owned(),
+                format!("grants[2] (consumer \"c\"): {twice}"),
             ]
         );
     }
@@ -399,25 +342,32 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("grants.json");
         let mut source = Source::new(&path);
-        let (none, errors) = source.load();
-        assert!(none.is_none());
-        assert!(errors[0].contains("cannot be read"), "{errors:?}");
+        assert!(source.load().is_none());
+        assert!(
+            source.problems()[0].contains("cannot be read"),
+            "{:?}",
+            source.problems()
+        );
         std::fs::write(&path, GOOD).unwrap();
-        assert_eq!(source.load().0.unwrap().grants.len(), 2);
+        assert_eq!(source.load().unwrap().list.grants.len(), 2);
         std::fs::write(&path, "{ broken").unwrap();
-        let (kept, errors) = source.load();
-        assert_eq!(kept.unwrap().grants.len(), 2, "last good list kept");
+        assert_eq!(
+            source.load().unwrap().list.grants.len(),
+            2,
+            "last good list kept"
+        );
+        let errors = source.problems();
         assert!(
             errors[0].contains(&path.display().to_string()),
             "{errors:?}"
         );
         // The forge entry breaks (port out of range): its last good version stays.
         std::fs::write(&path, GOOD.replace("6852", "99999")).unwrap();
-        let (kept, errors) = source.load();
-        let kept = kept.unwrap();
+        let kept = Arc::clone(source.load().unwrap().list);
+        let errors = source.problems();
         assert_eq!(errors.len(), 1);
         assert!(
-            errors[0].contains("grants[0] (consumer \"forge\") refused"),
+            errors[0].contains("grants[0] (consumer \"forge\"): "),
             "{errors:?}"
         );
         assert_eq!(kept.grants.len(), 2);

@@ -195,7 +195,7 @@ async fn a_bad_grants_file_names_the_entry_and_keeps_the_last_good() {
     assert_eq!(round.reached, 1, "the good entry goes on");
     assert_eq!(round.file_errors.len(), 1);
     assert!(
-        round.file_errors[0].contains("grants[1] (consumer \"Wiki!\") refused"),
+        round.file_errors[0].contains("grants[1] (consumer \"Wiki!\"): "),
         "{:?}",
         round.file_errors
     );

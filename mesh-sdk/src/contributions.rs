@@ -2,7 +2,8 @@
 //!
 //! Parsed entry by entry: an entry with a name that is not a valid token is
 //! refused with an error naming it, and the others go on. A file that cannot
-//! be read or parsed as a whole keeps the last good list ([`Source`]).
+//! be read or parsed as a whole keeps the last good list ([`Source`], a
+//! [`LastGood`] reader).
 //!
 //! A refused entry whose consumer name can still be read keeps that
 //! consumer listed: its last good entry is served, and with none it is
@@ -12,9 +13,10 @@
 //! one consumer's secret to another).
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use mesh_protocol::list::{Entries, Repeated};
+use mesh_listfile::entries::{Entries, Repeated};
+pub use mesh_listfile::EntryError;
+use mesh_listfile::{LastGood, ListFile};
 use mesh_protocol::{ModuleId, Name, NameError};
 use serde::Deserialize;
 
@@ -72,29 +74,9 @@ impl Contributions {
     }
 }
 
-/// A consumer entry that was refused; the others go on.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("consumer entry {index}{named}: {reason}")]
-pub struct EntryError {
-    /// Position in the `consumers` list, from 0.
-    pub index: usize,
-    named: String,
-    /// Why.
-    pub reason: String,
-}
-
 /// The file as a whole could not be used; the last good list is kept.
 #[derive(Debug, thiserror::Error)]
 pub enum ContributionsError {
-    /// Reading the file failed.
-    #[error("contributions file {path} cannot be read: {source}")]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
     /// The file is not the expected JSON.
     #[error("contributions file {path} is malformed: {reason}")]
     Malformed {
@@ -166,11 +148,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Parsed, ContributionsError> {
                     held_back.push(name);
                 }
             }
-            EntryError {
-                index: r.index,
-                named: r.label.named,
-                reason: r.reason,
-            }
+            EntryError::at("consumers", r.index, r.label.named, r.reason)
         })
         .collect();
     Ok(Parsed {
@@ -237,124 +215,33 @@ fn serve_last_good(new: &mut Contributions, good: &Contributions) {
     );
 }
 
-/// What one read of the contributions file gave.
-#[derive(Debug)]
-pub struct Loaded<'a> {
-    /// The list to work with: this read's, or the last good one.
-    pub contributions: &'a Arc<Contributions>,
-    /// Whether this pass read the file successfully. A pass with a stale
-    /// list must not count towards retiring anyone.
-    pub fresh: bool,
-}
+/// Re-reads the contributions file every pass, keeping the last good list
+/// (and a refused entry's last good version). A file that names another
+/// provider is not taken.
+pub type Source = LastGood<Contributions>;
 
-/// Re-reads the contributions file every pass, keeping the last good list.
-///
-/// Errors are logged once per change (not every pass): a file broken for an
-/// hour logs one error, and one line again when it is good.
-#[derive(Debug)]
-pub struct Source {
-    path: PathBuf,
-    last_good: Option<Arc<Contributions>>,
-    /// The text `last_good` was parsed from: an unchanged file is not parsed again.
-    last_text: String,
-    /// The entries refused in `last_text`.
-    last_refused: Vec<String>,
-    last_logged: Option<Vec<String>>,
-}
+impl ListFile for Contributions {
+    const KIND: &'static str = "contributions file";
 
-impl Source {
-    /// A source reading `path`.
-    pub fn new(path: impl Into<PathBuf>) -> Source {
-        Source {
-            path: path.into(),
-            last_good: None,
-            last_text: String::new(),
-            last_refused: Vec::new(),
-            last_logged: None,
-        }
-    }
-
-    /// The last good list, if any.
-    pub fn last_good(&self) -> Option<&Contributions> {
-        self.last_good.as_deref()
-    }
-
-    /// Reads the file now. Returns `None` only while no good list was ever read.
-    ///
-    /// The file is read every time; it is parsed again only when its text
-    /// changed since the last good read.
-    pub fn load(&mut self) -> Option<Loaded<'_>> {
-        let text = match std::fs::read_to_string(&self.path) {
-            Ok(text) if self.last_good.is_some() && text == self.last_text => {
-                self.note(self.last_refused.clone());
-                return self.last_good.as_ref().map(|contributions| Loaded {
-                    contributions,
-                    fresh: true,
-                });
-            }
-            Ok(text) => Ok(text),
-            Err(source) => Err(ContributionsError::Read {
-                path: self.path.clone(),
-                source,
-            }),
-        };
-        let result = text.and_then(|text| parse(&text, &self.path).map(|parsed| (parsed, text)));
-        let fresh = match result {
-            Ok((parsed, text)) => {
-                let provider_changed = self
-                    .last_good
-                    .as_ref()
-                    .is_some_and(|good| good.provider != parsed.contributions.provider);
-                if provider_changed {
-                    let good = self
-                        .last_good
-                        .as_ref()
-                        .map(|g| g.provider.to_string())
-                        .unwrap_or_default();
-                    self.note(vec![format!(
-                        "contributions file {} now names provider {} but this provider is {good}; keeping the last good list",
-                        self.path.display(),
-                        parsed.contributions.provider
-                    )]);
-                    false
-                } else {
-                    self.last_refused = parsed.refused.iter().map(ToString::to_string).collect();
-                    self.note(self.last_refused.clone());
-                    let mut contributions = parsed.contributions;
-                    if let Some(good) = &self.last_good {
-                        serve_last_good(&mut contributions, good);
-                    }
-                    self.last_good = Some(Arc::new(contributions));
-                    self.last_text = text;
-                    true
-                }
-            }
-            Err(error) => {
-                self.note(vec![format!("{error}; keeping the last good list")]);
-                false
-            }
-        };
-        self.last_good.as_ref().map(|contributions| Loaded {
-            contributions,
-            fresh,
+    fn parse(path: &Path, text: &str) -> Result<mesh_listfile::Parsed<Self>, String> {
+        let parsed = parse(text, path).map_err(|e| e.to_string())?;
+        Ok(mesh_listfile::Parsed {
+            list: parsed.contributions,
+            refused: parsed.refused,
         })
     }
 
-    /// Logs `problems` when they differ from the last ones logged.
-    fn note(&mut self, problems: Vec<String>) {
-        if self.last_logged.as_ref() == Some(&problems) {
-            return;
-        }
-        if problems.is_empty() {
-            if self.last_logged.is_some() {
-                tracing::info!(path = %self.path.display(), "contributions file is good again");
-            }
-        } else {
-            for problem in &problems {
-                tracing::error!(path = %self.path.display(), problem = %problem, "contributions file problem");
-            }
-        }
-        self.last_logged = Some(problems);
+    fn keep_last_good(&mut self, last_good: &Self) {
+        serve_last_good(self, last_good);
+    }
+
+    fn refuses_to_replace(&self, last_good: &Self) -> Option<String> {
+        (self.provider != last_good.provider).then(|| {
+            format!(
+                "now names provider {} but this provider is {}",
+                self.provider, last_good.provider
+            )
+        })
     }
 }
 
@@ -415,17 +302,17 @@ mod tests {
         let errors: Vec<String> = parsed.refused.iter().map(ToString::to_string).collect();
         assert_eq!(errors.len(), 8, "{errors:#?}");
         assert!(errors[0].starts_with(
-            "consumer entry 0 (\"Bad Name\"): consumer: \"Bad Name\" is not a valid name"
+            "consumers[0] (\"Bad Name\"): consumer: \"Bad Name\" is not a valid name"
         ));
         assert!(errors[1].starts_with(
-            "consumer entry 1 (\"good\"): consumer good is listed more than once; none of its entries is used"
+            "consumers[1] (\"good\"): consumer good is listed more than once; none of its entries is used"
         ));
-        assert!(errors[2].starts_with("consumer entry 2 (\"x.y\")"));
+        assert!(errors[2].starts_with("consumers[2] (\"x.y\")"));
         assert!(errors[3].contains("machine: \"app 1\" is not a valid name"));
-        assert!(errors[4].starts_with("consumer entry 4 (\"good\"): consumer good is listed more"));
+        assert!(errors[4].starts_with("consumers[4] (\"good\"): consumer good is listed more"));
         assert!(errors[5].contains("missing field `consumer`"));
         assert!(errors[6].contains("provision"));
-        assert!(errors[7].starts_with("consumer entry 7:"));
+        assert!(errors[7].starts_with("consumers[7]:"));
         // Whose name can be read stays listed, not served.
         let held: Vec<&str> = parsed
             .contributions
@@ -465,7 +352,7 @@ mod tests {
             std::fs::write(&path, &text).unwrap();
             let loaded = source.load().unwrap();
             assert!(loaded.fresh);
-            let c = loaded.contributions;
+            let c = loaded.list;
             let names: Vec<&str> = c.consumers.iter().map(|c| c.name.as_str()).collect();
             assert_eq!(names, served, "{text}");
             let back: Vec<&str> = c.held_back.iter().map(Name::as_str).collect();
@@ -506,53 +393,51 @@ mod tests {
         std::fs::write(&path, GOOD).unwrap();
         let loaded = source.load().unwrap();
         assert!(loaded.fresh);
-        assert_eq!(loaded.contributions.consumers.len(), 2);
+        assert_eq!(loaded.list.consumers.len(), 2);
 
         std::fs::write(&path, "{ broken").unwrap();
         let loaded = source.load().unwrap();
         assert!(!loaded.fresh);
-        assert_eq!(loaded.contributions.consumers.len(), 2);
+        assert_eq!(loaded.list.consumers.len(), 2);
 
         std::fs::remove_file(&path).unwrap();
         let loaded = source.load().unwrap();
         assert!(!loaded.fresh);
-        assert_eq!(loaded.contributions.consumers.len(), 2);
+        assert_eq!(loaded.list.consumers.len(), 2);
 
         let other = GOOD.replace("\"postgres\"", "\"identity\"");
         std::fs::write(&path, other).unwrap();
         let loaded = source.load().unwrap();
         assert!(!loaded.fresh, "a file for another provider is not taken");
-        assert_eq!(loaded.contributions.provider.module.as_str(), "postgres");
+        assert_eq!(loaded.list.provider.module.as_str(), "postgres");
 
         let one = r#"{"provider": { "module": "postgres", "machine": "db-1" }, "consumers": []}"#;
         std::fs::write(&path, one).unwrap();
         let loaded = source.load().unwrap();
         assert!(loaded.fresh);
-        assert!(loaded.contributions.consumers.is_empty());
+        assert!(loaded.list.consumers.is_empty());
     }
 
     #[test]
-    fn problems_are_noted_once_per_change() {
+    fn a_broken_file_is_said_and_the_good_text_again_is_taken_again() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.json");
         std::fs::write(&path, GOOD).unwrap();
         let mut source = Source::new(&path);
         source.load();
-        assert_eq!(source.last_logged, Some(vec![]));
+        assert!(source.problems().is_empty());
         std::fs::write(&path, "{ broken").unwrap();
-        source.load();
-        let first = source.last_logged.clone().unwrap();
-        assert_eq!(first.len(), 1);
-        assert!(first[0].contains("malformed"));
-        source.load();
-        assert_eq!(source.last_logged.as_ref(), Some(&first));
-        // Back to the very same good text, then broken again: reported again.
+        assert!(!source.load().unwrap().fresh);
+        let said = source.problems();
+        assert_eq!(said.len(), 1);
+        assert!(
+            said[0].contains("is malformed") && said[0].ends_with("; keeping the last good list"),
+            "{said:?}"
+        );
+        // Back to the very same good text: taken, and nothing is wrong.
         std::fs::write(&path, GOOD).unwrap();
-        source.load();
-        assert_eq!(source.last_logged, Some(vec![]));
-        std::fs::write(&path, "{ broken").unwrap();
-        source.load();
-        assert_eq!(source.last_logged.as_ref(), Some(&first));
+        assert!(source.load().unwrap().fresh);
+        assert!(source.problems().is_empty());
     }
 
     #[test]

@@ -312,7 +312,7 @@ async fn a_malformed_file_keeps_the_last_good_list_and_a_bad_entry_is_refused_al
     assert!(report.fresh);
     assert_eq!(report.attempted, 1);
     assert!(
-        logs.text().contains("consumer entry 0 (\"Bad.Name\")"),
+        logs.text().contains("consumers[0] (\"Bad.Name\")"),
         "{}",
         logs.text()
     );

@@ -82,19 +82,12 @@
 //! # Ok::<_, mesh_protocol::BodyError>(())
 //! ```
 //!
-//! ## Lists read entry by entry
-//! The files the mesh hands its parts (a provider's contributions, the
-//! controller's declaration, the grant agent's grants) are JSON lists that
-//! are read entry by entry: [`list`] keeps the good entries and refuses a
-//! bad one alone, naming it.
-//!
 //! The full contract, with what each field means and when each event is
 //! published, is docs/contracts.md in the mesh repository.
 
 mod approve;
 mod class;
 pub mod event;
-pub mod list;
 mod module_id;
 mod name;
 mod one_of;

@@ -256,7 +256,7 @@ impl<P: Provisioner> Runner<P> {
         let began = Instant::now();
         let loaded = self.source.load()?;
         let fresh = loaded.fresh;
-        let contributions = Arc::clone(loaded.contributions);
+        let contributions = Arc::clone(loaded.list);
         let gate = self.repair_pass(&contributions.provider).await;
         let mut report = PassReport {
             fresh,

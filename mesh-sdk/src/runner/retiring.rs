@@ -315,7 +315,7 @@ impl<P: Provisioner> Runner<P> {
         let Some(loaded) = self.source.load() else {
             return refuse("no contributions file was read yet".into());
         };
-        let (contributions, fresh) = (Arc::clone(loaded.contributions), loaded.fresh);
+        let (contributions, fresh) = (Arc::clone(loaded.list), loaded.fresh);
         if !fresh {
             return refuse("the contributions file cannot be read now, so whether the consumer is withdrawn is unknown; try again later".into());
         }

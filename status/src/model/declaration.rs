@@ -9,7 +9,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use mesh_protocol::list::{Entries, Repeated};
+use mesh_listfile::entries::{Entries, Repeated};
 use mesh_protocol::{ModuleId, Name};
 use serde::Deserialize;
 
@@ -121,14 +121,7 @@ fn names(named: &[String]) -> String {
 }
 
 /// An entry (or part of one) that was refused; the others go on.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{entry}: {reason}")]
-pub struct EntryError {
-    /// Which entry, e.g. `modules[1] (forge@app-1) requires[0]`.
-    pub entry: String,
-    /// Why it was refused.
-    pub reason: String,
-}
+pub use mesh_listfile::EntryError;
 
 /// The result of parsing: the valid entries and the refused ones.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -225,10 +218,7 @@ pub fn parse(text: &str) -> Result<Parsed, serde_json::Error> {
     let (kept, refused) = entries.split();
     let mut refused: Vec<EntryError> = refused
         .into_iter()
-        .map(|r| EntryError {
-            entry: format!("modules[{}]{}", r.index, r.label),
-            reason: r.reason,
-        })
+        .map(|r| EntryError::at("modules", r.index, r.label, r.reason))
         .collect();
 
     // Requirements refer to other entries: check them once all are known.
@@ -243,7 +233,8 @@ pub fn parse(text: &str) -> Result<Parsed, serde_json::Error> {
             Entries::parse(requires, |_| (), |value| requirement(value, &providers)).split();
         module.requires = good.into_iter().map(|r| r.value).collect();
         refused.extend(bad.into_iter().map(|r| EntryError {
-            entry: format!("modules[{}] ({}) requires[{}]", k.index, module.id, r.index),
+            place: format!("modules[{}] ({}) requires[{}]", k.index, module.id, r.index),
+            named: String::new(),
             reason: r.reason,
         }));
         valid.push(module);

@@ -3,11 +3,11 @@
 //! file's grants. An entry that does not parse is refused alone, with the
 //! reason, and the others go on; so is an entry listed more than once, by
 //! the rule the list chooses ([`Repeated`]). The caller turns each refused
-//! entry into its own error, naming the entry by what could be read of it
-//! ([`Entry::label`]) before it was parsed.
+//! entry into an [`EntryError`](crate::EntryError), naming the entry by
+//! what could be read of it ([`Entry::label`]) before it was parsed.
 //!
 //! ```
-//! use mesh_protocol::list::{Entries, Repeated};
+//! use mesh_listfile::entries::{Entries, Repeated};
 //! use mesh_protocol::Name;
 //!
 //! let values: Vec<serde_json::Value> =
