@@ -29,7 +29,7 @@ const CRATES: &[(&str, Tables)] = &[
         &[(
             "",
             &[
-                &["one_of", "list", "name", "time"],
+                &["one_of", "name", "time"],
                 &["class"],
                 &["module_id", "event"],
                 &["subject"],
@@ -37,6 +37,7 @@ const CRATES: &[(&str, Tables)] = &[
             ],
         )],
     ),
+    ("listfile", &[("", &[&["entries", "list"], &["last_good"]])]),
     (
         "runtime",
         &[
@@ -170,6 +171,7 @@ const CRATES: &[(&str, Tables)] = &[
             ),
             ("link", &[&["source", "stream"]]),
             ("contributions", &[&["write"]]),
+            ("permissions", &[&["credentials"], &["render"]]),
             (
                 "cli",
                 &[&["error"], &["permissions", "contributions"], &["run"]],

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::ListFile;
+use crate::list::ListFile;
 
 /// What one read gave.
 #[derive(Debug)]
@@ -144,7 +144,7 @@ impl<T: ListFile> LastGood<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{EntryError, Parsed};
+    use crate::list::{EntryError, Parsed};
 
     /// A file of lines `key=value`; a line without `=` is refused (and its
     /// last good line kept, by key); `owner: X` must stay the same.
