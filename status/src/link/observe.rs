@@ -1,6 +1,8 @@
-//! What `serve` shows at `--metrics-listen`: its metrics, whether the link
-//! moves (`/healthz`) and whether the bus and the store are there
-//! (`/readyz`).
+//! What `serve` shows at `--metrics-listen`: its metrics, whether the
+//! link's loop turns (`/healthz`: a restart may mend it if not; the bus or
+//! the store away does not make it fail) and whether it can do its work
+//! now (`/readyz`: connected to the bus and the store answering; false
+//! within 5 s of either going away).
 //!
 //! | metric | type | what |
 //! | --- | --- | --- |
@@ -166,9 +168,15 @@ impl LinkState {
         }
     }
 
-    /// The store answered (migrated, or read).
+    /// The store answered (migrated, or read, or the readiness check).
     pub fn store_answered(&self) {
         self.store_ok.store(true, Ordering::Relaxed);
+    }
+
+    /// The store did not answer the readiness check: `/readyz` fails until
+    /// it answers again (no round failed, so no store error is counted).
+    pub fn store_unanswered(&self) {
+        self.store_ok.store(false, Ordering::Relaxed);
     }
 
     /// The bus connection, once joined (the first one is kept).
@@ -188,10 +196,13 @@ impl LinkState {
         text
     }
 
-    /// `/healthz`: a pull finished within `bound`.
+    /// `/healthz`: the link's loop turned within `bound` (a pull finished,
+    /// or a turn of waiting for the store or the bus at setup), whether the
+    /// bus and the store are there or not: only a loop that stopped turning
+    /// is unhealthy, which a restart may mend.
     ///
     /// # Errors
-    /// When none did.
+    /// When it did not.
     pub fn health(&self, bound: Duration) -> Result<String, String> {
         self.progress.check(bound)
     }
@@ -201,7 +212,9 @@ impl LinkState {
         self.bus.get().is_none_or(|bus| bus.connection().is_ok())
     }
 
-    /// `/readyz`: connected to the bus, and the store answered last time.
+    /// `/readyz`: the link can do its work now: connected to the bus, and
+    /// the store answered last time it was asked (a round, the summary, or
+    /// `serve`'s readiness check every second, bounded by 2 s).
     ///
     /// # Errors
     /// Says which is missing.
