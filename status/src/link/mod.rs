@@ -361,7 +361,9 @@ impl<S: Store> Link<'_, S> {
         ) {
             Pulled::Failed => {
                 self.pull_failures += 1;
-                if self.pull_failures == 1 {
+                // Said once an outage, also when the consumer is set up
+                // again in between.
+                if self.state.pull_failed() == 1 {
                     let error = failure.unwrap_or_default();
                     tracing::warn!(error = %error, "cannot pull events; trying again");
                 }
@@ -372,9 +374,11 @@ impl<S: Store> Link<'_, S> {
             // uncounted (the client reconnects by itself).
             Pulled::Unknown => {}
             Pulled::Worked => {
-                if self.pull_failures > 0 && !self.consumer_lost {
-                    tracing::info!(failures = self.pull_failures, "pulling events works again");
+                if !self.consumer_lost {
                     self.pull_failures = 0;
+                    if let Some(failures) = self.state.pull_worked() {
+                        tracing::info!(failures, "pulling events works again");
+                    }
                 }
             }
         }

@@ -14,7 +14,7 @@
 //! | `mesh_stream_lag_messages` | gauge | events in the stream the controller has not acknowledged yet |
 //! | `mesh_caught_up_timestamp_seconds` | gauge | when this `serve` last caught up with the stream (Unix seconds; 0: not yet) |
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -47,6 +47,9 @@ pub struct LinkState {
     /// When the link last finished a pull.
     pub progress: Progress,
     store_ok: AtomicBool,
+    /// Pulls failed since one last worked, across setups of the consumer:
+    /// one outage is said once when it begins and once when it ends.
+    pulls_failing: AtomicU32,
     bus: OnceLock<Box<dyn BusWatch>>,
 }
 
@@ -136,6 +139,7 @@ impl LinkState {
             stream_lag,
             progress: Progress::new(),
             store_ok: AtomicBool::new(false),
+            pulls_failing: AtomicU32::new(0),
             bus: OnceLock::new(),
         }
     }
@@ -177,6 +181,16 @@ impl LinkState {
     /// it answers again (no round failed, so no store error is counted).
     pub fn store_unanswered(&self) {
         self.store_ok.store(false, Ordering::Relaxed);
+    }
+
+    /// A pull failed; returns how many have since one last worked.
+    pub(crate) fn pull_failed(&self) -> u32 {
+        self.pulls_failing.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// A pull worked; returns how many had failed before it, if any.
+    pub(crate) fn pull_worked(&self) -> Option<u32> {
+        Some(self.pulls_failing.swap(0, Ordering::Relaxed)).filter(|&n| n > 0)
     }
 
     /// The bus connection, once joined (the first one is kept).

@@ -21,6 +21,9 @@ struct Bus {
     away: Arc<AtomicBool>,
     /// The server said it shuts down (once, at the start of the outage).
     shutdown_said: Arc<AtomicBool>,
+    /// Asking for the consumer fails while the bus is away (the request
+    /// times out): the link sets the consumer up again.
+    lose_consumer: bool,
 }
 
 impl BusWatch for Bus {
@@ -83,6 +86,10 @@ impl Messages for Bus {
     }
 
     async fn pending(&mut self) -> Result<Pending, String> {
+        if self.lose_consumer && self.away.load(Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            return Err("request timed out".to_owned());
+        }
         Ok(Pending::default())
     }
 }
@@ -125,6 +132,18 @@ const WORKS_AGAIN: &str = "pulling events works again";
 
 #[tokio::test(start_paused = true)]
 async fn no_line_says_pulling_works_again_while_the_bus_is_away_and_one_does_once_it_is_back() {
+    outage(false).await;
+}
+
+/// The consumer looked up in vain during the outage: the link ends, to
+/// be set up again (as `serve` does), and the outage is still said once
+/// when it begins and once when it ends.
+#[tokio::test(start_paused = true)]
+async fn an_outage_through_setups_of_the_consumer_is_said_once_each_way() {
+    outage(true).await;
+}
+
+async fn outage(lose_consumer: bool) {
     let lines = Lines::default();
     let writer = lines.clone();
     let subscriber = tracing_subscriber::fmt()
@@ -133,7 +152,10 @@ async fn no_line_says_pulling_works_again_while_the_bus_is_away_and_one_does_onc
         .finish();
     let _default = tracing::subscriber::set_default(subscriber);
 
-    let bus = Bus::default();
+    let bus = Bus {
+        lose_consumer,
+        ..Bus::default()
+    };
     let state = Arc::new(LinkState::new());
     state.joined(Box::new(bus.clone()));
     state.store_answered();
@@ -142,7 +164,14 @@ async fn no_line_says_pulling_works_again_while_the_bus_is_away_and_one_does_onc
     let mut source = bus.clone();
     let (linked, stopping) = (Arc::clone(&state), stop.clone());
     let link = tokio::spawn(async move {
-        follow_messages(&mut source, 1, &mut Kept, &settings, &linked, &stopping).await
+        // As serve does: a consumer lost is set up again, then followed.
+        let mut setups = 0;
+        loop {
+            match follow_messages(&mut source, 1, &mut Kept, &settings, &linked, &stopping).await {
+                super::Followed::Stopped => return (super::Followed::Stopped, setups),
+                super::Followed::ConsumerLost => setups += 1,
+            }
+        }
     });
 
     tokio::time::sleep(Duration::from_secs(3)).await;
@@ -174,9 +203,10 @@ async fn no_line_says_pulling_works_again_while_the_bus_is_away_and_one_does_onc
     assert_eq!(lines.count(WORKS_AGAIN), 1, "said once");
     assert!(state.ready().is_ok(), "{:?}", state.ready());
     stop.request();
-    let followed = tokio::time::timeout(Duration::from_secs(30), link)
+    let (followed, setups) = tokio::time::timeout(Duration::from_secs(30), link)
         .await
         .expect("the link stops")
         .unwrap();
     assert_eq!(followed, super::Followed::Stopped);
+    assert_eq!(setups > 0, lose_consumer, "{setups} setups");
 }
