@@ -5,7 +5,7 @@
 //! many consumers failing for one cause share one line; `--check` and a
 //! machine the declaration does not name; and a store dropped and made
 //! again is true again within the providers' `--repeat-every`, never "all
-//! well" before.
+//! well" before, said new first and blaming no provider meanwhile.
 
 use std::time::{Duration, Instant};
 
@@ -302,7 +302,21 @@ fn a_store_dropped_and_made_again_is_true_again_within_repeat_every_and_never_al
                 "all well {:?} after the new store, while wiki fails: {status:#}",
                 started.elapsed()
             );
+            // The new store is said first; no provider is blamed for what
+            // the store could not have heard yet (issue 31).
+            assert_eq!(
+                unheard(&status),
+                Vec::<String>::new(),
+                "a provider blamed {:?} after the new store: {status:#}",
+                started.elapsed()
+            );
             let s = sentence(&status).to_owned();
+            if status["catching_up"] != serde_json::json!([]) {
+                assert!(
+                    s.starts_with("not all well: the store is new since "),
+                    "{status:#}"
+                );
+            }
             if failing(&status) == ["wiki"] && status["catching_up"] == serde_json::json!([]) {
                 assert_eq!(s, "not all well: 1 consumer failing", "{status:#}");
                 break started.elapsed();
@@ -324,8 +338,17 @@ fn a_store_dropped_and_made_again_is_true_again_within_repeat_every_and_never_al
     );
     assert!(
         said.iter()
-            .any(|s| s.contains("not fully known yet (the store's record begins ")),
+            .any(|s| s.starts_with("not all well: the store is new since ")
+                && s.contains("; 1 provider not fully known yet")),
         "in between it said the store does not know the provider fully yet: {said:#?}"
+    );
+    // serve said it met a new store, once.
+    let log = mesh.controller.as_ref().unwrap().log_text();
+    assert_eq!(
+        log.matches("the store is new: it holds none of the events")
+            .count(),
+        1,
+        "{log}"
     );
     // And stays true.
     mesh.secret("wiki", Some("minted-wiki-secret"));

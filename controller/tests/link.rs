@@ -603,13 +603,47 @@ async fn a_stream_serve_cannot_update_ends_it_and_is_left_as_it_is() {
     );
 }
 
+/// How long the bus is away in the readiness test: several of serve's
+/// 2-s pull waits, each of which may end in an error, an expired pull or
+/// a consumer looked up in vain. (The loop's own timing over a 60-s
+/// outage runs on the paused clock in `mesh_status::link`'s tests.)
+const BUS_AWAY: Duration = Duration::from_secs(10);
+
+/// Polls `/readyz` from `since` until it is not 200; asserts that took at
+/// most 5 s; returns its answer.
+async fn until_not_ready<F, Fut>(get: &F, since: tokio::time::Instant) -> (u16, String)
+where
+    F: Fn(&str) -> Fut,
+    Fut: std::future::Future<Output = (u16, String)>,
+{
+    loop {
+        let answer = get("/readyz").await;
+        if answer.0 != 200 {
+            assert!(
+                since.elapsed() <= Duration::from_secs(5),
+                "/readyz said not ready only {:?} after: {}",
+                since.elapsed(),
+                answer.1
+            );
+            return answer;
+        }
+        assert!(
+            since.elapsed() <= Duration::from_secs(5),
+            "/readyz still ready {:?} after: {}",
+            since.elapsed(),
+            answer.1
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// `mesh-controller serve --metrics-listen` (the binary, JSON logs): its
 /// metrics scraped with a real HTTP client and parsed by a Prometheus text
 /// parser, `/readyz` and `/healthz` answering, the summary gauges read from
 /// the store with the declaration, and every log line one JSON object.
 #[tokio::test]
 async fn serve_shows_its_metrics_health_and_readiness() {
-    let world = World::start().await;
+    let mut world = World::start().await;
     let dir = tempfile::tempdir().unwrap();
     let declaration = dir.path().join("declaration.json");
     std::fs::write(
@@ -718,6 +752,70 @@ async fn serve_shows_its_metrics_health_and_readiness() {
     let m = metrics(get("/metrics").await.1);
     let caught_up = m["mesh_caught_up_timestamp_seconds{}"];
     assert!((now - caught_up).abs() < 30.0, "{caught_up} against {now}");
+
+    // The bus away (issue 31): /readyz fails within 5 s, /healthz stays
+    // true (the loops turn; a restart would not help), and no line says
+    // pulling works again while nats-server is down. Once it is back, the
+    // line comes once and /readyz is true again.
+    let said = || std::fs::read_to_string(&stderr).unwrap_or_default();
+    let works_again = |text: &str| text.matches("pulling events works again").count();
+    assert_eq!(works_again(&said()), 0, "{}", said());
+    world.nats.stop();
+    let away = tokio::time::Instant::now();
+    let (status, ready) = until_not_ready(&get, away).await;
+    assert_eq!(status, 503, "{ready}");
+    assert!(ready.contains("bus"), "{ready}");
+    while away.elapsed() < BUS_AWAY {
+        let (status, health) = get("/healthz").await;
+        assert_eq!(status, 200, "healthy while the bus is away: {health}");
+        assert_eq!(
+            get("/readyz").await.0,
+            503,
+            "not ready while the bus is away"
+        );
+        assert_eq!(works_again(&said()), 0, "while the bus is away: {}", said());
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    world.nats.start_again();
+    // A pull waiting when the server shut down failed (`409 Server
+    // Shutdown`): that is said once, and once pulling works again. (With
+    // no pull waiting at that moment neither is said.)
+    let failed = || said().matches("cannot pull events; trying again").count();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while get("/readyz").await.0 != 200 || works_again(&said()) != failed() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never ready again with pulling working: {}",
+            said()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(failed() <= 1, "one outage, said once: {}", said());
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(works_again(&said()), failed(), "said once: {}", said());
+    assert_eq!(get("/healthz").await.0, 200);
+
+    // The store away: /readyz fails within 5 s though no event comes (an
+    // active check), and is true again once it is back.
+    world.proxy.cut();
+    let (status, ready) = until_not_ready(&get, tokio::time::Instant::now()).await;
+    assert_eq!(status, 503, "{ready}");
+    assert!(ready.contains("store"), "{ready}");
+    assert_eq!(
+        get("/healthz").await.0,
+        200,
+        "healthy while the store is away"
+    );
+    world.proxy.open();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while get("/readyz").await.0 != 200 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never ready again: {}",
+            said()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 
     std::process::Command::new("kill")
         .args(["-TERM", &child.id().to_string()])

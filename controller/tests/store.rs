@@ -1165,15 +1165,16 @@ async fn the_controller_record_retired_consumers_and_a_new_store_on_a_live_store
             .unwrap()
             .get::<_, Option<std::time::SystemTime>>(0)
     };
-    store.record_begins(true).await.unwrap();
+    let said = store.record_begins(true).await.unwrap();
     assert!(begun().await.is_some(), "acknowledged before: begins now");
-    store.record_begins(false).await.unwrap();
+    assert_eq!(said, begun().await, "and says when: the store is new");
+    assert_eq!(store.record_begins(false).await.unwrap(), None);
     assert_eq!(begun().await, None, "a new consumer: the record is whole");
     store
         .stream_epoch("MESH_EVENTS", std::time::SystemTime::UNIX_EPOCH)
         .await
         .unwrap();
-    store.record_begins(true).await.unwrap();
+    assert_eq!(store.record_begins(true).await.unwrap(), None, "not new");
     assert_eq!(begun().await, None, "a stream met: the record is kept");
     admin
         .batch_execute("DELETE FROM stream_epoch; UPDATE store_record SET begun_at = now()")
@@ -1285,8 +1286,8 @@ async fn the_controller_record_retired_consumers_and_a_new_store_on_a_live_store
     assert_eq!(
         report["sentence"],
         format!(
-            "not all well: 0 consumers failing, 1 provider not fully known yet (the store's \
-             record begins {begins})"
+            "not all well: the store is new since {begins}; 1 provider not fully known yet, 0 \
+             consumers failing"
         )
     );
     assert_eq!(report["catching_up"][0]["provider_machine"], "db-1");

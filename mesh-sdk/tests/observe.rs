@@ -112,7 +112,7 @@ impl Scrape {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_health_and_readiness_over_http() {
-    let nats = NatsServer::start();
+    let mut nats = NatsServer::start();
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("secrets")).unwrap();
     for c in ["forge", "wiki"] {
@@ -180,11 +180,33 @@ async fn metrics_health_and_readiness_over_http() {
     // The bound is 3 × 100 ms + 2 × 200 ms = 700 ms.
     block.store(true, Ordering::SeqCst);
     let stuck = scrape.wait("/healthz", 503, Duration::from_secs(3)).await;
-    assert!(stuck.starts_with("stuck: has not moved for"), "{stuck}");
+    assert!(
+        stuck.starts_with("stuck: the loop has not turned for"),
+        "{stuck}"
+    );
     let again = scrape
         .wait("/healthz", 200, BLOCK + Duration::from_secs(5))
         .await;
     assert!(again.starts_with("ok"), "{again}");
+
+    // The bus away (issue 31): not ready within 5 s, and healthy all the
+    // while (the loop turns; a restart would not help); ready again once
+    // the bus is back.
+    nats.stop();
+    let away = Instant::now();
+    let not_ready = scrape.wait("/readyz", 503, Duration::from_secs(5)).await;
+    assert!(
+        not_ready.starts_with("not connected to the bus"),
+        "{not_ready}"
+    );
+    while away.elapsed() < Duration::from_secs(3) {
+        let (status, health) = scrape.get("/healthz").await;
+        assert_eq!(status, 200, "healthy while the bus is away: {health}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    nats.start_again();
+    let ready = scrape.wait("/readyz", 200, Duration::from_secs(20)).await;
+    assert!(ready.starts_with("ready"), "{ready}");
 
     let _ = stop.send(());
     tokio::time::timeout(Duration::from_secs(20), running)

@@ -168,10 +168,14 @@ pub trait Store: Send {
     /// that was there took them: they are not in this one until they are
     /// said again), else never (it gets every word the stream holds). A
     /// store that has met a stream keeps what it says. A store that keeps
-    /// no such record (a test's) does nothing.
-    async fn record_begins(&mut self, acknowledged_before: bool) -> Result<(), StoreError> {
+    /// no such record (a test's) does nothing. Returns when the record
+    /// began when this call began it (the store is new), else `None`.
+    async fn record_begins(
+        &mut self,
+        acknowledged_before: bool,
+    ) -> Result<Option<SystemTime>, StoreError> {
         let _ = acknowledged_before;
-        Ok(())
+        Ok(None)
     }
 
     /// Records that the `serve` process `instance` runs: whether it is

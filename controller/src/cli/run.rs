@@ -96,15 +96,40 @@ pub async fn run(cli: &Cli, io: &mut Io<'_>, stop: &Stop) -> Result<(), CliError
     }
 }
 
-/// How long `serve` may go without finishing a pull before `/healthz`
+/// How long `serve`'s loop may go without turning (a pull finished, or a
+/// turn of waiting for the store or the bus at setup) before `/healthz`
 /// says it is stuck: 3 × the pull wait + 60 s (a round's store work is
-/// bounded by 30 s, a reconnection by 10 s more).
+/// bounded by 30 s, a reconnection by 10 s more; a pull while the bus is
+/// away ends by the client's own expiry, the wait + 5 s).
 pub fn serve_stuck_after(settings: &LinkSettings) -> Duration {
     settings.wait * 3 + Duration::from_secs(60)
 }
 
 /// How often `serve` reads the store's summary for its gauges.
 const SUMMARY_EVERY: Duration = Duration::from_secs(15);
+
+/// How often `serve` asks the store for `/readyz` (with `--metrics-listen`).
+const READY_CHECK_EVERY: Duration = Duration::from_secs(1);
+
+/// How long the store may take to answer it: with [`READY_CHECK_EVERY`],
+/// `/readyz` fails within 3 s of the store going away.
+const READY_CHECK_WITHIN: Duration = Duration::from_secs(2);
+
+/// Asks the store every [`READY_CHECK_EVERY`] whether it answers, for
+/// `/readyz`: the rounds touch the store only when events come.
+async fn check_store(options: DatabaseOptions, state: Arc<LinkState>) {
+    let mut store = PgStore::new(options);
+    loop {
+        match store.answers(READY_CHECK_WITHIN).await {
+            Ok(()) => state.store_answered(),
+            Err(error) => {
+                tracing::debug!(error = %error, "the store does not answer the readiness check");
+                state.store_unanswered();
+            }
+        }
+        tokio::time::sleep(READY_CHECK_EVERY).await;
+    }
+}
 
 /// `serve`'s endpoints (with `--metrics-listen`) and, with a declaration,
 /// the task that reads what `status` would say into the gauges.
@@ -130,6 +155,10 @@ async fn observe(
     tasks.push(AbortOnDropHandle::new(
         mesh_runtime::endpoints::serve(listener, endpoints).1,
     ));
+    tasks.push(AbortOnDropHandle::new(tokio::spawn(check_store(
+        options.clone(),
+        Arc::clone(state),
+    ))));
     if cli.declaration.is_some() {
         let declaration = cli.load_declaration()?;
         let (options, state) = (options.clone(), Arc::clone(state));

@@ -59,6 +59,8 @@ pub async fn serve(
 ) -> Result<(), LinkError> {
     let mut backoff = Backoff::new(settings.nak_first, settings.nak_max);
     loop {
+        // Each turn of waiting counts as the loop turning (`/healthz`).
+        state.progress.tick();
         // A migration cut short rolls back with its session.
         let Some(migrated) = stop.run_until_stopped(migrate(database)).await else {
             return Ok(());
@@ -86,6 +88,7 @@ pub async fn serve(
     loop {
         backoff.reset();
         let following = loop {
+            state.progress.tick();
             let Some(ensured) = stop
                 .run_until_stopped(ensure_consumer(&client, &settings, &mut store))
                 .await

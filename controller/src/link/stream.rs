@@ -164,10 +164,19 @@ pub async fn ensure_consumer<S: Store>(
         Err(error) if error.kind() == ConsumerInfoErrorKind::NotFound => false,
         Err(error) => return Err(SetupError::Read(error.into())),
     };
-    store
+    let begun = store
         .record_begins(acknowledged_before)
         .await
         .map_err(SetupError::Epoch)?;
+    if let Some(at) = begun {
+        // Once per store: it has met no stream before, and meets one now.
+        tracing::info!(
+            record_begins = %mesh_protocol::Timestamp::from_system(at),
+            "the store is new: it holds none of the events the durable consumer acknowledged \
+             before; status says so, and calls no provider unheard, until each provider has \
+             said again what it keeps failing"
+        );
+    }
     let epoch = store
         .stream_epoch(STREAM, created.into())
         .await

@@ -170,7 +170,10 @@ impl Store for PgStore {
         Ok(self.register_stream(stream, created).await?)
     }
 
-    async fn record_begins(&mut self, acknowledged_before: bool) -> Result<(), StoreError> {
+    async fn record_begins(
+        &mut self,
+        acknowledged_before: bool,
+    ) -> Result<Option<SystemTime>, StoreError> {
         Ok(self.begin_record(acknowledged_before).await?)
     }
 

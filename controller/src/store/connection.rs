@@ -71,6 +71,35 @@ impl PgStore {
         Ok(self.connected.as_mut().expect("connected just above"))
     }
 
+    /// Whether the store answers a trivial query within `within` (the
+    /// connection made first when there is none): `/readyz`'s active
+    /// check. A failure drops the connection (the next call reconnects).
+    ///
+    /// # Errors
+    /// [`PgError`] when the store is away, refuses, or does not answer in time.
+    pub async fn answers(&mut self, within: Duration) -> Result<(), PgError> {
+        let target = self.options.shown.clone();
+        let work = async {
+            let client = &self.connected().await?.client;
+            client
+                .simple_query("SELECT 1")
+                .await
+                .map(drop)
+                .map_err(|source| classify(target.clone(), source))
+        };
+        let result = match tokio::time::timeout(within, work).await {
+            Ok(result) => result,
+            Err(_) => Err(PgError::Timeout {
+                target,
+                after: within,
+            }),
+        };
+        if result.is_err() {
+            self.connected = None;
+        }
+        result
+    }
+
     /// The outcome of bounded work on the connection: on any failure but a
     /// refusal of the events, the connection is dropped (the next call
     /// reconnects).

@@ -4,7 +4,7 @@
 //! store's clock. `status` reads it ([`super::read`]) to tell a controller
 //! that follows nothing from providers that say nothing.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use tokio_postgres::types::ToSql;
 
@@ -40,7 +40,8 @@ ON CONFLICT (instance) DO UPDATE SET
 /// epoch is registered.
 const BEGIN: &str = "
 UPDATE store_record SET begun_at = CASE WHEN $1 THEN now() END
-WHERE NOT EXISTS (SELECT 1 FROM stream_epoch)";
+WHERE NOT EXISTS (SELECT 1 FROM stream_epoch)
+RETURNING begun_at";
 
 /// Removes the rows of instances not seen for [`FORGET_AFTER_DAYS`] days,
 /// but never the one that pulled last (status says since when nothing was
@@ -62,15 +63,20 @@ impl PgStore {
     /// Says when the store's record begins, while it has met no stream:
     /// now when the durable consumer `acknowledged_before` words (a store
     /// that was there took them), else never (see [`Store::record_begins`](mesh_status::Store::record_begins)).
+    /// Returns when the record began, when it began now (the store is new).
     ///
     /// # Errors
     /// [`PgError`] when the store is away, refuses, or does not answer
     /// within `RECORD_TIMEOUT`.
-    pub async fn begin_record(&mut self, acknowledged_before: bool) -> Result<(), PgError> {
+    pub async fn begin_record(
+        &mut self,
+        acknowledged_before: bool,
+    ) -> Result<Option<SystemTime>, PgError> {
         let client = &self.connected().await?.client;
         let params: [&(dyn ToSql + Sync); 1] = [&acknowledged_before];
-        let outcome = tokio::time::timeout(RECORD_TIMEOUT, client.execute(BEGIN, &params)).await;
-        self.settle(outcome, RECORD_TIMEOUT).map(drop)
+        let outcome = tokio::time::timeout(RECORD_TIMEOUT, client.query_opt(BEGIN, &params)).await;
+        let row = self.settle(outcome, RECORD_TIMEOUT)?;
+        Ok(row.and_then(|row| row.get::<_, Option<SystemTime>>(0)))
     }
 
     /// Records that `instance` runs: caught up now (`caught_up`: it found

@@ -1,7 +1,16 @@
 //! `--metrics-listen ADDR`: a small HTTP server with `/metrics` (Prometheus
-//! text), `/healthz` (the program is making progress) and `/readyz`
-//! (connected to what it needs). Each answers 200 with a line of text, or
+//! text), `/healthz` and `/readyz`. Each answers 200 with a line of text, or
 //! 503 with the reason; anything else is 404 (docs/contracts.md, section 9).
+//!
+//! As Kubernetes' liveness and readiness probes (and controller-runtime's
+//! `livez`/`readyz`) mean them:
+//! - `/healthz` (liveness): the program's loop is turning ([`Progress`]). A
+//!   bus or a backend that is away does not make it fail; a loop that
+//!   stopped turning does, and restarting the process may help.
+//! - `/readyz` (readiness): the program can do its work now: connected to
+//!   the bus and, for `mesh-controller serve`, the store answering. It fails
+//!   within 5 s of either going away, and passes again once they are back;
+//!   restarting does not help.
 //!
 //! `/metrics` adds `mesh_build_info{binary, version} 1` ([`BuildInfo`]) to
 //! the program's metrics, and answers in OpenMetrics when the scraper asks
@@ -53,7 +62,9 @@ pub use progress::Progress;
 /// mesh binary that serves the endpoints.
 #[derive(clap::Args, Clone, Debug, Default, PartialEq, Eq)]
 pub struct EndpointArgs {
-    /// Serve Prometheus metrics at /metrics, and /healthz and /readyz, on this address (host:port).
+    /// Serve on this address (host:port) Prometheus metrics at /metrics, /healthz (200 while the
+    /// program's loop turns; a restart may help if not) and /readyz (200 while it can do its work
+    /// now: connected to the bus and, for serve, the store answering).
     #[arg(long, env = "MESH_METRICS_LISTEN")]
     pub metrics_listen: Option<String>,
 }

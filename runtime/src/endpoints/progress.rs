@@ -1,4 +1,9 @@
-//! Whether a program is making progress (`/healthz`), decided without I/O.
+//! Whether a program's loop is turning (`/healthz`), decided without I/O.
+//!
+//! Healthy means the loop turns: a pass, an attempt or a pull finished,
+//! or a turn of waiting for something that is away. A bus or a backend
+//! that is away is not unhealthy (it is `/readyz`'s business): only a loop
+//! that stopped turning is, which a restart may mend.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -54,10 +59,14 @@ impl Progress {
         let ms =
             |d: Duration| humantime::format_duration(Duration::from_millis(d.as_millis() as u64));
         if since <= bound {
-            Ok(format!("ok: moved {} ago (bound {})", ms(since), ms(bound)))
+            Ok(format!(
+                "ok: the loop turned {} ago (bound {})",
+                ms(since),
+                ms(bound)
+            ))
         } else {
             Err(format!(
-                "stuck: has not moved for {} (bound {})",
+                "stuck: the loop has not turned for {} (bound {}); a restart may help",
                 ms(since),
                 ms(bound)
             ))
@@ -79,11 +88,15 @@ mod tests {
         tokio::time::advance(Duration::from_millis(1)).await;
         let stuck = progress.check(bound).unwrap_err();
         assert!(
-            stuck.starts_with("stuck: has not moved for 10s 1ms"),
+            stuck == "stuck: the loop has not turned for 10s 1ms (bound 10s); a restart may help",
             "{stuck}"
         );
         progress.tick();
-        assert!(progress.check(bound).is_ok(), "moved again");
+        assert_eq!(
+            progress.check(bound).unwrap(),
+            "ok: the loop turned 0s ago (bound 10s)",
+            "turned again"
+        );
         assert_eq!(progress.since(), Duration::ZERO);
     }
 }

@@ -37,6 +37,9 @@
 
 mod decode;
 mod observe;
+#[cfg(test)]
+mod outage_tests;
+mod pulls;
 mod record;
 mod source;
 
@@ -54,6 +57,7 @@ use mesh_runtime::{Backoff, Stop};
 use crate::model::text::first_words;
 use crate::model::{Instance, Received};
 use crate::store::{Store, StoreError};
+use pulls::Pulled;
 use record::this_process;
 
 /// How the link runs.
@@ -346,20 +350,35 @@ impl<S: Store> Link<'_, S> {
     /// failures in a row are counted in `pull_failures`).
     async fn pull<M: Messages>(&mut self, consumer: &mut M) -> Vec<M::Message> {
         let batch = self.settings.batch.max(1);
+        let connected_before = self.state.bus_connected();
         let (messages, failure) = consumer.pull(batch, self.settings.wait).await;
-        match failure {
-            Some(error) if messages.is_empty() => {
+        let connected_after = self.state.bus_connected();
+        match pulls::pulled(
+            messages.len(),
+            failure.is_some(),
+            connected_before,
+            connected_after,
+        ) {
+            Pulled::Failed => {
                 self.pull_failures += 1;
-                if self.pull_failures == 1 {
+                // Said once an outage, also when the consumer is set up
+                // again in between.
+                if self.state.pull_failed() == 1 {
+                    let error = failure.unwrap_or_default();
                     tracing::warn!(error = %error, "cannot pull events; trying again");
                 }
                 self.check_consumer(consumer).await;
                 tokio::time::sleep(self.settings.wait.min(Duration::from_secs(1))).await;
             }
-            _ => {
-                if self.pull_failures > 0 && !self.consumer_lost {
-                    tracing::info!(failures = self.pull_failures, "pulling events works again");
+            // An empty pull while the bus is away: the failures go on,
+            // uncounted (the client reconnects by itself).
+            Pulled::Unknown => {}
+            Pulled::Worked => {
+                if !self.consumer_lost {
                     self.pull_failures = 0;
+                    if let Some(failures) = self.state.pull_worked() {
+                        tracing::info!(failures, "pulling events works again");
+                    }
                 }
             }
         }

@@ -1,6 +1,8 @@
-//! What `serve` shows at `--metrics-listen`: its metrics, whether the link
-//! moves (`/healthz`) and whether the bus and the store are there
-//! (`/readyz`).
+//! What `serve` shows at `--metrics-listen`: its metrics, whether the
+//! link's loop turns (`/healthz`: a restart may mend it if not; the bus or
+//! the store away does not make it fail) and whether it can do its work
+//! now (`/readyz`: connected to the bus and the store answering; false
+//! within 5 s of either going away).
 //!
 //! | metric | type | what |
 //! | --- | --- | --- |
@@ -12,7 +14,7 @@
 //! | `mesh_stream_lag_messages` | gauge | events in the stream the controller has not acknowledged yet |
 //! | `mesh_caught_up_timestamp_seconds` | gauge | when this `serve` last caught up with the stream (Unix seconds; 0: not yet) |
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -45,6 +47,9 @@ pub struct LinkState {
     /// When the link last finished a pull.
     pub progress: Progress,
     store_ok: AtomicBool,
+    /// Pulls failed since one last worked, across setups of the consumer:
+    /// one outage is said once when it begins and once when it ends.
+    pulls_failing: AtomicU32,
     bus: OnceLock<Box<dyn BusWatch>>,
 }
 
@@ -134,6 +139,7 @@ impl LinkState {
             stream_lag,
             progress: Progress::new(),
             store_ok: AtomicBool::new(false),
+            pulls_failing: AtomicU32::new(0),
             bus: OnceLock::new(),
         }
     }
@@ -166,9 +172,25 @@ impl LinkState {
         }
     }
 
-    /// The store answered (migrated, or read).
+    /// The store answered (migrated, or read, or the readiness check).
     pub fn store_answered(&self) {
         self.store_ok.store(true, Ordering::Relaxed);
+    }
+
+    /// The store did not answer the readiness check: `/readyz` fails until
+    /// it answers again (no round failed, so no store error is counted).
+    pub fn store_unanswered(&self) {
+        self.store_ok.store(false, Ordering::Relaxed);
+    }
+
+    /// A pull failed; returns how many have since one last worked.
+    pub(crate) fn pull_failed(&self) -> u32 {
+        self.pulls_failing.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// A pull worked; returns how many had failed before it, if any.
+    pub(crate) fn pull_worked(&self) -> Option<u32> {
+        Some(self.pulls_failing.swap(0, Ordering::Relaxed)).filter(|&n| n > 0)
     }
 
     /// The bus connection, once joined (the first one is kept).
@@ -188,10 +210,13 @@ impl LinkState {
         text
     }
 
-    /// `/healthz`: a pull finished within `bound`.
+    /// `/healthz`: the link's loop turned within `bound` (a pull finished,
+    /// or a turn of waiting for the store or the bus at setup), whether the
+    /// bus and the store are there or not: only a loop that stopped turning
+    /// is unhealthy, which a restart may mend.
     ///
     /// # Errors
-    /// When none did.
+    /// When it did not.
     pub fn health(&self, bound: Duration) -> Result<String, String> {
         self.progress.check(bound)
     }
@@ -201,7 +226,9 @@ impl LinkState {
         self.bus.get().is_none_or(|bus| bus.connection().is_ok())
     }
 
-    /// `/readyz`: connected to the bus, and the store answered last time.
+    /// `/readyz`: the link can do its work now: connected to the bus, and
+    /// the store answered last time it was asked (a round, the summary, or
+    /// `serve`'s readiness check every second, bounded by 2 s).
     ///
     /// # Errors
     /// Says which is missing.

@@ -439,7 +439,7 @@ mod tests {
         }];
         head.catching_up = vec![CatchingUp {
             provider: id("postgres@db-1"),
-            started_at: ts("2026-10-04T00:00:00Z"),
+            started_at: Some(ts("2026-10-04T00:00:00Z")),
             record_begins_at: ts("2026-10-05T00:00:00Z"),
             until: ts("2026-10-05T00:16:00Z"),
         }];

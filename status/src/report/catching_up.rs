@@ -12,13 +12,24 @@
 //! A provider that started after the record began has said everything
 //! since its start into the stream (its older standings are dropped once
 //! it settles), so the store knows it whole.
+//!
+//! Rule (issue 31): a provider the new store holds no `alive` of is not
+//! fully known yet either, never unheard, while its record began at most 3
+//! × the longest `alive_every` of the `alive`s it holds ago
+//! ([`DEFAULT_ALIVE_EVERY`], the SDK's default, when it holds none): its
+//! newest `alive` went to the store that was there, and the next may not
+//! be due yet. Past that, one still silent is unheard, as in any store.
+//!
+//! While some provider is not fully known yet, the store is *new* and the
+//! sentence says so first: `the store is new since <time>; N providers not
+//! fully known yet`.
 
 use std::time::Duration;
 
 use mesh_protocol::{ModuleId, Timestamp};
 use serde::Serialize;
 
-use super::Clock;
+use super::{Clock, UNHEARD_AFTER_ALIVES};
 use crate::model::row::provider_members;
 use crate::model::{AliveRow, ControllerRecord};
 
@@ -29,24 +40,68 @@ pub struct CatchingUp {
     /// The provider, written as `provider_module` and `provider_machine`.
     #[serde(flatten, serialize_with = "provider_members")]
     pub provider: ModuleId,
-    /// When its process started (before the store's record began).
-    pub started_at: Timestamp,
+    /// When its process started (before the store's record began); null
+    /// when the store has not heard it since its record began.
+    pub started_at: Option<Timestamp>,
     /// When the store's record began (the store's clock).
     pub record_begins_at: Timestamp,
     /// By when it has said again every failure it keeps (the store's
     /// clock): the record began + its `repeat_every` + its `alive_every`.
+    /// For one not heard since the record began: when it is unheard if it
+    /// stays silent (the record began + 3 × the `alive_every` assumed).
     pub until: Timestamp,
 }
 
 impl CatchingUp {
     /// The line of the human listing (without its indent).
     pub fn line(&self) -> String {
-        format!(
-            "{} not fully known yet: the store's record begins {}, after it started ({}); it says \
-             the failures it keeps again by {}",
-            self.provider, self.record_begins_at, self.started_at, self.until
-        )
+        match self.started_at {
+            Some(started) => format!(
+                "{} not fully known yet: the store's record begins {}, after it started ({}); it \
+                 says the failures it keeps again by {}",
+                self.provider, self.record_begins_at, started, self.until
+            ),
+            None => format!(
+                "{} not fully known yet: not heard from since the store's record began {}; \
+                 unheard if still silent at {}",
+                self.provider, self.record_begins_at, self.until
+            ),
+        }
     }
+}
+
+/// The `alive_every` assumed of a provider when the store holds no
+/// `alive` at all: the SDK's default (`--alive-every 1m`).
+pub const DEFAULT_ALIVE_EVERY: Duration = Duration::from_secs(60);
+
+/// How long after a new store's record began a provider it holds no
+/// `alive` of is not called unheard: 3 × the longest `alive_every` of the
+/// `alive`s it holds, or of [`DEFAULT_ALIVE_EVERY`] when it holds none.
+pub fn unheard_after(alive: &[AliveRow]) -> Duration {
+    let every = alive
+        .iter()
+        .map(|a| seconds(a.alive_every_seconds.max(1)))
+        .max()
+        .unwrap_or(DEFAULT_ALIVE_EVERY);
+    every * UNHEARD_AFTER_ALIVES
+}
+
+/// Whether `provider`, of which the store holds no `alive`, is not fully
+/// known yet (not unheard): the store's record began at most
+/// [`unheard_after`] ago, by the store's `record`.
+pub fn not_heard_yet(
+    provider: &ModuleId,
+    alive: &[AliveRow],
+    record: &ControllerRecord,
+) -> Option<CatchingUp> {
+    let begun = record.begun_at?;
+    let until = begun.system_time() + unheard_after(alive);
+    (record.now.system_time() <= until).then(|| CatchingUp {
+        provider: provider.clone(),
+        started_at: None,
+        record_begins_at: begun,
+        until: Timestamp::from_system(until),
+    })
 }
 
 fn seconds(n: i64) -> Duration {
@@ -75,7 +130,7 @@ pub fn catching_up(
     let until = begun.system_time() + repeat + seconds(alive.alive_every_seconds.max(1));
     (record.now.system_time() < until).then(|| CatchingUp {
         provider: alive.provider.clone(),
-        started_at: alive.started_at,
+        started_at: Some(alive.started_at),
         record_begins_at: begun,
         until: Timestamp::from_system(until),
     })
@@ -189,6 +244,56 @@ mod tests {
             "postgres@db-1 not fully known yet: the store's record begins 2026-10-05T00:00:00Z, \
              after it started (2026-10-04T00:00:00Z); it says the failures it keeps again by \
              2026-10-05T00:16:00Z"
+        );
+    }
+
+    #[test]
+    fn a_provider_a_new_store_holds_no_alive_of_is_not_fully_known_for_3_alives() {
+        let provider = ModuleId::parse("identity@id-1").unwrap();
+        let record = |now: &str, begun: Option<&str>| ControllerRecord {
+            now: ts(now),
+            begun_at: begun.map(ts),
+            instances: vec![],
+        };
+        let alive = |every: i64| AliveRow {
+            provider: ModuleId::parse("postgres@db-1").unwrap(),
+            started_at: ts("2026-10-05T00:00:00Z"),
+            alive_every_seconds: every,
+            settled_at: None,
+            repeat_every_seconds: Some(900),
+            said_at: ts("2026-10-05T00:00:01Z"),
+            stored_at: None,
+        };
+        let begun = Some("2026-10-05T00:00:00Z");
+        // (alive rows held, store's record, not fully known until)
+        let cases = [
+            // An old store: a provider never heard from is unheard.
+            (vec![], record("2026-10-05T00:00:10Z", None), None),
+            // None heard: the SDK's default, 3 minutes.
+            (
+                vec![],
+                record("2026-10-05T00:03:00Z", begun),
+                Some("2026-10-05T00:03:00Z"),
+            ),
+            (vec![], record("2026-10-05T00:03:01Z", begun), None),
+            // The longest alive_every it holds.
+            (
+                vec![alive(1), alive(20)],
+                record("2026-10-05T00:00:59Z", begun),
+                Some("2026-10-05T00:01:00Z"),
+            ),
+            (vec![alive(1)], record("2026-10-05T00:00:04Z", begun), None),
+        ];
+        for (held, record, until) in cases {
+            let got = not_heard_yet(&provider, &held, &record);
+            assert_eq!(got.as_ref().map(|c| c.until), until.map(ts), "{record:?}");
+            assert!(got.is_none_or(|c| c.started_at.is_none()));
+        }
+        let got = not_heard_yet(&provider, &[], &record("2026-10-05T00:00:10Z", begun)).unwrap();
+        assert_eq!(
+            got.line(),
+            "identity@id-1 not fully known yet: not heard from since the store's record began \
+             2026-10-05T00:00:00Z; unheard if still silent at 2026-10-05T00:03:00Z"
         );
     }
 }

@@ -24,6 +24,11 @@
 //!   controller followed throughout, counts as heard (its alive may be on
 //!   its way); only one the controller may have missed (it follows again
 //!   since after its newest `alive`) is neither ([`Hearing`]).
+//! - A provider a new store holds no `alive` of, within 3 × the longest
+//!   `alive_every` it knows of its record's beginning, is not fully known
+//!   yet, never unheard, once the controller has caught up with the
+//!   stream ([`catching_up`]); the sentence then begins `the store is new
+//!   since <time>; N providers not fully known yet`.
 //! - A controller that follows nothing, any listed standing, unheard
 //!   provider, required consumer retired, provider not fully known yet,
 //!   open repair fault, unreachable grant or refused declaration entry
@@ -250,6 +255,15 @@ pub fn head(declaration: &Parsed, scope: &Scope, facts: Facts<'_>, clock: &Clock
     let mut heard_within: Option<Duration> = None;
     for provider in &providers {
         let newest = facts.alive.iter().find(|a| a.provider == **provider);
+        // A new store that could not have heard it yet: not fully known,
+        // never unheard. (Until the controller first caught up, nobody is
+        // blamed anyway: it is the controller's silence that is said.)
+        if newest.is_none() && controller.pulled_at.is_some() {
+            if let Some(not_yet) = catching_up::not_heard_yet(provider, facts.alive, facts.record) {
+                catching_up.push(not_yet);
+                continue;
+            }
+        }
         match (controller::hearing(newest, &controller, clock.now), newest) {
             (Hearing::Heard(age), Some(alive)) => {
                 // Whole seconds, rounded up: "within the last 1s", never "0s".
@@ -631,6 +645,119 @@ mod tests {
             "all well: none of the 2 providers assigned in the declaration says it keeps failing \
              a consumer (all 2 were heard from within the last 3m 1s), and no repair fault is \
              open; this does not prove that a consumer can reach its provider"
+        );
+    }
+
+    /// A store made anew (its record began at 00:10:00) has heard no
+    /// provider yet: within 3 × the longest `alive_every` it knows (the
+    /// SDK's default, a minute, when it heard none) of its record's
+    /// beginning, a provider it has no `alive` of is not fully known yet,
+    /// never unheard; the sentence says the store is new first. Past that
+    /// window, one still silent is unheard (issue 31).
+    #[test]
+    fn a_new_store_calls_no_provider_unheard_before_it_could_have_heard_it() {
+        let begun = ts("2026-10-05T00:10:00Z");
+        let record = |now: &str| {
+            let mut record = following(ts(now));
+            record.begun_at = Some(begun);
+            record
+        };
+        let heard_late = |said: &str| {
+            let mut a = alive("postgres", "db-1", said, 1);
+            // Started after the record began: known whole.
+            a.started_at = ts("2026-10-05T00:10:01Z");
+            a
+        };
+        // (now, alive rows, sentence, unheard)
+        let cases: Vec<(&str, Vec<AliveRow>, &str, Vec<&str>)> = vec![
+            (
+                "2026-10-05T00:10:20Z",
+                vec![],
+                "not all well: the store is new since 2026-10-05T00:10:00Z; 2 providers not \
+                 fully known yet, 0 consumers failing",
+                vec![],
+            ),
+            (
+                "2026-10-05T00:12:59Z",
+                vec![],
+                "not all well: the store is new since 2026-10-05T00:10:00Z; 2 providers not \
+                 fully known yet, 0 consumers failing",
+                vec![],
+            ),
+            // Three minutes of silence: unheard.
+            (
+                "2026-10-05T00:13:01Z",
+                vec![],
+                "not all well: 0 consumers failing, 2 providers not heard from",
+                vec!["identity@id-1", "postgres@db-1"],
+            ),
+            // One heard, alive every second: the other is unheard 3 s
+            // after the record began.
+            (
+                "2026-10-05T00:10:02Z",
+                vec![heard_late("2026-10-05T00:10:02Z")],
+                "not all well: the store is new since 2026-10-05T00:10:00Z; 1 provider not \
+                 fully known yet, 0 consumers failing",
+                vec![],
+            ),
+            (
+                "2026-10-05T00:10:04Z",
+                vec![heard_late("2026-10-05T00:10:04Z")],
+                "not all well: 0 consumers failing, 1 provider not heard from",
+                vec!["identity@id-1"],
+            ),
+        ];
+        for (now, alive, sentence, unheard) in cases {
+            let c = clock(now);
+            let record = record(now);
+            let facts = Facts {
+                counts: Counts::default(),
+                repairs: vec![],
+                alive: &alive,
+                grants: Grants::default(),
+                record: &record,
+                retired: &[],
+            };
+            let head = head(&declaration(), &Scope::All, facts, &c);
+            let named: Vec<String> = head
+                .unheard
+                .iter()
+                .map(|u| u.provider.to_string())
+                .collect();
+            assert_eq!(named, unheard, "{now}");
+            assert_eq!(head.sentence, sentence, "{now}");
+            assert!(!head.all_well, "{now}");
+        }
+        // Until the controller first caught up, its silence is what is
+        // said: a store just migrated is not called new for the providers.
+        let mut never = record("2026-10-05T00:10:20Z");
+        never.instances.clear();
+        let facts = Facts {
+            counts: Counts::default(),
+            repairs: vec![],
+            alive: &[],
+            grants: Grants::default(),
+            record: &never,
+            retired: &[],
+        };
+        let head = head(
+            &declaration(),
+            &Scope::All,
+            facts,
+            &clock("2026-10-05T00:10:20Z"),
+        );
+        assert_eq!(
+            (
+                head.sentence.as_str(),
+                head.unheard.len(),
+                head.catching_up.len()
+            ),
+            (
+                "not all well: the controller has never followed words (is mesh-controller \
+                 serve running and on the bus?), 0 consumers failing",
+                0,
+                0
+            )
         );
     }
 

@@ -143,6 +143,17 @@ pub fn sentence(t: &Tally<'_>) -> String {
     }
     let on = t.machine.map(|m| format!(" on {m}")).unwrap_or_default();
     let mut parts = Vec::new();
+    // A new store first: what it does not know yet is no provider's fault.
+    let mut new_store = String::new();
+    let not_known = plural(count(t.catching_up), "provider", "providers");
+    match (t.catching_up, t.record_begins) {
+        (0, _) => {}
+        (_, Some(at)) => {
+            new_store = format!("the store is new since {at}; ");
+            parts.push(format!("{not_known} not fully known yet"));
+        }
+        (_, None) => parts.push(format!("{not_known} not fully known yet")),
+    }
     // The controller first: while it follows nothing, the rest is what the
     // store knew when it stopped.
     match t.controller_silent {
@@ -188,16 +199,6 @@ pub fn sentence(t: &Tally<'_>) -> String {
             ));
         }
     }
-    if t.catching_up > 0 {
-        let mut part = format!(
-            "{} not fully known yet",
-            plural(count(t.catching_up), "provider", "providers")
-        );
-        if let Some(at) = t.record_begins {
-            part.push_str(&format!(" (the store's record begins {at})"));
-        }
-        parts.push(part);
-    }
     if t.unheard > 0 {
         parts.push(format!(
             "{} not heard from",
@@ -210,7 +211,7 @@ pub fn sentence(t: &Tally<'_>) -> String {
             plural(count(t.refused), "declaration entry", "declaration entries")
         ));
     }
-    format!("not all well: {}", parts.join(", "))
+    format!("not all well: {new_store}{}", parts.join(", "))
 }
 
 #[cfg(test)]
@@ -374,8 +375,21 @@ mod tests {
                     record_begins: Some(Timestamp::parse("2026-10-05T00:00:00Z").unwrap()),
                     ..tally()
                 },
-                "not all well: 0 consumers failing, 2 providers not fully known yet (the \
-                 store's record begins 2026-10-05T00:00:00Z)",
+                "not all well: the store is new since 2026-10-05T00:00:00Z; 2 providers not \
+                 fully known yet, 0 consumers failing",
+            ),
+            // The store new is said first, before the controller.
+            (
+                Tally {
+                    catching_up: 1,
+                    failing: 1,
+                    controller_silent: Some(None),
+                    record_begins: Some(Timestamp::parse("2026-10-05T00:00:00Z").unwrap()),
+                    ..tally()
+                },
+                "not all well: the store is new since 2026-10-05T00:00:00Z; 1 provider not fully \
+                 known yet, the controller has never followed words (is mesh-controller serve \
+                 running and on the bus?), 1 consumer failing",
             ),
         ];
         for (tally, expected) in cases {
