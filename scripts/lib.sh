@@ -414,9 +414,54 @@ check_man_pages() {
   return $bad
 }
 
+# Runs the installed package's postinst (configure, as an upgrade from
+# 0.0.1) as if systemd ran this machine: in a mount namespace of its own
+# with /run/systemd/system made, and a stand-in systemctl first on PATH that
+# writes down what it is asked and calls two mesh units active, one of which
+# fails to restart. The postinst must reload systemd, try-restart exactly
+# those two, and say which restarted and which did not. What it cannot check
+# without systemd as PID 1 (a container): that a real unit is restarted and
+# then runs the new binary; `unshare` (util-linux) and root are needed.
+check_postinst_restarts() {
+  local deb="$1" dir said bad=0
+  if ! command -v unshare >/dev/null 2>&1 || ! unshare -m true 2>/dev/null; then
+    echo "no mount namespace here (unshare -m): the postinst's restart of running units was not run" >&2
+    return 0
+  fi
+  dir=$(mktemp -d)
+  dpkg-deb -e "$deb" "$dir/control"
+  mkdir "$dir/bin"
+  : >"$dir/log"
+  cat >"$dir/bin/systemctl" <<'EOF'
+#!/bin/sh
+echo "$*" >>"$MESH_FAKE_SYSTEMCTL_LOG"
+case "$1" in
+  list-units) printf '%s\n' 'mesh-controller.service loaded active running mesh controller' \
+    'mesh-postgres@db-1.service loaded active running mesh PostgreSQL provider db-1' ;;
+  try-restart) [ "$2" = mesh-controller.service ] ;;
+esac
+EOF
+  chmod 0755 "$dir/bin/systemctl"
+  said=$(MESH_FAKE_SYSTEMCTL_LOG="$dir/log" PATH="$dir/bin:$PATH" unshare -m sh -c \
+    'mount -t tmpfs tmpfs /run && mkdir -p /run/systemd/system && "$1" configure 0.0.1' _ "$dir/control/postinst" 2>&1) ||
+    { echo "the postinst failed as an upgrade: $said" >&2; bad=1; }
+  for line in "mesh: restarted mesh-controller.service (it was running)" \
+    "mesh: mesh-postgres@db-1.service did not restart: see systemctl status mesh-postgres@db-1.service"; do
+    grep -qxF "$line" <<<"$said" || { echo "the postinst did not say: $line (it said: $said)" >&2; bad=1; }
+  done
+  for call in daemon-reload "try-restart mesh-controller.service" "try-restart mesh-postgres@db-1.service"; do
+    grep -qxF "$call" "$dir/log" || { echo "the postinst did not run systemctl $call" >&2; bad=1; }
+  done
+  [ "$(grep -c '^try-restart' "$dir/log")" -eq 2 ] || { echo "the postinst restarted more than the running units:" \
+    "$(cat "$dir/log")" >&2; bad=1; }
+  rm -rf "$dir"
+  return $bad
+}
+
 # Checks a built package: its contents and conffiles; as root (and when no
 # mesh package is installed already), installs it with dpkg, checks the
-# files, the mesh user and the installed units, then purges it again.
+# files, the mesh user, the installed units and the postinst's restart of
+# running units, then purges it again.
 check_package() {
   local deb="$1" listed file made_user=""
   listed=$(dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\.||')
@@ -490,6 +535,7 @@ check_package() {
   # The installed units, by name (the templates as an instance).
   verify_units mesh-controller.service mesh-grants.service \
     mesh-postgres@db-1.service mesh-identity@id-1.service mesh-provide@cache-1.service || failed=yes
+  check_postinst_restarts "$deb" || failed=yes
   dpkg --purge mesh >/dev/null
   for file in $MESH_PACKAGE_FILES; do
     [ ! -e "$file" ] || { echo "purged, but $file is still there" >&2; failed=yes; }
