@@ -506,7 +506,14 @@ check_package() {
   getent passwd mesh >/dev/null || { echo "the postinst made no mesh user" >&2; failed=yes; }
   [ "$(stat -c '%U:%G %a' /etc/mesh)" = "root:mesh 750" ] ||
     { echo "/etc/mesh is $(stat -c '%U:%G %a' /etc/mesh), not root:mesh 750" >&2; failed=yes; }
-  /usr/bin/mesh-controller --version >/dev/null || failed=yes
+  # Each binary says its version, the commit it was built from and how.
+  local version said
+  version=$(dpkg-deb -f "$deb" Version)
+  for bin in mesh-controller mesh-postgres mesh-identity mesh-grants mesh-provide; do
+    said=$("/usr/bin/$bin" --version) || { echo "/usr/bin/$bin --version failed" >&2; failed=yes; continue; }
+    grep -Eqx "$bin $version \(commit [0-9a-zA-Z._-]+, (debug|release) build\)" <<<"$said" ||
+      { echo "/usr/bin/$bin --version says \"$said\", not \"$bin $version (commit C, release|debug build)\"" >&2; failed=yes; }
+  done
   # The installed page, as an operator reads it.
   if command -v man >/dev/null 2>&1; then
     MANWIDTH=80 man mesh-controller-contributions 2>/dev/null | grep -q "minting missing secrets" ||

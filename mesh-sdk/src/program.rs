@@ -97,7 +97,10 @@ impl ProviderMain {
         }
     }
 
-    /// The version `--version` prints (e.g. `env!("CARGO_PKG_VERSION")`).
+    /// The version (e.g. `env!("CARGO_PKG_VERSION")`): `--version` prints it
+    /// with the build's commit and profile
+    /// ([`mesh_runtime::endpoints::BuildInfo::version_text`]), `/metrics` in
+    /// `mesh_build_info`.
     pub const fn version(self, version: &'static str) -> ProviderMain {
         ProviderMain {
             version: Some(version),
@@ -112,7 +115,9 @@ impl ProviderMain {
             .bin_name(self.name)
             .about(self.about);
         match self.version {
-            Some(version) => command.version(version),
+            Some(version) => {
+                command.version(mesh_runtime::endpoints::BuildInfo::version_text(version))
+            }
             None => command,
         }
     }

@@ -44,7 +44,10 @@ pub const NAME: &str = "mesh-controller";
 /// password from `--nats-password-file` (or an nkey seed from
 /// `--nats-nkey-file`, a `.creds` file from `--nats-creds`).
 #[derive(Parser, Debug, Clone, PartialEq, Eq)]
-#[command(name = "mesh-controller", version)]
+#[command(
+    name = "mesh-controller",
+    version = mesh_runtime::endpoints::BuildInfo::version_text(env!("CARGO_PKG_VERSION"))
+)]
 pub struct Cli {
     /// The store: a PostgreSQL URL (postgres://user@host:port/db) or key-value string.
     /// TLS as libpq: ?sslmode=disable, prefer (default), require, verify-ca or
