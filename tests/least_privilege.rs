@@ -3,7 +3,10 @@
 //! holds no attribute, only the ownership of the store's database, and
 //! `mesh-postgres` with an administrator holding `CREATEROLE CREATEDB` and
 //! nothing more. The controller migrates, follows the provider's words and
-//! reports them; the provider makes and checks its consumers.
+//! reports them; the provider makes and checks its consumers. `serve` and
+//! the provider take their passwords as a systemd unit hands them over
+//! (`$CREDENTIALS_DIRECTORY/database-password`, `.../admin-password`), the
+//! one-shot commands from `--database-password-file`.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -87,7 +90,14 @@ fn a_store_user_owning_its_database_and_a_createrole_createdb_admin_are_enough()
         )],
     );
     std::fs::write(d.join("store.pw"), STORE_PASSWORD).unwrap();
-    std::fs::write(d.join("admin.pw"), ADMIN_PASSWORD).unwrap();
+    // What systemd's LoadCredential= makes of each unit's secrets.
+    for (unit, name, secret) in [
+        ("controller", "database-password", STORE_PASSWORD),
+        ("provider", "admin-password", ADMIN_PASSWORD),
+    ] {
+        std::fs::create_dir_all(d.join("credentials").join(unit)).unwrap();
+        std::fs::write(d.join("credentials").join(unit).join(name), secret).unwrap();
+    }
     std::fs::create_dir(d.join("secrets")).unwrap();
     std::fs::write(d.join("secrets/forge"), "minted-forge-lp-e2e").unwrap();
     let declaration = json!({"modules": [
@@ -108,19 +118,26 @@ fn a_store_user_owning_its_database_and_a_createrole_createdb_admin_are_enough()
     });
     std::fs::write(d.join("contributions.json"), contributions.to_string()).unwrap();
 
-    let controller = || {
+    let bare_controller = || {
         let mut command = Command::new(binary("mesh-controller"));
         command
+            .env_remove("MESH_DATABASE_PASSWORD_FILE")
+            .env_remove("CREDENTIALS_DIRECTORY")
             .arg("--database")
             .arg(format!(
                 "postgres://mesh_store@127.0.0.1:{}/mesh_store",
                 store.port()
             ))
-            .arg("--database-password-file")
-            .arg(d.join("store.pw"))
             .arg("--declaration")
             .arg(d.join("declaration.json"))
             .args(["--nats", &nats.url()]);
+        command
+    };
+    let controller = || {
+        let mut command = bare_controller();
+        command
+            .arg("--database-password-file")
+            .arg(d.join("store.pw"));
         command
     };
     let migrated = controller().arg("migrate").output().unwrap();
@@ -136,8 +153,10 @@ fn a_store_user_owning_its_database_and_a_createrole_createdb_admin_are_enough()
         "{owners:?}"
     );
 
-    let mut serve = controller();
-    serve.arg("serve");
+    let mut serve = bare_controller();
+    serve
+        .env("CREDENTIALS_DIRECTORY", d.join("credentials/controller"))
+        .arg("serve");
     let serve = Process::spawn("controller", serve, d.join("controller.log"));
     let mut provider = Command::new(binary("mesh-postgres"));
     provider
@@ -146,8 +165,8 @@ fn a_store_user_owning_its_database_and_a_createrole_createdb_admin_are_enough()
             "postgres://mesh_admin@127.0.0.1:{}/postgres",
             backend.port()
         ))
-        .arg("--admin-password-file")
-        .arg(d.join("admin.pw"))
+        .env_remove("MESH_POSTGRES_ADMIN_PASSWORD_FILE")
+        .env("CREDENTIALS_DIRECTORY", d.join("credentials/provider"))
         .arg("--contributions")
         .arg(d.join("contributions.json"))
         .args(["--nats", &nats.url()])

@@ -9,6 +9,7 @@ use std::future::Future;
 use std::process::ExitCode;
 
 use clap::{Args, CommandFactory, FromArgMatches, Parser};
+use mesh_runtime::credentials::{self, StandIn};
 use mesh_runtime::program::{self, Failure, Program};
 use mesh_runtime::{LogFormat, Secret};
 
@@ -84,6 +85,7 @@ pub struct ProviderMain {
     name: &'static str,
     about: &'static str,
     version: Option<&'static str>,
+    credentials: &'static [StandIn],
 }
 
 impl ProviderMain {
@@ -94,6 +96,18 @@ impl ProviderMain {
             name,
             about,
             version: None,
+            credentials: &[],
+        }
+    }
+
+    /// The provider's own `*_FILE` variables that a systemd credential may
+    /// stand in for (its administrator's password), beside the bus
+    /// password's (`nats-password`), which every provider has
+    /// ([`mesh_runtime::credentials`]).
+    pub const fn credentials(self, credentials: &'static [StandIn]) -> ProviderMain {
+        ProviderMain {
+            credentials,
+            ..self
         }
     }
 
@@ -224,6 +238,9 @@ impl ProviderMain {
         T: Into<OsString> + Clone,
     {
         let name = self.name;
+        // Before the command line is read, and before any thread starts.
+        credentials::into_environment(&[credentials::NATS_PASSWORD]);
+        credentials::into_environment(self.credentials);
         let parsed = self
             .parse_from::<A, _, _>(args)
             .map(|(provider, own)| Flags { provider, own });

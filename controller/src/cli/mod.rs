@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use mesh_protocol::{ModuleId, Name};
+use mesh_runtime::credentials::{self, StandIn};
 use mesh_runtime::endpoints::EndpointArgs;
 use mesh_runtime::log::LogArgs;
 use mesh_runtime::program::Flags;
@@ -36,6 +37,19 @@ pub use run::{exit, outcome, run, Io};
 
 /// The program's name, as its messages say it.
 pub const NAME: &str = "mesh-controller";
+
+/// The `*_FILE` variables a unit's systemd credentials stand in for
+/// (`mesh_runtime::credentials`): the store user's password
+/// (`database-password`) and the bus user's (`nats-password`).
+pub const CREDENTIALS: [StandIn; 2] = [
+    StandIn {
+        variable: "MESH_DATABASE_PASSWORD_FILE",
+        credential: "database-password",
+        with: None,
+        unless: None,
+    },
+    credentials::NATS_PASSWORD,
+];
 
 /// Follows provider events into a store and reports them.
 ///
