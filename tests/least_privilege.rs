@@ -6,7 +6,8 @@
 //! reports them; the provider makes and checks its consumers. `serve` and
 //! the provider take their passwords as a systemd unit hands them over
 //! (`$CREDENTIALS_DIRECTORY/database-password`, `.../admin-password`), the
-//! one-shot commands from `--database-password-file`.
+//! one-shot commands from `--database-password-file`. `status` works as
+//! the read-only role `migrate --reader` sets up, which cannot write.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -17,6 +18,7 @@ use serde_json::{json, Value};
 
 const STORE_PASSWORD: &str = "store-user-pw-5c1a";
 const ADMIN_PASSWORD: &str = "provider-admin-pw-93be";
+const READER_PASSWORD: &str = "store-reader-pw-7d20";
 
 /// Runs `future` to its end on a runtime of its own.
 fn block_on<T>(future: impl std::future::Future<Output = T>) -> T {
@@ -38,6 +40,25 @@ fn as_superuser(pg: &PgCluster, statements: &[&str]) {
                 .unwrap_or_else(|e| panic!("{statement}: {e}"));
         }
     });
+}
+
+/// Runs `statement` in the store's database as `user`: the server's
+/// SQLSTATE when it refuses it.
+fn in_store_as(pg: &PgCluster, user: &str, password: &str, statement: &str) -> Result<(), String> {
+    block_on(async {
+        let conninfo = format!(
+            "host=127.0.0.1 port={} user={user} password={password} dbname=mesh_store",
+            pg.port()
+        );
+        let (client, connection) = tokio_postgres::connect(&conninfo, tokio_postgres::NoTls)
+            .await
+            .unwrap_or_else(|e| panic!("{user} logs in: {e}"));
+        tokio::spawn(connection);
+        client
+            .batch_execute(statement)
+            .await
+            .map_err(|e| e.code().map(|c| c.code().to_owned()).unwrap_or_default())
+    })
 }
 
 /// The owner of each of the store's tables, as `table:owner`, sorted.
@@ -90,6 +111,7 @@ fn a_store_user_owning_its_database_and_a_createrole_createdb_admin_are_enough()
         )],
     );
     std::fs::write(d.join("store.pw"), STORE_PASSWORD).unwrap();
+    std::fs::write(d.join("reader.pw"), READER_PASSWORD).unwrap();
     // What systemd's LoadCredential= makes of each unit's secrets.
     for (unit, name, secret) in [
         ("controller", "database-password", STORE_PASSWORD),
@@ -118,14 +140,15 @@ fn a_store_user_owning_its_database_and_a_createrole_createdb_admin_are_enough()
     });
     std::fs::write(d.join("contributions.json"), contributions.to_string()).unwrap();
 
-    let bare_controller = || {
+    // The controller logging in as `user`, its password not given yet.
+    let controller_as = |user: &str| {
         let mut command = Command::new(binary("mesh-controller"));
         command
             .env_remove("MESH_DATABASE_PASSWORD_FILE")
             .env_remove("CREDENTIALS_DIRECTORY")
             .arg("--database")
             .arg(format!(
-                "postgres://mesh_store@127.0.0.1:{}/mesh_store",
+                "postgres://{user}@127.0.0.1:{}/mesh_store",
                 store.port()
             ))
             .arg("--declaration")
@@ -133,6 +156,7 @@ fn a_store_user_owning_its_database_and_a_createrole_createdb_admin_are_enough()
             .args(["--nats", &nats.url()]);
         command
     };
+    let bare_controller = || controller_as("mesh_store");
     let controller = || {
         let mut command = bare_controller();
         command
@@ -197,6 +221,105 @@ fn a_store_user_owning_its_database_and_a_createrole_createdb_admin_are_enough()
         std::thread::sleep(Duration::from_millis(200));
     };
     assert_eq!(status["failing"][0]["class"], "secret-unreadable");
+
+    // The read-only role. The store user may not make roles: migrate says
+    // so and what to run instead, and has made nothing.
+    let reader = || {
+        let mut command = controller_as("mesh_reader");
+        command
+            .arg("--database-password-file")
+            .arg(d.join("reader.pw"));
+        command
+    };
+    let refused = controller()
+        .args([
+            "migrate",
+            "--reader",
+            "mesh_reader",
+            "--reader-password-file",
+        ])
+        .arg(d.join("reader.pw"))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("mesh_store may not make it (it lacks CREATEROLE)")
+            && said.contains("CREATE ROLE mesh_reader LOGIN"),
+        "{said}"
+    );
+    // A role that may (here the superuser) makes it with the password's
+    // verifier; the store user then sets its privileges as the owner.
+    let mut made = controller_as(store.superuser());
+    made.arg("--database-password-file")
+        .arg(store.superuser_password_file())
+        .args([
+            "migrate",
+            "--reader",
+            "mesh_reader",
+            "--reader-password-file",
+        ])
+        .arg(d.join("reader.pw"));
+    let made = made.output().unwrap();
+    let out = String::from_utf8_lossy(&made.stdout);
+    assert!(
+        made.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    assert!(out.contains("role mesh_reader: made now"), "{out}");
+    let granted = controller()
+        .args(["migrate", "--reader", "mesh_reader"])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&granted.stdout);
+    assert!(
+        granted.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&granted.stderr)
+    );
+    assert!(
+        out.contains("role mesh_reader: it may read the store, nothing more"),
+        "{out}"
+    );
+    // status as the reader says what it said as the owner.
+    let read = reader().args(["status", "--json"]).output().unwrap();
+    assert!(
+        read.status.success(),
+        "{}",
+        String::from_utf8_lossy(&read.stderr)
+    );
+    let as_reader: Value = serde_json::from_slice(&read.stdout).unwrap();
+    assert_eq!(as_reader["failing"], status["failing"]);
+    // It cannot write, empty or drop a table, nor make one; a table a
+    // later migration makes (as the owner) it may read.
+    for statement in [
+        "INSERT INTO store_record (begun_at) VALUES (now())",
+        "DELETE FROM failing",
+        "TRUNCATE failing",
+        "DROP TABLE failing",
+        "CREATE TABLE mine (x int)",
+    ] {
+        assert_eq!(
+            in_store_as(&store, "mesh_reader", READER_PASSWORD, statement),
+            Err("42501".to_owned()),
+            "{statement}"
+        );
+    }
+    in_store_as(
+        &store,
+        "mesh_store",
+        STORE_PASSWORD,
+        "CREATE TABLE later_one (x int)",
+    )
+    .unwrap();
+    in_store_as(
+        &store,
+        "mesh_reader",
+        READER_PASSWORD,
+        "SELECT * FROM later_one",
+    )
+    .unwrap();
     // forge was made by the least-privileged administrator and works.
     block_on(async {
         let conninfo = format!(
@@ -218,7 +341,7 @@ fn a_store_user_owning_its_database_and_a_createrole_createdb_admin_are_enough()
         !provider_log.contains("must be member of role"),
         "{provider_log}"
     );
-    for secret in [STORE_PASSWORD, ADMIN_PASSWORD] {
+    for secret in [STORE_PASSWORD, ADMIN_PASSWORD, READER_PASSWORD] {
         assert!(!serve.log_text().contains(secret));
         assert!(!provider_log.contains(secret));
     }
