@@ -414,6 +414,76 @@ check_man_pages() {
   return $bad
 }
 
+# The instance each template unit is checked as (as docs/operating.md's
+# examples name them).
+unit_instance() {
+  case "$1" in
+    mesh-postgres@.service) echo "mesh-postgres@db-1.service" ;;
+    mesh-identity@.service) echo "mesh-identity@id-1.service" ;;
+    mesh-provide@.service) echo "mesh-provide@cache-1.service" ;;
+    *) echo "$1" ;;
+  esac
+}
+
+# docs/operating.md (or `doc`) against the package `deb`: every path of its
+# package table ("| path | what |") is one the .deb holds (a folder: one it
+# holds files under); every file of its secrets table ("| unit | credential
+# | file") is a LoadCredential= source of the units the .deb holds, and
+# every such source is in that table; every ExecStart= binary and
+# EnvironmentFile= of those units (templates as the doc's instances) is
+# named in the doc and, for a binary, in the .deb. Needs no root.
+check_operating_paths() {
+  local deb="$1" doc="${2:-docs/operating.md}" listed dir bad=0 path unit file instance name
+  listed=$(dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\.||')
+  table_paths() {
+    # The table's first column, for the package table; its third, for the secrets table.
+    awk -F'|' -v head="$1" -v column="$2" 'index($0, head) == 1 {on = 1; next}
+      on && !/^\|/ {on = 0} on {print $(column + 1)}' "$doc" |
+      grep -o '`/[^` ]*`' | tr -d '`' | sort -u
+  }
+  local package_paths secret_paths
+  package_paths=$(table_paths "| path | what |" 1)
+  [ -n "$package_paths" ] || { echo "$doc: no package table (| path | what |)" >&2; return 1; }
+  for path in $package_paths; do
+    case "$path" in
+      */) grep -q "^${path}." <<<"$listed" || { echo "$doc names $path, but $deb holds nothing in it" >&2; bad=1; } ;;
+      *) grep -qxF "$path" <<<"$listed" || { echo "$doc names $path, but $deb does not hold it" >&2; bad=1; } ;;
+    esac
+  done
+  for path in $(grep -x '/usr/bin/[^/]\+' <<<"$listed"); do
+    grep -qxF "$path" <<<"$package_paths" || { echo "$deb holds $path, which $doc's package table does not name" >&2; bad=1; }
+  done
+  dir=$(mktemp -d)
+  dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$dir" ./lib/systemd/system
+  local loaded=""
+  for file in "$dir"/lib/systemd/system/*.service; do
+    name=$(basename "$file")
+    instance=$(unit_instance "$name")
+    local i=${instance#*@}
+    i=${i%.service}
+    [ "$i" = "$instance" ] && i=""
+    for path in $(sed -n 's/^LoadCredential=[^:]*://p' "$file" | sed "s|%i|$i|g"); do
+      loaded+="$path"$'\n'
+    done
+    for path in $(sed -n 's/^ExecStart=\([^ ]*\).*/\1/p; s/^EnvironmentFile=-\{0,1\}//p' "$file" | sed "s|%i|$i|g"); do
+      grep -qF "$path" "$doc" || { echo "$name ($instance): $path is not named in $doc" >&2; bad=1; }
+      case "$path" in /usr/bin/*)
+        grep -qxF "$path" <<<"$listed" || { echo "$name runs $path, which $deb does not hold" >&2; bad=1; } ;;
+      esac
+    done
+  done
+  rm -rf "$dir"
+  secret_paths=$(table_paths "| unit | credential | file" 3)
+  [ -n "$secret_paths" ] || { echo "$doc: no secrets table (| unit | credential | file)" >&2; bad=1; }
+  for path in $secret_paths; do
+    grep -qxF "$path" <<<"$loaded" || { echo "$doc's secrets table names $path, which no unit loads" >&2; bad=1; }
+  done
+  for path in $loaded; do
+    grep -qxF "$path" <<<"$secret_paths" || { echo "a unit loads $path, which $doc's secrets table does not name" >&2; bad=1; }
+  done
+  return $bad
+}
+
 # Runs the installed package's postinst (configure, as an upgrade from
 # 0.0.1) as if systemd ran this machine: in a mount namespace of its own
 # with /run/systemd/system made, and a stand-in systemctl first on PATH that
@@ -489,6 +559,7 @@ check_package() {
   [ "$(dpkg-deb -I "$deb" conffiles | grep -c '^/etc/mesh/')" -eq 5 ] ||
     { echo "$deb: the five files in /etc/mesh are not all conffiles" >&2; return 1; }
   check_man_pages "$deb" || return 1
+  check_operating_paths "$deb" || return 1
   if [ "$(id -u)" -ne 0 ]; then
     echo "not root: the package was read (dpkg-deb -c, -I), not installed" >&2
     return 0
