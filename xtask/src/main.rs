@@ -8,7 +8,7 @@
 //!
 //! - `OUT/man1/<binary>.1` (and `<binary>-<command>.1` for each command
 //!   of `mesh-controller`), roff man pages, each with an ENVIRONMENT
-//!   section listing its `MESH_*` variables ([`environment`]);
+//!   section listing its `MESH_*` variables (`environment.rs`);
 //! - `OUT/bash/<binary>`, `OUT/zsh/_<binary>` and `OUT/fish/<binary>.fish`,
 //!   shell completions, named as Debian's bash-completion, zsh and fish
 //!   packages look them up.
