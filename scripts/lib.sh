@@ -414,9 +414,124 @@ check_man_pages() {
   return $bad
 }
 
+# The instance each template unit is checked as (as docs/operating.md's
+# examples name them).
+unit_instance() {
+  case "$1" in
+    mesh-postgres@.service) echo "mesh-postgres@db-1.service" ;;
+    mesh-identity@.service) echo "mesh-identity@id-1.service" ;;
+    mesh-provide@.service) echo "mesh-provide@cache-1.service" ;;
+    *) echo "$1" ;;
+  esac
+}
+
+# docs/operating.md (or `doc`) against the package `deb`: every path of its
+# package table ("| path | what |") is one the .deb holds (a folder: one it
+# holds files under); every file of its secrets table ("| unit | credential
+# | file") is a LoadCredential= source of the units the .deb holds, and
+# every such source is in that table; every ExecStart= binary and
+# EnvironmentFile= of those units (templates as the doc's instances) is
+# named in the doc and, for a binary, in the .deb. Needs no root.
+check_operating_paths() {
+  local deb="$1" doc="${2:-docs/operating.md}" listed dir bad=0 path unit file instance name
+  listed=$(dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\.||')
+  table_paths() {
+    # The table's first column, for the package table; its third, for the secrets table.
+    awk -F'|' -v head="$1" -v column="$2" 'index($0, head) == 1 {on = 1; next}
+      on && !/^\|/ {on = 0} on {print $(column + 1)}' "$doc" |
+      grep -o '`/[^` ]*`' | tr -d '`' | sort -u
+  }
+  local package_paths secret_paths
+  package_paths=$(table_paths "| path | what |" 1)
+  [ -n "$package_paths" ] || { echo "$doc: no package table (| path | what |)" >&2; return 1; }
+  for path in $package_paths; do
+    case "$path" in
+      */) grep -q "^${path}." <<<"$listed" || { echo "$doc names $path, but $deb holds nothing in it" >&2; bad=1; } ;;
+      *) grep -qxF "$path" <<<"$listed" || { echo "$doc names $path, but $deb does not hold it" >&2; bad=1; } ;;
+    esac
+  done
+  for path in $(grep -x '/usr/bin/[^/]\+' <<<"$listed"); do
+    grep -qxF "$path" <<<"$package_paths" || { echo "$deb holds $path, which $doc's package table does not name" >&2; bad=1; }
+  done
+  dir=$(mktemp -d)
+  dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$dir" ./lib/systemd/system
+  local loaded=""
+  for file in "$dir"/lib/systemd/system/*.service; do
+    name=$(basename "$file")
+    instance=$(unit_instance "$name")
+    local i=${instance#*@}
+    i=${i%.service}
+    [ "$i" = "$instance" ] && i=""
+    for path in $(sed -n 's/^LoadCredential=[^:]*://p' "$file" | sed "s|%i|$i|g"); do
+      loaded+="$path"$'\n'
+    done
+    for path in $(sed -n 's/^ExecStart=\([^ ]*\).*/\1/p; s/^EnvironmentFile=-\{0,1\}//p' "$file" | sed "s|%i|$i|g"); do
+      grep -qF "$path" "$doc" || { echo "$name ($instance): $path is not named in $doc" >&2; bad=1; }
+      case "$path" in /usr/bin/*)
+        grep -qxF "$path" <<<"$listed" || { echo "$name runs $path, which $deb does not hold" >&2; bad=1; } ;;
+      esac
+    done
+  done
+  rm -rf "$dir"
+  secret_paths=$(table_paths "| unit | credential | file" 3)
+  [ -n "$secret_paths" ] || { echo "$doc: no secrets table (| unit | credential | file)" >&2; bad=1; }
+  for path in $secret_paths; do
+    grep -qxF "$path" <<<"$loaded" || { echo "$doc's secrets table names $path, which no unit loads" >&2; bad=1; }
+  done
+  for path in $loaded; do
+    grep -qxF "$path" <<<"$secret_paths" || { echo "a unit loads $path, which $doc's secrets table does not name" >&2; bad=1; }
+  done
+  return $bad
+}
+
+# Runs the installed package's postinst (configure, as an upgrade from
+# 0.0.1) as if systemd ran this machine: in a mount namespace of its own
+# with /run/systemd/system made, and a stand-in systemctl first on PATH that
+# writes down what it is asked and calls two mesh units active, one of which
+# fails to restart. The postinst must reload systemd, try-restart exactly
+# those two, and say which restarted and which did not. What it cannot check
+# without systemd as PID 1 (a container): that a real unit is restarted and
+# then runs the new binary; `unshare` (util-linux) and root are needed.
+check_postinst_restarts() {
+  local deb="$1" dir said bad=0
+  if ! command -v unshare >/dev/null 2>&1 || ! unshare -m true 2>/dev/null; then
+    echo "no mount namespace here (unshare -m): the postinst's restart of running units was not run" >&2
+    return 0
+  fi
+  dir=$(mktemp -d)
+  dpkg-deb -e "$deb" "$dir/control"
+  mkdir "$dir/bin"
+  : >"$dir/log"
+  cat >"$dir/bin/systemctl" <<'EOF'
+#!/bin/sh
+echo "$*" >>"$MESH_FAKE_SYSTEMCTL_LOG"
+case "$1" in
+  list-units) printf '%s\n' 'mesh-controller.service loaded active running mesh controller' \
+    'mesh-postgres@db-1.service loaded active running mesh PostgreSQL provider db-1' ;;
+  try-restart) [ "$2" = mesh-controller.service ] ;;
+esac
+EOF
+  chmod 0755 "$dir/bin/systemctl"
+  said=$(MESH_FAKE_SYSTEMCTL_LOG="$dir/log" PATH="$dir/bin:$PATH" unshare -m sh -c \
+    'mount -t tmpfs tmpfs /run && mkdir -p /run/systemd/system && "$1" configure 0.0.1' _ "$dir/control/postinst" 2>&1) ||
+    { echo "the postinst failed as an upgrade: $said" >&2; bad=1; }
+  for line in "mesh: restarted mesh-controller.service (it was running)" \
+    "mesh: mesh-postgres@db-1.service did not restart: see systemctl status mesh-postgres@db-1.service"; do
+    grep -qxF "$line" <<<"$said" || { echo "the postinst did not say: $line (it said: $said)" >&2; bad=1; }
+  done
+  for call in daemon-reload "try-restart mesh-controller.service" "try-restart mesh-postgres@db-1.service"; do
+    grep -qxF "$call" "$dir/log" || { echo "the postinst did not run systemctl $call" >&2; bad=1; }
+  done
+  [ "$(grep -c '^try-restart' "$dir/log")" -eq 2 ] || { echo "the postinst restarted more than the running units:" \
+    "$(cat "$dir/log")" >&2; bad=1; }
+  rm -rf "$dir"
+  return $bad
+}
+
 # Checks a built package: its contents and conffiles; as root (and when no
 # mesh package is installed already), installs it with dpkg, checks the
-# files, the mesh user and the installed units, then purges it again.
+# files, the mesh user, the installed units and the postinst's restart of
+# running units, then purges it again.
 check_package() {
   local deb="$1" listed file made_user=""
   listed=$(dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\.||')
@@ -444,6 +559,7 @@ check_package() {
   [ "$(dpkg-deb -I "$deb" conffiles | grep -c '^/etc/mesh/')" -eq 5 ] ||
     { echo "$deb: the five files in /etc/mesh are not all conffiles" >&2; return 1; }
   check_man_pages "$deb" || return 1
+  check_operating_paths "$deb" || return 1
   if [ "$(id -u)" -ne 0 ]; then
     echo "not root: the package was read (dpkg-deb -c, -I), not installed" >&2
     return 0
@@ -461,7 +577,16 @@ check_package() {
   getent passwd mesh >/dev/null || { echo "the postinst made no mesh user" >&2; failed=yes; }
   [ "$(stat -c '%U:%G %a' /etc/mesh)" = "root:mesh 750" ] ||
     { echo "/etc/mesh is $(stat -c '%U:%G %a' /etc/mesh), not root:mesh 750" >&2; failed=yes; }
-  /usr/bin/mesh-controller --version >/dev/null || failed=yes
+  [ "$(stat -c '%U:%G %a' /etc/mesh/credentials 2>&1)" = "root:root 700" ] ||
+    { echo "/etc/mesh/credentials is $(stat -c '%U:%G %a' /etc/mesh/credentials 2>&1), not root:root 700" >&2; failed=yes; }
+  # Each binary says its version, the commit it was built from and how.
+  local version said
+  version=$(dpkg-deb -f "$deb" Version)
+  for bin in mesh-controller mesh-postgres mesh-identity mesh-grants mesh-provide; do
+    said=$("/usr/bin/$bin" --version) || { echo "/usr/bin/$bin --version failed" >&2; failed=yes; continue; }
+    grep -Eqx "$bin $version \(commit [0-9a-zA-Z._-]+, (debug|release) build\)" <<<"$said" ||
+      { echo "/usr/bin/$bin --version says \"$said\", not \"$bin $version (commit C, release|debug build)\"" >&2; failed=yes; }
+  done
   # The installed page, as an operator reads it.
   if command -v man >/dev/null 2>&1; then
     MANWIDTH=80 man mesh-controller-contributions 2>/dev/null | grep -q "minting missing secrets" ||
@@ -490,6 +615,7 @@ check_package() {
   # The installed units, by name (the templates as an instance).
   verify_units mesh-controller.service mesh-grants.service \
     mesh-postgres@db-1.service mesh-identity@id-1.service mesh-provide@cache-1.service || failed=yes
+  check_postinst_restarts "$deb" || failed=yes
   dpkg --purge mesh >/dev/null
   for file in $MESH_PACKAGE_FILES; do
     [ ! -e "$file" ] || { echo "purged, but $file is still there" >&2; failed=yes; }

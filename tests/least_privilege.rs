@@ -3,7 +3,11 @@
 //! holds no attribute, only the ownership of the store's database, and
 //! `mesh-postgres` with an administrator holding `CREATEROLE CREATEDB` and
 //! nothing more. The controller migrates, follows the provider's words and
-//! reports them; the provider makes and checks its consumers.
+//! reports them; the provider makes and checks its consumers. `serve` and
+//! the provider take their passwords as a systemd unit hands them over
+//! (`$CREDENTIALS_DIRECTORY/database-password`, `.../admin-password`), the
+//! one-shot commands from `--database-password-file`. `status` works as
+//! the read-only role `migrate --reader` sets up, which cannot write.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -14,6 +18,7 @@ use serde_json::{json, Value};
 
 const STORE_PASSWORD: &str = "store-user-pw-5c1a";
 const ADMIN_PASSWORD: &str = "provider-admin-pw-93be";
+const READER_PASSWORD: &str = "store-reader-pw-7d20";
 
 /// Runs `future` to its end on a runtime of its own.
 fn block_on<T>(future: impl std::future::Future<Output = T>) -> T {
@@ -35,6 +40,37 @@ fn as_superuser(pg: &PgCluster, statements: &[&str]) {
                 .unwrap_or_else(|e| panic!("{statement}: {e}"));
         }
     });
+}
+
+/// Runs each of `statements` in the store's database as `user`, over one
+/// session (a SCRAM login takes a while in a debug build): the server's
+/// SQLSTATE for each it refuses.
+fn in_store_as(
+    pg: &PgCluster,
+    user: &str,
+    password: &str,
+    statements: &[&str],
+) -> Vec<Result<(), String>> {
+    block_on(async {
+        let conninfo = format!(
+            "host=127.0.0.1 port={} user={user} password={password} dbname=mesh_store",
+            pg.port()
+        );
+        let (client, connection) = tokio_postgres::connect(&conninfo, tokio_postgres::NoTls)
+            .await
+            .unwrap_or_else(|e| panic!("{user} logs in: {e}"));
+        tokio::spawn(connection);
+        let mut said = Vec::new();
+        for statement in statements {
+            said.push(
+                client
+                    .batch_execute(statement)
+                    .await
+                    .map_err(|e| e.code().map(|c| c.code().to_owned()).unwrap_or_default()),
+            );
+        }
+        said
+    })
 }
 
 /// The owner of each of the store's tables, as `table:owner`, sorted.
@@ -87,7 +123,15 @@ fn a_store_user_owning_its_database_and_a_createrole_createdb_admin_are_enough()
         )],
     );
     std::fs::write(d.join("store.pw"), STORE_PASSWORD).unwrap();
-    std::fs::write(d.join("admin.pw"), ADMIN_PASSWORD).unwrap();
+    std::fs::write(d.join("reader.pw"), READER_PASSWORD).unwrap();
+    // What systemd's LoadCredential= makes of each unit's secrets.
+    for (unit, name, secret) in [
+        ("controller", "database-password", STORE_PASSWORD),
+        ("provider", "admin-password", ADMIN_PASSWORD),
+    ] {
+        std::fs::create_dir_all(d.join("credentials").join(unit)).unwrap();
+        std::fs::write(d.join("credentials").join(unit).join(name), secret).unwrap();
+    }
     std::fs::create_dir(d.join("secrets")).unwrap();
     std::fs::write(d.join("secrets/forge"), "minted-forge-lp-e2e").unwrap();
     let declaration = json!({"modules": [
@@ -108,19 +152,28 @@ fn a_store_user_owning_its_database_and_a_createrole_createdb_admin_are_enough()
     });
     std::fs::write(d.join("contributions.json"), contributions.to_string()).unwrap();
 
-    let controller = || {
+    // The controller logging in as `user`, its password not given yet.
+    let controller_as = |user: &str| {
         let mut command = Command::new(binary("mesh-controller"));
         command
+            .env_remove("MESH_DATABASE_PASSWORD_FILE")
+            .env_remove("CREDENTIALS_DIRECTORY")
             .arg("--database")
             .arg(format!(
-                "postgres://mesh_store@127.0.0.1:{}/mesh_store",
+                "postgres://{user}@127.0.0.1:{}/mesh_store",
                 store.port()
             ))
-            .arg("--database-password-file")
-            .arg(d.join("store.pw"))
             .arg("--declaration")
             .arg(d.join("declaration.json"))
             .args(["--nats", &nats.url()]);
+        command
+    };
+    let bare_controller = || controller_as("mesh_store");
+    let controller = || {
+        let mut command = bare_controller();
+        command
+            .arg("--database-password-file")
+            .arg(d.join("store.pw"));
         command
     };
     let migrated = controller().arg("migrate").output().unwrap();
@@ -136,8 +189,10 @@ fn a_store_user_owning_its_database_and_a_createrole_createdb_admin_are_enough()
         "{owners:?}"
     );
 
-    let mut serve = controller();
-    serve.arg("serve");
+    let mut serve = bare_controller();
+    serve
+        .env("CREDENTIALS_DIRECTORY", d.join("credentials/controller"))
+        .arg("serve");
     let serve = Process::spawn("controller", serve, d.join("controller.log"));
     let mut provider = Command::new(binary("mesh-postgres"));
     provider
@@ -146,8 +201,8 @@ fn a_store_user_owning_its_database_and_a_createrole_createdb_admin_are_enough()
             "postgres://mesh_admin@127.0.0.1:{}/postgres",
             backend.port()
         ))
-        .arg("--admin-password-file")
-        .arg(d.join("admin.pw"))
+        .env_remove("MESH_POSTGRES_ADMIN_PASSWORD_FILE")
+        .env("CREDENTIALS_DIRECTORY", d.join("credentials/provider"))
         .arg("--contributions")
         .arg(d.join("contributions.json"))
         .args(["--nats", &nats.url()])
@@ -178,6 +233,103 @@ fn a_store_user_owning_its_database_and_a_createrole_createdb_admin_are_enough()
         std::thread::sleep(Duration::from_millis(200));
     };
     assert_eq!(status["failing"][0]["class"], "secret-unreadable");
+
+    // The read-only role. The store user may not make roles: migrate says
+    // so and what to run instead, and has made nothing.
+    let reader = || {
+        let mut command = controller_as("mesh_reader");
+        command
+            .arg("--database-password-file")
+            .arg(d.join("reader.pw"));
+        command
+    };
+    let refused = controller()
+        .args([
+            "migrate",
+            "--reader",
+            "mesh_reader",
+            "--reader-password-file",
+        ])
+        .arg(d.join("reader.pw"))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("mesh_store may not make it (it lacks CREATEROLE)")
+            && said.contains("CREATE ROLE mesh_reader LOGIN"),
+        "{said}"
+    );
+    // A role that may (here the superuser) makes it with the password's
+    // verifier; the store user then sets its privileges as the owner.
+    let mut made = controller_as(store.superuser());
+    made.arg("--database-password-file")
+        .arg(store.superuser_password_file())
+        .args([
+            "migrate",
+            "--reader",
+            "mesh_reader",
+            "--reader-password-file",
+        ])
+        .arg(d.join("reader.pw"));
+    let made = made.output().unwrap();
+    let out = String::from_utf8_lossy(&made.stdout);
+    assert!(
+        made.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    assert!(out.contains("role mesh_reader: made now"), "{out}");
+    let granted = controller()
+        .args(["migrate", "--reader", "mesh_reader"])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&granted.stdout);
+    assert!(
+        granted.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&granted.stderr)
+    );
+    assert!(
+        out.contains("role mesh_reader: it may read the store, nothing more"),
+        "{out}"
+    );
+    // status as the reader says what it said as the owner.
+    let read = reader().args(["status", "--json"]).output().unwrap();
+    assert!(
+        read.status.success(),
+        "{}",
+        String::from_utf8_lossy(&read.stderr)
+    );
+    let as_reader: Value = serde_json::from_slice(&read.stdout).unwrap();
+    assert_eq!(as_reader["failing"], status["failing"]);
+    // It cannot write, empty or drop a table, nor make one; a table a
+    // later migration makes (as the owner) it may read.
+    let refused = [
+        "INSERT INTO store_record (begun_at) VALUES (now())",
+        "DELETE FROM failing",
+        "TRUNCATE failing",
+        "DROP TABLE failing",
+        "CREATE TABLE mine (x int)",
+    ];
+    let said = in_store_as(&store, "mesh_reader", READER_PASSWORD, &refused);
+    for (statement, said) in refused.iter().zip(&said) {
+        assert_eq!(said, &Err("42501".to_owned()), "{statement}");
+    }
+    let made = in_store_as(
+        &store,
+        "mesh_store",
+        STORE_PASSWORD,
+        &["CREATE TABLE later_one (x int)"],
+    );
+    assert_eq!(made, [Ok(())]);
+    let read = in_store_as(
+        &store,
+        "mesh_reader",
+        READER_PASSWORD,
+        &["SELECT * FROM later_one"],
+    );
+    assert_eq!(read, [Ok(())]);
     // forge was made by the least-privileged administrator and works.
     block_on(async {
         let conninfo = format!(
@@ -199,7 +351,7 @@ fn a_store_user_owning_its_database_and_a_createrole_createdb_admin_are_enough()
         !provider_log.contains("must be member of role"),
         "{provider_log}"
     );
-    for secret in [STORE_PASSWORD, ADMIN_PASSWORD] {
+    for secret in [STORE_PASSWORD, ADMIN_PASSWORD, READER_PASSWORD] {
         assert!(!serve.log_text().contains(secret));
         assert!(!provider_log.contains(secret));
     }

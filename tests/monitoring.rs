@@ -91,9 +91,13 @@ fn scrape_both_ways(binary: &str, port: u16, process: &Process, into: &mut Scrap
         b.keys().collect::<Vec<_>>(),
         "{binary}"
     );
+    // The commit and profile are the built binary's (this test is built in
+    // the same cargo run, so it has the same).
     let build = format!(
-        "mesh_build_info{{binary=\"{binary}\",version=\"{}\"}} 1",
-        env!("CARGO_PKG_VERSION")
+        "mesh_build_info{{binary=\"{binary}\",version=\"{}\",commit=\"{}\",profile=\"{}\"}} 1",
+        env!("CARGO_PKG_VERSION"),
+        mesh_runtime::endpoints::BuildInfo::COMMIT,
+        mesh_runtime::endpoints::BuildInfo::PROFILE
     );
     assert!(
         text.contains(&build) && open.contains(&build),

@@ -36,7 +36,8 @@ pub(crate) mod cli;
 /// drive the commands through [`run`] and [`exit`]; `xtask` writes the man
 /// page and completions from [`command`]).
 pub use cli::{
-    command, exit, outcome, run, Cli, CliError, Io, EXIT_CANNOT, EXIT_NOT_DONE, EXIT_OK, NAME,
+    command, exit, outcome, run, Cli, CliError, Io, CREDENTIALS, EXIT_CANNOT, EXIT_NOT_DONE,
+    EXIT_OK, NAME,
 };
 
 /// The bus names `serve` uses and how it connects (the link's tests set up

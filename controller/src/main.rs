@@ -7,6 +7,9 @@ use mesh_controller::{outcome, run, Cli, Io, EXIT_CANNOT, NAME};
 use mesh_runtime::Program;
 
 fn main() -> ExitCode {
+    // The unit's store and bus passwords (systemd credentials), before the
+    // command line is read and before any thread starts.
+    mesh_runtime::credentials::into_environment(&mesh_controller::CREDENTIALS);
     Program::new(NAME)
         .version(env!("CARGO_PKG_VERSION"))
         .cannot_run(EXIT_CANNOT)

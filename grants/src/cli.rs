@@ -36,7 +36,11 @@ pub fn command() -> clap::Command {
 
 /// `mesh-grants` flags.
 #[derive(Parser, Clone, Debug, PartialEq, Eq)]
-#[command(name = "mesh-grants", about = ABOUT, version)]
+#[command(
+    name = "mesh-grants",
+    about = ABOUT,
+    version = mesh_runtime::endpoints::BuildInfo::version_text(env!("CARGO_PKG_VERSION"))
+)]
 pub struct Cli {
     /// The grants file (JSON) the mesh writes on this machine, re-read every check.
     #[arg(long, env = "MESH_GRANTS")]

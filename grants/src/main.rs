@@ -7,6 +7,9 @@ use mesh_grants::cli::{run, Cli};
 use mesh_runtime::Program;
 
 fn main() -> ExitCode {
+    // The unit's bus password (systemd credential `nats-password`), before
+    // the command line is read and before any thread starts.
+    mesh_runtime::credentials::into_environment(&[mesh_runtime::credentials::NATS_PASSWORD]);
     Program::new("mesh-grants")
         .version(env!("CARGO_PKG_VERSION"))
         .run(|cli: Cli, stop| run(cli, stop))

@@ -143,6 +143,7 @@ pub use args::ProviderArgs;
 pub use async_trait::async_trait;
 pub use contributions::Consumer;
 pub use mesh_protocol::{Class, Name, NameError, Timestamp};
+pub use mesh_runtime::credentials::StandIn;
 pub use mesh_runtime::secret::SecretFileError;
 pub use mesh_runtime::{redact, Backoff, LogFormat, NatsArgs, Secret, ServiceArgs};
 pub use program::{ProviderMain, EXIT_CANNOT_RUN};

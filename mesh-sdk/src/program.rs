@@ -9,6 +9,7 @@ use std::future::Future;
 use std::process::ExitCode;
 
 use clap::{Args, CommandFactory, FromArgMatches, Parser};
+use mesh_runtime::credentials::{self, StandIn};
 use mesh_runtime::program::{self, Failure, Program};
 use mesh_runtime::{LogFormat, Secret};
 
@@ -84,6 +85,7 @@ pub struct ProviderMain {
     name: &'static str,
     about: &'static str,
     version: Option<&'static str>,
+    credentials: &'static [StandIn],
 }
 
 impl ProviderMain {
@@ -94,10 +96,25 @@ impl ProviderMain {
             name,
             about,
             version: None,
+            credentials: &[],
         }
     }
 
-    /// The version `--version` prints (e.g. `env!("CARGO_PKG_VERSION")`).
+    /// The provider's own `*_FILE` variables that a systemd credential may
+    /// stand in for (its administrator's password), beside the bus
+    /// password's (`nats-password`), which every provider has
+    /// ([`mesh_runtime::credentials`]).
+    pub const fn credentials(self, credentials: &'static [StandIn]) -> ProviderMain {
+        ProviderMain {
+            credentials,
+            ..self
+        }
+    }
+
+    /// The version (e.g. `env!("CARGO_PKG_VERSION")`): `--version` prints it
+    /// with the build's commit and profile
+    /// ([`mesh_runtime::endpoints::BuildInfo::version_text`]), `/metrics` in
+    /// `mesh_build_info`.
     pub const fn version(self, version: &'static str) -> ProviderMain {
         ProviderMain {
             version: Some(version),
@@ -112,7 +129,9 @@ impl ProviderMain {
             .bin_name(self.name)
             .about(self.about);
         match self.version {
-            Some(version) => command.version(version),
+            Some(version) => {
+                command.version(mesh_runtime::endpoints::BuildInfo::version_text(version))
+            }
             None => command,
         }
     }
@@ -219,6 +238,9 @@ impl ProviderMain {
         T: Into<OsString> + Clone,
     {
         let name = self.name;
+        // Before the command line is read, and before any thread starts.
+        credentials::into_environment(&[credentials::NATS_PASSWORD]);
+        credentials::into_environment(self.credentials);
         let parsed = self
             .parse_from::<A, _, _>(args)
             .map(|(provider, own)| Flags { provider, own });

@@ -26,7 +26,10 @@ pub const EXIT_FAILED: u8 = 1;
 
 /// Runs mesh's conformance suite against a hook and its real backend (`--list` prints its rules): ensure, check, rotation, held, retire, re-enable and delete do what they say; a change by hand is mended; a provision it did not make is untouched; names with `_`, `-`, digits and 63 bytes side by side are each their own; a call cut off mid-way (the hook killed) leaves nothing that breaks the next ensure. Rules needing the `by-hand` verb are skipped when the hook answers it unsupported. One line per rule, then `N passed, N failed`; exit 0 only when none failed. It makes consumers named `conform-<random>-…`, removes what an earlier run left at its start, and fails if any of its own (`conform-<8 hex digits>-…`) is left at its end.
 #[derive(Parser, Debug)]
-#[command(name = "mesh-provide conform", version)]
+#[command(
+    name = "mesh-provide conform",
+    version = mesh_runtime::endpoints::BuildInfo::version_text(env!("CARGO_PKG_VERSION"))
+)]
 pub struct ConformArgs {
     /// The hook to try.
     #[arg(long, env = "MESH_HOOK", required_unless_present = "list")]

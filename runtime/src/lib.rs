@@ -35,6 +35,7 @@
 
 pub mod backoff;
 pub mod clock;
+pub mod credentials;
 pub mod endpoints;
 pub mod log;
 pub mod nats;

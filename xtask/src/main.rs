@@ -7,7 +7,8 @@
 //! (`clap_mangen`, `clap_complete`):
 //!
 //! - `OUT/man1/<binary>.1` (and `<binary>-<command>.1` for each command
-//!   of `mesh-controller`), roff man pages;
+//!   of `mesh-controller`), roff man pages, each with an ENVIRONMENT
+//!   section listing its `MESH_*` variables (`environment.rs`);
 //! - `OUT/bash/<binary>`, `OUT/zsh/_<binary>` and `OUT/fish/<binary>.fish`,
 //!   shell completions, named as Debian's bash-completion, zsh and fish
 //!   packages look them up.
@@ -18,19 +19,38 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap_complete::Shell;
+use mesh_runtime::credentials::{StandIn, NATS_PASSWORD};
+
+mod environment;
 
 /// A function returning a binary's clap command line.
 type CommandLine = fn() -> clap::Command;
 
 /// Every binary the package ships, with the function returning its
-/// command line. A new binary is one line here (and its crate in
-/// `Cargo.toml`).
-const BINARIES: &[(&str, CommandLine)] = &[
-    ("mesh-controller", mesh_controller::command),
-    ("mesh-postgres", mesh_provider_postgres::cli::command),
-    ("mesh-identity", mesh_provider_identity::cli::command),
-    ("mesh-grants", mesh_grants::cli::command),
-    ("mesh-provide", mesh_provide::cli::command),
+/// command line and the systemd credentials it reads. A new binary is one
+/// line here (and its crate in `Cargo.toml`).
+const BINARIES: &[(&str, CommandLine, &[StandIn])] = &[
+    (
+        "mesh-controller",
+        mesh_controller::command,
+        &mesh_controller::CREDENTIALS,
+    ),
+    (
+        "mesh-postgres",
+        mesh_provider_postgres::cli::command,
+        &[NATS_PASSWORD, mesh_provider_postgres::cli::ADMIN_PASSWORD],
+    ),
+    (
+        "mesh-identity",
+        mesh_provider_identity::cli::command,
+        &[
+            NATS_PASSWORD,
+            mesh_provider_identity::cli::ADMIN_PASSWORD,
+            mesh_provider_identity::cli::ADMIN_CLIENT_SECRET,
+        ],
+    ),
+    ("mesh-grants", mesh_grants::cli::command, &[NATS_PASSWORD]),
+    ("mesh-provide", mesh_provide::cli::command, &[NATS_PASSWORD]),
 ];
 
 /// The shells completions are written for, with their folder under `OUT`.
@@ -69,9 +89,12 @@ fn docs(out: &Path) -> std::io::Result<Vec<PathBuf>> {
         std::fs::create_dir_all(out.join(folder))?;
     }
     let mut written = Vec::new();
-    for (binary, command) in BINARIES {
+    for (binary, command, credentials) in BINARIES {
         let command = command().name(*binary).bin_name(*binary);
         clap_mangen::generate_to(command.clone(), &man)?;
+        let mut built = command.clone();
+        built.build();
+        add_environment(&built, &man, credentials)?;
         for (shell, folder) in SHELLS {
             let mut command = command.clone();
             let path = clap_complete::generate_to(*shell, &mut command, *binary, out.join(folder))?;
@@ -92,6 +115,27 @@ fn docs(out: &Path) -> std::io::Result<Vec<PathBuf>> {
     Ok(written)
 }
 
+/// Puts the ENVIRONMENT section into the page of `command` (as built, so
+/// its global flags are there) and of each of its subcommands, named as
+/// `clap_mangen` names them (`mesh-controller-node-show.1`).
+fn add_environment(
+    command: &clap::Command,
+    man: &Path,
+    credentials: &[StandIn],
+) -> std::io::Result<()> {
+    let name = command.get_display_name().unwrap_or(command.get_name());
+    let page = man.join(format!("{name}.1"));
+    let section = environment::section(command, credentials);
+    if page.exists() && !section.is_empty() {
+        let text = std::fs::read_to_string(&page)?;
+        std::fs::write(&page, environment::insert(&text, &section))?;
+    }
+    for sub in command.get_subcommands() {
+        add_environment(sub, man, credentials)?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -104,7 +148,7 @@ mod tests {
             .iter()
             .map(|p| p.strip_prefix(dir.path()).unwrap().display().to_string())
             .collect();
-        for (binary, _) in BINARIES {
+        for (binary, _, _) in BINARIES {
             for file in [
                 format!("man1/{binary}.1"),
                 format!("bash/{binary}"),
@@ -134,6 +178,25 @@ mod tests {
             page.contains("admin\\-url") && page.contains("contributions"),
             "the shared and own flags"
         );
+        // Each page lists the variables its command takes, before VERSION.
+        let environment = page
+            .find(".SH ENVIRONMENT")
+            .expect("an ENVIRONMENT section");
+        assert!(environment < page.find(".SH VERSION").unwrap());
+        for variable in [
+            "MESH_POSTGRES_ADMIN_URL",
+            "MESH_CONTRIBUTIONS",
+            "MESH_NATS_USER",
+        ] {
+            assert!(page[environment..].contains(variable), "{variable}");
+        }
+        assert!(page.contains("admin\\-password for MESH_POSTGRES_ADMIN_PASSWORD_FILE"));
+        let serve =
+            std::fs::read_to_string(dir.path().join("man1/mesh-controller-serve.1")).unwrap();
+        for variable in ["MESH_DATABASE_URL", "MESH_BATCH", "MESH_NATS_URL"] {
+            assert!(serve.contains(variable), "serve lacks {variable}");
+        }
+        assert!(serve.contains("database\\-password for MESH_DATABASE_PASSWORD_FILE"));
         let bash = std::fs::read_to_string(dir.path().join("bash/mesh-controller")).unwrap();
         assert!(bash.contains("complete -F") && bash.contains("contributions"));
     }

@@ -28,6 +28,12 @@ pub enum CliError {
     /// The store could not be migrated.
     #[error(transparent)]
     Migrate(PgError),
+    /// `migrate --reader-password-file` could not be read.
+    #[error(transparent)]
+    ReaderPassword(mesh_runtime::secret::SecretFileError),
+    /// `migrate --reader`: the role could not be made the store's reader.
+    #[error(transparent)]
+    Reader(crate::store::ReaderError),
     /// The store could not be read.
     #[error("cannot read the store: {0}")]
     Read(#[source] PgError),

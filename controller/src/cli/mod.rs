@@ -19,13 +19,14 @@ use std::time::Duration;
 
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use mesh_protocol::{ModuleId, Name};
+use mesh_runtime::credentials::{self, StandIn};
 use mesh_runtime::endpoints::EndpointArgs;
 use mesh_runtime::log::LogArgs;
 use mesh_runtime::program::Flags;
 use mesh_runtime::LogFormat;
 
 use crate::bus::NatsOptions;
-use crate::store::{DatabaseOptions, DatabaseOptionsError};
+use crate::store::{DatabaseOptions, DatabaseOptionsError, RoleName};
 use mesh_status::link::{DEFAULT_BATCH, DEFAULT_REPLICAS, MAX_REPLICAS};
 use mesh_status::model::declaration::{self, DeclarationError};
 use mesh_status::model::Parsed;
@@ -37,6 +38,19 @@ pub use run::{exit, outcome, run, Io};
 /// The program's name, as its messages say it.
 pub const NAME: &str = "mesh-controller";
 
+/// The `*_FILE` variables a unit's systemd credentials stand in for
+/// (`mesh_runtime::credentials`): the store user's password
+/// (`database-password`) and the bus user's (`nats-password`).
+pub const CREDENTIALS: [StandIn; 2] = [
+    StandIn {
+        variable: "MESH_DATABASE_PASSWORD_FILE",
+        credential: "database-password",
+        with: None,
+        unless: None,
+    },
+    credentials::NATS_PASSWORD,
+];
+
 /// Follows provider events into a store and reports them.
 ///
 /// Secrets never go on the command line: the database password comes from
@@ -44,7 +58,10 @@ pub const NAME: &str = "mesh-controller";
 /// password from `--nats-password-file` (or an nkey seed from
 /// `--nats-nkey-file`, a `.creds` file from `--nats-creds`).
 #[derive(Parser, Debug, Clone, PartialEq, Eq)]
-#[command(name = "mesh-controller", version)]
+#[command(
+    name = "mesh-controller",
+    version = mesh_runtime::endpoints::BuildInfo::version_text(env!("CARGO_PKG_VERSION"))
+)]
 pub struct Cli {
     /// The store: a PostgreSQL URL (postgres://user@host:port/db) or key-value string.
     /// TLS as libpq: ?sslmode=disable, prefer (default), require, verify-ca or
@@ -77,8 +94,18 @@ pub struct Cli {
 /// The commands.
 #[derive(Subcommand, Debug, Clone, PartialEq, Eq)]
 pub enum Command {
-    /// Apply the numbered migrations.
-    Migrate,
+    /// Apply the numbered migrations (and, with --reader, give a role read-only access).
+    Migrate {
+        /// Give this role read-only access to the store: SELECT on every table (and on those of
+        /// later migrations), nothing else; `status`, `node show` and `history` log in as it.
+        /// Run as the store's owner.
+        #[arg(long, env = "MESH_READER_ROLE", value_parser = RoleName::parse)]
+        reader: Option<RoleName>,
+        /// File holding the reader's password: a missing role is made with it (LOGIN, no other
+        /// attribute; the password is sent as a SCRAM verifier), which needs CREATEROLE.
+        #[arg(long, env = "MESH_READER_PASSWORD_FILE", requires = "reader")]
+        reader_password_file: Option<PathBuf>,
+    },
     /// Follow the events into the store (migrates first).
     Serve {
         /// Messages applied per transaction (and the consumer's max_ack_pending); 1 takes one at a time.
@@ -265,7 +292,7 @@ impl Flags for Cli {
     /// output is on stdout).
     fn log_level(&self) -> &'static str {
         match self.command {
-            Command::Serve { .. } | Command::Migrate => "info",
+            Command::Serve { .. } | Command::Migrate { .. } => "info",
             _ => "warn",
         }
     }
@@ -380,6 +407,14 @@ mod tests {
     fn the_design_command_lines_parse() {
         let ok: &[&[&str]] = &[
             &["--database", "postgres://u@h/db", "migrate"],
+            &["migrate", "--reader", "mesh_reader"],
+            &[
+                "migrate",
+                "--reader",
+                "mesh_reader",
+                "--reader-password-file",
+                "reader.pw",
+            ],
             &["serve", "--batch", "1"],
             &["serve", "--stream-replicas", "3"],
             &[
@@ -457,6 +492,9 @@ mod tests {
             &["status", "--silent-after", "soon"],
             &["permissions", "--format", "yaml"],
             &["contributions"],
+            &["migrate", "--reader-password-file", "reader.pw"],
+            &["migrate", "--reader", "Mesh-Reader"],
+            &["migrate", "--reader", "pg_monitor"],
             &[],
             &["--nats-creds", "c", "--nats-nkey-file", "k", "status"],
             &[

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use mesh_protocol::Timestamp;
 use mesh_runtime::endpoints::Endpoints;
-use mesh_runtime::{Failure, Stop};
+use mesh_runtime::{Failure, Secret, Stop};
 use tokio_util::task::AbortOnDropHandle;
 
 use super::error::{CliError, EXIT_OK};
@@ -14,7 +14,7 @@ use super::{Cli, Command, NodeCommand, Report, NAME};
 use crate::approve::{approve, check_declared, Declared};
 use crate::bus::{connect, Reconnect};
 use crate::link;
-use crate::store::{migrate, DatabaseOptions, PgStore};
+use crate::store::{grant_reader, migrate, DatabaseOptions, PgStore, ReaderMade};
 use mesh_status::model::Parsed;
 use mesh_status::render::listing;
 use mesh_status::report::{self, Clock, Facts, Grants, Scope};
@@ -39,11 +39,29 @@ pub struct Io<'a> {
 /// words to say.
 pub async fn run(cli: &Cli, io: &mut Io<'_>, stop: &Stop) -> Result<(), CliError> {
     match &cli.command {
-        Command::Migrate => {
+        Command::Migrate {
+            reader,
+            reader_password_file,
+        } => {
             let options = cli.database_options()?;
+            // Read before migrating: a bad file changes nothing.
+            let password = reader_password_file
+                .as_deref()
+                .map(|file| Secret::from_file(file, "reader password"))
+                .transpose()
+                .map_err(CliError::ReaderPassword)?;
             let applied = migrate(&options).await.map_err(CliError::Migrate)?;
             writeln!(io.out, "store {options}: {applied} migrations applied")
-                .map_err(CliError::Output)
+                .map_err(CliError::Output)?;
+            let Some(role) = reader else { return Ok(()) };
+            let made = grant_reader(&options, role, password.as_ref().map(Secret::expose))
+                .await
+                .map_err(CliError::Reader)?;
+            let how = match made {
+                ReaderMade::Made => "made now; it may read the store, nothing more",
+                ReaderMade::Granted => "it may read the store, nothing more",
+            };
+            writeln!(io.out, "role {role}: {how}").map_err(CliError::Output)
         }
         Command::Serve {
             batch,

@@ -27,6 +27,7 @@ pub mod locks;
 pub mod migrate;
 pub mod options;
 pub mod read;
+pub mod reader;
 pub mod record;
 pub mod statements;
 
@@ -37,6 +38,7 @@ pub use connection::PgStore;
 pub use migrate::migrate;
 pub use options::{DatabaseOptions, DatabaseOptionsError};
 pub use read::StatusRead;
+pub use reader::{grant_reader, ReaderError, ReaderMade, RoleName};
 
 /// The PostgreSQL store failed: what the command line says, and, as the
 /// engine's [`StoreError`] (its [`StoreErrorKind`] from the variant), what

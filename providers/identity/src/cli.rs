@@ -24,7 +24,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use mesh_sdk::{ProviderMain, Secret};
+use mesh_sdk::{ProviderMain, Secret, StandIn};
 
 use crate::bootstrap::ContainerCli;
 use crate::config::{AdminLogin, ConfigError, IdentityConfig};
@@ -41,7 +41,28 @@ pub const MAIN: ProviderMain = ProviderMain::new(
      container or on this host), and says on the mesh's bus when it keeps \
      failing one.",
 )
-.version(env!("CARGO_PKG_VERSION"));
+.version(env!("CARGO_PKG_VERSION"))
+.credentials(&[ADMIN_PASSWORD, ADMIN_CLIENT_SECRET]);
+
+/// The unit's credential `admin-password` stands in for an unset
+/// `MESH_KEYCLOAK_ADMIN_PASSWORD_FILE`, unless the provider logs in as a
+/// client (`MESH_KEYCLOAK_ADMIN_CLIENT_ID`; `mesh_runtime::credentials`).
+pub const ADMIN_PASSWORD: StandIn = StandIn {
+    variable: "MESH_KEYCLOAK_ADMIN_PASSWORD_FILE",
+    credential: "admin-password",
+    with: None,
+    unless: Some("MESH_KEYCLOAK_ADMIN_CLIENT_ID"),
+};
+
+/// The unit's credential `admin-client-secret` stands in for an unset
+/// `MESH_KEYCLOAK_ADMIN_CLIENT_SECRET_FILE` when the provider logs in as a
+/// client (`MESH_KEYCLOAK_ADMIN_CLIENT_ID`).
+pub const ADMIN_CLIENT_SECRET: StandIn = StandIn {
+    variable: "MESH_KEYCLOAK_ADMIN_CLIENT_SECRET_FILE",
+    credential: "admin-client-secret",
+    with: Some("MESH_KEYCLOAK_ADMIN_CLIENT_ID"),
+    unless: None,
+};
 
 /// The whole command line of `mesh-identity` (the SDK's shared flags and
 /// [`Flags`]), as clap sees it: for its man page and shell completions.

@@ -25,7 +25,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use mesh_sdk::{ProviderMain, Secret};
+use mesh_sdk::{ProviderMain, Secret, StandIn};
 
 use crate::config::{ConfigError, PostgresConfig};
 use crate::error::PgError;
@@ -39,7 +39,17 @@ pub const MAIN: ProviderMain = ProviderMain::new(
      checks each works by logging in as the consumer, retires the ones no \
      longer listed, and says on the mesh's bus when it keeps failing one.",
 )
-.version(env!("CARGO_PKG_VERSION"));
+.version(env!("CARGO_PKG_VERSION"))
+.credentials(&[ADMIN_PASSWORD]);
+
+/// The unit's credential `admin-password` stands in for an unset
+/// `MESH_POSTGRES_ADMIN_PASSWORD_FILE` (`mesh_runtime::credentials`).
+pub const ADMIN_PASSWORD: StandIn = StandIn {
+    variable: "MESH_POSTGRES_ADMIN_PASSWORD_FILE",
+    credential: "admin-password",
+    with: None,
+    unless: None,
+};
 
 /// The whole command line of `mesh-postgres` (the SDK's shared flags and
 /// [`Flags`]), as clap sees it: for its man page and shell completions.
