@@ -131,9 +131,16 @@ const CRATES: &[(&str, Tables)] = &[
             ),
             (
                 "model",
-                &[&["text", "received", "row", "declaration"], &["reduce"]],
+                &[
+                    &["text", "received", "row", "declaration"],
+                    &["reduce"],
+                    &["history"],
+                ],
             ),
-            ("link", &[&["decode", "observe", "record", "source"]]),
+            (
+                "link",
+                &[&["decode", "observe", "record", "prune", "source"]],
+            ),
             (
                 "report",
                 &[&[
@@ -143,9 +150,10 @@ const CRATES: &[(&str, Tables)] = &[
                     "catching_up",
                     "retired",
                     "group",
+                    "history",
                 ]],
             ),
-            ("render", &[&["human", "json"]]),
+            ("render", &[&["human", "json"], &["history"]]),
         ],
     ),
     (
@@ -162,17 +170,22 @@ const CRATES: &[(&str, Tables)] = &[
             (
                 "store",
                 &[
-                    &["options", "columns", "locks"],
+                    &["options", "columns", "locks", "history"],
                     &["statements"],
                     &["connection"],
                     &["apply", "epoch", "migrate", "read", "record"],
+                    &["history_read"],
                 ],
             ),
             ("link", &[&["source", "stream"]]),
             ("contributions", &[&["write"]]),
             (
                 "cli",
-                &[&["error"], &["permissions", "contributions"], &["run"]],
+                &[
+                    &["error"],
+                    &["permissions", "contributions", "history"],
+                    &["run"],
+                ],
             ),
         ],
     ),
