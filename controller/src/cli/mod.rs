@@ -519,6 +519,64 @@ mod tests {
     }
 
     #[test]
+    fn history_takes_one_scope_and_a_consumer_with_or_without_its_machine() {
+        let scope = |args: &[&str]| match parse(args).map(|c| c.command) {
+            Ok(Command::History {
+                consumer,
+                provider,
+                machine,
+                since,
+                ..
+            }) => Ok((
+                consumer.map(|(c, m)| format!("{c}@{}", m.map_or("*".into(), |m| m.to_string()))),
+                provider.map(|p| p.to_string()),
+                machine.map(|m| m.to_string()),
+                since,
+            )),
+            Ok(other) => panic!("{other:?}"),
+            Err(error) => Err(error.kind()),
+        };
+        let week = Duration::from_secs(7 * 24 * 3600);
+        assert_eq!(scope(&["history"]), Ok((None, None, None, week)));
+        assert_eq!(
+            scope(&["history", "wiki"]),
+            Ok((Some("wiki@*".into()), None, None, week))
+        );
+        assert_eq!(
+            scope(&["history", "wiki@app-1", "--since", "24h"]),
+            Ok((
+                Some("wiki@app-1".into()),
+                None,
+                None,
+                Duration::from_secs(86_400)
+            ))
+        );
+        assert_eq!(
+            scope(&["history", "--provider", "postgres@db-1"]),
+            Ok((None, Some("postgres@db-1".into()), None, week))
+        );
+        assert_eq!(
+            scope(&["history", "--machine", "app-1"]),
+            Ok((None, None, Some("app-1".into()), week))
+        );
+        use clap::error::ErrorKind;
+        for args in [
+            &["history", "wiki", "--provider", "postgres@db-1"][..],
+            &["history", "wiki", "--machine", "app-1"],
+            &[
+                "history",
+                "--provider",
+                "postgres@db-1",
+                "--machine",
+                "app-1",
+            ],
+        ] {
+            assert_eq!(scope(args), Err(ErrorKind::ArgumentConflict), "{args:?}");
+        }
+        assert_eq!(scope(&["history", "Wiki"]), Err(ErrorKind::ValueValidation));
+    }
+
+    #[test]
     fn defaults() {
         let cli = parse(&["status"]).unwrap();
         assert_eq!(cli.nats.url, "nats://127.0.0.1:4222");
