@@ -1597,6 +1597,39 @@ async fn history_is_kept_with_each_round_read_back_and_pruned_in_batches() {
         .apply(&[alive("postgres@db-1", 10, 0, None, 11)])
         .await
         .unwrap();
+    // A grant unreachable (said twice), then reachable again.
+    let grant = |seq: u64, reachable: bool| {
+        let (provision, from) = ("postgres-database".to_owned(), "postgres@db-1".to_owned());
+        let event = match reachable {
+            false => Event::Unreachable(mesh_protocol::event::GrantUnreachable {
+                v: 1,
+                provision,
+                from,
+                address: "10.10.0.1".into(),
+                port: 6852,
+                failures: 4,
+                failing_since: at(11),
+                last_reachable_at: None,
+                error: "connect timed out after 3s".into(),
+                said_at: at(12),
+            }),
+            true => Event::Reachable(mesh_protocol::event::GrantReachable {
+                v: 1,
+                provision,
+                from,
+                address: "10.10.0.1".into(),
+                port: 6852,
+                reason: mesh_protocol::event::ReachableReason::Success,
+                said_at: at(14),
+            }),
+        };
+        word("wiki@app-1", seq, event)
+    };
+    store
+        .apply(&[grant(12, false), grant(13, false)])
+        .await
+        .unwrap();
+    store.apply(&[grant(14, true)]).await.unwrap();
     // An open repair says how often it was done in the window.
     let (_, out, _) = env.run(&["status"], "2026-10-05T00:50:00Z").await;
     assert!(
@@ -1629,6 +1662,8 @@ async fn history_is_kept_with_each_round_read_back_and_pruned_in_batches() {
         kinds(&[
             ("failing-began", 2),
             ("following-again", 1),
+            ("grant-reachable", 1),
+            ("grant-unreachable", 1),
             ("heard-again", 1),
             ("recovered", 1),
             ("repair-braked", 1),
@@ -1647,7 +1682,7 @@ async fn history_is_kept_with_each_round_read_back_and_pruned_in_batches() {
     assert_eq!(code, EXIT_OK, "{err}");
     let lines: Vec<&str> = out.lines().collect();
     assert!(
-        lines[0].starts_with("history since ") && lines[0].ends_with(": 2 changes"),
+        lines[0].starts_with("history since ") && lines[0].ends_with(": 3 changes"),
         "{out}"
     );
     assert!(
@@ -1656,13 +1691,18 @@ async fn history_is_kept_with_each_round_read_back_and_pruned_in_batches() {
         ) && lines[1].ends_with(", still failing"),
         "{out}"
     );
+    // Its grant's interval is the consumer's history too.
+    assert!(
+        lines[2].starts_with("  wiki@app-1 grant from postgres@db-1"),
+        "{out}"
+    );
     assert_eq!(
-        lines[2],
+        lines[3],
         "  wiki@app-1 from postgres@db-1: failing credentials-rejected 2026-10-05 00:04 → 00:30 \
          (26 min), recovered (success)"
     );
     assert!(
-        lines[3].starts_with("  wiki@app-1 from postgres@db-1: failed 2 times in 3650 days"),
+        lines[4].starts_with("  wiki@app-1 from postgres@db-1: failed 2 times in 3650 days"),
         "{out}"
     );
     let json = env
@@ -1671,7 +1711,7 @@ async fn history_is_kept_with_each_round_read_back_and_pruned_in_batches() {
             "2026-10-05T00:50:00Z",
         )
         .await;
-    assert_eq!(json["entries"].as_array().map(Vec::len), Some(2), "{json}");
+    assert_eq!(json["entries"].as_array().map(Vec::len), Some(3), "{json}");
     assert_eq!(json["consumers"][0]["intervals"], 2, "{json}");
     let (_, out, _) = env
         .run(
@@ -1696,6 +1736,13 @@ async fn history_is_kept_with_each_round_read_back_and_pruned_in_batches() {
         "{out}"
     );
     assert!(out.contains("forge from postgres@db-1: retired "), "{out}");
+    assert!(
+        out.contains(
+            "wiki@app-1 grant from postgres@db-1 (10.10.0.1:6852): unreachable 2026-10-05 00:11 \
+             → 00:14 (3 min), reachable again (success)"
+        ),
+        "{out}"
+    );
 
     // Retention: rows recorded before it go, a batch at a time, the rest stay.
     admin
@@ -1717,5 +1764,5 @@ async fn history_is_kept_with_each_round_read_back_and_pruned_in_batches() {
         .await
         .unwrap()
         .get(0);
-    assert_eq!(left, 5);
+    assert_eq!(left, 7);
 }
