@@ -80,6 +80,43 @@ fn a_failing_consumer_shows_in_status_and_disappears_when_it_recovers() {
 
     mesh.secret("wiki", Some("minted-wiki-secret"));
     mesh.wait_status("all well again", |s| all_well(s) && failing(s).is_empty());
+
+    // It fails again: status says it is the second time, history lists both.
+    mesh.secret("wiki", None);
+    let status = mesh.wait_status("wiki failing again", |s| failing(s) == ["wiki"]);
+    assert_eq!(status["failing"][0]["recurrence"]["count"], 2, "{status}");
+    let (code, human, _) = mesh.controller(&["status"]);
+    assert_eq!(code, 0);
+    let line = human
+        .lines()
+        .find(|l| l.contains("fails wiki@app-1"))
+        .unwrap_or_default();
+    assert!(
+        line.contains("(2nd time in 7 days; last ") && line.contains(", secret-unreadable, "),
+        "{human}"
+    );
+    let (code, out, err) = mesh.controller(&["history", "wiki@app-1"]);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].ends_with("): 2 changes"), "{out}");
+    let interval = "  wiki@app-1 from postgres@db-1: failing secret-unreadable ";
+    assert!(
+        lines[1].starts_with(interval) && lines[1].ends_with(", still failing"),
+        "{out}"
+    );
+    assert!(
+        lines[2].starts_with(interval) && lines[2].ends_with(", recovered (success)"),
+        "{out}"
+    );
+    assert!(
+        lines[3].starts_with("  wiki@app-1 from postgres@db-1: failed 2 times in 7 days, "),
+        "{out}"
+    );
+    assert!(!out.contains("minted-"), "no secret in history");
+    mesh.secret("wiki", Some("minted-wiki-secret"));
+    mesh.wait_status("all well once more", |s| {
+        all_well(s) && failing(s).is_empty()
+    });
 }
 
 #[test]

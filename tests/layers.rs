@@ -132,9 +132,16 @@ const CRATES: &[(&str, Tables)] = &[
             ),
             (
                 "model",
-                &[&["text", "received", "row", "declaration"], &["reduce"]],
+                &[
+                    &["text", "received", "row", "declaration"],
+                    &["reduce"],
+                    &["history"],
+                ],
             ),
-            ("link", &[&["decode", "observe", "record", "source"]]),
+            (
+                "link",
+                &[&["decode", "observe", "record", "prune", "source"]],
+            ),
             (
                 "report",
                 &[&[
@@ -144,9 +151,10 @@ const CRATES: &[(&str, Tables)] = &[
                     "catching_up",
                     "retired",
                     "group",
+                    "history",
                 ]],
             ),
-            ("render", &[&["human", "json"]]),
+            ("render", &[&["human", "json"], &["history"]]),
         ],
     ),
     (
@@ -163,10 +171,11 @@ const CRATES: &[(&str, Tables)] = &[
             (
                 "store",
                 &[
-                    &["options", "columns", "locks"],
+                    &["options", "columns", "locks", "history"],
                     &["statements"],
                     &["connection"],
                     &["apply", "epoch", "migrate", "read", "record"],
+                    &["history_read"],
                 ],
             ),
             ("link", &[&["source", "stream"]]),
@@ -174,7 +183,11 @@ const CRATES: &[(&str, Tables)] = &[
             ("permissions", &[&["credentials"], &["render"]]),
             (
                 "cli",
-                &[&["error"], &["permissions", "contributions"], &["run"]],
+                &[
+                    &["error"],
+                    &["permissions", "contributions", "history"],
+                    &["run"],
+                ],
             ),
         ],
     ),

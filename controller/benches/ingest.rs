@@ -99,6 +99,7 @@ fn pgbench(pg: &mesh_test_support::PgCluster, seconds: u64) -> f64 {
         ":seq::bigint",
         "1::bigint",
         "now()",
+        "'2026-10-05T00:04:00Z'::timestamptz",
     ];
     let mut statement = UPSERT_FAILING.to_owned();
     for (n, value) in values.iter().enumerate().rev() {

@@ -157,7 +157,7 @@ async fn open_repairs(store: &mut PgStore, provider: &str) -> Vec<RepairRow> {
 async fn store_rules_hold_on_postgres() {
     let pg = PgCluster::start();
     let (options, admin) = store_at(&pg, "rules").await;
-    assert_eq!(migrate(&options).await.unwrap(), 9);
+    assert_eq!(migrate(&options).await.unwrap(), 10);
     assert_eq!(migrate(&options).await.unwrap(), 0, "migrations run once");
     let mut store = PgStore::new(options);
 
@@ -448,7 +448,7 @@ async fn status_and_node_show_on_a_live_store() {
     // is not all well (silence is not health).
     let (code, out, err) = env.run(&["migrate"], now).await;
     assert_eq!(code, EXIT_OK, "{err}");
-    assert!(out.contains("9 migrations applied"), "{out}");
+    assert!(out.contains("10 migrations applied"), "{out}");
     // No serve ever followed the stream into it: that is said first, and
     // no provider is blamed for the silence.
     let (code, out, _) = env.run(&["status"], now).await;
@@ -1463,4 +1463,307 @@ async fn the_controller_record_retired_consumers_and_a_new_store_on_a_live_store
     assert_eq!(fails.len(), 2, "the group and docs' own line: {out}");
     let report = env.json(&["status", "--json"], now).await;
     assert_eq!(report["failing"].as_array().unwrap().len(), 504);
+}
+
+/// `failing` of wiki said at minute `said`, failing since minute `since`.
+fn wiki_failing(since: u32, said: u32, seq: u64) -> Received {
+    let mut word = failing("postgres@db-1", "wiki", said, 3, seq);
+    if let Event::Failing(body) = &mut word.event {
+        body.since = at(since);
+    }
+    word
+}
+
+async fn history_kinds(admin: &tokio_postgres::Client) -> Vec<(String, i64)> {
+    admin
+        .query(
+            "SELECT kind, count(*) FROM history GROUP BY kind ORDER BY kind",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect()
+}
+
+#[tokio::test]
+async fn history_is_kept_with_each_round_read_back_and_pruned_in_batches() {
+    let pg = PgCluster::start();
+    let (options, admin) = store_at(&pg, "history").await;
+    migrate(&options).await.unwrap();
+    let mut store = PgStore::new(options);
+    let dir = tempfile::tempdir().unwrap();
+    let declaration = dir.path().join("declaration.json");
+    std::fs::write(&declaration, DECLARATION).unwrap();
+    let env = Env {
+        args: vec![
+            "--database".into(),
+            format!(
+                "host=127.0.0.1 port={} user=postgres dbname=history",
+                pg.port()
+            ),
+            "--database-password-file".into(),
+            pg.superuser_password_file().display().to_string(),
+            "--declaration".into(),
+            declaration.display().to_string(),
+        ],
+    };
+    let wiki_line = |out: &str| {
+        out.lines()
+            .find(|l| l.contains("fails wiki@"))
+            .unwrap_or_else(|| panic!("no line for wiki: {out}"))
+            .to_owned()
+    };
+
+    // Failing said three times, the third after a restart that reset its
+    // since: one transition, and the interval keeps its first since.
+    store
+        .apply(&[wiki_failing(4, 5, 1), wiki_failing(4, 6, 2)])
+        .await
+        .unwrap();
+    store.apply(&[wiki_failing(20, 21, 3)]).await.unwrap();
+    let (_, out, _) = env.run(&["status"], "2026-10-05T00:25:00Z").await;
+    assert!(
+        wiki_line(&out).contains(
+            "credentials-rejected since 2026-10-05T00:04:00Z, said again since the restart at \
+             2026-10-05T00:20:00Z, 3 attempts"
+        ),
+        "{out}"
+    );
+    assert!(
+        !out.contains("time in"),
+        "a first failure is no recurrence: {out}"
+    );
+    // Recovered (delivered twice), failing again: the 2nd time.
+    let recovery = recovered("postgres@db-1", "wiki", 30, 4);
+    store.apply(std::slice::from_ref(&recovery)).await.unwrap();
+    store.apply(&[recovery]).await.unwrap();
+    store.apply(&[wiki_failing(40, 45, 5)]).await.unwrap();
+    let (_, out, _) = env.run(&["status"], "2026-10-05T00:50:00Z").await;
+    assert!(
+        wiki_line(&out).contains(
+            "said 2026-10-05T00:45:00Z (2nd time in 7 days; last 2026-10-05, \
+             credentials-rejected, 26 min)"
+        ),
+        "{out}"
+    );
+    let json = env
+        .json(&["status", "--json"], "2026-10-05T00:50:00Z")
+        .await;
+    let wiki = &json["failing"][0];
+    assert_eq!(wiki["recurrence"]["count"], 2, "{json}");
+    assert_eq!(wiki["recurrence"]["last_seconds"], 26 * 60, "{json}");
+    assert!(wiki.get("first_since").is_none(), "a new interval: {json}");
+    // A window too short for the first interval: no recurrence.
+    let (_, out, _) = env
+        .run(
+            &["status", "--recurrence-window", "10m"],
+            "2026-10-05T00:50:00Z",
+        )
+        .await;
+    assert!(!wiki_line(&out).contains("time in"), "{out}");
+
+    // Repairs done and braked (a failed attempt is none), a retirement,
+    // a provider heard again after 9 minutes of silence.
+    store
+        .apply(&[
+            repair(
+                "identity@id-1",
+                "admin-refused",
+                RepairOutcome::Repaired,
+                46,
+                6,
+            ),
+            repair(
+                "identity@id-1",
+                "admin-refused",
+                RepairOutcome::Failed,
+                47,
+                7,
+            ),
+            repair(
+                "identity@id-1",
+                "admin-refused",
+                RepairOutcome::Braked,
+                48,
+                8,
+            ),
+            retirement("forge", RetirementAction::Retired, 9),
+            alive("postgres@db-1", 1, 0, None, 10),
+        ])
+        .await
+        .unwrap();
+    store
+        .apply(&[alive("postgres@db-1", 10, 0, None, 11)])
+        .await
+        .unwrap();
+    // A grant unreachable (said twice), then reachable again.
+    let grant = |seq: u64, reachable: bool| {
+        let (provision, from) = ("postgres-database".to_owned(), "postgres@db-1".to_owned());
+        let event = match reachable {
+            false => Event::Unreachable(mesh_protocol::event::GrantUnreachable {
+                v: 1,
+                provision,
+                from,
+                address: "10.10.0.1".into(),
+                port: 6852,
+                failures: 4,
+                failing_since: at(11),
+                last_reachable_at: None,
+                error: "connect timed out after 3s".into(),
+                said_at: at(12),
+            }),
+            true => Event::Reachable(mesh_protocol::event::GrantReachable {
+                v: 1,
+                provision,
+                from,
+                address: "10.10.0.1".into(),
+                port: 6852,
+                reason: mesh_protocol::event::ReachableReason::Success,
+                said_at: at(14),
+            }),
+        };
+        word("wiki@app-1", seq, event)
+    };
+    store
+        .apply(&[grant(12, false), grant(13, false)])
+        .await
+        .unwrap();
+    store.apply(&[grant(14, true)]).await.unwrap();
+    // An open repair says how often it was done in the window.
+    let (_, out, _) = env.run(&["status"], "2026-10-05T00:50:00Z").await;
+    assert!(
+        out.contains("identity@id-1 repair fault admin-refused: braked")
+            && out.contains("(repaired 1 time in 7 days, last 2026-10-05T00:46:00Z)"),
+        "{out}"
+    );
+    // The controller: a catch-up after an hour of none follows again.
+    let instance = mesh_status::model::Instance {
+        host: "ctl-1".into(),
+        pid: 7,
+        started_at: at(0),
+        pull_wait: Duration::from_secs(1),
+    };
+    store.record(&instance, true, true, true).await.unwrap();
+    admin
+        .execute(
+            "UPDATE controller_instance SET pulled_at = now() - interval '1 hour'",
+            &[],
+        )
+        .await
+        .unwrap();
+    store.record(&instance, true, false, false).await.unwrap();
+    store.record(&instance, true, false, false).await.unwrap();
+    let kinds = |list: &[(&str, i64)]| -> Vec<(String, i64)> {
+        list.iter().map(|(k, n)| ((*k).to_owned(), *n)).collect()
+    };
+    assert_eq!(
+        history_kinds(&admin).await,
+        kinds(&[
+            ("failing-began", 2),
+            ("following-again", 1),
+            ("grant-reachable", 1),
+            ("grant-unreachable", 1),
+            ("heard-again", 1),
+            ("recovered", 1),
+            ("repair-braked", 1),
+            ("repair-done", 1),
+            ("retired", 1),
+        ])
+    );
+
+    // `history CONSUMER`: its intervals, newest first, and its totals.
+    let (code, out, err) = env
+        .run(
+            &["history", "wiki", "--since", "3650d"],
+            "2026-10-05T00:50:00Z",
+        )
+        .await;
+    assert_eq!(code, EXIT_OK, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].starts_with("history since ") && lines[0].ends_with(": 3 changes"),
+        "{out}"
+    );
+    assert!(
+        lines[1].starts_with(
+            "  wiki@app-1 from postgres@db-1: failing credentials-rejected 2026-10-05 00:40 → now"
+        ) && lines[1].ends_with(", still failing"),
+        "{out}"
+    );
+    // Its grant's interval is the consumer's history too.
+    assert!(
+        lines[2].starts_with("  wiki@app-1 grant from postgres@db-1"),
+        "{out}"
+    );
+    assert_eq!(
+        lines[3],
+        "  wiki@app-1 from postgres@db-1: failing credentials-rejected 2026-10-05 00:04 → 00:30 \
+         (26 min), recovered (success)"
+    );
+    assert!(
+        lines[4].starts_with("  wiki@app-1 from postgres@db-1: failed 2 times in 3650 days"),
+        "{out}"
+    );
+    let json = env
+        .json(
+            &["history", "wiki@app-1", "--since", "3650d", "--json"],
+            "2026-10-05T00:50:00Z",
+        )
+        .await;
+    assert_eq!(json["entries"].as_array().map(Vec::len), Some(3), "{json}");
+    assert_eq!(json["consumers"][0]["intervals"], 2, "{json}");
+    let (_, out, _) = env
+        .run(
+            &["history", "--provider", "identity@id-1", "--since", "3650d"],
+            "2026-10-05T00:50:00Z",
+        )
+        .await;
+    assert!(
+        out.contains("identity@id-1: repair admin-refused braked 2026-10-05 00:48"),
+        "{out}"
+    );
+    assert!(!out.contains("wiki"), "{out}");
+    let (_, out, _) = env
+        .run(&["history", "--since", "3650d"], "2026-10-05T00:50:00Z")
+        .await;
+    assert!(
+        out.contains("postgres@db-1: not heard from 2026-10-05 00:04 → 00:10 (6 min), heard again"),
+        "{out}"
+    );
+    assert!(
+        out.contains("mesh-controller: followed no events "),
+        "{out}"
+    );
+    assert!(out.contains("forge from postgres@db-1: retired "), "{out}");
+    assert!(
+        out.contains(
+            "wiki@app-1 grant from postgres@db-1 (10.10.0.1:6852): unreachable 2026-10-05 00:11 \
+             → 00:14 (3 min), reachable again (success)"
+        ),
+        "{out}"
+    );
+
+    // Retention: rows recorded before it go, a batch at a time, the rest stay.
+    admin
+        .execute(
+            "UPDATE history SET recorded_at = now() - interval '100 days' \
+             WHERE kind IN ('repair-done', 'repair-braked', 'retired')",
+            &[],
+        )
+        .await
+        .unwrap();
+    let keep = Duration::from_secs(90 * 24 * 3600);
+    let mut removed = Vec::new();
+    for _ in 0..3 {
+        removed.push(Store::prune_history(&mut store, keep, 2).await.unwrap());
+    }
+    assert_eq!(removed, [2, 1, 0]);
+    let left: i64 = admin
+        .query_one("SELECT count(*) FROM history", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(left, 7);
 }

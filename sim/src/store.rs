@@ -229,6 +229,7 @@ impl Store for MemStore {
                         since: b.since,
                         attempts: i64::try_from(b.attempts).unwrap_or(i64::MAX),
                         said_at: b.said_at,
+                        first_since: None,
                     };
                     t.failing.insert(key, (row, place));
                 }

@@ -17,6 +17,14 @@
 //!   [`link::Messages`] and [`Store`] traits, and its metrics
 //!   ([`LinkState`]); [`report`]: what `status` and `node show` say (pure).
 //! - [`render`]: the report printed for a person or as JSON, as it is read.
+//!
+//! History, the read side a console builds on: [`model::history`] decides
+//! which events are transitions (the store keeps them append-only) and
+//! its [`Transition`](model::history::Transition) is a history row as read
+//! back; [`report::history`] makes them intervals, per-consumer totals and
+//! a standing's recurrence; [`render::history`] prints them
+//! (`mesh-controller history`); [`store::HistoryFilter`] says what a read
+//! of history selects.
 
 pub mod model;
 

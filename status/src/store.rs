@@ -22,7 +22,7 @@
 //!   whose newest of them is `retired` or `deleted` (and not followed by a
 //!   word saying it is served again).
 
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use mesh_protocol::{ModuleId, Timestamp};
@@ -134,6 +134,24 @@ pub enum Order {
     Cause,
 }
 
+/// Which history `mesh-controller history` reads (the transitions of
+/// [`crate::model::history`]): at most one of consumer, provider and
+/// machine narrows it; none reads all.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HistoryFilter {
+    /// Only this consumer's (`CONSUMER`), on this machine when given
+    /// (`CONSUMER@MACHINE`).
+    pub consumer: Option<(String, Option<String>)>,
+    /// Only this provider's (`--provider P@M`): its consumers', its
+    /// silences, its repairs.
+    pub provider: Option<ModuleId>,
+    /// Only those whose provider or consumer is on this machine (`--machine M`).
+    pub machine: Option<String>,
+    /// From this time on (`--since`); an interval still lasting that
+    /// began before is read too.
+    pub since: Timestamp,
+}
+
 /// The counts the sentence needs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Counts {
@@ -176,6 +194,14 @@ pub trait Store: Send {
     ) -> Result<Option<SystemTime>, StoreError> {
         let _ = acknowledged_before;
         Ok(None)
+    }
+
+    /// Removes at most `limit` history rows recorded more than `keep`
+    /// ago, oldest first; returns how many it removed. A store that keeps
+    /// no history (a test's) removes none.
+    async fn prune_history(&mut self, keep: Duration, limit: u32) -> Result<u64, StoreError> {
+        let _ = (keep, limit);
+        Ok(0)
     }
 
     /// Records that the `serve` process `instance` runs: whether it is

@@ -164,6 +164,7 @@ mod tests {
             "permissions",
             "contributions",
             "node-show",
+            "history",
         ] {
             let page = format!("man1/mesh-controller-{command}.1");
             assert!(names.contains(&page), "{page} in {names:?}");

@@ -11,6 +11,7 @@
 
 mod contributions;
 mod error;
+mod history;
 mod permissions;
 mod run;
 
@@ -118,6 +119,10 @@ pub enum Command {
         /// an existing stream with fewer is raised in place, never lowered.
         #[arg(long, env = "MESH_STREAM_REPLICAS", default_value_t = DEFAULT_REPLICAS, value_parser = parse_replicas)]
         stream_replicas: usize,
+        /// How long history (every transition applied) is kept; older rows are removed
+        /// between rounds, at most 1,000 at a time.
+        #[arg(long, env = "MESH_KEEP_HISTORY", default_value = "90d", value_parser = humantime::parse_duration)]
+        keep_history: Duration,
         /// `--metrics-listen`.
         #[command(flatten)]
         endpoints: EndpointArgs,
@@ -127,6 +132,25 @@ pub enum Command {
         /// How to report.
         #[command(flatten)]
         report: Report,
+    },
+    /// List what changed and for how long: failing intervals, recoveries, retirements,
+    /// repairs, silences, newest first, then per consumer how often and how long it failed.
+    History {
+        /// Only this consumer's history: CONSUMER or CONSUMER@MACHINE.
+        #[arg(value_parser = parse_consumer, conflicts_with_all = ["provider", "machine"])]
+        consumer: Option<(Name, Option<Name>)>,
+        /// Only this provider's history (its consumers, silences and repairs): PROVIDER@MACHINE.
+        #[arg(long, value_parser = ModuleId::parse, conflicts_with = "machine")]
+        provider: Option<ModuleId>,
+        /// Only what concerns providers or consumers on MACHINE.
+        #[arg(long)]
+        machine: Option<Name>,
+        /// How far back to look (e.g. 7d, 24h); an interval still lasting that began before is shown whole.
+        #[arg(long, default_value = "7d", value_parser = humantime::parse_duration)]
+        since: Duration,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
     },
     /// Per machine.
     Node {
@@ -186,6 +210,24 @@ pub struct Report {
     /// Exit 1 when the report is not all well (0: all well; 2: no report).
     #[arg(long)]
     pub check: bool,
+    /// Say on a failing consumer's line that it failed before within this window
+    /// (`2nd time in 7 days; ...`), and on an open repair how often it was repaired.
+    #[arg(long, default_value = "7d", value_parser = humantime::parse_duration)]
+    pub recurrence_window: Duration,
+}
+
+/// `CONSUMER` or `CONSUMER@MACHINE`, each a valid name.
+fn parse_consumer(text: &str) -> Result<(Name, Option<Name>), String> {
+    let (consumer, machine) = match text.split_once('@') {
+        Some((c, m)) => (c, Some(m)),
+        None => (text, None),
+    };
+    let consumer = Name::parse(consumer).map_err(|e| e.to_string())?;
+    let machine = machine
+        .map(Name::parse)
+        .transpose()
+        .map_err(|e| e.to_string())?;
+    Ok((consumer, machine))
 }
 
 /// `permissions --format`.
@@ -212,9 +254,10 @@ const BUS_FLAGS: [&str; 8] = [
 ];
 
 /// The commands that never touch the bus, by their path of subcommands.
-const OFF_THE_BUS: [&[&str]; 5] = [
+const OFF_THE_BUS: [&[&str]; 6] = [
     &["migrate"],
     &["status"],
+    &["history"],
     &["node", "show"],
     &["permissions"],
     &["contributions"],
@@ -514,6 +557,64 @@ mod tests {
     }
 
     #[test]
+    fn history_takes_one_scope_and_a_consumer_with_or_without_its_machine() {
+        let scope = |args: &[&str]| match parse(args).map(|c| c.command) {
+            Ok(Command::History {
+                consumer,
+                provider,
+                machine,
+                since,
+                ..
+            }) => Ok((
+                consumer.map(|(c, m)| format!("{c}@{}", m.map_or("*".into(), |m| m.to_string()))),
+                provider.map(|p| p.to_string()),
+                machine.map(|m| m.to_string()),
+                since,
+            )),
+            Ok(other) => panic!("{other:?}"),
+            Err(error) => Err(error.kind()),
+        };
+        let week = Duration::from_secs(7 * 24 * 3600);
+        assert_eq!(scope(&["history"]), Ok((None, None, None, week)));
+        assert_eq!(
+            scope(&["history", "wiki"]),
+            Ok((Some("wiki@*".into()), None, None, week))
+        );
+        assert_eq!(
+            scope(&["history", "wiki@app-1", "--since", "24h"]),
+            Ok((
+                Some("wiki@app-1".into()),
+                None,
+                None,
+                Duration::from_secs(86_400)
+            ))
+        );
+        assert_eq!(
+            scope(&["history", "--provider", "postgres@db-1"]),
+            Ok((None, Some("postgres@db-1".into()), None, week))
+        );
+        assert_eq!(
+            scope(&["history", "--machine", "app-1"]),
+            Ok((None, None, Some("app-1".into()), week))
+        );
+        use clap::error::ErrorKind;
+        for args in [
+            &["history", "wiki", "--provider", "postgres@db-1"][..],
+            &["history", "wiki", "--machine", "app-1"],
+            &[
+                "history",
+                "--provider",
+                "postgres@db-1",
+                "--machine",
+                "app-1",
+            ],
+        ] {
+            assert_eq!(scope(args), Err(ErrorKind::ArgumentConflict), "{args:?}");
+        }
+        assert_eq!(scope(&["history", "Wiki"]), Err(ErrorKind::ValueValidation));
+    }
+
+    #[test]
     fn defaults() {
         let cli = parse(&["status"]).unwrap();
         assert_eq!(cli.nats.url, "nats://127.0.0.1:4222");
@@ -524,6 +625,7 @@ mod tests {
                     json: false,
                     silent_after: Duration::from_secs(1800),
                     check: false,
+                    recurrence_window: Duration::from_secs(7 * 24 * 3600),
                 }
             }
         );

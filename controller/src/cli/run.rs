@@ -15,10 +15,11 @@ use crate::approve::{approve, check_declared, Declared};
 use crate::bus::{connect, Reconnect};
 use crate::link;
 use crate::store::{grant_reader, migrate, DatabaseOptions, PgStore, ReaderMade};
+use mesh_status::model::history::RepairsDone;
 use mesh_status::model::Parsed;
 use mesh_status::render::listing;
-use mesh_status::report::{self, Clock, Facts, Grants, Scope};
-use mesh_status::store::Order;
+use mesh_status::report::{self, Clock, Facts, Grants, Recurrences, Scope};
+use mesh_status::store::{HistoryFilter, Order};
 use mesh_status::{LinkSettings, LinkState};
 
 /// Where a command writes, and its wall time.
@@ -67,6 +68,7 @@ pub async fn run(cli: &Cli, io: &mut Io<'_>, stop: &Stop) -> Result<(), CliError
             batch,
             stream_max_age,
             stream_replicas,
+            keep_history,
             endpoints,
         } => {
             let options = cli.database_options()?;
@@ -74,6 +76,7 @@ pub async fn run(cli: &Cli, io: &mut Io<'_>, stop: &Stop) -> Result<(), CliError
                 batch: *batch,
                 stream_max_age: *stream_max_age,
                 replicas: *stream_replicas,
+                keep_history: *keep_history,
                 ..LinkSettings::default()
             };
             let state = Arc::new(LinkState::new());
@@ -82,6 +85,23 @@ pub async fn run(cli: &Cli, io: &mut Io<'_>, stop: &Stop) -> Result<(), CliError
             Ok(link::serve(&options, &cli.nats_options(), settings, &state, stop).await?)
         }
         Command::Status { report } => status(cli, io, Scope::All, report).await,
+        Command::History {
+            consumer,
+            provider,
+            machine,
+            since,
+            json,
+        } => {
+            let filter = HistoryFilter {
+                consumer: consumer
+                    .as_ref()
+                    .map(|(c, m)| (c.to_string(), m.as_ref().map(ToString::to_string))),
+                provider: provider.clone(),
+                machine: machine.as_ref().map(ToString::to_string),
+                since: io.now,
+            };
+            super::history::run(cli, io.out, io.now, filter, *since, *json).await
+        }
         Command::Node {
             command: NodeCommand::Show { machine, report },
         } => {
@@ -282,6 +302,26 @@ async fn status(cli: &Cli, io: &mut Io<'_>, scope: Scope, report: &Report) -> Re
     };
     let filter = report::filter(&declaration, &scope, &clock, order);
     let mut read = store.read_status(&filter).await.map_err(CliError::Read)?;
+    let window = report.recurrence_window;
+    let window_start = io
+        .now
+        .system_time()
+        .checked_sub(window)
+        .unwrap_or(std::time::UNIX_EPOCH);
+    let (rows, repairs_done) = read
+        .recurrences(Timestamp::from_system(window_start))
+        .await
+        .map_err(CliError::Read)?;
+    let recurrences = Recurrences::new(rows, window);
+    for repair in &mut read.repairs {
+        repair.repaired = repairs_done
+            .iter()
+            .find(|(p, f, _)| *p == repair.provider && *f == repair.fault)
+            .map(|(_, _, done)| RepairsDone {
+                window_seconds: window.as_secs(),
+                ..done.clone()
+            });
+    }
     let facts = Facts {
         counts: read.counts,
         repairs: std::mem::take(&mut read.repairs),
@@ -294,7 +334,7 @@ async fn status(cli: &Cli, io: &mut Io<'_>, scope: Scope, report: &Report) -> Re
     let mut listing = listing(report.json);
     listing.head(io.out, &head).map_err(CliError::Output)?;
     while let Some(row) = read.next().await.map_err(CliError::Read)? {
-        let standing = report::standing(row, &clock);
+        let standing = report::recurring_standing(row, &clock, &recurrences);
         listing
             .standing(io.out, standing)
             .map_err(CliError::Output)?;

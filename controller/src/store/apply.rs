@@ -1,9 +1,10 @@
 //! Writing a round of events: the newest event per key and kind (see
 //! [`mesh_status::model::reduce`]) as one multi-row statement per kind
 //! ([`super::columns`], prepared once per connection: [`super::statements`]),
-//! after the round's key locks ([`super::locks`]), in one transaction.
+//! after the round's key locks ([`super::locks`]), with the transitions the
+//! round makes ([`super::history`]), in one transaction.
 
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use futures::future::try_join_all;
@@ -14,9 +15,12 @@ use super::columns::{
     AliveColumns, FailingColumns, GrantColumns, RecoveredColumns, RepairColumns, RetirementColumns,
 };
 use super::connection::{PgStore, CONNECT_TIMEOUT, STATEMENT_TIMEOUT};
+use super::history::{HistoryColumns, Keys};
 use super::locks::{bucket, LOCK_CLASS};
 use super::statements::Statements;
 use super::PgError;
+use mesh_protocol::ModuleId;
+use mesh_status::model::history::Transitions;
 use mesh_status::model::reduce::reduce;
 use mesh_status::model::{Instance, Received};
 use mesh_status::{Store, StoreError};
@@ -111,15 +115,13 @@ impl<'a> Round<'a> {
         buckets
     }
 
-    /// The statements to run: the key locks, then `recovered` before
+    /// The statements to run after the key locks: `recovered` before
     /// `failing` (see [`mesh_status::model::reduce`]), those with no event left out.
     fn statements<'s>(
         &'s self,
         prepared: &'s Statements,
-        buckets: &'s Vec<i32>,
     ) -> Vec<(&'s Statement, Vec<&'s (dyn ToSql + Sync)>)> {
-        let mut statements = Vec::with_capacity(6);
-        statements.push((&prepared.lock, vec![&LOCK_CLASS as _, buckets as _]));
+        let mut statements = Vec::with_capacity(7);
         if !self.recovered.consumer.is_empty() {
             statements.push((&prepared.recovered, self.recovered.params().to_vec()));
         }
@@ -170,6 +172,10 @@ impl Store for PgStore {
         Ok(self.register_stream(stream, created).await?)
     }
 
+    async fn prune_history(&mut self, keep: Duration, limit: u32) -> Result<u64, StoreError> {
+        Ok(PgStore::prune_history(self, keep, limit).await?)
+    }
+
     async fn record_begins(
         &mut self,
         acknowledged_before: bool,
@@ -191,26 +197,49 @@ impl Store for PgStore {
 }
 
 impl PgStore {
-    /// Applies `events` in order in one transaction ([`Store::apply`]).
+    /// Applies `events` in order in one transaction ([`Store::apply`]):
+    /// its key locks and what the store holds of its keys first, then the
+    /// round's statements and the transitions its events make (history),
+    /// each phase pipelined (sent without waiting for each answer).
     async fn write(&mut self, events: &[Received]) -> Result<(), PgError> {
         if events.is_empty() {
             return Ok(());
         }
-        let round = Round::of(events);
+        let mut round = Round::of(events);
         let buckets = round.buckets();
+        let keys = Keys::of(events);
         let (client, prepared) = self.prepared().await?;
-        let statements = round.statements(prepared, &buckets);
-        // One transaction, its statements pipelined (sent without waiting
-        // for each answer).
         let work = async {
             let begin = client.batch_execute("BEGIN");
+            let lock_params: [&(dyn ToSql + Sync); 2] = [&LOCK_CLASS, &buckets];
+            let lock = client.execute(&prepared.lock, &lock_params);
+            let previous = keys.previous(client, &prepared.history);
+            let (begun, locked, previous) = tokio::join!(begin, lock, previous);
+            let previous = match begun.and(locked).and(previous) {
+                Ok(previous) => previous,
+                Err(error) => {
+                    let _ = client.batch_execute("ROLLBACK").await;
+                    return Err(error);
+                }
+            };
+            let mut walk = Transitions::new(previous);
+            let history = HistoryColumns::of(&walk.walk(events));
+            round.failing.keep_first_since(|module, machine, consumer| {
+                let provider = ModuleId::parse(&format!("{module}@{machine}")).ok()?;
+                walk.failing_since(&provider, consumer)
+                    .map(|t| t.system_time())
+            });
+            let mut statements = round.statements(prepared);
+            if !history.is_empty() {
+                statements.push((&prepared.history.insert, history.params().to_vec()));
+            }
             let applied = try_join_all(
                 statements
                     .iter()
                     .map(|(statement, params)| client.execute(*statement, params)),
-            );
-            let (begun, applied) = tokio::join!(begin, applied);
-            match begun.and(applied) {
+            )
+            .await;
+            match applied {
                 Ok(_) => client.batch_execute("COMMIT").await,
                 Err(error) => {
                     let _ = client.batch_execute("ROLLBACK").await;

@@ -15,17 +15,19 @@ use mesh_status::model::reduce::Keyed;
 /// key), its parameters the columns of one typed struct (module, machine,
 /// consumer, ... stream sequence, in the order below). An event is kept
 /// unless a newer `recovered` of its key is stored, and replaces only an
-/// older `failing`. Public for the ingest benchmark, which runs it
+/// older `failing`. `first_since` is the first `since` of the interval it
+/// is failing in (from the round's history walk: a provider restarted
+/// while failing says a new `since`). Public for the ingest benchmark, which runs it
 /// through pgbench.
 pub const UPSERT_FAILING: &str = "
 INSERT INTO failing AS f (provider_module, provider_machine, consumer, consumer_machine,
                           provision, class, error, since, attempts, said_at, stream_seq, stream_epoch,
-                          stored_at)
+                          stored_at, first_since)
 SELECT w.* FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
                        $7::text[], $8::timestamptz[], $9::int8[], $10::timestamptz[], $11::int8[], $12::int8[],
-                       $13::timestamptz[])
+                       $13::timestamptz[], $14::timestamptz[])
     AS w(provider_module, provider_machine, consumer, consumer_machine, provision, class,
-         error, since, attempts, said_at, stream_seq, stream_epoch, stored_at)
+         error, since, attempts, said_at, stream_seq, stream_epoch, stored_at, first_since)
 WHERE NOT EXISTS (
     SELECT 1 FROM recovered r
     WHERE r.provider_module = w.provider_module AND r.provider_machine = w.provider_machine
@@ -34,7 +36,8 @@ ON CONFLICT (provider_module, provider_machine, consumer) DO UPDATE SET
     consumer_machine = EXCLUDED.consumer_machine, provision = EXCLUDED.provision,
     class = EXCLUDED.class, error = EXCLUDED.error, since = EXCLUDED.since,
     attempts = EXCLUDED.attempts, said_at = EXCLUDED.said_at, stream_seq = EXCLUDED.stream_seq,
-    stream_epoch = EXCLUDED.stream_epoch, stored_at = EXCLUDED.stored_at
+    stream_epoch = EXCLUDED.stream_epoch, stored_at = EXCLUDED.stored_at,
+    first_since = EXCLUDED.first_since
 WHERE (f.stream_epoch, f.stream_seq) < (EXCLUDED.stream_epoch, EXCLUDED.stream_seq)";
 
 /// Applies a round's `recovered` events ([`RecoveredColumns`]): each
@@ -212,7 +215,7 @@ fn seq(seq: u64) -> i64 {
     i64::try_from(seq).unwrap_or(i64::MAX)
 }
 
-/// The columns of [`UPSERT_FAILING`], `$1` to `$13` in field order.
+/// The columns of [`UPSERT_FAILING`], `$1` to `$14` in field order.
 #[derive(Default)]
 pub(super) struct FailingColumns<'a> {
     pub(super) provider_module: Vec<&'a str>,
@@ -228,6 +231,7 @@ pub(super) struct FailingColumns<'a> {
     pub(super) stream_seq: Vec<i64>,
     pub(super) stream_epoch: Vec<i64>,
     pub(super) stored_at: Vec<Option<SystemTime>>,
+    pub(super) first_since: Vec<SystemTime>,
 }
 
 impl<'a> FailingColumns<'a> {
@@ -248,9 +252,28 @@ impl<'a> FailingColumns<'a> {
         self.stream_seq.push(seq(k.seq));
         self.stream_epoch.push(seq(k.epoch));
         self.stored_at.push(k.stored_at.map(|t| t.system_time()));
+        self.first_since.push(b.since.system_time());
     }
 
-    pub(super) fn params(&self) -> [&(dyn ToSql + Sync); 13] {
+    /// Sets each row's `first_since` to what `first` says of its key
+    /// (provider module, machine, consumer), where it says anything.
+    pub(super) fn keep_first_since(
+        &mut self,
+        first: impl Fn(&str, &str, &str) -> Option<SystemTime>,
+    ) {
+        for (i, since) in self.first_since.iter_mut().enumerate() {
+            let key = (
+                self.provider_module[i],
+                self.provider_machine[i],
+                self.consumer[i],
+            );
+            if let Some(first) = first(key.0, key.1, key.2) {
+                *since = first;
+            }
+        }
+    }
+
+    pub(super) fn params(&self) -> [&(dyn ToSql + Sync); 14] {
         [
             &self.provider_module,
             &self.provider_machine,
@@ -265,6 +288,7 @@ impl<'a> FailingColumns<'a> {
             &self.stream_seq,
             &self.stream_epoch,
             &self.stored_at,
+            &self.first_since,
         ]
     }
 }

@@ -23,6 +23,8 @@ pub mod apply;
 pub mod columns;
 pub mod connection;
 pub mod epoch;
+pub mod history;
+pub mod history_read;
 pub mod locks;
 pub mod migrate;
 pub mod options;

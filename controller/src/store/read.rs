@@ -85,7 +85,8 @@ fn list_selected(order: Order) -> String {
     };
     format!(
         "SELECT f.provider_module, f.provider_machine, f.consumer, f.consumer_machine,
-                f.provision, f.class, f.error, f.since, f.attempts, f.said_at
+                f.provision, f.class, f.error, f.since, f.attempts, f.said_at,
+                CASE WHEN f.first_since < f.since THEN f.first_since END
          {SELECTED}
          ORDER BY {order}"
     )
@@ -173,12 +174,12 @@ ORDER BY n.provider_module COLLATE \"C\", n.provider_machine COLLATE \"C\",
 /// with [`StatusRead::next`]. It holds a read-only transaction on its own
 /// connection; [`StatusRead::finish`] ends it.
 pub struct StatusRead {
-    client: Client,
-    target: String,
+    pub(super) client: Client,
+    pub(super) target: String,
     /// The filter's providers, as the statements take them.
-    providers: Vec<String>,
+    pub(super) providers: Vec<String>,
     /// The filter's machine.
-    machine: Option<String>,
+    pub(super) machine: Option<String>,
     /// The listing, once asked for.
     rows: Option<Pin<Box<RowStream>>>,
     /// The provider of the standing listed last: the listing is in provider
@@ -367,7 +368,7 @@ fn required_columns(required: &[(ModuleId, String)]) -> (Vec<&str>, Vec<&str>, V
 /// A read that failed: the store failed, or a value it holds does not
 /// decode into its type.
 #[derive(Debug)]
-enum ReadError {
+pub(super) enum ReadError {
     /// The store failed.
     Store(tokio_postgres::Error),
     /// The value of `column` does not decode.
@@ -384,7 +385,7 @@ impl From<tokio_postgres::Error> for ReadError {
 }
 
 impl ReadError {
-    fn into_store_error(self, target: String) -> PgError {
+    pub(super) fn into_store_error(self, target: String) -> PgError {
         match self {
             // A table this release reads is missing: the store is older.
             ReadError::Store(source)
@@ -403,7 +404,7 @@ impl ReadError {
 }
 
 /// Column `i` of `row` (named `column`, `table.column`), its text decoded.
-fn decoded<T>(row: &Row, i: usize, column: &'static str) -> Result<T, ReadError>
+pub(super) fn decoded<T>(row: &Row, i: usize, column: &'static str) -> Result<T, ReadError>
 where
     T: FromStr,
     T::Err: Display,
@@ -446,11 +447,11 @@ fn provider(
     ))
 }
 
-fn time(row: &Row, i: usize) -> Result<Timestamp, ReadError> {
+pub(super) fn time(row: &Row, i: usize) -> Result<Timestamp, ReadError> {
     Ok(Timestamp::from_system(row.try_get::<_, SystemTime>(i)?))
 }
 
-fn optional_time(row: &Row, i: usize) -> Result<Option<Timestamp>, ReadError> {
+pub(super) fn optional_time(row: &Row, i: usize) -> Result<Option<Timestamp>, ReadError> {
     Ok(row
         .try_get::<_, Option<SystemTime>>(i)?
         .map(Timestamp::from_system))
@@ -467,6 +468,7 @@ fn failing_row(row: &Row, provider: ModuleId) -> Result<FailingRow, ReadError> {
         since: time(row, 7)?,
         attempts: row.try_get(8)?,
         said_at: time(row, 9)?,
+        first_since: optional_time(row, 10)?,
     })
 }
 
@@ -478,6 +480,7 @@ fn repair_row(row: &Row) -> Result<RepairRow, ReadError> {
         detail: row.try_get(4)?,
         next_attempt_at: optional_time(row, 5)?,
         said_at: time(row, 6)?,
+        repaired: None,
     })
 }
 

@@ -2,14 +2,20 @@
 //! migration V8): per process, when it last found nothing more waiting for
 //! it in the event stream and when it last committed a round, on the
 //! store's clock. `status` reads it ([`super::read`]) to tell a controller
-//! that follows nothing from providers that say nothing.
+//! that follows nothing from providers that say nothing. A catch-up that
+//! ends a time no instance caught up (longer than its follow bound) is
+//! kept in history as the controller following again, with since when.
 
 use std::time::{Duration, SystemTime};
 
+use mesh_protocol::Timestamp;
 use tokio_postgres::types::ToSql;
 
 use super::connection::PgStore;
+use super::history::{HistoryColumns, INSERT_HISTORY};
+use super::locks::LOCK_CLASS;
 use super::PgError;
+use mesh_status::model::history::following_again;
 use mesh_status::model::Instance;
 
 /// Writes the instance's row: made the first time, then `pulled_at`
@@ -50,6 +56,15 @@ const PRUNE: &str = "
 DELETE FROM controller_instance
 WHERE seen_at < now() - make_interval(days => $1)
   AND pulled_at IS DISTINCT FROM (SELECT max(pulled_at) FROM controller_instance)";
+
+/// The latest catch-up of any instance, and the store's clock (in the
+/// transaction that records this one's).
+const LAST_CAUGHT_UP: &str = "SELECT max(pulled_at), now() FROM controller_instance";
+
+/// Serializes the records that catch up, so two instances coming back at
+/// once record the controller following again once (a lock of the
+/// rounds' class outside their buckets).
+const CATCH_UP_LOCK: &str = "SELECT pg_advisory_xact_lock($1::int4, -1)";
 
 /// Instances not seen for this many days are forgotten (when a `serve`
 /// starts), except the one that pulled last.
@@ -113,7 +128,36 @@ impl PgStore {
             if first {
                 client.execute(PRUNE, &[&FORGET_AFTER_DAYS]).await?;
             }
-            client.execute(RECORD, &params).await
+            if !caught_up {
+                return client.execute(RECORD, &params).await.map(drop);
+            }
+            // A catch-up after none for longer than the follow bound ends
+            // a time the controller followed nothing: history keeps it.
+            client.batch_execute("BEGIN").await?;
+            let recorded = async {
+                client.execute(CATCH_UP_LOCK, &[&LOCK_CLASS]).await?;
+                let row = client.query_one(LAST_CAUGHT_UP, &[]).await?;
+                let last: Option<SystemTime> = row.try_get(0)?;
+                let now: SystemTime = row.try_get(1)?;
+                let again = following_again(
+                    last.map(Timestamp::from_system),
+                    Timestamp::from_system(now),
+                    instance.follow_bound(),
+                );
+                if let Some(again) = again {
+                    let columns = HistoryColumns::of(&[again]);
+                    client.execute(INSERT_HISTORY, &columns.params()).await?;
+                }
+                client.execute(RECORD, &params).await?;
+                client.batch_execute("COMMIT").await
+            };
+            match recorded.await {
+                Ok(()) => Ok(()),
+                Err(error) => {
+                    let _ = client.batch_execute("ROLLBACK").await;
+                    Err(error)
+                }
+            }
         };
         let outcome = tokio::time::timeout(RECORD_TIMEOUT, work).await;
         self.settle(outcome, RECORD_TIMEOUT).map(drop)

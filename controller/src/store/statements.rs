@@ -7,6 +7,7 @@ use tokio_postgres::{Client, Statement};
 use super::columns::{
     RECOVERED, UPSERT_ALIVE, UPSERT_FAILING, UPSERT_GRANT, UPSERT_REPAIR, UPSERT_RETIREMENT,
 };
+use super::history::HistoryStatements;
 use super::locks::LOCK_KEYS;
 
 /// The prepared write statements.
@@ -18,6 +19,7 @@ pub(super) struct Statements {
     pub(super) retirement: Statement,
     pub(super) alive: Statement,
     pub(super) grant: Statement,
+    pub(super) history: HistoryStatements,
 }
 
 impl Statements {
@@ -31,6 +33,7 @@ impl Statements {
             retirement: client.prepare(UPSERT_RETIREMENT).await?,
             alive: client.prepare(UPSERT_ALIVE).await?,
             grant: client.prepare(UPSERT_GRANT).await?,
+            history: HistoryStatements::prepare(client).await?,
         })
     }
 }

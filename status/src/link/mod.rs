@@ -34,12 +34,15 @@
 //!   last committed a round, at once when it catches up
 //!   again and else at most every half pull wait, so `status` can tell a
 //!   controller that follows nothing from providers that say nothing.
+//! - Between rounds it removes history past [`LinkSettings::keep_history`],
+//!   at most [`PRUNE_BATCH`] rows at a time (see [`PruneSchedule`]).
 
 mod decode;
 mod observe;
 #[cfg(test)]
 mod outage_tests;
 mod pulls;
+mod prune;
 mod record;
 mod source;
 
@@ -49,6 +52,7 @@ use futures::future::join_all;
 
 pub use decode::{decode, Malformed};
 pub use observe::{BusWatch, LinkState};
+pub use prune::{PruneSchedule, PRUNE_BATCH, PRUNE_EVERY};
 pub use source::{Delivery, Messages, Pending};
 
 use mesh_protocol::Timestamp;
@@ -82,6 +86,9 @@ pub struct LinkSettings {
     /// consumer (1 on a single server). An existing stream with fewer is
     /// raised in place; one with more is left as it is.
     pub replicas: usize,
+    /// How long history is kept (`serve --keep-history`): older rows are
+    /// removed between rounds, a small batch at a time.
+    pub keep_history: Duration,
 }
 
 impl Default for LinkSettings {
@@ -94,12 +101,16 @@ impl Default for LinkSettings {
             ack_wait: Duration::from_secs(30),
             stream_max_age: DEFAULT_STREAM_MAX_AGE,
             replicas: DEFAULT_REPLICAS,
+            keep_history: DEFAULT_KEEP_HISTORY,
         }
     }
 }
 
 /// The default [`LinkSettings::batch`].
 pub const DEFAULT_BATCH: usize = 64;
+
+/// The default [`LinkSettings::keep_history`]: 90 days.
+pub const DEFAULT_KEEP_HISTORY: Duration = Duration::from_secs(90 * 24 * 3600);
 
 /// The default [`LinkSettings::replicas`]: one server keeps the stream.
 pub const DEFAULT_REPLICAS: usize = 1;
@@ -179,6 +190,7 @@ pub async fn follow_messages<M: Messages, S: Store>(
         held: false,
         applied_since_record: false,
         last_record: None,
+        prune: PruneSchedule::default(),
     };
     loop {
         let pull_started = tokio::time::Instant::now();
@@ -258,6 +270,9 @@ pub async fn follow_messages<M: Messages, S: Store>(
         {
             break;
         }
+        if stop.run_until_stopped(link.prune()).await.is_none() {
+            break;
+        }
         if link.consumer_lost || link.pull_failures >= PULL_FAILURES_BEFORE_SETUP {
             return Followed::ConsumerLost;
         }
@@ -289,6 +304,8 @@ struct Link<'a, S> {
     applied_since_record: bool,
     /// When the last record was written, and whether it said caught up.
     last_record: Option<(tokio::time::Instant, bool)>,
+    /// When history's retention next removes a batch.
+    prune: PruneSchedule,
 }
 
 /// How often the stream's lag is read for the metrics.

@@ -3,6 +3,7 @@
 //! store must apply.
 
 pub mod declaration;
+pub mod history;
 pub mod received;
 pub mod reduce;
 pub mod row;

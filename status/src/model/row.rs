@@ -52,6 +52,11 @@ pub struct FailingRow {
     pub attempts: i64,
     /// When it was published.
     pub said_at: Timestamp,
+    /// When the interval it fails in began, when that is before `since`:
+    /// its provider restarted while it kept failing (a restart forgets the
+    /// `since` it said), and the store kept the first. Absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_since: Option<Timestamp>,
 }
 
 /// A stored `repair` event. Its JSON is the provider's two members, then
@@ -71,6 +76,10 @@ pub struct RepairRow {
     pub next_attempt_at: Option<Timestamp>,
     /// When it was published.
     pub said_at: Timestamp,
+    /// How often its repair was done within the recurrence window, when
+    /// it was (absent when not, or when history was not read).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repaired: Option<RepairsDone>,
 }
 
 /// A provider's newest `alive` event, as stored.
@@ -258,6 +267,19 @@ pub struct GrantRow {
     pub said_at: Timestamp,
 }
 
+/// How often an open repair fault's repair was done within the window:
+/// what its `status` line adds. Its JSON is the `repaired` member of a
+/// `status --json` repair.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RepairsDone {
+    /// Repairs done within the window.
+    pub count: u64,
+    /// The window, in seconds.
+    pub window_seconds: u64,
+    /// The last one.
+    pub last_at: Timestamp,
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -343,6 +365,7 @@ mod tests {
             detail: "later".into(),
             next_attempt_at: None,
             said_at: ts("2026-10-05T00:09:00Z"),
+            repaired: None,
         };
         assert_eq!(
             serde_json::to_string(&row).unwrap(),

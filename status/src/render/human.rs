@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use super::Listing;
 use crate::report::group::{Group, Grouper, Line};
-use crate::report::{Controller, Head, Listed};
+use crate::report::history::{ordinal, short_duration, window_text};
+use crate::report::{Controller, Head, Listed, Recurrence};
 
 /// Lines for a person.
 #[derive(Clone, Debug, Default)]
@@ -21,7 +22,7 @@ pub struct Human {
 }
 
 /// Control characters of untrusted text replaced, so one standing is one line.
-fn one_line(text: &str) -> Cow<'_, str> {
+pub(crate) fn one_line(text: &str) -> Cow<'_, str> {
     if text.chars().any(char::is_control) {
         text.chars()
             .map(|c| if c.is_control() { ' ' } else { c })
@@ -68,16 +69,18 @@ fn one(out: &mut dyn Write, s: &Listed) -> io::Result<()> {
     };
     write!(
         out,
-        "  {} fails {}@{} ({}): {} since {}, {} {attempts}, said {}",
+        "  {} fails {}@{} ({}): {} since ",
         r.provider,
         r.consumer,
         r.consumer_machine.as_deref().unwrap_or("?"),
         one_line(r.provision.as_deref().unwrap_or("?")),
         r.class,
-        r.since,
-        r.attempts,
-        r.said_at,
     )?;
+    match r.first_since {
+        Some(first) => write!(out, "{first}, said again since the restart at {}", r.since)?,
+        None => write!(out, "{}", r.since)?,
+    }
+    write!(out, ", {} {attempts}, said {}", r.attempts, r.said_at)?;
     if let Some(secs) = s.silent_for_seconds {
         write!(
             out,
@@ -85,7 +88,39 @@ fn one(out: &mut dyn Write, s: &Listed) -> io::Result<()> {
             humantime::format_duration(Duration::from_secs(secs))
         )?;
     }
+    if let Some(again) = &s.recurrence {
+        write!(out, " ({})", recurrence(again))?;
+    }
     writeln!(out, ": {}", one_line(&r.error))
+}
+
+/// `3rd time in 7 days; last 2026-11-27, credentials-rejected, 21 h`, or
+/// for a consumer flapping `flapping: recovered and failed again 4 times
+/// within an hour; 5th time in 7 days`.
+pub fn recurrence(r: &Recurrence) -> String {
+    let window = window_text(Duration::from_secs(r.window_seconds));
+    let nth = format!("{} time in {window}", ordinal(r.count));
+    if r.flapping {
+        return format!(
+            "flapping: recovered and failed again {} times within an hour; {nth}",
+            r.recovered_within_hour
+        );
+    }
+    let day = r
+        .last_since
+        .unwrap_or(r.last_until)
+        .to_string()
+        .chars()
+        .take(10)
+        .collect::<String>();
+    let mut text = format!("{nth}; last {day}");
+    if let Some(class) = r.last_class {
+        text.push_str(&format!(", {class}"));
+    }
+    if let Some(secs) = r.last_seconds {
+        text.push_str(&format!(", {}", short_duration(secs)));
+    }
+    text
 }
 
 /// The line of many standings failing for one cause.
@@ -94,6 +129,13 @@ fn many(out: &mut dyn Write, g: &Group) -> io::Result<()> {
     write!(out, "  {provider} fails {} consumers {class}", g.count)?;
     if g.silent > 0 {
         write!(out, " ({} of them silent)", g.silent)?;
+    }
+    if g.recurring > 0 {
+        write!(
+            out,
+            " ({} of them failing again within the recurrence window)",
+            g.recurring
+        )?;
     }
     write!(out, ": \"{}\" — {}", one_line(error), g.names.join(", "))?;
     let rest = g.count - u64::try_from(g.names.len()).unwrap_or(g.count);
@@ -182,6 +224,16 @@ impl Listing for Human {
             )?;
             if let Some(next) = r.next_attempt_at {
                 write!(out, ", next attempt {next}")?;
+            }
+            if let Some(done) = &r.repaired {
+                let times = if done.count == 1 { "time" } else { "times" };
+                write!(
+                    out,
+                    " (repaired {} {times} in {}, last {})",
+                    done.count,
+                    window_text(Duration::from_secs(done.window_seconds)),
+                    done.last_at
+                )?;
             }
             writeln!(out, ": {}", one_line(&r.detail))?;
         }
@@ -276,6 +328,7 @@ mod tests {
             since: ts("2026-10-05T00:04:00Z"),
             attempts: 61,
             said_at: ts("2026-10-04T23:00:00Z"),
+            first_since: None,
         };
         let mut once = row.clone();
         once.attempts = 1;
@@ -310,6 +363,7 @@ mod tests {
                 detail: "could not\rlog in".into(),
                 next_attempt_at: Some(ts("2026-10-05T01:00:00Z")),
                 said_at: ts("2026-10-05T00:09:00Z"),
+                repaired: None,
             }],
             declaration_errors: vec!["modules[3]: bad\nname".into()],
             grants: Default::default(),
@@ -318,10 +372,12 @@ mod tests {
             Listed {
                 row,
                 silent_for_seconds: Some(4200),
+                recurrence: None,
             },
             Listed {
                 row: once,
                 silent_for_seconds: None,
+                recurrence: None,
             },
         ];
         let mut out = Vec::new();
@@ -360,8 +416,10 @@ mod tests {
                 since: ts("2026-10-05T00:04:00Z"),
                 attempts: 3,
                 said_at: ts("2026-10-05T00:09:00Z"),
+                first_since: None,
             },
             silent_for_seconds: silent.then_some(2000),
+            recurrence: None,
         }
     }
 
@@ -378,6 +436,60 @@ mod tests {
             declaration_errors: vec![],
             grants: Default::default(),
         }
+    }
+
+    #[test]
+    fn a_restart_while_failing_and_a_recurrence_are_said_on_the_line() {
+        let mut restarted = failing("postgres@db-1", "wiki", "refused", false);
+        restarted.row.first_since = Some(ts("2026-10-04T20:00:00Z"));
+        let mut again = failing("postgres@db-1", "forge", "refused", false);
+        again.row.class = Class::CredentialsRejected;
+        again.recurrence = Some(Recurrence {
+            count: 3,
+            window_seconds: 7 * 86_400,
+            last_since: Some(ts("2026-10-02T00:12:00Z")),
+            last_until: ts("2026-10-02T21:40:00Z"),
+            last_class: Some(Class::CredentialsRejected),
+            last_seconds: Some(21 * 3600 + 28 * 60),
+            flapping: false,
+            recovered_within_hour: 0,
+        });
+        let mut flapping = failing("postgres@db-1", "blog", "timeout", false);
+        flapping.recurrence = again.recurrence.clone().map(|mut r| {
+            r.flapping = true;
+            r.recovered_within_hour = 4;
+            r.count = 5;
+            r
+        });
+        let mut out = Vec::new();
+        let head = head_of("not all well: 3 consumers failing");
+        write_all(
+            &mut Human::default(),
+            &mut out,
+            &head,
+            &[restarted, again, flapping],
+        )
+        .unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[1],
+            "  postgres@db-1 fails wiki@app-1 (postgres-database): unreachable since \
+             2026-10-04T20:00:00Z, said again since the restart at 2026-10-05T00:04:00Z, 3 \
+             attempts, said 2026-10-05T00:09:00Z: refused"
+        );
+        assert_eq!(
+            lines[2],
+            "  postgres@db-1 fails forge@app-1 (postgres-database): credentials-rejected since \
+             2026-10-05T00:04:00Z, 3 attempts, said 2026-10-05T00:09:00Z (3rd time in 7 days; \
+             last 2026-10-02, credentials-rejected, 21 h): refused"
+        );
+        assert_eq!(
+            lines[3],
+            "  postgres@db-1 fails blog@app-1 (postgres-database): unreachable since \
+             2026-10-05T00:04:00Z, 3 attempts, said 2026-10-05T00:09:00Z (flapping: recovered \
+             and failed again 4 times within an hour; 5th time in 7 days): timeout"
+        );
     }
 
     #[test]

@@ -105,6 +105,7 @@ mod tests {
                 detail: "quote \" backslash \\ newline \n".into(),
                 next_attempt_at: Some(ts("2028-02-29T23:59:59Z")),
                 said_at: ts("2026-10-05T00:09:00Z"),
+                repaired: None,
             }],
             declaration_errors: errors,
             grants: Default::default(),
@@ -123,8 +124,10 @@ mod tests {
                 since: ts("2026-10-05T00:04:00Z"),
                 attempts: 61,
                 said_at: ts("2026-10-05T00:09:00Z"),
+                first_since: None,
             },
             silent_for_seconds: None,
+            recurrence: None,
         }
     }
 

@@ -3,6 +3,7 @@
 //! standings of one cause as one line once the cause is whole), then what
 //! follows them. [`human`] writes lines for a person, [`json`] one JSON object.
 
+pub mod history;
 pub mod human;
 pub mod json;
 

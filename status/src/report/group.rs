@@ -27,6 +27,8 @@ pub struct Group {
     pub count: u64,
     /// Of which silent.
     pub silent: u64,
+    /// Of which failing again within the recurrence window.
+    pub recurring: u64,
 }
 
 impl Group {
@@ -35,6 +37,7 @@ impl Group {
             names: vec![name(&first)],
             count: 1,
             silent: u64::from(first.silent_for_seconds.is_some()),
+            recurring: u64::from(first.recurrence.is_some()),
             first,
         }
     }
@@ -42,6 +45,7 @@ impl Group {
     fn add(&mut self, s: &Listed) {
         self.count += 1;
         self.silent += u64::from(s.silent_for_seconds.is_some());
+        self.recurring += u64::from(s.recurrence.is_some());
         if self.names.len() < GROUP_NAMES {
             self.names.push(name(s));
         }
@@ -126,8 +130,10 @@ mod tests {
                 since: at,
                 attempts: 3,
                 said_at: at,
+                first_since: None,
             },
             silent_for_seconds: (consumer == "c3").then_some(2000),
+            recurrence: None,
         }
     }
 

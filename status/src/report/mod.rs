@@ -40,6 +40,7 @@ pub mod catching_up;
 pub mod controller;
 pub mod grants;
 pub mod group;
+pub mod history;
 pub mod retired;
 pub mod sentence;
 
@@ -56,6 +57,7 @@ use crate::store::{Counts, Order, StatusFilter};
 pub use catching_up::CatchingUp;
 pub use controller::{Controller, Hearing};
 pub use grants::{grants, Grants, UncheckedGrant, UnreachableGrant};
+pub use history::{Recurrence, Recurrences};
 pub use retired::Retired;
 pub use sentence::{sentence, Tally};
 
@@ -101,6 +103,10 @@ pub struct Listed {
     pub row: FailingRow,
     /// Seconds since it was published, when that is at least `silent_after`; else null.
     pub silent_for_seconds: Option<u64>,
+    /// It failed before within the recurrence window (absent when not, or
+    /// when history was not read).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recurrence: Option<Recurrence>,
 }
 
 /// A provider assigned in scope that is not heard from. Its JSON is the
@@ -324,6 +330,18 @@ pub fn standing(row: FailingRow, clock: &Clock) -> Listed {
     Listed {
         silent_for_seconds: silent_for(row.said_at, clock),
         row,
+        recurrence: None,
+    }
+}
+
+/// A stored `failing` event as listed at `clock`, with its recurrence
+/// from the history of the standings in scope.
+pub fn recurring_standing(row: FailingRow, clock: &Clock, history: &Recurrences) -> Listed {
+    let since = row.first_since.unwrap_or(row.since);
+    let recurrence = history.of(&row.provider, &row.consumer, since, clock.now);
+    Listed {
+        recurrence,
+        ..standing(row, clock)
     }
 }
 
@@ -396,6 +414,11 @@ mod tests {
             now: ts(now),
             silent_after: DEFAULT_SILENT_AFTER,
         }
+    }
+
+    #[test]
+    fn history_counts_a_provider_unheard_as_status_does() {
+        assert_eq!(crate::model::history::UNHEARD_AFTER, UNHEARD_AFTER_ALIVES);
     }
 
     #[test]
@@ -849,6 +872,7 @@ mod tests {
             detail: "could not log in".into(),
             next_attempt_at: None,
             said_at: ts("2026-10-05T00:09:00Z"),
+            repaired: None,
         };
         // (scope, counts, repairs, all well, sentence starts with)
         let cases = [

@@ -1,0 +1,132 @@
+//! A consumer's history at 1,000,000 history rows: `mesh-controller history
+//! CONSUMER --since 3650d` through the binary (process start included), and
+//! the store's read of it in process (`PgStore::read_history`), each the
+//! median of 11 runs. The rows: 20,000 consumers of 10 providers, each
+//! failing and recovering 25 times over 90 days (50 rows each), in random
+//! order of consumer as rounds write them; one consumer is failing now.
+//!
+//! ```text
+//! cargo bench -p mesh-controller --bench history
+//! MESH_BENCH_HISTORY_ROWS=2000000 cargo bench -p mesh-controller --bench history
+//! ```
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{env_number, store};
+use mesh_controller::PgStore;
+use mesh_protocol::Timestamp;
+use mesh_status::store::HistoryFilter;
+
+const RUNS: usize = 11;
+const PER_CONSUMER: u64 = 50;
+
+fn median(mut times: Vec<Duration>) -> Duration {
+    times.sort();
+    times[times.len() / 2]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn main() {
+    mesh_controller::init_tracing("warn", mesh_runtime::LogFormat::Text);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let rows = env_number("MESH_BENCH_HISTORY_ROWS", 1_000_000);
+        let consumers = rows / PER_CONSUMER;
+        let (pg, options, client) = store("history").await;
+        // Row i: consumer (i * 7919) % consumers (the rounds of many
+        // consumers interleave), its n-th row a beginning (even) or a
+        // recovery (odd), 90 days back to now.
+        client
+            .execute(
+                "INSERT INTO history (kind, at, provider_module, provider_machine, consumer,
+                     consumer_machine, provision, class, error, since, attempts, reason,
+                     stream_epoch, stream_seq)
+                 SELECT CASE WHEN n % 2 = 0 THEN 'failing-began' ELSE 'recovered' END,
+                     now() - interval '90 days' + (i::float8 / $1) * interval '90 days',
+                     'p' || (c % 10), 'db-' || (c % 10), 'c' || c, 'app-' || (c % 7),
+                     'postgres-database',
+                     CASE WHEN n % 2 = 0 THEN 'credentials-rejected' END,
+                     CASE WHEN n % 2 = 0 THEN 'password authentication failed for user \"c' || c || '\"' END,
+                     now() - interval '90 days' + (i::float8 / $1) * interval '90 days'
+                         - interval '1 hour',
+                     CASE WHEN n % 2 = 0 THEN 61 END,
+                     CASE WHEN n % 2 = 1 THEN 'success' END,
+                     1, i
+                 FROM generate_series(1, $2::int8) AS i,
+                      LATERAL (SELECT (i * 7919) % $3 AS c, i / $3 AS n) AS k",
+                &[&(rows as f64), &(rows as i64), &(consumers as i64)],
+            )
+            .await
+            .expect("filling history");
+        client
+            .batch_execute("VACUUM ANALYZE history")
+            .await
+            .expect("vacuum");
+        let count: i64 = client
+            .query_one("SELECT count(*) FROM history", &[])
+            .await
+            .expect("counting")
+            .get(0);
+        let consumer = "c42";
+        let binary = env!("CARGO_BIN_EXE_mesh-controller");
+        let args = [
+            "--database".to_owned(),
+            format!(
+                "host=127.0.0.1 port={} user=postgres dbname=history",
+                pg.port()
+            ),
+            "--database-password-file".to_owned(),
+            pg.superuser_password_file().display().to_string(),
+            "history".to_owned(),
+            consumer.to_owned(),
+            "--since".to_owned(),
+            "3650d".to_owned(),
+        ];
+        let mut through_binary = Vec::new();
+        let mut lines = 0;
+        for _ in 0..RUNS {
+            let started = Instant::now();
+            let output = Command::new(binary)
+                .args(&args)
+                .stderr(Stdio::inherit())
+                .output()
+                .expect("running mesh-controller history");
+            through_binary.push(started.elapsed());
+            assert!(output.status.success(), "mesh-controller history failed");
+            lines = output.stdout.iter().filter(|b| **b == b'\n').count();
+        }
+        let mut store = PgStore::new(options);
+        let filter = HistoryFilter {
+            consumer: Some((consumer.to_owned(), None)),
+            provider: None,
+            machine: None,
+            since: Timestamp::from_system(
+                std::time::SystemTime::now() - Duration::from_secs(3650 * 86_400),
+            ),
+        };
+        let mut in_process = Vec::new();
+        let mut read = 0;
+        for _ in 0..RUNS {
+            let started = Instant::now();
+            let (transitions, _) = store.read_history(&filter).await.expect("reading history");
+            in_process.push(started.elapsed());
+            read = transitions.len();
+        }
+        println!(
+            "history of one consumer at {count} history rows: {:.1} ms through the binary \
+             ({lines} lines, process start included), {:.1} ms the store's read ({read} rows); \
+             median of {RUNS}",
+            ms(median(through_binary)),
+            ms(median(in_process)),
+        );
+    });
+}

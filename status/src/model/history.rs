@@ -1,0 +1,846 @@
+//! History: the transitions the store keeps, append-only, beside the newest
+//! event of each key (pure: no I/O).
+//!
+//! A *transition* is a change of standing, never a repeat: `failing` said
+//! again for a consumer already failing is none (its interval keeps its
+//! first `since`, even across a provider restart that reset it), a
+//! redelivered or older event is none. [`transition`] decides it from the
+//! key's [`Previous`] standing and the event, and moves the standing on, so
+//! a round's events walked in stream order give its transitions
+//! ([`Transitions`]).
+//!
+//! Two transitions are computed, not published: a provider *heard again*
+//! (its `alive` stored more than 3 × its `alive_every` after the one
+//! before: [`heard_again`]) and the controller *following again* (it
+//! catches up with the event stream more than its follow bound after any
+//! `serve` last did: [`following_again`]). Nobody can record a silence
+//! while it lasts, so each is recorded when it ends, as one row whose
+//! `since` says when it began; `status` names it while it lasts.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use mesh_protocol::event::{RepairOutcome, RetirementAction};
+use mesh_protocol::{Class, Event, ModuleId, NotOneOf, Timestamp};
+use serde::Serialize;
+
+pub use super::row::RepairsDone;
+
+use super::reduce::Place;
+use super::Received;
+
+/// What changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TransitionKind {
+    /// A consumer began failing: the first `failing` since it was last
+    /// fine (`class`, `error`, `since`, `attempts`).
+    FailingBegan,
+    /// A failing consumer recovered (`reason`).
+    Recovered,
+    /// The provider retired the consumer.
+    Retired,
+    /// The provider enabled the retired consumer again.
+    ReEnabled,
+    /// The provider deleted the consumer's provision.
+    Deleted,
+    /// A provider unheard since `since` was heard again.
+    HeardAgain,
+    /// The controller, following nothing since `since`, follows again.
+    FollowingAgain,
+    /// A repair was done and verified (`fault`, `detail`).
+    RepairDone,
+    /// A failed repair is braked (`fault`, `detail`).
+    RepairBraked,
+    /// A grant became unreachable (`error`, `since`, `attempts`: its failures).
+    GrantUnreachable,
+    /// An unreachable grant is reachable again (`reason`).
+    GrantReachable,
+}
+
+impl TransitionKind {
+    /// Every kind, in a stable order.
+    pub const ALL: [TransitionKind; 11] = [
+        TransitionKind::FailingBegan,
+        TransitionKind::Recovered,
+        TransitionKind::Retired,
+        TransitionKind::ReEnabled,
+        TransitionKind::Deleted,
+        TransitionKind::HeardAgain,
+        TransitionKind::FollowingAgain,
+        TransitionKind::RepairDone,
+        TransitionKind::RepairBraked,
+        TransitionKind::GrantUnreachable,
+        TransitionKind::GrantReachable,
+    ];
+
+    /// The kind as the store writes it (column `history.kind`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TransitionKind::FailingBegan => "failing-began",
+            TransitionKind::Recovered => "recovered",
+            TransitionKind::Retired => "retired",
+            TransitionKind::ReEnabled => "re-enabled",
+            TransitionKind::Deleted => "deleted",
+            TransitionKind::HeardAgain => "heard-again",
+            TransitionKind::FollowingAgain => "following-again",
+            TransitionKind::RepairDone => "repair-done",
+            TransitionKind::RepairBraked => "repair-braked",
+            TransitionKind::GrantUnreachable => "grant-unreachable",
+            TransitionKind::GrantReachable => "grant-reachable",
+        }
+    }
+}
+
+impl std::fmt::Display for TransitionKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for TransitionKind {
+    type Err = NotOneOf;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|k| k.as_str() == text)
+            .ok_or_else(|| NotOneOf::new("a transition", text, &Self::ALL.map(Self::as_str)))
+    }
+}
+
+/// One transition: a row of the store's `history`. Which fields are set
+/// depends on the kind (see [`TransitionKind`]); the rest are `None`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Transition {
+    /// What changed.
+    pub kind: TransitionKind,
+    /// When: the event's `said_at` (the provider's clock), or for a
+    /// computed transition when its silence ended.
+    pub at: Timestamp,
+    /// The provider it is about (for a grant, the provider it reaches);
+    /// `None` for the controller's own.
+    pub provider: Option<ModuleId>,
+    /// The consumer it is about, if any.
+    pub consumer: Option<String>,
+    /// The consumer's machine, when known.
+    pub consumer_machine: Option<String>,
+    /// The provision, when known.
+    pub provision: Option<String>,
+    /// The failure's class (`failing-began`).
+    pub class: Option<Class>,
+    /// The failure's first words (`failing-began`, `grant-unreachable`).
+    pub error: Option<String>,
+    /// When what ends or begins here began.
+    pub since: Option<Timestamp>,
+    /// Failed attempts (`failing-began`) or checks (`grant-unreachable`).
+    pub attempts: Option<i64>,
+    /// Why it recovered or is reachable again.
+    pub reason: Option<String>,
+    /// The repair's fault.
+    pub fault: Option<String>,
+    /// In words (a retirement's or repair's detail).
+    pub detail: Option<String>,
+    /// Where its event stands in the event stream; `None` when computed
+    /// with no event of its own (the controller following again).
+    pub place: Option<Place>,
+}
+
+impl Transition {
+    fn of(kind: TransitionKind, at: Timestamp, provider: Option<ModuleId>) -> Transition {
+        Transition {
+            kind,
+            at,
+            provider,
+            consumer: None,
+            consumer_machine: None,
+            provision: None,
+            class: None,
+            error: None,
+            since: None,
+            attempts: None,
+            reason: None,
+            fault: None,
+            detail: None,
+            place: None,
+        }
+    }
+}
+
+/// What the store holds of one key before an event: enough to tell a
+/// transition from a repeat. `newest` is where the key's newest stored
+/// event stands (`None`: nothing stored); an event not newer changes nothing.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Previous {
+    /// Nothing stored for the key (or nothing that counts).
+    #[default]
+    Nothing,
+    /// A consumer's standing: `failing_since` is the first `since` of the
+    /// interval it is failing in, `None` when it is not failing.
+    Standing {
+        /// The newest `failing` or `recovered` stored.
+        newest: (u64, u64),
+        /// The interval's first `since`, when failing.
+        failing_since: Option<Timestamp>,
+    },
+    /// A grant's newest event: whether it said unreachable.
+    Grant {
+        /// Its place.
+        newest: (u64, u64),
+        /// Whether it is unreachable.
+        unreachable: bool,
+    },
+    /// A repair fault's or a retirement action's newest event.
+    Said {
+        /// Its place.
+        newest: (u64, u64),
+    },
+    /// A provider's newest `alive`: when it was heard, and how often it says it.
+    Alive {
+        /// Its place.
+        newest: (u64, u64),
+        /// When it was heard (the stream stored it, else its `said_at`).
+        heard_at: Timestamp,
+        /// Its `alive_every`.
+        every: Duration,
+    },
+}
+
+impl Previous {
+    fn newest(&self) -> Option<(u64, u64)> {
+        match self {
+            Previous::Nothing => None,
+            Previous::Standing { newest, .. }
+            | Previous::Grant { newest, .. }
+            | Previous::Said { newest }
+            | Previous::Alive { newest, .. } => Some(*newest),
+        }
+    }
+
+    /// The first `since` of the interval a standing is failing in.
+    pub fn failing_since(&self) -> Option<Timestamp> {
+        match self {
+            Previous::Standing { failing_since, .. } => *failing_since,
+            _ => None,
+        }
+    }
+}
+
+/// A provider whose `alive` comes more than this many `alive_every` after
+/// the one before was unheard in between (as `status` judges it:
+/// `report::UNHEARD_AFTER_ALIVES`, checked equal by its tests).
+pub const UNHEARD_AFTER: u32 = 3;
+
+/// The key an event's [`Previous`] is kept under.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Key {
+    /// (provider, consumer): `failing` and `recovered`.
+    Standing(ModuleId, String),
+    /// (provider, fault).
+    Repair(ModuleId, String),
+    /// (provider, consumer, action).
+    Retirement(ModuleId, String, RetirementAction),
+    /// A provider's `alive`.
+    Alive(ModuleId),
+    /// (agent `consumer@machine`, provision, from).
+    Grant(ModuleId, String, String),
+}
+
+impl Key {
+    /// The key of `received`.
+    pub fn of(received: &Received) -> Key {
+        let e = received.emitter.clone();
+        match &received.event {
+            Event::Failing(b) => Key::Standing(e, b.consumer.to_string()),
+            Event::Recovered(b) => Key::Standing(e, b.consumer.to_string()),
+            Event::Repair(b) => Key::Repair(e, b.fault.to_string()),
+            Event::Retirement(b) => Key::Retirement(e, b.consumer.to_string(), b.action),
+            Event::Alive(_) => Key::Alive(e),
+            Event::Unreachable(b) => Key::Grant(e, b.provision.clone(), b.from.clone()),
+            Event::Reachable(b) => Key::Grant(e, b.provision.clone(), b.from.clone()),
+            Event::Unchecked(b) => Key::Grant(e, b.provision.clone(), b.from.clone()),
+        }
+    }
+}
+
+/// The transition `received` makes from its key's `previous` standing, if
+/// any, and the key's standing after it (pure; see the module's rules).
+pub fn transition(previous: &Previous, received: &Received) -> (Previous, Option<Transition>) {
+    let place = (received.epoch, received.seq);
+    if previous.newest().is_some_and(|newest| newest >= place) {
+        // Redelivered, or older than what is stored: nothing changes.
+        return (previous.clone(), None);
+    }
+    let at = received.event.said_at();
+    let t = |kind: TransitionKind, provider: Option<ModuleId>| {
+        let mut t = Transition::of(kind, at, provider);
+        t.place = Some(Place {
+            epoch: received.epoch,
+            seq: received.seq,
+            said_at: at,
+            stored_at: received.stored_at,
+        });
+        t
+    };
+    let emitter = received.emitter.clone();
+    match &received.event {
+        Event::Failing(b) => {
+            let began = previous.failing_since().is_none();
+            let since = previous.failing_since().unwrap_or(b.since);
+            let next = Previous::Standing {
+                newest: place,
+                failing_since: Some(since),
+            };
+            let transition = began.then(|| {
+                let mut t = t(TransitionKind::FailingBegan, Some(emitter));
+                t.consumer = Some(b.consumer.to_string());
+                t.consumer_machine = b.consumer_machine.as_ref().map(ToString::to_string);
+                t.provision = b.provision.clone();
+                t.class = Some(b.class);
+                t.error = Some(b.error.clone());
+                t.since = Some(b.since);
+                t.attempts = Some(i64::try_from(b.attempts).unwrap_or(i64::MAX));
+                t
+            });
+            (next, transition)
+        }
+        Event::Recovered(b) => {
+            let next = Previous::Standing {
+                newest: place,
+                failing_since: None,
+            };
+            let transition = previous.failing_since().map(|since| {
+                let mut t = t(TransitionKind::Recovered, Some(emitter));
+                t.consumer = Some(b.consumer.to_string());
+                t.consumer_machine = b.consumer_machine.as_ref().map(ToString::to_string);
+                t.provision = b.provision.clone();
+                t.since = Some(since);
+                t.reason = Some(b.reason.as_str().to_owned());
+                t
+            });
+            (next, transition)
+        }
+        Event::Retirement(b) => {
+            let kind = match b.action {
+                RetirementAction::Retired => Some(TransitionKind::Retired),
+                RetirementAction::ReEnabled => Some(TransitionKind::ReEnabled),
+                RetirementAction::Deleted => Some(TransitionKind::Deleted),
+                RetirementAction::Approved => None,
+            };
+            let transition = kind.map(|kind| {
+                let mut t = t(kind, Some(emitter));
+                t.consumer = Some(b.consumer.to_string());
+                t.detail = Some(b.detail.clone());
+                t
+            });
+            (Previous::Said { newest: place }, transition)
+        }
+        Event::Repair(b) => {
+            let kind = match b.outcome {
+                RepairOutcome::Repaired => Some(TransitionKind::RepairDone),
+                RepairOutcome::Braked => Some(TransitionKind::RepairBraked),
+                RepairOutcome::Failed => None,
+            };
+            let transition = kind.map(|kind| {
+                let mut t = t(kind, Some(emitter));
+                t.fault = Some(b.fault.to_string());
+                t.detail = Some(b.detail.clone());
+                t
+            });
+            (Previous::Said { newest: place }, transition)
+        }
+        Event::Alive(b) => {
+            let heard_at = received.stored_at.unwrap_or(b.said_at);
+            let every = Duration::from_secs(b.alive_every_seconds.max(1));
+            let transition = heard_again(previous, heard_at).map(|since| {
+                let mut t = t(TransitionKind::HeardAgain, Some(emitter));
+                t.at = heard_at;
+                t.since = Some(since);
+                t
+            });
+            let next = Previous::Alive {
+                newest: place,
+                heard_at,
+                every,
+            };
+            (next, transition)
+        }
+        Event::Unreachable(b) => {
+            let was = matches!(
+                previous,
+                Previous::Grant {
+                    unreachable: true,
+                    ..
+                }
+            );
+            let transition = (!was).then(|| {
+                let mut t = t(
+                    TransitionKind::GrantUnreachable,
+                    ModuleId::parse(&b.from).ok(),
+                );
+                t.consumer = Some(emitter.module.to_string());
+                t.consumer_machine = Some(emitter.machine.to_string());
+                t.provision = Some(b.provision.clone());
+                t.error = Some(b.error.clone());
+                t.since = Some(b.failing_since);
+                t.attempts = Some(i64::try_from(b.failures).unwrap_or(i64::MAX));
+                t.detail = Some(format!("{}:{}", b.address, b.port));
+                t
+            });
+            let next = Previous::Grant {
+                newest: place,
+                unreachable: true,
+            };
+            (next, transition)
+        }
+        Event::Reachable(b) => {
+            let was = matches!(
+                previous,
+                Previous::Grant {
+                    unreachable: true,
+                    ..
+                }
+            );
+            let transition = was.then(|| {
+                let mut t = t(
+                    TransitionKind::GrantReachable,
+                    ModuleId::parse(&b.from).ok(),
+                );
+                t.consumer = Some(emitter.module.to_string());
+                t.consumer_machine = Some(emitter.machine.to_string());
+                t.provision = Some(b.provision.clone());
+                t.reason = Some(b.reason.as_str().to_owned());
+                t
+            });
+            let next = Previous::Grant {
+                newest: place,
+                unreachable: false,
+            };
+            (next, transition)
+        }
+        // Unchecked is neither broken nor checked: an unreachable grant
+        // stays so until it is said reachable.
+        Event::Unchecked(_) => {
+            let unreachable = matches!(
+                previous,
+                Previous::Grant {
+                    unreachable: true,
+                    ..
+                }
+            );
+            let next = Previous::Grant {
+                newest: place,
+                unreachable,
+            };
+            (next, None)
+        }
+    }
+}
+
+/// When a provider whose newest stored `alive` is `previous` and that is
+/// heard again at `heard_at` became unheard, if it was: 3 × its
+/// `alive_every` after it was last heard.
+pub fn heard_again(previous: &Previous, heard_at: Timestamp) -> Option<Timestamp> {
+    let Previous::Alive {
+        heard_at: before,
+        every,
+        ..
+    } = previous
+    else {
+        return None;
+    };
+    let unheard_at = before.system_time() + *every * UNHEARD_AFTER;
+    (heard_at.system_time() > unheard_at).then_some(Timestamp::from_system(unheard_at))
+}
+
+/// The transition of the controller following again at `now`, when no
+/// `serve` caught up with the event stream since `last_caught_up` (the
+/// latest of any, before this one) and that is more than `bound` ago; none
+/// for a store no `serve` ever caught up in.
+pub fn following_again(
+    last_caught_up: Option<Timestamp>,
+    now: Timestamp,
+    bound: Duration,
+) -> Option<Transition> {
+    let last = last_caught_up?;
+    let gap = now.system_time().duration_since(last.system_time()).ok()?;
+    (gap > bound).then(|| {
+        let mut t = Transition::of(TransitionKind::FollowingAgain, now, None);
+        t.since = Some(last);
+        t
+    })
+}
+
+/// The transitions of a round, walked in the order given (stream order)
+/// from the standings the store holds.
+#[derive(Clone, Debug, Default)]
+pub struct Transitions {
+    previous: HashMap<Key, Previous>,
+}
+
+impl Transitions {
+    /// Starts from what the store holds: each key's [`Previous`].
+    pub fn new(previous: HashMap<Key, Previous>) -> Transitions {
+        Transitions { previous }
+    }
+
+    /// The transitions `events` make, in order; each key's standing moves on.
+    pub fn walk(&mut self, events: &[Received]) -> Vec<Transition> {
+        let mut out = Vec::new();
+        for received in events {
+            let key = Key::of(received);
+            let previous = self.previous.get(&key).cloned().unwrap_or_default();
+            let (next, transition) = transition(&previous, received);
+            self.previous.insert(key, next);
+            out.extend(transition);
+        }
+        out
+    }
+
+    /// The first `since` of the interval the consumer of `provider` is
+    /// failing in after the walk (kept across a provider restart that
+    /// reset its `since`).
+    pub fn failing_since(&self, provider: &ModuleId, consumer: &str) -> Option<Timestamp> {
+        self.previous
+            .get(&Key::Standing(provider.clone(), consumer.to_owned()))
+            .and_then(Previous::failing_since)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mesh_protocol::event::RecoveredReason;
+    use mesh_protocol::event::{
+        Alive, Failing, GrantReachable, GrantUnchecked, GrantUnreachable, ReachableReason,
+        Recovered, RepairReport, Retirement,
+    };
+    use mesh_protocol::Name;
+
+    fn ts(s: &str) -> Timestamp {
+        Timestamp::parse(s).unwrap()
+    }
+
+    fn at(seq: u64, emitter: &str, event: Event) -> Received {
+        Received {
+            epoch: 1,
+            seq,
+            stored_at: None,
+            emitter: ModuleId::parse(emitter).unwrap(),
+            event,
+        }
+    }
+
+    fn failing(seq: u64, since: &str) -> Received {
+        at(
+            seq,
+            "postgres@db-1",
+            Event::Failing(Failing {
+                v: 1,
+                consumer: Name::parse("wiki").unwrap(),
+                consumer_machine: Some(Name::parse("app-1").unwrap()),
+                provision: Some("postgres-database".into()),
+                class: Class::CredentialsRejected,
+                error: "password authentication failed".into(),
+                since: ts(since),
+                attempts: 61,
+                said_at: ts("2026-11-27T00:17:00Z"),
+            }),
+        )
+    }
+
+    fn recovered(seq: u64) -> Received {
+        at(
+            seq,
+            "postgres@db-1",
+            Event::Recovered(Recovered {
+                v: 1,
+                consumer: Name::parse("wiki").unwrap(),
+                consumer_machine: Some(Name::parse("app-1").unwrap()),
+                provision: None,
+                reason: RecoveredReason::Success,
+                said_at: ts("2026-11-27T21:40:00Z"),
+            }),
+        )
+    }
+
+    fn retirement(seq: u64, action: RetirementAction) -> Received {
+        at(
+            seq,
+            "postgres@db-1",
+            Event::Retirement(Retirement {
+                v: 1,
+                consumer: Name::parse("wiki").unwrap(),
+                action,
+                detail: "d".into(),
+                said_at: ts("2026-11-27T00:00:00Z"),
+            }),
+        )
+    }
+
+    fn repair(seq: u64, outcome: RepairOutcome) -> Received {
+        at(
+            seq,
+            "identity@id-1",
+            Event::Repair(RepairReport {
+                v: 1,
+                fault: Name::parse("admin-refused").unwrap(),
+                outcome,
+                detail: "d".into(),
+                next_attempt_at: None,
+                said_at: ts("2026-11-27T00:00:00Z"),
+            }),
+        )
+    }
+
+    fn alive(seq: u64, stored: &str) -> Received {
+        let mut r = at(
+            seq,
+            "postgres@db-1",
+            Event::Alive(Alive {
+                v: 1,
+                started_at: ts("2026-11-27T00:00:00Z"),
+                alive_every_seconds: 60,
+                failing_after_seconds: 300,
+                repeat_every_seconds: None,
+                settled_at: None,
+                consumers: 1,
+                failing: 0,
+                pass_seconds: 0.1,
+                said_at: ts(stored),
+            }),
+        );
+        r.stored_at = Some(ts(stored));
+        r
+    }
+
+    fn grant(seq: u64, state: &str) -> Received {
+        let (provision, from, said_at) = (
+            "postgres-database".to_owned(),
+            "postgres@db-1".to_owned(),
+            ts("2026-11-27T00:00:00Z"),
+        );
+        let event = match state {
+            "unreachable" => Event::Unreachable(GrantUnreachable {
+                v: 1,
+                provision,
+                from,
+                address: "10.0.0.1".into(),
+                port: 5432,
+                failures: 3,
+                failing_since: ts("2026-11-26T23:59:00Z"),
+                last_reachable_at: None,
+                error: "connect timed out".into(),
+                said_at,
+            }),
+            "reachable" => Event::Reachable(GrantReachable {
+                v: 1,
+                provision,
+                from,
+                address: "10.0.0.1".into(),
+                port: 5432,
+                reason: ReachableReason::Success,
+                said_at,
+            }),
+            _ => Event::Unchecked(GrantUnchecked {
+                v: 1,
+                provision,
+                from,
+                reason: "consumer not running".into(),
+                said_at,
+            }),
+        };
+        at(seq, "wiki@app-1", event)
+    }
+
+    fn failing_prev(newest: u64, since: Option<&str>) -> Previous {
+        Previous::Standing {
+            newest: (1, newest),
+            failing_since: since.map(ts),
+        }
+    }
+
+    #[test]
+    fn transition_table() {
+        use TransitionKind as K;
+        let x = "2026-11-27T00:12:00Z";
+        let y = "2026-11-27T09:00:00Z";
+        let grant_prev = |unreachable| Previous::Grant {
+            newest: (1, 5),
+            unreachable,
+        };
+        let alive_prev = Previous::Alive {
+            newest: (1, 5),
+            heard_at: ts("2026-11-27T00:00:00Z"),
+            every: Duration::from_secs(60),
+        };
+        // (previous, event, expected transition kind)
+        let cases: Vec<(Previous, Received, Option<K>)> = vec![
+            // failing: the first is a transition, a repeat is none (even
+            // with another since: a restarted provider), a stale one none.
+            (Previous::Nothing, failing(10, x), Some(K::FailingBegan)),
+            (failing_prev(5, None), failing(10, x), Some(K::FailingBegan)),
+            (failing_prev(5, Some(x)), failing(10, x), None),
+            (failing_prev(5, Some(x)), failing(10, y), None),
+            (failing_prev(10, None), failing(10, x), None),
+            (failing_prev(12, None), failing(10, x), None),
+            // recovered: only a failing standing recovers.
+            (failing_prev(5, Some(x)), recovered(10), Some(K::Recovered)),
+            (failing_prev(5, None), recovered(10), None),
+            (Previous::Nothing, recovered(10), None),
+            (failing_prev(10, Some(x)), recovered(10), None),
+            (failing_prev(12, Some(x)), recovered(10), None),
+            // retirements: each action but `approved`, once.
+            (
+                Previous::Nothing,
+                retirement(10, RetirementAction::Retired),
+                Some(K::Retired),
+            ),
+            (
+                Previous::Nothing,
+                retirement(10, RetirementAction::ReEnabled),
+                Some(K::ReEnabled),
+            ),
+            (
+                Previous::Nothing,
+                retirement(10, RetirementAction::Deleted),
+                Some(K::Deleted),
+            ),
+            (
+                Previous::Nothing,
+                retirement(10, RetirementAction::Approved),
+                None,
+            ),
+            (
+                Previous::Said { newest: (1, 10) },
+                retirement(10, RetirementAction::Retired),
+                None,
+            ),
+            // repairs: done and braked; a failed attempt is none.
+            (
+                Previous::Nothing,
+                repair(10, RepairOutcome::Repaired),
+                Some(K::RepairDone),
+            ),
+            (
+                Previous::Nothing,
+                repair(10, RepairOutcome::Braked),
+                Some(K::RepairBraked),
+            ),
+            (Previous::Nothing, repair(10, RepairOutcome::Failed), None),
+            (
+                Previous::Said { newest: (1, 5) },
+                repair(10, RepairOutcome::Repaired),
+                Some(K::RepairDone),
+            ),
+            (
+                Previous::Said { newest: (1, 11) },
+                repair(10, RepairOutcome::Repaired),
+                None,
+            ),
+            // alive: heard again only after 3 alives of silence.
+            (Previous::Nothing, alive(10, "2026-11-27T00:00:00Z"), None),
+            (alive_prev.clone(), alive(10, "2026-11-27T00:03:00Z"), None),
+            (
+                alive_prev.clone(),
+                alive(10, "2026-11-27T00:03:01Z"),
+                Some(K::HeardAgain),
+            ),
+            (alive_prev, alive(4, "2026-11-27T01:00:00Z"), None),
+            // grants: unreachable once, reachable after unreachable only.
+            (
+                Previous::Nothing,
+                grant(10, "unreachable"),
+                Some(K::GrantUnreachable),
+            ),
+            (
+                grant_prev(false),
+                grant(10, "unreachable"),
+                Some(K::GrantUnreachable),
+            ),
+            (grant_prev(true), grant(10, "unreachable"), None),
+            (
+                grant_prev(true),
+                grant(10, "reachable"),
+                Some(K::GrantReachable),
+            ),
+            (grant_prev(false), grant(10, "reachable"), None),
+            (Previous::Nothing, grant(10, "reachable"), None),
+            (grant_prev(true), grant(10, "unchecked"), None),
+            (grant_prev(true), grant(4, "reachable"), None),
+        ];
+        for (previous, event, expected) in cases {
+            let (_, t) = transition(&previous, &event);
+            assert_eq!(t.map(|t| t.kind), expected, "{previous:?} then {event:?}");
+        }
+    }
+
+    #[test]
+    fn a_walk_keeps_the_first_since_across_a_restart_and_counts_no_repeat() {
+        let x = "2026-11-27T00:12:00Z";
+        let y = "2026-11-27T09:00:00Z";
+        let mut walk = Transitions::default();
+        let events = [
+            failing(1, x),
+            failing(2, x),
+            // The provider restarted: its since is reset.
+            failing(3, y),
+            recovered(4),
+            recovered(5),
+            failing(6, y),
+            grant(7, "unreachable"),
+            grant(8, "unchecked"),
+            grant(9, "reachable"),
+        ];
+        let ts_of = walk.walk(&events[..3]);
+        assert_eq!(ts_of.len(), 1);
+        assert_eq!(ts_of[0].since, Some(ts(x)));
+        let wiki = ModuleId::parse("postgres@db-1").unwrap();
+        assert_eq!(walk.failing_since(&wiki, "wiki"), Some(ts(x)));
+        let rest = walk.walk(&events[3..]);
+        let kinds: Vec<_> = rest.iter().map(|t| t.kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                TransitionKind::Recovered,
+                TransitionKind::FailingBegan,
+                TransitionKind::GrantUnreachable,
+                TransitionKind::GrantReachable
+            ]
+        );
+        // The recovered interval says its first since.
+        assert_eq!(rest[0].since, Some(ts(x)));
+        assert_eq!(walk.failing_since(&wiki, "wiki"), Some(ts(y)));
+        // A redelivered round changes nothing.
+        assert!(walk.walk(&events).is_empty());
+    }
+
+    #[test]
+    fn following_again_table() {
+        let now = ts("2026-11-27T01:00:00Z");
+        let bound = Duration::from_secs(6);
+        let cases = [
+            (None, None),
+            (Some("2026-11-27T00:59:55Z"), None),
+            (Some("2026-11-27T00:59:54Z"), None),
+            (Some("2026-11-27T00:59:53Z"), Some("2026-11-27T00:59:53Z")),
+            (Some("2026-11-27T00:00:00Z"), Some("2026-11-27T00:00:00Z")),
+            (Some("2026-11-27T02:00:00Z"), None),
+        ];
+        for (last, since) in cases {
+            let t = following_again(last.map(ts), now, bound);
+            assert_eq!(t.as_ref().and_then(|t| t.since), since.map(ts), "{last:?}");
+            if let Some(t) = t {
+                assert_eq!((t.kind, t.at), (TransitionKind::FollowingAgain, now));
+            }
+        }
+    }
+
+    #[test]
+    fn every_kind_reads_back_from_its_word() {
+        for kind in TransitionKind::ALL {
+            assert_eq!(kind.as_str().parse::<TransitionKind>(), Ok(kind));
+        }
+        assert!("failing".parse::<TransitionKind>().is_err());
+    }
+}

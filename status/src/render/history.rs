@@ -1,0 +1,315 @@
+//! `mesh-controller history` printed: for a person, a line that says the
+//! window, one line per entry (newest first) and one per consumer that
+//! failed in it ([`human`]); or one JSON object ([`json`]). Untrusted text
+//! (errors, details) has its control characters replaced, so an entry is
+//! one line.
+
+use std::io::{self, Write};
+use std::time::Duration;
+
+use mesh_protocol::Timestamp;
+use serde::Serialize;
+
+use super::human::one_line;
+use crate::report::history::{duration_text, window_text, ConsumerSummary, Entry, EntryKind};
+
+/// What `history` prints: the window, its entries newest first, and the
+/// per-consumer totals. Its JSON is `history --json`'s object.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct HistoryReport {
+    /// Where the window begins.
+    pub since: Timestamp,
+    /// Now, on the store's clock: where it ends and open intervals run to.
+    pub now: Timestamp,
+    /// The entries, newest first.
+    pub entries: Vec<Entry>,
+    /// Per consumer that failed in the window: how often, how long.
+    pub consumers: Vec<ConsumerSummary>,
+}
+
+/// `2026-11-27 00:12` (UTC, to the minute).
+fn minute(at: Timestamp) -> String {
+    let text = at.to_string();
+    format!("{} {}", &text[..10], &text[11..16])
+}
+
+/// `00:12 → 21:40` on one day, else both in full; `→ now` while it lasts.
+fn span(e: &Entry) -> String {
+    let from = e.from.map_or("?".to_owned(), minute);
+    let to = match e.to {
+        None => "now".to_owned(),
+        Some(to) => {
+            let to = minute(to);
+            match from.get(..10) == to.get(..10) {
+                true => to[11..].to_owned(),
+                false => to,
+            }
+        }
+    };
+    match e.seconds {
+        Some(s) => format!("{from} → {to} ({})", duration_text(s)),
+        None => format!("{from} → {to}"),
+    }
+}
+
+fn consumer(e: &Entry) -> String {
+    format!(
+        "{}@{}",
+        e.consumer.as_deref().unwrap_or("?"),
+        e.consumer_machine.as_deref().unwrap_or("?")
+    )
+}
+
+/// One entry's line.
+pub fn line(e: &Entry) -> String {
+    let provider = e.provider().unwrap_or_else(|| "?".to_owned());
+    let detail = |d: &Option<String>| match d {
+        Some(d) if !d.is_empty() => format!(": {}", one_line(d)),
+        _ => String::new(),
+    };
+    let reason = e.reason.as_deref().map(one_line).unwrap_or_default();
+    match e.kind {
+        EntryKind::Failing => {
+            let class = e.class.map(|c| format!(" {c}")).unwrap_or_default();
+            let end = match e.to {
+                None => "still failing".to_owned(),
+                Some(_) if e.reason.is_none() => {
+                    "began again before a recovery was said".to_owned()
+                }
+                Some(_) => format!("recovered ({reason})"),
+            };
+            format!(
+                "{} from {provider}: failing{class} {}, {end}",
+                consumer(e),
+                span(e)
+            )
+        }
+        EntryKind::GrantUnreachable => {
+            let end = match e.to {
+                None => "still unreachable".to_owned(),
+                Some(_) => format!("reachable again ({reason})"),
+            };
+            format!(
+                "{} grant from {provider} ({}): unreachable {}, {end}",
+                consumer(e),
+                one_line(e.detail.as_deref().unwrap_or("?")),
+                span(e)
+            )
+        }
+        EntryKind::Unheard => format!("{provider}: not heard from {}, heard again", span(e)),
+        EntryKind::NotFollowing => {
+            format!(
+                "mesh-controller: followed no events {}, following again",
+                span(e)
+            )
+        }
+        EntryKind::Retired | EntryKind::ReEnabled | EntryKind::Deleted => {
+            let what = match e.kind {
+                EntryKind::Retired => "retired",
+                EntryKind::ReEnabled => "re-enabled",
+                _ => "deleted",
+            };
+            let at = e.from.map_or("?".to_owned(), minute);
+            format!(
+                "{} from {provider}: {what} {at}{}",
+                e.consumer.as_deref().unwrap_or("?"),
+                detail(&e.detail)
+            )
+        }
+        EntryKind::RepairDone | EntryKind::RepairBraked => {
+            let what = match e.kind {
+                EntryKind::RepairDone => "done",
+                _ => "braked",
+            };
+            let at = e.from.map_or("?".to_owned(), minute);
+            format!(
+                "{provider}: repair {} {what} {at}{}",
+                e.fault.as_deref().unwrap_or("?"),
+                detail(&e.detail)
+            )
+        }
+    }
+}
+
+/// One consumer's totals: `wiki@app-1 from postgres@db-1: failed 2 times
+/// in 7 days, 22 h 28 min in all, longest 21 h 28 min`.
+pub fn summary_line(s: &ConsumerSummary, window: Duration) -> String {
+    let times = if s.intervals == 1 { "time" } else { "times" };
+    format!(
+        "{}@{} from {}@{}: failed {} {times} in {}, {} in all, longest {}",
+        s.consumer,
+        s.consumer_machine.as_deref().unwrap_or("?"),
+        s.provider_module,
+        s.provider_machine,
+        s.intervals,
+        window_text(window),
+        duration_text(s.failing_seconds),
+        duration_text(s.longest_seconds),
+    )
+}
+
+/// Writes `report` for a person.
+///
+/// # Errors
+/// When writing fails.
+pub fn human(out: &mut dyn Write, report: &HistoryReport) -> io::Result<()> {
+    let window = report
+        .now
+        .system_time()
+        .duration_since(report.since.system_time())
+        .unwrap_or_default();
+    let window = Duration::from_secs(window.as_secs());
+    let count = match report.entries.len() {
+        0 => "nothing changed".to_owned(),
+        1 => "1 change".to_owned(),
+        n => format!("{n} changes"),
+    };
+    writeln!(
+        out,
+        "history since {} ({}): {count}",
+        minute(report.since),
+        window_text(window)
+    )?;
+    for e in &report.entries {
+        writeln!(out, "  {}", line(e))?;
+    }
+    for s in &report.consumers {
+        writeln!(out, "  {}", summary_line(s, window))?;
+    }
+    out.flush()
+}
+
+/// Writes `report` as one JSON object on one line.
+///
+/// # Errors
+/// When writing fails.
+pub fn json(out: &mut dyn Write, report: &HistoryReport) -> io::Result<()> {
+    serde_json::to_writer(&mut *out, report).map_err(io::Error::from)?;
+    writeln!(out)?;
+    out.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::history::{Transition, TransitionKind};
+    use crate::report::history::{entries, summaries};
+    use mesh_protocol::{Class, ModuleId};
+
+    fn ts(s: &str) -> Timestamp {
+        Timestamp::parse(s).unwrap()
+    }
+
+    fn t(kind: TransitionKind, at: &str, since: Option<&str>) -> Transition {
+        Transition {
+            kind,
+            at: ts(at),
+            provider: Some(ModuleId::parse("postgres@db-1").unwrap()),
+            consumer: Some("wiki".into()),
+            consumer_machine: Some("app-1".into()),
+            provision: Some("postgres-database".into()),
+            class: (kind == TransitionKind::FailingBegan).then_some(Class::CredentialsRejected),
+            error: Some("password authentication failed".into()),
+            since: since.map(ts),
+            attempts: None,
+            reason: (kind == TransitionKind::Recovered).then(|| "success".into()),
+            fault: None,
+            detail: Some("line\none".into()),
+            place: None,
+        }
+    }
+
+    #[test]
+    fn a_person_reads_intervals_newest_first_then_each_consumer() {
+        let now = ts("2026-11-29T12:00:00Z");
+        let since = ts("2026-11-22T12:00:00Z");
+        let rows = [
+            t(
+                TransitionKind::FailingBegan,
+                "2026-11-27T00:17:00Z",
+                Some("2026-11-27T00:12:00Z"),
+            ),
+            t(
+                TransitionKind::Recovered,
+                "2026-11-27T21:40:00Z",
+                Some("2026-11-27T00:12:00Z"),
+            ),
+            t(TransitionKind::Retired, "2026-11-28T08:00:00Z", None),
+            t(
+                TransitionKind::FailingBegan,
+                "2026-11-29T11:05:00Z",
+                Some("2026-11-29T11:00:00Z"),
+            ),
+        ];
+        let entries = entries(&rows, now);
+        let consumers = summaries(&entries, since, now);
+        let report = HistoryReport {
+            since,
+            now,
+            entries,
+            consumers,
+        };
+        let mut out = Vec::new();
+        human(&mut out, &report).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "history since 2026-11-22 12:00 (7 days): 3 changes\n\
+             \x20 wiki@app-1 from postgres@db-1: failing credentials-rejected 2026-11-29 11:00 → \
+             now (1 h), still failing\n\
+             \x20 wiki from postgres@db-1: retired 2026-11-28 08:00: line one\n\
+             \x20 wiki@app-1 from postgres@db-1: failing credentials-rejected 2026-11-27 00:12 → \
+             21:40 (21 h 28 min), recovered (success)\n\
+             \x20 wiki@app-1 from postgres@db-1: failed 2 times in 7 days, 22 h 28 min in all, \
+             longest 21 h 28 min\n"
+        );
+        let mut out = Vec::new();
+        json(&mut out, &report).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["entries"][0]["kind"], "failing");
+        assert_eq!(v["entries"][0]["to"], serde_json::Value::Null);
+        assert_eq!(v["entries"][2]["seconds"], 21 * 3600 + 28 * 60);
+        assert_eq!(v["consumers"][0]["intervals"], 2);
+        assert_eq!(v["since"], "2026-11-22T12:00:00Z");
+    }
+
+    #[test]
+    fn silences_grants_and_repairs_have_their_lines() {
+        let mut heard = t(
+            TransitionKind::HeardAgain,
+            "2026-11-27T01:00:00Z",
+            Some("2026-11-27T00:03:00Z"),
+        );
+        heard.consumer = None;
+        let mut follows = heard.clone();
+        follows.kind = TransitionKind::FollowingAgain;
+        follows.provider = None;
+        let mut repair = heard.clone();
+        repair.kind = TransitionKind::RepairBraked;
+        repair.fault = Some("admin-refused".into());
+        repair.detail = Some("next in 10 min".into());
+        let mut unreachable = t(
+            TransitionKind::GrantUnreachable,
+            "2026-11-27T02:00:00Z",
+            Some("2026-11-27T01:58:00Z"),
+        );
+        unreachable.detail = Some("10.0.0.1:5432".into());
+        let mut reachable = unreachable.clone();
+        reachable.kind = TransitionKind::GrantReachable;
+        reachable.at = ts("2026-11-27T02:10:00Z");
+        reachable.reason = Some("success".into());
+        let rows = [heard, follows, repair, unreachable, reachable];
+        let lines: Vec<String> = entries(&rows, ts("2026-11-29T12:00:00Z"))
+            .iter()
+            .map(line)
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                "wiki@app-1 grant from postgres@db-1 (10.0.0.1:5432): unreachable 2026-11-27 01:58 → 02:10 (12 min), reachable again (success)",
+                "postgres@db-1: repair admin-refused braked 2026-11-27 01:00: next in 10 min",
+                "postgres@db-1: not heard from 2026-11-27 00:03 → 01:00 (57 min), heard again",
+                "mesh-controller: followed no events 2026-11-27 00:03 → 01:00 (57 min), following again",
+            ]
+        );
+    }
+}

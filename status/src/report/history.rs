@@ -1,0 +1,670 @@
+//! What history says (pure: no I/O): the intervals `mesh-controller
+//! history` lists, newest first ([`entries`]), the per-consumer totals
+//! ([`summaries`]), and the recurrence `status` names on a standing's line
+//! ([`recurrence`], [`Recurrences`]) and on an open repair fault's
+//! ([`crate::model::row::RepairsDone`]).
+//!
+//! Rules:
+//! - A failing interval runs from the first `since` its `failing-began`
+//!   says to its `recovered`; the `recovered` row carries that `since` too,
+//!   so an interval that began before the window still has its start.
+//!   One still open runs to now.
+//! - A grant's unreachable interval runs from its `failing_since` to the
+//!   `reachable` after it; a provider's silence and the controller's
+//!   (each recorded when it ends) from their `since` to when they ended.
+//! - Recurrence: a standing failing now whose consumer recovered before
+//!   within the window is in its Nth interval there (N = the recoveries + 1).
+//!   One that recovered [`FLAPPING_AFTER`] times or more within the last
+//!   [`FLAPPING_WITHIN`] is *flapping*, said once as such.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use mesh_protocol::{Class, ModuleId, Timestamp};
+use serde::Serialize;
+
+use crate::model::history::{Transition, TransitionKind};
+
+/// The default `--recurrence-window` of `status`: 7 days.
+pub const DEFAULT_RECURRENCE_WINDOW: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// The default `--since` of `history`: 7 days.
+pub const DEFAULT_HISTORY_SINCE: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// Recoveries within [`FLAPPING_WITHIN`] from which a consumer is flapping.
+pub const FLAPPING_AFTER: u64 = 3;
+
+/// How far back flapping is counted: an hour.
+pub const FLAPPING_WITHIN: Duration = Duration::from_secs(3600);
+
+/// What an entry of history is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EntryKind {
+    /// A consumer failing (an interval).
+    Failing,
+    /// A grant unreachable (an interval).
+    GrantUnreachable,
+    /// A provider not heard from (an interval).
+    Unheard,
+    /// The controller following nothing (an interval).
+    NotFollowing,
+    /// A consumer retired (a moment).
+    Retired,
+    /// A consumer re-enabled (a moment).
+    ReEnabled,
+    /// A consumer's provision deleted (a moment).
+    Deleted,
+    /// A repair done (a moment).
+    RepairDone,
+    /// A repair braked (a moment).
+    RepairBraked,
+}
+
+/// One entry of `history`: an interval (`from` → `to`, `to` null while it
+/// lasts) or a moment (`from` = `to`). Its JSON is an entry of `history
+/// --json`'s `entries`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Entry {
+    /// What it is.
+    pub kind: EntryKind,
+    /// The provider's module (for a grant, of the provider it reaches);
+    /// null for the controller's own.
+    pub provider_module: Option<String>,
+    /// The provider's machine.
+    pub provider_machine: Option<String>,
+    /// The consumer, if any.
+    pub consumer: Option<String>,
+    /// The consumer's machine, when known.
+    pub consumer_machine: Option<String>,
+    /// When it began; null when history does not say (a grant's interval
+    /// that began before the window).
+    pub from: Option<Timestamp>,
+    /// When it ended; null while it lasts.
+    pub to: Option<Timestamp>,
+    /// How long it lasted (to now while it lasts), when `from` is known.
+    pub seconds: Option<u64>,
+    /// The failure's class, when known.
+    pub class: Option<Class>,
+    /// The failure's first words, when known.
+    pub error: Option<String>,
+    /// How it ended: the `recovered` or `reachable` reason.
+    pub reason: Option<String>,
+    /// The repair's fault.
+    pub fault: Option<String>,
+    /// In words (a retirement's or repair's detail, a grant's address).
+    pub detail: Option<String>,
+}
+
+impl Entry {
+    fn of(kind: EntryKind, t: &Transition) -> Entry {
+        Entry {
+            kind,
+            provider_module: t.provider.as_ref().map(|p| p.module.to_string()),
+            provider_machine: t.provider.as_ref().map(|p| p.machine.to_string()),
+            consumer: t.consumer.clone(),
+            consumer_machine: t.consumer_machine.clone(),
+            from: None,
+            to: None,
+            seconds: None,
+            class: t.class,
+            error: t.error.clone(),
+            reason: None,
+            fault: t.fault.clone(),
+            detail: t.detail.clone(),
+        }
+    }
+
+    fn moment(kind: EntryKind, t: &Transition) -> Entry {
+        let mut e = Entry::of(kind, t);
+        e.from = Some(t.at);
+        e.to = Some(t.at);
+        e.seconds = Some(0);
+        e
+    }
+
+    /// `provider@machine`, when it has a provider.
+    pub fn provider(&self) -> Option<String> {
+        Some(format!(
+            "{}@{}",
+            self.provider_module.as_deref()?,
+            self.provider_machine.as_deref()?
+        ))
+    }
+
+    /// Whether it is an interval still lasting.
+    pub fn is_open(&self) -> bool {
+        self.to.is_none()
+    }
+}
+
+fn seconds(from: Timestamp, to: Timestamp) -> u64 {
+    to.system_time()
+        .duration_since(from.system_time())
+        .unwrap_or_default()
+        .as_secs()
+}
+
+/// The key intervals pair on: kind of interval, provider, consumer, and
+/// for a grant its provision.
+type Pair = (
+    EntryKind,
+    Option<ModuleId>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+);
+
+fn pair(kind: EntryKind, t: &Transition) -> Pair {
+    (
+        kind,
+        t.provider.clone(),
+        t.consumer.clone(),
+        t.consumer_machine
+            .clone()
+            .filter(|_| kind == EntryKind::GrantUnreachable),
+        t.provision
+            .clone()
+            .filter(|_| kind == EntryKind::GrantUnreachable),
+    )
+}
+
+/// The entries `rows` (oldest first, as the store gives them) make at
+/// `now`, newest first (by when they began, or ended when that is all
+/// history says).
+pub fn entries(rows: &[Transition], now: Timestamp) -> Vec<Entry> {
+    let mut out: Vec<Entry> = Vec::new();
+    let mut open: HashMap<Pair, usize> = HashMap::new();
+    for t in rows {
+        match t.kind {
+            TransitionKind::FailingBegan | TransitionKind::GrantUnreachable => {
+                let kind = match t.kind {
+                    TransitionKind::FailingBegan => EntryKind::Failing,
+                    _ => EntryKind::GrantUnreachable,
+                };
+                let mut e = Entry::of(kind, t);
+                e.from = Some(t.since.unwrap_or(t.at));
+                if let Some(before) = open.insert(pair(kind, t), out.len()) {
+                    // Began again without an end said: the earlier one
+                    // ended no later than this one began.
+                    let ended = e.from;
+                    let b = &mut out[before];
+                    b.to = ended;
+                    b.seconds = b.from.zip(ended).map(|(f, t)| seconds(f, t));
+                }
+                out.push(e);
+            }
+            TransitionKind::Recovered | TransitionKind::GrantReachable => {
+                let kind = match t.kind {
+                    TransitionKind::Recovered => EntryKind::Failing,
+                    _ => EntryKind::GrantUnreachable,
+                };
+                let i = match open.remove(&pair(kind, t)) {
+                    Some(i) => i,
+                    None => {
+                        // It began before the rows read.
+                        let mut e = Entry::of(kind, t);
+                        e.from = t.since;
+                        out.push(e);
+                        out.len() - 1
+                    }
+                };
+                let e = &mut out[i];
+                e.to = Some(t.at);
+                e.seconds = e.from.map(|f| seconds(f, t.at));
+                e.reason = t.reason.clone();
+                if e.consumer_machine.is_none() {
+                    e.consumer_machine = t.consumer_machine.clone();
+                }
+            }
+            TransitionKind::HeardAgain | TransitionKind::FollowingAgain => {
+                let kind = match t.kind {
+                    TransitionKind::HeardAgain => EntryKind::Unheard,
+                    _ => EntryKind::NotFollowing,
+                };
+                let mut e = Entry::of(kind, t);
+                e.from = t.since;
+                e.to = Some(t.at);
+                e.seconds = t.since.map(|f| seconds(f, t.at));
+                out.push(e);
+            }
+            TransitionKind::Retired => out.push(Entry::moment(EntryKind::Retired, t)),
+            TransitionKind::ReEnabled => out.push(Entry::moment(EntryKind::ReEnabled, t)),
+            TransitionKind::Deleted => out.push(Entry::moment(EntryKind::Deleted, t)),
+            TransitionKind::RepairDone => out.push(Entry::moment(EntryKind::RepairDone, t)),
+            TransitionKind::RepairBraked => out.push(Entry::moment(EntryKind::RepairBraked, t)),
+        }
+    }
+    for e in &mut out {
+        if e.to.is_none() {
+            e.seconds = e.from.map(|f| seconds(f, now));
+        }
+    }
+    out.sort_by_key(|e| std::cmp::Reverse(e.from.or(e.to)));
+    out
+}
+
+/// Per consumer (and provider), what its failing intervals in the window
+/// add up to. Its JSON is an entry of `history --json`'s `consumers`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ConsumerSummary {
+    /// The provider's module.
+    pub provider_module: String,
+    /// The provider's machine.
+    pub provider_machine: String,
+    /// The consumer.
+    pub consumer: String,
+    /// The consumer's machine, when known.
+    pub consumer_machine: Option<String>,
+    /// Its failing intervals in the window.
+    pub intervals: u64,
+    /// How long it failed in the window, in seconds (an interval begun
+    /// before the window counts from the window's start).
+    pub failing_seconds: u64,
+    /// Its longest interval, in seconds (whole, even begun before the window).
+    pub longest_seconds: u64,
+}
+
+/// The [`ConsumerSummary`] of each consumer with failing intervals among
+/// `entries`, in the window from `window_start` to `now`, in order of
+/// provider and consumer.
+pub fn summaries(
+    entries: &[Entry],
+    window_start: Timestamp,
+    now: Timestamp,
+) -> Vec<ConsumerSummary> {
+    let mut by: HashMap<(String, String, String), ConsumerSummary> = HashMap::new();
+    for e in entries.iter().filter(|e| e.kind == EntryKind::Failing) {
+        let (Some(module), Some(machine), Some(consumer)) =
+            (&e.provider_module, &e.provider_machine, &e.consumer)
+        else {
+            continue;
+        };
+        let s = by
+            .entry((module.clone(), machine.clone(), consumer.clone()))
+            .or_insert_with(|| ConsumerSummary {
+                provider_module: module.clone(),
+                provider_machine: machine.clone(),
+                consumer: consumer.clone(),
+                consumer_machine: None,
+                intervals: 0,
+                failing_seconds: 0,
+                longest_seconds: 0,
+            });
+        if s.consumer_machine.is_none() {
+            s.consumer_machine = e.consumer_machine.clone();
+        }
+        s.intervals += 1;
+        let to = e.to.unwrap_or(now);
+        let from = e.from.unwrap_or(window_start).max(window_start);
+        s.failing_seconds += seconds(from, to);
+        s.longest_seconds = s.longest_seconds.max(e.seconds.unwrap_or(0));
+    }
+    let mut out: Vec<ConsumerSummary> = by.into_values().collect();
+    out.sort_by(|a, b| {
+        (&a.provider_module, &a.provider_machine, &a.consumer).cmp(&(
+            &b.provider_module,
+            &b.provider_machine,
+            &b.consumer,
+        ))
+    });
+    out
+}
+
+/// A standing failing again within the window: its JSON is the
+/// `recurrence` member of a `status --json` failing entry.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Recurrence {
+    /// Which interval this is within the window (2: the second time).
+    pub count: u64,
+    /// The window, in seconds (`--recurrence-window`).
+    pub window_seconds: u64,
+    /// When the last interval before this one began, when known.
+    pub last_since: Option<Timestamp>,
+    /// When it ended (its `recovered`).
+    pub last_until: Timestamp,
+    /// Its class, when history has its beginning.
+    pub last_class: Option<Class>,
+    /// How long it lasted, when its beginning is known.
+    pub last_seconds: Option<u64>,
+    /// Recovered at least [`FLAPPING_AFTER`] times within [`FLAPPING_WITHIN`]:
+    /// flapping.
+    pub flapping: bool,
+    /// The recoveries within [`FLAPPING_WITHIN`] before now.
+    pub recovered_within_hour: u64,
+}
+
+/// The recurrence of a standing failing now in the interval that began at
+/// `since` (its first `since`), from its key's history `rows` (oldest
+/// first: `failing-began` and `recovered`), within `window` before `now`;
+/// `None` when it did not recover within the window before.
+pub fn recurrence(
+    rows: &[Transition],
+    since: Timestamp,
+    now: Timestamp,
+    window: Duration,
+) -> Option<Recurrence> {
+    let start = now.system_time().checked_sub(window)?;
+    let hour = now.system_time().checked_sub(FLAPPING_WITHIN);
+    let recovered: Vec<&Transition> = rows
+        .iter()
+        .filter(|t| t.kind == TransitionKind::Recovered)
+        .filter(|t| t.at.system_time() >= start && t.at <= now)
+        .filter(|t| t.since.is_none_or(|s| s < since))
+        .collect();
+    let last = *recovered.last()?;
+    let last_since = last.since;
+    let last_class = rows
+        .iter()
+        .rev()
+        .filter(|t| t.kind == TransitionKind::FailingBegan)
+        .find(|t| t.at <= last.at)
+        .and_then(|t| t.class);
+    let within_hour = recovered
+        .iter()
+        .filter(|t| hour.is_some_and(|h| t.at.system_time() >= h))
+        .count() as u64;
+    Some(Recurrence {
+        count: recovered.len() as u64 + 1,
+        window_seconds: window.as_secs(),
+        last_since,
+        last_until: last.at,
+        last_class,
+        last_seconds: last_since.map(|s| seconds(s, last.at)),
+        flapping: within_hour >= FLAPPING_AFTER,
+        recovered_within_hour: within_hour,
+    })
+}
+
+/// The history of the standings in scope, by (provider, consumer): what
+/// [`recurrence`] reads for each listed standing.
+#[derive(Clone, Debug, Default)]
+pub struct Recurrences {
+    by_key: HashMap<(ModuleId, String), Vec<Transition>>,
+    window: Duration,
+}
+
+impl Recurrences {
+    /// From the store's rows (oldest first) read within `window`.
+    pub fn new(rows: Vec<Transition>, window: Duration) -> Recurrences {
+        let mut by_key: HashMap<(ModuleId, String), Vec<Transition>> = HashMap::new();
+        for t in rows {
+            if let (Some(p), Some(c)) = (&t.provider, &t.consumer) {
+                by_key.entry((p.clone(), c.clone())).or_default().push(t);
+            }
+        }
+        Recurrences { by_key, window }
+    }
+
+    /// The recurrence of `provider`'s standing for `consumer`, failing
+    /// since `since`, at `now`.
+    pub fn of(
+        &self,
+        provider: &ModuleId,
+        consumer: &str,
+        since: Timestamp,
+        now: Timestamp,
+    ) -> Option<Recurrence> {
+        let rows = self.by_key.get(&(provider.clone(), consumer.to_owned()))?;
+        recurrence(rows, since, now, self.window)
+    }
+
+    /// The window.
+    pub fn window(&self) -> Duration {
+        self.window
+    }
+}
+
+/// `1st`, `2nd`, `3rd`, `4th`, … `11th`, `12th`, `13th`, `21st`.
+pub fn ordinal(n: u64) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
+}
+
+/// A duration as a person reads it in history: `21 h 28 min`, `3 d 2 h`,
+/// `12 min`, `40 s` (the two largest units, the smaller left out at 0).
+pub fn duration_text(seconds: u64) -> String {
+    let (d, h, m, s) = (
+        seconds / 86_400,
+        seconds % 86_400 / 3600,
+        seconds % 3600 / 60,
+        seconds % 60,
+    );
+    let two = |a: u64, ua: &str, b: u64, ub: &str| match b {
+        0 => format!("{a} {ua}"),
+        _ => format!("{a} {ua} {b} {ub}"),
+    };
+    match (d, h, m) {
+        (0, 0, 0) => format!("{s} s"),
+        (0, 0, _) => format!("{m} min"),
+        (0, _, _) => two(h, "h", m, "min"),
+        _ => two(d, "d", h, "h"),
+    }
+}
+
+/// A duration in its largest unit only: `21 h`, `3 d`, `12 min`, `40 s`.
+pub fn short_duration(seconds: u64) -> String {
+    match seconds {
+        0..60 => format!("{seconds} s"),
+        60..3600 => format!("{} min", seconds / 60),
+        3600..86_400 => format!("{} h", seconds / 3600),
+        _ => format!("{} d", seconds / 86_400),
+    }
+}
+
+/// A window as a person reads it: `7 days`, `1 day`, `36 h`, `90 min`.
+pub fn window_text(window: Duration) -> String {
+    let s = window.as_secs();
+    match s {
+        _ if s >= 86_400 && s % 86_400 == 0 => match s / 86_400 {
+            1 => "1 day".to_owned(),
+            d => format!("{d} days"),
+        },
+        _ if s >= 3600 && s % 3600 == 0 => format!("{} h", s / 3600),
+        _ if s >= 60 && s % 60 == 0 => format!("{} min", s / 60),
+        _ => format!("{s} s"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ts(s: &str) -> Timestamp {
+        Timestamp::parse(s).unwrap()
+    }
+
+    fn row(kind: TransitionKind, at: &str, since: Option<&str>) -> Transition {
+        Transition {
+            kind,
+            at: ts(at),
+            provider: Some(ModuleId::parse("postgres@db-1").unwrap()),
+            consumer: Some("wiki".into()),
+            consumer_machine: Some("app-1".into()),
+            provision: Some("postgres-database".into()),
+            class: (kind == TransitionKind::FailingBegan).then_some(Class::CredentialsRejected),
+            error: None,
+            since: since.map(ts),
+            attempts: None,
+            reason: (kind == TransitionKind::Recovered).then(|| "success".to_owned()),
+            fault: None,
+            detail: None,
+            place: None,
+        }
+    }
+
+    fn began(at: &str) -> Transition {
+        row(TransitionKind::FailingBegan, at, Some(at))
+    }
+
+    fn recovered(at: &str, since: &str) -> Transition {
+        row(TransitionKind::Recovered, at, Some(since))
+    }
+
+    #[test]
+    fn intervals_pair_newest_first_and_an_open_one_runs_to_now() {
+        let now = ts("2026-11-29T12:00:00Z");
+        let rows = [
+            began("2026-11-27T00:12:00Z"),
+            recovered("2026-11-27T21:40:00Z", "2026-11-27T00:12:00Z"),
+            began("2026-11-29T11:00:00Z"),
+        ];
+        let e = entries(&rows, now);
+        assert_eq!(e.len(), 2);
+        assert_eq!(e[0].from, Some(ts("2026-11-29T11:00:00Z")));
+        assert_eq!((e[0].to, e[0].seconds), (None, Some(3600)));
+        assert_eq!(e[1].to, Some(ts("2026-11-27T21:40:00Z")));
+        assert_eq!(e[1].seconds, Some(21 * 3600 + 28 * 60));
+        assert_eq!(e[1].reason.as_deref(), Some("success"));
+        assert_eq!(e[1].class, Some(Class::CredentialsRejected));
+        let s = summaries(&e, ts("2026-11-22T12:00:00Z"), now);
+        assert_eq!(s.len(), 1);
+        assert_eq!(
+            (s[0].intervals, s[0].failing_seconds, s[0].longest_seconds),
+            (2, 21 * 3600 + 28 * 60 + 3600, 21 * 3600 + 28 * 60)
+        );
+    }
+
+    #[test]
+    fn an_interval_begun_before_the_window_keeps_its_start_and_counts_from_the_window() {
+        let now = ts("2026-11-29T12:00:00Z");
+        let rows = [recovered("2026-11-29T02:00:00Z", "2026-11-20T00:00:00Z")];
+        let e = entries(&rows, now);
+        assert_eq!(e[0].from, Some(ts("2026-11-20T00:00:00Z")));
+        assert_eq!(e[0].class, None);
+        let s = summaries(&e, ts("2026-11-29T00:00:00Z"), now);
+        assert_eq!(s[0].failing_seconds, 2 * 3600);
+        assert_eq!(s[0].longest_seconds, 9 * 86_400 + 2 * 3600);
+    }
+
+    #[test]
+    fn began_again_without_an_end_closes_the_one_before() {
+        let now = ts("2026-11-29T12:00:00Z");
+        let rows = [began("2026-11-29T01:00:00Z"), began("2026-11-29T03:00:00Z")];
+        let e = entries(&rows, now);
+        assert_eq!(e[1].to, Some(ts("2026-11-29T03:00:00Z")));
+        assert!(e[0].is_open());
+    }
+
+    #[test]
+    fn recurrence_table() {
+        let now = ts("2026-11-29T12:00:00Z");
+        let week = DEFAULT_RECURRENCE_WINDOW;
+        let current = "2026-11-29T11:00:00Z";
+        // (rows, current since, expected (count, flapping))
+        type Case<'a> = (Vec<Transition>, &'a str, Option<(u64, bool)>);
+        let cases: Vec<Case<'_>> = vec![
+            // A first failure.
+            (vec![began(current)], current, None),
+            // Failed and recovered once before: the 2nd time.
+            (
+                vec![
+                    began("2026-11-27T00:12:00Z"),
+                    recovered("2026-11-27T21:40:00Z", "2026-11-27T00:12:00Z"),
+                    began(current),
+                ],
+                current,
+                Some((2, false)),
+            ),
+            // Before the window: not counted.
+            (
+                vec![
+                    began("2026-11-20T00:12:00Z"),
+                    recovered("2026-11-21T21:40:00Z", "2026-11-20T00:12:00Z"),
+                    began(current),
+                ],
+                current,
+                None,
+            ),
+            // Three recoveries within the hour: flapping.
+            (
+                vec![
+                    recovered("2026-11-29T11:10:00Z", "2026-11-29T11:05:00Z"),
+                    recovered("2026-11-29T11:20:00Z", "2026-11-29T11:15:00Z"),
+                    recovered("2026-11-29T11:30:00Z", "2026-11-29T11:25:00Z"),
+                    began("2026-11-29T11:35:00Z"),
+                ],
+                "2026-11-29T11:35:00Z",
+                Some((4, true)),
+            ),
+            // Two within the hour: not yet.
+            (
+                vec![
+                    recovered("2026-11-29T11:20:00Z", "2026-11-29T11:15:00Z"),
+                    recovered("2026-11-29T11:30:00Z", "2026-11-29T11:25:00Z"),
+                ],
+                "2026-11-29T11:35:00Z",
+                Some((3, false)),
+            ),
+        ];
+        for (rows, since, expected) in cases {
+            let r = recurrence(&rows, ts(since), now, week);
+            assert_eq!(
+                r.as_ref().map(|r| (r.count, r.flapping)),
+                expected,
+                "{rows:?}"
+            );
+        }
+        let r = recurrence(
+            &[
+                began("2026-11-27T00:12:00Z"),
+                recovered("2026-11-27T21:40:00Z", "2026-11-27T00:12:00Z"),
+            ],
+            ts(current),
+            now,
+            week,
+        )
+        .unwrap();
+        assert_eq!(r.last_class, Some(Class::CredentialsRejected));
+        assert_eq!(r.last_seconds, Some(21 * 3600 + 28 * 60));
+        assert_eq!(r.last_since, Some(ts("2026-11-27T00:12:00Z")));
+    }
+
+    #[test]
+    fn words_table() {
+        let ordinals = [(1, "1st"), (2, "2nd"), (3, "3rd"), (4, "4th"), (11, "11th")];
+        for (n, text) in ordinals {
+            assert_eq!(ordinal(n), text);
+        }
+        for (n, text) in [
+            (12, "12th"),
+            (13, "13th"),
+            (21, "21st"),
+            (22, "22nd"),
+            (101, "101st"),
+        ] {
+            assert_eq!(ordinal(n), text);
+        }
+        let durations = [
+            (0, "0 s", "0 s"),
+            (40, "40 s", "40 s"),
+            (60, "1 min", "1 min"),
+            (12 * 60 + 5, "12 min", "12 min"),
+            (3600, "1 h", "1 h"),
+            (21 * 3600 + 28 * 60, "21 h 28 min", "21 h"),
+            (86_400, "1 d", "1 d"),
+            (3 * 86_400 + 2 * 3600 + 5, "3 d 2 h", "3 d"),
+        ];
+        for (s, long, short) in durations {
+            assert_eq!(
+                (duration_text(s).as_str(), short_duration(s).as_str()),
+                (long, short)
+            );
+        }
+        let windows = [
+            (7 * 86_400, "7 days"),
+            (86_400, "1 day"),
+            (36 * 3600, "36 h"),
+            (90, "90 s"),
+        ];
+        for (s, text) in windows {
+            assert_eq!(window_text(Duration::from_secs(s)), text);
+        }
+    }
+}
