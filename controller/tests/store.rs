@@ -85,6 +85,7 @@ fn alive(provider: &str, said: u32, started: u32, settled: Option<u32>, seq: u64
             failing: 1,
             pass_seconds: 0.25,
             said_at: at(said),
+            fault: None,
         }),
     }
 }
@@ -1273,6 +1274,7 @@ async fn the_controller_record_retired_consumers_and_a_new_store_on_a_live_store
             failing: 0,
             pass_seconds: 0.1,
             said_at: ago(said),
+            fault: None,
         });
         word("postgres@db-1", seq, event)
     };

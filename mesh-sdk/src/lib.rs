@@ -121,6 +121,7 @@ mod args;
 mod brake;
 mod classify;
 mod contributions;
+mod fault;
 mod metrics;
 mod name_map;
 mod program;

@@ -26,6 +26,7 @@ use mesh_runtime::{Outbox, Progress, WallClock};
 use tokio::time::Instant;
 
 use crate::contributions::{Consumer, Contributions, Source};
+use crate::fault::{AdminSeen, Change, FaultWatch};
 use crate::metrics::{ConsumerStates, LoopMetrics};
 use crate::name_map::NameMap;
 use crate::provisioner::Provisioner;
@@ -78,6 +79,8 @@ pub struct Runner<P: Provisioner> {
     held_error: Option<String>,
     /// The provider's known faults and their gates.
     faults: Vec<(KnownFault, FaultState)>,
+    /// Whether the provider can work as its administrator (the provider fault).
+    admin: FaultWatch,
     /// Where minted secrets come from.
     secrets: Arc<dyn SecretSource>,
     /// Says `alive`.
@@ -131,6 +134,7 @@ impl<P: Provisioner> Runner<P> {
             outbox,
             clock: WallClock::system(),
             held_error: None,
+            admin: FaultWatch::default(),
             herald,
             metrics,
             progress: Arc::new(Progress::new()),
@@ -266,16 +270,34 @@ impl<P: Provisioner> Runner<P> {
         };
         // Retirement first: a consumer listed again is enabled before it is
         // checked. Not while a known fault keeps the backend from being called.
-        let held = match gate {
-            Some(_) => None,
+        let (held, mut admin) = match &gate {
+            // A known fault present is the provider fault too.
+            Some((class, error)) => (
+                None,
+                AdminSeen::Failed {
+                    class: *class,
+                    error: error.clone(),
+                    reported: true,
+                },
+            ),
             None => {
-                let held = self.held_for_pass(fresh).await;
+                let (held, seen) = self.held_for_pass(fresh).await;
                 report.said += self
                     .retirement_actions(&contributions, fresh, held.as_deref())
                     .await;
-                held
+                (held, seen)
             }
         };
+        // The provider's own word on its administrator wins over the listing's.
+        if gate.is_none() {
+            if let Some((class, error)) = self.provisioner.fault() {
+                admin = AdminSeen::Failed {
+                    class,
+                    error: self.redacted(&error),
+                    reported: true,
+                };
+            }
+        }
         let outcomes: Outcomes = match gate {
             // The gate is closed: the backend is not called for consumers;
             // they fail with the fault's class and words.
@@ -307,6 +329,7 @@ impl<P: Provisioner> Runner<P> {
             contributions,
             report,
             held,
+            admin,
             outcomes,
         })
     }
@@ -324,9 +347,11 @@ impl<P: Provisioner> Runner<P> {
             contributions,
             mut report,
             held,
+            admin,
             ..
         } = begun;
         let now = Instant::now();
+        let change = self.admin.observe(admin, now);
         let mut rejected = false;
         let mut states = ConsumerStates::default();
         // Every listed consumer is observed on every pass, so when the list
@@ -367,9 +392,24 @@ impl<P: Provisioner> Runner<P> {
             ended,
             count(contributions.consumers.len()),
             states.failing + states.failing_unsaid,
+            self.admin.current(),
         );
         self.metrics
             .pass(ended.saturating_duration_since(began), states);
+        self.metrics.fault(self.admin.current().map(|f| f.class));
+        match (change, self.admin.current()) {
+            (Change::None, _) => {}
+            (Change::Cleared, _) => {
+                tracing::info!("the administrator works again: the provider fault cleared")
+            }
+            (_, Some(f)) => {
+                tracing::warn!(class = %f.class, error = %f.error, "cannot work as the administrator: a provider fault")
+            }
+            (_, None) => {}
+        }
+        if change.publish_now() && self.herald.say_now() {
+            report.said += 1;
+        }
         self.progress.tick();
         report
     }
@@ -493,6 +533,8 @@ pub(crate) struct Begun {
     report: PassReport,
     /// What the backend held at the pass's start (`None`: not listed).
     held: Option<Vec<crate::provisioner::Held>>,
+    /// What the pass's administrator work found (the provider fault).
+    admin: AdminSeen,
     /// Ends when every attempt of the pass ended.
     pub(crate) outcomes: Outcomes,
 }
