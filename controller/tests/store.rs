@@ -158,7 +158,7 @@ async fn open_repairs(store: &mut PgStore, provider: &str) -> Vec<RepairRow> {
 async fn store_rules_hold_on_postgres() {
     let pg = PgCluster::start();
     let (options, admin) = store_at(&pg, "rules").await;
-    assert_eq!(migrate(&options).await.unwrap(), 9);
+    assert_eq!(migrate(&options).await.unwrap(), 10);
     assert_eq!(migrate(&options).await.unwrap(), 0, "migrations run once");
     let mut store = PgStore::new(options);
 
@@ -449,7 +449,7 @@ async fn status_and_node_show_on_a_live_store() {
     // is not all well (silence is not health).
     let (code, out, err) = env.run(&["migrate"], now).await;
     assert_eq!(code, EXIT_OK, "{err}");
-    assert!(out.contains("9 migrations applied"), "{out}");
+    assert!(out.contains("10 migrations applied"), "{out}");
     // No serve ever followed the stream into it: that is said first, and
     // no provider is blamed for the silence.
     let (code, out, _) = env.run(&["status"], now).await;
@@ -967,7 +967,7 @@ async fn a_stored_value_that_does_not_decode_is_named_with_its_column() {
 }
 
 #[tokio::test]
-async fn an_alive_keeps_when_the_stream_stored_it() {
+async fn an_alive_keeps_when_the_stream_stored_it_and_its_provider_fault() {
     let pg = PgCluster::start();
     let (options, _admin) = store_at(&pg, "stored_at").await;
     migrate(&options).await.unwrap();
@@ -996,6 +996,30 @@ async fn an_alive_keeps_when_the_stream_stored_it() {
         "judged by when the stream stored it: {:?}",
         read.alive[0]
     );
+    assert_eq!(read.alive[0].fault, None);
+    read.finish().await.unwrap();
+
+    // Its provider fault is kept with its newest alive, and goes with the
+    // next alive that carries none.
+    let fault = mesh_protocol::event::ProviderFault {
+        class: Class::CredentialsRejected,
+        error: "password authentication failed for user \"mesh_admin\"".into(),
+        since: at(9),
+    };
+    let mut word = alive("postgres@db-1", 10, 0, None, 2);
+    if let Event::Alive(body) = &mut word.event {
+        body.fault = Some(fault.clone());
+    }
+    store.apply(&[word]).await.unwrap();
+    let read = store.read_status(&filter).await.unwrap();
+    assert_eq!(read.alive[0].fault.as_ref(), Some(&fault));
+    read.finish().await.unwrap();
+    store
+        .apply(&[alive("postgres@db-1", 11, 0, None, 3)])
+        .await
+        .unwrap();
+    let read = store.read_status(&filter).await.unwrap();
+    assert_eq!(read.alive[0].fault, None, "cleared by an alive without one");
     read.finish().await.unwrap();
 }
 
