@@ -46,7 +46,7 @@ const CRATES: &[(&str, Tables)] = &[
                     &[
                         "backoff", "clock", "log", "redact", "secret", "stop", "streak",
                     ],
-                    &["endpoints", "nats"],
+                    &["endpoints", "nats", "secret_file"],
                     &["outbox"],
                     &["testing"],
                     &["program"],
@@ -77,6 +77,7 @@ const CRATES: &[(&str, Tables)] = &[
                         "brake",
                         "classify",
                         "contributions",
+                        "fault",
                         "metrics",
                         "name_map",
                         "standing",
