@@ -97,7 +97,7 @@ const CRATES: &[(&str, Tables)] = &[
                 "runner",
                 &[
                     &["attempt", "herald"],
-                    &["repairing", "retiring"],
+                    &["repairing", "retiring", "admin"],
                     &["serve"],
                 ],
             ),

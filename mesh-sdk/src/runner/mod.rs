@@ -9,8 +9,10 @@
 //!
 //! Beside the pass itself (here): `attempt` (one consumer's secret, make,
 //! check), `repairing` (the repair hook), `retiring` (withdrawn consumers,
-//! retirement, approvals), `herald` (`alive`), `serve` (the binary's loop).
+//! retirement, approvals), `herald` (`alive`), `admin` (the provider
+//! fault), `serve` (the binary's loop).
 
+mod admin;
 mod attempt;
 mod herald;
 mod repairing;
@@ -26,7 +28,7 @@ use mesh_runtime::{Outbox, Progress, WallClock};
 use tokio::time::Instant;
 
 use crate::contributions::{Consumer, Contributions, Source};
-use crate::fault::{AdminSeen, Change, FaultWatch};
+use crate::fault::{AdminSeen, FaultWatch};
 use crate::metrics::{ConsumerStates, LoopMetrics};
 use crate::name_map::NameMap;
 use crate::provisioner::Provisioner;
@@ -270,16 +272,8 @@ impl<P: Provisioner> Runner<P> {
         };
         // Retirement first: a consumer listed again is enabled before it is
         // checked. Not while a known fault keeps the backend from being called.
-        let (held, mut admin) = match &gate {
-            // A known fault present is the provider fault too.
-            Some((class, error)) => (
-                None,
-                AdminSeen::Failed {
-                    class: *class,
-                    error: error.clone(),
-                    reported: true,
-                },
-            ),
+        let (held, listed) = match gate {
+            Some(_) => (None, AdminSeen::Unknown),
             None => {
                 let (held, seen) = self.held_for_pass(fresh).await;
                 report.said += self
@@ -288,16 +282,7 @@ impl<P: Provisioner> Runner<P> {
                 (held, seen)
             }
         };
-        // The provider's own word on its administrator wins over the listing's.
-        if gate.is_none() {
-            if let Some((class, error)) = self.provisioner.fault() {
-                admin = AdminSeen::Failed {
-                    class,
-                    error: self.redacted(&error),
-                    reported: true,
-                };
-            }
-        }
+        let admin = self.admin_seen(gate.as_ref(), listed);
         let outcomes: Outcomes = match gate {
             // The gate is closed: the backend is not called for consumers;
             // they fail with the fault's class and words.
@@ -396,20 +381,7 @@ impl<P: Provisioner> Runner<P> {
         );
         self.metrics
             .pass(ended.saturating_duration_since(began), states);
-        self.metrics.fault(self.admin.current().map(|f| f.class));
-        match (change, self.admin.current()) {
-            (Change::None, _) => {}
-            (Change::Cleared, _) => {
-                tracing::info!("the administrator works again: the provider fault cleared")
-            }
-            (_, Some(f)) => {
-                tracing::warn!(class = %f.class, error = %f.error, "cannot work as the administrator: a provider fault")
-            }
-            (_, None) => {}
-        }
-        if change.publish_now() && self.herald.say_now() {
-            report.said += 1;
-        }
+        report.said += self.fault_after_pass(change);
         self.progress.tick();
         report
     }
