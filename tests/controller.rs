@@ -262,15 +262,24 @@ fn many_consumers_failing_for_one_cause_share_one_line_and_json_keeps_each() {
     let (code, human, err) = mesh.controller(&["status"]);
     assert_eq!(code, 0, "{err}");
     let lines: Vec<&str> = human.lines().collect();
+    // The provider cannot log in as its administrator either: a provider
+    // fault, named on its own line before the standings.
+    assert_eq!(lines.len(), 3, "{human}");
     assert_eq!(
-        lines,
-        [
-            "not all well: 3 consumers failing",
-            &format!(
-                "  postgres@db-1 fails 3 consumers {class}: \"{error}\" — docs@app-2, forge@app-1, \
-                 wiki@app-1"
-            ),
-        ],
+        lines[0], "not all well: 3 consumers failing, 1 provider cannot work as its administrator",
+        "{human}"
+    );
+    assert!(
+        lines[1].starts_with("  postgres@db-1 cannot work as its administrator since ")
+            && lines[1].contains(" (unreachable: "),
+        "{human}"
+    );
+    assert_eq!(
+        lines[2],
+        format!(
+            "  postgres@db-1 fails 3 consumers {class}: \"{error}\" — docs@app-2, forge@app-1, \
+             wiki@app-1"
+        ),
         "{human}"
     );
     mesh.backend.start_again();

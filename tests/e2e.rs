@@ -39,7 +39,8 @@ fn sentence(status: &Value) -> &str {
 }
 
 #[test]
-fn a_failing_consumer_shows_in_status_and_disappears_when_it_recovers() {
+fn a_failing_consumer_shows_in_status_and_disappears_when_it_recovers_and_a_refused_administrator_at_once(
+) {
     let mesh = healthy_mesh();
     let status = mesh.wait_status("all well", all_well);
     assert!(
@@ -117,6 +118,72 @@ fn a_failing_consumer_shows_in_status_and_disappears_when_it_recovers() {
     mesh.wait_status("all well once more", |s| {
         all_well(s) && failing(s).is_empty()
     });
+
+    // The administrator's password changed at the server (record 224):
+    // the provider's kept session still works, yet status names the
+    // provider fault at once, not when a consumer next needs mending.
+    const ROTATED: &str = "rotated-admin-pw-e2e-5c1d";
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let admin = rt.block_on(mesh.backend.connect_admin());
+    rt.block_on(admin.batch_execute(&format!("ALTER ROLE postgres PASSWORD '{ROTATED}'")))
+        .unwrap();
+    let changed = Instant::now();
+    let status = mesh.wait_status("the provider fault", |s| {
+        s["faults"].as_array().is_some_and(|f| !f.is_empty())
+    });
+    let took = changed.elapsed();
+    assert!(!all_well(&status), "{status:#}");
+    assert!(
+        sentence(&status).contains("1 provider cannot work as its administrator"),
+        "{status:#}"
+    );
+    assert_eq!(
+        failing(&status),
+        Vec::<String>::new(),
+        "no consumer fails (the kept session serves them all): only the fault says it, \
+         {took:?} after the change"
+    );
+    let fault = &status["faults"][0];
+    assert_eq!(fault["provider_module"], "postgres");
+    assert_eq!(fault["class"], "credentials-rejected");
+    assert!(
+        fault["error"]
+            .as_str()
+            .unwrap()
+            .contains("password authentication failed for user \"postgres\""),
+        "{fault}"
+    );
+    let (code, human, _) = mesh.controller(&["status"]);
+    assert_eq!(code, 0);
+    assert!(
+        human.contains("postgres@db-1 cannot work as its administrator since"),
+        "{human}"
+    );
+    assert!(!human.contains(ROTATED) && !status.to_string().contains(ROTATED));
+
+    // The new password written into its file: read at the next login, no
+    // restart; the fault clears and all is well again.
+    std::fs::write(mesh.backend.superuser_password_file(), ROTATED).unwrap();
+    let status = mesh.wait_status("the fault cleared", all_well);
+    assert!(status.get("faults").is_none(), "{status:#}");
+    assert!(
+        mesh.provider_log()
+            .contains("read a new secret from its file"),
+        "the new password was read without a restart"
+    );
+    rt.block_on(admin.batch_execute(&format!(
+        "ALTER ROLE postgres PASSWORD '{}'",
+        mesh.backend.superuser_password()
+    )))
+    .unwrap();
+    std::fs::write(
+        mesh.backend.superuser_password_file(),
+        mesh.backend.superuser_password(),
+    )
+    .unwrap();
 }
 
 #[test]

@@ -47,7 +47,7 @@ const CRATES: &[(&str, Tables)] = &[
                     &[
                         "backoff", "clock", "log", "redact", "secret", "stop", "streak",
                     ],
-                    &["endpoints", "nats"],
+                    &["endpoints", "nats", "secret_file"],
                     &["outbox"],
                     &["testing"],
                     &["program"],
@@ -78,6 +78,7 @@ const CRATES: &[(&str, Tables)] = &[
                         "brake",
                         "classify",
                         "contributions",
+                        "fault",
                         "metrics",
                         "name_map",
                         "standing",
@@ -97,7 +98,7 @@ const CRATES: &[(&str, Tables)] = &[
                 "runner",
                 &[
                     &["attempt", "herald"],
-                    &["repairing", "retiring"],
+                    &["repairing", "retiring", "admin"],
                     &["serve"],
                 ],
             ),

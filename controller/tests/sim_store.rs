@@ -77,6 +77,7 @@ fn sequence(seed: u64) -> Vec<Received> {
                 pass_seconds: 0.1,
                 repeat_every_seconds: Some(150),
                 said_at: said,
+                fault: None,
             }),
         };
         let seq = step + 1;

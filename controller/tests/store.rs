@@ -85,6 +85,7 @@ fn alive(provider: &str, said: u32, started: u32, settled: Option<u32>, seq: u64
             failing: 1,
             pass_seconds: 0.25,
             said_at: at(said),
+            fault: None,
         }),
     }
 }
@@ -966,7 +967,7 @@ async fn a_stored_value_that_does_not_decode_is_named_with_its_column() {
 }
 
 #[tokio::test]
-async fn an_alive_keeps_when_the_stream_stored_it() {
+async fn an_alive_keeps_when_the_stream_stored_it_and_its_provider_fault() {
     let pg = PgCluster::start();
     let (options, _admin) = store_at(&pg, "stored_at").await;
     migrate(&options).await.unwrap();
@@ -995,6 +996,30 @@ async fn an_alive_keeps_when_the_stream_stored_it() {
         "judged by when the stream stored it: {:?}",
         read.alive[0]
     );
+    assert_eq!(read.alive[0].fault, None);
+    read.finish().await.unwrap();
+
+    // Its provider fault is kept with its newest alive, and goes with the
+    // next alive that carries none.
+    let fault = mesh_protocol::event::ProviderFault {
+        class: Class::CredentialsRejected,
+        error: "password authentication failed for user \"mesh_admin\"".into(),
+        since: at(9),
+    };
+    let mut word = alive("postgres@db-1", 10, 0, None, 2);
+    if let Event::Alive(body) = &mut word.event {
+        body.fault = Some(fault.clone());
+    }
+    store.apply(&[word]).await.unwrap();
+    let read = store.read_status(&filter).await.unwrap();
+    assert_eq!(read.alive[0].fault.as_ref(), Some(&fault));
+    read.finish().await.unwrap();
+    store
+        .apply(&[alive("postgres@db-1", 11, 0, None, 3)])
+        .await
+        .unwrap();
+    let read = store.read_status(&filter).await.unwrap();
+    assert_eq!(read.alive[0].fault, None, "cleared by an alive without one");
     read.finish().await.unwrap();
 }
 
@@ -1274,6 +1299,7 @@ async fn the_controller_record_retired_consumers_and_a_new_store_on_a_live_store
             failing: 0,
             pass_seconds: 0.1,
             said_at: ago(said),
+            fault: None,
         });
         word("postgres@db-1", seq, event)
     };

@@ -35,7 +35,8 @@
 //! ## What you may use
 //! The shared machinery of every mesh binary is `mesh-runtime`'s; what a
 //! provider author needs of it is re-exported here: [`Secret`] (with
-//! [`Secret::from_file`] for an administrator's password file) and
+//! [`Secret::from_file`] for an administrator's password file, and
+//! [`SecretFile`] to read it again at each new session) and
 //! [`SecretFileError`], [`Backoff`] (a doubling delay), [`redact`] (an
 //! error's words, a bounded cut), [`ServiceArgs`], [`NatsArgs`] and
 //! [`LogFormat`] (the shared flags).
@@ -121,6 +122,7 @@ mod args;
 mod brake;
 mod classify;
 mod contributions;
+mod fault;
 mod metrics;
 mod name_map;
 mod program;
@@ -145,7 +147,7 @@ pub use contributions::Consumer;
 pub use mesh_protocol::{Class, Name, NameError, Timestamp};
 pub use mesh_runtime::credentials::StandIn;
 pub use mesh_runtime::secret::SecretFileError;
-pub use mesh_runtime::{redact, Backoff, LogFormat, NatsArgs, Secret, ServiceArgs};
+pub use mesh_runtime::{redact, Backoff, LogFormat, NatsArgs, Secret, SecretFile, ServiceArgs};
 pub use program::{ProviderMain, EXIT_CANNOT_RUN};
 pub use provisioner::{Held, Provisioner};
 pub use repair::{KnownFault, Probe, Repair};

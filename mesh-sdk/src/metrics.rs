@@ -10,11 +10,13 @@
 //! | `mesh_words_said_total{kind}` | counter | events put on the outbox to publish, by kind |
 //! | `mesh_words_held{kind}` | gauge | events pending: not yet acknowledged by the bus, by kind |
 //! | `mesh_repairs_total{outcome}` | counter | repair events, by outcome |
+//! | `mesh_provider_fault{class}` | gauge | 1 for the class of the provider fault (its administrator refused or unreachable) after the last pass, 0 for the others |
 //! | `mesh_provisions_mended_total` | counter | provisions the loop found changed by hand at the backend and brought back (a password changed, a login disabled): what a provider's `take_mended` reported after an attempt whose secret had not changed since the consumer's last success, and listed consumers found disabled that the loop had not retired |
 
 use std::time::Duration;
 
 use mesh_protocol::event::{Event, EventKind, RepairOutcome};
+use mesh_protocol::Class;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -45,6 +47,7 @@ pub struct LoopMetrics {
     words_held: Family<Label, Gauge>,
     repairs: Family<Label, Counter>,
     mended: Counter,
+    fault: Family<Label, Gauge>,
 }
 
 impl std::fmt::Debug for LoopMetrics {
@@ -122,6 +125,12 @@ impl LoopMetrics {
             "Provisions found changed by hand at the backend and brought back",
             mended.clone(),
         );
+        let fault = Family::<Label, Gauge>::default();
+        registry.register(
+            "provider_fault",
+            "1 for the class of the provider fault (its administrator refused or unreachable), 0 for the others",
+            fault.clone(),
+        );
         let metrics = LoopMetrics {
             registry,
             passes,
@@ -131,6 +140,7 @@ impl LoopMetrics {
             words_held,
             repairs,
             mended,
+            fault,
         };
         // Every series exists from the start, so a rate or an alert never
         // meets a missing series.
@@ -146,7 +156,17 @@ impl LoopMetrics {
             let _ = metrics.repairs.get_or_create(&[("outcome", outcome(o))]);
         }
         metrics.set_consumers(ConsumerStates::default());
+        metrics.fault(None);
         metrics
+    }
+
+    /// The provider fault after a pass: its class, or none.
+    pub(crate) fn fault(&self, class: Option<Class>) {
+        for c in Class::ALL {
+            self.fault
+                .get_or_create(&[("class", c.as_str())])
+                .set(i64::from(class == Some(c)));
+        }
     }
 
     /// A pass ended.

@@ -48,8 +48,19 @@ impl Held {
 ///
 /// Required: `ensure`, `check`, `held`, `retire`, `re_enable`, `delete`.
 /// Defaulted: `classify` (none: the loop reads the error's text),
-/// `secrets` (none), `take_mended` (nothing reported mended) and `repairs` (no
-/// known fault; see [`Repair`](crate::Repair)).
+/// `secrets` (none), `take_mended` (nothing reported mended), `fault` (the
+/// loop's own reading of `held`) and `repairs` (no known fault; see
+/// [`Repair`](crate::Repair)).
+///
+/// # The provider fault
+/// `held` is the pass's first administrator work: when it fails
+/// `credentials-rejected` or `unreachable` (by [`classify`](Self::classify)
+/// or the error's words), or a known fault's gate is closed, or
+/// [`fault`](Self::fault) reports one, the loop publishes a provider fault
+/// (in `alive`, at once when it begins, changes class or clears); the next
+/// `held` that succeeds clears it. So `held` should log in as the
+/// administrator afresh (or prove its kept session's login still works):
+/// a kept session outlives a changed password.
 ///
 /// # Guarantees
 /// - Calls for one consumer never overlap; calls for different consumers do.
@@ -246,6 +257,17 @@ pub trait Provisioner: Send + Sync + 'static {
     /// a name may not be one of the loop's (docs/operating.md, "Metrics").
     fn register_metrics(&self, registry: &mut prometheus_client::registry::Registry) {
         let _ = registry;
+    }
+
+    /// The provider's own word on its administrator, asked each pass after
+    /// [`held`](Self::held): `Some((class, words))` when it cannot work as
+    /// its administrator now (a login refused, the backend not reached),
+    /// which the loop publishes as the provider fault whatever the class;
+    /// `None` (the default) leaves it to what the loop saw: `held`
+    /// failing `credentials-rejected` or `unreachable` is the fault, `held`
+    /// succeeding clears it. The words are redacted like every error.
+    fn fault(&self) -> Option<(Class, String)> {
+        None
     }
 
     /// Known faults this provider can repair safely, asked once when the

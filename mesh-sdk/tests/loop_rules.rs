@@ -923,3 +923,115 @@ async fn a_rotated_secret_brought_to_the_backend_is_no_mend() {
     assert_eq!(kinds(&w.said()), Vec::<String>::new());
     assert!(!logs.text().contains("set-by-hand"));
 }
+
+/// The `alive` bodies among `said`.
+fn alives(said: &[(String, Value)]) -> Vec<&Value> {
+    said.iter()
+        .filter(|(k, _)| k == "alive")
+        .map(|(_, b)| b)
+        .collect()
+}
+
+/// `mesh_provider_fault{class=...}` of each class as `/metrics` shows it.
+fn fault_gauges(w: &World) -> Vec<String> {
+    let text = w.runner.metrics().encode(&w.outbox);
+    let mut lines: Vec<String> = text
+        .lines()
+        .filter(|l| l.starts_with("mesh_provider_fault{"))
+        .map(str::to_owned)
+        .collect();
+    lines.sort();
+    lines
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_administrator_refused_is_a_provider_fault_said_at_once_and_cleared_by_the_next_good_login(
+) {
+    let fake = FakeProvisioner {
+        own_secrets: vec!["adm1n-pw".into()],
+        ..FakeProvisioner::new()
+    };
+    let mut w = World::with(&["forge"], fake, Settings::default());
+    w.passes(1).await;
+    assert!(w.runner.say_alive_if_due());
+    let said = w.said();
+    assert_eq!(alives(&said).len(), 1);
+    assert!(
+        alives(&said)[0].get("fault").is_none(),
+        "no fault: not written"
+    );
+    assert!(
+        fault_gauges(&w).iter().all(|l| l.ends_with(" 0")),
+        "{:?}",
+        fault_gauges(&w)
+    );
+
+    // The administrator's password changed: listing what it holds is refused.
+    let refused = "password authentication failed for user \"mesh_admin\" (password adm1n-pw)";
+    w.fake.with(|b| b.down = Some(FakeError::words(refused)));
+    w.passes(1).await;
+    let said = w.said();
+    let alive = alives(&said);
+    assert_eq!(
+        alive.len(),
+        1,
+        "said at once, not after alive_every: {said:?}"
+    );
+    assert_eq!(
+        alive[0]["fault"],
+        json!({"class": "credentials-rejected",
+               "error": "password authentication failed for user \"mesh_admin\" (password [redacted])",
+               "since": "2026-10-05T00:00:05Z"}),
+        "redacted, since the pass that found it"
+    );
+    assert!(
+        fault_gauges(&w)
+            .contains(&"mesh_provider_fault{class=\"credentials-rejected\"} 1".to_owned()),
+        "{:?}",
+        fault_gauges(&w)
+    );
+
+    // While it lasts: no extra alive; the regular one carries it, since kept.
+    w.passes(3).await;
+    assert!(
+        alives(&w.said()).is_empty(),
+        "a fault kept is not said again at once"
+    );
+    tokio::time::advance(Duration::from_secs(60)).await;
+    assert!(w.runner.say_alive_if_due());
+    let said = w.said();
+    assert_eq!(alives(&said)[0]["fault"]["since"], "2026-10-05T00:00:05Z");
+
+    // Another class: said at once, since the pass that found it.
+    w.fake
+        .with(|b| b.down = Some(FakeError::words("connection refused")));
+    w.passes(1).await;
+    let said = w.said();
+    assert_eq!(alives(&said).len(), 1, "{said:?}");
+    assert_eq!(alives(&said)[0]["fault"]["class"], "unreachable");
+    assert_ne!(alives(&said)[0]["fault"]["since"], "2026-10-05T00:00:05Z");
+
+    // The next good login clears it, said at once.
+    w.fake.with(|b| b.down = None);
+    w.passes(1).await;
+    let said = w.said();
+    assert_eq!(alives(&said).len(), 1, "{said:?}");
+    assert!(alives(&said)[0].get("fault").is_none(), "{said:?}");
+    assert!(
+        fault_gauges(&w).iter().all(|l| l.ends_with(" 0")),
+        "{:?}",
+        fault_gauges(&w)
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_refusal_that_is_no_administrators_trouble_is_no_provider_fault() {
+    let mut w = World::new(&["forge"]);
+    w.passes(1).await;
+    w.said();
+    w.fake
+        .with(|b| b.down = Some(FakeError::words("permission denied to create role")));
+    w.passes(2).await;
+    assert!(alives(&w.said()).is_empty());
+    assert!(fault_gauges(&w).iter().all(|l| l.ends_with(" 0")));
+}

@@ -345,6 +345,28 @@ pub struct Alive {
     pub pass_seconds: f64,
     /// When this was published.
     pub said_at: Timestamp,
+    /// The provider cannot work as its administrator (refused or
+    /// unreachable): a provider fault, which holds every consumer back
+    /// however each one's own standing reads. `None` when there is none;
+    /// not written then, and read as `None` from the words of providers
+    /// older than the field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<ProviderFault>,
+}
+
+/// What keeps a provider from working as its administrator (the `fault`
+/// of its `alive`): its administrator's login or session refused or
+/// unreachable. It is published at once when it begins, changes class, or
+/// clears (an extra `alive`), and in every `alive` while it lasts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProviderFault {
+    /// Its class: `credentials-rejected` or `unreachable` from the loop;
+    /// a hook may report another.
+    pub class: Class,
+    /// First words of the newest failure, redacted.
+    pub error: String,
+    /// When it began (kept while its class stays the same).
+    pub since: Timestamp,
 }
 
 /// Why `reachable` is published.
@@ -654,6 +676,49 @@ mod tests {
             Event::parse(EventKind::Alive, text.as_bytes()).unwrap(),
             Event::Alive(alive)
         );
+    }
+
+    #[test]
+    fn alive_carries_a_fault_and_reads_a_word_without_it() {
+        let old = r#"{"v":1,"started_at":"2026-10-05T00:00:00Z","alive_every_seconds":60,"failing_after_seconds":300,"repeat_every_seconds":900,"settled_at":null,"consumers":2,"failing":0,"pass_seconds":0.5,"said_at":"2026-10-05T00:09:00Z"}"#;
+        let Event::Alive(mut alive) = Event::parse(EventKind::Alive, old.as_bytes()).unwrap()
+        else {
+            panic!("alive")
+        };
+        assert_eq!(alive.fault, None, "an older provider's word has no fault");
+        assert_eq!(
+            String::from_utf8(Event::Alive(alive.clone()).to_json()).unwrap(),
+            old,
+            "no fault: not written, so an older reader sees the word it knows"
+        );
+        alive.fault = Some(ProviderFault {
+            class: Class::CredentialsRejected,
+            error: "password authentication failed for user \"mesh_admin\"".into(),
+            since: ts("2026-10-05T00:04:00Z"),
+        });
+        let text = String::from_utf8(Event::Alive(alive.clone()).to_json()).unwrap();
+        assert!(
+            text.ends_with(
+                r#""said_at":"2026-10-05T00:09:00Z","fault":{"class":"credentials-rejected","error":"password authentication failed for user \"mesh_admin\"","since":"2026-10-05T00:04:00Z"}}"#
+            ),
+            "{text}"
+        );
+        assert_eq!(
+            Event::parse(EventKind::Alive, text.as_bytes()).unwrap(),
+            Event::Alive(alive)
+        );
+        // A null fault (how another writer may say "none") reads as none.
+        let null = old.replace('}', r#","fault":null}"#);
+        let Event::Alive(alive) = Event::parse(EventKind::Alive, null.as_bytes()).unwrap() else {
+            panic!("alive")
+        };
+        assert_eq!(alive.fault, None);
+        // A fault without its class is refused like any malformed body.
+        let broken = old.replace(
+            '}',
+            r#","fault":{"error":"x","since":"2026-10-05T00:04:00Z"}}"#,
+        );
+        assert!(Event::parse(EventKind::Alive, broken.as_bytes()).is_err());
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use mesh_sdk::Class;
 use tokio::time::Instant;
 
 use crate::error::HookError;
@@ -13,7 +14,7 @@ use crate::exec::Exec;
 use crate::metrics::HookMetrics;
 use crate::scrub::Scrub;
 use crate::serve::{Serve, ServeSettings};
-use crate::wire::{Answer, Ask, Hello, Ids};
+use crate::wire::{Answer, Ask, Hello, Ids, Verb};
 
 /// How the hook runs (`--hook-mode`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -56,6 +57,8 @@ pub struct Hook {
     hello_every: Duration,
     /// Exec mode: when the last hello was asked.
     last_hello: tokio::sync::Mutex<Instant>,
+    /// The fault its newest hello or probe reported (scrubbed).
+    reported: std::sync::Mutex<Option<(Class, String)>>,
 }
 
 /// A call in progress, counted as timed out if it is dropped unfinished.
@@ -132,7 +135,9 @@ impl Hook {
             runner,
             hello_every: settings.hello_every,
             last_hello: tokio::sync::Mutex::new(Instant::now()),
+            reported: std::sync::Mutex::new(None),
         };
+        hook.report(hello.fault.clone());
         Ok((hook, hello))
     }
 
@@ -174,6 +179,24 @@ impl Hook {
         }
     }
 
+    /// The fault the hook's newest hello or probe reported: it cannot
+    /// work as its administrator now (class, scrubbed words).
+    pub fn reported_fault(&self) -> Option<(Class, String)> {
+        self.reported
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Keeps what a hello or probe said of the fault (none: none).
+    fn report(&self, fault: Option<(Class, String)>) {
+        let fault = fault.map(|(class, words)| (class, self.scrub.words(&words)));
+        *self
+            .reported
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = fault;
+    }
+
     /// One request. A refusal's words are scrubbed.
     ///
     /// # Errors
@@ -203,7 +226,11 @@ impl Hook {
         counted.done = true;
         self.metrics
             .call(ask.verb(), &answer, counted.started.elapsed());
-        Ok(match answer? {
+        let answer = answer?;
+        if let (Verb::Probe, Answer::Done(done)) = (ask.verb(), &answer) {
+            self.report(done.fault.clone());
+        }
+        Ok(match answer {
             Answer::Refused { class, error } => Answer::Refused {
                 class,
                 error: error.map(|words| self.scrub.words(&words)),
@@ -225,7 +252,10 @@ impl Hook {
             .await
             .and_then(|answer| hello_of(&self.label, answer));
         match hello {
-            Ok(hello) => self.scrub.set_hook_secrets(hello.secrets),
+            Ok(hello) => {
+                self.scrub.set_hook_secrets(hello.secrets);
+                self.report(hello.fault);
+            }
             Err(error) => {
                 tracing::warn!(hook = %self.label, error = %self.scrub.words(&error.to_string()), "hello failed; the last secrets it gave are kept")
             }

@@ -145,6 +145,11 @@ impl Provisioner for HookProvisioner {
         self.hook.metrics().register(registry);
     }
 
+    /// What the hook's newest `hello` or `probe` said in its `fault`.
+    fn fault(&self) -> Option<(Class, String)> {
+        self.hook.reported_fault()
+    }
+
     fn repairs(&self) -> Vec<KnownFault> {
         self.repairs
             .iter()

@@ -308,3 +308,41 @@ esac
         "the loop redacts both from its events: {secrets:?}"
     );
 }
+
+#[tokio::test]
+async fn a_hello_reports_the_provider_fault_and_the_next_hello_clears_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let down = dir.path().join("down");
+    std::fs::write(&down, "").unwrap();
+    let body = format!(
+        r#"cat >/dev/null
+case "$1" in
+  hello)
+    if [ -e {down} ]; then
+      echo '{{"secrets":["adm1n-pw"],"fault":{{"class":"credentials-rejected","error":"WRONGPASS for admin adm1n-pw"}}}}'
+    else
+      echo '{{"secrets":["adm1n-pw"],"fault":null}}'
+    fi ;;
+  check) echo '{{"ok":true}}' ;;
+esac
+"#,
+        down = down.display()
+    );
+    let hook = script(dir.path(), "hook.sh", &body);
+    let mut settings = common::settings(&hook, Mode::Exec, TIMEOUT);
+    // The hello again before every call (exec mode asks it once a pass).
+    settings.hello_every = Duration::ZERO;
+    let (hook, hello) = Hook::start(settings).await.unwrap();
+    let p = mesh_provide::provisioner::HookProvisioner::new(hook, &hello);
+    assert_eq!(
+        p.fault(),
+        Some((
+            Class::CredentialsRejected,
+            "WRONGPASS for admin [redacted]".to_owned()
+        )),
+        "scrubbed of the hook's own secret"
+    );
+    std::fs::remove_file(&down).unwrap();
+    p.check(&consumer("forge"), &secret()).await.unwrap();
+    assert_eq!(p.fault(), None);
+}

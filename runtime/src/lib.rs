@@ -43,6 +43,7 @@ pub mod outbox;
 pub mod program;
 pub mod redact;
 pub mod secret;
+pub mod secret_file;
 pub mod stop;
 pub mod streak;
 #[cfg(any(test, feature = "testing"))]
@@ -56,4 +57,5 @@ pub use nats::{BusError, NatsArgs};
 pub use outbox::Outbox;
 pub use program::{Failure, Program, ServiceArgs};
 pub use secret::Secret;
+pub use secret_file::SecretFile;
 pub use stop::Stop;

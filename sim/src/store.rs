@@ -252,6 +252,7 @@ impl Store for MemStore {
                             .map(|s| i64::try_from(s).unwrap_or(i64::MAX)),
                         said_at: b.said_at,
                         stored_at: k.stored_at,
+                        fault: b.fault.clone(),
                     };
                     t.alive.insert(k.emitter.clone(), (row, place));
                 }

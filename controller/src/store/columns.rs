@@ -93,10 +93,12 @@ WHERE (t.stream_epoch, t.stream_seq) < (EXCLUDED.stream_epoch, EXCLUDED.stream_s
 pub(super) const UPSERT_ALIVE: &str = "
 INSERT INTO alive AS a (provider_module, provider_machine, started_at, alive_every_seconds,
                         failing_after_seconds, settled_at, consumers, failing, pass_seconds,
-                        said_at, stream_seq, stream_epoch, repeat_every_seconds, stored_at)
+                        said_at, stream_seq, stream_epoch, repeat_every_seconds, stored_at,
+                        fault_class, fault_error, fault_since)
 SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::int8[], $5::int8[],
                      $6::timestamptz[], $7::int8[], $8::int8[], $9::float8[],
-                     $10::timestamptz[], $11::int8[], $12::int8[], $13::int8[], $14::timestamptz[])
+                     $10::timestamptz[], $11::int8[], $12::int8[], $13::int8[], $14::timestamptz[],
+                     $15::text[], $16::text[], $17::timestamptz[])
 ON CONFLICT (provider_module, provider_machine) DO UPDATE SET
     started_at = EXCLUDED.started_at, alive_every_seconds = EXCLUDED.alive_every_seconds,
     failing_after_seconds = EXCLUDED.failing_after_seconds, settled_at = EXCLUDED.settled_at,
@@ -104,7 +106,9 @@ ON CONFLICT (provider_module, provider_machine) DO UPDATE SET
     consumers = EXCLUDED.consumers, failing = EXCLUDED.failing,
     pass_seconds = EXCLUDED.pass_seconds, said_at = EXCLUDED.said_at,
     stream_seq = EXCLUDED.stream_seq,
-    stream_epoch = EXCLUDED.stream_epoch, stored_at = EXCLUDED.stored_at
+    stream_epoch = EXCLUDED.stream_epoch, stored_at = EXCLUDED.stored_at,
+    fault_class = EXCLUDED.fault_class, fault_error = EXCLUDED.fault_error,
+    fault_since = EXCLUDED.fault_since
 WHERE (a.stream_epoch, a.stream_seq) < (EXCLUDED.stream_epoch, EXCLUDED.stream_seq)";
 
 /// Applies a round's grant events ([`GrantColumns`]), the newest per
@@ -421,7 +425,7 @@ impl<'a> RetirementColumns<'a> {
     }
 }
 
-/// The columns of [`UPSERT_ALIVE`], `$1` to `$14` in field order.
+/// The columns of [`UPSERT_ALIVE`], `$1` to `$17` in field order.
 #[derive(Default)]
 pub(super) struct AliveColumns<'a> {
     pub(super) provider_module: Vec<&'a str>,
@@ -438,6 +442,9 @@ pub(super) struct AliveColumns<'a> {
     pub(super) stream_epoch: Vec<i64>,
     pub(super) repeat_every_seconds: Vec<Option<i64>>,
     pub(super) stored_at: Vec<Option<SystemTime>>,
+    pub(super) fault_class: Vec<Option<&'static str>>,
+    pub(super) fault_error: Vec<Option<String>>,
+    pub(super) fault_since: Vec<Option<SystemTime>>,
 }
 
 fn int(n: u64) -> i64 {
@@ -467,9 +474,13 @@ impl<'a> AliveColumns<'a> {
         self.repeat_every_seconds
             .push(b.repeat_every_seconds.map(int));
         self.stored_at.push(k.stored_at.map(|t| t.system_time()));
+        let fault = b.fault.as_ref();
+        self.fault_class.push(fault.map(|f| f.class.as_str()));
+        self.fault_error.push(fault.map(|f| text(&f.error)));
+        self.fault_since.push(fault.map(|f| f.since.system_time()));
     }
 
-    pub(super) fn params(&self) -> [&(dyn ToSql + Sync); 14] {
+    pub(super) fn params(&self) -> [&(dyn ToSql + Sync); 17] {
         [
             &self.provider_module,
             &self.provider_machine,
@@ -485,6 +496,9 @@ impl<'a> AliveColumns<'a> {
             &self.stream_epoch,
             &self.repeat_every_seconds,
             &self.stored_at,
+            &self.fault_class,
+            &self.fault_error,
+            &self.fault_since,
         ]
     }
 }

@@ -13,6 +13,7 @@ use std::str::FromStr;
 use std::time::{Duration, SystemTime};
 
 use futures::TryStreamExt;
+use mesh_protocol::event::ProviderFault;
 use mesh_protocol::{ModuleId, Name, Timestamp};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Row, RowStream};
@@ -104,7 +105,7 @@ ORDER BY provider_module, provider_machine, fault";
 /// The newest `alive` event of each selected provider.
 const ALIVE: &str = "
 SELECT provider_module, provider_machine, started_at, alive_every_seconds, settled_at, said_at,
-       repeat_every_seconds, stored_at
+       repeat_every_seconds, stored_at, fault_class, fault_error, fault_since
 FROM alive
 WHERE provider_module || '@' || provider_machine = ANY($1::text[])
 ORDER BY provider_module, provider_machine";
@@ -493,6 +494,14 @@ fn alive_row(row: &Row) -> Result<AliveRow, ReadError> {
         said_at: time(row, 5)?,
         repeat_every_seconds: row.try_get(6)?,
         stored_at: optional_time(row, 7)?,
+        fault: match row.try_get::<_, Option<&str>>(8)? {
+            None => None,
+            Some(_) => Some(ProviderFault {
+                class: decoded(row, 8, "alive.fault_class")?,
+                error: row.try_get::<_, Option<String>>(9)?.unwrap_or_default(),
+                since: optional_time(row, 10)?.unwrap_or(time(row, 5)?),
+            }),
+        },
     })
 }
 

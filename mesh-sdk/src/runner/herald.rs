@@ -6,12 +6,13 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mesh_protocol::event::{Alive, Event, VERSION};
+use mesh_protocol::event::{Alive, Event, ProviderFault, VERSION};
 use mesh_protocol::ModuleId;
 use tokio::time::Instant;
 
 use super::say;
 use crate::alive::AliveState;
+use crate::fault::Fault;
 use crate::metrics::LoopMetrics;
 use crate::settings::Settings;
 use mesh_runtime::Outbox;
@@ -24,7 +25,7 @@ fn seconds_up(d: Duration) -> u64 {
 
 /// What `alive` needs, shared between the loop and its task.
 pub(crate) struct Herald {
-    state: Mutex<(AliveState, Option<ModuleId>)>,
+    state: Mutex<(AliveState, Option<ModuleId>, Option<ProviderFault>)>,
     clock: WallClock,
     settings: Settings,
     outbox: Arc<Outbox>,
@@ -40,7 +41,7 @@ impl Herald {
         metrics: Arc<LoopMetrics>,
     ) -> Herald {
         Herald {
-            state: Mutex::new((AliveState::new(started), None)),
+            state: Mutex::new((AliveState::new(started), None, None)),
             clock,
             settings,
             outbox,
@@ -48,7 +49,8 @@ impl Herald {
         }
     }
 
-    /// A pass of `provider` ran from `began` to `ended`.
+    /// A pass of `provider` ran from `began` to `ended`; after it the
+    /// provider fault is `fault`.
     pub(crate) fn pass_ended(
         &self,
         provider: &ModuleId,
@@ -56,9 +58,15 @@ impl Herald {
         ended: Instant,
         consumers: u64,
         failing: u64,
+        fault: Option<&Fault>,
     ) {
         let mut guard = self.state.lock().expect("herald lock");
-        let (state, known) = &mut *guard;
+        let (state, known, said_fault) = &mut *guard;
+        *said_fault = fault.map(|f| ProviderFault {
+            class: f.class,
+            error: f.error.clone(),
+            since: self.clock.at(f.since),
+        });
         state.pass_ended(
             began,
             ended,
@@ -74,15 +82,25 @@ impl Herald {
     /// Says `alive` when it is due: after the first pass, then every
     /// `alive_every`. Returns whether it was said.
     pub(crate) fn say_if_due(&self) -> bool {
+        self.say(false)
+    }
+
+    /// Says `alive` now, due or not (the provider fault began, changed or
+    /// cleared), once a pass has ended. Returns whether it was said.
+    pub(crate) fn say_now(&self) -> bool {
+        self.say(true)
+    }
+
+    fn say(&self, now_anyway: bool) -> bool {
         let now = Instant::now();
         let mut guard = self.state.lock().expect("herald lock");
-        let (state, provider) = &mut *guard;
+        let (state, provider, fault) = &mut *guard;
         let (Some(provider), Some((consumers, failing, took))) =
             (provider.as_ref(), state.last_pass)
         else {
             return false;
         };
-        if !state.due(now, self.settings.alive_every) {
+        if !now_anyway && !state.due(now, self.settings.alive_every) {
             return false;
         }
         let event = Event::Alive(Alive {
@@ -96,6 +114,7 @@ impl Herald {
             failing,
             pass_seconds: took.as_secs_f64(),
             said_at: self.clock.at(now),
+            fault: fault.clone(),
         });
         say(&self.outbox, &self.metrics, provider, &event);
         state.said(now);

@@ -9,8 +9,10 @@
 //!
 //! Beside the pass itself (here): `attempt` (one consumer's secret, make,
 //! check), `repairing` (the repair hook), `retiring` (withdrawn consumers,
-//! retirement, approvals), `herald` (`alive`), `serve` (the binary's loop).
+//! retirement, approvals), `herald` (`alive`), `admin` (the provider
+//! fault), `serve` (the binary's loop).
 
+mod admin;
 mod attempt;
 mod herald;
 mod repairing;
@@ -26,6 +28,7 @@ use mesh_runtime::{Outbox, Progress, WallClock};
 use tokio::time::Instant;
 
 use crate::contributions::{Consumer, Contributions, Source};
+use crate::fault::{AdminSeen, FaultWatch};
 use crate::metrics::{ConsumerStates, LoopMetrics};
 use crate::name_map::NameMap;
 use crate::provisioner::Provisioner;
@@ -78,6 +81,8 @@ pub struct Runner<P: Provisioner> {
     held_error: Option<String>,
     /// The provider's known faults and their gates.
     faults: Vec<(KnownFault, FaultState)>,
+    /// Whether the provider can work as its administrator (the provider fault).
+    admin: FaultWatch,
     /// Where minted secrets come from.
     secrets: Arc<dyn SecretSource>,
     /// Says `alive`.
@@ -131,6 +136,7 @@ impl<P: Provisioner> Runner<P> {
             outbox,
             clock: WallClock::system(),
             held_error: None,
+            admin: FaultWatch::default(),
             herald,
             metrics,
             progress: Arc::new(Progress::new()),
@@ -266,16 +272,17 @@ impl<P: Provisioner> Runner<P> {
         };
         // Retirement first: a consumer listed again is enabled before it is
         // checked. Not while a known fault keeps the backend from being called.
-        let held = match gate {
-            Some(_) => None,
+        let (held, listed) = match gate {
+            Some(_) => (None, AdminSeen::Unknown),
             None => {
-                let held = self.held_for_pass(fresh).await;
+                let (held, seen) = self.held_for_pass(fresh).await;
                 report.said += self
                     .retirement_actions(&contributions, fresh, held.as_deref())
                     .await;
-                held
+                (held, seen)
             }
         };
+        let admin = self.admin_seen(gate.as_ref(), listed);
         let outcomes: Outcomes = match gate {
             // The gate is closed: the backend is not called for consumers;
             // they fail with the fault's class and words.
@@ -307,6 +314,7 @@ impl<P: Provisioner> Runner<P> {
             contributions,
             report,
             held,
+            admin,
             outcomes,
         })
     }
@@ -324,9 +332,11 @@ impl<P: Provisioner> Runner<P> {
             contributions,
             mut report,
             held,
+            admin,
             ..
         } = begun;
         let now = Instant::now();
+        let change = self.admin.observe(admin, now);
         let mut rejected = false;
         let mut states = ConsumerStates::default();
         // Every listed consumer is observed on every pass, so when the list
@@ -367,9 +377,11 @@ impl<P: Provisioner> Runner<P> {
             ended,
             count(contributions.consumers.len()),
             states.failing + states.failing_unsaid,
+            self.admin.current(),
         );
         self.metrics
             .pass(ended.saturating_duration_since(began), states);
+        report.said += self.fault_after_pass(change);
         self.progress.tick();
         report
     }
@@ -493,6 +505,8 @@ pub(crate) struct Begun {
     report: PassReport,
     /// What the backend held at the pass's start (`None`: not listed).
     held: Option<Vec<crate::provisioner::Held>>,
+    /// What the pass's administrator work found (the provider fault).
+    admin: AdminSeen,
     /// Ends when every attempt of the pass ended.
     pub(crate) outcomes: Outcomes,
 }

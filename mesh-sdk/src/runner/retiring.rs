@@ -6,11 +6,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mesh_protocol::event::{Event, Retirement as RetirementBody, RetirementAction, VERSION};
-use mesh_protocol::{ApproveReply, ApproveRequest, ModuleId, Name};
+use mesh_protocol::{ApproveReply, ApproveRequest, Class, ModuleId, Name};
 use tokio::time::Instant;
 
 use super::{say, standing_event, Runner};
+use crate::classify::classify_words;
 use crate::contributions::Contributions;
+use crate::fault::AdminSeen;
 use crate::name_map::NameSet;
 use crate::provisioner::{Held, Provisioner};
 use crate::retire::{Action, Approval};
@@ -54,11 +56,13 @@ impl<P: Provisioner> Runner<P> {
     }
 
     /// What the backend holds, for a pass whose file was read; `None`
-    /// when it cannot be listed (logged once per change).
-    pub(super) async fn held_for_pass(&mut self, fresh: bool) -> Option<Vec<Held>> {
+    /// when it cannot be listed (logged once per change). With it, what
+    /// the listing (the pass's first administrator work) found of the
+    /// administrator.
+    pub(super) async fn held_for_pass(&mut self, fresh: bool) -> (Option<Vec<Held>>, AdminSeen) {
         match fresh {
             true => self.fetch_held().await,
-            false => None,
+            false => (None, AdminSeen::Unknown),
         }
     }
 
@@ -125,29 +129,46 @@ impl<P: Provisioner> Runner<P> {
         said
     }
 
-    async fn fetch_held(&mut self) -> Option<Vec<Held>> {
+    async fn fetch_held(&mut self) -> (Option<Vec<Held>>, AdminSeen) {
         let timeout = self.settings.call_timeout;
-        let error = match tokio::time::timeout(timeout, self.provisioner.held()).await {
+        let (class, error) = match tokio::time::timeout(timeout, self.provisioner.held()).await {
             Ok(Ok(held)) => {
                 if self.held_error.take().is_some() {
                     tracing::info!("held provisions can be listed again");
                 }
-                return Some(held);
+                return (Some(held), AdminSeen::Good);
             }
-            Ok(Err(error)) => self.redacted(&error_text(&error)),
-            Err(_) => format!(
-                "listing held provisions timed out after {}",
-                humantime::format_duration(timeout)
+            Ok(Err(error)) => {
+                let words = self.redacted(&error_text(&error));
+                let class = self
+                    .provisioner
+                    .classify(&error)
+                    .unwrap_or_else(|| classify_words(&words));
+                (class, words)
+            }
+            Err(_) => (
+                Class::Unreachable,
+                format!(
+                    "listing held provisions timed out after {}",
+                    humantime::format_duration(timeout)
+                ),
             ),
         };
         if self.held_error.as_ref() != Some(&error) {
-            tracing::warn!(error = %error, "cannot list held provisions; passes do not count towards retirement until it can");
-            self.held_error = Some(error);
+            tracing::warn!(error = %error, class = %class, "cannot list held provisions; passes do not count towards retirement until it can");
+            self.held_error = Some(error.clone());
         }
-        None
+        (
+            None,
+            AdminSeen::Failed {
+                class,
+                error,
+                reported: false,
+            },
+        )
     }
 
-    fn redacted(&self, text: &str) -> String {
+    pub(super) fn redacted(&self, text: &str) -> String {
         let secrets = self.provisioner.secrets();
         let values: Vec<&str> = secrets.iter().map(|s| s.expose()).collect();
         redact(text, &values)
@@ -319,7 +340,7 @@ impl<P: Provisioner> Runner<P> {
         if !fresh {
             return refuse("the contributions file cannot be read now, so whether the consumer is withdrawn is unknown; try again later".into());
         }
-        let Some(held) = self.fetch_held().await else {
+        let (Some(held), _) = self.fetch_held().await else {
             return refuse(
                 "the provisions held at the backend cannot be listed now; try again later".into(),
             );

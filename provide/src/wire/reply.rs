@@ -205,6 +205,8 @@ pub struct Hello {
     pub repairs: Vec<(Name, Class)>,
     /// Its own secrets (an administrator's password), removed from every word.
     pub secrets: Vec<Secret>,
+    /// `fault`: it cannot work as its administrator now (class, words).
+    pub fault: Option<(Class, String)>,
 }
 
 /// A call that succeeded.
@@ -218,6 +220,8 @@ pub struct Done {
     pub works: Option<bool>,
     /// `reaches` (by-hand reach): whether the consumer reaches the target's provision.
     pub reaches: Option<bool>,
+    /// `fault` (probe): it cannot work as its administrator now (class, words).
+    pub fault: Option<(Class, String)>,
 }
 
 /// What a well-formed reply says.
@@ -334,9 +338,11 @@ pub fn judge(verb: Verb, reply: &Parsed, exited: Option<bool>) -> Result<Answer,
             reaches: reply.bool("reaches")?,
             ..Done::default()
         })),
-        Verb::Retire | Verb::ReEnable | Verb::Delete | Verb::Probe => {
-            Ok(Answer::Done(Done::default()))
-        }
+        Verb::Probe => Ok(Answer::Done(Done {
+            fault: fault(reply)?,
+            ..Done::default()
+        })),
+        Verb::Retire | Verb::ReEnable | Verb::Delete => Ok(Answer::Done(Done::default())),
     }
 }
 
@@ -398,7 +404,35 @@ fn hello(reply: &Parsed) -> Result<Hello, Bad> {
         name: reply.text("name")?,
         repairs,
         secrets: reply.secrets.clone().unwrap_or_default(),
+        fault: fault(reply)?,
     })
+}
+
+/// The `fault` of a hello or a probe: `{"class": ..., "error": ...}` (both
+/// optional: `refused`, and words of the loop's), or null / absent for none.
+fn fault(reply: &Parsed) -> Result<Option<(Class, String)>, Bad> {
+    let fault = match reply.fields.get("fault") {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Object(fault)) => fault,
+        Some(_) => {
+            return Err(Bad::WrongType {
+                field: "fault",
+                expected: "an object or null",
+            })
+        }
+    };
+    let word = |field: &'static str| match fault.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(Bad::WrongType {
+            field,
+            expected: "a string",
+        }),
+    };
+    let class = class(word("class")?)?.unwrap_or(Class::Refused);
+    let error =
+        word("error")?.unwrap_or_else(|| "the hook cannot work as its administrator".to_owned());
+    Ok(Some((class, error)))
 }
 
 #[cfg(test)]
@@ -666,6 +700,56 @@ mod tests {
         assert_eq!(parse(br#"{"ok":true}"#).unwrap().id, None);
         assert_eq!(parse(br#"{"id":"9","ok":true}"#).unwrap().id, None);
         assert_eq!(parse(br#"{"id":-1,"ok":true}"#).unwrap().id, None);
+    }
+
+    #[test]
+    fn a_hello_or_a_probe_may_report_a_fault() {
+        let hello = |reply: &str| match judged(Verb::Hello, reply, None) {
+            Ok(Answer::Hello(hello)) => Ok(hello.fault),
+            Ok(other) => panic!("{other:?}"),
+            Err(bad) => Err(bad.to_string()),
+        };
+        /// The fault a hello gives, or words of the error it is.
+        type Said = Result<Option<(Class, &'static str)>, &'static str>;
+        // (reply, fault or error)
+        let cases: [(&str, Said); 6] = [
+            (r#"{"id":0}"#, Ok(None)),
+            (r#"{"id":0,"fault":null}"#, Ok(None)),
+            (
+                r#"{"id":0,"fault":{"class":"credentials-rejected","error":"WRONGPASS"}}"#,
+                Ok(Some((Class::CredentialsRejected, "WRONGPASS"))),
+            ),
+            (
+                r#"{"id":0,"fault":{}}"#,
+                Ok(Some((
+                    Class::Refused,
+                    "the hook cannot work as its administrator",
+                ))),
+            ),
+            (r#"{"id":0,"fault":"down"}"#, Err("fault")),
+            (r#"{"id":0,"fault":{"class":"sad"}}"#, Err("sad")),
+        ];
+        for (reply, expected) in cases {
+            match (hello(reply), expected) {
+                (Ok(got), Ok(want)) => {
+                    assert_eq!(got, want.map(|(c, e)| (c, e.to_owned())), "{reply}")
+                }
+                (Err(got), Err(want)) => assert!(got.contains(want), "{reply}: {got}"),
+                (got, want) => panic!("{reply}: {got:?}, expected {want:?}"),
+            }
+        }
+        let Answer::Done(done) = judged(
+            Verb::Probe,
+            r#"{"id":3,"ok":true,"fault":{"class":"unreachable","error":"no route"}}"#,
+            None,
+        )
+        .unwrap() else {
+            panic!("done")
+        };
+        assert_eq!(
+            done.fault,
+            Some((Class::Unreachable, "no route".to_owned()))
+        );
     }
 
     #[test]

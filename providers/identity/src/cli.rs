@@ -180,6 +180,7 @@ impl Flags {
         };
         let secret = Secret::from_file(file, "admin password")?;
         let mut config = IdentityConfig::new(&self.keycloak_url, &self.realm, name, secret)?
+            .with_admin_password_file(file)
             .with_admin_login(login)
             .with_container(self.container.clone(), self.container_cli.clone())?
             .with_http_timeout(self.keycloak_timeout)

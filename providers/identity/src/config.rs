@@ -83,6 +83,7 @@ pub struct IdentityConfig {
     realm: String,
     admin_user: String,
     admin_password: Secret,
+    admin_password_file: Option<std::path::PathBuf>,
     admin_login: AdminLogin,
     runtime: Option<Runtime>,
     login_backoff: LoginBackoff,
@@ -135,6 +136,7 @@ impl IdentityConfig {
             realm: realm.to_owned(),
             admin_user: admin_user.to_owned(),
             admin_password,
+            admin_password_file: None,
             admin_login: AdminLogin::Password,
             runtime: None,
             login_backoff: LoginBackoff::default(),
@@ -241,9 +243,27 @@ impl IdentityConfig {
         &self.admin_user
     }
 
-    /// The mesh's administrator password, or its client's secret.
+    /// The mesh's administrator password, or its client's secret, as read
+    /// at start.
     pub fn admin_password(&self) -> &Secret {
         &self.admin_password
+    }
+
+    /// Reads the administrator's password (or its client's secret) again
+    /// from `path` at each administrator login, and before a refused one
+    /// is held back: a rotation needs no restart. A file that cannot be
+    /// read then keeps the last good one.
+    pub fn with_admin_password_file(
+        mut self,
+        path: impl Into<std::path::PathBuf>,
+    ) -> IdentityConfig {
+        self.admin_password_file = Some(path.into());
+        self
+    }
+
+    /// The file the administrator's password is read again from, if any.
+    pub fn admin_password_file(&self) -> Option<&std::path::Path> {
+        self.admin_password_file.as_deref()
     }
 
     /// How the administrator logs in.

@@ -298,7 +298,7 @@ impl Provisioner for IdentityProvisioner {
     }
 
     fn secrets(&self) -> Vec<Secret> {
-        vec![self.keycloak.admin_password().clone()]
+        self.keycloak.admin_passwords()
     }
 
     fn repairs(&self) -> Vec<KnownFault> {

@@ -158,7 +158,7 @@ impl AdminRepair {
                     .ok_or_else(|| {
                         format!("administrator {admin} is not a user of realm master")
                     })?;
-                kc.reset_password(auth, admin, &id, kc.admin_password())
+                kc.reset_password(auth, admin, &id, &kc.admin_password())
                     .await
                     .map_err(|e| error_text(&e))?;
                 kc.clear_login_failures(auth, admin, &id)
@@ -173,7 +173,7 @@ impl AdminRepair {
                     .ok_or_else(|| {
                         format!("administrator client {admin} is not a client of realm master")
                     })?;
-                kc.set_master_client_secret(auth, admin, &id, kc.admin_password())
+                kc.set_master_client_secret(auth, admin, &id, &kc.admin_password())
                     .await
                     .map_err(|e| error_text(&e))?;
             }
@@ -265,10 +265,8 @@ impl Repair for AdminRepair {
 
     fn secrets(&self) -> Vec<Secret> {
         let temps = self.temps();
-        let mut secrets = vec![
-            self.keycloak.admin_password().clone(),
-            temps.0.password.clone(),
-        ];
+        let mut secrets = self.keycloak.admin_passwords();
+        secrets.push(temps.0.password.clone());
         secrets.extend(temps.1.as_ref().map(|t| t.password.clone()));
         secrets
     }

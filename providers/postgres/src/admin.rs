@@ -2,14 +2,17 @@
 //! kept and used by one call at a time (PostgreSQL runs one statement at a
 //! time on a connection, so more sessions make more roles and databases at
 //! once), made again when closed or a statement finds one gone, every login
-//! and every statement bounded by a timeout. A failed login is repeated to
+//! and every statement bounded by a timeout. Every login reads the
+//! administrator's password file again (a rotation needs no restart), and
+//! listing what the provider holds logs in afresh once a pass: a kept
+//! session outlives a changed password, a new login does not. A failed login is repeated to
 //! the callers that come after it for as long as it took, so a server that
 //! does not answer costs a pass one connect timeout, not one per consumer.
 
 use std::future::Future;
 use std::sync::Arc;
 
-use mesh_sdk::Class;
+use mesh_sdk::{Class, Secret, SecretFile};
 use tokio::sync::{Mutex, Semaphore};
 use tokio::time::{timeout, Instant};
 use tokio_postgres::error::SqlState;
@@ -24,6 +27,8 @@ use crate::sql;
 /// The administrator's kept sessions.
 pub(crate) struct Admin {
     config: Arc<PostgresConfig>,
+    /// The administrator's password, read again for each new session.
+    password: SecretFile,
     /// One kept session per lane; a lane is used by one call at a time.
     lanes: Vec<Mutex<Option<Arc<Session>>>>,
     /// Lanes no call is using.
@@ -74,6 +79,11 @@ impl Admin {
             free: std::sync::Mutex::new((0..lanes).rev().collect()),
             permits: Semaphore::new(lanes),
             failed: std::sync::Mutex::new(None),
+            password: SecretFile::new(
+                config.admin_password().cloned(),
+                config.admin_password_file().map(Into::into),
+                "admin password",
+            ),
             config,
         }
     }
@@ -109,20 +119,27 @@ impl Admin {
         let started = Instant::now();
         match self.connect().await {
             Ok(session) => {
+                tracing::info!(admin = %self.config.admin_shown(), "logged in as the administrator");
                 let session = Arc::new(session);
                 *slot = Some(Arc::clone(&session));
                 *self.last_failure() = None;
                 Ok(session)
             }
             Err(error) => {
-                *self.last_failure() = Some(Failed {
-                    until: Instant::now() + started.elapsed(),
-                    class: classify::classify(&error),
-                    words: mesh_sdk::redact::error_text(&error),
-                });
+                self.failed_since(&error, started);
                 Err(error)
             }
         }
+    }
+
+    /// A login begun at `started` failed with `error`: repeated to the
+    /// callers that come for as long as it took.
+    fn failed_since(&self, error: &PgError, started: Instant) {
+        *self.last_failure() = Some(Failed {
+            until: Instant::now() + started.elapsed(),
+            class: classify::classify(error),
+            words: mesh_sdk::redact::error_text(error),
+        });
     }
 
     /// Drops the kept session of `lane` if it is still `session`.
@@ -133,31 +150,16 @@ impl Admin {
         }
     }
 
+    /// Every administrator's password held lately (the current one among
+    /// them): removed from every error text.
+    pub(crate) fn secrets(&self) -> Vec<Secret> {
+        self.password.known()
+    }
+
+    /// A new administrator session: a login, the administrator's
+    /// attributes and the marker role checked, the lookup prepared.
     async fn connect(&self) -> Result<Session, PgError> {
-        let admin = self.config.admin_shown();
-        let after = self.config.connect_timeout();
-        let (client, connection) =
-            match timeout(after, self.config.admin().connect(self.config.tls())).await {
-                Ok(Ok(pair)) => pair,
-                Ok(Err(source)) => {
-                    return Err(PgError::AdminConnect {
-                        admin: admin.to_owned(),
-                        source,
-                    })
-                }
-                Err(_) => {
-                    return Err(PgError::AdminTimeout {
-                        admin: admin.to_owned(),
-                        after: humantime::format_duration(after).to_string(),
-                    })
-                }
-            };
-        tokio::spawn(async move {
-            if let Err(error) = connection.await {
-                let words = mesh_sdk::redact::error_text(&error);
-                tracing::warn!(error = %words, "the administrator's session ended");
-            }
-        });
+        let client = self.login().await?;
         self.check_rights(&client).await?;
         self.ensure_marker(&client).await?;
         let find = self
@@ -165,8 +167,39 @@ impl Admin {
                 client.prepare(sql::FIND).await
             })
             .await?;
-        tracing::info!(admin = %admin, "logged in as the administrator");
         Ok(Session { client, find })
+    }
+
+    /// Logs in as the administrator, the password read again from its file.
+    async fn login(&self) -> Result<Client, PgError> {
+        let admin = self.config.admin_shown();
+        let after = self.config.connect_timeout();
+        let mut settings = self.config.admin().clone();
+        if let (Some(password), _) = self.password.current() {
+            settings.password(password.expose());
+        }
+        let (client, connection) = match timeout(after, settings.connect(self.config.tls())).await {
+            Ok(Ok(pair)) => pair,
+            Ok(Err(source)) => {
+                return Err(PgError::AdminConnect {
+                    admin: admin.to_owned(),
+                    source,
+                })
+            }
+            Err(_) => {
+                return Err(PgError::AdminTimeout {
+                    admin: admin.to_owned(),
+                    after: humantime::format_duration(after).to_string(),
+                })
+            }
+        };
+        tokio::spawn(async move {
+            if let Err(error) = connection.await {
+                let words = mesh_sdk::redact::error_text(&error);
+                tracing::warn!(error = %words, "the administrator's session ended");
+            }
+        });
+        Ok(client)
     }
 
     /// Logs in once, checks the administrator's attributes and the marker
@@ -349,14 +382,25 @@ impl Admin {
         })
     }
 
-    /// Every role marked as the provider's: (name, can log in).
+    /// Every role marked as the provider's: (name, can log in), listed on
+    /// a session logged in afresh (and logged out after), the password
+    /// read again. A kept session outlives a changed password, so this
+    /// one login a pass is what proves the administrator can still log in:
+    /// a refused login is noticed within a pass (the loop's provider
+    /// fault), and the first that works again clears it and lets the
+    /// kept sessions' next logins be tried at once.
     pub(crate) async fn held(&self) -> Result<Vec<(String, bool)>, PgError> {
         let what = "listing the roles marked mesh_provisioned";
-        let rows = self
-            .call(what, |session| async move {
-                session.client.query(sql::HELD, &[]).await
-            })
-            .await?;
+        let started = Instant::now();
+        let client = match self.login().await {
+            Ok(client) => client,
+            Err(error) => {
+                self.failed_since(&error, started);
+                return Err(error);
+            }
+        };
+        *self.last_failure() = None;
+        let rows = self.bounded(what, client.query(sql::HELD, &[])).await?;
         rows.iter()
             .map(|row| Ok((get(row, 0, what)?, get(row, 1, what)?)))
             .collect()

@@ -72,7 +72,9 @@ pub struct Flags {
     #[arg(long, env = "MESH_POSTGRES_ADMIN_URL", hide_env_values = true)]
     pub admin_url: String,
 
-    /// File holding the administrator's password (surrounding whitespace trimmed).
+    /// File holding the administrator's password (surrounding whitespace
+    /// trimmed), read again for each new administrator session: write the
+    /// new password here after changing it, no restart needed.
     #[arg(long, env = "MESH_POSTGRES_ADMIN_PASSWORD_FILE")]
     pub admin_password_file: Option<PathBuf>,
 
@@ -110,7 +112,11 @@ impl Flags {
             .as_deref()
             .map(|file| Secret::from_file(file, "admin password"))
             .transpose()?;
-        Ok(PostgresConfig::new(&self.admin_url, password)?
+        let mut config = PostgresConfig::new(&self.admin_url, password)?;
+        if let Some(file) = &self.admin_password_file {
+            config = config.with_admin_password_file(file);
+        }
+        Ok(config
             .with_consumer_address(self.consumer_host.clone(), self.consumer_port)?
             .with_connect_timeout(self.connect_timeout)
             .with_statement_timeout(self.statement_timeout)

@@ -77,6 +77,7 @@ pub struct PostgresConfig {
     admin: tokio_postgres::Config,
     tls: Tls,
     admin_password: Option<Secret>,
+    admin_password_file: Option<std::path::PathBuf>,
     shown: String,
     consumer_host: Option<String>,
     consumer_port: u16,
@@ -156,6 +157,7 @@ impl PostgresConfig {
             admin,
             tls,
             admin_password,
+            admin_password_file: None,
             shown,
             consumer_host,
             consumer_port: port,
@@ -210,6 +212,24 @@ impl PostgresConfig {
         self
     }
 
+    /// Reads the administrator's password again from `path` at each new
+    /// administrator session (and so after a refused login), so a
+    /// rotation needs no restart; the password given to [`new`](Self::new)
+    /// is the one read at start. A file that cannot be read then keeps the
+    /// last good password.
+    pub fn with_admin_password_file(
+        mut self,
+        path: impl Into<std::path::PathBuf>,
+    ) -> PostgresConfig {
+        self.admin_password_file = Some(path.into());
+        self
+    }
+
+    /// The file the administrator's password is read again from, if any.
+    pub fn admin_password_file(&self) -> Option<&std::path::Path> {
+        self.admin_password_file.as_deref()
+    }
+
     /// Administrator sessions used at once.
     pub fn admin_sessions(&self) -> usize {
         self.admin_sessions
@@ -225,7 +245,7 @@ impl PostgresConfig {
         self.tls.to_string()
     }
 
-    /// The administrator's password, if one was given.
+    /// The administrator's password given at start, if one was.
     pub fn admin_password(&self) -> Option<&Secret> {
         self.admin_password.as_ref()
     }

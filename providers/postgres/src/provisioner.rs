@@ -396,7 +396,7 @@ impl Provisioner for PostgresProvisioner {
     }
 
     fn secrets(&self) -> Vec<Secret> {
-        self.config.admin_password().cloned().into_iter().collect()
+        self.admin.secrets()
     }
 
     fn take_mended(&self, consumer: &Name) -> Option<String> {

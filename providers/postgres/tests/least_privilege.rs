@@ -4,7 +4,9 @@
 //! administrator becomes a member of the roles it made and of no other; a
 //! role a superuser provider made earlier is managed too; and an
 //! administrator lacking either privilege is refused with an error naming
-//! it. One private cluster, real time.
+//! it; its password changed at the server is a provider fault within a
+//! pass, cleared without a restart once the file holds the new one. One
+//! private cluster, real time.
 
 mod common;
 
@@ -20,6 +22,7 @@ const FORGE: &str = "minted-forge-lp-41c9e2";
 const WIKI: &str = "minted-wiki-lp-7d03aa";
 const OLD: &str = "minted-old-lp-b25e10";
 const ADMIN_PASSWORD: &str = "mesh-admin-lp-pw-6f1e";
+const ROTATED_ADMIN: &str = "mesh-admin-lp-rotated-2b7c";
 
 /// Makes the login role `admin` with `attributes` (as the superuser).
 async fn make_admin(pg: &PgCluster, admin: &str, attributes: &str) {
@@ -43,7 +46,8 @@ fn provisioner_as(pg: &PgCluster, dir: &std::path::Path, admin: &str) -> Postgre
         .with_consumer_address(None, None)
         .unwrap()
         .with_connect_timeout(Duration::from_secs(5))
-        .with_statement_timeout(Duration::from_secs(10));
+        .with_statement_timeout(Duration::from_secs(10))
+        .with_admin_password_file(&file);
     PostgresProvisioner::new(config)
 }
 
@@ -233,6 +237,57 @@ async fn an_admin_with_createrole_createdb_makes_checks_retires_re_enables_and_d
     );
     let report = w.pass().await;
     assert_eq!((report.attempted, report.failed), (1, 0));
+
+    // The administrator's password changed at the server (record 224): its
+    // kept session still works, so forge is served, but the pass's fresh
+    // login is refused: a provider fault, said at once in an alive.
+    superuser
+        .batch_execute(&format!("ALTER ROLE mesh_admin PASSWORD '{ROTATED_ADMIN}'"))
+        .await
+        .unwrap();
+    let report = w.pass().await;
+    assert_eq!(report.failed, 0, "the kept session still serves forge");
+    let said = w.said();
+    let alive: Vec<&serde_json::Value> = said
+        .iter()
+        .filter(|(k, _)| k == "alive")
+        .map(|(_, b)| b)
+        .collect();
+    assert_eq!(alive.len(), 1, "said within the pass: {said:?}");
+    let fault = &alive[0]["fault"];
+    assert_eq!(fault["class"], "credentials-rejected", "{fault}");
+    let error = fault["error"].as_str().unwrap();
+    assert!(
+        error.contains("password authentication failed for user \"mesh_admin\""),
+        "{error}"
+    );
+    assert!(!error.contains(ADMIN_PASSWORD) && !error.contains(ROTATED_ADMIN));
+    w.pass().await;
+    assert!(w.said().is_empty(), "kept, not said again at once");
+
+    // The new password written into the file: read at the next login, no
+    // restart; the fault clears, said at once.
+    std::fs::write(
+        dir.path().join("mesh_admin.password"),
+        format!("{ROTATED_ADMIN}\n"),
+    )
+    .unwrap();
+    let report = w.pass().await;
+    assert_eq!(report.failed, 0, "{:?}", w.failure("forge"));
+    let said = w.said();
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert_eq!(said[0].0, "alive");
+    assert!(said[0].1.get("fault").is_none(), "{said:?}");
+    // A new kept session logs in with it too.
+    drop(w);
+    let mut again = World::new(
+        provisioner_as(&pg, dir.path(), "mesh_admin"),
+        &[("forge", FORGE)],
+        settings(),
+    );
+    std::fs::write(dir.path().join("mesh_admin.password"), ROTATED_ADMIN).unwrap();
+    let report = again.pass().await;
+    assert_eq!(report.failed, 0, "{:?}", again.failure("forge"));
 }
 
 #[tokio::test]

@@ -1,6 +1,7 @@
 //! The kept administrator session survives a dropped connection; a stopped
-//! server makes consumers `unreachable` once `failing_after` has passed,
-//! and its restart makes them `recovered`. A Runner driven pass by pass (no
+//! server is a provider fault (`unreachable`) at once and makes consumers
+//! `unreachable` once `failing_after` has passed, and its restart clears
+//! the fault and makes them `recovered`. A Runner driven pass by pass (no
 //! bus), one private cluster, real time with a short `failing_after`; and a
 //! server that never answers, on the paused clock.
 
@@ -46,7 +47,12 @@ async fn a_dropped_admin_session_is_made_again(pg: &PgCluster) {
 
     proxy.cut();
     proxy.open();
-    // The next pass logs in again (once) and nobody fails.
+    // The next pass lists what it holds on a login of its own (every pass
+    // does) and serves the consumers proven before without the kept
+    // session; one that needs the administrator (its secret rotated, so
+    // its password is set again) makes the kept session again, once, and
+    // nobody fails.
+    w.secret("forge", "minted-forge-2");
     let report = w.pass().await;
     assert_eq!(report.failed, 0, "{:?}", w.failure("forge"));
     assert_eq!(admin_logins(pg), logins_before + 1);
@@ -94,10 +100,13 @@ async fn a_stopped_server_is_unreachable_after_failing_after_and_its_restart_rec
 
     pg.stop();
     let first_failure = Instant::now();
+    let mut faults = Vec::new();
     let failing = loop {
         let report = w.pass().await;
         assert_eq!(report.failed, 2);
-        let said = w.said();
+        let (alive, said): (Vec<_>, Vec<_>) =
+            w.said().into_iter().partition(|(kind, _)| kind == "alive");
+        faults.extend(alive.into_iter().map(|(_, body)| body["fault"].clone()));
         if !said.is_empty() {
             break said;
         }
@@ -123,14 +132,21 @@ async fn a_stopped_server_is_unreachable_after_failing_after_and_its_restart_rec
         "{error}"
     );
     assert!(!error.contains(pg.superuser_password()));
+    // The provider fault was said at once, on the first pass, not after
+    // failing_after, and only once while it lasted.
+    assert_eq!(faults.len(), 1, "{faults:?}");
+    assert_eq!(faults[0]["class"], "unreachable", "{faults:?}");
 
     pg.start_again();
     let report = w.pass().await;
     assert_eq!(report.failed, 0, "{:?}", w.failure("app"));
+    let said = w.said();
     assert_eq!(
-        kinds(&w.said()),
-        vec!["recovered:app:success", "recovered:blog:success"]
+        kinds(&said),
+        vec!["alive::", "recovered:app:success", "recovered:blog:success"],
+        "the fault's end is said at once too"
     );
+    assert!(said.iter().all(|(_, body)| body.get("fault").is_none()));
 }
 
 /// A server that accepts connections and never answers (a network black

@@ -6,7 +6,7 @@
 //! members `provider_module` and `provider_machine`, as `status --json`
 //! always has ([`provider_members`]).
 
-use mesh_protocol::event::{GrantState, RepairOutcome, RetirementAction};
+use mesh_protocol::event::{GrantState, ProviderFault, RepairOutcome, RetirementAction};
 use mesh_protocol::{Class, ModuleId, Timestamp};
 use serde::{Serialize, Serializer};
 
@@ -101,6 +101,9 @@ pub struct AliveRow {
     /// When the event stream stored it (the bus's clock, not the
     /// provider's); `None` for an event stored before it was kept.
     pub stored_at: Option<Timestamp>,
+    /// The provider fault it carries: the provider cannot work as its
+    /// administrator. `None` when it has none (and from older providers).
+    pub fault: Option<ProviderFault>,
 }
 
 /// One `mesh-controller serve` process, as it names itself in the store:
@@ -295,6 +298,7 @@ mod tests {
             repeat_every_seconds: None,
             said_at: ts("2026-10-05T00:15:00Z"),
             stored_at: stored.map(ts),
+            fault: None,
         };
         // (alive stored at, settled, standing said at, standing stored at, outlived)
         let cases = [

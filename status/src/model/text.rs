@@ -46,7 +46,11 @@ pub fn cut_event(event: &mut Event) {
         }
         Event::Retirement(b) => cut_in_place(&mut b.detail),
         Event::Repair(b) => cut_in_place(&mut b.detail),
-        Event::Alive(_) => {}
+        Event::Alive(b) => {
+            if let Some(fault) = &mut b.fault {
+                cut_in_place(&mut fault.error);
+            }
+        }
         Event::Unreachable(b) => {
             for t in [&mut b.provision, &mut b.from, &mut b.address, &mut b.error] {
                 cut_in_place(t);

@@ -1,6 +1,7 @@
 //! The human form: the sentence, then one line for a controller that
 //! follows nothing, per provider not heard from, per required consumer
-//! retired, per provider not fully known yet, per grant unreachable or
+//! retired, per provider not fully known yet, per provider that cannot
+//! work as its administrator, per grant unreachable or
 //! unchecked, per cause of standings (one standing keeps its own line; many
 //! failing for one provider, class and error share one), per open repair
 //! fault and per refused declaration entry. Untrusted text (errors,
@@ -174,6 +175,9 @@ impl Listing for Human {
         for c in &head.catching_up {
             writeln!(out, "  {}", c.line())?;
         }
+        for f in &head.faults {
+            writeln!(out, "  {}", one_line(&f.line()))?;
+        }
         for g in &head.grants.unreachable {
             let attempts = if g.failures == 1 { "check" } else { "checks" };
             writeln!(
@@ -271,6 +275,7 @@ mod tests {
             controller: Controller::following_for_tests(),
             retired: vec![],
             catching_up: vec![],
+            faults: vec![],
             unheard: vec![],
             repairs: vec![],
             declaration_errors: vec![],
@@ -344,6 +349,7 @@ mod tests {
             controller: Controller::following_for_tests(),
             retired: vec![],
             catching_up: vec![],
+            faults: vec![],
             unheard: vec![
                 Unheard {
                     provider: id("postgres@db-2"),
@@ -432,6 +438,7 @@ mod tests {
             unheard: vec![],
             retired: vec![],
             catching_up: vec![],
+            faults: vec![],
             repairs: vec![],
             declaration_errors: vec![],
             grants: Default::default(),
@@ -489,6 +496,32 @@ mod tests {
             "  postgres@db-1 fails blog@app-1 (postgres-database): unreachable since \
              2026-10-05T00:04:00Z, 3 attempts, said 2026-10-05T00:09:00Z (flapping: recovered \
              and failed again 4 times within an hour; 5th time in 7 days): timeout"
+        );
+    }
+
+    #[test]
+    fn a_provider_fault_has_its_own_line_on_one_line() {
+        let mut head = head_of(
+            "not all well: 0 consumers failing, 1 provider cannot work as its administrator",
+        );
+        head.faults = vec![crate::report::Faulted {
+            provider: id("postgres@db-1"),
+            class: mesh_protocol::Class::CredentialsRejected,
+            error: "password authentication failed\nfor user \"mesh_admin\"".into(),
+            since: ts("2026-10-05T00:04:00Z"),
+            said_at: ts("2026-10-05T00:05:00Z"),
+        }];
+        let mut out = Vec::new();
+        write_all(&mut Human::default(), &mut out, &head, &[]).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[1..],
+            [
+                "  postgres@db-1 cannot work as its administrator since 2026-10-05T00:04:00Z \
+              (credentials-rejected: password authentication failed for user \"mesh_admin\"); \
+              none of its consumers can be made or mended meanwhile"
+            ]
         );
     }
 

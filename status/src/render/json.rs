@@ -1,7 +1,7 @@
 //! The JSON form: one object on one line, its members in the order of the
 //! contract (`machine` for `node show`, `all_well`, `sentence`,
-//! `controller`, `unheard`, `retired`, `catching_up`, `failing`, `repairs`,
-//! `grants`, `declaration_errors` when any), each value written by serde.
+//! `controller`, `unheard`, `retired`, `catching_up`, `faults` when any,
+//! `failing`, `repairs`, `grants`, `declaration_errors` when any), each value written by serde.
 //! The object is written as it is read: everything up to the opening of
 //! `failing` first (flushed), then each standing, then the rest.
 
@@ -42,6 +42,10 @@ impl Listing for Json {
         value(out, &head.retired)?;
         out.write_all(b",\"catching_up\":")?;
         value(out, &head.catching_up)?;
+        if !head.faults.is_empty() {
+            out.write_all(b",\"faults\":")?;
+            value(out, &head.faults)?;
+        }
         out.write_all(b",\"failing\":[")?;
         out.flush()
     }
@@ -93,6 +97,7 @@ mod tests {
             controller: Controller::following_for_tests(),
             retired: vec![],
             catching_up: vec![],
+            faults: vec![],
             unheard: vec![Unheard {
                 provider: id("identity@id-2"),
                 heard_at: None,
@@ -167,6 +172,28 @@ mod tests {
             "grants": {"reachable": 0, "unreachable": [], "unchecked": []}
         });
         assert_eq!(json, expected);
+    }
+
+    #[test]
+    fn faults_come_before_the_standings_and_only_when_any() {
+        let mut h = head(None, vec![]);
+        h.faults = vec![crate::report::Faulted {
+            provider: id("postgres@db-1"),
+            class: Class::CredentialsRejected,
+            error: "password authentication failed for user \"mesh_admin\"".into(),
+            since: ts("2026-10-05T00:04:00Z"),
+            said_at: ts("2026-10-05T00:05:00Z"),
+        }];
+        let (out, json) = render(&h, &[standing()]);
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains(r#""catching_up":[],"faults":[{"provider_module":"postgres","provider_machine":"db-1","class":"credentials-rejected","#),
+            "{text}"
+        );
+        assert!(text.find(r#""faults""#) < text.find(r#""failing""#));
+        assert_eq!(json["faults"][0]["since"], "2026-10-05T00:04:00Z");
+        let (_, json) = render(&head(None, vec![]), &[]);
+        assert!(json.get("faults").is_none(), "{json}");
     }
 
     #[test]

@@ -158,6 +158,7 @@ mod tests {
             repeat_every_seconds: repeat,
             said_at: ts("2026-10-05T00:09:00Z"),
             stored_at: None,
+            fault: None,
         };
         let record = |now: &str, begun: Option<&str>| ControllerRecord {
             now: ts(now),
@@ -213,6 +214,7 @@ mod tests {
             started_at: ts(started),
             said_at: ts(said),
             stored_at: Some(ts(stored)),
+            fault: None,
             ..alive("2026-10-04T00:00:00Z", Some(900))
         };
         let behind = stepped(

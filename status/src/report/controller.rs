@@ -317,6 +317,7 @@ mod tests {
             repeat_every_seconds: Some(900),
             said_at: ts(said),
             stored_at: None,
+            fault: None,
         };
         // The controller: following or not, its last catch-up, since when
         // its run of catch-ups goes.

@@ -7,7 +7,8 @@
 //!   store's [`Facts`]: the all-well flag, the sentence, whether the
 //!   controller follows ([`controller`]), the providers unheard, the
 //!   required consumers retired ([`retired`]), the providers a new store
-//!   does not fully know yet ([`catching_up`]), the open repair faults, the
+//!   does not fully know yet ([`catching_up`]), the providers that cannot
+//!   work as their administrator ([`faults`]), the open repair faults, the
 //!   grants ([`grants()`]), the refused declaration entries ([`Head`]).
 //! - [`standing`] marks one stored `failing` event silent or not
 //!   ([`Listed`]); [`group`] gathers the standings failing for one cause.
@@ -31,13 +32,14 @@
 //!   since <time>; N providers not fully known yet`.
 //! - A controller that follows nothing, any listed standing, unheard
 //!   provider, required consumer retired, provider not fully known yet,
-//!   open repair fault, unreachable grant or refused declaration entry
+//!   provider fault, open repair fault, unreachable grant or refused declaration entry
 //!   breaks the all-well sentence.
 //! - A standing whose event is older than `silent_after` carries
 //!   `silent_for_seconds` (the provider stopped repeating it: it may be gone).
 
 pub mod catching_up;
 pub mod controller;
+pub mod faults;
 pub mod grants;
 pub mod group;
 pub mod history;
@@ -56,6 +58,7 @@ use crate::store::{Counts, Order, StatusFilter};
 
 pub use catching_up::CatchingUp;
 pub use controller::{Controller, Hearing};
+pub use faults::Faulted;
 pub use grants::{grants, Grants, UncheckedGrant, UnreachableGrant};
 pub use history::{Recurrence, Recurrences};
 pub use retired::Retired;
@@ -144,6 +147,8 @@ pub struct Head {
     pub retired: Vec<Retired>,
     /// The providers a new store does not fully know yet, in order.
     pub catching_up: Vec<CatchingUp>,
+    /// The providers heard from that cannot work as their administrator, in order.
+    pub faults: Vec<Faulted>,
     /// The open repair faults listed (the newest repair event of each, not `repaired`).
     pub repairs: Vec<RepairRow>,
     /// Declaration entries that were refused (they were not checked).
@@ -258,6 +263,7 @@ pub fn head(declaration: &Parsed, scope: &Scope, facts: Facts<'_>, clock: &Clock
     let mut unheard = Vec::new();
     let mut awaiting = 0;
     let mut catching_up = Vec::new();
+    let mut faults = Vec::new();
     let mut heard_within: Option<Duration> = None;
     for provider in &providers {
         let newest = facts.alive.iter().find(|a| a.provider == **provider);
@@ -277,6 +283,7 @@ pub fn head(declaration: &Parsed, scope: &Scope, facts: Facts<'_>, clock: &Clock
                     .max(Duration::from_secs(1));
                 heard_within = Some(heard_within.map_or(age, |w| w.max(age)));
                 catching_up.extend(catching_up::catching_up(alive, facts.record, clock));
+                faults.extend(faults::faulted(alive));
             }
             (Hearing::Missed, _) => awaiting += 1,
             _ => unheard.push(Unheard {
@@ -310,6 +317,7 @@ pub fn head(declaration: &Parsed, scope: &Scope, facts: Facts<'_>, clock: &Clock
         deleted,
         catching_up: catching_up.len(),
         record_begins: facts.record.begun_at,
+        faults: faults.len(),
     };
     Head {
         machine: machine.map(str::to_owned),
@@ -319,6 +327,7 @@ pub fn head(declaration: &Parsed, scope: &Scope, facts: Facts<'_>, clock: &Clock
         unheard,
         retired,
         catching_up,
+        faults,
         repairs: facts.repairs,
         declaration_errors,
         grants: facts.grants,
@@ -466,6 +475,7 @@ mod tests {
             repeat_every_seconds: Some(900),
             said_at: ts(said_at),
             stored_at: None,
+            fault: None,
         }
     }
 
@@ -502,6 +512,52 @@ mod tests {
                 a
             })
             .collect()
+    }
+
+    #[test]
+    fn a_provider_fault_breaks_all_well_at_once_and_only_a_heard_provider_is_named() {
+        let c = clock("2026-10-05T00:10:00Z");
+        let refused = mesh_protocol::event::ProviderFault {
+            class: mesh_protocol::Class::CredentialsRejected,
+            error: "password authentication failed for user \"mesh_admin\"".into(),
+            since: ts("2026-10-05T00:04:00Z"),
+        };
+        let mut heard = alive_now(&c);
+        heard[0].fault = Some(refused.clone());
+        let head = head_of(
+            &declaration(),
+            &Scope::All,
+            Counts::default(),
+            vec![],
+            &heard,
+            Grants::default(),
+            &c,
+        );
+        assert!(!head.all_well);
+        assert_eq!(
+            head.sentence,
+            "not all well: 0 consumers failing, 1 provider cannot work as its administrator"
+        );
+        let named: Vec<String> = head.faults.iter().map(|f| f.provider.to_string()).collect();
+        assert_eq!(named, ["postgres@db-1"]);
+        assert_eq!(head.faults[0].since, refused.since);
+        // Unheard: its line says that; the old fault is not named.
+        let mut old = alive("postgres", "db-1", "2026-10-05T00:01:00Z", 60);
+        old.fault = Some(refused);
+        let head = head_of(
+            &declaration(),
+            &Scope::All,
+            Counts::default(),
+            vec![],
+            &[old, alive_now(&c).remove(1)],
+            Grants::default(),
+            &c,
+        );
+        assert!(head.faults.is_empty());
+        assert_eq!(
+            head.sentence,
+            "not all well: 0 consumers failing, 1 provider not heard from"
+        );
     }
 
     #[test]

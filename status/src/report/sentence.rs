@@ -47,6 +47,8 @@ pub struct Tally<'a> {
     pub catching_up: usize,
     /// When the store's record begins (a new store).
     pub record_begins: Option<Timestamp>,
+    /// Providers heard from that cannot work as their administrator.
+    pub faults: usize,
 }
 
 impl Tally<'_> {
@@ -61,6 +63,7 @@ impl Tally<'_> {
             && self.retired == 0
             && self.deleted == 0
             && self.catching_up == 0
+            && self.faults == 0
     }
 
     fn grants(&self) -> u64 {
@@ -175,6 +178,16 @@ pub fn sentence(t: &Tally<'_>) -> String {
         ));
     }
     parts.push(failing);
+    if t.faults > 0 {
+        parts.push(format!(
+            "{} as {} administrator",
+            match t.faults {
+                1 => "1 provider cannot work".to_owned(),
+                n => format!("{n} providers cannot work"),
+            },
+            if t.faults == 1 { "its" } else { "their" }
+        ));
+    }
     if t.grants_unreachable > 0 {
         let mut grants = format!(
             "{} unreachable",
@@ -238,6 +251,7 @@ mod tests {
             deleted: 0,
             catching_up: 0,
             record_begins: None,
+            faults: 0,
         }
     }
 
@@ -266,6 +280,24 @@ mod tests {
                     ..tally()
                 },
                 "not all well: 0 consumers failing, 1 provider not heard from",
+            ),
+            // A provider fault breaks all-well with no consumer failing yet.
+            (
+                Tally {
+                    faults: 1,
+                    ..tally()
+                },
+                "not all well: 0 consumers failing, 1 provider cannot work as its administrator",
+            ),
+            (
+                Tally {
+                    faults: 2,
+                    failing: 3,
+                    unheard: 1,
+                    ..tally()
+                },
+                "not all well: 3 consumers failing, 2 providers cannot work as their \
+                 administrator, 1 provider not heard from",
             ),
             // Never "all were heard" while one was not (the controller
             // follows again since recently: it may have missed it).

@@ -13,7 +13,7 @@ mod users;
 use std::time::Duration;
 
 use bytes::Bytes;
-use mesh_sdk::Secret;
+use mesh_sdk::{Secret, SecretFile};
 use reqwest::{RequestBuilder, Url};
 
 use crate::config::{AdminLogin, IdentityConfig};
@@ -79,7 +79,8 @@ pub struct Keycloak {
     base: Url,
     realm: String,
     admin_user: String,
-    admin_password: Secret,
+    /// Read again from its file at each administrator login.
+    admin_password: SecretFile,
     admin_login: AdminLogin,
     backoff: LoginBackoff,
     token: tokio::sync::Mutex<token::Cached>,
@@ -116,7 +117,11 @@ impl Keycloak {
             base: config.url().clone(),
             realm: config.realm().to_owned(),
             admin_user: config.admin_user().to_owned(),
-            admin_password: config.admin_password().clone(),
+            admin_password: SecretFile::new(
+                Some(config.admin_password().clone()),
+                config.admin_password_file().map(Into::into),
+                "admin password",
+            ),
             admin_login: config.admin_login(),
             backoff: config.login_backoff(),
             token: tokio::sync::Mutex::new(token::Cached::None),
@@ -139,9 +144,25 @@ impl Keycloak {
         &self.admin_user
     }
 
-    /// The mesh's administrator password.
-    pub fn admin_password(&self) -> &Secret {
-        &self.admin_password
+    /// The mesh's administrator password now: its file read again (the
+    /// last good one if the file cannot be read).
+    pub fn admin_password(&self) -> Secret {
+        self.admin_password_now().0
+    }
+
+    /// The administrator's password now, and whether it changed since the
+    /// last read (a rotation written into its file).
+    pub(crate) fn admin_password_now(&self) -> (Secret, bool) {
+        let (secret, changed) = self.admin_password.current();
+        (
+            secret.expect("the administrator's password is always given at start"),
+            changed,
+        )
+    }
+
+    /// Every administrator password held lately: removed from every error text.
+    pub fn admin_passwords(&self) -> Vec<Secret> {
+        self.admin_password.known()
     }
 
     /// The calls made so far, by kind (for the benchmark).

@@ -130,10 +130,19 @@ impl Keycloak {
     /// The login's refusal ([`IdentityError::is_invalid_grant`]) or failure.
     pub async fn admin_login(&self) -> Result<(), IdentityError> {
         let mut cached = self.token.lock().await;
+        self.rotated(&mut cached);
         if let Some(held) = self.held_refusal(&cached) {
             return Err(held);
         }
         self.login_into(&mut cached).await.map(|_| ())
+    }
+
+    /// A new password in the administrator's file ends a held refusal:
+    /// it is tried at once, whatever the backoff.
+    fn rotated(&self, cached: &mut Cached) {
+        if matches!(cached, Cached::Refused { .. }) && self.admin_password_now().1 {
+            *cached = Cached::None;
+        }
     }
 
     /// The last refusal, while it is held.
@@ -162,14 +171,14 @@ impl Keycloak {
     async fn login_into(&self, cached: &mut Cached) -> Result<AccessToken, IdentityError> {
         let what = self.admin_what();
         self.calls.count(Kind::AdminLogin);
+        let (password, _) = self.admin_password_now();
         let login = match self.admin_login {
             AdminLogin::Password => {
-                self.password_grant(&what, &self.admin_user, &self.admin_password)
+                self.password_grant(&what, &self.admin_user, &password)
                     .await
             }
             AdminLogin::ClientCredentials => {
-                self.client_grant(&what, &self.admin_user, &self.admin_password)
-                    .await
+                self.client_grant(&what, &self.admin_user, &password).await
             }
         };
         match login {
@@ -219,6 +228,7 @@ impl Keycloak {
                 return Ok(access.clone());
             }
         }
+        self.rotated(&mut cached);
         if let Some(held) = self.held_refusal(&cached) {
             return Err(held);
         }

@@ -7,10 +7,12 @@
 use std::time::Duration;
 
 use axum::http::Method;
+use mesh_provider_identity::{IdentityConfig, IdentityProvisioner};
 use mesh_sdk::testing::{self, LogCapture};
-use mesh_sdk::{Name, Timestamp};
+use mesh_sdk::{Name, Secret, Timestamp};
 use serde_json::{json, Value};
 
+use crate::fake_keycloak::REALM;
 use crate::world::{
     assert_no_secret, hold_clock, minted, minutes, temp_passwords, Setup, World,
     MESH_ADMIN_PASSWORD, OLD_ADMIN_PASSWORD, T0,
@@ -216,6 +218,27 @@ async fn a_failing_repair_is_braked_to_six_hours_and_leaves_no_temporary_adminis
         assert_eq!(s.temporary_deleted, s.temporary_made);
         assert_eq!(s.admin().password, MESH_ADMIN_PASSWORD);
     });
+    // The refused administrator was a provider fault from the first pass,
+    // through every failed and braked repair (said once, at once), until
+    // the repair: its end said at once too.
+    let alive = of(&said, "alive");
+    assert_eq!(alive.len(), 2, "{alive:?}");
+    assert_eq!(
+        alive[0]["fault"]["class"], "credentials-rejected",
+        "{}",
+        alive[0]
+    );
+    assert_eq!(alive[0]["fault"]["since"], T0);
+    assert!(
+        alive[0]["fault"]["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("admin-refused: "),
+        "{}",
+        alive[0]
+    );
+    assert_eq!(minutes(alive[1], "said_at"), 990);
+    assert!(alive[1].get("fault").is_none(), "{}", alive[1]);
     assert_nothing_leaked(&w, &said, &logs);
 }
 
@@ -262,4 +285,56 @@ async fn a_password_moved_while_running_is_found_through_a_refused_consumer() {
     });
     said.extend(now);
     assert_nothing_leaked(&w, &said, &logs);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_new_admin_password_written_into_its_file_ends_the_provider_fault_without_a_restart() {
+    let (logs, _guard) = LogCapture::start();
+    let _hold = hold_clock();
+    // Keycloak's administrator has the mesh's password; the file still
+    // holds the old one, and there is no container to repair it through.
+    let setup = Setup::new(MESH_ADMIN_PASSWORD, 401);
+    let file = setup.dir.path().join("admin.password");
+    std::fs::write(&file, format!("{OLD_ADMIN_PASSWORD}\n")).unwrap();
+    let config = IdentityConfig::new(
+        &setup.kc.url,
+        REALM,
+        "admin",
+        Secret::new(OLD_ADMIN_PASSWORD),
+    )
+    .unwrap()
+    .with_admin_password_file(&file)
+    .with_http_timeout(Duration::from_secs(10));
+    let provisioner = IdentityProvisioner::new(config).unwrap();
+    let mut w = World::with(setup, provisioner, &["forge"]);
+    let every = Duration::from_secs(30);
+    w.passes(1, every).await;
+    let said = w.said();
+    let alive = of(&said, "alive");
+    assert_eq!(alive.len(), 1, "{said:?}");
+    assert_eq!(
+        alive[0]["fault"]["class"], "credentials-rejected",
+        "{}",
+        alive[0]
+    );
+
+    // The operator writes the right password into the file: the next probe
+    // (within repair_check_every) logs in with it; no restart.
+    std::fs::write(&file, MESH_ADMIN_PASSWORD).unwrap();
+    let mut cleared = None;
+    for pass in 1..=12 {
+        w.passes(1, every).await;
+        let said = w.said();
+        if let Some(a) = of(&said, "alive").first() {
+            cleared = Some((pass, (*a).clone()));
+            break;
+        }
+    }
+    let (pass, alive) = cleared.expect("the fault never cleared");
+    assert!(alive.get("fault").is_none(), "{alive}");
+    assert!(pass <= 10, "cleared at pass {pass}: within 5 minutes");
+    assert!(logs.text().contains("read a new secret from its file"));
+    assert!(
+        !logs.text().contains(MESH_ADMIN_PASSWORD) && !logs.text().contains(OLD_ADMIN_PASSWORD)
+    );
 }

@@ -163,6 +163,12 @@ pub struct World {
 
 impl World {
     pub fn new(setup: Setup, consumers: &[&str]) -> World {
+        let provisioner = setup.provisioner();
+        World::with(setup, provisioner, consumers)
+    }
+
+    /// A world whose loop runs `provisioner` (made from `setup`).
+    pub fn with(setup: Setup, provisioner: IdentityProvisioner, consumers: &[&str]) -> World {
         let dir = setup.dir.path();
         let entries: Vec<Value> = consumers
             .iter()
@@ -182,7 +188,7 @@ impl World {
         let outbox = Arc::new(Outbox::new());
         let clock = WallClock::fixed(Timestamp::parse(T0).unwrap(), Instant::now());
         let runner = Runner::new(
-            setup.provisioner(),
+            provisioner,
             dir.join("contributions.json"),
             Settings::default(),
             Arc::clone(&outbox),
