@@ -368,8 +368,8 @@ impl<P: Provisioner> Runner<P> {
             count(contributions.consumers.len()),
             states.failing + states.failing_unsaid,
         );
-        self.metrics
-            .pass(ended.saturating_duration_since(began), states);
+        let took = ended.saturating_duration_since(began);
+        self.metrics.pass(took, states, self.clock.at(ended));
         self.progress.tick();
         report
     }
