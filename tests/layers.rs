@@ -133,7 +133,10 @@ const CRATES: &[(&str, Tables)] = &[
                 "model",
                 &[&["text", "received", "row", "declaration"], &["reduce"]],
             ),
-            ("link", &[&["decode", "observe", "record", "source"]]),
+            (
+                "link",
+                &[&["gauges"], &["decode", "observe", "record", "source"]],
+            ),
             (
                 "report",
                 &[&[
@@ -145,7 +148,7 @@ const CRATES: &[(&str, Tables)] = &[
                     "group",
                 ]],
             ),
-            ("render", &[&["human", "json"]]),
+            ("render", &[&["human", "json", "series"]]),
         ],
     ),
     (

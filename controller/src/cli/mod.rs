@@ -91,6 +91,10 @@ pub enum Command {
         /// an existing stream with fewer is raised in place, never lowered.
         #[arg(long, env = "MESH_STREAM_REPLICAS", default_value_t = DEFAULT_REPLICAS, value_parser = parse_replicas)]
         stream_replicas: usize,
+        /// How often, with --metrics-listen and --declaration, serve makes the report `status`
+        /// prints for its mesh_status_* gauges (each report reads the store once).
+        #[arg(long, env = "MESH_STATUS_EVERY", default_value = "5s", value_parser = humantime::parse_duration)]
+        status_every: Duration,
         /// `--metrics-listen`.
         #[command(flatten)]
         endpoints: EndpointArgs,

@@ -36,6 +36,7 @@
 //!   controller that follows nothing from providers that say nothing.
 
 mod decode;
+mod gauges;
 mod observe;
 mod record;
 mod source;
@@ -45,6 +46,7 @@ use std::time::Duration;
 use futures::future::join_all;
 
 pub use decode::{decode, Malformed};
+pub use gauges::{ProblemLabels, StatusGauges};
 pub use observe::{BusWatch, LinkState};
 pub use source::{Delivery, Messages, Pending};
 

@@ -26,6 +26,7 @@ use serde_json::{json, Value};
 use crate::{CertFiles, NatsServer, PgCluster, TestCa};
 
 mod hook;
+mod metrics;
 mod process;
 mod run;
 mod status;
@@ -34,6 +35,7 @@ pub use hook::{
     conform, example_hook, node_hooks_missing, HOOK_MACHINE, HOOK_MODULE, HOOK_PASS_EVERY,
     HOOK_PROVISION,
 };
+pub use metrics::{clauses_of, SERVE_STATUS_EVERY};
 pub use process::{binary, Process, SERVED};
 pub use status::{all_well, failing, healthy_mesh_with, time, unheard, wait_log};
 
@@ -184,6 +186,8 @@ pub struct Mesh {
     log_level: &'static str,
     /// The CA of a TLS bus and a client certificate for each binary.
     pub tls: Option<Tls>,
+    /// The port of `serve`'s `--metrics-listen` (the same across restarts).
+    pub serve_metrics_port: u16,
 }
 
 /// The certificates of a TLS bus.
@@ -375,6 +379,7 @@ impl Mesh {
             bus_auth: options.bus_auth,
             log_level: options.log_level,
             tls,
+            serve_metrics_port: crate::free_port(),
         };
         let all: Vec<&str> = options.consumers.iter().map(|(c, _)| *c).collect();
         mesh.list(&all);
