@@ -117,7 +117,10 @@ const CRATES: &[(&str, Tables)] = &[
                 ],
             ),
             ("keycloak", &[&["dist", "admin"]]),
-            ("mesh", &[&["process"], &["hook", "run", "status"]]),
+            (
+                "mesh",
+                &[&["process"], &["hook", "metrics", "run", "status"]],
+            ),
             ("pg", &[&["host"]]),
         ],
     ),

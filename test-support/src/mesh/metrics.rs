@@ -10,9 +10,6 @@ use serde_json::Value;
 
 use super::Mesh;
 
-/// `serve`'s `--status-every` in these runs.
-pub const SERVE_STATUS_EVERY: &str = "200ms";
-
 /// How long `status` and `serve`'s gauges may take to agree: a few of
 /// `--status-every`, and a status run under load.
 const AGREE_WITHIN: Duration = Duration::from_secs(15);

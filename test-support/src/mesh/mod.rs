@@ -35,7 +35,7 @@ pub use hook::{
     conform, example_hook, node_hooks_missing, HOOK_MACHINE, HOOK_MODULE, HOOK_PASS_EVERY,
     HOOK_PROVISION,
 };
-pub use metrics::{clauses_of, SERVE_STATUS_EVERY};
+pub use metrics::clauses_of;
 pub use process::{binary, Process, SERVED};
 pub use status::{all_well, failing, healthy_mesh_with, time, unheard, wait_log};
 
@@ -50,6 +50,9 @@ pub const FAILING_AFTER: Duration = Duration::from_secs(2);
 
 /// `mesh-postgres`'s `--pass-every`.
 pub const POSTGRES_PASS_EVERY: &str = "250ms";
+
+/// `serve`'s `--status-every` in these runs (its `mesh_status_*` gauges).
+pub const SERVE_STATUS_EVERY: &str = "200ms";
 
 /// `mesh-identity`'s `--pass-every`.
 pub const IDENTITY_PASS_EVERY: &str = "500ms";
