@@ -42,7 +42,9 @@ fn sentence(status: &Value) -> &str {
 fn a_failing_consumer_shows_in_status_and_disappears_when_it_recovers_and_a_refused_administrator_at_once(
 ) {
     let mesh = healthy_mesh();
-    let status = mesh.wait_status("all well", all_well);
+    mesh.wait_status("all well", all_well);
+    // serve's gauges say what status says: all well, every clause at zero.
+    let status = mesh.wait_metrics_agree("all well", all_well);
     assert!(
         status["sentence"].as_str().unwrap().starts_with("all well"),
         "{status}"
@@ -50,8 +52,18 @@ fn a_failing_consumer_shows_in_status_and_disappears_when_it_recovers_and_a_refu
     assert_eq!(failing(&status), Vec::<String>::new());
 
     mesh.secret("wiki", None);
-    let status = mesh.wait_status("wiki failing", |s| failing(s) == ["wiki"]);
+    mesh.wait_status("wiki failing", |s| failing(s) == ["wiki"]);
+    let status = mesh.wait_metrics_agree("wiki failing", |s| failing(s) == ["wiki"]);
     assert!(!all_well(&status));
+    let metrics = mesh.serve_metrics().expect("serve's metrics");
+    assert_eq!(
+        metrics.get(
+            "mesh_status_problems{clause=\"consumers_failing\",provider=\"postgres@db-1\",\
+             cause=\"secret-unreadable\"}"
+        ),
+        Some(&1.0),
+        "by provider and class: {metrics:#?}"
+    );
     let entry = &status["failing"][0];
     assert_eq!(entry["provider_module"], "postgres");
     assert_eq!(entry["provider_machine"], "db-1");
@@ -81,6 +93,7 @@ fn a_failing_consumer_shows_in_status_and_disappears_when_it_recovers_and_a_refu
 
     mesh.secret("wiki", Some("minted-wiki-secret"));
     mesh.wait_status("all well again", |s| all_well(s) && failing(s).is_empty());
+    mesh.wait_metrics_agree("all well again", all_well);
 
     // It fails again: status says it is the second time, history lists both.
     mesh.secret("wiki", None);
@@ -184,6 +197,7 @@ fn a_failing_consumer_shows_in_status_and_disappears_when_it_recovers_and_a_refu
         mesh.backend.superuser_password(),
     )
     .unwrap();
+    mesh.wait_metrics_agree("all well again", all_well);
 }
 
 #[test]
@@ -246,7 +260,27 @@ fn a_recovery_said_while_the_store_is_stopped_lands_after_it_returns() {
 fn retirement_and_an_approved_deletion_through_mesh_controller_approve() {
     let mesh = healthy_mesh();
     mesh.list(&["forge", "wiki"]);
-    std::thread::sleep(Duration::from_millis(600));
+    // Withdrawn while the declaration requires it: named retiring at once,
+    // with when (--retire-after 1h), long before it is retired.
+    let status = mesh.wait_status("docs named retiring", |s| {
+        s["retiring"].as_array().is_some_and(|r| !r.is_empty())
+    });
+    assert_eq!(
+        sentence(&status),
+        "not all well: 0 consumers failing, 1 required consumer retiring"
+    );
+    let entry = &status["retiring"][0];
+    assert_eq!(
+        (&entry["consumer"], &entry["action"]),
+        (&Value::from("docs"), &Value::from("retiring")),
+        "{status:#}"
+    );
+    let retire_at = time(&entry["retire_at"]);
+    assert!(
+        retire_at > SystemTime::now() + Duration::from_secs(50 * 60),
+        "retired in about an hour: {entry}"
+    );
+    mesh.wait_metrics_agree("docs retiring", |s| !all_well(s));
 
     let (code, out, err) = mesh.controller(&["approve", "postgres@db-1", "wiki"]);
     assert_ne!(code, 0, "wiki is still listed: {out}{err}");
@@ -305,6 +339,8 @@ fn retirement_and_an_approved_deletion_through_mesh_controller_approve() {
         "{status:#}"
     );
     assert_eq!(failing(&status), Vec::<String>::new());
+    assert_eq!(status["retiring"], serde_json::json!([]), "{status:#}");
+    mesh.wait_metrics_agree("docs deleted", |s| !all_well(s));
 }
 
 #[test]
@@ -327,6 +363,7 @@ fn a_killed_provider_is_not_heard_from_within_three_alives_and_all_well_returns_
         sentence(&status),
         "not all well: 0 consumers failing, 1 provider not heard from"
     );
+    mesh.wait_metrics_agree("postgres@db-1 unheard", |s| !all_well(s));
     let entry = &status["unheard"][0];
     let (heard_at, started_at) = (time(&entry["heard_at"]), time(&entry["started_at"]));
     assert!(
@@ -354,6 +391,7 @@ fn a_killed_provider_is_not_heard_from_within_three_alives_and_all_well_returns_
 
     mesh.start_provider();
     let status = mesh.wait_status("all well again", all_well);
+    mesh.wait_metrics_agree("all well again", all_well);
     assert_eq!(unheard(&status), Vec::<String>::new());
     assert!(
         sentence(&status).contains("(it was heard from within the last"),
@@ -496,6 +534,7 @@ fn an_assigned_provider_that_never_started_is_never_heard_from() {
         sentence(&status),
         "not all well: 0 consumers failing, 1 provider not heard from"
     );
+    mesh.wait_metrics_agree("postgres@db-1 unheard", |s| !all_well(s));
     let entry = &status["unheard"][0];
     assert_eq!(entry["heard_at"], Value::Null, "{entry}");
     assert_eq!(entry["started_at"], Value::Null, "{entry}");

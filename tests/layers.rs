@@ -119,7 +119,10 @@ const CRATES: &[(&str, Tables)] = &[
                 ],
             ),
             ("keycloak", &[&["dist", "admin"]]),
-            ("mesh", &[&["process"], &["hook", "run", "status"]]),
+            (
+                "mesh",
+                &[&["process"], &["hook", "metrics", "run", "status"]],
+            ),
             ("pg", &[&["host"]]),
         ],
     ),
@@ -141,7 +144,10 @@ const CRATES: &[(&str, Tables)] = &[
             ),
             (
                 "link",
-                &[&["decode", "observe", "record", "prune", "source"]],
+                &[
+                    &["gauges"],
+                    &["decode", "observe", "record", "prune", "source"],
+                ],
             ),
             (
                 "report",
@@ -155,7 +161,7 @@ const CRATES: &[(&str, Tables)] = &[
                     "history",
                 ]],
             ),
-            ("render", &[&["human", "json"], &["history"]]),
+            ("render", &[&["human", "json", "series"], &["history"]]),
         ],
     ),
     (

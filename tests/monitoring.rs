@@ -7,7 +7,9 @@
 //! installed, every dashboard query is also parsed by it. Each binary is
 //! scraped as Prometheus asks (OpenMetrics) and as a plain client does
 //! (text format 0.0.4, which `promtool check metrics` lints): both hold
-//! the same samples and `mesh_build_info`.
+//! the same samples and `mesh_build_info`. The declaration names a
+//! provider that never runs, so `status` is not all well, and serve's
+//! `mesh_status_*` gauges are held against what `status --json` says.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
@@ -16,7 +18,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use mesh_test_support::mesh::{binary, Process};
+use mesh_test_support::mesh::{binary, clauses_of, Process};
 use mesh_test_support::{free_port, NatsServer, PgCluster};
 use serde_json::{json, Value};
 
@@ -308,8 +310,10 @@ fn scrape_the_binaries(dir: &Path) -> Scrape {
         .build()
         .unwrap()
         .block_on(store.create_database("mesh_store"));
+    // identity@id-1 never runs: status names it never heard from.
     let declaration = json!({"modules": [
         {"module": "postgres", "machine": "db-1", "provides": ["postgres-database"]},
+        {"module": "identity", "machine": "id-1", "provides": ["oidc-client"]},
         {"module": "forge", "machine": "app-1",
          "requires": [{"provision": "postgres-database", "from": "postgres@db-1"}]},
     ]});
@@ -323,18 +327,24 @@ fn scrape_the_binaries(dir: &Path) -> Scrape {
     std::fs::write(dir.join("contributions.json"), contributions.to_string()).unwrap();
 
     let (serve_port, provider_port) = (free_port(), free_port());
-    let mut serve = Command::new(binary("mesh-controller"));
+    let controller = || {
+        let mut command = Command::new(binary("mesh-controller"));
+        command
+            .arg("--database")
+            .arg(format!(
+                "postgres://postgres@127.0.0.1:{}/mesh_store",
+                store.port()
+            ))
+            .arg("--database-password-file")
+            .arg(store.superuser_password_file())
+            .arg("--declaration")
+            .arg(dir.join("declaration.json"));
+        command
+    };
+    let mut serve = controller();
     serve
-        .arg("--database")
-        .arg(format!(
-            "postgres://postgres@127.0.0.1:{}/mesh_store",
-            store.port()
-        ))
-        .arg("--database-password-file")
-        .arg(store.superuser_password_file())
-        .arg("--declaration")
-        .arg(dir.join("declaration.json"))
-        .args(["--nats", &nats.url(), "serve", "--metrics-listen"])
+        .args(["--nats", &nats.url(), "serve", "--status-every", "200ms"])
+        .arg("--metrics-listen")
         .arg(format!("127.0.0.1:{serve_port}"));
     let serve = Process::spawn("controller", serve, dir.join("controller.log"));
     let mut provider = Command::new(binary("mesh-postgres"));
@@ -410,12 +420,52 @@ fn scrape_the_binaries(dir: &Path) -> Scrape {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+    status_and_metrics_agree(&controller, serve_port, &serve);
     let mut scraped = Scrape::new();
     scrape_both_ways("mesh-provide", hook_port, &provide, &mut scraped);
     scrape_both_ways("mesh-grants", grants_port, &grants, &mut scraped);
     scrape_both_ways("mesh-controller", serve_port, &serve, &mut scraped);
     scrape_both_ways("mesh-postgres", provider_port, &provider, &mut scraped);
     scraped
+}
+
+/// Waits until serve's gauges name identity@id-1 never heard from, and
+/// holds them against `status --json` (run by the `controller` command) at
+/// that moment: not all well, that clause 1 and every other 0.
+fn status_and_metrics_agree(controller: &dyn Fn() -> Command, port: u16, serve: &Process) {
+    let line = "mesh_status_problems{clause=\"providers_unheard\",provider=\"identity@id-1\",\
+                cause=\"never\"} 1";
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let (report, text) = loop {
+        let (_, text) = scrape(port, serve, None);
+        let out = controller().args(["status", "--json"]).output().unwrap();
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        let unheard = report["unheard"].as_array().map_or(0, Vec::len);
+        if text.lines().any(|l| l == line) && unheard == 1 {
+            break (report, text);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "serve never exported {line}, status never named it:\n{report:#}\n{text}\n{}",
+            serve.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(report["all_well"], false, "{report:#}");
+    let samples: BTreeMap<&str, &str> = text
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.rsplit_once(' '))
+        .collect();
+    assert_eq!(samples.get("mesh_status_all_well"), Some(&"0"), "{text}");
+    for (clause, n) in clauses_of(&report) {
+        let key = format!("mesh_status_clauses{{clause=\"{clause}\"}}");
+        assert_eq!(
+            samples.get(key.as_str()),
+            Some(&n.to_string().as_str()),
+            "{clause}: {report:#}\n{text}"
+        );
+    }
 }
 
 /// The names a check failed on, with why.

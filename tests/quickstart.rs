@@ -95,7 +95,11 @@ async fn serves_classifies_its_own_refusal_and_retires() {
         .collect();
     assert_eq!(
         retired,
-        vec!["retirement:forge:retired", "recovered:forge:retired"]
+        vec![
+            "retirement:forge:retiring",
+            "retirement:forge:retired",
+            "recovered:forge:retired"
+        ]
     );
     assert!(root.join("forge").join("disabled").exists());
     assert!(root.join("forge").join("credentials").exists());

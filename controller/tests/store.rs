@@ -332,6 +332,7 @@ async fn store_rules_hold_on_postgres() {
             consumer: name("old"),
             action: RetirementAction::Retired,
             detail: detail.into(),
+            retire_at: None,
             said_at: at(said),
         }),
     };
@@ -449,7 +450,7 @@ async fn status_and_node_show_on_a_live_store() {
     // is not all well (silence is not health).
     let (code, out, err) = env.run(&["migrate"], now).await;
     assert_eq!(code, EXIT_OK, "{err}");
-    assert!(out.contains("10 migrations applied"), "{out}");
+    assert!(out.contains("12 migrations applied"), "{out}");
     // No serve ever followed the stream into it: that is said first, and
     // no provider is blamed for the silence.
     let (code, out, _) = env.run(&["status"], now).await;
@@ -1099,6 +1100,7 @@ fn retirement(consumer: &str, action: RetirementAction, seq: u64) -> Received {
         consumer: name(consumer),
         action,
         detail: format!("{consumer} {}", action.as_str()),
+        retire_at: (action == RetirementAction::Retiring).then(|| ago(0)),
         said_at: ago(600),
     });
     word("postgres@db-1", seq, event)
@@ -1357,10 +1359,27 @@ async fn the_controller_record_retired_consumers_and_a_new_store_on_a_live_store
             refused("site", "app-2", "connection refused", 20),
             // old: not required by the declaration.
             retirement("old", RetirementAction::Retired, 21),
+            // wiki: withdrawn again, counted down to retire.
+            retirement("wiki", RetirementAction::Retiring, 22),
         ])
         .await
         .unwrap();
     let report = env.json(&["status", "--json"], now).await;
+    assert_eq!(
+        report["sentence"],
+        "not all well: 1 consumer failing, 1 required consumer retiring, 1 required consumer \
+         retired, 1 required consumer deleted"
+    );
+    assert_eq!(report["retiring"][0]["consumer"], "wiki", "{report}");
+    assert_eq!(report["retiring"][0]["action"], "retiring", "{report}");
+    assert!(report["retiring"][0]["retire_at"].is_string(), "{report}");
+    // Listed again before it was retired: the countdown is over.
+    store
+        .apply(&[retirement("wiki", RetirementAction::Cancelled, 23)])
+        .await
+        .unwrap();
+    let report = env.json(&["status", "--json"], now).await;
+    assert_eq!(report["retiring"], serde_json::json!([]), "{report}");
     assert_eq!(
         report["sentence"],
         "not all well: 1 consumer failing, 1 required consumer retired, 1 required consumer \

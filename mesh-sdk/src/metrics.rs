@@ -6,6 +6,7 @@
 //! | --- | --- | --- |
 //! | `mesh_passes_total` | counter | passes run |
 //! | `mesh_pass_duration_seconds` | histogram | how long a pass took |
+//! | `mesh_pass_ended_timestamp_seconds` | gauge | when the last pass ended (Unix seconds; 0: none yet): a loop that stopped passing shows as an age growing past `--pass-every` |
 //! | `mesh_consumers{state}` | gauge | listed consumers by state after the last pass: `ok`, `failing_unsaid` (failing, not for `failing_after` yet), `failing` (a `failing` event published), `retiring` (withdrawn, still held, not retired yet) |
 //! | `mesh_words_said_total{kind}` | counter | events put on the outbox to publish, by kind |
 //! | `mesh_words_held{kind}` | gauge | events pending: not yet acknowledged by the bus, by kind |
@@ -16,7 +17,7 @@
 use std::time::Duration;
 
 use mesh_protocol::event::{Event, EventKind, RepairOutcome};
-use mesh_protocol::Class;
+use mesh_protocol::{Class, Timestamp};
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -42,6 +43,7 @@ pub struct LoopMetrics {
     registry: Registry,
     passes: Counter,
     pass_duration: Histogram,
+    pass_ended: Gauge,
     consumers: Family<Label, Gauge>,
     words_said: Family<Label, Counter>,
     words_held: Family<Label, Gauge>,
@@ -99,6 +101,12 @@ impl LoopMetrics {
             Unit::Seconds,
             pass_duration.clone(),
         );
+        let pass_ended = Gauge::default();
+        registry.register(
+            "pass_ended_timestamp_seconds",
+            "When the last pass of the provisioner loop ended (Unix seconds; 0: none yet)",
+            pass_ended.clone(),
+        );
         let consumers = Family::<Label, Gauge>::default();
         registry.register(
             "consumers",
@@ -135,6 +143,7 @@ impl LoopMetrics {
             registry,
             passes,
             pass_duration,
+            pass_ended,
             consumers,
             words_said,
             words_held,
@@ -169,10 +178,15 @@ impl LoopMetrics {
         }
     }
 
-    /// A pass ended.
-    pub(crate) fn pass(&self, took: Duration, states: ConsumerStates) {
+    /// A pass ended at `at`, after `took`.
+    pub(crate) fn pass(&self, took: Duration, states: ConsumerStates, at: Timestamp) {
         self.passes.inc();
         self.pass_duration.observe(took.as_secs_f64());
+        let secs = at
+            .system_time()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        self.pass_ended.set(gauge_value(secs));
         self.set_consumers(states);
     }
 
@@ -225,5 +239,33 @@ impl LoopMetrics {
         let mut text = String::new();
         encode(&mut text, &self.registry).expect("writing to a String cannot fail");
         text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_pass_end_is_zero_until_a_pass_ends_then_its_unix_seconds() {
+        let metrics = LoopMetrics::new();
+        let outbox = Outbox::new();
+        let line = |text: &str| {
+            text.lines()
+                .find(|l| l.starts_with("mesh_pass_ended_timestamp_seconds "))
+                .map(str::to_owned)
+        };
+        let text = metrics.encode(&outbox);
+        assert_eq!(
+            line(&text).as_deref(),
+            Some("mesh_pass_ended_timestamp_seconds 0")
+        );
+        let at = Timestamp::parse("2026-10-05T00:00:05Z").unwrap();
+        metrics.pass(Duration::from_millis(20), ConsumerStates::default(), at);
+        let text = metrics.encode(&outbox);
+        assert_eq!(
+            line(&text).as_deref(),
+            Some("mesh_pass_ended_timestamp_seconds 1791158405")
+        );
     }
 }

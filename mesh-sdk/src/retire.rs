@@ -7,6 +7,10 @@
 //! is re-enabled. Deletion happens only on a person's approval of a retired
 //! consumer. A pass in which the contributions file or the held list could
 //! not be read counts for nothing; a restart starts every count over.
+//!
+//! The countdown is said: on the first counted pass a consumer is missing
+//! ([`Action::Countdown`], once per countdown), and when it ends without a
+//! retirement ([`Action::Cancel`]: listed again, or no longer held).
 
 use std::time::Duration;
 
@@ -25,6 +29,25 @@ pub struct RetireRules {
     pub after: Duration,
 }
 
+impl RetireRules {
+    /// When a countdown that began with the pass at `first` retires its
+    /// consumer, passes running every `pass_every`: the pass that has
+    /// counted `after_passes` passes and is at least `after` past `first`
+    /// (an estimate: a slow pass, or one that counts for nothing, puts it
+    /// later).
+    pub fn retire_at(&self, first: Instant, pass_every: Duration) -> Instant {
+        let passes = pass_every.saturating_mul(self.after_passes.saturating_sub(1));
+        let mut at = first + passes;
+        if at < first + self.after {
+            // The first pass at or after `after`.
+            let every = pass_every.max(Duration::from_millis(1));
+            let n = self.after.as_nanos().div_ceil(every.as_nanos());
+            at = first + every.saturating_mul(u32::try_from(n).unwrap_or(u32::MAX));
+        }
+        at
+    }
+}
+
 impl Default for RetireRules {
     fn default() -> Self {
         RetireRules {
@@ -41,6 +64,35 @@ pub enum Action {
     Retire(Name),
     /// Enable it again: listed again.
     ReEnable(Name),
+    /// Its countdown began with this pass (at `since`): say so, once.
+    Countdown {
+        /// The consumer.
+        name: Name,
+        /// The pass the countdown began with.
+        since: Instant,
+    },
+    /// Its countdown ended without retiring it, for this reason.
+    Cancel(Name, Cancelled),
+}
+
+/// Why a countdown ended without a retirement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cancelled {
+    /// The contributions file lists it again.
+    Listed,
+    /// The backend no longer holds it (or holds it disabled: retired by
+    /// hand): nothing is left to retire.
+    NotHeld,
+}
+
+impl Cancelled {
+    /// In words, for the `retirement` event's detail.
+    pub fn detail(self) -> &'static str {
+        match self {
+            Cancelled::Listed => "listed again before it was retired: nothing was disabled",
+            Cancelled::NotHeld => "no longer held active at the backend: nothing is left to retire",
+        }
+    }
 }
 
 /// What a person's approval leads to.
@@ -104,10 +156,19 @@ impl Retirement {
                 (true, true) => actions.push(Action::ReEnable(h.name.clone())),
                 (true, false) | (false, true) => {}
                 (false, false) => {
-                    let mut m = self.missing.get(&h.name).copied().unwrap_or(Missing {
-                        first: now,
-                        passes: 0,
-                    });
+                    let mut m = match self.missing.get(&h.name) {
+                        Some(m) => *m,
+                        None => {
+                            actions.push(Action::Countdown {
+                                name: h.name.clone(),
+                                since: now,
+                            });
+                            Missing {
+                                first: now,
+                                passes: 0,
+                            }
+                        }
+                    };
                     m.passes += 1;
                     if m.passes >= rules.after_passes
                         && now.saturating_duration_since(m.first) >= rules.after
@@ -117,6 +178,21 @@ impl Retirement {
                     still_missing.insert(h.name.clone(), m);
                 }
             }
+        }
+        // A countdown that ended without a retirement (one retired keeps
+        // its count until the provider says it did, [`Retirement::retired`]).
+        let mut ended: Vec<&Name> = self
+            .missing
+            .keys()
+            .filter(|name| !still_missing.contains_key(*name))
+            .collect();
+        ended.sort_unstable();
+        for name in ended {
+            let why = match listed.contains(name) {
+                true => Cancelled::Listed,
+                false => Cancelled::NotHeld,
+            };
+            actions.push(Action::Cancel(name.clone(), why));
         }
         self.missing = still_missing;
         actions
@@ -183,8 +259,19 @@ mod tests {
         for i in 0..10_000u32 {
             let now = start + every * i;
             let actions = r.pass(Some(&listed), Some(&held), now, rules);
+            if i == 0 {
+                assert_eq!(
+                    actions,
+                    vec![Action::Countdown {
+                        name: gone.clone(),
+                        since: now
+                    }]
+                );
+                continue;
+            }
             if !actions.is_empty() {
                 assert_eq!(actions, vec![Action::Retire(gone.clone())]);
+                assert_eq!(rules.retire_at(start, every), now, "the estimate said");
                 return now - start;
             }
         }
@@ -205,7 +292,7 @@ mod tests {
     }
 
     #[test]
-    fn relisted_while_pending_resets_the_count_silently() {
+    fn relisted_while_pending_resets_the_count_and_cancels_the_countdown() {
         let a = n("a");
         let held = [Held::active(a.clone())];
         let none: NameSet<'_> = NameSet::default();
@@ -213,21 +300,30 @@ mod tests {
         let mut r = Retirement::new();
         let start = Instant::now();
         let step = Duration::from_secs(300);
+        let countdown = |i: u32| Action::Countdown {
+            name: a.clone(),
+            since: start + step * i,
+        };
         for i in 0..4 {
-            assert!(r
-                .pass(Some(&none), Some(&held), start + step * i, &rules())
-                .is_empty());
+            let expected = if i == 0 { vec![countdown(0)] } else { vec![] };
+            assert_eq!(
+                r.pass(Some(&none), Some(&held), start + step * i, &rules()),
+                expected
+            );
         }
         assert_eq!(r.missing_passes(&a), Some(4));
-        assert!(r
-            .pass(Some(&with_a), Some(&held), start + step * 4, &rules())
-            .is_empty());
+        assert_eq!(
+            r.pass(Some(&with_a), Some(&held), start + step * 4, &rules()),
+            vec![Action::Cancel(a.clone(), Cancelled::Listed)]
+        );
         assert_eq!(r.missing_passes(&a), None);
-        // Withdrawn again: the count starts over.
+        // Withdrawn again: the count starts over, and so does the countdown.
         for i in 5..9 {
-            assert!(r
-                .pass(Some(&none), Some(&held), start + step * i, &rules())
-                .is_empty());
+            let expected = if i == 5 { vec![countdown(5)] } else { vec![] };
+            assert_eq!(
+                r.pass(Some(&none), Some(&held), start + step * i, &rules()),
+                expected
+            );
         }
         assert_eq!(
             r.pass(Some(&none), Some(&held), start + step * 9, &rules()),
@@ -284,15 +380,104 @@ mod tests {
     }
 
     #[test]
-    fn no_longer_held_is_forgotten() {
+    fn no_longer_held_is_forgotten_and_its_countdown_cancelled() {
         let a = n("a");
         let none: NameSet<'_> = NameSet::default();
         let mut r = Retirement::new();
         let now = Instant::now();
         r.pass(Some(&none), Some(&[Held::active(a.clone())]), now, &rules());
         assert_eq!(r.missing_passes(&a), Some(1));
-        r.pass(Some(&none), Some(&[]), now, &rules());
+        assert_eq!(
+            r.pass(Some(&none), Some(&[]), now, &rules()),
+            vec![Action::Cancel(a.clone(), Cancelled::NotHeld)]
+        );
         assert_eq!(r.missing_passes(&a), None);
+        // Held again (and still withdrawn), then found disabled by hand.
+        r.pass(Some(&none), Some(&[Held::active(a.clone())]), now, &rules());
+        assert_eq!(
+            r.pass(
+                Some(&none),
+                Some(&[Held::retired(a.clone())]),
+                now,
+                &rules()
+            ),
+            vec![Action::Cancel(a.clone(), Cancelled::NotHeld)]
+        );
+    }
+
+    /// Each countdown is said once, when it begins; passes that count for
+    /// nothing neither say it again nor cancel it; retiring ends it
+    /// without a cancellation.
+    #[test]
+    fn a_countdown_is_said_once_and_retiring_ends_it_silently() {
+        let a = n("a");
+        let mut held = [Held::active(a.clone())];
+        let none: NameSet<'_> = NameSet::default();
+        let mut r = Retirement::new();
+        let start = Instant::now();
+        let every = Duration::from_secs(60);
+        let mut said = Vec::new();
+        for i in 0..20u32 {
+            let now = start + every * i;
+            // Every third pass cannot read the held list.
+            let h = (i % 3 != 2).then_some(&held[..]);
+            let actions = r.pass(Some(&none), h, now, &rules());
+            for action in actions {
+                if let Action::Retire(name) = &action {
+                    r.retired(name);
+                    held = [Held::retired(name.clone())];
+                }
+                said.push((i, action));
+            }
+        }
+        assert_eq!(
+            said,
+            vec![
+                (
+                    0,
+                    Action::Countdown {
+                        name: a.clone(),
+                        since: start
+                    }
+                ),
+                (10, Action::Retire(a.clone())),
+                // Retired: the backend holds it disabled; no cancellation,
+                // no new countdown.
+            ]
+        );
+    }
+
+    #[test]
+    fn retire_at_is_the_pass_that_meets_both_thresholds() {
+        let start = Instant::now();
+        let s = Duration::from_secs;
+        // (pass every, after passes, after, retired that long after the first pass)
+        let cases = [
+            (s(5), 5, s(600), s(600)),
+            (s(300), 5, s(600), s(1200)),
+            (s(7), 5, s(600), s(602)),
+            (s(5), 1, s(0), s(0)),
+            (s(5), 0, s(10), s(10)),
+            (Duration::ZERO, 5, s(600), s(600)),
+        ];
+        for (every, after_passes, after, expected) in cases {
+            let rules = RetireRules {
+                after_passes,
+                after,
+            };
+            assert_eq!(
+                rules.retire_at(start, every) - start,
+                expected,
+                "{every:?} {after_passes} {after:?}"
+            );
+        }
+        // The machine agrees with the estimate where passes are regular.
+        for every in [s(5), s(7), s(300)] {
+            assert_eq!(
+                retire_time(every, &rules()),
+                rules().retire_at(start, every) - start
+            );
+        }
     }
 
     #[test]

@@ -360,9 +360,13 @@ async fn withdrawn_consumer_is_retired_after_ten_minutes_and_five_passes_and_sai
         ]
     );
     w.list(&["forge"]);
-    // Withdrawn at 305 s: still held, not retired until 10 minutes passed.
+    // Withdrawn at 305 s: still held, not retired until 10 minutes passed;
+    // the countdown is said at once, and once, with when it ends.
     w.passes(120).await;
-    assert!(w.said().is_empty());
+    let said = w.said();
+    assert_eq!(kinds(&said), vec!["retirement:wiki:retiring"]);
+    assert_eq!(said[0].1["said_at"], "2026-10-05T00:05:05Z");
+    assert_eq!(said[0].1["retire_at"], "2026-10-05T00:15:05Z");
     assert!(!w.fake.with(|b| b.provisions[&name("wiki")].retired));
     w.passes(1).await;
     let said = w.said();
@@ -404,17 +408,25 @@ async fn withdrawn_consumer_is_retired_after_ten_minutes_and_five_passes_and_sai
 }
 
 #[tokio::test(start_paused = true)]
-async fn relisted_while_pending_says_nothing_and_starts_over() {
+async fn relisted_while_pending_cancels_the_countdown_and_starts_over() {
     let mut w = World::new(&["forge", "wiki"]);
     w.passes(1).await;
     w.said();
     w.list(&["forge"]);
     w.passes(100).await;
+    assert_eq!(kinds(&w.said()), vec!["retirement:wiki:retiring"]);
     w.list(&["forge", "wiki"]);
     w.passes(1).await;
+    let said = w.said();
+    assert_eq!(kinds(&said), vec!["retirement:wiki:cancelled"]);
+    assert!(said[0].1.get("retire_at").is_none(), "{:?}", said[0].1);
     w.list(&["forge"]);
     w.passes(120).await;
-    assert!(w.said().is_empty(), "count started over");
+    assert_eq!(
+        kinds(&w.said()),
+        vec!["retirement:wiki:retiring"],
+        "count started over"
+    );
     w.passes(1).await;
     assert_eq!(
         kinds(&w.said()),
@@ -491,6 +503,7 @@ async fn an_approval_answered_while_the_attempts_run() {
     assert_eq!(
         kinds(&w.said()),
         vec![
+            "retirement:wiki:retiring",
             "retirement:wiki:approved",
             "retirement:wiki:retired",
             "recovered:wiki:retired"
@@ -674,8 +687,8 @@ async fn a_withdrawn_consumer_the_backend_holds_is_left_to_retirement() {
     w.passes(2).await;
     assert_eq!(
         kinds(&w.said()),
-        Vec::<String>::new(),
-        "retired later, not withdrawn"
+        vec!["retirement:forge:retiring"],
+        "retired later (its countdown said), not withdrawn"
     );
     assert_eq!(w.runner.standings(), 2);
 }

@@ -158,6 +158,13 @@ async fn metrics_health_and_readiness_over_http() {
     let m = scrape.metrics().await;
     let get = |key: &str| *m.get(key).unwrap_or_else(|| panic!("no {key} in {m:?}"));
     assert!(get("mesh_passes_total{}") >= 2.0, "{m:?}");
+    // The last pass ended within the last few seconds, on the wall clock.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let ended = get("mesh_pass_ended_timestamp_seconds{}");
+    assert!((now - 5.0..=now + 1.0).contains(&ended), "{ended} {now}");
     assert_eq!(get("mesh_consumers{state=ok}"), 2.0);
     assert_eq!(get("mesh_consumers{state=failing}"), 0.0);
     assert_eq!(get("mesh_consumers{state=retiring}"), 0.0);

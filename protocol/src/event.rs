@@ -216,9 +216,19 @@ pub struct Recovered {
 }
 
 /// What happened to a withdrawn consumer.
+///
+/// `retiring` and `cancelled` are newer than the other four: a controller
+/// older than them refuses such a body as malformed (logged and terminated,
+/// the stream goes on), so it only misses the countdown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum RetirementAction {
+    /// The countdown to retire it began: withdrawn and still held, it is
+    /// retired at `retire_at` unless it is listed again first.
+    Retiring,
+    /// The countdown ended without retiring it: listed again, or no longer
+    /// held at the backend.
+    Cancelled,
     /// Disabled (reversible, nothing deleted).
     Retired,
     /// A person approved (retirement at once, or deletion).
@@ -231,7 +241,9 @@ pub enum RetirementAction {
 
 impl RetirementAction {
     /// Every action, in a stable order.
-    pub const ALL: [RetirementAction; 4] = [
+    pub const ALL: [RetirementAction; 6] = [
+        RetirementAction::Retiring,
+        RetirementAction::Cancelled,
         RetirementAction::Retired,
         RetirementAction::Approved,
         RetirementAction::ReEnabled,
@@ -241,6 +253,8 @@ impl RetirementAction {
     /// The action as written on the bus.
     pub fn as_str(self) -> &'static str {
         match self {
+            RetirementAction::Retiring => "retiring",
+            RetirementAction::Cancelled => "cancelled",
             RetirementAction::Retired => "retired",
             RetirementAction::Approved => "approved",
             RetirementAction::ReEnabled => "re-enabled",
@@ -262,6 +276,11 @@ pub struct Retirement {
     pub action: RetirementAction,
     /// In words, for a person.
     pub detail: String,
+    /// For `retiring`: when the provider will retire it unless it is listed
+    /// again (its estimate: `retire_after`, or the passes still to count if
+    /// they take longer). Absent from the other actions' bodies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retire_at: Option<Timestamp>,
     /// When this was published.
     pub said_at: Timestamp,
 }
@@ -632,6 +651,7 @@ mod tests {
             consumer: name("forge"),
             action: RetirementAction::ReEnabled,
             detail: "listed again".into(),
+            retire_at: None,
             said_at: ts("2026-10-05T00:09:00Z"),
         });
         let repair = Event::Repair(RepairReport {
@@ -651,6 +671,30 @@ mod tests {
             assert_eq!(String::from_utf8(event.to_json()).unwrap(), text);
             assert_eq!(Event::parse(event.kind(), text.as_bytes()).unwrap(), event);
         }
+    }
+
+    /// `retiring` carries `retire_at` and round-trips; a body of the
+    /// other actions has none and reads without it; an action unknown to
+    /// this reader (as `retiring` is to an older one) is refused as
+    /// malformed, naming the word, never read as another action.
+    #[test]
+    fn retiring_carries_retire_at_and_an_unknown_action_is_refused() {
+        let text = r#"{"v":1,"consumer":"forge","action":"retiring","detail":"withdrawn","retire_at":"2026-10-05T00:19:00Z","said_at":"2026-10-05T00:09:00Z"}"#;
+        let event = Event::parse(EventKind::Retirement, text.as_bytes()).unwrap();
+        let Event::Retirement(body) = &event else {
+            panic!("retirement")
+        };
+        assert_eq!(body.action, RetirementAction::Retiring);
+        assert_eq!(body.retire_at, Some(ts("2026-10-05T00:19:00Z")));
+        assert_eq!(String::from_utf8(event.to_json()).unwrap(), text);
+        let cancelled = r#"{"v":1,"consumer":"forge","action":"cancelled","detail":"listed again","said_at":"2026-10-05T00:10:00Z"}"#;
+        let event = Event::parse(EventKind::Retirement, cancelled.as_bytes()).unwrap();
+        assert_eq!(String::from_utf8(event.to_json()).unwrap(), cancelled);
+        let newer = r#"{"v":1,"consumer":"forge","action":"postponed","detail":"x","said_at":"2026-10-05T00:10:00Z"}"#;
+        let error = Event::parse(EventKind::Retirement, newer.as_bytes())
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("postponed"), "{error}");
     }
 
     #[test]

@@ -43,6 +43,8 @@
 //! retirement:  {"v":1,"consumer":"old-app","action":"retired",
 //!               "detail":"disabled, nothing deleted: withdrawn from the contributions file long enough",
 //!               "said_at":"2026-10-05T01:00:00Z"}
+//!              (action: retiring, cancelled, retired, approved, re-enabled, deleted;
+//!               retiring adds "retire_at":"2026-10-05T01:00:00Z", when it will be retired)
 //! repair:      {"v":1,"fault":"admin-refused","outcome":"failed","detail":"repair failed: ...",
 //!               "next_attempt_at":"2026-10-05T00:19:00Z","said_at":"2026-10-05T00:09:00Z"}
 //! alive:       {"v":1,"started_at":"2026-10-05T00:00:00Z","alive_every_seconds":60,

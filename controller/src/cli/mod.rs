@@ -123,6 +123,10 @@ pub enum Command {
         /// between rounds, at most 1,000 at a time.
         #[arg(long, env = "MESH_KEEP_HISTORY", default_value = "90d", value_parser = humantime::parse_duration)]
         keep_history: Duration,
+        /// How often, with --metrics-listen and --declaration, serve makes the report `status`
+        /// prints for its mesh_status_* gauges (each report reads the store once).
+        #[arg(long, env = "MESH_STATUS_EVERY", default_value = "5s", value_parser = humantime::parse_duration)]
+        status_every: Duration,
         /// `--metrics-listen`.
         #[command(flatten)]
         endpoints: EndpointArgs,

@@ -17,7 +17,7 @@ use crate::link;
 use crate::store::{grant_reader, migrate, DatabaseOptions, PgStore, ReaderMade};
 use mesh_status::model::history::RepairsDone;
 use mesh_status::model::Parsed;
-use mesh_status::render::listing;
+use mesh_status::render::{listing, series};
 use mesh_status::report::{self, Clock, Facts, Grants, Recurrences, Scope};
 use mesh_status::store::{HistoryFilter, Order};
 use mesh_status::{LinkSettings, LinkState};
@@ -69,6 +69,7 @@ pub async fn run(cli: &Cli, io: &mut Io<'_>, stop: &Stop) -> Result<(), CliError
             stream_max_age,
             stream_replicas,
             keep_history,
+            status_every,
             endpoints,
         } => {
             let options = cli.database_options()?;
@@ -80,8 +81,9 @@ pub async fn run(cli: &Cli, io: &mut Io<'_>, stop: &Stop) -> Result<(), CliError
                 ..LinkSettings::default()
             };
             let state = Arc::new(LinkState::new());
+            let listen = &endpoints.metrics_listen;
             let _observers =
-                observe(cli, &options, &settings, &state, &endpoints.metrics_listen).await?;
+                observe(cli, &options, &settings, &state, listen, *status_every).await?;
             Ok(link::serve(&options, &cli.nats_options(), settings, &state, stop).await?)
         }
         Command::Status { report } => status(cli, io, Scope::All, report).await,
@@ -143,9 +145,6 @@ pub fn serve_stuck_after(settings: &LinkSettings) -> Duration {
     settings.wait * 3 + Duration::from_secs(60)
 }
 
-/// How often `serve` reads the store's summary for its gauges.
-const SUMMARY_EVERY: Duration = Duration::from_secs(15);
-
 /// How often `serve` asks the store for `/readyz` (with `--metrics-listen`).
 const READY_CHECK_EVERY: Duration = Duration::from_secs(1);
 
@@ -170,13 +169,15 @@ async fn check_store(options: DatabaseOptions, state: Arc<LinkState>) {
 }
 
 /// `serve`'s endpoints (with `--metrics-listen`) and, with a declaration,
-/// the task that reads what `status` would say into the gauges.
+/// the task that makes the report `status` prints into the gauges every
+/// `status_every`.
 async fn observe(
     cli: &Cli,
     options: &DatabaseOptions,
     settings: &LinkSettings,
     state: &Arc<LinkState>,
     listen: &Option<String>,
+    status_every: Duration,
 ) -> Result<Vec<AbortOnDropHandle<()>>, CliError> {
     let mut tasks = Vec::new();
     let Some(addr) = listen else {
@@ -199,6 +200,7 @@ async fn observe(
     ))));
     if cli.declaration.is_some() {
         let declaration = cli.load_declaration()?;
+        series::init(&state.status);
         let (options, state) = (options.clone(), Arc::clone(state));
         tasks.push(AbortOnDropHandle::new(tokio::spawn(async move {
             let mut store = PgStore::new(options);
@@ -206,9 +208,9 @@ async fn observe(
                 // Until the store answers (it may not be migrated yet), try every second.
                 let read = summarize(&mut store, &declaration, &state).await;
                 let next = if read {
-                    SUMMARY_EVERY
+                    status_every
                 } else {
-                    Duration::from_secs(1)
+                    status_every.min(Duration::from_secs(1))
                 };
                 tokio::time::sleep(next).await;
             }
@@ -217,40 +219,44 @@ async fn observe(
     Ok(tasks)
 }
 
-/// Reads what `status` would say (counts and providers heard from, not the
-/// listing) into the gauges; a store away leaves them as they were.
-/// Returns whether the store was read.
+/// Makes the report `status` prints (the same read, the same engine, its
+/// standings counted by provider and class) and sets the gauges from it
+/// ([`series`]); a store away leaves them as they were. Returns whether
+/// the store was read.
 async fn summarize(store: &mut PgStore, declaration: &Parsed, state: &LinkState) -> bool {
     let clock = Clock {
         now: Timestamp::now(),
         silent_after: report::DEFAULT_SILENT_AFTER,
     };
     let filter = report::filter(declaration, &Scope::All, &clock, Order::Key);
-    let read = match store.read_status(&filter).await {
-        Ok(read) => read,
+    let report = async {
+        let mut read = store.read_status(&filter).await?;
+        let facts = Facts {
+            counts: read.counts,
+            repairs: std::mem::take(&mut read.repairs),
+            alive: &read.alive,
+            grants: report::grants(std::mem::take(&mut read.grants)),
+            record: &read.record,
+            retired: &read.retired,
+        };
+        let head = report::head(declaration, &Scope::All, facts, &clock);
+        let mut failing = Vec::new();
+        while let Some(row) = read.next().await? {
+            failing.push((row.provider, row.class));
+        }
+        read.finish().await?;
+        Ok::<_, crate::store::PgError>((head, failing))
+    };
+    let (head, failing) = match report.await {
+        Ok(report) => report,
         Err(error) => {
-            tracing::debug!(error = %error, "cannot read the store's summary for the metrics");
+            tracing::debug!(error = %error, "cannot read the store for the status metrics");
             return false;
         }
     };
-    let failing = read.counts.standings;
-    let facts = Facts {
-        counts: read.counts,
-        repairs: Vec::new(),
-        alive: &read.alive,
-        grants: Grants::default(),
-        record: &read.record,
-        retired: &read.retired,
-    };
-    let head = report::head(declaration, &Scope::All, facts, &clock);
-    let _ = read.finish().await;
     state.store_answered();
-    state
-        .standings_failing
-        .set(i64::try_from(failing).unwrap_or(i64::MAX));
-    state
-        .providers_unheard
-        .set(i64::try_from(head.unheard.len()).unwrap_or(i64::MAX));
+    let series = series::series(&head, failing.iter().map(|(p, c)| (p, *c)));
+    series::export(&state.status, &series, clock.now);
     true
 }
 

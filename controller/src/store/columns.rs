@@ -81,12 +81,12 @@ WHERE (p.stream_epoch, p.stream_seq) < (EXCLUDED.stream_epoch, EXCLUDED.stream_s
 /// per provider, consumer and action.
 pub(super) const UPSERT_RETIREMENT: &str = "
 INSERT INTO retirement AS t (provider_module, provider_machine, consumer, action, detail,
-                             said_at, stream_seq, stream_epoch)
+                             said_at, stream_seq, stream_epoch, retire_at)
 SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
-                     $6::timestamptz[], $7::int8[], $8::int8[])
+                     $6::timestamptz[], $7::int8[], $8::int8[], $9::timestamptz[])
 ON CONFLICT (provider_module, provider_machine, consumer, action) DO UPDATE SET
     detail = EXCLUDED.detail, said_at = EXCLUDED.said_at, stream_seq = EXCLUDED.stream_seq,
-    stream_epoch = EXCLUDED.stream_epoch
+    stream_epoch = EXCLUDED.stream_epoch, retire_at = EXCLUDED.retire_at
 WHERE (t.stream_epoch, t.stream_seq) < (EXCLUDED.stream_epoch, EXCLUDED.stream_seq)";
 
 /// Applies a round's `alive` events ([`AliveColumns`]), the newest per provider.
@@ -385,7 +385,7 @@ impl<'a> RepairColumns<'a> {
     }
 }
 
-/// The columns of [`UPSERT_RETIREMENT`], `$1` to `$8` in field order.
+/// The columns of [`UPSERT_RETIREMENT`], `$1` to `$9` in field order.
 #[derive(Default)]
 pub(super) struct RetirementColumns<'a> {
     pub(super) provider_module: Vec<&'a str>,
@@ -396,6 +396,7 @@ pub(super) struct RetirementColumns<'a> {
     pub(super) said_at: Vec<SystemTime>,
     pub(super) stream_seq: Vec<i64>,
     pub(super) stream_epoch: Vec<i64>,
+    pub(super) retire_at: Vec<Option<SystemTime>>,
 }
 
 impl<'a> RetirementColumns<'a> {
@@ -409,9 +410,10 @@ impl<'a> RetirementColumns<'a> {
         self.said_at.push(b.said_at.system_time());
         self.stream_seq.push(seq(k.seq));
         self.stream_epoch.push(seq(k.epoch));
+        self.retire_at.push(b.retire_at.map(|t| t.system_time()));
     }
 
-    pub(super) fn params(&self) -> [&(dyn ToSql + Sync); 8] {
+    pub(super) fn params(&self) -> [&(dyn ToSql + Sync); 9] {
         [
             &self.provider_module,
             &self.provider_machine,
@@ -421,6 +423,7 @@ impl<'a> RetirementColumns<'a> {
             &self.said_at,
             &self.stream_seq,
             &self.stream_epoch,
+            &self.retire_at,
         ]
     }
 }

@@ -135,7 +135,7 @@ LIMIT 16";
 /// Of the consumers the declaration requires (`$1` provider modules, `$2`
 /// their machines, `$3` the consumers), those whose provider's newest
 /// retirement word (by stream order; `approved` is an intent and does not
-/// count) is `retired` or `deleted`, unless a later word of that provider
+/// count) is `retiring`, `retired` or `deleted`, unless a later word of that provider
 /// says the consumer is served again: a `recovered` for a success (a
 /// deleted consumer made anew), or a `failing` (it is attempted again, and
 /// listed as failing).
@@ -145,7 +145,7 @@ WITH required (module, machine, consumer) AS (
 ), newest AS (
     SELECT DISTINCT ON (t.provider_module, t.provider_machine, t.consumer)
            t.provider_module, t.provider_machine, t.consumer, t.action, t.detail, t.said_at,
-           t.stream_epoch, t.stream_seq
+           t.stream_epoch, t.stream_seq, t.retire_at
     FROM retirement t
     JOIN required d
       ON t.provider_module = d.module AND t.provider_machine = d.machine
@@ -154,9 +154,10 @@ WITH required (module, machine, consumer) AS (
     ORDER BY t.provider_module, t.provider_machine, t.consumer,
              t.stream_epoch DESC, t.stream_seq DESC
 )
-SELECT n.provider_module, n.provider_machine, n.consumer, n.action, n.detail, n.said_at
+SELECT n.provider_module, n.provider_machine, n.consumer, n.action, n.detail, n.said_at,
+       n.retire_at
 FROM newest n
-WHERE n.action IN ('retired', 'deleted')
+WHERE n.action IN ('retiring', 'retired', 'deleted')
   AND NOT EXISTS (
       SELECT 1 FROM recovered r
       WHERE r.provider_module = n.provider_module AND r.provider_machine = n.provider_machine
@@ -197,7 +198,7 @@ pub struct StatusRead {
     /// What the store says of the controller and of its own record.
     pub record: ControllerRecord,
     /// The consumers the declaration requires that their provider last
-    /// said it retired or deleted, in order.
+    /// said it is retiring, retired or deleted, in order.
     pub retired: Vec<RetiredRow>,
     /// The order of the listing.
     order: Order,
@@ -527,6 +528,7 @@ fn retired_row(row: &Row) -> Result<RetiredRow, ReadError> {
         action: decoded(row, 3, "retirement.action")?,
         detail: row.try_get(4)?,
         said_at: time(row, 5)?,
+        retire_at: optional_time(row, 6)?,
     })
 }
 

@@ -379,8 +379,8 @@ impl<P: Provisioner> Runner<P> {
             states.failing + states.failing_unsaid,
             self.admin.current(),
         );
-        self.metrics
-            .pass(ended.saturating_duration_since(began), states);
+        let took = ended.saturating_duration_since(began);
+        self.metrics.pass(took, states, self.clock.at(ended));
         report.said += self.fault_after_pass(change);
         self.progress.tick();
         report

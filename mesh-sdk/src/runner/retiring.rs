@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mesh_protocol::event::{Event, Retirement as RetirementBody, RetirementAction, VERSION};
-use mesh_protocol::{ApproveReply, ApproveRequest, Class, ModuleId, Name};
+use mesh_protocol::{ApproveReply, ApproveRequest, Class, ModuleId, Name, Timestamp};
 use tokio::time::Instant;
 
 use super::{say, standing_event, Runner};
@@ -50,6 +50,27 @@ impl<P: Provisioner> Runner<P> {
                     .await
                 }
                 Action::ReEnable(name) => self.re_enable(&contributions.provider, &name).await,
+                Action::Countdown { name, since } => {
+                    let retire = &self.settings.retire;
+                    let at = retire.retire_at(since, self.settings.pass_every);
+                    let retire_at = self.clock.at(at);
+                    tracing::info!(consumer = %name, retire_at = %retire_at, "withdrawn and still held: retired then unless listed again");
+                    let detail = format!(
+                        "withdrawn from the contributions file and still held: retired after \
+                         {} passes and {} unless listed again",
+                        retire.after_passes,
+                        humantime::format_duration(retire.after)
+                    );
+                    let word = (RetirementAction::Retiring, detail, Some(retire_at));
+                    self.say_retirement(&contributions.provider, &name, word, since);
+                    1
+                }
+                Action::Cancel(name, why) => {
+                    tracing::info!(consumer = %name, why = why.detail(), "countdown to retire ended");
+                    let word = (RetirementAction::Cancelled, why.detail().to_owned(), None);
+                    self.say_retirement(&contributions.provider, &name, word, Instant::now());
+                    1
+                }
             };
         }
         said
@@ -218,7 +239,12 @@ impl<P: Provisioner> Runner<P> {
         tracing::info!(consumer = %name, why, "retired");
         let now = Instant::now();
         let detail = format!("disabled, nothing deleted: {why}");
-        self.say_retirement(provider, name, RetirementAction::Retired, detail, now);
+        self.say_retirement(
+            provider,
+            name,
+            (RetirementAction::Retired, detail, None),
+            now,
+        );
         let (machine, provision, word) = match self.entries.get_mut(name) {
             Some(entry) => (
                 Some(entry.machine.clone()),
@@ -267,29 +293,31 @@ impl<P: Provisioner> Runner<P> {
         }
         tracing::info!(consumer = %name, "re-enabled");
         self.re_enabled.insert(name.clone());
-        self.say_retirement(
-            provider,
-            name,
+        let word = (
             RetirementAction::ReEnabled,
             "listed again: enabled again".into(),
-            Instant::now(),
+            None,
         );
+        self.say_retirement(provider, name, word, Instant::now());
         1
     }
 
+    /// Says `word` (the action, its detail, and for `retiring` when) of
+    /// `name` on `retirement`.
     fn say_retirement(
         &self,
         provider: &ModuleId,
         name: &Name,
-        action: RetirementAction,
-        detail: String,
+        word: (RetirementAction, String, Option<Timestamp>),
         now: Instant,
     ) {
+        let (action, detail, retire_at) = word;
         let event = Event::Retirement(RetirementBody {
             v: VERSION,
             consumer: name.clone(),
             action,
             detail,
+            retire_at,
             said_at: self.clock.at(now),
         });
         say(&self.outbox, &self.metrics, provider, &event);
@@ -364,13 +392,12 @@ impl<P: Provisioner> Runner<P> {
                 refuse(detail)
             }
             Approval::RetireNow(name) => {
-                self.say_retirement(
-                    provider,
-                    &name,
+                let word = (
                     RetirementAction::Approved,
                     "a person approved retiring it now".into(),
-                    Instant::now(),
+                    None,
                 );
+                self.say_retirement(provider, &name, word, Instant::now());
                 if self
                     .retire_now(provider, &name, "a person approved it", within)
                     .await
@@ -384,13 +411,12 @@ impl<P: Provisioner> Runner<P> {
                 }
             }
             Approval::Delete(name) => {
-                self.say_retirement(
-                    provider,
-                    &name,
+                let word = (
                     RetirementAction::Approved,
                     "a person approved deleting its data".into(),
-                    Instant::now(),
+                    None,
                 );
+                self.say_retirement(provider, &name, word, Instant::now());
                 let provisioner = Arc::clone(&self.provisioner);
                 if let Err(error) = self
                     .call("delete", &name, within, provisioner.delete(&name))
@@ -399,13 +425,12 @@ impl<P: Provisioner> Runner<P> {
                     return refuse(format!("deleting {name} failed: {error}"));
                 }
                 tracing::info!(consumer = %name, "deleted on approval");
-                self.say_retirement(
-                    provider,
-                    &name,
+                let word = (
                     RetirementAction::Deleted,
                     "its provision and data were deleted".into(),
-                    Instant::now(),
+                    None,
                 );
+                self.say_retirement(provider, &name, word, Instant::now());
                 ApproveReply {
                     ok: true,
                     detail: format!("{name} deleted"),

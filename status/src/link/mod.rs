@@ -38,6 +38,7 @@
 //!   at most [`PRUNE_BATCH`] rows at a time (see [`PruneSchedule`]).
 
 mod decode;
+mod gauges;
 mod observe;
 #[cfg(test)]
 mod outage_tests;
@@ -51,6 +52,7 @@ use std::time::Duration;
 use futures::future::join_all;
 
 pub use decode::{decode, Malformed};
+pub use gauges::{ProblemLabels, StatusGauges};
 pub use observe::{BusWatch, LinkState};
 pub use prune::{PruneSchedule, PRUNE_BATCH, PRUNE_EVERY};
 pub use source::{Delivery, Messages, Pending};

@@ -9,8 +9,7 @@
 //! | `mesh_words_applied_total{kind}` | counter | events committed to the store, by kind |
 //! | `mesh_batches_total` | counter | rounds committed (one transaction each) |
 //! | `mesh_store_errors_total` | counter | rounds the store failed (held and delivered again, or refused) |
-//! | `mesh_standings_failing` | gauge | standings `status` lists (needs `--declaration`) |
-//! | `mesh_providers_unheard` | gauge | providers `status` names not heard from (needs `--declaration`) |
+//! | `mesh_status_*`, `mesh_standings_failing`, `mesh_providers_unheard` | gauge | what `status` would say (needs `--declaration`; see [`StatusGauges`]) |
 //! | `mesh_stream_lag_messages` | gauge | events in the stream the controller has not acknowledged yet |
 //! | `mesh_caught_up_timestamp_seconds` | gauge | when this `serve` last caught up with the stream (Unix seconds; 0: not yet) |
 
@@ -26,6 +25,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
+use super::StatusGauges;
 use crate::model::Received;
 
 type Label = [(&'static str, &'static str); 1];
@@ -36,10 +36,8 @@ pub struct LinkState {
     words_applied: Family<Label, Counter>,
     batches: Counter,
     store_errors: Counter,
-    /// Standings `status` lists (set by whoever reads the store's summary).
-    pub standings_failing: Gauge,
-    /// Providers not heard from (likewise).
-    pub providers_unheard: Gauge,
+    /// What `status` would say (set from the report by whoever makes it).
+    pub status: StatusGauges,
     /// Words in the stream not acknowledged yet.
     pub stream_lag: Gauge,
     /// When the link last caught up with the stream (Unix seconds).
@@ -103,18 +101,7 @@ impl LinkState {
             "Rounds the store failed (held and delivered again, or refused)",
             store_errors.clone(),
         );
-        let standings_failing = Gauge::default();
-        registry.register(
-            "standings_failing",
-            "Standings status lists (with --declaration)",
-            standings_failing.clone(),
-        );
-        let providers_unheard = Gauge::default();
-        registry.register(
-            "providers_unheard",
-            "Providers status names not heard from (with --declaration)",
-            providers_unheard.clone(),
-        );
+        let status = StatusGauges::register(&mut registry);
         let stream_lag = Gauge::default();
         registry.register(
             "stream_lag_messages",
@@ -134,8 +121,7 @@ impl LinkState {
             words_applied,
             batches,
             store_errors,
-            standings_failing,
-            providers_unheard,
+            status,
             stream_lag,
             progress: Progress::new(),
             store_ok: AtomicBool::new(false),

@@ -175,21 +175,24 @@ pub struct ControllerRecord {
 }
 
 /// A provider's newest `retirement` event for one consumer the
-/// declaration requires from it, as the store reads it: `retired` or
-/// `deleted` and not followed by a word that says the consumer is served
-/// again (`re-enabled`, a `recovered` for a success, or a `failing`).
+/// declaration requires from it, as the store reads it: `retiring`,
+/// `retired` or `deleted` and not followed by a word that says the
+/// consumer is served again (`cancelled`, `re-enabled`, a `recovered` for
+/// a success, or a `failing`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RetiredRow {
     /// The provider that published it.
     pub provider: ModuleId,
     /// The consumer.
     pub consumer: String,
-    /// `retired` or `deleted`.
+    /// `retiring`, `retired` or `deleted`.
     pub action: RetirementAction,
     /// In words, as the provider said it.
     pub detail: String,
     /// When it was published.
     pub said_at: Timestamp,
+    /// For `retiring`: when the provider will retire it.
+    pub retire_at: Option<Timestamp>,
 }
 
 impl AliveRow {

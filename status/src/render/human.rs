@@ -169,7 +169,7 @@ impl Listing for Human {
                 _ => writeln!(out, "never heard from")?,
             }
         }
-        for r in &head.retired {
+        for r in head.retiring.iter().chain(&head.retired) {
             writeln!(out, "  {}", r.line())?;
         }
         for c in &head.catching_up {
@@ -274,6 +274,7 @@ mod tests {
             sentence: "not all well: 0 consumers failing, 1 grant unreachable".into(),
             controller: Controller::following_for_tests(),
             retired: vec![],
+            retiring: vec![],
             catching_up: vec![],
             faults: vec![],
             unheard: vec![],
@@ -348,6 +349,7 @@ mod tests {
             sentence: "not all well: 2 consumers failing".into(),
             controller: Controller::following_for_tests(),
             retired: vec![],
+            retiring: vec![],
             catching_up: vec![],
             faults: vec![],
             unheard: vec![
@@ -437,6 +439,7 @@ mod tests {
             controller: Controller::following_for_tests(),
             unheard: vec![],
             retired: vec![],
+            retiring: vec![],
             catching_up: vec![],
             faults: vec![],
             repairs: vec![],
@@ -560,7 +563,8 @@ mod tests {
     }
 
     #[test]
-    fn a_controller_following_nothing_a_retired_consumer_and_a_new_store_are_named() {
+    fn a_controller_following_nothing_a_retiring_and_a_retired_consumer_and_a_new_store_are_named()
+    {
         use crate::report::{CatchingUp, Retired};
         use mesh_protocol::event::RetirementAction;
         let mut head = head_of("not all well: the controller has followed no events since ...");
@@ -581,6 +585,16 @@ mod tests {
             action: RetirementAction::Retired,
             detail: "disabled".into(),
             said_at: ts("2026-10-05T00:09:00Z"),
+            retire_at: None,
+        }];
+        head.retiring = vec![Retired {
+            provider: id("postgres@db-1"),
+            consumer: "wiki".into(),
+            consumer_machine: "app-2".into(),
+            action: RetirementAction::Retiring,
+            detail: "withdrawn".into(),
+            said_at: ts("2026-10-05T00:09:00Z"),
+            retire_at: Some(ts("2026-10-05T00:19:00Z")),
         }];
         head.catching_up = vec![CatchingUp {
             provider: id("postgres@db-1"),
@@ -601,6 +615,8 @@ mod tests {
                 "  mesh-controller serve on ctl-1 (pid 4242, started 2026-10-05T00:00:00Z) caught \
                  up with the event stream last at 2026-10-05T00:09:00Z, stored events last at \
                  2026-10-05T00:08:00Z",
+                "  wiki@app-2 retiring by postgres@db-1 although the declaration requires it \
+                 (retired at 2026-10-05T00:19:00Z unless its contributions file lists it again)",
                 "  forge@app-1 retired by postgres@db-1 although the declaration requires it (its \
                  contributions file no longer lists it?)",
                 "  postgres@db-1 not fully known yet: the store's record begins \

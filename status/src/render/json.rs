@@ -1,6 +1,6 @@
 //! The JSON form: one object on one line, its members in the order of the
 //! contract (`machine` for `node show`, `all_well`, `sentence`,
-//! `controller`, `unheard`, `retired`, `catching_up`, `faults` when any,
+//! `controller`, `unheard`, `retired`, `retiring`, `catching_up`, `faults` when any,
 //! `failing`, `repairs`, `grants`, `declaration_errors` when any), each value written by serde.
 //! The object is written as it is read: everything up to the opening of
 //! `failing` first (flushed), then each standing, then the rest.
@@ -40,6 +40,8 @@ impl Listing for Json {
         value(out, &head.unheard)?;
         out.write_all(b",\"retired\":")?;
         value(out, &head.retired)?;
+        out.write_all(b",\"retiring\":")?;
+        value(out, &head.retiring)?;
         out.write_all(b",\"catching_up\":")?;
         value(out, &head.catching_up)?;
         if !head.faults.is_empty() {
@@ -96,6 +98,7 @@ mod tests {
             sentence: "not all well: 1 consumer failing".into(),
             controller: Controller::following_for_tests(),
             retired: vec![],
+            retiring: vec![],
             catching_up: vec![],
             faults: vec![],
             unheard: vec![Unheard {
@@ -159,6 +162,7 @@ mod tests {
                 "following_since": null, "host": null,
                 "pid": null, "started_at": null, "record_begins_at": null},
             "retired": [],
+            "retiring": [],
             "catching_up": [],
             "unheard": [{"provider_module":"identity","provider_machine":"id-2","heard_at":null,
                 "started_at":null}],

@@ -1,11 +1,13 @@
 //! Printing a report as it is read: the [`Head`] first (so a reader has the
 //! sentence at once), then each standing as it arrives (for a person, the
 //! standings of one cause as one line once the cause is whole), then what
-//! follows them. [`human`] writes lines for a person, [`json`] one JSON object.
+//! follows them. [`human`] writes lines for a person, [`json`] one JSON object;
+//! [`series`] makes the report Prometheus series (what `serve` exports).
 
 pub mod history;
 pub mod human;
 pub mod json;
+pub mod series;
 
 use std::io::{self, Write};
 

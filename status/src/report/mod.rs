@@ -6,7 +6,7 @@
 //! - [`head`] composes what comes before and around the standings from the
 //!   store's [`Facts`]: the all-well flag, the sentence, whether the
 //!   controller follows ([`controller`]), the providers unheard, the
-//!   required consumers retired ([`retired`]), the providers a new store
+//!   required consumers retired or retiring ([`retired`]), the providers a new store
 //!   does not fully know yet ([`catching_up`]), the providers that cannot
 //!   work as their administrator ([`faults`]), the open repair faults, the
 //!   grants ([`grants()`]), the refused declaration entries ([`Head`]).
@@ -31,7 +31,7 @@
 //!   stream ([`catching_up`]); the sentence then begins `the store is new
 //!   since <time>; N providers not fully known yet`.
 //! - A controller that follows nothing, any listed standing, unheard
-//!   provider, required consumer retired, provider not fully known yet,
+//!   provider, required consumer retired or retiring, provider not fully known yet,
 //!   provider fault, open repair fault, unreachable grant or refused declaration entry
 //!   breaks the all-well sentence.
 //! - A standing whose event is older than `silent_after` carries
@@ -145,6 +145,9 @@ pub struct Head {
     /// The consumers the declaration requires that their provider retired
     /// or deleted, in order.
     pub retired: Vec<Retired>,
+    /// The consumers the declaration requires that their provider counts
+    /// down to retire (`retiring`, its countdown current), in order.
+    pub retiring: Vec<Retired>,
     /// The providers a new store does not fully know yet, in order.
     pub catching_up: Vec<CatchingUp>,
     /// The providers heard from that cannot work as their administrator, in order.
@@ -171,8 +174,8 @@ pub struct Facts<'a> {
     pub grants: Grants,
     /// What the store says of the controller and of its own record.
     pub record: &'a ControllerRecord,
-    /// The required consumers in scope their provider last said it
-    /// retired or deleted.
+    /// The required consumers in scope their provider last said it is
+    /// retiring, retired or deleted.
     pub retired: &'a [RetiredRow],
 }
 
@@ -293,7 +296,11 @@ pub fn head(declaration: &Parsed, scope: &Scope, facts: Facts<'_>, clock: &Clock
             }),
         }
     }
-    let retired = retired::retired(d, machine, facts.retired);
+    let (retiring, retired): (Vec<Retired>, Vec<Retired>) =
+        retired::retired(d, machine, facts.retired)
+            .into_iter()
+            .filter(|r| retired::current(r, facts.alive))
+            .partition(|r| r.action == RetirementAction::Retiring);
     let deleted = retired
         .iter()
         .filter(|r| r.action == RetirementAction::Deleted)
@@ -315,6 +322,7 @@ pub fn head(declaration: &Parsed, scope: &Scope, facts: Facts<'_>, clock: &Clock
         controller_silent: controller.silent_since(),
         retired: retired.len() - deleted,
         deleted,
+        retiring: retiring.len(),
         catching_up: catching_up.len(),
         record_begins: facts.record.begun_at,
         faults: faults.len(),
@@ -326,6 +334,7 @@ pub fn head(declaration: &Parsed, scope: &Scope, facts: Facts<'_>, clock: &Clock
         controller,
         unheard,
         retired,
+        retiring,
         catching_up,
         faults,
         repairs: facts.repairs,
@@ -359,6 +368,7 @@ mod tests {
     use super::*;
     use crate::model::declaration::parse;
     use crate::model::GrantRow;
+    use crate::model::RetiredRow;
     use mesh_protocol::event::GrantState;
 
     fn ts(s: &str) -> Timestamp {
@@ -838,6 +848,68 @@ mod tests {
                 0
             )
         );
+    }
+
+    /// A required consumer its provider counts down to retire is named at
+    /// once, apart from the retired ones, with when; the countdown ends
+    /// with the process that said it (a restart says it again if it runs).
+    #[test]
+    fn retiring_and_retired_table() {
+        let c = clock("2026-10-05T00:10:00Z");
+        let row = |action: RetirementAction, said: &str| RetiredRow {
+            provider: ModuleId::parse("postgres@db-1").unwrap(),
+            consumer: "forge".into(),
+            action,
+            detail: "withdrawn".into(),
+            said_at: ts(said),
+            retire_at: (action == RetirementAction::Retiring).then(|| ts("2026-10-05T00:19:00Z")),
+        };
+        // (newest word, provider started, sentence, retiring, retired)
+        let cases = [
+            (
+                row(RetirementAction::Retiring, "2026-10-05T00:09:00Z"),
+                "2026-10-05T00:00:00Z",
+                "not all well: 0 consumers failing, 1 required consumer retiring",
+                1,
+                0,
+            ),
+            (
+                row(RetirementAction::Retiring, "2026-10-05T00:09:00Z"),
+                "2026-10-05T00:09:30Z",
+                "all well: none of the 2 providers",
+                0,
+                0,
+            ),
+            (
+                row(RetirementAction::Retired, "2026-10-05T00:09:00Z"),
+                "2026-10-05T00:09:30Z",
+                "not all well: 0 consumers failing, 1 required consumer retired",
+                0,
+                1,
+            ),
+        ];
+        for (word, started, sentence, retiring, retired) in cases {
+            let mut alive = alive_now(&c);
+            alive.iter_mut().for_each(|a| a.started_at = ts(started));
+            let record = following(c.now);
+            let rows = [word.clone()];
+            let facts = Facts {
+                counts: Counts::default(),
+                repairs: vec![],
+                alive: &alive,
+                grants: Grants::default(),
+                record: &record,
+                retired: &rows,
+            };
+            let head = head(&declaration(), &Scope::All, facts, &c);
+            assert!(head.sentence.starts_with(sentence), "{}", head.sentence);
+            assert_eq!(head.all_well, retiring + retired == 0, "{word:?}");
+            assert_eq!(head.retiring.len(), retiring, "{word:?}");
+            assert_eq!(head.retired.len(), retired, "{word:?}");
+            if let Some(r) = head.retiring.first() {
+                assert_eq!(r.retire_at, Some(ts("2026-10-05T00:19:00Z")));
+            }
+        }
     }
 
     fn grant_row(state: &str, consumer: &str) -> GrantRow {

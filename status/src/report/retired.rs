@@ -14,13 +14,19 @@
 //! - The likely cause: the provider's contributions file no longer lists
 //!   the consumer although the declaration requires it (an old file, or a
 //!   declaration the file was not rendered from again).
+//! - Retiring, not only retired: `retiring` (the provider counts down to
+//!   retire it, at `retire_at`) names it too, at once, apart from the
+//!   retired ones; `cancelled` (listed again, or no longer held) ends it
+//!   like `re-enabled`. A countdown said before the provider's newest start
+//!   is over (a restart starts every count over, and says a countdown that
+//!   still runs again), so it is not named ([`current`]).
 
 use mesh_protocol::event::RetirementAction;
 use mesh_protocol::{ModuleId, Timestamp};
 use serde::Serialize;
 
 use crate::model::row::provider_members;
-use crate::model::{Declaration, RetiredRow};
+use crate::model::{AliveRow, Declaration, RetiredRow};
 
 /// A consumer the declaration requires that its provider retired or
 /// deleted. Its JSON is an entry of `retired` in `status --json`.
@@ -33,23 +39,37 @@ pub struct Retired {
     pub consumer: String,
     /// The consumer's machine, as the declaration has it.
     pub consumer_machine: String,
-    /// `retired` or `deleted`.
+    /// `retiring`, `retired` or `deleted`.
     pub action: RetirementAction,
     /// The provider's words.
     pub detail: String,
     /// When the provider said it.
     pub said_at: Timestamp,
+    /// For `retiring`: when the provider will retire it (absent for the others).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retire_at: Option<Timestamp>,
 }
 
 impl Retired {
     /// The line of the human listing (without its indent).
     pub fn line(&self) -> String {
+        let when = self
+            .retire_at
+            .map_or("soon".to_owned(), |at| format!("at {at}"));
         let (what, why) = match self.action {
             RetirementAction::Deleted => (
                 "deleted",
-                "a person approved its deletion; its contributions file no longer lists it?",
+                "a person approved its deletion; its contributions file no longer lists it?"
+                    .to_owned(),
             ),
-            _ => ("retired", "its contributions file no longer lists it?"),
+            RetirementAction::Retiring => (
+                "retiring",
+                format!("retired {when} unless its contributions file lists it again"),
+            ),
+            _ => (
+                "retired",
+                "its contributions file no longer lists it?".to_owned(),
+            ),
         };
         format!(
             "{}@{} {what} by {} although the declaration requires it ({why})",
@@ -101,6 +121,7 @@ pub fn retired(
                     action: row.action,
                     detail: row.detail.clone(),
                     said_at: row.said_at,
+                    retire_at: row.retire_at,
                 });
             }
         }
@@ -114,6 +135,16 @@ pub fn retired(
     });
     entries.dedup();
     entries
+}
+
+/// Whether `entry` still holds, given the newest `alive` of each provider:
+/// a `retiring` said before its provider's newest start does not (that
+/// countdown ended with the process; a new one is said if it runs again).
+pub fn current(entry: &Retired, alive: &[AliveRow]) -> bool {
+    entry.action != RetirementAction::Retiring
+        || !alive
+            .iter()
+            .any(|a| a.provider == entry.provider && a.started_at > entry.said_at)
 }
 
 #[cfg(test)]
@@ -148,6 +179,8 @@ mod tests {
             action,
             detail: "disabled, nothing deleted".into(),
             said_at: Timestamp::parse("2026-10-05T00:09:00Z").unwrap(),
+            retire_at: (action == RetirementAction::Retiring)
+                .then(|| Timestamp::parse("2026-10-05T00:19:00Z").unwrap()),
         }
     }
 
@@ -181,6 +214,7 @@ mod tests {
             row("postgres@db-2", "wiki", RetirementAction::Deleted),
             // Not declared as a consumer of that provider: not named.
             row("postgres@db-2", "forge", RetirementAction::Retired),
+            row("postgres@db-1", "wiki", RetirementAction::Retiring),
         ];
         // (scope, lines)
         let cases: [(Option<&str>, &[&str]); 3] = [
@@ -189,6 +223,9 @@ mod tests {
                 &[
                     "forge@app-1 retired by postgres@db-1 although the declaration requires it \
                      (its contributions file no longer lists it?)",
+                    "wiki@app-2 retiring by postgres@db-1 although the declaration requires it \
+                     (retired at 2026-10-05T00:19:00Z unless its contributions file lists it \
+                     again)",
                     "wiki@app-2 deleted by postgres@db-2 although the declaration requires it (a \
                      person approved its deletion; its contributions file no longer lists it?)",
                 ],
@@ -214,5 +251,62 @@ mod tests {
                 "consumer":"forge","consumer_machine":"app-1","action":"retired",
                 "detail":"disabled, nothing deleted","said_at":"2026-10-05T00:09:00Z"})
         );
+        let json = serde_json::to_value(&retired(&d, None, &rows[3..])[0]).unwrap();
+        assert_eq!(json["action"], "retiring");
+        assert_eq!(json["retire_at"], "2026-10-05T00:19:00Z");
+    }
+
+    /// A countdown said before its provider's newest start is over; one
+    /// said since, and every retired or deleted word, holds.
+    #[test]
+    fn a_countdown_from_before_the_providers_start_is_over() {
+        let d = declaration();
+        let alive = |provider: &str, started: &str| AliveRow {
+            provider: id(provider),
+            started_at: Timestamp::parse(started).unwrap(),
+            alive_every_seconds: 60,
+            settled_at: None,
+            repeat_every_seconds: None,
+            said_at: Timestamp::parse("2026-10-05T00:10:00Z").unwrap(),
+            stored_at: None,
+        };
+        // (action, provider's start, still holds)
+        let cases = [
+            (RetirementAction::Retiring, None, true),
+            (
+                RetirementAction::Retiring,
+                Some("2026-10-05T00:08:00Z"),
+                true,
+            ),
+            (
+                RetirementAction::Retiring,
+                Some("2026-10-05T00:09:00Z"),
+                true,
+            ),
+            (
+                RetirementAction::Retiring,
+                Some("2026-10-05T00:09:30Z"),
+                false,
+            ),
+            (
+                RetirementAction::Retired,
+                Some("2026-10-05T00:09:30Z"),
+                true,
+            ),
+            (
+                RetirementAction::Deleted,
+                Some("2026-10-05T00:09:30Z"),
+                true,
+            ),
+        ];
+        for (action, started, holds) in cases {
+            let entry = &retired(&d, None, &[row("postgres@db-1", "forge", action)])[0];
+            let alive: Vec<AliveRow> = started
+                .iter()
+                .map(|s| alive("postgres@db-1", s))
+                .chain([alive("postgres@db-2", "2026-10-05T00:09:59Z")])
+                .collect();
+            assert_eq!(current(entry, &alive), holds, "{action} {started:?}");
+        }
     }
 }

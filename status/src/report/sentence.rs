@@ -43,6 +43,8 @@ pub struct Tally<'a> {
     pub retired: usize,
     /// ... or deleted.
     pub deleted: usize,
+    /// ... or counts down to retire.
+    pub retiring: usize,
     /// Providers not fully known yet (a new store).
     pub catching_up: usize,
     /// When the store's record begins (a new store).
@@ -62,6 +64,7 @@ impl Tally<'_> {
             && self.controller_silent.is_none()
             && self.retired == 0
             && self.deleted == 0
+            && self.retiring == 0
             && self.catching_up == 0
             && self.faults == 0
     }
@@ -204,7 +207,12 @@ pub fn sentence(t: &Tally<'_>) -> String {
             plural(count(t.repairs), "repair fault", "repair faults")
         ));
     }
-    for (n, what) in [(t.retired, "retired"), (t.deleted, "deleted")] {
+    let retirements = [
+        (t.retiring, "retiring"),
+        (t.retired, "retired"),
+        (t.deleted, "deleted"),
+    ];
+    for (n, what) in retirements {
         if n > 0 {
             parts.push(format!(
                 "{} {what}",
@@ -249,6 +257,7 @@ mod tests {
             controller_silent: None,
             retired: 0,
             deleted: 0,
+            retiring: 0,
             catching_up: 0,
             record_begins: None,
             faults: 0,
@@ -400,6 +409,22 @@ mod tests {
                 },
                 "not all well: 0 consumers failing, 1 required consumer retired, 2 required \
                  consumers deleted",
+            ),
+            (
+                Tally {
+                    retiring: 1,
+                    ..tally()
+                },
+                "not all well: 0 consumers failing, 1 required consumer retiring",
+            ),
+            (
+                Tally {
+                    retiring: 2,
+                    retired: 1,
+                    ..tally()
+                },
+                "not all well: 0 consumers failing, 2 required consumers retiring, 1 required \
+                 consumer retired",
             ),
             (
                 Tally {

@@ -26,6 +26,7 @@ use serde_json::{json, Value};
 use crate::{CertFiles, NatsServer, PgCluster, TestCa};
 
 mod hook;
+mod metrics;
 mod process;
 mod run;
 mod status;
@@ -34,6 +35,7 @@ pub use hook::{
     conform, example_hook, node_hooks_missing, HOOK_MACHINE, HOOK_MODULE, HOOK_PASS_EVERY,
     HOOK_PROVISION,
 };
+pub use metrics::clauses_of;
 pub use process::{binary, Process, SERVED};
 pub use status::{all_well, failing, healthy_mesh_with, time, unheard, wait_log};
 
@@ -48,6 +50,9 @@ pub const FAILING_AFTER: Duration = Duration::from_secs(2);
 
 /// `mesh-postgres`'s `--pass-every`.
 pub const POSTGRES_PASS_EVERY: &str = "250ms";
+
+/// `serve`'s `--status-every` in these runs (its `mesh_status_*` gauges).
+pub const SERVE_STATUS_EVERY: &str = "200ms";
 
 /// `mesh-identity`'s `--pass-every`.
 pub const IDENTITY_PASS_EVERY: &str = "500ms";
@@ -184,6 +189,8 @@ pub struct Mesh {
     log_level: &'static str,
     /// The CA of a TLS bus and a client certificate for each binary.
     pub tls: Option<Tls>,
+    /// The port of `serve`'s `--metrics-listen` (the same across restarts).
+    pub serve_metrics_port: u16,
 }
 
 /// The certificates of a TLS bus.
@@ -375,6 +382,7 @@ impl Mesh {
             bus_auth: options.bus_auth,
             log_level: options.log_level,
             tls,
+            serve_metrics_port: crate::free_port(),
         };
         let all: Vec<&str> = options.consumers.iter().map(|(c, _)| *c).collect();
         mesh.list(&all);

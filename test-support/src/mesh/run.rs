@@ -7,7 +7,7 @@ use std::process::Command;
 
 use super::{
     binary, BusAuth, Mesh, Process, FAILING_AFTER, GRANTS_CHECK_EVERY, GRANTS_UNREACHABLE_AFTER,
-    IDENTITY_PASS_EVERY, IDENTITY_REPAIR_CHECK_EVERY, POSTGRES_PASS_EVERY,
+    IDENTITY_PASS_EVERY, IDENTITY_REPAIR_CHECK_EVERY, POSTGRES_PASS_EVERY, SERVE_STATUS_EVERY,
 };
 
 impl Mesh {
@@ -75,10 +75,17 @@ impl Mesh {
         flags
     }
 
-    /// Starts `mesh-controller serve` (log `controller.log`).
+    /// Starts `mesh-controller serve` (log `controller.log`), its metrics
+    /// at [`Mesh::serve_metrics_port`], its status gauges made every
+    /// [`SERVE_STATUS_EVERY`].
     pub fn start_controller(&mut self) {
         let mut command = self.controller_command();
-        command.arg("serve").env("RUST_LOG", self.log_level);
+        command
+            .arg("serve")
+            .arg("--metrics-listen")
+            .arg(format!("127.0.0.1:{}", self.serve_metrics_port))
+            .args(["--status-every", SERVE_STATUS_EVERY])
+            .env("RUST_LOG", self.log_level);
         self.controller = Some(Process::spawn(
             "controller",
             command,

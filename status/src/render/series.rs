@@ -1,0 +1,595 @@
+//! The report as Prometheus series (pure): what `serve` exports at
+//! `/metrics` from the same report `status` prints, so an alert and the
+//! sentence never disagree.
+//!
+//! - [`Clause`]: each thing that makes the report not all well, one word
+//!   each (the `clause` label).
+//! - [`series`]: a report (its [`Head`] and the providers and classes of
+//!   its standings) as [`Series`]: whether it is all well, a count for
+//!   every clause (zero when it does not hold), and the counts by clause,
+//!   provider and cause. Every part of the head is looked at by name, so a
+//!   clause added to the report does not compile until it is counted here.
+//! - [`export`] sets [`StatusGauges`] from them ([`init`]: every clause at
+//!   zero before the first report).
+//!
+//! Rules: the counts are those of the report (standings listed, providers
+//! unheard, ...); a clause whose count is non-zero holds; all well exactly
+//! when none holds.
+
+use std::collections::BTreeMap;
+
+use mesh_protocol::{Class, ModuleId, Timestamp};
+
+use crate::link::StatusGauges;
+use crate::report::{Head, Unheard};
+
+/// A part of the report that makes it not all well.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Clause {
+    /// No `serve` follows the event stream (count 1; cause `never` when
+    /// none ever did, else `stopped`).
+    ControllerNotFollowing,
+    /// Standings listed: consumers a provider says it keeps failing (by
+    /// provider and class).
+    ConsumersFailing,
+    /// Providers assigned and not heard from (cause `never` or `silent`).
+    ProvidersUnheard,
+    /// Required consumers their provider counts down to retire.
+    ConsumersRetiring,
+    /// Required consumers their provider retired.
+    ConsumersRetired,
+    /// Required consumers their provider deleted.
+    ConsumersDeleted,
+    /// Providers a new store does not fully know yet.
+    ProvidersCatchingUp,
+    /// Open repair faults (cause: the fault).
+    RepairFaultsOpen,
+    /// Grants their consumer cannot reach (provider: the grant's `from`).
+    GrantsUnreachable,
+    /// Declaration entries refused (not checked).
+    DeclarationRefused,
+}
+
+impl Clause {
+    /// Every clause, in a stable order.
+    pub const ALL: [Clause; 10] = [
+        Clause::ControllerNotFollowing,
+        Clause::ConsumersFailing,
+        Clause::ProvidersUnheard,
+        Clause::ConsumersRetiring,
+        Clause::ConsumersRetired,
+        Clause::ConsumersDeleted,
+        Clause::ProvidersCatchingUp,
+        Clause::RepairFaultsOpen,
+        Clause::GrantsUnreachable,
+        Clause::DeclarationRefused,
+    ];
+
+    /// The `clause` label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Clause::ControllerNotFollowing => "controller_not_following",
+            Clause::ConsumersFailing => "consumers_failing",
+            Clause::ProvidersUnheard => "providers_unheard",
+            Clause::ConsumersRetiring => "consumers_retiring",
+            Clause::ConsumersRetired => "consumers_retired",
+            Clause::ConsumersDeleted => "consumers_deleted",
+            Clause::ProvidersCatchingUp => "providers_catching_up",
+            Clause::RepairFaultsOpen => "repair_faults_open",
+            Clause::GrantsUnreachable => "grants_unreachable",
+            Clause::DeclarationRefused => "declaration_refused",
+        }
+    }
+}
+
+/// Labels of one count by clause, provider and cause: `provider` is
+/// `module@machine`, empty for a clause of no provider; `cause` is the
+/// class, the fault or why, empty when the clause has none.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Problem {
+    /// The clause.
+    pub clause: Clause,
+    /// The provider, or empty.
+    pub provider: String,
+    /// The cause, or empty.
+    pub cause: String,
+}
+
+/// A report as series.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Series {
+    /// The report is all well.
+    pub all_well: bool,
+    /// The count of every clause, in [`Clause::ALL`] order (zero when it
+    /// does not hold).
+    pub clauses: Vec<(Clause, u64)>,
+    /// The non-zero counts by clause, provider and cause, in order.
+    pub problems: Vec<(Problem, u64)>,
+}
+
+impl Series {
+    /// The count of `clause`.
+    pub fn count(&self, clause: Clause) -> u64 {
+        self.clauses
+            .iter()
+            .find(|(c, _)| *c == clause)
+            .map_or(0, |(_, n)| *n)
+    }
+}
+
+/// The report made of `head` and its standings (`failing`: the provider
+/// and class of each standing listed) as series.
+pub fn series<'a>(head: &Head, failing: impl IntoIterator<Item = (&'a ModuleId, Class)>) -> Series {
+    // Every member by name: a new clause in the report does not compile
+    // until it is counted here.
+    let Head {
+        machine: _,
+        all_well,
+        sentence: _,
+        controller,
+        unheard,
+        retired,
+        retiring,
+        catching_up,
+        repairs,
+        declaration_errors,
+        grants,
+    } = head;
+    let mut counts: BTreeMap<Problem, u64> = BTreeMap::new();
+    let mut add = |clause: Clause, provider: String, cause: &str| {
+        let key = Problem {
+            clause,
+            provider,
+            cause: cause.to_owned(),
+        };
+        *counts.entry(key).or_default() += 1;
+    };
+    if let Some(since) = controller.silent_since() {
+        let cause = since.map_or("never", |_: Timestamp| "stopped");
+        add(Clause::ControllerNotFollowing, String::new(), cause);
+    }
+    for (provider, class) in failing {
+        add(
+            Clause::ConsumersFailing,
+            provider.to_string(),
+            class.as_str(),
+        );
+    }
+    for Unheard {
+        provider, heard_at, ..
+    } in unheard
+    {
+        let cause = if heard_at.is_some() {
+            "silent"
+        } else {
+            "never"
+        };
+        add(Clause::ProvidersUnheard, provider.to_string(), cause);
+    }
+    for r in retiring {
+        add(Clause::ConsumersRetiring, r.provider.to_string(), "");
+    }
+    for r in retired {
+        let clause = match r.action {
+            mesh_protocol::event::RetirementAction::Deleted => Clause::ConsumersDeleted,
+            _ => Clause::ConsumersRetired,
+        };
+        add(clause, r.provider.to_string(), "");
+    }
+    for c in catching_up {
+        add(Clause::ProvidersCatchingUp, c.provider.to_string(), "");
+    }
+    for r in repairs {
+        add(Clause::RepairFaultsOpen, r.provider.to_string(), &r.fault);
+    }
+    for g in &grants.unreachable {
+        add(Clause::GrantsUnreachable, g.from.clone(), "");
+    }
+    for _ in declaration_errors {
+        add(Clause::DeclarationRefused, String::new(), "");
+    }
+    let clauses = Clause::ALL
+        .iter()
+        .map(|&clause| {
+            let n = counts
+                .iter()
+                .filter(|(p, _)| p.clause == clause)
+                .map(|(_, n)| n)
+                .sum();
+            (clause, n)
+        })
+        .collect();
+    Series {
+        all_well: *all_well,
+        clauses,
+        problems: counts.into_iter().collect(),
+    }
+}
+
+/// Every clause's gauge at zero, before the first report (so a rule or a
+/// panel that selects a clause finds its series at once); all well stays 0.
+pub fn init(gauges: &StatusGauges) {
+    for clause in Clause::ALL {
+        let _ = gauges.clauses.get_or_create(&[("clause", clause.as_str())]);
+    }
+}
+
+/// Sets `gauges` to `series`, reported at `at`: the counts by provider
+/// and cause are replaced whole (one that no longer holds is gone), the
+/// aliases kept from before (`mesh_standings_failing`,
+/// `mesh_providers_unheard`) are set from their clauses.
+pub fn export(gauges: &StatusGauges, series: &Series, at: Timestamp) {
+    let value = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    gauges.all_well.set(i64::from(series.all_well));
+    for (clause, n) in &series.clauses {
+        gauges
+            .clauses
+            .get_or_create(&[("clause", clause.as_str())])
+            .set(value(*n));
+    }
+    gauges.problems.clear();
+    for (p, n) in &series.problems {
+        let labels = [
+            ("clause", p.clause.as_str().to_owned()),
+            ("provider", p.provider.clone()),
+            ("cause", p.cause.clone()),
+        ];
+        gauges.problems.get_or_create(&labels).set(value(*n));
+    }
+    gauges
+        .standings_failing
+        .set(value(series.count(Clause::ConsumersFailing)));
+    gauges
+        .providers_unheard
+        .set(value(series.count(Clause::ProvidersUnheard)));
+    let secs = at
+        .system_time()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    gauges.reported_at.set(value(secs));
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use mesh_protocol::event::{GrantState, RepairOutcome, RetirementAction};
+
+    use super::*;
+    use crate::model::declaration::parse;
+    use crate::model::{
+        AliveRow, ControllerRecord, GrantRow, Instance, InstanceRow, Parsed, RepairRow, RetiredRow,
+    };
+    use crate::report::{self, Clock, Facts, Scope};
+    use crate::store::Counts;
+
+    fn ts(s: &str) -> Timestamp {
+        Timestamp::parse(s).unwrap()
+    }
+
+    fn id(s: &str) -> ModuleId {
+        ModuleId::parse(s).unwrap()
+    }
+
+    const NOW: &str = "2026-10-05T00:10:00Z";
+
+    fn declaration() -> Parsed {
+        parse(
+            r#"{"modules":[
+              {"module":"postgres","machine":"db-1","provides":["postgres-database"]},
+              {"module":"identity","machine":"id-1","provides":["oidc-client"]},
+              {"module":"forge","machine":"app-1","requires":[
+                {"provision":"postgres-database","from":"postgres@db-1"},
+                {"provision":"oidc-client","from":"identity@id-1"}]},
+              {"module":"wiki","machine":"app-1","requires":[
+                {"provision":"postgres-database","from":"postgres@db-1"}]}
+            ]}"#,
+        )
+        .unwrap()
+    }
+
+    /// Everything a report is made of, all well to begin with: both
+    /// providers heard 30 s ago, the controller caught up now.
+    #[derive(Clone)]
+    struct World {
+        declaration: Parsed,
+        failing: Vec<(ModuleId, Class)>,
+        repairs: Vec<RepairRow>,
+        alive: Vec<AliveRow>,
+        grants: Vec<GrantRow>,
+        record: ControllerRecord,
+        retired: Vec<RetiredRow>,
+    }
+
+    fn alive(provider: &str) -> AliveRow {
+        AliveRow {
+            provider: id(provider),
+            started_at: ts("2026-10-05T00:00:00Z"),
+            alive_every_seconds: 60,
+            settled_at: None,
+            repeat_every_seconds: Some(900),
+            said_at: ts("2026-10-05T00:09:30Z"),
+            stored_at: None,
+        }
+    }
+
+    fn world() -> World {
+        World {
+            declaration: declaration(),
+            failing: vec![],
+            repairs: vec![],
+            alive: vec![alive("postgres@db-1"), alive("identity@id-1")],
+            grants: vec![],
+            record: ControllerRecord {
+                now: ts(NOW),
+                begun_at: None,
+                instances: vec![InstanceRow {
+                    instance: Instance {
+                        host: "ctl-1".into(),
+                        pid: 4242,
+                        started_at: ts("2026-10-01T00:00:00Z"),
+                        pull_wait: Duration::from_secs(2),
+                    },
+                    pulled_at: Some(ts(NOW)),
+                    applied_at: Some(ts(NOW)),
+                    following_since: Some(ts("2026-10-01T00:00:00Z")),
+                }],
+            },
+            retired: vec![],
+        }
+    }
+
+    /// The report of `w` as `status` makes it, and its series.
+    fn report(w: &World) -> (report::Head, Series) {
+        let clock = Clock {
+            now: ts(NOW),
+            silent_after: report::DEFAULT_SILENT_AFTER,
+        };
+        let facts = Facts {
+            counts: Counts {
+                standings: w.failing.len() as u64,
+                silent: 0,
+            },
+            repairs: w.repairs.clone(),
+            alive: &w.alive,
+            grants: report::grants(w.grants.clone()),
+            record: &w.record,
+            retired: &w.retired,
+        };
+        let head = report::head(&w.declaration, &Scope::All, facts, &clock);
+        let series = series(&head, w.failing.iter().map(|(p, c)| (p, *c)));
+        (head, series)
+    }
+
+    fn retired(consumer: &str, action: RetirementAction) -> RetiredRow {
+        RetiredRow {
+            provider: id("postgres@db-1"),
+            consumer: consumer.into(),
+            action,
+            detail: "withdrawn".into(),
+            said_at: ts("2026-10-05T00:09:00Z"),
+            retire_at: (action == RetirementAction::Retiring).then(|| ts("2026-10-05T00:19:00Z")),
+        }
+    }
+
+    fn unreachable(consumer: &str) -> GrantRow {
+        GrantRow {
+            machine: "app-1".into(),
+            consumer: consumer.into(),
+            provision: "postgres-database".into(),
+            from: "postgres@db-1".into(),
+            state: GrantState::Unreachable,
+            address: Some("10.10.0.1".into()),
+            port: Some(6852),
+            failures: Some(4),
+            failing_since: Some(ts("2026-10-05T00:04:00Z")),
+            last_reachable_at: None,
+            error: Some("connect timed out after 3s".into()),
+            reason: None,
+            said_at: ts("2026-10-05T00:09:00Z"),
+        }
+    }
+
+    /// Each not-all-well report the engine makes: its clause, and the
+    /// counts by provider and cause, are non-zero, every other clause zero;
+    /// an all-well report has every clause at zero. All well in the series
+    /// is the report's own, and holds exactly when no clause does.
+    #[test]
+    fn every_clause_that_breaks_all_well_is_a_non_zero_series() {
+        type Case = (
+            &'static str,
+            fn(&mut World),
+            Option<Clause>,
+            Vec<(&'static str, &'static str, u64)>,
+        );
+        let cases: Vec<Case> = vec![
+            ("all well", |_| {}, None, vec![]),
+            (
+                "a controller that stopped following",
+                |w| w.record.instances[0].pulled_at = Some(ts("2026-10-05T00:09:00Z")),
+                Some(Clause::ControllerNotFollowing),
+                vec![("", "stopped", 1)],
+            ),
+            (
+                "a controller that never followed",
+                |w| w.record.instances.clear(),
+                Some(Clause::ControllerNotFollowing),
+                vec![("", "never", 1)],
+            ),
+            (
+                "consumers failing",
+                |w| {
+                    w.failing = vec![
+                        (id("postgres@db-1"), Class::CredentialsRejected),
+                        (id("postgres@db-1"), Class::CredentialsRejected),
+                        (id("identity@id-1"), Class::Unreachable),
+                    ]
+                },
+                Some(Clause::ConsumersFailing),
+                vec![
+                    ("identity@id-1", "unreachable", 1),
+                    ("postgres@db-1", "credentials-rejected", 2),
+                ],
+            ),
+            (
+                "providers unheard",
+                |w| {
+                    w.alive[0].said_at = ts("2026-10-05T00:06:00Z");
+                    w.alive.truncate(1);
+                },
+                Some(Clause::ProvidersUnheard),
+                vec![
+                    ("identity@id-1", "never", 1),
+                    ("postgres@db-1", "silent", 1),
+                ],
+            ),
+            (
+                "a required consumer retiring",
+                |w| w.retired = vec![retired("forge", RetirementAction::Retiring)],
+                Some(Clause::ConsumersRetiring),
+                vec![("postgres@db-1", "", 1)],
+            ),
+            (
+                "required consumers retired",
+                |w| {
+                    w.retired = vec![
+                        retired("forge", RetirementAction::Retired),
+                        retired("wiki", RetirementAction::Retired),
+                    ]
+                },
+                Some(Clause::ConsumersRetired),
+                vec![("postgres@db-1", "", 2)],
+            ),
+            (
+                "a required consumer deleted",
+                |w| w.retired = vec![retired("wiki", RetirementAction::Deleted)],
+                Some(Clause::ConsumersDeleted),
+                vec![("postgres@db-1", "", 1)],
+            ),
+            (
+                "a provider a new store does not fully know yet",
+                |w| {
+                    w.record.begun_at = Some(ts("2026-10-05T00:05:00Z"));
+                    w.alive[1].started_at = ts("2026-10-05T00:09:00Z");
+                },
+                Some(Clause::ProvidersCatchingUp),
+                vec![("postgres@db-1", "", 1)],
+            ),
+            (
+                "an open repair fault",
+                |w| {
+                    w.repairs = vec![RepairRow {
+                        provider: id("identity@id-1"),
+                        fault: "admin-refused".into(),
+                        outcome: RepairOutcome::Braked,
+                        detail: "could not log in".into(),
+                        next_attempt_at: None,
+                        said_at: ts("2026-10-05T00:09:00Z"),
+                    }]
+                },
+                Some(Clause::RepairFaultsOpen),
+                vec![("identity@id-1", "admin-refused", 1)],
+            ),
+            (
+                "a grant unreachable",
+                |w| w.grants = vec![unreachable("forge"), unreachable("wiki")],
+                Some(Clause::GrantsUnreachable),
+                vec![("postgres@db-1", "", 2)],
+            ),
+            (
+                "a declaration entry refused",
+                |w| {
+                    w.declaration = parse(
+                        r#"{"modules":[
+                          {"module":"postgres","machine":"db-1","provides":["postgres-database"]},
+                          {"module":"identity","machine":"id-1","provides":["oidc-client"]},
+                          {"module":"Bad","machine":"m"}]}"#,
+                    )
+                    .unwrap()
+                },
+                Some(Clause::DeclarationRefused),
+                vec![("", "", 1)],
+            ),
+        ];
+        let mut seen = std::collections::BTreeSet::new();
+        for (what, change, clause, problems) in cases {
+            let mut w = world();
+            change(&mut w);
+            let (head, series) = report(&w);
+            assert_eq!(series.all_well, head.all_well, "{what}");
+            assert_eq!(head.all_well, clause.is_none(), "{what}: {}", head.sentence);
+            assert_eq!(series.clauses.len(), Clause::ALL.len(), "{what}");
+            for (c, n) in &series.clauses {
+                assert_eq!(*n > 0, Some(*c) == clause, "{what}: {c:?} {n}");
+            }
+            let got: Vec<(&str, &str, u64)> = series
+                .problems
+                .iter()
+                .map(|(p, n)| {
+                    assert_eq!(Some(p.clause), clause, "{what}");
+                    (p.provider.as_str(), p.cause.as_str(), *n)
+                })
+                .collect();
+            assert_eq!(got, problems, "{what}");
+            let total: u64 = problems.iter().map(|(_, _, n)| n).sum();
+            if let Some(c) = clause {
+                assert_eq!(series.count(c), total, "{what}");
+                seen.insert(c);
+            }
+        }
+        assert_eq!(
+            seen.len(),
+            Clause::ALL.len(),
+            "every clause has a case: {seen:?}"
+        );
+    }
+
+    #[test]
+    fn every_clause_has_its_own_label() {
+        let labels: std::collections::BTreeSet<&str> =
+            Clause::ALL.iter().map(|c| c.as_str()).collect();
+        assert_eq!(labels.len(), Clause::ALL.len());
+    }
+
+    /// Exported: every clause present (zero when it does not hold), the
+    /// counts by provider and cause replaced whole, the old names aliases.
+    #[test]
+    fn export_sets_the_gauges_and_forgets_what_no_longer_holds() {
+        let mut registry = prometheus_client::registry::Registry::with_prefix("mesh");
+        let gauges = StatusGauges::register(&mut registry);
+        let text = |registry: &prometheus_client::registry::Registry| {
+            let mut text = String::new();
+            prometheus_client::encoding::text::encode(&mut text, registry).unwrap();
+            text
+        };
+        let mut w = world();
+        w.failing = vec![(id("postgres@db-1"), Class::Refused)];
+        w.alive.truncate(1);
+        let (_, failing) = report(&w);
+        export(&gauges, &failing, ts(NOW));
+        let t = text(&registry);
+        for line in [
+            "mesh_status_all_well 0",
+            "mesh_status_clauses{clause=\"consumers_failing\"} 1",
+            "mesh_status_clauses{clause=\"providers_unheard\"} 1",
+            "mesh_status_clauses{clause=\"consumers_retiring\"} 0",
+            "mesh_status_problems{clause=\"consumers_failing\",provider=\"postgres@db-1\",cause=\"refused\"} 1",
+            "mesh_status_problems{clause=\"providers_unheard\",provider=\"identity@id-1\",cause=\"never\"} 1",
+            "mesh_standings_failing 1",
+            "mesh_providers_unheard 1",
+            "mesh_status_reported_timestamp_seconds 1791159000",
+        ] {
+            assert!(t.lines().any(|l| l == line), "{line} in\n{t}");
+        }
+        let (_, well) = report(&world());
+        export(&gauges, &well, ts(NOW));
+        let t = text(&registry);
+        assert!(t.lines().any(|l| l == "mesh_status_all_well 1"), "{t}");
+        assert!(!t.contains("mesh_status_problems{"), "{t}");
+        assert!(t.lines().any(|l| l == "mesh_standings_failing 0"), "{t}");
+        for clause in Clause::ALL {
+            let line = format!("mesh_status_clauses{{clause=\"{}\"}} 0", clause.as_str());
+            assert!(t.lines().any(|l| l == line), "{line} in\n{t}");
+        }
+    }
+}
