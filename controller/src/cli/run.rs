@@ -18,7 +18,7 @@ use crate::store::{grant_reader, migrate, DatabaseOptions, PgStore, ReaderMade};
 use mesh_status::model::history::RepairsDone;
 use mesh_status::model::Parsed;
 use mesh_status::render::{listing, series};
-use mesh_status::report::{self, Clock, Facts, Grants, Recurrences, Scope};
+use mesh_status::report::{self, Clock, Facts, Recurrences, Scope};
 use mesh_status::store::{HistoryFilter, Order};
 use mesh_status::{LinkSettings, LinkState};
 

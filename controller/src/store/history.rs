@@ -226,6 +226,8 @@ fn standing(row: &Row) -> Result<Entry, tokio_postgres::Error> {
             repeat_every_seconds: None,
             said_at: ts(row.try_get(12)?),
             stored_at: row.try_get::<_, Option<SystemTime>>(13)?.map(ts),
+            // Only its times are read here (whether the standing outlived it).
+            fault: None,
         }
         .outlived(ts(said_at), stored_at.map(ts)),
         _ => false,

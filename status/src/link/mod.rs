@@ -42,8 +42,8 @@ mod gauges;
 mod observe;
 #[cfg(test)]
 mod outage_tests;
-mod pulls;
 mod prune;
+mod pulls;
 mod record;
 mod source;
 

@@ -325,7 +325,11 @@ pub fn transition(previous: &Previous, received: &Received) -> (Previous, Option
                 RetirementAction::Retired => Some(TransitionKind::Retired),
                 RetirementAction::ReEnabled => Some(TransitionKind::ReEnabled),
                 RetirementAction::Deleted => Some(TransitionKind::Deleted),
-                RetirementAction::Approved => None,
+                // A countdown said or called off is the standing's, not a
+                // transition of history: the retirement that ends it is.
+                RetirementAction::Approved
+                | RetirementAction::Retiring
+                | RetirementAction::Cancelled => None,
             };
             let transition = kind.map(|kind| {
                 let mut t = t(kind, Some(emitter));
@@ -573,6 +577,7 @@ mod tests {
                 consumer: Name::parse("wiki").unwrap(),
                 action,
                 detail: "d".into(),
+                retire_at: None,
                 said_at: ts("2026-11-27T00:00:00Z"),
             }),
         )
@@ -606,6 +611,7 @@ mod tests {
                 settled_at: None,
                 consumers: 1,
                 failing: 0,
+                fault: None,
                 pass_seconds: 0.1,
                 said_at: ts(stored),
             }),

@@ -42,6 +42,8 @@ pub enum Clause {
     ConsumersDeleted,
     /// Providers a new store does not fully know yet.
     ProvidersCatchingUp,
+    /// Providers that cannot work as their administrator (cause: the class).
+    ProviderFaults,
     /// Open repair faults (cause: the fault).
     RepairFaultsOpen,
     /// Grants their consumer cannot reach (provider: the grant's `from`).
@@ -52,7 +54,7 @@ pub enum Clause {
 
 impl Clause {
     /// Every clause, in a stable order.
-    pub const ALL: [Clause; 10] = [
+    pub const ALL: [Clause; 11] = [
         Clause::ControllerNotFollowing,
         Clause::ConsumersFailing,
         Clause::ProvidersUnheard,
@@ -60,6 +62,7 @@ impl Clause {
         Clause::ConsumersRetired,
         Clause::ConsumersDeleted,
         Clause::ProvidersCatchingUp,
+        Clause::ProviderFaults,
         Clause::RepairFaultsOpen,
         Clause::GrantsUnreachable,
         Clause::DeclarationRefused,
@@ -75,6 +78,7 @@ impl Clause {
             Clause::ConsumersRetired => "consumers_retired",
             Clause::ConsumersDeleted => "consumers_deleted",
             Clause::ProvidersCatchingUp => "providers_catching_up",
+            Clause::ProviderFaults => "provider_faults",
             Clause::RepairFaultsOpen => "repair_faults_open",
             Clause::GrantsUnreachable => "grants_unreachable",
             Clause::DeclarationRefused => "declaration_refused",
@@ -131,6 +135,7 @@ pub fn series<'a>(head: &Head, failing: impl IntoIterator<Item = (&'a ModuleId, 
         retired,
         retiring,
         catching_up,
+        faults,
         repairs,
         declaration_errors,
         grants,
@@ -178,6 +183,13 @@ pub fn series<'a>(head: &Head, failing: impl IntoIterator<Item = (&'a ModuleId, 
     }
     for c in catching_up {
         add(Clause::ProvidersCatchingUp, c.provider.to_string(), "");
+    }
+    for f in faults {
+        add(
+            Clause::ProviderFaults,
+            f.provider.to_string(),
+            f.class.as_str(),
+        );
     }
     for r in repairs {
         add(Clause::RepairFaultsOpen, r.provider.to_string(), &r.fault);
@@ -310,6 +322,7 @@ mod tests {
             repeat_every_seconds: Some(900),
             said_at: ts("2026-10-05T00:09:30Z"),
             stored_at: None,
+            fault: None,
         }
     }
 
@@ -476,6 +489,18 @@ mod tests {
                 vec![("postgres@db-1", "", 1)],
             ),
             (
+                "a provider that cannot work as its administrator",
+                |w| {
+                    w.alive[0].fault = Some(mesh_protocol::event::ProviderFault {
+                        class: Class::CredentialsRejected,
+                        error: "password authentication failed".into(),
+                        since: ts("2026-10-05T00:08:00Z"),
+                    })
+                },
+                Some(Clause::ProviderFaults),
+                vec![("postgres@db-1", "credentials-rejected", 1)],
+            ),
+            (
                 "an open repair fault",
                 |w| {
                     w.repairs = vec![RepairRow {
@@ -485,6 +510,7 @@ mod tests {
                         detail: "could not log in".into(),
                         next_attempt_at: None,
                         said_at: ts("2026-10-05T00:09:00Z"),
+                        repaired: None,
                     }]
                 },
                 Some(Clause::RepairFaultsOpen),

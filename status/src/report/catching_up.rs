@@ -265,6 +265,7 @@ mod tests {
             repeat_every_seconds: Some(900),
             said_at: ts("2026-10-05T00:00:01Z"),
             stored_at: None,
+            fault: None,
         };
         let begun = Some("2026-10-05T00:00:00Z");
         // (alive rows held, store's record, not fully known until)

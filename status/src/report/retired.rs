@@ -269,6 +269,7 @@ mod tests {
             repeat_every_seconds: None,
             said_at: Timestamp::parse("2026-10-05T00:10:00Z").unwrap(),
             stored_at: None,
+            fault: None,
         };
         // (action, provider's start, still holds)
         let cases = [
