@@ -507,16 +507,21 @@ check_postinst_restarts() {
 echo "$*" >>"$MESH_FAKE_SYSTEMCTL_LOG"
 case "$1" in
   list-units) printf '%s\n' 'mesh-controller.service loaded active running mesh controller' \
-    'mesh-postgres@db-1.service loaded active running mesh PostgreSQL provider db-1' ;;
+    'mesh-postgres@db-1.service loaded active running mesh PostgreSQL provider db-1' \
+    'mesh-grants.service loaded active running mesh grant agent' ;;
   try-restart) [ "$2" = mesh-controller.service ] ;;
 esac
 EOF
   chmod 0755 "$dir/bin/systemctl"
   said=$(MESH_FAKE_SYSTEMCTL_LOG="$dir/log" PATH="$dir/bin:$PATH" unshare -m sh -c \
-    'mount -t tmpfs tmpfs /run && mkdir -p /run/systemd/system && "$1" configure 0.0.1' _ "$dir/control/postinst" 2>&1) ||
+    'mount -t tmpfs tmpfs /run && mkdir -p /run/systemd/system /etc/mesh/credentials &&
+     mount -t tmpfs tmpfs /etc/mesh/credentials &&
+     mkdir /etc/mesh/credentials/mesh-controller /etc/mesh/credentials/mesh-postgres@db-1 &&
+     "$1" configure 0.0.1' _ "$dir/control/postinst" 2>&1) ||
     { echo "the postinst failed as an upgrade: $said" >&2; bad=1; }
   for line in "mesh: restarted mesh-controller.service (it was running)" \
-    "mesh: mesh-postgres@db-1.service did not restart: see systemctl status mesh-postgres@db-1.service"; do
+    "mesh: mesh-postgres@db-1.service did not restart: see systemctl status mesh-postgres@db-1.service" \
+    "mesh: mesh-grants.service not restarted: move its secrets to /etc/mesh/credentials/mesh-grants/ first (see the CHANGELOG), then systemctl restart mesh-grants.service"; do
     grep -qxF "$line" <<<"$said" || { echo "the postinst did not say: $line (it said: $said)" >&2; bad=1; }
   done
   for call in daemon-reload "try-restart mesh-controller.service" "try-restart mesh-postgres@db-1.service"; do
