@@ -158,7 +158,7 @@ async fn open_repairs(store: &mut PgStore, provider: &str) -> Vec<RepairRow> {
 async fn store_rules_hold_on_postgres() {
     let pg = PgCluster::start();
     let (options, admin) = store_at(&pg, "rules").await;
-    assert_eq!(migrate(&options).await.unwrap(), 10);
+    assert_eq!(migrate(&options).await.unwrap(), 12);
     assert_eq!(migrate(&options).await.unwrap(), 0, "migrations run once");
     let mut store = PgStore::new(options);
 
@@ -584,6 +584,7 @@ async fn status_and_node_show_on_a_live_store() {
             "grants",
             "repairs",
             "retired",
+            "retiring",
             "sentence",
             "unheard"
         ]

@@ -179,14 +179,19 @@ async fn an_admin_with_createrole_createdb_makes_checks_retires_re_enables_and_d
     w.secret("forge", FORGE);
     w.pass().await;
 
-    // Withdrawn: retired after two passes, its open session ended.
+    // Withdrawn: its countdown said, then retired after two passes, its
+    // open session ended.
     let wiki = login(&pg, "wiki", WIKI, "wiki").await.unwrap();
     w.list(&["forge"]);
     w.pass().await;
     w.pass().await;
     assert_eq!(
         kinds(&w.said()),
-        vec!["recovered:wiki:retired", "retirement:wiki:retired"]
+        vec![
+            "recovered:wiki:retired",
+            "retirement:wiki:retired",
+            "retirement:wiki:retiring"
+        ]
     );
     assert_eq!(
         role_and_database(&superuser, "wiki").await,
