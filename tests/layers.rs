@@ -147,6 +147,7 @@ const CRATES: &[(&str, Tables)] = &[
                 &[
                     &["gauges"],
                     &["decode", "observe", "record", "prune", "source"],
+                    &["outage_tests"],
                 ],
             ),
             (
@@ -181,7 +182,7 @@ const CRATES: &[(&str, Tables)] = &[
                     &["options", "columns", "locks", "history"],
                     &["statements"],
                     &["connection"],
-                    &["apply", "epoch", "migrate", "read", "record"],
+                    &["apply", "epoch", "migrate", "read", "reader", "record"],
                     &["history_read"],
                 ],
             ),
@@ -278,6 +279,7 @@ const CRATES: &[(&str, Tables)] = &[
             ("story", &[&["secret", "grants", "identity"]]),
         ],
     ),
+    ("xtask", &[("", &[&["environment"]])]),
 ];
 
 /// Known circles, each to be removed by the change named beside it; an
@@ -334,7 +336,15 @@ fn imports_go_down_only_in_every_crate() {
                 }
             }
         }
-        assert!(edges > 0, "{dir}: no import between its modules was found");
+        // A crate of one module besides its root has no two to join.
+        let modules: usize = tables
+            .iter()
+            .map(|(_, layers)| layers.iter().map(|l| l.len()).sum::<usize>())
+            .sum();
+        assert!(
+            edges > 0 || modules < 2,
+            "{dir}: no import between its modules was found"
+        );
     }
     wrong.sort();
     wrong.dedup();
