@@ -40,7 +40,7 @@ pub struct Parsed<T> {
     pub refused: Vec<EntryError>,
 }
 
-/// A kind of file [`LastGood`] reads.
+/// A kind of file [`LastGood`](crate::LastGood) reads.
 pub trait ListFile: Sized {
     /// How a message names the kind of file, e.g. `contributions file`.
     const KIND: &'static str;

@@ -84,7 +84,7 @@ pub enum CredentialsError {
 }
 
 /// A user left out of the rendered configuration: neither `DIR/<user>`
-/// nor `DIR/<user>.pub` exists, and its [`Role`] does not require one. It
+/// nor `DIR/<user>.pub` exists, and its [`Role`](super::Role) does not require one. It
 /// cannot connect to a server started with the configuration.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LeftOut {
@@ -137,7 +137,7 @@ pub struct Credentials {
 /// - otherwise `dir/<user>`: the user's password (surrounding whitespace
 ///   trimmed), hashed with bcrypt at once.
 ///
-/// Only users that can do something need a file ([`Role::needs_credentials`]):
+/// Only users that can do something need a file ([`Role::needs_credentials`](super::Role::needs_credentials)):
 /// a user with neither file whose role does not require one is
 /// [left out](Credentials::left_out).
 ///
