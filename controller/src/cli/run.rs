@@ -18,7 +18,7 @@ use crate::store::{grant_reader, migrate, DatabaseOptions, PgStore, ReaderMade};
 use mesh_status::model::history::RepairsDone;
 use mesh_status::model::Parsed;
 use mesh_status::render::{listing, series};
-use mesh_status::report::{self, Clock, Facts, Recurrences, Scope};
+use mesh_status::report::{self, Clock, Recurrences, Scope};
 use mesh_status::store::{HistoryFilter, Order};
 use mesh_status::{LinkSettings, LinkState};
 
@@ -231,14 +231,7 @@ async fn summarize(store: &mut PgStore, declaration: &Parsed, state: &LinkState)
     let filter = report::filter(declaration, &Scope::All, &clock, Order::Key);
     let report = async {
         let mut read = store.read_status(&filter).await?;
-        let facts = Facts {
-            counts: read.counts,
-            repairs: std::mem::take(&mut read.repairs),
-            alive: &read.alive,
-            grants: report::grants(std::mem::take(&mut read.grants)),
-            record: &read.record,
-            retired: &read.retired,
-        };
+        let facts = read.facts();
         let head = report::head(declaration, &Scope::All, facts, &clock);
         let mut failing = Vec::new();
         while let Some(row) = read.next().await? {
@@ -328,14 +321,7 @@ async fn status(cli: &Cli, io: &mut Io<'_>, scope: Scope, report: &Report) -> Re
                 ..done.clone()
             });
     }
-    let facts = Facts {
-        counts: read.counts,
-        repairs: std::mem::take(&mut read.repairs),
-        alive: &read.alive,
-        grants: report::grants(std::mem::take(&mut read.grants)),
-        record: &read.record,
-        retired: &read.retired,
-    };
+    let facts = read.facts();
     let head = report::head(&declaration, &scope, facts, &clock);
     let mut listing = listing(report.json);
     listing.head(io.out, &head).map_err(CliError::Output)?;

@@ -293,6 +293,19 @@ impl PgStore {
 }
 
 impl StatusRead {
+    /// What the report's head is made of: the repairs and grants taken
+    /// out of the read, the rest borrowed from it.
+    pub(crate) fn facts(&mut self) -> mesh_status::report::Facts<'_> {
+        mesh_status::report::Facts {
+            counts: self.counts,
+            repairs: std::mem::take(&mut self.repairs),
+            alive: &self.alive,
+            grants: mesh_status::report::grants(std::mem::take(&mut self.grants)),
+            record: &self.record,
+            retired: &self.retired,
+        }
+    }
+
     /// The next standing, or `None` after the last. Each wait is bounded
     /// (a slow reader of the output does not count against the store).
     ///
