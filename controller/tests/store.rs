@@ -1813,3 +1813,94 @@ async fn history_is_kept_with_each_round_read_back_and_pruned_in_batches() {
         .get(0);
     assert_eq!(left, 7);
 }
+
+#[tokio::test]
+async fn a_migration_that_loses_a_deadlock_to_a_reader_may_be_tried_again() {
+    let pg = PgCluster::start();
+    let (options, admin) = store_at(&pg, "deadlock").await;
+    assert_eq!(migrate(&options).await.unwrap(), 12);
+    // The newest migration not applied yet (it adds `retirement.retire_at`).
+    admin
+        .batch_execute(
+            "ALTER TABLE retirement DROP COLUMN retire_at; \
+             DELETE FROM refinery_schema_history WHERE version = 12",
+        )
+        .await
+        .unwrap();
+    // A reader holding `retirement` that then waits on the migrations' lock:
+    // the migration waits on the reader, the reader on the migration.
+    let conninfo = pg
+        .admin_conninfo()
+        .replace("dbname=postgres", "dbname=deadlock");
+    let (reader, connection) = tokio_postgres::connect(&conninfo, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    reader
+        .batch_execute("BEGIN; SELECT count(*) FROM retirement")
+        .await
+        .unwrap();
+    let migration = tokio::spawn({
+        let options = options.clone();
+        async move { migrate(&options).await }
+    });
+    let waited = async {
+        // Once the migration waits on the reader's lock of `retirement` ...
+        loop {
+            assert!(
+                !migration.is_finished(),
+                "the migration ended before it waited on the reader"
+            );
+            let waiting = admin
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity \
+                     WHERE wait_event_type = 'Lock' AND query LIKE '%retire_at%'",
+                    &[],
+                )
+                .await
+                .unwrap();
+            if waiting.get::<_, i64>(0) > 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // ... the reader waits on the migration's session lock ("mesh").
+        reader
+            .query_one("SELECT pg_advisory_xact_lock(1835365224)", &[])
+            .await
+    }
+    .await;
+    let error = migration
+        .await
+        .unwrap()
+        .expect_err("the migration lost the deadlock (it waited first)");
+    assert!(waited.is_ok(), "the reader went on: {waited:?}");
+    assert!(error.is_migration_retryable(), "{error}");
+    let text = error.to_string();
+    assert!(
+        text.contains("V12__retiring") && text.contains("deadlock detected (40P01)"),
+        "the server's own words are said, not only `db error`: {text}"
+    );
+    reader.batch_execute("ROLLBACK").await.unwrap();
+    assert_eq!(
+        migrate(&options).await.unwrap(),
+        1,
+        "tried again, it passes"
+    );
+
+    // A migration the server refuses for what it is: not tried again.
+    let (options, admin) = store_at(&pg, "refused").await;
+    admin
+        .batch_execute("CREATE TABLE failing (x int)")
+        .await
+        .unwrap();
+    let error = migrate(&options)
+        .await
+        .expect_err("the table is in the way");
+    assert!(!error.is_migration_retryable(), "{error}");
+    assert!(
+        error.to_string().contains("V1__store")
+            && error.to_string().contains("already exists (42P07)"),
+        "{error}"
+    );
+}

@@ -205,7 +205,13 @@ async fn observe(
         tasks.push(AbortOnDropHandle::new(tokio::spawn(async move {
             let mut store = PgStore::new(options);
             loop {
-                // Until the store answers (it may not be migrated yet), try every second.
+                // Not before the link has migrated the store: a read beside
+                // the migration may deadlock with it. Then, until the store
+                // answers, try every second.
+                if !state.is_migrated() {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    continue;
+                }
                 let read = summarize(&mut store, &declaration, &state).await;
                 let next = if read {
                     status_every

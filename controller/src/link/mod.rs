@@ -68,14 +68,20 @@ pub async fn serve(
         match migrated {
             Ok(applied) => {
                 tracing::info!(store = %database, tls = %database.tls_shown(), applied, "store migrated");
-                state.store_answered();
+                state.store_migrated();
                 break;
             }
-            Err(error @ PgError::Migrate { .. }) => return Err(LinkError::Migrate(error)),
+            Err(error @ PgError::Migrate { .. }) if !error.is_migration_retryable() => {
+                return Err(LinkError::Migrate(error))
+            }
             Err(error) if error.is_lasting() => return Err(LinkError::Store(error)),
             Err(error) => {
                 let delay = backoff.next_delay();
-                tracing::warn!(error = %error, retry_in = ?delay, "store away at start; waiting for it");
+                if error.is_migration_retryable() {
+                    tracing::warn!(error = %error, retry_in = ?delay, "migrating the store did not pass (a reader beside it, or the store went away); trying again");
+                } else {
+                    tracing::warn!(error = %error, retry_in = ?delay, "store away at start; waiting for it");
+                }
                 if pause(delay, stop).await {
                     return Ok(());
                 }

@@ -38,3 +38,42 @@ pub async fn migrate(options: &DatabaseOptions) -> Result<usize, PgError> {
         .await;
     Ok(report.applied_migrations().len())
 }
+
+/// The PostgreSQL error under a migration's failure, if it was one.
+fn postgres_cause(error: &refinery::Error) -> Option<&tokio_postgres::Error> {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> =
+        std::error::Error::source(error.kind());
+    while let Some(now) = cause {
+        if let Some(postgres) = now.downcast_ref::<tokio_postgres::Error>() {
+            return Some(postgres);
+        }
+        cause = now.source();
+    }
+    None
+}
+
+/// A failed migration as a person reads it: which migration, and the
+/// server's own words (refinery alone says `db error`).
+pub(super) fn reason(error: &refinery::Error) -> String {
+    match postgres_cause(error) {
+        Some(postgres) => format!("{error}: {}", super::reason(postgres)),
+        None => error.to_string(),
+    }
+}
+
+/// Whether the migration may pass when tried again: it lost a deadlock,
+/// a serialization conflict or a lock (40P01, 40001, 55P03), or the
+/// connection broke (no answer of the server's at all).
+pub(super) fn retryable(error: &refinery::Error) -> bool {
+    let Some(postgres) = postgres_cause(error) else {
+        return false;
+    };
+    match postgres.code() {
+        Some(code) => {
+            code == &tokio_postgres::error::SqlState::T_R_DEADLOCK_DETECTED
+                || code == &tokio_postgres::error::SqlState::T_R_SERIALIZATION_FAILURE
+                || code == &tokio_postgres::error::SqlState::LOCK_NOT_AVAILABLE
+        }
+        None => true,
+    }
+}

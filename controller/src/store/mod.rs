@@ -137,8 +137,9 @@ pub enum PgError {
         #[source]
         source: tokio_postgres::Error,
     },
-    /// The migrations could not be applied.
-    #[error("migrating store {target} failed: {source}")]
+    /// The migrations could not be applied (the server's own words are
+    /// said, not only "db error").
+    #[error("migrating store {target} failed: {}", migrate::reason(.source))]
     Migrate {
         /// The database, without its password.
         target: String,
@@ -160,6 +161,14 @@ impl PgError {
     /// waiting forever.
     pub fn is_lasting(&self) -> bool {
         matches!(self, PgError::Denied { .. } | PgError::Tls { .. })
+    }
+
+    /// Whether a migration that failed may pass when tried again: it lost a
+    /// deadlock or a lock to a reader (a `status` reading while `serve`
+    /// migrates), or the store went away in the middle. A migration the
+    /// server refuses for what it says is no such thing.
+    pub fn is_migration_retryable(&self) -> bool {
+        matches!(self, PgError::Migrate { source, .. } if migrate::retryable(source))
     }
 }
 

@@ -45,6 +45,9 @@ pub struct LinkState {
     /// When the link last finished a pull.
     pub progress: Progress,
     store_ok: AtomicBool,
+    /// The store is migrated to this release: reading it may begin (a read
+    /// beside a migration may deadlock with it).
+    migrated: AtomicBool,
     /// Pulls failed since one last worked, across setups of the consumer:
     /// one outage is said once when it begins and once when it ends.
     pulls_failing: AtomicU32,
@@ -125,6 +128,7 @@ impl LinkState {
             stream_lag,
             progress: Progress::new(),
             store_ok: AtomicBool::new(false),
+            migrated: AtomicBool::new(false),
             pulls_failing: AtomicU32::new(0),
             bus: OnceLock::new(),
         }
@@ -161,6 +165,19 @@ impl LinkState {
     /// The store answered (migrated, or read, or the readiness check).
     pub fn store_answered(&self) {
         self.store_ok.store(true, Ordering::Relaxed);
+    }
+
+    /// The store is migrated (it answered too).
+    pub fn store_migrated(&self) {
+        self.migrated.store(true, Ordering::Relaxed);
+        self.store_answered();
+    }
+
+    /// Whether the store is migrated: only then do `serve`'s own reads of
+    /// it begin (a read of two tables beside a migration altering both
+    /// deadlocks with it, and PostgreSQL may end the migration).
+    pub fn is_migrated(&self) -> bool {
+        self.migrated.load(Ordering::Relaxed)
     }
 
     /// The store did not answer the readiness check: `/readyz` fails until
