@@ -636,9 +636,15 @@ check_package() {
 # one after another in a lane of their own, beside the others.
 MESH_TESTS_ONE_AT_A_TIME="mesh-provider-identity/live_repair mesh-provider-identity/live mesh/identity"
 
+# The longest of the others (a minute or more each, measured), started first
+# so that no lane is left with a long one at the end.
+MESH_TESTS_LONG_FIRST="mesh-provide/conform mesh/hooks mesh/e2e mesh/kit_go mesh/kit_python mesh/controller mesh/kit_typescript mesh/cluster mesh-sim/ci mesh/redis_acl mesh/stop"
+
 # Builds every test binary of the workspace, then runs them as `cargo test`
-# would (each in its package's folder), $MESH_TEST_JOBS (default 2) at a time
-# beside the Keycloak lane, with the doc tests as one more job. Each binary's
+# would (each in its package's folder): the Keycloak lane one after another,
+# and $MESH_TEST_JOBS (default 2) lanes beside it taking the others (the
+# doc tests one more job) from one queue, the longest first; the Keycloak
+# lane takes from that queue too once its own are done. Each binary's
 # output goes to a log, shown whole when it fails; a line a binary says how
 # it ended and how long it took. The tests are parallel-safe: each starts
 # its own servers on free ports in private folders.
@@ -652,24 +658,33 @@ run_tests() {
     >"$list"
   [ -s "$list" ] || { echo "run_tests: cargo built no test binary" >&2; return 1; }
   export MESH_TEST_LOGS="$logs"
-  local heavy="$logs/heavy" light="$logs/light" name
+  local heavy="$logs/heavy" queue="$logs/queue" name
   : >"$heavy"
-  : >"$light"
+  : >"$queue"
+  for name in $MESH_TESTS_LONG_FIRST; do
+    grep "^$name " "$list" >>"$queue" || true
+  done
   while read -r name rest; do
     if [[ " $MESH_TESTS_ONE_AT_A_TIME " == *" $name "* ]]; then
       echo "$name $rest" >>"$heavy"
-    else
-      echo "$name $rest" >>"$light"
+    elif [[ " $MESH_TESTS_LONG_FIRST " != *" $name "* ]]; then
+      echo "$name $rest" >>"$queue"
     fi
   done <"$list"
-  echo "doc-tests . doc" >>"$light"
+  echo "doc-tests . doc" >>"$queue"
   echo "   $(wc -l <"$list") test binaries and the doc tests: $(wc -l <"$heavy") one at a time" \
     "(Keycloak), the rest ${MESH_TEST_JOBS:-2} at a time beside them"
-  local started=$SECONDS
-  (while read -r line; do run_test_binary $line; done <"$heavy") &
-  local heavy_pid=$!
-  xargs -P "${MESH_TEST_JOBS:-2}" -L 1 bash -c '. scripts/lib.sh; run_test_binary "$@"' _ <"$light" || true
-  wait "$heavy_pid" || true
+  local started=$SECONDS pids=() lane
+  (
+    while read -r line; do run_test_binary $line; done <"$heavy"
+    run_queue "$queue"
+  ) &
+  pids+=($!)
+  for lane in $(seq "${MESH_TEST_JOBS:-2}"); do
+    run_queue "$queue" &
+    pids+=($!)
+  done
+  wait "${pids[@]}" || true
   local failed
   failed=$(cat "$logs"/*.failed 2>/dev/null | sort || true)
   echo "   all test binaries ran in $((SECONDS - started))s"
@@ -678,6 +693,17 @@ run_tests() {
     return 1
   fi
   rm -rf "$logs"
+}
+
+# One lane of run_tests: takes the next job off the queue file QUEUE (under
+# a lock, so two lanes never take the same) until it is empty.
+run_queue() {
+  local queue="$1" line
+  while true; do
+    line=$(flock "$queue.lock" bash -c 'head -n 1 "$0"; sed -i 1d "$0"' "$queue")
+    [ -n "$line" ] || return 0
+    run_test_binary $line
+  done
 }
 
 # One job of run_tests: NAME DIR EXECUTABLE (or "doc" for the doc tests).
