@@ -77,6 +77,8 @@ pub struct Round {
 pub struct Metrics {
     registry: Registry,
     grants: Family<Vec<(String, String)>, Gauge>,
+    file_refused: Gauge,
+    entries_refused: Gauge,
     checks: Arc<AtomicU64>,
 }
 
@@ -89,9 +91,23 @@ impl Metrics {
             "Grants by their standing: reachable, failing (not yet said), unreachable, unchecked",
             grants.clone(),
         );
+        let file_refused = Gauge::default();
+        registry.register(
+            "file_refused",
+            "1 while the grants file cannot be read, parsed or taken (its last good list is checked)",
+            file_refused.clone(),
+        );
+        let entries_refused = Gauge::default();
+        registry.register(
+            "entries_refused",
+            "Entries of the grants file refused at the last read (checked from their last good entry, or not at all)",
+            entries_refused.clone(),
+        );
         Metrics {
             registry,
             grants,
+            file_refused,
+            entries_refused,
             checks: Arc::new(AtomicU64::new(0)),
         }
     }
@@ -101,6 +117,13 @@ impl Metrics {
         let mut text = String::new();
         encode(&mut text, &self.registry).expect("writing to a String cannot fail");
         text
+    }
+
+    /// What the last read of the grants file refused.
+    fn refused(&self, refused: mesh_listfile::Refused) {
+        self.file_refused.set(i64::from(refused.file));
+        self.entries_refused
+            .set(i64::try_from(refused.entries).unwrap_or(i64::MAX));
     }
 
     /// Rounds of checks done.
@@ -156,6 +179,7 @@ impl Agent {
     pub async fn check(&mut self) -> Round {
         let grants = self.source.load().map(|loaded| loaded.list.clone());
         let file_errors = self.source.problems().to_vec();
+        self.metrics.refused(self.source.refused());
         let Some(grants) = grants else {
             return Round {
                 file_errors,

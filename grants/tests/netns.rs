@@ -199,8 +199,23 @@ async fn a_bad_grants_file_names_the_entry_and_keeps_the_last_good() {
         "{:?}",
         round.file_errors
     );
+    let metric = |text: &str, name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} ")).map(str::to_owned))
+            .unwrap_or_else(|| panic!("no {name} in {text}"))
+    };
+    let text = w.agent.metrics().encode();
+    assert_eq!(metric(&text, "mesh_grants_entries_refused"), "1", "{text}");
+    assert_eq!(metric(&text, "mesh_grants_file_refused"), "0", "{text}");
     std::fs::write(&w.file, "{ not json").unwrap();
     let round = w.agent.check().await;
     assert_eq!(round.reached, 1, "the last good list is kept");
     assert!(round.file_errors[0].contains(&w.file.display().to_string()));
+    let text = w.agent.metrics().encode();
+    assert_eq!(metric(&text, "mesh_grants_file_refused"), "1", "{text}");
+    assert_eq!(
+        metric(&text, "mesh_grants_entries_refused"),
+        "1",
+        "the list served is the one with the entry refused: {text}"
+    );
 }

@@ -17,6 +17,17 @@ pub struct Loaded<'a, T> {
     pub fresh: bool,
 }
 
+/// What the last read refused: the file as a whole, or entries of it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Refused {
+    /// The file could not be read, parsed or taken: the last good list,
+    /// if there is one, is served instead.
+    pub file: bool,
+    /// Entries refused in the list served (each served from its last good
+    /// version where there is one).
+    pub entries: usize,
+}
+
 /// A list file, re-read on every [`LastGood::load`], with the last good
 /// list kept.
 ///
@@ -33,6 +44,8 @@ pub struct LastGood<T> {
     last_refused: Vec<String>,
     /// What is wrong, as of the last read.
     problems: Vec<String>,
+    /// Whether the last read could not take the file.
+    file_refused: bool,
     /// What was logged last; `None` before the first read.
     logged: Option<Vec<String>>,
 }
@@ -46,6 +59,7 @@ impl<T: ListFile> LastGood<T> {
             last_text: String::new(),
             last_refused: Vec::new(),
             problems: Vec::new(),
+            file_refused: false,
             logged: None,
         }
     }
@@ -66,9 +80,18 @@ impl<T: ListFile> LastGood<T> {
         &self.problems
     }
 
+    /// What the last read refused (nothing before the first).
+    pub fn refused(&self) -> Refused {
+        Refused {
+            file: self.file_refused,
+            entries: self.last_refused.len(),
+        }
+    }
+
     /// Reads the file now. `None` only while no good list was ever read.
     pub fn load(&mut self) -> Option<Loaded<'_, T>> {
         let fresh = self.read();
+        self.file_refused = !fresh;
         self.log();
         self.last_good.as_ref().map(|list| Loaded { list, fresh })
     }
@@ -284,6 +307,16 @@ mod tests {
                 assert!(said.is_empty(), "step {i}: {said}");
             }
             assert_eq!(file.logged != before, logged_again, "step {i}");
+            // The list served after steps 5 to 7 is the one that refused `y!`.
+            let entries = usize::from((5..=7).contains(&i));
+            assert_eq!(
+                file.refused(),
+                Refused {
+                    file: !fresh,
+                    entries
+                },
+                "step {i}"
+            );
         }
     }
 }

@@ -15,5 +15,5 @@ pub mod entries;
 mod last_good;
 mod list;
 
-pub use self::last_good::{LastGood, Loaded};
+pub use self::last_good::{LastGood, Loaded, Refused};
 pub use self::list::{EntryError, ListFile, Parsed};

@@ -12,6 +12,8 @@
 //! | `mesh_words_held{kind}` | gauge | events pending: not yet acknowledged by the bus, by kind |
 //! | `mesh_repairs_total{outcome}` | counter | repair events, by outcome |
 //! | `mesh_provider_fault{class}` | gauge | 1 for the class of the provider fault (its administrator refused or unreachable) after the last pass, 0 for the others |
+//! | `mesh_contributions_file_refused` | gauge | 1 while the contributions file cannot be read, parsed or taken (its last good list is served; none before one was good), else 0 |
+//! | `mesh_contributions_entries_refused` | gauge | entries of the contributions file refused at the last read (a bad name or field, or two entries for one consumer): each such consumer is served from its last good entry, or held back, never withdrawn |
 //! | `mesh_provisions_mended_total` | counter | provisions the loop found changed by hand at the backend and brought back (a password changed, a login disabled): what a provider's `take_mended` reported after an attempt whose secret had not changed since the consumer's last success, and listed consumers found disabled that the loop had not retired |
 
 use std::time::Duration;
@@ -50,6 +52,8 @@ pub struct LoopMetrics {
     repairs: Family<Label, Counter>,
     mended: Counter,
     fault: Family<Label, Gauge>,
+    file_refused: Gauge,
+    entries_refused: Gauge,
 }
 
 impl std::fmt::Debug for LoopMetrics {
@@ -139,6 +143,18 @@ impl LoopMetrics {
             "1 for the class of the provider fault (its administrator refused or unreachable), 0 for the others",
             fault.clone(),
         );
+        let file_refused = Gauge::default();
+        registry.register(
+            "contributions_file_refused",
+            "1 while the contributions file cannot be read, parsed or taken (its last good list is served)",
+            file_refused.clone(),
+        );
+        let entries_refused = Gauge::default();
+        registry.register(
+            "contributions_entries_refused",
+            "Entries of the contributions file refused at the last read (served from their last good entry, or held back)",
+            entries_refused.clone(),
+        );
         let metrics = LoopMetrics {
             registry,
             passes,
@@ -150,6 +166,8 @@ impl LoopMetrics {
             repairs,
             mended,
             fault,
+            file_refused,
+            entries_refused,
         };
         // Every series exists from the start, so a rate or an alert never
         // meets a missing series.
@@ -176,6 +194,14 @@ impl LoopMetrics {
                 .get_or_create(&[("class", c.as_str())])
                 .set(i64::from(class == Some(c)));
         }
+    }
+
+    /// What the last read of the contributions file refused.
+    pub(crate) fn contributions(&self, refused: mesh_listfile::Refused) {
+        self.file_refused.set(i64::from(refused.file));
+        self.entries_refused.set(gauge_value(
+            u64::try_from(refused.entries).unwrap_or(u64::MAX),
+        ));
     }
 
     /// A pass ended at `at`, after `took`.

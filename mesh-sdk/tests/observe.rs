@@ -82,6 +82,23 @@ impl Scrape {
         }
     }
 
+    /// Waits until the sample `key` of `/metrics` reads `value`.
+    async fn wait_metric(&self, key: &str, value: f64, within: Duration) {
+        let deadline = Instant::now() + within;
+        loop {
+            let m = self.metrics().await;
+            if m.get(key) == Some(&value) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{key} is {:?}, not {value}",
+                m.get(key)
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// The samples of `/metrics`, by name and labels.
     async fn metrics(&self) -> HashMap<String, f64> {
         let (status, text) = self.get("/metrics").await;
@@ -182,6 +199,32 @@ async fn metrics_health_and_readiness_over_http() {
         !m.keys().any(|k| k.contains("consumer=")),
         "no per-consumer label"
     );
+
+    // The contributions file: an entry refused (its consumer held back), then
+    // the file as a whole (the last good list served), then good again.
+    assert_eq!(get("mesh_contributions_entries_refused{}"), 0.0);
+    assert_eq!(get("mesh_contributions_file_refused{}"), 0.0);
+    let good = std::fs::read_to_string(&contributions).unwrap();
+    let mut refused: serde_json::Value = serde_json::from_str(&good).unwrap();
+    let mut bad = refused["consumers"][0].clone();
+    bad["consumer"] = "Not A Name".into();
+    refused["consumers"].as_array_mut().unwrap().push(bad);
+    std::fs::write(&contributions, refused.to_string()).unwrap();
+    let within = Duration::from_secs(5);
+    scrape
+        .wait_metric("mesh_contributions_entries_refused{}", 1.0, within)
+        .await;
+    std::fs::write(&contributions, "{ not json").unwrap();
+    scrape
+        .wait_metric("mesh_contributions_file_refused{}", 1.0, within)
+        .await;
+    std::fs::write(&contributions, &good).unwrap();
+    scrape
+        .wait_metric("mesh_contributions_file_refused{}", 0.0, within)
+        .await;
+    scrape
+        .wait_metric("mesh_contributions_entries_refused{}", 0.0, within)
+        .await;
 
     // Stuck: a check blocks its thread for 4 s; no timeout can end it.
     // The bound is 3 × 100 ms + 2 × 200 ms = 700 ms.

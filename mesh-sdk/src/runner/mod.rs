@@ -260,9 +260,12 @@ impl<P: Provisioner> Runner<P> {
     /// contributions file was ever read.
     pub(crate) async fn begin_pass(&mut self) -> Option<Begun> {
         let began = Instant::now();
-        let loaded = self.source.load()?;
-        let fresh = loaded.fresh;
-        let contributions = Arc::clone(loaded.list);
+        let loaded = self
+            .source
+            .load()
+            .map(|loaded| (loaded.fresh, Arc::clone(loaded.list)));
+        self.metrics.contributions(self.source.refused());
+        let (fresh, contributions) = loaded?;
         let gate = self.repair_pass(&contributions.provider).await;
         let mut report = PassReport {
             fresh,
