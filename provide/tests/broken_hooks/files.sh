@@ -140,10 +140,16 @@ by_hand() {
 }
 
 # One request (its verb, its JSON): the reply on stdout; status 1 when it failed.
+# One jq a request: its fields, one a line (no field holds a newline):
+# id, verb, consumer name, secret, by-hand action and target.
+fields() {
+  jq -r '(.id // ""), (.verb // ""), (.consumer | if type == "object" then .name else (. // "") end),
+    (.secret // ""), (.action // ""), (.target // "")' <<<"$1"
+}
+
+# answer VERB NAME SECRET ACTION TARGET
 answer() {
-  local verb=$1 req=$2 name secret
-  name=$(jq -r '.consumer | if type == "object" then .name else (. // "") end' <<<"$req")
-  secret=$(jq -r '.secret // ""' <<<"$req")
+  local verb=$1 name=$2 secret=$3 action=$4 target=$5
   case "$verb" in
   hello) echo '{"name":"files"}' ;;
   ensure) ensure "$name" "$secret" ;;
@@ -152,17 +158,21 @@ answer() {
   retire) retire "$name" ;;
   re-enable) re_enable "$name" ;;
   delete) delete "$name" ;;
-  by-hand) by_hand "$(jq -r .action <<<"$req")" "$name" "$secret" "$(jq -r '.target // ""' <<<"$req")" ;;
+  by-hand) by_hand "$action" "$name" "$secret" "$target" ;;
   *) echo '{"unsupported":true}' ;;
   esac
 }
 
 if [ "${1:-}" = serve ]; then
   while IFS= read -r line; do
-    id=$(jq -r .id <<<"$line")
-    reply=$(answer "$(jq -r .verb <<<"$line")" "$line")
-    jq -c --argjson id "$id" '. + {id: $id}' <<<"$reply"
+    { IFS= read -r id; IFS= read -r verb; IFS= read -r name; IFS= read -r secret
+      IFS= read -r action; IFS= read -r target; } < <(fields "$line")
+    reply=$(answer "$verb" "$name" "$secret" "$action" "$target")
+    # Every reply is one object on one line: the id goes in before its `}`.
+    printf '%s,"id":%s}\n' "${reply%\}}" "$id"
   done
 else
-  answer "$1" "$(cat)"
+  { IFS= read -r id; IFS= read -r verb; IFS= read -r name; IFS= read -r secret
+    IFS= read -r action; IFS= read -r target; } < <(fields "$(cat)")
+  answer "$1" "$name" "$secret" "$action" "$target"
 fi

@@ -53,6 +53,12 @@ pub use dist::KeycloakDist;
 
 use crate::{free_port, poll_until, random_hex, read_lossy, tail, PgCluster, START_ATTEMPTS};
 
+/// The JVM options of the tests' Keycloak and of its `kc.sh` commands: the
+/// first JIT tier only (kc.sh picks the collector), for a server that lives a
+/// few minutes on a machine of two cores (a JVM's full JIT spends most of a
+/// short life compiling).
+const TEST_JVM: &str = "-XX:TieredStopAtLevel=1";
+
 /// The `kc.sh build` options the distribution must have been built with;
 /// `scripts/lib.sh` (`MESH_KEYCLOAK_BUILD`) writes them to its `.mesh-build`.
 pub const KEYCLOAK_BUILD: &str = "--db=postgres --health-enabled=true";
@@ -239,7 +245,7 @@ impl KeycloakServer {
             .env(
                 "JAVA_OPTS_APPEND",
                 format!(
-                    "-Dquarkus.transaction-manager.object-store.directory={}/transaction-logs",
+                    "{TEST_JVM} -Dquarkus.transaction-manager.object-store.directory={}/transaction-logs",
                     data.display()
                 ),
             )
@@ -405,7 +411,7 @@ impl KeycloakServer {
             None => String::new(),
         };
         let text = format!(
-            "#!/bin/sh\n{java}exec '{}' \"$@\"\n",
+            "#!/bin/sh\n{java}JAVA_OPTS_APPEND='{TEST_JVM}' exec '{}' \"$@\"\n",
             self.dist.home.join("bin/kc.sh").display()
         );
         std::fs::write(&path, text).expect("writing the kc.sh wrapper");
