@@ -1,7 +1,7 @@
-//! How a hook's reply is read ([`parse`]: the JSON object, its `id` and its
+//! How a hook's reply is read ([`parse()`]: the JSON object, its `id` and its
 //! `secrets` first), decoded into the typed reply of the verb it answers
 //! (one serde type per verb, beside what every reply may say) and judged
-//! from that ([`judge`]), and what was wrong when it is not one ([`Bad`]).
+//! from that ([`judge()`]), and what was wrong when it is not one ([`Bad`]).
 //!
 //! A reply carries no verb of its own: the request's verb tags it (in serve
 //! mode it is known only once the reply's `id` is matched to a request in
