@@ -257,6 +257,10 @@ const CRATES: &[(&str, Tables)] = &[
             ),
             ("serve", &[&["rules"], &["session"]]),
             ("wire", &[&["verb"], &["ask", "reply"]]),
+            (
+                "wire::reply",
+                &[&["bad"], &["field"], &["parse", "verbs"], &["judge"]],
+            ),
         ],
     ),
     (

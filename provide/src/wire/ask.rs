@@ -72,39 +72,81 @@ impl ByHandAction {
     }
 }
 
+impl Serialize for ByHandAction {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+/// A request as it is written: the protocol's version, its id, its verb
+/// with what the verb carries, and how long mesh-provide waits for it.
+#[derive(Serialize)]
+struct Request<'a> {
+    v: u32,
+    id: u64,
+    #[serde(flatten)]
+    carries: Carries<'a>,
+    deadline_ms: u64,
+}
+
+/// What each verb's request carries, tagged `"verb"` (its names are
+/// [`Verb::as_str`]'s, which the tests hold them to).
+#[derive(Serialize)]
+#[serde(tag = "verb", rename_all = "kebab-case")]
+enum Carries<'a> {
+    Hello,
+    Ensure {
+        consumer: ConsumerBody<'a>,
+        secret: &'a str,
+    },
+    Check {
+        consumer: ConsumerBody<'a>,
+        secret: &'a str,
+    },
+    Held,
+    Retire {
+        consumer: &'a Name,
+    },
+    ReEnable {
+        consumer: &'a Name,
+    },
+    Delete {
+        consumer: &'a Name,
+    },
+    Probe {
+        fault: &'a Name,
+    },
+    Repair {
+        fault: &'a Name,
+    },
+    ByHand {
+        consumer: &'a Name,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        secret: Option<&'a str>,
+        action: ByHandAction,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        target: Option<&'a Name>,
+    },
+}
+
 /// The consumer as an `ensure` or `check` request carries it.
 #[derive(Serialize)]
 struct ConsumerBody<'a> {
-    name: &'a str,
-    machine: &'a str,
+    name: &'a Name,
+    machine: &'a Name,
     provision: &'a str,
     options: &'a Value,
 }
 
-/// `"consumer"` of a request: whole for ensure and check, a name otherwise.
-#[derive(Serialize)]
-#[serde(untagged)]
-enum Target<'a> {
-    Whole(ConsumerBody<'a>),
-    Name(&'a str),
-}
-
-#[derive(Serialize)]
-struct Body<'a> {
-    v: u32,
-    id: u64,
-    verb: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    consumer: Option<Target<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    secret: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    fault: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    action: Option<&'static str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    target: Option<&'a str>,
-    deadline_ms: u64,
+impl<'a> ConsumerBody<'a> {
+    fn of(consumer: &'a Consumer) -> Self {
+        ConsumerBody {
+            name: &consumer.name,
+            machine: &consumer.machine,
+            provision: &consumer.provision,
+            options: &consumer.options,
+        }
+    }
 }
 
 impl<'a> Ask<'a> {
@@ -147,39 +189,41 @@ impl<'a> Ask<'a> {
     /// The request as one JSON line (ending in `\n`), carrying `id` and
     /// `deadline_ms`: how long mesh-provide waits for the reply.
     pub fn line(&self, id: u64, deadline: Duration) -> Vec<u8> {
-        let whole = |c: &'a Consumer| {
-            Some(Target::Whole(ConsumerBody {
-                name: c.name.as_str(),
-                machine: c.machine.as_str(),
-                provision: &c.provision,
-                options: &c.options,
-            }))
+        let carries = match *self {
+            Ask::Hello => Carries::Hello,
+            Ask::Ensure(consumer, secret) => Carries::Ensure {
+                consumer: ConsumerBody::of(consumer),
+                secret: secret.expose(),
+            },
+            Ask::Check(consumer, secret) => Carries::Check {
+                consumer: ConsumerBody::of(consumer),
+                secret: secret.expose(),
+            },
+            Ask::Held => Carries::Held,
+            Ask::Retire(consumer) => Carries::Retire { consumer },
+            Ask::ReEnable(consumer) => Carries::ReEnable { consumer },
+            Ask::Delete(consumer) => Carries::Delete { consumer },
+            Ask::Probe(fault) => Carries::Probe { fault },
+            Ask::Repair(fault) => Carries::Repair { fault },
+            Ask::ByHand {
+                action,
+                consumer,
+                secret,
+                target,
+            } => Carries::ByHand {
+                consumer,
+                secret: secret.map(Secret::expose),
+                action,
+                target,
+            },
         };
-        let (consumer, fault) = match self {
-            Ask::Ensure(c, _) | Ask::Check(c, _) => (whole(c), None),
-            Ask::Retire(n) | Ask::ReEnable(n) | Ask::Delete(n) => {
-                (Some(Target::Name(n.as_str())), None)
-            }
-            Ask::Probe(f) | Ask::Repair(f) => (None, Some(f.as_str())),
-            Ask::ByHand { consumer, .. } => (Some(Target::Name(consumer.as_str())), None),
-            Ask::Hello | Ask::Held => (None, None),
-        };
-        let (action, target) = match self {
-            Ask::ByHand { action, target, .. } => (Some(action.as_str()), target.map(Name::as_str)),
-            _ => (None, None),
-        };
-        let body = Body {
+        let request = Request {
             v: VERSION,
             id,
-            verb: self.verb().as_str(),
-            consumer,
-            secret: self.secret().map(Secret::expose),
-            fault,
-            action,
-            target,
+            carries,
             deadline_ms: u64::try_from(deadline.as_millis()).unwrap_or(u64::MAX),
         };
-        let mut line = serde_json::to_vec(&body).expect("a request serializes");
+        let mut line = serde_json::to_vec(&request).expect("a request serializes");
         line.push(b'\n');
         line
     }
@@ -271,6 +315,11 @@ mod tests {
             assert_eq!(line.iter().filter(|b| **b == b'\n').count(), 1, "one line");
             let body: Value = serde_json::from_slice(&line).unwrap();
             assert_eq!(body, expected, "{:?}", ask.verb());
+            assert_eq!(
+                body["verb"],
+                ask.verb().as_str(),
+                "the tag is the verb's word"
+            );
         }
         assert!(Verb::ALL.iter().all(|v| !v.as_str().is_empty()));
     }
@@ -292,5 +341,31 @@ mod tests {
         for ask in [Ask::Ensure(&c, &secret), Ask::Check(&c, &secret)] {
             assert_eq!(ask.secret(), Some(&secret));
         }
+    }
+
+    #[test]
+    fn a_request_keeps_its_keys_in_the_contracts_order() {
+        let c = consumer();
+        let secret = Secret::new("s3cret");
+        let (forge, wiki) = (n("forge"), n("wiki"));
+        let line =
+            |ask: Ask<'_>| String::from_utf8(ask.line(7, Duration::from_millis(2500))).unwrap();
+        assert_eq!(
+            line(Ask::Ensure(&c, &secret)),
+            "{\"v\":1,\"id\":7,\"verb\":\"ensure\",\"consumer\":{\"name\":\"forge\",\"machine\":\"app-1\",\"provision\":\"redis-acl\",\"options\":{\"db\":2}},\"secret\":\"s3cret\",\"deadline_ms\":2500}\n"
+        );
+        assert_eq!(
+            line(Ask::ByHand {
+                action: ByHandAction::Reach,
+                consumer: &forge,
+                secret: Some(&secret),
+                target: Some(&wiki),
+            }),
+            "{\"v\":1,\"id\":7,\"verb\":\"by-hand\",\"consumer\":\"forge\",\"secret\":\"s3cret\",\"action\":\"reach\",\"target\":\"wiki\",\"deadline_ms\":2500}\n"
+        );
+        assert_eq!(
+            line(Ask::Hello),
+            "{\"v\":1,\"id\":7,\"verb\":\"hello\",\"deadline_ms\":2500}\n"
+        );
     }
 }
