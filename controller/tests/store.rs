@@ -13,9 +13,25 @@ use mesh_protocol::event::{
 use mesh_protocol::{Class, Event, ModuleId, Name, Timestamp};
 use mesh_sdk::testing::LogCapture;
 use mesh_status::model::{Received, RepairRow};
-use mesh_status::store::{Order, StatusFilter};
+use mesh_status::store::{ControllerRecordUpdate, Order, StatusFilter};
 use mesh_status::Store;
 use mesh_test_support::PgCluster;
+
+/// What a record says: `instance` runs, caught up or not, a round applied
+/// since its last record or not, its first record or not.
+fn instance_record(
+    instance: &mesh_status::model::Instance,
+    caught_up: bool,
+    applied: bool,
+    first: bool,
+) -> ControllerRecordUpdate<'_> {
+    ControllerRecordUpdate {
+        instance,
+        caught_up,
+        applied,
+        first,
+    }
+}
 
 fn name(s: &str) -> Name {
     Name::parse(s).unwrap()
@@ -1217,7 +1233,7 @@ async fn the_controller_record_retired_consumers_and_a_new_store_on_a_live_store
         started_at: ts("2026-10-05T00:00:00Z"),
         pull_wait: Duration::from_secs(2),
     };
-    Store::record(&mut store, &instance, false, false, true)
+    Store::record(&mut store, instance_record(&instance, false, false, true))
         .await
         .unwrap();
     let (_, out, _) = env.run(&["status"], now).await;
@@ -1230,7 +1246,7 @@ async fn the_controller_record_retired_consumers_and_a_new_store_on_a_live_store
              caught up with the event stream yet",
         ]
     );
-    Store::record(&mut store, &instance, true, true, false)
+    Store::record(&mut store, instance_record(&instance, true, true, false))
         .await
         .unwrap();
     let report = env.json(&["status", "--json"], now).await;
@@ -1253,7 +1269,7 @@ async fn the_controller_record_retired_consumers_and_a_new_store_on_a_live_store
         .batch_execute("UPDATE controller_instance SET following_since = now() - interval '1 hour'")
         .await
         .unwrap();
-    Store::record(&mut store, &instance, true, false, false)
+    Store::record(&mut store, instance_record(&instance, true, false, false))
         .await
         .unwrap();
     assert_eq!(since().await, (false, false), "the run goes on");
@@ -1261,7 +1277,7 @@ async fn the_controller_record_retired_consumers_and_a_new_store_on_a_live_store
         .batch_execute("UPDATE controller_instance SET pulled_at = now() - interval '7 seconds'")
         .await
         .unwrap();
-    Store::record(&mut store, &instance, true, false, false)
+    Store::record(&mut store, instance_record(&instance, true, false, false))
         .await
         .unwrap();
     assert_eq!(since().await, (true, true), "a new run after a gap");
@@ -1275,7 +1291,7 @@ async fn the_controller_record_retired_consumers_and_a_new_store_on_a_live_store
         )
         .await
         .unwrap();
-    Store::record(&mut store, &instance, true, false, true)
+    Store::record(&mut store, instance_record(&instance, true, false, true))
         .await
         .unwrap();
     let left: i64 = admin
@@ -1691,7 +1707,10 @@ async fn history_is_kept_with_each_round_read_back_and_pruned_in_batches() {
         started_at: at(0),
         pull_wait: Duration::from_secs(1),
     };
-    store.record(&instance, true, true, true).await.unwrap();
+    store
+        .record(instance_record(&instance, true, true, true))
+        .await
+        .unwrap();
     admin
         .execute(
             "UPDATE controller_instance SET pulled_at = now() - interval '1 hour'",
@@ -1699,8 +1718,14 @@ async fn history_is_kept_with_each_round_read_back_and_pruned_in_batches() {
         )
         .await
         .unwrap();
-    store.record(&instance, true, false, false).await.unwrap();
-    store.record(&instance, true, false, false).await.unwrap();
+    store
+        .record(instance_record(&instance, true, false, false))
+        .await
+        .unwrap();
+    store
+        .record(instance_record(&instance, true, false, false))
+        .await
+        .unwrap();
     let kinds = |list: &[(&str, i64)]| -> Vec<(String, i64)> {
         list.iter().map(|(k, n)| ((*k).to_owned(), *n)).collect()
     };

@@ -14,15 +14,17 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use mesh_protocol::{ModuleId, Timestamp};
 use mesh_status::model::reduce::{reduce, Place};
 use mesh_status::model::{
-    AliveRow, ControllerRecord, FailingRow, Instance, InstanceRow, Received, RepairRow,
+    AliveRow, ControllerRecord, FailingRow, InstanceRow, Received, RepairRow,
 };
-use mesh_status::store::{Counts, StatusFilter, Store, StoreError, StoreErrorKind};
+use mesh_status::store::{
+    ControllerRecordUpdate, Counts, StatusFilter, Store, StoreError, StoreErrorKind,
+};
 use tokio::time::Instant;
 
 /// A standing's key: provider module, provider machine, consumer (the
@@ -264,13 +266,13 @@ impl Store for MemStore {
     /// As `PgStore`'s record statement: `pulled_at` and `applied_at` set
     /// to the store's clock when so; a catch-up more than the follow bound
     /// after the one before begins a new run (`following_since`).
-    async fn record(
-        &mut self,
-        instance: &Instance,
-        caught_up: bool,
-        applied: bool,
-        _first: bool,
-    ) -> Result<(), StoreError> {
+    async fn record(&mut self, update: ControllerRecordUpdate<'_>) -> Result<(), StoreError> {
+        let ControllerRecordUpdate {
+            instance,
+            caught_up,
+            applied,
+            first: _,
+        } = update;
         self.with(|t| {
             if t.down {
                 return Err(MemStore::away());
@@ -309,5 +311,19 @@ impl Store for MemStore {
         _created: SystemTime,
     ) -> Result<u64, StoreError> {
         Ok(1)
+    }
+
+    /// Its record is whole: it never says it begins (its `record` reads
+    /// `begun_at: None`).
+    async fn record_begins(
+        &mut self,
+        _acknowledged_before: bool,
+    ) -> Result<Option<SystemTime>, StoreError> {
+        Ok(None)
+    }
+
+    /// It keeps no history: there is none to remove.
+    async fn prune_history(&mut self, _keep: Duration, _limit: u32) -> Result<u64, StoreError> {
+        Ok(0)
     }
 }

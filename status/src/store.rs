@@ -161,7 +161,24 @@ pub struct Counts {
     pub silent: u64,
 }
 
+/// What one record of a `serve` process says ([`Store::record`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ControllerRecordUpdate<'a> {
+    /// The process.
+    pub instance: &'a Instance,
+    /// It is caught up now: a pull came back short, not because delivery
+    /// waits on acknowledgements, every word it took stored.
+    pub caught_up: bool,
+    /// It committed a round since its last record.
+    pub applied: bool,
+    /// This is its first record.
+    pub first: bool,
+}
+
 /// Where the link puts the events it received.
+///
+/// Every method is required: a store that keeps no controller record or
+/// history (a test's) says so in its own body.
 ///
 /// # Guarantees expected of an implementation
 /// - [`Store::apply`] applies all the events, in the order given, in one
@@ -185,38 +202,21 @@ pub trait Store: Send {
     /// now when the durable consumer `acknowledged_before` words (a store
     /// that was there took them: they are not in this one until they are
     /// said again), else never (it gets every word the stream holds). A
-    /// store that has met a stream keeps what it says. A store that keeps
-    /// no such record (a test's) does nothing. Returns when the record
-    /// began when this call began it (the store is new), else `None`.
+    /// store that has met a stream keeps what it says. Returns when the
+    /// record began when this call began it (the store is new), else
+    /// `None`; a store that keeps no such record (a test's) returns `None`.
     async fn record_begins(
         &mut self,
         acknowledged_before: bool,
-    ) -> Result<Option<SystemTime>, StoreError> {
-        let _ = acknowledged_before;
-        Ok(None)
-    }
+    ) -> Result<Option<SystemTime>, StoreError>;
 
     /// Removes at most `limit` history rows recorded more than `keep`
     /// ago, oldest first; returns how many it removed. A store that keeps
-    /// no history (a test's) removes none.
-    async fn prune_history(&mut self, keep: Duration, limit: u32) -> Result<u64, StoreError> {
-        let _ = (keep, limit);
-        Ok(0)
-    }
+    /// no history (a test's) removes none and returns 0.
+    async fn prune_history(&mut self, keep: Duration, limit: u32) -> Result<u64, StoreError>;
 
-    /// Records that the `serve` process `instance` runs: whether it is
-    /// caught up now (a short pull, not because delivery waits on
-    /// acknowledgements, every word it took stored), and whether it committed a round since
-    /// its last record; `first` on its first record. A store that keeps no
-    /// such record (a test's) does nothing.
-    async fn record(
-        &mut self,
-        instance: &Instance,
-        caught_up: bool,
-        applied: bool,
-        first: bool,
-    ) -> Result<(), StoreError> {
-        let _ = (instance, caught_up, applied, first);
-        Ok(())
-    }
+    /// Records that the `serve` process [`ControllerRecordUpdate::instance`]
+    /// runs, as `update` says. A store that keeps no such record (a
+    /// test's) returns `Ok(())`.
+    async fn record(&mut self, update: ControllerRecordUpdate<'_>) -> Result<(), StoreError>;
 }

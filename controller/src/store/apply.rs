@@ -22,7 +22,8 @@ use super::PgError;
 use mesh_protocol::ModuleId;
 use mesh_status::model::history::Transitions;
 use mesh_status::model::reduce::reduce;
-use mesh_status::model::{Instance, Received};
+use mesh_status::model::Received;
+use mesh_status::store::ControllerRecordUpdate;
 use mesh_status::{Store, StoreError};
 
 /// A round as the columns of its statements.
@@ -183,16 +184,8 @@ impl Store for PgStore {
         Ok(self.begin_record(acknowledged_before).await?)
     }
 
-    async fn record(
-        &mut self,
-        instance: &Instance,
-        caught_up: bool,
-        applied: bool,
-        first: bool,
-    ) -> Result<(), StoreError> {
-        Ok(self
-            .record_instance(instance, caught_up, applied, first)
-            .await?)
+    async fn record(&mut self, update: ControllerRecordUpdate<'_>) -> Result<(), StoreError> {
+        Ok(self.record_instance(update).await?)
     }
 }
 

@@ -16,7 +16,7 @@ use super::history::{HistoryColumns, INSERT_HISTORY};
 use super::locks::LOCK_CLASS;
 use super::PgError;
 use mesh_status::model::history::following_again;
-use mesh_status::model::Instance;
+use mesh_status::store::ControllerRecordUpdate;
 
 /// Writes the instance's row: made the first time, then `pulled_at`
 /// (`$6`: caught up now) and `applied_at` (`$7`: a round committed since
@@ -94,21 +94,25 @@ impl PgStore {
         Ok(row.and_then(|row| row.get::<_, Option<SystemTime>>(0)))
     }
 
-    /// Records that `instance` runs: caught up now (`caught_up`: it found
-    /// nothing more waiting for it, every word it took stored), and whether
-    /// it committed a round since it last recorded (`applied`). The first
-    /// record of a process also forgets instances gone for long.
+    /// Records that `update.instance` runs: caught up now (`caught_up`: it
+    /// found nothing more waiting for it, every word it took stored), and
+    /// whether it committed a round since it last recorded (`applied`). The
+    /// first record of a process (`first`) also forgets instances gone for
+    /// long.
     ///
     /// # Errors
     /// [`PgError`] when the store is away, refuses, or does not answer
     /// within `RECORD_TIMEOUT`.
     pub async fn record_instance(
         &mut self,
-        instance: &Instance,
-        caught_up: bool,
-        applied: bool,
-        first: bool,
+        update: ControllerRecordUpdate<'_>,
     ) -> Result<(), PgError> {
+        let ControllerRecordUpdate {
+            instance,
+            caught_up,
+            applied,
+            first,
+        } = update;
         let client = &self.connected().await?.client;
         let key = instance.key();
         let started_at = instance.started_at.system_time();

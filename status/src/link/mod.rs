@@ -42,6 +42,7 @@ mod gauges;
 mod observe;
 #[cfg(test)]
 mod outage_tests;
+mod progress;
 mod prune;
 mod pulls;
 mod record;
@@ -63,6 +64,7 @@ use mesh_runtime::{Backoff, Stop};
 use crate::model::text::first_words;
 use crate::model::{Instance, Received};
 use crate::store::{Store, StoreError};
+use progress::{LinkProgress, PullEnd};
 use pulls::Pulled;
 use record::this_process;
 
@@ -147,13 +149,6 @@ struct Round {
 /// dropped (its events unacknowledged: delivered again).
 const STOP_GRACE: Duration = Duration::from_secs(1);
 
-/// Pulls failing in a row after which the consumer is set up again.
-const PULL_FAILURES_BEFORE_SETUP: u32 = 10;
-
-/// Pulls in a row without a message after which the consumer is looked up
-/// (a deleted consumer's pulls just find nothing).
-const IDLE_PULLS_BEFORE_CHECK: u32 = 15;
-
 /// Why [`follow_messages`] returned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Followed {
@@ -185,13 +180,8 @@ pub async fn follow_messages<M: Messages, S: Store>(
         state,
         lag_read: None,
         backoff: Backoff::new(settings.nak_first, settings.nak_max),
-        pull_failures: 0,
-        idle_pulls: 0,
-        consumer_lost: false,
+        progress: LinkProgress::new(settings.wait),
         instance: this_process(settings.wait),
-        held: false,
-        applied_since_record: false,
-        last_record: None,
         prune: PruneSchedule::default(),
     };
     loop {
@@ -252,21 +242,26 @@ pub async fn follow_messages<M: Messages, S: Store>(
         if stopping || stop.is_requested() {
             break;
         }
-        let caught_up = short
-            && !link.held
-            && link.pull_failures == 0
-            && !link.consumer_lost
-            && connected_before
-            && state.bus_connected()
+        let pull = PullEnd {
+            short,
+            connected_before,
+            connected_after: state.bus_connected(),
+        };
+        // Delivery is asked last, only when the rest says caught up.
+        let caught_up = link.progress.behind(pull).is_none()
             && stop
                 .run_until_stopped(link.delivery_free(&mut *consumer))
                 .await
                 .unwrap_or(false);
+        // The turn's clocks, read once: the record's schedule and the
+        // caught-up gauge's time.
+        let now = tokio::time::Instant::now();
+        let wall = std::time::SystemTime::now();
         if caught_up {
-            link.state.caught_up(std::time::SystemTime::now());
+            link.state.caught_up(wall);
         }
         if stop
-            .run_until_stopped(link.record(caught_up))
+            .run_until_stopped(link.record(caught_up, now))
             .await
             .is_none()
         {
@@ -275,7 +270,7 @@ pub async fn follow_messages<M: Messages, S: Store>(
         if stop.run_until_stopped(link.prune()).await.is_none() {
             break;
         }
-        if link.consumer_lost || link.pull_failures >= PULL_FAILURES_BEFORE_SETUP {
+        if link.progress.must_set_up_again() {
             return Followed::ConsumerLost;
         }
     }
@@ -291,21 +286,10 @@ struct Link<'a, S> {
     /// When the stream's lag was last read.
     lag_read: Option<tokio::time::Instant>,
     backoff: Backoff,
-    /// Pulls in a row that failed without a message.
-    pull_failures: u32,
-    /// Pulls in a row without a message.
-    idle_pulls: u32,
-    /// The consumer is gone: it must be set up again.
-    consumer_lost: bool,
+    /// What it keeps of its pulls, rounds and records, and decides from.
+    progress: LinkProgress,
     /// This process, as the store records it.
     instance: Instance,
-    /// Words were NAKed for the store and not stored since: the link is
-    /// not caught up, whatever its pulls find.
-    held: bool,
-    /// A round was committed since the last record.
-    applied_since_record: bool,
-    /// When the last record was written, and whether it said caught up.
-    last_record: Option<(tokio::time::Instant, bool)>,
     /// When history's retention next removes a batch.
     prune: PruneSchedule,
 }
@@ -356,7 +340,7 @@ impl<S> Link<'_, S> {
             Ok(_) => {}
             Err(error) => {
                 tracing::warn!(error = %error, "the consumer is not there");
-                self.consumer_lost = true;
+                self.progress.consumer_lost();
             }
         }
     }
@@ -379,7 +363,7 @@ impl<S: Store> Link<'_, S> {
             connected_after,
         ) {
             Pulled::Failed => {
-                self.pull_failures += 1;
+                self.progress.pull_failed();
                 // Said once an outage, also when the consumer is set up
                 // again in between.
                 if self.state.pull_failed() == 1 {
@@ -393,22 +377,16 @@ impl<S: Store> Link<'_, S> {
             // uncounted (the client reconnects by itself).
             Pulled::Unknown => {}
             Pulled::Worked => {
-                if !self.consumer_lost {
-                    self.pull_failures = 0;
+                if self.progress.pull_worked() {
                     if let Some(failures) = self.state.pull_worked() {
                         tracing::info!(failures, "pulling events works again");
                     }
                 }
             }
         }
-        if messages.is_empty() {
-            self.idle_pulls += 1;
-            // A pull of a deleted consumer just finds nothing: look now and then.
-            if self.idle_pulls % IDLE_PULLS_BEFORE_CHECK == 0 {
-                self.check_consumer(consumer).await;
-            }
-        } else {
-            self.idle_pulls = 0;
+        // A pull of a deleted consumer just finds nothing: look now and then.
+        if self.progress.pulled(messages.len()) {
+            self.check_consumer(consumer).await;
         }
         messages
     }
@@ -490,8 +468,7 @@ impl<S: Store> Link<'_, S> {
 
     fn stored(&mut self, words: &[Received]) {
         self.state.applied(words);
-        self.held = false;
-        self.applied_since_record = true;
+        self.progress.stored();
         if self.backoff.failures() > 0 {
             tracing::info!(
                 after_failures = self.backoff.failures(),
@@ -513,7 +490,7 @@ impl<S: Store> Link<'_, S> {
     /// Logs a failed round; returns its NAK delay.
     fn held(&mut self, error: &StoreError, count: usize) -> Duration {
         self.state.store_failed(true);
-        self.held = true;
+        self.progress.held();
         let delay = self.backoff.next_delay();
         if self.backoff.failures() == 1 {
             tracing::warn!(error = %error, held = count, retry_in = ?delay, "store away: events are held (NAKed) and delivered again");

@@ -33,30 +33,16 @@ pub(super) fn this_process(pull_wait: Duration) -> Instance {
 }
 
 impl<S: Store> Link<'_, S> {
-    /// Records this process in the store ([`Store::record`]): at once
-    /// when it catches up again, else at most every half pull wait. A store
-    /// that fails it is tried again at the next pull (the rounds say why).
-    pub(super) async fn record(&mut self, caught_up: bool) {
-        let now = tokio::time::Instant::now();
-        let every = self.settings.wait / 2;
-        let due = match self.last_record {
-            None => true,
-            Some((at, was)) => (caught_up && !was) || now.duration_since(at) >= every,
-        };
-        if !due {
+    /// Records this process in the store ([`Store::record`]) when a record
+    /// is due at `now` ([`super::progress::LinkProgress::record_due`]). A
+    /// store that fails it is tried again at the next pull (the rounds say
+    /// why).
+    pub(super) async fn record(&mut self, caught_up: bool, now: tokio::time::Instant) {
+        let Some(update) = self.progress.record_due(&self.instance, caught_up, now) else {
             return;
-        }
-        let first = self.last_record.is_none();
-        let applied = self.applied_since_record;
-        match self
-            .store
-            .record(&self.instance, caught_up, applied, first)
-            .await
-        {
-            Ok(()) => {
-                self.last_record = Some((now, caught_up));
-                self.applied_since_record = false;
-            }
+        };
+        match self.store.record(update).await {
+            Ok(()) => self.progress.recorded(now, caught_up),
             Err(error) => {
                 tracing::debug!(error = %error, "cannot record this controller in the store");
             }
