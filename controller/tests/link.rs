@@ -997,7 +997,7 @@ async fn a_stream_and_durable_made_before_grants_take_grant_words_without_losing
         let rows = world
             .admin
             .query(
-                "SELECT kind, failures FROM grant_word WHERE machine = 'app-1' AND consumer = 'forge'",
+                "SELECT kind, failures FROM grant_event WHERE machine = 'app-1' AND consumer = 'forge'",
                 &[],
             )
             .await
