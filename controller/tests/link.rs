@@ -727,6 +727,9 @@ async fn serve_shows_its_metrics_health_and_readiness() {
         .wait_rows("postgres", "db-1", &["forge (61)"], "stored by the binary")
         .await;
     let m = metrics(get("/metrics").await.1);
+    assert_eq!(m["mesh_events_applied_total{kind=failing}"], 1.0, "{m:?}");
+    assert_eq!(m["mesh_events_applied_total{kind=recovered}"], 0.0);
+    // The name before 0.2.0 is there too, one release, with the same values.
     assert_eq!(m["mesh_words_applied_total{kind=failing}"], 1.0, "{m:?}");
     assert_eq!(m["mesh_words_applied_total{kind=recovered}"], 0.0);
     assert!(m["mesh_batches_total{}"] >= 1.0);
@@ -994,7 +997,7 @@ async fn a_stream_and_durable_made_before_grants_take_grant_words_without_losing
         let rows = world
             .admin
             .query(
-                "SELECT kind, failures FROM grant_word WHERE machine = 'app-1' AND consumer = 'forge'",
+                "SELECT kind, failures FROM grant_event WHERE machine = 'app-1' AND consumer = 'forge'",
                 &[],
             )
             .await

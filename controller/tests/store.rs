@@ -174,7 +174,7 @@ async fn open_repairs(store: &mut PgStore, provider: &str) -> Vec<RepairRow> {
 async fn store_rules_hold_on_postgres() {
     let pg = PgCluster::start();
     let (options, admin) = store_at(&pg, "rules").await;
-    assert_eq!(migrate(&options).await.unwrap(), 12);
+    assert_eq!(migrate(&options).await.unwrap(), 13);
     assert_eq!(migrate(&options).await.unwrap(), 0, "migrations run once");
     let mut store = PgStore::new(options);
 
@@ -466,7 +466,7 @@ async fn status_and_node_show_on_a_live_store() {
     // is not all well (silence is not health).
     let (code, out, err) = env.run(&["migrate"], now).await;
     assert_eq!(code, EXIT_OK, "{err}");
-    assert!(out.contains("12 migrations applied"), "{out}");
+    assert!(out.contains("13 migrations applied"), "{out}");
     // No serve ever followed the stream into it: that is said first, and
     // no provider is blamed for the silence.
     let (code, out, _) = env.run(&["status"], now).await;
@@ -933,7 +933,7 @@ async fn a_stored_value_that_does_not_decode_is_named_with_its_column() {
     let repair = "INSERT INTO repair (provider_module, provider_machine, fault, outcome, \
         detail, next_attempt_at, said_at, stream_seq, stream_epoch) VALUES ('identity', 'id-1', \
         'admin-refused', 'failed', 'd', NULL, '2026-10-05T00:09:00Z', 2, 1)";
-    let grant = "INSERT INTO grant_word (machine, consumer, provision, provider, kind, reason, \
+    let grant = "INSERT INTO grant_event (machine, consumer, provision, provider, kind, reason, \
         said_at, stream_seq, stream_epoch) VALUES ('app-1', 'forge', 'p', 'postgres@db-1', \
         'unchecked', 'no port', '2026-10-05T00:09:00Z', 3, 1)";
     for statement in [failing, repair, grant] {
@@ -975,7 +975,7 @@ async fn a_stored_value_that_does_not_decode_is_named_with_its_column() {
     }
     // The grant's state is checked by the table itself: no other word gets in.
     let refused = admin
-        .batch_execute("UPDATE grant_word SET kind = 'broken'")
+        .batch_execute("UPDATE grant_event SET kind = 'broken'")
         .await
         .unwrap_err();
     assert_eq!(
@@ -1843,12 +1843,17 @@ async fn history_is_kept_with_each_round_read_back_and_pruned_in_batches() {
 async fn a_migration_that_loses_a_deadlock_to_a_reader_may_be_tried_again() {
     let pg = PgCluster::start();
     let (options, admin) = store_at(&pg, "deadlock").await;
-    assert_eq!(migrate(&options).await.unwrap(), 12);
-    // The newest migration not applied yet (it adds `retirement.retire_at`).
+    assert_eq!(migrate(&options).await.unwrap(), 13);
+    // The two newest migrations not applied yet: V12 adds
+    // `retirement.retire_at`, V13 renames `grant_word` to `grant_event`.
     admin
         .batch_execute(
-            "ALTER TABLE retirement DROP COLUMN retire_at; \
-             DELETE FROM refinery_schema_history WHERE version = 12",
+            "ALTER TABLE grant_event RENAME CONSTRAINT grant_event_pkey TO grant_word_pkey; \
+             ALTER TABLE grant_event RENAME CONSTRAINT grant_event_kind_check \
+                 TO grant_word_kind_check; \
+             ALTER TABLE grant_event RENAME TO grant_word; \
+             ALTER TABLE retirement DROP COLUMN retire_at; \
+             DELETE FROM refinery_schema_history WHERE version >= 12",
         )
         .await
         .unwrap();
@@ -1909,8 +1914,8 @@ async fn a_migration_that_loses_a_deadlock_to_a_reader_may_be_tried_again() {
     reader.batch_execute("ROLLBACK").await.unwrap();
     assert_eq!(
         migrate(&options).await.unwrap(),
-        1,
-        "tried again, it passes"
+        2,
+        "tried again, it passes (and V13 after it)"
     );
 
     // A migration the server refuses for what it is: not tried again.
@@ -1928,4 +1933,72 @@ async fn a_migration_that_loses_a_deadlock_to_a_reader_may_be_tried_again() {
             && error.to_string().contains("already exists (42P07)"),
         "{error}"
     );
+}
+
+#[tokio::test]
+async fn v13_renames_grant_word_to_grant_event_keeping_its_rows_constraints_and_readers() {
+    let pg = PgCluster::start();
+    let (options, admin) = store_at(&pg, "grant_rename").await;
+    assert_eq!(migrate(&options).await.unwrap(), 13);
+    // The store as V12 left it, holding a grant event and a reader of it.
+    admin
+        .batch_execute(
+            "ALTER TABLE grant_event RENAME CONSTRAINT grant_event_pkey TO grant_word_pkey; \
+             ALTER TABLE grant_event RENAME CONSTRAINT grant_event_kind_check \
+                 TO grant_word_kind_check; \
+             ALTER TABLE grant_event RENAME TO grant_word; \
+             DELETE FROM refinery_schema_history WHERE version = 13; \
+             INSERT INTO grant_word (machine, consumer, provision, provider, kind, reason, \
+                 said_at, stream_seq, stream_epoch) VALUES ('app-1', 'forge', 'p', \
+                 'postgres@db-1', 'unchecked', 'no port', '2026-10-05T00:09:00Z', 3, 1); \
+             CREATE ROLE grant_rename_reader NOLOGIN; \
+             GRANT SELECT ON grant_word TO grant_rename_reader",
+        )
+        .await
+        .unwrap();
+
+    assert_eq!(migrate(&options).await.unwrap(), 1, "V13 alone");
+
+    let rows = admin
+        .query("SELECT consumer, kind FROM grant_event", &[])
+        .await
+        .unwrap();
+    let rows: Vec<(String, String)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+    assert_eq!(rows, [("forge".to_owned(), "unchecked".to_owned())]);
+    let names = |sql: &'static str| {
+        let admin = &admin;
+        async move {
+            let rows = admin.query(sql, &[]).await.unwrap();
+            let mut names: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+            names.sort();
+            names
+        }
+    };
+    assert_eq!(
+        names("SELECT conname::text FROM pg_constraint WHERE conrelid = 'grant_event'::regclass")
+            .await,
+        ["grant_event_kind_check", "grant_event_pkey"]
+    );
+    assert_eq!(
+        names("SELECT indexname::text FROM pg_indexes WHERE tablename = 'grant_event'").await,
+        ["grant_event_pkey"]
+    );
+    let old = names(
+        "SELECT relname::text FROM pg_class WHERE relname LIKE 'grant_word%' \
+         UNION ALL SELECT conname::text FROM pg_constraint WHERE conname LIKE 'grant_word%'",
+    )
+    .await;
+    assert!(
+        old.is_empty(),
+        "nothing in the schema says grant_word: {old:?}"
+    );
+    let may_read: bool = admin
+        .query_one(
+            "SELECT has_table_privilege('grant_rename_reader', 'grant_event', 'SELECT')",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(may_read, "a reader of grant_word reads grant_event");
 }

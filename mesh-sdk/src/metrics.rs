@@ -8,13 +8,15 @@
 //! | `mesh_pass_duration_seconds` | histogram | how long a pass took |
 //! | `mesh_pass_ended_timestamp_seconds` | gauge | when the last pass ended (Unix seconds; 0: none yet): a loop that stopped passing shows as an age growing past `--pass-every` |
 //! | `mesh_consumers{state}` | gauge | listed consumers by state after the last pass: `ok`, `failing_unsaid` (failing, not for `failing_after` yet), `failing` (a `failing` event published), `retiring` (withdrawn, still held, not retired yet) |
-//! | `mesh_words_said_total{kind}` | counter | events put on the outbox to publish, by kind |
-//! | `mesh_words_held{kind}` | gauge | events pending: not yet acknowledged by the bus, by kind |
+//! | `mesh_events_published_total{kind}` | counter | events put on the outbox to publish, by kind |
+//! | `mesh_events_pending{kind}` | gauge | events pending: not yet acknowledged by the bus, by kind |
 //! | `mesh_repairs_total{outcome}` | counter | repair events, by outcome |
 //! | `mesh_provider_fault{class}` | gauge | 1 for the class of the provider fault (its administrator refused or unreachable) after the last pass, 0 for the others |
 //! | `mesh_contributions_file_refused` | gauge | 1 while the contributions file cannot be read, parsed or taken (its last good list is served; none before one was good), else 0 |
 //! | `mesh_contributions_entries_refused` | gauge | entries of the contributions file refused at the last read (a bad name or field, or two entries for one consumer): each such consumer is served from its last good entry, or held back, never withdrawn |
 //! | `mesh_provisions_mended_total` | counter | provisions the loop found changed by hand at the backend and brought back (a password changed, a login disabled): what a provider's `take_mended` reported after an attempt whose secret had not changed since the consumer's last success, and listed consumers found disabled that the loop had not retired |
+//! | `mesh_words_said_total{kind}` | counter | deprecated alias of `mesh_events_published_total` (removed in 0.3.0) |
+//! | `mesh_words_held{kind}` | gauge | deprecated alias of `mesh_events_pending` (removed in 0.3.0) |
 
 use std::time::Duration;
 
@@ -47,8 +49,8 @@ pub struct LoopMetrics {
     pass_duration: Histogram,
     pass_ended: Gauge,
     consumers: Family<Label, Gauge>,
-    words_said: Family<Label, Counter>,
-    words_held: Family<Label, Gauge>,
+    published: Family<Label, Counter>,
+    pending: Family<Label, Gauge>,
     repairs: Family<Label, Counter>,
     mended: Counter,
     fault: Family<Label, Gauge>,
@@ -117,17 +119,17 @@ impl LoopMetrics {
             "Listed consumers by state after the last pass (ok, failing_unsaid, failing, retiring)",
             consumers.clone(),
         );
-        let words_said = Family::<Label, Counter>::default();
+        let published = Family::<Label, Counter>::default();
         registry.register(
-            "words_said",
+            "events_published",
             "Events put on the outbox to publish, by kind",
-            words_said.clone(),
+            published.clone(),
         );
-        let words_held = Family::<Label, Gauge>::default();
+        let pending = Family::<Label, Gauge>::default();
         registry.register(
-            "words_held",
+            "events_pending",
             "Events pending, not yet acknowledged by the bus, by kind",
-            words_held.clone(),
+            pending.clone(),
         );
         let repairs = Family::<Label, Counter>::default();
         registry.register("repairs", "Repair events, by outcome", repairs.clone());
@@ -155,14 +157,26 @@ impl LoopMetrics {
             "Entries of the contributions file refused at the last read (served from their last good entry, or held back)",
             entries_refused.clone(),
         );
+        // The names before 0.2.0, kept one release: the same families, so
+        // the same values.
+        registry.register(
+            "words_said",
+            "Deprecated (removed in 0.3.0): use mesh_events_published_total",
+            published.clone(),
+        );
+        registry.register(
+            "words_held",
+            "Deprecated (removed in 0.3.0): use mesh_events_pending",
+            pending.clone(),
+        );
         let metrics = LoopMetrics {
             registry,
             passes,
             pass_duration,
             pass_ended,
             consumers,
-            words_said,
-            words_held,
+            published,
+            pending,
             repairs,
             mended,
             fault,
@@ -172,8 +186,8 @@ impl LoopMetrics {
         // Every series exists from the start, so a rate or an alert never
         // meets a missing series.
         for kind in EventKind::PROVISIONER {
-            let _ = metrics.words_said.get_or_create(&[("kind", kind.as_str())]);
-            let _ = metrics.words_held.get_or_create(&[("kind", kind.as_str())]);
+            let _ = metrics.published.get_or_create(&[("kind", kind.as_str())]);
+            let _ = metrics.pending.get_or_create(&[("kind", kind.as_str())]);
         }
         for o in [
             RepairOutcome::Repaired,
@@ -235,8 +249,8 @@ impl LoopMetrics {
     }
 
     /// An event was put on the outbox.
-    pub(crate) fn said(&self, event: &Event) {
-        self.words_said
+    pub(crate) fn published(&self, event: &Event) {
+        self.published
             .get_or_create(&[("kind", event.kind().as_str())])
             .inc();
         if let Event::Repair(body) = event {
@@ -248,17 +262,14 @@ impl LoopMetrics {
 
     /// The text of `/metrics`, with the events pending on `outbox` counted now.
     pub fn encode(&self, outbox: &Outbox) -> String {
-        let mut held = [0u64; EventKind::PROVISIONER.len()];
-        for (_, pending) in outbox.snapshot() {
-            if let Some(i) = EventKind::PROVISIONER
-                .iter()
-                .position(|k| *k == pending.kind)
-            {
-                held[i] += 1;
+        let mut counts = [0u64; EventKind::PROVISIONER.len()];
+        for (_, event) in outbox.snapshot() {
+            if let Some(i) = EventKind::PROVISIONER.iter().position(|k| *k == event.kind) {
+                counts[i] += 1;
             }
         }
-        for (kind, n) in EventKind::PROVISIONER.iter().zip(held) {
-            self.words_held
+        for (kind, n) in EventKind::PROVISIONER.iter().zip(counts) {
+            self.pending
                 .get_or_create(&[("kind", kind.as_str())])
                 .set(gauge_value(n));
         }
@@ -293,5 +304,59 @@ mod tests {
             line(&text).as_deref(),
             Some("mesh_pass_ended_timestamp_seconds 1791158405")
         );
+    }
+
+    /// The samples of `metric` in `text`, each by its labels.
+    fn samples(text: &str, metric: &str) -> Vec<(String, String)> {
+        text.lines()
+            .filter_map(|l| l.strip_prefix(metric))
+            .filter_map(|rest| rest.strip_prefix('{'))
+            .filter_map(|rest| rest.split_once("} "))
+            .map(|(labels, value)| (labels.to_owned(), value.to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn the_names_before_0_2_0_say_the_same_values_and_that_they_are_deprecated() {
+        let metrics = LoopMetrics::new();
+        let outbox = Outbox::new();
+        let event = Event::Recovered(mesh_protocol::event::Recovered {
+            v: 1,
+            consumer: mesh_protocol::Name::parse("forge").unwrap(),
+            consumer_machine: None,
+            provision: None,
+            reason: mesh_protocol::event::RecoveredReason::Success,
+            said_at: Timestamp::parse("2026-10-05T00:00:05Z").unwrap(),
+        });
+        metrics.published(&event);
+        metrics.published(&event);
+        outbox.put("subject".to_owned(), &event);
+        let text = metrics.encode(&outbox);
+
+        let published = samples(&text, "mesh_events_published_total");
+        assert_eq!(published.len(), EventKind::PROVISIONER.len(), "{text}");
+        assert!(
+            published.contains(&("kind=\"recovered\"".to_owned(), "2".to_owned())),
+            "{text}"
+        );
+        assert_eq!(samples(&text, "mesh_words_said_total"), published);
+        let pending = samples(&text, "mesh_events_pending");
+        assert_eq!(pending.len(), EventKind::PROVISIONER.len(), "{text}");
+        assert!(
+            pending.contains(&("kind=\"recovered\"".to_owned(), "1".to_owned())),
+            "{text}"
+        );
+        assert_eq!(samples(&text, "mesh_words_held"), pending);
+
+        for (old, new) in [
+            ("mesh_words_said", "mesh_events_published_total"),
+            ("mesh_words_held", "mesh_events_pending"),
+        ] {
+            let help = format!("# HELP {old} Deprecated (removed in 0.3.0): use {new}");
+            assert!(
+                text.lines().any(|l| l.starts_with(&help)),
+                "{help} in {text}"
+            );
+        }
     }
 }

@@ -185,11 +185,24 @@ async fn metrics_health_and_readiness_over_http() {
     assert_eq!(get("mesh_consumers{state=ok}"), 2.0);
     assert_eq!(get("mesh_consumers{state=failing}"), 0.0);
     assert_eq!(get("mesh_consumers{state=retiring}"), 0.0);
-    assert_eq!(get("mesh_words_said_total{kind=recovered}"), 2.0);
-    assert!(get("mesh_words_said_total{kind=alive}") >= 1.0);
-    assert_eq!(get("mesh_words_said_total{kind=failing}"), 0.0);
+    assert_eq!(get("mesh_events_published_total{kind=recovered}"), 2.0);
+    assert!(get("mesh_events_published_total{kind=alive}") >= 1.0);
+    assert_eq!(get("mesh_events_published_total{kind=failing}"), 0.0);
     assert_eq!(get("mesh_repairs_total{outcome=failed}"), 0.0);
-    assert!(m.contains_key("mesh_words_held{kind=alive}"), "{m:?}");
+    assert!(m.contains_key("mesh_events_pending{kind=alive}"), "{m:?}");
+    // The names before 0.2.0 are there too, one release, with the same values.
+    for kind in ["failing", "recovered", "retirement", "repair", "alive"] {
+        assert_eq!(
+            get(&format!("mesh_words_said_total{{kind={kind}}}")),
+            get(&format!("mesh_events_published_total{{kind={kind}}}")),
+            "{kind}"
+        );
+        assert_eq!(
+            get(&format!("mesh_words_held{{kind={kind}}}")),
+            get(&format!("mesh_events_pending{{kind={kind}}}")),
+            "{kind}"
+        );
+    }
     // The histogram's +Inf bucket counts every pass.
     assert_eq!(
         get("mesh_pass_duration_seconds{}"),

@@ -114,9 +114,9 @@ WHERE (a.stream_epoch, a.stream_seq) < (EXCLUDED.stream_epoch, EXCLUDED.stream_s
 /// Applies a round's grant events ([`GrantColumns`]), the newest per
 /// (machine, consumer, provision, from), whatever their kind.
 pub(super) const UPSERT_GRANT: &str = "
-INSERT INTO grant_word AS g (machine, consumer, provision, provider, kind, address, port,
-                             failures, failing_since, last_reachable_at, error, reason,
-                             said_at, stream_seq, stream_epoch)
+INSERT INTO grant_event AS g (machine, consumer, provision, provider, kind, address, port,
+                              failures, failing_since, last_reachable_at, error, reason,
+                              said_at, stream_seq, stream_epoch)
 SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
                      $7::int4[], $8::int8[], $9::timestamptz[], $10::timestamptz[], $11::text[],
                      $12::text[], $13::timestamptz[], $14::int8[], $15::int8[])

@@ -44,8 +44,8 @@ JOIN alive a ON a.provider_module = w.m AND a.provider_machine = w.n";
 pub(super) const PREVIOUS_GRANTS: &str = "
 SELECT g.machine, g.consumer, g.provision, g.provider, g.stream_epoch, g.stream_seq, g.kind
 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS w(m, c, p, f)
-JOIN grant_word g ON g.machine = w.m AND g.consumer = w.c AND g.provision = w.p
-                 AND g.provider = w.f";
+JOIN grant_event g ON g.machine = w.m AND g.consumer = w.c AND g.provision = w.p
+                  AND g.provider = w.f";
 
 /// The newest `repair` of a round's faults (`$1`..`$3`).
 pub(super) const PREVIOUS_REPAIRS: &str = "

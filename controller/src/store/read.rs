@@ -116,7 +116,7 @@ ORDER BY provider_module, provider_machine";
 const GRANTS: &str = "
 SELECT machine, consumer, provision, provider, kind, address, port, failures, failing_since,
        last_reachable_at, error, reason, said_at
-FROM grant_word
+FROM grant_event
 WHERE consumer || '@' || machine = ANY($1::text[])
   AND ($2::text IS NULL OR machine = $2 OR split_part(provider, '@', 2) = $2)
 ORDER BY machine, consumer, provision, provider";
@@ -551,7 +551,7 @@ fn grant_row(row: &Row) -> Result<GrantRow, ReadError> {
         consumer: row.try_get(1)?,
         provision: row.try_get(2)?,
         from: row.try_get(3)?,
-        state: decoded(row, 4, "grant_word.kind")?,
+        state: decoded(row, 4, "grant_event.kind")?,
         address: row.try_get(5)?,
         port: row.try_get(6)?,
         failures: row.try_get(7)?,

@@ -564,7 +564,7 @@ fn standing_event(
 
 /// Logs a word and holds it on the outbox.
 fn say(outbox: &Outbox, metrics: &LoopMetrics, provider: &ModuleId, event: &Event) {
-    metrics.said(event);
+    metrics.published(event);
     let kind: EventKind = event.kind();
     match event {
         Event::Failing(b) => {

@@ -6,12 +6,13 @@
 //!
 //! | metric | type | what |
 //! | --- | --- | --- |
-//! | `mesh_words_applied_total{kind}` | counter | events committed to the store, by kind |
+//! | `mesh_events_applied_total{kind}` | counter | events committed to the store, by kind |
 //! | `mesh_batches_total` | counter | rounds committed (one transaction each) |
 //! | `mesh_store_errors_total` | counter | rounds the store failed (held and delivered again, or refused) |
 //! | `mesh_status_*`, `mesh_standings_failing`, `mesh_providers_unheard` | gauge | what `status` would say (needs `--declaration`; see [`StatusGauges`]) |
 //! | `mesh_stream_lag_messages` | gauge | events in the stream the controller has not acknowledged yet |
 //! | `mesh_caught_up_timestamp_seconds` | gauge | when this `serve` last caught up with the stream (Unix seconds; 0: not yet) |
+//! | `mesh_words_applied_total{kind}` | counter | deprecated alias of `mesh_events_applied_total` (removed in 0.3.0) |
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::OnceLock;
@@ -33,7 +34,7 @@ type Label = [(&'static str, &'static str); 1];
 /// The link's state as the endpoints read it; the link writes it.
 pub struct LinkState {
     registry: Registry,
-    words_applied: Family<Label, Counter>,
+    applied: Family<Label, Counter>,
     batches: Counter,
     store_errors: Counter,
     /// What `status` would say (set from the report by whoever makes it).
@@ -87,14 +88,14 @@ impl LinkState {
     /// Every metric registered, at zero; not ready.
     pub fn new() -> LinkState {
         let mut registry = Registry::with_prefix("mesh");
-        let words_applied = Family::<Label, Counter>::default();
+        let applied = Family::<Label, Counter>::default();
         registry.register(
-            "words_applied",
-            "Words committed to the store, by kind",
-            words_applied.clone(),
+            "events_applied",
+            "Events committed to the store, by kind",
+            applied.clone(),
         );
         for kind in EventKind::ALL {
-            let _ = words_applied.get_or_create(&[("kind", kind.as_str())]);
+            let _ = applied.get_or_create(&[("kind", kind.as_str())]);
         }
         let batches = Counter::default();
         registry.register("batches", "Rounds of words committed", batches.clone());
@@ -118,10 +119,17 @@ impl LinkState {
              (Unix seconds; 0: not yet)",
             caught_up_at.clone(),
         );
+        // The name before 0.2.0, kept one release: the same family, so the
+        // same values.
+        registry.register(
+            "words_applied",
+            "Deprecated (removed in 0.3.0): use mesh_events_applied_total",
+            applied.clone(),
+        );
         LinkState {
             registry,
             caught_up_at,
-            words_applied,
+            applied,
             batches,
             store_errors,
             status,
@@ -138,7 +146,7 @@ impl LinkState {
     pub(crate) fn applied(&self, events: &[Received]) {
         self.batches.inc();
         for received in events {
-            self.words_applied
+            self.applied
                 .get_or_create(&[("kind", received.event.kind().as_str())])
                 .inc();
         }
@@ -248,5 +256,55 @@ impl LinkState {
             return Err("the store is away (its last answer was an error)".to_owned());
         }
         Ok("ready: connected to the bus and the store".to_owned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use mesh_protocol::event::{Recovered, RecoveredReason};
+    use mesh_protocol::{Event, ModuleId, Name, Timestamp};
+
+    use super::*;
+
+    /// The samples of `metric` in `text`, each by its labels.
+    fn samples(text: &str, metric: &str) -> Vec<(String, String)> {
+        text.lines()
+            .filter_map(|l| l.strip_prefix(metric))
+            .filter_map(|rest| rest.strip_prefix('{'))
+            .filter_map(|rest| rest.split_once("} "))
+            .map(|(labels, value)| (labels.to_owned(), value.to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn the_name_before_0_2_0_says_the_same_values_and_that_it_is_deprecated() {
+        let state = LinkState::new();
+        let received = Received {
+            epoch: 1,
+            seq: 1,
+            stored_at: None,
+            emitter: ModuleId::parse("postgres@db-1").unwrap(),
+            event: Event::Recovered(Recovered {
+                v: 1,
+                consumer: Name::parse("forge").unwrap(),
+                consumer_machine: None,
+                provision: None,
+                reason: RecoveredReason::Success,
+                said_at: Timestamp::parse("2026-10-05T00:00:05Z").unwrap(),
+            }),
+        };
+        state.applied(&[received.clone(), received]);
+        let text = state.encode();
+
+        let applied = samples(&text, "mesh_events_applied_total");
+        assert_eq!(applied.len(), EventKind::ALL.len(), "{text}");
+        assert!(
+            applied.contains(&("kind=\"recovered\"".to_owned(), "2".to_owned())),
+            "{text}"
+        );
+        assert_eq!(samples(&text, "mesh_words_applied_total"), applied);
+        let help = "# HELP mesh_words_applied Deprecated (removed in 0.3.0): use \
+                    mesh_events_applied_total";
+        assert!(text.lines().any(|l| l.starts_with(help)), "{text}");
     }
 }
