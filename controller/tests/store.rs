@@ -1839,6 +1839,13 @@ async fn history_is_kept_with_each_round_read_back_and_pruned_in_batches() {
     assert_eq!(left, 7);
 }
 
+/// Undoes V13 on a migrated store (its table and constraints named as V12
+/// left them); the caller deletes V13 from the migration history.
+const UNDO_V13: &str =
+    "ALTER TABLE grant_event RENAME CONSTRAINT grant_event_pkey TO grant_word_pkey; \
+     ALTER TABLE grant_event RENAME CONSTRAINT grant_event_kind_check TO grant_word_kind_check; \
+     ALTER TABLE grant_event RENAME TO grant_word;";
+
 #[tokio::test]
 async fn a_migration_that_loses_a_deadlock_to_a_reader_may_be_tried_again() {
     let pg = PgCluster::start();
@@ -1847,14 +1854,10 @@ async fn a_migration_that_loses_a_deadlock_to_a_reader_may_be_tried_again() {
     // The two newest migrations not applied yet: V12 adds
     // `retirement.retire_at`, V13 renames `grant_word` to `grant_event`.
     admin
-        .batch_execute(
-            "ALTER TABLE grant_event RENAME CONSTRAINT grant_event_pkey TO grant_word_pkey; \
-             ALTER TABLE grant_event RENAME CONSTRAINT grant_event_kind_check \
-                 TO grant_word_kind_check; \
-             ALTER TABLE grant_event RENAME TO grant_word; \
-             ALTER TABLE retirement DROP COLUMN retire_at; \
-             DELETE FROM refinery_schema_history WHERE version >= 12",
-        )
+        .batch_execute(&format!(
+            "{UNDO_V13} ALTER TABLE retirement DROP COLUMN retire_at; \
+             DELETE FROM refinery_schema_history WHERE version >= 12"
+        ))
         .await
         .unwrap();
     // A reader holding `retirement` that then waits on the migrations' lock:
@@ -1942,18 +1945,15 @@ async fn v13_renames_grant_word_to_grant_event_keeping_its_rows_constraints_and_
     assert_eq!(migrate(&options).await.unwrap(), 13);
     // The store as V12 left it, holding a grant event and a reader of it.
     admin
-        .batch_execute(
-            "ALTER TABLE grant_event RENAME CONSTRAINT grant_event_pkey TO grant_word_pkey; \
-             ALTER TABLE grant_event RENAME CONSTRAINT grant_event_kind_check \
-                 TO grant_word_kind_check; \
-             ALTER TABLE grant_event RENAME TO grant_word; \
+        .batch_execute(&format!(
+            "{UNDO_V13} \
              DELETE FROM refinery_schema_history WHERE version = 13; \
              INSERT INTO grant_word (machine, consumer, provision, provider, kind, reason, \
                  said_at, stream_seq, stream_epoch) VALUES ('app-1', 'forge', 'p', \
                  'postgres@db-1', 'unchecked', 'no port', '2026-10-05T00:09:00Z', 3, 1); \
              CREATE ROLE grant_rename_reader NOLOGIN; \
-             GRANT SELECT ON grant_word TO grant_rename_reader",
-        )
+             GRANT SELECT ON grant_word TO grant_rename_reader"
+        ))
         .await
         .unwrap();
 
