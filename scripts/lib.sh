@@ -723,7 +723,7 @@ MESH_TESTS_ONE_AT_A_TIME="mesh-provider-identity/live_repair mesh-provider-ident
 
 # The longest of the others (a minute or more each, measured), started first
 # so that no lane is left with a long one at the end.
-MESH_TESTS_LONG_FIRST="mesh-provide/conform mesh/hooks mesh/e2e mesh/kit_go mesh/kit_python mesh/controller mesh/kit_typescript mesh/cluster mesh-sim/ci mesh/redis_acl mesh/stop"
+MESH_TESTS_LONG_FIRST="mesh-provide/conform mesh/hooks mesh/e2e mesh/kit_go mesh-provide/bench-kit_go mesh/kit_python mesh/controller mesh/kit_typescript mesh/cluster mesh-sim/ci mesh/redis_acl mesh/stop"
 
 # Builds every test binary of the workspace, then runs them as `cargo test`
 # would (each in its package's folder): the Keycloak lane one after another,
@@ -742,6 +742,17 @@ run_tests() {
     sed -n 's|.*"package_id":"[^"]*#\([^"@]*\)@[^"]*","manifest_path":"\([^"]*\)/Cargo.toml","target":{[^}]*"name":"\([^"]*\)".*"executable":"\([^"]*\)".*|\1/\3 \2 \4|p' \
     >"$list"
   [ -s "$list" ] || { echo "run_tests: cargo built no test binary" >&2; return 1; }
+  # The benchmarks named in MESH_BENCH_SMOKES (mesh-provide's) run as a
+  # smoke, jobs like the test binaries: 5 consumers, one round, a debug
+  # build; their figures are not the README's.
+  if [ -n "${MESH_BENCH_SMOKES:-}" ]; then
+    local bench benches=()
+    for bench in $MESH_BENCH_SMOKES; do benches+=(--bench "$bench"); done
+    cargo test -p mesh-provide --no-run --message-format=json "${benches[@]}" |
+      grep '"kind":\["bench"\]' | grep '"overflow_checks":[a-z]*,"test":true}' |
+      sed -n 's|.*"package_id":"[^"]*#\([^"@]*\)@[^"]*","manifest_path":"\([^"]*\)/Cargo.toml","target":{[^}]*"name":"\([^"]*\)".*"executable":"\([^"]*\)".*|\1/bench-\3 \2 \4|p' \
+      >>"$list"
+  fi
   export MESH_TEST_LOGS="$logs"
   local heavy="$logs/heavy" queue="$logs/queue" name
   : >"$heavy"
@@ -797,6 +808,8 @@ run_test_binary() {
   log="$MESH_TEST_LOGS/$(echo "$name" | tr / _).log"
   if [ "$exe" = doc ]; then
     cargo test --workspace --doc >"$log" 2>&1 || status=$?
+  elif [[ "$name" == */bench-* ]]; then
+    (cd "$dir" && MESH_BENCH_CONSUMERS=5 MESH_BENCH_RUNS=1 "$exe") >"$log" 2>&1 || status=$?
   else
     (cd "$dir" && "$exe") >"$log" 2>&1 || status=$?
   fi

@@ -112,6 +112,7 @@ const CRATES: &[(&str, Tables)] = &[
                 &[
                     &[
                         "certs", "cmdline", "proxy", "netns", "redis", "mariadb", "rabbitmq",
+                        "tier",
                     ],
                     &["nats", "pg"],
                     &["cluster", "keycloak"],

@@ -45,6 +45,7 @@ mod pg;
 mod proxy;
 mod rabbitmq;
 mod redis;
+mod tier;
 
 pub use certs::{CertFiles, TestCa};
 pub use cluster::{NatsCluster, CLUSTER_SIZE};
@@ -58,6 +59,7 @@ pub use pg::PgCluster;
 pub use proxy::TcpProxy;
 pub use rabbitmq::{RabbitServer, RABBITMQ_ADMIN, RABBITMQ_START_DEADLINE};
 pub use redis::{RedisServer, REDIS_ADMIN};
+pub use tier::{in_slow_tier, SLOW_TIER};
 
 /// How long a server may take to become ready before the start panics.
 const START_DEADLINE: Duration = Duration::from_secs(30);
