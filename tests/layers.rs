@@ -180,7 +180,8 @@ const CRATES: &[(&str, Tables)] = &[
             (
                 "store",
                 &[
-                    &["options", "columns", "locks", "history"],
+                    &["options", "column_list", "locks"],
+                    &["columns", "history"],
                     &["statements"],
                     &["connection"],
                     &["apply", "epoch", "migrate", "read", "reader", "record"],
