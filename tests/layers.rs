@@ -111,13 +111,15 @@ const CRATES: &[(&str, Tables)] = &[
                 "",
                 &[
                     &[
-                        "certs", "cmdline", "proxy", "netns", "redis", "mariadb", "rabbitmq",
+                        "browser", "certs", "cmdline", "proxy", "netns", "redis", "mariadb",
+                        "rabbitmq",
                     ],
                     &["nats", "pg"],
                     &["cluster", "keycloak"],
                     &["mesh"],
                 ],
             ),
+            ("browser", &[&["launch", "screenshot"]]),
             ("keycloak", &[&["dist", "admin"]]),
             (
                 "mesh",
