@@ -139,6 +139,7 @@ async fn a_page_runs_its_script_and_is_kept_at_both_widths() {
         let png = std::fs::read(&path).unwrap();
         assert_eq!(png_size(&png), Some((390, 2000)), "{path:?}");
         assert_eq!(browser.viewport().await, (390, BROWSER_HEIGHT), "set back");
+        browser.close().await;
     })
     .await
     .expect("the browser test took over a minute: chromedriver or chromium hangs");

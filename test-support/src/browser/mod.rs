@@ -24,7 +24,7 @@ use launch::{binaries, capabilities, spawn_driver, sweep, SessionPost};
 /// How often the `wait_for_*` helpers look at the page again.
 const POLL: Duration = Duration::from_millis(25);
 
-/// The window's height when a test sets only a width.
+/// The viewport's height when a test sets only its width.
 pub const BROWSER_HEIGHT: u32 = 900;
 
 /// The environment variable that turns a missing browser from `SKIPPED`
@@ -113,7 +113,7 @@ impl Browser {
             .await
             .unwrap_or_else(|err| browser.fail(&format!("chromedriver refused a session: {err}")));
         browser.client = Some(client);
-        browser.set_window_size(1280, BROWSER_HEIGHT).await;
+        browser.set_viewport(1280, BROWSER_HEIGHT).await;
         Ok(browser)
     }
 
@@ -154,7 +154,7 @@ impl Browser {
     /// Sets the viewport (what a page lays out in, and what a screenshot
     /// shows) to `width` × [`BROWSER_HEIGHT`] CSS pixels.
     pub async fn set_width(&mut self, width: u32) {
-        self.set_window_size(width, BROWSER_HEIGHT).await;
+        self.set_viewport(width, BROWSER_HEIGHT).await;
     }
 
     /// Sets the viewport to `width` × `height` CSS pixels, at one device
@@ -166,7 +166,7 @@ impl Browser {
     ///
     /// # Panics
     /// When the page does not see the size within 5 s.
-    pub async fn set_window_size(&mut self, width: u32, height: u32) {
+    pub async fn set_viewport(&mut self, width: u32, height: u32) {
         self.devtools(
             "Emulation.setDeviceMetricsOverride",
             json!({ "width": width, "height": height, "deviceScaleFactor": 1, "mobile": false }),
@@ -354,11 +354,11 @@ impl Browser {
             .and_then(|n| u32::try_from(n).ok())
             .unwrap_or(height);
         if page > height {
-            self.set_window_size(width, page).await;
+            self.set_viewport(width, page).await;
         }
         self.screenshot(&path).await;
         if page > height {
-            self.set_window_size(width, height).await;
+            self.set_viewport(width, height).await;
         }
         println!("screenshot: {}", path.display());
         path
