@@ -155,6 +155,23 @@ ensure_kit_go() {
   (apt_install "the Go kit's example" "${missing[@]}") || return 1
 }
 
+# Headless Chromium and its WebDriver server, for the web console's tests
+# (test-support's Browser starts chromedriver on a free port, which starts
+# chromium): Debian's chromium and chromium-driver (installed when root).
+# Without them the browser tests say SKIPPED, or fail under
+# MESH_REQUIRE_BROWSER. Returns 1 when they cannot be had.
+ensure_browser() {
+  local missing=()
+  command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || missing+=(chromium)
+  command -v chromedriver >/dev/null 2>&1 || [ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "browser: missing: sudo apt-get install --no-install-recommends ${missing[*]}" >&2
+    return 1
+  fi
+  (apt_install "the browser tests" "${missing[@]}") || return 1
+}
+
 ensure_cargo() {
   if ! command -v cargo >/dev/null 2>&1; then
     [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"

@@ -111,14 +111,15 @@ const CRATES: &[(&str, Tables)] = &[
                 "",
                 &[
                     &[
-                        "certs", "cmdline", "proxy", "netns", "redis", "mariadb", "rabbitmq",
-                        "tier",
+                        "browser", "certs", "cmdline", "proxy", "netns", "redis", "mariadb",
+                        "rabbitmq", "tier",
                     ],
                     &["nats", "pg"],
                     &["cluster", "keycloak"],
                     &["mesh"],
                 ],
             ),
+            ("browser", &[&["launch", "screenshot"]]),
             ("keycloak", &[&["dist", "admin"]]),
             (
                 "mesh",
