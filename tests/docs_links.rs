@@ -248,6 +248,7 @@ fn every_relative_link_of_the_docs_names_a_file_and_a_heading_that_exist() {
             }
             if let Some(why) = broken(file, &text, &target) {
                 let shown = file.strip_prefix(root).unwrap().display();
+                let why = why.replace(&format!("{}/", root.display()), "");
                 problems.push(format!("{shown}:{line}: ({target}): {why}"));
             }
         }
