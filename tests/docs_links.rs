@@ -11,7 +11,7 @@
 //! letter, a digit, `_`, `-` nor a space dropped, each space made `-`; a
 //! second heading of the same slug gets `-1`, a third `-2`.
 //!
-//! The test needs no build of the workspace: it reads files. It asserts
+//! The test only reads files (no process, no network). It asserts
 //! that it read the index of docs/contracts/ and found links there, so it
 //! cannot pass by reading nothing.
 
