@@ -123,7 +123,7 @@ const CRATES: &[(&str, Tables)] = &[
                 "mesh",
                 &[&["process"], &["hook", "metrics", "run", "status"]],
             ),
-            ("pg", &[&["host"]]),
+            ("pg", &[&["host"], &["cluster", "sql"]]),
         ],
     ),
     ("pg-tls", &[("", &[&["params", "verify"], &["connect"]])]),
