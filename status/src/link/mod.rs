@@ -253,12 +253,11 @@ pub async fn follow_messages<M: Messages, S: Store>(
                 .run_until_stopped(link.delivery_free(&mut *consumer))
                 .await
                 .unwrap_or(false);
-        // The turn's clocks, read once: the record's schedule and the
-        // caught-up gauge's time.
+        // The turn's time, read once: the record's schedule and the
+        // caught-up gauge's (its wall time from the state's clock).
         let now = tokio::time::Instant::now();
-        let wall = std::time::SystemTime::now();
         if caught_up {
-            link.state.caught_up(wall);
+            link.state.caught_up(now);
         }
         if stop
             .run_until_stopped(link.record(caught_up, now))
