@@ -167,7 +167,7 @@ pub struct ControllerRecordUpdate<'a> {
     /// The process.
     pub instance: &'a Instance,
     /// It is caught up now: a pull came back short, not because delivery
-    /// waits on acknowledgements, every word it took stored.
+    /// waits on acknowledgements, every event it took stored.
     pub caught_up: bool,
     /// It committed a round since its last record.
     pub applied: bool,

@@ -95,7 +95,7 @@ impl PgStore {
     }
 
     /// Records that `update.instance` runs: caught up now (`caught_up`: it
-    /// found nothing more waiting for it, every word it took stored), and
+    /// found nothing more waiting for it, every event it took stored), and
     /// whether it committed a round since it last recorded (`applied`). The
     /// first record of a process (`first`) also forgets instances gone for
     /// long.

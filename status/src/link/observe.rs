@@ -39,7 +39,7 @@ pub struct LinkState {
     store_errors: Counter,
     /// What `status` would say (set from the report by whoever makes it).
     pub status: StatusGauges,
-    /// Words in the stream not acknowledged yet.
+    /// Events in the stream not acknowledged yet.
     pub stream_lag: Gauge,
     /// When the link last caught up with the stream (Unix seconds).
     caught_up_at: Gauge,
@@ -114,7 +114,7 @@ impl LinkState {
             let _ = applied.get_or_create(&[("kind", kind.as_str())]);
         }
         let batches = Counter::default();
-        registry.register("batches", "Rounds of words committed", batches.clone());
+        registry.register("batches", "Rounds of events committed", batches.clone());
         let store_errors = Counter::default();
         registry.register(
             "store_errors",
@@ -125,13 +125,13 @@ impl LinkState {
         let stream_lag = Gauge::default();
         registry.register(
             "stream_lag_messages",
-            "Words in the stream the controller has not acknowledged yet",
+            "Events in the stream the controller has not acknowledged yet",
             stream_lag.clone(),
         );
         let caught_up_at = Gauge::default();
         registry.register(
             "caught_up_timestamp_seconds",
-            "When this serve last caught up with the event stream, every word it took stored \
+            "When this serve last caught up with the event stream, every event it took stored \
              (Unix seconds; 0: not yet)",
             caught_up_at.clone(),
         );
