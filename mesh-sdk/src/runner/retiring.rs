@@ -10,7 +10,7 @@ use mesh_protocol::{ApproveReply, ApproveRequest, Class, ModuleId, Name, Timesta
 use tokio::time::Instant;
 
 use super::{publish, standing_event, Runner};
-use crate::classify::classify_words;
+use crate::classify::classify_message;
 use crate::contributions::Contributions;
 use crate::fault::AdminSeen;
 use crate::name_map::NameSet;
@@ -165,12 +165,12 @@ impl<P: Provisioner> Runner<P> {
                 return (Some(held), AdminSeen::Good);
             }
             Ok(Err(error)) => {
-                let words = self.redacted(&error_text(&error));
+                let text = self.redacted(&error_text(&error));
                 let class = self
                     .provisioner
                     .classify(&error)
-                    .unwrap_or_else(|| classify_words(&words));
-                (class, words)
+                    .unwrap_or_else(|| classify_message(&text));
+                (class, text)
             }
             Err(_) => (
                 Class::Unreachable,
