@@ -842,7 +842,7 @@ mod tests {
                 head.catching_up.len()
             ),
             (
-                "not all well: the controller has never followed words (is mesh-controller \
+                "not all well: the controller has never followed events (is mesh-controller \
                  serve running and on the bus?), 0 consumers failing",
                 0,
                 0
