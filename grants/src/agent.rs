@@ -25,7 +25,7 @@ use crate::dial::{dial, namespace, Runtime};
 use crate::file::{Grant, GrantKey, Source};
 use crate::standing::{Check, GrantPublish, GrantRules, GrantStanding};
 
-/// Free text of a word is cut to this many characters (as a provider's errors are).
+/// Free text of an event is cut to this many characters (as a provider's errors are).
 const MAX_WORDS: usize = 200;
 
 /// Everything configurable about the agent.
