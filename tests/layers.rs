@@ -81,6 +81,7 @@ const CRATES: &[(&str, Tables)] = &[
                         "fault",
                         "metrics",
                         "name_map",
+                        "redact",
                         "standing",
                     ],
                     &["secret", "repair"],
