@@ -620,8 +620,8 @@ CHECK
   while [ -z "$pid1" ] && [ "$n" -lt 50 ]; do pid1=$(pgrep -P "$ns" || true); n=$((n + 1)); sleep 0.1; done
   n=0
   until [ -z "$pid1" ] || nsenter -t "$pid1" -m -p systemctl is-system-running >/dev/null 2>&1 ||
-    [ "$n" -ge 100 ]; do n=$((n + 1)); sleep 0.1; done
-  if [ -z "$pid1" ] || [ "$n" -ge 100 ]; then
+    [ "$n" -ge 300 ]; do n=$((n + 1)); sleep 0.1; done
+  if [ -z "$pid1" ] || [ "$n" -ge 300 ]; then
     said="systemd did not come up in its namespace: $(cat "$dir/log")"
     status=1
   else
