@@ -152,17 +152,24 @@ const CRATES: &[(&str, Tables)] = &[
             ),
             (
                 "report",
-                &[&[
-                    "sentence",
-                    "grants",
-                    "controller",
-                    "catching_up",
-                    "retired",
-                    "group",
-                    "history",
-                ]],
+                &[
+                    &[
+                        "sentence",
+                        "grants",
+                        "controller",
+                        "catching_up",
+                        "retired",
+                        "group",
+                        "history",
+                    ],
+                    &["days"],
+                ],
             ),
-            ("render", &[&["human", "json", "series"], &["history"]]),
+            (
+                "render",
+                &[&["human", "json", "series"], &["history"], &["html"]],
+            ),
+            ("render::html", &[&["mesh"], &["detail"]]),
         ],
     ),
     (
