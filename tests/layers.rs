@@ -179,7 +179,7 @@ const CRATES: &[(&str, Tables)] = &[
                 "",
                 &[
                     &["store", "bus"],
-                    &["link", "approve", "permissions", "contributions"],
+                    &["link", "approve", "permissions", "contributions", "console"],
                     &["cli"],
                 ],
             ),
@@ -195,6 +195,7 @@ const CRATES: &[(&str, Tables)] = &[
             ),
             ("link", &[&["source", "stream"]]),
             ("contributions", &[&["write"]]),
+            ("console", &[&["auth", "pages", "tls"], &["live"]]),
             ("permissions", &[&["credentials"], &["render"]]),
             (
                 "cli",
