@@ -429,6 +429,7 @@ mod tests {
         for args in [
             &["status", "--help"][..],
             &["node", "show", "--help"],
+            &["console", "--help"],
             &["migrate", "--help"],
             &["permissions", "--help"],
         ] {
@@ -511,6 +512,18 @@ mod tests {
             ],
             &["status", "--declaration", "d.json"],
             &["status", "--check", "--json"],
+            &["console"],
+            &[
+                "console",
+                "--listen",
+                "0.0.0.0:8443",
+                "--token-file",
+                "token",
+                "--tls-cert",
+                "c.pem",
+                "--tls-key",
+                "c.key",
+            ],
             &["node", "show", "app-1", "--json"],
             &["node", "show", "app-1", "--check"],
             &["permissions", "--format", "nats", "--credentials", "dir"],
@@ -575,6 +588,9 @@ mod tests {
             &["serve", "--stream-replicas", "6"],
             &["status", "--silent-after", "soon"],
             &["permissions", "--format", "yaml"],
+            &["console", "--tls-cert", "c.pem"],
+            &["console", "--tls-key", "c.key"],
+            &["console", "--silent-after", "soon"],
             &["contributions"],
             &["migrate", "--reader-password-file", "reader.pw"],
             &["migrate", "--reader", "Mesh-Reader"],
@@ -679,5 +695,11 @@ mod tests {
         assert!(!cli.is_service());
         let serve = parse(&["serve"]).unwrap();
         assert_eq!((serve.log_level(), serve.is_service()), ("info", true));
+        let console = parse(&["console"]).unwrap();
+        assert_eq!((console.log_level(), console.is_service()), ("info", true));
+        let Command::Console { listen, .. } = console.command else {
+            panic!("console")
+        };
+        assert_eq!(listen, "127.0.0.1:9480", "this machine only");
     }
 }
