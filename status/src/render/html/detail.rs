@@ -39,9 +39,17 @@ pub fn provider(v: &ProviderView<'_>) -> String {
     } else if v.standings.is_empty() {
         "<p class=\"sentence well\">heard from, failing no consumer</p>"
     } else {
-        "<p class=\"sentence unwell\">failing consumers</p>"
+        ""
     };
     out.push_str(state);
+    if !unheard && !v.standings.is_empty() {
+        let _ = write!(
+            out,
+            "<p class=\"sentence unwell\">failing {} of the {} consumers the declaration gives it</p>",
+            v.standings.len(),
+            v.consumers.len()
+        );
+    }
     out.push('\n');
     out.push_str("<h2>Its newest alive</h2>\n<dl class=\"facts\">\n");
     match v.alive {
@@ -134,6 +142,23 @@ pub fn bars(days: &[Day]) -> String {
         );
     }
     out.push_str("</div>\n");
+    if let (Some(first), Some(_)) = (days.first(), days.last()) {
+        let day = first.start.to_string().chars().take(10).collect::<String>();
+        let failing = days.iter().filter(|d| d.failing_seconds > 0).count();
+        let total: u64 = days.iter().map(|d| d.failing_seconds).sum();
+        let said = match failing {
+            0 => "not failing on any day".to_owned(),
+            n => format!(
+                "failing on {n} of {} days, {} in all",
+                days.len(),
+                duration_text(total)
+            ),
+        };
+        let _ = writeln!(
+            out,
+            "<p class=\"axis\"><span>{day}</span> <span>{said}</span> <span>today</span></p>"
+        );
+    }
     out
 }
 
@@ -228,6 +253,14 @@ mod tests {
         assert_eq!(html.matches("class=\"day ").count(), 37);
         assert!(
             html.contains("title=\"2026-11-27: failing 21 h 28 min\""),
+            "{html}"
+        );
+        assert!(
+            html.contains("failing on 1 of 7 days, 21 h 28 min in all"),
+            "{html}"
+        );
+        assert!(
+            html.contains("failing on 1 of 30 days, 21 h 28 min in all"),
             "{html}"
         );
         assert!(
