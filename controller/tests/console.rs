@@ -353,6 +353,20 @@ async fn pages_render_as_status_says_escape_what_providers_say_and_follow_a_chan
     assert_eq!(events.headers()["content-type"], "text/event-stream");
     let mut seen = String::new();
     until_event_has(&mut events, "forge@app-1", &mut seen).await;
+    let admin = s.pg.connect_admin().await;
+    let readers = || async {
+        let rows = admin
+            .query(
+                "SELECT pid FROM pg_stat_activity WHERE usename = 'mesh_reader' ORDER BY pid",
+                &[],
+            )
+            .await
+            .unwrap();
+        rows.iter()
+            .map(|r| r.get::<_, i32>(0))
+            .collect::<Vec<i32>>()
+    };
+    let reading = readers().await;
     s.owner
         .apply(&[failing("late", "app-2", "connection refused", 10, 5)])
         .await
@@ -360,10 +374,19 @@ async fn pages_render_as_status_says_escape_what_providers_say_and_follow_a_chan
     let stored = Instant::now();
     until_event_has(&mut events, "late@app-2", &mut seen).await;
     let took = stored.elapsed();
-    eprintln!("the change reached the open page in {took:?}");
     assert!(
         took < Duration::from_secs(1),
         "the change took {took:?} to reach the page"
+    );
+    assert_eq!(
+        readers().await,
+        reading,
+        "the shared reader keeps its one connection from read to read"
+    );
+    assert_eq!(
+        reading.len(),
+        1,
+        "one reader for the open page: {reading:?}"
     );
     assert!(
         !seen.contains("<script>alert"),

@@ -177,7 +177,7 @@ impl Pages {
         while let Some(row) = read.next().await? {
             standings.push(report::recurring_standing(row, &clock, &recurrences));
         }
-        read.finish().await?;
+        read.finish_into(store).await?;
         Ok(Report {
             head,
             standings,
