@@ -155,6 +155,23 @@ ensure_kit_go() {
   (apt_install "the Go kit's example" "${missing[@]}") || return 1
 }
 
+# Headless Chromium and its WebDriver server, for the web console's tests
+# (test-support's Browser starts chromedriver on a free port, which starts
+# chromium): Debian's chromium and chromium-driver (installed when root).
+# Without them the browser tests say SKIPPED, or fail under
+# MESH_REQUIRE_BROWSER. Returns 1 when they cannot be had.
+ensure_browser() {
+  local missing=()
+  command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || missing+=(chromium)
+  command -v chromedriver >/dev/null 2>&1 || [ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "browser: missing: sudo apt-get install --no-install-recommends ${missing[*]}" >&2
+    return 1
+  fi
+  (apt_install "the browser tests" "${missing[@]}") || return 1
+}
+
 ensure_cargo() {
   if ! command -v cargo >/dev/null 2>&1; then
     [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
@@ -512,20 +529,22 @@ echo "$*" >>"$MESH_FAKE_SYSTEMCTL_LOG"
 case "$1" in
   list-units) printf '%s\n' 'mesh-controller.service loaded active running mesh controller' \
     'mesh-postgres@db-1.service loaded active running mesh PostgreSQL provider db-1' \
-    'mesh-grants.service loaded active running mesh grant agent' ;;
+    'mesh-grants.service loaded active running mesh grant agent' \
+    'mesh-provide@cache-1.service loaded active running mesh provider cache-1 through a hook' ;;
   try-restart) [ "$2" = mesh-controller.service ] ;;
 esac
 EOF
   chmod 0755 "$dir/bin/systemctl"
   said=$(MESH_FAKE_SYSTEMCTL_LOG="$dir/log" PATH="$dir/bin:$PATH" unshare -m sh -c \
-    'mount -t tmpfs tmpfs /run && mkdir -p /run/systemd/system /etc/mesh/credentials &&
-     mount -t tmpfs tmpfs /etc/mesh/credentials &&
-     mkdir /etc/mesh/credentials/mesh-controller /etc/mesh/credentials/mesh-postgres@db-1 &&
+    'mount -t tmpfs tmpfs /run && mkdir -p /run/systemd/system && mount -t tmpfs tmpfs /etc/mesh &&
+     mkdir -p /etc/mesh/credentials/mesh-controller /etc/mesh/credentials/mesh-postgres@db-1 \
+       /etc/mesh/credentials/mesh-provide@cache-1 /etc/mesh/contributions/mesh-postgres@db-1 &&
      "$1" configure 0.0.1' _ "$dir/control/postinst" 2>&1) ||
     { echo "the postinst failed as an upgrade: $said" >&2; bad=1; }
   for line in "mesh: restarted mesh-controller.service (it was running)" \
     "mesh: mesh-postgres@db-1.service did not restart: see systemctl status mesh-postgres@db-1.service" \
-    "mesh: mesh-grants.service not restarted: move its secrets to /etc/mesh/credentials/mesh-grants/ first (see the CHANGELOG), then systemctl restart mesh-grants.service"; do
+    "mesh: mesh-grants.service not restarted: move its secrets to /etc/mesh/credentials/mesh-grants/ first (see the CHANGELOG), then systemctl restart mesh-grants.service" \
+    "mesh: mesh-provide@cache-1.service not restarted: move its contributions folder to /etc/mesh/contributions/mesh-provide@cache-1/ and point MESH_CONTRIBUTIONS there first (see the CHANGELOG), then systemctl restart mesh-provide@cache-1.service"; do
     grep -qxF "$line" <<<"$said" || { echo "the postinst did not say: $line (it said: $said)" >&2; bad=1; }
   done
   for call in daemon-reload "try-restart mesh-controller.service" "try-restart mesh-postgres@db-1.service"; do
@@ -535,6 +554,88 @@ EOF
     "$(cat "$dir/log")" >&2; bad=1; }
   rm -rf "$dir"
   return $bad
+}
+
+# Runs the installed units under a real systemd, as PID 1 of a PID and mount
+# namespace of its own (root, unshare, /lib/systemd/systemd), and checks
+# what each sees of /etc/mesh/contributions: a provider's unit its own
+# folder (named after the unit) and no other, mesh-grants and
+# mesh-controller none. A drop-in replaces only what the unit runs (a
+# probe, with the unit's user and every line of its hardening) and its
+# settings and credentials files. /run, /tmp, /var/tmp and /etc/mesh are
+# private tmpfs in that namespace, and no unit of the system's boot is
+# started (no systemd-tmpfiles, which would empty the machine's /tmp).
+check_units_isolation() {
+  local sd=/lib/systemd/systemd said status=0 dir ns pid1="" n=0
+  if [ "$(id -u)" -ne 0 ] || [ ! -x "$sd" ] || ! command -v nsenter >/dev/null 2>&1 ||
+    ! unshare -m -p -f true 2>/dev/null; then
+    echo "not root, or no systemd or namespaces here: the units' view of the contributions folders was not run" >&2
+    return 0
+  fi
+  dir=$(mktemp -d)
+  cat >"$dir/setup" <<'SETUP'
+set -e
+for d in /run /tmp /var/tmp /etc/mesh; do mount -t tmpfs -o mode=0755 tmpfs "$d"; done
+mkdir -p /run/systemd/system /run/mesh-check
+for unit in mesh-postgres@db-1 mesh-identity@id-1 mesh-provide@cache-1 mesh-provide@cache-2; do
+  install -d -o mesh -g mesh -m 0700 "/etc/mesh/contributions/$unit"
+  install -o mesh -g mesh -m 0600 /dev/null "/etc/mesh/contributions/$unit/contributions.json"
+done
+cat >/run/mesh-check/probe <<'PROBE'
+#!/bin/sh
+# $1: the one folder of /etc/mesh/contributions this unit may read, or none.
+for unit in mesh-postgres@db-1 mesh-identity@id-1 mesh-provide@cache-1 mesh-provide@cache-2; do
+  if [ "$unit" = "$1" ]; then
+    cat "/etc/mesh/contributions/$unit/contributions.json" >/dev/null || exit 10
+  elif [ -e "/etc/mesh/contributions/$unit" ]; then
+    exit 11
+  fi
+done
+PROBE
+chmod 0755 /run/mesh-check/probe
+printf '[Unit]\nDefaultDependencies=no\n' >/run/systemd/system/mesh-check.target
+ln -s /dev/null /run/systemd/system/network-online.target
+for template in mesh-postgres@ mesh-identity@ mesh-provide@ mesh-grants mesh-controller; do
+  mkdir -p "/run/systemd/system/$template.service.d"
+  case "$template" in *@) own='%p@%i' ;; *) own=none ;; esac
+  printf '[Unit]\nDefaultDependencies=no\n[Service]\nType=oneshot\nRestart=no\nEnvironmentFile=\nLoadCredential=\nExecStart=\nExecStart=/run/mesh-check/probe %s\n' \
+    "$own" >"/run/systemd/system/$template.service.d/check.conf"
+done
+exec /lib/systemd/systemd --system --unit=mesh-check.target --log-target=null </dev/null
+SETUP
+  cat >"$dir/check" <<'CHECK'
+bad=0
+for unit in mesh-postgres@db-1 mesh-identity@id-1 mesh-provide@cache-1 mesh-provide@cache-2 mesh-grants mesh-controller; do
+  if ! systemctl start "$unit.service" 2>/dev/null; then
+    echo "$unit: $(systemctl show -p Result --value "$unit.service"), exit status $(systemctl show -p ExecMainStatus --value "$unit.service") (10: its own folder unreadable, 11: another's seen)"
+    bad=1
+  fi
+done
+if systemctl start mesh-postgres@db-9.service 2>/dev/null; then
+  echo "mesh-postgres@db-9 started, although /etc/mesh/contributions/mesh-postgres@db-9 is missing"
+  bad=1
+fi
+exit $bad
+CHECK
+  unshare --pid --fork --mount --mount-proc --uts sh "$dir/setup" </dev/null >"$dir/log" 2>&1 &
+  ns=$!
+  while [ -z "$pid1" ] && [ "$n" -lt 50 ]; do pid1=$(pgrep -P "$ns" || true); n=$((n + 1)); sleep 0.1; done
+  n=0
+  until [ -z "$pid1" ] || nsenter -t "$pid1" -m -p systemctl is-system-running >/dev/null 2>&1 ||
+    [ "$n" -ge 100 ]; do n=$((n + 1)); sleep 0.1; done
+  if [ -z "$pid1" ] || [ "$n" -ge 100 ]; then
+    said="systemd did not come up in its namespace: $(cat "$dir/log")"
+    status=1
+  else
+    said=$(nsenter -t "$pid1" -m -p sh -s <"$dir/check" 2>&1) || status=$?
+  fi
+  [ -z "$pid1" ] || kill -9 "$pid1" 2>/dev/null || true
+  wait "$ns" 2>/dev/null || true
+  rm -rf "$dir"
+  if [ "$status" -ne 0 ]; then
+    echo "the units' view of the contributions folders under systemd: $said" >&2
+    return 1
+  fi
 }
 
 # Checks a built package: its contents and conffiles; as root (and when no
@@ -625,6 +726,7 @@ check_package() {
   verify_units mesh-controller.service mesh-grants.service \
     mesh-postgres@db-1.service mesh-identity@id-1.service mesh-provide@cache-1.service || failed=yes
   check_postinst_restarts "$deb" || failed=yes
+  check_units_isolation || failed=yes
   dpkg --purge mesh >/dev/null
   for file in $MESH_PACKAGE_FILES; do
     [ ! -e "$file" ] || { echo "purged, but $file is still there" >&2; failed=yes; }
@@ -642,7 +744,7 @@ MESH_TESTS_ONE_AT_A_TIME="mesh-provider-identity/live_repair mesh-provider-ident
 
 # The longest of the others (a minute or more each, measured), started first
 # so that no lane is left with a long one at the end.
-MESH_TESTS_LONG_FIRST="mesh-provide/conform mesh/hooks mesh/e2e mesh/kit_go mesh/kit_python mesh/controller mesh/kit_typescript mesh/cluster mesh-sim/ci mesh/redis_acl mesh/stop"
+MESH_TESTS_LONG_FIRST="mesh-provide/conform mesh/hooks mesh/e2e mesh/kit_go mesh-provide/bench-kit_go mesh/kit_python mesh/controller mesh/kit_typescript mesh/cluster mesh-sim/ci mesh/redis_acl mesh/stop"
 
 # Builds every test binary of the workspace, then runs them as `cargo test`
 # would (each in its package's folder): the Keycloak lane one after another,
@@ -661,6 +763,17 @@ run_tests() {
     sed -n 's|.*"package_id":"[^"]*#\([^"@]*\)@[^"]*","manifest_path":"\([^"]*\)/Cargo.toml","target":{[^}]*"name":"\([^"]*\)".*"executable":"\([^"]*\)".*|\1/\3 \2 \4|p' \
     >"$list"
   [ -s "$list" ] || { echo "run_tests: cargo built no test binary" >&2; return 1; }
+  # The benchmarks named in MESH_BENCH_SMOKES (mesh-provide's) run as a
+  # smoke, jobs like the test binaries: 5 consumers, one round, a debug
+  # build; their figures are not the README's.
+  if [ -n "${MESH_BENCH_SMOKES:-}" ]; then
+    local bench benches=()
+    for bench in $MESH_BENCH_SMOKES; do benches+=(--bench "$bench"); done
+    cargo test -p mesh-provide --no-run --message-format=json "${benches[@]}" |
+      grep '"kind":\["bench"\]' | grep '"overflow_checks":[a-z]*,"test":true}' |
+      sed -n 's|.*"package_id":"[^"]*#\([^"@]*\)@[^"]*","manifest_path":"\([^"]*\)/Cargo.toml","target":{[^}]*"name":"\([^"]*\)".*"executable":"\([^"]*\)".*|\1/bench-\3 \2 \4|p' \
+      >>"$list"
+  fi
   export MESH_TEST_LOGS="$logs"
   local heavy="$logs/heavy" queue="$logs/queue" name
   : >"$heavy"
@@ -716,6 +829,8 @@ run_test_binary() {
   log="$MESH_TEST_LOGS/$(echo "$name" | tr / _).log"
   if [ "$exe" = doc ]; then
     cargo test --workspace --doc >"$log" 2>&1 || status=$?
+  elif [[ "$name" == */bench-* ]]; then
+    (cd "$dir" && MESH_BENCH_CONSUMERS=5 MESH_BENCH_RUNS=1 "$exe") >"$log" 2>&1 || status=$?
   else
     (cd "$dir" && "$exe") >"$log" 2>&1 || status=$?
   fi

@@ -20,7 +20,7 @@ use mesh_test_support::mesh::{
     all_well, conform, example_hook, failing, node_hooks_missing, Mesh, Options, HOOK_MACHINE,
     HOOK_MODULE, WAIT,
 };
-use mesh_test_support::{RedisServer, TcpProxy, REDIS_ADMIN};
+use mesh_test_support::{in_slow_tier, RedisServer, TcpProxy, REDIS_ADMIN};
 use serde_json::Value;
 
 /// The consumers of the hook provider in these tests.
@@ -73,16 +73,18 @@ fn the_node_hook_passes_conform_in_serve_mode() {
     }
 }
 
+/// Slow tier: node starts with its Redis client at every call, about a
+/// minute of CPU for the suite; serve mode above runs the same hook.
 #[test]
 fn the_node_hook_passes_conform_in_exec_mode() {
-    if node_ready("the_node_hook_passes_conform_in_exec_mode") {
+    let test = "the_node_hook_passes_conform_in_exec_mode";
+    if in_slow_tier(
+        test,
+        "a node process a call, a minute of CPU; serve mode runs in CI",
+    ) && node_ready(test)
+    {
         conforms("redis-acl.mjs", "exec");
     }
-}
-
-#[test]
-fn the_python_hook_passes_conform() {
-    conforms("redis-acl.py", "exec");
 }
 
 /// A mesh whose hook provider `redis@cache-1` runs the example `hook` in

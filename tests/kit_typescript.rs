@@ -16,7 +16,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use mesh_test_support::mesh::binary;
-use mesh_test_support::MariaDbServer;
+use mesh_test_support::{in_slow_tier, MariaDbServer};
 
 /// How long one conform run may take before the test gives up on it.
 const CONFORM_DEADLINE: Duration = Duration::from_secs(300);
@@ -215,9 +215,16 @@ fn the_mariadb_hook_passes_conform_in_serve_mode_and_leaves_a_persons_user_alone
     }
 }
 
+/// Slow tier: node starts with mysql2 at every call, about a minute of CPU
+/// for the suite; serve mode above runs the same hook and kit.
 #[test]
 fn the_mariadb_hook_passes_conform_in_exec_mode() {
-    if ready("the_mariadb_hook_passes_conform_in_exec_mode", true) {
+    let test = "the_mariadb_hook_passes_conform_in_exec_mode";
+    if in_slow_tier(
+        test,
+        "a node process a call, a minute of CPU; serve mode runs in CI",
+    ) && ready(test, true)
+    {
         passes_conform("exec", "4");
     }
 }

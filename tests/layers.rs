@@ -111,13 +111,15 @@ const CRATES: &[(&str, Tables)] = &[
                 "",
                 &[
                     &[
-                        "certs", "cmdline", "proxy", "netns", "redis", "mariadb", "rabbitmq",
+                        "browser", "certs", "cmdline", "proxy", "netns", "redis", "mariadb",
+                        "rabbitmq", "tier",
                     ],
                     &["nats", "pg"],
                     &["cluster", "keycloak"],
                     &["mesh"],
                 ],
             ),
+            ("browser", &[&["launch", "screenshot"]]),
             ("keycloak", &[&["dist", "admin"]]),
             (
                 "mesh",
@@ -186,7 +188,8 @@ const CRATES: &[(&str, Tables)] = &[
             (
                 "store",
                 &[
-                    &["options", "columns", "locks", "history"],
+                    &["options", "column_list", "locks"],
+                    &["columns", "history"],
                     &["statements"],
                     &["connection"],
                     &["apply", "epoch", "migrate", "read", "reader", "record"],

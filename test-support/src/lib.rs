@@ -15,6 +15,8 @@
 //!   administrator, for the Go hook (`examples/hooks/rabbitmq`);
 //! * [`KeycloakServer`]: a Keycloak (`kc.sh start-dev`), one shared per
 //!   test binary, a realm per test;
+//! * [`Browser`]: a headless Chromium under its own chromedriver, for the
+//!   web console's tests (screenshots kept under `target/screenshots`);
 //! * [`TcpProxy`]: a TCP proxy that can cut its connections on demand;
 //! * [`TestCa`]: a private certificate authority for TLS tests;
 //! * [`netns::Bed`]: a network namespace joined to the machine by a veth
@@ -33,6 +35,7 @@ use std::net::{Ipv4Addr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+mod browser;
 mod certs;
 mod cluster;
 mod cmdline;
@@ -45,7 +48,11 @@ mod pg;
 mod proxy;
 mod rabbitmq;
 mod redis;
+mod tier;
 
+pub use browser::{
+    png_size, screenshots_dir, Browser, BrowserMissing, BROWSER_HEIGHT, REQUIRE_BROWSER,
+};
 pub use certs::{CertFiles, TestCa};
 pub use cluster::{NatsCluster, CLUSTER_SIZE};
 pub use cmdline::CmdlineScan;
@@ -58,6 +65,7 @@ pub use pg::PgCluster;
 pub use proxy::TcpProxy;
 pub use rabbitmq::{RabbitServer, RABBITMQ_ADMIN, RABBITMQ_START_DEADLINE};
 pub use redis::{RedisServer, REDIS_ADMIN};
+pub use tier::{in_slow_tier, SLOW_TIER};
 
 /// How long a server may take to become ready before the start panics.
 const START_DEADLINE: Duration = Duration::from_secs(30);

@@ -124,22 +124,22 @@ impl<'a> Round<'a> {
     ) -> Vec<(&'s Statement, Vec<&'s (dyn ToSql + Sync)>)> {
         let mut statements = Vec::with_capacity(7);
         if !self.recovered.consumer.is_empty() {
-            statements.push((&prepared.recovered, self.recovered.params().to_vec()));
+            statements.push((&prepared.recovered, self.recovered.params()));
         }
         if !self.failing.consumer.is_empty() {
-            statements.push((&prepared.failing, self.failing.params().to_vec()));
+            statements.push((&prepared.failing, self.failing.params()));
         }
         if !self.repairs.fault.is_empty() {
-            statements.push((&prepared.repair, self.repairs.params().to_vec()));
+            statements.push((&prepared.repair, self.repairs.params()));
         }
         if !self.retirements.consumer.is_empty() {
-            statements.push((&prepared.retirement, self.retirements.params().to_vec()));
+            statements.push((&prepared.retirement, self.retirements.params()));
         }
         if !self.alive.said_at.is_empty() {
-            statements.push((&prepared.alive, self.alive.params().to_vec()));
+            statements.push((&prepared.alive, self.alive.params()));
         }
         if !self.grants.said_at.is_empty() {
-            statements.push((&prepared.grant, self.grants.params().to_vec()));
+            statements.push((&prepared.grant, self.grants.params()));
         }
         statements
     }
@@ -224,7 +224,7 @@ impl PgStore {
             });
             let mut statements = round.statements(prepared);
             if !history.is_empty() {
-                statements.push((&prepared.history.insert, history.params().to_vec()));
+                statements.push((&prepared.history.insert, history.params()));
             }
             let applied = try_join_all(
                 statements

@@ -3,149 +3,143 @@
 //! column, filled from one typed struct of its own. Enums are written as
 //! their words (`as_str`), which the read decodes back.
 
+use std::sync::LazyLock;
 use std::time::SystemTime;
 
 use mesh_protocol::event::{Alive, Failing, Recovered, RepairReport, Retirement};
 use mesh_protocol::Event;
-use tokio_postgres::types::ToSql;
 
 use mesh_status::model::reduce::Keyed;
 
+use super::column_list::{column_list, names, unnest, updates, Column};
+
+/// `INSERT INTO table AS alias (columns) SELECT w.* FROM unnest(…) AS
+/// w(…) filter ON CONFLICT (keys) DO UPDATE SET` every other column, where
+/// the stored row (`alias`) is older in the stream than the new one.
+fn upsert(table: &str, alias: &str, columns: &[Column], keys: &[&str], filter: &str) -> String {
+    format!(
+        "INSERT INTO {table} AS {alias} ({names})
+SELECT w.* FROM {unnest}
+{filter}
+ON CONFLICT ({conflict}) DO UPDATE SET {updates}
+WHERE ({alias}.stream_epoch, {alias}.stream_seq) < (EXCLUDED.stream_epoch, EXCLUDED.stream_seq)",
+        names = names(columns),
+        unnest = unnest(columns),
+        conflict = keys.join(", "),
+        updates = updates(columns, keys),
+    )
+}
+
 /// The statement that applies a round's `failing` events (the newest per
-/// key), its parameters the columns of one typed struct (module, machine,
-/// consumer, ... stream sequence, in the order below). An event is kept
+/// key), its parameters the columns of [`FailingColumns`]. An event is kept
 /// unless a newer `recovered` of its key is stored, and replaces only an
 /// older `failing`. `first_since` is the first `since` of the interval it
 /// is failing in (from the round's history walk: a provider restarted
 /// while failing says a new `since`). Public for the ingest benchmark, which runs it
 /// through pgbench.
-pub const UPSERT_FAILING: &str = "
-INSERT INTO failing AS f (provider_module, provider_machine, consumer, consumer_machine,
-                          provision, class, error, since, attempts, said_at, stream_seq, stream_epoch,
-                          stored_at, first_since)
-SELECT w.* FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
-                       $7::text[], $8::timestamptz[], $9::int8[], $10::timestamptz[], $11::int8[], $12::int8[],
-                       $13::timestamptz[], $14::timestamptz[])
-    AS w(provider_module, provider_machine, consumer, consumer_machine, provision, class,
-         error, since, attempts, said_at, stream_seq, stream_epoch, stored_at, first_since)
-WHERE NOT EXISTS (
+pub static UPSERT_FAILING: LazyLock<String> = LazyLock::new(|| {
+    upsert(
+        "failing",
+        "f",
+        FailingColumns::COLUMNS,
+        &["provider_module", "provider_machine", "consumer"],
+        "WHERE NOT EXISTS (
     SELECT 1 FROM recovered r
     WHERE r.provider_module = w.provider_module AND r.provider_machine = w.provider_machine
-      AND r.consumer = w.consumer AND (r.stream_epoch, r.stream_seq) > (w.stream_epoch, w.stream_seq))
-ON CONFLICT (provider_module, provider_machine, consumer) DO UPDATE SET
-    consumer_machine = EXCLUDED.consumer_machine, provision = EXCLUDED.provision,
-    class = EXCLUDED.class, error = EXCLUDED.error, since = EXCLUDED.since,
-    attempts = EXCLUDED.attempts, said_at = EXCLUDED.said_at, stream_seq = EXCLUDED.stream_seq,
-    stream_epoch = EXCLUDED.stream_epoch, stored_at = EXCLUDED.stored_at,
-    first_since = EXCLUDED.first_since
-WHERE (f.stream_epoch, f.stream_seq) < (EXCLUDED.stream_epoch, EXCLUDED.stream_seq)";
+      AND r.consumer = w.consumer AND (r.stream_epoch, r.stream_seq) > (w.stream_epoch, w.stream_seq))",
+    )
+});
 
 /// Applies a round's `recovered` events ([`RecoveredColumns`]): each
 /// deletes its key's `failing` when older than itself, and is kept as its
 /// key's newest `recovered`.
-pub(super) const RECOVERED: &str = "
-WITH w AS (
-    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
-                         $6::text[], $7::timestamptz[], $8::int8[], $9::int8[])
-        AS w(provider_module, provider_machine, consumer, consumer_machine, provision,
-             reason, said_at, stream_seq, stream_epoch)
-), gone AS (
+pub(super) static RECOVERED: LazyLock<String> = LazyLock::new(|| {
+    let columns = RecoveredColumns::COLUMNS;
+    let keys = ["provider_module", "provider_machine", "consumer"];
+    format!(
+        "WITH w AS (SELECT * FROM {unnest}),
+gone AS (
     DELETE FROM failing f USING w
     WHERE f.provider_module = w.provider_module AND f.provider_machine = w.provider_machine
       AND f.consumer = w.consumer AND (f.stream_epoch, f.stream_seq) < (w.stream_epoch, w.stream_seq)
 )
-INSERT INTO recovered AS r (provider_module, provider_machine, consumer, consumer_machine,
-                            provision, reason, said_at, stream_seq, stream_epoch)
+INSERT INTO recovered AS r ({names})
 SELECT * FROM w
-ON CONFLICT (provider_module, provider_machine, consumer) DO UPDATE SET
-    consumer_machine = EXCLUDED.consumer_machine, provision = EXCLUDED.provision,
-    reason = EXCLUDED.reason, said_at = EXCLUDED.said_at, stream_seq = EXCLUDED.stream_seq,
-    stream_epoch = EXCLUDED.stream_epoch
-WHERE (r.stream_epoch, r.stream_seq) < (EXCLUDED.stream_epoch, EXCLUDED.stream_seq)";
+ON CONFLICT ({conflict}) DO UPDATE SET {updates}
+WHERE (r.stream_epoch, r.stream_seq) < (EXCLUDED.stream_epoch, EXCLUDED.stream_seq)",
+        unnest = unnest(columns),
+        names = names(columns),
+        conflict = keys.join(", "),
+        updates = updates(columns, &keys),
+    )
+});
 
 /// Applies a round's `repair` events ([`RepairColumns`]), the newest per
 /// provider and fault.
-pub(super) const UPSERT_REPAIR: &str = "
-INSERT INTO repair AS p (provider_module, provider_machine, fault, outcome, detail,
-                         next_attempt_at, said_at, stream_seq, stream_epoch)
-SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
-                     $6::timestamptz[], $7::timestamptz[], $8::int8[], $9::int8[])
-ON CONFLICT (provider_module, provider_machine, fault) DO UPDATE SET
-    outcome = EXCLUDED.outcome, detail = EXCLUDED.detail,
-    next_attempt_at = EXCLUDED.next_attempt_at, said_at = EXCLUDED.said_at,
-    stream_seq = EXCLUDED.stream_seq,
-    stream_epoch = EXCLUDED.stream_epoch
-WHERE (p.stream_epoch, p.stream_seq) < (EXCLUDED.stream_epoch, EXCLUDED.stream_seq)";
+pub(super) static UPSERT_REPAIR: LazyLock<String> = LazyLock::new(|| {
+    upsert(
+        "repair",
+        "p",
+        RepairColumns::COLUMNS,
+        &["provider_module", "provider_machine", "fault"],
+        "",
+    )
+});
 
 /// Applies a round's `retirement` events ([`RetirementColumns`]), the newest
 /// per provider, consumer and action.
-pub(super) const UPSERT_RETIREMENT: &str = "
-INSERT INTO retirement AS t (provider_module, provider_machine, consumer, action, detail,
-                             said_at, stream_seq, stream_epoch, retire_at)
-SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
-                     $6::timestamptz[], $7::int8[], $8::int8[], $9::timestamptz[])
-ON CONFLICT (provider_module, provider_machine, consumer, action) DO UPDATE SET
-    detail = EXCLUDED.detail, said_at = EXCLUDED.said_at, stream_seq = EXCLUDED.stream_seq,
-    stream_epoch = EXCLUDED.stream_epoch, retire_at = EXCLUDED.retire_at
-WHERE (t.stream_epoch, t.stream_seq) < (EXCLUDED.stream_epoch, EXCLUDED.stream_seq)";
+pub(super) static UPSERT_RETIREMENT: LazyLock<String> = LazyLock::new(|| {
+    upsert(
+        "retirement",
+        "t",
+        RetirementColumns::COLUMNS,
+        &["provider_module", "provider_machine", "consumer", "action"],
+        "",
+    )
+});
 
 /// Applies a round's `alive` events ([`AliveColumns`]), the newest per provider.
-pub(super) const UPSERT_ALIVE: &str = "
-INSERT INTO alive AS a (provider_module, provider_machine, started_at, alive_every_seconds,
-                        failing_after_seconds, settled_at, consumers, failing, pass_seconds,
-                        said_at, stream_seq, stream_epoch, repeat_every_seconds, stored_at,
-                        fault_class, fault_error, fault_since)
-SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::int8[], $5::int8[],
-                     $6::timestamptz[], $7::int8[], $8::int8[], $9::float8[],
-                     $10::timestamptz[], $11::int8[], $12::int8[], $13::int8[], $14::timestamptz[],
-                     $15::text[], $16::text[], $17::timestamptz[])
-ON CONFLICT (provider_module, provider_machine) DO UPDATE SET
-    started_at = EXCLUDED.started_at, alive_every_seconds = EXCLUDED.alive_every_seconds,
-    failing_after_seconds = EXCLUDED.failing_after_seconds, settled_at = EXCLUDED.settled_at,
-    repeat_every_seconds = EXCLUDED.repeat_every_seconds,
-    consumers = EXCLUDED.consumers, failing = EXCLUDED.failing,
-    pass_seconds = EXCLUDED.pass_seconds, said_at = EXCLUDED.said_at,
-    stream_seq = EXCLUDED.stream_seq,
-    stream_epoch = EXCLUDED.stream_epoch, stored_at = EXCLUDED.stored_at,
-    fault_class = EXCLUDED.fault_class, fault_error = EXCLUDED.fault_error,
-    fault_since = EXCLUDED.fault_since
-WHERE (a.stream_epoch, a.stream_seq) < (EXCLUDED.stream_epoch, EXCLUDED.stream_seq)";
+pub(super) static UPSERT_ALIVE: LazyLock<String> = LazyLock::new(|| {
+    upsert(
+        "alive",
+        "a",
+        AliveColumns::COLUMNS,
+        &["provider_module", "provider_machine"],
+        "",
+    )
+});
 
 /// Applies a round's grant events ([`GrantColumns`]), the newest per
 /// (machine, consumer, provision, from), whatever their kind.
-pub(super) const UPSERT_GRANT: &str = "
-INSERT INTO grant_event AS g (machine, consumer, provision, provider, kind, address, port,
-                              failures, failing_since, last_reachable_at, error, reason,
-                              said_at, stream_seq, stream_epoch)
-SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
-                     $7::int4[], $8::int8[], $9::timestamptz[], $10::timestamptz[], $11::text[],
-                     $12::text[], $13::timestamptz[], $14::int8[], $15::int8[])
-ON CONFLICT (machine, consumer, provision, provider) DO UPDATE SET
-    kind = EXCLUDED.kind, address = EXCLUDED.address, port = EXCLUDED.port,
-    failures = EXCLUDED.failures, failing_since = EXCLUDED.failing_since,
-    last_reachable_at = EXCLUDED.last_reachable_at, error = EXCLUDED.error,
-    reason = EXCLUDED.reason, said_at = EXCLUDED.said_at, stream_seq = EXCLUDED.stream_seq,
-    stream_epoch = EXCLUDED.stream_epoch
-WHERE (g.stream_epoch, g.stream_seq) < (EXCLUDED.stream_epoch, EXCLUDED.stream_seq)";
+pub(super) static UPSERT_GRANT: LazyLock<String> = LazyLock::new(|| {
+    upsert(
+        "grant_event",
+        "g",
+        GrantColumns::COLUMNS,
+        &["machine", "consumer", "provision", "provider"],
+        "",
+    )
+});
 
-/// The columns of [`UPSERT_GRANT`], `$1` to `$15` in field order.
-#[derive(Default)]
-pub(super) struct GrantColumns<'a> {
-    pub(super) machine: Vec<&'a str>,
-    pub(super) consumer: Vec<&'a str>,
-    pub(super) provision: Vec<String>,
-    pub(super) provider: Vec<String>,
-    pub(super) kind: Vec<&'static str>,
-    pub(super) address: Vec<Option<String>>,
-    pub(super) port: Vec<Option<i32>>,
-    pub(super) failures: Vec<Option<i64>>,
-    pub(super) failing_since: Vec<Option<SystemTime>>,
-    pub(super) last_reachable_at: Vec<Option<SystemTime>>,
-    pub(super) error: Vec<Option<String>>,
-    pub(super) reason: Vec<Option<String>>,
-    pub(super) said_at: Vec<SystemTime>,
-    pub(super) stream_seq: Vec<i64>,
-    pub(super) stream_epoch: Vec<i64>,
+column_list! {
+    /// The columns of [`UPSERT_GRANT`], `$1` first.
+    struct GrantColumns<'a> {
+        machine: &'a str = "text",
+        consumer: &'a str = "text",
+        provision: String = "text",
+        provider: String = "text",
+        kind: &'static str = "text",
+        address: Option<String> = "text",
+        port: Option<i32> = "int4",
+        failures: Option<i64> = "int8",
+        failing_since: Option<SystemTime> = "timestamptz",
+        last_reachable_at: Option<SystemTime> = "timestamptz",
+        error: Option<String> = "text",
+        reason: Option<String> = "text",
+        said_at: SystemTime = "timestamptz",
+        stream_seq: i64 = "int8",
+        stream_epoch: i64 = "int8",
+    }
 }
 
 impl<'a> GrantColumns<'a> {
@@ -184,26 +178,6 @@ impl<'a> GrantColumns<'a> {
         self.stream_seq.push(seq(k.seq));
         self.stream_epoch.push(seq(k.epoch));
     }
-
-    pub(super) fn params(&self) -> [&(dyn ToSql + Sync); 15] {
-        [
-            &self.machine,
-            &self.consumer,
-            &self.provision,
-            &self.provider,
-            &self.kind,
-            &self.address,
-            &self.port,
-            &self.failures,
-            &self.failing_since,
-            &self.last_reachable_at,
-            &self.error,
-            &self.reason,
-            &self.said_at,
-            &self.stream_seq,
-            &self.stream_epoch,
-        ]
-    }
 }
 
 /// PostgreSQL text holds no NUL character: replace it rather than refuse the event.
@@ -219,23 +193,24 @@ fn seq(seq: u64) -> i64 {
     i64::try_from(seq).unwrap_or(i64::MAX)
 }
 
-/// The columns of [`UPSERT_FAILING`], `$1` to `$14` in field order.
-#[derive(Default)]
-pub(super) struct FailingColumns<'a> {
-    pub(super) provider_module: Vec<&'a str>,
-    pub(super) provider_machine: Vec<&'a str>,
-    pub(super) consumer: Vec<&'a str>,
-    pub(super) consumer_machine: Vec<Option<&'a str>>,
-    pub(super) provision: Vec<Option<String>>,
-    pub(super) class: Vec<&'a str>,
-    pub(super) error: Vec<String>,
-    pub(super) since: Vec<SystemTime>,
-    pub(super) attempts: Vec<i64>,
-    pub(super) said_at: Vec<SystemTime>,
-    pub(super) stream_seq: Vec<i64>,
-    pub(super) stream_epoch: Vec<i64>,
-    pub(super) stored_at: Vec<Option<SystemTime>>,
-    pub(super) first_since: Vec<SystemTime>,
+column_list! {
+    /// The columns of [`UPSERT_FAILING`], `$1` first.
+    struct FailingColumns<'a> {
+        provider_module: &'a str = "text",
+        provider_machine: &'a str = "text",
+        consumer: &'a str = "text",
+        consumer_machine: Option<&'a str> = "text",
+        provision: Option<String> = "text",
+        class: &'a str = "text",
+        error: String = "text",
+        since: SystemTime = "timestamptz",
+        attempts: i64 = "int8",
+        said_at: SystemTime = "timestamptz",
+        stream_seq: i64 = "int8",
+        stream_epoch: i64 = "int8",
+        stored_at: Option<SystemTime> = "timestamptz",
+        first_since: SystemTime = "timestamptz",
+    }
 }
 
 impl<'a> FailingColumns<'a> {
@@ -276,39 +251,21 @@ impl<'a> FailingColumns<'a> {
             }
         }
     }
-
-    pub(super) fn params(&self) -> [&(dyn ToSql + Sync); 14] {
-        [
-            &self.provider_module,
-            &self.provider_machine,
-            &self.consumer,
-            &self.consumer_machine,
-            &self.provision,
-            &self.class,
-            &self.error,
-            &self.since,
-            &self.attempts,
-            &self.said_at,
-            &self.stream_seq,
-            &self.stream_epoch,
-            &self.stored_at,
-            &self.first_since,
-        ]
-    }
 }
 
-/// The columns of [`RECOVERED`], `$1` to `$9` in field order.
-#[derive(Default)]
-pub(super) struct RecoveredColumns<'a> {
-    pub(super) provider_module: Vec<&'a str>,
-    pub(super) provider_machine: Vec<&'a str>,
-    pub(super) consumer: Vec<&'a str>,
-    pub(super) consumer_machine: Vec<Option<&'a str>>,
-    pub(super) provision: Vec<Option<String>>,
-    pub(super) reason: Vec<&'a str>,
-    pub(super) said_at: Vec<SystemTime>,
-    pub(super) stream_seq: Vec<i64>,
-    pub(super) stream_epoch: Vec<i64>,
+column_list! {
+    /// The columns of [`RECOVERED`], `$1` first.
+    struct RecoveredColumns<'a> {
+        provider_module: &'a str = "text",
+        provider_machine: &'a str = "text",
+        consumer: &'a str = "text",
+        consumer_machine: Option<&'a str> = "text",
+        provision: Option<String> = "text",
+        reason: &'a str = "text",
+        said_at: SystemTime = "timestamptz",
+        stream_seq: i64 = "int8",
+        stream_epoch: i64 = "int8",
+    }
 }
 
 impl<'a> RecoveredColumns<'a> {
@@ -325,34 +282,21 @@ impl<'a> RecoveredColumns<'a> {
         self.stream_seq.push(seq(k.seq));
         self.stream_epoch.push(seq(k.epoch));
     }
-
-    pub(super) fn params(&self) -> [&(dyn ToSql + Sync); 9] {
-        [
-            &self.provider_module,
-            &self.provider_machine,
-            &self.consumer,
-            &self.consumer_machine,
-            &self.provision,
-            &self.reason,
-            &self.said_at,
-            &self.stream_seq,
-            &self.stream_epoch,
-        ]
-    }
 }
 
-/// The columns of [`UPSERT_REPAIR`], `$1` to `$9` in field order.
-#[derive(Default)]
-pub(super) struct RepairColumns<'a> {
-    pub(super) provider_module: Vec<&'a str>,
-    pub(super) provider_machine: Vec<&'a str>,
-    pub(super) fault: Vec<&'a str>,
-    pub(super) outcome: Vec<&'static str>,
-    pub(super) detail: Vec<String>,
-    pub(super) next_attempt_at: Vec<Option<SystemTime>>,
-    pub(super) said_at: Vec<SystemTime>,
-    pub(super) stream_seq: Vec<i64>,
-    pub(super) stream_epoch: Vec<i64>,
+column_list! {
+    /// The columns of [`UPSERT_REPAIR`], `$1` first.
+    struct RepairColumns<'a> {
+        provider_module: &'a str = "text",
+        provider_machine: &'a str = "text",
+        fault: &'a str = "text",
+        outcome: &'static str = "text",
+        detail: String = "text",
+        next_attempt_at: Option<SystemTime> = "timestamptz",
+        said_at: SystemTime = "timestamptz",
+        stream_seq: i64 = "int8",
+        stream_epoch: i64 = "int8",
+    }
 }
 
 impl<'a> RepairColumns<'a> {
@@ -369,34 +313,21 @@ impl<'a> RepairColumns<'a> {
         self.stream_seq.push(seq(k.seq));
         self.stream_epoch.push(seq(k.epoch));
     }
-
-    pub(super) fn params(&self) -> [&(dyn ToSql + Sync); 9] {
-        [
-            &self.provider_module,
-            &self.provider_machine,
-            &self.fault,
-            &self.outcome,
-            &self.detail,
-            &self.next_attempt_at,
-            &self.said_at,
-            &self.stream_seq,
-            &self.stream_epoch,
-        ]
-    }
 }
 
-/// The columns of [`UPSERT_RETIREMENT`], `$1` to `$9` in field order.
-#[derive(Default)]
-pub(super) struct RetirementColumns<'a> {
-    pub(super) provider_module: Vec<&'a str>,
-    pub(super) provider_machine: Vec<&'a str>,
-    pub(super) consumer: Vec<&'a str>,
-    pub(super) action: Vec<&'a str>,
-    pub(super) detail: Vec<String>,
-    pub(super) said_at: Vec<SystemTime>,
-    pub(super) stream_seq: Vec<i64>,
-    pub(super) stream_epoch: Vec<i64>,
-    pub(super) retire_at: Vec<Option<SystemTime>>,
+column_list! {
+    /// The columns of [`UPSERT_RETIREMENT`], `$1` first.
+    struct RetirementColumns<'a> {
+        provider_module: &'a str = "text",
+        provider_machine: &'a str = "text",
+        consumer: &'a str = "text",
+        action: &'a str = "text",
+        detail: String = "text",
+        said_at: SystemTime = "timestamptz",
+        stream_seq: i64 = "int8",
+        stream_epoch: i64 = "int8",
+        retire_at: Option<SystemTime> = "timestamptz",
+    }
 }
 
 impl<'a> RetirementColumns<'a> {
@@ -412,42 +343,29 @@ impl<'a> RetirementColumns<'a> {
         self.stream_epoch.push(seq(k.epoch));
         self.retire_at.push(b.retire_at.map(|t| t.system_time()));
     }
-
-    pub(super) fn params(&self) -> [&(dyn ToSql + Sync); 9] {
-        [
-            &self.provider_module,
-            &self.provider_machine,
-            &self.consumer,
-            &self.action,
-            &self.detail,
-            &self.said_at,
-            &self.stream_seq,
-            &self.stream_epoch,
-            &self.retire_at,
-        ]
-    }
 }
 
-/// The columns of [`UPSERT_ALIVE`], `$1` to `$17` in field order.
-#[derive(Default)]
-pub(super) struct AliveColumns<'a> {
-    pub(super) provider_module: Vec<&'a str>,
-    pub(super) provider_machine: Vec<&'a str>,
-    pub(super) started_at: Vec<SystemTime>,
-    pub(super) alive_every_seconds: Vec<i64>,
-    pub(super) failing_after_seconds: Vec<i64>,
-    pub(super) settled_at: Vec<Option<SystemTime>>,
-    pub(super) consumers: Vec<i64>,
-    pub(super) failing: Vec<i64>,
-    pub(super) pass_seconds: Vec<f64>,
-    pub(super) said_at: Vec<SystemTime>,
-    pub(super) stream_seq: Vec<i64>,
-    pub(super) stream_epoch: Vec<i64>,
-    pub(super) repeat_every_seconds: Vec<Option<i64>>,
-    pub(super) stored_at: Vec<Option<SystemTime>>,
-    pub(super) fault_class: Vec<Option<&'static str>>,
-    pub(super) fault_error: Vec<Option<String>>,
-    pub(super) fault_since: Vec<Option<SystemTime>>,
+column_list! {
+    /// The columns of [`UPSERT_ALIVE`], `$1` first.
+    struct AliveColumns<'a> {
+        provider_module: &'a str = "text",
+        provider_machine: &'a str = "text",
+        started_at: SystemTime = "timestamptz",
+        alive_every_seconds: i64 = "int8",
+        failing_after_seconds: i64 = "int8",
+        settled_at: Option<SystemTime> = "timestamptz",
+        consumers: i64 = "int8",
+        failing: i64 = "int8",
+        pass_seconds: f64 = "float8",
+        said_at: SystemTime = "timestamptz",
+        stream_seq: i64 = "int8",
+        stream_epoch: i64 = "int8",
+        repeat_every_seconds: Option<i64> = "int8",
+        stored_at: Option<SystemTime> = "timestamptz",
+        fault_class: Option<&'static str> = "text",
+        fault_error: Option<String> = "text",
+        fault_since: Option<SystemTime> = "timestamptz",
+    }
 }
 
 fn int(n: u64) -> i64 {
@@ -481,28 +399,6 @@ impl<'a> AliveColumns<'a> {
         self.fault_class.push(fault.map(|f| f.class.as_str()));
         self.fault_error.push(fault.map(|f| text(&f.error)));
         self.fault_since.push(fault.map(|f| f.since.system_time()));
-    }
-
-    pub(super) fn params(&self) -> [&(dyn ToSql + Sync); 17] {
-        [
-            &self.provider_module,
-            &self.provider_machine,
-            &self.started_at,
-            &self.alive_every_seconds,
-            &self.failing_after_seconds,
-            &self.settled_at,
-            &self.consumers,
-            &self.failing,
-            &self.pass_seconds,
-            &self.said_at,
-            &self.stream_seq,
-            &self.stream_epoch,
-            &self.repeat_every_seconds,
-            &self.stored_at,
-            &self.fault_class,
-            &self.fault_error,
-            &self.fault_since,
-        ]
     }
 }
 

@@ -7,6 +7,7 @@
 //! from the same walk (`failing.first_since`).
 
 use std::collections::{HashMap, HashSet};
+use std::sync::LazyLock;
 use std::time::{Duration, SystemTime};
 
 use futures::future::try_join_all;
@@ -17,6 +18,8 @@ use tokio_postgres::{Client, Row, Statement};
 
 use mesh_status::model::history::{Key, Previous, Transition};
 use mesh_status::model::{AliveRow, Received};
+
+use super::column_list::{column_list, names, unnest};
 
 /// What the store holds of a round's standings (`$1`..`$3`: provider
 /// module, machine, consumer): the failing row's place, its first `since`,
@@ -60,15 +63,15 @@ FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS w(m, n, c, a)
 JOIN retirement t ON t.provider_module = w.m AND t.provider_machine = w.n AND t.consumer = w.c
                  AND t.action = w.a";
 
-/// Appends transitions ([`HistoryColumns`], `$1`..`$17`).
-pub(super) const INSERT_HISTORY: &str = "
-INSERT INTO history (kind, at, provider_module, provider_machine, consumer, consumer_machine,
-                     provision, class, error, since, attempts, reason, fault, detail,
-                     stream_epoch, stream_seq, stored_at)
-SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::text[], $5::text[],
-                     $6::text[], $7::text[], $8::text[], $9::text[], $10::timestamptz[],
-                     $11::int8[], $12::text[], $13::text[], $14::text[], $15::int8[],
-                     $16::int8[], $17::timestamptz[])";
+/// Appends transitions ([`HistoryColumns`]).
+pub(super) static INSERT_HISTORY: LazyLock<String> = LazyLock::new(|| {
+    let columns = HistoryColumns::COLUMNS;
+    format!(
+        "INSERT INTO history ({}) SELECT w.* FROM {}",
+        names(columns),
+        unnest(columns)
+    )
+});
 
 /// The history statements, prepared with the write statements.
 pub(super) struct HistoryStatements {
@@ -88,7 +91,7 @@ impl HistoryStatements {
             grants: client.prepare(PREVIOUS_GRANTS).await?,
             repairs: client.prepare(PREVIOUS_REPAIRS).await?,
             retirements: client.prepare(PREVIOUS_RETIREMENTS).await?,
-            insert: client.prepare(INSERT_HISTORY).await?,
+            insert: client.prepare(&INSERT_HISTORY).await?,
         })
     }
 }
@@ -287,26 +290,27 @@ fn retirement(row: &Row) -> Result<Entry, tokio_postgres::Error> {
     Ok((key, Previous::Said { newest }))
 }
 
-/// The columns of [`INSERT_HISTORY`], `$1` to `$17` in field order.
-#[derive(Default)]
-pub(super) struct HistoryColumns {
-    kind: Vec<&'static str>,
-    at: Vec<SystemTime>,
-    provider_module: Vec<Option<String>>,
-    provider_machine: Vec<Option<String>>,
-    consumer: Vec<Option<String>>,
-    consumer_machine: Vec<Option<String>>,
-    provision: Vec<Option<String>>,
-    class: Vec<Option<&'static str>>,
-    error: Vec<Option<String>>,
-    since: Vec<Option<SystemTime>>,
-    attempts: Vec<Option<i64>>,
-    reason: Vec<Option<String>>,
-    fault: Vec<Option<String>>,
-    detail: Vec<Option<String>>,
-    stream_epoch: Vec<Option<i64>>,
-    stream_seq: Vec<Option<i64>>,
-    stored_at: Vec<Option<SystemTime>>,
+column_list! {
+    /// The columns of [`INSERT_HISTORY`], `$1` first.
+    struct HistoryColumns {
+        kind: &'static str = "text",
+        at: SystemTime = "timestamptz",
+        provider_module: Option<String> = "text",
+        provider_machine: Option<String> = "text",
+        consumer: Option<String> = "text",
+        consumer_machine: Option<String> = "text",
+        provision: Option<String> = "text",
+        class: Option<&'static str> = "text",
+        error: Option<String> = "text",
+        since: Option<SystemTime> = "timestamptz",
+        attempts: Option<i64> = "int8",
+        reason: Option<String> = "text",
+        fault: Option<String> = "text",
+        detail: Option<String> = "text",
+        stream_epoch: Option<i64> = "int8",
+        stream_seq: Option<i64> = "int8",
+        stored_at: Option<SystemTime> = "timestamptz",
+    }
 }
 
 /// PostgreSQL text holds no NUL character.
@@ -348,27 +352,5 @@ impl HistoryColumns {
 
     pub(super) fn is_empty(&self) -> bool {
         self.kind.is_empty()
-    }
-
-    pub(super) fn params(&self) -> [&(dyn ToSql + Sync); 17] {
-        [
-            &self.kind,
-            &self.at,
-            &self.provider_module,
-            &self.provider_machine,
-            &self.consumer,
-            &self.consumer_machine,
-            &self.provision,
-            &self.class,
-            &self.error,
-            &self.since,
-            &self.attempts,
-            &self.reason,
-            &self.fault,
-            &self.detail,
-            &self.stream_epoch,
-            &self.stream_seq,
-            &self.stored_at,
-        ]
     }
 }

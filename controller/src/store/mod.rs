@@ -5,7 +5,8 @@
 //! - [`options`]: where the store is, shown without the password.
 //! - [`connection`]: [`PgStore`], its one connection and error classes.
 //! - [`apply`]: a round of events written in one transaction ([`Store`]);
-//!   [`columns`]: its statements and their typed columns, prepared by
+//!   [`columns`]: its statements and their typed columns (each list of
+//!   columns written once, [`column_list`]), prepared by
 //!   [`statements`]; [`locks`]: the key locks it takes first, so several
 //!   controllers can share the store.
 //! - [`read`]: what `status` lists, counts first, then standings in order,
@@ -20,6 +21,7 @@
 //! its statements.
 
 pub mod apply;
+pub mod column_list;
 pub mod columns;
 pub mod connection;
 pub mod epoch;

@@ -150,7 +150,7 @@ impl PgStore {
                 );
                 if let Some(again) = again {
                     let columns = HistoryColumns::of(&[again]);
-                    client.execute(INSERT_HISTORY, &columns.params()).await?;
+                    client.execute(&*INSERT_HISTORY, &columns.params()).await?;
                 }
                 client.execute(RECORD, &params).await?;
                 client.batch_execute("COMMIT").await

@@ -27,12 +27,12 @@ impl Statements {
     pub(super) async fn prepare(client: &Client) -> Result<Statements, tokio_postgres::Error> {
         Ok(Statements {
             lock: client.prepare(LOCK_KEYS).await?,
-            failing: client.prepare(UPSERT_FAILING).await?,
-            recovered: client.prepare(RECOVERED).await?,
-            repair: client.prepare(UPSERT_REPAIR).await?,
-            retirement: client.prepare(UPSERT_RETIREMENT).await?,
-            alive: client.prepare(UPSERT_ALIVE).await?,
-            grant: client.prepare(UPSERT_GRANT).await?,
+            failing: client.prepare(&UPSERT_FAILING).await?,
+            recovered: client.prepare(&RECOVERED).await?,
+            repair: client.prepare(&UPSERT_REPAIR).await?,
+            retirement: client.prepare(&UPSERT_RETIREMENT).await?,
+            alive: client.prepare(&UPSERT_ALIVE).await?,
+            grant: client.prepare(&UPSERT_GRANT).await?,
             history: HistoryStatements::prepare(client).await?,
         })
     }
