@@ -506,3 +506,86 @@ async fn with_a_token_and_tls_only_the_token_or_its_cookie_reads_and_the_token_i
 fn ca_cert(path: &Path) -> reqwest::Certificate {
     reqwest::Certificate::from_pem(&std::fs::read(path).unwrap()).unwrap()
 }
+
+/// The browser test's name (its screenshots' folder).
+const IN_A_BROWSER: &str = "console_in_a_browser";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_a_browser_a_failing_consumer_appears_and_goes_without_a_reload() {
+    let Some(mut browser) = mesh_test_support::Browser::start_or_skip(IN_A_BROWSER).await else {
+        return;
+    };
+    let mut s = setup().await;
+    let token = s.dir.path().join("token");
+    let console = Console::start(&s, &["--token-file".as_ref(), token.as_os_str()]);
+    let base = format!("http://127.0.0.1:{}", console.port);
+
+    // Refused without the token: the login form, then in with it.
+    browser.goto(&format!("{base}/")).await;
+    browser
+        .wait_for_text("This console needs its token", Duration::from_secs(2))
+        .await;
+    browser.keep_screenshot(IN_A_BROWSER, "login").await;
+    browser
+        .execute(
+            "document.getElementById('token').value = arguments[0]; \
+             document.querySelector('form').submit(); return true;",
+            vec![serde_json::json!(TOKEN)],
+        )
+        .await;
+    browser
+        .wait_for_text("forge@app-1", Duration::from_secs(5))
+        .await;
+    browser
+        .wait_for_selector("#live:not([hidden])", Duration::from_secs(5))
+        .await;
+    // A mark a reload would lose.
+    browser
+        .execute("window.meshMark = 'kept'; return true;", vec![])
+        .await;
+
+    s.owner
+        .apply(&[failing("late", "app-2", "connection refused", 10, 5)])
+        .await
+        .unwrap();
+    let appeared = browser
+        .wait_for_text("late@app-2", Duration::from_secs(2))
+        .await;
+    s.owner.apply(&[recovered("late", 0, 6)]).await.unwrap();
+    let went = browser
+        .wait_for_no_text("late@app-2", Duration::from_secs(2))
+        .await;
+    let mark = browser.execute("return window.meshMark;", vec![]).await;
+    assert_eq!(mark, "kept", "the page was not reloaded");
+    println!("in the browser: appeared after {appeared:?}, went after {went:?}");
+    assert_no_secret("the DOM", &browser.html().await);
+
+    browser.goto(&format!("{base}/consumer/wiki@app-1")).await;
+    browser
+        .wait_for_text("recovered (success)", Duration::from_secs(2))
+        .await;
+
+    for width in [1280, 390] {
+        browser.set_width(width).await;
+        for (path, name) in [
+            ("/", "mesh"),
+            ("/machine/app-1", "machine"),
+            ("/provider/postgres@db-1", "provider"),
+            ("/consumer/forge@app-1", "consumer"),
+        ] {
+            browser.goto(&format!("{base}{path}")).await;
+            let wide = browser
+                .execute(
+                    "return document.documentElement.scrollWidth <= window.innerWidth;",
+                    vec![],
+                )
+                .await;
+            assert_eq!(wide, true, "{path} at {width} px scrolls sideways");
+            browser.keep_screenshot(IN_A_BROWSER, name).await;
+            assert_no_secret(path, &browser.html().await);
+        }
+    }
+    browser.close().await;
+    drop(console);
+    s.pg.stop();
+}

@@ -232,18 +232,14 @@ fn html_response(status: StatusCode, page: &Page) -> Response {
         .into_response()
 }
 
-async fn not_found(uri: Uri) -> Response {
-    let page = notice(
-        uri.path(),
-        "not found",
-        "There is no such page in this console.",
-    );
+async fn not_found() -> Response {
+    let page = notice("", "not found", "There is no such page in this console.");
     html_response(StatusCode::NOT_FOUND, &page)
 }
 
 async fn page(State(console): State<Arc<Console>>, uri: Uri) -> Response {
     let Some(key) = PageKey::parse(uri.path()) else {
-        return not_found(uri).await;
+        return not_found().await;
     };
     let mut store = PgStore::new(console.options.clone());
     let rendered = console
@@ -254,7 +250,7 @@ async fn page(State(console): State<Arc<Console>>, uri: Uri) -> Response {
         Ok(Some(page)) => html_response(StatusCode::OK, &page),
         Ok(None) => {
             let page = notice(
-                &key.path(),
+                "",
                 "not found",
                 "The declaration names no such machine, provider or consumer.",
             );
@@ -275,7 +271,7 @@ struct EventsQuery {
 async fn events(State(console): State<Arc<Console>>, Query(q): Query<EventsQuery>) -> Response {
     let key = match PageKey::parse(&q.page) {
         Some(key) if console.pages.knows(&key) => key,
-        _ => return not_found(Uri::from_static("/events")).await,
+        _ => return not_found().await,
     };
     let following = console.live.follow(key);
     let stream = futures::stream::unfold(following, |mut f| async move {

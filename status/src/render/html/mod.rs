@@ -61,8 +61,8 @@ pub fn consumer_path(consumer: &str, machine: &str) -> String {
     format!("/consumer/{consumer}@{machine}")
 }
 
-/// One page: its title, its own path (what its events are asked by) and
-/// its `<main>` fragment.
+/// One page: its title, its own path (what its events are asked by; empty
+/// for a page nothing follows) and its `<main>` fragment.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Page {
     /// The title (plain text; escaped when written).
@@ -95,7 +95,9 @@ pub fn document(page: &Page) -> String {
 }
 
 /// A page saying why there is nothing at a path (404) or why it cannot be
-/// shown now (the store away: 503), with a link home.
+/// shown now (the store away: 503), with a link home. `path` is the page
+/// it stands for, followed by the script as that page would be (so it
+/// mends itself when the store is back); empty for none (a 404).
 pub fn notice(path: &str, title: &str, text: &str) -> Page {
     Page {
         title: title.to_owned(),
@@ -119,7 +121,8 @@ pub fn login(refused: bool) -> Page {
     };
     Page {
         title: "log in".to_owned(),
-        path: "/login".to_owned(),
+        // Not followed: nothing on it changes.
+        path: String::new(),
         main: format!(
             "<h1>log in</h1>\n{said}<form method=\"post\" action=\"/login\">\n\
              <label for=\"token\">token</label>\n\
