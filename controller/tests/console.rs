@@ -9,7 +9,8 @@ use std::time::{Duration, Instant, SystemTime};
 use mesh_controller::{DatabaseOptions, PgStore};
 use mesh_protocol::event::{Alive, Failing, Recovered, RecoveredReason};
 use mesh_protocol::{Class, Event, ModuleId, Name, Timestamp};
-use mesh_status::model::Received;
+use mesh_status::model::{Instance, Received};
+use mesh_status::store::ControllerRecordUpdate;
 use mesh_status::Store;
 use mesh_test_support::{free_port, PgCluster, TestCa};
 
@@ -142,8 +143,25 @@ async fn setup() -> Setup {
     assert!(migrated.status.success(), "{migrated:?}");
     let options = DatabaseOptions::new(&owner_url, Some(&pg.superuser_password_file())).unwrap();
     let mut owner = PgStore::new(options);
+    // A store that gets every word the stream holds, and a serve that follows.
+    owner.record_begins(false).await.unwrap();
     owner
         .stream_epoch("MESH_EVENTS", SystemTime::UNIX_EPOCH)
+        .await
+        .unwrap();
+    let serve = Instance {
+        host: "ctl-1".into(),
+        pid: 4242,
+        started_at: ago(200),
+        pull_wait: Duration::from_secs(5),
+    };
+    owner
+        .record(ControllerRecordUpdate {
+            instance: &serve,
+            caught_up: true,
+            applied: true,
+            first: true,
+        })
         .await
         .unwrap();
     owner
