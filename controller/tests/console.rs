@@ -411,9 +411,90 @@ async fn pages_render_as_status_says_escape_what_providers_say_and_follow_a_chan
         "unescaped in an event: {seen}"
     );
     assert_no_secret("the event stream", &seen);
-    assert_no_secret("the console's log", &console.log_text());
-    drop(console);
+
+    // Many open pages, one reader: followers of one page and of others
+    // share the one reader's session.
+    let mut more = Vec::new();
+    for page in ["/", "/", "/", "/machine/app-1", "/consumer/wiki@app-1"] {
+        let mut stream = client
+            .get(format!("{base}/events?page={page}"))
+            .send()
+            .await
+            .unwrap();
+        let mut first = String::new();
+        until_event_has(&mut stream, "<h1>", &mut first).await;
+        more.push(stream);
+    }
+    assert_eq!(readers().await, reading, "one reader for six open pages");
+
+    // The store away: the open page and a new one say so, never the last good page.
     s.pg.stop();
+    until_event_has(&mut events, "cannot read the store", &mut seen).await;
+    let (code, away) = get(&client, &format!("{base}/")).await;
+    assert_eq!(code, 503, "{away}");
+    assert!(away.contains("cannot read the store: "), "{away}");
+    assert!(!away.contains("forge@app-1"), "{away}");
+    assert_no_secret("the page of a store away", &away);
+    assert_no_secret("the console's log", &console.log_text());
+    drop(more);
+    drop(console);
+}
+
+#[test]
+fn a_console_that_cannot_start_exits_2_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let declaration = dir.path().join("declaration.json");
+    std::fs::write(&declaration, DECLARATION).unwrap();
+    let empty = dir.path().join("empty-token");
+    std::fs::write(&empty, "  \n").unwrap();
+    let not_pem = dir.path().join("cert.pem");
+    std::fs::write(&not_pem, "not a certificate").unwrap();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken = taken.local_addr().unwrap().to_string();
+    let path = |p: &Path| p.display().to_string();
+    let cases: Vec<(Vec<String>, String)> = vec![
+        (
+            vec!["--token-file".into(), "/nonexistent/token".into()],
+            "the console token file /nonexistent/token cannot be read".into(),
+        ),
+        (
+            vec!["--token-file".into(), path(&empty)],
+            format!("the console token file {} is empty", empty.display()),
+        ),
+        (
+            vec![
+                "--tls-cert".into(),
+                path(&not_pem),
+                "--tls-key".into(),
+                path(&not_pem),
+            ],
+            format!("--tls-cert {} cannot be used", not_pem.display()),
+        ),
+        (
+            vec!["--tls-cert".into(), path(&not_pem)],
+            "--tls-key".into(),
+        ),
+        (
+            vec!["--listen".into(), taken.clone()],
+            format!("cannot listen on {taken} for the console"),
+        ),
+    ];
+    for (args, reason) in cases {
+        let out = controller()
+            .args([
+                "--database",
+                "host=127.0.0.1 port=1 user=nobody dbname=none",
+            ])
+            .arg("--declaration")
+            .arg(&declaration)
+            .arg("console")
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(&reason), "{args:?}: {err}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -70,8 +70,9 @@ impl Live {
         })
     }
 
-    /// Follows page `key` (one the declaration names): the next fragment
-    /// that differs from the one sent last comes on the returned receiver.
+    /// Follows page `key` (one the declaration names): the fragment
+    /// rendered last (if any) at once, then each that differs from the one
+    /// before on the returned receiver.
     pub(crate) fn follow(self: &Arc<Self>, key: PageKey) -> Following {
         let mut followed = self.followed.lock().expect("not poisoned");
         let entry = followed.entry(key.clone()).or_insert_with(|| Followed {
@@ -79,8 +80,12 @@ impl Live {
             sender: watch::channel(None).0,
         });
         entry.followers += 1;
+        // The page as last rendered comes at once: a change sent to the
+        // others between this page's own render and now is not missed.
         let mut fragments = entry.sender.subscribe();
-        fragments.mark_unchanged();
+        if fragments.borrow().is_some() {
+            fragments.mark_changed();
+        }
         drop(followed);
         self.wake.notify_one();
         Following {
