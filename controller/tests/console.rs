@@ -251,6 +251,27 @@ async fn get(client: &reqwest::Client, url: &str) -> (u16, String) {
     (status, response.text().await.unwrap())
 }
 
+/// The sentence `status --json` (or `node show M --json`) says now, run as the reader.
+fn status_sentence(s: &Setup, command: &[&str]) -> String {
+    let out = controller()
+        .args(["--database", &s.reader_url, "--database-password-file"])
+        .arg(s.dir.path().join("reader.pw"))
+        .arg("--declaration")
+        .arg(s.dir.path().join("declaration.json"))
+        .args(command)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    report["sentence"].as_str().unwrap().to_owned()
+}
+
+/// `text` as the pages write it.
+fn html_text(text: &str) -> String {
+    mesh_status::render::html::escape(text)
+}
+
 fn assert_no_secret(what: &str, text: &str) {
     for secret in [READER_PASSWORD, TOKEN] {
         assert!(!text.contains(secret), "{what} shows a secret:\n{text}");
@@ -302,8 +323,16 @@ async fn pages_render_as_status_says_escape_what_providers_say_and_follow_a_chan
     assert!(mesh.contains("<link rel=\"stylesheet\" href=\"/assets/console.css\">"));
     assert_no_secret("/", &mesh);
 
+    assert!(
+        mesh.contains(&html_text(&status_sentence(&s, &["status"]))),
+        "the sentence status prints: {mesh}"
+    );
     let (code, machine) = get(&client, &format!("{base}/machine/app-1")).await;
     assert_eq!(code, 200, "{machine}");
+    assert!(
+        machine.contains(&html_text(&status_sentence(&s, &["node", "show", "app-1"]))),
+        "the sentence node show prints: {machine}"
+    );
     assert!(machine.contains("machine app-1"), "{machine}");
     assert!(machine.contains("forge@app-1"), "{machine}");
     let (code, other) = get(&client, &format!("{base}/machine/db-1")).await;
