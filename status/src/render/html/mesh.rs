@@ -88,6 +88,11 @@ pub fn standing_item(s: &Listed) -> String {
     item
 }
 
+/// How many standings of one provider and class the mesh page lists
+/// (the rest are counted, and on the provider's page): a mesh page stays
+/// small whatever fails.
+pub const GROUP_ITEMS: usize = 50;
+
 /// The standings of one provider failing for one class.
 type ClassGroup<'a> = (mesh_protocol::Class, Vec<&'a Listed>);
 
@@ -124,8 +129,16 @@ pub fn failing(standings: &[Listed]) -> String {
                 "<h4 class=\"class\">{class} ({})</h4>\n<ul class=\"standings\">",
                 list.len()
             );
-            for s in list {
+            for s in list.iter().take(GROUP_ITEMS) {
                 out.push_str(&standing_item(s));
+            }
+            if list.len() > GROUP_ITEMS {
+                let _ = writeln!(
+                    out,
+                    "<li class=\"more\">… and {} more: see {}</li>",
+                    list.len() - GROUP_ITEMS,
+                    link(&provider_path(&p), &format!("{p}'s page"))
+                );
             }
             out.push_str("</ul>\n");
         }
@@ -277,6 +290,26 @@ mod tests {
         );
         assert!(html.contains("<a href=\"/machine/app-1\">app-1</a>"));
         assert!(html.contains("class=\"sentence unwell\""));
+    }
+
+    #[test]
+    fn a_large_group_lists_its_first_standings_and_counts_the_rest() {
+        let standings: Vec<Listed> = (0..GROUP_ITEMS + 7)
+            .map(|i| {
+                listed(
+                    &format!("c{i:03}"),
+                    Class::Unreachable,
+                    "connection refused",
+                )
+            })
+            .collect();
+        let html = failing(&standings);
+        assert_eq!(html.matches("<li class=\"failing\"").count(), GROUP_ITEMS);
+        assert!(html.contains("unreachable (57)"), "{html}");
+        assert!(
+            html.contains("… and 7 more: see <a href=\"/provider/postgres@db-1\">postgres@db-1&#39;s page</a>"),
+            "{html}"
+        );
     }
 
     #[test]
