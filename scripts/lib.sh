@@ -394,6 +394,8 @@ MESH_PACKAGE_FILES="
 /usr/share/doc/mesh/copyright
 /usr/share/doc/mesh/docs/hooks.md
 /usr/share/doc/mesh/docs/operating.md
+/usr/share/doc/mesh/docs/contracts/README.md
+/usr/share/doc/mesh/docs/kits/go.md
 /usr/share/doc/mesh/examples/prometheus/mesh.rules.yml
 /usr/share/doc/mesh/examples/grafana/mesh.json
 "

@@ -1,5 +1,4 @@
-//! A stop is honoured within seconds, whatever is away (docs/contracts.md,
-//! section 7, "Stopping"): each long-running binary (`mesh-controller
+//! A stop is honoured within seconds, whatever is away (docs/contracts/command-lines.md#stopping): each long-running binary (`mesh-controller
 //! serve`, `mesh-postgres`, `mesh-grants`) given SIGTERM while its bus (or
 //! `serve`'s store, or the provider's backend) is away ends within
 //! [`PROMPT`] with exit 0, and a second SIGINT or SIGTERM while it stops

@@ -1,5 +1,5 @@
-//! The NATS transport flags over real processes (docs/contracts.md,
-//! sections 4.5 and 7): a nats-server requiring TLS with client certificates verified,
+//! The NATS transport flags over real processes (docs/contracts/bus.md#connections-and-inbox-prefixes
+//! and docs/contracts/command-lines.md): a nats-server requiring TLS with client certificates verified,
 //! users proving who they are with nkeys, a client refused for lack of a
 //! certificate, and a list of servers whose first is down.
 //!

@@ -1,4 +1,4 @@
-//! Several controllers on one store (docs/contracts.md, section 6: several
+//! Several controllers on one store (docs/contracts/store.md: several
 //! controllers may share the one durable consumer): two stores applying
 //! overlapping rounds at the same moments, one in stream order and the other
 //! in the opposite order, end with exactly what one controller applying

@@ -893,7 +893,7 @@ async fn serve_ends_at_once_when_the_store_refuses_the_login() {
     }
 }
 
-/// A grant event of `mesh-grants` (docs/contracts.md, "Grants").
+/// A grant event of `mesh-grants` (docs/contracts/grants.md).
 fn unreachable_grant(failures: u64) -> String {
     format!(
         r#"{{"v":1,"provision":"postgres-database","from":"postgres@db-1","address":"10.10.0.1","port":6852,"failures":{failures},"failing_since":"2026-10-05T00:04:00Z","last_reachable_at":null,"error":"connect timed out after 3s","said_at":"2026-10-05T00:05:00Z"}}"#

@@ -1,4 +1,4 @@
-//! The grants file (docs/grants.md): JSON, re-read every check. A file
+//! The grants file (docs/contracts/grants.md): JSON, re-read every check. A file
 //! that cannot be read or parsed is an error naming the file, and the last
 //! good list is kept; a bad entry is refused alone, with an error naming it,
 //! and the last good version of the same grant (when its consumer,

@@ -5,8 +5,8 @@ call's :class:`Deadline`) and hands it to :func:`run`, which speaks the
 protocol in both modes:
 
 - ``hook serve``: one JSON request a line on stdin, one JSON reply a line on
-  stdout carrying the request's id; requests run on threads, several in
-  flight, each reply written whole under a lock as soon as it is done;
+  stdout carrying the request's id; several requests in flight, each run on
+  the thread that read it, each reply written whole as soon as it is done;
 - ``hook VERB`` (exec mode): one JSON request on stdin, one JSON reply on
   stdout, exit 0 on success, 1 on failure, 2 on a bad command line or
   request.
@@ -37,13 +37,13 @@ docs/kits/python.md shows a hook written with this module::
 
 from __future__ import annotations
 
+import collections
 import contextvars
 import json
 import os
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import IO, Any, Dict, List, Optional, Sequence
 
@@ -247,7 +247,13 @@ class Hook:
 # --- the secrets and the log -------------------------------------------------
 
 _lock = threading.Lock()
-"""Held while a line is written to stdout and while the secrets change."""
+"""Held while the secrets change and while exec mode writes its reply."""
+
+_writing = threading.Lock()
+"""Held by the one thread writing serve mode's queued lines to stdout."""
+
+_queued: "collections.deque[str]" = collections.deque()
+"""Serve mode's lines not yet written, in the order they were queued."""
 
 _secrets: List[str] = []
 _out: IO[str] = sys.stdout
@@ -297,10 +303,13 @@ def announce_secrets(secrets: Sequence[str]) -> None:
         if fresh == _secrets and (_serving or _exec_announced is not None):
             return
         _secrets[:] = fresh
-        if _serving:
-            _write_line({"secrets": fresh})
-        else:
+        if not _serving:
             _exec_announced = list(fresh)
+            return
+        # Queued under the lock: two announcements are written in the order
+        # their sets were taken.
+        _queued.append(_json_line({"secrets": fresh}))
+    _write_queued(wait=True)
 
 
 def secrets() -> List[str]:
@@ -309,10 +318,43 @@ def secrets() -> List[str]:
         return list(_secrets)
 
 
+def _json_line(value: Dict[str, Any]) -> str:
+    return json.dumps(value, separators=(",", ":")) + "\n"
+
+
 def _write_line(value: Dict[str, Any]) -> None:
-    """One JSON line on stdout (the caller holds the lock)."""
-    _out.write(json.dumps(value, separators=(",", ":")) + "\n")
+    """One JSON line on stdout (exec mode; the caller holds the lock)."""
+    _out.write(_json_line(value))
     _out.flush()
+
+
+def _write_queued(wait: bool = False) -> None:
+    """Writes the queued lines, whole and in order, unless another thread is writing them.
+
+    A thread that finds another writing leaves its line to that one, which
+    looks at the queue again before it stops: no thread waits on another's
+    write (a wait on a lock whose holder is itself waiting for the
+    interpreter lock, after its write, is what made replies late). With
+    ``wait`` (an announcement: its line must be out before the secret is
+    used) it waits until the line is written, by itself or by the other.
+    """
+    if not _writing.acquire(blocking=wait):
+        return
+    while True:
+        try:
+            lines = []
+            while _queued:
+                lines.append(_queued.popleft())
+            if lines:
+                _out.write("".join(lines))
+                _out.flush()
+        except (OSError, ValueError):
+            pass  # mesh-provide is gone: stdin closes next and serve ends
+        finally:
+            _writing.release()
+        # A line queued while this thread wrote, by a thread that left it here.
+        if not _queued or not _writing.acquire(blocking=False):
+            return
 
 
 # --- one request -------------------------------------------------------------
@@ -445,36 +487,88 @@ def _failed(reply: Dict[str, Any], klass: Optional[str], words: str, secret: Opt
 
 
 def serve(hook: Hook, stdin: IO[str], stdout: IO[str], threads: int = SERVE_THREADS) -> None:
-    """Serve mode: every line of ``stdin`` a request, answered on ``stdout`` as soon as it is done."""
+    """Serve mode: every line of ``stdin`` a request, answered on ``stdout`` as soon as it is done.
+
+    Up to ``threads`` requests run at once, each on the thread that read
+    it: one thread at a time waits for the next line; when one comes it
+    hands the waiting on (to a thread left idle, or a new one while fewer
+    than ``threads`` are running) and answers the request itself, so a
+    request costs no hand-off to another thread between its line and its
+    verb. Returns once stdin has closed and every request read is answered.
+    """
     global _out, _serving
     _out, _serving = stdout, True
     with _lock:
         pending = list(_secrets)
-    if pending:
-        # Secrets announced before serving began (at start-up) are said first.
-        with _lock:
-            _write_line({"secrets": pending})
+        if pending:
+            # Secrets announced before serving began (at start-up) are said first.
+            _queued.append(_json_line({"secrets": pending}))
+    _write_queued(wait=True)
 
-    def one(request: Dict[str, Any]) -> None:
-        replied = answer(hook, request)
-        line = json.dumps(replied, separators=(",", ":"))
-        with _lock:
-            _out.write(line + "\n")
-            _out.flush()
+    reading = threading.Lock()  # held by the thread waiting for the next line
+    counts = threading.Lock()
+    workers: List[threading.Thread] = []
+    idle = [1]  # threads not answering a request (the first is this one)
 
-    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="mesh-hook") as pool:
-        for line in stdin:
-            if line.strip() == "":
-                continue
+    def spawn() -> Optional[threading.Thread]:
+        """A new thread when none is left to read the next line and fewer than ``threads`` run (counts held)."""
+        if idle[0] > 0 or len(workers) + 1 >= max(threads, 1):
+            return None
+        idle[0] += 1
+        worker = threading.Thread(target=work, name=f"mesh-hook-{len(workers) + 1}", daemon=True)
+        workers.append(worker)
+        return worker
+
+    def work() -> None:
+        while True:
+            with reading:
+                line = stdin.readline()
+            if line == "":
+                return  # stdin closed: every thread reads "" again and ends
+            with counts:
+                idle[0] -= 1
+                new = spawn()
+            if new is not None:
+                new.start()
             try:
-                request = json.loads(line)
-            except ValueError as error:
-                log(f"a request line is not JSON ({error}); ignored")
-                continue
-            if not isinstance(request, dict) or isinstance(request.get("id"), bool) or not isinstance(request.get("id"), int):
-                log("a request without an integer id; ignored")
-                continue
-            pool.submit(one, request)
+                _serve_line(hook, line)
+            finally:
+                with counts:
+                    idle[0] += 1
+
+    work()
+    # The others end as they read the end of stdin; one may start another
+    # before it does, so the list is read again until it is all joined.
+    joined = 0
+    while True:
+        with counts:
+            if joined == len(workers):
+                break
+            worker = workers[joined]
+        worker.join()
+        joined += 1
+
+
+def _serve_line(hook: Hook, line: str) -> None:
+    """One line of serve mode: its reply queued and written (a bad line logged and ignored)."""
+    if line.strip() == "":
+        return
+    try:
+        request = json.loads(line)
+    except ValueError as error:
+        log(f"a request line is not JSON ({error}); ignored")
+        return
+    if not isinstance(request, dict) or isinstance(request.get("id"), bool) or not isinstance(request.get("id"), int):
+        log("a request without an integer id; ignored")
+        return
+    replied = answer(hook, request)
+    try:
+        text = _json_line(replied)
+    except (TypeError, ValueError) as error:  # a value the hook returned that JSON cannot say
+        text = _json_line(_failed({"id": request["id"]}, "refused", f"{hook.name}: the reply cannot be written: {error}",
+                                  request.get("secret") if isinstance(request.get("secret"), str) else None))
+    _queued.append(text)
+    _write_queued()
 
 
 def exec_once(hook: Hook, verb: str, stdin: IO[str], stdout: IO[str]) -> int:
@@ -524,6 +618,7 @@ def _reset_for_tests(out: IO[str], err: IO[str], name: str = "hook") -> None:
     global _out, _err, _serving, _log_name, _exec_announced
     with _lock:
         _secrets.clear()
+        _queued.clear()
         _out, _err, _serving, _log_name, _exec_announced = out, err, False, name, None
 
 

@@ -179,6 +179,52 @@ class ServeModeTest(KitTest):
         self.assertEqual(sorted(l["id"] for l in lines), list(range(1, 301)))
         self.assertTrue(all(l == {"id": l["id"], "ok": True} for l in lines))
 
+    def test_no_more_requests_run_at_once_than_its_threads_and_the_rest_wait_their_turn(self) -> None:
+        running = [0]
+        changed = threading.Condition()
+        release = threading.Event()
+
+        def check(consumer: Consumer, secret: str, deadline: Deadline) -> None:
+            with changed:
+                running[0] += 1
+                changed.notify_all()
+            release.wait(5)
+            with changed:
+                running[0] -= 1
+
+        def running_reaches(count: int, seconds: float) -> bool:
+            with changed:
+                return changed.wait_for(lambda: running[0] >= count, seconds)
+
+        self.hook.check = check  # type: ignore[method-assign]
+        text = "".join(json.dumps(request(i, "check", consumer=CONSUMER, secret="s")) + "\n" for i in range(1, 7))
+        serving = threading.Thread(target=mesh_hook.serve, args=(self.hook, io.StringIO(text), self.out, 3))
+        serving.start()
+        try:
+            self.assertTrue(running_reaches(3, 5), "three requests run at once")
+            self.assertFalse(running_reaches(4, 0.3), "a fourth waits for one of the three threads")
+        finally:
+            release.set()
+            serving.join(10)
+        lines = [json.loads(line) for line in self.out.getvalue().splitlines()]
+        self.assertEqual(sorted(l["id"] for l in lines), [1, 2, 3, 4, 5, 6])
+        self.assertTrue(all(l["ok"] for l in lines), lines)
+
+    def test_one_thread_answers_every_line_in_turn(self) -> None:
+        self.hook.users["forge"] = ["s", False, False]
+        text = "".join(json.dumps(request(i, "check", consumer=CONSUMER, secret="s")) + "\n" for i in range(1, 5))
+        mesh_hook.serve(self.hook, io.StringIO(text), self.out, threads=1)
+        lines = [json.loads(line) for line in self.out.getvalue().splitlines()]
+        self.assertEqual(lines, [{"id": i, "ok": True} for i in range(1, 5)])
+
+    def test_a_reply_json_cannot_say_is_a_refused_reply_and_serving_goes_on(self) -> None:
+        self.hook.held = lambda deadline: [HeldEntry(object())]  # type: ignore[method-assign, arg-type]
+        lines = self.serve(request(1, "held"), request(2, "retire", consumer="forge"))
+        by_id = {l["id"]: l for l in lines}
+        self.assertEqual((by_id[1]["ok"], by_id[1]["class"]), (False, "refused"), by_id[1])
+        self.assertIn("memory: the reply cannot be written", by_id[1]["error"])
+        self.assertEqual(by_id[2], {"id": 2, "ok": True})
+
     def test_bad_lines_are_ignored_and_logged_and_the_rest_answered(self) -> None:
         lines = self.serve("this is no json", json.dumps({"v": 1, "verb": "held"}),
                            json.dumps({"v": 1, "id": True, "verb": "held"}), "[1,2]", "",

@@ -1,5 +1,4 @@
-//! `ProviderArgs`: the flags every provider binary shares (docs/contracts.md,
-//! section 7).
+//! `ProviderArgs`: the flags every provider binary shares (docs/contracts/command-lines.md#provider-flags).
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! Standing: what the loop has to publish about one consumer, as a pure state
 //! machine. No I/O; `now` is passed in.
 //!
-//! Rules (docs/contracts.md, section 3.2):
+//! Rules (docs/contracts/loop.md#standing-what-is-said-per-consumer):
 //! - failed for `failing_after` with no success in between: publish `failing`,
 //!   and again every `repeat_every` while it lasts;
 //! - the first success after `failing` was published: publish `recovered` (`success`);

@@ -1,5 +1,5 @@
 //! The loop over a real nats-server (started by the test support): events
-//! on the right subjects with the bodies of docs/contracts.md (section 4.2),
+//! on the right subjects with the bodies of docs/contracts/bus.md#bodies,
 //! a `recovered` kept pending through a server outage, a refused publish logged, approvals answered.
 //! Real time here: async-nats's timers do not work on a paused clock.
 

@@ -1,6 +1,6 @@
 //! The approve command: a person's approval sent to one provider as a core
 //! NATS request on its [`approve_subject`](crate::subject::approve_subject),
-//! and the provider's reply (docs/contracts.md, 4.2).
+//! and the provider's reply (docs/contracts/bus.md#bodies).
 
 use serde::{Deserialize, Serialize};
 

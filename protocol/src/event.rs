@@ -1,4 +1,5 @@
-//! Event kinds and bodies, exactly as docs/contracts.md (4.2, and "Grants").
+//! Event kinds and bodies, exactly as docs/contracts/bus.md#bodies and
+//! docs/contracts/grants.md say.
 //!
 //! The emitter (machine, module) is in the subject ([`crate::subject`]);
 //! bodies never name it. Grant events are published by `mesh-grants` on a

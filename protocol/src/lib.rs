@@ -85,7 +85,7 @@
 //! ```
 //!
 //! The full contract, with what each field means and when each event is
-//! published, is docs/contracts.md in the mesh repository.
+//! published, is docs/contracts/ in the mesh repository.
 
 mod approve;
 mod class;

@@ -1,6 +1,7 @@
 //! The subject grammar, written once: every subject, wildcard filter, inbox
 //! prefix and bus user name of the mesh is built here from the same tokens,
-//! and an event subject is parsed here (docs/contracts.md, 4.1 and 4.5).
+//! and an event subject is parsed here (docs/contracts/bus.md#subjects
+//! and docs/contracts/bus.md#connections-and-inbox-prefixes).
 //!
 //! The emitter (machine, module) is in the subject, never in the body: a
 //! reader takes it from [`parse_event_subject`]. Names hold no `.`, `*` or

@@ -4,7 +4,7 @@
 //! each broken one (one fault planted) fails exactly its rule, with exit 1;
 //! a hook without `by-hand` has the oracle's rules skipped; an earlier
 //! run's leftovers are removed first; `--list` is the rules, and
-//! docs/hooks.md lists exactly those.
+//! docs/hooks.md lists exactly those, and its example run says only those.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -309,6 +309,37 @@ fn the_list_is_every_rule_and_docs_hooks_md_lists_exactly_those() {
         "docs/hooks.md's conformance section lists the rules as `--list` prints them: missing there {missing:?}, there but not in the code {extra:?}"
     );
     assert_eq!(documented, listed, "in the code's order");
+
+    // The section's example run says only rules of the list, and its count
+    // is theirs.
+    let words: Vec<&str> = listed
+        .iter()
+        .map(|l| l.split_once(". ").unwrap().1.trim_end_matches(" (by-hand)"))
+        .collect();
+    let example = section
+        .split("```")
+        .find(|block| block.trim_start().starts_with("$ mesh-provide conform"))
+        .expect("docs/hooks.md's conformance section shows a run");
+    let verdicts: Vec<&str> = example
+        .lines()
+        .filter_map(|l| {
+            ["ok   ", "FAIL ", "skip "]
+                .iter()
+                .find_map(|v| l.strip_prefix(v))
+        })
+        .collect();
+    assert!(verdicts.len() >= 3, "{example}");
+    for said in &verdicts {
+        assert!(
+            words.iter().any(|w| said.starts_with(w)),
+            "docs/hooks.md's example run says {said:?}, which is no rule of `--list`"
+        );
+    }
+    let total = format!("{} passed, 0 failed", listed.len());
+    assert!(
+        example.lines().any(|l| l == total),
+        "docs/hooks.md's example run ends with {total:?}: {example}"
+    );
 }
 
 #[test]

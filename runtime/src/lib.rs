@@ -31,7 +31,7 @@
 //! publishes events.
 //!
 //! Every contract these pieces implement (flags, subjects, exit codes,
-//! metrics) is written down in the repository's `docs/contracts.md`.
+//! metrics) is written down in the repository's `docs/contracts/`.
 
 pub mod backoff;
 pub mod clock;

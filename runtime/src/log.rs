@@ -1,6 +1,6 @@
 //! The one log subscriber of every mesh binary: on stderr, filtered by
 //! `RUST_LOG`, written as text or JSON (`--log-format`, [`LogArgs`];
-//! docs/contracts.md, section 9).
+//! docs/contracts/metrics.md#logs).
 
 /// `--log-format text|json` (`MESH_LOG_FORMAT`), the same on every mesh
 /// binary; given before or after a subcommand.

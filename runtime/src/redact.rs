@@ -1,5 +1,5 @@
 //! Keeping secrets out of every text a program logs or publishes: [`redact`]
-//! removes them and cuts the text (docs/contracts.md, section 3.3),
+//! removes them and cuts the text (docs/contracts/loop.md#classes-and-error-text),
 //! [`error_text`] gives an error's whole chain of messages, [`shown_url`] a
 //! URL without its password, [`cut`] a bounded copy of any text.
 

@@ -1,5 +1,5 @@
 //! Each provider's contributions file, derived from the declaration
-//! (docs/contracts.md, section 2), and the secrets it names, minted where
+//! (docs/contracts/contributions.md), and the secrets it names, minted where
 //! missing ([`write`](mod@write)).
 //!
 //! [`derive()`] is pure: one [`ProviderFile`] per module that receives

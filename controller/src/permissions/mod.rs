@@ -1,5 +1,4 @@
-//! Bus permissions derived from the declaration (docs/contracts.md,
-//! "Bus permissions"), never written by hand.
+//! Bus permissions derived from the declaration (docs/contracts/permissions.md), never written by hand.
 //!
 //! [`derive()`] is pure: one [`UserPermissions`] per declared module
 //! (`<module>@<machine>`), one per grant agent and one for the controller.

@@ -31,7 +31,7 @@ WHERE ({alias}.stream_epoch, {alias}.stream_seq) < (EXCLUDED.stream_epoch, EXCLU
 }
 
 /// The statement that applies a round's `failing` events (the newest per
-/// key), its parameters the columns of [`FailingColumns`]. An event is kept
+/// key), its parameters the columns of `FailingColumns`. An event is kept
 /// unless a newer `recovered` of its key is stored, and replaces only an
 /// older `failing`. `first_since` is the first `since` of the interval it
 /// is failing in (from the round's history walk: a provider restarted

@@ -1,7 +1,8 @@
 //! What the boundary benches share (`#[path]`-included by each): the
 //! consumers of a pass, a process of the hook's own language timing the
 //! same work directly, a pass through mesh-provide's `HookProvisioner`,
-//! and the interleaved rounds that compare the two.
+//! and the interleaved rounds that compare the two, in wall time and in
+//! the CPU each process spent (which a load on the machine sways less).
 #![allow(dead_code)] // each bench uses a part
 
 use std::io::{BufRead, BufReader, Write};
@@ -92,6 +93,11 @@ pub struct Direct {
 }
 
 impl Direct {
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Starts `command` (its stdio is taken over).
     pub fn start(mut command: Command) -> Direct {
         let mut child = command
@@ -172,6 +178,38 @@ pub struct Compared {
     pub ratio: (f64, f64, f64),
     /// The first, uncounted direct pass (it makes what was missing).
     pub making: Duration,
+    /// CPU a pass (median), when /proc can tell: the direct process's, the
+    /// hook's and this process's (mesh-provide's side) in the serve pass.
+    pub cpu: Option<Cpu>,
+}
+
+/// CPU time (user and system) spent in a pass, by process.
+#[derive(Clone, Copy, Debug)]
+pub struct Cpu {
+    /// The direct process, in the direct pass.
+    pub direct: Duration,
+    /// The hook, in the serve pass.
+    pub hook: Duration,
+    /// This process (mesh-provide's `HookProvisioner` and the pass's
+    /// tasks), in the serve pass.
+    pub provide: Duration,
+}
+
+/// The CPU time process `pid` has spent so far, all its threads, from
+/// /proc/PID/stat (utime + stime, in the kernel's 10 ms clock ticks);
+/// None where /proc cannot tell.
+pub fn cpu_time(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The fields after the command, which is in parentheses and may hold
+    // spaces: state is the first, utime the 12th, stime the 13th.
+    let (_, fields) = stat.rsplit_once(')')?;
+    let fields: Vec<&str> = fields.split_whitespace().collect();
+    let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(Duration::from_millis(ticks * 10))
+}
+
+fn cpu_of(pid: Option<u32>) -> Option<Duration> {
+    pid.and_then(cpu_time)
 }
 
 /// `runs` rounds at `n` consumers, after one uncounted pass of each (the
@@ -189,9 +227,29 @@ pub async fn compare(
     let making = made.elapsed();
     pass(serve, all).await;
     let (mut owns, mut serveds, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    let (me, driver, hook) = (
+        Some(std::process::id()),
+        Some(direct.pid()),
+        serve.hook().pid().await,
+    );
+    let mut cpus = Some((Vec::new(), Vec::new(), Vec::new()));
     for _ in 0..runs {
+        let driver_before = cpu_of(driver);
         let own = direct.pass(n);
+        let driver_spent = cpu_of(driver).zip(driver_before).map(|(b, a)| b - a);
+        let (hook_before, me_before) = (cpu_of(hook), cpu_of(me));
         let served = pass(serve, all).await;
+        let hook_spent = cpu_of(hook).zip(hook_before).map(|(b, a)| b - a);
+        let me_spent = cpu_of(me).zip(me_before).map(|(b, a)| b - a);
+        cpus = match (cpus, driver_spent, hook_spent, me_spent) {
+            (Some((mut d, mut h, mut p)), Some(ds), Some(hs), Some(ps)) => {
+                d.push(ds);
+                h.push(hs);
+                p.push(ps);
+                Some((d, h, p))
+            }
+            _ => None, // a process /proc cannot read (or the hook restarted)
+        };
         ratios.push(ms(served) / ms(own));
         owns.push(own);
         serveds.push(served);
@@ -206,6 +264,11 @@ pub async fn compare(
             ratios[ratios.len() - 1],
         ),
         making,
+        cpu: cpus.map(|(d, h, p)| Cpu {
+            direct: median(d),
+            hook: median(h),
+            provide: median(p),
+        }),
     }
 }
 
@@ -226,5 +289,14 @@ impl Compared {
             ratio / SERVE_TARGET,
             verdict(ratio <= SERVE_TARGET)
         );
+        if let Some(cpu) = self.cpu {
+            println!(
+                "  CPU a pass (median, 10 ms ticks): direct process {:.0} ms; serve: the hook {:.0} ms ({:.2} x), mesh-provide {:.0} ms",
+                ms(cpu.direct),
+                ms(cpu.hook),
+                ms(cpu.hook) / ms(cpu.direct).max(1.0),
+                ms(cpu.provide)
+            );
+        }
     }
 }

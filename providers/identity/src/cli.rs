@@ -17,8 +17,7 @@
 //! Exit codes: 0 after a graceful stop (SIGINT/SIGTERM), 1 when the provider
 //! cannot run (bad configuration, unreadable password file, bus setup), 2
 //! for a bad command line, 130 or 143 when a stop had to be forced (not
-//! ended 10 s after SIGINT or SIGTERM, or a second signal: docs/contracts.md,
-//! section 7, "Stopping").
+//! ended 10 s after SIGINT or SIGTERM, or a second signal: docs/contracts/command-lines.md#stopping).
 
 use std::path::PathBuf;
 use std::time::Duration;

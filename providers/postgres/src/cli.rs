@@ -11,8 +11,7 @@
 //! cannot run (bad configuration, unreadable password file, an
 //! administrator lacking `CREATEROLE`, `CREATEDB` or `INHERIT`, bus setup),
 //! 2 for a bad command line, 130 or 143 when a stop had to be forced (not
-//! ended 10 s after SIGINT or SIGTERM, or a second signal: docs/contracts.md,
-//! section 7, "Stopping").
+//! ended 10 s after SIGINT or SIGTERM, or a second signal: docs/contracts/command-lines.md#stopping).
 //!
 //! At start the binary logs in as the administrator once and checks its
 //! attributes ([`PostgresProvisioner::check_admin`]): one lacking a

@@ -1,6 +1,6 @@
 //! `--metrics-listen ADDR`: a small HTTP server with `/metrics` (Prometheus
 //! text), `/healthz` and `/readyz`. Each answers 200 with a line of text, or
-//! 503 with the reason; anything else is 404 (docs/contracts.md, section 9).
+//! 503 with the reason; anything else is 404 (docs/contracts/metrics.md).
 //!
 //! As Kubernetes' liveness and readiness probes (and controller-runtime's
 //! `livez`/`readyz`) mean them:

@@ -14,8 +14,7 @@ use super::servers::{self, UrlCredentials};
 use crate::backoff::Backoff;
 use crate::redact::shown_url;
 
-/// The reconnect delays: 100 ms, doubling, at most 2 s (docs/contracts.md,
-/// section 4.5).
+/// The reconnect delays: 100 ms, doubling, at most 2 s (docs/contracts/bus.md#connections-and-inbox-prefixes).
 const RECONNECT: Backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(2));
 
 /// The server when `--nats` is not given.

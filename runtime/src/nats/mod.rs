@@ -1,4 +1,4 @@
-//! How a mesh client reaches NATS (docs/contracts.md, section 4.5): the
+//! How a mesh client reaches NATS (docs/contracts/bus.md#connections-and-inbox-prefixes): the
 //! servers of one cluster, how the client proves who it is (a user and
 //! password, a `.creds` file, an nkey seed, or a user and password inside
 //! the URLs), and TLS (a CA to check the server, a client certificate for

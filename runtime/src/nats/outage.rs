@@ -1,6 +1,5 @@
 //! What a client says about its connection to the bus while it is away, as
-//! a pure state machine the event callback feeds (docs/contracts.md,
-//! section 9, "Logs").
+//! a pure state machine the event callback feeds (docs/contracts/metrics.md#logs).
 //!
 //! async-nats reports every failed round of connection attempts (every
 //! 2 s at the longest reconnect delay) as a client error. Said each time,

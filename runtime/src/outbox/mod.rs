@@ -1,7 +1,6 @@
 //! Events that must arrive: published through JetStream, awaiting the
 //! stream's ack; an event not acknowledged stays pending (the newest per
-//! [`Key`]) and is sent again with the same message id (docs/contracts.md,
-//! section 4.3).
+//! [`Key`]) and is sent again with the same message id (docs/contracts/bus.md#delivery).
 //!
 //! [`Outbox`] keeps what must still be sent; [`publish_loop`] drains it into
 //! an [`EventSink`] ([`JetStreamSink`] in production, a recording fake in

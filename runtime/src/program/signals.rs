@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 use crate::stop::Stop;
 
 /// How long a program may take to end after the first SIGINT or SIGTERM
-/// before the shell ends it anyway (docs/contracts.md, section 7).
+/// before the shell ends it anyway (docs/contracts/command-lines.md#stopping).
 pub const STOP_WITHIN: Duration = Duration::from_secs(10);
 
 /// A stop signal.

@@ -1,5 +1,5 @@
 //! The declaration: which modules run on which machines, what they provide
-//! and what they require from whom (docs/contracts.md, section 5).
+//! and what they require from whom (docs/contracts/declaration.md).
 //!
 //! Parsed entry by entry, like the contributions file: an entry (or one
 //! requirement of an entry) that is invalid is refused with an error naming
