@@ -377,6 +377,15 @@ async fn pages_render_as_status_says_escape_what_providers_say_and_follow_a_chan
         let (code, body) = get(&client, &format!("{base}{path}")).await;
         assert_eq!(code, 404, "{path}: {body}");
     }
+    // No token: a request under another name (DNS rebinding) is refused.
+    let renamed = client
+        .get(format!("{base}/"))
+        .header("host", format!("mesh.evil.example:{}", console.port))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(renamed.status(), 403);
+    assert!(!renamed.text().await.unwrap().contains("forge@app-1"));
     let css = client
         .get(format!("{base}/assets/console.css"))
         .send()

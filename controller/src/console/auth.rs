@@ -5,7 +5,7 @@
 //! start (random), never the token itself: a stolen cookie dies with the
 //! process, and the token stays only in the operator's file.
 
-use axum::http::header::{AUTHORIZATION, COOKIE};
+use axum::http::header::{AUTHORIZATION, COOKIE, HOST};
 use axum::http::HeaderMap;
 use mesh_runtime::Secret;
 use subtle::ConstantTimeEq;
@@ -86,6 +86,32 @@ impl Access {
         bearer || cookie
     }
 
+    /// Whether a request with `headers` may be answered at all: with a
+    /// token, always (the token decides); without one, only when it was
+    /// sent to an IP address or `localhost` (its `Host`), so a web page
+    /// whose name an attacker points at 127.0.0.1 (DNS rebinding) cannot
+    /// read a console that asks for no token.
+    pub(crate) fn host_allowed(&self, headers: &HeaderMap) -> bool {
+        if self.token.is_some() {
+            return true;
+        }
+        let Some(host) = headers.get(HOST).and_then(|h| h.to_str().ok()) else {
+            // HTTP/1.0 without a Host: no name was used.
+            return true;
+        };
+        let name = match host.strip_prefix('[') {
+            // [::1]:9480
+            Some(rest) => {
+                return rest
+                    .split(']')
+                    .next()
+                    .is_some_and(|ip| ip.parse::<std::net::Ipv6Addr>().is_ok())
+            }
+            None => host.rsplit_once(':').map_or(host, |(name, _port)| name),
+        };
+        name.eq_ignore_ascii_case("localhost") || name.parse::<std::net::Ipv4Addr>().is_ok()
+    }
+
     /// The `Set-Cookie` value a right login gets: HttpOnly, SameSite=Strict,
     /// Secure under TLS, for the whole console.
     pub(crate) fn set_cookie(&self) -> String {
@@ -119,6 +145,36 @@ mod tests {
             !open.is_token(""),
             "no form login opens a console with no token"
         );
+    }
+
+    #[test]
+    fn without_a_token_only_requests_to_an_address_or_localhost_are_answered() {
+        let open = Access::new(None, false).unwrap();
+        for (host, answered) in [
+            ("127.0.0.1:9480", true),
+            ("127.0.0.1", true),
+            ("10.0.0.7:9480", true),
+            ("localhost:9480", true),
+            ("LOCALHOST", true),
+            ("[::1]:9480", true),
+            ("evil.example:9480", false),
+            ("evil.example", false),
+            ("localhost.evil.example", false),
+            ("127.0.0.1.nip.io:9480", false),
+            ("[evil]:1", false),
+        ] {
+            assert_eq!(
+                open.host_allowed(&headers(&[(HOST, host)])),
+                answered,
+                "{host}"
+            );
+        }
+        assert!(
+            open.host_allowed(&HeaderMap::new()),
+            "no Host: no name used"
+        );
+        let guarded = Access::new(Some(Secret::new("t")), false).unwrap();
+        assert!(guarded.host_allowed(&headers(&[(HOST, "console.example")])));
     }
 
     #[test]

@@ -210,8 +210,20 @@ async fn headers(request: Request, next: Next) -> Response {
     response
 }
 
-/// 401 with the login form, unless the request may read.
+/// 403 for a request to a name when no token is asked (see
+/// [`Access::host_allowed`]); 401 with the login form, unless the request
+/// may read.
 async fn guard(State(console): State<Arc<Console>>, request: Request, next: Next) -> Response {
+    if !console.access.host_allowed(request.headers()) {
+        let page = notice(
+            "",
+            "not served under this name",
+            "This console asks for no token, so it answers only requests to an IP address or \
+             localhost (a page under another name could be a site that points its name here). \
+             Give it --token-file to serve it under a name.",
+        );
+        return html_response(StatusCode::FORBIDDEN, &page);
+    }
     if console.access.allows(request.headers()) {
         return next.run(request).await;
     }
