@@ -473,6 +473,10 @@ async fn pages_render_as_status_says_escape_what_providers_say_and_follow_a_chan
     assert!(away.contains("cannot read the store: "), "{away}");
     assert!(!away.contains("forge@app-1"), "{away}");
     assert_no_secret("the page of a store away", &away);
+    // Three more rounds of the reader (500 ms each) while the store is away.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let said = console.log_text().matches("its pages say so").count();
+    assert_eq!(said, 1, "said once while it lasts: {}", console.log_text());
     assert_no_secret("the console's log", &console.log_text());
     drop(more);
     drop(console);

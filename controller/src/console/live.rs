@@ -99,6 +99,8 @@ impl Live {
     pub(crate) async fn run(self: Arc<Self>) {
         let mut store = PgStore::new(self.options.clone());
         let mut next_id: u64 = 1;
+        // The store's last error, said once while it lasts (not twice a second).
+        let mut unreadable_since: Option<String> = None;
         loop {
             let keys: Vec<PageKey> = {
                 let followed = self.followed.lock().expect("not poisoned");
@@ -111,13 +113,15 @@ impl Live {
             let began = tokio::time::Instant::now();
             let now = Timestamp::now();
             let mut reads = Reads::default();
+            let mut failed = None;
             for key in keys {
                 let main = match self.pages.render(&mut store, &mut reads, &key, now).await {
                     Ok(Some(page)) => page.main,
                     Ok(None) => continue,
                     Err(error) => {
-                        tracing::warn!(error = %error, page = %key.path(), "the console cannot read the store");
-                        unreadable(&key, &error).main
+                        let main = unreadable(&key, &error).main;
+                        failed = Some(error.to_string());
+                        main
                     }
                 };
                 let followed = self.followed.lock().expect("not poisoned");
@@ -135,6 +139,14 @@ impl Live {
                     next_id += 1;
                 }
             }
+            match (&failed, &unreadable_since) {
+                (Some(error), None) => {
+                    tracing::warn!(error = %error, "the console cannot read the store; its pages say so")
+                }
+                (None, Some(_)) => tracing::info!("the console reads the store again"),
+                _ => {}
+            }
+            unreadable_since = failed;
             tokio::time::sleep_until(began + READ_EVERY).await;
         }
     }
