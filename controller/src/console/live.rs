@@ -113,14 +113,24 @@ impl Live {
             let began = tokio::time::Instant::now();
             let now = Timestamp::now();
             let mut reads = Reads::default();
-            let mut failed = None;
+            let mut failed: Option<String> = None;
             for key in keys {
-                let main = match self.pages.render(&mut store, &mut reads, &key, now).await {
+                // Once the store failed this round, the other pages say so
+                // without waiting for it again.
+                let rendered = match &failed {
+                    Some(error) => Err(error.clone()),
+                    None => self
+                        .pages
+                        .render(&mut store, &mut reads, &key, now)
+                        .await
+                        .map_err(|e| e.to_string()),
+                };
+                let main = match rendered {
                     Ok(Some(page)) => page.main,
                     Ok(None) => continue,
                     Err(error) => {
                         let main = unreadable(&key, &error).main;
-                        failed = Some(error.to_string());
+                        failed = Some(error);
                         main
                     }
                 };

@@ -342,7 +342,7 @@ impl Pages {
 
 /// The page saying the store cannot be read now (never an old page kept
 /// green): `status`'s reason.
-pub(crate) fn unreadable(key: &PageKey, error: &PgError) -> Page {
+pub(crate) fn unreadable(key: &PageKey, error: &dyn std::fmt::Display) -> Page {
     notice(
         &key.path(),
         "the store cannot be read",
