@@ -205,7 +205,7 @@ fn a_provider_restart_on_a_healthy_mesh_produces_no_failing_entry() {
     let mut mesh = healthy_mesh();
     mesh.stop_provider();
     mesh.start_provider();
-    wait_log(&mesh, "saying recovered", 3);
+    wait_log(&mesh, "publishing recovered", 3);
     // Several passes later, still nothing failing.
     let deadline = Instant::now() + Duration::from_secs(3);
     while Instant::now() < deadline {
@@ -216,7 +216,7 @@ fn a_provider_restart_on_a_healthy_mesh_produces_no_failing_entry() {
         );
         std::thread::sleep(Duration::from_millis(300));
     }
-    assert!(!mesh.provider_log().contains("saying failing"));
+    assert!(!mesh.provider_log().contains("publishing failing"));
 }
 
 #[test]
@@ -226,7 +226,11 @@ fn a_recovery_said_while_the_controller_is_stopped_lands_after_it_restarts() {
     mesh.wait_status("wiki failing", |s| failing(s) == ["wiki"]);
     mesh.stop_controller();
     mesh.secret("wiki", Some("minted-wiki-secret"));
-    wait_log(&mesh, "saying recovered consumer=wiki reason=success", 1);
+    wait_log(
+        &mesh,
+        "publishing recovered consumer=wiki reason=success",
+        1,
+    );
     std::thread::sleep(Duration::from_secs(1));
     assert_eq!(
         failing(&mesh.status().unwrap()),
@@ -250,7 +254,11 @@ fn a_recovery_said_while_the_store_is_stopped_lands_after_it_returns() {
     let (code, _, err) = mesh.controller(&["status"]);
     assert_eq!(code, 2, "exit 2 when the store is unreadable: {err}");
     mesh.secret("wiki", Some("minted-wiki-secret"));
-    wait_log(&mesh, "saying recovered consumer=wiki reason=success", 1);
+    wait_log(
+        &mesh,
+        "publishing recovered consumer=wiki reason=success",
+        1,
+    );
     std::thread::sleep(Duration::from_secs(2));
     mesh.store.start_again();
     mesh.wait_status("wiki gone", |s| all_well(s) && failing(s).is_empty());
@@ -508,10 +516,14 @@ fn a_withdrawn_consumer_that_was_never_made_leaves_status() {
     mesh.list(&["forge", "wiki", "docs"]);
     let status = mesh.wait_status("all well", |s| all_well(s) && failing(s).is_empty());
     assert_eq!(unheard(&status), Vec::<String>::new());
-    wait_log(&mesh, "saying recovered consumer=blog reason=withdrawn", 1);
+    wait_log(
+        &mesh,
+        "publishing recovered consumer=blog reason=withdrawn",
+        1,
+    );
     assert_eq!(
         mesh.provider_log()
-            .matches("saying recovered consumer=blog")
+            .matches("publishing recovered consumer=blog")
             .count(),
         1,
         "said once:\n{}",

@@ -11,7 +11,7 @@ pub const STREAM: &str = "MESH_EVENTS";
 /// emitter (machine, module) and the kind.
 pub const STREAM_SUBJECTS: &str = subject::PROVISIONER_EVENTS;
 
-/// The stream's subject filter for grant words (`mesh-grants`): a wildcard
+/// The stream's subject filter for grant events (`mesh-grants`): a wildcard
 /// for the emitter (machine, consumer) and the kind.
 pub const GRANT_SUBJECTS: &str = subject::GRANT_EVENTS;
 

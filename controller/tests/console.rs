@@ -143,7 +143,7 @@ async fn setup() -> Setup {
     assert!(migrated.status.success(), "{migrated:?}");
     let options = DatabaseOptions::new(&owner_url, Some(&pg.superuser_password_file())).unwrap();
     let mut owner = PgStore::new(options);
-    // A store that gets every word the stream holds, and a serve that follows.
+    // A store that gets every event the stream holds, and a serve that follows.
     owner.record_begins(false).await.unwrap();
     owner
         .stream_epoch("MESH_EVENTS", SystemTime::UNIX_EPOCH)

@@ -474,7 +474,7 @@ async fn status_and_node_show_on_a_live_store() {
     assert_eq!(
         out.lines().collect::<Vec<_>>(),
         [
-            "not all well: the controller has never followed words (is mesh-controller serve \
+            "not all well: the controller has never followed events (is mesh-controller serve \
              running and on the bus?), 0 consumers failing",
             "  no mesh-controller serve has recorded itself in this store",
         ]
@@ -1240,7 +1240,7 @@ async fn the_controller_record_retired_consumers_and_a_new_store_on_a_live_store
     assert_eq!(
         out.lines().collect::<Vec<_>>(),
         [
-            "not all well: the controller has never followed words (is mesh-controller serve \
+            "not all well: the controller has never followed events (is mesh-controller serve \
              running and on the bus?), 0 consumers failing",
             "  mesh-controller serve on ctl-1 (pid 4242, started 2026-10-05T00:00:00Z) has not \
              caught up with the event stream yet",

@@ -1,5 +1,5 @@
 //! The agent: every `check_every`, the grants file re-read and each grant
-//! checked from its consumer's position, its standing fed, words put on the
+//! checked from its consumer's position, its standing fed, events put on the
 //! outbox (pending and sent again until JetStream acknowledges them).
 
 use std::collections::HashMap;
@@ -23,9 +23,9 @@ use tokio::time::Instant;
 
 use crate::dial::{dial, namespace, Runtime};
 use crate::file::{Grant, GrantKey, Source};
-use crate::standing::{Check, GrantRules, GrantStanding, Said};
+use crate::standing::{Check, GrantPublish, GrantRules, GrantStanding};
 
-/// Free text of a word is cut to this many characters (as a provider's errors are).
+/// Free text of an event is cut to this many characters (as a provider's errors are).
 const MAX_WORDS: usize = 200;
 
 /// Everything configurable about the agent.
@@ -66,8 +66,8 @@ pub struct Round {
     pub failed: usize,
     /// Of which not checked (no port, not running).
     pub unchecked: usize,
-    /// Words put on the outbox.
-    pub said: Vec<Event>,
+    /// Events put on the outbox.
+    pub published: Vec<Event>,
     /// Errors of the grants file this round.
     pub file_errors: Vec<String>,
 }
@@ -143,7 +143,7 @@ pub struct Agent {
 }
 
 impl Agent {
-    /// An agent reading the grants file at `path`, saying its words on `outbox`.
+    /// An agent reading the grants file at `path`, publishing its events on `outbox`.
     pub fn new(
         path: impl Into<std::path::PathBuf>,
         settings: Settings,
@@ -175,7 +175,7 @@ impl Agent {
         self.standings.get(key)
     }
 
-    /// One round: the file read, every grant checked, standings fed, words said.
+    /// One round: the file read, every grant checked, standings fed, events published.
     pub async fn check(&mut self) -> Round {
         let grants = self.source.load().map(|loaded| loaded.list.clone());
         let file_errors = self.source.problems().to_vec();
@@ -218,16 +218,16 @@ impl Agent {
                 Check::Unchecked(_) => round.unchecked += 1,
             }
             let standing = self.standings.entry(grant.key()).or_default();
-            let Some(said) = standing.observe(check, now, &settings.rules) else {
+            let Some(due) = standing.observe(check, now, &settings.rules) else {
                 continue;
             };
-            let event = self.event(grant, said, now);
+            let event = self.event(grant, due, now);
             log(grant, &event);
             self.outbox.put(
                 event_subject(&grants.machine, &grant.consumer, event.kind()),
                 &event,
             );
-            round.said.push(event);
+            round.published.push(event);
         }
         self.update_metrics();
         self.metrics.checks.fetch_add(1, Ordering::Relaxed);
@@ -256,10 +256,10 @@ impl Agent {
         }
     }
 
-    fn event(&self, grant: &Grant, said: Said, now: Instant) -> Event {
+    fn event(&self, grant: &Grant, due: GrantPublish, now: Instant) -> Event {
         let said_at = self.clock.at(now);
-        match said {
-            Said::Unreachable {
+        match due {
+            GrantPublish::Unreachable {
                 failures,
                 failing_since,
                 last_reachable_at,
@@ -276,7 +276,7 @@ impl Agent {
                 error: cut(&error, MAX_WORDS),
                 said_at,
             }),
-            Said::Reachable(recovery) => Event::Reachable(GrantReachable {
+            GrantPublish::Reachable(recovery) => Event::Reachable(GrantReachable {
                 v: VERSION,
                 provision: grant.provision.clone(),
                 from: grant.from.clone(),
@@ -288,7 +288,7 @@ impl Agent {
                 },
                 said_at,
             }),
-            Said::Unchecked(reason) => Event::Unchecked(GrantUnchecked {
+            GrantPublish::Unchecked(reason) => Event::Unchecked(GrantUnchecked {
                 v: VERSION,
                 provision: grant.provision.clone(),
                 from: grant.from.clone(),
@@ -315,13 +315,13 @@ fn log(grant: &Grant, event: &Event) {
     let (consumer, from) = (&grant.consumer, &grant.from);
     match event {
         Event::Unreachable(b) => {
-            tracing::warn!(%consumer, %from, address = %b.address, port = b.port, failures = b.failures, error = %b.error, "saying grant unreachable")
+            tracing::warn!(%consumer, %from, address = %b.address, port = b.port, failures = b.failures, error = %b.error, "publishing grant unreachable")
         }
         Event::Reachable(b) => {
-            tracing::info!(%consumer, %from, reason = b.reason.as_str(), "saying grant reachable")
+            tracing::info!(%consumer, %from, reason = b.reason.as_str(), "publishing grant reachable")
         }
         Event::Unchecked(b) => {
-            tracing::info!(%consumer, %from, reason = %b.reason, "saying grant unchecked")
+            tracing::info!(%consumer, %from, reason = %b.reason, "publishing grant unchecked")
         }
         _ => {}
     }

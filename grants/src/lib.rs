@@ -11,9 +11,9 @@
 //! - [`file`](mod@file): the grants file, re-read every check, last good list kept.
 //! - [`dial`]: one connection from inside a network namespace (`setns` on a
 //!   dedicated thread), or a container's, found through its runtime.
-//! - [`standing`]: what to say about one grant (pure, on mesh-runtime's
+//! - [`standing`]: what to publish about one grant (pure, on mesh-runtime's
 //!   streak machinery).
-//! - [`agent`]: a round of checks and the words it puts on the outbox.
+//! - [`agent`]: a round of checks and the events it puts on the outbox.
 //! - [`cli`]: the command line and the run.
 
 pub mod agent;

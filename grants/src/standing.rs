@@ -54,9 +54,9 @@ pub enum Check {
     Unchecked(String),
 }
 
-/// What a standing says.
+/// What a grant's standing publishes.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Said {
+pub enum GrantPublish {
     /// `unreachable`.
     Unreachable {
         /// Failed checks in a row.
@@ -68,7 +68,7 @@ pub enum Said {
         /// The newest failure's words.
         error: String,
     },
-    /// `reachable`, first success after start or after a word was said.
+    /// `reachable`, first success after start or after `unreachable` was published.
     Reachable(Recovery),
     /// `unchecked`, and why.
     Unchecked(String),
@@ -104,13 +104,18 @@ impl GrantStanding {
         self.unchecked.is_some()
     }
 
-    /// Feeds one check at `now`; returns what to say, if anything.
-    pub fn observe(&mut self, check: Check, now: Instant, rules: &GrantRules) -> Option<Said> {
+    /// Feeds one check at `now`; returns what to publish, if anything.
+    pub fn observe(
+        &mut self,
+        check: Check,
+        now: Instant,
+        rules: &GrantRules,
+    ) -> Option<GrantPublish> {
         match check {
             Check::Reached => {
                 self.unchecked = None;
                 self.last_reachable_at = Some(now);
-                self.tracker.succeed().map(Said::Reachable)
+                self.tracker.succeed().map(GrantPublish::Reachable)
             }
             Check::Failed(error) => {
                 self.unchecked = None;
@@ -122,7 +127,7 @@ impl GrantStanding {
                             words.clone_from(&error);
                         }
                     })?;
-                Some(Said::Unreachable {
+                Some(GrantPublish::Unreachable {
                     failures: streak.attempts,
                     failing_since: streak.since,
                     last_reachable_at,
@@ -142,7 +147,7 @@ impl GrantStanding {
                 }
                 self.tracker.mark_reported();
                 self.unchecked = Some((reason.clone(), now));
-                Some(Said::Unchecked(reason))
+                Some(GrantPublish::Unchecked(reason))
             }
         }
     }
@@ -158,7 +163,7 @@ mod tests {
         Check::Failed("connect timed out after 3s".into())
     }
 
-    /// Feeds `checks` one `EVERY` apart; returns (check number, word) said.
+    /// Feeds `checks` one `EVERY` apart; returns (check number, event) published.
     fn drive(s: &mut GrantStanding, start: Instant, checks: &[Check]) -> Vec<(usize, String)> {
         checks
             .iter()
@@ -171,9 +176,9 @@ mod tests {
             .collect()
     }
 
-    fn short(said: &Said, start: Instant) -> String {
-        match said {
-            Said::Unreachable {
+    fn short(due: &GrantPublish, start: Instant) -> String {
+        match due {
+            GrantPublish::Unreachable {
                 failures,
                 failing_since,
                 last_reachable_at,
@@ -183,8 +188,8 @@ mod tests {
                 (*failing_since - start).as_secs(),
                 last_reachable_at.map(|t| (t - start).as_secs())
             ),
-            Said::Reachable(g) => format!("reachable {g:?}"),
-            Said::Unchecked(r) => format!("unchecked {r}"),
+            GrantPublish::Reachable(g) => format!("reachable {g:?}"),
+            GrantPublish::Unchecked(r) => format!("unchecked {r}"),
         }
     }
 

@@ -49,8 +49,8 @@ fn grant(netns: &std::path::Path, address: &str, port: Option<u16>) -> serde_jso
           "address": address, "port": port, "as": "forge", "netns": netns } ] })
 }
 
-fn kinds(said: &[Event]) -> Vec<&'static str> {
-    said.iter().map(|e| e.kind().as_str()).collect()
+fn kinds(published: &[Event]) -> Vec<&'static str> {
+    published.iter().map(|e| e.kind().as_str()).collect()
 }
 
 #[tokio::test]
@@ -63,7 +63,7 @@ async fn issue_145_the_consumers_path_dropped_while_the_machines_stays_open() {
 
     let round = w.agent.check().await;
     assert_eq!(round.reached, 1, "{round:?}");
-    match &round.said[..] {
+    match &round.published[..] {
         [Event::Reachable(b)] => assert_eq!(b.reason, ReachableReason::FirstSuccessAfterStart),
         other => panic!("{other:?}"),
     }
@@ -77,7 +77,7 @@ async fn issue_145_the_consumers_path_dropped_while_the_machines_stays_open() {
         let round = w.agent.check().await;
         assert_eq!(round.failed, 1, "check {n}: {round:?}");
         assert!(
-            round.said.is_empty(),
+            round.published.is_empty(),
             "nothing said before the third: {round:?}"
         );
         // The machine's own position still passes: why the position matters.
@@ -87,7 +87,7 @@ async fn issue_145_the_consumers_path_dropped_while_the_machines_stays_open() {
         );
     }
     let round = w.agent.check().await;
-    match &round.said[..] {
+    match &round.published[..] {
         [Event::Unreachable(b)] => {
             assert_eq!(b.failures, 3);
             assert_eq!(b.port, port);
@@ -104,11 +104,11 @@ async fn issue_145_the_consumers_path_dropped_while_the_machines_stays_open() {
         "a check from the machine passes while the consumer cannot reach it"
     );
     // The fourth says nothing new (repeat every 15 min); the count goes on.
-    assert!(w.agent.check().await.said.is_empty());
+    assert!(w.agent.check().await.published.is_empty());
 
     bed.restore_path(&bed.host_ip);
     let round = w.agent.check().await;
-    match &round.said[..] {
+    match &round.published[..] {
         [Event::Reachable(b)] => assert_eq!(b.reason, ReachableReason::Success),
         other => panic!("{other:?}"),
     }
@@ -131,7 +131,7 @@ async fn a_restarting_provider_says_nothing_and_the_count_rises_and_falls() {
     let addr = first.local_addr().unwrap();
     let listener = first.listen(16).unwrap();
     let mut w = world(grant(&bed.netns(), &bed.host_ip, Some(addr.port())));
-    assert_eq!(kinds(&w.agent.check().await.said), ["reachable"]);
+    assert_eq!(kinds(&w.agent.check().await.published), ["reachable"]);
     let key = (
         mesh_protocol::Name::parse("forge").unwrap(),
         "postgres-database".to_owned(),
@@ -141,13 +141,13 @@ async fn a_restarting_provider_says_nothing_and_the_count_rises_and_falls() {
     drop(listener); // the provider restarts: gone for one check
     let round = w.agent.check().await;
     assert_eq!(round.failed, 1);
-    assert!(round.said.is_empty(), "{round:?}");
+    assert!(round.published.is_empty(), "{round:?}");
     assert_eq!(w.agent.standing(&key).unwrap().failures(), 1);
     let _back = bound(addr).listen(16).unwrap();
     drop(holder);
     let round = w.agent.check().await;
     assert_eq!(round.reached, 1);
-    assert!(round.said.is_empty(), "{round:?}");
+    assert!(round.published.is_empty(), "{round:?}");
     assert_eq!(w.agent.standing(&key).unwrap().failures(), 0);
 }
 
@@ -157,14 +157,14 @@ async fn a_consumer_not_running_is_unchecked_never_unreachable() {
     let gone = PathBuf::from(format!("/run/netns/{}-stopped", bed.name));
     let mut w = world(grant(&gone, &bed.host_ip, Some(9)));
     let round = w.agent.check().await;
-    match &round.said[..] {
+    match &round.published[..] {
         [Event::Unchecked(b)] => assert_eq!(b.reason, NOT_RUNNING),
         other => panic!("{other:?}"),
     }
     for _ in 0..5 {
         let round = w.agent.check().await;
         assert_eq!((round.unchecked, round.failed), (1, 0));
-        assert!(round.said.is_empty(), "{round:?}");
+        assert!(round.published.is_empty(), "{round:?}");
     }
 }
 
@@ -174,7 +174,7 @@ async fn a_grant_with_no_port_is_never_dialled_nor_claimed_checked() {
     let mut w = world(grant(&bed.netns(), &bed.host_ip, None));
     let round = w.agent.check().await;
     assert_eq!((round.reached, round.failed, round.unchecked), (0, 0, 1));
-    match &round.said[..] {
+    match &round.published[..] {
         [Event::Unchecked(b)] => assert_eq!(b.reason, "no port"),
         other => panic!("{other:?}"),
     }

@@ -18,7 +18,7 @@ pub(crate) struct AliveState {
     started: Instant,
     first_pass_ended: Option<Instant>,
     settled: Option<Instant>,
-    last_said: Option<Instant>,
+    last_published: Option<Instant>,
     /// The last pass: consumers listed, of which failing, how long it took.
     pub(crate) last_pass: Option<(u64, u64, Duration)>,
 }
@@ -30,7 +30,7 @@ impl AliveState {
             started,
             first_pass_ended: None,
             settled: None,
-            last_said: None,
+            last_published: None,
             last_pass: None,
         }
     }
@@ -69,13 +69,13 @@ impl AliveState {
     pub(crate) fn due(&self, now: Instant, every: Duration) -> bool {
         self.last_pass.is_some()
             && self
-                .last_said
-                .is_none_or(|said| now.saturating_duration_since(said) >= every)
+                .last_published
+                .is_none_or(|at| now.saturating_duration_since(at) >= every)
     }
 
     /// `alive` was published at `now`.
-    pub(crate) fn said(&mut self, now: Instant) {
-        self.last_said = Some(now);
+    pub(crate) fn published(&mut self, now: Instant) {
+        self.last_published = Some(now);
     }
 }
 
@@ -114,12 +114,12 @@ mod tests {
         assert!(!state.due(at(100), MIN), "nothing before the first pass");
         state.pass_ended(at(0), at(2), 0, 0, MIN);
         assert!(state.due(at(2), MIN), "right after the first pass");
-        state.said(at(2));
+        state.published(at(2));
         // (now, due)
         for (now, due) in [(3, false), (61, false), (62, true), (500, true)] {
             assert_eq!(state.due(at(now), MIN), due, "at {now}");
         }
-        state.said(at(500));
+        state.published(at(500));
         assert!(!state.due(at(559), MIN));
     }
 }

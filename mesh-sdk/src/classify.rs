@@ -53,7 +53,7 @@ const SECRET: &[&str] = &["secret-unreadable", "secret unreadable", "minted secr
 ///
 /// Credential phrases win over reachability phrases (a "login failed: connection
 /// closed" is a refused login); anything unrecognised is [`Class::Refused`].
-pub fn classify_words(text: &str) -> Class {
+pub fn classify_message(text: &str) -> Class {
     let lower = text.to_lowercase();
     let has = |words: &[&str]| words.iter().any(|w| contains_word(&lower, w));
     if has(SECRET) {
@@ -130,21 +130,21 @@ mod tests {
             ("", Class::Refused),
         ];
         for (text, class) in cases {
-            assert_eq!(classify_words(text), class, "{text}");
+            assert_eq!(classify_message(text), class, "{text}");
         }
     }
 
     #[test]
     fn numbers_and_words_match_whole() {
-        assert_eq!(classify_words("row 14012 refused"), Class::Refused);
-        assert_eq!(classify_words("metric timeouts_total=3"), Class::Refused);
-        assert_eq!(classify_words("status 401"), Class::CredentialsRejected);
+        assert_eq!(classify_message("row 14012 refused"), Class::Refused);
+        assert_eq!(classify_message("metric timeouts_total=3"), Class::Refused);
+        assert_eq!(classify_message("status 401"), Class::CredentialsRejected);
     }
 
     #[test]
     fn credentials_win_over_reachability() {
         assert_eq!(
-            classify_words("login failed: connection closed by server"),
+            classify_message("login failed: connection closed by server"),
             Class::CredentialsRejected
         );
     }

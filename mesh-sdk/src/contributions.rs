@@ -173,7 +173,7 @@ impl Label {
         let consumer = value.get("consumer").and_then(|c| c.as_str());
         Label {
             named: consumer
-                .map(|c| format!(" ({:?})", crate::redact::cut(c, 80)))
+                .map(|c| format!(" ({:?})", mesh_runtime::redact::cut(c, 80)))
                 .unwrap_or_default(),
             readable: consumer.and_then(|c| Name::parse(c).ok()),
         }

@@ -37,9 +37,11 @@
 //! provider author needs of it is re-exported here: [`Secret`] (with
 //! [`Secret::from_file`] for an administrator's password file, and
 //! [`SecretFile`] to read it again at each new session) and
-//! [`SecretFileError`], [`Backoff`] (a doubling delay), [`redact`] (an
-//! error's words, a bounded cut), [`ServiceArgs`], [`NatsArgs`] and
-//! [`LogFormat`] (the shared flags).
+//! [`SecretFileError`], [`Backoff`] (a doubling delay) and [`redact`] (an
+//! error's text with its sources, secrets removed, a bounded cut). The flags every mesh service shares (the
+//! bus, `--metrics-listen`, `--log-format`) are [`ProviderArgs::service`]:
+//! an embedder sets them on the value (`args.service.nats.url = …`) with no
+//! name to import.
 //!
 //! ## A complete provider
 //! One folder per consumer holding its credentials (the same provider, with
@@ -127,6 +129,7 @@ mod metrics;
 mod name_map;
 mod program;
 mod provisioner;
+pub mod redact;
 mod repair;
 mod retire;
 mod runner;
@@ -147,7 +150,7 @@ pub use contributions::Consumer;
 pub use mesh_protocol::{Class, Name, NameError, Timestamp};
 pub use mesh_runtime::credentials::StandIn;
 pub use mesh_runtime::secret::SecretFileError;
-pub use mesh_runtime::{redact, Backoff, LogFormat, NatsArgs, Secret, SecretFile, ServiceArgs};
+pub use mesh_runtime::{Backoff, Secret, SecretFile};
 pub use program::{ProviderMain, EXIT_CANNOT_RUN};
 pub use provisioner::{Held, Provisioner};
 pub use repair::{KnownFault, Probe, Repair};

@@ -173,9 +173,9 @@ pub enum Step {
     Repair,
     /// The brake defers the repair until then: publish `braked` (at most
     /// every [`BRAKED_REPEAT_EVERY`]).
-    SayBraked(Instant),
+    PublishBraked(Instant),
     /// The fault went away without a repair: publish `repaired` (the gate opens).
-    SayCleared,
+    PublishCleared,
 }
 
 /// The pure state of one registered fault: gate, probe schedule and brake.
@@ -186,7 +186,7 @@ pub struct FaultState {
     triggered: bool,
     brake: Brake,
     /// When a repair event was last published for this fault.
-    last_said: Option<Instant>,
+    last_published: Option<Instant>,
 }
 
 impl FaultState {
@@ -235,8 +235,8 @@ impl FaultState {
                 self.brake.succeeded();
                 match self.present.take() {
                     Some(_) => {
-                        self.last_said = Some(now);
-                        Step::SayCleared
+                        self.last_published = Some(now);
+                        Step::PublishCleared
                     }
                     None => Step::Nothing,
                 }
@@ -251,11 +251,11 @@ impl FaultState {
                     return Step::Repair;
                 };
                 if self
-                    .last_said
-                    .is_none_or(|said| now.saturating_duration_since(said) >= BRAKED_REPEAT_EVERY)
+                    .last_published
+                    .is_none_or(|at| now.saturating_duration_since(at) >= BRAKED_REPEAT_EVERY)
                 {
-                    self.last_said = Some(now);
-                    return Step::SayBraked(next);
+                    self.last_published = Some(now);
+                    return Step::PublishBraked(next);
                 }
                 Step::Nothing
             }
@@ -266,7 +266,7 @@ impl FaultState {
     /// is gone, else `Err(next attempt)` (the brake engages).
     pub fn repaired(&mut self, verified: Probe, now: Instant) -> Result<(), Instant> {
         self.last_probe = Some(now);
-        self.last_said = Some(now);
+        self.last_published = Some(now);
         match verified {
             Probe::Healthy => {
                 self.present = None;
@@ -358,7 +358,7 @@ mod tests {
     }
 
     #[test]
-    fn braked_is_said_again_every_fifteen_minutes_of_a_deferral() {
+    fn braked_is_published_again_every_fifteen_minutes_of_a_deferral() {
         let start = Instant::now();
         let mut s = FaultState::new(&rules());
         s.probed(Probe::Fault("refused".into()), start);
@@ -368,11 +368,11 @@ mod tests {
         s.repaired(Probe::Fault("refused".into()), start)
             .unwrap_err(); // second deferral: 20 minutes
         let deferred_until = s.brake().next_attempt().unwrap();
-        let said: Vec<u64> = (1..4)
+        let published: Vec<u64> = (1..4)
             .filter_map(|i| {
                 let now = start + Duration::from_secs(300 * i);
                 match s.probed(Probe::Fault("refused".into()), now) {
-                    Step::SayBraked(next) => {
+                    Step::PublishBraked(next) => {
                         assert_eq!(next, deferred_until);
                         Some(300 * i)
                     }
@@ -381,18 +381,18 @@ mod tests {
                 }
             })
             .collect();
-        assert_eq!(said, vec![900]);
+        assert_eq!(published, vec![900]);
     }
 
     #[test]
-    fn a_fault_gone_without_a_repair_is_said_and_releases_the_brake() {
+    fn a_fault_gone_without_a_repair_is_published_and_releases_the_brake() {
         let now = Instant::now();
         let mut s = FaultState::new(&rules());
         s.probed(Probe::Fault("refused".into()), now);
         s.repaired(Probe::Fault("refused".into()), now).unwrap_err();
         assert_eq!(
             s.probed(Probe::Healthy, now + Duration::from_secs(60)),
-            Step::SayCleared
+            Step::PublishCleared
         );
         assert!(s.present().is_none());
         assert!(

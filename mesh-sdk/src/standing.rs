@@ -53,7 +53,7 @@ pub enum Outcome<'a> {
 
 /// What a standing publishes.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Word {
+pub enum Publish {
     /// The consumer keeps failing.
     Failing {
         /// Time of the first failure since the last success (or since start).
@@ -131,7 +131,7 @@ impl Standing {
         outcome: Outcome<'_>,
         now: Instant,
         rules: &StandingRules,
-    ) -> Option<Word> {
+    ) -> Option<Publish> {
         match outcome {
             Outcome::Success => {
                 let recovery = self.tracker.succeed();
@@ -140,7 +140,7 @@ impl Standing {
                 #[cfg(mesh_mutant = "no-restart-recovered")]
                 let recovery = recovery.filter(|r| *r != Recovery::FirstSuccessAfterStart);
                 recovery.map(|recovery| {
-                    Word::Recovered(match recovery {
+                    Publish::Recovered(match recovery {
                         Recovery::Success => RecoveredReason::Success,
                         Recovery::FirstSuccessAfterStart => RecoveredReason::FirstSuccessAfterStart,
                     })
@@ -161,7 +161,7 @@ impl Standing {
                         }
                     },
                 )?;
-                Some(Word::Failing {
+                Some(Publish::Failing {
                     since: failure.since,
                     attempts: failure.attempts,
                     class: failure.class,
@@ -174,16 +174,16 @@ impl Standing {
     /// The consumer was withdrawn and the backend does not hold it: publish
     /// `recovered` (`withdrawn`) when `failing` was published for it since start
     /// (else nothing); the caller forgets the standing.
-    pub fn withdraw(&self) -> Option<Word> {
+    pub fn withdraw(&self) -> Option<Publish> {
         self.tracker
             .is_reported()
-            .then_some(Word::Recovered(RecoveredReason::Withdrawn))
+            .then_some(Publish::Recovered(RecoveredReason::Withdrawn))
     }
 
     /// The consumer was retired: publish `recovered` (`retired`) and forget it.
-    pub fn retire(&mut self) -> Word {
+    pub fn retire(&mut self) -> Publish {
         self.tracker = Tracker::after_success();
-        Word::Recovered(RecoveredReason::Retired)
+        Publish::Recovered(RecoveredReason::Retired)
     }
 }
 
@@ -210,7 +210,7 @@ mod tests {
         standing: &mut Standing,
         start: Instant,
         outcomes: &[Outcome<'_>],
-    ) -> Vec<(u64, Word)> {
+    ) -> Vec<(u64, Publish)> {
         outcomes
             .iter()
             .enumerate()
@@ -227,10 +227,13 @@ mod tests {
     fn first_success_after_start_says_recovered_once() {
         let start = Instant::now();
         let mut s = Standing::new();
-        let words = drive(&mut s, start, &[Outcome::Success; 10]);
+        let published = drive(&mut s, start, &[Outcome::Success; 10]);
         assert_eq!(
-            words,
-            vec![(0, Word::Recovered(RecoveredReason::FirstSuccessAfterStart))]
+            published,
+            vec![(
+                0,
+                Publish::Recovered(RecoveredReason::FirstSuccessAfterStart)
+            )]
         );
     }
 
@@ -242,10 +245,10 @@ mod tests {
         let mut outcomes = vec![Outcome::Success];
         outcomes.extend([fail(Class::Unreachable); 61]);
         outcomes.push(Outcome::Success);
-        let words = drive(&mut Standing::re_enabled(), start, &outcomes);
-        let at: Vec<u64> = words.iter().map(|(t, _)| *t).collect();
+        let published = drive(&mut Standing::re_enabled(), start, &outcomes);
+        let at: Vec<u64> = published.iter().map(|(t, _)| *t).collect();
         assert_eq!(at, vec![305, 310], "failing after 5 min, then recovered");
-        assert_eq!(words[1].1, Word::Recovered(RecoveredReason::Success));
+        assert_eq!(published[1].1, Publish::Recovered(RecoveredReason::Success));
     }
 
     #[test]
@@ -254,12 +257,12 @@ mod tests {
         let mut s = Standing::new();
         // 60 failures: t = 0 .. 295 s; the 61st at 300 s publishes failing.
         let outcomes = vec![fail(Class::CredentialsRejected); 61];
-        let words = drive(&mut s, start, &outcomes);
+        let published = drive(&mut s, start, &outcomes);
         assert_eq!(
-            words,
+            published,
             vec![(
                 300,
-                Word::Failing {
+                Publish::Failing {
                     since: start,
                     attempts: 61,
                     class: Class::CredentialsRejected,
@@ -287,16 +290,19 @@ mod tests {
         outcomes.extend(vec![fail(Class::Unreachable); 50]); // 5 s .. 250 s
         outcomes.push(Outcome::Success); // 255 s
         outcomes.extend(vec![fail(Class::Unreachable); 61]); // 260 s .. 560 s
-        let words = drive(&mut s, start, &outcomes);
-        assert_eq!(words.len(), 2, "{words:?}");
+        let published = drive(&mut s, start, &outcomes);
+        assert_eq!(published.len(), 2, "{published:?}");
         assert_eq!(
-            words[0],
-            (0, Word::Recovered(RecoveredReason::FirstSuccessAfterStart))
+            published[0],
+            (
+                0,
+                Publish::Recovered(RecoveredReason::FirstSuccessAfterStart)
+            )
         );
-        match &words[1] {
+        match &published[1] {
             (
                 560,
-                Word::Failing {
+                Publish::Failing {
                     since, attempts, ..
                 },
             ) => {
@@ -313,13 +319,13 @@ mod tests {
         let mut s = Standing::new();
         // 1 hour of failures, a pass every 5 s.
         let outcomes = vec![fail(Class::Unreachable); 12 * 60 + 1];
-        let words = drive(&mut s, start, &outcomes);
-        let times: Vec<u64> = words.iter().map(|(t, _)| *t).collect();
+        let published = drive(&mut s, start, &outcomes);
+        let times: Vec<u64> = published.iter().map(|(t, _)| *t).collect();
         assert_eq!(times, vec![300, 1200, 2100, 3000]);
-        let attempts: Vec<u64> = words
+        let attempts: Vec<u64> = published
             .iter()
             .map(|(_, w)| match w {
-                Word::Failing {
+                Publish::Failing {
                     attempts, since, ..
                 } => {
                     assert_eq!(*since, start);
@@ -337,9 +343,12 @@ mod tests {
         let mut s = Standing::new();
         let mut outcomes = vec![fail(Class::Refused); 61];
         outcomes.extend([Outcome::Success, Outcome::Success]);
-        let words = drive(&mut s, start, &outcomes);
-        assert_eq!(words.len(), 2);
-        assert_eq!(words[1], (305, Word::Recovered(RecoveredReason::Success)));
+        let published = drive(&mut s, start, &outcomes);
+        assert_eq!(published.len(), 2);
+        assert_eq!(
+            published[1],
+            (305, Publish::Recovered(RecoveredReason::Success))
+        );
         assert!(!s.is_failing_published());
         assert!(s.failure().is_none());
     }
@@ -351,10 +360,13 @@ mod tests {
         let mut outcomes = vec![Outcome::Success];
         outcomes.extend(vec![fail(Class::Refused); 10]);
         outcomes.push(Outcome::Success);
-        let words = drive(&mut s, start, &outcomes);
+        let published = drive(&mut s, start, &outcomes);
         assert_eq!(
-            words,
-            vec![(0, Word::Recovered(RecoveredReason::FirstSuccessAfterStart))]
+            published,
+            vec![(
+                0,
+                Publish::Recovered(RecoveredReason::FirstSuccessAfterStart)
+            )]
         );
     }
 
@@ -376,12 +388,12 @@ mod tests {
             };
             31
         ]);
-        let words = drive(&mut s, start, &outcomes);
+        let published = drive(&mut s, start, &outcomes);
         assert_eq!(
-            words,
+            published,
             vec![(
                 300,
-                Word::Failing {
+                Publish::Failing {
                     since: start,
                     attempts: 61,
                     class: Class::Unreachable,
@@ -398,8 +410,8 @@ mod tests {
         let mut outcomes = vec![fail(Class::Refused); 61];
         outcomes.push(Outcome::Success); // 305
         outcomes.extend(vec![fail(Class::Refused); 61]); // 310 .. 610
-        let words = drive(&mut s, start, &outcomes);
-        let times: Vec<u64> = words.iter().map(|(t, _)| *t).collect();
+        let published = drive(&mut s, start, &outcomes);
+        let times: Vec<u64> = published.iter().map(|(t, _)| *t).collect();
         assert_eq!(times, vec![300, 305, 610]);
     }
 
@@ -413,7 +425,7 @@ mod tests {
         let later = start + Duration::from_secs(400);
         assert!(matches!(
             s.observe(fail(Class::Refused), later, &r),
-            Some(Word::Failing { attempts: 2, .. })
+            Some(Publish::Failing { attempts: 2, .. })
         ));
         // Repeat is measured from when it was published.
         assert_eq!(
@@ -431,7 +443,7 @@ mod tests {
         let mut s = Standing::new();
         drive(&mut s, start, &vec![fail(Class::Refused); 61]);
         assert!(s.is_failing_published());
-        assert_eq!(s.retire(), Word::Recovered(RecoveredReason::Retired));
+        assert_eq!(s.retire(), Publish::Recovered(RecoveredReason::Retired));
         assert!(!s.is_failing_published());
         assert!(s.failure().is_none());
         // Re-listed and succeeding later: nothing more to publish.

@@ -469,7 +469,7 @@ impl LogCapture {
 
 /// One event the loop published, as a test reads it: its kind (`failing`,
 /// `recovered`, `retirement`, `repair`) and its JSON body.
-pub type Said = (String, serde_json::Value);
+pub type Published = (String, serde_json::Value);
 
 /// Takes every event pending on `outbox`, oldest key first, as a bus that
 /// acknowledged them all would; the outbox is then empty.
@@ -477,7 +477,7 @@ pub type Said = (String, serde_json::Value);
 /// # Panics
 /// On a subject that is not a provisioner event subject, or a body that is
 /// not JSON: either is a bug of the loop.
-pub fn drain(outbox: &Outbox) -> Vec<Said> {
+pub fn drain(outbox: &Outbox) -> Vec<Published> {
     let mut out = Vec::new();
     for (key, pending) in outbox.snapshot() {
         let Some((_, _, kind)) = parse_event_subject(&pending.subject) else {
@@ -492,8 +492,9 @@ pub fn drain(outbox: &Outbox) -> Vec<Said> {
 
 /// `kind:consumer:what` of each event, in order, where `what` is its
 /// reason, action or class (empty for a repair).
-pub fn kinds(said: &[Said]) -> Vec<String> {
-    said.iter()
+pub fn kinds(published: &[Published]) -> Vec<String> {
+    published
+        .iter()
         .map(|(kind, body)| {
             let what = body
                 .get("reason")
@@ -561,8 +562,9 @@ pub const BRAKE_SCHEDULE: [(u64, u64); 7] = [
 
 /// `(said_at, next_attempt_at)` in minutes from `start` of each `failed`
 /// repair event; compare with [`BRAKE_SCHEDULE`].
-pub fn failed_repairs(said: &[Said], start: Timestamp) -> Vec<(u64, u64)> {
-    said.iter()
+pub fn failed_repairs(published: &[Published], start: Timestamp) -> Vec<(u64, u64)> {
+    published
+        .iter()
         .filter(|(kind, body)| kind == "repair" && body["outcome"] == "failed")
         .map(|(_, body)| {
             (

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use mesh_sdk::run_until;
 use mesh_sdk::testing::{FakeProvisioner, LogCapture};
-use mesh_sdk::{NatsArgs, ProviderArgs, ServiceArgs};
+use mesh_sdk::ProviderArgs;
 use mesh_test_support::{create_events_stream, NatsServer};
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
@@ -17,19 +17,14 @@ use tokio::task::JoinHandle;
 const WAIT: Duration = Duration::from_secs(20);
 
 fn args(dir: &Path, nats: &str) -> ProviderArgs {
-    ProviderArgs {
+    let mut args = ProviderArgs {
         pass_every: Duration::from_millis(100),
         failing_after: Duration::from_millis(500),
-        service: ServiceArgs {
-            nats: NatsArgs {
-                url: nats.into(),
-                ..NatsArgs::default()
-            },
-            ack_timeout: Duration::from_millis(500),
-            ..ServiceArgs::default()
-        },
         ..ProviderArgs::with_defaults(dir.join("contributions.json"))
-    }
+    };
+    args.service.nats.url = nats.into();
+    args.service.ack_timeout = Duration::from_millis(500);
+    args
 }
 
 /// Writes a contributions file for `postgres@db-1` listing `consumers`; a

@@ -81,8 +81,8 @@ impl World {
         testing::passes(&mut self.runner, n, PASS).await;
     }
 
-    /// Takes every word said so far: (kind, body).
-    fn said(&self) -> Vec<(String, Value)> {
+    /// Takes every word published so far: (kind, body).
+    fn published(&self) -> Vec<(String, Value)> {
         testing::drain(&self.outbox)
     }
 }
@@ -91,8 +91,8 @@ impl World {
 async fn first_success_of_each_consumer_after_start_is_announced() {
     let mut w = World::new(&["forge", "wiki"]);
     w.passes(3).await;
-    let said = w.said();
-    let mut k = kinds(&said);
+    let published = w.published();
+    let mut k = kinds(&published);
     k.sort();
     assert_eq!(
         k,
@@ -102,8 +102,8 @@ async fn first_success_of_each_consumer_after_start_is_announced() {
         ]
     );
     assert_eq!(
-        said[0].1,
-        json!({"v":1,"consumer":said[0].1["consumer"],"consumer_machine":"app-1","provision":"postgres-database",
+        published[0].1,
+        json!({"v":1,"consumer":published[0].1["consumer"],"consumer_machine":"app-1","provision":"postgres-database",
                "reason":"first-success-after-start","said_at":T0})
     );
 
@@ -124,7 +124,7 @@ async fn first_success_of_each_consumer_after_start_is_announced() {
 async fn failing_after_five_minutes_repeated_every_fifteen_then_recovered() {
     let mut w = World::new(&["forge", "wiki"]);
     w.passes(1).await;
-    w.said();
+    w.published();
     w.fake.with(|b| {
         b.fail_check.insert(
             name("forge"),
@@ -133,12 +133,12 @@ async fn failing_after_five_minutes_repeated_every_fifteen_then_recovered() {
     });
     // 60 failing passes: 5 s .. 300 s; nothing yet.
     w.passes(60).await;
-    assert!(w.said().is_empty());
+    assert!(w.published().is_empty());
     // The 61st failure, at 305 s = 5 minutes after the first, says failing.
     w.passes(1).await;
-    let said = w.said();
+    let published = w.published();
     assert_eq!(
-        said,
+        published,
         vec![(
             "failing".to_owned(),
             json!({"v":1,"consumer":"forge","consumer_machine":"app-1","provision":"postgres-database",
@@ -148,17 +148,17 @@ async fn failing_after_five_minutes_repeated_every_fifteen_then_recovered() {
     );
     // Again exactly 15 minutes later, and not before.
     w.passes(179).await;
-    assert!(w.said().is_empty());
+    assert!(w.published().is_empty());
     w.passes(1).await;
-    let said = w.said();
-    assert_eq!(said.len(), 1);
-    assert_eq!(said[0].1["said_at"], "2026-10-05T00:20:05Z");
-    assert_eq!(said[0].1["attempts"], 241);
-    assert_eq!(said[0].1["since"], "2026-10-05T00:00:05Z");
+    let published = w.published();
+    assert_eq!(published.len(), 1);
+    assert_eq!(published[0].1["said_at"], "2026-10-05T00:20:05Z");
+    assert_eq!(published[0].1["attempts"], 241);
+    assert_eq!(published[0].1["since"], "2026-10-05T00:00:05Z");
 
     w.fake.with(|b| b.fail_check.clear());
     w.passes(2).await;
-    assert_eq!(kinds(&w.said()), vec!["recovered:forge:success"]);
+    assert_eq!(kinds(&w.published()), vec!["recovered:forge:success"]);
 }
 
 #[tokio::test(start_paused = true)]
@@ -176,8 +176,8 @@ async fn failures_of_make_check_and_secret_all_count_and_success_resets() {
             .insert(name("c"), FakeError::words("connection refused"))
     });
     w.passes(61).await;
-    let said = w.said();
-    let mut classes: Vec<(String, String)> = said
+    let published = w.published();
+    let mut classes: Vec<(String, String)> = published
         .iter()
         .map(|(_, v)| {
             (
@@ -195,7 +195,10 @@ async fn failures_of_make_check_and_secret_all_count_and_success_resets() {
             ("c".into(), "unreachable".into())
         ]
     );
-    let a = said.iter().find(|(_, v)| v["consumer"] == "a").unwrap();
+    let a = published
+        .iter()
+        .find(|(_, v)| v["consumer"] == "a")
+        .unwrap();
     assert!(
         a.1["error"].as_str().unwrap().contains("is missing"),
         "{a:?}"
@@ -213,13 +216,13 @@ async fn failures_of_make_check_and_secret_all_count_and_success_resets() {
     w.secret("d", Some(""));
     w.passes(60).await;
     assert_eq!(
-        kinds(&w.said()),
+        kinds(&w.published()),
         vec!["recovered:d:first-success-after-start"]
     );
     w.passes(1).await;
-    let said = w.said();
-    assert_eq!(kinds(&said), vec!["failing:d:secret-unreadable"]);
-    assert_eq!(said[0].1["since"], "2026-10-05T00:04:15Z");
+    let published = w.published();
+    assert_eq!(kinds(&published), vec!["failing:d:secret-unreadable"]);
+    assert_eq!(published[0].1["since"], "2026-10-05T00:04:15Z");
 }
 
 #[tokio::test(start_paused = true)]
@@ -241,7 +244,7 @@ async fn no_secret_in_any_event_log_line_or_error() {
         b.keep_secrets = true;
     });
     w.passes(61).await;
-    let mut said = w.said();
+    let mut published = w.published();
     w.fake.with(|b| {
         b.fail_ensure.insert(
             name("forge"),
@@ -249,13 +252,13 @@ async fn no_secret_in_any_event_log_line_or_error() {
         )
     });
     w.passes(180).await;
-    said.extend(w.said());
+    published.extend(w.published());
     assert_eq!(
-        said.iter().filter(|(k, _)| k == "failing").count(),
+        published.iter().filter(|(k, _)| k == "failing").count(),
         2,
-        "{said:?}"
+        "{published:?}"
     );
-    let all = format!("{said:?}\n{}", logs.text());
+    let all = format!("{published:?}\n{}", logs.text());
     for secret in ["new-minted-pw", "admin-very-secret", "pw-forge"] {
         assert!(!all.contains(secret), "{secret} leaked:\n{all}");
     }
@@ -279,7 +282,10 @@ async fn provider_classification_wins_over_words() {
         )
     });
     w.passes(61).await;
-    assert_eq!(kinds(&w.said()), vec!["failing:forge:credentials-rejected"]);
+    assert_eq!(
+        kinds(&w.published()),
+        vec!["failing:forge:credentials-rejected"]
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -287,7 +293,7 @@ async fn a_malformed_file_keeps_the_last_good_list_and_a_bad_entry_is_refused_al
     let (logs, _guard) = LogCapture::start();
     let mut w = World::new(&["forge", "wiki"]);
     w.passes(1).await;
-    w.said();
+    w.published();
     w.write_raw("{ this is not json");
     w.passes(100).await;
     assert_eq!(
@@ -301,7 +307,7 @@ async fn a_malformed_file_keeps_the_last_good_list_and_a_bad_entry_is_refused_al
         "logged once per change:\n{}",
         logs.text()
     );
-    assert!(w.said().is_empty());
+    assert!(w.published().is_empty());
 
     w.write_raw(
         r#"{"provider":{"module":"postgres","machine":"db-1"},"consumers":[
@@ -353,7 +359,7 @@ async fn withdrawn_consumer_is_retired_after_ten_minutes_and_five_passes_and_sai
     });
     w.passes(61).await;
     assert_eq!(
-        kinds(&w.said()),
+        kinds(&w.published()),
         vec![
             "recovered:forge:first-success-after-start",
             "failing:wiki:unreachable"
@@ -361,75 +367,79 @@ async fn withdrawn_consumer_is_retired_after_ten_minutes_and_five_passes_and_sai
     );
     w.list(&["forge"]);
     // Withdrawn at 305 s: still held, not retired until 10 minutes passed;
-    // the countdown is said at once, and once, with when it ends.
+    // the countdown is published at once, and once, with when it ends.
     w.passes(120).await;
-    let said = w.said();
-    assert_eq!(kinds(&said), vec!["retirement:wiki:retiring"]);
-    assert_eq!(said[0].1["said_at"], "2026-10-05T00:05:05Z");
-    assert_eq!(said[0].1["retire_at"], "2026-10-05T00:15:05Z");
+    let published = w.published();
+    assert_eq!(kinds(&published), vec!["retirement:wiki:retiring"]);
+    assert_eq!(published[0].1["said_at"], "2026-10-05T00:05:05Z");
+    assert_eq!(published[0].1["retire_at"], "2026-10-05T00:15:05Z");
     assert!(!w.fake.with(|b| b.provisions[&name("wiki")].retired));
     w.passes(1).await;
-    let said = w.said();
+    let published = w.published();
     assert_eq!(
-        kinds(&said),
+        kinds(&published),
         vec!["retirement:wiki:retired", "recovered:wiki:retired"]
     );
     assert_eq!(
-        said[1].1["consumer_machine"], "app-1",
+        published[1].1["consumer_machine"], "app-1",
         "the machine it last knew"
     );
     assert!(w.fake.with(|b| b.provisions[&name("wiki")].retired));
     assert_eq!(w.fake.calls("delete"), 0);
     // Nothing more, ever, without approval.
     w.passes(1000).await;
-    assert!(w.said().is_empty());
+    assert!(w.published().is_empty());
     assert_eq!(w.fake.calls("delete"), 0);
     assert_eq!(w.fake.calls("retire"), 1);
 
-    // Listed again: re-enabled and said, then served in the same pass.
+    // Listed again: re-enabled and published, then served in the same pass.
     w.list(&["forge", "wiki"]);
     w.fake.with(|b| b.fail_check.clear());
     w.passes(1).await;
     assert_eq!(
-        kinds(&w.said()),
+        kinds(&w.published()),
         vec!["retirement:wiki:re-enabled"],
         "the re-enable says it; no recovered claims a start that did not happen"
     );
     assert!(!w.fake.with(|b| b.provisions[&name("wiki")].retired));
-    // It fails again: said failing after failing_after, as any consumer.
+    // It fails again: published failing after failing_after, as any consumer.
     w.fake.with(|b| {
         b.fail_check
             .insert(name("wiki"), FakeError::words("connection refused"))
     });
     w.passes(60).await;
-    assert!(w.said().is_empty(), "not before failing_after");
+    assert!(w.published().is_empty(), "not before failing_after");
     w.passes(1).await;
-    assert_eq!(kinds(&w.said()), vec!["failing:wiki:unreachable"]);
+    assert_eq!(kinds(&w.published()), vec!["failing:wiki:unreachable"]);
 }
 
 #[tokio::test(start_paused = true)]
 async fn relisted_while_pending_cancels_the_countdown_and_starts_over() {
     let mut w = World::new(&["forge", "wiki"]);
     w.passes(1).await;
-    w.said();
+    w.published();
     w.list(&["forge"]);
     w.passes(100).await;
-    assert_eq!(kinds(&w.said()), vec!["retirement:wiki:retiring"]);
+    assert_eq!(kinds(&w.published()), vec!["retirement:wiki:retiring"]);
     w.list(&["forge", "wiki"]);
     w.passes(1).await;
-    let said = w.said();
-    assert_eq!(kinds(&said), vec!["retirement:wiki:cancelled"]);
-    assert!(said[0].1.get("retire_at").is_none(), "{:?}", said[0].1);
+    let published = w.published();
+    assert_eq!(kinds(&published), vec!["retirement:wiki:cancelled"]);
+    assert!(
+        published[0].1.get("retire_at").is_none(),
+        "{:?}",
+        published[0].1
+    );
     w.list(&["forge"]);
     w.passes(120).await;
     assert_eq!(
-        kinds(&w.said()),
+        kinds(&w.published()),
         vec!["retirement:wiki:retiring"],
         "count started over"
     );
     w.passes(1).await;
     assert_eq!(
-        kinds(&w.said()),
+        kinds(&w.published()),
         vec!["retirement:wiki:retired", "recovered:wiki:retired"]
     );
 }
@@ -438,12 +448,12 @@ async fn relisted_while_pending_cancels_the_countdown_and_starts_over() {
 async fn a_broken_file_for_an_hour_retires_nobody() {
     let mut w = World::new(&["forge", "wiki"]);
     w.passes(1).await;
-    w.said();
+    w.published();
     w.write_raw("[]");
     w.passes(720).await;
     std::fs::remove_file(w.dir.path().join("contributions.json")).unwrap();
     w.passes(720).await;
-    assert!(w.said().is_empty());
+    assert!(w.published().is_empty());
     assert_eq!(w.fake.calls("retire"), 0);
     // An unlistable backend for an hour does not count either.
     w.list(&["forge"]);
@@ -465,7 +475,7 @@ async fn approve(w: &mut World, body: &str) -> (bool, String) {
 async fn an_approval_answered_while_the_attempts_run() {
     let mut w = World::new(&["forge", "wiki"]);
     w.passes(1).await;
-    w.said();
+    w.published();
     w.list(&["forge"]);
     w.fake.with(|b| {
         b.latency = Duration::from_secs(1);
@@ -501,7 +511,7 @@ async fn an_approval_answered_while_the_attempts_run() {
     assert!(at("retire wiki") < at("check forge"), "{calls:?}");
     assert_eq!((report.attempted, report.failed), (1, 0));
     assert_eq!(
-        kinds(&w.said()),
+        kinds(&w.published()),
         vec![
             "retirement:wiki:retiring",
             "retirement:wiki:approved",
@@ -515,7 +525,7 @@ async fn an_approval_answered_while_the_attempts_run() {
 async fn approvals_and_every_refusal() {
     let mut w = World::new(&["forge", "wiki", "docs"]);
     w.passes(1).await;
-    w.said();
+    w.published();
     w.list(&["forge", "docs"]);
 
     for (body, words) in [
@@ -538,7 +548,7 @@ async fn approvals_and_every_refusal() {
         assert!(!ok, "{body}");
         assert!(detail.contains(words), "{body}: {detail}");
     }
-    assert!(w.said().is_empty());
+    assert!(w.published().is_empty());
     assert_eq!(w.fake.calls("retire") + w.fake.calls("delete"), 0);
 
     // Past its deadline (the asker stopped waiting): refused, nothing done.
@@ -548,7 +558,7 @@ async fn approvals_and_every_refusal() {
         !ok && detail.contains("expired at 2026-10-05T00:00:04Z"),
         "{detail}"
     );
-    assert!(w.said().is_empty());
+    assert!(w.published().is_empty());
     assert_eq!(w.fake.calls("retire"), 0);
 
     // Retire now, on approval (within its deadline).
@@ -559,7 +569,7 @@ async fn approvals_and_every_refusal() {
     .await;
     assert!(ok, "{detail}");
     assert_eq!(
-        kinds(&w.said()),
+        kinds(&w.published()),
         vec![
             "retirement:wiki:approved",
             "retirement:wiki:retired",
@@ -574,7 +584,7 @@ async fn approvals_and_every_refusal() {
     let (ok, detail) = approve(&mut w, r#"{"v":1,"consumer":"wiki","delete":true}"#).await;
     assert!(ok, "{detail}");
     assert_eq!(
-        kinds(&w.said()),
+        kinds(&w.published()),
         vec!["retirement:wiki:approved", "retirement:wiki:deleted"]
     );
     assert!(w.fake.with(|b| !b.provisions.contains_key(&name("wiki"))));
@@ -592,15 +602,15 @@ async fn a_panic_in_the_provider_fails_that_consumer_only() {
     let mut w = World::new(&["forge", "wiki"]);
     w.fake.with(|b| b.panic_check.push(name("wiki")));
     w.passes(61).await;
-    let said = w.said();
+    let published = w.published();
     assert_eq!(
-        kinds(&said),
+        kinds(&published),
         vec![
             "recovered:forge:first-success-after-start",
             "failing:wiki:refused"
         ]
     );
-    assert!(said[1].1["error"]
+    assert!(published[1].1["error"]
         .as_str()
         .unwrap()
         .contains("the provisioner panicked: index out of bounds"));
@@ -624,36 +634,40 @@ async fn a_withdrawn_never_made_consumer_is_said_recovered_withdrawn_once() {
     let mut w = World::new(&["forge", "wiki"]);
     refuse(&w, "forge");
     w.passes(TO_FAILING).await;
-    let said = kinds(&w.said());
+    let published = kinds(&w.published());
     assert!(
-        said.contains(&"failing:forge:refused".to_owned()),
-        "{said:?}"
+        published.contains(&"failing:forge:refused".to_owned()),
+        "{published:?}"
     );
     assert_eq!(w.runner.standings(), 2);
 
-    // Withdrawn while the file cannot be read that pass: nothing said.
+    // Withdrawn while the file cannot be read that pass: nothing published.
     std::fs::write(w.dir.path().join("contributions.json"), "{ not json").unwrap();
     w.passes(3).await;
-    assert_eq!(kinds(&w.said()), Vec::<String>::new());
+    assert_eq!(kinds(&w.published()), Vec::<String>::new());
 
     // The file is good again, without forge: recovered (withdrawn), once,
     // with what the provider last knew of it; the standing is forgotten.
     w.list(&["wiki"]);
     w.passes(1).await;
-    let said = w.said();
-    assert_eq!(kinds(&said), ["recovered:forge:withdrawn"]);
-    assert_eq!(said[0].1["consumer_machine"], "app-1");
-    assert_eq!(said[0].1["provision"], "postgres-database");
+    let published = w.published();
+    assert_eq!(kinds(&published), ["recovered:forge:withdrawn"]);
+    assert_eq!(published[0].1["consumer_machine"], "app-1");
+    assert_eq!(published[0].1["provision"], "postgres-database");
     assert_eq!(w.runner.standings(), 1);
     w.passes(5).await;
-    assert_eq!(kinds(&w.said()), Vec::<String>::new(), "said once");
+    assert_eq!(
+        kinds(&w.published()),
+        Vec::<String>::new(),
+        "published once"
+    );
 
     // Listed again: a new standing, greeted again.
     w.fake.with(|b| b.fail_ensure.clear());
     w.list(&["forge", "wiki"]);
     w.passes(1).await;
     assert_eq!(
-        kinds(&w.said()),
+        kinds(&w.published()),
         ["recovered:forge:first-success-after-start"]
     );
 }
@@ -663,10 +677,10 @@ async fn a_withdrawn_consumer_never_said_failing_is_forgotten_quietly() {
     let mut w = World::new(&["forge", "wiki"]);
     refuse(&w, "forge");
     w.passes(3).await;
-    w.said();
+    w.published();
     w.list(&["wiki"]);
     w.passes(2).await;
-    assert_eq!(kinds(&w.said()), Vec::<String>::new());
+    assert_eq!(kinds(&w.published()), Vec::<String>::new());
     assert_eq!(w.runner.standings(), 1);
 }
 
@@ -682,13 +696,13 @@ async fn a_withdrawn_consumer_the_backend_holds_is_left_to_retirement() {
         )
     });
     w.passes(TO_FAILING).await;
-    w.said();
+    w.published();
     w.list(&["wiki"]);
     w.passes(2).await;
     assert_eq!(
-        kinds(&w.said()),
+        kinds(&w.published()),
         vec!["retirement:forge:retiring"],
-        "retired later (its countdown said), not withdrawn"
+        "retired later (its countdown published), not withdrawn"
     );
     assert_eq!(w.runner.standings(), 2);
 }
@@ -702,18 +716,18 @@ async fn alive_after_the_first_pass_then_every_alive_every_and_settled() {
     let mut w = World::with(&["forge", "wiki"], FakeProvisioner::new(), settings);
     refuse(&w, "forge");
     assert!(
-        !w.runner.say_alive_if_due(),
+        !w.runner.publish_alive_if_due(),
         "nothing before the first pass"
     );
     w.passes(1).await;
-    assert!(w.runner.say_alive_if_due());
-    let said = w.said();
-    let alive: Vec<&Value> = said
+    assert!(w.runner.publish_alive_if_due());
+    let published = w.published();
+    let alive: Vec<&Value> = published
         .iter()
         .filter(|(k, _)| k == "alive")
         .map(|(_, b)| b)
         .collect();
-    assert_eq!(alive.len(), 1, "{said:?}");
+    assert_eq!(alive.len(), 1, "{published:?}");
     let body = alive[0];
     assert_eq!(body["v"], 1);
     assert_eq!(body["started_at"], T0);
@@ -724,16 +738,16 @@ async fn alive_after_the_first_pass_then_every_alive_every_and_settled() {
     assert_eq!(body["consumers"], 2);
     assert_eq!(body["failing"], 1);
     assert!(body["pass_seconds"].as_f64().unwrap() >= 0.0);
-    assert!(!w.runner.say_alive_if_due(), "not again at once");
+    assert!(!w.runner.publish_alive_if_due(), "not again at once");
 
     // Every minute; settled at the end of the first pass that began 5
     // minutes after the first ended (first ended at 0 s: the pass at 300 s).
     let mut settled = None;
     for minute in 1..=7 {
         w.passes(12).await;
-        assert!(w.runner.say_alive_if_due(), "minute {minute}");
-        let said = w.said();
-        let body = &said.iter().find(|(k, _)| k == "alive").unwrap().1;
+        assert!(w.runner.publish_alive_if_due(), "minute {minute}");
+        let published = w.published();
+        let body = &published.iter().find(|(k, _)| k == "alive").unwrap().1;
         if settled.is_none() && !body["settled_at"].is_null() {
             settled = Some((minute, body["settled_at"].clone()));
         }
@@ -763,10 +777,10 @@ fn entry(consumer: &str, secret: &str, extra: &str) -> String {
 async fn a_typo_in_an_entry_never_retires_its_consumer() {
     let mut w = World::new(&["forge", "wiki"]);
     w.passes(2).await;
-    w.said();
+    w.published();
     // wiki's entry gets an unknown field, for longer than every retirement
     // threshold (5 passes and 10 minutes): it stays listed, its last good
-    // entry is served, nothing is retired or said.
+    // entry is served, nothing is retired or published.
     w.write_raw(&file_of(&[
         entry("forge", "forge", ""),
         entry("wiki", "wiki", r#", "provison": "typo""#),
@@ -776,7 +790,7 @@ async fn a_typo_in_an_entry_never_retires_its_consumer() {
         .with(|b| b.calls.iter().filter(|c| *c == "check wiki").count());
     w.passes(200).await;
     assert_eq!(w.fake.calls("retire"), 0);
-    assert_eq!(kinds(&w.said()), Vec::<String>::new());
+    assert_eq!(kinds(&w.published()), Vec::<String>::new());
     let after = w
         .fake
         .with(|b| b.calls.iter().filter(|c| *c == "check wiki").count());
@@ -790,7 +804,7 @@ async fn a_typo_in_an_entry_never_retires_its_consumer() {
 async fn two_entries_for_one_consumer_are_both_refused() {
     let mut w = World::new(&["forge", "wiki"]);
     w.passes(2).await;
-    w.said();
+    w.published();
     // wiki listed twice, the second entry pointing at forge's secret: the
     // last good entry (its own secret) is served, never forge's.
     w.write_raw(&file_of(&[
@@ -800,7 +814,7 @@ async fn two_entries_for_one_consumer_are_both_refused() {
     ]));
     w.passes(200).await;
     assert_eq!(w.fake.calls("retire"), 0);
-    assert_eq!(kinds(&w.said()), Vec::<String>::new());
+    assert_eq!(kinds(&w.published()), Vec::<String>::new());
     let secret = w.fake.with(|b| b.provisions[&name("wiki")].secret.clone());
     assert_eq!(secret, "pw-wiki");
 
@@ -858,7 +872,7 @@ async fn a_consumer_listed_again_is_enabled_before_its_check() {
     // Withdrawn for ten minutes and five passes: retired.
     w.passes(122).await;
     assert!(w.fake.with(|b| b.provisions[&name("wiki")].retired));
-    w.said();
+    w.published();
     w.fake.with(|b| b.calls.clear());
 
     w.list(&["forge", "wiki"]);
@@ -869,7 +883,7 @@ async fn a_consumer_listed_again_is_enabled_before_its_check() {
         "wiki's first check after it is listed again passes"
     );
     assert_eq!(
-        kinds(&w.said()),
+        kinds(&w.published()),
         ["retirement:wiki:re-enabled"],
         "the re-enable event says it: no first-success-after-start"
     );
@@ -884,7 +898,7 @@ async fn a_consumer_disabled_by_hand_is_mended_not_re_enabled() {
     let (logs, _guard) = LogCapture::start();
     let mut w = World::new(&["forge", "wiki"]);
     w.passes(2).await;
-    w.said();
+    w.published();
     assert_eq!(mended(&w), 0);
 
     // A person disables wiki's login; the loop never retired it.
@@ -894,7 +908,7 @@ async fn a_consumer_disabled_by_hand_is_mended_not_re_enabled() {
     assert_eq!(report.failed, 0, "enabled before its check");
     assert!(!w.fake.with(|b| b.provisions[&name("wiki")].retired));
     assert_eq!(
-        kinds(&w.said()),
+        kinds(&w.published()),
         Vec::<String>::new(),
         "no retirement event"
     );
@@ -910,7 +924,7 @@ async fn a_rotated_secret_brought_to_the_backend_is_no_mend() {
     let (logs, _guard) = LogCapture::start();
     let mut w = World::new(&["forge", "wiki"]);
     w.passes(2).await;
-    w.said();
+    w.published();
 
     // The minted secret rotates: ensure brings it to the backend.
     w.secret("wiki", Some("pw-wiki-rotated\n"));
@@ -933,13 +947,14 @@ async fn a_rotated_secret_brought_to_the_backend_is_no_mend() {
     w.runner.pass().await;
     assert_eq!(mended(&w), 1);
     assert!(logs.text().contains("secret set to the minted one"));
-    assert_eq!(kinds(&w.said()), Vec::<String>::new());
+    assert_eq!(kinds(&w.published()), Vec::<String>::new());
     assert!(!logs.text().contains("set-by-hand"));
 }
 
-/// The `alive` bodies among `said`.
-fn alives(said: &[(String, Value)]) -> Vec<&Value> {
-    said.iter()
+/// The `alive` bodies among `published`.
+fn alives(published: &[(String, Value)]) -> Vec<&Value> {
+    published
+        .iter()
         .filter(|(k, _)| k == "alive")
         .map(|(_, b)| b)
         .collect()
@@ -966,11 +981,11 @@ async fn an_administrator_refused_is_a_provider_fault_said_at_once_and_cleared_b
     };
     let mut w = World::with(&["forge"], fake, Settings::default());
     w.passes(1).await;
-    assert!(w.runner.say_alive_if_due());
-    let said = w.said();
-    assert_eq!(alives(&said).len(), 1);
+    assert!(w.runner.publish_alive_if_due());
+    let published = w.published();
+    assert_eq!(alives(&published).len(), 1);
     assert!(
-        alives(&said)[0].get("fault").is_none(),
+        alives(&published)[0].get("fault").is_none(),
         "no fault: not written"
     );
     assert!(
@@ -983,12 +998,12 @@ async fn an_administrator_refused_is_a_provider_fault_said_at_once_and_cleared_b
     let refused = "password authentication failed for user \"mesh_admin\" (password adm1n-pw)";
     w.fake.with(|b| b.down = Some(FakeError::words(refused)));
     w.passes(1).await;
-    let said = w.said();
-    let alive = alives(&said);
+    let published = w.published();
+    let alive = alives(&published);
     assert_eq!(
         alive.len(),
         1,
-        "said at once, not after alive_every: {said:?}"
+        "published at once, not after alive_every: {published:?}"
     );
     assert_eq!(
         alive[0]["fault"],
@@ -1007,29 +1022,38 @@ async fn an_administrator_refused_is_a_provider_fault_said_at_once_and_cleared_b
     // While it lasts: no extra alive; the regular one carries it, since kept.
     w.passes(3).await;
     assert!(
-        alives(&w.said()).is_empty(),
-        "a fault kept is not said again at once"
+        alives(&w.published()).is_empty(),
+        "a fault kept is not published again at once"
     );
     tokio::time::advance(Duration::from_secs(60)).await;
-    assert!(w.runner.say_alive_if_due());
-    let said = w.said();
-    assert_eq!(alives(&said)[0]["fault"]["since"], "2026-10-05T00:00:05Z");
+    assert!(w.runner.publish_alive_if_due());
+    let published = w.published();
+    assert_eq!(
+        alives(&published)[0]["fault"]["since"],
+        "2026-10-05T00:00:05Z"
+    );
 
-    // Another class: said at once, since the pass that found it.
+    // Another class: published at once, since the pass that found it.
     w.fake
         .with(|b| b.down = Some(FakeError::words("connection refused")));
     w.passes(1).await;
-    let said = w.said();
-    assert_eq!(alives(&said).len(), 1, "{said:?}");
-    assert_eq!(alives(&said)[0]["fault"]["class"], "unreachable");
-    assert_ne!(alives(&said)[0]["fault"]["since"], "2026-10-05T00:00:05Z");
+    let published = w.published();
+    assert_eq!(alives(&published).len(), 1, "{published:?}");
+    assert_eq!(alives(&published)[0]["fault"]["class"], "unreachable");
+    assert_ne!(
+        alives(&published)[0]["fault"]["since"],
+        "2026-10-05T00:00:05Z"
+    );
 
-    // The next good login clears it, said at once.
+    // The next good login clears it, published at once.
     w.fake.with(|b| b.down = None);
     w.passes(1).await;
-    let said = w.said();
-    assert_eq!(alives(&said).len(), 1, "{said:?}");
-    assert!(alives(&said)[0].get("fault").is_none(), "{said:?}");
+    let published = w.published();
+    assert_eq!(alives(&published).len(), 1, "{published:?}");
+    assert!(
+        alives(&published)[0].get("fault").is_none(),
+        "{published:?}"
+    );
     assert!(
         fault_gauges(&w).iter().all(|l| l.ends_with(" 0")),
         "{:?}",
@@ -1041,10 +1065,10 @@ async fn an_administrator_refused_is_a_provider_fault_said_at_once_and_cleared_b
 async fn a_refusal_that_is_no_administrators_trouble_is_no_provider_fault() {
     let mut w = World::new(&["forge"]);
     w.passes(1).await;
-    w.said();
+    w.published();
     w.fake
         .with(|b| b.down = Some(FakeError::words("permission denied to create role")));
     w.passes(2).await;
-    assert!(alives(&w.said()).is_empty());
+    assert!(alives(&w.published()).is_empty());
     assert!(fault_gauges(&w).iter().all(|l| l.ends_with(" 0")));
 }

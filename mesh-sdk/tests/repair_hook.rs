@@ -1,6 +1,6 @@
 //! The repair hook driven pass by pass on tokio's paused clock: the gate
 //! stops calls to the backend while the fault lasts, a repair is verified
-//! and said, failed repairs are braked 10, 20, 40 … minutes up to 6 hours.
+//! and published, failed repairs are braked 10, 20, 40 … minutes up to 6 hours.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -65,8 +65,8 @@ impl World {
         testing::passes(&mut self.runner, n, PASS).await;
     }
 
-    /// Every word said since the last call: (kind, body), oldest first.
-    fn said(&self) -> Vec<(String, Value)> {
+    /// Every word published since the last call: (kind, body), oldest first.
+    fn published(&self) -> Vec<(String, Value)> {
         testing::drain(&self.outbox)
     }
 
@@ -79,19 +79,22 @@ impl World {
 async fn refused_on_start_repaired_verified_and_consumers_served() {
     let mut w = world(true, true);
     w.passes(1).await;
-    let said = w.said();
-    assert_eq!(said[0].0, "repair");
-    assert_eq!(said[0].1["fault"], "admin-refused");
-    assert_eq!(said[0].1["outcome"], "repaired");
-    assert_eq!(said[0].1["next_attempt_at"], Value::Null);
-    assert_eq!(said[0].1["said_at"], T0);
-    assert!(said[0].1["detail"].as_str().unwrap().contains("verified"));
+    let published = w.published();
+    assert_eq!(published[0].0, "repair");
+    assert_eq!(published[0].1["fault"], "admin-refused");
+    assert_eq!(published[0].1["outcome"], "repaired");
+    assert_eq!(published[0].1["next_attempt_at"], Value::Null);
+    assert_eq!(published[0].1["said_at"], T0);
+    assert!(published[0].1["detail"]
+        .as_str()
+        .unwrap()
+        .contains("verified"));
     assert_eq!(
         w.admin.with(|a| (a.probes, a.repairs)),
         (2, 1),
         "probed, repaired, verified"
     );
-    let recovered: Vec<&Value> = said
+    let recovered: Vec<&Value> = published
         .iter()
         .filter(|(k, _)| k == "recovered")
         .map(|(_, v)| v)
@@ -99,20 +102,20 @@ async fn refused_on_start_repaired_verified_and_consumers_served() {
     assert_eq!(
         recovered.len(),
         2,
-        "consumers served in the same pass: {said:?}"
+        "consumers served in the same pass: {published:?}"
     );
-    assert!(!format!("{said:?}").contains("mesh-admin-secret"));
+    assert!(!format!("{published:?}").contains("mesh-admin-secret"));
 }
 
 #[tokio::test(start_paused = true)]
 async fn while_refused_the_backend_is_not_called_and_failed_repairs_are_braked() {
     let (logs, _guard) = LogCapture::start();
     let mut w = world(true, false);
-    let mut said = Vec::new();
+    let mut published = Vec::new();
     // Thirteen hours of passes, every 5 seconds.
     for _ in 0..(13 * 720) {
         w.passes(1).await;
-        said.extend(w.said());
+        published.extend(w.published());
     }
     assert_eq!(
         w.backend_calls(),
@@ -122,11 +125,11 @@ async fn while_refused_the_backend_is_not_called_and_failed_repairs_are_braked()
 
     let t0 = Timestamp::parse(T0).unwrap();
     assert_eq!(
-        testing::failed_repairs(&said, t0),
+        testing::failed_repairs(&published, t0),
         testing::BRAKE_SCHEDULE,
         "10, 20, 40, 80, 160, 320, then 360 minutes"
     );
-    let failed: Vec<&Value> = said
+    let failed: Vec<&Value> = published
         .iter()
         .filter(|(k, v)| k == "repair" && v["outcome"] == "failed")
         .map(|(_, v)| v)
@@ -137,15 +140,15 @@ async fn while_refused_the_backend_is_not_called_and_failed_repairs_are_braked()
         .unwrap()
         .contains("repair failed: bootstrap-admin failed"));
 
-    // The brake's hold is said again every 15 minutes, so it never looks silent.
-    let braked = said
+    // The brake's hold is published again every 15 minutes, so it never looks silent.
+    let braked = published
         .iter()
         .filter(|(k, v)| k == "repair" && v["outcome"] == "braked")
         .count();
     assert!(braked > 30, "{braked}");
 
     // Consumers still count as failing, with the fault's class and words.
-    let failing: Vec<&Value> = said
+    let failing: Vec<&Value> = published
         .iter()
         .filter(|(k, _)| k == "failing")
         .map(|(_, v)| v)
@@ -163,7 +166,7 @@ async fn while_refused_the_backend_is_not_called_and_failed_repairs_are_braked()
         "both consumers, every 15 minutes"
     );
 
-    let all = format!("{said:?}{}", logs.text());
+    let all = format!("{published:?}{}", logs.text());
     assert!(
         !all.contains("mesh-admin-secret"),
         "the administrator's password leaked"
@@ -172,13 +175,14 @@ async fn while_refused_the_backend_is_not_called_and_failed_repairs_are_braked()
     // Repaired by hand: the next probe (within 5 minutes) opens the gate.
     w.admin.with(|a| a.refused = false);
     w.passes(61).await;
-    let said = w.said();
+    let published = w.published();
     assert!(
-        said.iter()
+        published
+            .iter()
             .any(|(k, v)| k == "repair" && v["outcome"] == "repaired"),
-        "{said:?}"
+        "{published:?}"
     );
-    let reasons: Vec<&Value> = said
+    let reasons: Vec<&Value> = published
         .iter()
         .filter(|(k, _)| k == "recovered")
         .map(|(_, v)| &v["reason"])
@@ -192,7 +196,7 @@ async fn a_refused_consumer_asks_for_a_probe() {
     let mut w = world(false, true);
     w.passes(1).await;
     assert_eq!(w.admin.with(|a| a.probes), 1, "probed on start");
-    w.said();
+    w.published();
     // The administrator's password moves while a consumer is refused.
     w.admin.with(|a| a.refused = true);
     w.fake.with(|b| {
@@ -209,7 +213,7 @@ async fn a_refused_consumer_asks_for_a_probe() {
         "probe, repair, verify"
     );
     assert!(w
-        .said()
+        .published()
         .iter()
         .any(|(k, v)| k == "repair" && v["outcome"] == "repaired"));
 }

@@ -80,10 +80,10 @@ impl SecretFile {
                 (Some(secret), true)
             }
             Err(error) => {
-                let words = error_words(&error);
-                if state.failed.as_ref() != Some(&words) {
-                    tracing::warn!(error = %words, "cannot read the secret's file again; the last good one is used");
-                    state.failed = Some(words);
+                let text = error_text(&error);
+                if state.failed.as_ref() != Some(&text) {
+                    tracing::warn!(error = %text, "cannot read the secret's file again; the last good one is used");
+                    state.failed = Some(text);
                 }
                 (state.current.clone(), false)
             }
@@ -97,7 +97,7 @@ impl SecretFile {
     }
 }
 
-fn error_words(error: &SecretFileError) -> String {
+fn error_text(error: &SecretFileError) -> String {
     crate::redact::error_text(error)
 }
 

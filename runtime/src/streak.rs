@@ -89,7 +89,7 @@ pub enum Recovery {
 pub struct Tracker<D> {
     streak: Option<Streak<D>>,
     /// A streak (or anything the owner marks) was reported since the last success.
-    said: bool,
+    reported: bool,
     /// A success was seen since start.
     succeeded: bool,
 }
@@ -98,7 +98,7 @@ impl<D> Default for Tracker<D> {
     fn default() -> Self {
         Tracker {
             streak: None,
-            said: false,
+            reported: false,
             succeeded: false,
         }
     }
@@ -126,13 +126,13 @@ impl<D> Tracker<D> {
 
     /// Whether something was reported since the last success.
     pub fn is_reported(&self) -> bool {
-        self.said
+        self.reported
     }
 
     /// Marks that something other than a streak was reported (so the next
     /// success is news, [`Recovery::Success`]).
     pub fn mark_reported(&mut self) {
-        self.said = true;
+        self.reported = true;
     }
 
     /// Ends the streak in progress without a success (what follows is no
@@ -144,14 +144,14 @@ impl<D> Tracker<D> {
     /// A success: the streak ends; returns the recovery when it is news.
     pub fn succeed(&mut self) -> Option<Recovery> {
         self.streak = None;
-        let recovery = if self.said {
+        let recovery = if self.reported {
             Some(Recovery::Success)
         } else if !self.succeeded {
             Some(Recovery::FirstSuccessAfterStart)
         } else {
             None
         };
-        self.said = false;
+        self.reported = false;
         self.succeeded = true;
         recovery
     }
@@ -178,7 +178,7 @@ impl<D> Tracker<D> {
             return None;
         }
         streak.said_at = Some(now);
-        self.said = true;
+        self.reported = true;
         Some(streak)
     }
 }

@@ -520,7 +520,7 @@ impl World {
                 self.mid_pass_approvals.1 += replies.iter().filter(|r| r.ok).count() as u64;
                 run.next_pass += pass_every;
             }
-            run.runner.say_alive_if_due();
+            run.runner.publish_alive_if_due();
             if run.next_try <= now && !run.outbox.is_empty() {
                 let left = drain(&run.outbox, run.sink.as_ref()).await;
                 run.next_try = match left {

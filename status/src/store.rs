@@ -20,7 +20,7 @@
 //!   event is `repaired`. The newest `retirement` per (provider, consumer,
 //!   action) is kept; `status` names a consumer the declaration requires
 //!   whose newest of them is `retired` or `deleted` (and not followed by a
-//!   word saying it is served again).
+//!   event saying it is served again).
 
 use std::time::{Duration, SystemTime};
 
@@ -167,7 +167,7 @@ pub struct ControllerRecordUpdate<'a> {
     /// The process.
     pub instance: &'a Instance,
     /// It is caught up now: a pull came back short, not because delivery
-    /// waits on acknowledgements, every word it took stored.
+    /// waits on acknowledgements, every event it took stored.
     pub caught_up: bool,
     /// It committed a round since its last record.
     pub applied: bool,
@@ -199,9 +199,9 @@ pub trait Store: Send {
 
     /// Says when the store's record begins, before the stream's epoch is
     /// registered: for a store that meets its first stream now (made anew),
-    /// now when the durable consumer `acknowledged_before` words (a store
+    /// now when the durable consumer `acknowledged_before` events (a store
     /// that was there took them: they are not in this one until they are
-    /// said again), else never (it gets every word the stream holds). A
+    /// published again), else never (it gets every event the stream holds). A
     /// store that has met a stream keeps what it says. Returns when the
     /// record began when this call began it (the store is new), else
     /// `None`; a store that keeps no such record (a test's) returns `None`.

@@ -54,7 +54,7 @@ pub(crate) fn config(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig
     if certs.is_empty() {
         return Err(file("--tls-cert", cert, "no certificate in it".into()));
     }
-    // The key's words never go into the error: only the reader's.
+    // The key file's content never goes into the error: only the reader's.
     let key =
         PrivateKeyDer::from_pem_file(key).map_err(|e| file("--tls-key", key, e.to_string()))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());

@@ -1,13 +1,13 @@
 //! The stream [`STREAM`] and the durable consumer [`DURABLE`]: made or
 //! updated at start.
 //!
-//! The stream is bounded: work-queue retention (a word is removed once the
+//! The stream is bounded: work-queue retention (an event is removed once the
 //! controller's durable consumer acknowledged it) and a maximum age. A
 //! stream of that name that `serve` cannot update in place (another
 //! retention or storage, or sealed: made by another program, no release of
 //! `serve` made one) is left as it is and ends `serve` with
 //! [`SetupError::Unfit`]: whoever made it decides what becomes of its
-//! words, with an administrator's credentials. `serve`'s own bus user may
+//! events, with an administrator's credentials. `serve`'s own bus user may
 //! not delete, purge or read a stream by sequence.
 
 use async_nats::jetstream::consumer::{pull, AckPolicy, DeliverPolicy, PullConsumer};
@@ -62,7 +62,7 @@ impl SetupError {
 }
 
 /// The stream's configuration: every provider event, file storage, each
-/// word kept until the controller took it, at most `stream_max_age`, on
+/// event kept until the controller took it, at most `stream_max_age`, on
 /// `replicas` servers.
 pub fn stream_config(settings: &LinkSettings) -> stream::Config {
     stream::Config {
@@ -88,7 +88,7 @@ pub fn consumer_config(settings: &LinkSettings) -> pull::Config {
         ack_wait: settings.ack_wait,
         max_deliver: -1,
         max_ack_pending: i64::try_from(settings.batch.max(1)).unwrap_or(i64::MAX),
-        // No filter: the stream holds only events (provider and grant words).
+        // No filter: the stream holds only events (provider and grant events).
         num_replicas: settings.replicas.max(1),
         ..Default::default()
     }
@@ -156,7 +156,7 @@ pub async fn ensure_consumer<S: Store>(
         .get_stream_no_info(STREAM)
         .await
         .map_err(|e| SetupError::Read(e.into()))?;
-    // A durable consumer that acknowledged words before took them from the
+    // A durable consumer that acknowledged events before took them from the
     // stream for a store that was there: a store that meets its first
     // stream now (made anew) lacks them until they are said again.
     let acknowledged_before = match stream.consumer_info(DURABLE).await {
@@ -189,7 +189,7 @@ pub async fn ensure_consumer<S: Store>(
 }
 
 /// The durable consumer the link follows, and the epoch of its stream (a
-/// word's place is `(epoch, stream sequence)`).
+/// event's place is `(epoch, stream sequence)`).
 #[derive(Debug)]
 pub struct Following {
     /// The durable consumer.
@@ -204,7 +204,7 @@ fn is_not_found(error: &async_nats::jetstream::context::GetStreamError) -> bool 
 
 /// Whether an existing stream's `config` can be updated in place to
 /// [`stream_config`]'s: JetStream changes neither retention nor storage of
-/// a stream, and a sealed stream takes no word.
+/// a stream, and a sealed stream takes no event.
 ///
 /// # Errors
 /// [`SetupError::Unfit`] naming the first setting that cannot be changed.

@@ -278,7 +278,7 @@ fn repair(row: &Row) -> Result<Entry, tokio_postgres::Error> {
     let key =
         provider(row.try_get(0)?, row.try_get(1)?).map(|p| Key::Repair(p, row.get::<_, String>(2)));
     let newest = place(row.try_get(3)?, row.try_get(4)?).unwrap_or_default();
-    Ok((key, Previous::Said { newest }))
+    Ok((key, Previous::Event { newest }))
 }
 
 fn retirement(row: &Row) -> Result<Entry, tokio_postgres::Error> {
@@ -287,7 +287,7 @@ fn retirement(row: &Row) -> Result<Entry, tokio_postgres::Error> {
         .zip(action)
         .map(|(p, a)| Key::Retirement(p, row.get::<_, String>(2), a));
     let newest = place(row.try_get(4)?, row.try_get(5)?).unwrap_or_default();
-    Ok((key, Previous::Said { newest }))
+    Ok((key, Previous::Event { newest }))
 }
 
 column_list! {

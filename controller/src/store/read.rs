@@ -134,8 +134,8 @@ LIMIT 16";
 
 /// Of the consumers the declaration requires (`$1` provider modules, `$2`
 /// their machines, `$3` the consumers), those whose provider's newest
-/// retirement word (by stream order; `approved` is an intent and does not
-/// count) is `retiring`, `retired` or `deleted`, unless a later word of that provider
+/// retirement event (by stream order; `approved` is an intent and does not
+/// count) is `retiring`, `retired` or `deleted`, unless a later event of that provider
 /// says the consumer is served again: a `recovered` for a success (a
 /// deleted consumer made anew), or a `failing` (it is attempted again, and
 /// listed as failing).

@@ -41,7 +41,7 @@ ON CONFLICT (instance) DO UPDATE SET
     seen_at = EXCLUDED.seen_at";
 
 /// Sets when the store's record begins (`$1`: the durable consumer
-/// acknowledged words before) while the store has met no stream; one that
+/// acknowledged events before) while the store has met no stream; one that
 /// has keeps its record. All sub-statements see the table before the
 /// epoch is registered.
 const BEGIN: &str = "
@@ -76,7 +76,7 @@ pub const RECORD_TIMEOUT: Duration = Duration::from_secs(5);
 
 impl PgStore {
     /// Says when the store's record begins, while it has met no stream:
-    /// now when the durable consumer `acknowledged_before` words (a store
+    /// now when the durable consumer `acknowledged_before` events (a store
     /// that was there took them), else never (see [`Store::record_begins`](mesh_status::Store::record_begins)).
     /// Returns when the record began, when it began now (the store is new).
     ///
@@ -95,7 +95,7 @@ impl PgStore {
     }
 
     /// Records that `update.instance` runs: caught up now (`caught_up`: it
-    /// found nothing more waiting for it, every word it took stored), and
+    /// found nothing more waiting for it, every event it took stored), and
     /// whether it committed a round since it last recorded (`applied`). The
     /// first record of a process (`first`) also forgets instances gone for
     /// long.

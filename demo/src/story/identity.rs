@@ -42,8 +42,8 @@ const REPAIR_WORDS: [&str; 5] = [
     "repairing a refused",
     "set to the mesh",
     "temporary administrator removed",
-    "saying repair",
-    "saying recovered",
+    "publishing repair",
+    "publishing recovered",
 ];
 
 /// Tells the story.
@@ -298,16 +298,16 @@ mod tests {
 
     #[test]
     fn the_repair_lines_keep_their_time_and_words_only() {
-        let log = "2026-05-01T10:00:01.123456Z  INFO mesh_sdk::runner: saying alive consumers=3\n\
+        let log = "2026-05-01T10:00:01.123456Z  INFO mesh_sdk::runner: publishing alive consumers=3\n\
                    2026-05-01T10:00:02.5Z  WARN mesh_identity::repair: repairing a refused administrator admin=mesh-admin-1a2b\n\
                    2026-05-01T10:00:09.5Z  INFO mesh_identity::repair: temporary administrator removed temporary_admin=mesh-repair-9f\n\
-                   2026-05-01T10:00:10.5Z  INFO mesh_sdk::runner: saying recovered consumer=wiki reason=first\n";
+                   2026-05-01T10:00:10.5Z  INFO mesh_sdk::runner: publishing recovered consumer=wiki reason=first\n";
         assert_eq!(
             repair_lines(log),
             [
                 "10:00:02 repairing a refused administrator admin=mesh-admin-1a2b",
                 "10:00:09 temporary administrator removed temporary_admin=mesh-repair-9f",
-                "10:00:10 saying recovered consumer=wiki reason=first",
+                "10:00:10 publishing recovered consumer=wiki reason=first",
             ]
         );
     }

@@ -11,7 +11,7 @@ use mesh_runtime::redact::{error_text, redact};
 use mesh_runtime::Secret;
 
 use super::{Outcome, Report, Rule, Suite, Verdict, LAST_RULE, RULES};
-use crate::classify::classify_words;
+use crate::classify::classify_message;
 use crate::contributions::Consumer;
 use crate::provisioner::{Held, Provisioner};
 
@@ -99,7 +99,7 @@ impl<'a, P: Provisioner> Run<'a, P> {
     fn class(&self, error: &P::Error) -> Class {
         self.p
             .classify(error)
-            .unwrap_or_else(|| classify_words(&error_text(error)))
+            .unwrap_or_else(|| classify_message(&error_text(error)))
     }
 
     /// A bounded call: its error (or timeout) in words.

@@ -1,6 +1,6 @@
 //! The provider fault in a pass: what the pass's administrator work found
 //! ([`AdminSeen`]), fed to the pure [`FaultWatch`](crate::fault::FaultWatch)
-//! at the pass's end; then metered, logged, and said at once in an
+//! at the pass's end; then metered, logged, and published at once in an
 //! `alive` when it began, changed class or cleared.
 
 use mesh_protocol::Class;
@@ -37,8 +37,8 @@ impl<P: Provisioner> Runner<P> {
     }
 
     /// After the pass's `alive` state is known: the metric set, the change
-    /// logged and, when there is one, an `alive` said at once. Returns the
-    /// words said.
+    /// logged and, when there is one, an `alive` published at once. Returns the
+    /// events published.
     pub(super) fn fault_after_pass(&self, change: Change) -> usize {
         self.metrics.fault(self.admin.current().map(|f| f.class));
         match (change, self.admin.current()) {
@@ -51,6 +51,6 @@ impl<P: Provisioner> Runner<P> {
             }
             (_, None) => {}
         }
-        usize::from(change.publish_now() && self.herald.say_now())
+        usize::from(change.publish_now() && self.herald.publish_now())
     }
 }

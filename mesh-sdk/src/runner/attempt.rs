@@ -12,7 +12,7 @@ use futures::FutureExt;
 use mesh_protocol::Class;
 use tokio::task::JoinSet;
 
-use crate::classify::classify_words;
+use crate::classify::classify_message;
 use crate::contributions::{Consumer, Contributions};
 use crate::provisioner::Provisioner;
 use crate::secret::SecretSource;
@@ -111,13 +111,13 @@ impl<P: Provisioner> Attempts<P> {
             .catch_unwind()
             .await
             .unwrap_or_else(|panic| {
-                let words = panic
+                let text = panic
                     .downcast_ref::<&str>()
                     .map(|s| (*s).to_owned())
                     .or_else(|| panic.downcast_ref::<String>().cloned())
                     .unwrap_or_default();
-                let words = format!("the provisioner panicked: {words}");
-                Err((Class::Refused, self.scrub(&words, None)))
+                let text = format!("the provisioner panicked: {text}");
+                Err((Class::Refused, self.scrub(&text, None)))
             })
     }
 
@@ -140,7 +140,7 @@ impl<P: Provisioner> Attempts<P> {
         let mended = provisioner.take_mended(&consumer.name);
         attempted.map(|()| Served {
             secret: self.fingerprints.hash_one(secret.expose()),
-            mended: mended.map(|words| self.scrub(&words, Some(&secret))),
+            mended: mended.map(|text| self.scrub(&text, Some(&secret))),
         })
     }
 
@@ -153,12 +153,12 @@ impl<P: Provisioner> Attempts<P> {
         match tokio::time::timeout(self.call_timeout, call).await {
             Ok(Ok(())) => Ok(()),
             Ok(Err(error)) => {
-                let words = error_text(&error);
+                let text = error_text(&error);
                 let class = self
                     .provisioner
                     .classify(&error)
-                    .unwrap_or_else(|| classify_words(&words));
-                Err((class, self.scrub(&words, Some(secret))))
+                    .unwrap_or_else(|| classify_message(&text));
+                Err((class, self.scrub(&text, Some(secret))))
             }
             Err(_) => Err((
                 Class::Unreachable,
@@ -173,11 +173,11 @@ impl<P: Provisioner> Attempts<P> {
 
 impl<P> Attempts<P> {
     /// Removes the consumer's secret and the provider's secrets, cuts to 200 characters.
-    fn scrub(&self, words: &str, secret: Option<&Secret>) -> String {
+    fn scrub(&self, text: &str, secret: Option<&Secret>) -> String {
         let mut secrets: Vec<&str> = self.provider_secrets.iter().map(Secret::expose).collect();
         if let Some(secret) = secret {
             secrets.push(secret.expose());
         }
-        redact(words, &secrets)
+        redact(text, &secrets)
     }
 }

@@ -1,5 +1,5 @@
-//! Saying `alive`: the loop tells the herald how each pass went, and the
-//! herald says `alive` when it is due, from the loop or from a task of its
+//! Publishing `alive`: the loop tells the herald how each pass went, and the
+//! herald publishes `alive` when it is due, from the loop or from a task of its
 //! own, so a long pass (many calls running into their timeout) does not
 //! make a running provider look down.
 
@@ -10,7 +10,7 @@ use mesh_protocol::event::{Alive, Event, ProviderFault, VERSION};
 use mesh_protocol::ModuleId;
 use tokio::time::Instant;
 
-use super::say;
+use super::publish;
 use crate::alive::AliveState;
 use crate::fault::Fault;
 use crate::metrics::LoopMetrics;
@@ -79,19 +79,19 @@ impl Herald {
         }
     }
 
-    /// Says `alive` when it is due: after the first pass, then every
-    /// `alive_every`. Returns whether it was said.
-    pub(crate) fn say_if_due(&self) -> bool {
-        self.say(false)
+    /// Publishes `alive` when it is due: after the first pass, then every
+    /// `alive_every`. Returns whether it was published.
+    pub(crate) fn publish_if_due(&self) -> bool {
+        self.publish(false)
     }
 
-    /// Says `alive` now, due or not (the provider fault began, changed or
-    /// cleared), once a pass has ended. Returns whether it was said.
-    pub(crate) fn say_now(&self) -> bool {
-        self.say(true)
+    /// Publishes `alive` now, due or not (the provider fault began, changed or
+    /// cleared), once a pass has ended. Returns whether it was published.
+    pub(crate) fn publish_now(&self) -> bool {
+        self.publish(true)
     }
 
-    fn say(&self, now_anyway: bool) -> bool {
+    fn publish(&self, now_anyway: bool) -> bool {
         let now = Instant::now();
         let mut guard = self.state.lock().expect("herald lock");
         let (state, provider, fault) = &mut *guard;
@@ -116,8 +116,8 @@ impl Herald {
             said_at: self.clock.at(now),
             fault: fault.clone(),
         });
-        say(&self.outbox, &self.metrics, provider, &event);
-        state.said(now);
+        publish(&self.outbox, &self.metrics, provider, &event);
+        state.published(now);
         true
     }
 }

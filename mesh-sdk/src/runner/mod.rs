@@ -1,5 +1,5 @@
 //! The provisioner loop: a pass every `pass_every`, each listed consumer
-//! attempted with bounded concurrency, standings and retirement fed, words
+//! attempted with bounded concurrency, standings and retirement fed, events
 //! put on the outbox.
 //!
 //! [`Runner`] is the loop's state; [`Runner::pass`] runs one pass and
@@ -36,7 +36,7 @@ use crate::repair::{FaultState, KnownFault};
 use crate::retire::Retirement;
 use crate::secret::{FileSecrets, SecretSource};
 use crate::settings::Settings;
-use crate::standing::{Outcome, Standing, Word};
+use crate::standing::{Outcome, Publish, Standing};
 
 pub use serve::{run, run_until, RunError};
 
@@ -49,8 +49,8 @@ pub struct PassReport {
     pub attempted: usize,
     /// Consumers that failed.
     pub failed: usize,
-    /// Words put on the outbox.
-    pub said: usize,
+    /// Events put on the outbox.
+    pub published: usize,
     /// Whether a known fault kept the backend from being called for consumers.
     pub gated: bool,
 }
@@ -102,7 +102,7 @@ pub struct Runner<P: Provisioner> {
 }
 
 impl<P: Provisioner> Runner<P> {
-    /// A runner reading the contributions file at `contributions`, saying its words on `outbox`.
+    /// A runner reading the contributions file at `contributions`, publishing its events on `outbox`.
     pub fn new(
         provisioner: P,
         contributions: impl Into<std::path::PathBuf>,
@@ -220,7 +220,7 @@ impl<P: Provisioner> Runner<P> {
     /// Runs one pass now and answers `approvals` (raw request bodies) while
     /// its attempts run, as the binary's loop does: each request after the
     /// attempts began (or ended, if they were quick), before the pass's
-    /// events are said. Returns the pass's report and the replies in order.
+    /// events are published. Returns the pass's report and the replies in order.
     #[cfg(any(test, feature = "testing"))]
     pub async fn pass_answering(
         &mut self,
@@ -279,7 +279,7 @@ impl<P: Provisioner> Runner<P> {
             Some(_) => (None, AdminSeen::Unknown),
             None => {
                 let (held, seen) = self.held_for_pass(fresh).await;
-                report.said += self
+                report.published += self
                     .retirement_actions(&contributions, fresh, held.as_deref())
                     .await;
                 (held, seen)
@@ -322,8 +322,8 @@ impl<P: Provisioner> Runner<P> {
         })
     }
 
-    /// The rest of a pass, once its attempts ended: standings fed, words
-    /// said, retirement, `alive` and the metrics.
+    /// The rest of a pass, once its attempts ended: standings fed, events
+    /// published, retirement, `alive` and the metrics.
     pub(crate) async fn finish_pass(
         &mut self,
         begun: Begun,
@@ -354,9 +354,9 @@ impl<P: Provisioner> Runner<P> {
                 report.failed += 1;
                 rejected |= *class == Class::CredentialsRejected;
             }
-            let (said, state) =
+            let (published, state) =
                 self.observe(&contributions.provider, consumer, result, synced, now);
-            report.said += said;
+            report.published += published;
             match state {
                 State::Ok => states.ok += 1,
                 State::FailingUnsaid => states.failing_unsaid += 1,
@@ -370,7 +370,7 @@ impl<P: Provisioner> Runner<P> {
                 .for_each(|(_, state)| state.trigger());
         }
         if let Some(held) = &held {
-            report.said += self.withdrawn_after(&contributions, held);
+            report.published += self.withdrawn_after(&contributions, held);
         }
         states.retiring = count(self.retirement.retiring());
         let ended = Instant::now();
@@ -384,23 +384,23 @@ impl<P: Provisioner> Runner<P> {
         );
         let took = ended.saturating_duration_since(began);
         self.metrics.pass(took, states, self.clock.at(ended));
-        report.said += self.fault_after_pass(change);
+        report.published += self.fault_after_pass(change);
         self.progress.tick();
         report
     }
 
-    /// Says `alive` when it is due: after the first pass, then every
-    /// `alive_every`. Returns whether it was said.
-    pub fn say_alive_if_due(&self) -> bool {
-        self.herald.say_if_due()
+    /// Publishes `alive` when it is due: after the first pass, then every
+    /// `alive_every`. Returns whether it was published.
+    pub fn publish_alive_if_due(&self) -> bool {
+        self.herald.publish_if_due()
     }
 
-    /// The herald, for a task that says `alive` while a pass runs.
+    /// The herald, for a task that publishes `alive` while a pass runs.
     pub(crate) fn herald(&self) -> Arc<herald::Herald> {
         Arc::clone(&self.herald)
     }
 
-    /// Feeds one consumer's outcome to its standing; returns words said and
+    /// Feeds one consumer's outcome to its standing; returns events published and
     /// the consumer's state after it. `synced`: the consumer's entry, if it
     /// has one, was made or updated from this very list.
     fn observe(
@@ -435,7 +435,7 @@ impl<P: Provisioner> Runner<P> {
                     secret: None,
                 }),
         };
-        let word = match &result {
+        let due = match &result {
             Ok(served) => {
                 if let Some(what) = &served.mended {
                     // A provider also brings a rotated secret to its backend:
@@ -481,18 +481,18 @@ impl<P: Provisioner> Runner<P> {
             Some(f) if f.said_at.is_none() => State::FailingUnsaid,
             Some(_) => State::Failing,
         };
-        let Some(word) = word else {
+        let Some(due) = due else {
             return (0, state);
         };
         let event = standing_event(
             &consumer.name,
             Some(&consumer.machine),
             Some(&consumer.provision),
-            word,
+            due,
             &self.clock,
             now,
         );
-        say(&self.outbox, &self.metrics, provider, &event);
+        publish(&self.outbox, &self.metrics, provider, &event);
         (1, state)
     }
 }
@@ -525,17 +525,17 @@ fn count(n: usize) -> u64 {
     u64::try_from(n).unwrap_or(u64::MAX)
 }
 
-/// The event for a standing word.
+/// The event a standing publishes.
 fn standing_event(
     consumer: &Name,
     machine: Option<&Name>,
     provision: Option<&str>,
-    word: Word,
+    due: Publish,
     clock: &WallClock,
     now: Instant,
 ) -> Event {
-    match word {
-        Word::Failing {
+    match due {
+        Publish::Failing {
             since,
             attempts,
             class,
@@ -551,7 +551,7 @@ fn standing_event(
             attempts,
             said_at: clock.at(now),
         }),
-        Word::Recovered(reason) => Event::Recovered(Recovered {
+        Publish::Recovered(reason) => Event::Recovered(Recovered {
             v: VERSION,
             consumer: consumer.clone(),
             consumer_machine: machine.cloned(),
@@ -562,27 +562,27 @@ fn standing_event(
     }
 }
 
-/// Logs a word and holds it on the outbox.
-fn say(outbox: &Outbox, metrics: &LoopMetrics, provider: &ModuleId, event: &Event) {
+/// Logs an event and puts it on the outbox (pending until JetStream acknowledges it).
+fn publish(outbox: &Outbox, metrics: &LoopMetrics, provider: &ModuleId, event: &Event) {
     metrics.published(event);
     let kind: EventKind = event.kind();
     match event {
         Event::Failing(b) => {
-            tracing::warn!(consumer = %b.consumer, class = %b.class, attempts = b.attempts, since = %b.since, error = %b.error, "saying failing")
+            tracing::warn!(consumer = %b.consumer, class = %b.class, attempts = b.attempts, since = %b.since, error = %b.error, "publishing failing")
         }
         Event::Recovered(b) => {
-            tracing::info!(consumer = %b.consumer, reason = %b.reason.as_str(), "saying recovered")
+            tracing::info!(consumer = %b.consumer, reason = %b.reason.as_str(), "publishing recovered")
         }
         Event::Retirement(b) => {
-            tracing::info!(consumer = %b.consumer, action = %b.action.as_str(), "saying retirement")
+            tracing::info!(consumer = %b.consumer, action = %b.action.as_str(), "publishing retirement")
         }
         Event::Repair(b) => {
-            tracing::warn!(fault = %b.fault, outcome = ?b.outcome, detail = %b.detail, next_attempt_at = ?b.next_attempt_at.map(|t| t.to_string()), "saying repair")
+            tracing::warn!(fault = %b.fault, outcome = ?b.outcome, detail = %b.detail, next_attempt_at = ?b.next_attempt_at.map(|t| t.to_string()), "publishing repair")
         }
         Event::Alive(b) => {
-            tracing::debug!(consumers = b.consumers, failing = b.failing, settled_at = ?b.settled_at.map(|t| t.to_string()), "saying alive")
+            tracing::debug!(consumers = b.consumers, failing = b.failing, settled_at = ?b.settled_at.map(|t| t.to_string()), "publishing alive")
         }
-        // Said by mesh-grants, never by a provisioner loop.
+        // Published by mesh-grants, never by a provisioner loop.
         Event::Unreachable(_) | Event::Reachable(_) | Event::Unchecked(_) => {}
     }
     outbox.put(

@@ -1,5 +1,5 @@
 //! The repair hook in a pass: probe the known faults that are due, repair
-//! what may be repaired, verify, and say what was done.
+//! what may be repaired, verify, and publish what was done.
 
 use std::time::Duration;
 
@@ -8,13 +8,13 @@ use mesh_protocol::Class;
 use mesh_protocol::ModuleId;
 use tokio::time::Instant;
 
-use super::{say, Runner};
+use super::{publish, Runner};
 use crate::provisioner::Provisioner;
 use crate::repair::{AnyRepair, Probe, Step};
 use mesh_runtime::redact::redact;
 
 impl<P: Provisioner> Runner<P> {
-    /// Probes the known faults that are due, repairs what it may, says what
+    /// Probes the known faults that are due, repairs what it may, publishes what
     /// it did; returns the failure consumers get while a fault is present.
     pub(super) async fn repair_pass(&mut self, provider: &ModuleId) -> Option<(Class, String)> {
         let rules = self.settings.repair;
@@ -25,7 +25,7 @@ impl<P: Provisioner> Runner<P> {
             .iter()
             .map(|s| s.expose().to_owned())
             .collect();
-        let mut words = Vec::new();
+        let mut repairs = Vec::new();
         let mut gate = None;
         for (known, state) in &mut self.faults {
             let repair = known.hook();
@@ -43,19 +43,19 @@ impl<P: Provisioner> Runner<P> {
                 let found = probe(repair, call_timeout, &scrub).await;
                 match state.probed(found, Instant::now()) {
                     Step::Nothing => {}
-                    Step::SayCleared => words.push((
+                    Step::PublishCleared => repairs.push((
                         fault.clone(),
                         RepairOutcome::Repaired,
                         "the fault is gone without a repair by this provider".to_owned(),
                         None,
                     )),
-                    Step::SayBraked(next) => {
+                    Step::PublishBraked(next) => {
                         let detail = format!(
                             "{}; repair held back by the brake after {} failed attempts",
                             state.present().unwrap_or_default(),
                             state.brake().failures()
                         );
-                        words.push((fault.clone(), RepairOutcome::Braked, detail, Some(next)));
+                        repairs.push((fault.clone(), RepairOutcome::Braked, detail, Some(next)));
                     }
                     Step::Repair => {
                         tracing::warn!(fault = %fault, error = state.present().unwrap_or_default(), "known fault found; repairing");
@@ -77,13 +77,13 @@ impl<P: Provisioner> Runner<P> {
                             Probe::Fault(w) | Probe::Unknown(w) => w.clone(),
                         };
                         match (state.repaired(verified, Instant::now()), did) {
-                            (Ok(()), Ok(did)) => words.push((
+                            (Ok(()), Ok(did)) => repairs.push((
                                 fault.clone(),
                                 RepairOutcome::Repaired,
                                 scrub(&format!("{did}; verified")),
                                 None,
                             )),
-                            (Ok(()), Err(why)) => words.push((
+                            (Ok(()), Err(why)) => repairs.push((
                                 fault.clone(),
                                 RepairOutcome::Repaired,
                                 scrub(&format!(
@@ -91,13 +91,13 @@ impl<P: Provisioner> Runner<P> {
                                 )),
                                 None,
                             )),
-                            (Err(next), Ok(did)) => words.push((
+                            (Err(next), Ok(did)) => repairs.push((
                                 fault.clone(),
                                 RepairOutcome::Failed,
                                 scrub(&format!("{did}, but the fault remains: {verify_words}")),
                                 Some(next),
                             )),
-                            (Err(next), Err(why)) => words.push((
+                            (Err(next), Err(why)) => repairs.push((
                                 fault.clone(),
                                 RepairOutcome::Failed,
                                 scrub(&format!("repair failed: {why}")),
@@ -114,7 +114,7 @@ impl<P: Provisioner> Runner<P> {
             }
         }
         let now = Instant::now();
-        for (fault, outcome, detail, next) in words {
+        for (fault, outcome, detail, next) in repairs {
             let event = Event::Repair(RepairBody {
                 v: VERSION,
                 fault,
@@ -123,7 +123,7 @@ impl<P: Provisioner> Runner<P> {
                 next_attempt_at: next.map(|n| self.clock.at(n)),
                 said_at: self.clock.at(now),
             });
-            say(&self.outbox, &self.metrics, provider, &event);
+            publish(&self.outbox, &self.metrics, provider, &event);
         }
         gate
     }

@@ -9,8 +9,8 @@ use mesh_protocol::event::{Event, Retirement as RetirementBody, RetirementAction
 use mesh_protocol::{ApproveReply, ApproveRequest, Class, ModuleId, Name, Timestamp};
 use tokio::time::Instant;
 
-use super::{say, standing_event, Runner};
-use crate::classify::classify_words;
+use super::{publish, standing_event, Runner};
+use crate::classify::classify_message;
 use crate::contributions::Contributions;
 use crate::fault::AdminSeen;
 use crate::name_map::NameSet;
@@ -37,9 +37,9 @@ impl<P: Provisioner> Runner<P> {
             Instant::now(),
             &self.settings.retire,
         );
-        let mut said = 0;
+        let mut published = 0;
         for action in actions {
-            said += match action {
+            published += match action {
                 Action::Retire(name) => {
                     self.retire_now(
                         &contributions.provider,
@@ -61,19 +61,24 @@ impl<P: Provisioner> Runner<P> {
                         retire.after_passes,
                         humantime::format_duration(retire.after)
                     );
-                    let word = (RetirementAction::Retiring, detail, Some(retire_at));
-                    self.say_retirement(&contributions.provider, &name, word, since);
+                    let retirement = (RetirementAction::Retiring, detail, Some(retire_at));
+                    self.publish_retirement(&contributions.provider, &name, retirement, since);
                     1
                 }
                 Action::Cancel(name, why) => {
                     tracing::info!(consumer = %name, why = why.detail(), "countdown to retire ended");
-                    let word = (RetirementAction::Cancelled, why.detail().to_owned(), None);
-                    self.say_retirement(&contributions.provider, &name, word, Instant::now());
+                    let retirement = (RetirementAction::Cancelled, why.detail().to_owned(), None);
+                    self.publish_retirement(
+                        &contributions.provider,
+                        &name,
+                        retirement,
+                        Instant::now(),
+                    );
                     1
                 }
             };
         }
-        said
+        published
     }
 
     /// What the backend holds, for a pass whose file was read; `None`
@@ -127,12 +132,12 @@ impl<P: Provisioner> Runner<P> {
             .cloned()
             .collect();
         let now = Instant::now();
-        let mut said = 0;
+        let mut published = 0;
         for name in gone {
             let Some(entry) = self.entries.remove(&name) else {
                 continue;
             };
-            let Some(word) = entry.standing.withdraw() else {
+            let Some(recovered) = entry.standing.withdraw() else {
                 continue;
             };
             tracing::info!(consumer = %name, "withdrawn and not held: its failing is over");
@@ -140,14 +145,14 @@ impl<P: Provisioner> Runner<P> {
                 &name,
                 Some(&entry.machine),
                 Some(&entry.provision),
-                word,
+                recovered,
                 &self.clock,
                 now,
             );
-            say(&self.outbox, &self.metrics, provider, &event);
-            said += 1;
+            publish(&self.outbox, &self.metrics, provider, &event);
+            published += 1;
         }
-        said
+        published
     }
 
     async fn fetch_held(&mut self) -> (Option<Vec<Held>>, AdminSeen) {
@@ -160,12 +165,12 @@ impl<P: Provisioner> Runner<P> {
                 return (Some(held), AdminSeen::Good);
             }
             Ok(Err(error)) => {
-                let words = self.redacted(&error_text(&error));
+                let text = self.redacted(&error_text(&error));
                 let class = self
                     .provisioner
                     .classify(&error)
-                    .unwrap_or_else(|| classify_words(&words));
-                (class, words)
+                    .unwrap_or_else(|| classify_message(&text));
+                (class, text)
             }
             Err(_) => (
                 Class::Unreachable,
@@ -219,7 +224,7 @@ impl<P: Provisioner> Runner<P> {
         Err(result)
     }
 
-    /// Retires `name` (its backend call bounded by `within`); returns the words said.
+    /// Retires `name` (its backend call bounded by `within`); returns the events published.
     async fn retire_now(
         &mut self,
         provider: &ModuleId,
@@ -239,13 +244,13 @@ impl<P: Provisioner> Runner<P> {
         tracing::info!(consumer = %name, why, "retired");
         let now = Instant::now();
         let detail = format!("disabled, nothing deleted: {why}");
-        self.say_retirement(
+        self.publish_retirement(
             provider,
             name,
             (RetirementAction::Retired, detail, None),
             now,
         );
-        let (machine, provision, word) = match self.entries.get_mut(name) {
+        let (machine, provision, recovered) = match self.entries.get_mut(name) {
             Some(entry) => (
                 Some(entry.machine.clone()),
                 Some(entry.provision.clone()),
@@ -258,11 +263,11 @@ impl<P: Provisioner> Runner<P> {
             name,
             machine.as_ref(),
             provision.as_deref(),
-            word,
+            recovered,
             &self.clock,
             now,
         );
-        say(&self.outbox, &self.metrics, provider, &event);
+        publish(&self.outbox, &self.metrics, provider, &event);
         2
     }
 
@@ -293,25 +298,25 @@ impl<P: Provisioner> Runner<P> {
         }
         tracing::info!(consumer = %name, "re-enabled");
         self.re_enabled.insert(name.clone());
-        let word = (
+        let retirement = (
             RetirementAction::ReEnabled,
             "listed again: enabled again".into(),
             None,
         );
-        self.say_retirement(provider, name, word, Instant::now());
+        self.publish_retirement(provider, name, retirement, Instant::now());
         1
     }
 
-    /// Says `word` (the action, its detail, and for `retiring` when) of
-    /// `name` on `retirement`.
-    fn say_retirement(
+    /// Publishes `retirement` (the action, its detail, and for `retiring`
+    /// when) of `name`.
+    fn publish_retirement(
         &self,
         provider: &ModuleId,
         name: &Name,
-        word: (RetirementAction, String, Option<Timestamp>),
+        retirement: (RetirementAction, String, Option<Timestamp>),
         now: Instant,
     ) {
-        let (action, detail, retire_at) = word;
+        let (action, detail, retire_at) = retirement;
         let event = Event::Retirement(RetirementBody {
             v: VERSION,
             consumer: name.clone(),
@@ -320,7 +325,7 @@ impl<P: Provisioner> Runner<P> {
             retire_at,
             said_at: self.clock.at(now),
         });
-        say(&self.outbox, &self.metrics, provider, &event);
+        publish(&self.outbox, &self.metrics, provider, &event);
     }
 
     /// Why `request` must not be acted on now, if its deadline passed.
@@ -392,12 +397,12 @@ impl<P: Provisioner> Runner<P> {
                 refuse(detail)
             }
             Approval::RetireNow(name) => {
-                let word = (
+                let retirement = (
                     RetirementAction::Approved,
                     "a person approved retiring it now".into(),
                     None,
                 );
-                self.say_retirement(provider, &name, word, Instant::now());
+                self.publish_retirement(provider, &name, retirement, Instant::now());
                 if self
                     .retire_now(provider, &name, "a person approved it", within)
                     .await
@@ -411,12 +416,12 @@ impl<P: Provisioner> Runner<P> {
                 }
             }
             Approval::Delete(name) => {
-                let word = (
+                let retirement = (
                     RetirementAction::Approved,
                     "a person approved deleting its data".into(),
                     None,
                 );
-                self.say_retirement(provider, &name, word, Instant::now());
+                self.publish_retirement(provider, &name, retirement, Instant::now());
                 let provisioner = Arc::clone(&self.provisioner);
                 if let Err(error) = self
                     .call("delete", &name, within, provisioner.delete(&name))
@@ -425,12 +430,12 @@ impl<P: Provisioner> Runner<P> {
                     return refuse(format!("deleting {name} failed: {error}"));
                 }
                 tracing::info!(consumer = %name, "deleted on approval");
-                let word = (
+                let retirement = (
                     RetirementAction::Deleted,
                     "its provision and data were deleted".into(),
                     None,
                 );
-                self.say_retirement(provider, &name, word, Instant::now());
+                self.publish_retirement(provider, &name, retirement, Instant::now());
                 ApproveReply {
                     ok: true,
                     detail: format!("{name} deleted"),

@@ -101,7 +101,7 @@ pub async fn run_until<P: Provisioner>(
         ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
         loop {
             ticker.tick().await;
-            herald.say_if_due();
+            herald.publish_if_due();
         }
     }));
     tokio::pin!(stop);
@@ -126,8 +126,8 @@ pub async fn run_until<P: Provisioner>(
                         }
                     }
                 };
-                runner.say_alive_if_due();
-                tracing::debug!(attempted = report.attempted, failed = report.failed, said = report.said, fresh = report.fresh, "pass done");
+                runner.publish_alive_if_due();
+                tracing::debug!(attempted = report.attempted, failed = report.failed, published = report.published, fresh = report.fresh, "pass done");
                 if bus.is_none() {
                     match runner.provider().cloned() {
                         Some(provider) => {
@@ -165,7 +165,7 @@ pub async fn run_until<P: Provisioner>(
 pub(crate) const STOP_GRACE: Duration = Duration::from_secs(1);
 
 /// One pass: its consumers attempted while approvals are answered (never
-/// queued behind the pass), then its words said.
+/// queued behind the pass), then its events published.
 async fn pass<P: Provisioner>(runner: &mut Runner<P>, bus: &mut Option<Bus>) -> super::PassReport {
     let Some(mut begun) = runner.begin_pass().await else {
         return super::PassReport::default();

@@ -194,12 +194,12 @@ fn runner(
     (runner, outbox)
 }
 
-/// Passes, half a second apart, until `done` holds of what was said (all
+/// Passes, half a second apart, until `done` holds of what was published (all
 /// of it, oldest first); panics after `limit`.
 async fn passes_until(
     runner: &mut Runner<IdentityProvisioner>,
     outbox: &Outbox,
-    said: &mut Vec<(String, Value)>,
+    published: &mut Vec<(String, Value)>,
     limit: Duration,
     what: &str,
     done: impl Fn(&[(String, Value)]) -> bool,
@@ -207,27 +207,29 @@ async fn passes_until(
     let end = std::time::Instant::now() + limit;
     loop {
         runner.pass().await;
-        said.extend(testing::drain(outbox));
-        if done(said) {
+        published.extend(testing::drain(outbox));
+        if done(published) {
             return;
         }
         assert!(
             std::time::Instant::now() < end,
-            "{what} within {limit:?}; said: {said:?}"
+            "{what} within {limit:?}; published: {published:?}"
         );
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
 }
 
-fn repairs<'a>(said: &'a [(String, Value)], outcome: &str) -> Vec<&'a Value> {
-    said.iter()
+fn repairs<'a>(published: &'a [(String, Value)], outcome: &str) -> Vec<&'a Value> {
+    published
+        .iter()
         .filter(|(kind, body)| kind == "repair" && body["outcome"] == outcome)
         .map(|(_, body)| body)
         .collect()
 }
 
-fn recovered(said: &[(String, Value)], consumer: &str) -> usize {
-    said.iter()
+fn recovered(published: &[(String, Value)], consumer: &str) -> usize {
+    published
+        .iter()
         .filter(|(kind, body)| kind == "recovered" && body["consumer"] == consumer)
         .count()
 }
@@ -263,11 +265,11 @@ async fn a_password_changed_by_hand_is_repaired_with_kc_sh_bootstrap_admin_besid
     scan.watch(secrets.clone());
     scan.watch(exposed(&repair));
 
-    let mut said = Vec::new();
+    let mut published = Vec::new();
     passes_until(
         &mut runner,
         &outbox,
-        &mut said,
+        &mut published,
         Duration::from_secs(60),
         "both served",
         |s| recovered(s, "forge") == 1 && recovered(s, "wiki") == 1,
@@ -286,14 +288,14 @@ async fn a_password_changed_by_hand_is_repaired_with_kc_sh_bootstrap_admin_besid
     passes_until(
         &mut runner,
         &outbox,
-        &mut said,
+        &mut published,
         BOOTSTRAP * 2,
         "a failed repair",
         |s| !repairs(s, "failed").is_empty(),
     )
     .await;
     scan.watch(exposed(&repair));
-    let failed = repairs(&said, "failed")[0].clone();
+    let failed = repairs(&published, "failed")[0].clone();
     let detail = failed["detail"].as_str().unwrap();
     assert!(
         detail.starts_with("repair failed: kc.sh bootstrap-admin ended with status "),
@@ -317,7 +319,7 @@ async fn a_password_changed_by_hand_is_repaired_with_kc_sh_bootstrap_admin_besid
     passes_until(
         &mut runner,
         &outbox,
-        &mut said,
+        &mut published,
         BOOTSTRAP * 2,
         "repaired",
         |s| !repairs(s, "repaired").is_empty(),
@@ -325,7 +327,7 @@ async fn a_password_changed_by_hand_is_repaired_with_kc_sh_bootstrap_admin_besid
     .await;
     // The gate is open again: the next pass serves both consumers.
     runner.pass().await;
-    said.extend(testing::drain(&outbox));
+    published.extend(testing::drain(&outbox));
     for consumer in ["forge", "wiki"] {
         let standing = runner.standing(&Name::parse(consumer).unwrap()).unwrap();
         assert!(
@@ -334,7 +336,7 @@ async fn a_password_changed_by_hand_is_repaired_with_kc_sh_bootstrap_admin_besid
         );
     }
     scan.watch(exposed(&repair));
-    let repaired = repairs(&said, "repaired")[0].clone();
+    let repaired = repairs(&published, "repaired")[0].clone();
     let detail = repaired["detail"].as_str().unwrap();
     assert!(
         detail.contains(&format!("password of administrator {} set to the mesh's through temporary administrator mesh-repair-", admin.name))
@@ -358,10 +360,10 @@ async fn a_password_changed_by_hand_is_repaired_with_kc_sh_bootstrap_admin_besid
 
     secrets.extend(exposed(&repair));
     let mut words = String::new();
-    for (_, body) in &said {
+    for (_, body) in &published {
         words.push_str(&body.to_string());
     }
-    assert_no_secret(&words, &secrets, "the words said");
+    assert_no_secret(&words, &secrets, "the words published");
     assert_no_secret(&logs.text(), &secrets, "the log");
 }
 

@@ -139,7 +139,10 @@ async fn main() {
         let start = Instant::now();
         let report = runner.pass().await;
         passes.push(start.elapsed());
-        assert_eq!((report.attempted, report.failed, report.said), (N, 0, 0));
+        assert_eq!(
+            (report.attempted, report.failed, report.published),
+            (N, 0, 0)
+        );
         let mut restarted = self::runner(&pg, dir.path(), &outbox);
         let start = Instant::now();
         let report = restarted.pass().await;

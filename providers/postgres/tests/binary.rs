@@ -117,7 +117,7 @@ async fn the_binary_provisions_says_recovered_and_stops_on_sigterm() {
     let configured = message("PostgreSQL provider configured").unwrap_or_else(|| panic!("{said}"));
     let shown = format!("postgres://postgres@127.0.0.1:{}/postgres", pg.port());
     assert_eq!(configured["admin"], shown.as_str(), "{configured}");
-    let recovered = message("saying recovered").unwrap_or_else(|| panic!("{said}"));
+    let recovered = message("publishing recovered").unwrap_or_else(|| panic!("{said}"));
     assert_eq!(recovered["consumer"], "forge");
     assert!(message("stopped").is_some(), "{said}");
     assert!(said.contains("mesh:***@127.0.0.1"), "{said}");

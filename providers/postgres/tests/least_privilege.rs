@@ -103,7 +103,7 @@ async fn an_admin_with_createrole_createdb_makes_checks_retires_re_enables_and_d
         w.failure("wiki")
     );
     assert_eq!(
-        kinds(&w.said()),
+        kinds(&w.published()),
         vec![
             "recovered:forge:first-success-after-start",
             "recovered:wiki:first-success-after-start",
@@ -167,7 +167,7 @@ async fn an_admin_with_createrole_createdb_makes_checks_retires_re_enables_and_d
     // A second pass changes nothing and says nothing.
     let report = w.pass().await;
     assert_eq!((report.attempted, report.failed), (2, 0));
-    assert!(w.said().is_empty());
+    assert!(w.published().is_empty());
 
     // A changed secret: the administrator resets the password.
     w.secret("forge", "minted-forge-lp-rotated");
@@ -179,14 +179,14 @@ async fn an_admin_with_createrole_createdb_makes_checks_retires_re_enables_and_d
     w.secret("forge", FORGE);
     w.pass().await;
 
-    // Withdrawn: its countdown said, then retired after two passes, its
+    // Withdrawn: its countdown published, then retired after two passes, its
     // open session ended.
     let wiki = login(&pg, "wiki", WIKI, "wiki").await.unwrap();
     w.list(&["forge"]);
     w.pass().await;
     w.pass().await;
     assert_eq!(
-        kinds(&w.said()),
+        kinds(&w.published()),
         vec![
             "recovered:wiki:retired",
             "retirement:wiki:retired",
@@ -205,7 +205,7 @@ async fn an_admin_with_createrole_createdb_makes_checks_retires_re_enables_and_d
     let report = w.pass().await;
     assert_eq!(report.failed, 0, "{:?}", w.failure("wiki"));
     assert_eq!(
-        kinds(&w.said()),
+        kinds(&w.published()),
         vec!["retirement:wiki:re-enabled"],
         "the re-enable says it; no recovered claims a start that did not happen"
     );
@@ -245,20 +245,20 @@ async fn an_admin_with_createrole_createdb_makes_checks_retires_re_enables_and_d
 
     // The administrator's password changed at the server (record 224): its
     // kept session still works, so forge is served, but the pass's fresh
-    // login is refused: a provider fault, said at once in an alive.
+    // login is refused: a provider fault, published at once in an alive.
     superuser
         .batch_execute(&format!("ALTER ROLE mesh_admin PASSWORD '{ROTATED_ADMIN}'"))
         .await
         .unwrap();
     let report = w.pass().await;
     assert_eq!(report.failed, 0, "the kept session still serves forge");
-    let said = w.said();
-    let alive: Vec<&serde_json::Value> = said
+    let published = w.published();
+    let alive: Vec<&serde_json::Value> = published
         .iter()
         .filter(|(k, _)| k == "alive")
         .map(|(_, b)| b)
         .collect();
-    assert_eq!(alive.len(), 1, "said within the pass: {said:?}");
+    assert_eq!(alive.len(), 1, "published within the pass: {published:?}");
     let fault = &alive[0]["fault"];
     assert_eq!(fault["class"], "credentials-rejected", "{fault}");
     let error = fault["error"].as_str().unwrap();
@@ -268,10 +268,13 @@ async fn an_admin_with_createrole_createdb_makes_checks_retires_re_enables_and_d
     );
     assert!(!error.contains(ADMIN_PASSWORD) && !error.contains(ROTATED_ADMIN));
     w.pass().await;
-    assert!(w.said().is_empty(), "kept, not said again at once");
+    assert!(
+        w.published().is_empty(),
+        "kept, not published again at once"
+    );
 
     // The new password written into the file: read at the next login, no
-    // restart; the fault clears, said at once.
+    // restart; the fault clears, published at once.
     std::fs::write(
         dir.path().join("mesh_admin.password"),
         format!("{ROTATED_ADMIN}\n"),
@@ -279,10 +282,10 @@ async fn an_admin_with_createrole_createdb_makes_checks_retires_re_enables_and_d
     .unwrap();
     let report = w.pass().await;
     assert_eq!(report.failed, 0, "{:?}", w.failure("forge"));
-    let said = w.said();
-    assert_eq!(said.len(), 1, "{said:?}");
-    assert_eq!(said[0].0, "alive");
-    assert!(said[0].1.get("fault").is_none(), "{said:?}");
+    let published = w.published();
+    assert_eq!(published.len(), 1, "{published:?}");
+    assert_eq!(published[0].0, "alive");
+    assert!(published[0].1.get("fault").is_none(), "{published:?}");
     // A new kept session logs in with it too.
     drop(w);
     let mut again = World::new(

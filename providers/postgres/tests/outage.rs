@@ -96,7 +96,7 @@ async fn a_stopped_server_is_unreachable_after_failing_after_and_its_restart_rec
     );
     let report = w.pass().await;
     assert_eq!(report.failed, 0, "{:?}", w.failure("app"));
-    w.said();
+    w.published();
 
     pg.stop();
     let first_failure = Instant::now();
@@ -104,22 +104,24 @@ async fn a_stopped_server_is_unreachable_after_failing_after_and_its_restart_rec
     let failing = loop {
         let report = w.pass().await;
         assert_eq!(report.failed, 2);
-        let (alive, said): (Vec<_>, Vec<_>) =
-            w.said().into_iter().partition(|(kind, _)| kind == "alive");
+        let (alive, published): (Vec<_>, Vec<_>) = w
+            .published()
+            .into_iter()
+            .partition(|(kind, _)| kind == "alive");
         faults.extend(alive.into_iter().map(|(_, body)| body["fault"].clone()));
-        if !said.is_empty() {
-            break said;
+        if !published.is_empty() {
+            break published;
         }
         assert!(
             first_failure.elapsed() < FAILING_AFTER * 10,
-            "failing never said: {:?}",
+            "failing never published: {:?}",
             w.failure("app")
         );
         tokio::time::sleep(PASS_EVERY).await;
     };
     assert!(
         first_failure.elapsed() >= FAILING_AFTER,
-        "failing said before failing_after"
+        "failing published before failing_after"
     );
     assert_eq!(
         kinds(&failing),
@@ -132,7 +134,7 @@ async fn a_stopped_server_is_unreachable_after_failing_after_and_its_restart_rec
         "{error}"
     );
     assert!(!error.contains(pg.superuser_password()));
-    // The provider fault was said at once, on the first pass, not after
+    // The provider fault was published at once, on the first pass, not after
     // failing_after, and only once while it lasted.
     assert_eq!(faults.len(), 1, "{faults:?}");
     assert_eq!(faults[0]["class"], "unreachable", "{faults:?}");
@@ -140,13 +142,15 @@ async fn a_stopped_server_is_unreachable_after_failing_after_and_its_restart_rec
     pg.start_again();
     let report = w.pass().await;
     assert_eq!(report.failed, 0, "{:?}", w.failure("app"));
-    let said = w.said();
+    let published = w.published();
     assert_eq!(
-        kinds(&said),
+        kinds(&published),
         vec!["alive::", "recovered:app:success", "recovered:blog:success"],
-        "the fault's end is said at once too"
+        "the fault's end is published at once too"
     );
-    assert!(said.iter().all(|(_, body)| body.get("fault").is_none()));
+    assert!(published
+        .iter()
+        .all(|(_, body)| body.get("fault").is_none()));
 }
 
 /// A server that accepts connections and never answers (a network black

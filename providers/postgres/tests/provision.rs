@@ -28,11 +28,11 @@ async fn consumers_get_a_database_they_can_log_into_and_no_password_reaches_the_
         Settings::default(),
     );
 
-    // First pass: everything made, proven by a login, and said.
+    // First pass: everything made, proven by a login, and published.
     let report = w.pass().await;
     assert_eq!(report.failed, 0, "{:?}", w.failure("forge"));
     assert_eq!(
-        kinds(&w.said()),
+        kinds(&w.published()),
         vec![
             "recovered:2-docs_site:first-success-after-start",
             "recovered:forge:first-success-after-start",
@@ -102,13 +102,13 @@ async fn consumers_get_a_database_they_can_log_into_and_no_password_reaches_the_
         "{error:?}"
     );
 
-    // Again and again: nothing is made or altered, nothing is said.
+    // Again and again: nothing is made or altered, nothing is published.
     let mark = pg.log().len();
     for _ in 0..3 {
         let report = w.pass().await;
         assert_eq!(report.failed, 0, "{:?}", w.failure("forge"));
     }
-    assert!(w.said().is_empty());
+    assert!(w.published().is_empty());
     let quiet = log_since(&pg, mark);
     for statement in [
         "CREATE ROLE",
@@ -132,7 +132,7 @@ async fn consumers_get_a_database_they_can_log_into_and_no_password_reaches_the_
     let mark = pg.log().len();
     let report = w.pass().await;
     assert_eq!(report.failed, 0, "{:?}", w.failure("forge"));
-    assert!(w.said().is_empty());
+    assert!(w.published().is_empty());
     let reset = log_since(&pg, mark);
     assert_eq!(
         reset
@@ -182,7 +182,7 @@ async fn consumers_get_a_database_they_can_log_into_and_no_password_reaches_the_
         .unwrap();
 
     // No plaintext password anywhere: the server log (every statement is
-    // logged), the provider's log, the words said.
+    // logged), the provider's log, the words published.
     let server_log = pg.log();
     assert!(
         server_log.contains("statement: CREATE ROLE \"forge\""),

@@ -82,7 +82,7 @@ async fn what_mesh_did_not_make_is_refused_and_untouched() {
     assert_eq!(report.attempted, 7);
     assert_eq!(report.failed, 6);
     assert_eq!(
-        kinds(&w.said()),
+        kinds(&w.published()),
         vec!["recovered:fine:first-success-after-start"]
     );
     let expected = [

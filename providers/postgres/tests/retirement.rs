@@ -34,24 +34,24 @@ async fn retire_re_enable_and_approved_delete() {
     );
     let report = w.pass().await;
     assert_eq!(report.failed, 0, "{:?}", w.failure("wiki"));
-    w.said();
+    w.published();
     let wiki = login(&pg, "wiki", WIKI, "wiki").await.unwrap();
     wiki.batch_execute("CREATE TABLE pages (title text); INSERT INTO pages VALUES ('home')")
         .await
         .unwrap();
 
-    // Withdrawn: counted for two passes (the countdown said at once),
-    // then retired and said.
+    // Withdrawn: counted for two passes (the countdown published at once),
+    // then retired and published.
     w.list(&["forge"]);
     w.pass().await;
     assert_eq!(
-        kinds(&w.said()),
+        kinds(&w.published()),
         vec!["retirement:wiki:retiring"],
         "not retired after one pass"
     );
     w.pass().await;
     assert_eq!(
-        kinds(&w.said()),
+        kinds(&w.published()),
         vec!["recovered:wiki:retired", "retirement:wiki:retired"]
     );
     assert_eq!(role_and_database(&admin, "wiki").await, (Some(false), true));
@@ -81,7 +81,7 @@ async fn retire_re_enable_and_approved_delete() {
     let report = w.pass().await;
     assert_eq!(report.failed, 0, "{:?}", w.failure("wiki"));
     assert_eq!(
-        kinds(&w.said()),
+        kinds(&w.published()),
         vec!["retirement:wiki:re-enabled"],
         "the re-enable says it; no recovered claims a start that did not happen"
     );
@@ -98,7 +98,7 @@ async fn retire_re_enable_and_approved_delete() {
     let reply = within("approve", w.runner.approve(br#"{"v":1,"consumer":"wiki"}"#)).await;
     assert!(reply.ok, "{}", reply.detail);
     assert_eq!(
-        kinds(&w.said()),
+        kinds(&w.published()),
         vec![
             "recovered:wiki:retired",
             "retirement:wiki:approved",
@@ -118,7 +118,7 @@ async fn retire_re_enable_and_approved_delete() {
     .await;
     assert!(reply.ok, "{}", reply.detail);
     assert_eq!(
-        kinds(&w.said()),
+        kinds(&w.published()),
         vec!["retirement:wiki:approved", "retirement:wiki:deleted"]
     );
     // The database went although a session was open in it (WITH (FORCE)).
@@ -134,5 +134,5 @@ async fn retire_re_enable_and_approved_delete() {
     login(&pg, "forge", FORGE, "forge").await.unwrap();
     let report = w.pass().await;
     assert_eq!((report.attempted, report.failed), (1, 0));
-    assert!(w.said().is_empty());
+    assert!(w.published().is_empty());
 }

@@ -45,7 +45,7 @@ pub async fn publish_loop(
     let left = outbox.len();
     if left > 0 {
         tracing::warn!(
-            held = left,
+            pending = left,
             "stopping with events still pending: not acknowledged by the bus"
         );
     }
@@ -85,7 +85,7 @@ async fn drain(outbox: &Outbox, sink: &dyn EventSink, failing: &mut bool) -> usi
     match first_error {
         Some(error) if !*failing => {
             *failing = true;
-            tracing::warn!(held = refused, error = %error, "events not acknowledged by the bus; kept pending and sent again");
+            tracing::warn!(pending = refused, error = %error, "events not acknowledged by the bus; kept pending and sent again");
         }
         None if *failing => {
             *failing = false;

@@ -3,7 +3,7 @@
 use mesh_protocol::subject::parse_event_subject;
 use mesh_protocol::{Event, ModuleId};
 
-use crate::model::text::{cut_event, first_words};
+use crate::model::text::{cut_event, cut_text};
 use crate::model::Received;
 
 /// A message that is not an event the store can take: logged and terminated.
@@ -21,15 +21,15 @@ pub enum Malformed {
 /// Reads a message into an event received at its place in the stream
 /// `(epoch, seq)`. The emitter (machine, module) comes from the
 /// subject only; whatever the body claims about it is ignored. Free text is
-/// cut to its first words ([`first_words`]), and so is what is reported of a
+/// cut to its first words ([`cut_text`]), and so is what is reported of a
 /// malformed body (a parser's message may quote the body).
 ///
 /// # Errors
 /// [`Malformed`] when the subject or the body is not a valid event.
 pub fn decode(subject: &str, body: &[u8], epoch: u64, seq: u64) -> Result<Received, Malformed> {
     let (machine, module, kind) = parse_event_subject(subject).ok_or(Malformed::Subject)?;
-    let mut event = Event::parse(kind, body)
-        .map_err(|e| Malformed::Body(first_words(&e.to_string()).into()))?;
+    let mut event =
+        Event::parse(kind, body).map_err(|e| Malformed::Body(cut_text(&e.to_string()).into()))?;
     cut_event(&mut event);
     Ok(Received {
         epoch,
@@ -80,10 +80,10 @@ mod tests {
         for (subject, body, expected) in cases {
             let got = decode(subject, body.as_bytes(), 1, 7);
             match (got, expected) {
-                (Ok(word), Ok((module, machine))) => {
-                    assert_eq!(word.emitter.module.as_str(), *module);
-                    assert_eq!(word.emitter.machine.as_str(), *machine);
-                    assert_eq!(word.seq, 7);
+                (Ok(received), Ok((module, machine))) => {
+                    assert_eq!(received.emitter.module.as_str(), *module);
+                    assert_eq!(received.emitter.machine.as_str(), *machine);
+                    assert_eq!(received.seq, 7);
                 }
                 (Err(Malformed::Body(_)), Err(Malformed::Body(_))) => {}
                 (Err(Malformed::Subject), Err(Malformed::Subject)) => {}
@@ -95,14 +95,14 @@ mod tests {
     #[test]
     fn a_claimed_emitter_in_the_body_is_ignored() {
         let body = FAILING.replace(r#""v":1,"#, r#""v":1,"module":"other","machine":"x","#);
-        let word = decode(
+        let received = decode(
             "mesh.event.db-1.postgres.provisioner.failing",
             body.as_bytes(),
             1,
             1,
         )
         .unwrap();
-        assert_eq!(word.emitter.to_string(), "postgres@db-1");
+        assert_eq!(received.emitter.to_string(), "postgres@db-1");
     }
 
     #[test]
@@ -110,15 +110,15 @@ mod tests {
         use crate::model::text::MAX_TEXT_BYTES;
         let huge = "é".repeat(300_000);
         let body = FAILING.replace("password authentication failed", &huge);
-        let word = decode(
+        let received = decode(
             "mesh.event.db-1.postgres.provisioner.failing",
             body.as_bytes(),
             1,
             1,
         )
         .unwrap();
-        let Event::Failing(f) = word.event else {
-            panic!("a failing word")
+        let Event::Failing(f) = received.event else {
+            panic!("a failing event")
         };
         assert!(f.error.len() <= MAX_TEXT_BYTES && f.error.ends_with('…'));
         // A bad field of 600 KB: the parser's message quotes it; cut too.

@@ -6,20 +6,20 @@
 //! [`follow_messages`] follows a [`Messages`] source until stopped. Each
 //! round takes what is waiting (at most [`LinkSettings::batch`] messages, in
 //! stream order), reads every message's emitter from its subject, applies
-//! the words in one transaction and acknowledges them after the commit.
+//! the events in one transaction and acknowledges them after the commit.
 //!
 //! # Guarantees
 //! - At least once: a message is acknowledged (double ack for the last of a
 //!   round, which the server answers after the earlier acks) only after the
 //!   store committed it.
 //! - While the store is away, a round is NAKed as a whole with a growing
-//!   delay, so the source delivers it again: a `recovered` is held, never
+//!   delay, so the source delivers it again: a `recovered` is delivered again, never
 //!   dropped.
 //! - Order: the consumer allows `batch` unacknowledged messages, a round is
 //!   applied in stream order in one transaction and acknowledged or NAKed as
-//!   a whole. The store also orders words by their place in the stream,
+//!   a whole. The store also orders events by their place in the stream,
 //!   `(stream epoch, stream sequence)`, never by a provider's clock, so a
-//!   redelivery never undoes a newer word.
+//!   redelivery never undoes a newer event.
 //! - A message whose subject or body is malformed is logged and terminated
 //!   (`+TERM`): it never blocks the stream.
 //! - Stopping waits for a pull in flight (at most [`LinkSettings::wait`],
@@ -30,7 +30,7 @@
 //!   SIGTERM).
 //! - It records itself in the store (its host, pid and start): when it
 //!   last *caught up* (a pull came back short, not because delivery waits
-//!   on acknowledgements, and nothing is held for the store) and when it
+//!   on acknowledgements, and nothing is NAKed for the store) and when it
 //!   last committed a round, at once when it catches up
 //!   again and else at most every half pull wait, so `status` can tell a
 //!   controller that follows nothing from providers that say nothing.
@@ -61,7 +61,7 @@ pub use source::{Delivery, Messages, Pending};
 use mesh_protocol::Timestamp;
 use mesh_runtime::{Backoff, Stop};
 
-use crate::model::text::first_words;
+use crate::model::text::cut_text;
 use crate::model::{Instance, Received};
 use crate::store::{Store, StoreError};
 use progress::{LinkProgress, PullEnd};
@@ -83,8 +83,8 @@ pub struct LinkSettings {
     /// The consumer's ack wait: a message delivered but neither acknowledged
     /// nor NAKed is delivered again after it.
     pub ack_wait: Duration,
-    /// How long the stream keeps a word the controller has not taken
-    /// (it drops each word as soon as the controller acknowledged it).
+    /// How long the stream keeps an event the controller has not taken
+    /// (it drops each event as soon as the controller acknowledged it).
     pub stream_max_age: Duration,
     /// How many servers of a NATS cluster keep the stream and the durable
     /// consumer (1 on a single server). An existing stream with fewer is
@@ -135,13 +135,13 @@ pub async fn pause(delay: Duration, stop: &Stop) -> bool {
 /// What one round did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Round {
-    /// Words committed and acknowledged.
+    /// Events committed and acknowledged.
     applied: usize,
-    /// Malformed messages terminated (and words the store refused as such).
+    /// Malformed messages terminated (and events the store refused as such).
     terminated: usize,
     /// Messages NAKed because the store was away.
-    held: usize,
-    /// The NAK delay, when messages were held.
+    naked: usize,
+    /// The NAK delay, when messages were NAKed.
     retry_in: Option<Duration>,
 }
 
@@ -229,7 +229,7 @@ pub async fn follow_messages<M: Messages, S: Store>(
             tracing::debug!(
                 applied = round.applied,
                 terminated = round.terminated,
-                held = round.held,
+                naked = round.naked,
                 "round done"
             );
             if let Some(delay) = round.retry_in {
@@ -253,12 +253,11 @@ pub async fn follow_messages<M: Messages, S: Store>(
                 .run_until_stopped(link.delivery_free(&mut *consumer))
                 .await
                 .unwrap_or(false);
-        // The turn's clocks, read once: the record's schedule and the
-        // caught-up gauge's time.
+        // The turn's time, read once: the record's schedule and the
+        // caught-up gauge's (its wall time from the state's clock).
         let now = tokio::time::Instant::now();
-        let wall = std::time::SystemTime::now();
         if caught_up {
-            link.state.caught_up(wall);
+            link.state.caught_up(now);
         }
         if stop
             .run_until_stopped(link.record(caught_up, now))
@@ -278,7 +277,7 @@ pub async fn follow_messages<M: Messages, S: Store>(
 }
 
 struct Link<'a, S> {
-    /// The followed stream's epoch (every word's, with its sequence).
+    /// The followed stream's epoch (every event's, with its sequence).
     epoch: u64,
     store: &'a mut S,
     settings: &'a LinkSettings,
@@ -394,58 +393,58 @@ impl<S: Store> Link<'_, S> {
     /// Decodes, applies and acknowledges (or NAKs) one round.
     async fn round<D: Delivery>(&mut self, messages: Vec<D>) -> Round {
         let mut round = Round::default();
-        let mut words: Vec<(D, Received)> = Vec::with_capacity(messages.len());
+        let mut decoded: Vec<(D, Received)> = Vec::with_capacity(messages.len());
         for message in messages {
             let seq = message.stream_sequence();
             match decode(message.subject(), message.payload(), self.epoch, seq) {
-                Ok(mut word) => {
-                    word.stored_at = message.stored_at().map(Timestamp::from_system);
-                    words.push((message, word));
+                Ok(mut received) => {
+                    received.stored_at = message.stored_at().map(Timestamp::from_system);
+                    decoded.push((message, received));
                 }
                 Err(reason) => {
-                    tracing::error!(subject = %first_words(message.subject()), seq, reason = %reason, "malformed event terminated");
+                    tracing::error!(subject = %cut_text(message.subject()), seq, reason = %reason, "malformed event terminated");
                     terminate(&message).await;
                     round.terminated += 1;
                 }
             }
         }
-        if words.is_empty() {
+        if decoded.is_empty() {
             return round;
         }
-        let batch: Vec<Received> = words.iter().map(|(_, w)| w.clone()).collect();
+        let batch: Vec<Received> = decoded.iter().map(|(_, w)| w.clone()).collect();
         let started = tokio::time::Instant::now();
         match self.store.apply(&batch).await {
             Ok(()) => {
                 let applied_in = started.elapsed();
                 self.stored(&batch);
-                acknowledge(words.iter().map(|(m, _)| m)).await;
+                acknowledge(decoded.iter().map(|(m, _)| m)).await;
                 tracing::trace!(?applied_in, acked_in = ?(started.elapsed() - applied_in), "round timing");
-                round.applied += words.len();
+                round.applied += decoded.len();
             }
             Err(error) if error.is_transient() => {
-                let delay = self.held(&error, words.len());
-                nak(words.iter().map(|(m, _)| m), delay).await;
-                round.held += words.len();
+                let delay = self.naked(&error, decoded.len());
+                nak(decoded.iter().map(|(m, _)| m), delay).await;
+                round.naked += decoded.len();
                 round.retry_in = Some(delay);
             }
             Err(error) => {
-                tracing::warn!(error = %error, words = words.len(), "the store refused a round; applying its words one by one");
+                tracing::warn!(error = %error, events = decoded.len(), "the store refused a round; applying its events one by one");
                 self.state.store_failed(false);
-                let mut rest = words.into_iter();
-                for (message, word) in rest.by_ref() {
-                    match self.store.apply(std::slice::from_ref(&word)).await {
+                let mut rest = decoded.into_iter();
+                for (message, received) in rest.by_ref() {
+                    match self.store.apply(std::slice::from_ref(&received)).await {
                         Ok(()) => {
-                            self.stored(std::slice::from_ref(&word));
+                            self.stored(std::slice::from_ref(&received));
                             acknowledge(std::iter::once(&message)).await;
                             round.applied += 1;
                         }
                         Err(error) if error.is_transient() => {
-                            let delay = self.held(&error, 1);
+                            let delay = self.naked(&error, 1);
                             round.retry_in = Some(delay);
                             let left: Vec<D> = std::iter::once(message)
                                 .chain(rest.by_ref().map(|(m, _)| m))
                                 .collect();
-                            round.held += left.len();
+                            round.naked += left.len();
                             nak(left.iter(), delay).await;
                             break;
                         }
@@ -453,7 +452,7 @@ impl<S: Store> Link<'_, S> {
                             tracing::error!(
                                 error = %error,
                                 subject = %message.subject(),
-                                seq = word.seq,
+                                seq = received.seq,
                                 "the store refuses this event as such; terminated"
                             );
                             terminate(&message).await;
@@ -466,8 +465,8 @@ impl<S: Store> Link<'_, S> {
         round
     }
 
-    fn stored(&mut self, words: &[Received]) {
-        self.state.applied(words);
+    fn stored(&mut self, events: &[Received]) {
+        self.state.applied(events);
         self.progress.stored();
         if self.backoff.failures() > 0 {
             tracing::info!(
@@ -476,26 +475,26 @@ impl<S: Store> Link<'_, S> {
             );
             self.backoff.reset();
         }
-        for word in words {
+        for received in events {
             tracing::debug!(
-                emitter = %word.emitter,
-                kind = word.event.kind().as_str(),
-                seq = word.seq,
-                said_at = %word.event.said_at(),
+                emitter = %received.emitter,
+                kind = received.event.kind().as_str(),
+                seq = received.seq,
+                said_at = %received.event.said_at(),
                 "event stored"
             );
         }
     }
 
     /// Logs a failed round; returns its NAK delay.
-    fn held(&mut self, error: &StoreError, count: usize) -> Duration {
+    fn naked(&mut self, error: &StoreError, count: usize) -> Duration {
         self.state.store_failed(true);
-        self.progress.held();
+        self.progress.naked();
         let delay = self.backoff.next_delay();
         if self.backoff.failures() == 1 {
-            tracing::warn!(error = %error, held = count, retry_in = ?delay, "store away: events are held (NAKed) and delivered again");
+            tracing::warn!(error = %error, naked = count, retry_in = ?delay, "store away: events are NAKed and delivered again");
         } else {
-            tracing::debug!(error = %error, held = count, retry_in = ?delay, "store still away");
+            tracing::debug!(error = %error, naked = count, retry_in = ?delay, "store still away");
         }
         delay
     }

@@ -18,8 +18,8 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use mesh_protocol::EventKind;
-use mesh_runtime::Progress;
+use mesh_protocol::{EventKind, Timestamp};
+use mesh_runtime::{Progress, WallClock};
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -39,10 +39,13 @@ pub struct LinkState {
     store_errors: Counter,
     /// What `status` would say (set from the report by whoever makes it).
     pub status: StatusGauges,
-    /// Words in the stream not acknowledged yet.
+    /// Events in the stream not acknowledged yet.
     pub stream_lag: Gauge,
     /// When the link last caught up with the stream (Unix seconds).
     caught_up_at: Gauge,
+    /// The wall time of the link's instants, when fixed (else the
+    /// machine's clock, read when it is needed).
+    clock: Option<WallClock>,
     /// When the link last finished a pull.
     pub progress: Progress,
     store_ok: AtomicBool,
@@ -85,8 +88,21 @@ fn gauge_value(n: u64) -> i64 {
 }
 
 impl LinkState {
-    /// Every metric registered, at zero; not ready.
+    /// Every metric registered, at zero; not ready. Its wall times (the
+    /// time it caught up) are the machine's clock when each is taken, so a
+    /// step of that clock moves them as it moves Prometheus's `time()`.
     pub fn new() -> LinkState {
+        LinkState::build(None)
+    }
+
+    /// Like [`LinkState::new`], its wall times from `clock`: the wall time
+    /// of the link's `tokio::time::Instant`s (the simulator and tests fix
+    /// time this way, with tokio's paused clock).
+    pub fn with_clock(clock: WallClock) -> LinkState {
+        LinkState::build(Some(clock))
+    }
+
+    fn build(clock: Option<WallClock>) -> LinkState {
         let mut registry = Registry::with_prefix("mesh");
         let applied = Family::<Label, Counter>::default();
         registry.register(
@@ -98,7 +114,7 @@ impl LinkState {
             let _ = applied.get_or_create(&[("kind", kind.as_str())]);
         }
         let batches = Counter::default();
-        registry.register("batches", "Rounds of words committed", batches.clone());
+        registry.register("batches", "Rounds of events committed", batches.clone());
         let store_errors = Counter::default();
         registry.register(
             "store_errors",
@@ -109,13 +125,13 @@ impl LinkState {
         let stream_lag = Gauge::default();
         registry.register(
             "stream_lag_messages",
-            "Words in the stream the controller has not acknowledged yet",
+            "Events in the stream the controller has not acknowledged yet",
             stream_lag.clone(),
         );
         let caught_up_at = Gauge::default();
         registry.register(
             "caught_up_timestamp_seconds",
-            "When this serve last caught up with the event stream, every word it took stored \
+            "When this serve last caught up with the event stream, every event it took stored \
              (Unix seconds; 0: not yet)",
             caught_up_at.clone(),
         );
@@ -129,6 +145,7 @@ impl LinkState {
         LinkState {
             registry,
             caught_up_at,
+            clock,
             applied,
             batches,
             store_errors,
@@ -153,10 +170,21 @@ impl LinkState {
         self.store_ok.store(true, Ordering::Relaxed);
     }
 
-    /// The link caught up with the stream at `at` (a pull came back short,
-    /// nothing held for the store).
-    pub(crate) fn caught_up(&self, at: std::time::SystemTime) {
-        let secs = at
+    /// The wall time of the link's instant `at`: from the fixed clock, or
+    /// the machine's clock now (`at` is now, for the link).
+    fn wall(&self, at: tokio::time::Instant) -> Timestamp {
+        match &self.clock {
+            Some(clock) => clock.at(at),
+            None => Timestamp::now(),
+        }
+    }
+
+    /// The link caught up with the stream at its instant `at` (a pull came
+    /// back short, nothing held for the store).
+    pub(crate) fn caught_up(&self, at: tokio::time::Instant) {
+        let secs = self
+            .wall(at)
+            .system_time()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
         self.caught_up_at.set(gauge_value(secs));

@@ -2,14 +2,15 @@
 //! clock, over a message source that behaves as the JetStream client does
 //! (issue 31): the first pull ends in the server's `409 Server Shutdown`,
 //! and every pull while the client is disconnected comes back empty and
-//! without an error once its own expiry (the wait + 5 s) passes.
+//! without an error once its own expiry (the wait + 5 s) passes. And the
+//! caught-up gauge's time over the same source, on the link's clock.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
-use mesh_runtime::Stop;
+use mesh_runtime::{Stop, WallClock};
 
 use super::{follow_messages, BusWatch, Delivery, LinkSettings, LinkState, Messages, Pending};
 use crate::model::Received;
@@ -221,4 +222,51 @@ async fn outage(lose_consumer: bool) {
         .unwrap();
     assert_eq!(followed, super::Followed::Stopped);
     assert_eq!(setups > 0, lose_consumer, "{setups} setups");
+}
+
+/// The value of the gauge `metric` (no labels) in a `/metrics` text.
+fn gauge(text: &str, metric: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|line| line.strip_prefix(metric)?.strip_prefix(' '))
+        .and_then(|value| value.trim().parse().ok())
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_caught_up_gauge_is_the_wall_time_of_the_turn_on_the_links_clock() {
+    let base = mesh_protocol::Timestamp::parse("2030-01-01T00:00:00Z").unwrap();
+    let start = tokio::time::Instant::now();
+    let state = Arc::new(LinkState::with_clock(WallClock::fixed(
+        base.system_time(),
+        start,
+    )));
+    let base_secs = base
+        .system_time()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let caught_up = || gauge(&state.encode(), "mesh_caught_up_timestamp_seconds");
+    assert_eq!(caught_up(), Some(0.0), "not caught up before a pull");
+    let stop = Stop::new();
+    let settings = LinkSettings::default();
+    let (linked, stopping) = (Arc::clone(&state), stop.clone());
+    let link = tokio::spawn(async move {
+        let mut source = Bus::default();
+        follow_messages(&mut source, 1, &mut Kept, &settings, &linked, &stopping).await
+    });
+    // Each pull finds nothing waiting after its wait (2 s): every turn
+    // catches up, at 2 s, 4 s, ... on the paused clock.
+    for (at, seen) in [(3, 2.0), (5, 4.0), (601, 600.0)] {
+        tokio::time::sleep_until(start + Duration::from_secs(at)).await;
+        assert_eq!(
+            caught_up(),
+            Some(base_secs + seen),
+            "{at} s after the start"
+        );
+    }
+    stop.request();
+    let followed = tokio::time::timeout(Duration::from_secs(30), link)
+        .await
+        .expect("the link stops within a pull wait")
+        .unwrap();
+    assert_eq!(followed, super::Followed::Stopped);
 }

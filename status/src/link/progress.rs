@@ -6,7 +6,7 @@
 //!
 //! | decision | rule |
 //! | --- | --- |
-//! | caught up ([`LinkProgress::behind`]) | the pull came back short, nothing held for the store, the last pull did not fail, the consumer is there, the bus connected at the pull's start and after the round; then delivery must not wait on acknowledgements (the driver asks last) |
+//! | caught up ([`LinkProgress::behind`]) | the pull came back short, nothing NAKed for the store, the last pull did not fail, the consumer is there, the bus connected at the pull's start and after the round; then delivery must not wait on acknowledgements (the driver asks last) |
 //! | record due ([`LinkProgress::record_due`]) | the first always; then at once when it catches up again, else once half a pull wait passed since the last one written |
 //! | look the consumer up ([`LinkProgress::pulled`]) | every [`IDLE_PULLS_BEFORE_CHECK`] pulls in a row without a message (and after each failed pull) |
 //! | set up again ([`LinkProgress::must_set_up_again`]) | the consumer is gone, or [`PULL_FAILURES_BEFORE_SETUP`] pulls failed in a row |
@@ -41,8 +41,8 @@ pub(super) struct PullEnd {
 pub(super) enum Behind {
     /// The pull came back full: more may be waiting.
     FullPull,
-    /// Words were NAKed for the store and not stored since.
-    Held,
+    /// Events were NAKed for the store and not stored since.
+    Naked,
     /// The last pull failed (and none worked since).
     PullFailing,
     /// The consumer is gone.
@@ -57,9 +57,9 @@ pub(super) enum Behind {
 pub(super) struct LinkProgress {
     /// The longest time between two records (half the pull wait).
     record_every: Duration,
-    /// Words were NAKed for the store and not stored since: the link is
+    /// Events were NAKed for the store and not stored since: the link is
     /// not caught up, whatever its pulls find.
-    held: bool,
+    naked: bool,
     /// Pulls in a row that failed without a message.
     pull_failures: u32,
     /// Pulls in a row without a message.
@@ -77,7 +77,7 @@ impl LinkProgress {
     pub(super) fn new(pull_wait: Duration) -> LinkProgress {
         LinkProgress {
             record_every: pull_wait / 2,
-            held: false,
+            naked: false,
             pull_failures: 0,
             idle_pulls: 0,
             consumer_lost: false,
@@ -117,14 +117,14 @@ impl LinkProgress {
         self.consumer_lost = true;
     }
 
-    /// Words were held (NAKed) for the store.
-    pub(super) fn held(&mut self) {
-        self.held = true;
+    /// Events were NAKed for the store.
+    pub(super) fn naked(&mut self) {
+        self.naked = true;
     }
 
-    /// Words were stored (a round, or a word of one, committed).
+    /// Events were stored (a round, or an event of one, committed).
     pub(super) fn stored(&mut self) {
-        self.held = false;
+        self.naked = false;
         self.applied_since_record = true;
     }
 
@@ -134,8 +134,8 @@ impl LinkProgress {
     pub(super) fn behind(&self, pull: PullEnd) -> Option<Behind> {
         if !pull.short {
             Some(Behind::FullPull)
-        } else if self.held {
-            Some(Behind::Held)
+        } else if self.naked {
+            Some(Behind::Naked)
         } else if self.pull_failures > 0 {
             Some(Behind::PullFailing)
         } else if self.consumer_lost {
@@ -223,10 +223,10 @@ mod tests {
                 Some(Behind::FullPull),
             ),
             (
-                "words held",
-                LinkProgress::held,
+                "events NAKed",
+                LinkProgress::naked,
                 CAUGHT_UP_PULL,
-                Some(Behind::Held),
+                Some(Behind::Naked),
             ),
             (
                 "a pull failed",
@@ -268,11 +268,11 @@ mod tests {
 
     #[test]
     fn what_ends_a_reason_to_be_behind_and_what_does_not() {
-        // Words held, then stored: caught up again.
+        // Events NAKed, then stored: caught up again.
         let mut progress = LinkProgress::new(WAIT);
-        progress.held();
+        progress.naked();
         progress.stored();
-        assert_eq!(progress.behind(CAUGHT_UP_PULL), None, "stored after held");
+        assert_eq!(progress.behind(CAUGHT_UP_PULL), None, "stored after NAKed");
         // A failed pull, then one that worked: caught up again.
         progress.pull_failed();
         progress.pull_failed();
@@ -415,8 +415,8 @@ mod tests {
         let next = at + WAIT;
         let due = |p: &LinkProgress| p.record_due(&me, true, next).expect("due").applied;
         assert!(!due(&progress), "nothing committed");
-        progress.held();
-        assert!(!due(&progress), "held is not committed");
+        progress.naked();
+        assert!(!due(&progress), "NAKed is not committed");
         progress.stored();
         assert!(due(&progress), "committed");
         // Not written (the store failed it): the next still says so.

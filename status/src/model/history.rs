@@ -191,7 +191,7 @@ pub enum Previous {
         unreachable: bool,
     },
     /// A repair fault's or a retirement action's newest event.
-    Said {
+    Event {
         /// Its place.
         newest: (u64, u64),
     },
@@ -212,7 +212,7 @@ impl Previous {
             Previous::Nothing => None,
             Previous::Standing { newest, .. }
             | Previous::Grant { newest, .. }
-            | Previous::Said { newest }
+            | Previous::Event { newest }
             | Previous::Alive { newest, .. } => Some(*newest),
         }
     }
@@ -337,7 +337,7 @@ pub fn transition(previous: &Previous, received: &Received) -> (Previous, Option
                 t.detail = Some(b.detail.clone());
                 t
             });
-            (Previous::Said { newest: place }, transition)
+            (Previous::Event { newest: place }, transition)
         }
         Event::Repair(b) => {
             let kind = match b.outcome {
@@ -351,7 +351,7 @@ pub fn transition(previous: &Previous, received: &Received) -> (Previous, Option
                 t.detail = Some(b.detail.clone());
                 t
             });
-            (Previous::Said { newest: place }, transition)
+            (Previous::Event { newest: place }, transition)
         }
         Event::Alive(b) => {
             let heard_at = received.stored_at.unwrap_or(b.said_at);
@@ -718,7 +718,7 @@ mod tests {
                 None,
             ),
             (
-                Previous::Said { newest: (1, 10) },
+                Previous::Event { newest: (1, 10) },
                 retirement(10, RetirementAction::Retired),
                 None,
             ),
@@ -735,12 +735,12 @@ mod tests {
             ),
             (Previous::Nothing, repair(10, RepairOutcome::Failed), None),
             (
-                Previous::Said { newest: (1, 5) },
+                Previous::Event { newest: (1, 5) },
                 repair(10, RepairOutcome::Repaired),
                 Some(K::RepairDone),
             ),
             (
-                Previous::Said { newest: (1, 11) },
+                Previous::Event { newest: (1, 11) },
                 repair(10, RepairOutcome::Repaired),
                 None,
             ),

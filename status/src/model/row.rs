@@ -93,7 +93,7 @@ pub struct AliveRow {
     pub alive_every_seconds: i64,
     /// Its settled time, if reached (see the `alive` body).
     pub settled_at: Option<Timestamp>,
-    /// How often it says its failing words again, in seconds (`None` from
+    /// How often it publishes `failing` again, in seconds (`None` from
     /// a provider older than the field).
     pub repeat_every_seconds: Option<i64>,
     /// When it was published.
@@ -116,7 +116,7 @@ pub struct Instance {
     pub pid: i64,
     /// When it started (its own clock).
     pub started_at: Timestamp,
-    /// How long one of its pulls waits for a word.
+    /// How long one of its pulls waits for an event.
     pub pull_wait: std::time::Duration,
 }
 
@@ -147,9 +147,9 @@ pub struct InstanceRow {
     /// Which process.
     pub instance: Instance,
     /// The last time it found nothing more waiting for it in the event
-    /// stream, every word it had taken stored; `None`: not yet.
+    /// stream, every event it had taken stored; `None`: not yet.
     pub pulled_at: Option<Timestamp>,
-    /// The last time it committed a round of words; `None`: not yet.
+    /// The last time it committed a round of events; `None`: not yet.
     pub applied_at: Option<Timestamp>,
     /// When its current run of catch-ups began (none more than
     /// [`Instance::follow_bound`] after the one before); `None`: not yet.
@@ -165,9 +165,9 @@ pub struct ControllerRecord {
     /// The store's clock at the read.
     pub now: Timestamp,
     /// When the store's record begins: `None` for a store that followed a
-    /// stream before it kept this (its words from before are kept); a time
+    /// stream before it kept this (its events from before are kept); a time
     /// for a store made since (first migrated, or dropped and made again):
-    /// the words said before then are not in it until they are said again.
+    /// the events published before then are not in it until they are published again.
     pub begun_at: Option<Timestamp>,
     /// The `serve` processes recorded (at most a few), the one that caught
     /// up last first.
@@ -176,7 +176,7 @@ pub struct ControllerRecord {
 
 /// A provider's newest `retirement` event for one consumer the
 /// declaration requires from it, as the store reads it: `retiring`,
-/// `retired` or `deleted` and not followed by a word that says the
+/// `retired` or `deleted` and not followed by an event that says the
 /// consumer is served again (`cancelled`, `re-enabled`, a `recovered` for
 /// a success, or a `failing`).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -12,7 +12,7 @@ pub const MAX_TEXT_BYTES: usize = 1024;
 
 /// `text` when it fits in [`MAX_TEXT_BYTES`]; else its first words, cut on
 /// a character boundary and ended with `…`, within the bound.
-pub fn first_words(text: &str) -> Cow<'_, str> {
+pub fn cut_text(text: &str) -> Cow<'_, str> {
     if text.len() <= MAX_TEXT_BYTES {
         return Cow::Borrowed(text);
     }
@@ -24,7 +24,7 @@ pub fn first_words(text: &str) -> Cow<'_, str> {
 }
 
 fn cut_in_place(text: &mut String) {
-    if let Cow::Owned(cut) = first_words(text) {
+    if let Cow::Owned(cut) = cut_text(text) {
         *text = cut;
     }
 }
@@ -80,7 +80,7 @@ mod tests {
                 let len = MAX_TEXT_BYTES + extra;
                 let text: String = unit.repeat(len.div_ceil(unit.len()));
                 let text = &text[..text.floor_char_boundary_compat(len)];
-                let cut = first_words(text);
+                let cut = cut_text(text);
                 assert!(cut.len() <= MAX_TEXT_BYTES, "{unit} {extra}: {}", cut.len());
                 if text.len() <= MAX_TEXT_BYTES {
                     assert_eq!(cut, text);
@@ -91,7 +91,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(first_words("short"), "short");
+        assert_eq!(cut_text("short"), "short");
     }
 
     /// `str::floor_char_boundary` is not stable yet.

@@ -1,5 +1,5 @@
 //! A new store catching up (pure): after the store was made anew (first
-//! migrated, or dropped and made again), the words providers said before
+//! migrated, or dropped and made again), the events providers published before
 //! its record began were taken from the stream by the store that was there,
 //! so the failures they keep are in it only once they are said again.
 //!

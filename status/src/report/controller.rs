@@ -4,7 +4,7 @@
 //!
 //! Rules:
 //! - The controller *follows* while some `serve` process caught up with
-//!   the event stream (found nothing more waiting for it, every word it
+//!   the event stream (found nothing more waiting for it, every event it
 //!   took stored) within 3 × its pull wait, at most 15 s
 //!   ([`Instance::follow_bound`]). Both times are the store's clock, so the clocks
 //!   of the hosts play no part. A time ahead of the store's clock counts as
@@ -43,7 +43,7 @@ pub struct Controller {
     pub following: bool,
     /// When a `serve` last caught up (the store's clock); null: never.
     pub pulled_at: Option<Timestamp>,
-    /// When a `serve` last committed a round of words (the store's
+    /// When a `serve` last committed a round of events (the store's
     /// clock); null: never.
     pub applied_at: Option<Timestamp>,
     /// When the run of catch-ups of the `serve` that caught up last began

@@ -843,7 +843,7 @@ mod tests {
                 head.catching_up.len()
             ),
             (
-                "not all well: the controller has never followed words (is mesh-controller \
+                "not all well: the controller has never followed events (is mesh-controller \
                  serve running and on the bus?), 0 consumers failing",
                 0,
                 0
@@ -865,7 +865,7 @@ mod tests {
             said_at: ts(said),
             retire_at: (action == RetirementAction::Retiring).then(|| ts("2026-10-05T00:19:00Z")),
         };
-        // (newest word, provider started, sentence, retiring, retired)
+        // (newest event, provider started, sentence, retiring, retired)
         let cases = [
             (
                 row(RetirementAction::Retiring, "2026-10-05T00:09:00Z"),
@@ -889,11 +889,11 @@ mod tests {
                 1,
             ),
         ];
-        for (word, started, sentence, retiring, retired) in cases {
+        for (event, started, sentence, retiring, retired) in cases {
             let mut alive = alive_now(&c);
             alive.iter_mut().for_each(|a| a.started_at = ts(started));
             let record = following(c.now);
-            let rows = [word.clone()];
+            let rows = [event.clone()];
             let facts = Facts {
                 counts: Counts::default(),
                 repairs: vec![],
@@ -904,9 +904,9 @@ mod tests {
             };
             let head = head(&declaration(), &Scope::All, facts, &c);
             assert!(head.sentence.starts_with(sentence), "{}", head.sentence);
-            assert_eq!(head.all_well, retiring + retired == 0, "{word:?}");
-            assert_eq!(head.retiring.len(), retiring, "{word:?}");
-            assert_eq!(head.retired.len(), retired, "{word:?}");
+            assert_eq!(head.all_well, retiring + retired == 0, "{event:?}");
+            assert_eq!(head.retiring.len(), retiring, "{event:?}");
+            assert_eq!(head.retired.len(), retired, "{event:?}");
             if let Some(r) = head.retiring.first() {
                 assert_eq!(r.retire_at, Some(ts("2026-10-05T00:19:00Z")));
             }

@@ -3,12 +3,12 @@
 //! breaks all-well and is named (pure).
 //!
 //! Rules (the store picks the rows, see `store::read`):
-//! - The provider's newest retirement word for the consumer counts, in
+//! - The provider's newest retirement event for the consumer counts, in
 //!   stream order; `approved` is a person's intent, not a state, and does
 //!   not count.
 //! - `retired` (disabled, nothing deleted) and `deleted` (its data deleted,
 //!   on a person's approval) name it; `re-enabled` does not.
-//! - A later word of that provider saying the consumer is served again (a
+//! - A later event of that provider saying the consumer is served again (a
 //!   `recovered` for a success: a deleted consumer made anew) or attempted
 //!   again (a `failing`, listed as such) ends it.
 //! - The likely cause: the provider's contributions file no longer lists
@@ -257,7 +257,7 @@ mod tests {
     }
 
     /// A countdown said before its provider's newest start is over; one
-    /// said since, and every retired or deleted word, holds.
+    /// published since, and every retired or deleted event, holds.
     #[test]
     fn a_countdown_from_before_the_providers_start_is_over() {
         let d = declaration();

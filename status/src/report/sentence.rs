@@ -168,7 +168,7 @@ pub fn sentence(t: &Tally<'_>) -> String {
             "the controller has {} (is mesh-controller serve running and on the bus?)",
             match since {
                 Some(at) => format!("followed no events since {at}"),
-                None => "never followed words".to_owned(),
+                None => "never followed events".to_owned(),
             }
         )),
     }
@@ -397,7 +397,7 @@ mod tests {
                     unheard: 1,
                     ..tally()
                 },
-                "not all well: the controller has never followed words (is mesh-controller \
+                "not all well: the controller has never followed events (is mesh-controller \
                  serve running and on the bus?), 1 consumer failing on app-1, 1 provider not \
                  heard from",
             ),
@@ -445,7 +445,7 @@ mod tests {
                     ..tally()
                 },
                 "not all well: the store is new since 2026-10-05T00:00:00Z; 1 provider not fully \
-                 known yet, the controller has never followed words (is mesh-controller serve \
+                 known yet, the controller has never followed events (is mesh-controller serve \
                  running and on the bus?), 1 consumer failing",
             ),
         ];

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 /// What a provider's log says when a consumer is served (its first good
 /// pass, or a recovery).
-pub const SERVED: &str = "saying recovered";
+pub const SERVED: &str = "publishing recovered";
 
 /// A built binary of the workspace (`target/<profile>/NAME`).
 ///

@@ -360,10 +360,10 @@ mod tests {
             Ok(other) => panic!("{other:?}"),
             Err(bad) => Err(bad.to_string()),
         };
-        /// The fault a hello gives, or words of the error it is.
-        type Said = Result<Option<(Class, &'static str)>, &'static str>;
+        /// The fault a hello gives, or the text of the error it is.
+        type Expected = Result<Option<(Class, &'static str)>, &'static str>;
         // (reply, fault or error)
-        let cases: [(&str, Said); 6] = [
+        let cases: [(&str, Expected); 6] = [
             (r#"{"id":0}"#, Ok(None)),
             (r#"{"id":0,"fault":null}"#, Ok(None)),
             (

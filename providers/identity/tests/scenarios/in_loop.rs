@@ -1,8 +1,8 @@
 //! The provider in the SDK's loop, pass by pass on tokio's paused clock:
 //! a refused administrator closes the gate (no client request reaches
 //! Keycloak), is repaired and verified, and consumers recover; a failing
-//! repair is braked 10, 20, 40 … minutes up to 6 hours and said each time;
-//! the temporary administrator never remains; no secret is said or logged.
+//! repair is braked 10, 20, 40 … minutes up to 6 hours and published each time;
+//! the temporary administrator never remains; no secret is published or logged.
 
 use std::time::Duration;
 
@@ -20,26 +20,27 @@ use crate::world::{
 
 const PASS: Duration = Duration::from_secs(5);
 
-fn of<'a>(said: &'a [(String, Value)], kind: &str) -> Vec<&'a Value> {
-    said.iter()
+fn of<'a>(published: &'a [(String, Value)], kind: &str) -> Vec<&'a Value> {
+    published
+        .iter()
         .filter(|(k, _)| k == kind)
         .map(|(_, v)| v)
         .collect()
 }
 
-fn repairs<'a>(said: &'a [(String, Value)], outcome: &str) -> Vec<&'a Value> {
-    of(said, "repair")
+fn repairs<'a>(published: &'a [(String, Value)], outcome: &str) -> Vec<&'a Value> {
+    of(published, "repair")
         .into_iter()
         .filter(|v| v["outcome"] == outcome)
         .collect()
 }
 
-/// No secret in the words said, the log, or the runtime's command lines;
+/// No secret in the words published, the log, or the runtime's command lines;
 /// none but the temporary administrators' own passwords in the environment
 /// the runtime forwarded into the container.
-fn assert_nothing_leaked(w: &World, said: &[(String, Value)], logs: &LogCapture) {
+fn assert_nothing_leaked(w: &World, published: &[(String, Value)], logs: &LogCapture) {
     let secrets = w.setup.secrets();
-    assert_no_secret(&format!("{said:?}"), &secrets, "the words said");
+    assert_no_secret(&format!("{published:?}"), &secrets, "the words published");
     assert_no_secret(&logs.text(), &secrets, "the log");
     assert_no_secret(
         &w.setup.runtime.argv().join("\n"),
@@ -62,11 +63,11 @@ async fn a_moved_administrator_password_stops_client_calls_until_it_is_repaired(
     let setup = Setup::new(OLD_ADMIN_PASSWORD, 401);
     setup.runtime.set_mode("fail");
     let mut w = World::new(setup, &["forge", "wiki"]);
-    let mut said = Vec::new();
+    let mut published = Vec::new();
 
     // Refused on start; the first repair fails (the runtime exits 1).
     w.passes(1, PASS).await;
-    let first = w.said();
+    let first = w.published();
     let failed = repairs(&first, "failed");
     assert_eq!(failed.len(), 1, "{first:?}");
     assert_eq!(failed[0]["fault"], "admin-refused");
@@ -77,20 +78,24 @@ async fn a_moved_administrator_password_stops_client_calls_until_it_is_repaired(
         detail.starts_with("repair failed: kc.sh bootstrap-admin ended with status 1"),
         "{detail}"
     );
-    said.extend(first);
+    published.extend(first);
 
     // Ten minutes gated: consumers fail with the fault's words, and no
     // client request reaches Keycloak.
     for _ in 0..119 {
         w.passes(1, PASS).await;
-        said.extend(w.said());
+        published.extend(w.published());
     }
     w.setup.kc.with(|s| {
         assert_eq!(s.client_requests(), 0, "no client call while refused");
         assert!(s.clients.is_empty());
     });
-    let failing = of(&said, "failing");
-    assert_eq!(failing.len(), 2, "both consumers, at 5 minutes: {said:?}");
+    let failing = of(&published, "failing");
+    assert_eq!(
+        failing.len(),
+        2,
+        "both consumers, at 5 minutes: {published:?}"
+    );
     for f in &failing {
         assert_eq!(f["class"], "credentials-rejected");
         assert_eq!(f["said_at"], "2026-10-05T00:05:00Z");
@@ -103,7 +108,7 @@ async fn a_moved_administrator_password_stops_client_calls_until_it_is_repaired(
     // The runtime works again; at 10 minutes the brake lets the repair run.
     w.setup.runtime.set_mode("ok");
     w.passes(1, PASS).await;
-    let then = w.said();
+    let then = w.published();
     let repaired = repairs(&then, "repaired");
     assert_eq!(repaired.len(), 1, "{then:?}");
     assert_eq!(repaired[0]["said_at"], "2026-10-05T00:10:00Z");
@@ -123,7 +128,7 @@ async fn a_moved_administrator_password_stops_client_calls_until_it_is_repaired(
         vec!["success", "success"],
         "served in the same pass"
     );
-    said.extend(then);
+    published.extend(then);
 
     w.setup.kc.with(|s| {
         assert_eq!(s.admin().password, MESH_ADMIN_PASSWORD);
@@ -136,7 +141,7 @@ async fn a_moved_administrator_password_stops_client_calls_until_it_is_repaired(
         }
     });
     assert_eq!(w.setup.runtime.argv().len(), 2, "two repairs tried");
-    assert_nothing_leaked(&w, &said, &logs);
+    assert_nothing_leaked(&w, &published, &logs);
 }
 
 #[tokio::test(start_paused = true)]
@@ -156,19 +161,19 @@ async fn a_failing_repair_is_braked_to_six_hours_and_leaves_no_temporary_adminis
     setup.kc.with(|s| s.failure_factor = Some(30));
     let mut w = World::new(setup, &["forge"]);
     let every = Duration::from_secs(30);
-    let mut said = Vec::new();
+    let mut published = Vec::new();
     // Thirteen hours of passes.
     for _ in 0..(13 * 120) {
         w.passes(1, every).await;
-        said.extend(w.said());
+        published.extend(w.published());
     }
     w.setup
         .kc
         .with(|s| assert_eq!(s.client_requests(), 0, "gated all along"));
 
-    let failed = repairs(&said, "failed");
+    let failed = repairs(&published, "failed");
     assert_eq!(
-        testing::failed_repairs(&said, Timestamp::parse(T0).unwrap()),
+        testing::failed_repairs(&published, Timestamp::parse(T0).unwrap()),
         testing::BRAKE_SCHEDULE,
         "10, 20, 40, 80, 160, 320, then 360 minutes"
     );
@@ -181,10 +186,10 @@ async fn a_failing_repair_is_braked_to_six_hours_and_leaves_no_temporary_adminis
             "{detail}"
         );
     }
-    let braked = repairs(&said, "braked");
+    let braked = repairs(&published, "braked");
     assert!(
         braked.len() > 30,
-        "the hold is said again: {}",
+        "the hold is published again: {}",
         braked.len()
     );
     assert!(braked.iter().all(|b| b["next_attempt_at"].is_string()));
@@ -205,12 +210,12 @@ async fn a_failing_repair_is_braked_to_six_hours_and_leaves_no_temporary_adminis
     w.setup.kc.with(|s| s.injected.clear());
     for _ in 0..(990 - 13 * 60) * 2 + 1 {
         w.passes(1, every).await;
-        said.extend(w.said());
+        published.extend(w.published());
     }
-    let repaired = repairs(&said, "repaired");
+    let repaired = repairs(&published, "repaired");
     assert_eq!(repaired.len(), 1);
     assert_eq!(minutes(repaired[0], "said_at"), 990);
-    let recovered = of(&said, "recovered");
+    let recovered = of(&published, "recovered");
     assert_eq!(recovered.len(), 1);
     assert_eq!(recovered[0]["reason"], "success");
     w.setup.kc.with(|s| {
@@ -219,9 +224,9 @@ async fn a_failing_repair_is_braked_to_six_hours_and_leaves_no_temporary_adminis
         assert_eq!(s.admin().password, MESH_ADMIN_PASSWORD);
     });
     // The refused administrator was a provider fault from the first pass,
-    // through every failed and braked repair (said once, at once), until
-    // the repair: its end said at once too.
-    let alive = of(&said, "alive");
+    // through every failed and braked repair (published once, at once), until
+    // the repair: its end published at once too.
+    let alive = of(&published, "alive");
     assert_eq!(alive.len(), 2, "{alive:?}");
     assert_eq!(
         alive[0]["fault"]["class"], "credentials-rejected",
@@ -239,7 +244,7 @@ async fn a_failing_repair_is_braked_to_six_hours_and_leaves_no_temporary_adminis
     );
     assert_eq!(minutes(alive[1], "said_at"), 990);
     assert!(alive[1].get("fault").is_none(), "{}", alive[1]);
-    assert_nothing_leaked(&w, &said, &logs);
+    assert_nothing_leaked(&w, &published, &logs);
 }
 
 #[tokio::test(start_paused = true)]
@@ -249,8 +254,8 @@ async fn a_password_moved_while_running_is_found_through_a_refused_consumer() {
     let setup = Setup::new(MESH_ADMIN_PASSWORD, 401);
     let mut w = World::new(setup, &["forge", "wiki"]);
     w.passes(1, PASS).await;
-    let mut said = w.said();
-    assert_eq!(of(&said, "recovered").len(), 2);
+    let mut published = w.published();
+    assert_eq!(of(&published, "recovered").len(), 2);
     // The password moves and the server forgets the token (restarted on a
     // moved database).
     w.setup.kc.with(|s| {
@@ -263,7 +268,7 @@ async fn a_password_moved_while_running_is_found_through_a_refused_consumer() {
     // consumers up, they are refused, and a refused consumer asks for a
     // probe, repaired at the next pass's start.
     w.passes(14, PASS).await;
-    let now = w.said();
+    let now = w.published();
     let repaired = repairs(&now, "repaired");
     assert_eq!(repaired.len(), 1, "{now:?}");
     assert_eq!(repaired[0]["said_at"], "2026-10-05T00:01:05Z");
@@ -283,8 +288,8 @@ async fn a_password_moved_while_running_is_found_through_a_refused_consumer() {
         );
         assert!(s.temporary_admins().is_empty());
     });
-    said.extend(now);
-    assert_nothing_leaked(&w, &said, &logs);
+    published.extend(now);
+    assert_nothing_leaked(&w, &published, &logs);
 }
 
 #[tokio::test(start_paused = true)]
@@ -309,9 +314,9 @@ async fn a_new_admin_password_written_into_its_file_ends_the_provider_fault_with
     let mut w = World::with(setup, provisioner, &["forge"]);
     let every = Duration::from_secs(30);
     w.passes(1, every).await;
-    let said = w.said();
-    let alive = of(&said, "alive");
-    assert_eq!(alive.len(), 1, "{said:?}");
+    let published = w.published();
+    let alive = of(&published, "alive");
+    assert_eq!(alive.len(), 1, "{published:?}");
     assert_eq!(
         alive[0]["fault"]["class"], "credentials-rejected",
         "{}",
@@ -324,8 +329,8 @@ async fn a_new_admin_password_written_into_its_file_ends_the_provider_fault_with
     let mut cleared = None;
     for pass in 1..=12 {
         w.passes(1, every).await;
-        let said = w.said();
-        if let Some(a) = of(&said, "alive").first() {
+        let published = w.published();
+        if let Some(a) = of(&published, "alive").first() {
             cleared = Some((pass, (*a).clone()));
             break;
         }

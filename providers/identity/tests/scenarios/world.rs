@@ -210,8 +210,8 @@ impl World {
         testing::passes(&mut self.runner, n, every).await;
     }
 
-    /// Every word said since the last call: (kind, body), oldest first.
-    pub fn said(&self) -> Vec<(String, Value)> {
+    /// Every word published since the last call: (kind, body), oldest first.
+    pub fn published(&self) -> Vec<(String, Value)> {
         testing::drain(&self.outbox)
     }
 }

@@ -108,8 +108,8 @@ impl World {
         within("a pass", self.runner.pass()).await
     }
 
-    /// Takes every word said so far: (kind, body).
-    pub fn said(&self) -> Vec<(String, Value)> {
+    /// Takes every word published so far: (kind, body).
+    pub fn published(&self) -> Vec<(String, Value)> {
         testing::drain(&self.outbox)
     }
 
@@ -128,8 +128,8 @@ impl World {
 }
 
 /// `kind:consumer:reason|action|class` of each word, sorted.
-pub fn kinds(said: &[(String, Value)]) -> Vec<String> {
-    let mut out = testing::kinds(said);
+pub fn kinds(published: &[(String, Value)]) -> Vec<String> {
+    let mut out = testing::kinds(published);
     out.sort();
     out
 }
