@@ -111,6 +111,7 @@ fn controller() -> Command {
         "MESH_DATABASE_URL",
         "MESH_DECLARATION",
         "MESH_CONSOLE_TOKEN_FILE",
+        "CREDENTIALS_DIRECTORY",
     ] {
         c.env_remove(v);
     }
@@ -201,6 +202,12 @@ impl Drop for Console {
 
 impl Console {
     fn start(s: &Setup, extra: &[&std::ffi::OsStr]) -> Console {
+        Console::start_with(s, extra, None)
+    }
+
+    /// [`Console::start`], with `credentials` as its `CREDENTIALS_DIRECTORY`
+    /// (what systemd's `LoadCredential=` makes).
+    fn start_with(s: &Setup, extra: &[&std::ffi::OsStr], credentials: Option<&Path>) -> Console {
         let port = free_port();
         let log = s.dir.path().join(format!("console-{port}.log"));
         let child = controller()
@@ -210,6 +217,7 @@ impl Console {
             .arg(s.dir.path().join("declaration.json"))
             .args(["console", "--listen", &format!("127.0.0.1:{port}")])
             .args(extra)
+            .envs(credentials.map(|dir| ("CREDENTIALS_DIRECTORY", dir)))
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
@@ -545,17 +553,19 @@ async fn with_a_token_and_tls_only_the_token_or_its_cookie_reads_and_the_token_i
     let mut s = setup().await;
     let ca = TestCa::new("console-ca");
     let cert = ca.server("console", &["localhost", "127.0.0.1"]);
-    let token = s.dir.path().join("token");
-    let console = Console::start(
+    // The token as the unit gives it: the systemd credential console-token.
+    let credentials = s.dir.path().join("credentials");
+    std::fs::create_dir(&credentials).unwrap();
+    std::fs::write(credentials.join("console-token"), TOKEN).unwrap();
+    let console = Console::start_with(
         &s,
         &[
-            "--token-file".as_ref(),
-            token.as_os_str(),
             "--tls-cert".as_ref(),
             cert.cert.as_os_str(),
             "--tls-key".as_ref(),
             cert.key.as_os_str(),
         ],
+        Some(&credentials),
     );
     let base = format!("https://127.0.0.1:{}", console.port);
     let client = reqwest::Client::builder()
