@@ -6,7 +6,7 @@ use mesh_protocol::Timestamp;
 use super::history::{Entry, EntryKind};
 
 /// Seconds in a day.
-pub const DAY_SECONDS: u64 = 86_400;
+const DAY_SECONDS: u64 = 86_400;
 
 /// One UTC day's bar.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

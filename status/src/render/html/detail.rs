@@ -123,7 +123,7 @@ pub struct ConsumerView<'a> {
 
 /// A row of bars, one per day: its title says the day and how long it
 /// failed; its class how much of the day (`ok`, `some`, `much`).
-pub fn bars(days: &[Day]) -> String {
+pub(crate) fn bars(days: &[Day]) -> String {
     let mut out = String::from("<div class=\"bars\">");
     for d in days {
         let level = match (d.failing_seconds, d.seconds) {

@@ -29,7 +29,7 @@ pub struct Overview<'a> {
 /// The lines `status` prints beside its sentence and its standings, in its
 /// words: the human listing of the head with no standing, less its first
 /// line (the sentence).
-pub fn other_lines(head: &Head) -> Vec<String> {
+pub(crate) fn other_lines(head: &Head) -> Vec<String> {
     let mut out = Vec::new();
     // Writing into a Vec cannot fail.
     let _ = write_all(&mut Human::default(), &mut out, head, &[]);
@@ -43,7 +43,7 @@ pub fn other_lines(head: &Head) -> Vec<String> {
 
 /// One standing's item: the consumer's link, since when, how often, its
 /// recurrence, whether it went silent, and its error.
-pub fn standing_item(s: &Listed) -> String {
+pub(crate) fn standing_item(s: &Listed) -> String {
     let r = &s.row;
     let machine = r.consumer_machine.as_deref().unwrap_or("?");
     let who = match &r.consumer_machine {
@@ -91,14 +91,14 @@ pub fn standing_item(s: &Listed) -> String {
 /// How many standings of one provider and class the mesh page lists
 /// (the rest are counted, and on the provider's page): a mesh page stays
 /// small whatever fails.
-pub const GROUP_ITEMS: usize = 50;
+pub(crate) const GROUP_ITEMS: usize = 50;
 
 /// The standings of one provider failing for one class.
 type ClassGroup<'a> = (mesh_protocol::Class, Vec<&'a Listed>);
 
 /// The failing consumers grouped: one section per provider, within it one
 /// list per class.
-pub fn failing(standings: &[Listed]) -> String {
+pub(crate) fn failing(standings: &[Listed]) -> String {
     if standings.is_empty() {
         return "<p class=\"none\">No consumer is failing.</p>\n".to_owned();
     }

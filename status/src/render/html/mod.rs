@@ -42,7 +42,7 @@ pub fn escape(text: &str) -> String {
 }
 
 /// A link to `href` (a console path) reading `text`, both escaped.
-pub fn link(href: &str, text: &str) -> String {
+pub(crate) fn link(href: &str, text: &str) -> String {
     format!("<a href=\"{}\">{}</a>", escape(href), escape(text))
 }
 
