@@ -341,6 +341,7 @@ check_env_examples() {
   local bin_dir="$1" file help var bad=0
   for file in deploy/env/*; do
     case "$(basename "$file")" in
+      mesh-controller-console*) help=$("$bin_dir/mesh-controller" console --help) ;;
       mesh-controller*) help=$("$bin_dir/mesh-controller" serve --help) ;;
       mesh-postgres*) help=$("$bin_dir/mesh-postgres" --help) ;;
       mesh-identity*) help=$("$bin_dir/mesh-identity" --help) ;;
@@ -366,11 +367,13 @@ MESH_PACKAGE_FILES="
 /usr/bin/mesh-grants
 /usr/bin/mesh-provide
 /lib/systemd/system/mesh-controller.service
+/lib/systemd/system/mesh-controller-console.service
 /lib/systemd/system/mesh-postgres@.service
 /lib/systemd/system/mesh-identity@.service
 /lib/systemd/system/mesh-grants.service
 /lib/systemd/system/mesh-provide@.service
 /etc/mesh/mesh-controller.env
+/etc/mesh/mesh-controller-console.env
 /etc/mesh/mesh-grants.env
 /etc/mesh/mesh-postgres@.env.example
 /etc/mesh/mesh-identity@.env.example
@@ -405,6 +408,7 @@ for bin in mesh-controller mesh-postgres mesh-identity mesh-grants mesh-provide;
 "
 done
 MESH_PACKAGE_FILES+="/usr/share/man/man1/mesh-controller-status.1.gz
+/usr/share/man/man1/mesh-controller-console.1.gz
 /usr/share/man/man1/mesh-provide-conform.1.gz
 "
 

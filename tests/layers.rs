@@ -155,17 +155,24 @@ const CRATES: &[(&str, Tables)] = &[
             ),
             (
                 "report",
-                &[&[
-                    "sentence",
-                    "grants",
-                    "controller",
-                    "catching_up",
-                    "retired",
-                    "group",
-                    "history",
-                ]],
+                &[
+                    &[
+                        "sentence",
+                        "grants",
+                        "controller",
+                        "catching_up",
+                        "retired",
+                        "group",
+                        "history",
+                    ],
+                    &["days"],
+                ],
             ),
-            ("render", &[&["human", "json", "series"], &["history"]]),
+            (
+                "render",
+                &[&["human", "json", "series"], &["history"], &["html"]],
+            ),
+            ("render::html", &[&["mesh"], &["detail"]]),
         ],
     ),
     (
@@ -175,7 +182,7 @@ const CRATES: &[(&str, Tables)] = &[
                 "",
                 &[
                     &["store", "bus"],
-                    &["link", "approve", "permissions", "contributions"],
+                    &["link", "approve", "permissions", "contributions", "console"],
                     &["cli"],
                 ],
             ),
@@ -192,6 +199,7 @@ const CRATES: &[(&str, Tables)] = &[
             ),
             ("link", &[&["source", "stream"]]),
             ("contributions", &[&["write"]]),
+            ("console", &[&["auth", "pages", "tls"], &["live"]]),
             ("permissions", &[&["credentials"], &["render"]]),
             (
                 "cli",

@@ -15,7 +15,8 @@
 //!   rounds), `approve` (a person's approval sent to a provider),
 //!   `permissions` (bus permissions derived from the declaration, rendered
 //!   as a nats-server configuration), `contributions` (each provider's
-//!   contributions file derived from the declaration, its secrets minted).
+//!   contributions file derived from the declaration, its secrets minted),
+//!   `console` (the mesh as web pages over the store, read-only).
 //! - `cli`: the command line; the binary only calls [`run`] and [`outcome`].
 //!
 //! Every module is private to the crate: the library exists for the binary
@@ -26,6 +27,7 @@ pub(crate) mod bus;
 pub(crate) mod store;
 
 pub(crate) mod approve;
+pub(crate) mod console;
 pub(crate) mod contributions;
 pub(crate) mod link;
 pub(crate) mod permissions;

@@ -165,6 +165,7 @@ mod tests {
             "contributions",
             "node-show",
             "history",
+            "console",
         ] {
             let page = format!("man1/mesh-controller-{command}.1");
             assert!(names.contains(&page), "{page} in {names:?}");

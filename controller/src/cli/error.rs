@@ -65,6 +65,9 @@ pub enum CliError {
     /// `--metrics-listen` could not be listened on.
     #[error(transparent)]
     Listen(#[from] mesh_runtime::endpoints::ListenError),
+    /// The console could not start or stopped serving.
+    #[error(transparent)]
+    Console(#[from] crate::console::ConsoleError),
     /// `status --check` / `node show --check`: the report was printed and
     /// is not all well.
     #[error("not all well (--check)")]

@@ -41,11 +41,18 @@ pub const NAME: &str = "mesh-controller";
 
 /// The `*_FILE` variables a unit's systemd credentials stand in for
 /// (`mesh_runtime::credentials`): the store user's password
-/// (`database-password`) and the bus user's (`nats-password`).
-pub const CREDENTIALS: [StandIn; 2] = [
+/// (`database-password`), the console's token (`console-token`) and the
+/// bus user's password (`nats-password`).
+pub const CREDENTIALS: [StandIn; 3] = [
     StandIn {
         variable: "MESH_DATABASE_PASSWORD_FILE",
         credential: "database-password",
+        with: None,
+        unless: None,
+    },
+    StandIn {
+        variable: "MESH_CONSOLE_TOKEN_FILE",
+        credential: "console-token",
         with: None,
         unless: None,
     },
@@ -156,6 +163,32 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Serve the mesh as web pages, read-only: what `status`, `node show` and `history`
+    /// say, kept current in open pages (server-sent events; the pages work without
+    /// JavaScript). Log in to the store as its reader role.
+    Console {
+        /// The address to listen on; the default serves this machine only. Put it behind a
+        /// proxy (or give --token-file and --tls-cert) before listening elsewhere.
+        #[arg(long, env = "MESH_CONSOLE_LISTEN", default_value = crate::console::DEFAULT_LISTEN)]
+        listen: String,
+        /// File holding the console's token: every page and the event stream then need it,
+        /// as `Authorization: Bearer TOKEN` or through the login form at /login (a cookie).
+        /// Read at start; restart to change it.
+        #[arg(long, env = "MESH_CONSOLE_TOKEN_FILE")]
+        token_file: Option<PathBuf>,
+        /// Serve HTTPS with this certificate chain (PEM); needs --tls-key.
+        #[arg(long, env = "MESH_CONSOLE_TLS_CERT", requires = "tls_key")]
+        tls_cert: Option<PathBuf>,
+        /// The private key (PEM) of --tls-cert.
+        #[arg(long, env = "MESH_CONSOLE_TLS_KEY", requires = "tls_cert")]
+        tls_key: Option<PathBuf>,
+        /// Mark a standing not published again for this long as silent (as `status`).
+        #[arg(long, default_value = "30m", value_parser = humantime::parse_duration)]
+        silent_after: Duration,
+        /// Say on a failing consumer that it failed before within this window (as `status`).
+        #[arg(long, default_value = "7d", value_parser = humantime::parse_duration)]
+        recurrence_window: Duration,
+    },
     /// Per machine.
     Node {
         /// What to do with the machine.
@@ -258,10 +291,11 @@ const BUS_FLAGS: [&str; 8] = [
 ];
 
 /// The commands that never touch the bus, by their path of subcommands.
-const OFF_THE_BUS: [&[&str]; 6] = [
+const OFF_THE_BUS: [&[&str]; 7] = [
     &["migrate"],
     &["status"],
     &["history"],
+    &["console"],
     &["node", "show"],
     &["permissions"],
     &["contributions"],
@@ -335,18 +369,21 @@ impl Flags for Cli {
         self.log.format
     }
 
-    /// `info` for `serve` and `migrate`, `warn` for the others (their
-    /// output is on stdout).
+    /// `info` for `serve`, `console` and `migrate`, `warn` for the others
+    /// (their output is on stdout).
     fn log_level(&self) -> &'static str {
         match self.command {
-            Command::Serve { .. } | Command::Migrate { .. } => "info",
+            Command::Serve { .. } | Command::Console { .. } | Command::Migrate { .. } => "info",
             _ => "warn",
         }
     }
 
-    /// `serve` runs until stopped; every other command does one thing.
+    /// `serve` and `console` run until stopped; every other command does one thing.
     fn is_service(&self) -> bool {
-        matches!(self.command, Command::Serve { .. })
+        matches!(
+            self.command,
+            Command::Serve { .. } | Command::Console { .. }
+        )
     }
 }
 
@@ -392,6 +429,7 @@ mod tests {
         for args in [
             &["status", "--help"][..],
             &["node", "show", "--help"],
+            &["console", "--help"],
             &["migrate", "--help"],
             &["permissions", "--help"],
         ] {
@@ -474,6 +512,18 @@ mod tests {
             ],
             &["status", "--declaration", "d.json"],
             &["status", "--check", "--json"],
+            &["console"],
+            &[
+                "console",
+                "--listen",
+                "0.0.0.0:8443",
+                "--token-file",
+                "token",
+                "--tls-cert",
+                "c.pem",
+                "--tls-key",
+                "c.key",
+            ],
             &["node", "show", "app-1", "--json"],
             &["node", "show", "app-1", "--check"],
             &["permissions", "--format", "nats", "--credentials", "dir"],
@@ -538,6 +588,9 @@ mod tests {
             &["serve", "--stream-replicas", "6"],
             &["status", "--silent-after", "soon"],
             &["permissions", "--format", "yaml"],
+            &["console", "--tls-cert", "c.pem"],
+            &["console", "--tls-key", "c.key"],
+            &["console", "--silent-after", "soon"],
             &["contributions"],
             &["migrate", "--reader-password-file", "reader.pw"],
             &["migrate", "--reader", "Mesh-Reader"],
@@ -642,5 +695,11 @@ mod tests {
         assert!(!cli.is_service());
         let serve = parse(&["serve"]).unwrap();
         assert_eq!((serve.log_level(), serve.is_service()), ("info", true));
+        let console = parse(&["console"]).unwrap();
+        assert_eq!((console.log_level(), console.is_service()), ("info", true));
+        let Command::Console { listen, .. } = console.command else {
+            panic!("console")
+        };
+        assert_eq!(listen, "127.0.0.1:9480", "this machine only");
     }
 }

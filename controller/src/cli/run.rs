@@ -13,6 +13,7 @@ use super::error::{CliError, EXIT_OK};
 use super::{Cli, Command, NodeCommand, Report, NAME};
 use crate::approve::{approve, check_declared, Declared};
 use crate::bus::{connect, Reconnect};
+use crate::console::{self, ConsoleArgs, ReportSettings};
 use crate::link;
 use crate::store::{grant_reader, migrate, DatabaseOptions, PgStore, ReaderMade};
 use mesh_status::model::history::RepairsDone;
@@ -87,6 +88,27 @@ pub async fn run(cli: &Cli, io: &mut Io<'_>, stop: &Stop) -> Result<(), CliError
             Ok(link::serve(&options, &cli.nats_options(), settings, &state, stop).await?)
         }
         Command::Status { report } => status(cli, io, Scope::All, report).await,
+        Command::Console {
+            listen,
+            token_file,
+            tls_cert,
+            tls_key,
+            silent_after,
+            recurrence_window,
+        } => {
+            let args = ConsoleArgs {
+                listen: listen.clone(),
+                token_file: token_file.clone(),
+                tls: tls_cert.clone().zip(tls_key.clone()),
+                settings: ReportSettings {
+                    silent_after: *silent_after,
+                    recurrence_window: *recurrence_window,
+                },
+            };
+            let declaration = cli.load_declaration()?;
+            let options = cli.database_options()?;
+            Ok(console::serve(options, declaration, &args, stop).await?)
+        }
         Command::History {
             consumer,
             provider,

@@ -343,6 +343,30 @@ impl StatusRead {
         }
     }
 
+    /// Ends the read-only transaction and gives its connection back to
+    /// `store` for its next call (a reader that reads again and again, as
+    /// the console's, keeps one connection).
+    ///
+    /// # Errors
+    /// [`PgError`] when the store breaks off (the connection is dropped).
+    pub async fn finish_into(self, store: &mut PgStore) -> Result<(), PgError> {
+        let commit = self.client.batch_execute("COMMIT");
+        match tokio::time::timeout(STATEMENT_TIMEOUT, commit).await {
+            Ok(Ok(())) => {
+                store.connected = Some(super::connection::Connected {
+                    client: self.client,
+                    statements: None,
+                });
+                Ok(())
+            }
+            Ok(Err(source)) => Err(classify(self.target, source)),
+            Err(_) => Err(PgError::Timeout {
+                target: self.target,
+                after: STATEMENT_TIMEOUT,
+            }),
+        }
+    }
+
     /// Ends the read-only transaction.
     ///
     /// # Errors

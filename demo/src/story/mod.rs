@@ -2,6 +2,7 @@
 //! for a person to read, and checks at each step what `mesh-controller
 //! status` says; what it started is stopped when it ends, however it ends.
 
+mod console;
 mod grants;
 mod hooks;
 mod identity;
@@ -33,6 +34,11 @@ pub enum Story {
     /// the open repair fault; restarted with `--kc-sh`, the provider
     /// repairs it and all is well.
     Identity,
+    /// The console: `mesh-controller console` serves the mesh as web pages
+    /// (the address is printed: open it); a consumer fails, recovers and
+    /// fails again, and its page says it is the 2nd time, with both
+    /// intervals.
+    Console,
     /// A provider in shell: `mesh-provide` runs the one loop over
     /// `examples/hooks/redis-acl.sh` on a private Redis; a consumer's
     /// password changed by hand is mended by the next ensure; the hook's
@@ -50,6 +56,7 @@ impl Story {
             Story::Grants => grants::tell(demo),
             Story::Identity => identity::tell(demo),
             Story::Hooks => hooks::tell(demo),
+            Story::Console => console::tell(demo),
         }
     }
 
@@ -60,6 +67,7 @@ impl Story {
             Story::Grants => "grants",
             Story::Identity => "identity",
             Story::Hooks => "hooks",
+            Story::Console => "console",
         }
     }
 }

@@ -5,6 +5,7 @@
 //! [`series`] makes the report Prometheus series (what `serve` exports).
 
 pub mod history;
+pub mod html;
 pub mod human;
 pub mod json;
 pub mod series;

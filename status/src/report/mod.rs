@@ -39,6 +39,7 @@
 
 pub mod catching_up;
 pub mod controller;
+pub mod days;
 pub mod faults;
 pub mod grants;
 pub mod group;

@@ -93,6 +93,19 @@ impl Mesh {
         ));
     }
 
+    /// Starts `mesh-controller console` on `127.0.0.1:port` over this
+    /// mesh's store and declaration (log `console.log`); the caller keeps
+    /// it (stopped on drop).
+    pub fn start_console(&self, port: u16) -> Process {
+        let mut command = self.controller_command();
+        command
+            .arg("console")
+            .arg("--listen")
+            .arg(format!("127.0.0.1:{port}"))
+            .env("RUST_LOG", self.log_level);
+        Process::spawn("console", command, self.path("console.log"))
+    }
+
     /// Stops `mesh-controller serve` (SIGTERM), if it runs.
     pub fn stop_controller(&mut self) {
         if let Some(mut p) = self.controller.take() {

@@ -1,0 +1,346 @@
+//! `mesh-controller console`: the mesh as web pages, read-only, over the
+//! same reads and engine as `status` ([`pages`]), kept current in open
+//! pages by one shared reader and server-sent events ([`live`]), behind a
+//! token when one is given ([`auth`]), over TLS when a certificate is
+//! given ([`tls`]).
+//!
+//! Routes (every page works without JavaScript):
+//! - `GET /`, `/machine/{machine}`, `/provider/{module}@{machine}`,
+//!   `/consumer/{consumer}@{machine}`: a page (404 when the declaration
+//!   does not name it, 503 when the store cannot be read).
+//! - `GET /events?page=PATH`: server-sent events for the page at PATH:
+//!   `event: main`, an increasing `id`, `data:` the page's new `<main>`
+//!   fragment, sent when it differs from the one sent last.
+//! - `GET /assets/console.css`, `/assets/console.js`: embedded, public.
+//! - `GET /login`, `POST /login` (form field `token`): with a token, sets
+//!   the session cookie and sends the browser to `/`.
+//!
+//! With a token every other route answers 401 (a login form, the token
+//! never echoed) unless the request has it as `Authorization: Bearer T` or
+//! has the session cookie.
+
+mod auth;
+mod live;
+mod pages;
+mod tls;
+
+use std::convert::Infallible;
+use std::future::IntoFuture;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::extract::{Form, Query, Request, State};
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, LOCATION, SET_COOKIE, WWW_AUTHENTICATE};
+use axum::http::{HeaderValue, StatusCode, Uri};
+use axum::middleware::{self, Next};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use mesh_protocol::Timestamp;
+use mesh_runtime::{Secret, Stop};
+use mesh_status::model::Parsed;
+use mesh_status::render::html::{self, document, login, notice, Page};
+use serde::Deserialize;
+use tokio_util::task::AbortOnDropHandle;
+
+use crate::store::{DatabaseOptions, PgStore};
+use auth::Access;
+use live::Live;
+use pages::{unreadable, PageKey, Pages, Reads};
+
+pub(crate) use pages::ReportSettings;
+pub(crate) use tls::TlsError;
+
+/// The default `--listen`: this machine only (9464 is the Prometheus
+/// exporters' neighbourhood; 9480 is free of the well-known ones).
+pub(crate) const DEFAULT_LISTEN: &str = "127.0.0.1:9480";
+
+/// How the console runs.
+#[derive(Clone, Debug)]
+pub(crate) struct ConsoleArgs {
+    /// The address to listen on.
+    pub(crate) listen: String,
+    /// The token's file; none: no token asked.
+    pub(crate) token_file: Option<PathBuf>,
+    /// The certificate chain and key (PEM); none: plain HTTP.
+    pub(crate) tls: Option<(PathBuf, PathBuf)>,
+    /// How the pages report.
+    pub(crate) settings: ReportSettings,
+}
+
+/// The console could not start. Ends the command (exit 2).
+#[derive(Debug, thiserror::Error)]
+pub enum ConsoleError {
+    /// The address cannot be listened on.
+    #[error("cannot listen on {addr} for the console: {source}")]
+    Listen {
+        /// The address given.
+        addr: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The token file cannot be read.
+    #[error(transparent)]
+    Token(#[from] mesh_runtime::secret::SecretFileError),
+    /// The token file holds nothing.
+    #[error("the console token file {0} is empty")]
+    EmptyToken(PathBuf),
+    /// The certificate or key cannot be used.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    /// The session value could not be drawn.
+    #[error("the operating system's random generator failed: {0}")]
+    Random(getrandom::Error),
+    /// Serving stopped with an error.
+    #[error("the console stopped serving: {0}")]
+    Serve(#[source] std::io::Error),
+}
+
+struct Console {
+    pages: Arc<Pages>,
+    live: Arc<Live>,
+    access: Access,
+    options: DatabaseOptions,
+}
+
+/// Serves the console until `stop` is requested.
+///
+/// # Errors
+/// [`ConsoleError`] when it cannot start (the address, the token, TLS).
+pub(crate) async fn serve(
+    options: DatabaseOptions,
+    declaration: Parsed,
+    args: &ConsoleArgs,
+    stop: &Stop,
+) -> Result<(), ConsoleError> {
+    let token = match &args.token_file {
+        Some(path) => {
+            let token = Secret::from_file(path, "console token")?;
+            if token.expose().is_empty() {
+                return Err(ConsoleError::EmptyToken(path.clone()));
+            }
+            Some(token)
+        }
+        None => None,
+    };
+    let tls = match &args.tls {
+        Some((cert, key)) => Some(tls::config(cert, key)?),
+        None => None,
+    };
+    let access = Access::new(token, tls.is_some()).map_err(ConsoleError::Random)?;
+    let listener = tokio::net::TcpListener::bind(&args.listen)
+        .await
+        .map_err(|source| ConsoleError::Listen {
+            addr: args.listen.clone(),
+            source,
+        })?;
+    let local = listener.local_addr().map_err(ConsoleError::Serve)?;
+    let pages = Arc::new(Pages {
+        declaration,
+        settings: args.settings,
+    });
+    let live = Live::new(Arc::clone(&pages), options.clone());
+    let _reader = AbortOnDropHandle::new(tokio::spawn(Arc::clone(&live).run()));
+    tracing::info!(
+        address = %local,
+        tls = tls.is_some(),
+        token = access.needs_token(),
+        "the console listens"
+    );
+    let app = router(Arc::new(Console {
+        pages,
+        live,
+        access,
+        options,
+    }));
+    let served = match tls {
+        Some(config) => {
+            let listener = tls::TlsListener::new(listener, config).map_err(ConsoleError::Serve)?;
+            stop.run_until_stopped(axum::serve(listener, app).into_future())
+                .await
+        }
+        None => {
+            stop.run_until_stopped(axum::serve(listener, app).into_future())
+                .await
+        }
+    };
+    served.unwrap_or(Ok(())).map_err(ConsoleError::Serve)
+}
+
+fn router(console: Arc<Console>) -> Router {
+    let guarded = Router::new()
+        .route("/", get(page))
+        .route("/machine/{name}", get(page))
+        .route("/provider/{name}", get(page))
+        .route("/consumer/{name}", get(page))
+        .route("/events", get(events))
+        .fallback(not_found)
+        .route_layer(middleware::from_fn_with_state(Arc::clone(&console), guard));
+    Router::new()
+        .route("/assets/console.css", get(css))
+        .route("/assets/console.js", get(js))
+        .route("/login", get(login_form).post(log_in))
+        .merge(guarded)
+        .fallback(not_found)
+        .layer(middleware::from_fn(headers))
+        .with_state(console)
+}
+
+/// Every answer: not cached, not framed, not sniffed, no referrer, and a
+/// content policy that lets the page load only the console's own assets.
+async fn headers(request: Request, next: Next) -> Response {
+    let mut response = next.run(request).await;
+    let h = response.headers_mut();
+    h.insert(
+        "content-security-policy",
+        HeaderValue::from_static(
+            "default-src 'none'; style-src 'self'; script-src 'self'; connect-src 'self'; \
+             img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+        ),
+    );
+    h.insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert("referrer-policy", HeaderValue::from_static("no-referrer"));
+    h.entry(CACHE_CONTROL)
+        .or_insert(HeaderValue::from_static("no-store"));
+    response
+}
+
+/// 403 for a request to a name when no token is asked (see
+/// [`Access::host_allowed`]); 401 with the login form, unless the request
+/// may read.
+async fn guard(State(console): State<Arc<Console>>, request: Request, next: Next) -> Response {
+    if !console.access.host_allowed(request.headers()) {
+        let page = notice(
+            "",
+            "not served under this name",
+            "This console asks for no token, so it answers only requests to an IP address or \
+             localhost (a page under another name could be a site that points its name here). \
+             Give it --token-file to serve it under a name.",
+        );
+        return html_response(StatusCode::FORBIDDEN, &page);
+    }
+    if console.access.allows(request.headers()) {
+        return next.run(request).await;
+    }
+    let mut response = html_response(StatusCode::UNAUTHORIZED, &login(false));
+    response.headers_mut().insert(
+        WWW_AUTHENTICATE,
+        HeaderValue::from_static("Bearer realm=\"mesh console\""),
+    );
+    response
+}
+
+fn html_response(status: StatusCode, page: &Page) -> Response {
+    (
+        status,
+        [(CONTENT_TYPE, "text/html; charset=utf-8")],
+        document(page),
+    )
+        .into_response()
+}
+
+async fn not_found() -> Response {
+    let page = notice("", "not found", "There is no such page in this console.");
+    html_response(StatusCode::NOT_FOUND, &page)
+}
+
+async fn page(State(console): State<Arc<Console>>, uri: Uri) -> Response {
+    let Some(key) = PageKey::parse(uri.path()) else {
+        return not_found().await;
+    };
+    let mut store = PgStore::new(console.options.clone());
+    let rendered = console
+        .pages
+        .render(&mut store, &mut Reads::default(), &key, Timestamp::now())
+        .await;
+    match rendered {
+        Ok(Some(page)) => html_response(StatusCode::OK, &page),
+        Ok(None) => {
+            let page = notice(
+                "",
+                "not found",
+                "The declaration names no such machine, provider or consumer.",
+            );
+            html_response(StatusCode::NOT_FOUND, &page)
+        }
+        Err(error) => {
+            tracing::warn!(error = %error, page = %key.path(), "the console cannot read the store");
+            html_response(StatusCode::SERVICE_UNAVAILABLE, &unreadable(&key, &error))
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct EventsQuery {
+    page: String,
+}
+
+async fn events(State(console): State<Arc<Console>>, Query(q): Query<EventsQuery>) -> Response {
+    let key = match PageKey::parse(&q.page) {
+        Some(key) if console.pages.knows(&key) => key,
+        _ => return not_found().await,
+    };
+    let following = console.live.follow(key);
+    let stream = futures::stream::unfold(following, |mut f| async move {
+        loop {
+            f.fragments.changed().await.ok()?;
+            let fragment = f.fragments.borrow_and_update().clone();
+            if let Some(fragment) = fragment {
+                let event = Event::default()
+                    .event("main")
+                    .id(fragment.id.to_string())
+                    .data(&fragment.main);
+                return Some((Ok::<_, Infallible>(event), f));
+            }
+        }
+    });
+    Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}
+
+async fn css() -> Response {
+    asset("text/css; charset=utf-8", html::CSS)
+}
+
+async fn js() -> Response {
+    asset("text/javascript; charset=utf-8", html::JS)
+}
+
+fn asset(content_type: &'static str, body: &'static str) -> Response {
+    (
+        [(CONTENT_TYPE, content_type), (CACHE_CONTROL, "no-cache")],
+        body,
+    )
+        .into_response()
+}
+
+async fn login_form(State(console): State<Arc<Console>>) -> Response {
+    if !console.access.needs_token() {
+        return (StatusCode::SEE_OTHER, [(LOCATION, "/")]).into_response();
+    }
+    html_response(StatusCode::OK, &login(false))
+}
+
+#[derive(Deserialize)]
+struct LoginForm {
+    token: String,
+}
+
+async fn log_in(State(console): State<Arc<Console>>, Form(form): Form<LoginForm>) -> Response {
+    if !console.access.is_token(&form.token) {
+        tracing::info!("a console login was refused");
+        return html_response(StatusCode::UNAUTHORIZED, &login(true));
+    }
+    let cookie = console.access.set_cookie();
+    let mut response = (StatusCode::SEE_OTHER, [(LOCATION, "/")]).into_response();
+    if let Ok(value) = HeaderValue::from_str(&cookie) {
+        response.headers_mut().insert(SET_COOKIE, value);
+    }
+    response
+}

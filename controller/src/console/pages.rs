@@ -1,0 +1,382 @@
+//! The console's pages read from the store: the same reads and the same
+//! engine as `status` and `node show` (so a page is never greener than
+//! status), rendered by `mesh_status::render::html`.
+
+use std::time::Duration;
+
+use mesh_protocol::{ModuleId, Name, Timestamp};
+use mesh_status::model::history::RepairsDone;
+use mesh_status::model::{AliveRow, Parsed};
+use mesh_status::render::html::{detail, mesh, notice, Page};
+use mesh_status::report::history::{entries, summaries};
+use mesh_status::report::{self, Clock, Head, Listed, Recurrences, Scope};
+use mesh_status::store::{HistoryFilter, Order};
+
+use crate::store::{PgError, PgStore};
+
+/// How far back a consumer's page reads its history (its longer bar row).
+pub(crate) const HISTORY_DAYS: u32 = 30;
+
+/// Which page: the mesh, a machine, a provider, a consumer.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum PageKey {
+    /// `/`.
+    Mesh,
+    /// `/machine/{machine}`.
+    Machine(Name),
+    /// `/provider/{module}@{machine}`.
+    Provider(ModuleId),
+    /// `/consumer/{consumer}@{machine}`.
+    Consumer(ModuleId),
+}
+
+impl PageKey {
+    /// The key of a console path, `None` for a path that is no page.
+    pub(crate) fn parse(path: &str) -> Option<PageKey> {
+        if path == "/" {
+            return Some(PageKey::Mesh);
+        }
+        let (kind, name) = path.strip_prefix('/')?.split_once('/')?;
+        match kind {
+            "machine" => Name::parse(name).ok().map(PageKey::Machine),
+            "provider" => ModuleId::parse(name).ok().map(PageKey::Provider),
+            "consumer" => ModuleId::parse(name).ok().map(PageKey::Consumer),
+            _ => None,
+        }
+    }
+
+    /// Its path.
+    pub(crate) fn path(&self) -> String {
+        use mesh_status::render::html::{consumer_path, machine_path, provider_path};
+        match self {
+            PageKey::Mesh => "/".to_owned(),
+            PageKey::Machine(m) => machine_path(m.as_str()),
+            PageKey::Provider(p) => provider_path(&p.to_string()),
+            PageKey::Consumer(c) => consumer_path(c.module.as_str(), c.machine.as_str()),
+        }
+    }
+}
+
+/// How the pages report: `status`'s `--silent-after` and
+/// `--recurrence-window`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ReportSettings {
+    /// A standing not published again for this long is marked silent.
+    pub(crate) silent_after: Duration,
+    /// A failing consumer says it failed before within this window.
+    pub(crate) recurrence_window: Duration,
+}
+
+/// What one status read says, collected: the head, the standings in
+/// cause order, the newest `alive` of each provider heard from.
+#[derive(Clone, Debug)]
+pub(crate) struct Report {
+    head: Head,
+    standings: Vec<Listed>,
+    alive: Vec<AliveRow>,
+}
+
+/// The pages of one declaration over one store.
+#[derive(Debug)]
+pub(crate) struct Pages {
+    pub(crate) declaration: Parsed,
+    pub(crate) settings: ReportSettings,
+}
+
+/// What a round of page renders has read already (the shared reader reads
+/// the mesh once a round, whatever pages are open).
+#[derive(Debug, Default)]
+pub(crate) struct Reads {
+    all: Option<Report>,
+}
+
+fn before(now: Timestamp, span: Duration) -> Timestamp {
+    Timestamp::from_system(
+        now.system_time()
+            .checked_sub(span)
+            .unwrap_or(std::time::UNIX_EPOCH),
+    )
+}
+
+impl Pages {
+    /// Whether the declaration names what `key` shows.
+    pub(crate) fn knows(&self, key: &PageKey) -> bool {
+        let d = &self.declaration.declaration;
+        match key {
+            PageKey::Mesh => true,
+            PageKey::Machine(m) => d.modules.iter().any(|x| x.id.machine == *m),
+            PageKey::Provider(p) => d.receives_contributions(p),
+            PageKey::Consumer(c) => d.modules.iter().any(|x| x.id == *c),
+        }
+    }
+
+    fn machines(&self) -> Vec<String> {
+        let mut machines: Vec<String> = self
+            .declaration
+            .declaration
+            .modules
+            .iter()
+            .map(|m| m.id.machine.to_string())
+            .collect();
+        machines.sort_unstable();
+        machines.dedup();
+        machines
+    }
+
+    fn providers(&self, head: &Head) -> Vec<ModuleId> {
+        let d = &self.declaration.declaration;
+        let mut providers: Vec<ModuleId> = d
+            .modules
+            .iter()
+            .filter(|m| d.receives_contributions(&m.id))
+            .filter(|m| {
+                head.machine.as_deref().is_none_or(|on| {
+                    m.id.machine.as_str() == on
+                        || d.modules
+                            .iter()
+                            .filter(|c| c.id.machine.as_str() == on)
+                            .any(|c| c.requires.iter().any(|r| r.from == m.id))
+                })
+            })
+            .map(|m| m.id.clone())
+            .collect();
+        providers.sort_unstable();
+        providers.dedup();
+        providers
+    }
+
+    /// `status` (or `node show`) collected: the same read and engine.
+    async fn report(
+        &self,
+        store: &mut PgStore,
+        scope: &Scope,
+        now: Timestamp,
+    ) -> Result<Report, PgError> {
+        let clock = Clock {
+            now,
+            silent_after: self.settings.silent_after,
+        };
+        let filter = report::filter(&self.declaration, scope, &clock, Order::Cause);
+        let mut read = store.read_status(&filter).await?;
+        let window = self.settings.recurrence_window;
+        let (rows, repairs_done) = read.recurrences(before(now, window)).await?;
+        let recurrences = Recurrences::new(rows, window);
+        for repair in &mut read.repairs {
+            repair.repaired = repairs_done
+                .iter()
+                .find(|(p, f, _)| *p == repair.provider && *f == repair.fault)
+                .map(|(_, _, done)| RepairsDone {
+                    window_seconds: window.as_secs(),
+                    ..done.clone()
+                });
+        }
+        let alive = read.alive.clone();
+        let facts = read.facts();
+        let head = report::head(&self.declaration, scope, facts, &clock);
+        let mut standings = Vec::new();
+        while let Some(row) = read.next().await? {
+            standings.push(report::recurring_standing(row, &clock, &recurrences));
+        }
+        read.finish_into(store).await?;
+        Ok(Report {
+            head,
+            standings,
+            alive,
+        })
+    }
+
+    async fn all<'r>(
+        &self,
+        store: &mut PgStore,
+        reads: &'r mut Reads,
+        now: Timestamp,
+    ) -> Result<&'r Report, PgError> {
+        if reads.all.is_none() {
+            reads.all = Some(self.report(store, &Scope::All, now).await?);
+        }
+        Ok(reads.all.as_ref().expect("read above"))
+    }
+
+    /// The page `key` shows now; `None` when the declaration does not
+    /// name it (a 404).
+    ///
+    /// # Errors
+    /// [`PgError`] when the store cannot be read.
+    pub(crate) async fn render(
+        &self,
+        store: &mut PgStore,
+        reads: &mut Reads,
+        key: &PageKey,
+        now: Timestamp,
+    ) -> Result<Option<Page>, PgError> {
+        if !self.knows(key) {
+            return Ok(None);
+        }
+        let path = key.path();
+        let page = match key {
+            PageKey::Mesh => {
+                let r = self.all(store, reads, now).await?;
+                let main = mesh::overview(&mesh::Overview {
+                    head: &r.head,
+                    standings: &r.standings,
+                    providers: &self.providers(&r.head),
+                    machines: &self.machines(),
+                });
+                Page {
+                    title: "the mesh".to_owned(),
+                    path,
+                    main,
+                }
+            }
+            PageKey::Machine(m) => {
+                let r = self
+                    .report(store, &Scope::Machine(m.to_string()), now)
+                    .await?;
+                let main = mesh::overview(&mesh::Overview {
+                    head: &r.head,
+                    standings: &r.standings,
+                    providers: &self.providers(&r.head),
+                    machines: &[],
+                });
+                Page {
+                    title: format!("machine {m}"),
+                    path,
+                    main,
+                }
+            }
+            PageKey::Provider(p) => {
+                let consumers = self.consumers_of(p);
+                let r = self.all(store, reads, now).await?;
+                let standings: Vec<Listed> = r
+                    .standings
+                    .iter()
+                    .filter(|s| &s.row.provider == p)
+                    .cloned()
+                    .collect();
+                let main = detail::provider(&detail::ProviderView {
+                    provider: p,
+                    head: &r.head,
+                    alive: r.alive.iter().find(|a| &a.provider == p),
+                    consumers: &consumers,
+                    standings: &standings,
+                });
+                Page {
+                    title: format!("provider {p}"),
+                    path,
+                    main,
+                }
+            }
+            PageKey::Consumer(c) => self.consumer(store, reads, c, path, now).await?,
+        };
+        Ok(Some(page))
+    }
+
+    /// The consumers the declaration gives `provider`, in order.
+    fn consumers_of(&self, provider: &ModuleId) -> Vec<(String, String)> {
+        let mut consumers: Vec<(String, String)> = self
+            .declaration
+            .declaration
+            .modules
+            .iter()
+            .filter(|m| m.requires.iter().any(|r| &r.from == provider))
+            .map(|m| (m.id.module.to_string(), m.id.machine.to_string()))
+            .collect();
+        consumers.sort_unstable();
+        consumers.dedup();
+        consumers
+    }
+
+    async fn consumer(
+        &self,
+        store: &mut PgStore,
+        reads: &mut Reads,
+        c: &ModuleId,
+        path: String,
+        now: Timestamp,
+    ) -> Result<Page, PgError> {
+        let (consumer, machine) = (c.module.to_string(), c.machine.to_string());
+        let mut providers: Vec<ModuleId> = self
+            .declaration
+            .declaration
+            .module(c)
+            .map(|m| m.requires.iter().map(|r| r.from.clone()).collect())
+            .unwrap_or_default();
+        providers.sort_unstable();
+        providers.dedup();
+        let standings: Vec<Listed> = self
+            .all(store, reads, now)
+            .await?
+            .standings
+            .iter()
+            .filter(|s| {
+                s.row.consumer == consumer && s.row.consumer_machine.as_ref() == Some(&machine)
+            })
+            .cloned()
+            .collect();
+        let span = Duration::from_secs(u64::from(HISTORY_DAYS) * 86_400);
+        let filter = HistoryFilter {
+            consumer: Some((consumer.clone(), Some(machine.clone()))),
+            provider: None,
+            machine: None,
+            since: before(now, span),
+        };
+        let (rows, store_now) = store.read_history(&filter).await?;
+        let entries = entries(&rows, store_now);
+        let sums = summaries(&entries, before(store_now, span), store_now);
+        let main = detail::consumer(&detail::ConsumerView {
+            consumer: &consumer,
+            machine: &machine,
+            providers: &providers,
+            standings: &standings,
+            entries: &entries,
+            summaries: &sums,
+            now: store_now,
+        });
+        Ok(Page {
+            title: format!("consumer {consumer}@{machine}"),
+            path,
+            main,
+        })
+    }
+}
+
+/// The page saying the store cannot be read now (never an old page kept
+/// green): `status`'s reason.
+pub(crate) fn unreadable(key: &PageKey, error: &dyn std::fmt::Display) -> Page {
+    notice(
+        &key.path(),
+        "the store cannot be read",
+        &format!("cannot read the store: {error}"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_and_keys_go_both_ways_and_other_paths_are_no_page() {
+        for path in [
+            "/",
+            "/machine/app-1",
+            "/provider/postgres@db-1",
+            "/consumer/wiki@app-1",
+        ] {
+            let key = PageKey::parse(path).expect(path);
+            assert_eq!(key.path(), path);
+        }
+        for path in [
+            "",
+            "/machine",
+            "/machine/",
+            "/machine/App",
+            "/provider/postgres",
+            "/consumer/wiki@app-1/x",
+            "/consumer/../x@y",
+            "/other/x",
+            "/machine/a%20b",
+        ] {
+            assert_eq!(PageKey::parse(path), None, "{path}");
+        }
+    }
+}

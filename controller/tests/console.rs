@@ -1,0 +1,742 @@
+//! `mesh-controller console` over HTTP on a real PostgreSQL store, the
+//! binary logged in as the store's reader role: its pages, 404s, escaping,
+//! the event stream's delay, the token and TLS.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+use mesh_controller::{DatabaseOptions, PgStore};
+use mesh_protocol::event::{Alive, Failing, Recovered, RecoveredReason};
+use mesh_protocol::{Class, Event, ModuleId, Name, Timestamp};
+use mesh_status::model::{Instance, Received};
+use mesh_status::store::ControllerRecordUpdate;
+use mesh_status::Store;
+use mesh_test_support::{free_port, PgCluster, TestCa};
+
+const DECLARATION: &str = r#"{"modules":[
+  {"module":"postgres","machine":"db-1","provides":["postgres-database"]},
+  {"module":"forge","machine":"app-1","requires":[{"provision":"postgres-database","from":"postgres@db-1"}]},
+  {"module":"wiki","machine":"app-1","requires":[{"provision":"postgres-database","from":"postgres@db-1"}]},
+  {"module":"late","machine":"app-2","requires":[{"provision":"postgres-database","from":"postgres@db-1"}]}
+]}"#;
+
+/// The reader's password and the console's token: neither may show anywhere.
+const READER_PASSWORD: &str = "Reader-Pw-7c1e";
+const TOKEN: &str = "Console-T0ken-99ab";
+
+/// A hostile error text a provider might pass on.
+const HOSTILE: &str = "<script>alert('x')</script> & \"quoted\"";
+
+fn ago(minutes: u64) -> Timestamp {
+    Timestamp::from_system(SystemTime::now() - Duration::from_secs(minutes * 60))
+}
+
+fn provider() -> ModuleId {
+    ModuleId::parse("postgres@db-1").unwrap()
+}
+
+fn failing(consumer: &str, machine: &str, error: &str, since: u64, seq: u64) -> Received {
+    Received {
+        epoch: 1,
+        seq,
+        stored_at: None,
+        emitter: provider(),
+        event: Event::Failing(Failing {
+            v: 1,
+            consumer: Name::parse(consumer).unwrap(),
+            consumer_machine: Some(Name::parse(machine).unwrap()),
+            provision: Some("postgres-database".into()),
+            class: Class::CredentialsRejected,
+            error: error.into(),
+            since: ago(since),
+            attempts: 12,
+            said_at: ago(since.saturating_sub(5)),
+        }),
+    }
+}
+
+fn recovered(consumer: &str, at: u64, seq: u64) -> Received {
+    Received {
+        epoch: 1,
+        seq,
+        stored_at: None,
+        emitter: provider(),
+        event: Event::Recovered(Recovered {
+            v: 1,
+            consumer: Name::parse(consumer).unwrap(),
+            consumer_machine: None,
+            provision: None,
+            reason: RecoveredReason::Success,
+            said_at: ago(at),
+        }),
+    }
+}
+
+fn alive(seq: u64) -> Received {
+    Received {
+        epoch: 1,
+        seq,
+        stored_at: None,
+        emitter: provider(),
+        event: Event::Alive(Alive {
+            v: 1,
+            started_at: ago(120),
+            alive_every_seconds: 3600,
+            failing_after_seconds: 300,
+            repeat_every_seconds: Some(900),
+            settled_at: Some(ago(110)),
+            consumers: 3,
+            failing: 1,
+            pass_seconds: 0.25,
+            said_at: ago(0),
+            fault: None,
+        }),
+    }
+}
+
+/// A migrated store with a reader role, its owner's store handle, and the
+/// files the console's command line names.
+struct Setup {
+    pg: PgCluster,
+    dir: tempfile::TempDir,
+    owner: PgStore,
+    reader_url: String,
+}
+
+fn controller() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_mesh-controller"));
+    c.env_remove("RUST_LOG");
+    for v in [
+        "MESH_DATABASE_URL",
+        "MESH_DECLARATION",
+        "MESH_CONSOLE_TOKEN_FILE",
+        "CREDENTIALS_DIRECTORY",
+    ] {
+        c.env_remove(v);
+    }
+    c
+}
+
+async fn setup() -> Setup {
+    let pg = PgCluster::start();
+    pg.create_database("mesh").await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("declaration.json"), DECLARATION).unwrap();
+    std::fs::write(dir.path().join("reader.pw"), READER_PASSWORD).unwrap();
+    std::fs::write(dir.path().join("token"), format!("{TOKEN}\n")).unwrap();
+    let owner_url = format!(
+        "host=127.0.0.1 port={} user=postgres dbname=mesh",
+        pg.port()
+    );
+    let migrated = controller()
+        .args(["--database", &owner_url, "--database-password-file"])
+        .arg(pg.superuser_password_file())
+        .args([
+            "migrate",
+            "--reader",
+            "mesh_reader",
+            "--reader-password-file",
+        ])
+        .arg(dir.path().join("reader.pw"))
+        .output()
+        .unwrap();
+    assert!(migrated.status.success(), "{migrated:?}");
+    let options = DatabaseOptions::new(&owner_url, Some(&pg.superuser_password_file())).unwrap();
+    let mut owner = PgStore::new(options);
+    // A store that gets every event the stream holds, and a serve that follows.
+    owner.record_begins(false).await.unwrap();
+    owner
+        .stream_epoch("MESH_EVENTS", SystemTime::UNIX_EPOCH)
+        .await
+        .unwrap();
+    let serve = Instance {
+        host: "ctl-1".into(),
+        pid: 4242,
+        started_at: ago(200),
+        pull_wait: Duration::from_secs(5),
+    };
+    owner
+        .record(ControllerRecordUpdate {
+            instance: &serve,
+            caught_up: true,
+            applied: true,
+            first: true,
+        })
+        .await
+        .unwrap();
+    owner
+        .apply(&[
+            alive(1),
+            failing("forge", "app-1", HOSTILE, 30, 2),
+            failing("wiki", "app-1", "password authentication failed", 90, 3),
+            recovered("wiki", 60, 4),
+        ])
+        .await
+        .unwrap();
+    let reader_url = format!(
+        "host=127.0.0.1 port={} user=mesh_reader dbname=mesh",
+        pg.port()
+    );
+    Setup {
+        pg,
+        dir,
+        owner,
+        reader_url,
+    }
+}
+
+/// The console running as the reader, stopped on drop; its log in a file.
+struct Console {
+    child: Child,
+    port: u16,
+    log: PathBuf,
+}
+
+impl Drop for Console {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Console {
+    fn start(s: &Setup, extra: &[&std::ffi::OsStr]) -> Console {
+        Console::start_with(s, extra, None)
+    }
+
+    /// [`Console::start`], with `credentials` as its `CREDENTIALS_DIRECTORY`
+    /// (what systemd's `LoadCredential=` makes).
+    fn start_with(s: &Setup, extra: &[&std::ffi::OsStr], credentials: Option<&Path>) -> Console {
+        let port = free_port();
+        let log = s.dir.path().join(format!("console-{port}.log"));
+        let child = controller()
+            .args(["--database", &s.reader_url, "--database-password-file"])
+            .arg(s.dir.path().join("reader.pw"))
+            .arg("--declaration")
+            .arg(s.dir.path().join("declaration.json"))
+            .args(["console", "--listen", &format!("127.0.0.1:{port}")])
+            .args(extra)
+            .envs(credentials.map(|dir| ("CREDENTIALS_DIRECTORY", dir)))
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        let console = Console { child, port, log };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "the console did not listen within 20 s: {}",
+                console.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        console
+    }
+
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+/// Installs ring's TLS provider for reqwest (see Cargo.toml), once.
+fn tls_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+fn client() -> reqwest::Client {
+    tls_provider();
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
+async fn get(client: &reqwest::Client, url: &str) -> (u16, String) {
+    let response = client.get(url).send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.text().await.unwrap())
+}
+
+/// The sentence `status --json` (or `node show M --json`) says now, run as the reader.
+fn status_sentence(s: &Setup, command: &[&str]) -> String {
+    let out = controller()
+        .args(["--database", &s.reader_url, "--database-password-file"])
+        .arg(s.dir.path().join("reader.pw"))
+        .arg("--declaration")
+        .arg(s.dir.path().join("declaration.json"))
+        .args(command)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    report["sentence"].as_str().unwrap().to_owned()
+}
+
+/// `text` as the pages write it.
+fn html_text(text: &str) -> String {
+    mesh_status::render::html::escape(text)
+}
+
+fn assert_no_secret(what: &str, text: &str) {
+    for secret in [READER_PASSWORD, TOKEN] {
+        assert!(!text.contains(secret), "{what} shows a secret:\n{text}");
+    }
+}
+
+/// Reads the event stream until a `main` event's data contains `word`;
+/// returns the time it took.
+async fn until_event_has(response: &mut reqwest::Response, word: &str, seen: &mut String) {
+    loop {
+        let chunk = tokio::time::timeout(Duration::from_secs(10), response.chunk())
+            .await
+            .expect("no event within 10 s: is the shared reader reading?")
+            .unwrap()
+            .expect("the event stream ended");
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+        if let Some(at) = seen.rfind("event: main") {
+            if seen[at..].contains(word) && seen[at..].contains("\n\n") {
+                return;
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_render_as_status_says_escape_what_providers_say_and_follow_a_change_within_a_second()
+{
+    let mut s = setup().await;
+    let console = Console::start(&s, &[]);
+    let base = format!("http://127.0.0.1:{}", console.port);
+    let client = client();
+
+    let (code, mesh) = get(&client, &format!("{base}/")).await;
+    assert_eq!(code, 200, "{mesh}");
+    assert!(
+        mesh.contains("not all well: "),
+        "the status sentence: {mesh}"
+    );
+    assert!(
+        mesh.contains("<a href=\"/consumer/forge@app-1\">forge@app-1</a>"),
+        "{mesh}"
+    );
+    assert!(mesh.contains("credentials-rejected (1)"), "{mesh}");
+    assert!(!mesh.contains("<script>alert"), "unescaped: {mesh}");
+    assert!(
+        mesh.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;quoted&quot;"),
+        "{mesh}"
+    );
+    assert!(mesh.contains("<link rel=\"stylesheet\" href=\"/assets/console.css\">"));
+    assert_no_secret("/", &mesh);
+
+    assert!(
+        mesh.contains(&html_text(&status_sentence(&s, &["status"]))),
+        "the sentence status prints: {mesh}"
+    );
+    let (code, machine) = get(&client, &format!("{base}/machine/app-1")).await;
+    assert_eq!(code, 200, "{machine}");
+    assert!(
+        machine.contains(&html_text(&status_sentence(&s, &["node", "show", "app-1"]))),
+        "the sentence node show prints: {machine}"
+    );
+    assert!(machine.contains("machine app-1"), "{machine}");
+    assert!(machine.contains("forge@app-1"), "{machine}");
+    let (code, other) = get(&client, &format!("{base}/machine/db-1")).await;
+    assert_eq!(code, 200);
+    assert!(
+        other.contains("forge@app-1"),
+        "a provider's machine shows what it fails: {other}"
+    );
+
+    let (code, p) = get(&client, &format!("{base}/provider/postgres@db-1")).await;
+    assert_eq!(code, 200, "{p}");
+    assert!(p.contains("<dt>settled</dt>"), "{p}");
+    assert!(
+        p.contains("<a href=\"/consumer/wiki@app-1\">wiki@app-1</a> <span>not failing"),
+        "{p}"
+    );
+    assert!(p.contains("data-consumer=\"forge@app-1\""), "{p}");
+
+    let (code, wiki) = get(&client, &format!("{base}/consumer/wiki@app-1")).await;
+    assert_eq!(code, 200, "{wiki}");
+    assert!(wiki.contains("no provider says it is failing"), "{wiki}");
+    assert!(
+        wiki.contains("from postgres@db-1: failing credentials-rejected"),
+        "its interval: {wiki}"
+    );
+    assert!(wiki.contains("recovered (success)"), "{wiki}");
+    assert_eq!(
+        wiki.matches("<div class=\"bars\">").count(),
+        2,
+        "7 and 30 days: {wiki}"
+    );
+    assert!(wiki.contains("failing 30 min"), "today's bar: {wiki}");
+
+    for path in [
+        "/machine/app-9",
+        "/provider/forge@app-1",
+        "/consumer/nobody@app-1",
+        "/consumer/Bad",
+        "/nothing",
+        "/events?page=/machine/app-9",
+    ] {
+        let (code, body) = get(&client, &format!("{base}{path}")).await;
+        assert_eq!(code, 404, "{path}: {body}");
+    }
+    // No token: a request under another name (DNS rebinding) is refused.
+    let renamed = client
+        .get(format!("{base}/"))
+        .header("host", format!("mesh.evil.example:{}", console.port))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(renamed.status(), 403);
+    assert!(!renamed.text().await.unwrap().contains("forge@app-1"));
+    let css = client
+        .get(format!("{base}/assets/console.css"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(css.headers()["content-type"], "text/css; charset=utf-8");
+    let js = client
+        .get(format!("{base}/assets/console.js"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(js.status(), 200);
+    assert!(js.text().await.unwrap().contains("EventSource"));
+
+    // A change reaches an open page within 1 s of being in the store.
+    let mut events = client
+        .get(format!("{base}/events?page=/"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(events.headers()["content-type"], "text/event-stream");
+    let mut seen = String::new();
+    until_event_has(&mut events, "forge@app-1", &mut seen).await;
+    let admin = s.pg.connect_admin().await;
+    let readers = || async {
+        let rows = admin
+            .query(
+                "SELECT pid FROM pg_stat_activity WHERE usename = 'mesh_reader' ORDER BY pid",
+                &[],
+            )
+            .await
+            .unwrap();
+        rows.iter()
+            .map(|r| r.get::<_, i32>(0))
+            .collect::<Vec<i32>>()
+    };
+    let reading = readers().await;
+    s.owner
+        .apply(&[failing("late", "app-2", "connection refused", 10, 5)])
+        .await
+        .unwrap();
+    let stored = Instant::now();
+    until_event_has(&mut events, "late@app-2", &mut seen).await;
+    let took = stored.elapsed();
+    assert!(
+        took < Duration::from_secs(1),
+        "the change took {took:?} to reach the page"
+    );
+    assert_eq!(
+        readers().await,
+        reading,
+        "the shared reader keeps its one connection from read to read"
+    );
+    assert_eq!(
+        reading.len(),
+        1,
+        "one reader for the open page: {reading:?}"
+    );
+    assert!(
+        !seen.contains("<script>alert"),
+        "unescaped in an event: {seen}"
+    );
+    assert_no_secret("the event stream", &seen);
+
+    // Many open pages, one reader: followers of one page and of others
+    // share the one reader's session.
+    let mut more = Vec::new();
+    for page in ["/", "/", "/", "/machine/app-1", "/consumer/wiki@app-1"] {
+        let mut stream = client
+            .get(format!("{base}/events?page={page}"))
+            .send()
+            .await
+            .unwrap();
+        let mut first = String::new();
+        until_event_has(&mut stream, "<h1>", &mut first).await;
+        more.push(stream);
+    }
+    assert_eq!(readers().await, reading, "one reader for six open pages");
+
+    // The store away: the open page and a new one say so, never the last good page.
+    s.pg.stop();
+    until_event_has(&mut events, "cannot read the store", &mut seen).await;
+    let (code, away) = get(&client, &format!("{base}/")).await;
+    assert_eq!(code, 503, "{away}");
+    assert!(away.contains("cannot read the store: "), "{away}");
+    assert!(!away.contains("forge@app-1"), "{away}");
+    assert_no_secret("the page of a store away", &away);
+    // Three more rounds of the reader (500 ms each) while the store is away.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let said = console.log_text().matches("its pages say so").count();
+    assert_eq!(said, 1, "said once while it lasts: {}", console.log_text());
+    assert_no_secret("the console's log", &console.log_text());
+    drop(more);
+    drop(console);
+}
+
+#[test]
+fn a_console_that_cannot_start_exits_2_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let declaration = dir.path().join("declaration.json");
+    std::fs::write(&declaration, DECLARATION).unwrap();
+    let empty = dir.path().join("empty-token");
+    std::fs::write(&empty, "  \n").unwrap();
+    let not_pem = dir.path().join("cert.pem");
+    std::fs::write(&not_pem, "not a certificate").unwrap();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken = taken.local_addr().unwrap().to_string();
+    let path = |p: &Path| p.display().to_string();
+    let cases: Vec<(Vec<String>, String)> = vec![
+        (
+            vec!["--token-file".into(), "/nonexistent/token".into()],
+            "the console token file /nonexistent/token cannot be read".into(),
+        ),
+        (
+            vec!["--token-file".into(), path(&empty)],
+            format!("the console token file {} is empty", empty.display()),
+        ),
+        (
+            vec![
+                "--tls-cert".into(),
+                path(&not_pem),
+                "--tls-key".into(),
+                path(&not_pem),
+            ],
+            format!("--tls-cert {} cannot be used", not_pem.display()),
+        ),
+        (
+            vec!["--tls-cert".into(), path(&not_pem)],
+            "--tls-key".into(),
+        ),
+        (
+            vec!["--listen".into(), taken.clone()],
+            format!("cannot listen on {taken} for the console"),
+        ),
+    ];
+    for (args, reason) in cases {
+        let out = controller()
+            .args([
+                "--database",
+                "host=127.0.0.1 port=1 user=nobody dbname=none",
+            ])
+            .arg("--declaration")
+            .arg(&declaration)
+            .arg("console")
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(&reason), "{args:?}: {err}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_token_and_tls_only_the_token_or_its_cookie_reads_and_the_token_is_never_echoed() {
+    tls_provider();
+    let mut s = setup().await;
+    let ca = TestCa::new("console-ca");
+    let cert = ca.server("console", &["localhost", "127.0.0.1"]);
+    // The token as the unit gives it: the systemd credential console-token.
+    let credentials = s.dir.path().join("credentials");
+    std::fs::create_dir(&credentials).unwrap();
+    std::fs::write(credentials.join("console-token"), TOKEN).unwrap();
+    let console = Console::start_with(
+        &s,
+        &[
+            "--tls-cert".as_ref(),
+            cert.cert.as_os_str(),
+            "--tls-key".as_ref(),
+            cert.key.as_os_str(),
+        ],
+        Some(&credentials),
+    );
+    let base = format!("https://127.0.0.1:{}", console.port);
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .add_root_certificate(ca_cert(ca.ca_file()))
+        .build()
+        .unwrap();
+
+    for path in [
+        "/",
+        "/machine/app-1",
+        "/events?page=/",
+        "/consumer/forge@app-1",
+    ] {
+        let (code, body) = get(&client, &format!("{base}{path}")).await;
+        assert_eq!(code, 401, "{path}: {body}");
+        assert!(
+            body.contains("<form method=\"post\" action=\"/login\">"),
+            "{body}"
+        );
+        assert_no_secret(path, &body);
+    }
+    let wrong = client
+        .get(format!("{base}/"))
+        .bearer_auth("Console-T0ken-99a")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status(), 401);
+    let right = client
+        .get(format!("{base}/"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(right.status(), 200);
+    assert_no_secret("/ with the token", &right.text().await.unwrap());
+    let (code, _) = get(&client, &format!("{base}/assets/console.css")).await;
+    assert_eq!(code, 200, "assets are public");
+
+    let refused = client
+        .post(format!("{base}/login"))
+        .form(&[("token", "guess")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 401);
+    assert!(refused.headers().get("set-cookie").is_none());
+    let body = refused.text().await.unwrap();
+    assert!(
+        !body.contains("guess"),
+        "the token given is not echoed: {body}"
+    );
+    let login = client
+        .post(format!("{base}/login"))
+        .form(&[("token", TOKEN)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(login.status(), 303);
+    let cookie = login.headers()["set-cookie"].to_str().unwrap().to_owned();
+    assert!(
+        cookie.contains("; HttpOnly; SameSite=Strict; Secure"),
+        "{cookie}"
+    );
+    assert_no_secret("the cookie", &cookie);
+    let session = cookie.split(';').next().unwrap();
+    let with_cookie = client
+        .get(format!("{base}/provider/postgres@db-1"))
+        .header("cookie", session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(with_cookie.status(), 200);
+
+    // Plain HTTP to the TLS port is no way in.
+    let plain = reqwest::Client::new()
+        .get(format!("http://127.0.0.1:{}/", console.port))
+        .bearer_auth(TOKEN)
+        .timeout(Duration::from_secs(5))
+        .send()
+        .await;
+    assert!(plain.is_err() || plain.unwrap().status() != 200);
+    assert_no_secret("the console's log", &console.log_text());
+    drop(console);
+    s.pg.stop();
+}
+
+fn ca_cert(path: &Path) -> reqwest::Certificate {
+    reqwest::Certificate::from_pem(&std::fs::read(path).unwrap()).unwrap()
+}
+
+/// The browser test's name (its screenshots' folder).
+const IN_A_BROWSER: &str = "console_in_a_browser";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_a_browser_a_failing_consumer_appears_and_goes_without_a_reload() {
+    let Some(mut browser) = mesh_test_support::Browser::start_or_skip(IN_A_BROWSER).await else {
+        return;
+    };
+    let mut s = setup().await;
+    let token = s.dir.path().join("token");
+    let console = Console::start(&s, &["--token-file".as_ref(), token.as_os_str()]);
+    let base = format!("http://127.0.0.1:{}", console.port);
+
+    // Refused without the token: the login form, then in with it.
+    browser.goto(&format!("{base}/")).await;
+    browser
+        .wait_for_text("This console needs its token", Duration::from_secs(2))
+        .await;
+    browser.keep_screenshot(IN_A_BROWSER, "login").await;
+    browser
+        .execute(
+            "document.getElementById('token').value = arguments[0]; \
+             document.querySelector('form').submit(); return true;",
+            vec![serde_json::json!(TOKEN)],
+        )
+        .await;
+    browser
+        .wait_for_text("forge@app-1", Duration::from_secs(5))
+        .await;
+    browser
+        .wait_for_selector("#live:not([hidden])", Duration::from_secs(5))
+        .await;
+    // A mark a reload would lose.
+    browser
+        .execute("window.meshMark = 'kept'; return true;", vec![])
+        .await;
+
+    s.owner
+        .apply(&[failing("late", "app-2", "connection refused", 10, 5)])
+        .await
+        .unwrap();
+    let appeared = browser
+        .wait_for_text("late@app-2", Duration::from_secs(2))
+        .await;
+    s.owner.apply(&[recovered("late", 0, 6)]).await.unwrap();
+    let went = browser
+        .wait_for_no_text("late@app-2", Duration::from_secs(2))
+        .await;
+    let mark = browser.execute("return window.meshMark;", vec![]).await;
+    assert_eq!(mark, "kept", "the page was not reloaded");
+    println!("in the browser: appeared after {appeared:?}, went after {went:?}");
+    assert_no_secret("the DOM", &browser.html().await);
+
+    browser.goto(&format!("{base}/consumer/wiki@app-1")).await;
+    browser
+        .wait_for_text("recovered (success)", Duration::from_secs(2))
+        .await;
+
+    for width in [1280, 390] {
+        browser.set_width(width).await;
+        for (path, name) in [
+            ("/", "mesh"),
+            ("/machine/app-1", "machine"),
+            ("/provider/postgres@db-1", "provider"),
+            ("/consumer/forge@app-1", "consumer"),
+        ] {
+            browser.goto(&format!("{base}{path}")).await;
+            let wide = browser
+                .execute(
+                    "return document.documentElement.scrollWidth <= window.innerWidth;",
+                    vec![],
+                )
+                .await;
+            assert_eq!(wide, true, "{path} at {width} px scrolls sideways");
+            browser.keep_screenshot(IN_A_BROWSER, name).await;
+            assert_no_secret(path, &browser.html().await);
+        }
+    }
+    browser.close().await;
+    drop(console);
+    s.pg.stop();
+}

@@ -1,0 +1,315 @@
+//! A provider's page (its consumers, failing or not, and what its newest
+//! `alive` says) and a consumer's page (what fails it now, a bar per day
+//! over 7 and 30 days, its history's entries and totals).
+
+use std::fmt::Write as _;
+
+use mesh_protocol::{ModuleId, Timestamp};
+
+use super::mesh::standing_item;
+use super::{consumer_path, escape, link, provider_path};
+use crate::model::AliveRow;
+use crate::render::history::{line, summary_line};
+use crate::report::days::{failing_days, Day};
+use crate::report::history::{duration_text, ConsumerSummary, Entry};
+use crate::report::{heard_at, Head, Listed};
+
+/// What a provider's page shows.
+#[derive(Clone, Copy, Debug)]
+pub struct ProviderView<'a> {
+    /// The provider.
+    pub provider: &'a ModuleId,
+    /// The mesh's report (whether the provider is unheard, its fault).
+    pub head: &'a Head,
+    /// Its newest `alive`, if it was heard from.
+    pub alive: Option<&'a AliveRow>,
+    /// The consumers the declaration gives it, `(consumer, machine)`, in order.
+    pub consumers: &'a [(String, String)],
+    /// Its standings listed, in order.
+    pub standings: &'a [Listed],
+}
+
+/// The `<main>` fragment of a provider's page.
+pub fn provider(v: &ProviderView<'_>) -> String {
+    let name = v.provider.to_string();
+    let mut out = format!("<h1>provider {}</h1>\n", escape(&name));
+    let unheard = v.head.unheard.iter().any(|u| &u.provider == v.provider);
+    let state = if unheard {
+        "<p class=\"sentence unwell\">not heard from: a provider that is down says nothing</p>"
+    } else if v.standings.is_empty() {
+        "<p class=\"sentence well\">heard from, failing no consumer</p>"
+    } else {
+        ""
+    };
+    out.push_str(state);
+    if !unheard && !v.standings.is_empty() {
+        let _ = write!(
+            out,
+            "<p class=\"sentence unwell\">failing {} of the {} consumers the declaration gives it</p>",
+            v.standings.len(),
+            v.consumers.len()
+        );
+    }
+    out.push('\n');
+    out.push_str("<h2>Its newest alive</h2>\n<dl class=\"facts\">\n");
+    match v.alive {
+        None => out.push_str("<dt>heard</dt><dd>never</dd>\n"),
+        Some(a) => {
+            let settled = a.settled_at.map_or("not yet".to_owned(), |t| t.to_string());
+            let _ = write!(
+                out,
+                "<dt>heard</dt><dd>{}</dd>\n<dt>started</dt><dd>{}</dd>\n\
+                 <dt>settled</dt><dd>{}</dd>\n<dt>alive every</dt><dd>{} s</dd>\n\
+                 <dt>pass duration</dt><dd>not kept by the store</dd>\n",
+                heard_at(a),
+                a.started_at,
+                escape(&settled),
+                a.alive_every_seconds
+            );
+        }
+    }
+    out.push_str("</dl>\n");
+    for f in v.head.faults.iter().filter(|f| &f.provider == v.provider) {
+        let _ = writeln!(out, "<p class=\"notice\">{}</p>", escape(&f.line()));
+    }
+    out.push_str("<h2>Its consumers</h2>\n<ul class=\"consumers\">\n");
+    for (consumer, machine) in v.consumers {
+        let failing = v.standings.iter().find(|s| {
+            &s.row.consumer == consumer && s.row.consumer_machine.as_ref() == Some(machine)
+        });
+        match failing {
+            Some(s) => out.push_str(&standing_item(s)),
+            None => {
+                let _ = writeln!(
+                    out,
+                    "<li class=\"ok\">{} <span>not failing</span></li>",
+                    link(
+                        &consumer_path(consumer, machine),
+                        &format!("{consumer}@{machine}")
+                    )
+                );
+            }
+        }
+    }
+    for s in v.standings.iter().filter(|s| {
+        !v.consumers
+            .iter()
+            .any(|(c, m)| &s.row.consumer == c && s.row.consumer_machine.as_ref() == Some(m))
+    }) {
+        out.push_str(&standing_item(s));
+    }
+    out.push_str("</ul>\n");
+    out
+}
+
+/// What a consumer's page shows.
+#[derive(Clone, Copy, Debug)]
+pub struct ConsumerView<'a> {
+    /// The consumer.
+    pub consumer: &'a str,
+    /// Its machine.
+    pub machine: &'a str,
+    /// The providers the declaration says it requires from, in order.
+    pub providers: &'a [ModuleId],
+    /// Its standings listed now.
+    pub standings: &'a [Listed],
+    /// Its history's entries over the last 30 days, newest first.
+    pub entries: &'a [Entry],
+    /// Its totals over the last 30 days.
+    pub summaries: &'a [ConsumerSummary],
+    /// Now (the store's clock).
+    pub now: Timestamp,
+}
+
+/// A row of bars, one per day: its title says the day and how long it
+/// failed; its class how much of the day (`ok`, `some`, `much`).
+pub(crate) fn bars(days: &[Day]) -> String {
+    let mut out = String::from("<div class=\"bars\">");
+    for d in days {
+        let level = match (d.failing_seconds, d.seconds) {
+            (0, _) => "ok",
+            (f, s) if f * 2 >= s.max(1) => "much",
+            _ => "some",
+        };
+        let day = d.start.to_string().chars().take(10).collect::<String>();
+        let said = match d.failing_seconds {
+            0 => "not failing".to_owned(),
+            f => format!("failing {}", duration_text(f)),
+        };
+        let _ = write!(
+            out,
+            "<span class=\"day {level}\" title=\"{day}: {said}\"><span class=\"label\">{day}: {said}</span></span>"
+        );
+    }
+    out.push_str("</div>\n");
+    if let (Some(first), Some(_)) = (days.first(), days.last()) {
+        let day = first.start.to_string().chars().take(10).collect::<String>();
+        let failing = days.iter().filter(|d| d.failing_seconds > 0).count();
+        let total: u64 = days.iter().map(|d| d.failing_seconds).sum();
+        let said = match failing {
+            0 => "not failing on any day".to_owned(),
+            n => format!(
+                "failing on {n} of {} days, {} in all",
+                days.len(),
+                duration_text(total)
+            ),
+        };
+        let _ = writeln!(
+            out,
+            "<p class=\"axis\"><span>{day}</span> <span>{said}</span> <span>today</span></p>"
+        );
+    }
+    out
+}
+
+/// The `<main>` fragment of a consumer's page.
+pub fn consumer(v: &ConsumerView<'_>) -> String {
+    let who = format!("{}@{}", v.consumer, v.machine);
+    let mut out = format!("<h1>consumer {}</h1>\n", escape(&who));
+    if v.standings.is_empty() {
+        out.push_str("<p class=\"sentence well\">no provider says it is failing</p>\n");
+    } else {
+        out.push_str("<p class=\"sentence unwell\">failing</p>\n<ul class=\"standings\">\n");
+        for s in v.standings {
+            out.push_str(&standing_item(s));
+        }
+        out.push_str("</ul>\n");
+    }
+    for p in v.providers {
+        let name = p.to_string();
+        let mine: Vec<Entry> = v
+            .entries
+            .iter()
+            .filter(|e| e.provider().as_deref() == Some(name.as_str()))
+            .cloned()
+            .collect();
+        let _ = writeln!(out, "<h2>from {}</h2>", link(&provider_path(&name), &name));
+        for days in [7, 30] {
+            let _ = writeln!(out, "<h3 class=\"span\">{days} days</h3>");
+            out.push_str(&bars(&failing_days(&mine, v.now, days)));
+        }
+    }
+    out.push_str("<h2>History (30 days)</h2>\n");
+    if v.summaries.is_empty() {
+        out.push_str("<p class=\"none\">It did not fail in the last 30 days.</p>\n");
+    }
+    let window = std::time::Duration::from_secs(30 * 86_400);
+    for s in v.summaries {
+        let _ = writeln!(
+            out,
+            "<p class=\"summary\">{}</p>",
+            escape(&summary_line(s, window))
+        );
+    }
+    if !v.entries.is_empty() {
+        out.push_str("<ul class=\"entries\">\n");
+        for e in v.entries {
+            let open = if e.is_open() { " open" } else { "" };
+            let _ = writeln!(out, "<li class=\"entry{open}\">{}</li>", escape(&line(e)));
+        }
+        out.push_str("</ul>\n");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::history::EntryKind;
+    use crate::report::{Controller, Grants};
+
+    fn ts(s: &str) -> Timestamp {
+        Timestamp::parse(s).unwrap()
+    }
+
+    #[test]
+    fn a_consumer_page_has_bars_for_7_and_30_days_per_provider_and_its_intervals_escaped() {
+        let entries = [Entry {
+            kind: EntryKind::Failing,
+            provider_module: Some("postgres".into()),
+            provider_machine: Some("db-1".into()),
+            consumer: Some("wiki".into()),
+            consumer_machine: Some("app-1".into()),
+            from: Some(ts("2026-11-27T00:12:00Z")),
+            to: Some(ts("2026-11-27T21:40:00Z")),
+            seconds: Some(77_280),
+            class: Some(mesh_protocol::Class::CredentialsRejected),
+            error: Some("<script>x</script>".into()),
+            reason: Some("success".into()),
+            fault: None,
+            detail: None,
+        }];
+        let providers = [ModuleId::parse("postgres@db-1").unwrap()];
+        let html = consumer(&ConsumerView {
+            consumer: "wiki",
+            machine: "app-1",
+            providers: &providers,
+            standings: &[],
+            entries: &entries,
+            summaries: &[],
+            now: ts("2026-11-28T06:00:00Z"),
+        });
+        assert_eq!(html.matches("<div class=\"bars\">").count(), 2, "{html}");
+        assert_eq!(html.matches("class=\"day ").count(), 37);
+        assert!(
+            html.contains("title=\"2026-11-27: failing 21 h 28 min\""),
+            "{html}"
+        );
+        assert!(
+            html.contains("failing on 1 of 7 days, 21 h 28 min in all"),
+            "{html}"
+        );
+        assert!(
+            html.contains("failing on 1 of 30 days, 21 h 28 min in all"),
+            "{html}"
+        );
+        assert!(
+            html.contains("failing credentials-rejected 2026-11-27 00:12 → 21:40"),
+            "{html}"
+        );
+        assert!(!html.contains("<script>"), "{html}");
+    }
+
+    #[test]
+    fn a_provider_page_says_its_consumers_and_alive() {
+        let head = Head {
+            machine: None,
+            all_well: true,
+            sentence: "all well".into(),
+            controller: Controller::following_for_tests(),
+            unheard: vec![],
+            retired: vec![],
+            retiring: vec![],
+            catching_up: vec![],
+            faults: vec![],
+            repairs: vec![],
+            declaration_errors: vec![],
+            grants: Grants::default(),
+        };
+        let p = ModuleId::parse("postgres@db-1").unwrap();
+        let alive = AliveRow {
+            provider: p.clone(),
+            started_at: ts("2026-11-28T05:00:00Z"),
+            alive_every_seconds: 60,
+            settled_at: None,
+            repeat_every_seconds: None,
+            said_at: ts("2026-11-28T05:59:00Z"),
+            stored_at: Some(ts("2026-11-28T05:59:01Z")),
+            fault: None,
+        };
+        let consumers = [("wiki".to_owned(), "app-1".to_owned())];
+        let html = provider(&ProviderView {
+            provider: &p,
+            head: &head,
+            alive: Some(&alive),
+            consumers: &consumers,
+            standings: &[],
+        });
+        assert!(
+            html.contains("<dd>2026-11-28T05:59:01Z</dd>"),
+            "heard by the bus's clock: {html}"
+        );
+        assert!(html.contains("<dt>settled</dt><dd>not yet</dd>"), "{html}");
+        assert!(html.contains("<a href=\"/consumer/wiki@app-1\">wiki@app-1</a> <span>not failing"));
+    }
+}

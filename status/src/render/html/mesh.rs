@@ -1,0 +1,331 @@
+//! The mesh page and a machine's page (`status` and `node show` as HTML):
+//! the sentence; the consumers failing, grouped by provider and class; then
+//! every other line `status` prints (the controller, providers unheard,
+//! required consumers retired, faults, grants, repairs, refused entries),
+//! in `status`'s own words; then links to the providers and machines.
+
+use std::fmt::Write as _;
+
+use mesh_protocol::ModuleId;
+
+use super::{consumer_path, escape, link, machine_path, provider_path};
+use crate::render::human::{recurrence, Human};
+use crate::render::write_all;
+use crate::report::{Head, Listed};
+
+/// What the mesh page or a machine's page shows.
+#[derive(Clone, Copy, Debug)]
+pub struct Overview<'a> {
+    /// The report's head (its `machine` set for a machine's page).
+    pub head: &'a Head,
+    /// The standings listed, in cause order (by provider, class, error).
+    pub standings: &'a [Listed],
+    /// The providers in scope, in order (each gets a link).
+    pub providers: &'a [ModuleId],
+    /// The machines to link to, in order.
+    pub machines: &'a [String],
+}
+
+/// The lines `status` prints beside its sentence and its standings, in its
+/// words: the human listing of the head with no standing, less its first
+/// line (the sentence).
+pub(crate) fn other_lines(head: &Head) -> Vec<String> {
+    let mut out = Vec::new();
+    // Writing into a Vec cannot fail.
+    let _ = write_all(&mut Human::default(), &mut out, head, &[]);
+    String::from_utf8_lossy(&out)
+        .lines()
+        .skip(1)
+        .map(|l| l.trim().to_owned())
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+/// One standing's item: the consumer's link, since when, how often, its
+/// recurrence, whether it went silent, and its error.
+pub(crate) fn standing_item(s: &Listed) -> String {
+    let r = &s.row;
+    let machine = r.consumer_machine.as_deref().unwrap_or("?");
+    let who = match &r.consumer_machine {
+        Some(m) => link(
+            &consumer_path(&r.consumer, m),
+            &format!("{}@{m}", r.consumer),
+        ),
+        None => escape(&format!("{}@?", r.consumer)),
+    };
+    let since = match r.first_since {
+        Some(first) => format!("since {first}, said again since the restart at {}", r.since),
+        None => format!("since {}", r.since),
+    };
+    let mut item = format!(
+        "<li class=\"failing\" data-consumer=\"{}@{}\">{who} <span class=\"since\">{}</span>, \
+         {} attempts, said {}",
+        escape(&r.consumer),
+        escape(machine),
+        escape(&since),
+        r.attempts,
+        r.said_at
+    );
+    if let Some(secs) = s.silent_for_seconds {
+        let _ = write!(
+            item,
+            ", <span class=\"silent\">silent for {}</span>",
+            humantime::format_duration(std::time::Duration::from_secs(secs))
+        );
+    }
+    if let Some(again) = &s.recurrence {
+        let _ = write!(
+            item,
+            " <span class=\"recurrence\">({})</span>",
+            escape(&recurrence(again))
+        );
+    }
+    let _ = writeln!(
+        item,
+        "<br><span class=\"error\">{}</span></li>",
+        escape(&r.error)
+    );
+    item
+}
+
+/// How many standings of one provider and class the mesh page lists
+/// (the rest are counted, and on the provider's page): a mesh page stays
+/// small whatever fails.
+pub(crate) const GROUP_ITEMS: usize = 50;
+
+/// The standings of one provider failing for one class.
+type ClassGroup<'a> = (mesh_protocol::Class, Vec<&'a Listed>);
+
+/// The failing consumers grouped: one section per provider, within it one
+/// list per class.
+pub(crate) fn failing(standings: &[Listed]) -> String {
+    if standings.is_empty() {
+        return "<p class=\"none\">No consumer is failing.</p>\n".to_owned();
+    }
+    let mut groups: Vec<(&ModuleId, Vec<ClassGroup<'_>>)> = Vec::new();
+    for s in standings {
+        let provider = &s.row.provider;
+        if groups.last().is_none_or(|(p, _)| *p != provider) {
+            groups.push((provider, Vec::new()));
+        }
+        let classes = &mut groups.last_mut().expect("pushed above").1;
+        match classes.iter_mut().find(|(c, _)| *c == s.row.class) {
+            Some((_, list)) => list.push(s),
+            None => classes.push((s.row.class, vec![s])),
+        }
+    }
+    let mut out = String::new();
+    for (provider, classes) in groups {
+        let p = provider.to_string();
+        let count: usize = classes.iter().map(|(_, l)| l.len()).sum();
+        let _ = writeln!(
+            out,
+            "<section class=\"provider\"><h3>{} fails {count}</h3>",
+            link(&provider_path(&p), &p)
+        );
+        for (class, list) in classes {
+            let _ = writeln!(
+                out,
+                "<h4 class=\"class\">{class} ({})</h4>\n<ul class=\"standings\">",
+                list.len()
+            );
+            for s in list.iter().take(GROUP_ITEMS) {
+                out.push_str(&standing_item(s));
+            }
+            if list.len() > GROUP_ITEMS {
+                let _ = writeln!(
+                    out,
+                    "<li class=\"more\">… and {} more: see {}</li>",
+                    list.len() - GROUP_ITEMS,
+                    link(&provider_path(&p), &format!("{p}'s page"))
+                );
+            }
+            out.push_str("</ul>\n");
+        }
+        out.push_str("</section>\n");
+    }
+    out
+}
+
+/// The `<main>` fragment of the mesh page (`head.machine` unset) or of a
+/// machine's page.
+pub fn overview(o: &Overview<'_>) -> String {
+    let head = o.head;
+    let mut out = String::new();
+    let title = match &head.machine {
+        Some(m) => format!("machine {m}"),
+        None => "the mesh".to_owned(),
+    };
+    let class = if head.all_well { "well" } else { "unwell" };
+    let _ = writeln!(
+        out,
+        "<h1>{}</h1>\n<p class=\"sentence {class}\" id=\"sentence\">{}</p>",
+        escape(&title),
+        escape(&head.sentence)
+    );
+    out.push_str("<h2>Failing</h2>\n");
+    out.push_str(&failing(o.standings));
+    let others = other_lines(head);
+    if !others.is_empty() {
+        out.push_str("<h2>Also</h2>\n<ul class=\"others\">\n");
+        for line in others {
+            let _ = writeln!(out, "<li>{}</li>", escape(&line));
+        }
+        out.push_str("</ul>\n");
+    }
+    out.push_str("<h2>Providers</h2>\n<ul class=\"links\">\n");
+    for p in o.providers {
+        let unheard = head.unheard.iter().any(|u| &u.provider == p);
+        let text = p.to_string();
+        let said = if unheard { " (not heard from)" } else { "" };
+        let _ = writeln!(out, "<li>{}{said}</li>", link(&provider_path(&text), &text));
+    }
+    out.push_str("</ul>\n");
+    if !o.machines.is_empty() {
+        out.push_str("<h2>Machines</h2>\n<ul class=\"links\">\n");
+        for m in o.machines {
+            let _ = writeln!(out, "<li>{}</li>", link(&machine_path(m), m));
+        }
+        out.push_str("</ul>\n");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::FailingRow;
+    use crate::report::{Controller, Grants, Unheard};
+    use mesh_protocol::{Class, Timestamp};
+
+    fn ts(s: &str) -> Timestamp {
+        Timestamp::parse(s).unwrap()
+    }
+
+    fn head() -> Head {
+        Head {
+            machine: None,
+            all_well: false,
+            sentence: "not all well: 2 consumers failing".into(),
+            controller: Controller::following_for_tests(),
+            unheard: vec![Unheard {
+                provider: ModuleId::parse("identity@id-1").unwrap(),
+                heard_at: None,
+                started_at: None,
+            }],
+            retired: vec![],
+            retiring: vec![],
+            catching_up: vec![],
+            faults: vec![],
+            repairs: vec![],
+            declaration_errors: vec![],
+            grants: Grants::default(),
+        }
+    }
+
+    fn listed(consumer: &str, class: Class, error: &str) -> Listed {
+        Listed {
+            row: FailingRow {
+                provider: ModuleId::parse("postgres@db-1").unwrap(),
+                consumer: consumer.into(),
+                consumer_machine: Some("app-1".into()),
+                provision: Some("postgres-database".into()),
+                class,
+                error: error.into(),
+                since: ts("2026-10-05T00:04:00Z"),
+                attempts: 61,
+                said_at: ts("2026-10-05T00:09:00Z"),
+                first_since: None,
+            },
+            silent_for_seconds: None,
+            recurrence: None,
+        }
+    }
+
+    #[test]
+    fn failing_consumers_are_grouped_by_provider_and_class_and_their_errors_escaped() {
+        let standings = [
+            listed(
+                "forge",
+                Class::CredentialsRejected,
+                "<img src=x onerror=alert(1)>",
+            ),
+            listed(
+                "wiki",
+                Class::CredentialsRejected,
+                "password authentication failed",
+            ),
+            listed("chat", Class::Unreachable, "connection refused"),
+        ];
+        let providers = [
+            ModuleId::parse("identity@id-1").unwrap(),
+            ModuleId::parse("postgres@db-1").unwrap(),
+        ];
+        let machines = ["app-1".to_owned()];
+        let html = overview(&Overview {
+            head: &head(),
+            standings: &standings,
+            providers: &providers,
+            machines: &machines,
+        });
+        assert!(!html.contains("<img"), "{html}");
+        assert!(
+            html.contains("&lt;img src=x onerror=alert(1)&gt;"),
+            "{html}"
+        );
+        assert_eq!(html.matches("<section class=\"provider\">").count(), 1);
+        assert!(html.contains("<a href=\"/provider/postgres@db-1\">postgres@db-1</a> fails 3"));
+        let credentials = html.find("credentials-rejected (2)").expect(&html);
+        let unreachable = html.find("unreachable (1)").expect(&html);
+        assert!(credentials < html.find("wiki@app-1").unwrap());
+        assert!(html.find("wiki@app-1").unwrap() < unreachable);
+        assert!(html.contains("<a href=\"/consumer/forge@app-1\">forge@app-1</a>"));
+        assert!(
+            html.contains("identity@id-1 never heard from"),
+            "status's line: {html}"
+        );
+        assert!(
+            html.contains("identity@id-1</a> (not heard from)"),
+            "{html}"
+        );
+        assert!(html.contains("<a href=\"/machine/app-1\">app-1</a>"));
+        assert!(html.contains("class=\"sentence unwell\""));
+    }
+
+    #[test]
+    fn a_large_group_lists_its_first_standings_and_counts_the_rest() {
+        let standings: Vec<Listed> = (0..GROUP_ITEMS + 7)
+            .map(|i| {
+                listed(
+                    &format!("c{i:03}"),
+                    Class::Unreachable,
+                    "connection refused",
+                )
+            })
+            .collect();
+        let html = failing(&standings);
+        assert_eq!(html.matches("<li class=\"failing\"").count(), GROUP_ITEMS);
+        assert!(html.contains("unreachable (57)"), "{html}");
+        assert!(
+            html.contains("… and 7 more: see <a href=\"/provider/postgres@db-1\">postgres@db-1&#39;s page</a>"),
+            "{html}"
+        );
+    }
+
+    #[test]
+    fn no_standing_says_so() {
+        let mut h = head();
+        h.all_well = true;
+        h.unheard.clear();
+        h.sentence = "all well: ...".into();
+        let html = overview(&Overview {
+            head: &h,
+            standings: &[],
+            providers: &[],
+            machines: &[],
+        });
+        assert!(html.contains("No consumer is failing."));
+        assert!(html.contains("class=\"sentence well\""));
+        assert!(!html.contains("<h2>Also</h2>"), "{html}");
+    }
+}

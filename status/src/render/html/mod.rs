@@ -1,0 +1,170 @@
+//! The console's pages as HTML (`mesh-controller console`): server-rendered,
+//! readable without JavaScript, every text escaped ([`escape`]).
+//!
+//! A page is its `<main>` fragment ([`mesh::overview`] for the mesh and a
+//! machine, [`detail::provider`], [`detail::consumer`]) inside the one
+//! [`document`] around it. The document links the embedded [`CSS`] and
+//! [`JS`]; the script follows `/events?page=PATH` and puts each fragment
+//! the console sends for the page in place of its `<main>`, so a page
+//! without the script is whole and a page with it stays current.
+//!
+//! What a page says comes from the status engine's report, as `status`
+//! prints it: untrusted text (errors, details) is what the store keeps,
+//! secrets already removed by the provider, cut to its bound.
+
+pub mod detail;
+pub mod mesh;
+
+use std::fmt::Write as _;
+
+/// The console's style sheet, served at `/assets/console.css`.
+pub const CSS: &str = include_str!("console.css");
+
+/// The console's script, served at `/assets/console.js`: it follows the
+/// page's events and replaces its `<main>` with each fragment sent.
+pub const JS: &str = include_str!("console.js");
+
+/// `text` with `&`, `<`, `>`, `"` and `'` written as entities: safe in an
+/// element's text and in a quoted attribute.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A link to `href` (a console path) reading `text`, both escaped.
+pub(crate) fn link(href: &str, text: &str) -> String {
+    format!("<a href=\"{}\">{}</a>", escape(href), escape(text))
+}
+
+/// The path of the page of machine `machine`.
+pub fn machine_path(machine: &str) -> String {
+    format!("/machine/{machine}")
+}
+
+/// The path of the page of a provider `module@machine`.
+pub fn provider_path(provider: &str) -> String {
+    format!("/provider/{provider}")
+}
+
+/// The path of the page of a consumer `consumer@machine`.
+pub fn consumer_path(consumer: &str, machine: &str) -> String {
+    format!("/consumer/{consumer}@{machine}")
+}
+
+/// One page: its title, its own path (what its events are asked by; empty
+/// for a page nothing follows) and its `<main>` fragment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Page {
+    /// The title (plain text; escaped when written).
+    pub title: String,
+    /// The page's path, e.g. `/machine/app-1`.
+    pub path: String,
+    /// The `<main>` element's content (HTML).
+    pub main: String,
+}
+
+/// The whole document of `page`: the head with its title and the
+/// embedded assets' links, a navigation bar, the `<main>`.
+pub fn document(page: &Page) -> String {
+    let mut out = String::with_capacity(page.main.len() + 1024);
+    let _ = write!(
+        out,
+        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>{} · mesh console</title>\n\
+         <link rel=\"stylesheet\" href=\"/assets/console.css\">\n\
+         <script src=\"/assets/console.js\" defer></script>\n</head>\n\
+         <body data-page=\"{}\">\n<header><nav><a href=\"/\">mesh</a> \
+         <span class=\"live\" id=\"live\" hidden>live</span></nav></header>\n\
+         <main id=\"main\">\n{}</main>\n</body>\n</html>\n",
+        escape(&page.title),
+        escape(&page.path),
+        page.main
+    );
+    out
+}
+
+/// A page saying why there is nothing at a path (404) or why it cannot be
+/// shown now (the store away: 503), with a link home. `path` is the page
+/// it stands for, followed by the script as that page would be (so it
+/// mends itself when the store is back); empty for none (a 404).
+pub fn notice(path: &str, title: &str, text: &str) -> Page {
+    Page {
+        title: title.to_owned(),
+        path: path.to_owned(),
+        main: format!(
+            "<h1>{}</h1>\n<p class=\"notice\">{}</p>\n<p><a href=\"/\">the mesh</a></p>\n",
+            escape(title),
+            escape(text)
+        ),
+    }
+}
+
+/// The page asking for the console's token (`GET /login`, and the body of
+/// a refused request): a form that posts it to `/login`. `refused` says
+/// the token given was not the console's.
+pub fn login(refused: bool) -> Page {
+    let said = if refused {
+        "<p class=\"notice\">That is not the console's token.</p>\n"
+    } else {
+        "<p>This console needs its token (the file given to <code>--token-file</code>).</p>\n"
+    };
+    Page {
+        title: "log in".to_owned(),
+        // Not followed: nothing on it changes.
+        path: String::new(),
+        main: format!(
+            "<h1>log in</h1>\n{said}<form method=\"post\" action=\"/login\">\n\
+             <label for=\"token\">token</label>\n\
+             <input id=\"token\" name=\"token\" type=\"password\" autocomplete=\"current-password\" required>\n\
+             <button type=\"submit\">log in</button>\n</form>\n"
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escape_leaves_no_markup() {
+        assert_eq!(
+            escape(r#"<script>alert("x") & 'y'</script>"#),
+            "&lt;script&gt;alert(&quot;x&quot;) &amp; &#39;y&#39;&lt;/script&gt;"
+        );
+        assert_eq!(escape("wiki@app-1"), "wiki@app-1");
+    }
+
+    #[test]
+    fn the_document_escapes_its_title_and_path_and_links_only_its_own_assets() {
+        let page = Page {
+            title: "<b>".into(),
+            path: "/machine/\"x".into(),
+            main: "<p>kept</p>".into(),
+        };
+        let html = document(&page);
+        assert!(
+            html.contains("<title>&lt;b&gt; · mesh console</title>"),
+            "{html}"
+        );
+        assert!(html.contains("data-page=\"/machine/&quot;x\""), "{html}");
+        assert!(
+            html.contains("<main id=\"main\">\n<p>kept</p></main>"),
+            "{html}"
+        );
+        let links: Vec<&str> = html.match_indices("=\"").map(|(i, _)| &html[i..]).collect();
+        for l in links {
+            assert!(!l.starts_with("=\"http"), "nothing fetched elsewhere: {l}");
+        }
+    }
+}
