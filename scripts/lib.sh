@@ -561,8 +561,8 @@ EOF
 # Runs the installed units under a real systemd, as PID 1 of a PID and mount
 # namespace of its own (root, unshare, /lib/systemd/systemd), and checks
 # what each sees of /etc/mesh/contributions: a provider's unit its own
-# folder (named after the unit) and no other, mesh-grants and
-# mesh-controller none. A drop-in replaces only what the unit runs (a
+# folder (named after the unit) and no other, mesh-grants,
+# mesh-controller and the console none. A drop-in replaces only what the unit runs (a
 # probe, with the unit's user and every line of its hardening) and its
 # settings and credentials files. /run, /tmp, /var/tmp and /etc/mesh are
 # private tmpfs in that namespace, and no unit of the system's boot is
@@ -597,7 +597,7 @@ PROBE
 chmod 0755 /run/mesh-check/probe
 printf '[Unit]\nDefaultDependencies=no\n' >/run/systemd/system/mesh-check.target
 ln -s /dev/null /run/systemd/system/network-online.target
-for template in mesh-postgres@ mesh-identity@ mesh-provide@ mesh-grants mesh-controller; do
+for template in mesh-postgres@ mesh-identity@ mesh-provide@ mesh-grants mesh-controller mesh-controller-console; do
   mkdir -p "/run/systemd/system/$template.service.d"
   case "$template" in *@) own='%p@%i' ;; *) own=none ;; esac
   printf '[Unit]\nDefaultDependencies=no\n[Service]\nType=oneshot\nRestart=no\nEnvironmentFile=\nLoadCredential=\nExecStart=\nExecStart=/run/mesh-check/probe %s\n' \
@@ -607,7 +607,8 @@ exec /lib/systemd/systemd --system --unit=mesh-check.target --log-target=null </
 SETUP
   cat >"$dir/check" <<'CHECK'
 bad=0
-for unit in mesh-postgres@db-1 mesh-identity@id-1 mesh-provide@cache-1 mesh-provide@cache-2 mesh-grants mesh-controller; do
+for unit in mesh-postgres@db-1 mesh-identity@id-1 mesh-provide@cache-1 mesh-provide@cache-2 mesh-grants mesh-controller \
+  mesh-controller-console; do
   if ! systemctl start "$unit.service" 2>/dev/null; then
     echo "$unit: $(systemctl show -p Result --value "$unit.service"), exit status $(systemctl show -p ExecMainStatus --value "$unit.service") (10: its own folder unreadable, 11: another's seen)"
     bad=1
@@ -668,8 +669,10 @@ check_package() {
     return 1
   fi
   dpkg-deb -f "$deb" Package Version Architecture Depends >/dev/null
-  [ "$(dpkg-deb -I "$deb" conffiles | grep -c '^/etc/mesh/')" -eq 5 ] ||
-    { echo "$deb: the five files in /etc/mesh are not all conffiles" >&2; return 1; }
+  local settings
+  settings=$(find deploy/env -type f | wc -l)
+  [ "$(dpkg-deb -I "$deb" conffiles | grep -c '^/etc/mesh/')" -eq "$settings" ] ||
+    { echo "$deb: the $settings files of deploy/env in /etc/mesh are not all conffiles" >&2; return 1; }
   check_man_pages "$deb" || return 1
   check_operating_paths "$deb" || return 1
   if [ "$(id -u)" -ne 0 ]; then
