@@ -368,6 +368,50 @@ async fn store_rules_hold_on_postgres() {
     }
     store.apply(&[odd]).await.unwrap();
 
+    // A round the store refuses in its last statement keeps nothing of its
+    // earlier ones (its COMMIT, sent behind them, ends in a rollback), and
+    // the connection takes the next round.
+    admin
+        .batch_execute(
+            "ALTER TABLE failing ADD CONSTRAINT refused_by_test CHECK (consumer <> 'refused')",
+        )
+        .await
+        .unwrap();
+    let refused_round = [
+        recovered(r, "kept-out", 12, 41),
+        failing(r, "refused", 12, 1, 42),
+    ];
+    let error = store.apply(&refused_round).await.unwrap_err();
+    // The statement's own error, not the aborted transaction's after it.
+    assert!(error.to_string().contains("refused_by_test"), "{error}");
+    assert!(!error.is_transient(), "{error}");
+    let kept: i64 = admin
+        .query_one(
+            "SELECT count(*) FROM recovered WHERE consumer = 'kept-out'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(kept, 0, "the refused round's recovered was rolled back");
+    store
+        .apply(&[recovered(r, "kept-out", 12, 41)])
+        .await
+        .unwrap();
+    let kept: i64 = admin
+        .query_one(
+            "SELECT count(*) FROM recovered WHERE consumer = 'kept-out'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(kept, 1, "the next round is applied on the same connection");
+    admin
+        .batch_execute("ALTER TABLE failing DROP CONSTRAINT refused_by_test")
+        .await
+        .unwrap();
+
     // Away: a transient error, and the same store works again afterwards.
     let mut pg = pg;
     pg.stop();
