@@ -3,7 +3,7 @@
 //! `serve` runs), over a store holding a backlog of history rows recorded
 //! more than 90 days ago (as after the first 90 days of a busy mesh, or a
 //! lowered `--keep-history`). With `keep_history` 90 days the link removes
-//! them a batch (1,000 rows) between every two rounds; with 3,650 days it
+//! them a batch (1,000 rows) a second between rounds; with 3,650 days it
 //! finds nothing to remove and pauses its retention for a minute. The two
 //! alternate on one store, three runs each, the backlog topped up before
 //! each pruning run so it never runs out mid-run.
@@ -143,7 +143,8 @@ fn main() {
         let consumer = ensure_consumer(&client, &settings, &mut setup_store)
             .await
             .expect("stream and consumer");
-        // At most one batch between two rounds: twice what a run can take.
+        // At most one batch between two rounds (what the link did before
+        // it spaced full batches a second apart): twice what a run can take.
         let backlog = (events / DEFAULT_BATCH as u64 + 1) as i64 * i64::from(PRUNE_BATCH) * 2;
         println!(
             "ingest while pruning: {events} events a run (batch {DEFAULT_BATCH}), \
