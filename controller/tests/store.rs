@@ -1829,6 +1829,25 @@ async fn history_is_kept_with_each_round_read_back_and_pruned_in_batches() {
         .await;
     assert_eq!(json["entries"].as_array().map(Vec::len), Some(3), "{json}");
     assert_eq!(json["consumers"][0]["intervals"], 2, "{json}");
+    // An interval that began before the window is listed from its
+    // beginning, for the consumer asked and no other.
+    let (code, out, err) = env
+        .run(
+            &["history", "wiki@app-1", "--since", "2m"],
+            "2026-10-05T00:50:00Z",
+        )
+        .await;
+    assert_eq!(code, EXIT_OK, "{err}");
+    assert!(
+        out.contains(
+            "wiki@app-1 from postgres@db-1: failing credentials-rejected 2026-10-05 00:40"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.lines().skip(1).all(|l| l.contains("wiki@app-1")),
+        "{out}"
+    );
     let (_, out, _) = env
         .run(
             &["history", "--provider", "identity@id-1", "--since", "3650d"],

@@ -30,6 +30,11 @@ const SCOPED: &str = "($1::text IS NULL OR h.consumer = $1)
 
 /// The history in scope from `$6` on, oldest first, with the beginning of
 /// each interval still failing that began before `$6`.
+///
+/// The standings are narrowed by the consumer and provider asked (which
+/// the lateral's join implies) before the lateral runs: otherwise it looks
+/// for a beginning of every standing in the store, 100,000 index probes
+/// for one consumer's page at 100,000 standings.
 fn read_history() -> String {
     format!(
         "SELECT {COLUMNS} FROM history h WHERE h.at >= $6 AND {SCOPED}
@@ -40,6 +45,8 @@ fn read_history() -> String {
                AND h.provider_module = f.provider_module
                AND h.provider_machine = f.provider_machine AND h.at < $6 AND {SCOPED}
              ORDER BY h.at DESC LIMIT 1) h
+         WHERE ($1::text IS NULL OR f.consumer = $1)
+           AND ($3::text IS NULL OR (f.provider_module = $3 AND f.provider_machine = $4))
          ORDER BY 1"
     )
 }

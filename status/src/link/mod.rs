@@ -55,7 +55,7 @@ use futures::future::join_all;
 pub use decode::{decode, Malformed};
 pub use gauges::{ProblemLabels, StatusGauges};
 pub use observe::{BusWatch, LinkState};
-pub use prune::{PruneSchedule, PRUNE_BATCH, PRUNE_EVERY};
+pub use prune::{PruneSchedule, PRUNE_AGAIN, PRUNE_BATCH, PRUNE_EVERY};
 pub use source::{Delivery, Messages, Pending};
 
 use mesh_protocol::Timestamp;
