@@ -272,7 +272,7 @@ const CRATES: &[(&str, Tables)] = &[
         &[(
             "",
             &[
-                &["rng", "store"],
+                &["rng", "store", "cost", "timings"],
                 &["plan", "bus"],
                 &["status"],
                 &["world"],
