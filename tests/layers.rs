@@ -280,7 +280,7 @@ const CRATES: &[(&str, Tables)] = &[
         &[(
             "",
             &[
-                &["rng", "store"],
+                &["rng", "store", "cost", "timings"],
                 &["plan", "bus"],
                 &["status"],
                 &["world"],

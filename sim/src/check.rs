@@ -39,7 +39,8 @@ use mesh_protocol::subject::parse_event_subject;
 use mesh_protocol::{Event, EventKind};
 use tokio::time::Instant;
 
-use crate::status::consumer_name;
+use crate::cost::{Costs, Timer};
+use crate::status::{consumer_name, Status};
 use crate::world::{secret_of, World, SECRET_PREFIX, SECRET_SUFFIX, SLACK};
 
 /// An invariant broken.
@@ -155,6 +156,8 @@ pub struct Checker {
     pub checks: u64,
     /// Status reports checked.
     pub reports: u64,
+    /// The standings the last status report named.
+    pub named: usize,
     /// Latencies measured (clean cases: no fault of the path meanwhile).
     pub latencies: Latencies,
     /// `(p, c)` → since when it fails, and whether status named it since.
@@ -163,6 +166,8 @@ pub struct Checker {
     healed_at: BTreeMap<(usize, usize), (Instant, bool)>,
     /// provider → since when it is down, and whether status named it unheard since.
     down_at: BTreeMap<usize, (Instant, bool)>,
+    /// The wall time the checks took, by phase.
+    pub costs: Costs,
 }
 
 fn secs(d: Duration) -> f64 {
@@ -205,12 +210,17 @@ impl Checker {
             at: second,
             detail,
         };
+        let timer = Timer::start("check: events");
         self.read_history(world)
             .map_err(|detail| fail("I5", detail))?;
+        timer.stop(&mut self.costs);
+        let timer = Timer::start("check: log lines");
         if let Some(line) = logs.lines().find(|line| self.secret_in(line).is_some()) {
             return Err(fail("I5", format!("a log line holds a secret: {line}")));
         }
+        timer.stop(&mut self.costs);
         // The rows, whether or not status may read them now.
+        let timer = Timer::start("check: rows");
         let rows = world
             .store
             .with(|t| format!("{:?} {:?}", t.failing, t.alive));
@@ -220,14 +230,35 @@ impl Checker {
                 format!("a row of the store holds the secret {secret}"),
             ));
         }
+        timer.stop(&mut self.costs);
         if !world.store_away() {
+            let timer = Timer::start("check: I4");
             self.check_store(world)
                 .map_err(|detail| fail("I4", detail))?;
+            timer.stop(&mut self.costs);
         }
-        let Some(status) = world.status() else {
+        let timer = Timer::start("status");
+        let status = world.status();
+        timer.stop(&mut self.costs);
+        let Some(status) = status else {
             return Ok(());
         };
+        let timer = Timer::start("check: I1-I3, I6");
+        let checked = self.check_status(world, &status, &fail);
+        timer.stop(&mut self.costs);
+        checked
+    }
+
+    /// The invariants that read what status says (I1, I2, I3, I5's status
+    /// text, I6).
+    fn check_status(
+        &mut self,
+        world: &World,
+        status: &Status,
+        fail: &impl Fn(&'static str, String) -> Violation,
+    ) -> Result<(), Violation> {
         self.reports += 1;
+        self.named = status.listed.len();
         if let Some(secret) = self.secret_in(&status.text) {
             return Err(fail("I5", format!("status prints the secret {secret}")));
         }

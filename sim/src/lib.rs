@@ -22,15 +22,18 @@
 
 pub mod bus;
 pub mod check;
+pub mod cost;
 pub mod plan;
 pub mod rng;
 pub mod status;
 pub mod store;
+pub mod timings;
 pub mod world;
 
 use std::time::Duration;
 
 use check::{Checker, Latencies, Violation};
+use cost::{Costs, Timer};
 use plan::{Plan, Shape};
 use world::{Timings, World};
 
@@ -66,26 +69,46 @@ pub fn run_plan(plan: &Plan) -> Outcome {
         let mut world = World::new(plan.clone(), Timings::default());
         let mut violation = None;
         let mut simulated = 0;
+        let mut hour_began = (Costs::default(), cost::thread_cpu());
         for second in 0..=plan.seconds {
             world.step(second).await;
             simulated = second;
             if second % plan.check_every.max(1) != 0 && second != plan.seconds {
                 continue;
             }
-            // A long run (checked every minute or less often) says where it is every simulated hour.
+            // A long run (checked every minute or less often) says where it
+            // is every simulated hour, and what the hour cost.
             if plan.check_every > 1 && second > 0 && second % 3600 == 0 {
+                let now = (costs_of(&world, &checker), cost::thread_cpu());
                 eprintln!(
-                    "seed {}: {} simulated hours, {} checks, {} reports, no invariant broken",
+                    "seed {}: {} simulated hours, {} checks, {} reports, no invariant broken; hour {}: {} consumers failing, {} named; {} of CPU; wall {}",
                     plan.seed,
                     second / 3600,
                     checker.checks,
-                    checker.reports
+                    checker.reports,
+                    second / 3600,
+                    world.failing(),
+                    checker.named,
+                    cpu_since(hour_began.1, now.1),
+                    now.0.since(&hour_began.0)
                 );
+                hour_began = now;
             }
-            if let Err(v) = checker.check(&world, &logs.take(), second) {
+            let timer = Timer::start("check: log capture");
+            let lines = logs.take();
+            timer.stop(&mut checker.costs);
+            if let Err(v) = checker.check(&world, &lines, second) {
                 violation = Some(v);
                 break;
             }
+        }
+        if plan.check_every > 1 {
+            eprintln!(
+                "seed {}: {} simulated seconds took {}",
+                plan.seed,
+                simulated,
+                costs_of(&world, &checker)
+            );
         }
         let mid_pass_approvals = world.mid_pass_approvals;
         world.end().await;
@@ -98,6 +121,21 @@ pub fn run_plan(plan: &Plan) -> Outcome {
             latencies: std::mem::take(&mut checker.latencies),
         }
     })
+}
+
+/// The wall time of the world's seconds and of the checks so far, by phase.
+fn costs_of(world: &World, checker: &Checker) -> Costs {
+    let mut costs = world.costs.clone();
+    costs.add_all(&checker.costs);
+    costs
+}
+
+/// `12.3 s` of CPU between two readings, or `?` where none can be read.
+fn cpu_since(from: Option<Duration>, to: Option<Duration>) -> String {
+    match (from, to) {
+        (Some(from), Some(to)) => format!("{:.1} s", (to.saturating_sub(from)).as_secs_f64()),
+        _ => "?".to_owned(),
+    }
 }
 
 /// Runs the plan `seed` draws for `shape`.

@@ -9,68 +9,19 @@ use std::time::{Duration, SystemTime};
 use mesh_protocol::{ModuleId, Name, Timestamp};
 use mesh_runtime::{Secret, Stop};
 use mesh_sdk::testing::{
-    FakeError, FakeProvisioner, Outbox, Runner, SecretError, SecretSource, Settings, WallClock,
+    FakeError, FakeProvisioner, Outbox, Runner, SecretError, SecretSource, WallClock,
 };
-use mesh_status::link::LinkSettings;
 use mesh_status::model::Parsed;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::bus::{drain, Bus, SimSink};
+use crate::cost::{Costs, Timer};
 use crate::plan::{Action, Break, Plan, Step};
 use crate::rng::Rng;
 use crate::status::{self, consumer_name, controller, declaration, Status};
 use crate::store::MemStore;
-
-/// The simulation's timings (shorter than the defaults, in the same
-/// proportions, so a simulated half hour holds many failures and restarts).
-#[derive(Clone, Copy, Debug)]
-pub struct Timings {
-    /// The providers' loop settings.
-    pub settings: Settings,
-    /// The link's settings.
-    pub link: LinkSettings,
-    /// How often a provider's outbox tries its pending events again.
-    pub retry_every: Duration,
-}
-
-impl Default for Timings {
-    fn default() -> Self {
-        let mut settings = Settings {
-            pass_every: Duration::from_secs(5),
-            alive_every: Duration::from_secs(20),
-            concurrency: 4,
-            ..Settings::default()
-        };
-        settings.standing.failing_after = Duration::from_secs(60);
-        settings.standing.repeat_every = Duration::from_secs(150);
-        settings.retire.after = Duration::from_secs(60);
-        Timings {
-            settings,
-            link: LinkSettings {
-                batch: 16,
-                wait: Duration::from_secs(2),
-                nak_first: Duration::from_millis(500),
-                nak_max: Duration::from_secs(8),
-                ack_wait: Duration::from_secs(10),
-                ..LinkSettings::default()
-            },
-            retry_every: Duration::from_secs(2),
-        }
-    }
-}
-
-impl Timings {
-    /// The delivery bound: how long a word may wait once the bus, the store
-    /// and the controller are all there (an ack wait, the longest NAK delay,
-    /// two pulls, an outbox retry, and a second of slack each side).
-    pub fn delivery(&self) -> Duration {
-        self.link.ack_wait + self.link.nak_max + 2 * self.link.wait + self.retry_every + SLACK
-    }
-}
-
-/// Slack for whole-second steps.
-pub const SLACK: Duration = Duration::from_secs(2);
+pub use crate::timings::{Timings, SLACK};
 
 /// The wall time at the simulation's start.
 pub const T0: &str = "2026-10-05T00:00:00Z";
@@ -176,6 +127,11 @@ pub struct World {
     pub follow_back: Instant,
     /// Approvals answered while a pass's attempts ran, and how many were acted on.
     pub mid_pass_approvals: (u64, u64),
+    /// The wall time its seconds took, by phase.
+    pub costs: Costs,
+    /// Each consumer's name, by index (made once: the ground truth reads
+    /// them every second).
+    consumers: Vec<Name>,
 }
 
 fn name(s: &str) -> Name {
@@ -237,6 +193,9 @@ impl World {
                 provider
             })
             .collect();
+        let consumers = (0..plan.consumers)
+            .map(|c| name(&consumer_name(c)))
+            .collect();
         let mut world = World {
             declaration: declaration(plan.providers, plan.consumers),
             plan,
@@ -257,6 +216,8 @@ impl World {
             unfollowed: None,
             follow_back: t0,
             mid_pass_approvals: (0, 0),
+            costs: Costs::default(),
+            consumers,
         };
         for p in 0..world.providers.len() {
             world.start(p, 0);
@@ -514,19 +475,25 @@ impl World {
                 continue;
             };
             while run.next_pass <= now {
+                let timer = Timer::start("passes");
                 let approvals = std::mem::take(&mut run.approvals);
                 let (_, replies) = run.runner.pass_answering(&approvals).await;
                 self.mid_pass_approvals.0 += replies.len() as u64;
                 self.mid_pass_approvals.1 += replies.iter().filter(|r| r.ok).count() as u64;
                 run.next_pass += pass_every;
+                timer.stop(&mut self.costs);
             }
+            let timer = Timer::start("alive");
             run.runner.publish_alive_if_due();
+            timer.stop(&mut self.costs);
             if run.next_try <= now && !run.outbox.is_empty() {
+                let timer = Timer::start("outbox to bus");
                 let left = drain(&run.outbox, run.sink.as_ref()).await;
                 run.next_try = match left {
                     0 => now,
                     _ => now + retry_every,
                 };
+                timer.stop(&mut self.costs);
             }
         }
     }
@@ -534,17 +501,15 @@ impl World {
     /// Who is in trouble now (the ground truth I2 reads).
     fn note_trouble(&mut self) {
         let now = Instant::now();
+        let names = &self.consumers;
         for provider in &mut self.providers {
             let truths = &mut provider.truth;
             provider.fake.with(|b| {
-                for (c, truth) in truths.iter_mut().enumerate() {
+                for (truth, name) in truths.iter_mut().zip(names) {
                     let trouble = match truth.listed_since {
                         Some(_) => truth.broken.is_some(),
                         // Withdrawn: in trouble while the backend still holds it.
-                        None => Name::parse(&consumer_name(c))
-                            .ok()
-                            .and_then(|name| b.provisions.get(&name))
-                            .is_some_and(|p| !p.retired),
+                        None => b.provisions.get(name).is_some_and(|p| !p.retired),
                     };
                     if trouble {
                         truth.trouble_at = Some(now);
@@ -552,6 +517,16 @@ impl World {
                 }
             });
         }
+    }
+
+    /// How many consumers fail now: listed at a running provider, broken.
+    pub fn failing(&self) -> usize {
+        self.providers
+            .iter()
+            .filter(|p| p.running)
+            .flat_map(|p| &p.truth)
+            .filter(|t| t.listed_since.is_some() && t.broken.is_some())
+            .count()
     }
 
     /// What status says now: the real report and rendering over the store's
@@ -564,7 +539,11 @@ impl World {
     /// plan's actions due, the providers' passes and outboxes, and a chance
     /// for the controller to take what arrived.
     pub async fn step(&mut self, second: u64) {
+        // The controller's task runs while this one waits.
+        let timer = Timer::start("controller");
         tokio::time::sleep_until(self.t0 + Duration::from_secs(second)).await;
+        timer.stop(&mut self.costs);
+        let timer = Timer::start("actions");
         self.expire();
         while let Some(step) = self.plan.steps.get(self.next).copied() {
             if step.at > second {
@@ -574,10 +553,15 @@ impl World {
             self.next += 1;
         }
         self.expire();
+        timer.stop(&mut self.costs);
         self.providers_step().await;
         // Let the controller take what just arrived.
+        let timer = Timer::start("controller");
         tokio::task::yield_now().await;
+        timer.stop(&mut self.costs);
+        let timer = Timer::start("ground truth");
         self.note_trouble();
+        timer.stop(&mut self.costs);
     }
 
     /// Stops the controller.

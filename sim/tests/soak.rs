@@ -41,15 +41,16 @@ fn replay_wide() {
     replay_from_env(&Shape::wide());
 }
 
-/// 1,000 providers × 100 consumers for `SCALE_HOURS` simulated hours
-/// (default 24: a day, about 45 minutes on one core), every invariant
-/// checked every `SCALE_CHECK_EVERY` simulated seconds (default 60).
+/// 1,000 providers × 100 consumers (`SCALE_PROVIDERS`, `SCALE_CONSUMERS`)
+/// for `SCALE_HOURS` simulated hours (default 24: a day), every invariant
+/// checked every `SCALE_CHECK_EVERY` simulated seconds (default 60). It
+/// prints what each simulated hour cost in wall time, and on what.
 #[test]
 #[ignore = "the scale run: cargo test --release -p mesh-sim --test soak scale -- --ignored"]
 fn scale() {
     let shape = Shape {
-        providers: 1000,
-        consumers: 100,
+        providers: env("SCALE_PROVIDERS", 1000) as usize,
+        consumers: env("SCALE_CONSUMERS", 100) as usize,
         seconds: env("SCALE_HOURS", 24) * 3600,
         faults_per_hour: 12,
         changes_per_hour: 4,
@@ -61,7 +62,9 @@ fn scale() {
     // Not shrunk: at this size one run takes most of an hour.
     let (plan, outcome) = run_seed(env("SCALE_SEED", 7), &shape);
     println!(
-        "scale: 1000 providers x 100 consumers, seed {}, {} actions, {:.1} simulated hours in {:.0} s, {} checks, {} status reports",
+        "scale: {} providers x {} consumers, seed {}, {} actions, {:.1} simulated hours in {:.0} s, {} checks, {} status reports",
+        plan.providers,
+        plan.consumers,
         plan.seed,
         plan.steps.len(),
         hours(outcome.seconds),
