@@ -12,72 +12,15 @@
 mod common;
 
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use async_nats::jetstream;
-use common::{env_number, event, fill, store, CONSUMERS, PROVIDERS};
-use mesh_controller::{ensure_consumer, follow, Following, PgStore, UPSERT_FAILING};
+use common::{env_number, fill, ingest, store};
+use mesh_controller::{ensure_consumer, PgStore, UPSERT_FAILING};
 use mesh_status::link::{LinkSettings, DEFAULT_BATCH};
 use mesh_test_support::NatsServer;
 
 const PGBENCH: &str = "/usr/lib/postgresql/15/bin/pgbench";
-
-/// Whether event `i` (stream sequence `i + 1`) is in the store: it is the
-/// newest word of its key, so its row carries its sequence.
-async fn landed(client: &tokio_postgres::Client, i: u64) -> bool {
-    let (subject, _) = event(i);
-    let table = if subject.ends_with(".recovered") {
-        "recovered"
-    } else {
-        "failing"
-    };
-    let provider = format!("p{}", i % PROVIDERS);
-    let consumer = format!("c{}", (i / PROVIDERS) % CONSUMERS);
-    let seq = (i + 1) as i64;
-    client
-        .query_opt(
-            &format!(
-                "SELECT 1 FROM {table} WHERE provider_module = $1 AND provider_machine = 'db-1' \
-                 AND consumer = $2 AND stream_seq >= $3"
-            ),
-            &[&provider, &consumer, &seq],
-        )
-        .await
-        .expect("polling the store")
-        .is_some()
-}
-
-/// Follows the consumer with `batch` until event `last` landed; returns events/s.
-async fn ingest(
-    consumer: &Following,
-    options: &mesh_controller::DatabaseOptions,
-    client: &tokio_postgres::Client,
-    batch: usize,
-    first: u64,
-    events: u64,
-) -> f64 {
-    let settings = LinkSettings {
-        batch,
-        wait: Duration::from_millis(200),
-        ..LinkSettings::default()
-    };
-    let mut store = PgStore::new(options.clone());
-    let stop = mesh_runtime::Stop::new();
-    let started = Instant::now();
-    let asked = stop.clone();
-    let watcher = async move {
-        while !landed(client, first + events - 1).await {
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        }
-        let elapsed = started.elapsed();
-        asked.request();
-        elapsed
-    };
-    let state = mesh_status::LinkState::new();
-    let following = follow(consumer, &mut store, &settings, &state, &stop);
-    let (elapsed, _) = tokio::join!(watcher, following);
-    events as f64 / elapsed.as_secs_f64()
-}
 
 /// pgbench running the failing upsert for `seconds`; returns its tps.
 fn pgbench(pg: &mesh_test_support::PgCluster, seconds: u64) -> f64 {
@@ -175,7 +118,12 @@ fn main() {
                 .await
                 .expect("stream and consumer");
             fill(&js, first, count, 1024).await;
-            let rate = ingest(&consumer, &options, &db, batch, first, count).await;
+            let settings = LinkSettings {
+                batch,
+                wait: Duration::from_millis(200),
+                ..LinkSettings::default()
+            };
+            let rate = ingest(&consumer, &options, &db, &settings, first, count).await;
             first += count;
             println!(
                 "  link, batch {batch:>2}, {count:>6} events: {rate:>9.0} events/s   ratio {:.2}{}",

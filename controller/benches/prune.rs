@@ -15,72 +15,13 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use async_nats::jetstream;
-use common::{env_number, event, fill, store, CONSUMERS, PROVIDERS};
-use mesh_controller::{ensure_consumer, follow, Following, PgStore};
+use common::{env_number, fill, ingest, store};
+use mesh_controller::{ensure_consumer, PgStore};
 use mesh_status::link::{LinkSettings, DEFAULT_BATCH, DEFAULT_KEEP_HISTORY, PRUNE_BATCH};
 use mesh_test_support::NatsServer;
-
-/// Whether event `i` (stream sequence `i + 1`) is in the store: it is the
-/// newest word of its key, so its row carries its sequence.
-async fn landed(client: &tokio_postgres::Client, i: u64) -> bool {
-    let (subject, _) = event(i);
-    let table = if subject.ends_with(".recovered") {
-        "recovered"
-    } else {
-        "failing"
-    };
-    let provider = format!("p{}", i % PROVIDERS);
-    let consumer = format!("c{}", (i / PROVIDERS) % CONSUMERS);
-    let seq = (i + 1) as i64;
-    client
-        .query_opt(
-            &format!(
-                "SELECT 1 FROM {table} WHERE provider_module = $1 AND provider_machine = 'db-1' \
-                 AND consumer = $2 AND stream_seq >= $3"
-            ),
-            &[&provider, &consumer, &seq],
-        )
-        .await
-        .expect("polling the store")
-        .is_some()
-}
-
-/// Follows the consumer with `keep_history` until event `first + events -
-/// 1` landed; returns events/s.
-async fn ingest(
-    consumer: &Following,
-    options: &mesh_controller::DatabaseOptions,
-    client: &tokio_postgres::Client,
-    keep_history: Duration,
-    first: u64,
-    events: u64,
-) -> f64 {
-    let settings = LinkSettings {
-        batch: DEFAULT_BATCH,
-        wait: Duration::from_millis(200),
-        keep_history,
-        ..LinkSettings::default()
-    };
-    let mut store = PgStore::new(options.clone());
-    let stop = mesh_runtime::Stop::new();
-    let started = Instant::now();
-    let asked = stop.clone();
-    let watcher = async move {
-        while !landed(client, first + events - 1).await {
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        }
-        let elapsed = started.elapsed();
-        asked.request();
-        elapsed
-    };
-    let state = mesh_status::LinkState::new();
-    let following = follow(consumer, &mut store, &settings, &state, &stop);
-    let (elapsed, _) = tokio::join!(watcher, following);
-    events as f64 / elapsed.as_secs_f64()
-}
 
 /// History rows recorded more than 90 days ago.
 async fn old_rows(client: &tokio_postgres::Client) -> i64 {
@@ -161,7 +102,13 @@ fn main() {
                     false => Duration::from_secs(3650 * 86_400),
                 };
                 fill(&js, first, events, 1024).await;
-                let rate = ingest(&consumer, &options, &db, keep, first, events).await;
+                let settings = LinkSettings {
+                    batch: DEFAULT_BATCH,
+                    wait: Duration::from_millis(200),
+                    keep_history: keep,
+                    ..LinkSettings::default()
+                };
+                let rate = ingest(&consumer, &options, &db, &settings, first, events).await;
                 first += events;
                 let removed = before - old_rows(&db).await;
                 println!(

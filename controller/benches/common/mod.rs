@@ -102,3 +102,58 @@ pub async fn fill(js: &async_nats::jetstream::Context, from: u64, count: u64, in
         ack.await.expect("stream ack");
     }
 }
+
+/// Whether event `i` (stream sequence `i + 1`) is in the store: it is the
+/// newest event of its key, so its row carries its sequence.
+#[allow(dead_code)] // the ingest benchmarks', not status'
+pub async fn landed(client: &tokio_postgres::Client, i: u64) -> bool {
+    let (subject, _) = event(i);
+    let table = if subject.ends_with(".recovered") {
+        "recovered"
+    } else {
+        "failing"
+    };
+    let provider = format!("p{}", i % PROVIDERS);
+    let consumer = format!("c{}", (i / PROVIDERS) % CONSUMERS);
+    let seq = (i + 1) as i64;
+    client
+        .query_opt(
+            &format!(
+                "SELECT 1 FROM {table} WHERE provider_module = $1 AND provider_machine = 'db-1' \
+                 AND consumer = $2 AND stream_seq >= $3"
+            ),
+            &[&provider, &consumer, &seq],
+        )
+        .await
+        .expect("polling the store")
+        .is_some()
+}
+
+/// Follows `consumer` into the store with `settings` until event `first +
+/// events - 1` landed; returns events/s.
+#[allow(dead_code)] // the ingest benchmarks', not status'
+pub async fn ingest(
+    consumer: &mesh_controller::Following,
+    options: &DatabaseOptions,
+    client: &tokio_postgres::Client,
+    settings: &mesh_status::link::LinkSettings,
+    first: u64,
+    events: u64,
+) -> f64 {
+    let mut store = mesh_controller::PgStore::new(options.clone());
+    let stop = mesh_runtime::Stop::new();
+    let started = std::time::Instant::now();
+    let asked = stop.clone();
+    let watcher = async move {
+        while !landed(client, first + events - 1).await {
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        }
+        let elapsed = started.elapsed();
+        asked.request();
+        elapsed
+    };
+    let state = mesh_status::LinkState::new();
+    let following = mesh_controller::follow(consumer, &mut store, settings, &state, &stop);
+    let (elapsed, _) = tokio::join!(watcher, following);
+    events as f64 / elapsed.as_secs_f64()
+}
