@@ -106,6 +106,27 @@ impl Bed {
         for args in setup {
             ip(&args).expect("setting up the bed");
         }
+        // A veth pair carries packets only once both ends are operational
+        // (`state UP`), a few milliseconds after `up`: a first check made
+        // before then loses its SYN and times out.
+        let up = |args: &[&str]| {
+            Command::new("ip")
+                .args(args)
+                .output()
+                .map(|out| String::from_utf8_lossy(&out.stdout).contains("state UP"))
+                .unwrap_or(false)
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while !(up(&["-o", "link", "show", "dev", &bed.host_link])
+            && up(&["-n", &bed.name, "-o", "link", "show", "dev", &peer]))
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the bed's veth pair {} / {peer} is not up after 5 s",
+                bed.host_link
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
         Some(bed)
     }
 
