@@ -32,7 +32,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{env_number, store};
+use common::{env_number, fill_standings, store};
 use mesh_controller::PgStore;
 use mesh_protocol::Timestamp;
 use mesh_status::store::HistoryFilter;
@@ -259,20 +259,7 @@ fn main() {
         let live_seconds = env_number("MESH_BENCH_LIVE_SECONDS", 60);
         let consumers = rows / PER_CONSUMER;
         let (pg, options, client) = store("console").await;
-        client
-            .execute(
-                "INSERT INTO failing (provider_module, provider_machine, consumer, consumer_machine,
-                     provision, class, error, since, attempts, said_at, stream_seq, stream_epoch)
-                 SELECT 'p' || (i % $1), 'db-' || (i % $1 % 10), 'c' || i, 'app-' || (i % 7),
-                     'postgres-database', 'credentials-rejected',
-                     'password authentication failed for user \"c' || i || '\"',
-                     now() - interval '2 hours', 61 + i % 100,
-                     now() - (i % 3) * interval '40 minutes', i, 1
-                 FROM generate_series(1, $2) AS i",
-                &[&(PROVIDERS as i32), &(standings as i32)],
-            )
-            .await
-            .expect("filling the standings");
+        fill_standings(&client, PROVIDERS, standings).await;
         // Row i: consumer c = 1 + (i * 7919) % consumers (rounds of many
         // consumers interleave) of its own provider, its n-th row a
         // recovery (even n) or a beginning (odd: the last, as it fails now),

@@ -23,7 +23,7 @@ use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{env_number, store};
+use common::{env_number, fill_standings, store};
 use futures::{pin_mut, TryStreamExt};
 use mesh_controller::{migrate, DatabaseOptions};
 use tokio_postgres::types::ToSql;
@@ -105,20 +105,7 @@ fn main() {
         // 100 providers on 10 machines, each failing standings/100
         // consumers on 7 machines; a third of the words are silent. The
         // rows go in unsorted, as words arrive.
-        client
-            .execute(
-                "INSERT INTO failing (provider_module, provider_machine, consumer, consumer_machine,
-                     provision, class, error, since, attempts, said_at, stream_seq, stream_epoch)
-                 SELECT 'p' || (i % $1), 'db-' || (i % $1 % 10), 'c' || i, 'app-' || (i % 7),
-                     'postgres-database', 'credentials-rejected',
-                     'password authentication failed for user \"c' || i || '\"',
-                     now() - interval '2 hours', 61 + i % 100,
-                     now() - (i % 3) * interval '40 minutes', i, 1
-                 FROM generate_series(1, $2) AS i",
-                &[&(PROVIDERS as i32), &(standings as i32)],
-            )
-            .await
-            .expect("filling the store");
+        fill_standings(&client, PROVIDERS, standings).await;
         client
             .batch_execute("VACUUM ANALYZE failing")
             .await

@@ -157,3 +157,24 @@ pub async fn ingest(
     let (elapsed, _) = tokio::join!(watcher, following);
     events as f64 / elapsed.as_secs_f64()
 }
+
+/// Fills `failing` with `standings` rows of `providers` providers on 10
+/// machines (`p<n>@db-<n % 10>`), consumers `c1`… on 7 machines, a third
+/// of them said 40 or 80 minutes ago; the rows go in unsorted.
+#[allow(dead_code)] // the status and console benchmarks', not ingest's
+pub async fn fill_standings(client: &tokio_postgres::Client, providers: u64, standings: u64) {
+    client
+        .execute(
+            "INSERT INTO failing (provider_module, provider_machine, consumer, consumer_machine,
+                 provision, class, error, since, attempts, said_at, stream_seq, stream_epoch)
+             SELECT 'p' || (i % $1), 'db-' || (i % $1 % 10), 'c' || i, 'app-' || (i % 7),
+                 'postgres-database', 'credentials-rejected',
+                 'password authentication failed for user \"c' || i || '\"',
+                 now() - interval '2 hours', 61 + i % 100,
+                 now() - (i % 3) * interval '40 minutes', i, 1
+             FROM generate_series(1, $2) AS i",
+            &[&(providers as i32), &(standings as i32)],
+        )
+        .await
+        .expect("filling the standings");
+}
