@@ -189,10 +189,11 @@ const CRATES: &[(&str, Tables)] = &[
             (
                 "store",
                 &[
-                    &["options", "column_list", "locks"],
+                    &["options", "column_list", "locks", "selected"],
                     &["columns", "history"],
                     &["statements"],
                     &["connection"],
+                    &["rows"],
                     &["apply", "epoch", "migrate", "read", "reader", "record"],
                     &["history_read"],
                 ],

@@ -111,6 +111,8 @@ async fn the_in_memory_store_reads_as_postgres_does() {
         silent_before: Timestamp::parse("2026-10-05T00:10:00Z").unwrap(),
         required: vec![],
         order: Order::Key,
+        consumer: None,
+        per_group: None,
     };
     let (mut listed, mut outlived) = (0, 0);
     for seed in 0..40 {

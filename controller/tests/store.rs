@@ -163,6 +163,8 @@ async fn open_repairs(store: &mut PgStore, provider: &str) -> Vec<RepairRow> {
         silent_before: at(0),
         required: vec![],
         order: Order::Key,
+        consumer: None,
+        per_group: None,
     };
     let read = store.read_status(&filter).await.unwrap();
     let repairs = read.repairs.clone();
@@ -174,7 +176,7 @@ async fn open_repairs(store: &mut PgStore, provider: &str) -> Vec<RepairRow> {
 async fn store_rules_hold_on_postgres() {
     let pg = PgCluster::start();
     let (options, admin) = store_at(&pg, "rules").await;
-    assert_eq!(migrate(&options).await.unwrap(), 13);
+    assert_eq!(migrate(&options).await.unwrap(), 14);
     assert_eq!(migrate(&options).await.unwrap(), 0, "migrations run once");
     let mut store = PgStore::new(options);
 
@@ -510,7 +512,7 @@ async fn status_and_node_show_on_a_live_store() {
     // is not all well (silence is not health).
     let (code, out, err) = env.run(&["migrate"], now).await;
     assert_eq!(code, EXIT_OK, "{err}");
-    assert!(out.contains("13 migrations applied"), "{out}");
+    assert!(out.contains("14 migrations applied"), "{out}");
     // No serve ever followed the stream into it: that is said first, and
     // no provider is blamed for the silence.
     let (code, out, _) = env.run(&["status"], now).await;
@@ -1048,6 +1050,8 @@ async fn an_alive_keeps_when_the_stream_stored_it_and_its_provider_fault() {
         silent_before: at(0),
         required: vec![],
         order: Order::Key,
+        consumer: None,
+        per_group: None,
     };
     let read = store.read_status(&filter).await.unwrap();
     assert_eq!(read.alive.len(), 1);
@@ -1130,6 +1134,8 @@ async fn the_settled_rule_holds_through_a_clock_stepped_between_two_runs() {
         silent_before: at(0),
         required: vec![],
         order: Order::Key,
+        consumer: None,
+        per_group: None,
     };
     let mut read = store.read_status(&filter).await.unwrap();
     let mut listed = Vec::new();
@@ -1902,10 +1908,10 @@ async fn history_is_kept_with_each_round_read_back_and_pruned_in_batches() {
     assert_eq!(left, 7);
 }
 
-/// Undoes V13 on a migrated store (its table and constraints named as V12
-/// left them); the caller deletes V13 from the migration history.
-const UNDO_V13: &str =
-    "ALTER TABLE grant_event RENAME CONSTRAINT grant_event_pkey TO grant_word_pkey; \
+/// Undoes V14 and V13 on a migrated store (its table and constraints named
+/// as V12 left them); the caller deletes them from the migration history.
+const UNDO_V14_V13: &str = "DROP STATISTICS failing_group; \
+     ALTER TABLE grant_event RENAME CONSTRAINT grant_event_pkey TO grant_word_pkey; \
      ALTER TABLE grant_event RENAME CONSTRAINT grant_event_kind_check TO grant_word_kind_check; \
      ALTER TABLE grant_event RENAME TO grant_word;";
 
@@ -1913,12 +1919,13 @@ const UNDO_V13: &str =
 async fn a_migration_that_loses_a_deadlock_to_a_reader_may_be_tried_again() {
     let pg = PgCluster::start();
     let (options, admin) = store_at(&pg, "deadlock").await;
-    assert_eq!(migrate(&options).await.unwrap(), 13);
-    // The two newest migrations not applied yet: V12 adds
-    // `retirement.retire_at`, V13 renames `grant_word` to `grant_event`.
+    assert_eq!(migrate(&options).await.unwrap(), 14);
+    // The three newest migrations not applied yet: V12 adds
+    // `retirement.retire_at`, V13 renames `grant_word` to `grant_event`, V14
+    // adds statistics.
     admin
         .batch_execute(&format!(
-            "{UNDO_V13} ALTER TABLE retirement DROP COLUMN retire_at; \
+            "{UNDO_V14_V13} ALTER TABLE retirement DROP COLUMN retire_at; \
              DELETE FROM refinery_schema_history WHERE version >= 12"
         ))
         .await
@@ -1980,8 +1987,8 @@ async fn a_migration_that_loses_a_deadlock_to_a_reader_may_be_tried_again() {
     reader.batch_execute("ROLLBACK").await.unwrap();
     assert_eq!(
         migrate(&options).await.unwrap(),
-        2,
-        "tried again, it passes (and V13 after it)"
+        3,
+        "tried again, it passes (and V13 and V14 after it)"
     );
 
     // A migration the server refuses for what it is: not tried again.
@@ -2005,12 +2012,12 @@ async fn a_migration_that_loses_a_deadlock_to_a_reader_may_be_tried_again() {
 async fn v13_renames_grant_word_to_grant_event_keeping_its_rows_constraints_and_readers() {
     let pg = PgCluster::start();
     let (options, admin) = store_at(&pg, "grant_rename").await;
-    assert_eq!(migrate(&options).await.unwrap(), 13);
+    assert_eq!(migrate(&options).await.unwrap(), 14);
     // The store as V12 left it, holding a grant event and a reader of it.
     admin
         .batch_execute(&format!(
-            "{UNDO_V13} \
-             DELETE FROM refinery_schema_history WHERE version = 13; \
+            "{UNDO_V14_V13} \
+             DELETE FROM refinery_schema_history WHERE version >= 13; \
              INSERT INTO grant_word (machine, consumer, provision, provider, kind, reason, \
                  said_at, stream_seq, stream_epoch) VALUES ('app-1', 'forge', 'p', \
                  'postgres@db-1', 'unchecked', 'no port', '2026-10-05T00:09:00Z', 3, 1); \
@@ -2020,7 +2027,7 @@ async fn v13_renames_grant_word_to_grant_event_keeping_its_rows_constraints_and_
         .await
         .unwrap();
 
-    assert_eq!(migrate(&options).await.unwrap(), 1, "V13 alone");
+    assert_eq!(migrate(&options).await.unwrap(), 2, "V13 and V14 alone");
 
     let rows = admin
         .query("SELECT consumer, kind FROM grant_event", &[])

@@ -63,6 +63,8 @@ async fn read_encrypted(pg: &PgCluster, url: &str) -> Vec<bool> {
         silent_before: Timestamp::parse("2026-10-05T00:00:00Z").unwrap(),
         required: vec![],
         order: Order::Key,
+        consumer: None,
+        per_group: None,
     };
     let read = tokio::time::timeout(Duration::from_secs(20), store.read_status(&filter))
         .await

@@ -25,7 +25,7 @@
 use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
-use mesh_protocol::{ModuleId, Timestamp};
+use mesh_protocol::{Class, ModuleId, Timestamp};
 
 use crate::model::{Instance, Received};
 
@@ -120,6 +120,12 @@ pub struct StatusFilter {
     pub required: Vec<(ModuleId, String)>,
     /// The order the standings come in.
     pub order: Order,
+    /// Only this consumer's standings (a console's consumer page).
+    pub consumer: Option<String>,
+    /// At most this many standings of each provider and class, in cause
+    /// order, and each group's count (a console's mesh and machine pages);
+    /// `None`: every standing.
+    pub per_group: Option<u32>,
 }
 
 /// The order of the listing.
@@ -155,11 +161,16 @@ pub struct HistoryFilter {
 /// The counts the sentence needs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Counts {
-    /// Standings the read lists.
+    /// Standings the read selects (a listing capped per group lists
+    /// fewer).
     pub standings: u64,
     /// Of which silent (published at or before [`StatusFilter::silent_before`]).
     pub silent: u64,
 }
+
+/// How many standings one provider fails for one class: a group of a
+/// listing capped per group ([`StatusFilter::per_group`]).
+pub type GroupCount = (ModuleId, Class, u64);
 
 /// What one record of a `serve` process says ([`Store::record`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

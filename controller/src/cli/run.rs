@@ -16,7 +16,6 @@ use crate::bus::{connect, Reconnect};
 use crate::console::{self, ConsoleArgs, ReportSettings};
 use crate::link;
 use crate::store::{grant_reader, migrate, DatabaseOptions, PgStore, ReaderMade};
-use mesh_status::model::history::RepairsDone;
 use mesh_status::model::Parsed;
 use mesh_status::render::{listing, series};
 use mesh_status::report::{self, Clock, Recurrences, Scope};
@@ -330,29 +329,19 @@ async fn status(cli: &Cli, io: &mut Io<'_>, scope: Scope, report: &Report) -> Re
     let filter = report::filter(&declaration, &scope, &clock, order);
     let mut read = store.read_status(&filter).await.map_err(CliError::Read)?;
     let window = report.recurrence_window;
-    let window_start = io
-        .now
-        .system_time()
-        .checked_sub(window)
-        .unwrap_or(std::time::UNIX_EPOCH);
-    let (rows, repairs_done) = read
-        .recurrences(Timestamp::from_system(window_start))
+    read.count_repairs(io.now, window)
         .await
         .map_err(CliError::Read)?;
-    let recurrences = Recurrences::new(rows, window);
-    for repair in &mut read.repairs {
-        repair.repaired = repairs_done
-            .iter()
-            .find(|(p, f, _)| *p == repair.provider && *f == repair.fault)
-            .map(|(_, _, done)| RepairsDone {
-                window_seconds: window.as_secs(),
-                ..done.clone()
-            });
-    }
     let facts = read.facts();
     let head = report::head(&declaration, &scope, facts, &clock);
     let mut listing = listing(report.json);
     listing.head(io.out, &head).map_err(CliError::Output)?;
+    // The sentence is out; the standings' history comes before the first.
+    let counted = read
+        .recoveries(io.now, window)
+        .await
+        .map_err(CliError::Read)?;
+    let recurrences = Recurrences::new(counted, window);
     while let Some(row) = read.next().await.map_err(CliError::Read)? {
         let standing = report::recurring_standing(row, &clock, &recurrences);
         listing

@@ -1,6 +1,6 @@
 //! Open pages kept current: one shared reader for all of them. While any
 //! page follows `/events`, the reader renders every page open (each
-//! distinct page once, the mesh read once) every [`READ_EVERY`], and sends
+//! distinct page once, each reading what it shows) every [`READ_EVERY`], and sends
 //! a page's `<main>` fragment to its followers when it differs from the
 //! one sent last. A hundred open pages cost what the distinct pages
 //! among them cost, not a hundred reads.
@@ -12,7 +12,7 @@ use std::time::Duration;
 use mesh_protocol::Timestamp;
 use tokio::sync::{watch, Notify};
 
-use super::pages::{unreadable, PageKey, Pages, Reads};
+use super::pages::{unreadable, PageKey, Pages};
 use crate::store::{DatabaseOptions, PgStore};
 
 /// How often the reader reads the store while a page is open: a change
@@ -112,7 +112,6 @@ impl Live {
             }
             let began = tokio::time::Instant::now();
             let now = Timestamp::now();
-            let mut reads = Reads::default();
             let mut failed: Option<String> = None;
             for key in keys {
                 // Once the store failed this round, the other pages say so
@@ -121,7 +120,7 @@ impl Live {
                     Some(error) => Err(error.clone()),
                     None => self
                         .pages
-                        .render(&mut store, &mut reads, &key, now)
+                        .render(&mut store, &key, now)
                         .await
                         .map_err(|e| e.to_string()),
                 };

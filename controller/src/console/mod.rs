@@ -47,7 +47,7 @@ use tokio_util::task::AbortOnDropHandle;
 use crate::store::{DatabaseOptions, PgStore};
 use auth::Access;
 use live::Live;
-use pages::{unreadable, PageKey, Pages, Reads};
+use pages::{unreadable, PageKey, Pages};
 
 pub(crate) use pages::ReportSettings;
 pub(crate) use tls::TlsError;
@@ -256,7 +256,7 @@ async fn page(State(console): State<Arc<Console>>, uri: Uri) -> Response {
     let mut store = PgStore::new(console.options.clone());
     let rendered = console
         .pages
-        .render(&mut store, &mut Reads::default(), &key, Timestamp::now())
+        .render(&mut store, &key, Timestamp::now())
         .await;
     match rendered {
         Ok(Some(page)) => html_response(StatusCode::OK, &page),

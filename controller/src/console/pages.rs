@@ -5,12 +5,11 @@
 use std::time::Duration;
 
 use mesh_protocol::{ModuleId, Name, Timestamp};
-use mesh_status::model::history::RepairsDone;
 use mesh_status::model::{AliveRow, Parsed};
 use mesh_status::render::html::{detail, mesh, notice, Page};
 use mesh_status::report::history::{entries, summaries};
 use mesh_status::report::{self, Clock, Head, Listed, Recurrences, Scope};
-use mesh_status::store::{HistoryFilter, Order};
+use mesh_status::store::{GroupCount, HistoryFilter, Order, StatusFilter};
 
 use crate::store::{PgError, PgStore};
 
@@ -68,11 +67,14 @@ pub(crate) struct ReportSettings {
 }
 
 /// What one status read says, collected: the head, the standings in
-/// cause order, the newest `alive` of each provider heard from.
+/// cause order (capped per group or not), the newest `alive` of each
+/// provider heard from.
 #[derive(Clone, Debug)]
 pub(crate) struct Report {
     head: Head,
     standings: Vec<Listed>,
+    /// Each provider and class's count, for a capped listing.
+    groups: Vec<GroupCount>,
     alive: Vec<AliveRow>,
 }
 
@@ -83,11 +85,10 @@ pub(crate) struct Pages {
     pub(crate) settings: ReportSettings,
 }
 
-/// What a round of page renders has read already (the shared reader reads
-/// the mesh once a round, whatever pages are open).
-#[derive(Debug, Default)]
-pub(crate) struct Reads {
-    all: Option<Report>,
+/// The mesh page's and a machine page's listing: at most what the page
+/// shows of each provider and class.
+fn capped(filter: &mut StatusFilter) {
+    filter.per_group = Some(u32::try_from(mesh::GROUP_ITEMS).unwrap_or(u32::MAX));
 }
 
 fn before(now: Timestamp, span: Duration) -> Timestamp {
@@ -145,31 +146,27 @@ impl Pages {
         providers
     }
 
-    /// `status` (or `node show`) collected: the same read and engine.
+    /// `status` (or `node show`) collected: the same read and engine, its
+    /// filter narrowed by `narrow` to what the page shows (the mesh and a
+    /// machine: [`mesh::GROUP_ITEMS`] standings of each provider and class,
+    /// and their counts; a provider or a consumer: its own standings).
     async fn report(
         &self,
         store: &mut PgStore,
         scope: &Scope,
         now: Timestamp,
+        narrow: impl FnOnce(&mut StatusFilter),
     ) -> Result<Report, PgError> {
         let clock = Clock {
             now,
             silent_after: self.settings.silent_after,
         };
-        let filter = report::filter(&self.declaration, scope, &clock, Order::Cause);
+        let mut filter = report::filter(&self.declaration, scope, &clock, Order::Cause);
+        narrow(&mut filter);
         let mut read = store.read_status(&filter).await?;
         let window = self.settings.recurrence_window;
-        let (rows, repairs_done) = read.recurrences(before(now, window)).await?;
-        let recurrences = Recurrences::new(rows, window);
-        for repair in &mut read.repairs {
-            repair.repaired = repairs_done
-                .iter()
-                .find(|(p, f, _)| *p == repair.provider && *f == repair.fault)
-                .map(|(_, _, done)| RepairsDone {
-                    window_seconds: window.as_secs(),
-                    ..done.clone()
-                });
-        }
+        read.count_repairs(now, window).await?;
+        let recurrences = Recurrences::new(read.recoveries(now, window).await?, window);
         let alive = read.alive.clone();
         let facts = read.facts();
         let head = report::head(&self.declaration, scope, facts, &clock);
@@ -177,24 +174,14 @@ impl Pages {
         while let Some(row) = read.next().await? {
             standings.push(report::recurring_standing(row, &clock, &recurrences));
         }
+        let groups = std::mem::take(&mut read.groups);
         read.finish_into(store).await?;
         Ok(Report {
             head,
             standings,
+            groups,
             alive,
         })
-    }
-
-    async fn all<'r>(
-        &self,
-        store: &mut PgStore,
-        reads: &'r mut Reads,
-        now: Timestamp,
-    ) -> Result<&'r Report, PgError> {
-        if reads.all.is_none() {
-            reads.all = Some(self.report(store, &Scope::All, now).await?);
-        }
-        Ok(reads.all.as_ref().expect("read above"))
     }
 
     /// The page `key` shows now; `None` when the declaration does not
@@ -205,7 +192,6 @@ impl Pages {
     pub(crate) async fn render(
         &self,
         store: &mut PgStore,
-        reads: &mut Reads,
         key: &PageKey,
         now: Timestamp,
     ) -> Result<Option<Page>, PgError> {
@@ -215,10 +201,11 @@ impl Pages {
         let path = key.path();
         let page = match key {
             PageKey::Mesh => {
-                let r = self.all(store, reads, now).await?;
+                let r = self.report(store, &Scope::All, now, capped).await?;
                 let main = mesh::overview(&mesh::Overview {
                     head: &r.head,
                     standings: &r.standings,
+                    groups: &r.groups,
                     providers: &self.providers(&r.head),
                     machines: &self.machines(),
                 });
@@ -230,11 +217,12 @@ impl Pages {
             }
             PageKey::Machine(m) => {
                 let r = self
-                    .report(store, &Scope::Machine(m.to_string()), now)
+                    .report(store, &Scope::Machine(m.to_string()), now, capped)
                     .await?;
                 let main = mesh::overview(&mesh::Overview {
                     head: &r.head,
                     standings: &r.standings,
+                    groups: &r.groups,
                     providers: &self.providers(&r.head),
                     machines: &[],
                 });
@@ -246,19 +234,19 @@ impl Pages {
             }
             PageKey::Provider(p) => {
                 let consumers = self.consumers_of(p);
-                let r = self.all(store, reads, now).await?;
-                let standings: Vec<Listed> = r
-                    .standings
-                    .iter()
-                    .filter(|s| &s.row.provider == p)
-                    .cloned()
-                    .collect();
+                // This provider's alone: the head speaks for it only.
+                let r = self
+                    .report(store, &Scope::All, now, |f| {
+                        f.providers.retain(|x| x == p);
+                        f.required.retain(|(x, _)| x == p);
+                    })
+                    .await?;
                 let main = detail::provider(&detail::ProviderView {
                     provider: p,
                     head: &r.head,
                     alive: r.alive.iter().find(|a| &a.provider == p),
                     consumers: &consumers,
-                    standings: &standings,
+                    standings: &r.standings,
                 });
                 Page {
                     title: format!("provider {p}"),
@@ -266,7 +254,7 @@ impl Pages {
                     main,
                 }
             }
-            PageKey::Consumer(c) => self.consumer(store, reads, c, path, now).await?,
+            PageKey::Consumer(c) => self.consumer(store, c, path, now).await?,
         };
         Ok(Some(page))
     }
@@ -289,7 +277,6 @@ impl Pages {
     async fn consumer(
         &self,
         store: &mut PgStore,
-        reads: &mut Reads,
         c: &ModuleId,
         path: String,
         now: Timestamp,
@@ -304,14 +291,16 @@ impl Pages {
         providers.sort_unstable();
         providers.dedup();
         let standings: Vec<Listed> = self
-            .all(store, reads, now)
+            .report(store, &Scope::All, now, |f| {
+                f.providers.retain(|x| providers.contains(x));
+                f.required
+                    .retain(|(x, c)| providers.contains(x) && *c == consumer);
+                f.consumer = Some(consumer.clone());
+            })
             .await?
             .standings
-            .iter()
-            .filter(|s| {
-                s.row.consumer == consumer && s.row.consumer_machine.as_ref() == Some(&machine)
-            })
-            .cloned()
+            .into_iter()
+            .filter(|s| s.row.consumer_machine.as_ref() == Some(&machine))
             .collect();
         let span = Duration::from_secs(u64::from(HISTORY_DAYS) * 86_400);
         let filter = HistoryFilter {

@@ -10,10 +10,12 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
 use super::connection::{PgStore, STATEMENT_TIMEOUT};
-use super::read::{decoded, optional_time, time, ReadError, StatusRead};
+use super::read::{ListedKeys, StatusRead};
+use super::rows::{decoded, optional_time, time, ReadError};
 use super::PgError;
-use mesh_status::model::history::{RepairsDone, Transition};
+use mesh_status::model::history::{Recoveries, RepairsDone, Transition};
 use mesh_status::model::reduce::Place;
+use mesh_status::report::history::FLAPPING_WITHIN;
 use mesh_status::store::HistoryFilter;
 
 /// The columns a transition is read from, in [`transition_row`]'s order.
@@ -51,26 +53,54 @@ fn read_history() -> String {
     )
 }
 
-/// The beginnings and recoveries within the window (`$3` on) of the
-/// standings failing now in scope (`$1` providers, `$2` machine) that
-/// recovered within it: what their recurrence is read from.
-const RECURRING: &str = "
-SELECT h.id, h.kind, h.at, h.provider_module, h.provider_machine, h.consumer,
-       h.consumer_machine, h.provision, h.class, h.error, h.since, h.attempts, h.reason, h.fault,
-       h.detail, h.stream_epoch, h.stream_seq, h.stored_at
-FROM history h
-WHERE h.kind IN ('failing-began', 'recovered') AND h.at >= $3
-  AND h.provider_module || '@' || h.provider_machine = ANY($1::text[])
-  AND ($2::text IS NULL OR h.provider_machine = $2 OR h.consumer_machine = $2)
-  AND EXISTS (
-      SELECT 1 FROM failing f
-      WHERE f.provider_module = h.provider_module AND f.provider_machine = h.provider_machine
-        AND f.consumer = h.consumer)
-  AND EXISTS (
-      SELECT 1 FROM history r
-      WHERE r.kind = 'recovered' AND r.at >= $3 AND r.consumer = h.consumer
-        AND r.provider_module = h.provider_module AND r.provider_machine = h.provider_machine)
-ORDER BY h.id";
+/// The standings failing now in scope (`$4` providers, `$5` machine, `$6`
+/// consumer; each null when not asked), for [`recoveries`]: each with the
+/// first `since` of the interval it fails in now.
+const IN_SCOPE: &str = "(SELECT f.provider_module, f.provider_machine, f.consumer,
+           LEAST(f.first_since, f.since) AS failing_since
+    FROM failing f
+    WHERE f.provider_module || '@' || f.provider_machine = ANY($4::text[])
+      AND ($5::text IS NULL OR f.provider_machine = $5 OR f.consumer_machine = $5)
+      AND ($6::text IS NULL OR f.consumer = $6))";
+
+/// The standings listed, as the listing read them (`$4` provider modules,
+/// `$5` their machines, `$6` consumers, `$7` the first `since` of the
+/// interval each fails in now), for [`recoveries`].
+const OF_KEYS: &str = "unnest($4::text[], $5::text[], $6::text[], $7::timestamptz[])";
+
+/// Per standing of `standings` ([`IN_SCOPE`] or [`OF_KEYS`]): its
+/// recoveries within the window (`$1` to `$2`, now) that ended an interval
+/// begun before the one it fails in now, those from `$3` on (the last
+/// hour), the last one's time and beginning, and the class of the last
+/// beginning before it within the window. One row per standing that
+/// recovered so (what `status` says is its Nth time), in any order. The
+/// window's beginnings and recoveries of the standings are joined once and
+/// counted in one pass (sorted by standing), never probed one by one.
+fn recoveries(standings: &str) -> String {
+    format!(
+        "SELECT provider_module, provider_machine, consumer,
+       count(*) FILTER (WHERE ended) AS recoveries,
+       count(*) FILTER (WHERE ended AND at >= $3) AS within_hour,
+       max(at) FILTER (WHERE ended) AS last_at,
+       (array_agg(since ORDER BY at DESC, id DESC) FILTER (WHERE ended))[1] AS last_since,
+       (array_agg(class ORDER BY at DESC, id DESC)
+           FILTER (WHERE kind = 'failing-began' AND at <= last_ended))[1] AS last_class
+FROM (
+    SELECT h.id, h.kind, h.at, h.since, h.class, f.provider_module, f.provider_machine,
+           f.consumer, e.ended,
+           max(h.at) FILTER (WHERE e.ended) OVER (
+               PARTITION BY f.provider_module, f.provider_machine, f.consumer) AS last_ended
+    FROM {standings} AS f (provider_module, provider_machine, consumer, failing_since)
+    JOIN history h ON h.consumer = f.consumer AND h.provider_module = f.provider_module
+         AND h.provider_machine = f.provider_machine
+    CROSS JOIN LATERAL (
+        SELECT h.kind = 'recovered' AND (h.since IS NULL OR h.since < f.failing_since) AS ended
+    ) e
+    WHERE h.kind IN ('failing-began', 'recovered') AND h.at >= $1 AND h.at <= $2) w
+GROUP BY provider_module, provider_machine, consumer
+HAVING count(*) FILTER (WHERE ended) > 0"
+    )
+}
 
 /// The repairs done within the window (`$3` on) per fault of the
 /// providers in scope.
@@ -207,32 +237,20 @@ impl PgStore {
 }
 
 impl StatusRead {
-    /// In the read's snapshot, before its standings are asked for: the
-    /// history from `since` on of the standings it lists that recovered
-    /// since then (oldest first), and the repairs done since then per
-    /// fault of its providers.
+    /// In the read's snapshot: how often each open repair fault's repair
+    /// was done within `window` before `now`, set on its repair
+    /// ([`RepairRow::repaired`](mesh_status::model::RepairRow)) before the
+    /// head is made of them.
     ///
     /// # Errors
     /// [`PgError`] when the store breaks off, does not answer in time, or
     /// holds a value this release cannot read.
-    pub async fn recurrences(
-        &mut self,
-        since: Timestamp,
-    ) -> Result<(Vec<Transition>, Vec<(ModuleId, String, RepairsDone)>), PgError> {
-        let since_at: SystemTime = since.system_time();
-        let params: [&(dyn ToSql + Sync); 3] = [&self.providers, &self.machine, &since_at];
-        let client = &self.client;
+    pub async fn count_repairs(&mut self, now: Timestamp, window: Duration) -> Result<(), PgError> {
+        let since: SystemTime = before(now, window);
+        let params: [&(dyn ToSql + Sync); 3] = [&self.providers, &self.machine, &since];
         let work = async {
-            let (rows, repairs) = tokio::join!(
-                client.query(RECURRING, &params),
-                client.query(REPAIRS_DONE, &params)
-            );
-            let rows = rows?
-                .iter()
-                .map(transition_row)
-                .collect::<Result<Vec<_>, _>>()?;
-            let repairs = repairs?
-                .iter()
+            let rows = self.client.query(REPAIRS_DONE, &params).await?;
+            rows.iter()
                 .map(|row| {
                     let provider = ModuleId::new(
                         decoded::<Name>(row, 0, "history.provider_module")?,
@@ -241,14 +259,66 @@ impl StatusRead {
                     let count: i64 = row.try_get(3)?;
                     let done = RepairsDone {
                         count: u64::try_from(count).unwrap_or(0),
-                        window_seconds: 0,
+                        window_seconds: window.as_secs(),
                         last_at: time(row, 4)?,
                     };
                     Ok::<_, ReadError>((provider, row.try_get::<_, String>(2)?, done))
                 })
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok::<_, ReadError>((rows, repairs))
+                .collect::<Result<Vec<_>, _>>()
         };
+        let done = self.bounded(work).await?;
+        for repair in &mut self.repairs {
+            repair.repaired = done
+                .iter()
+                .find(|(p, f, _)| *p == repair.provider && *f == repair.fault)
+                .map(|(_, _, d)| d.clone());
+        }
+        Ok(())
+    }
+
+    /// In the read's snapshot: what history says within `window` before
+    /// `now` of the standings this read lists (all it selects, or those of
+    /// a capped listing), for their recurrence. Asked before the standings
+    /// are taken from a streamed listing, after the head is printed.
+    ///
+    /// # Errors
+    /// [`PgError`] when the store breaks off, does not answer in time, or
+    /// holds a value this release cannot read.
+    pub async fn recoveries(
+        &mut self,
+        now: Timestamp,
+        window: Duration,
+    ) -> Result<Vec<Recoveries>, PgError> {
+        let (start, until) = (before(now, window), now.system_time());
+        let hour = before(now, FLAPPING_WITHIN);
+        let keys = self.listed_keys();
+        let of_keys = keys.is_some();
+        let statement = recoveries(if of_keys { OF_KEYS } else { IN_SCOPE });
+        let ListedKeys {
+            modules,
+            machines,
+            consumers,
+            failing_since,
+        } = keys.unwrap_or_default();
+        let scope: [&(dyn ToSql + Sync); 3] = [&self.providers, &self.machine, &self.consumer];
+        let listed: [&(dyn ToSql + Sync); 4] = [&modules, &machines, &consumers, &failing_since];
+        let times: [&(dyn ToSql + Sync); 3] = [&start, &until, &hour];
+        let keyed: &[&(dyn ToSql + Sync)] = if of_keys { &listed } else { &scope };
+        let params: Vec<&(dyn ToSql + Sync)> = times.iter().chain(keyed).copied().collect();
+        let work = async {
+            let rows = self.client.query(statement.as_str(), &params).await?;
+            rows.iter()
+                .map(recoveries_row)
+                .collect::<Result<Vec<_>, _>>()
+        };
+        self.bounded(work).await
+    }
+
+    /// A statement of this read, bounded by [`STATEMENT_TIMEOUT`].
+    async fn bounded<T>(
+        &self,
+        work: impl std::future::Future<Output = Result<T, ReadError>>,
+    ) -> Result<T, PgError> {
         match tokio::time::timeout(STATEMENT_TIMEOUT, work).await {
             Ok(Ok(read)) => Ok(read),
             Ok(Err(error)) => Err(error.into_store_error(self.target.clone())),
@@ -258,4 +328,29 @@ impl StatusRead {
             }),
         }
     }
+}
+
+fn before(now: Timestamp, span: Duration) -> SystemTime {
+    now.system_time()
+        .checked_sub(span)
+        .unwrap_or(std::time::UNIX_EPOCH)
+}
+
+fn recoveries_row(row: &Row) -> Result<Recoveries, ReadError> {
+    let class = match row.try_get::<_, Option<&str>>(7)? {
+        Some(_) => Some(decoded(row, 7, "history.class")?),
+        None => None,
+    };
+    Ok(Recoveries {
+        provider: ModuleId::new(
+            decoded::<Name>(row, 0, "history.provider_module")?,
+            decoded::<Name>(row, 1, "history.provider_machine")?,
+        ),
+        consumer: row.try_get(2)?,
+        count: u64::try_from(row.try_get::<_, i64>(3)?).unwrap_or(0),
+        within_hour: u64::try_from(row.try_get::<_, i64>(4)?).unwrap_or(0),
+        last_at: time(row, 5)?,
+        last_since: optional_time(row, 6)?,
+        last_class: class,
+    })
 }

@@ -33,6 +33,8 @@ pub mod options;
 pub mod read;
 pub mod reader;
 pub mod record;
+mod rows;
+mod selected;
 pub mod statements;
 
 use mesh_status::store::{StoreError, StoreErrorKind};

@@ -6,92 +6,28 @@
 //! each standing as it arrives. The listing is asked for only once the
 //! counts came back: PostgreSQL sends nothing of a query until it has its
 //! first row, and sorting 100,000 rows must not hold the sentence back.
+//! A console page that shows at most some standings of each provider and
+//! class reads those with the counts instead (a capped listing), and its
+//! groups' counts with them. What history says of the standings listed
+//! is read in the same snapshot ([`super::history_read`]).
 
-use std::fmt::Display;
 use std::pin::Pin;
-use std::str::FromStr;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use futures::TryStreamExt;
-use mesh_protocol::event::ProviderFault;
-use mesh_protocol::{ModuleId, Name, Timestamp};
+use mesh_protocol::{Class, ModuleId};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Row, RowStream};
 
 use super::connection::{classify, PgStore, STATEMENT_TIMEOUT};
-use super::PgError;
-use mesh_status::model::{
-    AliveRow, ControllerRecord, FailingRow, GrantRow, Instance, InstanceRow, RepairRow, RetiredRow,
+use super::rows::{
+    alive_row, decoded, failing_row, grant_row, instance_row, optional_time, provider, repair_row,
+    retired_row, time, ReadError, FAILING_PROVIDER,
 };
-use mesh_status::store::{Counts, Order, StatusFilter};
-
-/// The standings `$1` (providers) and `$2` (machine, or null) select. A
-/// standing published before its provider's newest start is left out once
-/// that provider is settled: from then on it has published `failing` again
-/// for every consumer it still keeps failing, so an older event is one it
-/// no longer has. "Before" is read on the stream's clock where both stored
-/// times are kept (the start: the `alive`'s stored time less the run's age
-/// when it said it), else on the provider's (or in the same second: times
-/// are whole seconds, and a provider publishes `failing` only
-/// `failing_after` after it started).
-///
-/// The provider key is written exactly as the statistics of migration V7
-/// (`failing_provider`) are: with them the planner knows how many rows the
-/// providers select, and plans the count (one core or two) and the listing
-/// (the key's index or a sort) for the rows there are, not for a guess.
-///
-/// `mesh_status::model::AliveRow::outlived` is the same rule in Rust.
-#[cfg(not(mesh_mutant = "no-settled-rule"))]
-const SELECTED: &str = "
-FROM failing f
-WHERE f.provider_module || '@' || f.provider_machine = ANY($1::text[])
-  AND ($2::text IS NULL OR f.provider_machine = $2 OR f.consumer_machine = $2)
-  AND NOT EXISTS (
-      SELECT 1 FROM alive a
-      WHERE a.provider_module = f.provider_module AND a.provider_machine = f.provider_machine
-        AND a.settled_at IS NOT NULL
-        AND CASE WHEN f.stored_at IS NOT NULL AND a.stored_at IS NOT NULL
-                 THEN f.stored_at < a.stored_at - (a.said_at - a.started_at)
-                 ELSE f.said_at <= a.started_at END)";
-
-/// The planted mutation `mesh_mutant="no-settled-rule"` (scripts/mutants): no standing is
-/// left out at a provider's start.
-#[cfg(mesh_mutant = "no-settled-rule")]
-const SELECTED: &str = "
-FROM failing f
-WHERE f.provider_module || '@' || f.provider_machine = ANY($1::text[])
-  AND ($2::text IS NULL OR f.provider_machine = $2 OR f.consumer_machine = $2)";
-
-/// One snapshot for the counts and the listing. Within it, random page
-/// reads are costed as what they are for a store that is in memory (the
-/// default, 4, is for spinning disks): then PostgreSQL walks the primary
-/// key's index for the whole listing, whose first row comes at once,
-/// instead of sorting every row first; for a narrow `node show` it still
-/// sorts the few rows it selects.
-const BEGIN: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; \
-                     SET LOCAL random_page_cost = 1.1";
-
-fn count_selected() -> String {
-    format!("SELECT count(*), count(*) FILTER (WHERE f.said_at <= $3::timestamptz) {SELECTED}")
-}
-
-fn list_selected(order: Order) -> String {
-    let order = match order {
-        Order::Key => "f.provider_module, f.provider_machine, f.consumer",
-        // Served by the index `failing_by_cause` (migration V8).
-        Order::Cause => {
-            "f.provider_module, f.provider_machine, f.class COLLATE \"C\", \
-             f.error COLLATE \"C\", f.consumer"
-        }
-    };
-    format!(
-        "SELECT f.provider_module, f.provider_machine, f.consumer, f.consumer_machine,
-                f.provision, f.class, f.error, f.since, f.attempts, f.said_at,
-                CASE WHEN f.first_since < f.since THEN f.first_since END
-         {SELECTED}
-         ORDER BY {order}"
-    )
-}
+use super::selected::{count_selected, list_capped, list_selected, BEGIN};
+use super::PgError;
+use mesh_status::model::{AliveRow, ControllerRecord, FailingRow, GrantRow, RepairRow, RetiredRow};
+use mesh_status::store::{Counts, GroupCount, Order, StatusFilter};
 
 /// The open repair faults (newest event not `repaired`) of the selected providers.
 const OPEN_REPAIRS: &str = "
@@ -182,8 +118,11 @@ pub struct StatusRead {
     pub(super) providers: Vec<String>,
     /// The filter's machine.
     pub(super) machine: Option<String>,
-    /// The listing, once asked for.
-    rows: Option<Pin<Box<RowStream>>>,
+    /// The filter's consumer.
+    pub(super) consumer: Option<String>,
+    /// The listing: streamed once asked for, or read with the counts
+    /// when capped per group.
+    rows: Option<Listing>,
     /// The provider of the standing listed last: the listing is in provider
     /// order, so the next one is most often the same.
     last_provider: Option<ModuleId>,
@@ -202,6 +141,26 @@ pub struct StatusRead {
     pub retired: Vec<RetiredRow>,
     /// The order of the listing.
     order: Order,
+    /// Each provider and class's count, for a listing capped per group
+    /// (empty otherwise), in cause order.
+    pub groups: Vec<GroupCount>,
+}
+
+/// The standings of a capped listing, as columns: their provider modules,
+/// machines, consumers, and the first `since` of the interval each fails
+/// in now.
+#[derive(Debug, Default)]
+pub(super) struct ListedKeys {
+    pub(super) modules: Vec<String>,
+    pub(super) machines: Vec<String>,
+    pub(super) consumers: Vec<String>,
+    pub(super) failing_since: Vec<SystemTime>,
+}
+
+/// The standings a read lists: a stream, or the rows of a capped listing.
+enum Listing {
+    Stream(Pin<Box<RowStream>>),
+    Read(std::vec::IntoIter<Row>),
 }
 
 impl std::fmt::Debug for StatusRead {
@@ -229,16 +188,29 @@ impl PgStore {
         let silent_before: SystemTime = filter.silent_before.system_time();
         let providers = provider_texts(&filter.providers);
         let (modules, machines, consumers) = required_columns(&filter.required);
+        let per_group = filter.per_group.map(i64::from);
         let work = async {
-            let count = count_selected();
+            let count = match per_group {
+                Some(_) => list_capped(),
+                None => count_selected(),
+            };
             let params: [&(dyn ToSql + Sync); 2] = [&providers, &filter.machine];
-            let count_params: [&(dyn ToSql + Sync); 3] =
-                [&providers, &filter.machine, &silent_before];
+            let count_params: [&(dyn ToSql + Sync); 5] = [
+                &providers,
+                &filter.machine,
+                &filter.consumer,
+                &silent_before,
+                &per_group,
+            ];
+            let count_params = match per_group {
+                Some(_) => &count_params[..],
+                None => &count_params[..4],
+            };
             let required: [&(dyn ToSql + Sync); 3] = [&modules, &machines, &consumers];
             // Sent together, answered in order.
-            let (begun, counts, repairs, alive, grants, record, instances, retired) = tokio::join!(
+            let (begun, counted, repairs, alive, grants, record, instances, retired) = tokio::join!(
                 client.batch_execute(BEGIN),
-                client.query_one(count.as_str(), &count_params),
+                client.query(count.as_str(), count_params),
                 client.query(OPEN_REPAIRS, &params),
                 client.query(ALIVE, &params[..1]),
                 client.query(GRANTS, &params),
@@ -247,11 +219,24 @@ impl PgStore {
                 client.query(RETIRED, &required),
             );
             begun?;
-            let (counts, repairs, alive, grants) = (counts?, repairs?, alive?, grants?);
+            let (counted, repairs, alive, grants) = (counted?, repairs?, alive?, grants?);
             let (record, instances, retired) = (record?, instances?, retired?);
-            let counts = Counts {
-                standings: u64::try_from(counts.try_get::<_, i64>(0)?).unwrap_or(0),
-                silent: u64::try_from(counts.try_get::<_, i64>(1)?).unwrap_or(0),
+            let (counts, groups, listed) = match per_group {
+                Some(_) => {
+                    let (counts, groups) = group_counts(&counted)?;
+                    (counts, groups, Some(Listing::Read(counted.into_iter())))
+                }
+                None => {
+                    let row = counted.first().ok_or_else(|| ReadError::Undecodable {
+                        column: "count(*)",
+                        reason: "the count came back with no row".to_owned(),
+                    })?;
+                    let counts = Counts {
+                        standings: u64::try_from(row.try_get::<_, i64>(0)?).unwrap_or(0),
+                        silent: u64::try_from(row.try_get::<_, i64>(1)?).unwrap_or(0),
+                    };
+                    (counts, Vec::new(), None)
+                }
             };
             let repairs = repairs.iter().map(repair_row).collect::<Result<_, _>>()?;
             let alive = alive.iter().map(alive_row).collect::<Result<_, _>>()?;
@@ -265,24 +250,31 @@ impl PgStore {
                     .collect::<Result<_, _>>()?,
             };
             let retired = retired.iter().map(retired_row).collect::<Result<_, _>>()?;
-            Ok::<_, ReadError>((counts, repairs, alive, grants, record, retired))
+            let read = (
+                counts, groups, listed, repairs, alive, grants, record, retired,
+            );
+            Ok::<_, ReadError>(read)
         };
         match tokio::time::timeout(STATEMENT_TIMEOUT, work).await {
-            Ok(Ok((counts, repairs, alive, grants, record, retired))) => Ok(StatusRead {
-                client,
-                target,
-                providers,
-                machine: filter.machine.clone(),
-                rows: None,
-                last_provider: None,
-                counts,
-                repairs,
-                alive,
-                grants,
-                record,
-                retired,
-                order: filter.order,
-            }),
+            Ok(Ok((counts, groups, rows, repairs, alive, grants, record, retired))) => {
+                Ok(StatusRead {
+                    client,
+                    target,
+                    providers,
+                    machine: filter.machine.clone(),
+                    consumer: filter.consumer.clone(),
+                    rows,
+                    last_provider: None,
+                    counts,
+                    repairs,
+                    alive,
+                    grants,
+                    record,
+                    retired,
+                    order: filter.order,
+                    groups,
+                })
+            }
             Ok(Err(error)) => Err(error.into_store_error(target)),
             Err(_) => Err(PgError::Timeout {
                 target,
@@ -290,6 +282,28 @@ impl PgStore {
             }),
         }
     }
+}
+
+/// A capped listing's counts: each group's (its first row's count and
+/// silent count, after the listed columns), and their sums for the head.
+fn group_counts(rows: &[Row]) -> Result<(Counts, Vec<GroupCount>), ReadError> {
+    let mut counts = Counts::default();
+    let mut groups: Vec<GroupCount> = Vec::new();
+    for row in rows {
+        let provider = provider(row, FAILING_PROVIDER, groups.last().map(|g| &g.0))?;
+        let class: Class = decoded(row, 5, "failing.class")?;
+        if groups
+            .last()
+            .is_some_and(|(p, c, _)| *p == provider && *c == class)
+        {
+            continue;
+        }
+        let n = u64::try_from(row.try_get::<_, i64>(11)?).unwrap_or(0);
+        counts.standings += n;
+        counts.silent += u64::try_from(row.try_get::<_, i64>(12)?).unwrap_or(0);
+        groups.push((provider, class, n));
+    }
+    Ok((counts, groups))
 }
 
 impl StatusRead {
@@ -316,15 +330,20 @@ impl StatusRead {
             let rows = match &mut self.rows {
                 Some(rows) => rows,
                 None => {
-                    let params: [&(dyn ToSql + Sync); 2] = [&self.providers, &self.machine];
+                    let params: [&(dyn ToSql + Sync); 3] =
+                        [&self.providers, &self.machine, &self.consumer];
                     let rows = self
                         .client
                         .query_raw(list_selected(self.order).as_str(), params)
                         .await?;
-                    self.rows.insert(Box::pin(rows))
+                    self.rows.insert(Listing::Stream(Box::pin(rows)))
                 }
             };
-            match rows.try_next().await? {
+            let next = match rows {
+                Listing::Stream(rows) => rows.try_next().await?,
+                Listing::Read(rows) => rows.next(),
+            };
+            match next {
                 Some(row) => {
                     let provider = provider(&row, FAILING_PROVIDER, self.last_provider.as_ref())?;
                     self.last_provider = Some(provider.clone());
@@ -341,6 +360,23 @@ impl StatusRead {
                 after: STATEMENT_TIMEOUT,
             }),
         }
+    }
+
+    /// The keys of a capped listing's standings, read with the counts;
+    /// `None` for a streamed listing, which lists every standing selected.
+    pub(super) fn listed_keys(&self) -> Option<ListedKeys> {
+        let Some(Listing::Read(rows)) = &self.rows else {
+            return None;
+        };
+        let mut keys = ListedKeys::default();
+        for row in rows.as_slice() {
+            keys.modules.push(row.get(0));
+            keys.machines.push(row.get(1));
+            keys.consumers.push(row.get(2));
+            let first: Option<SystemTime> = row.get(10);
+            keys.failing_since.push(first.unwrap_or_else(|| row.get(7)));
+        }
+        Some(keys)
     }
 
     /// Ends the read-only transaction and gives its connection back to
@@ -402,187 +438,4 @@ fn required_columns(required: &[(ModuleId, String)]) -> (Vec<&str>, Vec<&str>, V
         columns.2.push(consumer.as_str());
     }
     columns
-}
-
-/// A read that failed: the store failed, or a value it holds does not
-/// decode into its type.
-#[derive(Debug)]
-pub(super) enum ReadError {
-    /// The store failed.
-    Store(tokio_postgres::Error),
-    /// The value of `column` does not decode.
-    Undecodable {
-        column: &'static str,
-        reason: String,
-    },
-}
-
-impl From<tokio_postgres::Error> for ReadError {
-    fn from(error: tokio_postgres::Error) -> ReadError {
-        ReadError::Store(error)
-    }
-}
-
-impl ReadError {
-    pub(super) fn into_store_error(self, target: String) -> PgError {
-        match self {
-            // A table this release reads is missing: the store is older.
-            ReadError::Store(source)
-                if source.code() == Some(&tokio_postgres::error::SqlState::UNDEFINED_TABLE) =>
-            {
-                PgError::NotMigrated { target, source }
-            }
-            ReadError::Store(source) => classify(target, source),
-            ReadError::Undecodable { column, reason } => PgError::Undecodable {
-                target,
-                column,
-                reason,
-            },
-        }
-    }
-}
-
-/// Column `i` of `row` (named `column`, `table.column`), its text decoded.
-pub(super) fn decoded<T>(row: &Row, i: usize, column: &'static str) -> Result<T, ReadError>
-where
-    T: FromStr,
-    T::Err: Display,
-{
-    let text: &str = row.try_get(i)?;
-    text.parse().map_err(|e: T::Err| ReadError::Undecodable {
-        column,
-        reason: e.to_string(),
-    })
-}
-
-/// Where a table's provider is: the index of its module column (its machine
-/// follows), and the two columns' names.
-type ProviderColumns = (usize, [&'static str; 2]);
-
-const FAILING_PROVIDER: ProviderColumns =
-    (0, ["failing.provider_module", "failing.provider_machine"]);
-const REPAIR_PROVIDER: ProviderColumns = (0, ["repair.provider_module", "repair.provider_machine"]);
-const ALIVE_PROVIDER: ProviderColumns = (0, ["alive.provider_module", "alive.provider_machine"]);
-const RETIRED_PROVIDER: ProviderColumns = (
-    0,
-    ["retirement.provider_module", "retirement.provider_machine"],
-);
-
-/// The provider of `row`: `last` again when its columns name it, else decoded.
-fn provider(
-    row: &Row,
-    (i, [module, machine]): ProviderColumns,
-    last: Option<&ModuleId>,
-) -> Result<ModuleId, ReadError> {
-    if let Some(last) = last {
-        let (m, n): (&str, &str) = (row.try_get(i)?, row.try_get(i + 1)?);
-        if last.module.as_str() == m && last.machine.as_str() == n {
-            return Ok(last.clone());
-        }
-    }
-    Ok(ModuleId::new(
-        decoded::<Name>(row, i, module)?,
-        decoded::<Name>(row, i + 1, machine)?,
-    ))
-}
-
-pub(super) fn time(row: &Row, i: usize) -> Result<Timestamp, ReadError> {
-    Ok(Timestamp::from_system(row.try_get::<_, SystemTime>(i)?))
-}
-
-pub(super) fn optional_time(row: &Row, i: usize) -> Result<Option<Timestamp>, ReadError> {
-    Ok(row
-        .try_get::<_, Option<SystemTime>>(i)?
-        .map(Timestamp::from_system))
-}
-
-fn failing_row(row: &Row, provider: ModuleId) -> Result<FailingRow, ReadError> {
-    Ok(FailingRow {
-        provider,
-        consumer: row.try_get(2)?,
-        consumer_machine: row.try_get(3)?,
-        provision: row.try_get(4)?,
-        class: decoded(row, 5, "failing.class")?,
-        error: row.try_get(6)?,
-        since: time(row, 7)?,
-        attempts: row.try_get(8)?,
-        said_at: time(row, 9)?,
-        first_since: optional_time(row, 10)?,
-    })
-}
-
-fn repair_row(row: &Row) -> Result<RepairRow, ReadError> {
-    Ok(RepairRow {
-        provider: provider(row, REPAIR_PROVIDER, None)?,
-        fault: row.try_get(2)?,
-        outcome: decoded(row, 3, "repair.outcome")?,
-        detail: row.try_get(4)?,
-        next_attempt_at: optional_time(row, 5)?,
-        said_at: time(row, 6)?,
-        repaired: None,
-    })
-}
-
-fn alive_row(row: &Row) -> Result<AliveRow, ReadError> {
-    Ok(AliveRow {
-        provider: provider(row, ALIVE_PROVIDER, None)?,
-        started_at: time(row, 2)?,
-        alive_every_seconds: row.try_get(3)?,
-        settled_at: optional_time(row, 4)?,
-        said_at: time(row, 5)?,
-        repeat_every_seconds: row.try_get(6)?,
-        stored_at: optional_time(row, 7)?,
-        fault: match row.try_get::<_, Option<&str>>(8)? {
-            None => None,
-            Some(_) => Some(ProviderFault {
-                class: decoded(row, 8, "alive.fault_class")?,
-                error: row.try_get::<_, Option<String>>(9)?.unwrap_or_default(),
-                since: optional_time(row, 10)?.unwrap_or(time(row, 5)?),
-            }),
-        },
-    })
-}
-
-fn instance_row(row: &Row) -> Result<InstanceRow, ReadError> {
-    let wait_ms: i64 = row.try_get(3)?;
-    Ok(InstanceRow {
-        instance: Instance {
-            host: row.try_get(0)?,
-            pid: row.try_get(1)?,
-            started_at: time(row, 2)?,
-            pull_wait: Duration::from_millis(u64::try_from(wait_ms).unwrap_or(0)),
-        },
-        pulled_at: optional_time(row, 4)?,
-        applied_at: optional_time(row, 5)?,
-        following_since: optional_time(row, 6)?,
-    })
-}
-
-fn retired_row(row: &Row) -> Result<RetiredRow, ReadError> {
-    Ok(RetiredRow {
-        provider: provider(row, RETIRED_PROVIDER, None)?,
-        consumer: row.try_get(2)?,
-        action: decoded(row, 3, "retirement.action")?,
-        detail: row.try_get(4)?,
-        said_at: time(row, 5)?,
-        retire_at: optional_time(row, 6)?,
-    })
-}
-
-fn grant_row(row: &Row) -> Result<GrantRow, ReadError> {
-    Ok(GrantRow {
-        machine: row.try_get(0)?,
-        consumer: row.try_get(1)?,
-        provision: row.try_get(2)?,
-        from: row.try_get(3)?,
-        state: decoded(row, 4, "grant_event.kind")?,
-        address: row.try_get(5)?,
-        port: row.try_get(6)?,
-        failures: row.try_get(7)?,
-        failing_since: optional_time(row, 8)?,
-        last_reachable_at: optional_time(row, 9)?,
-        error: row.try_get(10)?,
-        reason: row.try_get(11)?,
-        said_at: time(row, 12)?,
-    })
 }

@@ -24,7 +24,7 @@ use mesh_protocol::event::{RepairOutcome, RetirementAction};
 use mesh_protocol::{Class, Event, ModuleId, NotOneOf, Timestamp};
 use serde::Serialize;
 
-pub use super::row::RepairsDone;
+pub use super::row::{Recoveries, RepairsDone};
 
 use super::reduce::Place;
 use super::Received;

@@ -286,6 +286,30 @@ pub struct RepairsDone {
     pub last_at: Timestamp,
 }
 
+/// What history says of a standing failing now, before its current
+/// interval and within the recurrence window (the store counts it): how
+/// often it recovered, and its last interval. What
+/// [`crate::report::history::recurrence`] is made of.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Recoveries {
+    /// The standing's provider.
+    pub provider: ModuleId,
+    /// Its consumer.
+    pub consumer: String,
+    /// Its recoveries within the window, each ending an interval that
+    /// began before the one it fails in now.
+    pub count: u64,
+    /// Those within the last hour.
+    pub within_hour: u64,
+    /// When the last of them came.
+    pub last_at: Timestamp,
+    /// When the interval it ended began, when known.
+    pub last_since: Option<Timestamp>,
+    /// That interval's class, when history has its beginning within the
+    /// window.
+    pub last_class: Option<Class>,
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

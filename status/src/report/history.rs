@@ -15,7 +15,10 @@
 //! - Recurrence: a standing failing now whose consumer recovered before
 //!   within the window is in its Nth interval there (N = the recoveries + 1).
 //!   One that recovered [`FLAPPING_AFTER`] times or more within the last
-//!   [`FLAPPING_WITHIN`] is *flapping*, said once as such.
+//!   [`FLAPPING_WITHIN`] is *flapping*, said once as such. The store counts
+//!   the recoveries of each standing in one read ([`Recoveries`]): only
+//!   those that ended an interval begun before the current one, and the
+//!   class of the last from its beginning within the window.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -23,7 +26,7 @@ use std::time::Duration;
 use mesh_protocol::{Class, ModuleId, Timestamp};
 use serde::Serialize;
 
-use crate::model::history::{Transition, TransitionKind};
+use crate::model::history::{Recoveries, Transition, TransitionKind};
 
 /// The default `--recurrence-window` of `status`: 7 days.
 pub const DEFAULT_RECURRENCE_WINDOW: Duration = Duration::from_secs(7 * 24 * 3600);
@@ -334,79 +337,45 @@ pub struct Recurrence {
     pub recovered_within_hour: u64,
 }
 
-/// The recurrence of a standing failing now in the interval that began at
-/// `since` (its first `since`), from its key's history `rows` (oldest
-/// first: `failing-began` and `recovered`), within `window` before `now`;
-/// `None` when it did not recover within the window before.
-pub fn recurrence(
-    rows: &[Transition],
-    since: Timestamp,
-    now: Timestamp,
-    window: Duration,
-) -> Option<Recurrence> {
-    let start = now.system_time().checked_sub(window)?;
-    let hour = now.system_time().checked_sub(FLAPPING_WITHIN);
-    let recovered: Vec<&Transition> = rows
-        .iter()
-        .filter(|t| t.kind == TransitionKind::Recovered)
-        .filter(|t| t.at.system_time() >= start && t.at <= now)
-        .filter(|t| t.since.is_none_or(|s| s < since))
-        .collect();
-    let last = *recovered.last()?;
-    let last_since = last.since;
-    let last_class = rows
-        .iter()
-        .rev()
-        .filter(|t| t.kind == TransitionKind::FailingBegan)
-        .find(|t| t.at <= last.at)
-        .and_then(|t| t.class);
-    let within_hour = recovered
-        .iter()
-        .filter(|t| hour.is_some_and(|h| t.at.system_time() >= h))
-        .count() as u64;
-    Some(Recurrence {
-        count: recovered.len() as u64 + 1,
+/// The recurrence of a standing failing now, from what the store counted
+/// of its history ([`Recoveries`]: its recoveries within `window`, each
+/// ending an interval before the current one).
+pub fn recurrence(r: &Recoveries, window: Duration) -> Recurrence {
+    Recurrence {
+        count: r.count + 1,
         window_seconds: window.as_secs(),
-        last_since,
-        last_until: last.at,
-        last_class,
-        last_seconds: last_since.map(|s| seconds(s, last.at)),
-        flapping: within_hour >= FLAPPING_AFTER,
-        recovered_within_hour: within_hour,
-    })
+        last_since: r.last_since,
+        last_until: r.last_at,
+        last_class: r.last_class,
+        last_seconds: r.last_since.map(|s| seconds(s, r.last_at)),
+        flapping: r.within_hour >= FLAPPING_AFTER,
+        recovered_within_hour: r.within_hour,
+    }
 }
 
-/// The history of the standings in scope, by (provider, consumer): what
-/// [`recurrence`] reads for each listed standing.
+/// What the store counted of the history of the standings listed, by
+/// (provider, consumer): what [`recurrence`] reads for each.
 #[derive(Clone, Debug, Default)]
 pub struct Recurrences {
-    by_key: HashMap<(ModuleId, String), Vec<Transition>>,
+    by_key: HashMap<(ModuleId, String), Recoveries>,
     window: Duration,
 }
 
 impl Recurrences {
-    /// From the store's rows (oldest first) read within `window`.
-    pub fn new(rows: Vec<Transition>, window: Duration) -> Recurrences {
-        let mut by_key: HashMap<(ModuleId, String), Vec<Transition>> = HashMap::new();
-        for t in rows {
-            if let (Some(p), Some(c)) = (&t.provider, &t.consumer) {
-                by_key.entry((p.clone(), c.clone())).or_default().push(t);
-            }
-        }
+    /// From the store's counts, read within `window`.
+    pub fn new(counted: Vec<Recoveries>, window: Duration) -> Recurrences {
+        let by_key = counted
+            .into_iter()
+            .map(|r| ((r.provider.clone(), r.consumer.clone()), r))
+            .collect();
         Recurrences { by_key, window }
     }
 
-    /// The recurrence of `provider`'s standing for `consumer`, failing
-    /// since `since`, at `now`.
-    pub fn of(
-        &self,
-        provider: &ModuleId,
-        consumer: &str,
-        since: Timestamp,
-        now: Timestamp,
-    ) -> Option<Recurrence> {
-        let rows = self.by_key.get(&(provider.clone(), consumer.to_owned()))?;
-        recurrence(rows, since, now, self.window)
+    /// The recurrence of `provider`'s standing for `consumer`, `None` for
+    /// one that did not recover within the window before.
+    pub fn of(&self, provider: &ModuleId, consumer: &str) -> Option<Recurrence> {
+        let r = self.by_key.get(&(provider.clone(), consumer.to_owned()))?;
+        Some(recurrence(r, self.window))
     }
 
     /// The window.
@@ -554,76 +523,43 @@ mod tests {
 
     #[test]
     fn recurrence_table() {
-        let now = ts("2026-11-29T12:00:00Z");
         let week = DEFAULT_RECURRENCE_WINDOW;
-        let current = "2026-11-29T11:00:00Z";
-        // (rows, current since, expected (count, flapping))
-        type Case<'a> = (Vec<Transition>, &'a str, Option<(u64, bool)>);
-        let cases: Vec<Case<'_>> = vec![
-            // A first failure.
-            (vec![began(current)], current, None),
-            // Failed and recovered once before: the 2nd time.
-            (
-                vec![
-                    began("2026-11-27T00:12:00Z"),
-                    recovered("2026-11-27T21:40:00Z", "2026-11-27T00:12:00Z"),
-                    began(current),
-                ],
-                current,
-                Some((2, false)),
-            ),
-            // Before the window: not counted.
-            (
-                vec![
-                    began("2026-11-20T00:12:00Z"),
-                    recovered("2026-11-21T21:40:00Z", "2026-11-20T00:12:00Z"),
-                    began(current),
-                ],
-                current,
-                None,
-            ),
-            // Three recoveries within the hour: flapping.
-            (
-                vec![
-                    recovered("2026-11-29T11:10:00Z", "2026-11-29T11:05:00Z"),
-                    recovered("2026-11-29T11:20:00Z", "2026-11-29T11:15:00Z"),
-                    recovered("2026-11-29T11:30:00Z", "2026-11-29T11:25:00Z"),
-                    began("2026-11-29T11:35:00Z"),
-                ],
-                "2026-11-29T11:35:00Z",
-                Some((4, true)),
-            ),
-            // Two within the hour: not yet.
-            (
-                vec![
-                    recovered("2026-11-29T11:20:00Z", "2026-11-29T11:15:00Z"),
-                    recovered("2026-11-29T11:30:00Z", "2026-11-29T11:25:00Z"),
-                ],
-                "2026-11-29T11:35:00Z",
-                Some((3, false)),
-            ),
+        let counted = |count: u64, within_hour: u64| Recoveries {
+            provider: ModuleId::parse("postgres@db-1").unwrap(),
+            consumer: "wiki".to_owned(),
+            count,
+            within_hour,
+            last_at: ts("2026-11-27T21:40:00Z"),
+            last_since: Some(ts("2026-11-27T00:12:00Z")),
+            last_class: Some(Class::CredentialsRejected),
+        };
+        // (recoveries, of them within the hour, expected (count, flapping))
+        let cases = [
+            (1, 0, (2, false)),
+            (2, 2, (3, false)),
+            (3, 3, (4, true)),
+            (5, 3, (6, true)),
+            (5, 2, (6, false)),
         ];
-        for (rows, since, expected) in cases {
-            let r = recurrence(&rows, ts(since), now, week);
-            assert_eq!(
-                r.as_ref().map(|r| (r.count, r.flapping)),
-                expected,
-                "{rows:?}"
-            );
+        for (count, hour, expected) in cases {
+            let r = recurrence(&counted(count, hour), week);
+            assert_eq!((r.count, r.flapping), expected, "{count} {hour}");
+            assert_eq!(r.recovered_within_hour, hour);
+            assert_eq!(r.window_seconds, 7 * 86_400);
         }
-        let r = recurrence(
-            &[
-                began("2026-11-27T00:12:00Z"),
-                recovered("2026-11-27T21:40:00Z", "2026-11-27T00:12:00Z"),
-            ],
-            ts(current),
-            now,
-            week,
-        )
-        .unwrap();
+        let r = recurrence(&counted(1, 0), week);
         assert_eq!(r.last_class, Some(Class::CredentialsRejected));
         assert_eq!(r.last_seconds, Some(21 * 3600 + 28 * 60));
-        assert_eq!(r.last_since, Some(ts("2026-11-27T00:12:00Z")));
+        assert_eq!(r.last_until, ts("2026-11-27T21:40:00Z"));
+        let unknown = Recoveries {
+            last_since: None,
+            ..counted(1, 0)
+        };
+        assert_eq!(recurrence(&unknown, week).last_seconds, None);
+        let by_key = Recurrences::new(vec![counted(1, 0)], week);
+        let provider = ModuleId::parse("postgres@db-1").unwrap();
+        assert_eq!(by_key.of(&provider, "wiki").map(|r| r.count), Some(2));
+        assert_eq!(by_key.of(&provider, "forge"), None);
     }
 
     #[test]

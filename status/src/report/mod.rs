@@ -214,6 +214,8 @@ pub fn filter(declaration: &Parsed, scope: &Scope, clock: &Clock, order: Order) 
         silent_before: Timestamp::from_system(silent_before),
         required: retired::required(&declaration.declaration, scope.machine()),
         order,
+        consumer: None,
+        per_group: None,
     }
 }
 
@@ -356,8 +358,7 @@ pub fn standing(row: FailingRow, clock: &Clock) -> Listed {
 /// A stored `failing` event as listed at `clock`, with its recurrence
 /// from the history of the standings in scope.
 pub fn recurring_standing(row: FailingRow, clock: &Clock, history: &Recurrences) -> Listed {
-    let since = row.first_since.unwrap_or(row.since);
-    let recurrence = history.of(&row.provider, &row.consumer, since, clock.now);
+    let recurrence = history.of(&row.provider, &row.consumer);
     Listed {
         recurrence,
         ..standing(row, clock)

@@ -6,20 +6,25 @@
 
 use std::fmt::Write as _;
 
-use mesh_protocol::ModuleId;
+use mesh_protocol::{Class, ModuleId};
 
 use super::{consumer_path, escape, link, machine_path, provider_path};
 use crate::render::human::{recurrence, Human};
 use crate::render::write_all;
 use crate::report::{Head, Listed};
+use crate::store::GroupCount;
 
 /// What the mesh page or a machine's page shows.
 #[derive(Clone, Copy, Debug)]
 pub struct Overview<'a> {
     /// The report's head (its `machine` set for a machine's page).
     pub head: &'a Head,
-    /// The standings listed, in cause order (by provider, class, error).
+    /// The standings listed, in cause order (by provider, class, error):
+    /// all of them, or at most [`GROUP_ITEMS`] of each provider and class.
     pub standings: &'a [Listed],
+    /// Each provider and class's count when `standings` is capped so (the
+    /// store counts them); empty when it holds every standing.
+    pub groups: &'a [GroupCount],
     /// The providers in scope, in order (each gets a link).
     pub providers: &'a [ModuleId],
     /// The machines to link to, in order.
@@ -91,14 +96,14 @@ pub(crate) fn standing_item(s: &Listed) -> String {
 /// How many standings of one provider and class the mesh page lists
 /// (the rest are counted, and on the provider's page): a mesh page stays
 /// small whatever fails.
-pub(crate) const GROUP_ITEMS: usize = 50;
+pub const GROUP_ITEMS: usize = 50;
 
 /// The standings of one provider failing for one class.
 type ClassGroup<'a> = (mesh_protocol::Class, Vec<&'a Listed>);
 
 /// The failing consumers grouped: one section per provider, within it one
 /// list per class.
-pub(crate) fn failing(standings: &[Listed]) -> String {
+pub(crate) fn failing(standings: &[Listed], counts: &[GroupCount]) -> String {
     if standings.is_empty() {
         return "<p class=\"none\">No consumer is failing.</p>\n".to_owned();
     }
@@ -115,28 +120,41 @@ pub(crate) fn failing(standings: &[Listed]) -> String {
         }
     }
     let mut out = String::new();
+    // A group's whole count: the store's, else the standings listed.
+    let count_of = |provider: &ModuleId, class: Class, listed: usize| {
+        counts
+            .iter()
+            .find(|(p, c, _)| p == provider && *c == class)
+            .map_or(listed, |(_, _, n)| {
+                usize::try_from(*n).unwrap_or(usize::MAX)
+            })
+    };
     for (provider, classes) in groups {
         let p = provider.to_string();
-        let count: usize = classes.iter().map(|(_, l)| l.len()).sum();
+        let count: usize = classes
+            .iter()
+            .map(|(c, l)| count_of(provider, *c, l.len()))
+            .sum();
         let _ = writeln!(
             out,
             "<section class=\"provider\"><h3>{} fails {count}</h3>",
             link(&provider_path(&p), &p)
         );
         for (class, list) in classes {
+            let n = count_of(provider, class, list.len());
             let _ = writeln!(
                 out,
-                "<h4 class=\"class\">{class} ({})</h4>\n<ul class=\"standings\">",
-                list.len()
+                "<h4 class=\"class\">{class} ({n})</h4>\n<ul class=\"standings\">"
             );
-            for s in list.iter().take(GROUP_ITEMS) {
+            let shown = list.len().min(GROUP_ITEMS);
+            for s in &list[..shown] {
                 out.push_str(&standing_item(s));
             }
-            if list.len() > GROUP_ITEMS {
+            if n > shown {
                 let _ = writeln!(
                     out,
                     "<li class=\"more\">… and {} more: see {}</li>",
-                    list.len() - GROUP_ITEMS,
+                    n - shown,
                     link(&provider_path(&p), &format!("{p}'s page"))
                 );
             }
@@ -164,7 +182,7 @@ pub fn overview(o: &Overview<'_>) -> String {
         escape(&head.sentence)
     );
     out.push_str("<h2>Failing</h2>\n");
-    out.push_str(&failing(o.standings));
+    out.push_str(&failing(o.standings, o.groups));
     let others = other_lines(head);
     if !others.is_empty() {
         out.push_str("<h2>Also</h2>\n<ul class=\"others\">\n");
@@ -265,6 +283,7 @@ mod tests {
         let html = overview(&Overview {
             head: &head(),
             standings: &standings,
+            groups: &[],
             providers: &providers,
             machines: &machines,
         });
@@ -303,13 +322,21 @@ mod tests {
                 )
             })
             .collect();
-        let html = failing(&standings);
+        let html = failing(&standings, &[]);
         assert_eq!(html.matches("<li class=\"failing\"").count(), GROUP_ITEMS);
         assert!(html.contains("unreachable (57)"), "{html}");
         assert!(
             html.contains("… and 7 more: see <a href=\"/provider/postgres@db-1\">postgres@db-1&#39;s page</a>"),
             "{html}"
         );
+        // Capped by the store: its counts are said, not the standings'.
+        let provider = ModuleId::parse("postgres@db-1").unwrap();
+        let counts = [(provider, Class::Unreachable, 1_000)];
+        let html = failing(&standings[..GROUP_ITEMS], &counts);
+        assert_eq!(html.matches("<li class=\"failing\"").count(), GROUP_ITEMS);
+        assert!(html.contains("postgres@db-1</a> fails 1000"), "{html}");
+        assert!(html.contains("unreachable (1000)"), "{html}");
+        assert!(html.contains("… and 950 more"), "{html}");
     }
 
     #[test]
@@ -321,6 +348,7 @@ mod tests {
         let html = overview(&Overview {
             head: &h,
             standings: &[],
+            groups: &[],
             providers: &[],
             machines: &[],
         });
