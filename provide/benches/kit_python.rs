@@ -17,7 +17,13 @@
 //! ```text
 //! cargo bench -p mesh-provide --bench kit_python
 //! MESH_BENCH_CONSUMERS=50,200 MESH_BENCH_RUNS=3 cargo bench -p mesh-provide --bench kit_python
+//! MESH_BENCH_HOOK=/elsewhere/redis-acl.py cargo bench -p mesh-provide --bench kit_python
 //! ```
+//!
+//! `MESH_BENCH_HOOK` takes another copy of the hook (with the
+//! `mesh_hook.py` it finds beside it) for both passes, the served one and
+//! the direct one (kit_python_direct.py imports its verbs), so that two
+//! kits or two versions of the hook can be compared by runs in turn.
 //!
 //! As a smoke (`MESH_BENCH_CONSUMERS=5 MESH_BENCH_RUNS=1 cargo test -p
 //! mesh-provide --bench kit_python`, a debug build) every call must
@@ -40,7 +46,10 @@ use mesh_test_support::RedisServer;
 async fn main() {
     let sizes = env_list("MESH_BENCH_CONSUMERS", &[50, 200, 1000]);
     let runs = env_list("MESH_BENCH_RUNS", &[9])[0].max(1);
-    let hook = repo().join("examples/hooks/redis-acl.py");
+    // MESH_BENCH_HOOK: another copy of the hook and its kit (module doc).
+    let hook = std::env::var_os("MESH_BENCH_HOOK")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| repo().join("examples/hooks/redis-acl.py"));
     let redis = RedisServer::start();
     let env = redis.hook_env();
     for (key, value) in &env {
