@@ -6,6 +6,7 @@ use std::hash::BuildHasher;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use futures::FutureExt;
@@ -150,7 +151,17 @@ impl<P: Provisioner> Attempts<P> {
         call: impl Future<Output = Result<(), P::Error>>,
         secret: &Secret,
     ) -> Result<(), Failed> {
-        match tokio::time::timeout(self.call_timeout, call).await {
+        // A call that answers at its first poll needs no timer: the timeout
+        // is armed when the call first waits (so it counts from then, not
+        // from before any work the call does before its first wait).
+        // Reading the clock and making a timer cost more than a quick
+        // call itself, and a pass makes two calls a consumer.
+        let mut call = std::pin::pin!(call);
+        let answered = match futures::poll!(call.as_mut()) {
+            Poll::Ready(answer) => Ok(answer),
+            Poll::Pending => tokio::time::timeout(self.call_timeout, call).await,
+        };
+        match answered {
             Ok(Ok(())) => Ok(()),
             Ok(Err(error)) => {
                 let text = error_text(&error);
