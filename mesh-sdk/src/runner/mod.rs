@@ -99,6 +99,8 @@ pub struct Runner<P: Provisioner> {
     served: Option<Arc<Contributions>>,
     /// Keys of the secrets' fingerprints (random per runner).
     fingerprints: foldhash::fast::RandomState,
+    /// The names the list being served lists.
+    listed: retiring::Listed,
 }
 
 impl<P: Provisioner> Runner<P> {
@@ -143,6 +145,7 @@ impl<P: Provisioner> Runner<P> {
             in_flight: None,
             served: None,
             fingerprints: foldhash::fast::RandomState::default(),
+            listed: retiring::Listed::default(),
         }
     }
 
