@@ -118,7 +118,7 @@ impl<P: Provisioner> Runner<P> {
         let held: NameRefs<'_> = held.iter().map(|h| &h.name).collect();
         let gone: Vec<Name> = self
             .entries
-            .keys()
+            .names()
             .filter(|name| !listed.contains(name) && !held.contains(name))
             .cloned()
             .collect();
