@@ -63,6 +63,8 @@ pub struct Provider {
     pub running: bool,
     /// Its consumers.
     pub truth: Vec<Truth>,
+    /// Its consumers broken or withdrawn: the others are in no trouble.
+    unsettled: std::collections::BTreeSet<usize>,
     /// When its own way to the bus (cut off, acks lost) was last back.
     pub path_back: Instant,
     /// Until when its way to the bus is cut or lossy.
@@ -164,6 +166,7 @@ impl World {
                     ],
                     path_back: t0,
                     path_until: t0,
+                    unsettled: Default::default(),
                 };
                 provider.write_contributions();
                 provider
@@ -296,23 +299,31 @@ impl World {
                 if truth.broken.is_none() {
                     truth.broken = Some((now, how));
                 }
+                provider.unsettled.insert(c);
             }
             Action::Heal { p, c } => {
                 let provider = &mut self.providers[p];
                 provider.backend.heal(c);
                 provider.truth[c].broken = None;
+                if provider.truth[c].listed_since.is_some() {
+                    provider.unsettled.remove(&c);
+                }
             }
             Action::Unlist { p, c } => {
                 let provider = &mut self.providers[p];
                 if provider.truth[c].listed_since.take().is_some() {
                     provider.write_contributions();
                 }
+                provider.unsettled.insert(c);
             }
             Action::Relist { p, c } => {
                 let provider = &mut self.providers[p];
                 if provider.truth[c].listed_since.is_none() {
                     provider.truth[c].listed_since = Some(now);
                     provider.write_contributions();
+                }
+                if provider.truth[c].broken.is_none() {
+                    provider.unsettled.remove(&c);
                 }
             }
             Action::Approve {
@@ -469,8 +480,10 @@ impl World {
         let now = Instant::now();
         for provider in &mut self.providers {
             let truths = &mut provider.truth;
+            let unsettled = &provider.unsettled;
             provider.backend.with(|b| {
-                for (c, truth) in truths.iter_mut().enumerate() {
+                for &c in unsettled {
+                    let truth = &mut truths[c];
                     let trouble = match truth.listed_since {
                         Some(_) => truth.broken.is_some(),
                         // Withdrawn: in trouble while the backend still holds it.
