@@ -248,31 +248,44 @@ impl Provisioner for SimBackend {
     }
 }
 
-/// Provider `p`'s minted secrets, one per consumer ([`secret_of`]).
+/// Provider `p`'s minted secrets, one per consumer ([`secret_of`]), kept
+/// one after the other in one string: a pass reads them in order.
 #[derive(Clone, Debug)]
 pub struct SimSecrets {
     p: usize,
-    made: Arc<[Secret]>,
+    all: Arc<str>,
+    /// Where each consumer's secret ends in `all`.
+    ends: Arc<[usize]>,
 }
 
 impl SimSecrets {
     /// The secrets of provider `p`'s `consumers` consumers.
     pub fn new(p: usize, consumers: usize) -> SimSecrets {
+        let mut all = String::new();
+        let mut ends = Vec::with_capacity(consumers);
+        for c in 0..consumers {
+            all.push_str(&secret_of(p, &consumer_name(c)));
+            ends.push(all.len());
+        }
         SimSecrets {
             p,
-            made: (0..consumers)
-                .map(|c| Secret::new(secret_of(p, &consumer_name(c))))
-                .collect(),
+            all: all.into(),
+            ends: ends.into(),
         }
     }
 }
 
 impl SecretSource for SimSecrets {
     fn read(&self, consumer: &Consumer) -> Result<Secret, SecretError> {
-        match index_of(&consumer.name).and_then(|c| self.made.get(c)) {
-            Some(secret) => Ok(secret.clone()),
-            None => Ok(Secret::new(secret_of(self.p, consumer.name.as_str()))),
-        }
+        let made = index_of(&consumer.name).and_then(|c| {
+            let end = *self.ends.get(c)?;
+            let start = c.checked_sub(1).map_or(0, |b| self.ends[b]);
+            Some(&self.all[start..end])
+        });
+        Ok(Secret::new(match made {
+            Some(secret) => secret.to_owned(),
+            None => secret_of(self.p, consumer.name.as_str()),
+        }))
     }
 }
 
