@@ -1,5 +1,8 @@
 //! The SDK's default classifier: an error's [`Class`] from its message.
 
+use std::sync::LazyLock;
+
+use aho_corasick::AhoCorasick;
 use mesh_protocol::Class;
 
 const CREDENTIALS: &[&str] = &[
@@ -55,26 +58,42 @@ const SECRET: &[&str] = &["secret-unreadable", "secret unreadable", "minted secr
 /// closed" is a refused login); anything unrecognised is [`Class::Refused`].
 pub fn classify_message(text: &str) -> Class {
     let lower = text.to_lowercase();
-    let has = |words: &[&str]| words.iter().any(|w| contains_word(&lower, w));
-    if has(SECRET) {
-        Class::SecretUnreadable
-    } else if has(CREDENTIALS) {
-        Class::CredentialsRejected
-    } else if has(UNREACHABLE) {
-        Class::Unreachable
-    } else {
-        Class::Refused
+    let (words, groups) = &*WORDS;
+    let mut found = [false; 3];
+    for m in words.find_overlapping_iter(lower.as_str()) {
+        if whole(&lower, m.start(), m.end()) {
+            found[groups[m.pattern().as_usize()]] = true;
+        }
+    }
+    match found {
+        [true, _, _] => Class::SecretUnreadable,
+        [_, true, _] => Class::CredentialsRejected,
+        [_, _, true] => Class::Unreachable,
+        _ => Class::Refused,
     }
 }
 
-/// `needle` occurs in `haystack` not glued to other letters or digits, so
-/// "401" does not match "14012" and "timeout" does not match "timeouts_total".
-fn contains_word(haystack: &str, needle: &str) -> bool {
+/// Every word of [`SECRET`], [`CREDENTIALS`] and [`UNREACHABLE`] in one
+/// automaton (an error is read once, not once a word), and each word's
+/// group: 0, 1 and 2 in that order.
+static WORDS: LazyLock<(AhoCorasick, Vec<usize>)> = LazyLock::new(|| {
+    let all = [SECRET, CREDENTIALS, UNREACHABLE];
+    let words = AhoCorasick::new(all.concat()).expect("the classifier's words make an automaton");
+    let groups = all
+        .iter()
+        .enumerate()
+        .flat_map(|(group, words)| std::iter::repeat_n(group, words.len()))
+        .collect();
+    (words, groups)
+});
+
+/// The match `start..end` of `haystack` is not glued to other letters or
+/// digits, so "401" does not match "14012" and "timeout" does not match
+/// "timeouts_total". Every occurrence is tried (overlapping ones too), so
+/// a word counts wherever it stands whole.
+fn whole(haystack: &str, start: usize, end: usize) -> bool {
     let alnum = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric());
-    haystack.match_indices(needle).any(|(at, _)| {
-        !alnum(haystack[..at].chars().next_back())
-            && !alnum(haystack[at + needle.len()..].chars().next())
-    })
+    !alnum(haystack[..start].chars().next_back()) && !alnum(haystack[end..].chars().next())
 }
 
 #[cfg(test)]
@@ -139,6 +158,61 @@ mod tests {
         assert_eq!(classify_message("row 14012 refused"), Class::Refused);
         assert_eq!(classify_message("metric timeouts_total=3"), Class::Refused);
         assert_eq!(classify_message("status 401"), Class::CredentialsRejected);
+    }
+
+    /// The classifier as it was written first: each word looked for on its own.
+    fn one_word_at_a_time(text: &str) -> Class {
+        fn contains_word(haystack: &str, needle: &str) -> bool {
+            let alnum = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric());
+            haystack.match_indices(needle).any(|(at, _)| {
+                !alnum(haystack[..at].chars().next_back())
+                    && !alnum(haystack[at + needle.len()..].chars().next())
+            })
+        }
+        let lower = text.to_lowercase();
+        let has = |words: &[&str]| words.iter().any(|w| contains_word(&lower, w));
+        if has(SECRET) {
+            Class::SecretUnreadable
+        } else if has(CREDENTIALS) {
+            Class::CredentialsRejected
+        } else if has(UNREACHABLE) {
+            Class::Unreachable
+        } else {
+            Class::Refused
+        }
+    }
+
+    #[test]
+    fn one_pass_over_all_words_says_what_each_word_on_its_own_said() {
+        let words: Vec<&str> = [SECRET, CREDENTIALS, UNREACHABLE].concat();
+        let glue = [
+            " ", "", "_", "x", "1", ": ", "\u{e9}", "\u{130}", "-", "TIMEOUT",
+        ];
+        let mut state = 7u64;
+        let mut next = |n: usize| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            usize::try_from(state >> 33).unwrap_or(0) % n
+        };
+        let mut classes = std::collections::HashSet::new();
+        for _ in 0..20_000 {
+            let mut text = String::new();
+            for _ in 0..next(4) + 1 {
+                text.push_str(glue[next(glue.len())]);
+                let word = words[next(words.len())];
+                // Sometimes only the start of a word.
+                match next(4) {
+                    0 => text.push_str(&word[..next(word.len()) + 1]),
+                    _ => text.push_str(word),
+                }
+            }
+            text.push_str(glue[next(glue.len())]);
+            let class = classify_message(&text);
+            assert_eq!(class, one_word_at_a_time(&text), "{text:?}");
+            classes.insert(class);
+        }
+        assert_eq!(classes.len(), 4, "{classes:?}");
     }
 
     #[test]

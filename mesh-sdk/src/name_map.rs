@@ -8,5 +8,8 @@ use mesh_protocol::Name;
 /// files, not from an attacker choosing collisions).
 pub(crate) type NameMap<V> = HashMap<Name, V, foldhash::fast::RandomState>;
 
+/// A set of names, with the hasher of [`NameMap`].
+pub(crate) type NameSet = HashSet<Name, foldhash::fast::RandomState>;
+
 /// A set of borrowed names, with the hasher of [`NameMap`].
-pub(crate) type NameSet<'a> = HashSet<&'a Name, foldhash::fast::RandomState>;
+pub(crate) type NameRefs<'a> = HashSet<&'a Name, foldhash::fast::RandomState>;

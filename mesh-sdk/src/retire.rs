@@ -140,7 +140,7 @@ impl Retirement {
     /// pass then counts for nothing and no action is taken.
     pub fn pass(
         &mut self,
-        listed: Option<&NameSet<'_>>,
+        listed: Option<&NameSet>,
         held: Option<&[Held]>,
         now: Instant,
         rules: &RetireRules,
@@ -253,7 +253,7 @@ mod tests {
         let gone = n("gone");
         let held = [Held::active(gone.clone()), Held::active(n("kept"))];
         let kept = n("kept");
-        let listed: NameSet<'_> = [&kept].into_iter().collect();
+        let listed: NameSet = [kept.clone()].into_iter().collect();
         let mut r = Retirement::new();
         let start = Instant::now();
         for i in 0..10_000u32 {
@@ -295,8 +295,8 @@ mod tests {
     fn relisted_while_pending_resets_the_count_and_cancels_the_countdown() {
         let a = n("a");
         let held = [Held::active(a.clone())];
-        let none: NameSet<'_> = NameSet::default();
-        let with_a: NameSet<'_> = [&a].into_iter().collect();
+        let none = NameSet::default();
+        let with_a: NameSet = [a.clone()].into_iter().collect();
         let mut r = Retirement::new();
         let start = Instant::now();
         let step = Duration::from_secs(300);
@@ -334,8 +334,8 @@ mod tests {
     #[test]
     fn relisted_when_retired_is_re_enabled() {
         let a = n("a");
-        let with_a: NameSet<'_> = [&a].into_iter().collect();
-        let none: NameSet<'_> = NameSet::default();
+        let with_a: NameSet = [a.clone()].into_iter().collect();
+        let none = NameSet::default();
         let mut r = Retirement::new();
         let now = Instant::now();
         assert_eq!(
@@ -363,7 +363,7 @@ mod tests {
     fn unreadable_passes_count_for_nothing() {
         let a = n("a");
         let held = [Held::active(a.clone())];
-        let none: NameSet<'_> = NameSet::default();
+        let none = NameSet::default();
         let mut r = Retirement::new();
         let start = Instant::now();
         // An hour of passes in which either input could not be read.
@@ -382,7 +382,7 @@ mod tests {
     #[test]
     fn no_longer_held_is_forgotten_and_its_countdown_cancelled() {
         let a = n("a");
-        let none: NameSet<'_> = NameSet::default();
+        let none = NameSet::default();
         let mut r = Retirement::new();
         let now = Instant::now();
         r.pass(Some(&none), Some(&[Held::active(a.clone())]), now, &rules());
@@ -412,7 +412,7 @@ mod tests {
     fn a_countdown_is_said_once_and_retiring_ends_it_silently() {
         let a = n("a");
         let mut held = [Held::active(a.clone())];
-        let none: NameSet<'_> = NameSet::default();
+        let none = NameSet::default();
         let mut r = Retirement::new();
         let start = Instant::now();
         let every = Duration::from_secs(60);
@@ -483,7 +483,7 @@ mod tests {
     #[test]
     fn listed_consumers_never_retire() {
         let a = n("a");
-        let with_a: NameSet<'_> = [&a].into_iter().collect();
+        let with_a: NameSet = [a.clone()].into_iter().collect();
         let mut r = Retirement::new();
         let start = Instant::now();
         for i in 0..1000u32 {

@@ -41,6 +41,7 @@ use tokio::time::Instant;
 
 use crate::cost::{Costs, Timer};
 use crate::status::{consumer_name, Status};
+use crate::store::Key;
 use crate::world::{secret_of, World, SECRET_PREFIX, SECRET_SUFFIX, SLACK};
 
 /// An invariant broken.
@@ -146,8 +147,9 @@ pub fn percentile(sorted: &[f64], p: f64) -> f64 {
 /// Checks the invariants; keeps what it needs between seconds.
 #[derive(Debug, Default)]
 pub struct Checker {
-    /// `(provider, consumer)` → newest standing event in the stream.
-    standings: BTreeMap<(String, String), Newest>,
+    /// The store's key (provider module, machine, consumer) → newest
+    /// standing event in the stream.
+    standings: BTreeMap<Key, Newest>,
     /// provider → newest `alive` in the stream.
     alive: BTreeMap<String, u64>,
     /// Every secret of the simulation.
@@ -504,14 +506,20 @@ impl Checker {
             let Some((machine, module, kind)) = parse_event_subject(&stored.subject) else {
                 continue;
             };
-            let provider = format!("{module}@{machine}");
             let Ok(event) = Event::parse(kind, &stored.body) else {
                 continue;
+            };
+            let key = |consumer: &mesh_protocol::Name| -> Key {
+                (
+                    module.to_string(),
+                    machine.to_string(),
+                    consumer.to_string(),
+                )
             };
             match (kind, event) {
                 (EventKind::Failing, Event::Failing(b)) => {
                     self.standings.insert(
-                        (provider, b.consumer.to_string()),
+                        key(&b.consumer),
                         Newest {
                             seq: stored.seq,
                             failing: true,
@@ -520,7 +528,7 @@ impl Checker {
                 }
                 (EventKind::Recovered, Event::Recovered(b)) => {
                     self.standings.insert(
-                        (provider, b.consumer.to_string()),
+                        key(&b.consumer),
                         Newest {
                             seq: stored.seq,
                             failing: false,
@@ -528,7 +536,7 @@ impl Checker {
                     );
                 }
                 (EventKind::Alive, _) => {
-                    self.alive.insert(provider, stored.seq);
+                    self.alive.insert(format!("{module}@{machine}"), stored.seq);
                 }
                 _ => {}
             }
@@ -542,18 +550,19 @@ impl Checker {
             return Ok(());
         }
         world.store.with(|t| {
-            for ((provider, consumer), newest) in &self.standings {
-                let (module, machine) = provider.split_once('@').unwrap_or_default();
-                let key = (module.to_owned(), machine.to_owned(), consumer.clone());
-                let failing = t.failing.get(&key).map(|(_, place)| place.seq);
-                let tomb = t.recovered.get(&key).map(|place| place.seq);
+            // Both in key order: each table is read once, alongside.
+            let (mut failings, mut tombs) = (t.failing.iter().peekable(), t.recovered.iter().peekable());
+            for (key, newest) in &self.standings {
+                let failing = seek(&mut failings, key).map(|(_, place)| place.seq);
+                let tomb = seek(&mut tombs, key).map(|place| place.seq);
                 let right = match newest.failing {
                     true => failing == Some(newest.seq),
                     false => failing.is_none() && tomb == Some(newest.seq),
                 };
                 if !right {
+                    let (module, machine, consumer) = key;
                     return Err(format!(
-                        "the stream's newest standing event of {consumer} at {provider} is {} (seq {}), the store holds failing {failing:?}, recovered {tomb:?}",
+                        "the stream's newest standing event of {consumer} at {module}@{machine} is {} (seq {}), the store holds failing {failing:?}, recovered {tomb:?}",
                         if newest.failing { "failing" } else { "recovered" },
                         newest.seq
                     ));
@@ -575,6 +584,16 @@ impl Checker {
             Ok(())
         })
     }
+}
+
+/// The value at `key` of the map `entries` reads, each key asked for once
+/// and in increasing order.
+fn seek<'a, V>(
+    entries: &mut std::iter::Peekable<std::collections::btree_map::Iter<'a, Key, V>>,
+    key: &Key,
+) -> Option<&'a V> {
+    while entries.next_if(|(k, _)| *k < key).is_some() {}
+    entries.next_if(|(k, _)| *k == key).map(|(_, v)| v)
 }
 
 #[cfg(test)]

@@ -162,11 +162,19 @@ mod tests {
         let Some(before) = thread_cpu() else {
             return; // not on Linux
         };
+        // The kernel adds up a thread's time at its ticks and switches, so
+        // work until a reading moves (at most two seconds).
+        let started = Instant::now();
         let mut x = 0u64;
-        for i in 0..5_000_000u64 {
-            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
-        }
-        let after = thread_cpu().expect("read once, read again");
+        let after = loop {
+            for i in 0..1_000_000u64 {
+                x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
+            }
+            let after = thread_cpu().expect("read once, read again");
+            if after > before || started.elapsed() > Duration::from_secs(2) {
+                break after;
+            }
+        };
         assert!(after > before, "{before:?} then {after:?} ({x})");
     }
 

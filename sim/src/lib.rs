@@ -20,6 +20,7 @@
 //! holds) and reported with its seed; `SEED=<n> cargo test -p mesh-sim`
 //! replays it.
 
+pub mod backend;
 pub mod bus;
 pub mod check;
 pub mod cost;

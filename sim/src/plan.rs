@@ -145,6 +145,38 @@ fn count(rng: &mut Rng, per_hour: u64, seconds: u64) -> u64 {
     rng.between(mean / 2, mean + mean / 2)
 }
 
+/// Points each heal of `steps` (in time order) at a consumer broken then,
+/// one of the provider's broken ones drawn from `rng` when the one drawn
+/// for it is not: a heal then always heals something, so a long run's
+/// broken consumers stay about as many as at its start instead of piling
+/// up (a break hits any consumer, a heal of a working one did nothing).
+/// A heal with none broken is kept as drawn (it does nothing).
+fn heal_the_broken(steps: &mut [Step], consumers: usize, rng: &mut Rng) {
+    let mut broken: std::collections::BTreeMap<usize, Vec<bool>> = Default::default();
+    for step in steps {
+        match &mut step.action {
+            Action::Break { p, c, .. } => {
+                broken.entry(*p).or_insert_with(|| vec![false; consumers])[*c] = true;
+            }
+            Action::Heal { p, c } => {
+                let Some(now) = broken.get_mut(p) else {
+                    continue;
+                };
+                if !now[*c] {
+                    let candidates: Vec<usize> = (0..consumers).filter(|&b| now[b]).collect();
+                    let pick = usize::try_from(rng.below(candidates.len() as u64)).unwrap_or(0);
+                    match candidates.get(pick) {
+                        Some(&b) => *c = b,
+                        None => continue,
+                    }
+                }
+                now[*c] = false;
+            }
+            _ => {}
+        }
+    }
+}
+
 impl Plan {
     /// The plan of `seed` for `shape`.
     pub fn draw(seed: u64, shape: &Shape) -> Plan {
@@ -257,6 +289,7 @@ impl Plan {
             });
         }
         steps.sort_by_key(|s| s.at);
+        heal_the_broken(&mut steps, m, &mut Rng::derive(seed, 3));
         Plan {
             seed,
             providers: n,
@@ -296,5 +329,51 @@ mod tests {
         let plan = Plan::draw(3, &shape);
         assert!(plan.steps.windows(2).all(|w| w[0].at <= w[1].at));
         assert_eq!(plan.without(&[0]).steps.len() + 1, plan.steps.len());
+    }
+
+    /// The broken consumers of each simulated hour's end, as the plan breaks
+    /// and heals them; asserts that every heal heals one broken then (when
+    /// its provider has one).
+    fn broken_by_hour(plan: &Plan) -> Vec<usize> {
+        let mut broken = vec![vec![false; plan.consumers]; plan.providers];
+        let mut hours = Vec::new();
+        for step in &plan.steps {
+            while step.at >= 3600 * (hours.len() as u64 + 1) {
+                hours.push(broken.iter().flatten().filter(|b| **b).count());
+            }
+            match step.action {
+                Action::Break { p, c, .. } => broken[p][c] = true,
+                Action::Heal { p, c } => {
+                    let any = broken[p].iter().any(|b| *b);
+                    assert!(broken[p][c] || !any, "{step} heals a working consumer");
+                    broken[p][c] = false;
+                }
+                _ => {}
+            }
+        }
+        hours
+    }
+
+    #[test]
+    fn a_heal_heals_a_broken_consumer_so_a_day_keeps_about_as_many_broken() {
+        let day = Shape {
+            providers: 1000,
+            consumers: 100,
+            seconds: 24 * 3600,
+            faults_per_hour: 12,
+            changes_per_hour: 4,
+            restarts_per_hour: 1,
+            clock_steps: true,
+            check_every: 60,
+        };
+        let hours = broken_by_hour(&Plan::draw(7, &day));
+        let (first, last) = (hours[0], hours[19]);
+        assert!(
+            last * 10 >= first * 8 && last * 10 <= first * 12,
+            "broken at the end of each hour: {hours:?}"
+        );
+        for seed in 0..20 {
+            broken_by_hour(&Plan::draw(seed, &Shape::default()));
+        }
     }
 }

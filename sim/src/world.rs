@@ -7,14 +7,14 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use mesh_protocol::{ModuleId, Name, Timestamp};
-use mesh_runtime::{Secret, Stop};
-use mesh_sdk::testing::{
-    FakeError, FakeProvisioner, Outbox, Runner, SecretError, SecretSource, WallClock,
-};
+use mesh_runtime::Stop;
+use mesh_sdk::testing::{FakeError, Outbox, Runner, WallClock};
 use mesh_status::model::Parsed;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+pub use crate::backend::{secret_of, SECRET_PREFIX, SECRET_SUFFIX};
+use crate::backend::{SimBackend, SimSecrets};
 use crate::bus::{drain, Bus, SimSink};
 use crate::cost::{Costs, Timer};
 use crate::plan::{Action, Break, Plan, Step};
@@ -40,7 +40,7 @@ pub struct Truth {
 
 /// A provider process's life.
 struct Run {
-    runner: Runner<FakeProvisioner>,
+    runner: Runner<SimBackend>,
     outbox: Arc<Outbox>,
     sink: Arc<SimSink>,
     next_pass: Instant,
@@ -54,7 +54,8 @@ pub struct Provider {
     /// Who it is.
     pub id: ModuleId,
     dir: tempfile::TempDir,
-    fake: FakeProvisioner,
+    backend: SimBackend,
+    secrets: SimSecrets,
     run: Option<Run>,
     /// Since when it runs (its newest start), or since when it is down.
     pub since: Instant,
@@ -62,31 +63,12 @@ pub struct Provider {
     pub running: bool,
     /// Its consumers.
     pub truth: Vec<Truth>,
+    /// Its consumers broken or withdrawn: the others are in no trouble.
+    unsettled: std::collections::BTreeSet<usize>,
     /// When its own way to the bus (cut off, acks lost) was last back.
     pub path_back: Instant,
     /// Until when its way to the bus is cut or lossy.
     pub path_until: Instant,
-}
-
-/// The minted secrets of the simulation (I5 looks for them everywhere).
-#[derive(Clone, Debug)]
-struct Secrets(usize);
-
-/// Consumer `c`'s minted secret at provider `p`.
-pub fn secret_of(p: usize, consumer: &str) -> String {
-    format!("{SECRET_PREFIX}{p}-{consumer}{SECRET_SUFFIX}")
-}
-
-/// How every secret of the simulation begins.
-pub const SECRET_PREFIX: &str = "s3cr3t-";
-
-/// How every secret of the simulation ends (a consumer's name holds no `Z`).
-pub const SECRET_SUFFIX: &str = "-Zq9";
-
-impl SecretSource for Secrets {
-    fn read(&self, consumer: &mesh_sdk::Consumer) -> Result<Secret, SecretError> {
-        Ok(Secret::new(secret_of(self.0, consumer.name.as_str())))
-    }
 }
 
 /// The world.
@@ -129,9 +111,6 @@ pub struct World {
     pub mid_pass_approvals: (u64, u64),
     /// The wall time its seconds took, by phase.
     pub costs: Costs,
-    /// Each consumer's name, by index (made once: the ground truth reads
-    /// them every second).
-    consumers: Vec<Name>,
 }
 
 fn name(s: &str) -> Name {
@@ -167,12 +146,14 @@ impl World {
             Rng::derive(plan.seed, 2),
             (t0, Timestamp::parse(T0).expect("T0").system_time()),
         );
+        let names = crate::backend::names(plan.consumers);
         let providers = (0..plan.providers)
             .map(|p| {
                 let provider = Provider {
                     id: ModuleId::new(name("pg"), name(&format!("db-{p}"))),
                     dir: tempfile::tempdir().expect("a temporary directory"),
-                    fake: FakeProvisioner::new(),
+                    backend: SimBackend::new(names.clone()),
+                    secrets: SimSecrets::new(p, plan.consumers),
                     run: None,
                     since: t0,
                     running: false,
@@ -185,16 +166,11 @@ impl World {
                     ],
                     path_back: t0,
                     path_until: t0,
+                    unsettled: Default::default(),
                 };
-                // The fake's log of calls is for hand-written tests; here it
-                // would grow by a hundred thousand lines a pass at scale.
-                provider.fake.with(|b| b.forget_calls = true);
                 provider.write_contributions();
                 provider
             })
-            .collect();
-        let consumers = (0..plan.consumers)
-            .map(|c| name(&consumer_name(c)))
             .collect();
         let mut world = World {
             declaration: declaration(plan.providers, plan.consumers),
@@ -217,7 +193,6 @@ impl World {
             follow_back: t0,
             mid_pass_approvals: (0, 0),
             costs: Costs::default(),
-            consumers,
         };
         for p in 0..world.providers.len() {
             world.start(p, 0);
@@ -241,13 +216,13 @@ impl World {
         let outbox = Arc::new(Outbox::new());
         let provider = &mut self.providers[p];
         let runner = Runner::new(
-            provider.fake.clone(),
+            provider.backend.clone(),
             provider.dir.path().join("contributions.json"),
             self.timings.settings,
             Arc::clone(&outbox),
         )
         .with_clock(clock)
-        .with_secrets(Arc::new(Secrets(p)));
+        .with_secrets(Arc::new(provider.secrets.clone()));
         provider.run = Some(Run {
             runner,
             outbox,
@@ -304,49 +279,51 @@ impl World {
         match step.action {
             Action::Break { p, c, how } => {
                 let provider = &mut self.providers[p];
-                let consumer = name(&consumer_name(c));
-                provider.fake.with(|b| {
-                    b.fail_check.remove(&consumer);
-                    b.fail_ensure.remove(&consumer);
-                    match how {
-                        Break::Check => b.fail_check.insert(
-                            consumer.clone(),
-                            FakeError::words(format!(
-                                "password authentication failed for user \"{consumer}\" with password \"{}\"",
-                                secret_of(p, consumer.as_str())
-                            )),
-                        ),
-                        Break::Ensure => b.fail_ensure.insert(
-                            consumer.clone(),
-                            FakeError::words("could not connect to server: Connection refused"),
-                        ),
-                    };
-                });
+                let consumer = consumer_name(c);
+                match how {
+                    Break::Check => provider.backend.fail(
+                        c,
+                        false,
+                        FakeError::words(format!(
+                            "password authentication failed for user \"{consumer}\" with password \"{}\"",
+                            secret_of(p, &consumer)
+                        )),
+                    ),
+                    Break::Ensure => provider.backend.fail(
+                        c,
+                        true,
+                        FakeError::words("could not connect to server: Connection refused"),
+                    ),
+                }
                 let truth = &mut provider.truth[c];
                 if truth.broken.is_none() {
                     truth.broken = Some((now, how));
                 }
+                provider.unsettled.insert(c);
             }
             Action::Heal { p, c } => {
                 let provider = &mut self.providers[p];
-                let consumer = name(&consumer_name(c));
-                provider.fake.with(|b| {
-                    b.fail_check.remove(&consumer);
-                    b.fail_ensure.remove(&consumer);
-                });
+                provider.backend.heal(c);
                 provider.truth[c].broken = None;
+                if provider.truth[c].listed_since.is_some() {
+                    provider.unsettled.remove(&c);
+                }
             }
             Action::Unlist { p, c } => {
                 let provider = &mut self.providers[p];
                 if provider.truth[c].listed_since.take().is_some() {
                     provider.write_contributions();
                 }
+                provider.unsettled.insert(c);
             }
             Action::Relist { p, c } => {
                 let provider = &mut self.providers[p];
                 if provider.truth[c].listed_since.is_none() {
                     provider.truth[c].listed_since = Some(now);
                     provider.write_contributions();
+                }
+                if provider.truth[c].broken.is_none() {
+                    provider.unsettled.remove(&c);
                 }
             }
             Action::Approve {
@@ -501,15 +478,16 @@ impl World {
     /// Who is in trouble now (the ground truth I2 reads).
     fn note_trouble(&mut self) {
         let now = Instant::now();
-        let names = &self.consumers;
         for provider in &mut self.providers {
             let truths = &mut provider.truth;
-            provider.fake.with(|b| {
-                for (truth, name) in truths.iter_mut().zip(names) {
+            let unsettled = &provider.unsettled;
+            provider.backend.with(|b| {
+                for &c in unsettled {
+                    let truth = &mut truths[c];
                     let trouble = match truth.listed_since {
                         Some(_) => truth.broken.is_some(),
                         // Withdrawn: in trouble while the backend still holds it.
-                        None => b.provisions.get(name).is_some_and(|p| !p.retired),
+                        None => b.active(c),
                     };
                     if trouble {
                         truth.trouble_at = Some(now);

@@ -6,6 +6,9 @@ use std::time::Instant;
 use mesh_sim::plan::Shape;
 use mesh_sim::{hours, replay_from_env, run_seed, sweep};
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn env(name: &str, default: u64) -> u64 {
     std::env::var(name)
         .ok()

@@ -14,6 +14,7 @@
 
 mod admin;
 mod attempt;
+mod entries;
 mod herald;
 mod repairing;
 mod retiring;
@@ -30,7 +31,6 @@ use tokio::time::Instant;
 use crate::contributions::{Consumer, Contributions, Source};
 use crate::fault::{AdminSeen, FaultWatch};
 use crate::metrics::{ConsumerStates, LoopMetrics};
-use crate::name_map::NameMap;
 use crate::provisioner::Provisioner;
 use crate::repair::{FaultState, KnownFault};
 use crate::retire::Retirement;
@@ -38,6 +38,7 @@ use crate::secret::{FileSecrets, SecretSource};
 use crate::settings::Settings;
 use crate::standing::{Outcome, Publish, Standing};
 
+use entries::Entry;
 pub use serve::{run, run_until, RunError};
 
 /// What one pass did.
@@ -55,22 +56,12 @@ pub struct PassReport {
     pub gated: bool,
 }
 
-/// What the loop remembers of one consumer since start.
-#[derive(Debug)]
-struct Entry {
-    standing: Standing,
-    machine: Name,
-    provision: String,
-    /// The fingerprint of the secret of its last success since start.
-    secret: Option<u64>,
-}
-
 /// The loop's state for one provider.
 pub struct Runner<P: Provisioner> {
     provisioner: Arc<P>,
     settings: Settings,
     source: Source,
-    entries: NameMap<Entry>,
+    entries: entries::Entries<Entry>,
     retirement: Retirement,
     /// Consumers re-enabled since their entry was forgotten (at their
     /// retirement): their next entry starts as after a success.
@@ -99,6 +90,8 @@ pub struct Runner<P: Provisioner> {
     served: Option<Arc<Contributions>>,
     /// Keys of the secrets' fingerprints (random per runner).
     fingerprints: foldhash::fast::RandomState,
+    /// The names the list being served lists.
+    listed: retiring::Listed,
 }
 
 impl<P: Provisioner> Runner<P> {
@@ -130,7 +123,7 @@ impl<P: Provisioner> Runner<P> {
             provisioner: Arc::new(provisioner),
             settings,
             source: Source::new(contributions),
-            entries: NameMap::default(),
+            entries: entries::Entries::default(),
             retirement: Retirement::new(),
             re_enabled: std::collections::HashSet::new(),
             outbox,
@@ -143,6 +136,7 @@ impl<P: Provisioner> Runner<P> {
             in_flight: None,
             served: None,
             fingerprints: foldhash::fast::RandomState::default(),
+            listed: retiring::Listed::default(),
         }
     }
 
@@ -354,14 +348,23 @@ impl<P: Provisioner> Runner<P> {
                 report.failed += 1;
                 rejected |= *class == Class::CredentialsRejected;
             }
-            let (published, state) =
-                self.observe(&contributions.provider, consumer, result, synced, now);
+            let (published, state) = self.observe(
+                &contributions.provider,
+                (index, consumer),
+                result,
+                synced,
+                now,
+            );
             report.published += published;
             match state {
                 State::Ok => states.ok += 1,
                 State::FailingUnsaid => states.failing_unsaid += 1,
                 State::Failing => states.failing += 1,
             }
+        }
+        if !synced {
+            self.entries
+                .arrange(contributions.consumers.iter().map(|c| &c.name));
         }
         self.served = Some(Arc::clone(&contributions));
         if rejected && !report.gated {
@@ -400,18 +403,19 @@ impl<P: Provisioner> Runner<P> {
         Arc::clone(&self.herald)
     }
 
-    /// Feeds one consumer's outcome to its standing; returns events published and
-    /// the consumer's state after it. `synced`: the consumer's entry, if it
-    /// has one, was made or updated from this very list.
+    /// Feeds the outcome of the list's `index`th consumer to its standing;
+    /// returns events published and the consumer's state after it.
+    /// `synced`: the consumer's entry, if it has one, was made or updated
+    /// from this very list (and is at its place in the list's order).
     fn observe(
         &mut self,
         provider: &ModuleId,
-        consumer: &Consumer,
+        (index, consumer): (usize, &Consumer),
         result: Result<attempt::Served, (Class, String)>,
         synced: bool,
         now: Instant,
     ) -> (usize, State) {
-        let entry = match self.entries.get_mut(&consumer.name) {
+        let entry = match self.entries.at_mut(index, &consumer.name) {
             Some(entry) if synced => entry,
             Some(entry) => {
                 if entry.machine != consumer.machine {
@@ -422,10 +426,9 @@ impl<P: Provisioner> Runner<P> {
                 }
                 entry
             }
-            None => self
-                .entries
-                .entry(consumer.name.clone())
-                .or_insert_with(|| Entry {
+            None => self.entries.insert(
+                consumer.name.clone(),
+                Entry {
                     standing: match self.re_enabled.remove(&consumer.name) {
                         true => Standing::re_enabled(),
                         false => Standing::new(),
@@ -433,7 +436,8 @@ impl<P: Provisioner> Runner<P> {
                     machine: consumer.machine.clone(),
                     provision: consumer.provision.clone(),
                     secret: None,
-                }),
+                },
+            ),
         };
         let due = match &result {
             Ok(served) => {

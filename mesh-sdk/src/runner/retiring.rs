@@ -13,7 +13,7 @@ use super::{publish, standing_event, Runner};
 use crate::classify::classify_message;
 use crate::contributions::Contributions;
 use crate::fault::AdminSeen;
-use crate::name_map::NameSet;
+use crate::name_map::{NameRefs, NameSet};
 use crate::provisioner::{Held, Provisioner};
 use crate::retire::{Action, Approval};
 use crate::standing::Standing;
@@ -26,13 +26,13 @@ impl<P: Provisioner> Runner<P> {
     /// not be read, and the pass counts for nothing); retire, re-enable.
     pub(super) async fn retirement_actions(
         &mut self,
-        contributions: &Contributions,
+        contributions: &Arc<Contributions>,
         fresh: bool,
         held: Option<&[Held]>,
     ) -> usize {
-        let listed: NameSet<'_> = contributions.listed().collect();
+        let listed = self.listed.of(contributions);
         let actions = self.retirement.pass(
-            fresh.then_some(&listed),
+            fresh.then_some(listed),
             held,
             Instant::now(),
             &self.settings.retire,
@@ -95,39 +95,30 @@ impl<P: Provisioner> Runner<P> {
     /// After the attempts: withdrawn consumers the backend does not hold.
     pub(super) fn withdrawn_after(
         &mut self,
-        contributions: &Contributions,
+        contributions: &Arc<Contributions>,
         held: &[Held],
     ) -> usize {
-        let listed: NameSet<'_> = contributions.listed().collect();
-        self.withdrawn(
-            &contributions.provider,
-            &listed,
-            contributions.consumers.len(),
-            held,
-        )
+        // Every served consumer has a standing (each is observed every
+        // pass), so a standing of a consumer not listed exists only when
+        // there are more standings than served consumers.
+        if self.entries.len() <= contributions.consumers.len() {
+            return 0;
+        }
+        let mut listed = std::mem::take(&mut self.listed);
+        let published = self.withdrawn(&contributions.provider, listed.of(contributions), held);
+        self.listed = listed;
+        published
     }
 
     /// Consumers no longer listed that the backend does not hold (never
     /// made, or removed by a person): nothing to retire. A `failing` said
     /// for one is answered by `recovered` (`withdrawn`); its standing is
     /// forgotten either way. Only on a pass whose file and held list were read.
-    fn withdrawn(
-        &mut self,
-        provider: &ModuleId,
-        listed: &NameSet<'_>,
-        served: usize,
-        held: &[Held],
-    ) -> usize {
-        // Every served consumer has a standing (each is observed every
-        // pass), so a standing of a consumer not listed exists only when
-        // there are more standings than served consumers.
-        if self.entries.len() <= served {
-            return 0;
-        }
-        let held: NameSet<'_> = held.iter().map(|h| &h.name).collect();
+    fn withdrawn(&mut self, provider: &ModuleId, listed: &NameSet, held: &[Held]) -> usize {
+        let held: NameRefs<'_> = held.iter().map(|h| &h.name).collect();
         let gone: Vec<Name> = self
             .entries
-            .keys()
+            .names()
             .filter(|name| !listed.contains(name) && !held.contains(name))
             .cloned()
             .collect();
@@ -442,5 +433,26 @@ impl<P: Provisioner> Runner<P> {
                 }
             }
         }
+    }
+}
+
+/// The names a contributions list lists (served and held back), made once
+/// per list rather than twice a pass: retirement looks every held
+/// provision up in it, and a list stays the same pass after pass until
+/// the file changes.
+#[derive(Debug, Default)]
+pub(super) struct Listed {
+    of: Option<Arc<Contributions>>,
+    names: NameSet,
+}
+
+impl Listed {
+    /// The names `list` lists.
+    fn of(&mut self, list: &Arc<Contributions>) -> &NameSet {
+        if !self.of.as_ref().is_some_and(|of| Arc::ptr_eq(of, list)) {
+            self.names = list.listed().cloned().collect();
+            self.of = Some(Arc::clone(list));
+        }
+        &self.names
     }
 }
