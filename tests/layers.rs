@@ -284,6 +284,7 @@ const CRATES: &[(&str, Tables)] = &[
                 &["rng", "store", "cost", "timings"],
                 &["plan", "bus"],
                 &["status"],
+                &["backend"],
                 &["world"],
                 &["check"],
             ],
