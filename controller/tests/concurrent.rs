@@ -9,7 +9,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use mesh_controller::{migrate, DatabaseOptions, PgStore};
+mod common;
+
+use mesh_controller::{migrate, PgStore};
 use mesh_protocol::subject::event_subject;
 use mesh_protocol::{EventKind, Name};
 use mesh_status::link::decode;
@@ -114,20 +116,8 @@ async fn stored(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_controllers_applying_overlapping_rounds_in_opposite_orders_agree_with_one() {
     let pg = PgCluster::start();
-    let conninfo = pg.create_database("store").await;
-    let options = DatabaseOptions::new(
-        &format!(
-            "host=127.0.0.1 port={} user=postgres dbname=store",
-            pg.port()
-        ),
-        Some(&pg.superuser_password_file()),
-    )
-    .unwrap();
+    let (options, client) = common::store_at(&pg, "store").await;
     migrate(&options).await.unwrap();
-    let (client, connection) = tokio_postgres::connect(&conninfo, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(connection);
 
     // Rounds that failed and were tried again: none, since rounds lock their
     // keys in one order.

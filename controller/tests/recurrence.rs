@@ -6,7 +6,10 @@
 
 use std::time::Duration;
 
-use mesh_controller::{migrate, DatabaseOptions, PgStore};
+mod common;
+
+use common::store_at;
+use mesh_controller::{migrate, PgStore};
 use mesh_protocol::{Class, ModuleId, Timestamp};
 use mesh_status::model::history::Recoveries;
 use mesh_status::store::{Order, StatusFilter};
@@ -20,20 +23,8 @@ fn ts(s: &str) -> Timestamp {
 }
 
 async fn store(pg: &PgCluster, db: &str) -> (PgStore, tokio_postgres::Client) {
-    let conninfo = pg.create_database(db).await;
-    let options = DatabaseOptions::new(
-        &format!(
-            "host=127.0.0.1 port={} user=postgres dbname={db}",
-            pg.port()
-        ),
-        Some(&pg.superuser_password_file()),
-    )
-    .unwrap();
+    let (options, admin) = store_at(pg, db).await;
     migrate(&options).await.unwrap();
-    let (admin, connection) = tokio_postgres::connect(&conninfo, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(connection);
     (PgStore::new(options), admin)
 }
 

@@ -8,7 +8,9 @@
 
 use std::time::Duration;
 
-use mesh_controller::{migrate, DatabaseOptions, PgStore};
+mod common;
+
+use mesh_controller::{migrate, PgStore};
 use mesh_protocol::event::{Alive, Failing, Recovered, RecoveredReason, VERSION};
 use mesh_protocol::{Class, Event, ModuleId, Name, Timestamp};
 use mesh_sim::rng::Rng;
@@ -118,14 +120,7 @@ async fn the_in_memory_store_reads_as_postgres_does() {
     for seed in 0..40 {
         let db = format!("seed{seed}");
         pg.create_database(&db).await;
-        let options = DatabaseOptions::new(
-            &format!(
-                "host=127.0.0.1 port={} user=postgres dbname={db}",
-                pg.port()
-            ),
-            Some(&pg.superuser_password_file()),
-        )
-        .unwrap();
+        let options = common::options_of(&pg, &db);
         migrate(&options).await.unwrap();
         let mut postgres = PgStore::new(options);
         let mut memory = MemStore::new(tokio::time::Instant::now(), std::time::SystemTime::now());

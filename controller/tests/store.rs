@@ -5,6 +5,9 @@ use std::process::Command;
 use std::time::Duration;
 
 use mesh_controller::{exit, run, Cli, Io, EXIT_CANNOT, EXIT_OK};
+mod common;
+
+use common::store_at;
 use mesh_controller::{migrate, DatabaseOptions, PgStore};
 use mesh_protocol::event::RecoveredReason;
 use mesh_protocol::event::{
@@ -121,23 +124,6 @@ fn repair(provider: &str, fault: &str, outcome: RepairOutcome, said: u32, seq: u
             said_at: at(said),
         }),
     }
-}
-
-async fn store_at(pg: &PgCluster, db: &str) -> (DatabaseOptions, tokio_postgres::Client) {
-    let conninfo = pg.create_database(db).await;
-    let options = DatabaseOptions::new(
-        &format!(
-            "host=127.0.0.1 port={} user=postgres dbname={db}",
-            pg.port()
-        ),
-        Some(&pg.superuser_password_file()),
-    )
-    .unwrap();
-    let (admin, connection) = tokio_postgres::connect(&conninfo, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(connection);
-    (options, admin)
 }
 
 /// `consumer -> attempts` of every failing row of `provider`.
