@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use mesh_protocol::Timestamp;
 use mesh_status::render::history::{human, json, HistoryReport};
-use mesh_status::report::history::{entries, summaries};
+use mesh_status::report::history::{entries, summaries, window_start};
 use mesh_status::store::HistoryFilter;
 
 use super::error::CliError;
@@ -30,21 +30,14 @@ pub(super) async fn run(
     as_json: bool,
 ) -> Result<(), CliError> {
     let mut store = PgStore::new(cli.database_options()?);
-    let start = |now: Timestamp| {
-        Timestamp::from_system(
-            now.system_time()
-                .checked_sub(since)
-                .unwrap_or(std::time::UNIX_EPOCH),
-        )
-    };
-    filter.since = start(now);
+    filter.since = window_start(now, since);
     let (rows, now) = store.read_history(&filter).await.map_err(CliError::Read)?;
     let entries = entries(&rows, now);
-    let window_start = start(now);
+    let start = window_start(now, since);
     let report = HistoryReport {
-        since: window_start,
+        since: start,
         now,
-        consumers: summaries(&entries, window_start, now),
+        consumers: summaries(&entries, start, now),
         entries,
     };
     let write = if as_json { json } else { human };

@@ -7,7 +7,7 @@ use std::time::Duration;
 use mesh_protocol::{ModuleId, Name, Timestamp};
 use mesh_status::model::{AliveRow, Parsed};
 use mesh_status::render::html::{detail, mesh, notice, Page};
-use mesh_status::report::history::{entries, summaries};
+use mesh_status::report::history::{entries, summaries, window_start};
 use mesh_status::report::{self, Clock, Head, Listed, Recurrences, Scope};
 use mesh_status::store::{GroupCount, HistoryFilter, Order, StatusFilter};
 
@@ -89,14 +89,6 @@ pub(crate) struct Pages {
 /// shows of each provider and class.
 fn capped(filter: &mut StatusFilter) {
     filter.per_group = Some(u32::try_from(mesh::GROUP_ITEMS).unwrap_or(u32::MAX));
-}
-
-fn before(now: Timestamp, span: Duration) -> Timestamp {
-    Timestamp::from_system(
-        now.system_time()
-            .checked_sub(span)
-            .unwrap_or(std::time::UNIX_EPOCH),
-    )
 }
 
 impl Pages {
@@ -307,11 +299,11 @@ impl Pages {
             consumer: Some((consumer.clone(), Some(machine.clone()))),
             provider: None,
             machine: None,
-            since: before(now, span),
+            since: window_start(now, span),
         };
         let (rows, store_now) = store.read_history(&filter).await?;
         let entries = entries(&rows, store_now);
-        let sums = summaries(&entries, before(store_now, span), store_now);
+        let sums = summaries(&entries, window_start(store_now, span), store_now);
         let main = detail::consumer(&detail::ConsumerView {
             consumer: &consumer,
             machine: &machine,

@@ -15,7 +15,7 @@ use super::rows::{decoded, optional_time, time, ReadError};
 use super::PgError;
 use mesh_status::model::history::{Recoveries, RepairsDone, Transition};
 use mesh_status::model::reduce::Place;
-use mesh_status::report::history::FLAPPING_WITHIN;
+use mesh_status::report::history::{window_start, FLAPPING_WITHIN};
 use mesh_status::store::HistoryFilter;
 
 /// The columns a transition is read from, in [`transition_row`]'s order.
@@ -246,7 +246,7 @@ impl StatusRead {
     /// [`PgError`] when the store breaks off, does not answer in time, or
     /// holds a value this release cannot read.
     pub async fn count_repairs(&mut self, now: Timestamp, window: Duration) -> Result<(), PgError> {
-        let since: SystemTime = before(now, window);
+        let since: SystemTime = window_start(now, window).system_time();
         let params: [&(dyn ToSql + Sync); 3] = [&self.providers, &self.machine, &since];
         let work = async {
             let rows = self.client.query(REPAIRS_DONE, &params).await?;
@@ -289,8 +289,8 @@ impl StatusRead {
         now: Timestamp,
         window: Duration,
     ) -> Result<Vec<Recoveries>, PgError> {
-        let (start, until) = (before(now, window), now.system_time());
-        let hour = before(now, FLAPPING_WITHIN);
+        let (start, until) = (window_start(now, window).system_time(), now.system_time());
+        let hour = window_start(now, FLAPPING_WITHIN).system_time();
         let keys = self.listed_keys();
         let of_keys = keys.is_some();
         let statement = recoveries(if of_keys { OF_KEYS } else { IN_SCOPE });
@@ -328,12 +328,6 @@ impl StatusRead {
             }),
         }
     }
-}
-
-fn before(now: Timestamp, span: Duration) -> SystemTime {
-    now.system_time()
-        .checked_sub(span)
-        .unwrap_or(std::time::UNIX_EPOCH)
 }
 
 fn recoveries_row(row: &Row) -> Result<Recoveries, ReadError> {

@@ -384,6 +384,17 @@ impl Recurrences {
     }
 }
 
+/// Where a window of `span` ending at `now` begins (the epoch for a span
+/// the clock cannot go back by): what `history --since`, the recurrence
+/// window and a consumer's page read from.
+pub fn window_start(now: Timestamp, span: Duration) -> Timestamp {
+    Timestamp::from_system(
+        now.system_time()
+            .checked_sub(span)
+            .unwrap_or(std::time::UNIX_EPOCH),
+    )
+}
+
 /// `1st`, `2nd`, `3rd`, `4th`, … `11th`, `12th`, `13th`, `21st`.
 pub fn ordinal(n: u64) -> String {
     let suffix = match (n % 10, n % 100) {
@@ -560,6 +571,16 @@ mod tests {
         let provider = ModuleId::parse("postgres@db-1").unwrap();
         assert_eq!(by_key.of(&provider, "wiki").map(|r| r.count), Some(2));
         assert_eq!(by_key.of(&provider, "forge"), None);
+    }
+
+    #[test]
+    fn a_window_begins_its_span_before_now() {
+        let now = ts("2026-11-29T12:00:00Z");
+        assert_eq!(
+            window_start(now, DEFAULT_RECURRENCE_WINDOW),
+            ts("2026-11-22T12:00:00Z")
+        );
+        assert_eq!(window_start(now, Duration::ZERO), now);
     }
 
     #[test]
