@@ -4,9 +4,21 @@
 //! prepared, one transaction per event, one client like the link's one
 //! connection) on the same server in the same run.
 //!
+//! Both write every row: pgbench on keys of its own (providers
+//! `pgbench0`…, so the link's events never meet a newer row of pgbench's
+//! and skip it), its events taking rising sequences (each newer than the
+//! row it meets). The store is analyzed after pgbench, so the link plans
+//! its statements for a store of that size.
+//!
+//! The test cluster runs with `fsync = off`, where a commit costs almost
+//! nothing and one event a transaction is at its best; a production server
+//! flushes each commit. The default batch is measured again with `fsync =
+//! on` (pgbench too), where a batch's one commit a round counts.
+//!
 //! ```text
 //! cargo bench -p mesh-controller --bench ingest
 //! MESH_BENCH_EVENTS=50000 MESH_BENCH_SECONDS=20 cargo bench -p mesh-controller --bench ingest
+//! MESH_BENCH_STATEMENTS=1 cargo bench -p mesh-controller --bench ingest   # and the server's statements
 //! ```
 
 mod common;
@@ -25,11 +37,9 @@ const PGBENCH: &str = "/usr/lib/postgresql/15/bin/pgbench";
 /// pgbench running the failing upsert for `seconds`; returns its tps.
 fn pgbench(pg: &mesh_test_support::PgCluster, seconds: u64) -> f64 {
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut sql = String::from(
-        "\\set c random(0, 4999)\n\\set p random(0, 9)\n\\set seq random(1, 1000000000)\n",
-    );
+    let mut sql = String::from("\\set c random(0, 4999)\n\\set p random(0, 9)\n");
     let values = [
-        "('p' || :p)",
+        "('pgbench' || :p)",
         "'db-1'",
         "('c' || :c)",
         "'app-1'",
@@ -39,7 +49,7 @@ fn pgbench(pg: &mesh_test_support::PgCluster, seconds: u64) -> f64 {
         "'2026-10-05T00:04:00Z'::timestamptz",
         "61::bigint",
         "now()",
-        ":seq::bigint",
+        "nextval('pgbench_seq')",
         "1::bigint",
         "now()",
         "'2026-10-05T00:04:00Z'::timestamptz",
@@ -82,6 +92,109 @@ fn pgbench(pg: &mesh_test_support::PgCluster, seconds: u64) -> f64 {
         .unwrap_or_else(|| panic!("no tps in pgbench output: {text}"))
 }
 
+/// The link's runs, one after the other over the same stream and store.
+struct Link<'a> {
+    client: &'a async_nats::Client,
+    js: &'a jetstream::Context,
+    setup_store: &'a mut PgStore,
+    options: &'a mesh_controller::DatabaseOptions,
+    db: &'a tokio_postgres::Client,
+    /// Whether the server's statements are printed after each run.
+    statements: bool,
+    /// The first event of the next run.
+    first: u64,
+}
+
+impl Link<'_> {
+    /// Publishes `count` events and follows them into the store with
+    /// `batch`; returns events/s.
+    async fn run(&mut self, batch: usize, count: u64) -> f64 {
+        let settings = LinkSettings {
+            batch,
+            ..LinkSettings::default()
+        };
+        let consumer = ensure_consumer(self.client, &settings, self.setup_store)
+            .await
+            .expect("stream and consumer");
+        fill(self.js, self.first, count, 1024).await;
+        let settings = LinkSettings {
+            batch,
+            wait: Duration::from_millis(200),
+            ..LinkSettings::default()
+        };
+        let rate = ingest(
+            &consumer,
+            self.options,
+            self.db,
+            &settings,
+            self.first,
+            count,
+        )
+        .await;
+        self.first += count;
+        if self.statements {
+            print_statements(self.db).await;
+        }
+        rate
+    }
+}
+
+/// Restarts `pg` with pg_stat_statements loaded (`MESH_BENCH_STATEMENTS`:
+/// where a round's time goes on the server); returns a new connection to
+/// the store.
+async fn with_statements(
+    pg: &mut mesh_test_support::PgCluster,
+    db: tokio_postgres::Client,
+) -> tokio_postgres::Client {
+    db.batch_execute("ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'")
+        .await
+        .expect("loading pg_stat_statements");
+    drop(db);
+    pg.stop();
+    pg.start_again();
+    let (db, connection) = tokio_postgres::connect(
+        &format!(
+            "host=127.0.0.1 port={} user=postgres password={} dbname=bench",
+            pg.port(),
+            pg.superuser_password()
+        ),
+        tokio_postgres::NoTls,
+    )
+    .await
+    .expect("connecting to the store again");
+    tokio::spawn(connection);
+    db.batch_execute("CREATE EXTENSION pg_stat_statements")
+        .await
+        .expect("pg_stat_statements");
+    db
+}
+
+/// The statements that took most of the server's time since the last
+/// call, then forgets them.
+async fn print_statements(db: &tokio_postgres::Client) {
+    let rows = db
+        .query(
+            "SELECT calls, total_exec_time, total_plan_time, rows,
+                    left(regexp_replace(query, '\\s+', ' ', 'g'), 70)
+             FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 8",
+            &[],
+        )
+        .await
+        .expect("reading pg_stat_statements");
+    for row in rows {
+        let (calls, exec, plan, count, query): (i64, f64, f64, i64, String) =
+            (row.get(0), row.get(1), row.get(2), row.get(3), row.get(4));
+        println!(
+            "    {calls:>7} calls {exec:>9.1} ms ({:>6.3} ms a call, planning {plan:.1} ms), \
+             {count:>7} rows: {query}",
+            exec / calls.max(1) as f64
+        );
+    }
+    db.batch_execute("SELECT pg_stat_statements_reset()")
+        .await
+        .expect("resetting pg_stat_statements");
+}
+
 fn main() {
     mesh_controller::init_tracing("warn", mesh_runtime::LogFormat::Text);
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -91,49 +204,69 @@ fn main() {
     runtime.block_on(async {
         let events = env_number("MESH_BENCH_EVENTS", 100_000);
         let seconds = env_number("MESH_BENCH_SECONDS", 10);
-        let (pg, options, db) = store("bench").await;
+        let (mut pg, options, db) = store("bench").await;
+        let statements = std::env::var_os("MESH_BENCH_STATEMENTS").is_some();
+        let db = if statements {
+            with_statements(&mut pg, db).await
+        } else {
+            db
+        };
         let nats = NatsServer::start();
         let client = async_nats::connect(nats.url()).await.expect("nats");
         let js = jetstream::new(client.clone());
         let mut setup_store = PgStore::new(options.clone());
 
+        db.batch_execute("CREATE SEQUENCE pgbench_seq")
+            .await
+            .expect("pgbench's sequence");
         let tps = pgbench(&pg, seconds);
+        db.batch_execute("ANALYZE")
+            .await
+            .expect("analyzing after pgbench");
         println!("ingest benchmark: events from JetStream into the store, in order, at least once");
+        println!("  fsync = off (the test cluster's):");
         println!("  pgbench, same upsert, 1 client, prepared, {seconds}s: {tps:>9.0} tx/s");
         // The default batch over the whole run, then smaller batches over
-        // fewer words (one at a time runs at a few hundred words a second).
+        // fewer events (one at a time runs at a few hundred events a second).
         let runs = [
             (DEFAULT_BATCH, events),
             (16, events / 2),
             (4, events / 5),
             (1, events / 20),
         ];
-        let mut first = 0;
+        let mut link = Link {
+            client: &client,
+            js: &js,
+            setup_store: &mut setup_store,
+            options: &options,
+            db: &db,
+            statements,
+            first: 0,
+        };
         for (batch, count) in runs {
-            let settings = LinkSettings {
-                batch,
-                ..LinkSettings::default()
-            };
-            let consumer = ensure_consumer(&client, &settings, &mut setup_store)
-                .await
-                .expect("stream and consumer");
-            fill(&js, first, count, 1024).await;
-            let settings = LinkSettings {
-                batch,
-                wait: Duration::from_millis(200),
-                ..LinkSettings::default()
-            };
-            let rate = ingest(&consumer, &options, &db, &settings, first, count).await;
-            first += count;
+            let rate = link.run(batch, count).await;
             println!(
                 "  link, batch {batch:>2}, {count:>6} events: {rate:>9.0} events/s   ratio {:.2}{}",
                 rate / tps,
                 if batch == DEFAULT_BATCH {
-                    "   (target >= 2.5)"
+                    "   (target >= 4)"
                 } else {
                     ""
                 }
             );
         }
+
+        for statement in ["ALTER SYSTEM SET fsync = on", "SELECT pg_reload_conf()"] {
+            db.batch_execute(statement).await.expect("turning fsync on");
+        }
+        let tps = pgbench(&pg, seconds);
+        println!("  fsync = on (a production server's):");
+        println!("  pgbench, same upsert, 1 client, prepared, {seconds}s: {tps:>9.0} tx/s");
+        let rate = link.run(DEFAULT_BATCH, events / 2).await;
+        println!(
+            "  link, batch {DEFAULT_BATCH}, {:>6} events: {rate:>9.0} events/s   ratio {:.2}",
+            events / 2,
+            rate / tps
+        );
     });
 }
