@@ -205,9 +205,9 @@ pub type Source = LastGood<Grants>;
 impl ListFile for Grants {
     const KIND: &'static str = "grants file";
 
-    fn parse(path: &Path, text: &str) -> Result<mesh_listfile::Parsed<Self>, String> {
+    fn parse(path: &Path, text: &str) -> Result<mesh_listfile::ParsedList<Self>, String> {
         let (list, refused) = parse(path, text).map_err(|e| e.to_string())?;
-        Ok(mesh_listfile::Parsed { list, refused })
+        Ok(mesh_listfile::ParsedList { list, refused })
     }
 
     fn keep_last_good(&mut self, last_good: &Self) {
