@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use mesh_protocol::Timestamp;
 use mesh_runtime::endpoints::Endpoints;
-use mesh_runtime::{Failure, Secret, Stop};
+use mesh_runtime::{ProgramFailure, Secret, Stop};
 use tokio_util::task::AbortOnDropHandle;
 
 use super::error::{CliError, EXIT_OK};
@@ -286,11 +286,13 @@ async fn summarize(store: &mut PgStore, declaration: &Parsed, state: &LinkState)
 /// for a closed output pipe).
 ///
 /// # Errors
-/// The [`Failure`] to end with: [`CliError::exit_code`] and its words.
-pub fn outcome(result: Result<(), CliError>, io: &mut Io<'_>) -> Result<(), Failure> {
+/// The [`ProgramFailure`] to end with: [`CliError::exit_code`] and its words.
+pub fn outcome(result: Result<(), CliError>, io: &mut Io<'_>) -> Result<(), ProgramFailure> {
     let _ = io.out.flush();
     match result {
-        Err(error) if error.is_said() => Err(Failure::new(error.exit_code(), error.to_string())),
+        Err(error) if error.is_said() => {
+            Err(ProgramFailure::new(error.exit_code(), error.to_string()))
+        }
         _ => Ok(()),
     }
 }
