@@ -13,7 +13,7 @@ use async_nats::RequestErrorKind;
 use mesh_protocol::subject::approve_subject;
 use mesh_protocol::{ApproveReply, ApproveRequest, ModuleId, Name, VERSION};
 
-use mesh_status::model::Parsed;
+use mesh_status::model::ParsedDeclaration;
 
 /// What the declaration said of the provider before the request was sent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,7 +64,10 @@ const NAMED_AT_MOST: usize = 10;
 /// # Errors
 /// [`UnknownProvider`] naming the provider and, when it is not declared,
 /// the providers that are.
-pub fn check_declared(parsed: &Parsed, provider: &ModuleId) -> Result<Declared, UnknownProvider> {
+pub fn check_declared(
+    parsed: &ParsedDeclaration,
+    provider: &ModuleId,
+) -> Result<Declared, UnknownProvider> {
     let declaration = &parsed.declaration;
     if declaration.receives_contributions(provider) {
         return Ok(Declared::Assigned);

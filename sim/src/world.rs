@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 use mesh_protocol::{ModuleId, Name, Timestamp};
 use mesh_runtime::Stop;
 use mesh_sdk::testing::{FakeError, Outbox, Runner, WallClock};
-use mesh_status::model::Parsed;
+use mesh_status::model::ParsedDeclaration;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
@@ -86,7 +86,7 @@ pub struct World {
     /// The providers.
     pub providers: Vec<Provider>,
     controller: Option<(JoinHandle<()>, Stop)>,
-    declaration: Parsed,
+    declaration: ParsedDeclaration,
     bus_until: Option<Instant>,
     store_until: Option<Instant>,
     controller_until: Option<Instant>,

@@ -139,7 +139,7 @@ fn soak_100057_two_outages_back_to_back_are_one_silence_of_the_controller() {
 /// behind them, and the link recorded "caught up". When the bus then went
 /// away, status named a running provider unheard for a silence that was the
 /// controller's (I6). Caught up now also needs the consumer to have
-/// delivered everything (`Pending::undelivered` 0).
+/// delivered everything (`ConsumerPending::undelivered` 0).
 #[test]
 fn soak_100214_lost_acks_that_block_delivery_are_no_catching_up() {
     use mesh_sim::plan::Break::{Check, Ensure};

@@ -30,7 +30,7 @@ use crate::bus::NatsOptions;
 use crate::store::{DatabaseOptions, DatabaseOptionsError, RoleName};
 use mesh_status::link::{DEFAULT_BATCH, DEFAULT_REPLICAS, MAX_REPLICAS};
 use mesh_status::model::declaration::{self, DeclarationError};
-use mesh_status::model::Parsed;
+use mesh_status::model::ParsedDeclaration;
 
 pub use contributions::ContributionsArgs;
 pub use error::{CliError, EXIT_CANNOT, EXIT_NOT_DONE, EXIT_OK};
@@ -400,7 +400,7 @@ impl Cli {
         DatabaseOptions::new(url, self.database_password_file.as_deref())
     }
 
-    pub(crate) fn load_declaration(&self) -> Result<Parsed, DeclarationError> {
+    pub(crate) fn load_declaration(&self) -> Result<ParsedDeclaration, DeclarationError> {
         let path = self
             .declaration
             .as_deref()

@@ -16,7 +16,7 @@ use crate::bus::{connect, Reconnect};
 use crate::console::{self, ConsoleArgs, ReportSettings};
 use crate::link;
 use crate::store::{grant_reader, migrate, DatabaseOptions, PgStore, ReaderMade};
-use mesh_status::model::Parsed;
+use mesh_status::model::ParsedDeclaration;
 use mesh_status::render::{listing, series};
 use mesh_status::report::{self, Clock, Recurrences, Scope};
 use mesh_status::store::{HistoryFilter, Order};
@@ -250,7 +250,11 @@ async fn observe(
 /// standings counted by provider and class) and sets the gauges from it
 /// ([`series`]); a store away leaves them as they were. Returns whether
 /// the store was read.
-async fn summarize(store: &mut PgStore, declaration: &Parsed, state: &LinkState) -> bool {
+async fn summarize(
+    store: &mut PgStore,
+    declaration: &ParsedDeclaration,
+    state: &LinkState,
+) -> bool {
     let clock = Clock {
         now: Timestamp::now(),
         silent_after: report::DEFAULT_SILENT_AFTER,

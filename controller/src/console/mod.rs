@@ -39,7 +39,7 @@ use axum::routing::get;
 use axum::Router;
 use mesh_protocol::Timestamp;
 use mesh_runtime::{Secret, Stop};
-use mesh_status::model::Parsed;
+use mesh_status::model::ParsedDeclaration;
 use mesh_status::render::html::{self, document, login, notice, Page};
 use serde::Deserialize;
 use tokio_util::task::AbortOnDropHandle;
@@ -111,7 +111,7 @@ struct Console {
 /// [`ConsoleError`] when it cannot start (the address, the token, TLS).
 pub(crate) async fn serve(
     options: DatabaseOptions,
-    declaration: Parsed,
+    declaration: ParsedDeclaration,
     args: &ConsoleArgs,
     stop: &Stop,
 ) -> Result<(), ConsoleError> {
