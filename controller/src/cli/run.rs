@@ -10,7 +10,7 @@ use mesh_runtime::{ProgramFailure, Secret, Stop};
 use tokio_util::task::AbortOnDropHandle;
 
 use super::error::{CliError, EXIT_OK};
-use super::{Cli, Command, NodeCommand, Report, NAME};
+use super::{Cli, Command, NodeCommand, ReportArgs, NAME};
 use crate::approve::{approve, check_declared, Declared};
 use crate::bus::{connect, Reconnect};
 use crate::console::{self, ConsoleArgs, ReportSettings};
@@ -317,7 +317,12 @@ pub fn exit(result: Result<(), CliError>, io: &mut Io<'_>) -> u8 {
 /// first, then each standing as it is read (grouped by cause for a person,
 /// one by one in key order as JSON). With `check`, a report that is not
 /// all well ends with [`CliError::NotAllWell`] once it is printed.
-async fn status(cli: &Cli, io: &mut Io<'_>, scope: Scope, report: &Report) -> Result<(), CliError> {
+async fn status(
+    cli: &Cli,
+    io: &mut Io<'_>,
+    scope: Scope,
+    report: &ReportArgs,
+) -> Result<(), CliError> {
     let declaration = cli.load_declaration()?;
     if let Scope::Machine(machine) = &scope {
         declaration.declaration.check_machine(machine)?;
