@@ -7,9 +7,10 @@
 //! or above is refused, so no two siblings can name each other.
 //!
 //! The test reads every `src/` file of every crate the workspace lists,
-//! outside comments, strings and `#[cfg(test)] mod` blocks, and follows
-//! `crate::`, `super::` and `self::` paths (`use` trees included) to the
-//! module they name. A name a folder module (or the crate root)
+//! outside comments, strings and `#[cfg(test)] mod` blocks (as
+//! tests/workspace_src reads them for every test of the workspace's own
+//! code), and follows `crate::`, `super::` and `self::` paths (`use` trees
+//! included) to the module they name. A name a folder module (or the crate root)
 //! re-exports from one of its children counts as that child's, so a
 //! re-export does not hide an edge. It asserts that it found files and
 //! imports in each crate, so it cannot pass vacuously. `LAYERS_DUMP=1`
@@ -17,6 +18,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+
+mod workspace_src;
+
+use workspace_src::{code_of, ident_before, rust_files, workspace_members};
 
 /// A crate's layer tables: for each folder module (`""` for the crate
 /// root), its children from the bottom layer up.
@@ -409,23 +414,6 @@ fn check(tables: Tables, from: &str, to: &str) -> Result<(), String> {
     }
 }
 
-/// The members listed in the workspace's `Cargo.toml`.
-fn workspace_members(root: &Path) -> Vec<String> {
-    let text = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
-    let line = text
-        .lines()
-        .find(|l| l.trim_start().starts_with("members"))
-        .expect("a members line");
-    let members: Vec<String> = line
-        .split('"')
-        .skip(1)
-        .step_by(2)
-        .map(str::to_owned)
-        .collect();
-    assert!(members.len() > 5, "the workspace lists its crates: {line}");
-    members
-}
-
 /// One source file: its path, and every module path it names (absolute,
 /// from the crate root, possibly ending in an item name).
 struct File {
@@ -500,146 +488,6 @@ fn read_crate(src: &Path) -> Crate {
         files.insert(module, File { path, names });
     }
     Crate { files, reexports }
-}
-
-fn rust_files(dir: &Path, found: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            rust_files(&path, found);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            found.push(path);
-        }
-    }
-}
-
-/// The code of a file: comments and the contents of string and char
-/// literals blanked, `#[cfg(test)] mod … { … }` blocks cut.
-fn code_of(text: &str) -> String {
-    let chars: Vec<char> = text.chars().collect();
-    let mut out = String::with_capacity(text.len());
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        let next = chars.get(i + 1).copied();
-        if c == '/' && next == Some('/') {
-            while i < chars.len() && chars[i] != '\n' {
-                i += 1;
-            }
-        } else if c == '/' && next == Some('*') {
-            let mut depth = 0;
-            while i < chars.len() {
-                if chars[i] == '/' && chars.get(i + 1) == Some(&'*') {
-                    depth += 1;
-                    i += 2;
-                } else if chars[i] == '*' && chars.get(i + 1) == Some(&'/') {
-                    depth -= 1;
-                    i += 2;
-                    if depth == 0 {
-                        break;
-                    }
-                } else {
-                    i += 1;
-                }
-            }
-        } else if c == 'r' && (next == Some('"') || next == Some('#')) && !ident_before(&chars, i) {
-            // A raw string: r"…" or r#"…"#.
-            let mut j = i + 1;
-            let mut hashes = 0;
-            while chars.get(j) == Some(&'#') {
-                hashes += 1;
-                j += 1;
-            }
-            if chars.get(j) != Some(&'"') {
-                out.push(c);
-                i += 1;
-                continue;
-            }
-            j += 1;
-            let closing: String = std::iter::once('"')
-                .chain("#".repeat(hashes).chars())
-                .collect();
-            while j < chars.len() && !chars[j..].iter().collect::<String>().starts_with(&closing) {
-                j += 1;
-            }
-            out.push_str("\"\"");
-            i = j + closing.len();
-        } else if c == '"' {
-            i += 1;
-            while i < chars.len() && chars[i] != '"' {
-                if chars[i] == '\\' {
-                    i += 1;
-                }
-                i += 1;
-            }
-            out.push_str("\"\"");
-            i += 1;
-        } else if c == '\'' {
-            // A char literal ('x', '\n', '\u{..}') or a lifetime ('a).
-            if next == Some('\\') {
-                i += 2;
-                while i < chars.len() && chars[i] != '\'' {
-                    i += 1;
-                }
-                i += 1;
-                out.push_str("' '");
-            } else if chars.get(i + 2) == Some(&'\'') {
-                i += 3;
-                out.push_str("' '");
-            } else {
-                out.push(c);
-                i += 1;
-            }
-        } else {
-            out.push(c);
-            i += 1;
-        }
-    }
-    cut_test_modules(&out)
-}
-
-fn ident_before(chars: &[char], i: usize) -> bool {
-    i > 0 && (chars[i - 1].is_alphanumeric() || chars[i - 1] == '_')
-}
-
-/// The code without its `#[cfg(test)] mod name { … }` blocks.
-fn cut_test_modules(code: &str) -> String {
-    let mut out = String::new();
-    let mut rest = code;
-    while let Some(at) = rest.find("#[cfg(test)]") {
-        let after = &rest[at + "#[cfg(test)]".len()..];
-        let trimmed = after.trim_start();
-        let is_block = trimmed
-            .strip_prefix("mod ")
-            .and_then(|m| m.find(['{', ';']).map(|end| m.as_bytes()[end] == b'{'))
-            .unwrap_or(false);
-        if !is_block {
-            out.push_str(&rest[..at + "#[cfg(test)]".len()]);
-            rest = after;
-            continue;
-        }
-        out.push_str(&rest[..at]);
-        let open =
-            at + "#[cfg(test)]".len() + (after.len() - trimmed.len()) + trimmed.find('{').unwrap();
-        let mut depth = 0;
-        let mut end = rest.len();
-        for (offset, ch) in rest[open..].char_indices() {
-            match ch {
-                '{' => depth += 1,
-                '}' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        end = open + offset + 1;
-                        break;
-                    }
-                }
-                _ => {}
-            }
-        }
-        rest = &rest[end..];
-    }
-    out.push_str(rest);
-    out
 }
 
 /// Every absolute path the code names through `crate::`, `super::` or

@@ -13,7 +13,7 @@ use async_nats::RequestErrorKind;
 use mesh_protocol::subject::approve_subject;
 use mesh_protocol::{ApproveReply, ApproveRequest, ModuleId, Name, VERSION};
 
-use mesh_status::model::Parsed;
+use mesh_status::model::ParsedDeclaration;
 
 /// What the declaration said of the provider before the request was sent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,7 +64,10 @@ const NAMED_AT_MOST: usize = 10;
 /// # Errors
 /// [`UnknownProvider`] naming the provider and, when it is not declared,
 /// the providers that are.
-pub fn check_declared(parsed: &Parsed, provider: &ModuleId) -> Result<Declared, UnknownProvider> {
+pub fn check_declared(
+    parsed: &ParsedDeclaration,
+    provider: &ModuleId,
+) -> Result<Declared, UnknownProvider> {
     let declaration = &parsed.declaration;
     if declaration.receives_contributions(provider) {
         return Ok(Declared::Assigned);
@@ -105,7 +108,7 @@ pub fn check_declared(parsed: &Parsed, provider: &ModuleId) -> Result<Declared, 
 
 /// What came of an approval that was asked.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Answer {
+pub enum ApproveAnswer {
     /// The provider answered (`ok` true: done; false: refused, with why).
     Replied(ApproveReply),
     /// No provider listens on the subject (not running, or not on the bus).
@@ -116,19 +119,21 @@ pub enum Answer {
     BadReply(String),
 }
 
-impl Answer {
+impl ApproveAnswer {
     /// Whether the approval was done.
     pub fn is_done(&self) -> bool {
-        matches!(self, Answer::Replied(reply) if reply.ok)
+        matches!(self, ApproveAnswer::Replied(reply) if reply.ok)
     }
 
     /// For a person: what the provider said, or why there is no answer
     /// (and, when nobody listens, what the declaration said of it).
     pub fn describe(&self, provider: &ModuleId, declared: Declared) -> String {
         match self {
-            Answer::Replied(reply) if reply.ok => format!("done by {provider}: {}", reply.detail),
-            Answer::Replied(reply) => format!("refused by {provider}: {}", reply.detail),
-            Answer::NoResponders => match declared {
+            ApproveAnswer::Replied(reply) if reply.ok => {
+                format!("done by {provider}: {}", reply.detail)
+            }
+            ApproveAnswer::Replied(reply) => format!("refused by {provider}: {}", reply.detail),
+            ApproveAnswer::NoResponders => match declared {
                 Declared::Assigned => format!(
                     "unanswered: no provider {provider} listens on the bus (the declaration \
                      assigns it: is it running and connected?)"
@@ -138,12 +143,12 @@ impl Answer {
                      connected? no --declaration was given, so whether it exists was not checked)"
                 ),
             },
-            Answer::TimedOut(after) => format!(
+            ApproveAnswer::TimedOut(after) => format!(
                 "unanswered: {provider} did not answer within {}; the request has expired, so it \
                  will not act on it",
                 humantime::format_duration(*after)
             ),
-            Answer::BadReply(why) => {
+            ApproveAnswer::BadReply(why) => {
                 format!("unanswered: {provider} sent a malformed reply: {why}")
             }
         }
@@ -165,7 +170,7 @@ pub struct ApproveError {
 ///
 /// # Errors
 /// [`ApproveError`] when the request cannot be sent; an unanswered request
-/// is an [`Answer`], not an error.
+/// is an [`ApproveAnswer`], not an error.
 pub async fn approve(
     client: &async_nats::Client,
     provider: &ModuleId,
@@ -173,7 +178,7 @@ pub async fn approve(
     delete: bool,
     timeout: Duration,
     now: mesh_protocol::Timestamp,
-) -> Result<Answer, ApproveError> {
+) -> Result<ApproveAnswer, ApproveError> {
     let subject = approve_subject(&provider.machine, &provider.module);
     let body = serde_json::to_vec(&ApproveRequest {
         v: VERSION,
@@ -190,13 +195,13 @@ pub async fn approve(
     match client.send_request(subject.clone(), request).await {
         Ok(message) => Ok(
             match serde_json::from_slice::<ApproveReply>(&message.payload) {
-                Ok(reply) => Answer::Replied(reply),
-                Err(error) => Answer::BadReply(error.to_string()),
+                Ok(reply) => ApproveAnswer::Replied(reply),
+                Err(error) => ApproveAnswer::BadReply(error.to_string()),
             },
         ),
         Err(error) => match error.kind() {
-            RequestErrorKind::NoResponders => Ok(Answer::NoResponders),
-            RequestErrorKind::TimedOut => Ok(Answer::TimedOut(timeout)),
+            RequestErrorKind::NoResponders => Ok(ApproveAnswer::NoResponders),
+            RequestErrorKind::TimedOut => Ok(ApproveAnswer::TimedOut(timeout)),
             _ => Err(ApproveError {
                 subject,
                 source: error,
@@ -214,7 +219,7 @@ mod tests {
         let p = ModuleId::parse("postgres@db-1").unwrap();
         let cases = [
             (
-                Answer::Replied(ApproveReply {
+                ApproveAnswer::Replied(ApproveReply {
                     ok: true,
                     detail: "retired forge".into(),
                 }),
@@ -222,7 +227,7 @@ mod tests {
                 "done by postgres@db-1: retired forge",
             ),
             (
-                Answer::Replied(ApproveReply {
+                ApproveAnswer::Replied(ApproveReply {
                     ok: false,
                     detail: "forge is still listed".into(),
                 }),
@@ -230,12 +235,12 @@ mod tests {
                 "refused by postgres@db-1: forge is still listed",
             ),
             (
-                Answer::NoResponders,
+                ApproveAnswer::NoResponders,
                 false,
                 "unanswered: no provider postgres@db-1 listens",
             ),
             (
-                Answer::TimedOut(Duration::from_secs(30)),
+                ApproveAnswer::TimedOut(Duration::from_secs(30)),
                 false,
                 "unanswered: postgres@db-1 did not answer within 30s",
             ),
@@ -247,7 +252,7 @@ mod tests {
                 assert!(said.starts_with(text), "{said}");
             }
         }
-        let nobody = |declared| Answer::NoResponders.describe(&p, declared);
+        let nobody = |declared| ApproveAnswer::NoResponders.describe(&p, declared);
         assert!(nobody(Declared::Assigned).contains("the declaration assigns it"));
         assert!(nobody(Declared::NotChecked).contains("no --declaration was given"));
     }

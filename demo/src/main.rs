@@ -22,7 +22,7 @@ use std::sync::Mutex;
 
 use clap::Parser;
 
-use narrate::{Demo, Stop};
+use narrate::{Demo, StoryStop};
 use story::Story;
 
 /// The mesh's stories over the built binaries, each step checked.
@@ -71,14 +71,14 @@ fn main() -> ExitCode {
         Ok(Err(stop)) => stop,
         Err(_) => {
             let message = PANICKED.lock().unwrap_or_else(|e| e.into_inner()).take();
-            Stop::Broke {
+            StoryStop::Broke {
                 step: demo.step().to_owned(),
                 why: message.unwrap_or_else(|| "a panic".to_owned()),
             }
         }
     };
     match stop {
-        Stop::Interrupted => {
+        StoryStop::Interrupted => {
             eprintln!(
                 "== interrupted after {}s; what the demo started is stopped",
                 demo.elapsed().as_secs()

@@ -20,7 +20,7 @@ const LOG_LINES: usize = 20;
 
 /// Why a story stopped before its end.
 #[derive(Debug)]
-pub enum Stop {
+pub enum StoryStop {
     /// What a step expects did not hold (within its time, for a wait).
     Unmet {
         /// The step.
@@ -44,11 +44,11 @@ pub enum Stop {
     Interrupted,
 }
 
-impl Stop {
+impl StoryStop {
     /// Adds the tails of `mesh`'s logs to an unmet step.
-    pub fn with_logs(self, mesh: &Mesh) -> Stop {
+    pub fn with_logs(self, mesh: &Mesh) -> StoryStop {
         match self {
-            Stop::Unmet { step, why, .. } => Stop::Unmet {
+            StoryStop::Unmet { step, why, .. } => StoryStop::Unmet {
                 step,
                 why,
                 logs: mesh.logs(LOG_LINES),
@@ -59,9 +59,9 @@ impl Stop {
 
     /// Adds the tail of the file at `path` (`name`), when there is one, to
     /// an unmet step's logs.
-    pub fn with_file(self, name: &str, path: &Path) -> Stop {
+    pub fn with_file(self, name: &str, path: &Path) -> StoryStop {
         match self {
-            Stop::Unmet {
+            StoryStop::Unmet {
                 step,
                 why,
                 mut logs,
@@ -72,26 +72,26 @@ impl Stop {
                     let tail = lines[lines.len().saturating_sub(LOG_LINES)..].join("\n");
                     logs.push_str(&format!("--- {name}:\n{tail}\n"));
                 }
-                Stop::Unmet { step, why, logs }
+                StoryStop::Unmet { step, why, logs }
             }
             other => other,
         }
     }
 }
 
-impl fmt::Display for Stop {
+impl fmt::Display for StoryStop {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Stop::Unmet { step, why, logs } => {
+            StoryStop::Unmet { step, why, logs } => {
                 write!(f, "step \"{step}\" did not hold: {why}")?;
                 if !logs.is_empty() {
                     write!(f, "\n{}", logs.trim_end())?;
                 }
                 Ok(())
             }
-            Stop::Cannot(why) => write!(f, "{why}"),
-            Stop::Broke { step, why } => write!(f, "broke during \"{step}\": {why}"),
-            Stop::Interrupted => write!(f, "interrupted"),
+            StoryStop::Cannot(why) => write!(f, "{why}"),
+            StoryStop::Broke { step, why } => write!(f, "broke during \"{step}\": {why}"),
+            StoryStop::Interrupted => write!(f, "interrupted"),
         }
     }
 }
@@ -151,7 +151,7 @@ impl Demo {
     /// Runs `mesh-controller ARGS` and prints it as a person would type it
     /// (`$ mesh-controller ARGS   # why`; the mesh's own flags left out)
     /// and what it printed; returns that. It must exit 0.
-    pub fn show(&self, mesh: &Mesh, args: &[&str], why: &str) -> Result<String, Stop> {
+    pub fn show(&self, mesh: &Mesh, args: &[&str], why: &str) -> Result<String, StoryStop> {
         let command = format!("mesh-controller {}", args.join(" "));
         println!("$ {command:<31} # {why}");
         let (code, out, err) = mesh.controller(args);
@@ -163,7 +163,7 @@ impl Demo {
     }
 
     /// `mesh-controller ARGS --json`, parsed; it must exit 0.
-    pub fn json(&self, mesh: &Mesh, args: &[&str]) -> Result<Value, Stop> {
+    pub fn json(&self, mesh: &Mesh, args: &[&str]) -> Result<Value, StoryStop> {
         let mut args = args.to_vec();
         args.push("--json");
         let command = format!("mesh-controller {}", args.join(" "));
@@ -177,7 +177,12 @@ impl Demo {
     }
 
     /// Checks what `step` expects now, not waiting.
-    pub fn check(&self, mesh: &Mesh, step: &str, holds: Result<(), String>) -> Result<(), Stop> {
+    pub fn check(
+        &self,
+        mesh: &Mesh,
+        step: &str,
+        holds: Result<(), String>,
+    ) -> Result<(), StoryStop> {
         holds.map_err(|why| self.unmet(step, why, mesh))
     }
 
@@ -189,7 +194,7 @@ impl Demo {
         step: &str,
         within: Duration,
         check: impl Fn(&Value) -> Result<(), String>,
-    ) -> Result<Value, Stop> {
+    ) -> Result<Value, StoryStop> {
         self.until(step, within, || match mesh.status() {
             Some(status) => check(&status).map(|()| status),
             None => Err("status cannot read the controller's store".to_owned()),
@@ -205,18 +210,18 @@ impl Demo {
         step: &str,
         within: Duration,
         mut ready: impl FnMut() -> Result<T, String>,
-    ) -> Result<T, Stop> {
+    ) -> Result<T, StoryStop> {
         let deadline = Instant::now() + within;
         loop {
             if interrupt::asked() {
-                return Err(Stop::Interrupted);
+                return Err(StoryStop::Interrupted);
             }
             let why = match ready() {
                 Ok(value) => return Ok(value),
                 Err(why) => why,
             };
             if Instant::now() >= deadline {
-                return Err(Stop::Unmet {
+                return Err(StoryStop::Unmet {
                     step: step.to_owned(),
                     why: format!("not within {within:?}: {why}"),
                     logs: String::new(),
@@ -226,8 +231,8 @@ impl Demo {
         }
     }
 
-    fn unmet(&self, step: &str, why: String, mesh: &Mesh) -> Stop {
-        Stop::Unmet {
+    fn unmet(&self, step: &str, why: String, mesh: &Mesh) -> StoryStop {
+        StoryStop::Unmet {
             step: step.to_owned(),
             why,
             logs: String::new(),

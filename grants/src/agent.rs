@@ -21,16 +21,16 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use tokio::time::Instant;
 
-use crate::dial::{dial, namespace, Runtime};
-use crate::file::{Grant, GrantKey, Source};
-use crate::standing::{Check, GrantPublish, GrantRules, GrantStanding};
+use crate::dial::{dial, namespace, ContainerRuntime};
+use crate::file::{Grant, GrantKey, GrantsSource};
+use crate::standing::{GrantCheck, GrantPublish, GrantRules, GrantStanding};
 
 /// Free text of an event is cut to this many characters (as a provider's errors are).
 const MAX_WORDS: usize = 200;
 
 /// Everything configurable about the agent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Settings {
+pub struct GrantsSettings {
     /// Time between checks.
     pub check_every: Duration,
     /// Standing timings.
@@ -38,18 +38,18 @@ pub struct Settings {
     /// Bound of one connect.
     pub connect_timeout: Duration,
     /// The container runtime for `container` grants.
-    pub runtime: Runtime,
+    pub runtime: ContainerRuntime,
     /// Grants dialled at once.
     pub concurrency: usize,
 }
 
-impl Default for Settings {
+impl Default for GrantsSettings {
     fn default() -> Self {
-        Settings {
+        GrantsSettings {
             check_every: Duration::from_secs(30),
             rules: GrantRules::default(),
             connect_timeout: Duration::from_secs(3),
-            runtime: Runtime::Docker,
+            runtime: ContainerRuntime::Docker,
             concurrency: 16,
         }
     }
@@ -134,8 +134,8 @@ impl Metrics {
 
 /// The agent's state.
 pub struct Agent {
-    source: Source,
-    settings: Settings,
+    source: GrantsSource,
+    settings: GrantsSettings,
     standings: HashMap<GrantKey, GrantStanding>,
     outbox: Arc<Outbox>,
     clock: WallClock,
@@ -146,11 +146,11 @@ impl Agent {
     /// An agent reading the grants file at `path`, publishing its events on `outbox`.
     pub fn new(
         path: impl Into<std::path::PathBuf>,
-        settings: Settings,
+        settings: GrantsSettings,
         outbox: Arc<Outbox>,
     ) -> Agent {
         Agent {
-            source: Source::new(path),
+            source: GrantsSource::new(path),
             settings,
             standings: HashMap::new(),
             outbox,
@@ -187,12 +187,12 @@ impl Agent {
             };
         };
         let settings = self.settings;
-        let checks: Vec<(usize, Check)> = stream::iter(grants.grants.iter().enumerate())
+        let checks: Vec<(usize, GrantCheck)> = stream::iter(grants.grants.iter().enumerate())
             .map(|(i, grant)| async move { (i, check_one(grant, &settings).await) })
             .buffer_unordered(settings.concurrency.max(1))
             .collect()
             .await;
-        let mut checks: Vec<Option<Check>> = {
+        let mut checks: Vec<Option<GrantCheck>> = {
             let mut ordered = vec![None; grants.grants.len()];
             for (i, c) in checks {
                 ordered[i] = Some(c);
@@ -210,12 +210,12 @@ impl Agent {
         for (grant, check) in grants.grants.iter().zip(checks.iter_mut()) {
             let check = check.take().expect("every grant was checked");
             match &check {
-                Check::Reached => round.reached += 1,
-                Check::Failed(error) => {
+                GrantCheck::Reached => round.reached += 1,
+                GrantCheck::Failed(error) => {
                     round.failed += 1;
                     tracing::debug!(consumer = %grant.consumer, from = %grant.from, address = %grant.address, error = %error, "grant check failed");
                 }
-                Check::Unchecked(_) => round.unchecked += 1,
+                GrantCheck::Unchecked(_) => round.unchecked += 1,
             }
             let standing = self.standings.entry(grant.key()).or_default();
             let Some(due) = standing.observe(check, now, &settings.rules) else {
@@ -301,9 +301,9 @@ impl Agent {
 
 /// Checks one grant: no port is never dialled; else its consumer's
 /// namespace is found and the address dialled from inside it.
-async fn check_one(grant: &Grant, settings: &Settings) -> Check {
+async fn check_one(grant: &Grant, settings: &GrantsSettings) -> GrantCheck {
     let Some(port) = grant.port else {
-        return Check::Unchecked("no port".into());
+        return GrantCheck::Unchecked("no port".into());
     };
     match namespace(&grant.position, settings.runtime).await {
         Ok(netns) => dial(&netns, &grant.address, port, settings.connect_timeout).await,

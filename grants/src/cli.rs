@@ -13,9 +13,9 @@ use mesh_runtime::program::Flags;
 use mesh_runtime::{BusError, LogFormat, Outbox, ServiceArgs, Stop};
 use tokio::time::{interval, MissedTickBehavior};
 
-use crate::agent::{Agent, Settings};
-use crate::dial::Runtime;
-use crate::file::Source;
+use crate::agent::{Agent, GrantsSettings};
+use crate::dial::ContainerRuntime;
+use crate::file::GrantsSource;
 use crate::standing::GrantRules;
 
 /// What `--help` opens with.
@@ -31,7 +31,7 @@ port, is reported unchecked, never unreachable.";
 /// The command line of `mesh-grants`, as clap sees it: for its man page
 /// and shell completions.
 pub fn command() -> clap::Command {
-    <Cli as clap::CommandFactory>::command()
+    <GrantsCli as clap::CommandFactory>::command()
 }
 
 /// `mesh-grants` flags.
@@ -41,7 +41,7 @@ pub fn command() -> clap::Command {
     about = ABOUT,
     version = mesh_runtime::endpoints::BuildInfo::version_text(env!("CARGO_PKG_VERSION"))
 )]
-pub struct Cli {
+pub struct GrantsCli {
     /// The grants file (JSON) the mesh writes on this machine, re-read every check.
     #[arg(long, env = "MESH_GRANTS")]
     pub grants: PathBuf,
@@ -63,8 +63,8 @@ pub struct Cli {
     pub connect_timeout: Duration,
 
     /// The container runtime that finds the namespace of a `container` grant.
-    #[arg(long, env = "MESH_RUNTIME", value_enum, default_value_t = Runtime::Docker)]
-    pub runtime: Runtime,
+    #[arg(long, env = "MESH_RUNTIME", value_enum, default_value_t = ContainerRuntime::Docker)]
+    pub runtime: ContainerRuntime,
 
     /// The flags every mesh service shares: the bus (servers, credentials
     /// (the agent's user is `_grants@<machine>`), TLS, `--ack-timeout`),
@@ -73,16 +73,16 @@ pub struct Cli {
     pub service: ServiceArgs,
 }
 
-impl Flags for Cli {
+impl Flags for GrantsCli {
     fn log_format(&self) -> LogFormat {
         self.service.log.format
     }
 }
 
-impl Cli {
+impl GrantsCli {
     /// The agent's settings.
-    pub fn settings(&self) -> Settings {
-        Settings {
+    pub fn settings(&self) -> GrantsSettings {
+        GrantsSettings {
             check_every: self.check_every,
             rules: GrantRules {
                 unreachable_after: self.unreachable_after,
@@ -90,7 +90,7 @@ impl Cli {
             },
             connect_timeout: self.connect_timeout,
             runtime: self.runtime,
-            ..Settings::default()
+            ..GrantsSettings::default()
         }
     }
 }
@@ -100,7 +100,7 @@ const STOP_GRACE: Duration = Duration::from_secs(1);
 
 /// The agent could not run (exit 1).
 #[derive(Debug, thiserror::Error)]
-pub enum RunError {
+pub enum GrantsRunError {
     /// No good grants file could be read at start: the machine is not known.
     #[error("{0}")]
     Grants(String),
@@ -116,14 +116,14 @@ pub enum RunError {
 /// on SIGINT or SIGTERM).
 ///
 /// # Errors
-/// [`RunError`] when it cannot start.
-pub async fn run(cli: Cli, stop: Stop) -> Result<(), RunError> {
+/// [`GrantsRunError`] when it cannot start.
+pub async fn run(cli: GrantsCli, stop: Stop) -> Result<(), GrantsRunError> {
     // The machine names the inbox prefix: it comes from the file.
     let machine = {
-        let mut source = Source::new(&cli.grants);
+        let mut source = GrantsSource::new(&cli.grants);
         match source.load() {
             Some(loaded) => loaded.list.machine.clone(),
-            None => return Err(RunError::Grants(source.problems().join("; "))),
+            None => return Err(GrantsRunError::Grants(source.problems().join("; "))),
         }
     };
     let listener = match &cli.service.endpoints.metrics_listen {
@@ -213,14 +213,14 @@ mod tests {
 
     #[test]
     fn defaults_are_the_design() {
-        let cli = Cli::try_parse_from(["mesh-grants", "--grants", "g.json"]).unwrap();
+        let cli = GrantsCli::try_parse_from(["mesh-grants", "--grants", "g.json"]).unwrap();
         let s = cli.settings();
         assert_eq!(s.check_every, Duration::from_secs(30));
         assert_eq!(s.rules, GrantRules::default());
         assert_eq!(s.rules.unreachable_after, 3);
-        assert_eq!(s.runtime, Runtime::Docker);
+        assert_eq!(s.runtime, ContainerRuntime::Docker);
         assert_eq!(cli.service.nats.url, "nats://127.0.0.1:4222");
-        let cli = Cli::try_parse_from([
+        let cli = GrantsCli::try_parse_from([
             "mesh-grants",
             "--grants",
             "g",
@@ -235,20 +235,20 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(cli.settings().check_every, Duration::from_millis(200));
-        assert_eq!(cli.settings().runtime, Runtime::Podman);
+        assert_eq!(cli.settings().runtime, ContainerRuntime::Podman);
         for bad in [
             vec!["mesh-grants"],
             vec!["mesh-grants", "--grants", "g", "--unreachable-after", "0"],
             vec!["mesh-grants", "--grants", "g", "--runtime", "lxc"],
             vec!["mesh-grants", "--grants", "g", "--nats-user", "u"],
         ] {
-            assert!(Cli::try_parse_from(&bad).is_err(), "{bad:?}");
+            assert!(GrantsCli::try_parse_from(&bad).is_err(), "{bad:?}");
         }
     }
 
     #[test]
     fn help_opens_with_what_the_program_does() {
-        let help = Cli::command().render_help().to_string();
+        let help = GrantsCli::command().render_help().to_string();
         assert!(
             help.starts_with("Checks, from each consumer's own network position"),
             "{help}"

@@ -16,14 +16,14 @@ use std::time::Duration;
 use rustix::thread::{move_into_link_name_space, LinkNameSpaceType};
 
 use crate::file::Position;
-use crate::standing::Check;
+use crate::standing::GrantCheck;
 
 /// The reason said for a consumer with no network position to dial from.
 pub const NOT_RUNNING: &str = "consumer not running";
 
 /// The container runtime that finds a container's namespace.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum Runtime {
+pub enum ContainerRuntime {
     /// `docker inspect`.
     #[default]
     Docker,
@@ -31,19 +31,22 @@ pub enum Runtime {
     Podman,
 }
 
-impl Runtime {
+impl ContainerRuntime {
     fn program(self) -> &'static str {
         match self {
-            Runtime::Docker => "docker",
-            Runtime::Podman => "podman",
+            ContainerRuntime::Docker => "docker",
+            ContainerRuntime::Podman => "podman",
         }
     }
 }
 
 /// The namespace file of `position`: the path itself, or
 /// `/proc/<PID>/ns/net` of the container's first process. `Err` carries the
-/// [`Check`] to report when there is none (the consumer is not running).
-pub async fn namespace(position: &Position, runtime: Runtime) -> Result<PathBuf, Check> {
+/// [`GrantCheck`] to report when there is none (the consumer is not running).
+pub async fn namespace(
+    position: &Position,
+    runtime: ContainerRuntime,
+) -> Result<PathBuf, GrantCheck> {
     match position {
         Position::Netns(path) => Ok(path.clone()),
         Position::Container(name) => {
@@ -55,7 +58,7 @@ pub async fn namespace(position: &Position, runtime: Runtime) -> Result<PathBuf,
             let output = match output {
                 Ok(output) => output,
                 Err(error) => {
-                    return Err(Check::Unchecked(format!(
+                    return Err(GrantCheck::Unchecked(format!(
                         "cannot run {}: {error}",
                         runtime.program()
                     )))
@@ -67,7 +70,7 @@ pub async fn namespace(position: &Position, runtime: Runtime) -> Result<PathBuf,
                 .unwrap_or(0);
             if !output.status.success() || pid == 0 {
                 tracing::debug!(container = %name, stderr = %String::from_utf8_lossy(&output.stderr).trim(), "container not running");
-                return Err(Check::Unchecked(NOT_RUNNING.into()));
+                return Err(GrantCheck::Unchecked(NOT_RUNNING.into()));
             }
             Ok(PathBuf::from(format!("/proc/{pid}/ns/net")))
         }
@@ -77,7 +80,7 @@ pub async fn namespace(position: &Position, runtime: Runtime) -> Result<PathBuf,
 /// Dials `address:port` from inside the network namespace `netns`, bounded
 /// by `timeout` (name resolution included, from that position). A missing
 /// namespace file is [`NOT_RUNNING`], never a failure.
-pub async fn dial(netns: &Path, address: &str, port: u16, timeout: Duration) -> Check {
+pub async fn dial(netns: &Path, address: &str, port: u16, timeout: Duration) -> GrantCheck {
     let (tx, rx) = tokio::sync::oneshot::channel();
     let (netns, address) = (netns.to_owned(), address.to_owned());
     let spawned = std::thread::Builder::new()
@@ -86,13 +89,13 @@ pub async fn dial(netns: &Path, address: &str, port: u16, timeout: Duration) -> 
             let _ = tx.send(dial_here(&netns, &address, port, timeout));
         });
     if let Err(error) = spawned {
-        return Check::Unchecked(format!("cannot start a dialling thread: {error}"));
+        return GrantCheck::Unchecked(format!("cannot start a dialling thread: {error}"));
     }
     // The connect is bounded by `timeout`; resolution may take longer.
     match tokio::time::timeout(timeout * 2 + Duration::from_secs(1), rx).await {
         Ok(Ok(check)) => check,
-        Ok(Err(_)) => Check::Unchecked("the dialling thread ended without an answer".into()),
-        Err(_) => Check::Failed(format!(
+        Ok(Err(_)) => GrantCheck::Unchecked("the dialling thread ended without an answer".into()),
+        Err(_) => GrantCheck::Failed(format!(
             "no answer within {}",
             humantime::format_duration(timeout * 2)
         )),
@@ -100,21 +103,21 @@ pub async fn dial(netns: &Path, address: &str, port: u16, timeout: Duration) -> 
 }
 
 /// On this (dedicated) thread: enter the namespace, then connect.
-fn dial_here(netns: &Path, address: &str, port: u16, timeout: Duration) -> Check {
+fn dial_here(netns: &Path, address: &str, port: u16, timeout: Duration) -> GrantCheck {
     let file = match File::open(netns) {
         Ok(file) => file,
         Err(error) if error.kind() == io::ErrorKind::NotFound => {
-            return Check::Unchecked(NOT_RUNNING.into())
+            return GrantCheck::Unchecked(NOT_RUNNING.into())
         }
         Err(error) => {
-            return Check::Unchecked(format!(
+            return GrantCheck::Unchecked(format!(
                 "cannot open network namespace {}: {error}",
                 netns.display()
             ))
         }
     };
     if let Err(error) = move_into_link_name_space(file.as_fd(), Some(LinkNameSpaceType::Network)) {
-        return Check::Unchecked(format!(
+        return GrantCheck::Unchecked(format!(
             "cannot enter network namespace {}: {}",
             netns.display(),
             io::Error::from(error)
@@ -125,22 +128,22 @@ fn dial_here(netns: &Path, address: &str, port: u16, timeout: Duration) -> Check
 
 /// Connects to `address:port` from the calling thread's network position;
 /// the connection is closed at once.
-pub fn connect(address: &str, port: u16, timeout: Duration) -> Check {
+pub fn connect(address: &str, port: u16, timeout: Duration) -> GrantCheck {
     let addrs = match (address, port).to_socket_addrs() {
         Ok(addrs) => addrs.collect::<Vec<_>>(),
-        Err(error) => return Check::Failed(format!("cannot resolve {address}: {error}")),
+        Err(error) => return GrantCheck::Failed(format!("cannot resolve {address}: {error}")),
     };
     let mut last = format!("{address} resolves to no address");
     for addr in addrs {
         match TcpStream::connect_timeout(&addr, timeout) {
             Ok(stream) => {
                 drop(stream);
-                return Check::Reached;
+                return GrantCheck::Reached;
             }
             Err(error) => last = words(&error, timeout),
         }
     }
-    Check::Failed(last)
+    GrantCheck::Failed(last)
 }
 
 /// A connect error in a few words, by its kind first.

@@ -58,13 +58,13 @@ impl Grant {
 
 /// The grants of one machine.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Grants {
+pub struct MachineGrants {
     /// The machine they are on.
     pub machine: Name,
     /// The grants, in file order.
     pub grants: Vec<Grant>,
     /// The keys of the entries refused that could be read whole: their
-    /// last good versions are kept ([`Source`]).
+    /// last good versions are kept ([`GrantsSource`]).
     pub refused: Vec<GrantKey>,
 }
 
@@ -134,7 +134,7 @@ impl Label {
 ///
 /// # Errors
 /// [`FileError::Parse`] when the text is not a grants file at all.
-pub fn parse(path: &Path, text: &str) -> Result<(Grants, Vec<EntryError>), FileError> {
+pub fn parse(path: &Path, text: &str) -> Result<(MachineGrants, Vec<EntryError>), FileError> {
     let parse_error = |reason: String| FileError::Parse {
         path: path.to_owned(),
         reason,
@@ -158,7 +158,7 @@ pub fn parse(path: &Path, text: &str) -> Result<(Grants, Vec<EntryError>), FileE
         .collect();
     let grants = kept.into_iter().map(|k| k.value).collect();
     Ok((
-        Grants {
+        MachineGrants {
             machine,
             grants,
             refused: keys,
@@ -200,14 +200,14 @@ fn entry(value: &Value) -> Result<Grant, String> {
 
 /// The grants file, re-read on every check, with the last good list (and a
 /// refused grant's last good version) kept.
-pub type Source = LastGood<Grants>;
+pub type GrantsSource = LastGood<MachineGrants>;
 
-impl ListFile for Grants {
+impl ListFile for MachineGrants {
     const KIND: &'static str = "grants file";
 
-    fn parse(path: &Path, text: &str) -> Result<mesh_listfile::Parsed<Self>, String> {
+    fn parse(path: &Path, text: &str) -> Result<mesh_listfile::ParsedList<Self>, String> {
         let (list, refused) = parse(path, text).map_err(|e| e.to_string())?;
-        Ok(mesh_listfile::Parsed { list, refused })
+        Ok(mesh_listfile::ParsedList { list, refused })
     }
 
     fn keep_last_good(&mut self, last_good: &Self) {
@@ -341,7 +341,7 @@ mod tests {
     fn the_last_good_list_and_entry_are_kept() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("grants.json");
-        let mut source = Source::new(&path);
+        let mut source = GrantsSource::new(&path);
         assert!(source.load().is_none());
         assert!(
             source.problems()[0].contains("cannot be read"),

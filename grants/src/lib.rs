@@ -22,6 +22,6 @@ pub mod dial;
 pub mod file;
 pub mod standing;
 
-pub use agent::{Agent, Round, Settings};
-pub use file::{Grant, Grants, Position};
-pub use standing::{Check, GrantRules, GrantStanding};
+pub use agent::{Agent, GrantsSettings, Round};
+pub use file::{Grant, MachineGrants, Position};
+pub use standing::{GrantCheck, GrantRules, GrantStanding};

@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use mesh_grants::cli::{run, Cli};
+use mesh_grants::cli::{run, GrantsCli};
 use mesh_runtime::Program;
 
 fn main() -> ExitCode {
@@ -12,5 +12,5 @@ fn main() -> ExitCode {
     mesh_runtime::credentials::into_environment(&[mesh_runtime::credentials::NATS_PASSWORD]);
     Program::new("mesh-grants")
         .version(env!("CARGO_PKG_VERSION"))
-        .run(|cli: Cli, stop| run(cli, stop))
+        .run(|cli: GrantsCli, stop| run(cli, stop))
 }

@@ -45,7 +45,7 @@ impl GrantRules {
 
 /// What one check found.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Check {
+pub enum GrantCheck {
     /// A connection was made from the consumer's position.
     Reached,
     /// No connection: the error's words.
@@ -107,17 +107,17 @@ impl GrantStanding {
     /// Feeds one check at `now`; returns what to publish, if anything.
     pub fn observe(
         &mut self,
-        check: Check,
+        check: GrantCheck,
         now: Instant,
         rules: &GrantRules,
     ) -> Option<GrantPublish> {
         match check {
-            Check::Reached => {
+            GrantCheck::Reached => {
                 self.unchecked = None;
                 self.last_reachable_at = Some(now);
                 self.tracker.succeed().map(GrantPublish::Reachable)
             }
-            Check::Failed(error) => {
+            GrantCheck::Failed(error) => {
                 self.unchecked = None;
                 let last_reachable_at = self.last_reachable_at;
                 let streak = self
@@ -134,7 +134,7 @@ impl GrantStanding {
                     error: streak.detail.clone(),
                 })
             }
-            Check::Unchecked(reason) => {
+            GrantCheck::Unchecked(reason) => {
                 self.tracker.interrupt();
                 let due = match &self.unchecked {
                     Some((said, at)) => {
@@ -159,12 +159,12 @@ mod tests {
 
     const EVERY: Duration = Duration::from_secs(30);
 
-    fn failed() -> Check {
-        Check::Failed("connect timed out after 3s".into())
+    fn failed() -> GrantCheck {
+        GrantCheck::Failed("connect timed out after 3s".into())
     }
 
     /// Feeds `checks` one `EVERY` apart; returns (check number, event) published.
-    fn drive(s: &mut GrantStanding, start: Instant, checks: &[Check]) -> Vec<(usize, String)> {
+    fn drive(s: &mut GrantStanding, start: Instant, checks: &[GrantCheck]) -> Vec<(usize, String)> {
         checks
             .iter()
             .enumerate()
@@ -195,10 +195,10 @@ mod tests {
 
     #[test]
     fn standing_table() {
-        use Check::Reached as R;
-        let u = || Check::Unchecked("consumer not running".into());
+        use GrantCheck::Reached as R;
+        let u = || GrantCheck::Unchecked("consumer not running".into());
         let f = failed;
-        type Case = (Vec<Check>, Vec<(usize, &'static str)>);
+        type Case = (Vec<GrantCheck>, Vec<(usize, &'static str)>);
         let cases: Vec<Case> = vec![
             // First success after start, then quiet.
             (vec![R, R, R], vec![(0, "reachable FirstSuccessAfterStart")]),
@@ -239,7 +239,7 @@ mod tests {
             ),
             // No port: said once (until the repeat), never reachable.
             (
-                vec![Check::Unchecked("no port".into()); 5],
+                vec![GrantCheck::Unchecked("no port".into()); 5],
                 vec![(0, "unchecked no port")],
             ),
         ];
@@ -257,13 +257,13 @@ mod tests {
         let start = Instant::now();
         let mut s = GrantStanding::new();
         let r = GrantRules::default();
-        s.observe(Check::Reached, start, &r);
+        s.observe(GrantCheck::Reached, start, &r);
         s.observe(failed(), start + EVERY, &r);
         assert_eq!(s.failures(), 1);
         s.observe(failed(), start + EVERY * 2, &r);
         assert_eq!(s.failures(), 2);
         assert!(!s.is_unreachable());
-        s.observe(Check::Reached, start + EVERY * 3, &r);
+        s.observe(GrantCheck::Reached, start + EVERY * 3, &r);
         assert_eq!(s.failures(), 0);
     }
 
@@ -276,7 +276,11 @@ mod tests {
         let at: Vec<u64> = said.iter().map(|(i, _)| *i as u64 * 30).collect();
         assert_eq!(at, vec![60, 960, 1860, 2760]);
         let mut u = GrantStanding::new();
-        let said = drive(&mut u, start, &vec![Check::Unchecked("no port".into()); 61]);
+        let said = drive(
+            &mut u,
+            start,
+            &vec![GrantCheck::Unchecked("no port".into()); 61],
+        );
         let at: Vec<u64> = said.iter().map(|(i, _)| *i as u64 * 30).collect();
         assert_eq!(at, vec![0, 900, 1800]);
     }

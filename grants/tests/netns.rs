@@ -12,16 +12,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mesh_grants::dial::{connect, NOT_RUNNING};
-use mesh_grants::{Agent, Check, Settings};
+use mesh_grants::{Agent, GrantCheck, GrantsSettings};
 use mesh_protocol::event::{Event, ReachableReason};
 use mesh_runtime::Outbox;
 use mesh_test_support::netns::Bed;
 
-fn settings() -> Settings {
-    Settings {
+fn settings() -> GrantsSettings {
+    GrantsSettings {
         check_every: Duration::from_millis(100),
         connect_timeout: Duration::from_millis(500),
-        ..Settings::default()
+        ..GrantsSettings::default()
     }
 }
 
@@ -69,7 +69,7 @@ async fn issue_145_the_consumers_path_dropped_while_the_machines_stays_open() {
     }
     assert_eq!(
         connect(&bed.host_ip, port, Duration::from_millis(500)),
-        Check::Reached
+        GrantCheck::Reached
     );
 
     bed.drop_path(&bed.host_ip);
@@ -83,7 +83,7 @@ async fn issue_145_the_consumers_path_dropped_while_the_machines_stays_open() {
         // The machine's own position still passes: why the position matters.
         assert_eq!(
             connect(&bed.host_ip, port, Duration::from_millis(500)),
-            Check::Reached
+            GrantCheck::Reached
         );
     }
     let round = w.agent.check().await;
@@ -100,7 +100,7 @@ async fn issue_145_the_consumers_path_dropped_while_the_machines_stays_open() {
     }
     assert_eq!(
         connect(&bed.host_ip, port, Duration::from_millis(500)),
-        Check::Reached,
+        GrantCheck::Reached,
         "a check from the machine passes while the consumer cannot reach it"
     );
     // The fourth says nothing new (repeat every 15 min); the count goes on.

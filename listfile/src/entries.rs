@@ -66,7 +66,7 @@ pub struct Kept<L, T> {
 
 /// A refused entry: where it was, its label, why.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Refused<L> {
+pub struct RefusedEntry<L> {
     /// Its place in the list, from 0.
     pub index: usize,
     /// What was read of it before it was parsed.
@@ -165,7 +165,7 @@ impl<L, T> Entries<L, T> {
     }
 
     /// The kept entries and the refused ones, each in list order.
-    pub fn split(self) -> (Vec<Kept<L, T>>, Vec<Refused<L>>) {
+    pub fn split(self) -> (Vec<Kept<L, T>>, Vec<RefusedEntry<L>>) {
         let mut kept = Vec::new();
         let mut refused = Vec::new();
         for Entry {
@@ -180,7 +180,7 @@ impl<L, T> Entries<L, T> {
                     label,
                     value,
                 }),
-                Err(reason) => refused.push(Refused {
+                Err(reason) => refused.push(RefusedEntry {
                     index,
                     label,
                     reason,

@@ -167,7 +167,7 @@ impl<T: ListFile> LastGood<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::list::{EntryError, Parsed};
+    use crate::list::{EntryError, ParsedList};
 
     /// A file of lines `key=value`; a line without `=` is refused (and its
     /// last good line kept, by key); `owner: X` must stay the same.
@@ -181,7 +181,7 @@ mod tests {
     impl ListFile for Pairs {
         const KIND: &'static str = "pairs file";
 
-        fn parse(path: &Path, text: &str) -> Result<Parsed<Pairs>, String> {
+        fn parse(path: &Path, text: &str) -> Result<ParsedList<Pairs>, String> {
             let mut lines = text.lines();
             let owner = lines
                 .next()
@@ -197,7 +197,7 @@ mod tests {
                     }
                 }
             }
-            Ok(Parsed {
+            Ok(ParsedList {
                 list: Pairs {
                     owner: owner.to_owned(),
                     pairs,

@@ -16,4 +16,4 @@ mod last_good;
 mod list;
 
 pub use self::last_good::{LastGood, Loaded, Refused};
-pub use self::list::{EntryError, ListFile, Parsed};
+pub use self::list::{EntryError, ListFile, ParsedList};

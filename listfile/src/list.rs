@@ -33,7 +33,7 @@ impl EntryError {
 
 /// A file's text parsed: the list to work with, and the entries refused.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Parsed<T> {
+pub struct ParsedList<T> {
     /// The good entries (and whatever else the file holds).
     pub list: T,
     /// The entries refused, in file order.
@@ -50,7 +50,7 @@ pub trait ListFile: Sized {
     /// # Errors
     /// Why the file as a whole cannot be used (it is not JSON of the
     /// file's shape, say), in words that name the file.
-    fn parse(path: &Path, text: &str) -> Result<Parsed<Self>, String>;
+    fn parse(path: &Path, text: &str) -> Result<ParsedList<Self>, String>;
 
     /// Serves in `self`, just parsed, the last good version of an entry it
     /// refused, where the list knows one.

@@ -223,9 +223,9 @@ pub type Source = LastGood<Contributions>;
 impl ListFile for Contributions {
     const KIND: &'static str = "contributions file";
 
-    fn parse(path: &Path, text: &str) -> Result<mesh_listfile::Parsed<Self>, String> {
+    fn parse(path: &Path, text: &str) -> Result<mesh_listfile::ParsedList<Self>, String> {
         let parsed = parse(text, path).map_err(|e| e.to_string())?;
-        Ok(mesh_listfile::Parsed {
+        Ok(mesh_listfile::ParsedList {
             list: parsed.contributions,
             refused: parsed.refused,
         })

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use clap::{Args, CommandFactory, FromArgMatches, Parser};
 use mesh_runtime::credentials::{self, StandIn};
-use mesh_runtime::program::{self, Failure, Program};
+use mesh_runtime::program::{self, Program, ProgramFailure};
 use mesh_runtime::{LogFormat, Secret};
 
 use crate::args::ProviderArgs;
@@ -252,7 +252,7 @@ impl ProviderMain {
             let Flags { provider, own } = flags;
             let provisioner = make(own, &provider).await.map_err(|error| {
                 let error: Box<dyn Error + Send + Sync> = error.into();
-                Failure::cannot_run(&*error).redacted::<&str>(&[])
+                ProgramFailure::cannot_run(&*error).redacted::<&str>(&[])
             })?;
             let secrets = provisioner.secrets();
             tracing::info!(contributions = %provider.contributions.display(), nats = %provider.service.nats.shown_servers(), "{name} starting");
@@ -260,7 +260,7 @@ impl ProviderMain {
                 .await
                 .map_err(|error| {
                     let secrets: Vec<&str> = secrets.iter().map(Secret::expose).collect();
-                    Failure::cannot_run(&error).redacted(&secrets)
+                    ProgramFailure::cannot_run(&error).redacted(&secrets)
                 })
         })
     }

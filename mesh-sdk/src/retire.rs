@@ -114,14 +114,14 @@ struct Missing {
 
 /// Retirement state of every held, withdrawn consumer.
 #[derive(Clone, Debug, Default)]
-pub struct Retirement {
+pub struct RetirementState {
     missing: NameMap<Missing>,
 }
 
-impl Retirement {
+impl RetirementState {
     /// Nothing missing yet, as at provider start.
-    pub fn new() -> Retirement {
-        Retirement::default()
+    pub fn new() -> RetirementState {
+        RetirementState::default()
     }
 
     /// How many withdrawn consumers are held and not retired yet.
@@ -180,7 +180,7 @@ impl Retirement {
             }
         }
         // A countdown that ended without a retirement (one retired keeps
-        // its count until the provider says it did, [`Retirement::retired`]).
+        // its count until the provider says it did, [`RetirementState::retired`]).
         let mut ended: Vec<&Name> = self
             .missing
             .keys()
@@ -254,7 +254,7 @@ mod tests {
         let held = [Held::active(gone.clone()), Held::active(n("kept"))];
         let kept = n("kept");
         let listed: NameSet = [kept.clone()].into_iter().collect();
-        let mut r = Retirement::new();
+        let mut r = RetirementState::new();
         let start = Instant::now();
         for i in 0..10_000u32 {
             let now = start + every * i;
@@ -297,7 +297,7 @@ mod tests {
         let held = [Held::active(a.clone())];
         let none = NameSet::default();
         let with_a: NameSet = [a.clone()].into_iter().collect();
-        let mut r = Retirement::new();
+        let mut r = RetirementState::new();
         let start = Instant::now();
         let step = Duration::from_secs(300);
         let countdown = |i: u32| Action::Countdown {
@@ -336,7 +336,7 @@ mod tests {
         let a = n("a");
         let with_a: NameSet = [a.clone()].into_iter().collect();
         let none = NameSet::default();
-        let mut r = Retirement::new();
+        let mut r = RetirementState::new();
         let now = Instant::now();
         assert_eq!(
             r.pass(
@@ -364,7 +364,7 @@ mod tests {
         let a = n("a");
         let held = [Held::active(a.clone())];
         let none = NameSet::default();
-        let mut r = Retirement::new();
+        let mut r = RetirementState::new();
         let start = Instant::now();
         // An hour of passes in which either input could not be read.
         for i in 0..720u32 {
@@ -383,7 +383,7 @@ mod tests {
     fn no_longer_held_is_forgotten_and_its_countdown_cancelled() {
         let a = n("a");
         let none = NameSet::default();
-        let mut r = Retirement::new();
+        let mut r = RetirementState::new();
         let now = Instant::now();
         r.pass(Some(&none), Some(&[Held::active(a.clone())]), now, &rules());
         assert_eq!(r.missing_passes(&a), Some(1));
@@ -413,7 +413,7 @@ mod tests {
         let a = n("a");
         let mut held = [Held::active(a.clone())];
         let none = NameSet::default();
-        let mut r = Retirement::new();
+        let mut r = RetirementState::new();
         let start = Instant::now();
         let every = Duration::from_secs(60);
         let mut said = Vec::new();
@@ -484,7 +484,7 @@ mod tests {
     fn listed_consumers_never_retire() {
         let a = n("a");
         let with_a: NameSet = [a.clone()].into_iter().collect();
-        let mut r = Retirement::new();
+        let mut r = RetirementState::new();
         let start = Instant::now();
         for i in 0..1000u32 {
             let now = start + Duration::from_secs(60) * i;
@@ -501,7 +501,7 @@ mod tests {
 
     #[test]
     fn approvals_and_every_refusal() {
-        let r = Retirement::new();
+        let r = RetirementState::new();
         let a = n("a");
         let active = Held::active(a.clone());
         let retired = Held::retired(a.clone());

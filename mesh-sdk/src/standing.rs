@@ -39,7 +39,7 @@ impl Default for StandingRules {
 
 /// The result of one attempt (read the secret, make if missing, check).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome<'a> {
+pub enum AttemptOutcome<'a> {
     /// All three steps succeeded.
     Success,
     /// One step failed.
@@ -128,12 +128,12 @@ impl Standing {
     /// Feeds one attempt's outcome at `now`; returns what to publish, if anything.
     pub fn observe(
         &mut self,
-        outcome: Outcome<'_>,
+        outcome: AttemptOutcome<'_>,
         now: Instant,
         rules: &StandingRules,
     ) -> Option<Publish> {
         match outcome {
-            Outcome::Success => {
+            AttemptOutcome::Success => {
                 let recovery = self.tracker.succeed();
                 // The planted mutation `mesh_mutant="no-restart-recovered"`
                 // (scripts/mutants): a restart's first success is not said.
@@ -146,7 +146,7 @@ impl Standing {
                     })
                 })
             }
-            Outcome::Failure { class, error } => {
+            AttemptOutcome::Failure { class, error } => {
                 let failure = self.tracker.fail(
                     now,
                     &rules.news(),
@@ -197,8 +197,8 @@ mod tests {
         StandingRules::default()
     }
 
-    fn fail(class: Class) -> Outcome<'static> {
-        Outcome::Failure {
+    fn fail(class: Class) -> AttemptOutcome<'static> {
+        AttemptOutcome::Failure {
             class,
             error: "password authentication failed",
         }
@@ -209,7 +209,7 @@ mod tests {
     fn drive(
         standing: &mut Standing,
         start: Instant,
-        outcomes: &[Outcome<'_>],
+        outcomes: &[AttemptOutcome<'_>],
     ) -> Vec<(u64, Publish)> {
         outcomes
             .iter()
@@ -227,7 +227,7 @@ mod tests {
     fn first_success_after_start_says_recovered_once() {
         let start = Instant::now();
         let mut s = Standing::new();
-        let published = drive(&mut s, start, &[Outcome::Success; 10]);
+        let published = drive(&mut s, start, &[AttemptOutcome::Success; 10]);
         assert_eq!(
             published,
             vec![(
@@ -241,10 +241,10 @@ mod tests {
     fn a_re_enabled_consumer_says_nothing_on_success_and_failing_after_five_minutes() {
         let start = Instant::now();
         let mut s = Standing::re_enabled();
-        assert_eq!(drive(&mut s, start, &[Outcome::Success; 10]), vec![]);
-        let mut outcomes = vec![Outcome::Success];
+        assert_eq!(drive(&mut s, start, &[AttemptOutcome::Success; 10]), vec![]);
+        let mut outcomes = vec![AttemptOutcome::Success];
         outcomes.extend([fail(Class::Unreachable); 61]);
-        outcomes.push(Outcome::Success);
+        outcomes.push(AttemptOutcome::Success);
         let published = drive(&mut Standing::re_enabled(), start, &outcomes);
         let at: Vec<u64> = published.iter().map(|(t, _)| *t).collect();
         assert_eq!(at, vec![305, 310], "failing after 5 min, then recovered");
@@ -286,9 +286,9 @@ mod tests {
     fn a_success_inside_the_window_resets_it() {
         let start = Instant::now();
         let mut s = Standing::new();
-        let mut outcomes = vec![Outcome::Success];
+        let mut outcomes = vec![AttemptOutcome::Success];
         outcomes.extend(vec![fail(Class::Unreachable); 50]); // 5 s .. 250 s
-        outcomes.push(Outcome::Success); // 255 s
+        outcomes.push(AttemptOutcome::Success); // 255 s
         outcomes.extend(vec![fail(Class::Unreachable); 61]); // 260 s .. 560 s
         let published = drive(&mut s, start, &outcomes);
         assert_eq!(published.len(), 2, "{published:?}");
@@ -342,7 +342,7 @@ mod tests {
         let start = Instant::now();
         let mut s = Standing::new();
         let mut outcomes = vec![fail(Class::Refused); 61];
-        outcomes.extend([Outcome::Success, Outcome::Success]);
+        outcomes.extend([AttemptOutcome::Success, AttemptOutcome::Success]);
         let published = drive(&mut s, start, &outcomes);
         assert_eq!(published.len(), 2);
         assert_eq!(
@@ -357,9 +357,9 @@ mod tests {
     fn success_after_recovery_and_short_failure_is_quiet() {
         let start = Instant::now();
         let mut s = Standing::new();
-        let mut outcomes = vec![Outcome::Success];
+        let mut outcomes = vec![AttemptOutcome::Success];
         outcomes.extend(vec![fail(Class::Refused); 10]);
-        outcomes.push(Outcome::Success);
+        outcomes.push(AttemptOutcome::Success);
         let published = drive(&mut s, start, &outcomes);
         assert_eq!(
             published,
@@ -375,14 +375,14 @@ mod tests {
         let start = Instant::now();
         let mut s = Standing::new();
         let mut outcomes = vec![
-            Outcome::Failure {
+            AttemptOutcome::Failure {
                 class: Class::SecretUnreadable,
                 error: "secret file missing",
             };
             30
         ];
         outcomes.extend(vec![
-            Outcome::Failure {
+            AttemptOutcome::Failure {
                 class: Class::Unreachable,
                 error: "connection refused",
             };
@@ -408,7 +408,7 @@ mod tests {
         let start = Instant::now();
         let mut s = Standing::new();
         let mut outcomes = vec![fail(Class::Refused); 61];
-        outcomes.push(Outcome::Success); // 305
+        outcomes.push(AttemptOutcome::Success); // 305
         outcomes.extend(vec![fail(Class::Refused); 61]); // 310 .. 610
         let published = drive(&mut s, start, &outcomes);
         let times: Vec<u64> = published.iter().map(|(t, _)| *t).collect();
@@ -447,7 +447,7 @@ mod tests {
         assert!(!s.is_failing_published());
         assert!(s.failure().is_none());
         // Re-listed and succeeding later: nothing more to publish.
-        assert_eq!(s.observe(Outcome::Success, start, &rules()), None);
+        assert_eq!(s.observe(AttemptOutcome::Success, start, &rules()), None);
     }
 
     #[test]

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use mesh_runtime::log::LogArgs;
-use mesh_runtime::program::{Failure, Flags, Program};
+use mesh_runtime::program::{Flags, Program, ProgramFailure};
 use mesh_runtime::LogFormat;
 use mesh_sdk::conform::{conform, list, Suite};
 
@@ -77,8 +77,8 @@ impl Flags for ConformArgs {
 /// Runs the suite; the report goes to stdout.
 ///
 /// # Errors
-/// A [`Failure`] ([`EXIT_FAILED`]) when the hook cannot be started or a rule failed.
-pub async fn run(args: ConformArgs) -> Result<(), Failure> {
+/// A [`ProgramFailure`] ([`EXIT_FAILED`]) when the hook cannot be started or a rule failed.
+pub async fn run(args: ConformArgs) -> Result<(), ProgramFailure> {
     let Some(path) = args.hook.clone().filter(|_| !args.list) else {
         print!("{}", list());
         return Ok(());
@@ -93,7 +93,7 @@ pub async fn run(args: ConformArgs) -> Result<(), Failure> {
     };
     let (hook, hello) = Hook::start(settings)
         .await
-        .map_err(|error| Failure::new(EXIT_FAILED, error.to_string()))?;
+        .map_err(|error| ProgramFailure::new(EXIT_FAILED, error.to_string()))?;
     let provisioner = Arc::new(HookProvisioner::new(hook, &hello));
     let oracle = Arc::new(HookByHand::new(Arc::clone(&provisioner)));
     let mut suite = Suite::new(args.provision)
@@ -105,7 +105,7 @@ pub async fn run(args: ConformArgs) -> Result<(), Failure> {
     println!("{report}");
     match report.all_passed() {
         true => Ok(()),
-        false => Err(Failure::new(
+        false => Err(ProgramFailure::new(
             EXIT_FAILED,
             format!(
                 "{} of {} rules failed for hook {}: {}",

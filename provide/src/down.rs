@@ -3,7 +3,7 @@
 
 /// Why a process of the hook went down (`mesh_hook_restarts_total{cause}`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Cause {
+pub enum DownCause {
     /// It exited, or closed its stdout.
     Exited,
     /// It wrote a line that is no reply (not JSON, no id, too long, an id
@@ -21,28 +21,28 @@ pub enum Cause {
     Killed,
 }
 
-impl Cause {
+impl DownCause {
     /// Every cause, for the metric's series.
-    pub const ALL: [Cause; 7] = [
-        Cause::Exited,
-        Cause::BadLine,
-        Cause::Stuck,
-        Cause::Hello,
-        Cause::Spawn,
-        Cause::Pipe,
-        Cause::Killed,
+    pub const ALL: [DownCause; 7] = [
+        DownCause::Exited,
+        DownCause::BadLine,
+        DownCause::Stuck,
+        DownCause::Hello,
+        DownCause::Spawn,
+        DownCause::Pipe,
+        DownCause::Killed,
     ];
 
     /// The cause as the metric's label says it.
     pub fn as_str(self) -> &'static str {
         match self {
-            Cause::Exited => "exited",
-            Cause::BadLine => "bad-line",
-            Cause::Stuck => "stuck",
-            Cause::Hello => "hello",
-            Cause::Spawn => "spawn",
-            Cause::Pipe => "pipe",
-            Cause::Killed => "killed",
+            DownCause::Exited => "exited",
+            DownCause::BadLine => "bad-line",
+            DownCause::Stuck => "stuck",
+            DownCause::Hello => "hello",
+            DownCause::Spawn => "spawn",
+            DownCause::Pipe => "pipe",
+            DownCause::Killed => "killed",
         }
     }
 }

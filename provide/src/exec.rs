@@ -13,7 +13,7 @@ use tokio::io::AsyncWriteExt;
 use crate::error::HookError;
 use crate::process::{ended, read_at_most, read_stderr, stderr_lines, Hooked, STDERR_LINES};
 use crate::scrub::Scrub;
-use crate::wire::{judge, parse, Answer, Ask, Bad, Parsed, Verb, MAX_REPLY_BYTES};
+use crate::wire::{judge, parse, Answer, Ask, Bad, ParsedReply, Verb, MAX_REPLY_BYTES};
 
 /// A hook run once per call.
 #[derive(Debug)]
@@ -182,7 +182,7 @@ impl Exec {
     ) -> Result<Answer, Bad> {
         let stdout = output.stdout.trim_ascii();
         let parsed = match stdout.is_empty() {
-            true => Ok(Parsed::default()),
+            true => Ok(ParsedReply::default()),
             false => parse(stdout),
         };
         parsed.and_then(|parsed| {

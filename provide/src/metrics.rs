@@ -17,7 +17,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::{Registry, Unit};
 
-use crate::down::Cause;
+use crate::down::DownCause;
 use crate::error::HookError;
 use crate::wire::{Answer, Verb};
 
@@ -49,7 +49,7 @@ impl Default for HookMetrics {
         };
         // Every cause's series exists from the start, so a rule's
         // `increase` never meets a missing one.
-        for cause in Cause::ALL {
+        for cause in DownCause::ALL {
             let _ = metrics.restarts.get_or_create(&[("cause", cause.as_str())]);
         }
         metrics
@@ -123,7 +123,7 @@ impl HookMetrics {
     }
 
     /// A process of the hook went down of `cause`: it is braked.
-    pub fn went_down(&self, cause: Cause) {
+    pub fn went_down(&self, cause: DownCause) {
         self.restarts
             .get_or_create(&[("cause", cause.as_str())])
             .inc();
@@ -178,7 +178,7 @@ mod tests {
             }),
             Duration::from_secs(1),
         );
-        metrics.went_down(Cause::Hello);
+        metrics.went_down(DownCause::Hello);
         let after = text(&metrics);
         for line in [
             "mesh_hook_calls_total{verb=\"check\",outcome=\"unsupported\"} 1",

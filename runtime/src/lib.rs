@@ -55,7 +55,7 @@ pub use endpoints::Progress;
 pub use log::LogFormat;
 pub use nats::{BusError, NatsArgs};
 pub use outbox::Outbox;
-pub use program::{Failure, Program, ServiceArgs};
+pub use program::{Program, ProgramFailure, ServiceArgs};
 pub use secret::Secret;
 pub use secret_file::SecretFile;
 pub use stop::Stop;

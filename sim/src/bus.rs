@@ -16,7 +16,7 @@ use std::time::{Duration, SystemTime};
 use async_trait::async_trait;
 use bytes::Bytes;
 use mesh_runtime::outbox::{EventSink, Outbox, SinkError};
-use mesh_status::link::Pending;
+use mesh_status::link::ConsumerPending;
 use mesh_status::link::{Delivery, Messages};
 use tokio::sync::Notify;
 use tokio::time::Instant;
@@ -336,14 +336,14 @@ impl Messages for SimConsumer {
         }
     }
 
-    async fn pending(&mut self) -> Result<Pending, String> {
+    async fn pending(&mut self) -> Result<ConsumerPending, String> {
         if !self.bus.is_up() {
             return Err("the bus is away".to_owned());
         }
         Ok(self.bus.with(|s| {
             let undelivered = s.stream.values().filter(|k| k.held == Held::Fresh).count();
             let count = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
-            Pending {
+            ConsumerPending {
                 undelivered: count(undelivered),
                 unacknowledged: count(s.stream.len() - undelivered),
             }

@@ -41,7 +41,7 @@ use tokio::time::Instant;
 
 use crate::cost::{Costs, Timer};
 use crate::status::{consumer_name, Status};
-use crate::store::Key;
+use crate::store::StandingKey;
 use crate::world::{secret_of, World, SECRET_PREFIX, SECRET_SUFFIX, SLACK};
 
 /// An invariant broken.
@@ -149,7 +149,7 @@ pub fn percentile(sorted: &[f64], p: f64) -> f64 {
 pub struct Checker {
     /// The store's key (provider module, machine, consumer) → newest
     /// standing event in the stream.
-    standings: BTreeMap<Key, Newest>,
+    standings: BTreeMap<StandingKey, Newest>,
     /// provider → newest `alive` in the stream.
     alive: BTreeMap<String, u64>,
     /// Every secret of the simulation.
@@ -509,7 +509,7 @@ impl Checker {
             let Ok(event) = Event::parse(kind, &stored.body) else {
                 continue;
             };
-            let key = |consumer: &mesh_protocol::Name| -> Key {
+            let key = |consumer: &mesh_protocol::Name| -> StandingKey {
                 (
                     module.to_string(),
                     machine.to_string(),
@@ -589,8 +589,8 @@ impl Checker {
 /// The value at `key` of the map `entries` reads, each key asked for once
 /// and in increasing order.
 fn seek<'a, V>(
-    entries: &mut std::iter::Peekable<std::collections::btree_map::Iter<'a, Key, V>>,
-    key: &Key,
+    entries: &mut std::iter::Peekable<std::collections::btree_map::Iter<'a, StandingKey, V>>,
+    key: &StandingKey,
 ) -> Option<&'a V> {
     while entries.next_if(|(k, _)| *k < key).is_some() {}
     entries.next_if(|(k, _)| *k == key).map(|(_, v)| v)

@@ -40,7 +40,7 @@ use world::{Timings, World};
 
 /// What one simulation gave.
 #[derive(Debug)]
-pub struct Outcome {
+pub struct SimulationOutcome {
     /// The first invariant broken, if any.
     pub violation: Option<Violation>,
     /// Seconds simulated.
@@ -57,7 +57,7 @@ pub struct Outcome {
 }
 
 /// Runs `plan` to its end or its first violation.
-pub fn run_plan(plan: &Plan) -> Outcome {
+pub fn run_plan(plan: &Plan) -> SimulationOutcome {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .start_paused(true)
@@ -113,7 +113,7 @@ pub fn run_plan(plan: &Plan) -> Outcome {
         }
         let mid_pass_approvals = world.mid_pass_approvals;
         world.end().await;
-        Outcome {
+        SimulationOutcome {
             mid_pass_approvals,
             violation,
             seconds: simulated,
@@ -140,7 +140,7 @@ fn cpu_since(from: Option<Duration>, to: Option<Duration>) -> String {
 }
 
 /// Runs the plan `seed` draws for `shape`.
-pub fn run_seed(seed: u64, shape: &Shape) -> (Plan, Outcome) {
+pub fn run_seed(seed: u64, shape: &Shape) -> (Plan, SimulationOutcome) {
     let plan = Plan::draw(seed, shape);
     let outcome = run_plan(&plan);
     (plan, outcome)

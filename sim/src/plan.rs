@@ -20,7 +20,7 @@ pub enum Break {
 /// fault lasts and `per_mille` how many acks of a thousand it loses.
 #[allow(missing_docs)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Action {
+pub enum PlanAction {
     /// Consumer `c` of provider `p` starts failing.
     Break { p: usize, c: usize, how: Break },
     /// Consumer `c` of provider `p` works again.
@@ -58,14 +58,14 @@ pub enum Action {
 
 /// One action at second `at`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Step {
+pub struct PlanStep {
     /// Seconds from the start.
     pub at: u64,
     /// What happens.
-    pub action: Action,
+    pub action: PlanAction,
 }
 
-impl fmt::Display for Step {
+impl fmt::Display for PlanStep {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "t={:>5}s {:?}", self.at, self.action)
     }
@@ -83,7 +83,7 @@ pub struct Plan {
     /// Simulated seconds.
     pub seconds: u64,
     /// The schedule, by time.
-    pub steps: Vec<Step>,
+    pub steps: Vec<PlanStep>,
     /// Whether provider clocks may be off (a start's offset).
     pub clock_steps: bool,
     /// The invariants are checked every `check_every` simulated seconds
@@ -151,14 +151,14 @@ fn count(rng: &mut Rng, per_hour: u64, seconds: u64) -> u64 {
 /// broken consumers stay about as many as at its start instead of piling
 /// up (a break hits any consumer, a heal of a working one did nothing).
 /// A heal with none broken is kept as drawn (it does nothing).
-fn heal_the_broken(steps: &mut [Step], consumers: usize, rng: &mut Rng) {
+fn heal_the_broken(steps: &mut [PlanStep], consumers: usize, rng: &mut Rng) {
     let mut broken: std::collections::BTreeMap<usize, Vec<bool>> = Default::default();
     for step in steps {
         match &mut step.action {
-            Action::Break { p, c, .. } => {
+            PlanAction::Break { p, c, .. } => {
                 broken.entry(*p).or_insert_with(|| vec![false; consumers])[*c] = true;
             }
-            Action::Heal { p, c } => {
+            PlanAction::Heal { p, c } => {
                 let Some(now) = broken.get_mut(p) else {
                     continue;
                 };
@@ -194,9 +194,9 @@ impl Plan {
             // held at the backend (nothing to retire).
             for c in 0..m {
                 if rng.chance(100) {
-                    steps.push(Step {
+                    steps.push(PlanStep {
                         at: 0,
-                        action: Action::Break {
+                        action: PlanAction::Break {
                             p,
                             c,
                             how: Break::Ensure,
@@ -207,7 +207,7 @@ impl Plan {
             for _ in 0..count(&mut rng, shape.changes_per_hour, secs) {
                 let c = usize::try_from(rng.below(m as u64)).unwrap_or(0);
                 let action = match rng.below(10) {
-                    0..=2 => Action::Break {
+                    0..=2 => PlanAction::Break {
                         p,
                         c,
                         how: if rng.chance(500) {
@@ -216,10 +216,10 @@ impl Plan {
                             Break::Ensure
                         },
                     },
-                    3..=5 => Action::Heal { p, c },
-                    6 => Action::Unlist { p, c },
-                    7 | 8 => Action::Relist { p, c },
-                    _ => Action::Approve {
+                    3..=5 => PlanAction::Heal { p, c },
+                    6 => PlanAction::Unlist { p, c },
+                    7 | 8 => PlanAction::Relist { p, c },
+                    _ => PlanAction::Approve {
                         p,
                         c,
                         delete: rng.chance(300),
@@ -227,19 +227,19 @@ impl Plan {
                     },
                 };
                 let when = at(&mut rng);
-                steps.push(Step { at: when, action });
+                steps.push(PlanStep { at: when, action });
                 // A person often approves what was just withdrawn: its
                 // retirement before the loop retires it itself (a minute),
                 // or its deletion once it is retired.
-                if matches!(action, Action::Unlist { .. }) && rng.chance(500) {
+                if matches!(action, PlanAction::Unlist { .. }) && rng.chance(500) {
                     let delete = rng.chance(500);
                     let after = match delete {
                         true => rng.between(70, 400),
                         false => rng.between(3, 50),
                     };
-                    steps.push(Step {
+                    steps.push(PlanStep {
                         at: when + after,
-                        action: Action::Approve {
+                        action: PlanAction::Approve {
                             p,
                             c,
                             delete,
@@ -255,13 +255,13 @@ impl Plan {
                     true => i64::try_from(rng.between(1, 7200)).unwrap_or(0) - 3600,
                     false => 0,
                 };
-                steps.push(Step {
+                steps.push(PlanStep {
                     at: down,
-                    action: Action::Kill { p },
+                    action: PlanAction::Kill { p },
                 });
-                steps.push(Step {
+                steps.push(PlanStep {
                     at: up,
-                    action: Action::Start { p, offset },
+                    action: PlanAction::Start { p, offset },
                 });
             }
         }
@@ -269,21 +269,21 @@ impl Plan {
             let p = usize::try_from(rng.below(n as u64)).unwrap_or(0);
             let secs = rng.between(1, 120);
             let action = match rng.below(6) {
-                0 => Action::BusDown { secs },
-                1 => Action::StoreDown { secs },
-                2 => Action::ControllerDown { secs },
-                3 => Action::AckLoss {
+                0 => PlanAction::BusDown { secs },
+                1 => PlanAction::StoreDown { secs },
+                2 => PlanAction::ControllerDown { secs },
+                3 => PlanAction::AckLoss {
                     secs,
                     per_mille: rng.between(100, 900),
                 },
-                4 => Action::PublishAckLoss {
+                4 => PlanAction::PublishAckLoss {
                     p,
                     secs,
                     per_mille: rng.between(100, 900),
                 },
-                _ => Action::PublishDelay { p, secs },
+                _ => PlanAction::PublishDelay { p, secs },
             };
-            steps.push(Step {
+            steps.push(PlanStep {
                 at: at(&mut rng),
                 action,
             });
@@ -342,8 +342,8 @@ mod tests {
                 hours.push(broken.iter().flatten().filter(|b| **b).count());
             }
             match step.action {
-                Action::Break { p, c, .. } => broken[p][c] = true,
-                Action::Heal { p, c } => {
+                PlanAction::Break { p, c, .. } => broken[p][c] = true,
+                PlanAction::Heal { p, c } => {
                     let any = broken[p].iter().any(|b| *b);
                     assert!(broken[p][c] || !any, "{step} heals a working consumer");
                     broken[p][c] = false;

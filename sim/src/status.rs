@@ -9,7 +9,7 @@ use mesh_protocol::Timestamp;
 use mesh_runtime::Stop;
 use mesh_status::link::{follow_messages, Followed, LinkSettings, LinkState};
 use mesh_status::model::declaration::parse;
-use mesh_status::model::Parsed;
+use mesh_status::model::ParsedDeclaration;
 use mesh_status::render;
 use mesh_status::report::{self, Clock, Facts, Grants, Head, Listed, Scope};
 use mesh_status::store::Order;
@@ -34,7 +34,7 @@ pub struct Status {
 
 /// The declaration: every provider, and one module per consumer requiring
 /// a database from each.
-pub fn declaration(providers: usize, consumers: usize) -> Parsed {
+pub fn declaration(providers: usize, consumers: usize) -> ParsedDeclaration {
     let mut modules: Vec<serde_json::Value> = (0..providers)
         .map(|p| {
             serde_json::json!({"module": "pg", "machine": format!("db-{p}"), "provides": ["postgres-database"]})
@@ -51,7 +51,7 @@ pub fn declaration(providers: usize, consumers: usize) -> Parsed {
 
 /// What status says at `now`: the real report and rendering over the
 /// store's read; `None` while the store is away (status fails, saying so).
-pub fn read(store: &MemStore, declaration: &Parsed, now: SystemTime) -> Option<Status> {
+pub fn read(store: &MemStore, declaration: &ParsedDeclaration, now: SystemTime) -> Option<Status> {
     let clock = Clock {
         now: Timestamp::from_system(now),
         silent_after: report::DEFAULT_SILENT_AFTER,

@@ -29,15 +29,15 @@ use tokio::time::Instant;
 
 /// A standing's key: provider module, provider machine, consumer (the
 /// listing's byte order).
-pub type Key = (String, String, String);
+pub type StandingKey = (String, String, String);
 
 /// What the store holds.
 #[derive(Debug, Default)]
 pub struct Tables {
     /// The newest `failing` per key, with its place.
-    pub failing: BTreeMap<Key, (FailingRow, Place)>,
+    pub failing: BTreeMap<StandingKey, (FailingRow, Place)>,
     /// The newest `recovered` per key (tombstones).
-    pub recovered: BTreeMap<Key, Place>,
+    pub recovered: BTreeMap<StandingKey, Place>,
     /// The newest `alive` per provider.
     pub alive: BTreeMap<ModuleId, (AliveRow, Place)>,
     /// What each `serve` process recorded of itself, by its key.
@@ -77,7 +77,7 @@ pub struct Read {
     pub standings: Vec<FailingRow>,
 }
 
-fn key(emitter: &ModuleId, consumer: &str) -> Key {
+fn key(emitter: &ModuleId, consumer: &str) -> StandingKey {
     (
         emitter.module.to_string(),
         emitter.machine.to_string(),

@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 use mesh_protocol::{ModuleId, Name, Timestamp};
 use mesh_runtime::Stop;
 use mesh_sdk::testing::{FakeError, Outbox, Runner, WallClock};
-use mesh_status::model::Parsed;
+use mesh_status::model::ParsedDeclaration;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
@@ -17,7 +17,7 @@ pub use crate::backend::{secret_of, SECRET_PREFIX, SECRET_SUFFIX};
 use crate::backend::{SimBackend, SimSecrets};
 use crate::bus::{drain, Bus, SimSink};
 use crate::cost::{Costs, Timer};
-use crate::plan::{Action, Break, Plan, Step};
+use crate::plan::{Break, Plan, PlanAction, PlanStep};
 use crate::rng::Rng;
 use crate::status::{self, consumer_name, controller, declaration, Status};
 use crate::store::MemStore;
@@ -86,7 +86,7 @@ pub struct World {
     /// The providers.
     pub providers: Vec<Provider>,
     controller: Option<(JoinHandle<()>, Stop)>,
-    declaration: Parsed,
+    declaration: ParsedDeclaration,
     bus_until: Option<Instant>,
     store_until: Option<Instant>,
     controller_until: Option<Instant>,
@@ -273,11 +273,11 @@ impl World {
         self.controller_until.is_none()
     }
 
-    async fn act(&mut self, step: &Step) {
+    async fn act(&mut self, step: &PlanStep) {
         let now = Instant::now();
         let secs = |s: u64| now + Duration::from_secs(s);
         match step.action {
-            Action::Break { p, c, how } => {
+            PlanAction::Break { p, c, how } => {
                 let provider = &mut self.providers[p];
                 let consumer = consumer_name(c);
                 match how {
@@ -301,7 +301,7 @@ impl World {
                 }
                 provider.unsettled.insert(c);
             }
-            Action::Heal { p, c } => {
+            PlanAction::Heal { p, c } => {
                 let provider = &mut self.providers[p];
                 provider.backend.heal(c);
                 provider.truth[c].broken = None;
@@ -309,14 +309,14 @@ impl World {
                     provider.unsettled.remove(&c);
                 }
             }
-            Action::Unlist { p, c } => {
+            PlanAction::Unlist { p, c } => {
                 let provider = &mut self.providers[p];
                 if provider.truth[c].listed_since.take().is_some() {
                     provider.write_contributions();
                 }
                 provider.unsettled.insert(c);
             }
-            Action::Relist { p, c } => {
+            PlanAction::Relist { p, c } => {
                 let provider = &mut self.providers[p];
                 if provider.truth[c].listed_since.is_none() {
                     provider.truth[c].listed_since = Some(now);
@@ -326,7 +326,7 @@ impl World {
                     provider.unsettled.remove(&c);
                 }
             }
-            Action::Approve {
+            PlanAction::Approve {
                 p,
                 c,
                 delete,
@@ -347,21 +347,21 @@ impl World {
                     }
                 }
             }
-            Action::Kill { p } => self.kill(p),
-            Action::Start { p, offset } => {
+            PlanAction::Kill { p } => self.kill(p),
+            PlanAction::Start { p, offset } => {
                 self.kill(p);
                 let offset = if self.plan.clock_steps { offset } else { 0 };
                 self.start(p, offset);
             }
-            Action::BusDown { secs: s } => {
+            PlanAction::BusDown { secs: s } => {
                 self.bus.set_up(false);
                 self.bus_until = Some(self.bus_until.map_or(secs(s), |u| u.max(secs(s))));
             }
-            Action::StoreDown { secs: s } => {
+            PlanAction::StoreDown { secs: s } => {
                 self.store.set_down(true);
                 self.store_until = Some(self.store_until.map_or(secs(s), |u| u.max(secs(s))));
             }
-            Action::ControllerDown { secs: s } => {
+            PlanAction::ControllerDown { secs: s } => {
                 if let Some((task, _stop)) = self.controller.take() {
                     // Killed: a round in progress is cut where it waits.
                     task.abort();
@@ -370,11 +370,11 @@ impl World {
                 self.controller_until =
                     Some(self.controller_until.map_or(secs(s), |u| u.max(secs(s))));
             }
-            Action::AckLoss { secs: s, per_mille } => {
+            PlanAction::AckLoss { secs: s, per_mille } => {
                 self.bus.lose_acks(secs(s), per_mille);
                 self.ack_loss_until = Some(self.ack_loss_until.map_or(secs(s), |u| u.max(secs(s))));
             }
-            Action::PublishAckLoss {
+            PlanAction::PublishAckLoss {
                 p,
                 secs: s,
                 per_mille,
@@ -383,7 +383,7 @@ impl World {
                 let provider = &mut self.providers[p];
                 provider.path_until = provider.path_until.max(secs(s));
             }
-            Action::PublishDelay { p, secs: s } => {
+            PlanAction::PublishDelay { p, secs: s } => {
                 self.bus.cut(p, secs(s));
                 let provider = &mut self.providers[p];
                 provider.path_until = provider.path_until.max(secs(s));

@@ -1,10 +1,10 @@
 //! What the simulator found in the code, each kept as the shrunk plan that
 //! showed it (a plan, not a seed: the plans a seed draws may change).
 
-use mesh_sim::plan::{Action, Plan, Step};
+use mesh_sim::plan::{Plan, PlanAction, PlanStep};
 use mesh_sim::run_plan;
 
-fn plan(seed: u64, seconds: u64, steps: &[(u64, Action)]) -> Plan {
+fn plan(seed: u64, seconds: u64, steps: &[(u64, PlanAction)]) -> Plan {
     Plan {
         seed,
         providers: 3,
@@ -12,7 +12,7 @@ fn plan(seed: u64, seconds: u64, steps: &[(u64, Action)]) -> Plan {
         seconds,
         steps: steps
             .iter()
-            .map(|&(at, action)| Step { at, action })
+            .map(|&(at, action)| PlanStep { at, action })
             .collect(),
         clock_steps: true,
         check_every: 1,
@@ -38,7 +38,7 @@ fn seed_19_a_provider_whose_clock_is_behind_is_heard() {
         600,
         &[(
             464,
-            Action::Start {
+            PlanAction::Start {
                 p: 1,
                 offset: -2796,
             },
@@ -54,8 +54,8 @@ fn a_dead_provider_whose_clock_was_ahead_is_unheard() {
         19,
         900,
         &[
-            (100, Action::Start { p: 0, offset: 3600 }),
-            (300, Action::Kill { p: 0 }),
+            (100, PlanAction::Start { p: 0, offset: 3600 }),
+            (300, PlanAction::Kill { p: 0 }),
         ],
     ));
 }
@@ -73,17 +73,17 @@ fn seed_22_a_standing_from_before_a_restart_with_the_clock_stepped_back_is_dropp
         &[
             (
                 0,
-                Action::Break {
+                PlanAction::Break {
                     p: 0,
                     c: 1,
                     how: mesh_sim::plan::Break::Ensure,
                 },
             ),
-            (142, Action::Kill { p: 0 }),
-            (145, Action::Unlist { p: 0, c: 1 }),
+            (142, PlanAction::Kill { p: 0 }),
+            (145, PlanAction::Unlist { p: 0, c: 1 }),
             (
                 242,
-                Action::Start {
+                PlanAction::Start {
                     p: 0,
                     offset: -2687,
                 },
@@ -103,10 +103,10 @@ fn soak_1650_a_silence_from_before_a_store_outage_is_blamed_rightly() {
         1650,
         900,
         &[
-            (569, Action::Kill { p: 0 }),
-            (715, Action::StoreDown { secs: 86 }),
-            (747, Action::Start { p: 0, offset: 0 }),
-            (789, Action::ControllerDown { secs: 27 }),
+            (569, PlanAction::Kill { p: 0 }),
+            (715, PlanAction::StoreDown { secs: 86 }),
+            (747, PlanAction::Start { p: 0, offset: 0 }),
+            (789, PlanAction::ControllerDown { secs: 27 }),
         ],
     ));
 }
@@ -124,10 +124,10 @@ fn soak_100057_two_outages_back_to_back_are_one_silence_of_the_controller() {
             100_057,
             600,
             &[
-                (182, Action::Kill { p: 3 }),
-                (349, Action::BusDown { secs: 74 }),
-                (382, Action::Start { p: 3, offset: 2120 }),
-                (423, Action::BusDown { secs: 24 }),
+                (182, PlanAction::Kill { p: 3 }),
+                (349, PlanAction::BusDown { secs: 74 }),
+                (382, PlanAction::Start { p: 3, offset: 2120 }),
+                (423, PlanAction::BusDown { secs: 24 }),
             ],
         )
     });
@@ -139,11 +139,11 @@ fn soak_100057_two_outages_back_to_back_are_one_silence_of_the_controller() {
 /// behind them, and the link recorded "caught up". When the bus then went
 /// away, status named a running provider unheard for a silence that was the
 /// controller's (I6). Caught up now also needs the consumer to have
-/// delivered everything (`Pending::undelivered` 0).
+/// delivered everything (`ConsumerPending::undelivered` 0).
 #[test]
 fn soak_100214_lost_acks_that_block_delivery_are_no_catching_up() {
     use mesh_sim::plan::Break::{Check, Ensure};
-    let broken = |p, c, how| Action::Break { p, c, how };
+    let broken = |p, c, how| PlanAction::Break { p, c, how };
     holds(&Plan {
         providers: 8,
         consumers: 8,
@@ -162,12 +162,12 @@ fn soak_100214_lost_acks_that_block_delivery_are_no_catching_up() {
                 (13, broken(3, 7, Check)),
                 (
                     193,
-                    Action::AckLoss {
+                    PlanAction::AckLoss {
                         secs: 102,
                         per_mille: 890,
                     },
                 ),
-                (283, Action::BusDown { secs: 14 }),
+                (283, PlanAction::BusDown { secs: 14 }),
             ],
         )
     });
@@ -187,10 +187,10 @@ fn soak_100299_a_provider_the_controller_may_have_missed_is_not_said_heard() {
             100_299,
             400,
             &[
-                (74, Action::Kill { p: 0 }),
+                (74, PlanAction::Kill { p: 0 }),
                 (
                     76,
-                    Action::AckLoss {
+                    PlanAction::AckLoss {
                         secs: 105,
                         per_mille: 895,
                     },

@@ -30,7 +30,7 @@ use crate::bus::NatsOptions;
 use crate::store::{DatabaseOptions, DatabaseOptionsError, RoleName};
 use mesh_status::link::{DEFAULT_BATCH, DEFAULT_REPLICAS, MAX_REPLICAS};
 use mesh_status::model::declaration::{self, DeclarationError};
-use mesh_status::model::Parsed;
+use mesh_status::model::ParsedDeclaration;
 
 pub use contributions::ContributionsArgs;
 pub use error::{CliError, EXIT_CANNOT, EXIT_NOT_DONE, EXIT_OK};
@@ -142,7 +142,7 @@ pub enum Command {
     Status {
         /// How to report.
         #[command(flatten)]
-        report: Report,
+        report: ReportArgs,
     },
     /// List what changed and for how long: failing intervals, recoveries, retirements,
     /// repairs, silences, newest first, then per consumer how often and how long it failed.
@@ -198,8 +198,8 @@ pub enum Command {
     /// Print the bus permissions derived from the declaration.
     Permissions {
         /// `json`: the permission sets; `nats`: a nats-server configuration (needs --credentials).
-        #[arg(long, value_enum, default_value_t = Format::Json)]
-        format: Format,
+        #[arg(long, value_enum, default_value_t = PermissionsFormat::Json)]
+        format: PermissionsFormat,
         /// Folder holding one password file per user (`DIR/<user>`).
         #[arg(long)]
         credentials: Option<PathBuf>,
@@ -231,13 +231,13 @@ pub enum NodeCommand {
         machine: Name,
         /// How to report.
         #[command(flatten)]
-        report: Report,
+        report: ReportArgs,
     },
 }
 
 /// The flags of `status` and `node show`.
 #[derive(Args, Debug, Clone, PartialEq, Eq)]
-pub struct Report {
+pub struct ReportArgs {
     /// Print one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -269,7 +269,7 @@ fn parse_consumer(text: &str) -> Result<(Name, Option<Name>), String> {
 
 /// `permissions --format`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Format {
+pub enum PermissionsFormat {
     /// The permission sets as JSON.
     Json,
     /// A nats-server JSON configuration with users and passwords.
@@ -400,7 +400,7 @@ impl Cli {
         DatabaseOptions::new(url, self.database_password_file.as_deref())
     }
 
-    pub(crate) fn load_declaration(&self) -> Result<Parsed, DeclarationError> {
+    pub(crate) fn load_declaration(&self) -> Result<ParsedDeclaration, DeclarationError> {
         let path = self
             .declaration
             .as_deref()
@@ -678,7 +678,7 @@ mod tests {
         assert_eq!(
             cli.command,
             Command::Status {
-                report: Report {
+                report: ReportArgs {
                     json: false,
                     silent_after: Duration::from_secs(1800),
                     check: false,

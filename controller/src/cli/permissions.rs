@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::Path;
 
 use super::error::CliError;
-use super::{Cli, Format, NAME};
+use super::{Cli, PermissionsFormat, NAME};
 use crate::permissions;
 
 /// Prints the permissions; refused declaration entries and users left out
@@ -15,7 +15,7 @@ pub(super) fn run(
     cli: &Cli,
     out: &mut dyn Write,
     err: &mut dyn Write,
-    format: Format,
+    format: PermissionsFormat,
     credentials: Option<&Path>,
 ) -> Result<(), CliError> {
     let parsed = cli.load_declaration()?;
@@ -27,9 +27,9 @@ pub(super) fn run(
     }
     let users = permissions::derive(&parsed.declaration);
     let value = match (format, credentials) {
-        (Format::Json, _) => permissions::render_json(&users),
-        (Format::Nats, None) => return Err(CliError::NoCredentials),
-        (Format::Nats, Some(dir)) => {
+        (PermissionsFormat::Json, _) => permissions::render_json(&users),
+        (PermissionsFormat::Nats, None) => return Err(CliError::NoCredentials),
+        (PermissionsFormat::Nats, Some(dir)) => {
             let credentials = permissions::read_credentials(dir, &users)?;
             for left_out in credentials.left_out.iter().filter(|l| l.is_warned()) {
                 let _ = writeln!(err, "{NAME}: warning: {left_out}");

@@ -6,17 +6,17 @@ use std::time::Duration;
 
 use mesh_protocol::Timestamp;
 use mesh_runtime::endpoints::Endpoints;
-use mesh_runtime::{Failure, Secret, Stop};
+use mesh_runtime::{ProgramFailure, Secret, Stop};
 use tokio_util::task::AbortOnDropHandle;
 
 use super::error::{CliError, EXIT_OK};
-use super::{Cli, Command, NodeCommand, Report, NAME};
+use super::{Cli, Command, NodeCommand, ReportArgs, NAME};
 use crate::approve::{approve, check_declared, Declared};
 use crate::bus::{connect, Reconnect};
 use crate::console::{self, ConsoleArgs, ReportSettings};
 use crate::link;
 use crate::store::{grant_reader, migrate, DatabaseOptions, PgStore, ReaderMade};
-use mesh_status::model::Parsed;
+use mesh_status::model::ParsedDeclaration;
 use mesh_status::render::{listing, series};
 use mesh_status::report::{self, Clock, Recurrences, Scope};
 use mesh_status::store::{HistoryFilter, Order};
@@ -250,7 +250,11 @@ async fn observe(
 /// standings counted by provider and class) and sets the gauges from it
 /// ([`series`]); a store away leaves them as they were. Returns whether
 /// the store was read.
-async fn summarize(store: &mut PgStore, declaration: &Parsed, state: &LinkState) -> bool {
+async fn summarize(
+    store: &mut PgStore,
+    declaration: &ParsedDeclaration,
+    state: &LinkState,
+) -> bool {
     let clock = Clock {
         now: Timestamp::now(),
         silent_after: report::DEFAULT_SILENT_AFTER,
@@ -286,11 +290,13 @@ async fn summarize(store: &mut PgStore, declaration: &Parsed, state: &LinkState)
 /// for a closed output pipe).
 ///
 /// # Errors
-/// The [`Failure`] to end with: [`CliError::exit_code`] and its words.
-pub fn outcome(result: Result<(), CliError>, io: &mut Io<'_>) -> Result<(), Failure> {
+/// The [`ProgramFailure`] to end with: [`CliError::exit_code`] and its words.
+pub fn outcome(result: Result<(), CliError>, io: &mut Io<'_>) -> Result<(), ProgramFailure> {
     let _ = io.out.flush();
     match result {
-        Err(error) if error.is_said() => Err(Failure::new(error.exit_code(), error.to_string())),
+        Err(error) if error.is_said() => {
+            Err(ProgramFailure::new(error.exit_code(), error.to_string()))
+        }
         _ => Ok(()),
     }
 }
@@ -311,7 +317,12 @@ pub fn exit(result: Result<(), CliError>, io: &mut Io<'_>) -> u8 {
 /// first, then each standing as it is read (grouped by cause for a person,
 /// one by one in key order as JSON). With `check`, a report that is not
 /// all well ends with [`CliError::NotAllWell`] once it is printed.
-async fn status(cli: &Cli, io: &mut Io<'_>, scope: Scope, report: &Report) -> Result<(), CliError> {
+async fn status(
+    cli: &Cli,
+    io: &mut Io<'_>,
+    scope: Scope,
+    report: &ReportArgs,
+) -> Result<(), CliError> {
     let declaration = cli.load_declaration()?;
     if let Scope::Machine(machine) = &scope {
         declaration.declaration.check_machine(machine)?;

@@ -39,7 +39,7 @@ use axum::routing::get;
 use axum::Router;
 use mesh_protocol::Timestamp;
 use mesh_runtime::{Secret, Stop};
-use mesh_status::model::Parsed;
+use mesh_status::model::ParsedDeclaration;
 use mesh_status::render::html::{self, document, login, notice, Page};
 use serde::Deserialize;
 use tokio_util::task::AbortOnDropHandle;
@@ -50,7 +50,7 @@ use live::Live;
 use pages::{unreadable, PageKey, Pages};
 
 pub(crate) use pages::ReportSettings;
-pub(crate) use tls::TlsError;
+pub(crate) use tls::ConsoleTlsError;
 
 /// The default `--listen`: this machine only (9464 is the Prometheus
 /// exporters' neighbourhood; 9480 is free of the well-known ones).
@@ -89,7 +89,7 @@ pub enum ConsoleError {
     EmptyToken(PathBuf),
     /// The certificate or key cannot be used.
     #[error(transparent)]
-    Tls(#[from] TlsError),
+    Tls(#[from] ConsoleTlsError),
     /// The session value could not be drawn.
     #[error("the operating system's random generator failed: {0}")]
     Random(getrandom::Error),
@@ -111,7 +111,7 @@ struct Console {
 /// [`ConsoleError`] when it cannot start (the address, the token, TLS).
 pub(crate) async fn serve(
     options: DatabaseOptions,
-    declaration: Parsed,
+    declaration: ParsedDeclaration,
     args: &ConsoleArgs,
     stop: &Stop,
 ) -> Result<(), ConsoleError> {

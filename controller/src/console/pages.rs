@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use mesh_protocol::{ModuleId, Name, Timestamp};
-use mesh_status::model::{AliveRow, Parsed};
+use mesh_status::model::{AliveRow, ParsedDeclaration};
 use mesh_status::render::html::{detail, mesh, notice, Page};
 use mesh_status::report::history::{entries, summaries, window_start};
 use mesh_status::report::{self, Clock, Head, Listed, Recurrences, Scope};
@@ -81,7 +81,7 @@ pub(crate) struct Report {
 /// The pages of one declaration over one store.
 #[derive(Debug)]
 pub(crate) struct Pages {
-    pub(crate) declaration: Parsed,
+    pub(crate) declaration: ParsedDeclaration,
     pub(crate) settings: ReportSettings,
 }
 

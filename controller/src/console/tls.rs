@@ -20,7 +20,7 @@ const HANDSHAKE_WITHIN: Duration = Duration::from_secs(10);
 
 /// The certificate or key cannot be used. Ends the command (exit 2).
 #[derive(Debug, thiserror::Error)]
-pub enum TlsError {
+pub enum ConsoleTlsError {
     /// A PEM file could not be read or holds nothing usable.
     #[error("{what} {path} cannot be used: {reason}")]
     File {
@@ -39,10 +39,13 @@ pub enum TlsError {
 /// The server configuration of a certificate chain and its key.
 ///
 /// # Errors
-/// [`TlsError`] when a file cannot be read, holds no certificate or key, or
+/// [`ConsoleTlsError`] when a file cannot be read, holds no certificate or key, or
 /// rustls refuses the pair.
-pub(crate) fn config(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig>, TlsError> {
-    let file = |what: &'static str, path: &Path, reason: String| TlsError::File {
+pub(crate) fn config(
+    cert: &Path,
+    key: &Path,
+) -> Result<Arc<rustls::ServerConfig>, ConsoleTlsError> {
+    let file = |what: &'static str, path: &Path, reason: String| ConsoleTlsError::File {
         what,
         path: path.to_owned(),
         reason,
@@ -60,10 +63,10 @@ pub(crate) fn config(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map_err(TlsError::Config)?
+        .map_err(ConsoleTlsError::Config)?
         .with_no_client_auth()
         .with_single_cert(certs, key)
-        .map_err(TlsError::Config)?;
+        .map_err(ConsoleTlsError::Config)?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Arc::new(config))
 }

@@ -26,7 +26,7 @@ use mesh_status::model::Declaration;
 
 /// One consumer entry of a contributions file.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Entry {
+pub struct ConsumerEntry {
     /// The consumer module.
     pub consumer: Name,
     /// Its machine.
@@ -55,7 +55,7 @@ pub struct ProviderFile {
     /// The provider itself.
     pub provider: ProviderBlock,
     /// Its consumers, sorted by name, machine and provision.
-    pub consumers: Vec<Entry>,
+    pub consumers: Vec<ConsumerEntry>,
     /// Consumer names listed more than once (the provider uses none of
     /// their entries): each with the `module@machine (provision)` entries.
     #[serde(skip)]
@@ -102,12 +102,12 @@ pub fn derive(declaration: &Declaration) -> Vec<ProviderFile> {
 }
 
 fn provider_file(declaration: &Declaration, id: &ModuleId) -> ProviderFile {
-    let mut consumers: Vec<Entry> = declaration
+    let mut consumers: Vec<ConsumerEntry> = declaration
         .modules
         .iter()
         .flat_map(|m| m.requires.iter().map(move |r| (m, r)))
         .filter(|(_, r)| &r.from == id)
-        .map(|(m, r)| Entry {
+        .map(|(m, r)| ConsumerEntry {
             consumer: m.id.module.clone(),
             machine: m.id.machine.clone(),
             provision: r.provision.clone(),

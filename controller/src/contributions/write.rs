@@ -60,7 +60,7 @@ pub struct ProviderOutcome {
 
 /// What a run did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Report {
+pub struct WriteReport {
     /// One outcome per provider, in order.
     pub providers: Vec<ProviderOutcome>,
     /// Folders of `OUT` holding a contributions file for a module that is
@@ -104,9 +104,9 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> WriteError + '_ {
 /// # Errors
 /// [`WriteError`] naming the first file or folder that could not be made,
 /// read or written.
-pub fn write_all(out: &Path, files: &[ProviderFile]) -> Result<Report, WriteError> {
+pub fn write_all(out: &Path, files: &[ProviderFile]) -> Result<WriteReport, WriteError> {
     make_folder(out, true)?;
-    let mut report = Report::default();
+    let mut report = WriteReport::default();
     for file in files {
         report.providers.push(write_provider(out, file)?);
     }

@@ -7,7 +7,7 @@ use async_nats::jetstream::consumer::PullConsumer;
 use async_nats::jetstream::{AckKind, Message};
 use async_trait::async_trait;
 use futures::StreamExt;
-use mesh_status::link::{Delivery, Messages, Pending};
+use mesh_status::link::{ConsumerPending, Delivery, Messages};
 
 /// The JetStream durable pull consumer.
 #[derive(Debug)]
@@ -51,9 +51,9 @@ impl Messages for JetStreamMessages<'_> {
         }
     }
 
-    async fn pending(&mut self) -> Result<Pending, String> {
+    async fn pending(&mut self) -> Result<ConsumerPending, String> {
         let info = self.0.get_info().await.map_err(|e| e.to_string())?;
-        Ok(Pending {
+        Ok(ConsumerPending {
             undelivered: info.num_pending,
             unacknowledged: u64::try_from(info.num_ack_pending).unwrap_or(0),
         })

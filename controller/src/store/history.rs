@@ -16,7 +16,7 @@ use mesh_protocol::{ModuleId, Timestamp};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Row, Statement};
 
-use mesh_status::model::history::{Key, Previous, Transition};
+use mesh_status::model::history::{Previous, PreviousKey, Transition};
 use mesh_status::model::{AliveRow, Received};
 
 use super::column_list::{column_list, names, unnest};
@@ -100,7 +100,7 @@ impl HistoryStatements {
 /// that read what the store holds of them.
 #[derive(Default)]
 pub(super) struct Keys {
-    seen: HashSet<Key>,
+    seen: HashSet<PreviousKey>,
     standings: [Vec<String>; 3],
     alive: [Vec<String>; 2],
     grants: [Vec<String>; 4],
@@ -112,7 +112,7 @@ impl Keys {
     pub(super) fn of(events: &[Received]) -> Keys {
         let mut keys = Keys::default();
         for received in events {
-            let key = Key::of(received);
+            let key = PreviousKey::of(received);
             if !keys.seen.insert(key.clone()) {
                 continue;
             }
@@ -122,12 +122,14 @@ impl Keys {
                 }
             };
             match &key {
-                Key::Standing(p, c) => push(
+                PreviousKey::Standing(p, c) => push(
                     &mut keys.standings,
                     &[p.module.as_str(), p.machine.as_str(), c],
                 ),
-                Key::Alive(p) => push(&mut keys.alive, &[p.module.as_str(), p.machine.as_str()]),
-                Key::Grant(agent, provision, from) => push(
+                PreviousKey::Alive(p) => {
+                    push(&mut keys.alive, &[p.module.as_str(), p.machine.as_str()])
+                }
+                PreviousKey::Grant(agent, provision, from) => push(
                     &mut keys.grants,
                     &[
                         agent.machine.as_str(),
@@ -136,11 +138,11 @@ impl Keys {
                         from,
                     ],
                 ),
-                Key::Repair(p, fault) => push(
+                PreviousKey::Repair(p, fault) => push(
                     &mut keys.repairs,
                     &[p.module.as_str(), p.machine.as_str(), fault],
                 ),
-                Key::Retirement(p, c, action) => push(
+                PreviousKey::Retirement(p, c, action) => push(
                     &mut keys.retirements,
                     &[p.module.as_str(), p.machine.as_str(), c, action.as_str()],
                 ),
@@ -155,7 +157,7 @@ impl Keys {
         &self,
         client: &Client,
         s: &HistoryStatements,
-    ) -> Result<HashMap<Key, Previous>, tokio_postgres::Error> {
+    ) -> Result<HashMap<PreviousKey, Previous>, tokio_postgres::Error> {
         fn params(columns: &[Vec<String>]) -> Vec<&(dyn ToSql + Sync)> {
             columns.iter().map(|c| c as &(dyn ToSql + Sync)).collect()
         }
@@ -201,7 +203,7 @@ fn ts(at: SystemTime) -> Timestamp {
     Timestamp::from_system(at)
 }
 
-type Entry = (Option<Key>, Previous);
+type Entry = (Option<PreviousKey>, Previous);
 
 /// A standing: failing (unless its provider's settled start outlived it:
 /// then it counts as not failing, as `status` reads it), its newest place.
@@ -238,7 +240,7 @@ fn standing(row: &Row) -> Result<Entry, tokio_postgres::Error> {
     let failing_since = first_since
         .filter(|_| failing.is_some() && !outlived)
         .map(ts);
-    let key = Key::Standing(id, c.to_owned());
+    let key = PreviousKey::Standing(id, c.to_owned());
     Ok((
         Some(key),
         Previous::Standing {
@@ -249,7 +251,7 @@ fn standing(row: &Row) -> Result<Entry, tokio_postgres::Error> {
 }
 
 fn alive(row: &Row) -> Result<Entry, tokio_postgres::Error> {
-    let key = provider(row.try_get(0)?, row.try_get(1)?).map(Key::Alive);
+    let key = provider(row.try_get(0)?, row.try_get(1)?).map(PreviousKey::Alive);
     let every: i64 = row.try_get(5)?;
     Ok((
         key,
@@ -263,7 +265,8 @@ fn alive(row: &Row) -> Result<Entry, tokio_postgres::Error> {
 
 fn grant(row: &Row) -> Result<Entry, tokio_postgres::Error> {
     let agent = provider(row.try_get(1)?, row.try_get(0)?);
-    let key = agent.map(|a| Key::Grant(a, row.get::<_, String>(2), row.get::<_, String>(3)));
+    let key =
+        agent.map(|a| PreviousKey::Grant(a, row.get::<_, String>(2), row.get::<_, String>(3)));
     let kind: &str = row.try_get(6)?;
     Ok((
         key,
@@ -275,8 +278,8 @@ fn grant(row: &Row) -> Result<Entry, tokio_postgres::Error> {
 }
 
 fn repair(row: &Row) -> Result<Entry, tokio_postgres::Error> {
-    let key =
-        provider(row.try_get(0)?, row.try_get(1)?).map(|p| Key::Repair(p, row.get::<_, String>(2)));
+    let key = provider(row.try_get(0)?, row.try_get(1)?)
+        .map(|p| PreviousKey::Repair(p, row.get::<_, String>(2)));
     let newest = place(row.try_get(3)?, row.try_get(4)?).unwrap_or_default();
     Ok((key, Previous::Event { newest }))
 }
@@ -285,7 +288,7 @@ fn retirement(row: &Row) -> Result<Entry, tokio_postgres::Error> {
     let action = row.try_get::<_, &str>(3)?.parse::<RetirementAction>().ok();
     let key = provider(row.try_get(0)?, row.try_get(1)?)
         .zip(action)
-        .map(|(p, a)| Key::Retirement(p, row.get::<_, String>(2), a));
+        .map(|(p, a)| PreviousKey::Retirement(p, row.get::<_, String>(2), a));
     let newest = place(row.try_get(4)?, row.try_get(5)?).unwrap_or_default();
     Ok((key, Previous::Event { newest }))
 }

@@ -14,7 +14,7 @@ use mesh_test_support::mesh::Options;
 
 use super::{postgres_mesh, WITHIN};
 use crate::expect;
-use crate::narrate::{Demo, Stop};
+use crate::narrate::{Demo, StoryStop};
 
 /// `GET path` from the console on `port`: its body when it answers 200.
 fn page(port: u16, path: &str) -> Result<String, String> {
@@ -43,7 +43,7 @@ fn page(port: u16, path: &str) -> Result<String, String> {
 }
 
 /// Waits until the console's page at `path` holds every one of `words`.
-fn page_says(demo: &Demo, port: u16, path: &str, words: &[&str]) -> Result<(), Stop> {
+fn page_says(demo: &Demo, port: u16, path: &str, words: &[&str]) -> Result<(), StoryStop> {
     let step = format!("the console's page {path} says {words:?}");
     demo.until(&step, WITHIN, || {
         let body = page(port, path)?;
@@ -55,7 +55,7 @@ fn page_says(demo: &Demo, port: u16, path: &str, words: &[&str]) -> Result<(), S
 }
 
 /// Tells the story.
-pub fn tell(demo: &mut Demo) -> Result<(), Stop> {
+pub fn tell(demo: &mut Demo) -> Result<(), StoryStop> {
     let mesh = postgres_mesh(demo, Options::default())?;
     let port = free_port();
     let _console = mesh.start_console(port);
@@ -68,8 +68,8 @@ pub fn tell(demo: &mut Demo) -> Result<(), Stop> {
 
     demo.say("wiki's minted secret goes missing");
     let wiki = mesh.path("secrets").join("wiki");
-    let minted =
-        std::fs::read(&wiki).map_err(|e| Stop::Cannot(format!("reading wiki's secret: {e}")))?;
+    let minted = std::fs::read(&wiki)
+        .map_err(|e| StoryStop::Cannot(format!("reading wiki's secret: {e}")))?;
     mesh.secret("wiki", None);
     demo.expect(&mesh, "status names wiki failing", WITHIN, |s| {
         expect::failing(s, &["wiki"], "secret-unreadable")
@@ -85,7 +85,7 @@ pub fn tell(demo: &mut Demo) -> Result<(), Stop> {
 
     demo.say("wiki's minted secret is delivered again");
     std::fs::write(&wiki, &minted)
-        .map_err(|e| Stop::Cannot(format!("writing wiki's secret: {e}")))?;
+        .map_err(|e| StoryStop::Cannot(format!("writing wiki's secret: {e}")))?;
     demo.expect(
         &mesh,
         "all well once wiki recovers",
@@ -118,7 +118,7 @@ pub fn tell(demo: &mut Demo) -> Result<(), Stop> {
     demo.pause();
 
     std::fs::write(&wiki, &minted)
-        .map_err(|e| Stop::Cannot(format!("writing wiki's secret: {e}")))?;
+        .map_err(|e| StoryStop::Cannot(format!("writing wiki's secret: {e}")))?;
     demo.expect(&mesh, "all well at the end", WITHIN, expect::all_well)?;
     demo.done();
     Ok(())

@@ -17,12 +17,12 @@ use serde_json::json;
 
 use super::{postgres_mesh, WITHIN};
 use crate::expect;
-use crate::narrate::{Demo, Stop};
+use crate::narrate::{Demo, StoryStop};
 
 /// Tells the story.
-pub fn tell(demo: &mut Demo) -> Result<(), Stop> {
+pub fn tell(demo: &mut Demo) -> Result<(), StoryStop> {
     if !rustix::process::geteuid().is_root() {
-        return Err(Stop::Cannot(
+        return Err(StoryStop::Cannot(
             "the grants story needs root: it makes a network namespace and a veth pair \
              (ip netns, ip link), and mesh-grants enters the namespace (setns); run it as \
              root, e.g. sudo scripts/demo grants"
@@ -30,7 +30,7 @@ pub fn tell(demo: &mut Demo) -> Result<(), Stop> {
         ));
     }
     let bed = Bed::new().ok_or_else(|| {
-        Stop::Cannot(
+        StoryStop::Cannot(
             "the kernel refuses network namespaces here: the grants story cannot run".to_owned(),
         )
     })?;
@@ -50,7 +50,7 @@ pub fn tell(demo: &mut Demo) -> Result<(), Stop> {
     let port = mesh.backend.port();
     let addr: SocketAddr = format!("{}:{port}", bed.host_ip)
         .parse()
-        .map_err(|e| Stop::Cannot(format!("the bed's address {}: {e}", bed.host_ip)))?;
+        .map_err(|e| StoryStop::Cannot(format!("the bed's address {}: {e}", bed.host_ip)))?;
 
     // forge's grant: the provider's port, dialled from forge's own namespace.
     let file = mesh.path("grants.json");
@@ -58,7 +58,7 @@ pub fn tell(demo: &mut Demo) -> Result<(), Stop> {
         "consumer": "forge", "provision": "postgres-database", "from": "postgres@db-1",
         "address": bed.host_ip, "port": port, "as": "forge", "netns": netns }] });
     std::fs::write(&file, grants.to_string())
-        .map_err(|e| Stop::Cannot(format!("writing {}: {e}", file.display())))?;
+        .map_err(|e| StoryStop::Cannot(format!("writing {}: {e}", file.display())))?;
     mesh.start_grants("app-1", &file);
     demo.say(&format!(
         "mesh-grants checks forge's grant ({addr}, the provider's PostgreSQL) from {} every \

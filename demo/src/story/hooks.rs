@@ -21,7 +21,7 @@ use mesh_test_support::{RedisServer, REDIS_ADMIN};
 
 use super::{served, servers, ALIVE_EVERY, CONSUMERS, WITHIN};
 use crate::expect;
-use crate::narrate::{Demo, Stop};
+use crate::narrate::{Demo, StoryStop};
 
 /// Whether `user` logs in to `redis` with `password` (redis-cli, the
 /// password on its stdin).
@@ -34,7 +34,7 @@ fn logs_in(redis: &RedisServer, user: &str, password: &str) -> bool {
 
 /// Runs `command` at Redis as its administrator, as a person would; checks
 /// that Redis answered `OK`.
-fn changed(demo: &Demo, mesh: &Mesh, redis: &RedisServer, command: &str) -> Result<(), Stop> {
+fn changed(demo: &Demo, mesh: &Mesh, redis: &RedisServer, command: &str) -> Result<(), StoryStop> {
     let said = redis.cli(command);
     demo.check(
         mesh,
@@ -47,7 +47,7 @@ fn changed(demo: &Demo, mesh: &Mesh, redis: &RedisServer, command: &str) -> Resu
 }
 
 /// Tells the story.
-pub fn tell(demo: &mut Demo) -> Result<(), Stop> {
+pub fn tell(demo: &mut Demo) -> Result<(), StoryStop> {
     let redis = RedisServer::start();
     demo.say(&format!(
         "private Redis at 127.0.0.1:{}: its `default` user off, the hook's administrator \
@@ -179,8 +179,9 @@ pub fn tell(demo: &mut Demo) -> Result<(), Stop> {
     demo.pause();
 
     demo.say("the new password is put in the administrator's password file");
-    std::fs::write(redis.admin_password_file(), format!("{new_password}\n"))
-        .map_err(|e| Stop::Cannot(format!("writing the administrator's password file: {e}")))?;
+    std::fs::write(redis.admin_password_file(), format!("{new_password}\n")).map_err(|e| {
+        StoryStop::Cannot(format!("writing the administrator's password file: {e}"))
+    })?;
     demo.expect(
         &mesh,
         "all well once the hook's next ensure logs in with it",

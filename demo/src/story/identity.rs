@@ -25,7 +25,7 @@ use serde_json::{json, Value};
 use super::{served, servers, ALIVE_EVERY, CONSUMERS};
 use crate::expect;
 use crate::interrupt;
-use crate::narrate::{Demo, Stop};
+use crate::narrate::{Demo, StoryStop};
 
 /// How long the repair may take after the restart: a `kc.sh
 /// bootstrap-admin` is a JVM start (about 8 s alone, much more on a loaded
@@ -47,14 +47,14 @@ const REPAIR_WORDS: [&str; 5] = [
 ];
 
 /// Tells the story.
-pub fn tell(demo: &mut Demo) -> Result<(), Stop> {
+pub fn tell(demo: &mut Demo) -> Result<(), StoryStop> {
     let dist = KeycloakDist::find()
-        .map_err(|why| Stop::Cannot(format!("the identity story needs Keycloak: {why}")))?;
+        .map_err(|why| StoryStop::Cannot(format!("the identity story needs Keycloak: {why}")))?;
     demo.say(&format!(
         "Keycloak (kc.sh start --optimized, from {}) on a private PostgreSQL of its own: starting",
         dist.home.display()
     ));
-    let kc = KeycloakServer::start_unless(dist, interrupt::asked).ok_or(Stop::Interrupted)?;
+    let kc = KeycloakServer::start_unless(dist, interrupt::asked).ok_or(StoryStop::Interrupted)?;
     demo.say(&format!(
         "Keycloak ready at {} in {}s (/health/ready on its management port)",
         kc.url(),
@@ -63,7 +63,7 @@ pub fn tell(demo: &mut Demo) -> Result<(), Stop> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| Stop::Cannot(format!("a runtime for Keycloak's admin API: {e}")))?;
+        .map_err(|e| StoryStop::Cannot(format!("a runtime for Keycloak's admin API: {e}")))?;
     let (code, answer) =
         rt.block_on(kc.admin("POST", "", Some(&json!({"realm": "mesh", "enabled": true}))));
     answered("realm mesh made", code, 201, &answer)?;
@@ -245,11 +245,11 @@ fn repair_lines(log: &str) -> Vec<String> {
 }
 
 /// Checks that an admin REST call (`step`) answered `want`.
-fn answered(step: &str, code: u16, want: u16, answer: &Value) -> Result<(), Stop> {
+fn answered(step: &str, code: u16, want: u16, answer: &Value) -> Result<(), StoryStop> {
     if code == want {
         return Ok(());
     }
-    Err(Stop::Unmet {
+    Err(StoryStop::Unmet {
         step: step.to_owned(),
         why: format!("Keycloak answered {code}, not {want}: {answer}"),
         logs: String::new(),
@@ -259,7 +259,7 @@ fn answered(step: &str, code: u16, want: u16, answer: &Value) -> Result<(), Stop
 /// Writes an executable `kc.sh` into `dir` that runs the distribution's own
 /// `kc.sh` on the server's JDK with its output appended to `log` (what
 /// `mesh-identity` drops; it holds no password), and returns its path.
-fn kc_sh_keeping_output(kc: &KeycloakServer, dir: &Path, log: &Path) -> Result<PathBuf, Stop> {
+fn kc_sh_keeping_output(kc: &KeycloakServer, dir: &Path, log: &Path) -> Result<PathBuf, StoryStop> {
     let java = match &kc.dist().java_home {
         Some(java_home) => format!("JAVA_HOME='{}' ", java_home.display()),
         None => String::new(),
@@ -272,23 +272,23 @@ fn kc_sh_keeping_output(kc: &KeycloakServer, dir: &Path, log: &Path) -> Result<P
     let path = dir.join("kc.sh");
     std::fs::write(&path, text)
         .and_then(|()| std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700)))
-        .map_err(|e| Stop::Cannot(format!("writing {}: {e}", path.display())))?;
+        .map_err(|e| StoryStop::Cannot(format!("writing {}: {e}", path.display())))?;
     Ok(path)
 }
 
 /// Writes `text` to `path`, readable by its owner only.
-fn write_private(path: &Path, text: &str) -> Result<(), Stop> {
+fn write_private(path: &Path, text: &str) -> Result<(), StoryStop> {
     std::fs::write(path, text)
         .and_then(|()| std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)))
-        .map_err(|e| Stop::Cannot(format!("writing {}: {e}", path.display())))
+        .map_err(|e| StoryStop::Cannot(format!("writing {}: {e}", path.display())))
 }
 
 /// `len` random bytes from the kernel, hex encoded.
-fn random_hex(len: usize) -> Result<String, Stop> {
+fn random_hex(len: usize) -> Result<String, StoryStop> {
     let mut bytes = vec![0u8; len];
     std::fs::File::open("/dev/urandom")
         .and_then(|mut file| file.read_exact(&mut bytes))
-        .map_err(|e| Stop::Cannot(format!("reading /dev/urandom: {e}")))?;
+        .map_err(|e| StoryStop::Cannot(format!("reading /dev/urandom: {e}")))?;
     Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
 }
 

@@ -14,7 +14,7 @@ use clap::Subcommand;
 use mesh_test_support::mesh::{Mesh, Options, Process, FAILING_AFTER, POSTGRES_PASS_EVERY};
 
 use crate::expect;
-use crate::narrate::{Demo, Stop};
+use crate::narrate::{Demo, StoryStop};
 
 /// A story the demo tells.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Subcommand)]
@@ -50,7 +50,7 @@ pub enum Story {
 
 impl Story {
     /// Tells the story; what it started is stopped when this returns.
-    pub fn tell(self, demo: &mut Demo) -> Result<(), Stop> {
+    pub fn tell(self, demo: &mut Demo) -> Result<(), StoryStop> {
         match self {
             Story::Secret => secret::tell(demo),
             Story::Grants => grants::tell(demo),
@@ -84,7 +84,7 @@ const CONSUMERS: [(&str, &str); 3] = mesh_test_support::mesh::CONSUMERS;
 /// A mesh of `options` (a PostgreSQL provider `postgres@db-1` and its three
 /// consumers) with `mesh-controller serve` and `mesh-postgres` running,
 /// each consumer served and the provider heard from: all well.
-fn postgres_mesh(demo: &mut Demo, options: Options) -> Result<Mesh, Stop> {
+fn postgres_mesh(demo: &mut Demo, options: Options) -> Result<Mesh, StoryStop> {
     let mut mesh = Mesh::with(Options {
         alive_every: ALIVE_EVERY,
         ..options
@@ -133,7 +133,7 @@ fn served(
     mesh: &Mesh,
     provider: Option<&Process>,
     within: Duration,
-) -> Result<(), Stop> {
+) -> Result<(), StoryStop> {
     demo.until("the provider serves its three consumers", within, || {
         let served = provider.map_or(0, Process::served);
         if served >= CONSUMERS.len() {

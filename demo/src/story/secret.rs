@@ -10,18 +10,18 @@ use mesh_test_support::mesh::{Options, FAILING_AFTER};
 
 use super::{postgres_mesh, ALIVE_EVERY, WITHIN};
 use crate::expect;
-use crate::narrate::{Demo, Stop};
+use crate::narrate::{Demo, StoryStop};
 
 /// Tells the story.
-pub fn tell(demo: &mut Demo) -> Result<(), Stop> {
+pub fn tell(demo: &mut Demo) -> Result<(), StoryStop> {
     let mut mesh = postgres_mesh(demo, Options::default())?;
     demo.show(&mesh, &["status"], "all three consumers served")?;
     demo.pause();
 
     demo.say("wiki's minted secret goes missing");
     let wiki = mesh.path("secrets").join("wiki");
-    let minted =
-        std::fs::read(&wiki).map_err(|e| Stop::Cannot(format!("reading wiki's secret: {e}")))?;
+    let minted = std::fs::read(&wiki)
+        .map_err(|e| StoryStop::Cannot(format!("reading wiki's secret: {e}")))?;
     mesh.secret("wiki", None);
     demo.expect(&mesh, "status names wiki failing", WITHIN, |s| {
         expect::failing(s, &["wiki"], "secret-unreadable")
@@ -52,7 +52,7 @@ pub fn tell(demo: &mut Demo) -> Result<(), Stop> {
     }
     demo.say("wiki's minted secret is delivered again");
     std::fs::write(&wiki, minted)
-        .map_err(|e| Stop::Cannot(format!("writing wiki's secret: {e}")))?;
+        .map_err(|e| StoryStop::Cannot(format!("writing wiki's secret: {e}")))?;
     demo.expect(
         &mesh,
         "all well again once wiki recovers",

@@ -33,10 +33,10 @@ use crate::fault::{AdminSeen, FaultWatch};
 use crate::metrics::{ConsumerStates, LoopMetrics};
 use crate::provisioner::Provisioner;
 use crate::repair::{FaultState, KnownFault};
-use crate::retire::Retirement;
+use crate::retire::RetirementState;
 use crate::secret::{FileSecrets, SecretSource};
 use crate::settings::Settings;
-use crate::standing::{Outcome, Publish, Standing};
+use crate::standing::{AttemptOutcome, Publish, Standing};
 
 use entries::Entry;
 pub use serve::{run, run_until, RunError};
@@ -62,7 +62,7 @@ pub struct Runner<P: Provisioner> {
     settings: Settings,
     source: Source,
     entries: entries::Entries<Entry>,
-    retirement: Retirement,
+    retirement: RetirementState,
     /// Consumers re-enabled since their entry was forgotten (at their
     /// retirement): their next entry starts as after a success.
     re_enabled: std::collections::HashSet<Name>,
@@ -124,7 +124,7 @@ impl<P: Provisioner> Runner<P> {
             settings,
             source: Source::new(contributions),
             entries: entries::Entries::default(),
-            retirement: Retirement::new(),
+            retirement: RetirementState::new(),
             re_enabled: std::collections::HashSet::new(),
             outbox,
             clock: WallClock::system(),
@@ -458,7 +458,7 @@ impl<P: Provisioner> Runner<P> {
                 entry.secret = Some(served.secret);
                 entry
                     .standing
-                    .observe(Outcome::Success, now, &self.settings.standing)
+                    .observe(AttemptOutcome::Success, now, &self.settings.standing)
             }
             Err((class, error)) => {
                 let changed = entry
@@ -471,7 +471,7 @@ impl<P: Provisioner> Runner<P> {
                     tracing::debug!(consumer = %consumer.name, class = %class, "provision still failing");
                 }
                 entry.standing.observe(
-                    Outcome::Failure {
+                    AttemptOutcome::Failure {
                         class: *class,
                         error,
                     },

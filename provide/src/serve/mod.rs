@@ -18,7 +18,7 @@ use tokio::time::Instant;
 
 use self::rules::Life;
 use self::session::Session;
-use crate::down::Cause;
+use crate::down::DownCause;
 use crate::error::HookError;
 use crate::metrics::HookMetrics;
 use crate::scrub::Scrub;
@@ -128,7 +128,7 @@ impl Serve {
     pub async fn kill(&self) {
         let state = self.state.lock().await;
         if let Some(session) = &state.session {
-            session.go_down(Cause::Killed, "was killed".into());
+            session.go_down(DownCause::Killed, "was killed".into());
         }
     }
 
@@ -163,7 +163,7 @@ impl Serve {
             Err(e) => {
                 let why = format!("cannot be started: {e}");
                 state.life.went_down(now, why, None);
-                self.metrics.went_down(Cause::Spawn);
+                self.metrics.went_down(DownCause::Spawn);
                 return Err(HookError::Spawn {
                     hook: label.clone(),
                     verb: Verb::Hello,
@@ -189,13 +189,13 @@ impl Serve {
             Err(error) => {
                 // A hook that fails its hello went down like any other:
                 // braked, so a hook that dies at start is no process storm.
-                session.go_down(Cause::Hello, format!("failed its hello: {error}"));
+                session.go_down(DownCause::Hello, format!("failed its hello: {error}"));
                 let mut down = session.down().expect("it just went down");
-                if down.cause != Cause::Hello {
+                if down.cause != DownCause::Hello {
                     // It went down during its hello (it exited, babbled):
                     // that is a failed start.
                     down.why = format!("failed its hello: {}", down.why);
-                    down.cause = Cause::Hello;
+                    down.cause = DownCause::Hello;
                 }
                 let stderr = session.stderr_tail();
                 state.went_down(label, session, down, &self.metrics);

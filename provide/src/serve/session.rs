@@ -15,7 +15,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::rules::{Answered, Table};
-use crate::down::Cause;
+use crate::down::DownCause;
 use crate::error::HookError;
 use crate::process::{ended, Hooked, STDERR_KEPT};
 use crate::scrub::Scrub;
@@ -54,7 +54,7 @@ pub struct Down {
     /// When.
     pub at: Instant,
     /// Of what.
-    pub cause: Cause,
+    pub cause: DownCause,
     /// Why, in words.
     pub why: String,
 }
@@ -261,7 +261,7 @@ impl Session {
                 }
             };
             if let Err(e) = wrote {
-                self.go_down(Cause::Pipe, format!("could not be written to ({e})"));
+                self.go_down(DownCause::Pipe, format!("could not be written to ({e})"));
             }
             answer.await
         };
@@ -293,16 +293,16 @@ impl Session {
 
     /// Goes down of `cause`, for `why` (once): the process group killed,
     /// its stdin closed, every waiting call failed.
-    pub fn go_down(&self, cause: Cause, why: String) {
+    pub fn go_down(&self, cause: DownCause, why: String) {
         self.end(cause, why, true);
     }
 
     /// Ends it because the provider stops: as [`go_down`](Self::go_down), quietly.
     pub fn close(&self) {
-        self.end(Cause::Killed, "was closed".into(), false);
+        self.end(DownCause::Killed, "was closed".into(), false);
     }
 
-    fn end(&self, cause: Cause, why: String, loud: bool) {
+    fn end(&self, cause: DownCause, why: String, loud: bool) {
         {
             let mut down = locked(&self.down);
             if down.is_some() {
@@ -345,20 +345,20 @@ impl Session {
                 Ok(Line::Whole(line)) => line,
                 Ok(Line::TooLong) => {
                     break (
-                        Cause::BadLine,
+                        DownCause::BadLine,
                         format!("wrote a line larger than {MAX_REPLY_BYTES} bytes; killed"),
                     )
                 }
                 Ok(Line::End) => {
                     read(true);
-                    break (Cause::Exited, self.ended().await);
+                    break (DownCause::Exited, self.ended().await);
                 }
-                Err(e) => break (Cause::Pipe, format!("could not be read ({e})")),
+                Err(e) => break (DownCause::Pipe, format!("could not be read ({e})")),
             };
             if let Err(bad) = self.reply(&line) {
                 let bad = bad.scrubbed(|text| self.scrub.words(text));
                 break (
-                    Cause::BadLine,
+                    DownCause::BadLine,
                     format!("wrote a line that is no reply: {bad}; killed"),
                 );
             }
@@ -504,7 +504,7 @@ impl Session {
             if let Some((id, verb)) = stuck {
                 let twice = humantime::format_duration(self.timeout.saturating_mul(2));
                 self.go_down(
-                    Cause::Stuck,
+                    DownCause::Stuck,
                     format!(
                         "was stuck ({verb} call {id} unanswered past twice the timeout, {twice}); killed"
                     ),
@@ -526,7 +526,7 @@ impl Drop for HalfWritten<'_> {
     fn drop(&mut self) {
         if !self.done {
             self.session.go_down(
-                Cause::Pipe,
+                DownCause::Pipe,
                 "a request was cut off half written (the hook did not read its stdin in time); killed"
                     .into(),
             );

@@ -8,5 +8,5 @@ mod reply;
 mod verb;
 
 pub use ask::{Ask, ByHandAction};
-pub use reply::{judge, parse, Answer, Bad, Done, Hello, Parsed, MAX_REPLY_BYTES};
+pub use reply::{judge, parse, Answer, Bad, Done, Hello, ParsedReply, MAX_REPLY_BYTES};
 pub use verb::{Ids, Verb, VERSION};

@@ -1,5 +1,5 @@
 //! The `mesh-identity` command line: the SDK's shared provider flags plus
-//! how to reach Keycloak and where its bootstrap command runs ([`Flags`]),
+//! how to reach Keycloak and where its bootstrap command runs ([`IdentityFlags`]),
 //! run by the SDK's [`MAIN`].
 //!
 //! ```text
@@ -26,7 +26,7 @@ use clap::Args;
 use mesh_sdk::{ProviderMain, Secret, StandIn};
 
 use crate::bootstrap::ContainerCli;
-use crate::config::{AdminLogin, ConfigError, IdentityConfig};
+use crate::config::{AdminLogin, IdentityConfig, IdentityConfigError};
 use crate::login_backoff::LoginBackoff;
 use crate::provisioner::IdentityProvisioner;
 
@@ -64,14 +64,14 @@ pub const ADMIN_CLIENT_SECRET: StandIn = StandIn {
 };
 
 /// The whole command line of `mesh-identity` (the SDK's shared flags and
-/// [`Flags`]), as clap sees it: for its man page and shell completions.
+/// [`IdentityFlags`]), as clap sees it: for its man page and shell completions.
 pub fn command() -> clap::Command {
-    MAIN.command::<Flags>()
+    MAIN.command::<IdentityFlags>()
 }
 
 /// The flags of `mesh-identity` beyond the SDK's shared ones.
 #[derive(Args, Debug)]
-pub struct Flags {
+pub struct IdentityFlags {
     /// Keycloak's base URL, e.g. `https://id.example.org` (a path such as `/auth` is kept).
     #[arg(long, env = "MESH_KEYCLOAK_URL")]
     pub keycloak_url: String,
@@ -161,19 +161,19 @@ pub struct Flags {
     pub bootstrap_timeout: Duration,
 }
 
-impl Flags {
+impl IdentityFlags {
     /// The Keycloak configuration these flags ask for (reads the password file).
     ///
     /// # Errors
-    /// [`ConfigError`] when a value or the password file cannot be used.
-    pub fn config(&self) -> Result<IdentityConfig, ConfigError> {
+    /// [`IdentityConfigError`] when a value or the password file cannot be used.
+    pub fn config(&self) -> Result<IdentityConfig, IdentityConfigError> {
         let (name, file, login) = match (&self.admin_client_id, &self.admin_client_secret_file) {
             (Some(client), Some(file)) => (client, file, AdminLogin::ClientCredentials),
             _ => (
                 &self.admin_user,
                 self.admin_password_file
                     .as_ref()
-                    .ok_or(ConfigError::AdminLogin)?,
+                    .ok_or(IdentityConfigError::AdminLogin)?,
                 AdminLogin::Password,
             ),
         };
@@ -199,9 +199,9 @@ impl Flags {
 /// The provisioner these flags ask for; logs its setup.
 ///
 /// # Errors
-/// When the configuration ([`ConfigError`]) or the HTTP client cannot be had.
+/// When the configuration ([`IdentityConfigError`]) or the HTTP client cannot be had.
 pub fn provisioner(
-    flags: Flags,
+    flags: IdentityFlags,
 ) -> Result<IdentityProvisioner, Box<dyn std::error::Error + Send + Sync>> {
     let config = flags.config()?;
     tracing::info!(
@@ -226,7 +226,7 @@ mod tests {
         let pw = dir.path().join("pw");
         std::fs::write(&pw, "admin-secret\n").unwrap();
         let (_, flags) = MAIN
-            .parse_from::<Flags, _, _>([
+            .parse_from::<IdentityFlags, _, _>([
                 "mesh-identity",
                 "--contributions",
                 "c.json",
@@ -272,7 +272,7 @@ mod tests {
     }
 
     /// The command line of a provider over realm `mesh` at `http://k`, and `more`.
-    fn parse(more: &[&str]) -> Result<(mesh_sdk::ProviderArgs, Flags), clap::Error> {
+    fn parse(more: &[&str]) -> Result<(mesh_sdk::ProviderArgs, IdentityFlags), clap::Error> {
         let base = [
             "mesh-identity",
             "--contributions",
@@ -282,7 +282,7 @@ mod tests {
             "--realm",
             "mesh",
         ];
-        MAIN.parse_from::<Flags, _, _>(base.iter().chain(more))
+        MAIN.parse_from::<IdentityFlags, _, _>(base.iter().chain(more))
     }
 
     #[test]

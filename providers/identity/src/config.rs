@@ -24,7 +24,7 @@ pub const DEFAULT_BOOTSTRAP_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// The configuration could not be used; ends the binary before the loop starts.
 #[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
+pub enum IdentityConfigError {
     /// The Keycloak URL cannot be used.
     #[error("the keycloak URL {shown} cannot be used: {reason}")]
     Url {
@@ -75,7 +75,7 @@ pub enum ConfigError {
 /// )?
 /// .with_container(Some("keycloak".into()), ContainerCli::Podman)?;
 /// assert_eq!(config.realm(), "mesh");
-/// # Ok::<(), mesh_provider_identity::ConfigError>(())
+/// # Ok::<(), mesh_provider_identity::IdentityConfigError>(())
 /// ```
 #[derive(Clone, Debug)]
 pub struct IdentityConfig {
@@ -98,14 +98,14 @@ impl IdentityConfig {
     /// realm `master` logging in with `admin_password` (the mesh's).
     ///
     /// # Errors
-    /// [`ConfigError`] when the URL, the realm or the user cannot be used.
+    /// [`IdentityConfigError`] when the URL, the realm or the user cannot be used.
     pub fn new(
         url: &str,
         realm: &str,
         admin_user: &str,
         admin_password: Secret,
-    ) -> Result<IdentityConfig, ConfigError> {
-        let refuse = |reason| ConfigError::Url {
+    ) -> Result<IdentityConfig, IdentityConfigError> {
+        let refuse = |reason| IdentityConfigError::Url {
             shown: match url.contains('@') {
                 true => "(not shown: it may hold a password)".to_owned(),
                 false => url.chars().take(80).collect(),
@@ -126,10 +126,10 @@ impl IdentityConfig {
             return Err(refuse("it must name a host"));
         }
         if realm.trim().is_empty() {
-            return Err(ConfigError::Realm);
+            return Err(IdentityConfigError::Realm);
         }
         if admin_user.trim().is_empty() {
-            return Err(ConfigError::AdminUser);
+            return Err(IdentityConfigError::AdminUser);
         }
         Ok(IdentityConfig {
             url: parsed,
@@ -152,18 +152,18 @@ impl IdentityConfig {
     /// fault is still found and said, but not repaired).
     ///
     /// # Errors
-    /// [`ConfigError::Container`] when the name is not a container name or id.
+    /// [`IdentityConfigError::Container`] when the name is not a container name or id.
     pub fn with_container(
         mut self,
         container: Option<String>,
         cli: ContainerCli,
-    ) -> Result<IdentityConfig, ConfigError> {
+    ) -> Result<IdentityConfig, IdentityConfigError> {
         let Some(container) = container else {
             self.runtime = None;
             return Ok(self);
         };
         if !is_container_name(&container) {
-            return Err(ConfigError::Container {
+            return Err(IdentityConfigError::Container {
                 shown: container.chars().take(64).collect(),
             });
         }
@@ -177,14 +177,14 @@ impl IdentityConfig {
     /// server's settings from the provider's environment (`KC_DB*`).
     ///
     /// # Errors
-    /// [`ConfigError::KcSh`] when `kc_sh` is not absolute.
+    /// [`IdentityConfigError::KcSh`] when `kc_sh` is not absolute.
     pub fn with_kc_sh(
         mut self,
         kc_sh: PathBuf,
         config_file: Option<PathBuf>,
-    ) -> Result<IdentityConfig, ConfigError> {
+    ) -> Result<IdentityConfig, IdentityConfigError> {
         if !kc_sh.is_absolute() {
-            return Err(ConfigError::KcSh {
+            return Err(IdentityConfigError::KcSh {
                 shown: kc_sh.display().to_string().chars().take(120).collect(),
             });
         }
@@ -322,7 +322,7 @@ fn is_container_name(name: &str) -> bool {
 mod tests {
     use super::*;
 
-    fn config(url: &str) -> Result<IdentityConfig, ConfigError> {
+    fn config(url: &str) -> Result<IdentityConfig, IdentityConfigError> {
         IdentityConfig::new(url, "mesh", "admin", Secret::new("pw"))
     }
 
@@ -347,11 +347,11 @@ mod tests {
     fn names() {
         assert!(matches!(
             IdentityConfig::new("http://k", " ", "admin", Secret::new("pw")),
-            Err(ConfigError::Realm)
+            Err(IdentityConfigError::Realm)
         ));
         assert!(matches!(
             IdentityConfig::new("http://k", "mesh", "", Secret::new("pw")),
-            Err(ConfigError::AdminUser)
+            Err(IdentityConfigError::AdminUser)
         ));
         let base = config("http://k").unwrap();
         for good in ["keycloak", "kc-1", "a1b2c3d4e5f6", "my_kc.v2"] {
@@ -377,6 +377,6 @@ mod tests {
             Some("on this host")
         );
         let error = base.with_kc_sh("bin/kc.sh".into(), None).unwrap_err();
-        assert!(matches!(error, ConfigError::KcSh { .. }), "{error}");
+        assert!(matches!(error, IdentityConfigError::KcSh { .. }), "{error}");
     }
 }

@@ -63,8 +63,8 @@ pub mod provisioner;
 pub mod repair;
 
 pub use bootstrap::{ContainerCli, Runtime};
-pub use cli::Flags;
-pub use config::{AdminLogin, ConfigError, IdentityConfig};
+pub use cli::IdentityFlags;
+pub use config::{AdminLogin, IdentityConfig, IdentityConfigError};
 pub use error::{IdentityError, MARK, PROVISION};
 pub use provisioner::IdentityProvisioner;
 pub use repair::{AdminRepair, RepairError, FAULT};

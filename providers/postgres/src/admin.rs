@@ -18,9 +18,9 @@ use tokio::time::{timeout, Instant};
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, Row, Statement};
 
-use crate::classify::{self, Step};
+use crate::classify::{self, SessionStep};
 use crate::config::PostgresConfig;
-use crate::error::PgError;
+use crate::error::PostgresError;
 use crate::plan::{self, AdminRights, DatabaseFound, Found, RoleFound};
 use crate::sql;
 
@@ -101,7 +101,7 @@ impl Admin {
     }
 
     /// The kept session of `lane`, logging in again when it is closed.
-    async fn session(&self, lane: usize) -> Result<Arc<Session>, PgError> {
+    async fn session(&self, lane: usize) -> Result<Arc<Session>, PostgresError> {
         let mut slot = self.lanes[lane].lock().await;
         if let Some(session) = slot.as_ref() {
             if !session.client.is_closed() {
@@ -111,7 +111,7 @@ impl Admin {
         *slot = None;
         let failed = self.last_failure().clone();
         if let Some(failed) = failed.filter(|f| Instant::now() < f.until) {
-            return Err(PgError::AdminUnavailable {
+            return Err(PostgresError::AdminUnavailable {
                 words: failed.words,
                 class: failed.class,
             });
@@ -134,7 +134,7 @@ impl Admin {
 
     /// A login begun at `started` failed with `error`: repeated to the
     /// callers that come for as long as it took.
-    fn failed_since(&self, error: &PgError, started: Instant) {
+    fn failed_since(&self, error: &PostgresError, started: Instant) {
         *self.last_failure() = Some(Failed {
             until: Instant::now() + started.elapsed(),
             class: classify::classify(error),
@@ -158,7 +158,7 @@ impl Admin {
 
     /// A new administrator session: a login, the administrator's
     /// attributes and the marker role checked, the lookup prepared.
-    async fn connect(&self) -> Result<Session, PgError> {
+    async fn connect(&self) -> Result<Session, PostgresError> {
         let client = self.login().await?;
         self.check_rights(&client).await?;
         self.ensure_marker(&client).await?;
@@ -171,7 +171,7 @@ impl Admin {
     }
 
     /// Logs in as the administrator, the password read again from its file.
-    async fn login(&self) -> Result<Client, PgError> {
+    async fn login(&self) -> Result<Client, PostgresError> {
         let admin = self.config.admin_shown();
         let after = self.config.connect_timeout();
         let mut settings = self.config.admin().clone();
@@ -181,13 +181,13 @@ impl Admin {
         let (client, connection) = match timeout(after, settings.connect(self.config.tls())).await {
             Ok(Ok(pair)) => pair,
             Ok(Err(source)) => {
-                return Err(PgError::AdminConnect {
+                return Err(PostgresError::AdminConnect {
                     admin: admin.to_owned(),
                     source,
                 })
             }
             Err(_) => {
-                return Err(PgError::AdminTimeout {
+                return Err(PostgresError::AdminTimeout {
                     admin: admin.to_owned(),
                     after: humantime::format_duration(after).to_string(),
                 })
@@ -205,7 +205,7 @@ impl Admin {
     /// Logs in once, checks the administrator's attributes and the marker
     /// role, and logs out: what the binary does at start, so an
     /// administrator lacking a privilege is named before any consumer fails.
-    pub(crate) async fn check(&self) -> Result<(), PgError> {
+    pub(crate) async fn check(&self) -> Result<(), PostgresError> {
         let session = self.connect().await?;
         drop(session);
         Ok(())
@@ -213,7 +213,7 @@ impl Admin {
 
     /// Refuses an administrator that is no superuser and lacks `CREATEROLE`,
     /// `CREATEDB` or `INHERIT` (see [`plan::admin`]).
-    async fn check_rights(&self, client: &Client) -> Result<(), PgError> {
+    async fn check_rights(&self, client: &Client) -> Result<(), PostgresError> {
         let what = "reading the administrator's attributes";
         let row = self
             .bounded(what, async {
@@ -232,7 +232,7 @@ impl Admin {
 
     /// Makes the marker role if it is missing; refuses one that can log in
     /// or is a superuser (it would not be the provider's).
-    async fn ensure_marker(&self, client: &Client) -> Result<(), PgError> {
+    async fn ensure_marker(&self, client: &Client) -> Result<(), PostgresError> {
         for _ in 0..2 {
             let rows = self
                 .bounded("looking up the marker role mesh_provisioned", async {
@@ -244,10 +244,10 @@ impl Admin {
                 let can_login: bool = get(row, 0, what)?;
                 let superuser: bool = get(row, 1, what)?;
                 return match (can_login, superuser) {
-                    (_, true) => Err(PgError::MarkerUnusable {
+                    (_, true) => Err(PostgresError::MarkerUnusable {
                         why: "it is a superuser",
                     }),
-                    (true, _) => Err(PgError::MarkerUnusable {
+                    (true, _) => Err(PostgresError::MarkerUnusable {
                         why: "it can log in",
                     }),
                     (false, false) => Ok(()),
@@ -265,13 +265,13 @@ impl Admin {
                 }
                 // Another session or provider made it meanwhile (two
                 // concurrent CREATE ROLE may also meet on the unique index): look again.
-                Err(PgError::Statement { source, .. })
+                Err(PostgresError::Statement { source, .. })
                     if source.code() == Some(&SqlState::DUPLICATE_OBJECT)
                         || source.code() == Some(&SqlState::UNIQUE_VIOLATION) => {}
                 Err(error) => return Err(error),
             }
         }
-        Err(PgError::MarkerUnusable {
+        Err(PostgresError::MarkerUnusable {
             why: "it keeps appearing and disappearing",
         })
     }
@@ -281,15 +281,15 @@ impl Admin {
         &self,
         what: &str,
         call: impl Future<Output = Result<T, tokio_postgres::Error>>,
-    ) -> Result<T, PgError> {
+    ) -> Result<T, PostgresError> {
         let after = self.config.statement_timeout();
         match timeout(after, call).await {
             Ok(Ok(value)) => Ok(value),
-            Ok(Err(source)) => Err(PgError::Statement {
+            Ok(Err(source)) => Err(PostgresError::Statement {
                 what: what.to_owned(),
                 source,
             }),
-            Err(_) => Err(PgError::StatementTimeout {
+            Err(_) => Err(PostgresError::StatementTimeout {
                 what: what.to_owned(),
                 after: humantime::format_duration(after).to_string(),
             }),
@@ -302,7 +302,7 @@ impl Admin {
     /// provider sends is safe to send again: at worst one that did commit
     /// before the session went fails as a duplicate, and the next lookup
     /// finds it made.
-    async fn call<T, F, Fut>(&self, what: &str, op: F) -> Result<T, PgError>
+    async fn call<T, F, Fut>(&self, what: &str, op: F) -> Result<T, PostgresError>
     where
         F: Fn(Arc<Session>) -> Fut,
         Fut: Future<Output = Result<T, tokio_postgres::Error>>,
@@ -322,17 +322,18 @@ impl Admin {
             let session = self.session(lane.index).await?;
             match self.bounded(what, op(Arc::clone(&session))).await {
                 Ok(value) => return Ok(value),
-                Err(PgError::Statement { source, what })
-                    if classify::postgres(&source, Step::Statement) == Class::Unreachable =>
+                Err(PostgresError::Statement { source, what })
+                    if classify::postgres(&source, SessionStep::Statement)
+                        == Class::Unreachable =>
                 {
                     self.forget(lane.index, &session).await;
                     if tried_again {
-                        return Err(PgError::Statement { source, what });
+                        return Err(PostgresError::Statement { source, what });
                     }
                     tracing::info!(error = %mesh_sdk::redact::error_text(&source), "the administrator's session is gone; logging in again");
                     tried_again = true;
                 }
-                Err(error @ PgError::StatementTimeout { .. }) => {
+                Err(error @ PostgresError::StatementTimeout { .. }) => {
                     // A session that does not answer may be wedged: the next call makes a new one.
                     self.forget(lane.index, &session).await;
                     return Err(error);
@@ -343,7 +344,7 @@ impl Admin {
     }
 
     /// Runs statements (simple protocol, one implicit transaction).
-    pub(crate) async fn batch(&self, what: &str, statements: &str) -> Result<(), PgError> {
+    pub(crate) async fn batch(&self, what: &str, statements: &str) -> Result<(), PostgresError> {
         self.call(what, |session| async move {
             session.client.batch_execute(statements).await
         })
@@ -351,7 +352,7 @@ impl Admin {
     }
 
     /// What the backend holds under `name`.
-    pub(crate) async fn find(&self, name: &str) -> Result<Found, PgError> {
+    pub(crate) async fn find(&self, name: &str) -> Result<Found, PostgresError> {
         let what = format!("looking up role and database \"{name}\"");
         let rows = self
             .call(&what, |session| async move {
@@ -361,7 +362,7 @@ impl Admin {
         let Some(row) = rows.first() else {
             return Ok(Found::default());
         };
-        let role = get::<bool>(row, 0, &what)?.then(|| -> Result<RoleFound, PgError> {
+        let role = get::<bool>(row, 0, &what)?.then(|| -> Result<RoleFound, PostgresError> {
             Ok(RoleFound {
                 can_login: get(row, 1, &what)?,
                 superuser: get(row, 2, &what)?,
@@ -369,12 +370,13 @@ impl Admin {
                 admin_member: get(row, 7, &what)?,
             })
         });
-        let database = get::<bool>(row, 4, &what)?.then(|| -> Result<DatabaseFound, PgError> {
-            Ok(DatabaseFound {
-                owned_by_role: get(row, 5, &what)?,
-                comment: get(row, 6, &what)?,
-            })
-        });
+        let database =
+            get::<bool>(row, 4, &what)?.then(|| -> Result<DatabaseFound, PostgresError> {
+                Ok(DatabaseFound {
+                    owned_by_role: get(row, 5, &what)?,
+                    comment: get(row, 6, &what)?,
+                })
+            });
         Ok(Found {
             role: role.transpose()?,
             database: database.transpose()?,
@@ -389,7 +391,7 @@ impl Admin {
     /// a refused login is noticed within a pass (the loop's provider
     /// fault), and the first that works again clears it and lets the
     /// kept sessions' next logins be tried at once.
-    pub(crate) async fn held(&self) -> Result<Vec<(String, bool)>, PgError> {
+    pub(crate) async fn held(&self) -> Result<Vec<(String, bool)>, PostgresError> {
         let what = "listing the roles marked mesh_provisioned";
         let started = Instant::now();
         let client = match self.login().await {
@@ -412,9 +414,10 @@ fn get<'a, T: tokio_postgres::types::FromSql<'a>>(
     row: &'a Row,
     index: usize,
     what: &str,
-) -> Result<T, PgError> {
-    row.try_get(index).map_err(|source| PgError::Statement {
-        what: what.to_owned(),
-        source,
-    })
+) -> Result<T, PostgresError> {
+    row.try_get(index)
+        .map_err(|source| PostgresError::Statement {
+            what: what.to_owned(),
+            source,
+        })
 }

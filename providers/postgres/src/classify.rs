@@ -19,34 +19,34 @@ use std::io::ErrorKind;
 use mesh_sdk::Class;
 use tokio_postgres::error::SqlState;
 
-use crate::error::PgError;
+use crate::error::PostgresError;
 
 /// The class of one of the provider's errors.
-pub fn classify(error: &PgError) -> Class {
+pub fn classify(error: &PostgresError) -> Class {
     match error {
-        PgError::AdminConnect { source, .. } | PgError::Login { source, .. } => {
-            postgres(source, Step::Connect)
+        PostgresError::AdminConnect { source, .. } | PostgresError::Login { source, .. } => {
+            postgres(source, SessionStep::Connect)
         }
-        PgError::Statement { source, .. } => postgres(source, Step::Statement),
-        PgError::AdminTimeout { .. }
-        | PgError::StatementTimeout { .. }
-        | PgError::LoginTimeout { .. } => Class::Unreachable,
-        PgError::AfterReset(inner) => classify(inner),
-        PgError::AdminUnavailable { class, .. } => *class,
-        PgError::NotOurs { .. }
-        | PgError::DatabaseNotOurs { .. }
-        | PgError::NoRole { .. }
-        | PgError::Reserved { .. }
-        | PgError::BadName { .. }
-        | PgError::WrongProvision { .. }
-        | PgError::MarkerUnusable { .. }
-        | PgError::AdminLacks { .. } => Class::Refused,
+        PostgresError::Statement { source, .. } => postgres(source, SessionStep::Statement),
+        PostgresError::AdminTimeout { .. }
+        | PostgresError::StatementTimeout { .. }
+        | PostgresError::LoginTimeout { .. } => Class::Unreachable,
+        PostgresError::AfterReset(inner) => classify(inner),
+        PostgresError::AdminUnavailable { class, .. } => *class,
+        PostgresError::NotOurs { .. }
+        | PostgresError::DatabaseNotOurs { .. }
+        | PostgresError::NoRole { .. }
+        | PostgresError::Reserved { .. }
+        | PostgresError::BadName { .. }
+        | PostgresError::WrongProvision { .. }
+        | PostgresError::MarkerUnusable { .. }
+        | PostgresError::AdminLacks { .. } => Class::Refused,
     }
 }
 
 /// Where a tokio-postgres error happened.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Step {
+pub enum SessionStep {
     /// Opening a session (socket, startup, authentication).
     Connect,
     /// A statement on an open session.
@@ -57,7 +57,7 @@ pub enum Step {
 /// one, else whether the connection is gone (closed, or an io error of a
 /// network kind). A failure to open a session with neither (a host name that
 /// does not resolve) is `unreachable`; a statement failing that way `refused`.
-pub fn postgres(error: &tokio_postgres::Error, step: Step) -> Class {
+pub fn postgres(error: &tokio_postgres::Error, step: SessionStep) -> Class {
     if let Some(code) = error.code() {
         return sqlstate(code);
     }
@@ -67,7 +67,7 @@ pub fn postgres(error: &tokio_postgres::Error, step: Step) -> Class {
     match io_kind(error) {
         Some(kind) if network(kind) => Class::Unreachable,
         Some(ErrorKind::InvalidInput | ErrorKind::InvalidData) => Class::Refused,
-        Some(_) if step == Step::Connect => Class::Unreachable,
+        Some(_) if step == SessionStep::Connect => Class::Unreachable,
         _ if has_elapsed(error) => Class::Unreachable,
         _ => Class::Refused,
     }
@@ -182,33 +182,33 @@ mod tests {
     #[test]
     fn refusals_and_timeouts_of_ours() {
         let refused = [
-            PgError::NotOurs {
+            PostgresError::NotOurs {
                 name: "postgres".into(),
                 why: "it is a superuser, which mesh-postgres never manages",
             },
-            PgError::DatabaseNotOurs {
+            PostgresError::DatabaseNotOurs {
                 name: "template1".into(),
             },
-            PgError::Reserved {
+            PostgresError::Reserved {
                 name: "\"pg_x\"".into(),
                 reason: "reserved",
             },
-            PgError::NoRole { name: "x".into() },
+            PostgresError::NoRole { name: "x".into() },
         ];
         for error in &refused {
             assert_eq!(classify(error), Class::Refused, "{error}");
         }
         let timeouts = [
-            PgError::AdminTimeout {
+            PostgresError::AdminTimeout {
                 admin: "postgres://postgres@127.0.0.1:5432/postgres".into(),
                 after: "10s".into(),
             },
-            PgError::LoginTimeout {
+            PostgresError::LoginTimeout {
                 consumer: "forge".into(),
                 address: "127.0.0.1:5432".into(),
                 after: "10s".into(),
             },
-            PgError::StatementTimeout {
+            PostgresError::StatementTimeout {
                 what: "x".into(),
                 after: "1s".into(),
             },
@@ -216,7 +216,7 @@ mod tests {
         for error in &timeouts {
             assert_eq!(classify(error), Class::Unreachable, "{error}");
         }
-        let after_reset = PgError::AfterReset(Box::new(PgError::LoginTimeout {
+        let after_reset = PostgresError::AfterReset(Box::new(PostgresError::LoginTimeout {
             consumer: "forge".into(),
             address: "127.0.0.1:1".into(),
             after: "1s".into(),
@@ -229,6 +229,6 @@ mod tests {
         let error = "host=/nonexistent port=notaport"
             .parse::<tokio_postgres::Config>()
             .unwrap_err();
-        assert_eq!(postgres(&error, Step::Statement), Class::Refused);
+        assert_eq!(postgres(&error, SessionStep::Statement), Class::Refused);
     }
 }

@@ -1,5 +1,5 @@
 //! The `mesh-postgres` command line: the SDK's shared provider flags plus
-//! how to reach PostgreSQL ([`Flags`]), run by the SDK's [`MAIN`].
+//! how to reach PostgreSQL ([`PostgresFlags`]), run by the SDK's [`MAIN`].
 //!
 //! ```text
 //! mesh-postgres --contributions PATH --admin-url postgres://postgres@127.0.0.1:5432/postgres
@@ -26,8 +26,8 @@ use std::time::Duration;
 use clap::Args;
 use mesh_sdk::{ProviderMain, Secret, StandIn};
 
-use crate::config::{ConfigError, PostgresConfig};
-use crate::error::PgError;
+use crate::config::{PostgresConfig, PostgresConfigError};
+use crate::error::PostgresError;
 use crate::provisioner::PostgresProvisioner;
 
 /// The binary: what `--help` says first, for an operator.
@@ -51,16 +51,16 @@ pub const ADMIN_PASSWORD: StandIn = StandIn {
 };
 
 /// The whole command line of `mesh-postgres` (the SDK's shared flags and
-/// [`Flags`]), as clap sees it: for its man page and shell completions.
+/// [`PostgresFlags`]), as clap sees it: for its man page and shell completions.
 pub fn command() -> clap::Command {
-    MAIN.command::<Flags>()
+    MAIN.command::<PostgresFlags>()
 }
 
 /// The flags of `mesh-postgres` beyond the SDK's shared ones.
 ///
 /// Not `Debug`: the admin URL may hold a password.
 #[derive(Args)]
-pub struct Flags {
+pub struct PostgresFlags {
     /// The administrator's connection, e.g. postgres://postgres@127.0.0.1:5432/postgres.
     /// Keep the password out of it (use --admin-password-file); one given
     /// here is accepted and never shown. TLS as libpq: ?sslmode=disable,
@@ -100,12 +100,12 @@ pub struct Flags {
     pub statement_timeout: Duration,
 }
 
-impl Flags {
+impl PostgresFlags {
     /// The PostgreSQL configuration these flags ask for (reads the password file).
     ///
     /// # Errors
-    /// [`ConfigError`] when the URL or the password file cannot be used.
-    pub fn config(&self) -> Result<PostgresConfig, ConfigError> {
+    /// [`PostgresConfigError`] when the URL or the password file cannot be used.
+    pub fn config(&self) -> Result<PostgresConfig, PostgresConfigError> {
         let password = self
             .admin_password_file
             .as_deref()
@@ -128,10 +128,10 @@ impl Flags {
 pub enum StartError {
     /// The flags do not make a configuration.
     #[error(transparent)]
-    Config(#[from] ConfigError),
+    Config(#[from] PostgresConfigError),
     /// The administrator logged in and lacks a privilege the provider needs.
     #[error(transparent)]
-    Admin(PgError),
+    Admin(PostgresError),
 }
 
 /// The provisioner these flags ask for; logs its setup (the admin URL
@@ -142,7 +142,7 @@ pub enum StartError {
 /// [`StartError::Config`] when the URL or the password file cannot be
 /// used; [`StartError::Admin`] when the administrator lacks `CREATEROLE`,
 /// `CREATEDB` or `INHERIT`.
-pub async fn provisioner(flags: Flags) -> Result<PostgresProvisioner, StartError> {
+pub async fn provisioner(flags: PostgresFlags) -> Result<PostgresProvisioner, StartError> {
     let config = flags.config()?;
     tracing::info!(
         admin = %config.admin_shown(),
@@ -154,7 +154,7 @@ pub async fn provisioner(flags: Flags) -> Result<PostgresProvisioner, StartError
     let provisioner = PostgresProvisioner::new(config);
     match provisioner.check_admin().await {
         Ok(()) => tracing::info!("the administrator may make roles and databases"),
-        Err(error @ PgError::AdminLacks { .. }) => return Err(StartError::Admin(error)),
+        Err(error @ PostgresError::AdminLacks { .. }) => return Err(StartError::Admin(error)),
         Err(error) => tracing::warn!(
             error = %mesh_sdk::redact::error_text(&error),
             "could not check the administrator's privileges at start; the loop will say what fails"
@@ -174,7 +174,7 @@ mod tests {
         std::fs::write(&password, "admin-pw\n").unwrap();
         let password = password.to_str().unwrap();
         let (_, flags) = MAIN
-            .parse_from::<Flags, _, _>([
+            .parse_from::<PostgresFlags, _, _>([
                 "mesh-postgres",
                 "--contributions",
                 "c.json",
@@ -199,10 +199,10 @@ mod tests {
     #[test]
     fn the_admin_url_is_required_and_never_echoed() {
         assert!(MAIN
-            .parse_from::<Flags, _, _>(["mesh-postgres", "--contributions", "c.json"])
+            .parse_from::<PostgresFlags, _, _>(["mesh-postgres", "--contributions", "c.json"])
             .is_err());
         let (_, flags) = MAIN
-            .parse_from::<Flags, _, _>([
+            .parse_from::<PostgresFlags, _, _>([
                 "mesh-postgres",
                 "--contributions",
                 "c.json",

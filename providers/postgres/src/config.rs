@@ -22,7 +22,7 @@ pub const DEFAULT_ADMIN_SESSIONS: usize = 4;
 
 /// The configuration could not be used; ends the binary before the loop starts.
 #[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
+pub enum PostgresConfigError {
     /// The admin URL could not be parsed. Its words are not shown: it may hold a password.
     #[error(
         "the admin URL cannot be parsed as a postgres:// URL (not shown: it may hold a password)"
@@ -70,7 +70,7 @@ pub enum ConfigError {
 /// )?
 /// .with_consumer_address(None, None)?;
 /// assert_eq!(config.consumer_address(), "127.0.0.1:5432");
-/// # Ok::<(), mesh_provider_postgres::ConfigError>(())
+/// # Ok::<(), mesh_provider_postgres::PostgresConfigError>(())
 /// ```
 #[derive(Clone)]
 pub struct PostgresConfig {
@@ -116,27 +116,30 @@ impl PostgresConfig {
     /// [`mesh_pg_tls`].
     ///
     /// # Errors
-    /// [`ConfigError`] when the URL cannot be parsed, names no or several
+    /// [`PostgresConfigError`] when the URL cannot be parsed, names no or several
     /// hosts, no user, TLS settings that cannot be used, or a password is
     /// given twice.
-    pub fn new(admin_url: &str, password: Option<Secret>) -> Result<PostgresConfig, ConfigError> {
+    pub fn new(
+        admin_url: &str,
+        password: Option<Secret>,
+    ) -> Result<PostgresConfig, PostgresConfigError> {
         let (mut admin, tls) = mesh_pg_tls::parse(admin_url).map_err(|error| match error {
-            TlsError::Url(_) => ConfigError::AdminUrl,
-            other => ConfigError::Tls(other),
+            TlsError::Url(_) => PostgresConfigError::AdminUrl,
+            other => PostgresConfigError::Tls(other),
         })?;
         let hosts = admin.get_hosts().len();
         if hosts != 1 {
-            return Err(ConfigError::Hosts { count: hosts });
+            return Err(PostgresConfigError::Hosts { count: hosts });
         }
         let ports = admin.get_ports().len();
         if ports > 1 {
-            return Err(ConfigError::Ports { count: ports });
+            return Err(PostgresConfigError::Ports { count: ports });
         }
         if admin.get_user().is_none() {
-            return Err(ConfigError::NoUser);
+            return Err(PostgresConfigError::NoUser);
         }
         let admin_password = match (admin.get_password(), password) {
-            (Some(_), Some(_)) => return Err(ConfigError::TwoPasswords),
+            (Some(_), Some(_)) => return Err(PostgresConfigError::TwoPasswords),
             (Some(in_url), None) => Some(Secret::new(String::from_utf8_lossy(in_url))),
             (None, Some(from_file)) => {
                 admin.password(from_file.expose());
@@ -173,13 +176,13 @@ impl PostgresConfig {
     /// `host` and `port` when given, else the admin URL's.
     ///
     /// # Errors
-    /// [`ConfigError::NoConsumerHost`] when no host is given and the admin
+    /// [`PostgresConfigError::NoConsumerHost`] when no host is given and the admin
     /// URL connects over a unix socket.
     pub fn with_consumer_address(
         mut self,
         host: Option<String>,
         port: Option<u16>,
-    ) -> Result<PostgresConfig, ConfigError> {
+    ) -> Result<PostgresConfig, PostgresConfigError> {
         if let Some(host) = host {
             self.consumer_host = Some(host);
         }
@@ -187,7 +190,7 @@ impl PostgresConfig {
             self.consumer_port = port;
         }
         if self.consumer_host.is_none() {
-            return Err(ConfigError::NoConsumerHost);
+            return Err(PostgresConfigError::NoConsumerHost);
         }
         Ok(self)
     }
@@ -376,7 +379,7 @@ mod tests {
         }
         let error =
             PostgresConfig::new("postgres://u:pw@host/db", Some(Secret::new("pw2"))).unwrap_err();
-        assert!(matches!(error, ConfigError::TwoPasswords));
+        assert!(matches!(error, PostgresConfigError::TwoPasswords));
     }
 
     #[test]
@@ -430,7 +433,7 @@ mod tests {
         );
         assert!(matches!(
             config.clone().with_consumer_address(None, None),
-            Err(ConfigError::NoConsumerHost)
+            Err(PostgresConfigError::NoConsumerHost)
         ));
         let config = config
             .with_consumer_address(Some("127.0.0.1".into()), None)

@@ -9,7 +9,7 @@
 
 /// A failed call to PostgreSQL, or a refusal to touch what mesh did not make.
 #[derive(Debug, thiserror::Error)]
-pub enum PgError {
+pub enum PostgresError {
     /// Logging in as the administrator failed.
     #[error("cannot log in as the administrator at {admin}")]
     AdminConnect {
@@ -77,7 +77,7 @@ pub enum PgError {
     /// The login was refused, the password was reset to the minted secret,
     /// and the login still fails.
     #[error("the role's password was reset to the minted secret and the login still fails")]
-    AfterReset(#[source] Box<PgError>),
+    AfterReset(#[source] Box<PostgresError>),
     /// A role of that name exists and the provider did not make it (or it is
     /// a superuser): it is never altered.
     #[error("role \"{name}\" exists but {why}; it is left untouched")]
@@ -147,12 +147,12 @@ pub enum PgError {
     },
 }
 
-impl PgError {
+impl PostgresError {
     /// Whether this is a refused password at login (SQLSTATE 28P01): the
     /// check then resets the role's password once.
     pub fn is_invalid_password(&self) -> bool {
         match self {
-            PgError::Login { source, .. } => {
+            PostgresError::Login { source, .. } => {
                 source.code() == Some(&tokio_postgres::error::SqlState::INVALID_PASSWORD)
             }
             _ => false,

@@ -23,8 +23,8 @@ pub mod plan;
 pub mod provisioner;
 pub mod sql;
 
-pub use cli::Flags;
-pub use config::{ConfigError, PostgresConfig};
-pub use error::PgError;
+pub use cli::PostgresFlags;
+pub use config::{PostgresConfig, PostgresConfigError};
+pub use error::PostgresError;
 pub use plan::PROVISION;
 pub use provisioner::PostgresProvisioner;

@@ -1,7 +1,7 @@
 //! What to do about one name, decided from what the backend holds under it.
 //! Pure: the provisioner reads [`Found`] with one query and acts on the plan.
 
-use crate::error::PgError;
+use crate::error::PostgresError;
 use crate::sql::{database_comment, shown, MARKER_ROLE};
 
 /// The provision the provider serves.
@@ -75,8 +75,8 @@ pub struct AdminRights {
 /// neither a superuser nor holding `CREATEROLE`, `CREATEDB` and `INHERIT`.
 ///
 /// # Errors
-/// [`PgError::AdminLacks`] naming every attribute it lacks.
-pub fn admin(name: &str, rights: &AdminRights) -> Result<(), PgError> {
+/// [`PostgresError::AdminLacks`] naming every attribute it lacks.
+pub fn admin(name: &str, rights: &AdminRights) -> Result<(), PostgresError> {
     if rights.superuser {
         return Ok(());
     }
@@ -91,7 +91,7 @@ pub fn admin(name: &str, rights: &AdminRights) -> Result<(), PgError> {
     if missing.is_empty() {
         return Ok(());
     }
-    Err(PgError::AdminLacks {
+    Err(PostgresError::AdminLacks {
         admin: name.to_owned(),
         grant: missing.join(" "),
         missing: words(&missing),
@@ -134,8 +134,8 @@ impl EnsurePlan {
 /// PostgreSQL (`pg_*`, `public`, `none`) or its own marker role.
 ///
 /// # Errors
-/// [`PgError::Reserved`] naming the reason.
-pub fn refuse_reserved(name: &str) -> Result<(), PgError> {
+/// [`PostgresError::Reserved`] naming the reason.
+pub fn refuse_reserved(name: &str) -> Result<(), PostgresError> {
     let reason = if name == MARKER_ROLE {
         "it is the role mesh-postgres marks its roles with"
     } else if name.starts_with("pg_") {
@@ -145,7 +145,7 @@ pub fn refuse_reserved(name: &str) -> Result<(), PgError> {
     } else {
         return Ok(());
     };
-    Err(PgError::Reserved {
+    Err(PostgresError::Reserved {
         name: shown(name),
         reason,
     })
@@ -154,12 +154,12 @@ pub fn refuse_reserved(name: &str) -> Result<(), PgError> {
 /// Refuses a consumer asking for another provision than [`PROVISION`].
 ///
 /// # Errors
-/// [`PgError::WrongProvision`].
-pub fn refuse_other_provision(consumer: &str, provision: &str) -> Result<(), PgError> {
+/// [`PostgresError::WrongProvision`].
+pub fn refuse_other_provision(consumer: &str, provision: &str) -> Result<(), PostgresError> {
     if provision == PROVISION {
         Ok(())
     } else {
-        Err(PgError::WrongProvision {
+        Err(PostgresError::WrongProvision {
             consumer: consumer.to_owned(),
             provision: shown(provision),
         })
@@ -173,8 +173,8 @@ pub fn refuse_other_provision(consumer: &str, provision: &str) -> Result<(), PgE
 /// again is the loop's decision (`re_enable`), not `ensure`'s.
 ///
 /// # Errors
-/// [`PgError::NotOurs`], [`PgError::DatabaseNotOurs`] or [`PgError::Reserved`].
-pub fn ensure(name: &str, found: &Found) -> Result<EnsurePlan, PgError> {
+/// [`PostgresError::NotOurs`], [`PostgresError::DatabaseNotOurs`] or [`PostgresError::Reserved`].
+pub fn ensure(name: &str, found: &Found) -> Result<EnsurePlan, PostgresError> {
     refuse_reserved(name)?;
     let (create_role, must_join) = match found.role {
         None => (true, !found.admin_superuser),
@@ -192,9 +192,11 @@ pub fn ensure(name: &str, found: &Found) -> Result<EnsurePlan, PgError> {
         }),
         // Made by someone else: a database with no role of that name cannot
         // be owned by it, so it was not made by mesh either.
-        Some(database) if create_role || !database.owned_by_role => Err(PgError::DatabaseNotOurs {
-            name: name.to_owned(),
-        }),
+        Some(database) if create_role || !database.owned_by_role => {
+            Err(PostgresError::DatabaseNotOurs {
+                name: name.to_owned(),
+            })
+        }
         Some(database) => {
             let finish_database =
                 database.comment.as_deref() != Some(database_comment(name).as_str());
@@ -211,16 +213,16 @@ pub fn ensure(name: &str, found: &Found) -> Result<EnsurePlan, PgError> {
 /// Refuses a role the provider did not make.
 ///
 /// # Errors
-/// [`PgError::NotOurs`] naming why.
-pub fn refuse_unless_ours(name: &str, role: &RoleFound) -> Result<(), PgError> {
+/// [`PostgresError::NotOurs`] naming why.
+pub fn refuse_unless_ours(name: &str, role: &RoleFound) -> Result<(), PostgresError> {
     if role.superuser {
-        return Err(PgError::NotOurs {
+        return Err(PostgresError::NotOurs {
             name: name.to_owned(),
             why: "it is a superuser, which mesh-postgres never manages",
         });
     }
     if !role.marked {
-        return Err(PgError::NotOurs {
+        return Err(PostgresError::NotOurs {
             name: name.to_owned(),
             why: "it is not a member of mesh_provisioned, so mesh-postgres did not make it",
         });
@@ -246,10 +248,10 @@ pub enum DeletePlan {
 /// What `delete` does for `name`, given what the backend holds.
 ///
 /// # Errors
-/// [`PgError::NotOurs`] for a role the provider did not make;
-/// [`PgError::DatabaseNotOurs`] when the database of that name is not owned
+/// [`PostgresError::NotOurs`] for a role the provider did not make;
+/// [`PostgresError::DatabaseNotOurs`] when the database of that name is not owned
 /// by the provider's role (nothing is dropped then).
-pub fn delete(name: &str, found: &Found) -> Result<DeletePlan, PgError> {
+pub fn delete(name: &str, found: &Found) -> Result<DeletePlan, PostgresError> {
     let Some(role) = found.role else {
         return Ok(DeletePlan::Nothing);
     };
@@ -259,7 +261,7 @@ pub fn delete(name: &str, found: &Found) -> Result<DeletePlan, PgError> {
         Some(database) if database.owned_by_role => Ok(DeletePlan::DropBoth {
             admin_joins: found.admin_must_join(&role),
         }),
-        Some(_) => Err(PgError::DatabaseNotOurs {
+        Some(_) => Err(PostgresError::DatabaseNotOurs {
             name: name.to_owned(),
         }),
     }
@@ -269,11 +271,11 @@ pub fn delete(name: &str, found: &Found) -> Result<DeletePlan, PgError> {
 /// role the provider made.
 ///
 /// # Errors
-/// [`PgError::NoRole`] when there is no such role; [`PgError::NotOurs`]
+/// [`PostgresError::NoRole`] when there is no such role; [`PostgresError::NotOurs`]
 /// for a role the provider did not make.
-pub fn alter(name: &str, found: &Found) -> Result<RoleFound, PgError> {
+pub fn alter(name: &str, found: &Found) -> Result<RoleFound, PostgresError> {
     let Some(role) = found.role else {
-        return Err(PgError::NoRole {
+        return Err(PostgresError::NoRole {
             name: name.to_owned(),
         });
     };
@@ -287,7 +289,7 @@ pub fn alter(name: &str, found: &Found) -> Result<RoleFound, PgError> {
 ///
 /// # Errors
 /// As [`alter`].
-pub fn retire(name: &str, found: &Found) -> Result<bool, PgError> {
+pub fn retire(name: &str, found: &Found) -> Result<bool, PostgresError> {
     let role = alter(name, found)?;
     Ok(found.admin_must_join(&role))
 }
@@ -413,7 +415,10 @@ mod tests {
             "none",
         ] {
             let error = ensure(name, &Found::default()).unwrap_err();
-            assert!(matches!(error, PgError::Reserved { .. }), "{name}: {error}");
+            assert!(
+                matches!(error, PostgresError::Reserved { .. }),
+                "{name}: {error}"
+            );
         }
         for name in ["postgres", "pgx", "publicity", "nonea", "mesh_provisioned2"] {
             assert!(refuse_reserved(name).is_ok(), "{name}");
@@ -462,15 +467,15 @@ mod tests {
         assert_eq!(alter("forge", &found(Some(OURS), None)).unwrap(), OURS);
         assert!(matches!(
             alter("forge", &found(None, None)),
-            Err(PgError::NoRole { .. })
+            Err(PostgresError::NoRole { .. })
         ));
         assert!(matches!(
             alter("forge", &found(Some(FOREIGN), None)),
-            Err(PgError::NotOurs { .. })
+            Err(PostgresError::NotOurs { .. })
         ));
         assert!(matches!(
             alter("forge", &found(Some(MARKED_SUPERUSER), None)),
-            Err(PgError::NotOurs { .. })
+            Err(PostgresError::NotOurs { .. })
         ));
     }
 
@@ -514,7 +519,7 @@ mod tests {
         assert!(!retire("forge", &as_superuser(Some(NOT_JOINED), None)).unwrap());
         assert!(matches!(
             retire("forge", &found(Some(FOREIGN), None)),
-            Err(PgError::NotOurs { .. })
+            Err(PostgresError::NotOurs { .. })
         ));
     }
 

@@ -8,7 +8,7 @@ use tokio::time::timeout;
 
 use crate::admin::Admin;
 use crate::config::PostgresConfig;
-use crate::error::PgError;
+use crate::error::PostgresError;
 use crate::plan::{self, DeletePlan};
 use crate::sql;
 
@@ -48,7 +48,7 @@ use crate::sql;
 /// CREATEDB INHERIT`: such an administrator makes itself a member of each
 /// role it makes (in the role's own transaction), and of a role it finds
 /// made without it before acting as its database's owner, and of no other
-/// role. One lacking an attribute is refused with [`PgError::AdminLacks`].
+/// role. One lacking an attribute is refused with [`PostgresError::AdminLacks`].
 ///
 /// # Retirement
 /// `retire` = `NOLOGIN` and the role's sessions ended; `re_enable` =
@@ -106,18 +106,18 @@ impl PostgresProvisioner {
     /// the provision works.
     ///
     /// # Errors
-    /// [`PgError::Login`] with the server's words, or
-    /// [`PgError::LoginTimeout`] when login and query take longer than the
+    /// [`PostgresError::Login`] with the server's words, or
+    /// [`PostgresError::LoginTimeout`] when login and query take longer than the
     /// connect timeout and the statement timeout.
-    pub async fn login(&self, name: &str, secret: &Secret) -> Result<(), PgError> {
+    pub async fn login(&self, name: &str, secret: &Secret) -> Result<(), PostgresError> {
         let mut config = self.config.consumer_base();
         config.user(name).password(secret.expose()).dbname(name);
-        let failed = |source| PgError::Login {
+        let failed = |source| PostgresError::Login {
             consumer: name.to_owned(),
             address: self.config.consumer_address(),
             source,
         };
-        let timed_out = |after| PgError::LoginTimeout {
+        let timed_out = |after| PostgresError::LoginTimeout {
             consumer: name.to_owned(),
             address: self.config.consumer_address(),
             after: humantime::format_duration(after).to_string(),
@@ -145,7 +145,7 @@ impl PostgresProvisioner {
     /// Looks up what the backend holds under `name` and makes what is
     /// missing: the role (with its password and mark, in one transaction),
     /// then the database; refuses what the provider did not make.
-    async fn make(&self, name: &str, secret: &Secret) -> Result<(), PgError> {
+    async fn make(&self, name: &str, secret: &Secret) -> Result<(), PostgresError> {
         let found = self.admin.find(name).await?;
         let plan = plan::ensure(name, &found)?;
         if plan.create_role {
@@ -177,7 +177,7 @@ impl PostgresProvisioner {
     }
 
     /// Logs in; a refused password leads to one reset and a new login.
-    async fn login_or_reset(&self, name: &str, secret: &Secret) -> Result<(), PgError> {
+    async fn login_or_reset(&self, name: &str, secret: &Secret) -> Result<(), PostgresError> {
         match self.login(name, secret).await {
             Ok(()) => Ok(()),
             Err(error) => self.after_refusal(name, secret, error).await,
@@ -190,8 +190,8 @@ impl PostgresProvisioner {
         &self,
         name: &str,
         secret: &Secret,
-        error: PgError,
-    ) -> Result<(), PgError> {
+        error: PostgresError,
+    ) -> Result<(), PostgresError> {
         if !error.is_invalid_password() {
             return Err(error);
         }
@@ -203,7 +203,7 @@ impl PostgresProvisioner {
             .insert(name.to_owned());
         self.login(name, secret)
             .await
-            .map_err(|error| PgError::AfterReset(Box::new(error)))
+            .map_err(|error| PostgresError::AfterReset(Box::new(error)))
     }
 
     fn proven(&self) -> std::sync::MutexGuard<'_, HashSet<Name>> {
@@ -230,7 +230,7 @@ impl PostgresProvisioner {
     /// Makes the administrator a member of the role `name` (which the
     /// caller found is one the provider made): an administrator that is no
     /// superuser acts as the owner of the role's database through it.
-    async fn join(&self, name: &str) -> Result<(), PgError> {
+    async fn join(&self, name: &str) -> Result<(), PostgresError> {
         self.admin
             .batch(
                 &format!("making the administrator a member of role \"{name}\""),
@@ -246,16 +246,16 @@ impl PostgresProvisioner {
     /// binary runs it at start.
     ///
     /// # Errors
-    /// [`PgError::AdminLacks`] naming what the administrator lacks; the
-    /// login's own errors ([`PgError::AdminConnect`], [`PgError::AdminTimeout`])
-    /// when it cannot log in; [`PgError::MarkerUnusable`].
-    pub async fn check_admin(&self) -> Result<(), PgError> {
+    /// [`PostgresError::AdminLacks`] naming what the administrator lacks; the
+    /// login's own errors ([`PostgresError::AdminConnect`], [`PostgresError::AdminTimeout`])
+    /// when it cannot log in; [`PostgresError::MarkerUnusable`].
+    pub async fn check_admin(&self) -> Result<(), PostgresError> {
         self.admin.check().await
     }
 
     /// Sets the role's password to the minted secret (a verifier computed
     /// here), after making sure the role is one the provider made.
-    async fn reset_password(&self, name: &str, secret: &Secret) -> Result<(), PgError> {
+    async fn reset_password(&self, name: &str, secret: &Secret) -> Result<(), PostgresError> {
         let found = self.admin.find(name).await?;
         plan::alter(name, &found)?;
         let statement = sql::set_password(name, &verifier(secret))?;
@@ -277,9 +277,9 @@ fn verifier(secret: &Secret) -> String {
 
 #[async_trait]
 impl Provisioner for PostgresProvisioner {
-    type Error = PgError;
+    type Error = PostgresError;
 
-    async fn ensure(&self, consumer: &Consumer, secret: &Secret) -> Result<(), PgError> {
+    async fn ensure(&self, consumer: &Consumer, secret: &Secret) -> Result<(), PostgresError> {
         let name = consumer.name.as_str();
         plan::refuse_other_provision(name, &consumer.provision)?;
         plan::refuse_reserved(name)?;
@@ -290,7 +290,7 @@ impl Provisioner for PostgresProvisioner {
         self.make(name, secret).await
     }
 
-    async fn check(&self, consumer: &Consumer, secret: &Secret) -> Result<(), PgError> {
+    async fn check(&self, consumer: &Consumer, secret: &Secret) -> Result<(), PostgresError> {
         let name = consumer.name.as_str();
         let result = match self.login(name, secret).await {
             Ok(()) => Ok(()),
@@ -312,7 +312,7 @@ impl Provisioner for PostgresProvisioner {
         result
     }
 
-    async fn held(&self) -> Result<Vec<Held>, PgError> {
+    async fn held(&self) -> Result<Vec<Held>, PostgresError> {
         let roles = self.admin.held().await?;
         let mut held = Vec::with_capacity(roles.len());
         for (role, can_login) in roles {
@@ -329,7 +329,7 @@ impl Provisioner for PostgresProvisioner {
         Ok(held)
     }
 
-    async fn retire(&self, consumer: &Name) -> Result<(), PgError> {
+    async fn retire(&self, consumer: &Name) -> Result<(), PostgresError> {
         self.forget(consumer);
         let name = consumer.as_str();
         let statement = sql::retire(name)?;
@@ -347,7 +347,7 @@ impl Provisioner for PostgresProvisioner {
         Ok(())
     }
 
-    async fn re_enable(&self, consumer: &Name) -> Result<(), PgError> {
+    async fn re_enable(&self, consumer: &Name) -> Result<(), PostgresError> {
         self.forget(consumer);
         let name = consumer.as_str();
         let statement = sql::re_enable(name)?;
@@ -360,7 +360,7 @@ impl Provisioner for PostgresProvisioner {
         Ok(())
     }
 
-    async fn delete(&self, consumer: &Name) -> Result<(), PgError> {
+    async fn delete(&self, consumer: &Name) -> Result<(), PostgresError> {
         self.forget(consumer);
         let name = consumer.as_str();
         let (drop_database, drop_role) = (sql::drop_database(name)?, sql::drop_role(name)?);
@@ -391,7 +391,7 @@ impl Provisioner for PostgresProvisioner {
         Ok(())
     }
 
-    fn classify(&self, error: &PgError) -> Option<Class> {
+    fn classify(&self, error: &PostgresError) -> Option<Class> {
         Some(crate::classify::classify(error))
     }
 

@@ -8,7 +8,7 @@
 
 use postgres_protocol::escape::{escape_identifier, escape_literal};
 
-use crate::error::PgError;
+use crate::error::PostgresError;
 
 /// Longest identifier PostgreSQL keeps whole, in bytes (`NAMEDATALEN - 1`);
 /// a longer one is cut silently, so it is refused.
@@ -30,17 +30,17 @@ pub fn role_comment(name: &str) -> String {
 /// `name` as a quoted SQL identifier.
 ///
 /// # Errors
-/// [`PgError::BadName`] when the name is empty or longer than 63 bytes
+/// [`PostgresError::BadName`] when the name is empty or longer than 63 bytes
 /// (PostgreSQL would silently cut it and name something else).
-pub fn ident(name: &str) -> Result<String, PgError> {
+pub fn ident(name: &str) -> Result<String, PostgresError> {
     if name.is_empty() {
-        return Err(PgError::BadName {
+        return Err(PostgresError::BadName {
             name: shown(name),
             reason: "it is empty",
         });
     }
     if name.len() > MAX_IDENTIFIER_BYTES {
-        return Err(PgError::BadName {
+        return Err(PostgresError::BadName {
             name: shown(name),
             reason: "it is longer than 63 bytes, and PostgreSQL would cut it",
         });
@@ -78,8 +78,8 @@ pub fn create_marker() -> String {
 /// (see [`grant_to_admin`]).
 ///
 /// # Errors
-/// [`PgError::BadName`] when the name cannot be an identifier.
-pub fn create_role(name: &str, verifier: &str, admin_joins: bool) -> Result<String, PgError> {
+/// [`PostgresError::BadName`] when the name cannot be an identifier.
+pub fn create_role(name: &str, verifier: &str, admin_joins: bool) -> Result<String, PostgresError> {
     let role = ident(name)?;
     let join = if admin_joins {
         format!("{}; ", grant_to_admin(name)?)
@@ -103,16 +103,16 @@ pub fn create_role(name: &str, verifier: &str, admin_joins: bool) -> Result<Stri
 /// again only says a notice.
 ///
 /// # Errors
-/// [`PgError::BadName`] when the name cannot be an identifier.
-pub fn grant_to_admin(name: &str) -> Result<String, PgError> {
+/// [`PostgresError::BadName`] when the name cannot be an identifier.
+pub fn grant_to_admin(name: &str) -> Result<String, PostgresError> {
     Ok(format!("GRANT {} TO CURRENT_USER", ident(name)?))
 }
 
 /// Sets the role's password verifier.
 ///
 /// # Errors
-/// [`PgError::BadName`] when the name cannot be an identifier.
-pub fn set_password(name: &str, verifier: &str) -> Result<String, PgError> {
+/// [`PostgresError::BadName`] when the name cannot be an identifier.
+pub fn set_password(name: &str, verifier: &str) -> Result<String, PostgresError> {
     Ok(format!(
         "ALTER ROLE {} WITH PASSWORD {}",
         ident(name)?,
@@ -124,8 +124,8 @@ pub fn set_password(name: &str, verifier: &str) -> Result<String, PgError> {
 /// transaction, so it is a statement of its own).
 ///
 /// # Errors
-/// [`PgError::BadName`] when the name cannot be an identifier.
-pub fn create_database(name: &str) -> Result<String, PgError> {
+/// [`PostgresError::BadName`] when the name cannot be an identifier.
+pub fn create_database(name: &str) -> Result<String, PostgresError> {
     let quoted = ident(name)?;
     Ok(format!("CREATE DATABASE {quoted} OWNER {quoted}"))
 }
@@ -135,8 +135,8 @@ pub fn create_database(name: &str) -> Result<String, PgError> {
 /// transaction; the comment comes last, so its presence proves the rest.
 ///
 /// # Errors
-/// [`PgError::BadName`] when the name cannot be an identifier.
-pub fn finish_database(name: &str) -> Result<String, PgError> {
+/// [`PostgresError::BadName`] when the name cannot be an identifier.
+pub fn finish_database(name: &str) -> Result<String, PostgresError> {
     let quoted = ident(name)?;
     Ok(format!(
         "REVOKE CONNECT, TEMPORARY ON DATABASE {quoted} FROM PUBLIC; \
@@ -148,8 +148,8 @@ pub fn finish_database(name: &str) -> Result<String, PgError> {
 /// Retires a role: no new logins, and its sessions ended.
 ///
 /// # Errors
-/// [`PgError::BadName`] when the name cannot be an identifier.
-pub fn retire(name: &str) -> Result<String, PgError> {
+/// [`PostgresError::BadName`] when the name cannot be an identifier.
+pub fn retire(name: &str) -> Result<String, PostgresError> {
     Ok(format!(
         "ALTER ROLE {} WITH NOLOGIN; \
          SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
@@ -162,16 +162,16 @@ pub fn retire(name: &str) -> Result<String, PgError> {
 /// Lets a retired role log in again.
 ///
 /// # Errors
-/// [`PgError::BadName`] when the name cannot be an identifier.
-pub fn re_enable(name: &str) -> Result<String, PgError> {
+/// [`PostgresError::BadName`] when the name cannot be an identifier.
+pub fn re_enable(name: &str) -> Result<String, PostgresError> {
     Ok(format!("ALTER ROLE {} WITH LOGIN", ident(name)?))
 }
 
 /// Drops the consumer's database, ending its sessions.
 ///
 /// # Errors
-/// [`PgError::BadName`] when the name cannot be an identifier.
-pub fn drop_database(name: &str) -> Result<String, PgError> {
+/// [`PostgresError::BadName`] when the name cannot be an identifier.
+pub fn drop_database(name: &str) -> Result<String, PostgresError> {
     Ok(format!(
         "DROP DATABASE IF EXISTS {} WITH (FORCE)",
         ident(name)?
@@ -181,8 +181,8 @@ pub fn drop_database(name: &str) -> Result<String, PgError> {
 /// Drops the consumer's role.
 ///
 /// # Errors
-/// [`PgError::BadName`] when the name cannot be an identifier.
-pub fn drop_role(name: &str) -> Result<String, PgError> {
+/// [`PostgresError::BadName`] when the name cannot be an identifier.
+pub fn drop_role(name: &str) -> Result<String, PostgresError> {
     Ok(format!("DROP ROLE IF EXISTS {}", ident(name)?))
 }
 
@@ -262,7 +262,7 @@ mod tests {
     #[test]
     fn every_statement_refuses_a_long_name() {
         let long = "y".repeat(64);
-        type Build = fn(&str) -> Result<String, PgError>;
+        type Build = fn(&str) -> Result<String, PostgresError>;
         let builders: [Build; 6] = [
             create_database,
             finish_database,

@@ -13,7 +13,7 @@ mod common;
 use std::time::Duration;
 
 use common::{kinds, login, name, role_and_database, session_ended, within, World};
-use mesh_provider_postgres::{PgError, PostgresConfig, PostgresProvisioner};
+use mesh_provider_postgres::{PostgresConfig, PostgresError, PostgresProvisioner};
 use mesh_sdk::testing::{RetireRules, Settings};
 use mesh_sdk::{Class, Provisioner};
 use mesh_test_support::PgCluster;
@@ -354,7 +354,10 @@ async fn an_admin_lacking_createrole_or_createdb_is_refused_naming_what_it_lacks
             "{admin}: {words}"
         );
         assert!(words.contains("ALTER ROLE"), "{admin}: {words}");
-        assert!(matches!(error, PgError::AdminLacks { .. }), "{error:?}");
+        assert!(
+            matches!(error, PostgresError::AdminLacks { .. }),
+            "{error:?}"
+        );
         assert_eq!(p.classify(&error), Some(Class::Refused));
         // Every consumer then fails with the same words, not with a statement's.
         let mut w = World::new(p, &[("forge", FORGE)], settings());

@@ -7,7 +7,7 @@
 mod common;
 
 use common::{kinds, log_since, login, name, provisioner, within, World};
-use mesh_provider_postgres::{sql, PgError, PostgresConfig, PostgresProvisioner};
+use mesh_provider_postgres::{sql, PostgresConfig, PostgresError, PostgresProvisioner};
 use mesh_sdk::testing::Settings;
 use mesh_sdk::{Class, Consumer, Provisioner, Secret};
 use mesh_test_support::PgCluster;
@@ -169,7 +169,7 @@ async fn what_mesh_did_not_make_is_refused_and_untouched() {
                 .err()
                 .unwrap_or_else(|| panic!("{what} {role} was accepted"));
             assert!(
-                matches!(error, PgError::NotOurs { .. }),
+                matches!(error, PostgresError::NotOurs { .. }),
                 "{what} {role}: {error}"
             );
             assert_eq!(p.classify(&error), Some(Class::Refused));

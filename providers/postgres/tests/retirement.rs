@@ -8,7 +8,7 @@ mod common;
 use std::time::Duration;
 
 use common::{kinds, login, name, provisioner, role_and_database, session_ended, within, World};
-use mesh_provider_postgres::classify::{self, Step};
+use mesh_provider_postgres::classify::{self, SessionStep};
 use mesh_sdk::testing::{RetireRules, Settings};
 use mesh_sdk::{Class, Held, Provisioner};
 use mesh_test_support::PgCluster;
@@ -59,7 +59,7 @@ async fn retire_re_enable_and_approved_delete() {
     session_ended(&wiki).await;
     let refused = login(&pg, "wiki", WIKI, "wiki").await.err().unwrap();
     assert_eq!(
-        classify::postgres(&refused, Step::Connect),
+        classify::postgres(&refused, SessionStep::Connect),
         Class::CredentialsRejected,
         "{refused:?}"
     );

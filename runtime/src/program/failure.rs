@@ -7,7 +7,7 @@ use crate::redact::{error_text, redact};
 
 /// Exit code of a service that cannot run (bad configuration, an
 /// unreadable password file, bus setup): what any error turned into a
-/// [`Failure`] with `?` exits with.
+/// [`ProgramFailure`] with `?` exits with.
 pub const EXIT_CANNOT_RUN: u8 = 1;
 
 /// A program that did not do its work: the exit code and the reason,
@@ -17,10 +17,10 @@ pub const EXIT_CANNOT_RUN: u8 = 1;
 /// [`error_text`] (the error's and its sources', never its `Debug`).
 ///
 /// ```
-/// use mesh_runtime::program::Failure;
+/// use mesh_runtime::program::ProgramFailure;
 ///
 /// let error = std::io::Error::other("password authentication failed for hunter2");
-/// let failure = Failure::from(error).redacted(&["hunter2"]);
+/// let failure = ProgramFailure::from(error).redacted(&["hunter2"]);
 /// assert_eq!(failure.code(), 1);
 /// assert_eq!(failure.message(), "password authentication failed for [redacted]");
 /// let mut stderr = Vec::new();
@@ -28,15 +28,15 @@ pub const EXIT_CANNOT_RUN: u8 = 1;
 /// assert_eq!(stderr, b"mesh-postgres: password authentication failed for [redacted]\n");
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Failure {
+pub struct ProgramFailure {
     code: u8,
     message: String,
 }
 
-impl Failure {
+impl ProgramFailure {
     /// A failure with its exit code and message (written as it is).
-    pub fn new(code: u8, message: impl Into<String>) -> Failure {
-        Failure {
+    pub fn new(code: u8, message: impl Into<String>) -> ProgramFailure {
+        ProgramFailure {
             code,
             message: message.into(),
         }
@@ -44,14 +44,14 @@ impl Failure {
 
     /// The program could not run because of `error`: code
     /// [`EXIT_CANNOT_RUN`], its message with its sources'.
-    pub fn cannot_run(error: &(dyn std::error::Error + 'static)) -> Failure {
-        Failure::new(EXIT_CANNOT_RUN, error_text(error))
+    pub fn cannot_run(error: &(dyn std::error::Error + 'static)) -> ProgramFailure {
+        ProgramFailure::new(EXIT_CANNOT_RUN, error_text(error))
     }
 
     /// The same failure with every secret of `secrets` removed from its
     /// message, then cut as every error a provider publishes is ([`redact`]).
-    pub fn redacted<S: AsRef<str>>(self, secrets: &[S]) -> Failure {
-        Failure {
+    pub fn redacted<S: AsRef<str>>(self, secrets: &[S]) -> ProgramFailure {
+        ProgramFailure {
             message: redact(&self.message, secrets),
             ..self
         }
@@ -74,8 +74,8 @@ impl Failure {
     }
 }
 
-impl<E: std::error::Error + Send + Sync + 'static> From<E> for Failure {
-    fn from(error: E) -> Failure {
-        Failure::cannot_run(&error)
+impl<E: std::error::Error + Send + Sync + 'static> From<E> for ProgramFailure {
+    fn from(error: E) -> ProgramFailure {
+        ProgramFailure::cannot_run(&error)
     }
 }

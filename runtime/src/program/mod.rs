@@ -9,7 +9,7 @@
 //! | end | exit code |
 //! | --- | --- |
 //! | `main` returned `Ok` (for a service: after a stop it obeyed) | 0 |
-//! | `main` returned a [`Failure`] | the failure's code, its message on stderr (1, [`EXIT_CANNOT_RUN`], for any error turned into one with `?`) |
+//! | `main` returned a [`ProgramFailure`] | the failure's code, its message on stderr (1, [`EXIT_CANNOT_RUN`], for any error turned into one with `?`) |
 //! | the command line is bad | 2 ([`EXIT_USAGE`], clap's message on stderr); `--help` and `--version` exit 0 |
 //! | a service not ended [`STOP_WITHIN`] after the first SIGINT/SIGTERM, or a second signal | 128 + the signal's number: 130 (SIGINT), 143 (SIGTERM), logged |
 //!
@@ -65,7 +65,7 @@ use std::future::Future;
 use std::process::ExitCode;
 use std::time::Duration;
 
-pub use failure::{Failure, EXIT_CANNOT_RUN};
+pub use failure::{ProgramFailure, EXIT_CANNOT_RUN};
 pub use service::ServiceArgs;
 pub use signals::{watch_signals, Signal, SignalWatch, STOP_WITHIN};
 
@@ -148,7 +148,7 @@ impl Program {
         F: clap::Parser + Flags,
         M: FnOnce(F, Stop) -> Fut,
         Fut: Future<Output = Result<(), E>>,
-        E: Into<Failure>,
+        E: Into<ProgramFailure>,
     {
         self.run_parsed(F::try_parse(), main)
     }
@@ -160,7 +160,7 @@ impl Program {
         F: Flags,
         M: FnOnce(F, Stop) -> Fut,
         Fut: Future<Output = Result<(), E>>,
-        E: Into<Failure>,
+        E: Into<ProgramFailure>,
     {
         let flags = match parsed {
             Ok(flags) => flags,
@@ -183,7 +183,7 @@ impl Program {
                     "cannot start the async runtime: {}",
                     crate::redact::error_text(&error)
                 );
-                return self.end(Err(Failure::new(self.cannot_run, words)));
+                return self.end(Err(ProgramFailure::new(self.cannot_run, words)));
             }
         };
         let stop = Stop::new();
@@ -196,7 +196,7 @@ impl Program {
                             "cannot install the stop signal handlers: {}",
                             crate::redact::error_text(&error)
                         );
-                        return Err(Failure::new(self.cannot_run, words));
+                        return Err(ProgramFailure::new(self.cannot_run, words));
                     }
                 },
                 false => None,
@@ -210,7 +210,7 @@ impl Program {
     }
 
     /// The exit code of `result`, its failure written on stderr.
-    fn end(&self, result: Result<(), Failure>) -> ExitCode {
+    fn end(&self, result: Result<(), ProgramFailure>) -> ExitCode {
         match result {
             Ok(()) => ExitCode::SUCCESS,
             Err(failure) => {

@@ -56,7 +56,7 @@ pub use decode::{decode, Malformed};
 pub use gauges::{ProblemLabels, StatusGauges};
 pub use observe::{BusWatch, LinkState};
 pub use prune::{PruneSchedule, PRUNE_AGAIN, PRUNE_BATCH, PRUNE_EVERY};
-pub use source::{Delivery, Messages, Pending};
+pub use source::{ConsumerPending, Delivery, Messages};
 
 use mesh_protocol::Timestamp;
 use mesh_runtime::{Backoff, Stop};
@@ -311,7 +311,7 @@ impl<S> Link<'_, S> {
     }
 
     /// Whether a short pull means caught up: not while delivery waits on
-    /// acknowledgements ([`Pending::blocked`]: `max_ack_pending`
+    /// acknowledgements ([`ConsumerPending::blocked`]: `max_ack_pending`
     /// full of messages whose acks were lost, new events behind them).
     /// Asked only after a pull that would otherwise mean caught up; not
     /// knowing is not caught up.

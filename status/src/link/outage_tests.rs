@@ -12,7 +12,9 @@ use std::time::{Duration, SystemTime};
 use async_trait::async_trait;
 use mesh_runtime::{Stop, WallClock};
 
-use super::{follow_messages, BusWatch, Delivery, LinkSettings, LinkState, Messages, Pending};
+use super::{
+    follow_messages, BusWatch, ConsumerPending, Delivery, LinkSettings, LinkState, Messages,
+};
 use crate::model::Received;
 use crate::store::{ControllerRecordUpdate, Store, StoreError};
 
@@ -86,12 +88,12 @@ impl Messages for Bus {
         (Vec::new(), None)
     }
 
-    async fn pending(&mut self) -> Result<Pending, String> {
+    async fn pending(&mut self) -> Result<ConsumerPending, String> {
         if self.lose_consumer && self.away.load(Ordering::SeqCst) {
             tokio::time::sleep(Duration::from_secs(5)).await;
             return Err("request timed out".to_owned());
         }
-        Ok(Pending::default())
+        Ok(ConsumerPending::default())
     }
 }
 

@@ -62,19 +62,19 @@ pub trait Messages: Send {
     ///
     /// # Errors
     /// When the consumer cannot be asked or is not there.
-    async fn pending(&mut self) -> Result<Pending, String>;
+    async fn pending(&mut self) -> Result<ConsumerPending, String>;
 }
 
 /// What a consumer holds that is not acknowledged yet.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Pending {
+pub struct ConsumerPending {
     /// Messages not delivered yet (JetStream's `num_pending`).
     pub undelivered: u64,
     /// Messages delivered and not acknowledged (`num_ack_pending`).
     pub unacknowledged: u64,
 }
 
-impl Pending {
+impl ConsumerPending {
     /// The stream's lag: every message not acknowledged yet.
     pub fn lag(&self) -> u64 {
         self.undelivered.saturating_add(self.unacknowledged)
@@ -92,11 +92,11 @@ impl Pending {
 
 #[cfg(test)]
 mod tests {
-    use super::Pending;
+    use super::ConsumerPending;
 
     #[test]
     fn delivery_is_blocked_only_by_a_full_ack_window_with_more_waiting() {
-        let p = |undelivered, unacknowledged| Pending {
+        let p = |undelivered, unacknowledged| ConsumerPending {
             undelivered,
             unacknowledged,
         };

@@ -125,7 +125,7 @@ pub use mesh_listfile::EntryError;
 
 /// The result of parsing: the valid entries and the refused ones.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Parsed {
+pub struct ParsedDeclaration {
     /// The valid entries.
     pub declaration: Declaration,
     /// What was refused, each naming its entry.
@@ -186,8 +186,8 @@ struct RawRequirement {
 ///
 /// # Errors
 /// [`DeclarationError`] when the file cannot be read or is not a JSON object
-/// with a `modules` list. Invalid entries are not errors: see [`Parsed::refused`].
-pub fn load(path: &Path) -> Result<Parsed, DeclarationError> {
+/// with a `modules` list. Invalid entries are not errors: see [`ParsedDeclaration::refused`].
+pub fn load(path: &Path) -> Result<ParsedDeclaration, DeclarationError> {
     let text = std::fs::read_to_string(path).map_err(|source| DeclarationError::Read {
         path: path.to_owned(),
         source,
@@ -207,7 +207,7 @@ pub fn load(path: &Path) -> Result<Parsed, DeclarationError> {
 ///
 /// # Errors
 /// The JSON error when the text is not a JSON object with a `modules` list.
-pub fn parse(text: &str) -> Result<Parsed, serde_json::Error> {
+pub fn parse(text: &str) -> Result<ParsedDeclaration, serde_json::Error> {
     let raw: RawFile = serde_json::from_str(text)?;
     let mut entries = Entries::parse(raw.modules, named, module);
     entries.refuse_repeated(
@@ -239,7 +239,7 @@ pub fn parse(text: &str) -> Result<Parsed, serde_json::Error> {
         }));
         valid.push(module);
     }
-    Ok(Parsed {
+    Ok(ParsedDeclaration {
         declaration: Declaration { modules: valid },
         refused,
     })

@@ -233,7 +233,7 @@ pub const UNHEARD_AFTER: u32 = 3;
 
 /// The key an event's [`Previous`] is kept under.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Key {
+pub enum PreviousKey {
     /// (provider, consumer): `failing` and `recovered`.
     Standing(ModuleId, String),
     /// (provider, fault).
@@ -246,19 +246,19 @@ pub enum Key {
     Grant(ModuleId, String, String),
 }
 
-impl Key {
+impl PreviousKey {
     /// The key of `received`.
-    pub fn of(received: &Received) -> Key {
+    pub fn of(received: &Received) -> PreviousKey {
         let e = received.emitter.clone();
         match &received.event {
-            Event::Failing(b) => Key::Standing(e, b.consumer.to_string()),
-            Event::Recovered(b) => Key::Standing(e, b.consumer.to_string()),
-            Event::Repair(b) => Key::Repair(e, b.fault.to_string()),
-            Event::Retirement(b) => Key::Retirement(e, b.consumer.to_string(), b.action),
-            Event::Alive(_) => Key::Alive(e),
-            Event::Unreachable(b) => Key::Grant(e, b.provision.clone(), b.from.clone()),
-            Event::Reachable(b) => Key::Grant(e, b.provision.clone(), b.from.clone()),
-            Event::Unchecked(b) => Key::Grant(e, b.provision.clone(), b.from.clone()),
+            Event::Failing(b) => PreviousKey::Standing(e, b.consumer.to_string()),
+            Event::Recovered(b) => PreviousKey::Standing(e, b.consumer.to_string()),
+            Event::Repair(b) => PreviousKey::Repair(e, b.fault.to_string()),
+            Event::Retirement(b) => PreviousKey::Retirement(e, b.consumer.to_string(), b.action),
+            Event::Alive(_) => PreviousKey::Alive(e),
+            Event::Unreachable(b) => PreviousKey::Grant(e, b.provision.clone(), b.from.clone()),
+            Event::Reachable(b) => PreviousKey::Grant(e, b.provision.clone(), b.from.clone()),
+            Event::Unchecked(b) => PreviousKey::Grant(e, b.provision.clone(), b.from.clone()),
         }
     }
 }
@@ -479,12 +479,12 @@ pub fn following_again(
 /// from the standings the store holds.
 #[derive(Clone, Debug, Default)]
 pub struct Transitions {
-    previous: HashMap<Key, Previous>,
+    previous: HashMap<PreviousKey, Previous>,
 }
 
 impl Transitions {
     /// Starts from what the store holds: each key's [`Previous`].
-    pub fn new(previous: HashMap<Key, Previous>) -> Transitions {
+    pub fn new(previous: HashMap<PreviousKey, Previous>) -> Transitions {
         Transitions { previous }
     }
 
@@ -492,7 +492,7 @@ impl Transitions {
     pub fn walk(&mut self, events: &[Received]) -> Vec<Transition> {
         let mut out = Vec::new();
         for received in events {
-            let key = Key::of(received);
+            let key = PreviousKey::of(received);
             let previous = self.previous.get(&key).cloned().unwrap_or_default();
             let (next, transition) = transition(&previous, received);
             self.previous.insert(key, next);
@@ -506,7 +506,10 @@ impl Transitions {
     /// reset its `since`).
     pub fn failing_since(&self, provider: &ModuleId, consumer: &str) -> Option<Timestamp> {
         self.previous
-            .get(&Key::Standing(provider.clone(), consumer.to_owned()))
+            .get(&PreviousKey::Standing(
+                provider.clone(),
+                consumer.to_owned(),
+            ))
             .and_then(Previous::failing_since)
     }
 }

@@ -9,7 +9,7 @@ pub mod reduce;
 pub mod row;
 pub mod text;
 
-pub use declaration::{Declaration, DeclarationError, Parsed};
+pub use declaration::{Declaration, DeclarationError, ParsedDeclaration};
 pub use received::Received;
 pub use row::{
     AliveRow, ControllerRecord, FailingRow, GrantRow, Instance, InstanceRow, RepairRow, RetiredRow,

@@ -11,7 +11,9 @@ use mesh_protocol::Timestamp;
 use serde::Serialize;
 
 use super::human::one_line;
-use crate::report::history::{duration_text, window_text, ConsumerSummary, Entry, EntryKind};
+use crate::report::history::{
+    duration_text, window_text, ConsumerSummary, EntryKind, HistoryEntry,
+};
 
 /// What `history` prints: the window, its entries newest first, and the
 /// per-consumer totals. Its JSON is `history --json`'s object.
@@ -22,7 +24,7 @@ pub struct HistoryReport {
     /// Now, on the store's clock: where it ends and open intervals run to.
     pub now: Timestamp,
     /// The entries, newest first.
-    pub entries: Vec<Entry>,
+    pub entries: Vec<HistoryEntry>,
     /// Per consumer that failed in the window: how often, how long.
     pub consumers: Vec<ConsumerSummary>,
 }
@@ -34,7 +36,7 @@ fn minute(at: Timestamp) -> String {
 }
 
 /// `00:12 → 21:40` on one day, else both in full; `→ now` while it lasts.
-fn span(e: &Entry) -> String {
+fn span(e: &HistoryEntry) -> String {
     let from = e.from.map_or("?".to_owned(), minute);
     let to = match e.to {
         None => "now".to_owned(),
@@ -52,7 +54,7 @@ fn span(e: &Entry) -> String {
     }
 }
 
-fn consumer(e: &Entry) -> String {
+fn consumer(e: &HistoryEntry) -> String {
     format!(
         "{}@{}",
         e.consumer.as_deref().unwrap_or("?"),
@@ -61,7 +63,7 @@ fn consumer(e: &Entry) -> String {
 }
 
 /// One entry's line.
-pub fn line(e: &Entry) -> String {
+pub fn line(e: &HistoryEntry) -> String {
     let provider = e.provider().unwrap_or_else(|| "?".to_owned());
     let detail = |d: &Option<String>| match d {
         Some(d) if !d.is_empty() => format!(": {}", one_line(d)),

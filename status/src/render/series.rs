@@ -270,7 +270,8 @@ mod tests {
     use super::*;
     use crate::model::declaration::parse;
     use crate::model::{
-        AliveRow, ControllerRecord, GrantRow, Instance, InstanceRow, Parsed, RepairRow, RetiredRow,
+        AliveRow, ControllerRecord, GrantRow, Instance, InstanceRow, ParsedDeclaration, RepairRow,
+        RetiredRow,
     };
     use crate::report::{self, Clock, Facts, Scope};
     use crate::store::Counts;
@@ -285,7 +286,7 @@ mod tests {
 
     const NOW: &str = "2026-10-05T00:10:00Z";
 
-    fn declaration() -> Parsed {
+    fn declaration() -> ParsedDeclaration {
         parse(
             r#"{"modules":[
               {"module":"postgres","machine":"db-1","provides":["postgres-database"]},
@@ -304,7 +305,7 @@ mod tests {
     /// providers heard 30 s ago, the controller caught up now.
     #[derive(Clone)]
     struct World {
-        declaration: Parsed,
+        declaration: ParsedDeclaration,
         failing: Vec<(ModuleId, Class)>,
         repairs: Vec<RepairRow>,
         alive: Vec<AliveRow>,

@@ -3,7 +3,7 @@
 
 use mesh_protocol::Timestamp;
 
-use super::history::{Entry, EntryKind};
+use super::history::{EntryKind, HistoryEntry};
 
 /// Seconds in a day.
 const DAY_SECONDS: u64 = 86_400;
@@ -34,7 +34,7 @@ fn at(secs: u64) -> Timestamp {
 /// cover in it (an interval still lasting runs to `now`; overlapping
 /// intervals count once; other entries are left out; one with no known
 /// beginning counts from the first day shown).
-pub fn failing_days(entries: &[Entry], now: Timestamp, days: u32) -> Vec<Day> {
+pub fn failing_days(entries: &[HistoryEntry], now: Timestamp, days: u32) -> Vec<Day> {
     let now = unix(now);
     let today = now - now % DAY_SECONDS;
     let first = today.saturating_sub(DAY_SECONDS * u64::from(days.saturating_sub(1)));
@@ -81,8 +81,8 @@ mod tests {
         Timestamp::parse(s).unwrap()
     }
 
-    fn failing(from: Option<&str>, to: Option<&str>) -> Entry {
-        Entry {
+    fn failing(from: Option<&str>, to: Option<&str>) -> HistoryEntry {
+        HistoryEntry {
             kind: EntryKind::Failing,
             provider_module: Some("postgres".into()),
             provider_machine: Some("db-1".into()),
@@ -99,7 +99,7 @@ mod tests {
         }
     }
 
-    fn bars(entries: &[Entry], now: &str, days: u32) -> Vec<(String, u64, u64)> {
+    fn bars(entries: &[HistoryEntry], now: &str, days: u32) -> Vec<(String, u64, u64)> {
         failing_days(entries, ts(now), days)
             .into_iter()
             .map(|d| (d.start.to_string(), d.failing_seconds, d.seconds))

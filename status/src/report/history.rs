@@ -68,7 +68,7 @@ pub enum EntryKind {
 /// lasts) or a moment (`from` = `to`). Its JSON is an entry of `history
 /// --json`'s `entries`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Entry {
+pub struct HistoryEntry {
     /// What it is.
     pub kind: EntryKind,
     /// The provider's module (for a grant, of the provider it reaches);
@@ -99,9 +99,9 @@ pub struct Entry {
     pub detail: Option<String>,
 }
 
-impl Entry {
-    fn of(kind: EntryKind, t: &Transition) -> Entry {
-        Entry {
+impl HistoryEntry {
+    fn of(kind: EntryKind, t: &Transition) -> HistoryEntry {
+        HistoryEntry {
             kind,
             provider_module: t.provider.as_ref().map(|p| p.module.to_string()),
             provider_machine: t.provider.as_ref().map(|p| p.machine.to_string()),
@@ -118,8 +118,8 @@ impl Entry {
         }
     }
 
-    fn moment(kind: EntryKind, t: &Transition) -> Entry {
-        let mut e = Entry::of(kind, t);
+    fn moment(kind: EntryKind, t: &Transition) -> HistoryEntry {
+        let mut e = HistoryEntry::of(kind, t);
         e.from = Some(t.at);
         e.to = Some(t.at);
         e.seconds = Some(0);
@@ -175,8 +175,8 @@ fn pair(kind: EntryKind, t: &Transition) -> Pair {
 /// The entries `rows` (oldest first, as the store gives them) make at
 /// `now`, newest first (by when they began, or ended when that is all
 /// history says).
-pub fn entries(rows: &[Transition], now: Timestamp) -> Vec<Entry> {
-    let mut out: Vec<Entry> = Vec::new();
+pub fn entries(rows: &[Transition], now: Timestamp) -> Vec<HistoryEntry> {
+    let mut out: Vec<HistoryEntry> = Vec::new();
     let mut open: HashMap<Pair, usize> = HashMap::new();
     for t in rows {
         match t.kind {
@@ -185,7 +185,7 @@ pub fn entries(rows: &[Transition], now: Timestamp) -> Vec<Entry> {
                     TransitionKind::FailingBegan => EntryKind::Failing,
                     _ => EntryKind::GrantUnreachable,
                 };
-                let mut e = Entry::of(kind, t);
+                let mut e = HistoryEntry::of(kind, t);
                 e.from = Some(t.since.unwrap_or(t.at));
                 if let Some(before) = open.insert(pair(kind, t), out.len()) {
                     // Began again without an end said: the earlier one
@@ -206,7 +206,7 @@ pub fn entries(rows: &[Transition], now: Timestamp) -> Vec<Entry> {
                     Some(i) => i,
                     None => {
                         // It began before the rows read.
-                        let mut e = Entry::of(kind, t);
+                        let mut e = HistoryEntry::of(kind, t);
                         e.from = t.since;
                         out.push(e);
                         out.len() - 1
@@ -225,17 +225,19 @@ pub fn entries(rows: &[Transition], now: Timestamp) -> Vec<Entry> {
                     TransitionKind::HeardAgain => EntryKind::Unheard,
                     _ => EntryKind::NotFollowing,
                 };
-                let mut e = Entry::of(kind, t);
+                let mut e = HistoryEntry::of(kind, t);
                 e.from = t.since;
                 e.to = Some(t.at);
                 e.seconds = t.since.map(|f| seconds(f, t.at));
                 out.push(e);
             }
-            TransitionKind::Retired => out.push(Entry::moment(EntryKind::Retired, t)),
-            TransitionKind::ReEnabled => out.push(Entry::moment(EntryKind::ReEnabled, t)),
-            TransitionKind::Deleted => out.push(Entry::moment(EntryKind::Deleted, t)),
-            TransitionKind::RepairDone => out.push(Entry::moment(EntryKind::RepairDone, t)),
-            TransitionKind::RepairBraked => out.push(Entry::moment(EntryKind::RepairBraked, t)),
+            TransitionKind::Retired => out.push(HistoryEntry::moment(EntryKind::Retired, t)),
+            TransitionKind::ReEnabled => out.push(HistoryEntry::moment(EntryKind::ReEnabled, t)),
+            TransitionKind::Deleted => out.push(HistoryEntry::moment(EntryKind::Deleted, t)),
+            TransitionKind::RepairDone => out.push(HistoryEntry::moment(EntryKind::RepairDone, t)),
+            TransitionKind::RepairBraked => {
+                out.push(HistoryEntry::moment(EntryKind::RepairBraked, t))
+            }
         }
     }
     for e in &mut out {
@@ -272,7 +274,7 @@ pub struct ConsumerSummary {
 /// `entries`, in the window from `window_start` to `now`, in order of
 /// provider and consumer.
 pub fn summaries(
-    entries: &[Entry],
+    entries: &[HistoryEntry],
     window_start: Timestamp,
     now: Timestamp,
 ) -> Vec<ConsumerSummary> {

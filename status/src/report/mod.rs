@@ -54,7 +54,9 @@ use mesh_protocol::{ModuleId, Timestamp};
 use serde::Serialize;
 
 use crate::model::row::provider_members;
-use crate::model::{AliveRow, ControllerRecord, FailingRow, Parsed, RepairRow, RetiredRow};
+use crate::model::{
+    AliveRow, ControllerRecord, FailingRow, ParsedDeclaration, RepairRow, RetiredRow,
+};
 use crate::store::{Counts, Order, StatusFilter};
 
 pub use catching_up::CatchingUp;
@@ -194,7 +196,12 @@ pub fn silent_for(said_at: Timestamp, clock: &Clock) -> Option<u64> {
 /// where they ran, in scope; silent when published `silent_after` ago or earlier
 /// (the same line [`silent_for`] draws); the retirements of the consumers
 /// required in scope; standings in `order`.
-pub fn filter(declaration: &Parsed, scope: &Scope, clock: &Clock, order: Order) -> StatusFilter {
+pub fn filter(
+    declaration: &ParsedDeclaration,
+    scope: &Scope,
+    clock: &Clock,
+    order: Order,
+) -> StatusFilter {
     let mut providers: Vec<ModuleId> = declaration
         .declaration
         .modules
@@ -242,7 +249,12 @@ pub fn heard(alive: &AliveRow, now: Timestamp) -> (bool, Duration) {
 /// The report around its standings, from the store's `facts` (see the
 /// module's rules); the all-well sentence says how recently the providers
 /// were heard from and how many grants were checked reachable.
-pub fn head(declaration: &Parsed, scope: &Scope, facts: Facts<'_>, clock: &Clock) -> Head {
+pub fn head(
+    declaration: &ParsedDeclaration,
+    scope: &Scope,
+    facts: Facts<'_>,
+    clock: &Clock,
+) -> Head {
     let d = &declaration.declaration;
     let machine = scope.machine();
     let declaration_errors: Vec<String> =
@@ -377,7 +389,7 @@ mod tests {
         Timestamp::parse(s).unwrap()
     }
 
-    fn declaration() -> Parsed {
+    fn declaration() -> ParsedDeclaration {
         parse(
             r#"{"modules":[
               {"module":"postgres","machine":"db-1","provides":["postgres-database"]},
@@ -410,7 +422,7 @@ mod tests {
 
     /// [`head`] of these facts, the controller following, nothing retired.
     fn head_of(
-        declaration: &Parsed,
+        declaration: &ParsedDeclaration,
         scope: &Scope,
         counts: Counts,
         repairs: Vec<RepairRow>,

@@ -188,13 +188,13 @@ pub struct Mesh {
     bus_auth: BusAuth,
     log_level: &'static str,
     /// The CA of a TLS bus and a client certificate for each binary.
-    pub tls: Option<Tls>,
+    pub tls: Option<BusTls>,
     /// The port of `serve`'s `--metrics-listen` (the same across restarts).
     pub serve_metrics_port: u16,
 }
 
 /// The certificates of a TLS bus.
-pub struct Tls {
+pub struct BusTls {
     /// The CA the server and every binary trust.
     pub ca: TestCa,
     /// The controller's client certificate.
@@ -326,7 +326,7 @@ impl Mesh {
             let ca = TestCa::new("mesh e2e ca");
             let controller = ca.client("controller", "controller");
             let provider = ca.client("provider", "postgres-db-1");
-            Tls {
+            BusTls {
                 ca,
                 controller,
                 provider,

@@ -6,7 +6,7 @@ use mesh_sdk::{Class, Held, Name};
 
 use super::bad::Bad;
 use super::field::{Field, Object, A_STRING, TRUE_OR_FALSE};
-use super::parse::Parsed;
+use super::parse::ParsedReply;
 use super::verbs::{Body, Fault, HeldReply, HelloReply, Reply};
 use super::{Answer, Done, Hello};
 use crate::wire::verb::Verb;
@@ -25,7 +25,7 @@ use crate::wire::verb::Verb;
 /// # Errors
 /// [`Bad`] when the reply cannot be one: a missing or mistyped field, an
 /// unknown class, a `held` entry that is not a name or comes twice.
-pub fn judge(verb: Verb, reply: &Parsed, exited: Option<bool>) -> Result<Answer, Bad> {
+pub fn judge(verb: Verb, reply: &ParsedReply, exited: Option<bool>) -> Result<Answer, Bad> {
     let Reply { outcome, body } =
         Reply::decode(verb, &reply.fields).map_err(|error| Bad::Unreadable(error.to_string()))?;
     if outcome.unsupported.read("unsupported", TRUE_OR_FALSE)? == Some(true) {
@@ -104,7 +104,7 @@ fn held(said: HeldReply) -> Result<Vec<Held>, Bad> {
 }
 
 /// `hello`'s answer, with the secrets the reply carried.
-fn hello(said: HelloReply, reply: &Parsed) -> Result<Hello, Bad> {
+fn hello(said: HelloReply, reply: &ParsedReply) -> Result<Hello, Bad> {
     let no_fault = || Bad::WrongType {
         field: "repairs entry's fault",
         expected: A_STRING,

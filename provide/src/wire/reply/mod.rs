@@ -17,7 +17,7 @@ use mesh_sdk::{Class, Held, Name, Secret};
 
 pub use bad::Bad;
 pub use judge::judge;
-pub use parse::{parse, Parsed, MAX_REPLY_BYTES};
+pub use parse::{parse, ParsedReply, MAX_REPLY_BYTES};
 
 /// A hook's hello: all of it optional.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

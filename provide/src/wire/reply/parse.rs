@@ -37,7 +37,7 @@ struct Envelope {
 /// A reply read as a JSON object, its `id` and `secrets` taken out (the
 /// default: `{}`).
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Parsed {
+pub struct ParsedReply {
     /// Its `id`, if it has a whole number there.
     pub id: Option<u64>,
     /// Its `secrets`, if it has them: the hook's own secrets from now on
@@ -47,7 +47,7 @@ pub struct Parsed {
     pub(super) fields: Map<String, Value>,
 }
 
-impl Parsed {
+impl ParsedReply {
     /// Whether it is a serve hook's line announcing its secrets alone
     /// (`{"secrets": [...]}`, no id): no reply to any call.
     pub fn is_secrets_line(&self) -> bool {
@@ -61,7 +61,7 @@ impl Parsed {
 /// [`Bad::TooLarge`], [`Bad::NotJson`] or [`Bad::NotAnObject`], and
 /// [`Bad::WrongType`] for `secrets` that are not a list of strings; an
 /// `id` that is present but not a whole number counts as none.
-pub fn parse(bytes: &[u8]) -> Result<Parsed, Bad> {
+pub fn parse(bytes: &[u8]) -> Result<ParsedReply, Bad> {
     if bytes.len() > MAX_REPLY_BYTES {
         return Err(Bad::TooLarge {
             limit: MAX_REPLY_BYTES,
@@ -88,7 +88,7 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, Bad> {
                 .map(Secret::new)
                 .collect()
         });
-    Ok(Parsed {
+    Ok(ParsedReply {
         id: id.read("id", "a whole number").ok().flatten(),
         secrets,
         fields,

@@ -11,7 +11,7 @@ use super::{consumer_path, escape, link, provider_path};
 use crate::model::AliveRow;
 use crate::render::history::{line, summary_line};
 use crate::report::days::{failing_days, Day};
-use crate::report::history::{duration_text, ConsumerSummary, Entry};
+use crate::report::history::{duration_text, ConsumerSummary, HistoryEntry};
 use crate::report::{heard_at, Head, Listed};
 
 /// What a provider's page shows.
@@ -114,7 +114,7 @@ pub struct ConsumerView<'a> {
     /// Its standings listed now.
     pub standings: &'a [Listed],
     /// Its history's entries over the last 30 days, newest first.
-    pub entries: &'a [Entry],
+    pub entries: &'a [HistoryEntry],
     /// Its totals over the last 30 days.
     pub summaries: &'a [ConsumerSummary],
     /// Now (the store's clock).
@@ -177,7 +177,7 @@ pub fn consumer(v: &ConsumerView<'_>) -> String {
     }
     for p in v.providers {
         let name = p.to_string();
-        let mine: Vec<Entry> = v
+        let mine: Vec<HistoryEntry> = v
             .entries
             .iter()
             .filter(|e| e.provider().as_deref() == Some(name.as_str()))
@@ -224,7 +224,7 @@ mod tests {
 
     #[test]
     fn a_consumer_page_has_bars_for_7_and_30_days_per_provider_and_its_intervals_escaped() {
-        let entries = [Entry {
+        let entries = [HistoryEntry {
             kind: EntryKind::Failing,
             provider_module: Some("postgres".into()),
             provider_machine: Some("db-1".into()),
