@@ -162,7 +162,7 @@ async fn open_repairs(store: &mut PgStore, provider: &str) -> Vec<RepairRow> {
 async fn store_rules_hold_on_postgres() {
     let pg = PgCluster::start();
     let (options, admin) = store_at(&pg, "rules").await;
-    assert_eq!(migrate(&options).await.unwrap(), 14);
+    assert_eq!(migrate(&options).await.unwrap(), 15);
     assert_eq!(migrate(&options).await.unwrap(), 0, "migrations run once");
     let mut store = PgStore::new(options);
 
@@ -498,7 +498,7 @@ async fn status_and_node_show_on_a_live_store() {
     // is not all well (silence is not health).
     let (code, out, err) = env.run(&["migrate"], now).await;
     assert_eq!(code, EXIT_OK, "{err}");
-    assert!(out.contains("14 migrations applied"), "{out}");
+    assert!(out.contains("15 migrations applied"), "{out}");
     // No serve ever followed the stream into it: that is said first, and
     // no provider is blamed for the silence.
     let (code, out, _) = env.run(&["status"], now).await;
@@ -1894,9 +1894,11 @@ async fn history_is_kept_with_each_round_read_back_and_pruned_in_batches() {
     assert_eq!(left, 7);
 }
 
-/// Undoes V14 and V13 on a migrated store (its table and constraints named
-/// as V12 left them); the caller deletes them from the migration history.
-const UNDO_V14_V13: &str = "DROP STATISTICS failing_group; \
+/// Undoes V15, V14 and V13 on a migrated store (its table and constraints
+/// named as V12 left them); the caller deletes them from the migration
+/// history.
+const UNDO_V15_V13: &str = "DROP INDEX failing_by_provider_key, failing_by_provider_machine, \
+     failing_by_consumer_machine; DROP STATISTICS failing_group; \
      ALTER TABLE grant_event RENAME CONSTRAINT grant_event_pkey TO grant_word_pkey; \
      ALTER TABLE grant_event RENAME CONSTRAINT grant_event_kind_check TO grant_word_kind_check; \
      ALTER TABLE grant_event RENAME TO grant_word;";
@@ -1905,13 +1907,13 @@ const UNDO_V14_V13: &str = "DROP STATISTICS failing_group; \
 async fn a_migration_that_loses_a_deadlock_to_a_reader_may_be_tried_again() {
     let pg = PgCluster::start();
     let (options, admin) = store_at(&pg, "deadlock").await;
-    assert_eq!(migrate(&options).await.unwrap(), 14);
-    // The three newest migrations not applied yet: V12 adds
+    assert_eq!(migrate(&options).await.unwrap(), 15);
+    // The four newest migrations not applied yet: V12 adds
     // `retirement.retire_at`, V13 renames `grant_word` to `grant_event`, V14
-    // adds statistics.
+    // adds statistics, V15 an index.
     admin
         .batch_execute(&format!(
-            "{UNDO_V14_V13} ALTER TABLE retirement DROP COLUMN retire_at; \
+            "{UNDO_V15_V13} ALTER TABLE retirement DROP COLUMN retire_at; \
              DELETE FROM refinery_schema_history WHERE version >= 12"
         ))
         .await
@@ -1973,8 +1975,8 @@ async fn a_migration_that_loses_a_deadlock_to_a_reader_may_be_tried_again() {
     reader.batch_execute("ROLLBACK").await.unwrap();
     assert_eq!(
         migrate(&options).await.unwrap(),
-        3,
-        "tried again, it passes (and V13 and V14 after it)"
+        4,
+        "tried again, it passes (and V13 to V15 after it)"
     );
 
     // A migration the server refuses for what it is: not tried again.
@@ -1998,11 +2000,11 @@ async fn a_migration_that_loses_a_deadlock_to_a_reader_may_be_tried_again() {
 async fn v13_renames_grant_word_to_grant_event_keeping_its_rows_constraints_and_readers() {
     let pg = PgCluster::start();
     let (options, admin) = store_at(&pg, "grant_rename").await;
-    assert_eq!(migrate(&options).await.unwrap(), 14);
+    assert_eq!(migrate(&options).await.unwrap(), 15);
     // The store as V12 left it, holding a grant event and a reader of it.
     admin
         .batch_execute(&format!(
-            "{UNDO_V14_V13} \
+            "{UNDO_V15_V13} \
              DELETE FROM refinery_schema_history WHERE version >= 13; \
              INSERT INTO grant_word (machine, consumer, provision, provider, kind, reason, \
                  said_at, stream_seq, stream_epoch) VALUES ('app-1', 'forge', 'p', \
@@ -2013,7 +2015,7 @@ async fn v13_renames_grant_word_to_grant_event_keeping_its_rows_constraints_and_
         .await
         .unwrap();
 
-    assert_eq!(migrate(&options).await.unwrap(), 2, "V13 and V14 alone");
+    assert_eq!(migrate(&options).await.unwrap(), 3, "V13 to V15 alone");
 
     let rows = admin
         .query("SELECT consumer, kind FROM grant_event", &[])
