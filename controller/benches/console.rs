@@ -22,6 +22,7 @@
 //! cargo bench -p mesh-controller --bench console
 //! MESH_BENCH_STANDINGS=10000 MESH_BENCH_HISTORY_ROWS=100000 MESH_BENCH_LIVE_SECONDS=10 \
 //!     cargo bench -p mesh-controller --bench console
+//! MESH_BENCH_STATEMENTS=1 cargo bench -p mesh-controller --bench console   # the server's statements
 //! ```
 
 mod common;
@@ -32,7 +33,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{env_number, fill_standings, store};
+use common::{env_number, fill_standings, print_statements, store, with_statements};
 use mesh_controller::PgStore;
 use mesh_protocol::Timestamp;
 use mesh_status::store::HistoryFilter;
@@ -73,6 +74,9 @@ impl Console {
         let port = mesh_test_support::free_port();
         let child = Command::new(env!("CARGO_BIN_EXE_mesh-controller"))
             .env_remove("RUST_LOG")
+            // `MESH_BENCH_CONSOLE_LOG=mesh_controller=debug` shows the
+            // console's rounds of reads for its open pages.
+            .envs(std::env::var("MESH_BENCH_CONSOLE_LOG").map(|v| ("RUST_LOG", v)))
             .args(args)
             .args(["console", "--listen", &format!("127.0.0.1:{port}")])
             .stdout(Stdio::null())
@@ -258,7 +262,13 @@ fn main() {
         let rows = env_number("MESH_BENCH_HISTORY_ROWS", 1_000_000);
         let live_seconds = env_number("MESH_BENCH_LIVE_SECONDS", 60);
         let consumers = rows / PER_CONSUMER;
-        let (pg, options, client) = store("console").await;
+        let (mut pg, options, client) = store("console").await;
+        let statements = std::env::var_os("MESH_BENCH_STATEMENTS").is_some();
+        let client = if statements {
+            with_statements(&mut pg, client, "console").await
+        } else {
+            client
+        };
         fill_standings(&client, PROVIDERS, standings).await;
         // Row i: consumer c = 1 + (i * 7919) % consumers (rounds of many
         // consumers interleave) of its own provider, its n-th row a
@@ -354,6 +364,11 @@ fn main() {
             20.0,
         );
 
+        if statements {
+            println!("  the server's statements for those pages:");
+            print_statements(&client).await;
+        }
+
         // The consumer page's history read alone, in process (what the
         // page adds to the mesh's read).
         let mut store = PgStore::new(options.clone());
@@ -412,6 +427,10 @@ fn main() {
             rss.push(console.rss_kib());
         }
         let (cpu, elapsed) = (console.cpu() - cpu_start, started.elapsed());
+        if statements {
+            println!("  the server's statements while the pages followed live:");
+            print_statements(&client).await;
+        }
         for task in tasks {
             task.abort();
         }

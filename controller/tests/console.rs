@@ -449,8 +449,9 @@ async fn pages_render_as_status_says_escape_what_providers_say_and_follow_a_chan
     );
     assert_eq!(
         reading.len(),
-        1,
-        "one reader for the open page: {reading:?}"
+        2,
+        "one reader for the open page, and the one connection the page requests (one after \
+         another) left for the next: {reading:?}"
     );
     assert!(
         !seen.contains("<script>alert"),
@@ -472,6 +473,15 @@ async fn pages_render_as_status_says_escape_what_providers_say_and_follow_a_chan
         more.push(stream);
     }
     assert_eq!(readers().await, reading, "one reader for six open pages");
+    for path in ["/", "/machine/app-1", "/consumer/wiki@app-1"] {
+        let (code, body) = get(&client, &format!("{base}{path}")).await;
+        assert_eq!(code, 200, "{path}: {body}");
+    }
+    assert_eq!(
+        readers().await,
+        reading,
+        "page requests one after another take the connection the last one left"
+    );
 
     // The store away: the open page and a new one say so, never the last good page.
     s.pg.stop();

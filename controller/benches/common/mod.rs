@@ -178,3 +178,62 @@ pub async fn fill_standings(client: &tokio_postgres::Client, providers: u64, sta
         .await
         .expect("filling the standings");
 }
+
+/// Restarts `pg` with pg_stat_statements loaded (`MESH_BENCH_STATEMENTS`:
+/// where the time goes on the server); returns a new connection to the
+/// store `db`.
+#[allow(dead_code)] // the ingest and console benchmarks'
+pub async fn with_statements(
+    pg: &mut PgCluster,
+    db: tokio_postgres::Client,
+    name: &str,
+) -> tokio_postgres::Client {
+    db.batch_execute("ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'")
+        .await
+        .expect("loading pg_stat_statements");
+    drop(db);
+    pg.stop();
+    pg.start_again();
+    let (db, connection) = tokio_postgres::connect(
+        &format!(
+            "host=127.0.0.1 port={} user=postgres password={} dbname={name}",
+            pg.port(),
+            pg.superuser_password()
+        ),
+        tokio_postgres::NoTls,
+    )
+    .await
+    .expect("connecting to the store again");
+    tokio::spawn(connection);
+    db.batch_execute("CREATE EXTENSION pg_stat_statements")
+        .await
+        .expect("pg_stat_statements");
+    db
+}
+
+/// The statements that took most of the server's time since the last
+/// call, then forgets them.
+#[allow(dead_code)] // the ingest and console benchmarks'
+pub async fn print_statements(db: &tokio_postgres::Client) {
+    let rows = db
+        .query(
+            "SELECT calls, total_exec_time, total_plan_time, rows,
+                    left(regexp_replace(query, '\\s+', ' ', 'g'), 70)
+             FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 8",
+            &[],
+        )
+        .await
+        .expect("reading pg_stat_statements");
+    for row in rows {
+        let (calls, exec, plan, count, query): (i64, f64, f64, i64, String) =
+            (row.get(0), row.get(1), row.get(2), row.get(3), row.get(4));
+        println!(
+            "    {calls:>7} calls {exec:>9.1} ms ({:>6.3} ms a call, planning {plan:.1} ms), \
+             {count:>7} rows: {query}",
+            exec / calls.max(1) as f64
+        );
+    }
+    db.batch_execute("SELECT pg_stat_statements_reset()")
+        .await
+        .expect("resetting pg_stat_statements");
+}

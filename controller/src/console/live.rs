@@ -102,10 +102,13 @@ impl Live {
         // The store's last error, said once while it lasts (not twice a second).
         let mut unreadable_since: Option<String> = None;
         loop {
-            let keys: Vec<PageKey> = {
+            // The mesh page first, then the machines', the providers' and
+            // the consumers'.
+            let mut keys: Vec<PageKey> = {
                 let followed = self.followed.lock().expect("not poisoned");
                 followed.keys().cloned().collect()
             };
+            keys.sort_unstable();
             if keys.is_empty() {
                 self.wake.notified().await;
                 continue;
@@ -113,6 +116,7 @@ impl Live {
             let began = tokio::time::Instant::now();
             let now = Timestamp::now();
             let mut failed: Option<String> = None;
+            let count = keys.len();
             for key in keys {
                 // Once the store failed this round, the other pages say so
                 // without waiting for it again.
@@ -148,6 +152,11 @@ impl Live {
                     next_id += 1;
                 }
             }
+            tracing::debug!(
+                pages = count,
+                took_ms = began.elapsed().as_millis(),
+                "the console read its open pages"
+            );
             match (&failed, &unreadable_since) {
                 (Some(error), None) => {
                     tracing::warn!(error = %error, "the console cannot read the store; its pages say so")

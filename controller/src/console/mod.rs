@@ -103,7 +103,13 @@ struct Console {
     live: Arc<Live>,
     access: Access,
     options: DatabaseOptions,
+    /// Store connections a page request left, for the next ones (a new
+    /// connection's login costs more than most pages' reads).
+    idle: std::sync::Mutex<Vec<PgStore>>,
 }
+
+/// How many store connections the page requests keep open between them.
+const IDLE_STORES: usize = 4;
 
 /// Serves the console until `stop` is requested.
 ///
@@ -154,6 +160,7 @@ pub(crate) async fn serve(
         live,
         access,
         options,
+        idle: std::sync::Mutex::new(Vec::new()),
     }));
     let served = match tls {
         Some(config) => {
@@ -253,11 +260,19 @@ async fn page(State(console): State<Arc<Console>>, uri: Uri) -> Response {
     let Some(key) = PageKey::parse(uri.path()) else {
         return not_found().await;
     };
-    let mut store = PgStore::new(console.options.clone());
+    let idle = console.idle.lock().expect("not poisoned").pop();
+    let mut store = idle.unwrap_or_else(|| PgStore::new(console.options.clone()));
     let rendered = console
         .pages
         .render(&mut store, &key, Timestamp::now())
         .await;
+    // A store that failed is not kept: the next request connects anew.
+    if rendered.is_ok() {
+        let mut idle = console.idle.lock().expect("not poisoned");
+        if idle.len() < IDLE_STORES {
+            idle.push(store);
+        }
+    }
     match rendered {
         Ok(Some(page)) => html_response(StatusCode::OK, &page),
         Ok(None) => {

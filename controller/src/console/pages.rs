@@ -16,8 +16,9 @@ use crate::store::{PgError, PgStore};
 /// How far back a consumer's page reads its history (its longer bar row).
 pub(crate) const HISTORY_DAYS: u32 = 30;
 
-/// Which page: the mesh, a machine, a provider, a consumer.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+/// Which page: the mesh, a machine, a provider, a consumer (in that
+/// order).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) enum PageKey {
     /// `/`.
     Mesh,
