@@ -68,7 +68,7 @@ pub struct Runner<P: Provisioner> {
     re_enabled: std::collections::HashSet<Name>,
     outbox: Arc<Outbox>,
     clock: WallClock,
-    /// The last "cannot list held provisions" words logged (logged once per change).
+    /// The last "cannot list held provisions" message logged (logged once per change).
     held_error: Option<String>,
     /// The provider's known faults and their gates.
     faults: Vec<(KnownFault, FaultState)>,
@@ -282,7 +282,7 @@ impl<P: Provisioner> Runner<P> {
         let admin = self.admin_seen(gate.as_ref(), listed);
         let outcomes: Outcomes = match gate {
             // The gate is closed: the backend is not called for consumers;
-            // they fail with the fault's class and words.
+            // they fail with the fault's class and message.
             Some(failure) => {
                 let failed = (0..contributions.consumers.len())
                     .map(|i| (i, Err(failure.clone())))
