@@ -86,7 +86,7 @@ fn hello_of(label: &str, answer: Answer) -> Result<Hello, HookError> {
             class: None,
             message: format!(
                 "hook {label} refused its hello: {}",
-                error.as_deref().unwrap_or("no words")
+                error.as_deref().unwrap_or("no reason given")
             ),
         }),
         Answer::Done(_) | Answer::Held(_) => unreachable!("judged as a hello"),

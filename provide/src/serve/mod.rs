@@ -175,7 +175,9 @@ impl Serve {
             Ok(Answer::Hello(hello)) => Ok(hello),
             Ok(Answer::Unsupported) => Ok(Hello::default()),
             Ok(Answer::Refused { error, .. }) => {
-                let reason = self.scrub.text(error.as_deref().unwrap_or("no words"));
+                let reason = self
+                    .scrub
+                    .text(error.as_deref().unwrap_or("no reason given"));
                 Err(HookError::Refused {
                     class: None,
                     message: format!("hook {label} refused its hello: {reason}"),
