@@ -113,7 +113,7 @@ impl World {
         testing::drain(&self.outbox)
     }
 
-    /// The failure class and words of a consumer's standing, if failing.
+    /// The failure class and message of a consumer's standing, if failing.
     pub fn failure(&self, consumer: &str) -> Option<(String, String)> {
         let standing = self.runner.standing(&name(consumer))?;
         standing
