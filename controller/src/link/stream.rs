@@ -245,7 +245,7 @@ mod tests {
         assert!(with(|c| c.num_replicas = 3).is_ok());
         assert!(with(|c| c.subjects.truncate(1)).is_ok());
         // Settings it cannot.
-        for (change, words) in [
+        for (change, expected) in [
             (
                 (|c| c.retention = RetentionPolicy::Limits) as fn(&mut stream::Config),
                 "exists with limits retention",
@@ -259,7 +259,7 @@ mod tests {
         ] {
             let error = with(change).unwrap_err();
             assert!(
-                error.contains(words) && error.contains("administrator's credentials"),
+                error.contains(expected) && error.contains("administrator's credentials"),
                 "{error}"
             );
         }
