@@ -20,9 +20,9 @@ use mesh_status::Store;
 use mesh_test_support::PgCluster;
 
 const CONSUMERS: u64 = 12;
-/// Words per provider: seq 1..=WORDS.
-const WORDS: u64 = 240;
-/// Words per round; rounds start every `ROUND / 2` words, so each word is in two rounds.
+/// Events per provider: seq 1..=EVENTS.
+const EVENTS: u64 = 240;
+/// Events per round; rounds start every `ROUND / 2` events, so each event is in two rounds.
 const ROUND: u64 = 12;
 
 /// Event `seq` of `provider`: consumer and kind spread by a fixed
@@ -54,7 +54,7 @@ fn word(provider: &str, seq: u64) -> Received {
 /// consumer -> (newest failing seq if the newest word is failing, newest recovered seq).
 fn expected(provider: &str) -> BTreeMap<String, (Option<i64>, Option<i64>)> {
     let mut rows: BTreeMap<String, (Option<i64>, Option<i64>)> = BTreeMap::new();
-    for seq in 1..=WORDS {
+    for seq in 1..=EVENTS {
         let word = word(provider, seq);
         let consumer = mesh_consumer(&word);
         let row = rows.entry(consumer).or_default();
@@ -73,12 +73,12 @@ fn mesh_consumer(word: &Received) -> String {
     json["consumer"].as_str().unwrap().to_owned()
 }
 
-/// The rounds of `provider`: overlapping windows of `ROUND` words.
+/// The rounds of `provider`: overlapping windows of `ROUND` events.
 fn rounds(provider: &str) -> Vec<Vec<Received>> {
-    (0..WORDS / (ROUND / 2))
+    (0..EVENTS / (ROUND / 2))
         .map(|start| {
             let from = start * (ROUND / 2) + 1;
-            (from..(from + ROUND).min(WORDS + 1))
+            (from..(from + ROUND).min(EVENTS + 1))
                 .map(|seq| word(provider, seq))
                 .collect()
         })

@@ -166,12 +166,12 @@ async fn store_rules_hold_on_postgres() {
     assert_eq!(migrate(&options).await.unwrap(), 0, "migrations run once");
     let mut store = PgStore::new(options);
 
-    // (case, rounds of words applied in order, expected rows of the case's provider)
+    // (case, rounds of events applied in order, expected rows of the case's provider)
     type Case = (&'static str, Vec<Vec<Received>>, Vec<(&'static str, i64)>);
     let p = |n: u32| format!("p{n}@db-1");
     let cases: Vec<Case> = vec![
         (
-            "failing stored; a word earlier in the stream, delivered late, changes nothing",
+            "failing stored; an event earlier in the stream, delivered late, changes nothing",
             vec![
                 vec![failing(&p(1), "forge", 9, 61, 2)],
                 vec![failing(&p(1), "forge", 10, 50, 1)],
@@ -275,9 +275,9 @@ async fn store_rules_hold_on_postgres() {
     ];
     for (case, rounds, expected) in cases {
         let provider = rounds[0][0].emitter.clone();
-        for words in rounds {
+        for round in rounds {
             store
-                .apply(&words)
+                .apply(&round)
                 .await
                 .unwrap_or_else(|e| panic!("{case}: {e}"));
         }
@@ -802,7 +802,7 @@ async fn status_and_node_show_on_a_live_store() {
 }
 
 /// Records a `serve` on `ctl-1` that caught up a day ahead of the store's
-/// clock, following since before the test's words: it counts as following
+/// clock, following since before the test's events: it counts as following
 /// for the whole test.
 async fn follow_forever(admin: &tokio_postgres::Client) {
     admin
@@ -817,20 +817,20 @@ async fn follow_forever(admin: &tokio_postgres::Client) {
         .unwrap();
 }
 
-/// Every order of the same words gives the same store: applied one by one
-/// in each of the 120 orders of five words (two of them said in the same
+/// Every order of the same events gives the same store: applied one by one
+/// in each of the 120 orders of five events (two of them said in the same
 /// second), and in rounds of two and three, the failing row left is the one
-/// of the newest word in the stream, `(stream epoch, stream sequence)`,
+/// of the newest event in the stream, `(stream epoch, stream sequence)`,
 /// whatever came first.
 #[tokio::test]
-async fn the_result_does_not_depend_on_the_order_words_are_applied_in() {
+async fn the_result_does_not_depend_on_the_order_events_are_applied_in() {
     let pg = PgCluster::start();
     let (options, admin) = store_at(&pg, "orders").await;
     migrate(&options).await.unwrap();
     let mut store = PgStore::new(options);
     // (kind, said minute, seq): the newest is the failing said at 12, seq 5;
     // the recovered at 12 but seq 4 is older than it.
-    let words = [
+    let events = [
         ("f", 9, 1),
         ("r", 10, 2),
         ("f", 11, 3),
@@ -839,7 +839,7 @@ async fn the_result_does_not_depend_on_the_order_words_are_applied_in() {
     ];
     let expected = [("forge".to_owned(), 5)];
     // Every arrangement of 0..5: the five-digit base-5 numbers with distinct digits.
-    let n = words.len();
+    let n = events.len();
     let orders: Vec<Vec<usize>> = (0..n.pow(n as u32))
         .map(|mut k| {
             (0..n)
@@ -854,7 +854,7 @@ async fn the_result_does_not_depend_on_the_order_words_are_applied_in() {
         .collect();
     assert_eq!(orders.len(), 120);
     let word = |provider: &str, i: usize| {
-        let (kind, said, seq) = words[i];
+        let (kind, said, seq) = events[i];
         if kind == "f" {
             failing(provider, "forge", said, seq, seq)
         } else {
@@ -885,7 +885,7 @@ async fn the_result_does_not_depend_on_the_order_words_are_applied_in() {
 }
 
 /// A store connection that ends says why in its log line: the server's own
-/// words and SQLSTATE (here an administrator ended the session), never
+/// message and SQLSTATE (here an administrator ended the session), never
 /// `db error` alone, and never a password.
 #[tokio::test]
 async fn a_store_connection_that_ends_logs_the_servers_reason() {
@@ -933,7 +933,7 @@ async fn a_store_connection_that_ends_logs_the_servers_reason() {
     assert!(!line.contains(pg.superuser_password()), "{line}");
 }
 
-/// A value in the store that is none of its column's words (written by
+/// A value in the store that is none of its column's values (written by
 /// another program, or another version) stops `status` with an error that
 /// names the column and quotes the value: never a panic, never a default.
 #[tokio::test]
@@ -1234,8 +1234,8 @@ async fn the_controller_record_retired_consumers_and_a_new_store_on_a_live_store
     assert!(begun.is_some(), "a new store's record begins now");
 
     // When serve meets its first stream: a durable consumer that had
-    // acknowledged words keeps the record beginning now (a store that was
-    // there took them); a new consumer gets every word, so the record is
+    // acknowledged events keeps the record beginning now (a store that was
+    // there took them); a new consumer gets every event, so the record is
     // whole; once a stream is met, what was said stays.
     let mut store = PgStore::new(options.clone());
     let begun = || async {
@@ -1968,7 +1968,7 @@ async fn a_migration_that_loses_a_deadlock_to_a_reader_may_be_tried_again() {
     let text = error.to_string();
     assert!(
         text.contains("V12__retiring") && text.contains("deadlock detected (40P01)"),
-        "the server's own words are said, not only `db error`: {text}"
+        "the server's own message is said, not only `db error`: {text}"
     );
     reader.batch_execute("ROLLBACK").await.unwrap();
     assert_eq!(
