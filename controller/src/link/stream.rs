@@ -39,7 +39,7 @@ pub enum SetupError {
     /// the module docs): waiting will not change it, so `serve` ends.
     #[error(
         "stream {STREAM} exists with {found}, which serve cannot change in place (it makes the \
-         stream with {wanted}): it was not made by mesh-controller serve; keep or move its words \
+         stream with {wanted}): it was not made by mesh-controller serve; keep or move its messages \
          as its maker decides, then remove it with an administrator's credentials (nats stream \
          rm {STREAM}) and start serve again"
     )]
