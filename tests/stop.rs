@@ -22,13 +22,13 @@ const AT_ONCE: Duration = Duration::from_millis(500);
 /// How long a process may take to notice that its bus went away.
 const NOTICE: Duration = Duration::from_secs(30);
 
-/// Waits until `process`'s log says `words`.
-fn wait_for_log(process: &Process, words: &str) {
+/// Waits until `process`'s log says `text`.
+fn wait_for_log(process: &Process, text: &str) {
     let deadline = Instant::now() + NOTICE;
-    while !process.log_text().contains(words) {
+    while !process.log_text().contains(text) {
         assert!(
             Instant::now() < deadline,
-            "{} never said {words:?}:\n{}",
+            "{} never said {text:?}:\n{}",
             process.name,
             process.log_text()
         );
