@@ -147,7 +147,7 @@ pub fn tell(demo: &mut Demo) -> Result<(), StoryStop> {
     )?;
     demo.check(
         &mesh,
-        "the words say the hook's administrator was refused",
+        "the failures' messages say the hook's administrator was refused",
         match status
             .to_string()
             .contains("administrator mesh-admin was refused")
