@@ -8,7 +8,7 @@
 //! Mid-flow the NATS server the provider is connected to is killed with
 //! SIGKILL (and later started again), then one controller is killed (and
 //! later started again). Afterwards the store holds exactly what one
-//! uninterrupted controller would: every consumer's newest word, no
+//! uninterrupted controller would: every consumer's newest event, no
 //! `recovered` lost, no stale `failing`.
 
 use std::collections::BTreeMap;
@@ -34,8 +34,8 @@ const EVERY: Duration = Duration::from_millis(25);
 /// Word `step`: consumer `step % CONSUMERS`; its `round` decides the kind
 /// (a consumer fails in even rounds and recovers in odd ones; in the last
 /// round consumers with an even number stay failing). `attempts` and
-/// `said_at` carry the step, so the store's rows say which word they hold.
-fn word(step: usize) -> (String, Event) {
+/// `said_at` carry the step, so the store's rows say which event they hold.
+fn event_at(step: usize) -> (String, Event) {
     let consumer = step % CONSUMERS;
     let round = step / CONSUMERS;
     let last_round = (EVENTS - 1) / CONSUMERS;
@@ -66,14 +66,14 @@ fn word(step: usize) -> (String, Event) {
     (event_subject(&machine, &module, kind), event)
 }
 
-/// What one controller taking every word leaves: for each consumer whose
-/// newest word is `failing`, that word's step (`attempts`); for each whose
+/// What one controller taking every event leaves: for each consumer whose
+/// newest event is `failing`, that event's step (`attempts`); for each whose
 /// newest is `recovered`, no failing row and its recovered row of that step.
 fn expected() -> (BTreeMap<String, i64>, BTreeMap<String, SystemTime>) {
     let mut failing = BTreeMap::new();
     let mut recovered = BTreeMap::new();
     for step in 0..EVENTS {
-        let (_, event) = word(step);
+        let (_, event) = event_at(step);
         let body: Value = serde_json::from_slice(&event.to_json()).unwrap();
         let consumer = body["consumer"].as_str().unwrap().to_owned();
         match event {
@@ -294,7 +294,7 @@ fn with_a_nats_server_and_a_controller_killed_mid_flow_the_store_ends_as_one_con
     let mut killed_server = None;
     let mut a_killed = false;
     for step in 0..EVENTS {
-        let (subject, event) = word(step);
+        let (subject, event) = event_at(step);
         outbox.put(subject, &event);
         std::thread::sleep(EVERY);
         let at = started.elapsed();
@@ -361,7 +361,7 @@ fn with_a_nats_server_and_a_controller_killed_mid_flow_the_store_ends_as_one_con
     assert_eq!(
         got.0.len(),
         CONSUMERS / 2,
-        "every even consumer failing, with its newest word"
+        "every even consumer failing, with its newest event"
     );
     assert_eq!(want_recovered.len(), CONSUMERS / 2);
     for (consumer, at) in &want_recovered {

@@ -235,7 +235,7 @@ fn a_recovery_said_while_the_controller_is_stopped_lands_after_it_restarts() {
     assert_eq!(
         failing(&mesh.status().unwrap()),
         ["wiki"],
-        "the store still holds the failing word"
+        "the store still holds the failing event"
     );
     mesh.start_controller();
     mesh.wait_status("wiki gone", |s| all_well(s) && failing(s).is_empty());

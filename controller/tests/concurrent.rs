@@ -2,7 +2,7 @@
 //! controllers may share the one durable consumer): two stores applying
 //! overlapping rounds at the same moments, one in stream order and the other
 //! in the opposite order, end with exactly what one controller applying
-//! every word once would have: each consumer's newest word, no stale
+//! every event once would have: each consumer's newest event, no stale
 //! `failing`, no `recovered` lost.
 
 use std::collections::BTreeMap;
@@ -27,7 +27,7 @@ const ROUND: u64 = 12;
 
 /// Event `seq` of `provider`: consumer and kind spread by a fixed
 /// pseudo-random walk, so keys flip between failing and recovered often.
-fn word(provider: &str, seq: u64) -> Received {
+fn received(provider: &str, seq: u64) -> Received {
     let mix = seq.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(17);
     let consumer = format!("c{}", mix % CONSUMERS);
     let emitter = (Name::parse("db-1").unwrap(), Name::parse(provider).unwrap());
@@ -47,18 +47,18 @@ fn word(provider: &str, seq: u64) -> Received {
             ),
         )
     };
-    decode(&subject, body.as_bytes(), 1, seq).expect("a well-formed word")
+    decode(&subject, body.as_bytes(), 1, seq).expect("a well-formed event")
 }
 
-/// What one controller applying every word once, in order, leaves:
-/// consumer -> (newest failing seq if the newest word is failing, newest recovered seq).
+/// What one controller applying every event once, in order, leaves:
+/// consumer -> (newest failing seq if the newest event is failing, newest recovered seq).
 fn expected(provider: &str) -> BTreeMap<String, (Option<i64>, Option<i64>)> {
     let mut rows: BTreeMap<String, (Option<i64>, Option<i64>)> = BTreeMap::new();
     for seq in 1..=EVENTS {
-        let word = word(provider, seq);
-        let consumer = mesh_consumer(&word);
+        let received = received(provider, seq);
+        let consumer = mesh_consumer(&received);
         let row = rows.entry(consumer).or_default();
-        if word.event.kind().as_str() == "failing" {
+        if received.event.kind().as_str() == "failing" {
             row.0 = Some(seq as i64);
         } else {
             row.0 = None;
@@ -68,8 +68,8 @@ fn expected(provider: &str) -> BTreeMap<String, (Option<i64>, Option<i64>)> {
     rows
 }
 
-fn mesh_consumer(word: &Received) -> String {
-    let json: serde_json::Value = serde_json::from_slice(&word.event.to_json()).unwrap();
+fn mesh_consumer(received: &Received) -> String {
+    let json: serde_json::Value = serde_json::from_slice(&received.event.to_json()).unwrap();
     json["consumer"].as_str().unwrap().to_owned()
 }
 
@@ -79,7 +79,7 @@ fn rounds(provider: &str) -> Vec<Vec<Received>> {
         .map(|start| {
             let from = start * (ROUND / 2) + 1;
             (from..(from + ROUND).min(EVENTS + 1))
-                .map(|seq| word(provider, seq))
+                .map(|seq| received(provider, seq))
                 .collect()
         })
         .collect()

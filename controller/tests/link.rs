@@ -404,7 +404,7 @@ async fn the_link_follows_events_into_the_store() {
         "delivering the stream again changes nothing"
     );
 
-    // The stream is bounded: a word is gone once the controller took it.
+    // The stream is bounded: an event is gone once the controller took it.
     let mut stream = world.js.get_stream(STREAM).await.unwrap();
     let info = stream.info().await.unwrap();
     assert_eq!(info.config.retention, RetentionPolicy::WorkQueue);
@@ -752,7 +752,7 @@ async fn serve_shows_its_metrics_health_and_readiness() {
         assert!(tokio::time::Instant::now() < deadline, "{m:?}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    // It caught up with the stream (every word stored), seconds ago.
+    // It caught up with the stream (every event stored), seconds ago.
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -966,7 +966,7 @@ async fn a_stream_and_durable_made_before_grants_take_grant_events_without_losin
     drop(taken);
     let old = world.consumer_info().await;
     assert_eq!((old.num_pending, old.num_ack_pending), (2, 1), "{old:?}");
-    // A grant word said before the upgrade is refused: no stream takes it.
+    // A grant event said before the upgrade is refused: no stream takes it.
     let grant = "mesh.event.app-1.forge.grant.unreachable";
     let refused = match world.js.publish(grant, unreachable_grant(3).into()).await {
         Ok(ack) => ack.await.is_err(),

@@ -179,7 +179,7 @@ async fn drain(consumer: &PullConsumer) -> Vec<String> {
     }
 }
 
-/// Setting the stream up registers its epoch and applies no word.
+/// Setting the stream up registers its epoch and applies no event.
 struct NoStore;
 
 #[async_trait::async_trait]
@@ -346,7 +346,7 @@ async fn the_rendered_permissions_hold_on_a_real_server() {
 /// `serve`'s routine user makes and follows its stream, and nothing more:
 /// it may not delete the stream, purge it, remove a message or read stored
 /// messages by sequence (`MSG.GET`, `DIRECT.GET`); each try is refused by the
-/// server, and the stream keeps its word.
+/// server, and the stream keeps its event.
 #[tokio::test]
 async fn the_controller_may_not_delete_purge_or_read_its_stream_by_sequence() {
     let bus = Bus::start();
@@ -387,7 +387,7 @@ async fn the_controller_may_not_delete_purge_or_read_its_stream_by_sequence() {
                 .wait_for_violation(&format!("Publish to \"$JS.API.{api}.{STREAM}\""))
                 .await;
         }
-        // The stream and its word are still there, and the routine work goes on.
+        // The stream and its event are still there, and the routine work goes on.
         let mut stream = js
             .get_stream(STREAM)
             .await

@@ -1,7 +1,7 @@
 //! The provisioner loop driven pass by pass on tokio's paused clock, with the
 //! SDK's fake provisioner: standing, redaction, classification, the
 //! contributions file, concurrency and timeouts, retirement and approvals,
-//! withdrawn consumers and the `alive` word.
+//! withdrawn consumers and the `alive` event.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -81,7 +81,7 @@ impl World {
         testing::passes(&mut self.runner, n, PASS).await;
     }
 
-    /// Takes every word published so far: (kind, body).
+    /// Takes every event published so far: (kind, body).
     fn published(&self) -> Vec<(String, Value)> {
         testing::drain(&self.outbox)
     }

@@ -65,7 +65,7 @@ impl World {
         testing::passes(&mut self.runner, n, PASS).await;
     }
 
-    /// Every word published since the last call: (kind, body), oldest first.
+    /// Every event published since the last call: (kind, body), oldest first.
     fn published(&self) -> Vec<(String, Value)> {
         testing::drain(&self.outbox)
     }

@@ -730,11 +730,11 @@ mod tests {
         else {
             panic!("alive")
         };
-        assert_eq!(alive.fault, None, "an older provider's word has no fault");
+        assert_eq!(alive.fault, None, "an older provider's event has no fault");
         assert_eq!(
             String::from_utf8(Event::Alive(alive.clone()).to_json()).unwrap(),
             old,
-            "no fault: not written, so an older reader sees the word it knows"
+            "no fault: not written, so an older reader sees the event it knows"
         );
         alive.fault = Some(ProviderFault {
             class: Class::CredentialsRejected,
