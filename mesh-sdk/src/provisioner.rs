@@ -237,7 +237,7 @@ pub trait Provisioner: Send + Sync + 'static {
     /// consumer never overlap, so it is that attempt's), logs `mended`
     /// with what it reports and counts it in `mesh_provisions_mended_total`: a
     /// hand edit the loop undoes leaves a trace. Implement it by noting what
-    /// it found where `ensure` or `check` mends, and taking them out here.
+    /// it found where `ensure` or `check` mends, and taking it out here.
     ///
     /// A rotation is no mend: when the minted secret changed since the
     /// consumer's last success, the loop logs what `ensure` brought as the

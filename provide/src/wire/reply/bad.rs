@@ -90,7 +90,7 @@ pub enum Bad {
 }
 
 impl Bad {
-    /// The same, the hook's text in it passed through `scrub` (they may
+    /// The same, the hook's text in it passed through `scrub` (it may
     /// echo a secret).
     pub fn scrubbed(self, scrub: impl Fn(&str) -> String) -> Bad {
         match self {
