@@ -165,7 +165,7 @@ impl Provisioner for Folders {
         .await?)
     }
 
-    /// Our own facts decide the class; the loop reads the words of the rest.
+    /// Our own facts decide the class; the loop reads the message of the rest.
     fn classify(&self, error: &FolderError) -> Option<Class> {
         match error {
             FolderError::Differs(_) => Some(Class::CredentialsRejected),

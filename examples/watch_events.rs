@@ -2,9 +2,9 @@
 //! until `--for` has passed.
 //!
 //! It listens on the bus itself (a plain subscription to `mesh.event.>`),
-//! never through the `MESH_EVENTS` stream: that stream keeps a word only
+//! never through the `MESH_EVENTS` stream: that stream keeps an event only
 //! until the controller took it (work-queue retention), and a second reader
-//! there would take words away from the controller. So it shows what is
+//! there would take events away from the controller. So it shows what is
 //! said while it runs, not what was said before. On a bus with permissions,
 //! give it a user allowed to subscribe to `mesh.event.>`. To read the
 //! bodies as types, parse them with `mesh-protocol` (`Event::parse`).

@@ -3,12 +3,12 @@
 //! block on every member), the stream and consumer with three replicas, two
 //! `mesh-controller serve` sharing the one durable consumer, and a provider
 //! (the SDK's outbox and JetStream sink, as every provider binary uses)
-//! saying a steady flow of words for many consumers.
+//! publishing a steady flow of events for many consumers.
 //!
 //! Mid-flow the NATS server the provider is connected to is killed with
 //! SIGKILL (and later started again), then one controller is killed (and
 //! later started again). Afterwards the store holds exactly what one
-//! uninterrupted controller would: every consumer's newest word, no
+//! uninterrupted controller would: every consumer's newest event, no
 //! `recovered` lost, no stale `failing`.
 
 use std::collections::BTreeMap;
@@ -27,18 +27,18 @@ use serde_json::{json, Value};
 
 /// Consumers of the provider.
 const CONSUMERS: usize = 40;
-/// Words said, one every `EVERY`: each consumer gets `WORDS / CONSUMERS`.
-const WORDS: usize = 600;
+/// Events published, one every `EVERY`: each consumer gets `EVENTS / CONSUMERS`.
+const EVENTS: usize = 600;
 const EVERY: Duration = Duration::from_millis(25);
 
 /// Word `step`: consumer `step % CONSUMERS`; its `round` decides the kind
 /// (a consumer fails in even rounds and recovers in odd ones; in the last
 /// round consumers with an even number stay failing). `attempts` and
-/// `said_at` carry the step, so the store's rows say which word they hold.
-fn word(step: usize) -> (String, Event) {
+/// `said_at` carry the step, so the store's rows say which event they hold.
+fn event_at(step: usize) -> (String, Event) {
     let consumer = step % CONSUMERS;
     let round = step / CONSUMERS;
-    let last_round = (WORDS - 1) / CONSUMERS;
+    let last_round = (EVENTS - 1) / CONSUMERS;
     let failing = if round == last_round {
         consumer % 2 == 0
     } else {
@@ -66,14 +66,14 @@ fn word(step: usize) -> (String, Event) {
     (event_subject(&machine, &module, kind), event)
 }
 
-/// What one controller taking every word leaves: for each consumer whose
-/// newest word is `failing`, that word's step (`attempts`); for each whose
+/// What one controller taking every event leaves: for each consumer whose
+/// newest event is `failing`, that event's step (`attempts`); for each whose
 /// newest is `recovered`, no failing row and its recovered row of that step.
 fn expected() -> (BTreeMap<String, i64>, BTreeMap<String, SystemTime>) {
     let mut failing = BTreeMap::new();
     let mut recovered = BTreeMap::new();
-    for step in 0..WORDS {
-        let (_, event) = word(step);
+    for step in 0..EVENTS {
+        let (_, event) = event_at(step);
         let body: Value = serde_json::from_slice(&event.to_json()).unwrap();
         let consumer = body["consumer"].as_str().unwrap().to_owned();
         match event {
@@ -293,8 +293,8 @@ fn with_a_nats_server_and_a_controller_killed_mid_flow_the_store_ends_as_one_con
     let mut held_after_kill = 0;
     let mut killed_server = None;
     let mut a_killed = false;
-    for step in 0..WORDS {
-        let (subject, event) = word(step);
+    for step in 0..EVENTS {
+        let (subject, event) = event_at(step);
         outbox.put(subject, &event);
         std::thread::sleep(EVERY);
         let at = started.elapsed();
@@ -322,9 +322,9 @@ fn with_a_nats_server_and_a_controller_killed_mid_flow_the_store_ends_as_one_con
         }
     }
     let (index, step) = killed_server.expect("a server was killed mid-flow");
-    // The provider delivered every held word through another server.
+    // The provider delivered every held event through another server.
     wait_for(
-        "the provider's words all acknowledged",
+        "the provider's events all acknowledged",
         Duration::from_secs(60),
         || outbox.is_empty(),
         || world.logs(&[&a, &b]),
@@ -335,14 +335,14 @@ fn with_a_nats_server_and_a_controller_killed_mid_flow_the_store_ends_as_one_con
         "the provider moved to another server when its own died"
     );
     eprintln!(
-        "killed nats {} at word {step}; the provider held up to {held_after_kill} words meanwhile",
+        "killed nats {} at event {step}; the provider held up to {held_after_kill} events meanwhile",
         index + 1
     );
 
     let (want_failing, want_recovered) = expected();
     let got: std::cell::RefCell<(BTreeMap<String, i64>, BTreeMap<String, SystemTime>)> =
         Default::default();
-    // A killed controller's unacknowledged words come again after the ack wait (30 s).
+    // A killed controller's unacknowledged events come again after the ack wait (30 s).
     wait_for(
         "the store as one controller leaves it",
         Duration::from_secs(90),
@@ -361,7 +361,7 @@ fn with_a_nats_server_and_a_controller_killed_mid_flow_the_store_ends_as_one_con
     assert_eq!(
         got.0.len(),
         CONSUMERS / 2,
-        "every even consumer failing, with its newest word"
+        "every even consumer failing, with its newest event"
     );
     assert_eq!(want_recovered.len(), CONSUMERS / 2);
     for (consumer, at) in &want_recovered {

@@ -235,7 +235,7 @@ fn a_recovery_said_while_the_controller_is_stopped_lands_after_it_restarts() {
     assert_eq!(
         failing(&mesh.status().unwrap()),
         ["wiki"],
-        "the store still holds the failing word"
+        "the store still holds the failing event"
     );
     mesh.start_controller();
     mesh.wait_status("wiki gone", |s| all_well(s) && failing(s).is_empty());
@@ -423,7 +423,7 @@ fn a_standing_withdrawn_while_its_provider_was_down_goes_once_it_settles_and_the
     mesh.stop_provider();
     mesh.list(&["forge", "docs"]);
     assert_eq!(failing(&mesh.status().unwrap()), ["docs", "wiki"]);
-    // Down for more than a second: words and starts are said to the second,
+    // Down for more than a second: events and starts are said to the second,
     // and a standing said in the very second the new process starts is not
     // "said before its start" (a restart that quick leaves the old standing
     // listed; that is a bug of its own, not what this test is about).

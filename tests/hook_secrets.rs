@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use mesh_test_support::mesh::{failing, Mesh, Options, WAIT};
 
 /// The hook: a shell script over nothing but its password file. Every
-/// consumer but `wiki` works; `wiki` fails with words holding the
+/// consumer but `wiki` works; `wiki` fails with a message holding the
 /// administrator's password.
 const HOOK: &str = r#"#!/bin/sh
 pw() { tr -d '\n' < "$NOISY_ADMIN_PASSWORD_FILE"; }
@@ -97,13 +97,13 @@ fn pg_bin(name: &str) -> PathBuf {
     versions.pop().unwrap_or_else(|| PathBuf::from(name))
 }
 
-/// Waits until the hook provider's log holds `words` at least `times` times.
-fn wait_hook_log(mesh: &Mesh, words: &str, times: usize) {
+/// Waits until the hook provider's log holds `text` at least `times` times.
+fn wait_hook_log(mesh: &Mesh, text: &str, times: usize) {
     let deadline = Instant::now() + WAIT;
-    while mesh.hook_log().matches(words).count() < times {
+    while mesh.hook_log().matches(text).count() < times {
         assert!(
             Instant::now() < deadline,
-            "the hook's log never said {words:?} {times} times:\n{}",
+            "the hook's log never said {text:?} {times} times:\n{}",
             mesh.hook_log()
         );
         std::thread::sleep(Duration::from_millis(100));

@@ -2,7 +2,7 @@
 //! binaries: `mesh-controller` with a store user that is no superuser and
 //! holds no attribute, only the ownership of the store's database, and
 //! `mesh-postgres` with an administrator holding `CREATEROLE CREATEDB` and
-//! nothing more. The controller migrates, follows the provider's words and
+//! nothing more. The controller migrates, follows the provider's events and
 //! reports them; the provider makes and checks its consumers. `serve` and
 //! the provider take their passwords as a systemd unit hands them over
 //! (`$CREDENTIALS_DIRECTORY/database-password`, `.../admin-password`), the

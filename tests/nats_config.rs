@@ -5,7 +5,7 @@
 //! `mesh-controller permissions --format nats` writes that file. nats-server
 //! accepts it (`-t`), starts with it and nothing on its command line, and
 //! enforces the users: the controller logs in and reaches JetStream, a
-//! wrong password is refused, a provider may not publish another's words.
+//! wrong password is refused, a provider may not publish another's events.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -174,7 +174,7 @@ async fn the_rendered_permissions_are_included_in_the_operators_own_configuratio
         .await
         .is_err());
 
-    // The provider may publish its own words, never another provider's.
+    // The provider may publish its own events, never another provider's.
     let provider = connect("postgres@db-1", "pw-postgres@db-1".to_owned())
         .await
         .unwrap();

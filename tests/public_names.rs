@@ -111,7 +111,7 @@ fn no_two_public_types_share_a_name() {
     assert!(
         shared.is_empty(),
         "{} names are each declared by more than one public type ({items} public types read); \
-         give each type a name that says what it is in its crate's words:\n{}",
+         give each type a name that says what it is in its crate's terms:\n{}",
         shared.len(),
         shared.join("\n")
     );

@@ -22,13 +22,13 @@ const AT_ONCE: Duration = Duration::from_millis(500);
 /// How long a process may take to notice that its bus went away.
 const NOTICE: Duration = Duration::from_secs(30);
 
-/// Waits until `process`'s log says `words`.
-fn wait_for_log(process: &Process, words: &str) {
+/// Waits until `process`'s log says `text`.
+fn wait_for_log(process: &Process, text: &str) {
     let deadline = Instant::now() + NOTICE;
-    while !process.log_text().contains(words) {
+    while !process.log_text().contains(text) {
         assert!(
             Instant::now() < deadline,
-            "{} never said {words:?}:\n{}",
+            "{} never said {text:?}:\n{}",
             process.name,
             process.log_text()
         );
@@ -166,7 +166,7 @@ fn serve_given_sigterm_while_the_bus_is_away_stops_within_seconds() {
 fn serve_given_sigterm_while_the_store_is_away_stops_within_seconds() {
     let mut mesh = healthy_mesh_with(Options::default());
     mesh.store.stop();
-    // A word to apply while the store is away: the round is held.
+    // An event to apply while the store is away: the round is held.
     mesh.secret("wiki", None);
     wait_for_log(controller(&mesh), "store away");
     let mut serve = mesh.controller.take().unwrap();
@@ -182,7 +182,7 @@ fn serve_given_sigterm_while_the_store_is_away_stops_within_seconds() {
 fn serve_given_sigterm_while_the_store_hangs_stops_within_seconds() {
     let mut mesh = healthy_mesh_with(Options::default());
     let hung = Hung::hang(&mesh.store);
-    // A word to apply: its round waits on the hung store (bounded by 30 s).
+    // An event to apply: its round waits on the hung store (bounded by 30 s).
     mesh.secret("wiki", None);
     std::thread::sleep(Duration::from_secs(3));
     let mut serve = mesh.controller.take().unwrap();
@@ -207,7 +207,7 @@ fn a_second_signal_ends_serve_at_once_while_the_bus_is_away() {
 fn a_provider_given_sigterm_while_its_bus_is_away_stops_within_seconds() {
     let mut mesh = healthy_mesh_with(Options::default());
     bus_away(&mut mesh, provider);
-    // A word to send while the bus is away: it is pending at the stop.
+    // An event to send while the bus is away: it is pending at the stop.
     mesh.secret("wiki", None);
     std::thread::sleep(Duration::from_secs(3));
     let mut provider = mesh.provider.take().unwrap();

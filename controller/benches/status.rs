@@ -103,8 +103,8 @@ fn main() {
         let standings = env_number("MESH_BENCH_STANDINGS", 100_000);
         let (pg, _options, client) = store("status").await;
         // 100 providers on 10 machines, each failing standings/100
-        // consumers on 7 machines; a third of the words are silent. The
-        // rows go in unsorted, as words arrive.
+        // consumers on 7 machines; a third of the events are silent. The
+        // rows go in unsorted, as events arrive.
         fill_standings(&client, PROVIDERS, standings).await;
         client
             .batch_execute("VACUUM ANALYZE failing")

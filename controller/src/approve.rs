@@ -290,11 +290,11 @@ mod tests {
                 "the declaration lists forge@app-1, but it provides nothing",
             ),
         ];
-        for (provider, words) in cases {
+        for (provider, expected) in cases {
             let error = check_declared(&parsed, &id(provider))
                 .unwrap_err()
                 .to_string();
-            assert!(error.contains(words), "{error}");
+            assert!(error.contains(expected), "{error}");
         }
 
         let many: Vec<String> = (0..12)

@@ -2,7 +2,7 @@
 //! controllers may share the one durable consumer): two stores applying
 //! overlapping rounds at the same moments, one in stream order and the other
 //! in the opposite order, end with exactly what one controller applying
-//! every word once would have: each consumer's newest word, no stale
+//! every event once would have: each consumer's newest event, no stale
 //! `failing`, no `recovered` lost.
 
 use std::collections::BTreeMap;
@@ -20,14 +20,14 @@ use mesh_status::Store;
 use mesh_test_support::PgCluster;
 
 const CONSUMERS: u64 = 12;
-/// Words per provider: seq 1..=WORDS.
-const WORDS: u64 = 240;
-/// Words per round; rounds start every `ROUND / 2` words, so each word is in two rounds.
+/// Events per provider: seq 1..=EVENTS.
+const EVENTS: u64 = 240;
+/// Events per round; rounds start every `ROUND / 2` events, so each event is in two rounds.
 const ROUND: u64 = 12;
 
 /// Event `seq` of `provider`: consumer and kind spread by a fixed
 /// pseudo-random walk, so keys flip between failing and recovered often.
-fn word(provider: &str, seq: u64) -> Received {
+fn received(provider: &str, seq: u64) -> Received {
     let mix = seq.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(17);
     let consumer = format!("c{}", mix % CONSUMERS);
     let emitter = (Name::parse("db-1").unwrap(), Name::parse(provider).unwrap());
@@ -47,18 +47,18 @@ fn word(provider: &str, seq: u64) -> Received {
             ),
         )
     };
-    decode(&subject, body.as_bytes(), 1, seq).expect("a well-formed word")
+    decode(&subject, body.as_bytes(), 1, seq).expect("a well-formed event")
 }
 
-/// What one controller applying every word once, in order, leaves:
-/// consumer -> (newest failing seq if the newest word is failing, newest recovered seq).
+/// What one controller applying every event once, in order, leaves:
+/// consumer -> (newest failing seq if the newest event is failing, newest recovered seq).
 fn expected(provider: &str) -> BTreeMap<String, (Option<i64>, Option<i64>)> {
     let mut rows: BTreeMap<String, (Option<i64>, Option<i64>)> = BTreeMap::new();
-    for seq in 1..=WORDS {
-        let word = word(provider, seq);
-        let consumer = mesh_consumer(&word);
+    for seq in 1..=EVENTS {
+        let received = received(provider, seq);
+        let consumer = mesh_consumer(&received);
         let row = rows.entry(consumer).or_default();
-        if word.event.kind().as_str() == "failing" {
+        if received.event.kind().as_str() == "failing" {
             row.0 = Some(seq as i64);
         } else {
             row.0 = None;
@@ -68,18 +68,18 @@ fn expected(provider: &str) -> BTreeMap<String, (Option<i64>, Option<i64>)> {
     rows
 }
 
-fn mesh_consumer(word: &Received) -> String {
-    let json: serde_json::Value = serde_json::from_slice(&word.event.to_json()).unwrap();
+fn mesh_consumer(received: &Received) -> String {
+    let json: serde_json::Value = serde_json::from_slice(&received.event.to_json()).unwrap();
     json["consumer"].as_str().unwrap().to_owned()
 }
 
-/// The rounds of `provider`: overlapping windows of `ROUND` words.
+/// The rounds of `provider`: overlapping windows of `ROUND` events.
 fn rounds(provider: &str) -> Vec<Vec<Received>> {
-    (0..WORDS / (ROUND / 2))
+    (0..EVENTS / (ROUND / 2))
         .map(|start| {
             let from = start * (ROUND / 2) + 1;
-            (from..(from + ROUND).min(WORDS + 1))
-                .map(|seq| word(provider, seq))
+            (from..(from + ROUND).min(EVENTS + 1))
+                .map(|seq| received(provider, seq))
                 .collect()
         })
         .collect()

@@ -223,8 +223,8 @@ async fn the_link_follows_events_into_the_store() {
             "failing stored",
         )
         .await;
-    // Words are ordered by the stream, never by the provider's clock: a
-    // word stamped earlier (its clock stepped back) but later in the stream
+    // Events are ordered by the stream, never by the provider's clock: an
+    // event stamped earlier (its clock stepped back) but later in the stream
     // replaces the stored one.
     world
         .publish(&f("failing"), failing("forge", "2026-10-05T00:08:00Z", 50))
@@ -268,7 +268,12 @@ async fn the_link_follows_events_into_the_store() {
         .publish(&f("failing"), failing("wiki", "2096-01-01T00:00:00Z", 7))
         .await;
     world
-        .wait_rows("postgres", "db-1", &["wiki (7)"], "a word from the future")
+        .wait_rows(
+            "postgres",
+            "db-1",
+            &["wiki (7)"],
+            "an event from the future",
+        )
         .await;
     world
         .publish(&f("recovered"), recovered("wiki", "2026-10-05T00:12:00Z"))
@@ -278,7 +283,7 @@ async fn the_link_follows_events_into_the_store() {
             "postgres",
             "db-1",
             &[],
-            "a word from the future pins nothing",
+            "an event from the future pins nothing",
         )
         .await;
     // wiki fails again.
@@ -399,12 +404,12 @@ async fn the_link_follows_events_into_the_store() {
         "delivering the stream again changes nothing"
     );
 
-    // The stream is bounded: a word is gone once the controller took it.
+    // The stream is bounded: an event is gone once the controller took it.
     let mut stream = world.js.get_stream(STREAM).await.unwrap();
     let info = stream.info().await.unwrap();
     assert_eq!(info.config.retention, RetentionPolicy::WorkQueue);
     assert_eq!(info.config.max_age, DEFAULT_STREAM_MAX_AGE);
-    assert_eq!(info.state.messages, 0, "acknowledged words are removed");
+    assert_eq!(info.state.messages, 0, "acknowledged events are removed");
     controller.stop().await;
 }
 
@@ -496,11 +501,11 @@ async fn store_now(admin: &tokio_postgres::Client) -> std::time::SystemTime {
 }
 
 /// `serve` records when it last caught up with the stream (for `status`):
-/// while words are held for a store that is away it is not caught up, and
+/// while events are held for a store that is away it is not caught up, and
 /// after the store returns it says it is only once they are stored, so
 /// `status` never reads the gap as providers' silence.
 #[tokio::test]
-async fn serve_records_it_caught_up_only_once_the_words_held_for_the_store_are_stored() {
+async fn serve_records_it_caught_up_only_once_the_events_held_for_the_store_are_stored() {
     let world = World::start().await;
     let controller = world.serve(quick());
     world.wait_stream().await;
@@ -541,7 +546,7 @@ async fn serve_records_it_caught_up_only_once_the_words_held_for_the_store_are_s
         let (caught_up, applied, wiki) = look(admin, opened).await;
         assert!(
             !caught_up || wiki,
-            "recorded caught up after the store returned while wiki's word was still held"
+            "recorded caught up after the store returned while wiki's event was still held"
         );
         if caught_up && applied && wiki {
             break;
@@ -556,8 +561,8 @@ async fn serve_records_it_caught_up_only_once_the_words_held_for_the_store_are_s
 }
 
 /// A stream of that name made by another program with settings `serve`
-/// cannot change in place (limits retention: every word kept) ends `serve`
-/// with an error naming them and what to do; the stream and its words are
+/// cannot change in place (limits retention: every message kept) ends `serve`
+/// with an error naming them and what to do; the stream and its events are
 /// left as they are, nothing is applied from it.
 #[tokio::test]
 async fn a_stream_serve_cannot_update_ends_it_and_is_left_as_it_is() {
@@ -595,7 +600,7 @@ async fn a_stream_serve_cannot_update_ends_it_and_is_left_as_it_is() {
     let info = stream.info().await.unwrap();
     assert_eq!(info.config.retention, RetentionPolicy::Limits);
     assert!(!info.config.sealed);
-    assert_eq!(info.state.messages, 2, "its words are left in it");
+    assert_eq!(info.state.messages, 2, "its events are left in it");
     assert_eq!(
         world.rows("postgres", "db-1").await,
         Vec::<String>::new(),
@@ -747,7 +752,7 @@ async fn serve_shows_its_metrics_health_and_readiness() {
         assert!(tokio::time::Instant::now() < deadline, "{m:?}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    // It caught up with the stream (every word stored), seconds ago.
+    // It caught up with the stream (every event stored), seconds ago.
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -850,7 +855,7 @@ async fn serve_shows_its_metrics_health_and_readiness() {
 
 /// A store that refuses the login (wrong password) or has no such database
 /// ends `serve` at once with the server's reason, instead of waiting
-/// forever; the password is never in the words.
+/// forever; the password is never in the message.
 #[tokio::test]
 async fn serve_ends_at_once_when_the_store_refuses_the_login() {
     let world = World::start().await;
@@ -887,9 +892,9 @@ async fn serve_ends_at_once_when_the_store_refuses_the_login() {
         .expect("serve ends instead of waiting for the store");
         let error = ended.unwrap_err();
         assert!(matches!(error, LinkError::Store(_)), "{error}");
-        let words = error.to_string();
-        assert!(words.contains(says), "{words}");
-        assert!(!words.contains("Wrong-Pw-31"), "{words}");
+        let message = error.to_string();
+        assert!(message.contains(says), "{message}");
+        assert!(!message.contains("Wrong-Pw-31"), "{message}");
     }
 }
 
@@ -901,13 +906,13 @@ fn unreachable_grant(failures: u64) -> String {
 }
 
 /// The stream and the durable consumer as the controller before grants made
-/// them (bounded stream of provider words only, durable filtered on them)
-/// are updated in place by this one: the stream takes grant words too, the
-/// durable loses its filter, every word the old durable had not
+/// them (bounded stream of provider events only, durable filtered on them)
+/// are updated in place by this one: the stream takes grant events too, the
+/// durable loses its filter, every event the old durable had not
 /// acknowledged (pending, and delivered but never acknowledged) lands, and
-/// grant words flow. (nats-server 2.9 takes the filter change in place.)
+/// grant events flow. (nats-server 2.9 takes the filter change in place.)
 #[tokio::test]
-async fn a_stream_and_durable_made_before_grants_take_grant_words_without_losing_one() {
+async fn a_stream_and_durable_made_before_grants_take_grant_events_without_losing_one() {
     let world = World::start().await;
     let settings = LinkSettings {
         ack_wait: Duration::from_secs(2),
@@ -961,7 +966,7 @@ async fn a_stream_and_durable_made_before_grants_take_grant_words_without_losing
     drop(taken);
     let old = world.consumer_info().await;
     assert_eq!((old.num_pending, old.num_ack_pending), (2, 1), "{old:?}");
-    // A grant word said before the upgrade is refused: no stream takes it.
+    // A grant event said before the upgrade is refused: no stream takes it.
     let grant = "mesh.event.app-1.forge.grant.unreachable";
     let refused = match world.js.publish(grant, unreachable_grant(3).into()).await {
         Ok(ack) => ack.await.is_err(),
@@ -975,7 +980,7 @@ async fn a_stream_and_durable_made_before_grants_take_grant_words_without_losing
             "postgres",
             "db-1",
             &["in-flight (2)", "left-1 (3)", "left-2 (4)"],
-            "every word the old durable had not acknowledged is stored",
+            "every event the old durable had not acknowledged is stored",
         )
         .await;
     let mut stream = world.js.get_stream(STREAM).await.unwrap();
@@ -983,7 +988,7 @@ async fn a_stream_and_durable_made_before_grants_take_grant_words_without_losing
     assert_eq!(
         info.config.subjects,
         [STREAM_SUBJECTS, GRANT_SUBJECTS],
-        "the stream takes grant words"
+        "the stream takes grant events"
     );
     assert_eq!(info.config.retention, RetentionPolicy::WorkQueue);
     let durable = world.consumer_info().await;
@@ -1009,7 +1014,7 @@ async fn a_stream_and_durable_made_before_grants_take_grant_words_without_losing
         }
         assert!(
             tokio::time::Instant::now() < deadline,
-            "the grant word never reached the store: {rows:?}"
+            "the grant event never reached the store: {rows:?}"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -1021,7 +1026,7 @@ async fn a_stream_and_durable_made_before_grants_take_grant_words_without_losing
             "postgres",
             "db-1",
             &["after (5)", "in-flight (2)", "left-1 (3)", "left-2 (4)"],
-            "provider words still flow",
+            "provider events still flow",
         )
         .await;
     world.wait_drained("the upgraded durable").await;

@@ -136,12 +136,12 @@ impl Events {
             .collect()
     }
 
-    async fn wait_for_violation(&self, words: &str) {
+    async fn wait_for_violation(&self, text: &str) {
         let deadline = tokio::time::Instant::now() + WAIT;
-        while !self.violations().iter().any(|v| v.contains(words)) {
+        while !self.violations().iter().any(|v| v.contains(text)) {
             assert!(
                 tokio::time::Instant::now() < deadline,
-                "no permissions violation for {words}: {:?}",
+                "no permissions violation for {text}: {:?}",
                 self.0.lock().unwrap()
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -179,13 +179,13 @@ async fn drain(consumer: &PullConsumer) -> Vec<String> {
     }
 }
 
-/// Setting the stream up registers its epoch and applies no word.
+/// Setting the stream up registers its epoch and applies no event.
 struct NoStore;
 
 #[async_trait::async_trait]
 impl Store for NoStore {
-    async fn apply(&mut self, words: &[Received]) -> Result<(), StoreError> {
-        assert!(words.is_empty(), "setting the stream up applies no word");
+    async fn apply(&mut self, events: &[Received]) -> Result<(), StoreError> {
+        assert!(events.is_empty(), "setting the stream up applies no event");
         Ok(())
     }
 
@@ -346,7 +346,7 @@ async fn the_rendered_permissions_hold_on_a_real_server() {
 /// `serve`'s routine user makes and follows its stream, and nothing more:
 /// it may not delete the stream, purge it, remove a message or read stored
 /// messages by sequence (`MSG.GET`, `DIRECT.GET`); each try is refused by the
-/// server, and the stream keeps its word.
+/// server, and the stream keeps its event.
 #[tokio::test]
 async fn the_controller_may_not_delete_purge_or_read_its_stream_by_sequence() {
     let bus = Bus::start();
@@ -387,7 +387,7 @@ async fn the_controller_may_not_delete_purge_or_read_its_stream_by_sequence() {
                 .wait_for_violation(&format!("Publish to \"$JS.API.{api}.{STREAM}\""))
                 .await;
         }
-        // The stream and its word are still there, and the routine work goes on.
+        // The stream and its event are still there, and the routine work goes on.
         let mut stream = js
             .get_stream(STREAM)
             .await
@@ -534,8 +534,8 @@ async fn controller_binary(args: &[&str]) -> (Option<i32>, String) {
 /// With a declaration, an approval for a provider it does not assign (or a
 /// module that answers no approvals) is an error naming it, exit 2, and the
 /// bus is not touched (here no server listens at all); one it assigns that
-/// does not listen is unanswered, exit 1, and the words say it is declared.
-/// Without a declaration nobody listening is unanswered, and the words say
+/// does not listen is unanswered, exit 1, and the message says it is declared.
+/// Without a declaration nobody listening is unanswered, and the message says
 /// that whether the provider exists was not checked.
 #[tokio::test]
 async fn approve_with_a_declaration_names_a_provider_it_does_not_assign() {
@@ -547,8 +547,8 @@ async fn approve_with_a_declaration_names_a_provider_it_does_not_assign() {
     let approve = |provider: &'static str| ["approve", provider, "forge", "--timeout", "2s"];
     let nats = ["--nats", nowhere.as_str()];
 
-    // Refused from the declaration alone: (provider, words).
-    for (provider, words) in [
+    // Refused from the declaration alone: (provider, message).
+    for (provider, message) in [
         (
             "ghost@nowhere",
             "mesh-controller: the declaration assigns no provider ghost@nowhere (it assigns \
@@ -563,7 +563,7 @@ async fn approve_with_a_declaration_names_a_provider_it_does_not_assign() {
         let (code, said) = controller_binary(&args).await;
         assert_eq!(code, Some(2), "{said}");
         assert!(
-            said.contains(words) && said.contains("nothing was sent"),
+            said.contains(message) && said.contains("nothing was sent"),
             "{said}"
         );
         assert!(

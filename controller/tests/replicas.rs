@@ -30,8 +30,8 @@ struct Epochs(BTreeMap<SystemTime, u64>);
 
 #[async_trait::async_trait]
 impl Store for Epochs {
-    async fn apply(&mut self, words: &[Received]) -> Result<(), StoreError> {
-        assert!(words.is_empty(), "setting the stream up applies no word");
+    async fn apply(&mut self, events: &[Received]) -> Result<(), StoreError> {
+        assert!(events.is_empty(), "setting the stream up applies no event");
         Ok(())
     }
 

@@ -166,12 +166,12 @@ async fn store_rules_hold_on_postgres() {
     assert_eq!(migrate(&options).await.unwrap(), 0, "migrations run once");
     let mut store = PgStore::new(options);
 
-    // (case, rounds of words applied in order, expected rows of the case's provider)
+    // (case, rounds of events applied in order, expected rows of the case's provider)
     type Case = (&'static str, Vec<Vec<Received>>, Vec<(&'static str, i64)>);
     let p = |n: u32| format!("p{n}@db-1");
     let cases: Vec<Case> = vec![
         (
-            "failing stored; a word earlier in the stream, delivered late, changes nothing",
+            "failing stored; an event earlier in the stream, delivered late, changes nothing",
             vec![
                 vec![failing(&p(1), "forge", 9, 61, 2)],
                 vec![failing(&p(1), "forge", 10, 50, 1)],
@@ -275,9 +275,9 @@ async fn store_rules_hold_on_postgres() {
     ];
     for (case, rounds, expected) in cases {
         let provider = rounds[0][0].emitter.clone();
-        for words in rounds {
+        for round in rounds {
             store
-                .apply(&words)
+                .apply(&round)
                 .await
                 .unwrap_or_else(|e| panic!("{case}: {e}"));
         }
@@ -301,7 +301,7 @@ async fn store_rules_hold_on_postgres() {
     let db2 = ModuleId::parse("postgres@db-2").unwrap();
     assert_eq!(failing_rows(&admin, &db2).await, [("forge".to_owned(), 2)]);
 
-    // Repairs: the newest word per fault, cleared by `repaired`.
+    // Repairs: the newest event per fault, cleared by `repaired`.
     let r = "postgres@db-1";
     store
         .apply(&[
@@ -716,8 +716,8 @@ async fn status_and_node_show_on_a_live_store() {
     let report = env.json(&["status", "--json"], now).await;
     assert_eq!(consumers(&report), ["postgres@db-1>wiki"]);
 
-    // postgres@db-1 restarted at 00:05 (after wiki's word, said the day
-    // before): until it is settled wiki stays listed; once it is, a word
+    // postgres@db-1 restarted at 00:05 (after wiki's event, said the day
+    // before): until it is settled wiki stays listed; once it is, an event
     // said before its start is one it no longer has.
     store
         .apply(&[alive("postgres@db-1", 9, 5, None, 103)])
@@ -735,7 +735,7 @@ async fn status_and_node_show_on_a_live_store() {
         settled["sentence"],
         "not all well: 0 consumers failing, 1 repair fault open"
     );
-    // A word said again after the start is listed again.
+    // An event said again after the start is listed again.
     store
         .apply(&[failing("postgres@db-1", "forge", 10, 62, 105)])
         .await
@@ -743,7 +743,7 @@ async fn status_and_node_show_on_a_live_store() {
     let report = env.json(&["status", "--json"], now).await;
     assert_eq!(consumers(&report), ["postgres@db-1>forge"]);
     // Restarted again in the very second forge was said (times are whole
-    // seconds): once settled, that word is gone too.
+    // seconds): once settled, that event is gone too.
     store
         .apply(&[alive("postgres@db-1", 11, 10, Some(11), 106)])
         .await
@@ -802,7 +802,7 @@ async fn status_and_node_show_on_a_live_store() {
 }
 
 /// Records a `serve` on `ctl-1` that caught up a day ahead of the store's
-/// clock, following since before the test's words: it counts as following
+/// clock, following since before the test's events: it counts as following
 /// for the whole test.
 async fn follow_forever(admin: &tokio_postgres::Client) {
     admin
@@ -817,20 +817,20 @@ async fn follow_forever(admin: &tokio_postgres::Client) {
         .unwrap();
 }
 
-/// Every order of the same words gives the same store: applied one by one
-/// in each of the 120 orders of five words (two of them said in the same
+/// Every order of the same events gives the same store: applied one by one
+/// in each of the 120 orders of five events (two of them said in the same
 /// second), and in rounds of two and three, the failing row left is the one
-/// of the newest word in the stream, `(stream epoch, stream sequence)`,
+/// of the newest event in the stream, `(stream epoch, stream sequence)`,
 /// whatever came first.
 #[tokio::test]
-async fn the_result_does_not_depend_on_the_order_words_are_applied_in() {
+async fn the_result_does_not_depend_on_the_order_events_are_applied_in() {
     let pg = PgCluster::start();
     let (options, admin) = store_at(&pg, "orders").await;
     migrate(&options).await.unwrap();
     let mut store = PgStore::new(options);
     // (kind, said minute, seq): the newest is the failing said at 12, seq 5;
     // the recovered at 12 but seq 4 is older than it.
-    let words = [
+    let events = [
         ("f", 9, 1),
         ("r", 10, 2),
         ("f", 11, 3),
@@ -839,7 +839,7 @@ async fn the_result_does_not_depend_on_the_order_words_are_applied_in() {
     ];
     let expected = [("forge".to_owned(), 5)];
     // Every arrangement of 0..5: the five-digit base-5 numbers with distinct digits.
-    let n = words.len();
+    let n = events.len();
     let orders: Vec<Vec<usize>> = (0..n.pow(n as u32))
         .map(|mut k| {
             (0..n)
@@ -853,8 +853,8 @@ async fn the_result_does_not_depend_on_the_order_words_are_applied_in() {
         .filter(|order| (0..n).all(|i| order.contains(&i)))
         .collect();
     assert_eq!(orders.len(), 120);
-    let word = |provider: &str, i: usize| {
-        let (kind, said, seq) = words[i];
+    let received = |provider: &str, i: usize| {
+        let (kind, said, seq) = events[i];
         if kind == "f" {
             failing(provider, "forge", said, seq, seq)
         } else {
@@ -862,15 +862,15 @@ async fn the_result_does_not_depend_on_the_order_words_are_applied_in() {
         }
     };
     for (n, order) in orders.iter().enumerate() {
-        // One by one, and in rounds split after the second word.
+        // One by one, and in rounds split after the second event.
         let one = format!("one{n}@db-1");
         for &i in order {
-            store.apply(&[word(&one, i)]).await.unwrap();
+            store.apply(&[received(&one, i)]).await.unwrap();
         }
         let rounds = format!("rounds{n}@db-1");
         let (first, second) = order.split_at(2);
         for part in [first, second] {
-            let round: Vec<Received> = part.iter().map(|&i| word(&rounds, i)).collect();
+            let round: Vec<Received> = part.iter().map(|&i| received(&rounds, i)).collect();
             store.apply(&round).await.unwrap();
         }
         for provider in [one, rounds] {
@@ -885,7 +885,7 @@ async fn the_result_does_not_depend_on_the_order_words_are_applied_in() {
 }
 
 /// A store connection that ends says why in its log line: the server's own
-/// words and SQLSTATE (here an administrator ended the session), never
+/// message and SQLSTATE (here an administrator ended the session), never
 /// `db error` alone, and never a password.
 #[tokio::test]
 async fn a_store_connection_that_ends_logs_the_servers_reason() {
@@ -933,7 +933,7 @@ async fn a_store_connection_that_ends_logs_the_servers_reason() {
     assert!(!line.contains(pg.superuser_password()), "{line}");
 }
 
-/// A value in the store that is none of its column's words (written by
+/// A value in the store that is none of its column's values (written by
 /// another program, or another version) stops `status` with an error that
 /// names the column and quotes the value: never a panic, never a default.
 #[tokio::test]
@@ -1005,7 +1005,7 @@ async fn a_stored_value_that_does_not_decode_is_named_with_its_column() {
         admin.batch_execute(back).await.unwrap();
         assert_eq!(env.run(&["status"], now).await.0, EXIT_OK, "{back}");
     }
-    // The grant's state is checked by the table itself: no other word gets in.
+    // The grant's state is checked by the table itself: no other value gets in.
     let refused = admin
         .batch_execute("UPDATE grant_event SET kind = 'broken'")
         .await
@@ -1024,12 +1024,12 @@ async fn an_alive_keeps_when_the_stream_stored_it_and_its_provider_fault() {
     let mut store = PgStore::new(options);
     // A provider whose clock is an hour behind: said 00:00:09 less an hour,
     // stored by the stream at 00:00:09.
-    let mut word = alive("postgres@db-1", 9, 0, None, 1);
-    if let Event::Alive(body) = &mut word.event {
+    let mut received = alive("postgres@db-1", 9, 0, None, 1);
+    if let Event::Alive(body) = &mut received.event {
         body.said_at = Timestamp::from_system(at(9).system_time() - Duration::from_secs(3600));
     }
-    word.stored_at = Some(at(9));
-    store.apply(&[word]).await.unwrap();
+    received.stored_at = Some(at(9));
+    store.apply(&[received]).await.unwrap();
     let filter = StatusFilter {
         providers: vec![ModuleId::parse("postgres@db-1").unwrap()],
         machine: None,
@@ -1058,11 +1058,11 @@ async fn an_alive_keeps_when_the_stream_stored_it_and_its_provider_fault() {
         error: "password authentication failed for user \"mesh_admin\"".into(),
         since: at(9),
     };
-    let mut word = alive("postgres@db-1", 10, 0, None, 2);
-    if let Event::Alive(body) = &mut word.event {
+    let mut received = alive("postgres@db-1", 10, 0, None, 2);
+    if let Event::Alive(body) = &mut received.event {
         body.fault = Some(fault.clone());
     }
-    store.apply(&[word]).await.unwrap();
+    store.apply(&[received]).await.unwrap();
     let read = store.read_status(&filter).await.unwrap();
     assert_eq!(read.alive[0].fault.as_ref(), Some(&fault));
     read.finish().await.unwrap();
@@ -1085,9 +1085,9 @@ async fn the_settled_rule_holds_through_a_clock_stepped_between_two_runs() {
     let (options, _admin) = store_at(&pg, "stepped").await;
     migrate(&options).await.unwrap();
     let mut store = PgStore::new(options);
-    let stored = |mut word: Received, minute: u32| {
-        word.stored_at = Some(at(minute));
-        word
+    let stored = |mut received: Received, minute: u32| {
+        received.stored_at = Some(at(minute));
+        received
     };
     // Back: "forge" failing said and stored at minute 30 (a clock right);
     // the provider then starts again with its clock 20 minutes behind:
@@ -1137,7 +1137,7 @@ fn ago(secs: u64) -> Timestamp {
     Timestamp::from_system(std::time::SystemTime::now() - Duration::from_secs(secs))
 }
 
-fn word(provider: &str, seq: u64, event: Event) -> Received {
+fn received(provider: &str, seq: u64, event: Event) -> Received {
     Received {
         epoch: 1,
         seq,
@@ -1156,7 +1156,7 @@ fn retirement(consumer: &str, action: RetirementAction, seq: u64) -> Received {
         retire_at: (action == RetirementAction::Retiring).then(|| ago(0)),
         said_at: ago(600),
     });
-    word("postgres@db-1", seq, event)
+    received("postgres@db-1", seq, event)
 }
 
 /// Three consumers failing for one cause, and one for another, said now.
@@ -1172,7 +1172,7 @@ fn refused(consumer: &str, machine: &str, error: &str, seq: u64) -> Received {
         attempts: 9,
         said_at: ago(1),
     });
-    word("postgres@db-1", seq, event)
+    received("postgres@db-1", seq, event)
 }
 
 #[tokio::test]
@@ -1234,8 +1234,8 @@ async fn the_controller_record_retired_consumers_and_a_new_store_on_a_live_store
     assert!(begun.is_some(), "a new store's record begins now");
 
     // When serve meets its first stream: a durable consumer that had
-    // acknowledged words keeps the record beginning now (a store that was
-    // there took them); a new consumer gets every word, so the record is
+    // acknowledged events keeps the record beginning now (a store that was
+    // there took them); a new consumer gets every event, so the record is
     // whole; once a stream is met, what was said stays.
     let mut store = PgStore::new(options.clone());
     let begun = || async {
@@ -1356,7 +1356,7 @@ async fn the_controller_record_retired_consumers_and_a_new_store_on_a_live_store
             said_at: ago(said),
             fault: None,
         });
-        word("postgres@db-1", seq, event)
+        received("postgres@db-1", seq, event)
     };
     store.apply(&[alive(1, 60, 1)]).await.unwrap();
     let report = env.json(&["status", "--json"], now).await;
@@ -1395,7 +1395,7 @@ async fn the_controller_record_retired_consumers_and_a_new_store_on_a_live_store
             // blog: deleted, then listed again and made anew.
             retirement("blog", RetirementAction::Retired, 16),
             retirement("blog", RetirementAction::Deleted, 17),
-            word(
+            received(
                 "postgres@db-1",
                 18,
                 Event::Recovered(Recovered {
@@ -1565,11 +1565,11 @@ async fn the_controller_record_retired_consumers_and_a_new_store_on_a_live_store
 
 /// `failing` of wiki said at minute `said`, failing since minute `since`.
 fn wiki_failing(since: u32, said: u32, seq: u64) -> Received {
-    let mut word = failing("postgres@db-1", "wiki", said, 3, seq);
-    if let Event::Failing(body) = &mut word.event {
+    let mut received = failing("postgres@db-1", "wiki", said, 3, seq);
+    if let Event::Failing(body) = &mut received.event {
         body.since = at(since);
     }
-    word
+    received
 }
 
 async fn history_kinds(admin: &tokio_postgres::Client) -> Vec<(String, i64)> {
@@ -1722,7 +1722,7 @@ async fn history_is_kept_with_each_round_read_back_and_pruned_in_batches() {
                 said_at: at(14),
             }),
         };
-        word("wiki@app-1", seq, event)
+        received("wiki@app-1", seq, event)
     };
     store
         .apply(&[grant(12, false), grant(13, false)])
@@ -1970,7 +1970,7 @@ async fn a_migration_that_loses_a_deadlock_to_a_reader_may_be_tried_again() {
     let text = error.to_string();
     assert!(
         text.contains("V12__retiring") && text.contains("deadlock detected (40P01)"),
-        "the server's own words are said, not only `db error`: {text}"
+        "the server's own message is said, not only `db error`: {text}"
     );
     reader.batch_execute("ROLLBACK").await.unwrap();
     assert_eq!(

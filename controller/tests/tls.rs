@@ -140,12 +140,12 @@ async fn a_certificate_that_does_not_match_ends_the_commands() {
         let error = migrate(&options(&pg, &url)).await.unwrap_err();
         assert!(matches!(error, PgError::Tls { .. }), "{error}");
         assert!(error.is_lasting() && error.is_transient());
-        let words = error.to_string();
+        let message = error.to_string();
         assert!(
-            words.starts_with("store postgres://postgres@127.0.0.1:")
-                && words.contains("fails the TLS settings of the database URL")
-                && words.contains(says.as_str()),
-            "{words}"
+            message.starts_with("store postgres://postgres@127.0.0.1:")
+                && message.contains("fails the TLS settings of the database URL")
+                && message.contains(says.as_str()),
+            "{message}"
         );
         // The binary: exit 2 with the reason, no password.
         for command in [&["migrate"][..], &["status"][..]] {

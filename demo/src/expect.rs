@@ -1,6 +1,6 @@
 //! What each step of a story expects `mesh-controller status --json` (or
 //! `node show --json`) to say: plain checks of the JSON, `Ok` when it holds,
-//! else what status says instead, in words for the person reading the
+//! else what status says instead, for the person reading the
 //! failure.
 
 use mesh_test_support::mesh::{failing as failing_names, unheard as unheard_names};

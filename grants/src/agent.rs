@@ -26,7 +26,7 @@ use crate::file::{Grant, GrantKey, GrantsSource};
 use crate::standing::{GrantCheck, GrantPublish, GrantRules, GrantStanding};
 
 /// Free text of an event is cut to this many characters (as a provider's errors are).
-const MAX_WORDS: usize = 200;
+const MAX_TEXT_CHARS: usize = 200;
 
 /// Everything configurable about the agent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -273,7 +273,7 @@ impl Agent {
                 failures,
                 failing_since: self.clock.at(failing_since),
                 last_reachable_at: last_reachable_at.map(|t| self.clock.at(t)),
-                error: cut(&error, MAX_WORDS),
+                error: cut(&error, MAX_TEXT_CHARS),
                 said_at,
             }),
             GrantPublish::Reachable(recovery) => Event::Reachable(GrantReachable {
@@ -292,7 +292,7 @@ impl Agent {
                 v: VERSION,
                 provision: grant.provision.clone(),
                 from: grant.from.clone(),
-                reason: cut(&reason, MAX_WORDS),
+                reason: cut(&reason, MAX_TEXT_CHARS),
                 said_at,
             }),
         }

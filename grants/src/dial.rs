@@ -140,14 +140,14 @@ pub fn connect(address: &str, port: u16, timeout: Duration) -> GrantCheck {
                 drop(stream);
                 return GrantCheck::Reached;
             }
-            Err(error) => last = words(&error, timeout),
+            Err(error) => last = connect_error(&error, timeout),
         }
     }
     GrantCheck::Failed(last)
 }
 
-/// A connect error in a few words, by its kind first.
-fn words(error: &io::Error, timeout: Duration) -> String {
+/// A connect error, said briefly, by its kind first.
+fn connect_error(error: &io::Error, timeout: Duration) -> String {
     match error.kind() {
         io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => format!(
             "connect timed out after {}",

@@ -284,9 +284,9 @@ mod tests {
             let (grants, refused) = parse(Path::new("/etc/mesh/grants.json"), &text).unwrap();
             assert_eq!(grants.grants.len(), 1, "{bad}");
             assert_eq!(refused.len(), 1, "{bad}");
-            let words = refused[0].to_string();
-            assert!(words.starts_with("grants[1]"), "{words}");
-            assert!(words.contains(says), "{words} lacks {says}");
+            let message = refused[0].to_string();
+            assert!(message.starts_with("grants[1]"), "{message}");
+            assert!(message.contains(says), "{message} lacks {says}");
         }
     }
 
@@ -325,10 +325,10 @@ mod tests {
         let text = format!(r#"{{"machine":"m","grants":[{one},{{"provision":"p"}},{one}]}}"#);
         let (grants, refused) = parse(Path::new("g"), &text).unwrap();
         assert!(grants.grants.is_empty());
-        let words: Vec<String> = refused.iter().map(ToString::to_string).collect();
+        let messages: Vec<String> = refused.iter().map(ToString::to_string).collect();
         let twice = "listed more than once for provision \"p\" from \"a@b\"";
         assert_eq!(
-            words,
+            messages,
             [
                 format!("grants[0] (consumer \"c\"): {twice}"),
                 "grants[1]: missing field `consumer`".to_owned(),

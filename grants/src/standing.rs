@@ -48,7 +48,7 @@ impl GrantRules {
 pub enum GrantCheck {
     /// A connection was made from the consumer's position.
     Reached,
-    /// No connection: the error's words.
+    /// No connection: the error's message.
     Failed(String),
     /// Not checked: why (`no port`, `consumer not running`).
     Unchecked(String),
@@ -65,7 +65,7 @@ pub enum GrantPublish {
         failing_since: Instant,
         /// The last success since start, if any.
         last_reachable_at: Option<Instant>,
-        /// The newest failure's words.
+        /// The newest failure's message.
         error: String,
     },
     /// `reachable`, first success after start or after `unreachable` was published.
@@ -120,13 +120,11 @@ impl GrantStanding {
             GrantCheck::Failed(error) => {
                 self.unchecked = None;
                 let last_reachable_at = self.last_reachable_at;
-                let streak = self
-                    .tracker
-                    .fail(now, &rules.news(), String::new, |words| {
-                        if *words != error {
-                            words.clone_from(&error);
-                        }
-                    })?;
+                let streak = self.tracker.fail(now, &rules.news(), String::new, |kept| {
+                    if *kept != error {
+                        kept.clone_from(&error);
+                    }
+                })?;
                 Some(GrantPublish::Unreachable {
                     failures: streak.attempts,
                     failing_since: streak.since,

@@ -49,15 +49,15 @@ pub trait ListFile: Sized {
     ///
     /// # Errors
     /// Why the file as a whole cannot be used (it is not JSON of the
-    /// file's shape, say), in words that name the file.
+    /// file's shape, say), in a message that names the file.
     fn parse(path: &Path, text: &str) -> Result<ParsedList<Self>, String>;
 
     /// Serves in `self`, just parsed, the last good version of an entry it
     /// refused, where the list knows one.
     fn keep_last_good(&mut self, last_good: &Self);
 
-    /// Why `self` may not take the last good list's place at all, in words
-    /// that follow the file's kind and path (`now names provider identity@db-1
+    /// Why `self` may not take the last good list's place at all, in a message
+    /// that follows the file's kind and path (`now names provider identity@db-1
     /// but this provider is postgres@db-1`). `None`: it may.
     fn refuses_to_replace(&self, last_good: &Self) -> Option<String> {
         let _ = last_good;

@@ -58,9 +58,9 @@ const SECRET: &[&str] = &["secret-unreadable", "secret unreadable", "minted secr
 /// closed" is a refused login); anything unrecognised is [`Class::Refused`].
 pub fn classify_message(text: &str) -> Class {
     let lower = text.to_lowercase();
-    let (words, groups) = &*WORDS;
+    let (phrases, groups) = &*PHRASES;
     let mut found = [false; 3];
-    for m in words.find_overlapping_iter(lower.as_str()) {
+    for m in phrases.find_overlapping_iter(lower.as_str()) {
         if whole(&lower, m.start(), m.end()) {
             found[groups[m.pattern().as_usize()]] = true;
         }
@@ -73,24 +73,25 @@ pub fn classify_message(text: &str) -> Class {
     }
 }
 
-/// Every word of [`SECRET`], [`CREDENTIALS`] and [`UNREACHABLE`] in one
-/// automaton (an error is read once, not once a word), and each word's
+/// Every phrase of [`SECRET`], [`CREDENTIALS`] and [`UNREACHABLE`] in one
+/// automaton (an error is read once, not once a phrase), and each phrase's
 /// group: 0, 1 and 2 in that order.
-static WORDS: LazyLock<(AhoCorasick, Vec<usize>)> = LazyLock::new(|| {
+static PHRASES: LazyLock<(AhoCorasick, Vec<usize>)> = LazyLock::new(|| {
     let all = [SECRET, CREDENTIALS, UNREACHABLE];
-    let words = AhoCorasick::new(all.concat()).expect("the classifier's words make an automaton");
+    let phrases =
+        AhoCorasick::new(all.concat()).expect("the classifier's phrases make an automaton");
     let groups = all
         .iter()
         .enumerate()
-        .flat_map(|(group, words)| std::iter::repeat_n(group, words.len()))
+        .flat_map(|(group, phrases)| std::iter::repeat_n(group, phrases.len()))
         .collect();
-    (words, groups)
+    (phrases, groups)
 });
 
 /// The match `start..end` of `haystack` is not glued to other letters or
 /// digits, so "401" does not match "14012" and "timeout" does not match
 /// "timeouts_total". Every occurrence is tried (overlapping ones too), so
-/// a word counts wherever it stands whole.
+/// a phrase counts wherever it stands whole.
 fn whole(haystack: &str, start: usize, end: usize) -> bool {
     let alnum = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric());
     !alnum(haystack[..start].chars().next_back()) && !alnum(haystack[end..].chars().next())
@@ -101,7 +102,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn typical_words_map_to_each_class() {
+    fn typical_phrases_map_to_each_class() {
         let cases = [
             (
                 "db error: FATAL: password authentication failed for user \"forge\"",
@@ -154,15 +155,15 @@ mod tests {
     }
 
     #[test]
-    fn numbers_and_words_match_whole() {
+    fn numbers_and_phrases_match_whole() {
         assert_eq!(classify_message("row 14012 refused"), Class::Refused);
         assert_eq!(classify_message("metric timeouts_total=3"), Class::Refused);
         assert_eq!(classify_message("status 401"), Class::CredentialsRejected);
     }
 
-    /// The classifier as it was written first: each word looked for on its own.
-    fn one_word_at_a_time(text: &str) -> Class {
-        fn contains_word(haystack: &str, needle: &str) -> bool {
+    /// The classifier as it was written first: each phrase looked for on its own.
+    fn one_phrase_at_a_time(text: &str) -> Class {
+        fn contains_phrase(haystack: &str, needle: &str) -> bool {
             let alnum = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric());
             haystack.match_indices(needle).any(|(at, _)| {
                 !alnum(haystack[..at].chars().next_back())
@@ -170,7 +171,7 @@ mod tests {
             })
         }
         let lower = text.to_lowercase();
-        let has = |words: &[&str]| words.iter().any(|w| contains_word(&lower, w));
+        let has = |phrases: &[&str]| phrases.iter().any(|w| contains_phrase(&lower, w));
         if has(SECRET) {
             Class::SecretUnreadable
         } else if has(CREDENTIALS) {
@@ -183,8 +184,8 @@ mod tests {
     }
 
     #[test]
-    fn one_pass_over_all_words_says_what_each_word_on_its_own_said() {
-        let words: Vec<&str> = [SECRET, CREDENTIALS, UNREACHABLE].concat();
+    fn one_pass_over_all_phrases_says_what_each_phrase_on_its_own_said() {
+        let phrases: Vec<&str> = [SECRET, CREDENTIALS, UNREACHABLE].concat();
         let glue = [
             " ", "", "_", "x", "1", ": ", "\u{e9}", "\u{130}", "-", "TIMEOUT",
         ];
@@ -200,16 +201,16 @@ mod tests {
             let mut text = String::new();
             for _ in 0..next(4) + 1 {
                 text.push_str(glue[next(glue.len())]);
-                let word = words[next(words.len())];
-                // Sometimes only the start of a word.
+                let phrase = phrases[next(phrases.len())];
+                // Sometimes only the start of a phrase.
                 match next(4) {
-                    0 => text.push_str(&word[..next(word.len()) + 1]),
-                    _ => text.push_str(word),
+                    0 => text.push_str(&phrase[..next(phrase.len()) + 1]),
+                    _ => text.push_str(phrase),
                 }
             }
             text.push_str(glue[next(glue.len())]);
             let class = classify_message(&text);
-            assert_eq!(class, one_word_at_a_time(&text), "{text:?}");
+            assert_eq!(class, one_phrase_at_a_time(&text), "{text:?}");
             classes.insert(class);
         }
         assert_eq!(classes.len(), 4, "{classes:?}");

@@ -8,7 +8,7 @@
 //!
 //! | seen | no fault before | fault of class C before |
 //! | --- | --- | --- |
-//! | failed, class C (credentials-rejected or unreachable, or a gate or report) | begins (since now) | kept (since kept, words updated) |
+//! | failed, class C (credentials-rejected or unreachable, or a gate or report) | begins (since now) | kept (since kept, message updated) |
 //! | failed, class D ≠ C | begins | changes (since now) |
 //! | failed, another class (refused, secret-unreadable) | nothing | kept: no good login proves it over |
 //! | good | nothing | clears |
@@ -23,11 +23,11 @@ use tokio::time::Instant;
 /// What the administrator's work of one pass found.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum AdminSeen {
-    /// It failed with this class and these (redacted) words.
+    /// It failed with this class and this (redacted) message.
     Failed {
         /// The failure's class.
         class: Class,
-        /// Its first words, redacted.
+        /// The start of its message, redacted.
         error: String,
         /// Whether any class counts (a known fault's gate, the provider's
         /// own report), not only credentials-rejected and unreachable.
@@ -44,7 +44,7 @@ pub(crate) enum AdminSeen {
 pub(crate) struct Fault {
     /// Its class.
     pub(crate) class: Class,
-    /// The newest failure's words, redacted.
+    /// The newest failure's message, redacted.
     pub(crate) error: String,
     /// When it began (or last changed class).
     pub(crate) since: Instant,
@@ -152,7 +152,7 @@ mod tests {
         }
     }
 
-    /// (second, seen, change, fault after: (class, words, since)).
+    /// (second, seen, change, fault after: (class, message, since)).
     type Step = (u64, AdminSeen, Change, Option<(Class, &'static str, u64)>);
 
     #[test]
@@ -173,7 +173,7 @@ mod tests {
                 Change::Began,
                 Some((CredentialsRejected, refused, 20)),
             ),
-            // Kept: since stays, words are the newest.
+            // Kept: since stays, the message is the newest.
             (
                 25,
                 failed(CredentialsRejected, "again"),

@@ -7,7 +7,7 @@
 //! | `mesh_passes_total` | counter | passes run |
 //! | `mesh_pass_duration_seconds` | histogram | how long a pass took |
 //! | `mesh_pass_ended_timestamp_seconds` | gauge | when the last pass ended (Unix seconds; 0: none yet): a loop that stopped passing shows as an age growing past `--pass-every` |
-//! | `mesh_consumers{state}` | gauge | listed consumers by state after the last pass: `ok`, `failing_unsaid` (failing, not for `failing_after` yet), `failing` (a `failing` event published), `retiring` (withdrawn, still held, not retired yet) |
+//! | `mesh_consumers{state}` | gauge | listed consumers by state after the last pass: `ok`, `failing_unpublished` (failing, not for `failing_after` yet), `failing` (a `failing` event published), `retiring` (withdrawn, still held, not retired yet) |
 //! | `mesh_events_published_total{kind}` | counter | events put on the outbox to publish, by kind |
 //! | `mesh_events_pending{kind}` | gauge | events pending: not yet acknowledged by the bus, by kind |
 //! | `mesh_repairs_total{outcome}` | counter | repair events, by outcome |
@@ -37,7 +37,7 @@ type Label = [(&'static str, &'static str); 1];
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct ConsumerStates {
     pub(crate) ok: u64,
-    pub(crate) failing_unsaid: u64,
+    pub(crate) failing_unpublished: u64,
     pub(crate) failing: u64,
     pub(crate) retiring: u64,
 }
@@ -116,7 +116,7 @@ impl LoopMetrics {
         let consumers = Family::<Label, Gauge>::default();
         registry.register(
             "consumers",
-            "Listed consumers by state after the last pass (ok, failing_unsaid, failing, retiring)",
+            "Listed consumers by state after the last pass (ok, failing_unpublished, failing, retiring)",
             consumers.clone(),
         );
         let published = Family::<Label, Counter>::default();
@@ -233,7 +233,7 @@ impl LoopMetrics {
     fn set_consumers(&self, s: ConsumerStates) {
         for (state, n) in [
             ("ok", s.ok),
-            ("failing_unsaid", s.failing_unsaid),
+            ("failing_unpublished", s.failing_unpublished),
             ("failing", s.failing),
             ("retiring", s.retiring),
         ] {

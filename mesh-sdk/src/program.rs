@@ -45,7 +45,7 @@ impl<A: Args> program::Flags for Flags<A> {
 /// SIGTERM, and ends with the exit code: 0 after a graceful stop, 2 for a
 /// bad command line, [`EXIT_CANNOT_RUN`] when the provider cannot run (its
 /// provisioner could not be made, or the bus could not be set up). The
-/// reason is printed on stderr as `<name>: <words>`: the error's words and
+/// reason is printed on stderr as `<name>: <message>`: the error's message and
 /// its sources' (never its `Debug`), with the provider's secrets removed.
 /// A stop is honoured within 10 seconds, a second signal at once (see
 /// `mesh_runtime::program`).

@@ -55,7 +55,7 @@ impl Held {
 /// # The provider fault
 /// `held` is the pass's first administrator work: when it fails
 /// `credentials-rejected` or `unreachable` (by [`classify`](Self::classify)
-/// or the error's words), or a known fault's gate is closed, or
+/// or the error's message), or a known fault's gate is closed, or
 /// [`fault`](Self::fault) reports one, the loop publishes a provider fault
 /// (in `alive`, at once when it begins, changes class or clears); the next
 /// `held` that succeeds clears it. So `held` should log in as the
@@ -162,7 +162,7 @@ impl Held {
 ///         Ok(())
 ///     }
 ///
-///     /// Typed facts, not words: another password is a rejected credential.
+///     /// Typed facts, not messages: another password is a rejected credential.
 ///     fn classify(&self, error: &MapError) -> Option<Class> {
 ///         match error {
 ///             MapError::OtherPassword(_) => Some(Class::CredentialsRejected),
@@ -216,7 +216,7 @@ pub trait Provisioner: Send + Sync + 'static {
     async fn delete(&self, consumer: &Name) -> Result<(), Self::Error>;
 
     /// The provider's own classification of its error; `None` lets the loop
-    /// read the error's words. Typed facts (SQLSTATE, HTTP status) belong here.
+    /// read the error's message. Typed facts (SQLSTATE, HTTP status) belong here.
     fn classify(&self, error: &Self::Error) -> Option<Class> {
         let _ = error;
         None
@@ -230,14 +230,14 @@ pub trait Provisioner: Send + Sync + 'static {
 
     /// What the last [`ensure`](Self::ensure) or [`check`](Self::check) of
     /// `consumer` found changed by hand at the backend and brought back
-    /// (another password, a disabled login), in a few words; `None` when
+    /// (another password, a disabled login), said briefly; `None` when
     /// nothing was mended (the default: a provider that does not report it).
     ///
     /// The loop asks right after each attempt of `consumer` (calls for one
     /// consumer never overlap, so it is that attempt's), logs `mended`
     /// with what it reports and counts it in `mesh_provisions_mended_total`: a
-    /// hand edit the loop undoes leaves a trace. Implement it by noting the
-    /// words where `ensure` or `check` mends, and taking them out here.
+    /// hand edit the loop undoes leaves a trace. Implement it by noting what
+    /// it found where `ensure` or `check` mends, and taking it out here.
     ///
     /// A rotation is no mend: when the minted secret changed since the
     /// consumer's last success, the loop logs what `ensure` brought as the
@@ -260,12 +260,12 @@ pub trait Provisioner: Send + Sync + 'static {
     }
 
     /// The provider's own word on its administrator, asked each pass after
-    /// [`held`](Self::held): `Some((class, words))` when it cannot work as
+    /// [`held`](Self::held): `Some((class, message))` when it cannot work as
     /// its administrator now (a login refused, the backend not reached),
     /// which the loop publishes as the provider fault whatever the class;
     /// `None` (the default) leaves it to what the loop saw: `held`
     /// failing `credentials-rejected` or `unreachable` is the fault, `held`
-    /// succeeding clears it. The words are redacted like every error.
+    /// succeeding clears it. The message is redacted like every error.
     fn fault(&self) -> Option<(Class, String)> {
         None
     }

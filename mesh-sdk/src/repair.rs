@@ -43,7 +43,7 @@ pub enum Probe {
 ///   consumer attempts of the same pass.
 /// - `repair` is only called after a probe found the fault, never while the
 ///   brake holds it back, and is always followed by a verifying `probe`.
-/// - Words from `probe` and `repair` are redacted (the provider's and this
+/// - Messages from `probe` and `repair` are redacted (the provider's and this
 ///   hook's secrets removed) and cut before they are logged or sent.
 ///
 /// # Assumptions
@@ -242,8 +242,8 @@ impl FaultState {
                 }
             }
             Probe::Unknown(_) => Step::Nothing,
-            Probe::Fault(words) => {
-                self.present = Some(words);
+            Probe::Fault(message) => {
+                self.present = Some(message);
                 if self.brake.allows(now) {
                     return Step::Repair;
                 }
@@ -273,9 +273,9 @@ impl FaultState {
                 self.brake.succeeded();
                 Ok(())
             }
-            Probe::Fault(words) | Probe::Unknown(words) => {
+            Probe::Fault(message) | Probe::Unknown(message) => {
                 if self.present.is_none() {
-                    self.present = Some(words);
+                    self.present = Some(message);
                 }
                 Err(self.brake.failed(now))
             }

@@ -86,7 +86,7 @@ pub enum Cancelled {
 }
 
 impl Cancelled {
-    /// In words, for the `retirement` event's detail.
+    /// For a person, as the `retirement` event's detail.
     pub fn detail(self) -> &'static str {
         match self {
             Cancelled::Listed => "listed again before it was retired: nothing was disabled",
@@ -513,8 +513,8 @@ mod tests {
             r.approve(&a, true, false, Some(&retired)),
             Approval::Delete(a.clone())
         );
-        let refused = |ap: Approval, words: &str| match ap {
-            Approval::Refused(reason) => assert!(reason.contains(words), "{reason}"),
+        let refused = |ap: Approval, expected: &str| match ap {
+            Approval::Refused(reason) => assert!(reason.contains(expected), "{reason}"),
             other => panic!("expected a refusal, got {other:?}"),
         };
         refused(r.approve(&a, false, false, None), "unknown");

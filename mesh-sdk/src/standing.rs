@@ -62,7 +62,7 @@ pub enum Publish {
         attempts: u64,
         /// Class of the newest failure.
         class: Class,
-        /// Words of the newest failure (redacted, cut).
+        /// Message of the newest failure (redacted, cut).
         error: String,
     },
     /// The consumer recovered (or was retired).
@@ -74,7 +74,7 @@ pub enum Publish {
 pub struct Cause {
     /// Class of the newest failure.
     pub class: Class,
-    /// Words of the newest failure.
+    /// Message of the newest failure.
     pub error: String,
 }
 
@@ -371,7 +371,7 @@ mod tests {
     }
 
     #[test]
-    fn newest_class_and_words_are_carried() {
+    fn newest_class_and_message_are_carried() {
         let start = Instant::now();
         let mut s = Standing::new();
         let mut outcomes = vec![

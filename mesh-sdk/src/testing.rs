@@ -99,7 +99,7 @@ pub struct FakeError {
 
 impl FakeError {
     /// An error with text only (no class of its own).
-    pub fn words(message: impl Into<String>) -> FakeError {
+    pub fn message(message: impl Into<String>) -> FakeError {
         FakeError {
             message: message.into(),
             class: None,
@@ -239,21 +239,21 @@ impl Provisioner for FakeProvisioner {
                 return Err(error.clone());
             }
             match b.provisions.get(&consumer.name) {
-                Some(p) if p.retired => Err(FakeError::words(format!(
+                Some(p) if p.retired => Err(FakeError::message(format!(
                     "role \"{}\" is not permitted to log in",
                     consumer.name
                 ))),
                 Some(p) if p.secret == secret.expose() => Ok(()),
-                Some(_) if b.echo_secret => Err(FakeError::words(format!(
+                Some(_) if b.echo_secret => Err(FakeError::message(format!(
                     "password authentication failed for user \"{}\" with password \"{}\"",
                     consumer.name,
                     secret.expose()
                 ))),
-                Some(_) => Err(FakeError::words(format!(
+                Some(_) => Err(FakeError::message(format!(
                     "password authentication failed for user \"{}\"",
                     consumer.name
                 ))),
-                None => Err(FakeError::words(format!(
+                None => Err(FakeError::message(format!(
                     "database \"{}\" does not exist",
                     consumer.name
                 ))),
@@ -372,7 +372,7 @@ impl Repair for FakeRepair {
                 a.refused = false;
                 Ok(format!("administrator password reset to {}", a.password))
             } else {
-                Err(FakeError::words(format!(
+                Err(FakeError::message(format!(
                     "bootstrap-admin failed while setting {}",
                     a.password
                 )))

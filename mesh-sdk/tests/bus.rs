@@ -173,7 +173,7 @@ async fn events_arrive_on_their_subjects_and_a_recovery_survives_an_outage() {
         .unwrap()
         .contains("wiki.secret is missing"));
 
-    // The bus goes away; wiki recovers meanwhile; the word is held.
+    // The bus goes away; wiki recovers meanwhile; the event is held.
     nats.stop();
     std::fs::write(dir.path().join("wiki.secret"), "pw-wiki").unwrap();
     tokio::time::sleep(Duration::from_secs(2)).await;

@@ -1,7 +1,7 @@
 //! The provisioner loop driven pass by pass on tokio's paused clock, with the
 //! SDK's fake provisioner: standing, redaction, classification, the
 //! contributions file, concurrency and timeouts, retirement and approvals,
-//! withdrawn consumers and the `alive` word.
+//! withdrawn consumers and the `alive` event.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -81,7 +81,7 @@ impl World {
         testing::passes(&mut self.runner, n, PASS).await;
     }
 
-    /// Takes every word published so far: (kind, body).
+    /// Takes every event published so far: (kind, body).
     fn published(&self) -> Vec<(String, Value)> {
         testing::drain(&self.outbox)
     }
@@ -128,7 +128,7 @@ async fn failing_after_five_minutes_repeated_every_fifteen_then_recovered() {
     w.fake.with(|b| {
         b.fail_check.insert(
             name("forge"),
-            FakeError::words("password authentication failed for user \"forge\""),
+            FakeError::message("password authentication failed for user \"forge\""),
         )
     });
     // 60 failing passes: 5 s .. 300 s; nothing yet.
@@ -168,12 +168,12 @@ async fn failures_of_make_check_and_secret_all_count_and_success_resets() {
     w.fake.with(|b| {
         b.fail_ensure.insert(
             name("b"),
-            FakeError::words("permission denied to create database"),
+            FakeError::message("permission denied to create database"),
         )
     });
     w.fake.with(|b| {
         b.fail_check
-            .insert(name("c"), FakeError::words("connection refused"))
+            .insert(name("c"), FakeError::message("connection refused"))
     });
     w.passes(61).await;
     let published = w.published();
@@ -248,7 +248,7 @@ async fn no_secret_in_any_event_log_line_or_error() {
     w.fake.with(|b| {
         b.fail_ensure.insert(
             name("forge"),
-            FakeError::words("login as admin with admin-very-secret refused; new-minted-pw"),
+            FakeError::message("login as admin with admin-very-secret refused; new-minted-pw"),
         )
     });
     w.passes(180).await;
@@ -270,7 +270,7 @@ async fn no_secret_in_any_event_log_line_or_error() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn provider_classification_wins_over_words() {
+async fn provider_classification_wins_over_the_message() {
     let mut w = World::new(&["forge"]);
     w.fake.with(|b| {
         b.fail_check.insert(
@@ -355,7 +355,7 @@ async fn withdrawn_consumer_is_retired_after_ten_minutes_and_five_passes_and_sai
     let mut w = World::new(&["forge", "wiki"]);
     w.fake.with(|b| {
         b.fail_check
-            .insert(name("wiki"), FakeError::words("connection refused"))
+            .insert(name("wiki"), FakeError::message("connection refused"))
     });
     w.passes(61).await;
     assert_eq!(
@@ -405,7 +405,7 @@ async fn withdrawn_consumer_is_retired_after_ten_minutes_and_five_passes_and_sai
     // It fails again: published failing after failing_after, as any consumer.
     w.fake.with(|b| {
         b.fail_check
-            .insert(name("wiki"), FakeError::words("connection refused"))
+            .insert(name("wiki"), FakeError::message("connection refused"))
     });
     w.passes(60).await;
     assert!(w.published().is_empty(), "not before failing_after");
@@ -458,7 +458,7 @@ async fn a_broken_file_for_an_hour_retires_nobody() {
     // An unlistable backend for an hour does not count either.
     w.list(&["forge"]);
     w.fake
-        .with(|b| b.down = Some(FakeError::words("connection refused")));
+        .with(|b| b.down = Some(FakeError::message("connection refused")));
     w.passes(720).await;
     assert_eq!(w.fake.calls("retire"), 0);
 }
@@ -528,7 +528,7 @@ async fn approvals_and_every_refusal() {
     w.published();
     w.list(&["forge", "docs"]);
 
-    for (body, words) in [
+    for (body, expected) in [
         ("not json", "malformed"),
         (r#"{"v":1}"#, "malformed"),
         (r#"{"v":1,"consumer":"No Such"}"#, "malformed"),
@@ -546,7 +546,7 @@ async fn approvals_and_every_refusal() {
     ] {
         let (ok, detail) = approve(&mut w, body).await;
         assert!(!ok, "{body}");
-        assert!(detail.contains(words), "{body}: {detail}");
+        assert!(detail.contains(expected), "{body}: {detail}");
     }
     assert!(w.published().is_empty());
     assert_eq!(w.fake.calls("retire") + w.fake.calls("delete"), 0);
@@ -621,7 +621,7 @@ fn refuse(w: &World, consumer: &str) {
     w.fake.with(|b| {
         b.fail_ensure.insert(
             name(consumer),
-            FakeError::words("permission denied to create role"),
+            FakeError::message("permission denied to create role"),
         )
     });
 }
@@ -692,7 +692,7 @@ async fn a_withdrawn_consumer_the_backend_holds_is_left_to_retirement() {
     w.fake.with(|b| {
         b.fail_check.insert(
             Name::parse("forge").unwrap(),
-            FakeError::words("connection refused"),
+            FakeError::message("connection refused"),
         )
     });
     w.passes(TO_FAILING).await;
@@ -996,7 +996,7 @@ async fn an_administrator_refused_is_a_provider_fault_said_at_once_and_cleared_b
 
     // The administrator's password changed: listing what it holds is refused.
     let refused = "password authentication failed for user \"mesh_admin\" (password adm1n-pw)";
-    w.fake.with(|b| b.down = Some(FakeError::words(refused)));
+    w.fake.with(|b| b.down = Some(FakeError::message(refused)));
     w.passes(1).await;
     let published = w.published();
     let alive = alives(&published);
@@ -1035,7 +1035,7 @@ async fn an_administrator_refused_is_a_provider_fault_said_at_once_and_cleared_b
 
     // Another class: published at once, since the pass that found it.
     w.fake
-        .with(|b| b.down = Some(FakeError::words("connection refused")));
+        .with(|b| b.down = Some(FakeError::message("connection refused")));
     w.passes(1).await;
     let published = w.published();
     assert_eq!(alives(&published).len(), 1, "{published:?}");
@@ -1067,7 +1067,7 @@ async fn a_refusal_that_is_no_administrators_trouble_is_no_provider_fault() {
     w.passes(1).await;
     w.published();
     w.fake
-        .with(|b| b.down = Some(FakeError::words("permission denied to create role")));
+        .with(|b| b.down = Some(FakeError::message("permission denied to create role")));
     w.passes(2).await;
     assert!(alives(&w.published()).is_empty());
     assert!(fault_gauges(&w).iter().all(|l| l.ends_with(" 0")));

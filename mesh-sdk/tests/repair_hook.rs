@@ -65,7 +65,7 @@ impl World {
         testing::passes(&mut self.runner, n, PASS).await;
     }
 
-    /// Every word published since the last call: (kind, body), oldest first.
+    /// Every event published since the last call: (kind, body), oldest first.
     fn published(&self) -> Vec<(String, Value)> {
         testing::drain(&self.outbox)
     }
@@ -147,7 +147,7 @@ async fn while_refused_the_backend_is_not_called_and_failed_repairs_are_braked()
         .count();
     assert!(braked > 30, "{braked}");
 
-    // Consumers still count as failing, with the fault's class and words.
+    // Consumers still count as failing, with the fault's class and message.
     let failing: Vec<&Value> = published
         .iter()
         .filter(|(k, _)| k == "failing")
@@ -202,7 +202,7 @@ async fn a_refused_consumer_asks_for_a_probe() {
     w.fake.with(|b| {
         b.fail_check.insert(
             Name::parse("wiki").unwrap(),
-            FakeError::words("password authentication failed"),
+            FakeError::message("password authentication failed"),
         )
     });
     // The next probe comes a minute after the last one, not after 5 minutes.

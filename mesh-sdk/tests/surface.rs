@@ -68,8 +68,8 @@ fn item_names(item: &str) -> Vec<String> {
         "mod", "fn", "struct", "enum", "trait", "type", "const", "static", "union",
     ];
     // `const fn`, `async fn`, `unsafe trait`: the name follows the last keyword.
-    let words: Vec<&str> = item.split_whitespace().collect();
-    for pair in words.windows(2) {
+    let tokens: Vec<&str> = item.split_whitespace().collect();
+    for pair in tokens.windows(2) {
         if KEYWORDS.contains(&pair[0]) && !KEYWORDS.contains(&pair[1]) {
             let name = pair[1]
                 .chars()

@@ -197,7 +197,7 @@ pub enum TlsError {
         reason: String,
     },
     /// The rest of the connection string does not parse. tokio-postgres'
-    /// words name the option, never its value.
+    /// message names the option, never its value.
     #[error("the connection string is invalid: {0}")]
     Url(#[source] tokio_postgres::Error),
 }
@@ -513,9 +513,9 @@ mod tests {
             ),
             (Some("verify-ca"), Some(broken), "holds no usable certificate"),
         ];
-        for (mode, root, words) in cases {
+        for (mode, root, expected) in cases {
             let error = Tls::new(mode, root).unwrap_err().to_string();
-            assert!(error.contains(words), "{mode:?} {root:?}: {error}");
+            assert!(error.contains(expected), "{mode:?} {root:?}: {error}");
         }
         let long = "x".repeat(100);
         let error = Tls::new(Some(&long), None).unwrap_err().to_string();

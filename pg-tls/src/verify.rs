@@ -1,5 +1,5 @@
 //! How the server's certificate is checked for each `sslmode`, and the
-//! plain words of a refusal ([`CertificateRefused`]).
+//! plain message of a refusal ([`CertificateRefused`]).
 
 use std::sync::Arc;
 
@@ -34,7 +34,7 @@ pub enum CertificateRefused {
     /// Any other fault of the certificate (expired, not yet valid, wrong purpose, ...).
     #[error("the server's certificate is refused: {reason}")]
     Other {
-        /// rustls' words.
+        /// rustls' message.
         reason: String,
     },
 }
@@ -73,17 +73,17 @@ pub(crate) enum Check {
     Full(Arc<WebPkiServerVerifier>),
 }
 
-/// rustls' verifier for one [`Check`]; refusals come out in plain words.
+/// rustls' verifier for one [`Check`]; refusals come out in plain messages.
 #[derive(Debug)]
 pub(crate) struct Verifier {
     pub(crate) check: Check,
-    /// The authorities trusted, for the words of a refusal.
+    /// The authorities trusted, for the message of a refusal.
     pub(crate) roots: String,
     pub(crate) provider: Arc<CryptoProvider>,
 }
 
 impl Verifier {
-    /// A rustls error in plain words: certificate faults become [`CertificateRefused`].
+    /// A rustls error in a plain message: certificate faults become [`CertificateRefused`].
     fn plain(&self, error: rustls::Error, server_name: &ServerName<'_>) -> rustls::Error {
         let rustls::Error::InvalidCertificate(fault) = error else {
             return error;
@@ -181,7 +181,7 @@ impl ServerCertVerifier for Verifier {
 }
 
 /// The handshake's io error with a refusal of [`Verifier`] taken out of
-/// rustls' wrapping (whose words would be its `Debug`): tokio-postgres then
+/// rustls' wrapping (whose message would be its `Debug`): tokio-postgres then
 /// says "error performing TLS handshake: unknown authority: ...".
 pub(crate) fn plain_io(error: std::io::Error) -> std::io::Error {
     let refused = error
@@ -261,11 +261,11 @@ mod tests {
                 "the server's certificate is refused: Expired",
             ),
         ];
-        for (fault, words) in cases {
+        for (fault, expected) in cases {
             let error = verifier.plain(rustls::Error::InvalidCertificate(fault), &name);
             let io = std::io::Error::new(std::io::ErrorKind::InvalidData, error);
             let io = plain_io(io);
-            assert_eq!(io.to_string(), words);
+            assert_eq!(io.to_string(), expected);
             assert_eq!(io.kind(), std::io::ErrorKind::InvalidData);
             assert!(is_refused_inner(io.get_ref().unwrap()));
         }

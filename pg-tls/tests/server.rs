@@ -55,7 +55,7 @@ async fn every_mode_against_a_tls_server() {
             let url = url(&pg, host, query);
             let ssl = encrypted(&url)
                 .await
-                .unwrap_or_else(|e| panic!("{host} {query}: {}", words(&e)));
+                .unwrap_or_else(|e| panic!("{host} {query}: {}", error_chain(&e)));
             assert!(ssl, "{host} {query}: not encrypted");
         }
     }
@@ -67,7 +67,7 @@ async fn every_mode_against_a_tls_server() {
     for mode in ["verify-full", "verify-ca", "require"] {
         let query = format!("sslmode={mode}&sslrootcert={wrong_root}");
         let error = encrypted(&url(&pg, "127.0.0.1", &query)).await.unwrap_err();
-        let text = words(&error);
+        let text = error_chain(&error);
         assert!(
             text.contains(&format!(
                 "unknown authority: the server's certificate is not signed by the authority in {wrong_root}"
@@ -83,7 +83,7 @@ async fn every_mode_against_a_tls_server() {
     let query = format!("sslmode=verify-full&sslrootcert={root}");
     for host in ["127.0.0.1", "localhost"] {
         let error = encrypted(&url(&pg, host, &query)).await.unwrap_err();
-        let text = words(&error);
+        let text = error_chain(&error);
         assert!(
             text.contains(&format!(
                 "name mismatch: the server's certificate is not for {host} (only for db.example)"
@@ -109,9 +109,9 @@ async fn a_plain_server() {
         .await
         .unwrap_err();
     assert!(
-        words(&error).contains("server does not support TLS"),
+        error_chain(&error).contains("server does not support TLS"),
         "{}",
-        words(&error)
+        error_chain(&error)
     );
     assert!(mesh_pg_tls::is_tls_refusal(&error));
     for query in ["sslmode=prefer", "", "sslmode=disable"] {
@@ -124,7 +124,7 @@ async fn a_plain_server() {
 }
 
 /// The error and its sources.
-fn words(error: &tokio_postgres::Error) -> String {
+fn error_chain(error: &tokio_postgres::Error) -> String {
     let mut text = error.to_string();
     let mut source = std::error::Error::source(error);
     while let Some(inner) = source {

@@ -6,7 +6,7 @@
 //! consumer's machine, on `mesh.event.<machine>.<consumer>.grant.<kind>`.
 //!
 //! The enums of a body (a reason, an action, an outcome, and the
-//! [`GrantState`] a grant event gives) are written as fixed words: each has
+//! [`GrantState`] a grant event gives) are written as fixed values: each has
 //! `as_str`, `Display` and `FromStr`, for a reader that keeps them as text.
 
 use serde::{Deserialize, Serialize};
@@ -152,7 +152,7 @@ pub struct Failing {
     pub provision: Option<String>,
     /// Class of the newest failure.
     pub class: Class,
-    /// First words of the newest failure, redacted.
+    /// The start of the newest failure's message, redacted.
     pub error: String,
     /// First failure since the last success.
     pub since: Timestamp,
@@ -275,7 +275,7 @@ pub struct Retirement {
     pub consumer: Name,
     /// What happened.
     pub action: RetirementAction,
-    /// In words, for a person.
+    /// For a person.
     pub detail: String,
     /// For `retiring`: when the provider will retire it unless it is listed
     /// again (its estimate: `retire_after`, or the passes still to count if
@@ -328,7 +328,7 @@ pub struct RepairReport {
     pub fault: Name,
     /// What came of it.
     pub outcome: RepairOutcome,
-    /// In words, for a person (redacted).
+    /// For a person (redacted).
     pub detail: String,
     /// When the next attempt is due, if one is.
     pub next_attempt_at: Option<Timestamp>,
@@ -349,7 +349,7 @@ pub struct Alive {
     /// Its `failing_after`, in seconds.
     pub failing_after_seconds: u64,
     /// Its `repeat_every`, in seconds: every `failing` it keeps saying is
-    /// said again at least this often. Absent from the words of providers
+    /// said again at least this often. Absent from the events of providers
     /// older than this field (read as `None`; not written when `None`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeat_every_seconds: Option<u64>,
@@ -368,7 +368,7 @@ pub struct Alive {
     /// The provider cannot work as its administrator (refused or
     /// unreachable): a provider fault, which holds every consumer back
     /// however each one's own standing reads. `None` when there is none;
-    /// not written then, and read as `None` from the words of providers
+    /// not written then, and read as `None` from the events of providers
     /// older than the field.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault: Option<ProviderFault>,
@@ -383,7 +383,7 @@ pub struct ProviderFault {
     /// Its class: `credentials-rejected` or `unreachable` from the loop;
     /// a hook may report another.
     pub class: Class,
-    /// First words of the newest failure, redacted.
+    /// The start of the newest failure's message, redacted.
     pub error: String,
     /// When it began (kept while its class stays the same).
     pub since: Timestamp,
@@ -730,11 +730,11 @@ mod tests {
         else {
             panic!("alive")
         };
-        assert_eq!(alive.fault, None, "an older provider's word has no fault");
+        assert_eq!(alive.fault, None, "an older provider's event has no fault");
         assert_eq!(
             String::from_utf8(Event::Alive(alive.clone()).to_json()).unwrap(),
             old,
-            "no fault: not written, so an older reader sees the word it knows"
+            "no fault: not written, so an older reader sees the event it knows"
         );
         alive.fault = Some(ProviderFault {
             class: Class::CredentialsRejected,

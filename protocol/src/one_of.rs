@@ -1,10 +1,10 @@
-//! Enums written as one of a few fixed words on the bus (a class, a repair
+//! Enums written as one of a few fixed values on the bus (a class, a repair
 //! outcome, a reason, an action, a grant's state), read back from that text
 //! by [`std::str::FromStr`]: a store or a tool that keeps them as text
 //! decodes them at its edge.
 
-/// Text that is none of an enum's words. It names what was expected, quotes
-/// the text (a bounded copy: 140 characters) and lists the words accepted.
+/// Text that is none of an enum's values. It names what was expected, quotes
+/// the text (a bounded copy: 140 characters) and lists the values accepted.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{shown:?} is not {expected} (one of {accepted})")]
 pub struct NotOneOf {
@@ -14,7 +14,7 @@ pub struct NotOneOf {
 }
 
 impl NotOneOf {
-    /// `text` is not `expected` (e.g. "a failure class"), whose words are `accepted`.
+    /// `text` is not `expected` (e.g. "a failure class"), whose values are `accepted`.
     pub fn new(expected: &'static str, text: &str, accepted: &[&str]) -> NotOneOf {
         NotOneOf {
             expected,

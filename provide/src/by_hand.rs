@@ -57,7 +57,7 @@ impl HookByHand {
                 "hook {} answered by-hand {what} with another verb's reply",
                 hook.label()
             ))),
-            Err(error) => Err(ByHandError::Failed(hook.scrub().words(&error.to_string()))),
+            Err(error) => Err(ByHandError::Failed(hook.scrub().text(&error.to_string()))),
         }
     }
 

@@ -1,5 +1,5 @@
-//! [`HookError`]: why a call to the hook did not succeed, in words that
-//! name the hook and the verb, and the class the loop gives it.
+//! [`HookError`]: why a call to the hook did not succeed, in a message that
+//! names the hook and the verb, and the class the loop gives it.
 
 use mesh_sdk::Class;
 
@@ -8,18 +8,18 @@ use crate::wire::{Bad, Verb};
 /// A call to the hook that did not succeed. Every one is a failure of that
 /// call only: the loop retries it on a later pass (a consumer's attempt, a
 /// retirement), and a `held` that fails is a pass whose backend could not
-/// be read (nothing is retired on it). The words never hold a secret: the
-/// hook's words are scrubbed before they are put here.
+/// be read (nothing is retired on it). The message never holds a secret: the
+/// hook's text is scrubbed before it is put here.
 #[derive(Debug, thiserror::Error)]
 pub enum HookError {
     /// The hook said no: `"ok": false` or a failing exit, with its own
-    /// words (or, in exec mode, the last line of its stderr).
-    #[error("{words}")]
+    /// message (or, in exec mode, the last line of its stderr).
+    #[error("{message}")]
     Refused {
         /// The class the hook gave, if it gave one.
         class: Option<Class>,
-        /// Its words.
-        words: String,
+        /// Its message.
+        message: String,
     },
     /// The hook answered `{"unsupported": true}` to a verb the loop needs
     /// an answer to.
@@ -47,7 +47,7 @@ pub enum HookError {
         hook: String,
         /// The verb.
         verb: Verb,
-        /// The system's words.
+        /// The system's message.
         why: String,
     },
     /// No answer within the hook timeout (exec: the process group was killed).
@@ -96,7 +96,7 @@ fn quoted_stderr(stderr: &str) -> String {
 impl HookError {
     /// The class of this failure: the hook's own when it gave one;
     /// `unreachable` for a timeout (as the loop's own timeouts); `None`
-    /// (the loop reads the words) for a refusal without a class; `refused`
+    /// (the loop reads the message) for a refusal without a class; `refused`
     /// for every fault of the hook itself.
     pub fn class(&self) -> Option<Class> {
         match self {
@@ -122,7 +122,7 @@ mod tests {
             (
                 HookError::Refused {
                     class: Some(Class::CredentialsRejected),
-                    words: "WRONGPASS".into(),
+                    message: "WRONGPASS".into(),
                 },
                 Some(Class::CredentialsRejected),
                 "WRONGPASS",
@@ -130,7 +130,7 @@ mod tests {
             (
                 HookError::Refused {
                     class: None,
-                    words: "connection refused".into(),
+                    message: "connection refused".into(),
                 },
                 None,
                 "connection refused",
@@ -172,9 +172,9 @@ mod tests {
                 "hook /usr/lib/mesh/redis-acl.sh is down (next start in 4s): failed its hello: the hook exited with status 2; its stderr: mariadb-hook: ENOENT: /etc/mesh/admin-password",
             ),
         ];
-        for (error, class, words) in cases {
+        for (error, class, message) in cases {
             assert_eq!(error.class(), class, "{error}");
-            assert_eq!(error.to_string(), words);
+            assert_eq!(error.to_string(), message);
         }
     }
 }

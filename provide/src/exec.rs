@@ -46,7 +46,7 @@ struct Output {
 }
 
 impl Exec {
-    /// The hook at `path` (named `label` in words), each call bounded by `timeout`.
+    /// The hook at `path` (named `label` in logs and errors), each call bounded by `timeout`.
     pub fn new(path: PathBuf, label: String, timeout: Duration) -> Exec {
         Exec {
             path,
@@ -68,7 +68,7 @@ impl Exec {
         }
     }
 
-    /// Runs one call with request id `id`. A refusal without words of its
+    /// Runs one call with request id `id`. A refusal without a message of its
     /// own gets the last line of the hook's stderr, or how it ended.
     ///
     /// # Errors
@@ -100,7 +100,7 @@ impl Exec {
                 });
             }
         };
-        // The reply's secrets replace the hook's before any of its words
+        // The reply's secrets replace the hook's before any of its text
         // (stderr, the reply's error) are read.
         let answer = self.answer(ask, id, &output, scrub);
         let lines = stderr_lines(&output.stderr, scrub);
@@ -118,7 +118,7 @@ impl Exec {
             Answer::Refused { class, error } => Answer::Refused {
                 class,
                 error: Some(match error {
-                    Some(words) => scrub.words(&words),
+                    Some(message) => scrub.text(&message),
                     None => lines.last().cloned().unwrap_or_else(|| {
                         format!("hook {} {verb} {}", self.label, ended(output.status))
                     }),
@@ -198,7 +198,7 @@ impl Exec {
     }
 
     fn bad(&self, verb: Verb, what: Bad, scrub: &Scrub) -> HookError {
-        let what = what.scrubbed(|text| scrub.words(text));
+        let what = what.scrubbed(|text| scrub.text(text));
         HookError::BadReply {
             hook: self.label.clone(),
             verb,

@@ -84,9 +84,9 @@ fn hello_of(label: &str, answer: Answer) -> Result<Hello, HookError> {
         Answer::Unsupported => Ok(Hello::default()),
         Answer::Refused { error, .. } => Err(HookError::Refused {
             class: None,
-            words: format!(
+            message: format!(
                 "hook {label} refused its hello: {}",
-                error.as_deref().unwrap_or("no words")
+                error.as_deref().unwrap_or("no reason given")
             ),
         }),
         Answer::Done(_) | Answer::Held(_) => unreachable!("judged as a hello"),
@@ -141,7 +141,7 @@ impl Hook {
         Ok((hook, hello))
     }
 
-    /// The hook as words name it (`--hook` as given).
+    /// The hook as logs and errors name it (`--hook` as given).
     pub fn label(&self) -> &str {
         &self.label
     }
@@ -151,7 +151,7 @@ impl Hook {
         self.mode
     }
 
-    /// The secrets kept out of its words.
+    /// The secrets kept out of its errors and its stderr.
     pub fn scrub(&self) -> &Scrub {
         &self.scrub
     }
@@ -180,7 +180,7 @@ impl Hook {
     }
 
     /// The fault the hook's newest hello or probe reported: it cannot
-    /// work as its administrator now (class, scrubbed words).
+    /// work as its administrator now (class, scrubbed message).
     pub fn reported_fault(&self) -> Option<(Class, String)> {
         self.reported
             .lock()
@@ -190,14 +190,14 @@ impl Hook {
 
     /// Keeps what a hello or probe said of the fault (none: none).
     fn report(&self, fault: Option<(Class, String)>) {
-        let fault = fault.map(|(class, words)| (class, self.scrub.words(&words)));
+        let fault = fault.map(|(class, message)| (class, self.scrub.text(&message)));
         *self
             .reported
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = fault;
     }
 
-    /// One request. A refusal's words are scrubbed.
+    /// One request. A refusal's message is scrubbed.
     ///
     /// # Errors
     /// [`HookError`] when there is no reply (see its variants).
@@ -233,7 +233,7 @@ impl Hook {
         Ok(match answer {
             Answer::Refused { class, error } => Answer::Refused {
                 class,
-                error: error.map(|words| self.scrub.words(&words)),
+                error: error.map(|message| self.scrub.text(&message)),
             },
             other => other,
         })
@@ -257,7 +257,7 @@ impl Hook {
                 self.report(hello.fault);
             }
             Err(error) => {
-                tracing::warn!(hook = %self.label, error = %self.scrub.words(&error.to_string()), "hello failed; the last secrets it gave are kept")
+                tracing::warn!(hook = %self.label, error = %self.scrub.text(&error.to_string()), "hello failed; the last secrets it gave are kept")
             }
         }
     }

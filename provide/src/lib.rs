@@ -25,7 +25,7 @@
 //! docs/hooks.md. The consumer's secret travels
 //! only on the hook's stdin: never in its arguments or environment (the
 //! hook inherits mesh-provide's environment without the `MESH_*`
-//! variables), and never in a word ([`scrub`]).
+//! variables), and never in a text it writes ([`scrub`]).
 
 pub mod args;
 pub mod by_hand;

@@ -144,11 +144,11 @@ pub fn stderr_lines(bytes: &[u8], scrub: &Scrub) -> Vec<String> {
         .lines()
         .map(str::trim_end)
         .filter(|line| !line.is_empty())
-        .map(|line| scrub.words(line))
+        .map(|line| scrub.text(line))
         .collect()
 }
 
-/// How a hook ended, in words: `exited with status 3`, `was killed by signal 9`.
+/// How a hook ended, for a person: `exited with status 3`, `was killed by signal 9`.
 pub fn ended(status: ExitStatus) -> String {
     match (status.code(), status.signal()) {
         (Some(code), _) => format!("exited with status {code}"),

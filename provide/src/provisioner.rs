@@ -61,7 +61,8 @@ impl HookProvisioner {
             Answer::Unsupported => Ok(None),
             Answer::Refused { class, error } => Err(HookError::Refused {
                 class,
-                words: error.unwrap_or_else(|| format!("hook {} {verb} failed", self.hook.label())),
+                message: error
+                    .unwrap_or_else(|| format!("hook {} {verb} failed", self.hook.label())),
             }),
             Answer::Held(_) | Answer::Hello(_) => unreachable!("judged for {verb}"),
         }
@@ -83,12 +84,12 @@ impl HookProvisioner {
     }
 
     fn note_mended(&self, consumer: &Name, done: &Done) {
-        if let Some(words) = &done.mended {
-            let words = self.hook.scrub().words(words);
+        if let Some(mended) = &done.mended {
+            let mended = self.hook.scrub().text(mended);
             self.mended
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .insert(consumer.clone(), words);
+                .insert(consumer.clone(), mended);
         }
     }
 }
@@ -212,7 +213,7 @@ impl Repair for HookRepair {
             Answer::Done(done) => Ok(done.detail.unwrap_or_else(|| "repaired".into())),
             Answer::Refused { class, error } => Err(HookError::Refused {
                 class,
-                words: error.unwrap_or_else(|| "the repair failed".into()),
+                message: error.unwrap_or_else(|| "the repair failed".into()),
             }),
             _ => Err(HookError::Unsupported {
                 hook: self.hook.label().to_owned(),

@@ -52,7 +52,7 @@ impl Scrub {
     }
 
     /// The hook's own secrets: those it announced last and the ones it
-    /// announced before (kept out of every word the loop writes).
+    /// announced before (kept out of every text the loop writes).
     pub fn hook_secrets(&self) -> Vec<Secret> {
         let known = self.known();
         known.hook.iter().chain(&known.retired).cloned().collect()
@@ -68,7 +68,7 @@ impl Scrub {
     }
 
     /// `text` without any known secret, cut to the error length.
-    pub fn words(&self, text: &str) -> String {
+    pub fn text(&self, text: &str) -> String {
         let known = self.known();
         let all: Vec<&str> = known
             .hook
@@ -95,11 +95,11 @@ mod tests {
         }
         let text = "admin-pw first-pw second-pw third-pw";
         assert_eq!(
-            scrub.words(text),
+            scrub.text(text),
             "[redacted] first-pw [redacted] [redacted]",
             "the first secret was rotated away twice"
         );
-        assert_eq!(scrub.words(&"x".repeat(500)).chars().count(), 200);
+        assert_eq!(scrub.text(&"x".repeat(500)).chars().count(), 200);
     }
 
     #[test]
@@ -108,7 +108,7 @@ mod tests {
         scrub.set_hook_secrets(vec![Secret::new("admin-pw-1")]);
         scrub.set_hook_secrets(vec![Secret::new("admin-pw-2")]);
         assert_eq!(
-            scrub.words("was admin-pw-1 now admin-pw-2"),
+            scrub.text("was admin-pw-1 now admin-pw-2"),
             "was [redacted] now [redacted]"
         );
         assert_eq!(scrub.hook_secrets().len(), 2);
@@ -119,9 +119,6 @@ mod tests {
             scrub.set_hook_secrets(vec![Secret::new(format!("rotated-{n}"))]);
         }
         assert_eq!(scrub.hook_secrets().len(), 1 + RETIRED_KEPT, "bounded");
-        assert_eq!(
-            scrub.words("rotated-39 rotated-38"),
-            "[redacted] [redacted]"
-        );
+        assert_eq!(scrub.text("rotated-39 rotated-38"), "[redacted] [redacted]");
     }
 }

@@ -312,7 +312,7 @@ fn the_list_is_every_rule_and_docs_hooks_md_lists_exactly_those() {
 
     // The section's example run says only rules of the list, and its count
     // is theirs.
-    let words: Vec<&str> = listed
+    let rules: Vec<&str> = listed
         .iter()
         .map(|l| l.split_once(". ").unwrap().1.trim_end_matches(" (by-hand)"))
         .collect();
@@ -331,7 +331,7 @@ fn the_list_is_every_rule_and_docs_hooks_md_lists_exactly_those() {
     assert!(verdicts.len() >= 3, "{example}");
     for said in &verdicts {
         assert!(
-            words.iter().any(|w| said.starts_with(w)),
+            rules.iter().any(|r| said.starts_with(r)),
             "docs/hooks.md's example run says {said:?}, which is no rule of `--list`"
         );
     }

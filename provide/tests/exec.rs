@@ -152,17 +152,17 @@ async fn every_bad_answer_is_a_clear_error_naming_the_hook_and_the_verb() {
             Some(Class::Refused),
         ),
     ];
-    for (body, words, class) in cases {
+    for (body, expected, class) in cases {
         let error = error_of(body, TIMEOUT).await;
         let text = error.to_string();
         assert!(text.starts_with("hook /"), "{body}: {text}");
-        assert!(text.contains(words), "{body}: {text}");
+        assert!(text.contains(expected), "{body}: {text}");
         assert_eq!(error.class(), class, "{body}: {text}");
     }
 }
 
 #[tokio::test]
-async fn a_failing_exit_says_the_hooks_words_its_stderr_or_how_it_ended() {
+async fn a_failing_exit_says_the_hooks_message_its_stderr_or_how_it_ended() {
     let cases = [
         (
             r#"echo '{"ok":false,"class":"credentials-rejected","error":"WRONGPASS for minted-s3cret-value"}'; exit 1"#,
@@ -177,13 +177,13 @@ async fn a_failing_exit_says_the_hooks_words_its_stderr_or_how_it_ended() {
         ("exit 3", "check exited with status 3", None),
         ("kill -9 $$", "check was killed by signal 9", None),
     ];
-    for (body, words, class) in cases {
+    for (body, expected, class) in cases {
         let error = error_of(body, TIMEOUT).await;
         assert!(
             matches!(error, HookError::Refused { .. }),
             "{body}: {error:?}"
         );
-        assert!(error.to_string().ends_with(words), "{body}: {error}");
+        assert!(error.to_string().ends_with(expected), "{body}: {error}");
         assert_eq!(error.class(), class, "{body}");
     }
 }

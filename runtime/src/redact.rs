@@ -72,10 +72,10 @@ pub fn error_text(error: &(dyn std::error::Error + 'static)) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(inner) = source {
-        let words = inner.to_string();
-        if !text.contains(&words) {
+        let message = inner.to_string();
+        if !text.contains(&message) {
             text.push_str(": ");
-            text.push_str(&words);
+            text.push_str(&message);
         }
         source = inner.source();
     }
@@ -154,7 +154,7 @@ mod tests {
     }
 
     #[test]
-    fn error_words_follow_sources() {
+    fn error_messages_follow_sources() {
         #[derive(Debug, thiserror::Error)]
         #[error("db error")]
         struct Outer(#[source] std::io::Error);

@@ -31,24 +31,24 @@ impl Lines {
         String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
     }
 
-    fn matching(&self, words: &str) -> Vec<String> {
+    fn matching(&self, text: &str) -> Vec<String> {
         self.text()
             .lines()
-            .filter(|line| line.contains(words))
+            .filter(|line| line.contains(text))
             .map(str::to_owned)
             .collect()
     }
 
-    /// Waits (at most 30 s) for a line holding `words`.
-    async fn wait_for(&self, words: &str) -> String {
+    /// Waits (at most 30 s) for a line holding `text`.
+    async fn wait_for(&self, text: &str) -> String {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
-            if let Some(line) = self.matching(words).pop() {
+            if let Some(line) = self.matching(text).pop() {
                 return line;
             }
             assert!(
                 Instant::now() < deadline,
-                "no line with {words:?}:\n{}",
+                "no line with {text:?}:\n{}",
                 self.text()
             );
             tokio::time::sleep(Duration::from_millis(50)).await;

@@ -95,7 +95,7 @@ impl Slots {
     fn slot(&mut self, name: &Name) -> Result<&mut Slot, FakeError> {
         index_of(name)
             .and_then(|c| self.slots.get_mut(c))
-            .ok_or_else(|| FakeError::words(format!("{name} is no consumer of the simulation")))
+            .ok_or_else(|| FakeError::message(format!("{name} is no consumer of the simulation")))
     }
 }
 
@@ -182,14 +182,14 @@ impl Provisioner for SimBackend {
             }
             let name = &consumer.name;
             match &slot.provision {
-                Some(p) if p.retired => Err(FakeError::words(format!(
+                Some(p) if p.retired => Err(FakeError::message(format!(
                     "role \"{name}\" is not permitted to log in"
                 ))),
                 Some(p) if p.secret == fingerprint(secret) => Ok(()),
-                Some(_) => Err(FakeError::words(format!(
+                Some(_) => Err(FakeError::message(format!(
                     "password authentication failed for user \"{name}\""
                 ))),
-                None => Err(FakeError::words(format!(
+                None => Err(FakeError::message(format!(
                     "database \"{name}\" does not exist"
                 ))),
             }
@@ -322,7 +322,7 @@ mod tests {
             5 => format!("{:?}", backend.delete(&consumer.name).await),
             _ => format!("{:?}", backend.take_mended(&consumer.name)),
         };
-        let class = backend.classify(&FakeError::words("x"));
+        let class = backend.classify(&FakeError::message("x"));
         format!("{answer} {class:?} {}", backend.secrets().len())
     }
 
@@ -340,7 +340,7 @@ mod tests {
                 // A consumer's backend breaks, or works again.
                 9 | 10 => {
                     let ensure = rng.chance(500);
-                    let error = FakeError::words(format!("broken {}", rng.below(3)));
+                    let error = FakeError::message(format!("broken {}", rng.below(3)));
                     let name = consumer(c).name;
                     fake.with(|b| {
                         b.fail_check.remove(&name);

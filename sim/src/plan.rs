@@ -9,7 +9,7 @@ use crate::rng::Rng;
 /// How a consumer's backend breaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Break {
-    /// Its check is refused with words that echo its secret (the loop must redact them).
+    /// Its check is refused with a message that echoes its secret (the loop must redact it).
     Check,
     /// Making it fails: the backend cannot be reached for it.
     Ensure,

@@ -46,7 +46,7 @@ impl Default for Timings {
 }
 
 impl Timings {
-    /// The delivery bound: how long a word may wait once the bus, the store
+    /// The delivery bound: how long an event may wait once the bus, the store
     /// and the controller are all there (an ack wait, the longest NAK delay,
     /// two pulls, an outbox retry, and a second of slack each side).
     pub fn delivery(&self) -> Duration {

@@ -284,7 +284,7 @@ impl World {
                     Break::Check => provider.backend.fail(
                         c,
                         false,
-                        FakeError::words(format!(
+                        FakeError::message(format!(
                             "password authentication failed for user \"{consumer}\" with password \"{}\"",
                             secret_of(p, &consumer)
                         )),
@@ -292,7 +292,7 @@ impl World {
                     Break::Ensure => provider.backend.fail(
                         c,
                         true,
-                        FakeError::words("could not connect to server: Connection refused"),
+                        FakeError::message("could not connect to server: Connection refused"),
                     ),
                 }
                 let truth = &mut provider.truth[c];

@@ -434,7 +434,7 @@ mod tests {
             }
         })
         .await
-        .expect("the stream never took a word after one member was killed");
+        .expect("the stream never took an event after one member was killed");
         assert_eq!(ack.sequence, 2);
         cluster.start_again(connected);
         assert!(cluster.is_running(connected));

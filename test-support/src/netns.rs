@@ -37,7 +37,7 @@ fn free_subnet(a: u32, n: u32) -> (u32, u32) {
     (a, 1 + n % 250)
 }
 
-/// Runs `ip ARGS`; its error words when it fails.
+/// Runs `ip ARGS`; its error message when it fails.
 fn ip(args: &[&str]) -> Result<(), String> {
     let out = Command::new("ip")
         .args(args)

@@ -37,8 +37,8 @@ pub fn user_on(redis: &RedisServer, name: &str) -> Option<bool> {
         .lines()
         .skip(1)
         .map(|line| line.split(' ').map(str::to_owned).collect::<Vec<_>>())
-        .find(|words| words.get(1).map(String::as_str) == Some(name))
-        .map(|words| words.get(2).map(String::as_str) == Some("on"))
+        .find(|fields| fields.get(1).map(String::as_str) == Some(name))
+        .map(|fields| fields.get(2).map(String::as_str) == Some("on"))
 }
 
 /// Whether `name` logs in to `redis` with `password` (given on redis-cli's

@@ -46,11 +46,11 @@ pub fn env_number(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-/// Providers of the ingest benchmarks' words.
+/// Providers of the ingest benchmarks' events.
 #[allow(dead_code)] // the ingest benchmarks', not status'
 pub const PROVIDERS: u64 = 10;
 
-/// Consumers of each provider in the ingest benchmarks' words.
+/// Consumers of each provider in the ingest benchmarks' events.
 #[allow(dead_code)] // the ingest benchmarks', not status'
 pub const CONSUMERS: u64 = 5000;
 
@@ -84,7 +84,7 @@ pub fn event(i: u64) -> (String, String) {
     }
 }
 
-/// Publishes words `from` to `from + count - 1` ([`event`]), at most
+/// Publishes events `from` to `from + count - 1` ([`event`]), at most
 /// `in_flight` unacknowledged at once, and waits for the stream's acks.
 #[allow(dead_code)] // the ingest benchmarks', not status'
 pub async fn fill(js: &async_nats::jetstream::Context, from: u64, count: u64, in_flight: usize) {

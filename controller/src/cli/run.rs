@@ -37,7 +37,7 @@ pub struct Io<'a> {
 ///
 /// # Errors
 /// [`CliError`] when it was not done; [`outcome`] gives the code and the
-/// words to say.
+/// message to say.
 pub async fn run(cli: &Cli, io: &mut Io<'_>, stop: &Stop) -> Result<(), CliError> {
     match &cli.command {
         Command::Migrate {
@@ -285,12 +285,12 @@ async fn summarize(
 }
 
 /// What the command's result ends the program with, once its output is
-/// flushed: the one place a result becomes an exit code and the words the
+/// flushed: the one place a result becomes an exit code and the message the
 /// program shell says on stderr (none when the command counts as done, as
 /// for a closed output pipe).
 ///
 /// # Errors
-/// The [`ProgramFailure`] to end with: [`CliError::exit_code`] and its words.
+/// The [`ProgramFailure`] to end with: [`CliError::exit_code`] and its message.
 pub fn outcome(result: Result<(), CliError>, io: &mut Io<'_>) -> Result<(), ProgramFailure> {
     let _ = io.out.flush();
     match result {
@@ -302,7 +302,7 @@ pub fn outcome(result: Result<(), CliError>, io: &mut Io<'_>) -> Result<(), Prog
 }
 
 /// [`outcome`] as the binary ends with it: the failure said on `io.err` as
-/// `mesh-controller: <words>`; returns the exit code.
+/// `mesh-controller: <message>`; returns the exit code.
 pub fn exit(result: Result<(), CliError>, io: &mut Io<'_>) -> u8 {
     match outcome(result, io) {
         Ok(()) => EXIT_OK,

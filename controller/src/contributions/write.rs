@@ -86,7 +86,7 @@ pub enum WriteError {
     Random {
         /// The secret file.
         path: PathBuf,
-        /// Why (getrandom's words).
+        /// Why (getrandom's message).
         reason: String,
     },
 }

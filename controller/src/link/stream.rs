@@ -39,7 +39,7 @@ pub enum SetupError {
     /// the module docs): waiting will not change it, so `serve` ends.
     #[error(
         "stream {STREAM} exists with {found}, which serve cannot change in place (it makes the \
-         stream with {wanted}): it was not made by mesh-controller serve; keep or move its words \
+         stream with {wanted}): it was not made by mesh-controller serve; keep or move its messages \
          as its maker decides, then remove it with an administrator's credentials (nats stream \
          rm {STREAM}) and start serve again"
     )]
@@ -245,7 +245,7 @@ mod tests {
         assert!(with(|c| c.num_replicas = 3).is_ok());
         assert!(with(|c| c.subjects.truncate(1)).is_ok());
         // Settings it cannot.
-        for (change, words) in [
+        for (change, expected) in [
             (
                 (|c| c.retention = RetentionPolicy::Limits) as fn(&mut stream::Config),
                 "exists with limits retention",
@@ -259,7 +259,7 @@ mod tests {
         ] {
             let error = with(change).unwrap_err();
             assert!(
-                error.contains(words) && error.contains("administrator's credentials"),
+                error.contains(expected) && error.contains("administrator's credentials"),
                 "{error}"
             );
         }

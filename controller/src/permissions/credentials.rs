@@ -62,7 +62,7 @@ pub enum CredentialsError {
     Hash {
         /// The user.
         user: String,
-        /// Why (bcrypt's words, which hold no password).
+        /// Why (bcrypt's message, which holds no password).
         reason: String,
     },
     /// `DIR/<user>.pub` holds no public user nkey.

@@ -63,7 +63,7 @@ impl Rules {
 /// the user's credentials must be given ([`Role::needs_credentials`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
-    /// A module that receives contributions: it says its words and
+    /// A module that receives contributions: it publishes its events and
     /// answers approvals.
     Provider,
     /// A module that may do nothing on the bus (it neither provides nor is

@@ -1,7 +1,7 @@
 //! The write statements and the typed columns each takes: one multi-row
 //! statement per kind of event, its parameters parallel arrays, one per
 //! column, filled from one typed struct of its own. Enums are written as
-//! their words (`as_str`), which the read decodes back.
+//! their text (`as_str`), which the read decodes back.
 
 use std::sync::LazyLock;
 use std::time::SystemTime;

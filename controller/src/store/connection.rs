@@ -140,7 +140,7 @@ pub(super) async fn connect_client(options: &DatabaseOptions) -> Result<Client, 
     };
     tokio::spawn(async move {
         if let Err(error) = connection.await {
-            // The server's words and SQLSTATE, or the whole chain of an io
+            // The server's message and SQLSTATE, or the whole chain of an io
             // error: tokio-postgres's own text is `db error` alone.
             tracing::warn!(store = %target, error = %reason(&error), "store connection ended");
         }

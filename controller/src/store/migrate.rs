@@ -53,7 +53,7 @@ fn postgres_cause(error: &refinery::Error) -> Option<&tokio_postgres::Error> {
 }
 
 /// A failed migration as a person reads it: which migration, and the
-/// server's own words (refinery alone says `db error`).
+/// server's own message (refinery alone says `db error`).
 pub(super) fn reason(error: &refinery::Error) -> String {
     match postgres_cause(error) {
         Some(postgres) => format!("{error}: {}", super::reason(postgres)),

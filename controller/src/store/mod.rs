@@ -115,7 +115,7 @@ pub enum PgError {
         source: tokio_postgres::Error,
     },
     /// A stored value this controller cannot read back: text in a column
-    /// that is none of the words the column's type has (a class, an
+    /// that is none of the values the column's type has (a class, an
     /// outcome, a grant state, a name), written by another program or
     /// another version. Reading again gives the same.
     #[error("store {target} holds a value this controller cannot read: column {column}: {reason}")]
@@ -141,7 +141,7 @@ pub enum PgError {
         #[source]
         source: tokio_postgres::Error,
     },
-    /// The migrations could not be applied (the server's own words are
+    /// The migrations could not be applied (the server's own message is
     /// said, not only "db error").
     #[error("migrating store {target} failed: {}", migrate::reason(.source))]
     Migrate {
@@ -176,7 +176,7 @@ impl PgError {
     }
 }
 
-/// The server's own words for a database error (`db error` alone says
+/// The server's own message for a database error (`db error` alone says
 /// nothing), else the error and its sources.
 pub fn reason(error: &tokio_postgres::Error) -> String {
     match error.as_db_error() {

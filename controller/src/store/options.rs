@@ -167,9 +167,9 @@ mod tests {
                 "sslrootcert /nope/ca.pem cannot be read",
             ),
         ];
-        for (url, words) in cases {
+        for (url, expected) in cases {
             let error = DatabaseOptions::new(url, None).unwrap_err().to_string();
-            assert!(error.contains(words), "{url}: {error}");
+            assert!(error.contains(expected), "{url}: {error}");
             assert!(!error.contains("s3cret"), "{error}");
         }
         let missing = DatabaseOptions::new("postgres://u@h/db", Some(Path::new("/nope/pw")))

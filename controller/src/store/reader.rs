@@ -217,7 +217,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn role_names_are_plain_lowercase_words() {
+    fn role_names_are_plain_lowercase_identifiers() {
         for good in ["mesh_reader", "r", "reader_2", &"a".repeat(63)] {
             assert_eq!(RoleName::parse(good).unwrap().as_str(), good);
         }

@@ -42,12 +42,12 @@ fn page(port: u16, path: &str) -> Result<String, String> {
     }
 }
 
-/// Waits until the console's page at `path` holds every one of `words`.
-fn page_says(demo: &Demo, port: u16, path: &str, words: &[&str]) -> Result<(), StoryStop> {
-    let step = format!("the console's page {path} says {words:?}");
+/// Waits until the console's page at `path` holds every one of `texts`.
+fn page_says(demo: &Demo, port: u16, path: &str, texts: &[&str]) -> Result<(), StoryStop> {
+    let step = format!("the console's page {path} says {texts:?}");
     demo.until(&step, WITHIN, || {
         let body = page(port, path)?;
-        match words.iter().find(|w| !body.contains(**w)) {
+        match texts.iter().find(|w| !body.contains(**w)) {
             None => Ok(()),
             Some(missing) => Err(format!("it does not say {missing:?}")),
         }

@@ -11,7 +11,7 @@
 //!
 //! Then the hook's own administrator's password is changed behind its
 //! back: every call is refused at Redis, and status names the three
-//! consumers failing `credentials-rejected` (the words say the hook's
+//! consumers failing `credentials-rejected` (their messages say the hook's
 //! administrator was refused). The new password is put in the
 //! administrator's password file; the hook's next `ensure` reads it, and
 //! all is well again.
@@ -147,7 +147,7 @@ pub fn tell(demo: &mut Demo) -> Result<(), StoryStop> {
     )?;
     demo.check(
         &mesh,
-        "the words say the hook's administrator was refused",
+        "the failures' messages say the hook's administrator was refused",
         match status
             .to_string()
             .contains("administrator mesh-admin was refused")

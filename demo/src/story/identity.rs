@@ -38,7 +38,7 @@ const KEYCLOAK_WITHIN: Duration = Duration::from_secs(60);
 
 /// What a line of the provider's log says for it to be shown as the log of
 /// the repair.
-const REPAIR_WORDS: [&str; 5] = [
+const REPAIR_PHRASES: [&str; 5] = [
     "repairing a refused",
     "set to the mesh",
     "temporary administrator removed",
@@ -230,16 +230,16 @@ pub fn tell(demo: &mut Demo) -> Result<(), StoryStop> {
 /// time of day and what it says (the level and the module left out).
 fn repair_lines(log: &str) -> Vec<String> {
     log.lines()
-        .filter(|line| REPAIR_WORDS.iter().any(|words| line.contains(words)))
+        .filter(|line| REPAIR_PHRASES.iter().any(|phrase| line.contains(phrase)))
         .map(|line| {
-            let mut words = line.split_whitespace();
-            let time = words.next().unwrap_or("");
+            let mut fields = line.split_whitespace();
+            let time = fields.next().unwrap_or("");
             let time = time
                 .split_once('T')
                 .map_or(time, |(_, clock)| clock.split('.').next().unwrap_or(clock));
-            let _level = words.next();
-            let _module = words.next();
-            format!("{time} {}", words.collect::<Vec<_>>().join(" "))
+            let _level = fields.next();
+            let _module = fields.next();
+            format!("{time} {}", fields.collect::<Vec<_>>().join(" "))
         })
         .collect()
 }
@@ -297,7 +297,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_repair_lines_keep_their_time_and_words_only() {
+    fn the_repair_lines_keep_their_time_and_message_only() {
         let log = "2026-05-01T10:00:01.123456Z  INFO mesh_sdk::runner: publishing alive consumers=3\n\
                    2026-05-01T10:00:02.5Z  WARN mesh_identity::repair: repairing a refused administrator admin=mesh-admin-1a2b\n\
                    2026-05-01T10:00:09.5Z  INFO mesh_identity::repair: temporary administrator removed temporary_admin=mesh-repair-9f\n\

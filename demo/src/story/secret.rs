@@ -96,7 +96,7 @@ pub fn tell(demo: &mut Demo) -> Result<(), StoryStop> {
     demo.show(&mesh, &["status"], "heard from again: all well")?;
     demo.pause();
 
-    demo.say("mesh-controller serve is killed (SIGKILL): nobody follows the providers' words");
+    demo.say("mesh-controller serve is killed (SIGKILL): nobody follows the providers' events");
     mesh.kill_controller();
     demo.expect(
         &mesh,

@@ -42,22 +42,22 @@ mod rules;
 /// One rule of the suite.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Rule {
-    /// The rule in words, as its verdict names it (`N` is [`Suite::consumers`]).
-    pub words: &'static str,
+    /// The rule as a sentence, as its verdict names it (`N` is [`Suite::consumers`]).
+    pub text: &'static str,
     /// Whether it needs the [`ByHand`] oracle (skipped without it).
     pub by_hand: bool,
 }
 
-const fn rule(words: &'static str) -> Rule {
+const fn rule(text: &'static str) -> Rule {
     Rule {
-        words,
+        text,
         by_hand: false,
     }
 }
 
-const fn by_hand(words: &'static str) -> Rule {
+const fn by_hand(text: &'static str) -> Rule {
     Rule {
-        words,
+        text,
         by_hand: true,
     }
 }
@@ -98,7 +98,7 @@ pub fn list() -> String {
         .enumerate()
         .map(|(i, r)| {
             let mark = if r.by_hand { " (by-hand)" } else { "" };
-            format!("{}. {}{mark}\n", i + 1, r.words)
+            format!("{}. {}{mark}\n", i + 1, r.text)
         })
         .collect()
 }
@@ -248,7 +248,7 @@ impl Outcome {
 /// One rule's outcome.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Verdict {
-    /// The rule, as [`RULES`] words it (`N` replaced by the number).
+    /// The rule, as [`RULES`] says it (`N` replaced by the number).
     pub rule: String,
     /// What came of it.
     pub outcome: Outcome,
@@ -288,7 +288,7 @@ impl Report {
         self.failed() == 0
     }
 
-    /// The rules that failed, in words.
+    /// The rules that failed, each as its sentence.
     pub fn failures(&self) -> Vec<&str> {
         self.verdicts
             .iter()
@@ -482,7 +482,7 @@ mod tests {
     #[tokio::test]
     async fn a_backend_that_is_down_fails_every_rule_but_the_skipped_naming_why() {
         let broken = FakeProvisioner::new();
-        broken.with(|b| b.down = Some(FakeError::words("connection refused")));
+        broken.with(|b| b.down = Some(FakeError::message("connection refused")));
         let report = conform(&broken, &Suite::new("fake")).await;
         let text = report.to_string();
         assert!(
@@ -501,7 +501,7 @@ mod tests {
         let fake = FakeProvisioner::new();
         fake.with(|b| b.keep_secrets = true);
         let report = conform(&fake, &Suite::new("fake")).await;
-        assert_eq!(report.failures()[0], RULES[3].words, "{report}");
+        assert_eq!(report.failures()[0], RULES[3].text, "{report}");
         assert!(
             report.to_string().contains("FAIL ensure with a new secret (a rotation) makes check pass with it: check failed (credentials-rejected): password authentication failed"),
             "{report}"
@@ -551,7 +551,7 @@ mod tests {
         async fn ensure(&self, c: &Consumer, s: &Secret) -> Result<(), FakeError> {
             if let Some(half) = &self.half_made {
                 if half.lock().unwrap().contains(&c.name) {
-                    return Err(FakeError::words("role exists without a password"));
+                    return Err(FakeError::message("role exists without a password"));
                 }
                 if self.fake.with(|b| !b.provisions.contains_key(&c.name)) {
                     half.lock().unwrap().insert(c.name.clone());
@@ -574,7 +574,7 @@ mod tests {
                     .with(|b| b.mended.insert(c.name.clone(), "password reset".into()));
             }
             self.fake.with(|b| match b.provisions.get(&c.name) {
-                Some(p) if p.retired => Err(FakeError::words("disabled")),
+                Some(p) if p.retired => Err(FakeError::message("disabled")),
                 _ => Ok(()),
             })
         }
@@ -670,27 +670,27 @@ mod tests {
         let cases: Vec<(Odd, &str, &str)> = vec![
             (
                 Odd { sticky: true, ..Odd::default() },
-                LAST_RULE.words,
+                LAST_RULE.text,
                 "held still lists 4 it said it deleted: conform-",
             ),
             (
                 Odd { silent: true, ..Odd::default() },
-                RULES[10].words,
+                RULES[10].text,
                 "ensure after the change by hand did not say it mended anything",
             ),
             (
                 Odd { lists_theirs: Some(Arc::default()), ..Odd::default() },
-                RULES[11].words,
+                RULES[11].text,
                 "-theirs, which it did not make",
             ),
             (
                 Odd { wildcard: true, ..Odd::default() },
-                RULES[14].words,
+                RULES[14].text,
                 "after retiring a_b, conform-",
             ),
             (
                 Odd { half_made: Some(Mutex::default()), ..Odd::default() },
-                RULES[15].words,
+                RULES[15].text,
                 " ms, it did not work again within 1s: ensure failed (refused): role exists without a password",
             ),
         ];

@@ -8,7 +8,7 @@ use std::time::Duration;
 use mesh_protocol::Name;
 use mesh_runtime::Secret;
 
-use super::rules::{is_suites, words_of, Run, Step};
+use super::rules::{is_suites, names_listed, Run, Step};
 use super::{ByHand, ByHandError, Outcome};
 use crate::provisioner::Provisioner;
 
@@ -71,7 +71,7 @@ impl<P: Provisioner> Run<'_, P> {
         let mut line = format!(
             "retired and deleted {} an earlier run left: {}",
             removed.len(),
-            words_of(&removed)
+            names_listed(&removed)
         );
         if !kept.is_empty() {
             line.push_str(&format!("; could not remove {}", kept.join(", ")));
@@ -100,9 +100,9 @@ impl<P: Provisioner> Run<'_, P> {
             Err(why) => return Outcome::Failed(why),
             Ok(Ok(())) => {
                 return match self.p.take_mended(&m) {
-                    Some(words) => Outcome::Passed(Some(format!(
+                    Some(mended) => Outcome::Passed(Some(format!(
                         "its check brought it back and said so: {}",
-                        self.redacted(&words)
+                        self.redacted(&mended)
                     ))),
                     None => Outcome::Failed(
                         "check passed after the change by hand, and said nothing was mended".into(),
@@ -115,16 +115,16 @@ impl<P: Provisioner> Run<'_, P> {
             Ok(mended) => mended,
             Err(why) => return Outcome::Failed(why),
         };
-        let Some(words) = mended else {
+        let Some(mended) = mended else {
             return Outcome::Failed(
                 "ensure after the change by hand did not say it mended anything".into(),
             );
         };
         match self.check(&m, &secret).await {
-            Ok(_) => Outcome::Passed(Some(format!("mended: {}", self.redacted(&words)))),
+            Ok(_) => Outcome::Passed(Some(format!("mended: {}", self.redacted(&mended)))),
             Err(why) => Outcome::Failed(format!(
                 "ensure said it mended it ({}), but {why}",
-                self.redacted(&words)
+                self.redacted(&mended)
             )),
         }
     }
@@ -440,7 +440,7 @@ impl<P: Provisioner> Run<'_, P> {
             why.push(format!(
                 "held still lists {} it said it deleted: {}",
                 undead.len(),
-                words_of(&undead)
+                names_listed(&undead)
             ));
         }
         let made = self.made();
@@ -469,7 +469,7 @@ impl<P: Provisioner> Run<'_, P> {
             why.push(format!(
                 "after the cleanup held lists {}: {}",
                 left.len(),
-                words_of(&left)
+                names_listed(&left)
             ));
         }
         match why.is_empty() {

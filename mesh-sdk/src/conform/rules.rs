@@ -49,7 +49,7 @@ pub(super) struct Run<'a, P> {
     pub(super) suite: &'a Suite,
     /// `conform-<random>-`: this run's names.
     pub(super) prefix: String,
-    /// Every secret the run minted (kept out of its words).
+    /// Every secret the run minted (kept out of what it reports).
     secrets: Mutex<Vec<String>>,
     /// Every name an ensure was tried for (cleaned up at the end).
     made: Mutex<Vec<Name>>,
@@ -57,7 +57,7 @@ pub(super) struct Run<'a, P> {
     deleted: Mutex<HashSet<Name>>,
 }
 
-/// A failed step, in words.
+/// A failed step, as a message.
 pub(super) type Step = Result<(), String>;
 
 impl<'a, P: Provisioner> Run<'a, P> {
@@ -65,7 +65,7 @@ impl<'a, P: Provisioner> Run<'a, P> {
         Name::parse(&format!("{}{tail}", self.prefix)).expect("a suite name is a name")
     }
 
-    /// A fresh secret, kept out of the run's words.
+    /// A fresh secret, kept out of the run's report.
     pub(super) fn secret(&self) -> Secret {
         let secret = format!("conform-s-{}{}", random_hex(), random_hex());
         self.secrets
@@ -85,15 +85,15 @@ impl<'a, P: Provisioner> Run<'a, P> {
         }
     }
 
-    /// `words` without any secret of the run's or the provisioner's.
-    pub(super) fn redacted(&self, words: &str) -> String {
+    /// `text` without any secret of the run's or the provisioner's.
+    pub(super) fn redacted(&self, text: &str) -> String {
         let mut secrets = self
             .secrets
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
         secrets.extend(self.p.secrets().iter().map(|s| s.expose().to_owned()));
-        redact(words, &secrets)
+        redact(text, &secrets)
     }
 
     fn class(&self, error: &P::Error) -> Class {
@@ -102,7 +102,7 @@ impl<'a, P: Provisioner> Run<'a, P> {
             .unwrap_or_else(|| classify_message(&error_text(error)))
     }
 
-    /// A bounded call: its error (or timeout) in words.
+    /// A bounded call: its error (or timeout) as a message.
     pub(super) async fn bounded<T>(
         &self,
         what: &str,
@@ -129,7 +129,7 @@ impl<'a, P: Provisioner> Run<'a, P> {
     ) -> Result<T, String> {
         self.bounded(what, call)
             .await?
-            .map_err(|(class, words)| format!("{what} failed ({class}): {words}"))
+            .map_err(|(class, message)| format!("{what} failed ({class}): {message}"))
     }
 
     /// Notes `name` as made by the suite (cleaned up at the end).
@@ -243,13 +243,13 @@ impl<'a, P: Provisioner> Run<'a, P> {
         let consumer = self.consumer(a);
         match self.bounded("check", self.p.check(&consumer, other)).await? {
             Err((Class::CredentialsRejected, _)) => Ok(None),
-            Err((class, words)) => Err(format!(
-                "it failed {class}, not credentials-rejected: {words}"
+            Err((class, message)) => Err(format!(
+                "it failed {class}, not credentials-rejected: {message}"
             )),
             Ok(()) => match self.p.take_mended(a) {
-                Some(words) => Ok(Some(format!(
+                Some(mended) => Ok(Some(format!(
                     "its check brings the secret it is given to the backend, and said so: {}",
-                    self.redacted(&words)
+                    self.redacted(&mended)
                 ))),
                 None => Err(
                     "check passed with a secret that is not the one ensure brought, and said nothing was mended"
@@ -382,8 +382,8 @@ impl<'a, P: Provisioner> Run<'a, P> {
     }
 }
 
-/// Names in words: the first few, then how many more.
-pub(super) fn words_of(names: &[Name]) -> String {
+/// Names for a person: the first few, then how many more.
+pub(super) fn names_listed(names: &[Name]) -> String {
     let shown: Vec<&str> = names.iter().take(5).map(Name::as_str).collect();
     match names.len() {
         n if n > 5 => format!("{} and {} more", shown.join(", "), n - 5),
@@ -408,9 +408,9 @@ pub(super) async fn run<P: Provisioner>(p: &P, suite: &Suite) -> Report {
     let mut verdicts = Vec::with_capacity(RULES.len() + 1);
     let mut say = |rule: &Rule, outcome: Outcome| {
         verdicts.push(Verdict {
-            rule: match rule.words.strip_prefix("N ") {
+            rule: match rule.text.strip_prefix("N ") {
                 Some(rest) => format!("{} {rest}", suite.consumers),
-                None => rule.words.to_owned(),
+                None => rule.text.to_owned(),
             },
             outcome,
         });

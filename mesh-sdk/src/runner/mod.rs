@@ -68,7 +68,7 @@ pub struct Runner<P: Provisioner> {
     re_enabled: std::collections::HashSet<Name>,
     outbox: Arc<Outbox>,
     clock: WallClock,
-    /// The last "cannot list held provisions" words logged (logged once per change).
+    /// The last "cannot list held provisions" message logged (logged once per change).
     held_error: Option<String>,
     /// The provider's known faults and their gates.
     faults: Vec<(KnownFault, FaultState)>,
@@ -282,7 +282,7 @@ impl<P: Provisioner> Runner<P> {
         let admin = self.admin_seen(gate.as_ref(), listed);
         let outcomes: Outcomes = match gate {
             // The gate is closed: the backend is not called for consumers;
-            // they fail with the fault's class and words.
+            // they fail with the fault's class and message.
             Some(failure) => {
                 let failed = (0..contributions.consumers.len())
                     .map(|i| (i, Err(failure.clone())))
@@ -358,7 +358,7 @@ impl<P: Provisioner> Runner<P> {
             report.published += published;
             match state {
                 State::Ok => states.ok += 1,
-                State::FailingUnsaid => states.failing_unsaid += 1,
+                State::FailingUnpublished => states.failing_unpublished += 1,
                 State::Failing => states.failing += 1,
             }
         }
@@ -382,7 +382,7 @@ impl<P: Provisioner> Runner<P> {
             began,
             ended,
             count(contributions.consumers.len()),
-            states.failing + states.failing_unsaid,
+            states.failing + states.failing_unpublished,
             self.admin.current(),
         );
         let took = ended.saturating_duration_since(began);
@@ -482,7 +482,7 @@ impl<P: Provisioner> Runner<P> {
         };
         let state = match entry.standing.failure() {
             None => State::Ok,
-            Some(f) if f.said_at.is_none() => State::FailingUnsaid,
+            Some(f) if f.said_at.is_none() => State::FailingUnpublished,
             Some(_) => State::Failing,
         };
         let Some(due) = due else {
@@ -521,7 +521,7 @@ pub(crate) struct Begun {
 /// A listed consumer's state after a pass (for the metrics).
 enum State {
     Ok,
-    FailingUnsaid,
+    FailingUnpublished,
     Failing,
 }
 

@@ -72,7 +72,7 @@ impl<P: Provisioner> Runner<P> {
                         let after = secrets_now();
                         let scrub = |text: &str| redact(text, &after);
                         let verified = probe(repair, call_timeout, &scrub).await;
-                        let verify_words = match &verified {
+                        let verified_message = match &verified {
                             Probe::Healthy => String::new(),
                             Probe::Fault(w) | Probe::Unknown(w) => w.clone(),
                         };
@@ -94,7 +94,7 @@ impl<P: Provisioner> Runner<P> {
                             (Err(next), Ok(did)) => repairs.push((
                                 fault.clone(),
                                 RepairOutcome::Failed,
-                                scrub(&format!("{did}, but the fault remains: {verify_words}")),
+                                scrub(&format!("{did}, but the fault remains: {verified_message}")),
                                 Some(next),
                             )),
                             (Err(next), Err(why)) => repairs.push((
@@ -129,7 +129,7 @@ impl<P: Provisioner> Runner<P> {
     }
 }
 
-/// Probes a fault, bounded by the call timeout; its words are scrubbed.
+/// Probes a fault, bounded by the call timeout; its message is scrubbed.
 async fn probe(
     repair: &dyn AnyRepair,
     timeout: Duration,
@@ -137,8 +137,8 @@ async fn probe(
 ) -> Probe {
     match tokio::time::timeout(timeout, repair.probe()).await {
         Ok(Probe::Healthy) => Probe::Healthy,
-        Ok(Probe::Fault(words)) => Probe::Fault(scrub(&words)),
-        Ok(Probe::Unknown(words)) => Probe::Unknown(scrub(&words)),
+        Ok(Probe::Fault(message)) => Probe::Fault(scrub(&message)),
+        Ok(Probe::Unknown(message)) => Probe::Unknown(scrub(&message)),
         Err(_) => Probe::Unknown(format!(
             "probe timed out after {}",
             humantime::format_duration(timeout)

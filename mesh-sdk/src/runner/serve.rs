@@ -24,7 +24,7 @@ use crate::settings::Settings;
 
 /// The provider could not run: the bus could not be set up (refused
 /// login, unreachable server, a refused subscription) or the stop signals
-/// could not be installed. Its words, with its sources', say which.
+/// could not be installed. Its message, with its sources', says which.
 #[derive(Debug, thiserror::Error)]
 #[error(transparent)]
 pub struct RunError(Cause);

@@ -31,7 +31,7 @@ pub use self::session::{STDERR_BEHIND, STDERR_PER_MINUTE, STDERR_TAIL, STDERR_WA
 pub struct ServeSettings {
     /// The executable.
     pub path: PathBuf,
-    /// How words name it (`--hook` as given).
+    /// How logs and errors name it (`--hook` as given).
     pub label: String,
     /// Bound of each call; twice it, a call unanswered makes the hook stuck.
     pub timeout: Duration,
@@ -175,10 +175,12 @@ impl Serve {
             Ok(Answer::Hello(hello)) => Ok(hello),
             Ok(Answer::Unsupported) => Ok(Hello::default()),
             Ok(Answer::Refused { error, .. }) => {
-                let words = self.scrub.words(error.as_deref().unwrap_or("no words"));
+                let reason = self
+                    .scrub
+                    .text(error.as_deref().unwrap_or("no reason given"));
                 Err(HookError::Refused {
                     class: None,
-                    words: format!("hook {label} refused its hello: {words}"),
+                    message: format!("hook {label} refused its hello: {reason}"),
                 })
             }
             Ok(Answer::Done(_) | Answer::Held(_)) => unreachable!("judged as a hello"),

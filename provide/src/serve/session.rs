@@ -55,7 +55,7 @@ pub struct Down {
     pub at: Instant,
     /// Of what.
     pub cause: DownCause,
-    /// Why, in words.
+    /// Why, for a person.
     pub why: String,
 }
 
@@ -215,7 +215,7 @@ impl Session {
         // Scrubbed again: a secret announced since a line was kept.
         match joined.is_empty() {
             true => joined,
-            false => self.scrub.words(&joined),
+            false => self.scrub.text(&joined),
         }
     }
 
@@ -356,7 +356,7 @@ impl Session {
                 Err(e) => break (DownCause::Pipe, format!("could not be read ({e})")),
             };
             if let Err(bad) = self.reply(&line) {
-                let bad = bad.scrubbed(|text| self.scrub.words(text));
+                let bad = bad.scrubbed(|text| self.scrub.text(text));
                 break (
                     DownCause::BadLine,
                     format!("wrote a line that is no reply: {bad}; killed"),
@@ -389,7 +389,7 @@ impl Session {
                 let judged = judge(verb, &parsed, None).map_err(|what| HookError::BadReply {
                     hook: self.label.clone(),
                     verb,
-                    what: what.scrubbed(|text| self.scrub.words(text)),
+                    what: what.scrubbed(|text| self.scrub.text(text)),
                 });
                 if judged.is_ok() && verb != Verb::Hello {
                     locked(&self.answered_since).get_or_insert_with(Instant::now);
@@ -408,7 +408,7 @@ impl Session {
         let Some(mut hooked) = hooked else {
             return "closed its stdout".into();
         };
-        let words = match tokio::time::timeout(Duration::from_secs(1), hooked.wait()).await {
+        let how = match tokio::time::timeout(Duration::from_secs(1), hooked.wait()).await {
             Ok(Ok(status)) => ended(status),
             _ => "closed its stdout; killed".into(),
         };
@@ -418,7 +418,7 @@ impl Session {
             stderr.wait_for(|ended| *ended),
         )
         .await;
-        words
+        how
     }
 
     /// Logs the hook's stderr, each line scrubbed and cut, at most
@@ -469,7 +469,7 @@ impl Session {
                 // Its reader is busy with what came: wait for it to reach the line.
                 let _ = tokio::time::timeout(STDERR_WAIT_MAX, stdout.wait_for(read_up_to_it)).await;
             }
-            let text = self.scrub.words(String::from_utf8_lossy(&line).trim_end());
+            let text = self.scrub.text(String::from_utf8_lossy(&line).trim_end());
             {
                 let mut tail = locked(&self.tail);
                 if tail.len() == STDERR_TAIL {

@@ -1,4 +1,4 @@
-//! The hook protocol's words, as plain types with no I/O: the requests
+//! The hook protocol's messages, as plain types with no I/O: the requests
 //! mesh-provide writes ([`Ask`]), how a reply is read ([`parse`]) and judged
 //! for the verb it answers ([`judge`]), and what was wrong when it is not
 //! one ([`Bad`]). docs/hooks.md is the contract.

@@ -482,12 +482,15 @@ mod tests {
             .await
             .unwrap();
         let seen = std::fs::read_to_string(&out).unwrap();
-        let words: Vec<&str> = seen.split(' ').collect();
-        assert_eq!(words[0], temp.username);
-        assert_eq!(words[1], temp.password.expose());
-        assert!(words[2].parse::<u16>().is_ok_and(|port| port > 0), "{seen}");
+        let fields: Vec<&str> = seen.split(' ').collect();
+        assert_eq!(fields[0], temp.username);
+        assert_eq!(fields[1], temp.password.expose());
+        assert!(
+            fields[2].parse::<u16>().is_ok_and(|port| port > 0),
+            "{seen}"
+        );
         // The provider's own environment (where the server's KC_DB* settings go) is inherited.
-        assert_eq!(words[3], std::env::var("PATH").unwrap());
+        assert_eq!(fields[3], std::env::var("PATH").unwrap());
     }
 
     #[test]
@@ -513,9 +516,9 @@ mod tests {
         let temp = TempAdmin::random();
         let command = Bootstrap::new(&container(ContainerCli::Path(script)), &temp);
         let error = command.run(Duration::from_secs(20)).await.unwrap_err();
-        let words = error.to_string();
+        let message = error.to_string();
         assert_eq!(
-            words,
+            message,
             "kc.sh bootstrap-admin ended with status 3 (50 bytes of output, not shown)"
         );
     }

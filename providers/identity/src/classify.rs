@@ -7,7 +7,7 @@
 //! | 401 | `credentials-rejected` |
 //! | 400 with `invalid_grant`, `invalid_client` or `unauthorized_client` | `credentials-rejected` |
 //! | any other 4xx, a foreign client, a wrong provision | `refused` |
-//! | an answer that cannot be understood | none: the loop reads the words |
+//! | an answer that cannot be understood | none: the loop reads the message |
 
 use mesh_sdk::Class;
 
@@ -17,7 +17,7 @@ use crate::error::IdentityError;
 const CREDENTIAL_ERRORS: [&str; 3] = ["invalid_grant", "invalid_client", "unauthorized_client"];
 
 /// The class of `error`, from its typed facts; `None` when it has none
-/// (the loop then reads the error's words).
+/// (the loop then reads the error's message).
 pub fn classify(error: &IdentityError) -> Option<Class> {
     match error {
         IdentityError::Unreachable { .. } => Some(Class::Unreachable),

@@ -2,7 +2,7 @@
 //!
 //! Every variant keeps the typed facts ([`IdentityError::Status`] keeps the
 //! HTTP status and Keycloak's own error code) so [`crate::classify`] can
-//! decide the class without reading words. No variant ever holds a secret:
+//! decide the class without reading messages. No variant ever holds a secret:
 //! passwords and client secrets travel only in request bodies, never in
 //! URLs, and Keycloak's error bodies are reduced to their `error` /
 //! `error_description` / `errorMessage` fields.
@@ -26,7 +26,7 @@ pub enum IdentityError {
     Unreachable {
         /// What was being done.
         what: String,
-        /// The transport's error (its words name the URL, never a secret).
+        /// The transport's error (its message names the URL, never a secret).
         #[source]
         source: reqwest::Error,
     },
@@ -129,7 +129,7 @@ fn detail(error: &Option<String>, description: &Option<String>) -> String {
     }
 }
 
-/// Keycloak's words, bounded (a hostile or broken server cannot flood the log).
+/// Keycloak's message, bounded (a hostile or broken server cannot flood the log).
 fn short(text: &str) -> String {
     mesh_sdk::redact::cut(text, 120)
 }

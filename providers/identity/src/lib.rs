@@ -37,7 +37,7 @@
 //!   start-dev's H2 file) and an image built for it (`--optimized` is
 //!   passed); see [`bootstrap`].
 //! - A temporary administrator is named `mesh-repair-<random>`; one that
-//!   could not be removed is said in the repair's words (and logged) by name.
+//!   could not be removed is named in the repair's message (and logged).
 //! - After the administrator is refused, its credentials are not tried
 //!   again for 5 minutes, doubling to 2 hours ([`login_backoff`]): with brute-force
 //!   protection on, the provider never locks the administrator out; the

@@ -27,7 +27,7 @@
 //! - A temporary administrator whose login is refused is not taken as
 //!   never made (it may be locked out, or made in another database than
 //!   the server's): it is looked up as the mesh's administrator, and when
-//!   that cannot be done either, the repair's words say so.
+//!   that cannot be done either, the repair's message says so.
 //!
 //! # Secrets
 //! The mesh's administrator password never leaves this process but as the
@@ -60,10 +60,10 @@ pub enum RepairError {
         /// `password` or `secret`.
         what: &'static str,
     },
-    /// A step failed (its words), and what became of the temporary administrator.
+    /// A step failed (its message), and what became of the temporary administrator.
     #[error("{step}; {cleanup}")]
     Step {
-        /// The failed step's words.
+        /// The failed step's message.
         step: String,
         /// What became of the temporary administrator.
         cleanup: String,

@@ -359,11 +359,11 @@ async fn a_password_changed_by_hand_is_repaired_with_kc_sh_bootstrap_admin_besid
     assert_eq!(token, 200);
 
     secrets.extend(exposed(&repair));
-    let mut words = String::new();
+    let mut published_text = String::new();
     for (_, body) in &published {
-        words.push_str(&body.to_string());
+        published_text.push_str(&body.to_string());
     }
-    assert_no_secret(&words, &secrets, "the words published");
+    assert_no_secret(&published_text, &secrets, "the events published");
     assert_no_secret(&logs.text(), &secrets, "the log");
 }
 
@@ -471,8 +471,8 @@ async fn the_repair_ends_a_lockout_of_the_administrator() {
     let provisioner = IdentityProvisioner::new(config(kc, &realm, &admin, &kc_sh, &conf)).unwrap();
     let repair = provisioner.admin_repair();
     assert!(matches!(repair.probe().await, Probe::Fault(_)));
-    let words = repair.repair().await.unwrap();
-    assert!(words.contains("which was removed"), "{words}");
+    let did = repair.repair().await.unwrap();
+    assert!(did.contains("which was removed"), "{did}");
     assert_eq!(repair.probe().await, Probe::Healthy, "the lockout ended");
     assert_eq!(login_failures(kc, &admin.id).await["disabled"], false);
     assert!(master_users(kc, "mesh-repair-").await.is_empty());
@@ -524,19 +524,19 @@ async fn a_service_account_administrator_logs_in_by_client_credentials_and_its_s
         )
         .await;
     assert_eq!(status, 204, "{body}");
-    let Probe::Fault(words) = repair.probe().await else {
+    let Probe::Fault(fault) = repair.probe().await else {
         panic!("the refused client is the fault");
     };
     assert!(
-        words.starts_with(&format!(
+        fault.starts_with(&format!(
             "administrator login as client {client_id}: keycloak answered 401: unauthorized_client"
         )),
-        "{words}"
+        "{fault}"
     );
-    let words = repair.repair().await.unwrap();
+    let did = repair.repair().await.unwrap();
     assert!(
-        words.starts_with(&format!("secret of administrator client {client_id} set to the mesh's through temporary administrator mesh-repair-")),
-        "{words}"
+        did.starts_with(&format!("secret of administrator client {client_id} set to the mesh's through temporary administrator mesh-repair-")),
+        "{did}"
     );
     assert_eq!(repair.probe().await, Probe::Healthy);
     provisioner.delete(&forge.name).await.unwrap();

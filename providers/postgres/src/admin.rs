@@ -48,7 +48,7 @@ pub(crate) struct Admin {
 struct Failed {
     until: Instant,
     class: Class,
-    words: String,
+    message: String,
 }
 
 /// One administrator session and the lookup prepared on it (parsed and
@@ -112,7 +112,7 @@ impl Admin {
         let failed = self.last_failure().clone();
         if let Some(failed) = failed.filter(|f| Instant::now() < f.until) {
             return Err(PostgresError::AdminUnavailable {
-                words: failed.words,
+                message: failed.message,
                 class: failed.class,
             });
         }
@@ -138,7 +138,7 @@ impl Admin {
         *self.last_failure() = Some(Failed {
             until: Instant::now() + started.elapsed(),
             class: classify::classify(error),
-            words: mesh_sdk::redact::error_text(error),
+            message: mesh_sdk::redact::error_text(error),
         });
     }
 
@@ -195,8 +195,8 @@ impl Admin {
         };
         tokio::spawn(async move {
             if let Err(error) = connection.await {
-                let words = mesh_sdk::redact::error_text(&error);
-                tracing::warn!(error = %words, "the administrator's session ended");
+                let message = mesh_sdk::redact::error_text(&error);
+                tracing::warn!(error = %message, "the administrator's session ended");
             }
         });
         Ok(client)

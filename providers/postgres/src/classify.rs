@@ -1,4 +1,4 @@
-//! Classification of the provider's errors from typed facts, never words:
+//! Classification of the provider's errors from typed facts, never their messages:
 //! the SQLSTATE the server sent, the kind of the io error underneath, a
 //! timeout, and which step failed.
 //!

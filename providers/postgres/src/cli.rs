@@ -136,7 +136,7 @@ pub enum StartError {
 
 /// The provisioner these flags ask for; logs its setup (the admin URL
 /// without its password) and checks the administrator (see the module's
-/// words on the start).
+/// docs on the start).
 ///
 /// # Errors
 /// [`StartError::Config`] when the URL or the password file cannot be

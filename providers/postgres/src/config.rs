@@ -23,7 +23,7 @@ pub const DEFAULT_ADMIN_SESSIONS: usize = 4;
 /// The configuration could not be used; ends the binary before the loop starts.
 #[derive(Debug, thiserror::Error)]
 pub enum PostgresConfigError {
-    /// The admin URL could not be parsed. Its words are not shown: it may hold a password.
+    /// The admin URL could not be parsed. Its parser's message is not shown: it may hold a password.
     #[error(
         "the admin URL cannot be parsed as a postgres:// URL (not shown: it may hold a password)"
     )]
@@ -372,9 +372,9 @@ mod tests {
                 "sslrootcert /nonexistent/ca.pem cannot be read",
             ),
         ];
-        for (url, words) in cases {
+        for (url, expected) in cases {
             let error = PostgresConfig::new(url, None).unwrap_err().to_string();
-            assert!(error.contains(words), "{url}: {error}");
+            assert!(error.contains(expected), "{url}: {error}");
             assert!(!error.contains("hunter2"), "{error}");
         }
         let error =

@@ -2,7 +2,7 @@
 //!
 //! Each error is a failure of that consumer for the pass (or, from `held`,
 //! a pass that does not count towards retirement) and is retried on the next
-//! pass; none ends the loop. Errors keep the server's words in their sources
+//! pass; none ends the loop. Errors keep the server's messages in their sources
 //! (the loop walks them), never a password: the administrator's password and
 //! the minted secrets are only ever sent inside the SCRAM exchange, and
 //! statements carry verifiers only. Its class comes from [`crate::classify`].
@@ -27,12 +27,12 @@ pub enum PostgresError {
         /// The timeout, human readable.
         after: String,
     },
-    /// The last login as the administrator failed moments ago; its words
+    /// The last login as the administrator failed moments ago; its message
     /// and class are repeated rather than waiting for the server again.
-    #[error("{words}")]
+    #[error("{message}")]
     AdminUnavailable {
-        /// The failed login's words.
-        words: String,
+        /// The failed login's message.
+        message: String,
         /// The failed login's class.
         class: mesh_sdk::Class,
     },
@@ -41,7 +41,7 @@ pub enum PostgresError {
     Statement {
         /// What the statement was for, e.g. `creating role "forge"`.
         what: String,
-        /// Why, with the server's words.
+        /// Why, with the server's message.
         #[source]
         source: tokio_postgres::Error,
     },
@@ -60,7 +60,7 @@ pub enum PostgresError {
         consumer: String,
         /// Where consumers connect (`host:port`).
         address: String,
-        /// Why, with the server's words.
+        /// Why, with the server's message.
         #[source]
         source: tokio_postgres::Error,
     },
@@ -134,7 +134,7 @@ pub enum PostgresError {
     AdminLacks {
         /// The administrator's role.
         admin: String,
-        /// What it lacks, in words (`CREATEROLE and CREATEDB`).
+        /// What it lacks, as a phrase (`CREATEROLE and CREATEDB`).
         missing: String,
         /// What it lacks, as `ALTER ROLE` attributes (`CREATEROLE CREATEDB`).
         grant: String,

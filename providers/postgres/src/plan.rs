@@ -94,12 +94,12 @@ pub fn admin(name: &str, rights: &AdminRights) -> Result<(), PostgresError> {
     Err(PostgresError::AdminLacks {
         admin: name.to_owned(),
         grant: missing.join(" "),
-        missing: words(&missing),
+        missing: listed(&missing),
     })
 }
 
 /// `A`, `A and B`, `A, B and C`.
-fn words(items: &[&str]) -> String {
+fn listed(items: &[&str]) -> String {
     match items {
         [] => String::new(),
         [one] => (*one).to_owned(),
@@ -364,7 +364,10 @@ mod tests {
             (found(None, None), Ok(ALL)),
             (found(Some(OURS), None), Ok(DATABASE)),
             (found(Some(OURS), db(true, None)), Ok(FINISH)),
-            (found(Some(OURS), db(true, Some("other words"))), Ok(FINISH)),
+            (
+                found(Some(OURS), db(true, Some("another comment"))),
+                Ok(FINISH),
+            ),
             (found(Some(OURS), db(true, done)), Ok(EnsurePlan::default())),
             // Retired stays retired: ensure does not enable it.
             (
@@ -393,9 +396,9 @@ mod tests {
             let got = ensure("forge", &found);
             match (got, expected) {
                 (Ok(plan), Ok(want)) => assert_eq!(plan, want, "{found:?}"),
-                (Err(error), Err(words)) => {
+                (Err(error), Err(expected)) => {
                     let text = error.to_string();
-                    assert!(text.contains(words), "{found:?}: {text}");
+                    assert!(text.contains(expected), "{found:?}: {text}");
                     assert!(text.contains("left untouched"), "{text}");
                 }
                 (got, want) => panic!("{found:?}: got {got:?}, want {want:?}"),
@@ -454,8 +457,8 @@ mod tests {
         for (found, expected) in cases {
             match (delete("forge", &found), expected) {
                 (Ok(plan), Ok(want)) => assert_eq!(plan, want, "{found:?}"),
-                (Err(error), Err(words)) => {
-                    assert!(error.to_string().contains(words), "{found:?}: {error}")
+                (Err(error), Err(expected)) => {
+                    assert!(error.to_string().contains(expected), "{found:?}: {error}")
                 }
                 (got, want) => panic!("{found:?}: got {got:?}, want {want:?}"),
             }

@@ -106,7 +106,7 @@ impl PostgresProvisioner {
     /// the provision works.
     ///
     /// # Errors
-    /// [`PostgresError::Login`] with the server's words, or
+    /// [`PostgresError::Login`] with the server's message, or
     /// [`PostgresError::LoginTimeout`] when login and query take longer than the
     /// connect timeout and the statement timeout.
     pub async fn login(&self, name: &str, secret: &Secret) -> Result<(), PostgresError> {

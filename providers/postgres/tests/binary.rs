@@ -112,7 +112,7 @@ async fn the_binary_provisions_says_recovered_and_stops_on_sigterm() {
             assert!(line.get(key).is_some(), "no {key} in {line}");
         }
     }
-    let message = |words: &str| lines.iter().find(|l| l["message"] == words);
+    let message = |text: &str| lines.iter().find(|l| l["message"] == text);
     assert!(message("mesh-postgres starting").is_some(), "{said}");
     let configured = message("PostgreSQL provider configured").unwrap_or_else(|| panic!("{said}"));
     let shown = format!("postgres://postgres@127.0.0.1:{}/postgres", pg.port());
@@ -160,11 +160,11 @@ fn a_configuration_that_cannot_work_ends_with_exit_code_1_and_hides_the_password
             "exactly one host",
         ),
     ];
-    for (args, url, words) in cases {
+    for (args, url, expected) in cases {
         let output = run(args, url);
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(1), "{stderr}");
-        assert!(stderr.contains(words), "{stderr}");
+        assert!(stderr.contains(expected), "{stderr}");
         assert!(!stderr.contains("Secret-In-Url-42"), "{stderr}");
     }
     // A bad command line is clap's exit code 2; --help never shows the URL from the environment.

@@ -348,18 +348,18 @@ async fn an_admin_lacking_createrole_or_createdb_is_refused_naming_what_it_lacks
         let error = within("the admin check", p.check_admin())
             .await
             .unwrap_err();
-        let words = mesh_sdk::redact::error_text(&error);
+        let message = mesh_sdk::redact::error_text(&error);
         assert!(
-            words.contains(&format!("\"{admin}\" lacks {missing}")),
-            "{admin}: {words}"
+            message.contains(&format!("\"{admin}\" lacks {missing}")),
+            "{admin}: {message}"
         );
-        assert!(words.contains("ALTER ROLE"), "{admin}: {words}");
+        assert!(message.contains("ALTER ROLE"), "{admin}: {message}");
         assert!(
             matches!(error, PostgresError::AdminLacks { .. }),
             "{error:?}"
         );
         assert_eq!(p.classify(&error), Some(Class::Refused));
-        // Every consumer then fails with the same words, not with a statement's.
+        // Every consumer then fails with the same message, not with a statement's.
         let mut w = World::new(p, &[("forge", FORGE)], settings());
         assert_eq!(w.pass().await.failed, 1);
         let (class, error) = w.failure("forge").unwrap_or_default();

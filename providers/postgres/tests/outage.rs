@@ -155,7 +155,7 @@ async fn a_stopped_server_is_unreachable_after_failing_after_and_its_restart_rec
 
 /// A server that accepts connections and never answers (a network black
 /// hole): the login as the administrator waits for the connect timeout once,
-/// and the consumers queued behind it fail at once with the same words,
+/// and the consumers queued behind it fail at once with the same message,
 /// rather than each waiting for the timeout in turn.
 ///
 /// On tokio's paused clock: nothing but the connect timeout is awaited, so

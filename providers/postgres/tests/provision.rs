@@ -2,7 +2,7 @@
 //! (names with a leading digit, `-` and `_` are quoted identifiers);
 //! passes are idempotent; a changed secret is applied; a dropped database is
 //! made again; and no plaintext password reaches the server, its log, the
-//! provider's log or the words it says. One private cluster, real time.
+//! provider's log or the events it publishes. One private cluster, real time.
 
 mod common;
 
@@ -182,7 +182,7 @@ async fn consumers_get_a_database_they_can_log_into_and_no_password_reaches_the_
         .unwrap();
 
     // No plaintext password anywhere: the server log (every statement is
-    // logged), the provider's log, the words published.
+    // logged), the provider's log, the events published.
     let server_log = pg.log();
     assert!(
         server_log.contains("statement: CREATE ROLE \"forge\""),

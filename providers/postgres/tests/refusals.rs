@@ -99,10 +99,10 @@ async fn what_mesh_did_not_make_is_refused_and_untouched() {
         ("pg_monitor", "names starting with pg_ are reserved"),
         ("mesh_provisioned", "the role mesh-postgres marks its roles with"),
     ];
-    for (consumer, words) in expected {
+    for (consumer, says) in expected {
         let (class, error) = w.failure(consumer).expect(consumer);
         assert_eq!(class, "refused", "{consumer}: {error}");
-        assert!(error.contains(words), "{consumer}: {error}");
+        assert!(error.contains(says), "{consumer}: {error}");
     }
 
     // Hostile names never reach the server: the loop refuses the entries,
@@ -234,10 +234,10 @@ async fn what_mesh_did_not_make_is_refused_and_untouched() {
         .await
         .unwrap_err();
     assert_eq!(weak.classify(&error), Some(Class::Refused), "{error:?}");
-    let words = mesh_sdk::redact::error_text(&error);
+    let message = mesh_sdk::redact::error_text(&error);
     assert!(
-        words.contains("\"weak_admin\" lacks CREATEROLE and CREATEDB"),
-        "{words}"
+        message.contains("\"weak_admin\" lacks CREATEROLE and CREATEDB"),
+        "{message}"
     );
 
     // Nobody listening: unreachable, from the io error's kind.

@@ -94,16 +94,16 @@ async fn certificates_that_do_not_match_are_refused_plainly() {
         Settings::default(),
     );
     world.pass().await;
-    let (class, words) = world.failure("forge").expect("the check fails");
-    assert_eq!(class, "refused", "{words}");
+    let (class, message) = world.failure("forge").expect("the check fails");
+    assert_eq!(class, "refused", "{message}");
     assert!(
-        words.contains("cannot log in as forge")
-            && words.contains(
+        message.contains("cannot log in as forge")
+            && message.contains(
                 "name mismatch: the server's certificate is not for localhost (only for 127.0.0.1)"
             ),
-        "{words}"
+        "{message}"
     );
-    assert!(!words.contains("forge-secret-1") && !words.contains(pg.superuser_password()));
+    assert!(!message.contains("forge-secret-1") && !message.contains(pg.superuser_password()));
 
     // verify-ca does not check the name: the same check passes.
     let query = format!("sslmode=verify-ca&sslrootcert={root}");
@@ -127,16 +127,16 @@ async fn certificates_that_do_not_match_are_refused_plainly() {
         Settings::default(),
     );
     world.pass().await;
-    let (class, words) = world
+    let (class, message) = world
         .failure("forge")
         .expect("the administrator is refused");
-    assert_eq!(class, "refused", "{words}");
+    assert_eq!(class, "refused", "{message}");
     assert!(
-        words.contains("cannot log in as the administrator")
-            && words.contains("unknown authority: the server's certificate is not signed by"),
-        "{words}"
+        message.contains("cannot log in as the administrator")
+            && message.contains("unknown authority: the server's certificate is not signed by"),
+        "{message}"
     );
-    assert!(!words.contains(pg.superuser_password()), "{words}");
+    assert!(!message.contains(pg.superuser_password()), "{message}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

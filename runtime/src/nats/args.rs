@@ -407,9 +407,9 @@ mod tests {
                 "cannot be used with",
             ),
         ];
-        for (args, words) in bad {
+        for (args, expected) in bad {
             let error = parse(args).unwrap_err().to_string();
-            assert!(error.contains(words), "{args:?}: {error}");
+            assert!(error.contains(expected), "{args:?}: {error}");
         }
     }
 
@@ -536,7 +536,7 @@ mod tests {
         std::fs::write(&broken, &bad_seed).unwrap();
         let other = dir.path().join("other.nk");
         std::fs::write(&other, "hunter2\n").unwrap();
-        for (path, words) in [
+        for (path, expected) in [
             (broken, "not valid"),
             (other, "no user nkey seed"),
             (dir.path().join("missing"), "cannot be read"),
@@ -545,7 +545,7 @@ mod tests {
                 .await
                 .unwrap_err()
                 .to_string();
-            assert!(error.contains(words), "{error}");
+            assert!(error.contains(expected), "{error}");
             assert!(!error.contains(&bad_seed[..20]) && !error.contains("hunter2"));
         }
 

@@ -268,7 +268,7 @@ mod tests {
             ),
             ("nats://u:%FF%FE@a", 1, "nats://***@a", "not UTF-8"),
         ];
-        for (list, at, entry, words) in cases {
+        for (list, at, entry, expected) in cases {
             let error = parse(list).unwrap_err();
             let ServerListError::Credentials {
                 position,
@@ -280,7 +280,7 @@ mod tests {
             };
             assert_eq!((*position, shown.as_str()), (at, entry), "{list}");
             let text = error.to_string();
-            assert!(text.contains(words), "{list}: {text}");
+            assert!(text.contains(expected), "{list}: {text}");
             assert!(
                 !text.contains("t0ken") && !text.contains("s3cret"),
                 "{text}"
@@ -304,7 +304,7 @@ mod tests {
 
     #[test]
     fn a_bad_entry_in_the_list_is_named_without_its_password() {
-        for (list, at, words) in [
+        for (list, at, expected) in [
             ("nats://a:4222,nats://u:s3cret@b:99999", 2, "u:***@b"),
             ("nats://a:4222,,nats://c:4222", 2, "empty"),
             ("http://a:4222", 1, "invalid scheme"),
@@ -316,7 +316,7 @@ mod tests {
             };
             assert_eq!(*position, at, "{list}");
             let text = error.to_string();
-            assert!(text.contains(words), "{list}: {text}");
+            assert!(text.contains(expected), "{list}: {text}");
             assert!(!text.contains("s3cret"), "{text}");
         }
     }

@@ -25,7 +25,7 @@ impl JetStreamSink {
     }
 }
 
-/// Why a publish was not acknowledged, in words that say what to do when
+/// Why a publish was not acknowledged, in a message that says what to do when
 /// no stream takes the subject (the usual first run, without a controller).
 fn reason(error: &PublishError) -> String {
     match error.kind() {

@@ -257,7 +257,7 @@ mod tests {
 
         let name = |s: &str| Name::parse(s).unwrap();
         let said_at = Timestamp::parse("2026-10-05T00:00:00Z").unwrap();
-        let word = |kind: EventKind, from: &str| match kind {
+        let event = |kind: EventKind, from: &str| match kind {
             EventKind::Unchecked => Event::Unchecked(GrantUnchecked {
                 v: VERSION,
                 provision: "postgres-database".into(),
@@ -284,7 +284,7 @@ mod tests {
             ("forge", EventKind::Unchecked, "postgres@db-2"),
         ] {
             let subject = event_subject(&machine, &name(consumer), kind);
-            outbox.put(subject, &word(kind, from));
+            outbox.put(subject, &event(kind, from));
         }
         let pending: Vec<(String, EventKind)> = outbox
             .snapshot()

@@ -179,11 +179,11 @@ impl Program {
         let runtime = match builder.enable_all().build() {
             Ok(runtime) => runtime,
             Err(error) => {
-                let words = format!(
+                let message = format!(
                     "cannot start the async runtime: {}",
                     crate::redact::error_text(&error)
                 );
-                return self.end(Err(ProgramFailure::new(self.cannot_run, words)));
+                return self.end(Err(ProgramFailure::new(self.cannot_run, message)));
             }
         };
         let stop = Stop::new();
@@ -192,11 +192,11 @@ impl Program {
                 true => match watch_signals(&stop, self.stop_within) {
                     Ok(watch) => Some(watch),
                     Err(error) => {
-                        let words = format!(
+                        let message = format!(
                             "cannot install the stop signal handlers: {}",
                             crate::redact::error_text(&error)
                         );
-                        return Err(ProgramFailure::new(self.cannot_run, words));
+                        return Err(ProgramFailure::new(self.cannot_run, message));
                     }
                 },
                 false => None,

@@ -21,7 +21,7 @@ pub enum Malformed {
 /// Reads a message into an event received at its place in the stream
 /// `(epoch, seq)`. The emitter (machine, module) comes from the
 /// subject only; whatever the body claims about it is ignored. Free text is
-/// cut to its first words ([`cut_text`]), and so is what is reported of a
+/// cut to its start ([`cut_text`]), and so is what is reported of a
 /// malformed body (a parser's message may quote the body).
 ///
 /// # Errors

@@ -136,9 +136,9 @@ impl std::io::Write for Lines {
 }
 
 impl Lines {
-    fn count(&self, words: &str) -> usize {
+    fn count(&self, text: &str) -> usize {
         String::from_utf8_lossy(&self.0.lock().unwrap())
-            .matches(words)
+            .matches(text)
             .count()
     }
 }

@@ -129,7 +129,7 @@ pub struct Transition {
     pub provision: Option<String>,
     /// The failure's class (`failing-began`).
     pub class: Option<Class>,
-    /// The failure's first words (`failing-began`, `grant-unreachable`).
+    /// The start of the failure's message (`failing-began`, `grant-unreachable`).
     pub error: Option<String>,
     /// When what ends or begins here began.
     pub since: Option<Timestamp>,
@@ -139,7 +139,7 @@ pub struct Transition {
     pub reason: Option<String>,
     /// The repair's fault.
     pub fault: Option<String>,
-    /// In words (a retirement's or repair's detail).
+    /// For a person (a retirement's or repair's detail).
     pub detail: Option<String>,
     /// Where its event stands in the event stream; `None` when computed
     /// with no event of its own (the controller following again).

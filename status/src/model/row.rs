@@ -44,7 +44,7 @@ pub struct FailingRow {
     pub provision: Option<String>,
     /// The failure's class.
     pub class: Class,
-    /// The failure's first words.
+    /// The start of the failure's message.
     pub error: String,
     /// First failure since the last success.
     pub since: Timestamp,
@@ -70,7 +70,7 @@ pub struct RepairRow {
     pub fault: String,
     /// What came of the repair.
     pub outcome: RepairOutcome,
-    /// In words.
+    /// For a person.
     pub detail: String,
     /// When the next attempt is due, if one is.
     pub next_attempt_at: Option<Timestamp>,
@@ -187,7 +187,7 @@ pub struct RetiredRow {
     pub consumer: String,
     /// `retiring`, `retired` or `deleted`.
     pub action: RetirementAction,
-    /// In words, as the provider said it.
+    /// For a person, as the provider said it.
     pub detail: String,
     /// When it was published.
     pub said_at: Timestamp,

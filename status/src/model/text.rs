@@ -1,5 +1,5 @@
 //! Untrusted text (every string field of an event, and what is reported of a
-//! malformed one) cut to its first words before it is stored, logged or
+//! malformed one) cut to its start before it is stored, logged or
 //! printed, so one provider cannot fill the store, a log line or a status
 //! listing with a field of megabytes.
 
@@ -10,7 +10,7 @@ use mesh_protocol::Event;
 /// The most bytes of untrusted text kept, `…` included.
 pub const MAX_TEXT_BYTES: usize = 1024;
 
-/// `text` when it fits in [`MAX_TEXT_BYTES`]; else its first words, cut on
+/// `text` when it fits in [`MAX_TEXT_BYTES`]; else its start, cut on
 /// a character boundary and ended with `…`, within the bound.
 pub fn cut_text(text: &str) -> Cow<'_, str> {
     if text.len() <= MAX_TEXT_BYTES {
@@ -29,7 +29,7 @@ fn cut_in_place(text: &mut String) {
     }
 }
 
-/// Every free-text field of `event` cut to its first words (names are
+/// Every free-text field of `event` cut to its start (names are
 /// bounded already: they are validated).
 pub fn cut_event(event: &mut Event) {
     match event {

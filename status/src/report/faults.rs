@@ -25,7 +25,7 @@ pub struct Faulted {
     pub provider: ModuleId,
     /// The fault's class (`credentials-rejected`, `unreachable`, ...).
     pub class: Class,
-    /// The newest failure's first words, as the provider said them.
+    /// The start of the newest failure's message, as the provider said it.
     pub error: String,
     /// When it began.
     pub since: Timestamp,

@@ -89,13 +89,13 @@ pub struct HistoryEntry {
     pub seconds: Option<u64>,
     /// The failure's class, when known.
     pub class: Option<Class>,
-    /// The failure's first words, when known.
+    /// The start of the failure's message, when known.
     pub error: Option<String>,
     /// How it ended: the `recovered` or `reachable` reason.
     pub reason: Option<String>,
     /// The repair's fault.
     pub fault: Option<String>,
-    /// In words (a retirement's or repair's detail, a grant's address).
+    /// For a person (a retirement's or repair's detail, a grant's address).
     pub detail: Option<String>,
 }
 
@@ -586,7 +586,7 @@ mod tests {
     }
 
     #[test]
-    fn words_table() {
+    fn ordinals_and_durations_table() {
         let ordinals = [(1, "1st"), (2, "2nd"), (3, "3rd"), (4, "4th"), (11, "11th")];
         for (n, text) in ordinals {
             assert_eq!(ordinal(n), text);

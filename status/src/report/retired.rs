@@ -41,7 +41,7 @@ pub struct Retired {
     pub consumer_machine: String,
     /// `retiring`, `retired` or `deleted`.
     pub action: RetirementAction,
-    /// The provider's words.
+    /// As the provider said it.
     pub detail: String,
     /// When the provider said it.
     pub said_at: Timestamp,

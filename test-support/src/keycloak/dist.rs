@@ -64,7 +64,7 @@ impl KeycloakDist {
     fn built(self) -> Result<KeycloakDist, String> {
         let marker = self.home.join(".mesh-build");
         match std::fs::read_to_string(&marker) {
-            Ok(words) if words.trim() == KEYCLOAK_BUILD => Ok(self),
+            Ok(built) if built.trim() == KEYCLOAK_BUILD => Ok(self),
             _ => Err(format!(
                 "{} is not built for these tests ({} does not say {KEYCLOAK_BUILD:?}); \
                  run scripts/test, whose ensure_keycloak runs `kc.sh build {KEYCLOAK_BUILD}` once",

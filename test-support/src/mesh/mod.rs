@@ -77,7 +77,7 @@ pub struct Options {
     pub never_run: Vec<(&'static str, &'static str)>,
     /// The provider's `--alive-every`.
     pub alive_every: &'static str,
-    /// The provider's `--repeat-every` (how often it says a failing word
+    /// The provider's `--repeat-every` (how often it says a failing event
     /// again).
     pub repeat_every: &'static str,
     /// `mesh-postgres`'s `--retire-after` (a withdrawn consumer is retired

@@ -64,13 +64,13 @@ impl Mesh {
     }
 }
 
-/// Waits until the provider's log says `words` at least `times` times.
-pub fn wait_log(mesh: &Mesh, words: &str, times: usize) {
+/// Waits until the provider's log says `text` at least `times` times.
+pub fn wait_log(mesh: &Mesh, text: &str, times: usize) {
     let deadline = Instant::now() + WAIT;
-    while mesh.provider_log().matches(words).count() < times {
+    while mesh.provider_log().matches(text).count() < times {
         assert!(
             Instant::now() < deadline,
-            "the provider never said {words:?} {times} times:\n{}",
+            "the provider never said {text:?} {times} times:\n{}",
             mesh.provider_log()
         );
         std::thread::sleep(Duration::from_millis(100));

@@ -1,4 +1,4 @@
-//! What was wrong with a hook's output ([`Bad`]), in the words a hook
+//! What was wrong with a hook's output ([`Bad`]), in the terms a hook
 //! author reads (docs/hooks.md, "When a hook answers badly").
 
 use mesh_sdk::{Name, NameError};
@@ -10,7 +10,7 @@ pub enum Bad {
     /// Not JSON at all.
     #[error("reply is not JSON ({error}): {}", quote(start))]
     NotJson {
-        /// The parser's words.
+        /// The parser's message.
         error: String,
         /// The reply's first characters, as the hook wrote them (up to
         /// 4 KiB: redacted by the caller whole, then cut and quoted
@@ -90,7 +90,7 @@ pub enum Bad {
 }
 
 impl Bad {
-    /// The same, the hook's words in it passed through `scrub` (they may
+    /// The same, the hook's text in it passed through `scrub` (it may
     /// echo a secret).
     pub fn scrubbed(self, scrub: impl Fn(&str) -> String) -> Bad {
         match self {
@@ -101,8 +101,8 @@ impl Bad {
             Bad::NotAnObject { start } => Bad::NotAnObject {
                 start: scrub(&start),
             },
-            Bad::Io(words) => Bad::Io(scrub(&words)),
-            Bad::Unreadable(words) => Bad::Unreadable(scrub(&words)),
+            Bad::Io(error) => Bad::Io(scrub(&error)),
+            Bad::Unreadable(error) => Bad::Unreadable(scrub(&error)),
             Bad::UnknownClass(word) => Bad::UnknownClass(scrub(&word)),
             other => other,
         }

@@ -1,7 +1,7 @@
 //! A reply's field as the hook wrote it ([`Field`]): left out (or null), of
 //! its type, or something else. Decoded so, a reply never fails to decode
 //! on a wrong field: the judge reads the fields in the contract's order and
-//! says the first wrong one in the words of docs/hooks.md
+//! says the first wrong one in the terms of docs/hooks.md
 //! ([`Bad::WrongType`], [`Bad::UnknownClass`]), not in serde's.
 
 use std::fmt;

@@ -132,7 +132,7 @@ fn hello(said: HelloReply, reply: &ParsedReply) -> Result<Hello, Bad> {
 }
 
 /// The `fault` of a hello or a probe: `{"class": ..., "error": ...}` (both
-/// optional: `refused`, and words of the loop's), or null / absent for none.
+/// optional: `refused`, and a message of the loop's), or null / absent for none.
 fn fault(said: Field<Object<Fault>>) -> Result<Option<(Class, String)>, Bad> {
     let Some(Object(fault)) = said.read("fault", "an object or null")? else {
         return Ok(None);
@@ -306,7 +306,7 @@ mod tests {
     }
 
     #[test]
-    fn in_exec_mode_the_exit_status_decides_and_the_reply_adds_words() {
+    fn in_exec_mode_the_exit_status_decides_and_the_reply_adds_a_message() {
         use Verb::*;
         let cases: Vec<(Verb, &str, bool, Result<Answer, Bad>)> = vec![
             (Ensure, "{}", true, Ok(done())),

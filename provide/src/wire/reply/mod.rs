@@ -26,9 +26,9 @@ pub struct Hello {
     pub name: Option<String>,
     /// Its known faults, each with the class consumers fail with while it lasts.
     pub repairs: Vec<(Name, Class)>,
-    /// Its own secrets (an administrator's password), removed from every word.
+    /// Its own secrets (an administrator's password), removed from every text it says.
     pub secrets: Vec<Secret>,
-    /// `fault`: it cannot work as its administrator now (class, words).
+    /// `fault`: it cannot work as its administrator now (class, message).
     pub fault: Option<(Class, String)>,
 }
 
@@ -43,7 +43,7 @@ pub struct Done {
     pub works: Option<bool>,
     /// `reaches` (by-hand reach): whether the consumer reaches the target's provision.
     pub reaches: Option<bool>,
-    /// `fault` (probe): it cannot work as its administrator now (class, words).
+    /// `fault` (probe): it cannot work as its administrator now (class, message).
     pub fault: Option<(Class, String)>,
 }
 
@@ -58,11 +58,11 @@ pub enum Answer {
     Held(Vec<Held>),
     /// `hello`'s answer.
     Hello(Hello),
-    /// The call failed (`ok: false`, or a failing exit): the hook's class and words, if given.
+    /// The call failed (`ok: false`, or a failing exit): the hook's class and message, if given.
     Refused {
         /// The class the hook gives, if any.
         class: Option<Class>,
-        /// The hook's words, if any.
+        /// The hook's message, if any.
         error: Option<String>,
     },
 }

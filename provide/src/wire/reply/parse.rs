@@ -1,6 +1,6 @@
 //! A reply read from its bytes ([`parse`]): one JSON object, its `id` and
 //! `secrets` taken first (the secrets replace the hook's before any other
-//! word of the reply is read), the rest kept for the verb's decoding.
+//! field of the reply is read), the rest kept for the verb's decoding.
 
 use mesh_sdk::Secret;
 use serde::Deserialize;
@@ -41,7 +41,7 @@ pub struct ParsedReply {
     /// Its `id`, if it has a whole number there.
     pub id: Option<u64>,
     /// Its `secrets`, if it has them: the hook's own secrets from now on
-    /// (the set is replaced before any of the hook's words are read).
+    /// (the set is replaced before any of the hook's text is read).
     pub secrets: Option<Vec<Secret>>,
     /// Its other fields, decoded for the verb it answers when judged.
     pub(super) fields: Map<String, Value>,

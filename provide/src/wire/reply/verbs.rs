@@ -22,7 +22,7 @@ pub(super) struct Outcome {
     pub ok: Field<bool>,
     /// A failure's class.
     pub class: Field<Word<Class>>,
-    /// A failure's words.
+    /// A failure's message.
     pub error: Field<String>,
 }
 
@@ -55,7 +55,7 @@ pub(super) struct Repairable {
 pub(super) struct Fault {
     /// Its class (default `refused`).
     pub class: Field<Word<Class>>,
-    /// Its words.
+    /// Its message.
     pub error: Field<String>,
 }
 

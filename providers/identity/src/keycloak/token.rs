@@ -155,7 +155,7 @@ impl Keycloak {
                 description,
                 ..
             } if Instant::now() < *until => {
-                // The same words as the refusal itself, so a failure reads
+                // The same message as the refusal itself, so a failure reads
                 // the same whether or not Keycloak was asked.
                 Some(IdentityError::Status {
                     what: self.admin_what(),

@@ -5,7 +5,7 @@
 //! `-e NAME`, the value of NAME in the script's own environment: what a
 //! real runtime forwards into the container). On `kc.sh bootstrap-admin`
 //! it resolves `--username:env` / `--password:env` as the container would
-//! (only forwarded variables exist there), prints careless words that echo
+//! (only forwarded variables exist there), prints careless lines that echo
 //! the password (which the provider must never log), and adds the temporary
 //! administrator through the fake Keycloak's control endpoint (plain HTTP
 //! over bash's `/dev/tcp`, so no HTTP client needs to be installed).

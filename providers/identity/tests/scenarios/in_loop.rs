@@ -35,12 +35,12 @@ fn repairs<'a>(published: &'a [(String, Value)], outcome: &str) -> Vec<&'a Value
         .collect()
 }
 
-/// No secret in the words published, the log, or the runtime's command lines;
+/// No secret in the events published, the log, or the runtime's command lines;
 /// none but the temporary administrators' own passwords in the environment
 /// the runtime forwarded into the container.
 fn assert_nothing_leaked(w: &World, published: &[(String, Value)], logs: &LogCapture) {
     let secrets = w.setup.secrets();
-    assert_no_secret(&format!("{published:?}"), &secrets, "the words published");
+    assert_no_secret(&format!("{published:?}"), &secrets, "the events published");
     assert_no_secret(&logs.text(), &secrets, "the log");
     assert_no_secret(
         &w.setup.runtime.argv().join("\n"),
@@ -80,7 +80,7 @@ async fn a_moved_administrator_password_stops_client_calls_until_it_is_repaired(
     );
     published.extend(first);
 
-    // Ten minutes gated: consumers fail with the fault's words, and no
+    // Ten minutes gated: consumers fail with the fault's message, and no
     // client request reaches Keycloak.
     for _ in 0..119 {
         w.passes(1, PASS).await;

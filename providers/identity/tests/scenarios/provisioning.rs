@@ -329,7 +329,7 @@ async fn classes_come_from_statuses_and_keycloak_errors() {
         s.inject(Method::GET, "/clients", 200, json!({"not": "a list"}));
     });
     let error = p.ensure(&forge, &secret("forge", 1)).await.unwrap_err();
-    assert_eq!(class_of(&error), None, "words decide: {error}");
+    assert_eq!(class_of(&error), None, "its message decides: {error}");
 
     let mut wrong = consumer("forge");
     wrong.provision = "postgres-database".into();
@@ -352,9 +352,9 @@ async fn classes_come_from_statuses_and_keycloak_errors() {
     let p = mesh_provider_identity::IdentityProvisioner::new(away).unwrap();
     let error = p.ensure(&forge, &secret("forge", 1)).await.unwrap_err();
     assert_eq!(p.classify(&error), Some(Class::Unreachable), "{error}");
-    let words = mesh_sdk::redact::error_text(&error);
-    assert!(words.contains("keycloak cannot be reached"), "{words}");
-    assert!(!words.contains(MESH_ADMIN_PASSWORD));
+    let message = mesh_sdk::redact::error_text(&error);
+    assert!(message.contains("keycloak cannot be reached"), "{message}");
+    assert!(!message.contains(MESH_ADMIN_PASSWORD));
 }
 
 #[tokio::test]

@@ -111,9 +111,9 @@ async fn the_repair_sets_the_password_and_removes_the_temporary_administrator() 
     // The command line names variables; their values came through the environment.
     let argv = setup.runtime.argv();
     assert_eq!(argv.len(), 1);
-    let words: Vec<&str> = argv[0].split(' ').collect();
+    let args: Vec<&str> = argv[0].split(' ').collect();
     assert_eq!(
-        &words[..5],
+        &args[..5],
         [
             "exec",
             "-e",
@@ -122,15 +122,15 @@ async fn the_repair_sets_the_password_and_removes_the_temporary_administrator() 
             "MESH_BOOTSTRAP_ADMIN_PASSWORD"
         ]
     );
-    assert_eq!(words[5], "-e");
-    let port: u16 = words[6]
+    assert_eq!(args[5], "-e");
+    let port: u16 = args[6]
         .strip_prefix("KC_HTTP_MANAGEMENT_PORT=")
         .unwrap()
         .parse()
         .unwrap();
     assert!(port >= 49152);
     assert_eq!(
-        &words[7..],
+        &args[7..],
         [
             "keycloak",
             "/opt/keycloak/bin/kc.sh",
@@ -158,7 +158,7 @@ async fn the_repair_sets_the_password_and_removes_the_temporary_administrator() 
 
     let secrets = setup.secrets();
     assert_no_secret(&argv.join("\n"), &secrets, "the command line");
-    assert_no_secret(&did, &secrets, "the repair's words");
+    assert_no_secret(&did, &secrets, "the repair's message");
     assert_no_secret(&logs.text(), &secrets, "the log");
     let env_secrets: Vec<String> = secrets
         .iter()
@@ -193,7 +193,7 @@ async fn the_temporary_administrator_is_removed_when_a_step_fails() {
 
     // The bootstrap fails before making anyone: its administrator cannot
     // log in, and with the mesh's refused it cannot be looked up, which
-    // the words say rather than claim it was never made.
+    // the message says so rather than claim it was never made.
     let why = outcome("fail").await;
     assert!(
         why.starts_with("kc.sh bootstrap-admin ended with status 1 (")

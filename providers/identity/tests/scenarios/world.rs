@@ -210,7 +210,7 @@ impl World {
         testing::passes(&mut self.runner, n, every).await;
     }
 
-    /// Every word published since the last call: (kind, body), oldest first.
+    /// Every event published since the last call: (kind, body), oldest first.
     pub fn published(&self) -> Vec<(String, Value)> {
         testing::drain(&self.outbox)
     }

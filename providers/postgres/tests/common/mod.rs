@@ -108,12 +108,12 @@ impl World {
         within("a pass", self.runner.pass()).await
     }
 
-    /// Takes every word published so far: (kind, body).
+    /// Takes every event published so far: (kind, body).
     pub fn published(&self) -> Vec<(String, Value)> {
         testing::drain(&self.outbox)
     }
 
-    /// The failure class and words of a consumer's standing, if failing.
+    /// The failure class and message of a consumer's standing, if failing.
     pub fn failure(&self, consumer: &str) -> Option<(String, String)> {
         let standing = self.runner.standing(&name(consumer))?;
         standing
@@ -127,7 +127,7 @@ impl World {
     }
 }
 
-/// `kind:consumer:reason|action|class` of each word, sorted.
+/// `kind:consumer:reason|action|class` of each event, sorted.
 pub fn kinds(published: &[(String, Value)]) -> Vec<String> {
     let mut out = testing::kinds(published);
     out.sort();

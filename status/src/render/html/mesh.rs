@@ -2,7 +2,7 @@
 //! the sentence; the consumers failing, grouped by provider and class; then
 //! every other line `status` prints (the controller, providers unheard,
 //! required consumers retired, faults, grants, repairs, refused entries),
-//! in `status`'s own words; then links to the providers and machines.
+//! as `status` says them; then links to the providers and machines.
 
 use std::fmt::Write as _;
 
@@ -32,7 +32,7 @@ pub struct Overview<'a> {
 }
 
 /// The lines `status` prints beside its sentence and its standings, in its
-/// words: the human listing of the head with no standing, less its first
+/// wording: the human listing of the head with no standing, less its first
 /// line (the sentence).
 pub(crate) fn other_lines(head: &Head) -> Vec<String> {
     let mut out = Vec::new();
