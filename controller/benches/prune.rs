@@ -18,7 +18,7 @@ mod common;
 use std::time::Duration;
 
 use async_nats::jetstream;
-use common::{env_number, fill, ingest, store};
+use common::{env_number, fill, ingest, print_statements, store, with_statements};
 use mesh_controller::{ensure_consumer, PgStore};
 use mesh_status::link::{LinkSettings, DEFAULT_BATCH, DEFAULT_KEEP_HISTORY, PRUNE_BATCH};
 use mesh_test_support::NatsServer;
@@ -75,7 +75,13 @@ fn main() {
     runtime.block_on(async {
         let events = env_number("MESH_BENCH_EVENTS", 50_000);
         let pairs = env_number("MESH_BENCH_PAIRS", 3);
-        let (_pg, options, db) = store("bench").await;
+        let (mut pg, options, db) = store("bench").await;
+        let statements = std::env::var_os("MESH_BENCH_STATEMENTS").is_some();
+        let db = if statements {
+            with_statements(&mut pg, db, "bench").await
+        } else {
+            db
+        };
         let nats = NatsServer::start();
         let client = async_nats::connect(nats.url()).await.expect("nats");
         let js = jetstream::new(client.clone());
@@ -119,6 +125,9 @@ fn main() {
                     !prune || removed < before,
                     "the backlog ran out during the run: the figure would understate pruning"
                 );
+                if statements {
+                    print_statements(&db).await;
+                }
                 match prune {
                     true => pruning.push(rate),
                     false => alone.push(rate),

@@ -159,6 +159,9 @@ impl PgStore {
     /// The connection with its write statements prepared.
     async fn prepared(&mut self) -> Result<(&Client, &Statements), PgError> {
         let connected = self.connected().await?;
+        if connected.statements.is_some() && connected.replan.round() {
+            connected.statements = None;
+        }
         if connected.statements.is_none() {
             let prepare = Statements::prepare(&connected.client);
             let outcome = tokio::time::timeout(CONNECT_TIMEOUT, prepare).await;

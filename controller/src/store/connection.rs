@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio_postgres::Client;
 
 use super::options::DatabaseOptions;
-use super::statements::Statements;
+use super::statements::{Replan, Statements};
 use super::{reason, PgError};
 
 /// How long a connection attempt (socket, authentication, preparing) may take.
@@ -20,6 +20,8 @@ pub(super) const STATEMENT_TIMEOUT: Duration = Duration::from_secs(30);
 pub(super) struct Connected {
     pub(super) client: Client,
     pub(super) statements: Option<Statements>,
+    /// When `statements` are prepared again.
+    pub(super) replan: Replan,
 }
 
 /// The store on PostgreSQL. Connects lazily, and again after the
@@ -66,6 +68,7 @@ impl PgStore {
             self.connected = Some(Connected {
                 client,
                 statements: None,
+                replan: Replan::default(),
             });
         }
         Ok(self.connected.as_mut().expect("connected just above"))

@@ -392,6 +392,7 @@ impl StatusRead {
                 store.connected = Some(super::connection::Connected {
                     client: self.client,
                     statements: None,
+                    replan: super::statements::Replan::default(),
                 });
                 Ok(())
             }
