@@ -1,6 +1,6 @@
 //! Writing a round of events: the newest event per key and kind (see
 //! [`mesh_status::model::reduce`]) as one multi-row statement per kind
-//! ([`super::columns`], prepared once per connection: [`super::statements`]),
+//! ([`super::columns`], prepared on each connection: [`super::statements`]),
 //! after the round's key locks ([`super::locks`]), with the transitions the
 //! round makes ([`super::history`]), in one transaction.
 
@@ -28,8 +28,9 @@ use mesh_status::store::ControllerRecordUpdate;
 use mesh_status::{Store, StoreError};
 
 /// What a round's transaction begins with. Its statements are prepared
-/// once per connection and run every round with arrays of a different
-/// length: PostgreSQL would plan some of them anew each time (the
+/// on each connection (and again as the tables fill:
+/// [`super::statements::Replan`]) and run every round with arrays of a
+/// different length: PostgreSQL would plan some of them anew each time (the
 /// `recovered` statement's custom plan looks cheaper than the generic
 /// one, which guesses 10 rows for an `unnest`): 0.13–0.16 ms a round in
 /// the ingest benchmark, for the plan it already had. The generic plans
