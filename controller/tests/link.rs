@@ -731,7 +731,18 @@ async fn serve_shows_its_metrics_health_and_readiness() {
     world
         .wait_rows("postgres", "db-1", &["forge (61)"], "stored by the binary")
         .await;
-    let m = metrics(get("/metrics").await.1);
+    // The counters move once the round's commit has returned to serve: a
+    // moment after the row can be read (seen once in CI).
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let m = loop {
+        let m = metrics(get("/metrics").await.1);
+        if m["mesh_events_applied_total{kind=failing}"] >= 1.0
+            || tokio::time::Instant::now() >= deadline
+        {
+            break m;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
     assert_eq!(m["mesh_events_applied_total{kind=failing}"], 1.0, "{m:?}");
     assert_eq!(m["mesh_events_applied_total{kind=recovered}"], 0.0);
     // The name before 0.2.0 is there too, one release, with the same values.
