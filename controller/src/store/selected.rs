@@ -4,14 +4,13 @@
 
 use mesh_status::store::Order;
 
-/// What selects a standing besides its provider key: `$2` (machine, or
-/// null), `$3` (consumer, or null) and the rule of a provider's start
-/// ([`SELECTED`]).
+/// The rule of a provider's start ([`SELECTED`]): a standing published
+/// before its provider's newest start is left out once that provider is
+/// settled.
 #[cfg(not(mesh_mutant = "no-settled-rule"))]
-macro_rules! narrowed {
+macro_rules! settled_rule {
     () => {
-        "($2::text IS NULL OR f.provider_machine = $2 OR f.consumer_machine = $2)
-  AND ($3::text IS NULL OR f.consumer = $3)
+        "
   AND NOT EXISTS (
       SELECT 1 FROM alive a
       WHERE a.provider_module = f.provider_module AND a.provider_machine = f.provider_machine
@@ -25,10 +24,21 @@ macro_rules! narrowed {
 /// The planted mutation `mesh_mutant="no-settled-rule"` (scripts/mutants): no standing is
 /// left out at a provider's start.
 #[cfg(mesh_mutant = "no-settled-rule")]
+macro_rules! settled_rule {
+    () => {
+        ""
+    };
+}
+
+/// What selects a standing besides its provider key: `$2` (machine, or
+/// null), `$3` (consumer, or null) and the rule of a provider's start.
 macro_rules! narrowed {
     () => {
-        "($2::text IS NULL OR f.provider_machine = $2 OR f.consumer_machine = $2)
-  AND ($3::text IS NULL OR f.consumer = $3)"
+        concat!(
+            "($2::text IS NULL OR f.provider_machine = $2 OR f.consumer_machine = $2)
+  AND ($3::text IS NULL OR f.consumer = $3)",
+            settled_rule!()
+        )
     };
 }
 
