@@ -24,6 +24,17 @@ pub(super) struct Connected {
     pub(super) replan: Replan,
 }
 
+impl Connected {
+    /// A connection with nothing prepared on it yet.
+    pub(super) fn new(client: Client) -> Connected {
+        Connected {
+            client,
+            statements: None,
+            replan: Replan::default(),
+        }
+    }
+}
+
 /// The store on PostgreSQL. Connects lazily, and again after the
 /// connection broke; every call is bounded in time.
 pub struct PgStore {
@@ -65,11 +76,7 @@ impl PgStore {
         }
         if self.connected.is_none() {
             let client = connect_client(&self.options).await?;
-            self.connected = Some(Connected {
-                client,
-                statements: None,
-                replan: Replan::default(),
-            });
+            self.connected = Some(Connected::new(client));
         }
         Ok(self.connected.as_mut().expect("connected just above"))
     }

@@ -389,11 +389,7 @@ impl StatusRead {
         let commit = self.client.batch_execute("COMMIT");
         match tokio::time::timeout(STATEMENT_TIMEOUT, commit).await {
             Ok(Ok(())) => {
-                store.connected = Some(super::connection::Connected {
-                    client: self.client,
-                    statements: None,
-                    replan: super::statements::Replan::default(),
-                });
+                store.connected = Some(super::connection::Connected::new(self.client));
                 Ok(())
             }
             Ok(Err(source)) => Err(classify(self.target, source)),

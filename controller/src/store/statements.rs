@@ -45,7 +45,7 @@ impl Statements {
 /// change (autovacuum's analyze, within a minute or so of enough writes). A
 /// store made anew is planned as empty: each round's reads of `failing`
 /// and `recovered` scan them whole, and a backlog taken into it ran at a
-/// fifth of its speed for as long as the plans stayed. Prepared again while
+/// quarter of its speed for as long as the plans stayed. Prepared again while
 /// the tables fill, the plans follow their size. Preparing costs about a
 /// millisecond; late in a connection's life it comes rarely.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
