@@ -33,7 +33,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{env_number, fill_standings, print_statements, store, with_statements};
+use common::{env_number, fill_standings, print_statements, statements_if_asked, store};
 use mesh_controller::PgStore;
 use mesh_protocol::Timestamp;
 use mesh_status::store::HistoryFilter;
@@ -263,12 +263,7 @@ fn main() {
         let live_seconds = env_number("MESH_BENCH_LIVE_SECONDS", 60);
         let consumers = rows / PER_CONSUMER;
         let (mut pg, options, client) = store("console").await;
-        let statements = std::env::var_os("MESH_BENCH_STATEMENTS").is_some();
-        let client = if statements {
-            with_statements(&mut pg, client, "console").await
-        } else {
-            client
-        };
+        let (client, statements) = statements_if_asked(&mut pg, client, "console").await;
         fill_standings(&client, PROVIDERS, standings).await;
         // Row i: consumer c = 1 + (i * 7919) % consumers (rounds of many
         // consumers interleave) of its own provider, its n-th row a

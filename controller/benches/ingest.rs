@@ -27,7 +27,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use async_nats::jetstream;
-use common::{env_number, fill, ingest, print_statements, store, with_statements};
+use common::{env_number, fill, ingest, print_statements, statements_if_asked, store};
 use mesh_controller::{ensure_consumer, PgStore, UPSERT_FAILING};
 use mesh_status::link::{LinkSettings, DEFAULT_BATCH};
 use mesh_test_support::NatsServer;
@@ -149,12 +149,7 @@ fn main() {
         let events = env_number("MESH_BENCH_EVENTS", 100_000);
         let seconds = env_number("MESH_BENCH_SECONDS", 10);
         let (mut pg, options, db) = store("bench").await;
-        let statements = std::env::var_os("MESH_BENCH_STATEMENTS").is_some();
-        let db = if statements {
-            with_statements(&mut pg, db, "bench").await
-        } else {
-            db
-        };
+        let (db, statements) = statements_if_asked(&mut pg, db, "bench").await;
         let nats = NatsServer::start();
         let client = async_nats::connect(nats.url()).await.expect("nats");
         let js = jetstream::new(client.clone());

@@ -18,7 +18,7 @@ mod common;
 use std::time::Duration;
 
 use async_nats::jetstream;
-use common::{env_number, fill, ingest, print_statements, store, with_statements};
+use common::{env_number, fill, ingest, print_statements, statements_if_asked, store};
 use mesh_controller::{ensure_consumer, PgStore};
 use mesh_status::link::{LinkSettings, DEFAULT_BATCH, DEFAULT_KEEP_HISTORY, PRUNE_BATCH};
 use mesh_test_support::NatsServer;
@@ -76,12 +76,7 @@ fn main() {
         let events = env_number("MESH_BENCH_EVENTS", 50_000);
         let pairs = env_number("MESH_BENCH_PAIRS", 3);
         let (mut pg, options, db) = store("bench").await;
-        let statements = std::env::var_os("MESH_BENCH_STATEMENTS").is_some();
-        let db = if statements {
-            with_statements(&mut pg, db, "bench").await
-        } else {
-            db
-        };
+        let (db, statements) = statements_if_asked(&mut pg, db, "bench").await;
         let nats = NatsServer::start();
         let client = async_nats::connect(nats.url()).await.expect("nats");
         let js = jetstream::new(client.clone());

@@ -179,11 +179,24 @@ pub async fn fill_standings(client: &tokio_postgres::Client, providers: u64, sta
         .expect("filling the standings");
 }
 
-/// Restarts `pg` with pg_stat_statements loaded (`MESH_BENCH_STATEMENTS`:
-/// where the time goes on the server); returns a new connection to the
-/// store `db`.
-#[allow(dead_code)] // the ingest and console benchmarks'
-pub async fn with_statements(
+/// With `MESH_BENCH_STATEMENTS` set (where the time goes on the server),
+/// [`with_statements`]; else `db` as it is. Returns the connection and
+/// whether the statements are kept.
+#[allow(dead_code)] // the ingest, console and prune benchmarks'
+pub async fn statements_if_asked(
+    pg: &mut PgCluster,
+    db: tokio_postgres::Client,
+    name: &str,
+) -> (tokio_postgres::Client, bool) {
+    match std::env::var_os("MESH_BENCH_STATEMENTS") {
+        Some(_) => (with_statements(pg, db, name).await, true),
+        None => (db, false),
+    }
+}
+
+/// Restarts `pg` with pg_stat_statements loaded; returns a new connection
+/// to the store `name`.
+async fn with_statements(
     pg: &mut PgCluster,
     db: tokio_postgres::Client,
     name: &str,
@@ -213,7 +226,7 @@ pub async fn with_statements(
 
 /// The statements that took most of the server's time since the last
 /// call, then forgets them.
-#[allow(dead_code)] // the ingest and console benchmarks'
+#[allow(dead_code)] // the ingest, console and prune benchmarks'
 pub async fn print_statements(db: &tokio_postgres::Client) {
     let rows = db
         .query(
