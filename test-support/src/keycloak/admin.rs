@@ -167,6 +167,11 @@ impl KeycloakServer {
     }
 }
 
+/// How long an admin call of the harness may take. Making a realm is
+/// Keycloak's heaviest: with a binary's tests each making one at once
+/// beside two other test binaries on two cores, one took over 30 s.
+const ADMIN_CALL_TIMEOUT: Duration = Duration::from_secs(120);
+
 /// A new HTTP client for one call: each `#[tokio::test]` has its own
 /// runtime, and a pooled connection dies with the runtime that opened it.
 fn http() -> reqwest::Client {
@@ -174,7 +179,7 @@ fn http() -> reqwest::Client {
     // unification with mesh-provider-identity) wants a provider installed.
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder()
-        .timeout(Duration::from_secs(30))
+        .timeout(ADMIN_CALL_TIMEOUT)
         .build()
         .expect("building an HTTP client")
 }
