@@ -1,11 +1,15 @@
 //! A complete provider on mesh-sdk (copy it, swap the backend): for each
-//! consumer, a folder under `--root` holding a credentials file (mode 0600)
-//! made from its minted secret. Its `ensure` makes what is missing and
+//! consumer, a folder under `--root/<module@machine>/` holding a
+//! credentials file (mode 0600) made from its minted secret. Each provider
+//! instance keeps its consumers in a folder of its own, so two instances
+//! sharing one root never list, retire or delete each other's. Its `ensure` makes what is missing and
 //! brings the minted secret to a file that holds another (a rotated secret,
 //! or one changed by hand: a mend, reported through `take_mended`).
 //!
 //! `cargo run --example quickstart -- --root /srv/folders --contributions contributions.json`
-use mesh_sdk::{async_trait, Class, Consumer, Held, Name, ProviderMain, Provisioner, Secret};
+use mesh_sdk::{
+    async_trait, Class, Consumer, Held, ModuleId, Name, ProviderMain, Provisioner, Secret,
+};
 use std::collections::HashMap;
 use std::io::{self, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
@@ -50,8 +54,17 @@ impl Folders {
         }
     }
 
-    fn file(&self, consumer: &Name, name: &str) -> PathBuf {
-        self.root.join(consumer.as_str()).join(name)
+    /// The folder of `provider`'s consumers: its mark.
+    fn instance(&self, provider: &ModuleId) -> PathBuf {
+        self.root.join(provider.to_string())
+    }
+
+    fn dir(&self, provider: &ModuleId, consumer: &Name) -> PathBuf {
+        self.instance(provider).join(consumer.as_str())
+    }
+
+    fn file(&self, provider: &ModuleId, consumer: &Name, name: &str) -> PathBuf {
+        self.dir(provider, consumer).join(name)
     }
 }
 
@@ -84,8 +97,8 @@ impl Provisioner for Folders {
 
     async fn ensure(&self, consumer: &Consumer, secret: &Secret) -> Result<(), FolderError> {
         let (dir, file) = (
-            self.root.join(consumer.name.as_str()),
-            self.file(&consumer.name, "credentials"),
+            self.dir(&consumer.provider, &consumer.name),
+            self.file(&consumer.provider, &consumer.name, "credentials"),
         );
         let secret = secret.clone();
         // Made if missing, and the minted secret brought when the file holds
@@ -115,8 +128,8 @@ impl Provisioner for Folders {
 
     async fn check(&self, consumer: &Consumer, secret: &Secret) -> Result<(), FolderError> {
         let (file, disabled) = (
-            self.file(&consumer.name, "credentials"),
-            self.file(&consumer.name, "disabled"),
+            self.file(&consumer.provider, &consumer.name, "credentials"),
+            self.file(&consumer.provider, &consumer.name, "disabled"),
         );
         let (kept, retired) =
             blocking(move || Ok((fs::read_to_string(file)?, disabled.exists()))).await?;
@@ -127,11 +140,16 @@ impl Provisioner for Folders {
         }
     }
 
-    async fn held(&self) -> Result<Vec<Held>, FolderError> {
-        let root = self.root.clone();
+    /// Only this instance's folder: another instance's are not its own.
+    async fn held(&self, provider: &ModuleId) -> Result<Vec<Held>, FolderError> {
+        let root = self.instance(provider);
         Ok(blocking(move || {
             let mut held = Vec::new();
-            for dir in fs::read_dir(&root)? {
+            let dirs = match fs::read_dir(&root) {
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(held),
+                dirs => dirs?,
+            };
+            for dir in dirs {
                 if let Ok(name) = Name::parse(&dir?.file_name().to_string_lossy()) {
                     let retired = root.join(name.as_str()).join("disabled").exists();
                     held.push(Held { name, retired });
@@ -142,13 +160,14 @@ impl Provisioner for Folders {
         .await?)
     }
 
-    async fn retire(&self, consumer: &Name) -> Result<(), FolderError> {
-        let file = self.file(consumer, "disabled");
+    async fn retire(&self, provider: &ModuleId, consumer: &Name) -> Result<(), FolderError> {
+        let file = self.file(provider, consumer, "disabled");
+        // Only a folder this instance made: writing into a missing one fails.
         Ok(blocking(move || fs::write(file, "")).await?)
     }
 
-    async fn re_enable(&self, consumer: &Name) -> Result<(), FolderError> {
-        let file = self.file(consumer, "disabled");
+    async fn re_enable(&self, provider: &ModuleId, consumer: &Name) -> Result<(), FolderError> {
+        let file = self.file(provider, consumer, "disabled");
         Ok(blocking(move || match fs::remove_file(file) {
             Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
             _ => Ok(()),
@@ -156,8 +175,8 @@ impl Provisioner for Folders {
         .await?)
     }
 
-    async fn delete(&self, consumer: &Name) -> Result<(), FolderError> {
-        let dir = self.root.join(consumer.as_str());
+    async fn delete(&self, provider: &ModuleId, consumer: &Name) -> Result<(), FolderError> {
+        let dir = self.dir(provider, consumer);
         Ok(blocking(move || match fs::remove_dir_all(dir) {
             Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
             _ => Ok(()), // deleted, or deleted before

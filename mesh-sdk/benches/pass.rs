@@ -59,16 +59,16 @@ impl Provisioner for Fixed {
             false => Ok(()),
         }
     }
-    async fn held(&self) -> Result<Vec<Held>, Refused> {
+    async fn held(&self, _: &mesh_sdk::ModuleId) -> Result<Vec<Held>, Refused> {
         Ok(self.held.clone())
     }
-    async fn retire(&self, _: &Name) -> Result<(), Refused> {
+    async fn retire(&self, _: &mesh_sdk::ModuleId, _: &Name) -> Result<(), Refused> {
         Ok(())
     }
-    async fn re_enable(&self, _: &Name) -> Result<(), Refused> {
+    async fn re_enable(&self, _: &mesh_sdk::ModuleId, _: &Name) -> Result<(), Refused> {
         Ok(())
     }
-    async fn delete(&self, _: &Name) -> Result<(), Refused> {
+    async fn delete(&self, _: &mesh_sdk::ModuleId, _: &Name) -> Result<(), Refused> {
         Ok(())
     }
 }

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
+use mesh_protocol::ModuleId;
 use mesh_runtime::ServiceArgs;
 
 use crate::brake::BrakeRules;
@@ -36,6 +37,10 @@ pub struct ProviderArgs {
     /// The contributions file (JSON), re-read every pass.
     #[arg(long, env = "MESH_CONTRIBUTIONS")]
     pub contributions: PathBuf,
+
+    /// Which provider instance this is, MODULE@MACHINE; the contributions file must name it in its `provider` block. Default: whatever that block names. Given, the provider joins the bus and says what is wrong even when its file cannot be read at start.
+    #[arg(long, env = "MESH_PROVIDER", value_name = "MODULE@MACHINE")]
+    pub provider: Option<ModuleId>,
 
     /// Time between passes.
     #[arg(long, env = "MESH_PASS_EVERY", default_value = "5s", value_parser = humantime::parse_duration)]
@@ -99,6 +104,7 @@ impl ProviderArgs {
         let defaults = Settings::default();
         ProviderArgs {
             contributions: contributions.into(),
+            provider: None,
             pass_every: defaults.pass_every,
             failing_after: defaults.standing.failing_after,
             repeat_every: defaults.standing.repeat_every,

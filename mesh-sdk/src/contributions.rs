@@ -33,6 +33,11 @@ struct ProviderBlock {
 /// One consumer the provider is asked to serve.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Consumer {
+    /// The provider instance the entry was given to (the file's `provider`
+    /// block, `module@machine`): what the provider marks the consumer's
+    /// provision with, so that another instance on the same backend never
+    /// lists it as its own ([`Provisioner`](crate::Provisioner), "Only its own").
+    pub provider: ModuleId,
     /// The consumer module's name (also the provision's name at the backend).
     pub name: Name,
     /// The machine the consumer runs on.
@@ -129,7 +134,9 @@ pub fn parse(text: &str, path: &Path) -> Result<Parsed, ContributionsError> {
         serde_json::from_value(raw.provider).map_err(|e| malformed(format!("provider: {e}")))?;
     let provider = ModuleId::new(provider.module, provider.machine);
     let base_dir = path.parent().unwrap_or(Path::new("."));
-    let mut entries = Entries::parse(raw.consumers, Label::of, |value| entry(value, base_dir));
+    let mut entries = Entries::parse(raw.consumers, Label::of, |value| {
+        entry(value, &provider, base_dir)
+    });
     // Two entries for one consumer: none of them is used, whatever else is
     // wrong with them.
     entries.refuse_repeated(
@@ -180,7 +187,11 @@ impl Label {
     }
 }
 
-fn entry(value: serde_json::Value, base_dir: &Path) -> Result<Consumer, String> {
+fn entry(
+    value: serde_json::Value,
+    provider: &ModuleId,
+    base_dir: &Path,
+) -> Result<Consumer, String> {
     let raw: RawEntry = serde_json::from_value(value).map_err(|e| e.to_string())?;
     let name =
         |field: &str, text: &str| Name::parse(text).map_err(|e: NameError| format!("{field}: {e}"));
@@ -193,6 +204,7 @@ fn entry(value: serde_json::Value, base_dir: &Path) -> Result<Consumer, String> 
         return Err("secret_file: it is empty".into());
     }
     Ok(Consumer {
+        provider: provider.clone(),
         name: consumer,
         machine,
         provision: raw.provision,

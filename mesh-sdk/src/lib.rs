@@ -50,7 +50,7 @@
 //! ```no_run
 //! use std::{io, path::PathBuf};
 //!
-//! use mesh_sdk::{async_trait, Consumer, Held, Name, ProviderMain, Provisioner, Secret};
+//! use mesh_sdk::{async_trait, Consumer, Held, ModuleId, Name, ProviderMain, Provisioner, Secret};
 //!
 //! /// The provider's own flags (the SDK adds the shared ones).
 //! #[derive(clap::Args)]
@@ -60,37 +60,48 @@
 //!     root: PathBuf,
 //! }
 //!
+//! /// Folders under `root/<module@machine>/`: each provider instance keeps
+//! /// (and lists, retires and deletes) only its own.
 //! struct Folders(PathBuf);
+//!
+//! impl Folders {
+//!     fn dir(&self, provider: &ModuleId, consumer: &Name) -> PathBuf {
+//!         self.0.join(provider.to_string()).join(consumer.as_str())
+//!     }
+//! }
 //!
 //! #[async_trait]
 //! impl Provisioner for Folders {
 //!     type Error = io::Error;
 //!
 //!     async fn ensure(&self, consumer: &Consumer, secret: &Secret) -> io::Result<()> {
-//!         let dir = self.0.join(consumer.name.as_str());
+//!         let dir = self.dir(&consumer.provider, &consumer.name);
 //!         std::fs::create_dir_all(&dir)?;
 //!         std::fs::write(dir.join("credentials"), secret.expose())
 //!     }
 //!     async fn check(&self, consumer: &Consumer, secret: &Secret) -> io::Result<()> {
-//!         let path = self.0.join(consumer.name.as_str()).join("credentials");
+//!         let path = self.dir(&consumer.provider, &consumer.name).join("credentials");
 //!         match std::fs::read_to_string(path)? == secret.expose() {
 //!             true => Ok(()),
 //!             false => Err(io::Error::other("credentials differ from the minted secret")),
 //!         }
 //!     }
-//!     async fn held(&self) -> io::Result<Vec<Held>> {
+//!     async fn held(&self, provider: &ModuleId) -> io::Result<Vec<Held>> {
 //!         let mut held = Vec::new();
-//!         for dir in std::fs::read_dir(&self.0)? {
+//!         let Ok(dirs) = std::fs::read_dir(self.0.join(provider.to_string())) else {
+//!             return Ok(held); // nothing made yet
+//!         };
+//!         for dir in dirs {
 //!             if let Ok(name) = Name::parse(&dir?.file_name().to_string_lossy()) {
 //!                 held.push(Held::active(name));
 //!             }
 //!         }
 //!         Ok(held)
 //!     }
-//!     async fn retire(&self, _: &Name) -> io::Result<()> { Ok(()) }
-//!     async fn re_enable(&self, _: &Name) -> io::Result<()> { Ok(()) }
-//!     async fn delete(&self, consumer: &Name) -> io::Result<()> {
-//!         std::fs::remove_dir_all(self.0.join(consumer.as_str()))
+//!     async fn retire(&self, _: &ModuleId, _: &Name) -> io::Result<()> { Ok(()) }
+//!     async fn re_enable(&self, _: &ModuleId, _: &Name) -> io::Result<()> { Ok(()) }
+//!     async fn delete(&self, provider: &ModuleId, consumer: &Name) -> io::Result<()> {
+//!         std::fs::remove_dir_all(self.dir(provider, consumer))
 //!     }
 //! }
 //!
@@ -104,7 +115,7 @@
 //! A tool that reads what providers publish (the controller, a dashboard)
 //! depends on `mesh-protocol` instead: the subjects and bodies, with no
 //! runtime. The names this crate's API shares with it ([`Name`],
-//! [`NameError`], [`Class`], [`Timestamp`]) are re-exported here.
+//! [`ModuleId`], [`NameError`], [`Class`], [`Timestamp`]) are re-exported here.
 //!
 //! ## Testing a provider
 //! With the `testing` feature (enable it in your `[dev-dependencies]`:
@@ -147,7 +158,7 @@ pub mod testing;
 pub use args::ProviderArgs;
 pub use async_trait::async_trait;
 pub use contributions::Consumer;
-pub use mesh_protocol::{Class, Name, NameError, Timestamp};
+pub use mesh_protocol::{Class, ModuleId, Name, NameError, Timestamp};
 pub use mesh_runtime::credentials::StandIn;
 pub use mesh_runtime::secret::SecretFileError;
 pub use mesh_runtime::{Backoff, Secret, SecretFile};

@@ -59,10 +59,10 @@ impl<A: Args> program::Flags for Flags<A> {
 /// #     type Error = std::io::Error;
 /// #     async fn ensure(&self, _: &mesh_sdk::Consumer, _: &mesh_sdk::Secret) -> std::io::Result<()> { Ok(()) }
 /// #     async fn check(&self, _: &mesh_sdk::Consumer, _: &mesh_sdk::Secret) -> std::io::Result<()> { Ok(()) }
-/// #     async fn held(&self) -> std::io::Result<Vec<mesh_sdk::Held>> { Ok(vec![]) }
-/// #     async fn retire(&self, _: &mesh_sdk::Name) -> std::io::Result<()> { Ok(()) }
-/// #     async fn re_enable(&self, _: &mesh_sdk::Name) -> std::io::Result<()> { Ok(()) }
-/// #     async fn delete(&self, _: &mesh_sdk::Name) -> std::io::Result<()> { Ok(()) }
+/// #     async fn held(&self, _: &mesh_sdk::ModuleId) -> std::io::Result<Vec<mesh_sdk::Held>> { Ok(vec![]) }
+/// #     async fn retire(&self, _: &mesh_sdk::ModuleId, _: &mesh_sdk::Name) -> std::io::Result<()> { Ok(()) }
+/// #     async fn re_enable(&self, _: &mesh_sdk::ModuleId, _: &mesh_sdk::Name) -> std::io::Result<()> { Ok(()) }
+/// #     async fn delete(&self, _: &mesh_sdk::ModuleId, _: &mesh_sdk::Name) -> std::io::Result<()> { Ok(()) }
 /// # }
 /// /// The provider's own flags.
 /// #[derive(clap::Args)]
@@ -176,10 +176,10 @@ impl ProviderMain {
     /// #     type Error = std::io::Error;
     /// #     async fn ensure(&self, _: &mesh_sdk::Consumer, _: &mesh_sdk::Secret) -> std::io::Result<()> { Ok(()) }
     /// #     async fn check(&self, _: &mesh_sdk::Consumer, _: &mesh_sdk::Secret) -> std::io::Result<()> { Ok(()) }
-    /// #     async fn held(&self) -> std::io::Result<Vec<mesh_sdk::Held>> { Ok(vec![]) }
-    /// #     async fn retire(&self, _: &mesh_sdk::Name) -> std::io::Result<()> { Ok(()) }
-    /// #     async fn re_enable(&self, _: &mesh_sdk::Name) -> std::io::Result<()> { Ok(()) }
-    /// #     async fn delete(&self, _: &mesh_sdk::Name) -> std::io::Result<()> { Ok(()) }
+    /// #     async fn held(&self, _: &mesh_sdk::ModuleId) -> std::io::Result<Vec<mesh_sdk::Held>> { Ok(vec![]) }
+    /// #     async fn retire(&self, _: &mesh_sdk::ModuleId, _: &mesh_sdk::Name) -> std::io::Result<()> { Ok(()) }
+    /// #     async fn re_enable(&self, _: &mesh_sdk::ModuleId, _: &mesh_sdk::Name) -> std::io::Result<()> { Ok(()) }
+    /// #     async fn delete(&self, _: &mesh_sdk::ModuleId, _: &mesh_sdk::Name) -> std::io::Result<()> { Ok(()) }
     /// # }
     /// /// The provider's own flags.
     /// #[derive(clap::Args)]

@@ -1,7 +1,7 @@
 //! The trait a provider implements: what the loop asks of its backend.
 
 use async_trait::async_trait;
-use mesh_protocol::{Class, Name};
+use mesh_protocol::{Class, ModuleId, Name};
 
 use crate::contributions::Consumer;
 use crate::repair::KnownFault;
@@ -52,6 +52,26 @@ impl Held {
 /// loop's own reading of `held`) and `repairs` (no known fault; see
 /// [`Repair`](crate::Repair)).
 ///
+/// # Only its own
+/// Several provider instances may share one backend (two machines' providers
+/// on one PostgreSQL cluster, a move in progress). Each call carries the
+/// instance it is made for: `held`, `retire`, `re_enable` and `delete` get
+/// it as `provider`, `ensure` and `check` as [`Consumer::provider`]
+/// (`module@machine`, from the contributions file). A provider marks what
+/// it makes with that instance and:
+/// - lists in `held` only what is marked with `provider`, never what
+///   another instance made (the loop retires what `held` lists and the
+///   contributions file no longer lists);
+/// - refuses `retire`, `re_enable` and `delete` of anything not marked with
+///   `provider`, and `ensure` of a provision another instance made
+///   (class `refused`, naming that instance);
+/// - adopts a provision marked by an older version (a mark without an
+///   instance) only in `ensure`, that is only for a consumer the instance
+///   lists; it never lists such a provision in `held` before.
+///
+/// The conformance suite's rule "another instance's provisions are never
+/// its own" makes a provision as one instance and asks as another.
+///
 /// # The provider fault
 /// `held` is the pass's first administrator work: when it fails
 /// `credentials-rejected` or `unreachable` (by [`classify`](Self::classify)
@@ -79,8 +99,9 @@ impl Held {
 ///   again after it succeeded (or after it was cancelled midway) is harmless.
 /// - Calls are cancel-safe: a dropped future leaves the backend in a state the
 ///   next call repairs.
-/// - `held` lists only provisions this provider made, never anything else at
-///   the backend: the loop may retire whatever it lists.
+/// - `held` lists only provisions this provider instance made, never anything
+///   else at the backend (another instance's included): the loop may retire
+///   whatever it lists.
 ///
 /// # Errors
 /// Every error is a failure for that consumer (or, for `held`, a pass that
@@ -98,7 +119,7 @@ impl Held {
 /// use std::collections::HashMap;
 /// use std::sync::Mutex;
 ///
-/// use mesh_sdk::{async_trait, Class, Consumer, Held, Name, Provisioner, Secret};
+/// use mesh_sdk::{async_trait, Class, Consumer, Held, ModuleId, Name, Provisioner, Secret};
 ///
 /// /// The in-memory backend's refusals.
 /// #[derive(Debug, thiserror::Error)]
@@ -139,7 +160,8 @@ impl Held {
 ///         }
 ///     }
 ///
-///     async fn held(&self) -> Result<Vec<Held>, MapError> {
+///     /// Only the accounts this instance made (the map is its own backend).
+///     async fn held(&self, _provider: &ModuleId) -> Result<Vec<Held>, MapError> {
 ///         let accounts = self.0.lock().unwrap();
 ///         Ok(accounts
 ///             .iter()
@@ -147,17 +169,17 @@ impl Held {
 ///             .collect())
 ///     }
 ///
-///     async fn retire(&self, consumer: &Name) -> Result<(), MapError> {
+///     async fn retire(&self, _provider: &ModuleId, consumer: &Name) -> Result<(), MapError> {
 ///         self.0.lock().unwrap().get_mut(consumer).map(|a| a.1 = true);
 ///         Ok(())
 ///     }
 ///
-///     async fn re_enable(&self, consumer: &Name) -> Result<(), MapError> {
+///     async fn re_enable(&self, _provider: &ModuleId, consumer: &Name) -> Result<(), MapError> {
 ///         self.0.lock().unwrap().get_mut(consumer).map(|a| a.1 = false);
 ///         Ok(())
 ///     }
 ///
-///     async fn delete(&self, consumer: &Name) -> Result<(), MapError> {
+///     async fn delete(&self, _provider: &ModuleId, consumer: &Name) -> Result<(), MapError> {
 ///         self.0.lock().unwrap().remove(consumer);
 ///         Ok(())
 ///     }
@@ -203,17 +225,21 @@ pub trait Provisioner: Send + Sync + 'static {
     /// Proves the provision works, as the consumer would use it.
     async fn check(&self, consumer: &Consumer, secret: &Secret) -> Result<(), Self::Error>;
 
-    /// Every provision this provider made and still holds at its backend.
-    async fn held(&self) -> Result<Vec<Held>, Self::Error>;
+    /// Every provision the instance `provider` made and still holds at its
+    /// backend, and nothing another instance made ("Only its own").
+    async fn held(&self, provider: &ModuleId) -> Result<Vec<Held>, Self::Error>;
 
-    /// Disables a provision (reversible, nothing deleted). Idempotent.
-    async fn retire(&self, consumer: &Name) -> Result<(), Self::Error>;
+    /// Disables a provision `provider` made (reversible, nothing deleted).
+    /// Idempotent. Refuses one another instance made.
+    async fn retire(&self, provider: &ModuleId, consumer: &Name) -> Result<(), Self::Error>;
 
-    /// Enables a retired provision again. Idempotent.
-    async fn re_enable(&self, consumer: &Name) -> Result<(), Self::Error>;
+    /// Enables a retired provision `provider` made again. Idempotent.
+    /// Refuses one another instance made.
+    async fn re_enable(&self, provider: &ModuleId, consumer: &Name) -> Result<(), Self::Error>;
 
-    /// Deletes a retired provision and its data. Only on a person's approval.
-    async fn delete(&self, consumer: &Name) -> Result<(), Self::Error>;
+    /// Deletes a retired provision `provider` made, and its data. Only on a
+    /// person's approval. Refuses one another instance made.
+    async fn delete(&self, provider: &ModuleId, consumer: &Name) -> Result<(), Self::Error>;
 
     /// The provider's own classification of its error; `None` lets the loop
     /// read the error's message. Typed facts (SQLSTATE, HTTP status) belong here.

@@ -34,7 +34,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use mesh_protocol::subject::parse_event_subject;
-use mesh_protocol::{Class, Name, Timestamp};
+use mesh_protocol::{Class, ModuleId, Name, Timestamp};
 use mesh_runtime::Secret;
 
 use crate::contributions::Consumer;
@@ -114,6 +114,32 @@ pub struct FakeProvision {
     pub secret: String,
     /// Whether it is retired.
     pub retired: bool,
+    /// The provider instance that made it; `None` for a mark of an older
+    /// version (no instance), which an instance adopts when it lists the
+    /// consumer.
+    pub by: Option<ModuleId>,
+}
+
+impl FakeProvision {
+    /// An active provision `by` made with `secret`.
+    pub fn made_by(by: &ModuleId, secret: &str) -> FakeProvision {
+        FakeProvision {
+            secret: secret.to_owned(),
+            retired: false,
+            by: Some(by.clone()),
+        }
+    }
+}
+
+/// What the fake answers for a provision another instance made.
+fn not_its_own(consumer: &Name, by: Option<&ModuleId>, provider: &ModuleId) -> FakeError {
+    FakeError {
+        message: match by {
+            Some(by) => format!("{consumer} was made by {by}, not by {provider}"),
+            None => format!("{consumer} was made before instance marks; {provider} adopts it only when it lists it"),
+        },
+        class: Some(Class::Refused),
+    }
 }
 
 /// The fake backend's state; tests change it between passes.
@@ -216,10 +242,15 @@ impl Provisioner for FakeProvisioner {
             let provision = b
                 .provisions
                 .entry(consumer.name.clone())
-                .or_insert_with(|| FakeProvision {
-                    secret: secret.expose().to_owned(),
-                    retired: false,
-                });
+                .or_insert_with(|| FakeProvision::made_by(&consumer.provider, secret.expose()));
+            match &provision.by {
+                Some(by) if by != &consumer.provider => {
+                    return Err(not_its_own(&consumer.name, Some(by), &consumer.provider));
+                }
+                Some(_) => {}
+                // Listed by this instance: adopted.
+                None => provision.by = Some(consumer.provider.clone()),
+            }
             if !keep && provision.secret != secret.expose() {
                 provision.secret = secret.expose().to_owned();
                 b.mended
@@ -261,11 +292,12 @@ impl Provisioner for FakeProvisioner {
         })
     }
 
-    async fn held(&self) -> Result<Vec<Held>, FakeError> {
+    async fn held(&self, provider: &ModuleId) -> Result<Vec<Held>, FakeError> {
         self.enter("held", &"-").await?;
         Ok(self.with(|b| {
             b.provisions
                 .iter()
+                .filter(|(_, p)| p.by.as_ref() == Some(provider))
                 .map(|(name, p)| Held {
                     name: name.clone(),
                     retired: p.retired,
@@ -274,22 +306,35 @@ impl Provisioner for FakeProvisioner {
         }))
     }
 
-    async fn retire(&self, consumer: &Name) -> Result<(), FakeError> {
+    async fn retire(&self, provider: &ModuleId, consumer: &Name) -> Result<(), FakeError> {
         self.enter("retire", consumer).await?;
-        self.with(|b| b.provisions.get_mut(consumer).map(|p| p.retired = true));
-        Ok(())
+        self.with(|b| {
+            let p = own(b, provider, consumer)?;
+            if let Some(p) = p {
+                p.retired = true;
+            }
+            Ok(())
+        })
     }
 
-    async fn re_enable(&self, consumer: &Name) -> Result<(), FakeError> {
+    async fn re_enable(&self, provider: &ModuleId, consumer: &Name) -> Result<(), FakeError> {
         self.enter("re_enable", consumer).await?;
-        self.with(|b| b.provisions.get_mut(consumer).map(|p| p.retired = false));
-        Ok(())
+        self.with(|b| {
+            if let Some(p) = own(b, provider, consumer)? {
+                p.retired = false;
+            }
+            Ok(())
+        })
     }
 
-    async fn delete(&self, consumer: &Name) -> Result<(), FakeError> {
+    async fn delete(&self, provider: &ModuleId, consumer: &Name) -> Result<(), FakeError> {
         self.enter("delete", consumer).await?;
-        self.with(|b| b.provisions.remove(consumer));
-        Ok(())
+        self.with(|b| {
+            if own(b, provider, consumer)?.is_some() {
+                b.provisions.remove(consumer);
+            }
+            Ok(())
+        })
     }
 
     fn classify(&self, error: &FakeError) -> Option<Class> {
@@ -309,6 +354,20 @@ impl Provisioner for FakeProvisioner {
             .iter()
             .map(|r| KnownFault::new(Arc::new(r.clone())))
             .collect()
+    }
+}
+
+/// `consumer`'s provision if `provider` made it (`None` when there is
+/// none); an error when another instance did, or an older version.
+fn own<'b>(
+    b: &'b mut FakeBackend,
+    provider: &ModuleId,
+    consumer: &Name,
+) -> Result<Option<&'b mut FakeProvision>, FakeError> {
+    match b.provisions.get_mut(consumer) {
+        None => Ok(None),
+        Some(p) if p.by.as_ref() == Some(provider) => Ok(Some(p)),
+        Some(p) => Err(not_its_own(consumer, p.by.as_ref(), provider)),
     }
 }
 

@@ -824,10 +824,7 @@ async fn two_entries_for_one_consumer_are_both_refused() {
     fresh.fake.with(|b| {
         b.provisions.insert(
             name("old"),
-            mesh_sdk::testing::FakeProvision {
-                secret: "x".into(),
-                retired: false,
-            },
+            mesh_sdk::testing::FakeProvision::made_by(&"postgres@db-1".parse().unwrap(), "x"),
         )
     });
     fresh.write_raw(&file_of(&[

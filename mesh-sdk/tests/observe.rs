@@ -36,19 +36,19 @@ impl Provisioner for Blocking {
         Ok(())
     }
 
-    async fn held(&self) -> Result<Vec<Held>, Self::Error> {
+    async fn held(&self, _: &mesh_sdk::ModuleId) -> Result<Vec<Held>, Self::Error> {
         Ok(Vec::new())
     }
 
-    async fn retire(&self, _: &Name) -> Result<(), Self::Error> {
+    async fn retire(&self, _: &mesh_sdk::ModuleId, _: &Name) -> Result<(), Self::Error> {
         Ok(())
     }
 
-    async fn re_enable(&self, _: &Name) -> Result<(), Self::Error> {
+    async fn re_enable(&self, _: &mesh_sdk::ModuleId, _: &Name) -> Result<(), Self::Error> {
         Ok(())
     }
 
-    async fn delete(&self, _: &Name) -> Result<(), Self::Error> {
+    async fn delete(&self, _: &mesh_sdk::ModuleId, _: &Name) -> Result<(), Self::Error> {
         Ok(())
     }
 }

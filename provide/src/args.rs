@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use mesh_sdk::ProviderArgs;
+use mesh_sdk::{ModuleId, ProviderArgs};
 
 use crate::hook::{HookSettings, Mode};
 
@@ -28,8 +28,9 @@ impl HookArgs {
     /// defaults to `--call-timeout` (and never exceeds it: the loop's own
     /// bound would cut the call first), serve mode takes `--concurrency`
     /// requests at once, exec mode asks the hello once a `--pass-every`.
-    pub fn settings(&self, shared: &ProviderArgs) -> HookSettings {
+    pub fn settings(&self, shared: &ProviderArgs, provider: ModuleId) -> HookSettings {
         HookSettings {
+            provider,
             path: self.hook.clone(),
             mode: self.hook_mode,
             timeout: self
@@ -86,7 +87,7 @@ mod tests {
         ];
         for (args, mode, timeout) in cases {
             let (shared, own) = parse(args);
-            let settings = own.settings(&shared);
+            let settings = own.settings(&shared, "redis@db-1".parse().unwrap());
             assert_eq!(settings.mode, mode, "{args:?}");
             assert_eq!(settings.timeout, Duration::from_secs(timeout), "{args:?}");
             assert_eq!(settings.path, PathBuf::from("/h"));

@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use mesh_sdk::{ProviderArgs, ProviderMain};
+use mesh_sdk::{ModuleId, Name, ProviderArgs, ProviderMain};
 
 use crate::args::HookArgs;
 use crate::conform;
@@ -28,21 +28,63 @@ pub fn command() -> clap::Command {
     MAIN.command::<HookArgs>().subcommand(conform)
 }
 
-/// Starts the hook and asks its hello: a hook that cannot be started, or
-/// whose hello fails, ends the start (exit 1) naming the hook.
+/// Why `mesh-provide` cannot start (exit 1).
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// Which provider instance this is cannot be told: no `--provider`,
+    /// and the contributions file's `provider` block cannot be read.
+    #[error("cannot tell which provider instance this is: {0}; give --provider MODULE@MACHINE (MESH_PROVIDER)")]
+    Unidentified(String),
+    /// The hook cannot be started, or its hello failed.
+    #[error(transparent)]
+    Hook(#[from] HookError),
+}
+
+/// Starts the hook for its provider instance and asks its hello: a hook
+/// that cannot be started, or whose hello fails, ends the start (exit 1)
+/// naming the hook.
 ///
 /// # Errors
-/// [`HookError`] from the start or the hello.
+/// [`StartError`]: the instance unknown, or the hook's start or hello failed.
 pub async fn provisioner(
     own: HookArgs,
     shared: ProviderArgs,
-) -> Result<HookProvisioner, HookError> {
-    let settings = own.settings(&shared);
+) -> Result<HookProvisioner, StartError> {
+    let provider = instance(&shared)?;
+    let settings = own.settings(&shared, provider);
     if own.hook_timeout.is_some_and(|t| t > shared.call_timeout) {
         tracing::warn!(hook_timeout = %humantime::format_duration(own.hook_timeout.unwrap_or_default()), call_timeout = %humantime::format_duration(shared.call_timeout), "--hook-timeout is longer than --call-timeout, which bounds every call: the hook gets --call-timeout");
     }
     let (hook, hello) = Hook::start(settings).await?;
     Ok(HookProvisioner::new(hook, &hello))
+}
+
+/// The provider instance the hook runs for: `--provider`, else the
+/// contributions file's `provider` block read now.
+///
+/// # Errors
+/// [`StartError::Unidentified`] when neither tells.
+fn instance(shared: &ProviderArgs) -> Result<ModuleId, StartError> {
+    if let Some(provider) = &shared.provider {
+        return Ok(provider.clone());
+    }
+    /// The one block read of the file here (the loop reads the whole).
+    #[derive(serde::Deserialize)]
+    struct File {
+        provider: Block,
+    }
+    #[derive(serde::Deserialize)]
+    struct Block {
+        module: Name,
+        machine: Name,
+    }
+    let path = &shared.contributions;
+    let unidentified = |why: String| {
+        StartError::Unidentified(format!("contributions file {}: {why}", path.display()))
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| unidentified(e.to_string()))?;
+    let file: File = serde_json::from_str(&text).map_err(|e| unidentified(e.to_string()))?;
+    Ok(ModuleId::new(file.provider.module, file.provider.machine))
 }
 
 /// `main`: the conformance suite when the first argument is `conform`,

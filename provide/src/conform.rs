@@ -84,7 +84,9 @@ pub async fn run(args: ConformArgs) -> Result<(), ProgramFailure> {
         return Ok(());
     };
     let consumers = usize::try_from(args.consumers).unwrap_or(16);
+    let suite = Suite::new(args.provision);
     let settings = HookSettings {
+        provider: suite.provider.clone(),
         path: path.clone(),
         mode: args.hook_mode,
         timeout: args.hook_timeout,
@@ -96,9 +98,7 @@ pub async fn run(args: ConformArgs) -> Result<(), ProgramFailure> {
         .map_err(|error| ProgramFailure::new(EXIT_FAILED, error.to_string()))?;
     let provisioner = Arc::new(HookProvisioner::new(hook, &hello));
     let oracle = Arc::new(HookByHand::new(Arc::clone(&provisioner)));
-    let mut suite = Suite::new(args.provision)
-        .with_by_hand(oracle.clone())
-        .with_interrupt(oracle);
+    let mut suite = suite.with_by_hand(oracle.clone()).with_interrupt(oracle);
     suite.consumers = consumers;
     suite.timeout = args.hook_timeout;
     let report = conform(&*provisioner, &suite).await;

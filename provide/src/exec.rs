@@ -3,6 +3,7 @@
 //! group is killed) and in size (stdout [`MAX_REPLY_BYTES`], stderr
 //! [`STDERR_KEPT`](crate::process::STDERR_KEPT)).
 
+use mesh_sdk::ModuleId;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
@@ -21,6 +22,8 @@ pub struct Exec {
     path: PathBuf,
     label: String,
     timeout: Duration,
+    /// The provider instance it runs for (a call's own instance wins).
+    provider: ModuleId,
     /// The process group of each call in flight, by request id.
     running: Mutex<HashMap<u64, rustix::process::Pid>>,
 }
@@ -46,12 +49,14 @@ struct Output {
 }
 
 impl Exec {
-    /// The hook at `path` (named `label` in logs and errors), each call bounded by `timeout`.
-    pub fn new(path: PathBuf, label: String, timeout: Duration) -> Exec {
+    /// The hook at `path` (named `label` in logs and errors) for the
+    /// instance `provider`, each call bounded by `timeout`.
+    pub fn new(path: PathBuf, label: String, timeout: Duration, provider: ModuleId) -> Exec {
         Exec {
             path,
             label,
             timeout,
+            provider,
             running: Mutex::new(HashMap::new()),
         }
     }
@@ -76,18 +81,18 @@ impl Exec {
     /// timeout, or its output is no reply.
     pub async fn call(&self, ask: &Ask<'_>, id: u64, scrub: &Scrub) -> Result<Answer, HookError> {
         let verb = ask.verb();
-        let mut hooked = Hooked::spawn(&self.path, verb.as_str(), self.timeout).map_err(|e| {
-            HookError::Spawn {
-                hook: self.label.clone(),
-                verb,
-                why: e.to_string(),
-            }
+        let provider = ask.provider().unwrap_or(&self.provider);
+        let spawned = Hooked::spawn(&self.path, verb.as_str(), self.timeout, provider);
+        let mut hooked = spawned.map_err(|e| HookError::Spawn {
+            hook: self.label.clone(),
+            verb,
+            why: e.to_string(),
         })?;
         let _running = hooked.group().map(|group| {
             self.running().insert(id, group);
             Running { exec: self, id }
         });
-        let run = self.run(&mut hooked, ask.line(id, self.timeout));
+        let run = self.run(&mut hooked, ask.line(id, provider, self.timeout));
         let output = match tokio::time::timeout(self.timeout, run).await {
             Ok(Ok(output)) => output,
             Ok(Err(what)) => return Err(self.bad(ask.verb(), what, scrub)),

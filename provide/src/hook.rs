@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mesh_sdk::Class;
+use mesh_sdk::{Class, ModuleId};
 use tokio::time::Instant;
 
 use crate::error::HookError;
@@ -39,6 +39,9 @@ pub struct HookSettings {
     pub concurrency: usize,
     /// Exec mode: the hello is asked again when the last is this old (`--pass-every`).
     pub hello_every: Duration,
+    /// The provider instance it runs for (`MESH_PROVIDER`, and `provider`
+    /// in every request that names no other).
+    pub provider: ModuleId,
 }
 
 enum Runner {
@@ -106,7 +109,12 @@ impl Hook {
         let ids = Ids::default();
         let (runner, hello) = match settings.mode {
             Mode::Exec => {
-                let exec = Exec::new(settings.path.clone(), label.clone(), settings.timeout);
+                let exec = Exec::new(
+                    settings.path.clone(),
+                    label.clone(),
+                    settings.timeout,
+                    settings.provider.clone(),
+                );
                 let answer = exec.call(&Ask::Hello, ids.next(), &scrub).await;
                 metrics.could_start(!matches!(answer, Err(HookError::Spawn { .. })));
                 let hello = hello_of(&label, answer?)?;
@@ -116,6 +124,7 @@ impl Hook {
             }
             Mode::Serve => {
                 let serve_settings = ServeSettings {
+                    provider: settings.provider.clone(),
                     path: settings.path.clone(),
                     label: label.clone(),
                     timeout: settings.timeout,

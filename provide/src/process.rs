@@ -13,6 +13,8 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 
+use mesh_sdk::ModuleId;
+
 use crate::scrub::Scrub;
 
 /// How much of a hook's stderr is kept for one exec call (the rest is read
@@ -25,6 +27,11 @@ pub const STDERR_LINES: usize = 20;
 /// The variable that tells a hook how long mesh-provide waits for each
 /// reply, in milliseconds (every request says it again as `deadline_ms`).
 pub const TIMEOUT_VAR: &str = "MESH_HOOK_TIMEOUT_MS";
+
+/// The variable that tells a hook which provider instance it runs for,
+/// `module@machine` (every request says it again as `provider`, which is
+/// the one to act on).
+pub const PROVIDER_VAR: &str = "MESH_PROVIDER";
 
 /// Environment variables a hook does not inherit: mesh's own settings (the
 /// bus, the files) are none of its business. Its own configuration comes
@@ -50,11 +57,17 @@ pub struct Hooked {
 impl Hooked {
     /// Starts `path arg` in a process group of its own, its three pipes
     /// open, without the `MESH_*` variables in its environment but for
-    /// [`TIMEOUT_VAR`], the call `timeout`.
+    /// [`TIMEOUT_VAR`], the call `timeout`, and [`PROVIDER_VAR`], the
+    /// provider instance it runs for.
     ///
     /// # Errors
     /// The system's error when it cannot be started.
-    pub fn spawn(path: &Path, arg: &str, timeout: Duration) -> io::Result<Hooked> {
+    pub fn spawn(
+        path: &Path,
+        arg: &str,
+        timeout: Duration,
+        provider: &ModuleId,
+    ) -> io::Result<Hooked> {
         let mut command = Command::new(path);
         command
             .arg(arg)
@@ -69,6 +82,7 @@ impl Hooked {
             }
         }
         command.env(TIMEOUT_VAR, timeout.as_millis().to_string());
+        command.env(PROVIDER_VAR, provider.to_string());
         let mut child = command.spawn()?;
         let group = child
             .id()

@@ -17,7 +17,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use mesh_sdk::{
-    async_trait, Class, Consumer, Held, KnownFault, Name, Probe, Provisioner, Repair, Secret,
+    async_trait, Class, Consumer, Held, KnownFault, ModuleId, Name, Probe, Provisioner, Repair,
+    Secret,
 };
 
 use crate::error::HookError;
@@ -112,8 +113,8 @@ impl Provisioner for HookProvisioner {
         Ok(())
     }
 
-    async fn held(&self) -> Result<Vec<Held>, HookError> {
-        match self.hook.call(&Ask::Held).await? {
+    async fn held(&self, provider: &ModuleId) -> Result<Vec<Held>, HookError> {
+        match self.hook.call(&Ask::Held(provider)).await? {
             Answer::Held(held) => Ok(held),
             other => match self.done(Verb::Held, other)? {
                 None => Err(self.unsupported(Verb::Held)),
@@ -122,16 +123,16 @@ impl Provisioner for HookProvisioner {
         }
     }
 
-    async fn retire(&self, consumer: &Name) -> Result<(), HookError> {
-        self.act(Ask::Retire(consumer)).await.map(drop)
+    async fn retire(&self, provider: &ModuleId, consumer: &Name) -> Result<(), HookError> {
+        self.act(Ask::Retire(provider, consumer)).await.map(drop)
     }
 
-    async fn re_enable(&self, consumer: &Name) -> Result<(), HookError> {
-        self.act(Ask::ReEnable(consumer)).await.map(drop)
+    async fn re_enable(&self, provider: &ModuleId, consumer: &Name) -> Result<(), HookError> {
+        self.act(Ask::ReEnable(provider, consumer)).await.map(drop)
     }
 
-    async fn delete(&self, consumer: &Name) -> Result<(), HookError> {
-        self.act(Ask::Delete(consumer)).await.map(drop)
+    async fn delete(&self, provider: &ModuleId, consumer: &Name) -> Result<(), HookError> {
+        self.act(Ask::Delete(provider, consumer)).await.map(drop)
     }
 
     fn classify(&self, error: &HookError) -> Option<Class> {

@@ -39,15 +39,15 @@ esac
     p.ensure(&forge, &secret()).await.unwrap();
     p.check(&forge, &secret()).await.unwrap();
     assert_eq!(
-        p.held().await.unwrap(),
+        p.held(&common::provider()).await.unwrap(),
         vec![
             Held::active(Name::parse("forge").unwrap()),
             Held::retired(Name::parse("wiki").unwrap())
         ]
     );
-    p.retire(&name).await.unwrap();
-    p.re_enable(&name).await.unwrap();
-    p.delete(&name).await.unwrap();
+    p.retire(&common::provider(), &name).await.unwrap();
+    p.re_enable(&common::provider(), &name).await.unwrap();
+    p.delete(&common::provider(), &name).await.unwrap();
     assert_eq!(
         p.take_mended(&name).as_deref(),
         Some("password set again for [redacted]"),
@@ -262,12 +262,15 @@ esac
     let p = provisioner(&hook, Mode::Exec, TIMEOUT).await;
     p.ensure(&consumer("forge"), &secret()).await.unwrap();
     p.check(&consumer("forge"), &secret()).await.unwrap();
-    let held = p.held().await.unwrap_err();
+    let held = p.held(&common::provider()).await.unwrap_err();
     assert!(
         held.to_string().ends_with("does not support held"),
         "{held}"
     );
-    let retire = p.retire(&Name::parse("forge").unwrap()).await.unwrap_err();
+    let retire = p
+        .retire(&common::provider(), &Name::parse("forge").unwrap())
+        .await
+        .unwrap_err();
     assert!(
         retire.to_string().ends_with("does not support retire"),
         "{retire}"

@@ -147,6 +147,8 @@ impl SimBackend {
 }
 
 #[async_trait]
+/// One provider instance's backend: the simulation runs one provider, so
+/// every call's instance is that one and is not read.
 impl Provisioner for SimBackend {
     type Error = FakeError;
 
@@ -196,7 +198,7 @@ impl Provisioner for SimBackend {
         })
     }
 
-    async fn held(&self) -> Result<Vec<Held>, FakeError> {
+    async fn held(&self, _: &mesh_sdk::ModuleId) -> Result<Vec<Held>, FakeError> {
         Ok(self.with(|b| {
             b.by_name
                 .iter()
@@ -211,7 +213,7 @@ impl Provisioner for SimBackend {
         }))
     }
 
-    async fn retire(&self, consumer: &Name) -> Result<(), FakeError> {
+    async fn retire(&self, _: &mesh_sdk::ModuleId, consumer: &Name) -> Result<(), FakeError> {
         self.with(|b| {
             if let Some(p) = b.slot(consumer)?.provision.as_mut() {
                 p.retired = true;
@@ -220,7 +222,7 @@ impl Provisioner for SimBackend {
         })
     }
 
-    async fn re_enable(&self, consumer: &Name) -> Result<(), FakeError> {
+    async fn re_enable(&self, _: &mesh_sdk::ModuleId, consumer: &Name) -> Result<(), FakeError> {
         self.with(|b| {
             if let Some(p) = b.slot(consumer)?.provision.as_mut() {
                 p.retired = false;
@@ -229,7 +231,7 @@ impl Provisioner for SimBackend {
         })
     }
 
-    async fn delete(&self, consumer: &Name) -> Result<(), FakeError> {
+    async fn delete(&self, _: &mesh_sdk::ModuleId, consumer: &Name) -> Result<(), FakeError> {
         self.with(|b| {
             b.slot(consumer)?.provision = None;
             Ok(())
@@ -297,6 +299,7 @@ mod tests {
 
     fn consumer(c: usize) -> Consumer {
         Consumer {
+            provider: "postgres@db-1".parse().expect("a valid provider"),
             name: Name::parse(&consumer_name(c)).expect("a valid name"),
             machine: Name::parse("app-1").expect("a valid name"),
             provision: "postgres-database".to_owned(),
@@ -316,10 +319,19 @@ mod tests {
         let answer = match op {
             0 => format!("{:?}", backend.ensure(&consumer, secret).await),
             1 => format!("{:?}", backend.check(&consumer, secret).await),
-            2 => format!("{:?}", backend.held().await),
-            3 => format!("{:?}", backend.retire(&consumer.name).await),
-            4 => format!("{:?}", backend.re_enable(&consumer.name).await),
-            5 => format!("{:?}", backend.delete(&consumer.name).await),
+            2 => format!("{:?}", backend.held(&consumer.provider).await),
+            3 => format!(
+                "{:?}",
+                backend.retire(&consumer.provider, &consumer.name).await
+            ),
+            4 => format!(
+                "{:?}",
+                backend.re_enable(&consumer.provider, &consumer.name).await
+            ),
+            5 => format!(
+                "{:?}",
+                backend.delete(&consumer.provider, &consumer.name).await
+            ),
             _ => format!("{:?}", backend.take_mended(&consumer.name)),
         };
         let class = backend.classify(&FakeError::message("x"));

@@ -31,11 +31,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use mesh_protocol::Name;
+use mesh_protocol::{ModuleId, Name};
 use mesh_runtime::Secret;
 
 use crate::provisioner::Provisioner;
 
+mod instances;
 mod oracle;
 mod rules;
 
@@ -64,7 +65,7 @@ const fn by_hand(text: &'static str) -> Rule {
 
 /// Every rule, in the order the suite runs them: the one list of them
 /// (docs/hooks.md's conformance section is held to it by a test).
-pub const RULES: [Rule; 16] = [
+pub const RULES: [Rule; 17] = [
     rule("ensure twice is idempotent"),
     rule("check passes after ensure"),
     // Or, for a provider whose check brings the secret it is given to the
@@ -84,6 +85,7 @@ pub const RULES: [Rule; 16] = [
     by_hand("no neighbour reaches another's provision"),
     rule("retiring and deleting a_b leaves its neighbours working and listed"),
     rule("a call cut off mid-way leaves nothing that breaks the next ensure"),
+    rule("another instance's provision is neither listed, made, retired, re-enabled nor deleted"),
 ];
 
 /// The last rule, run after the cleanup.
@@ -149,9 +151,24 @@ pub trait Interrupt: Send + Sync {
     async fn interrupt(&self);
 }
 
+/// The instance the suite acts as by default: `conform@conform`.
+pub const PROVIDER: &str = "conform@conform";
+
+/// The second instance the rule on instances asks as: `conform@conform-other`.
+pub const OTHER_PROVIDER: &str = "conform@conform-other";
+
+/// A constant instance name as a [`ModuleId`].
+pub(crate) fn instance(text: &str) -> ModuleId {
+    ModuleId::parse(text).expect("the suite's instances are valid names")
+}
+
 /// What the suite runs with.
 #[derive(Clone)]
 pub struct Suite {
+    /// The provider instance every call is made for ([`PROVIDER`] unless
+    /// set): what it makes is marked with it, and `held` as it lists
+    /// only that. The rule on instances asks as [`OTHER_PROVIDER`] too.
+    pub provider: ModuleId,
     /// The provision its consumers ask for (a provider may refuse others).
     pub provision: String,
     /// Their `options`.
@@ -172,6 +189,7 @@ pub struct Suite {
 impl fmt::Debug for Suite {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Suite")
+            .field("provider", &self.provider)
             .field("provision", &self.provision)
             .field("options", &self.options)
             .field("consumers", &self.consumers)
@@ -184,10 +202,11 @@ impl fmt::Debug for Suite {
 }
 
 impl Suite {
-    /// The suite for consumers of `provision`: no options, 16 consumers in
+    /// The suite for consumers of `provision`, as instance [`PROVIDER`]: no options, 16 consumers in
     /// parallel, 30 s a call, no oracle, no interrupt, 20 s to recover.
     pub fn new(provision: impl Into<String>) -> Suite {
         Suite {
+            provider: instance(PROVIDER),
             provision: provision.into(),
             options: serde_json::json!({}),
             consumers: 16,
@@ -431,11 +450,15 @@ mod tests {
             ),
             "{text}"
         );
-        assert!(text.ends_with("17 passed, 0 failed"), "{text}");
+        assert!(text.ends_with("18 passed, 0 failed"), "{text}");
         assert!(text.contains("ok   16 consumers in parallel"), "{text}");
         assert!(text.contains("ok   a change by hand is mended by ensure and reported as mended (mended: secret set to the minted one)"), "{text}");
         assert!(
             text.contains("ok   a call cut off mid-way leaves nothing that breaks the next ensure (an ensure took "),
+            "{text}"
+        );
+        assert!(
+            text.contains("ok   another instance's provision is neither listed, made, retired, re-enabled nor deleted (as conform@conform-other: ensure refused (refused), retire refused, re-enable refused, delete refused)"),
             "{text}"
         );
         assert!(fake.with(|b| b.provisions.is_empty()), "cleaned up");
@@ -447,7 +470,7 @@ mod tests {
         let fake = FakeProvisioner::new();
         let report = conform(&fake, &Suite::new("fake")).await;
         let text = report.to_string();
-        assert!(text.ends_with("14 passed, 0 failed, 3 skipped"), "{text}");
+        assert!(text.ends_with("15 passed, 0 failed, 3 skipped"), "{text}");
         assert!(
             text.contains("\nskip no neighbour reaches another's provision: no by-hand oracle given (Suite::by_hand)\n"),
             "{text}"
@@ -462,10 +485,7 @@ mod tests {
             fake.with(|b| {
                 b.provisions.insert(
                     Name::parse(name).unwrap(),
-                    FakeProvision {
-                        secret: "s".into(),
-                        retired: false,
-                    },
+                    FakeProvision::made_by(&instance(PROVIDER), "s"),
                 )
             });
         }
@@ -489,7 +509,7 @@ mod tests {
             text.starts_with("start: cannot tell what an earlier run left (held failed (unreachable): connection refused)\nFAIL ensure twice is idempotent: ensure failed (unreachable): connection refused\n"),
             "{text}"
         );
-        assert!(text.ends_with("0 passed, 14 failed, 3 skipped"), "{text}");
+        assert!(text.ends_with("0 passed, 15 failed, 3 skipped"), "{text}");
         assert!(
             text.contains("FAIL nothing of the suite's is left behind: held failed (unreachable): connection refused"),
             "{text}"
@@ -525,9 +545,23 @@ mod tests {
         lists_theirs: Option<Arc<FakeHand>>,
         /// Retire and delete treat `_` as any character.
         wildcard: bool,
+        /// One mark for every instance (as mesh-postgres's was): held
+        /// lists, and every call acts on, what any instance made.
+        one_mark: bool,
     }
 
     impl Odd {
+        /// The instance a call acts as: with one mark, the one that made `n`.
+        fn acting(&self, provider: &ModuleId, n: &Name) -> ModuleId {
+            let maker = self
+                .fake
+                .with(|b| b.provisions.get(n).and_then(|p| p.by.clone()));
+            match (self.one_mark, maker) {
+                (true, Some(maker)) => maker,
+                _ => provider.clone(),
+            }
+        }
+
         fn matching(&self, name: &Name) -> Vec<Name> {
             self.fake.with(|b| {
                 b.provisions
@@ -559,6 +593,10 @@ mod tests {
                     half.lock().unwrap().remove(&c.name);
                 }
             }
+            let c = &Consumer {
+                provider: self.acting(&c.provider, &c.name),
+                ..c.clone()
+            };
             self.fake.ensure(c, s).await?;
             if self.silent {
                 self.fake.take_mended(&c.name);
@@ -578,8 +616,19 @@ mod tests {
                 _ => Ok(()),
             })
         }
-        async fn held(&self) -> Result<Vec<Held>, FakeError> {
-            let mut held = self.fake.held().await?;
+        async fn held(&self, provider: &ModuleId) -> Result<Vec<Held>, FakeError> {
+            let mut held = self.fake.held(provider).await?;
+            if self.one_mark {
+                held = self.fake.with(|b| {
+                    b.provisions
+                        .iter()
+                        .map(|(name, p)| Held {
+                            name: name.clone(),
+                            retired: p.retired,
+                        })
+                        .collect()
+                });
+            }
             if let Some(hand) = &self.lists_theirs {
                 held.extend(
                     hand.theirs
@@ -592,16 +641,16 @@ mod tests {
             }
             Ok(held)
         }
-        async fn retire(&self, n: &Name) -> Result<(), FakeError> {
+        async fn retire(&self, provider: &ModuleId, n: &Name) -> Result<(), FakeError> {
             for n in self.matching(n) {
-                self.fake.retire(&n).await?;
+                self.fake.retire(&self.acting(provider, &n), &n).await?;
             }
             Ok(())
         }
-        async fn re_enable(&self, n: &Name) -> Result<(), FakeError> {
-            self.fake.re_enable(n).await
+        async fn re_enable(&self, provider: &ModuleId, n: &Name) -> Result<(), FakeError> {
+            self.fake.re_enable(&self.acting(provider, n), n).await
         }
-        async fn delete(&self, n: &Name) -> Result<(), FakeError> {
+        async fn delete(&self, provider: &ModuleId, n: &Name) -> Result<(), FakeError> {
             if self.sticky
                 && n.as_str()
                     .rsplit('-')
@@ -611,7 +660,7 @@ mod tests {
                 return Ok(());
             }
             for n in self.matching(n) {
-                self.fake.delete(&n).await?;
+                self.fake.delete(&self.acting(provider, &n), &n).await?;
             }
             Ok(())
         }
@@ -692,6 +741,11 @@ mod tests {
                 Odd { half_made: Some(Mutex::default()), ..Odd::default() },
                 RULES[15].text,
                 " ms, it did not work again within 1s: ensure failed (refused): role exists without a password",
+            ),
+            (
+                Odd { one_mark: true, ..Odd::default() },
+                RULES[16].text,
+                "-inst, which conform@conform made: conform@conform-other would retire it",
             ),
         ];
         for (odd, rule, why) in cases {

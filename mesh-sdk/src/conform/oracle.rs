@@ -61,7 +61,8 @@ impl<P: Provisioner> Run<'_, P> {
                 if !h.retired {
                     self.retire(&h.name).await?;
                 }
-                self.must("delete", self.p.delete(&h.name)).await
+                self.must("delete", self.p.delete(&self.provider, &h.name))
+                    .await
             };
             match removal.await {
                 Ok(()) => removed.push(h.name),
@@ -172,9 +173,9 @@ impl<P: Provisioner> Run<'_, P> {
             let mut said = Vec::new();
             for what in ["retire", "re-enable", "delete"] {
                 let call = match what {
-                    "retire" => self.p.retire(theirs),
-                    "re-enable" => self.p.re_enable(theirs),
-                    _ => self.p.delete(theirs),
+                    "retire" => self.p.retire(&self.provider, theirs),
+                    "re-enable" => self.p.re_enable(&self.provider, theirs),
+                    _ => self.p.delete(&self.provider, theirs),
                 };
                 let answer = self.bounded(what, call).await.map_err(Outcome::Failed)?;
                 said.push(match answer {

@@ -6,7 +6,7 @@ use std::hash::{BuildHasher, Hasher};
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use mesh_protocol::{Class, Name};
+use mesh_protocol::{Class, ModuleId, Name};
 use mesh_runtime::redact::{error_text, redact};
 use mesh_runtime::Secret;
 
@@ -47,6 +47,8 @@ pub(super) fn is_suites(name: &str) -> bool {
 pub(super) struct Run<'a, P> {
     pub(super) p: &'a P,
     pub(super) suite: &'a Suite,
+    /// The instance the suite acts as ([`Suite::provider`]).
+    pub(super) provider: ModuleId,
     /// `conform-<random>-`: this run's names.
     pub(super) prefix: String,
     /// Every secret the run minted (kept out of what it reports).
@@ -76,7 +78,13 @@ impl<'a, P: Provisioner> Run<'a, P> {
     }
 
     pub(super) fn consumer(&self, name: &Name) -> Consumer {
+        self.consumer_of(&self.provider, name)
+    }
+
+    /// `name` as a consumer listed by the instance `provider`.
+    pub(super) fn consumer_of(&self, provider: &ModuleId, name: &Name) -> Consumer {
         Consumer {
+            provider: provider.clone(),
             name: name.clone(),
             machine: Name::parse("conform").expect("a name"),
             provision: self.suite.provision.clone(),
@@ -165,7 +173,7 @@ impl<'a, P: Provisioner> Run<'a, P> {
     }
 
     pub(super) async fn held(&self) -> Result<Vec<Held>, String> {
-        self.must("held", self.p.held()).await
+        self.must("held", self.p.held(&self.provider)).await
     }
 
     /// What held says of `name`: `None` when not listed.
@@ -180,12 +188,14 @@ impl<'a, P: Provisioner> Run<'a, P> {
 
     /// A retire that must succeed.
     pub(super) async fn retire(&self, name: &Name) -> Step {
-        self.must("retire", self.p.retire(name)).await
+        self.must("retire", self.p.retire(&self.provider, name))
+            .await
     }
 
     /// A delete that must succeed (then noted as deleted).
     pub(super) async fn delete(&self, name: &Name) -> Step {
-        self.must("delete", self.p.delete(name)).await?;
+        self.must("delete", self.p.delete(&self.provider, name))
+            .await?;
         self.deleted
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -210,16 +220,25 @@ impl<'a, P: Provisioner> Run<'a, P> {
         for time in ["", " again"] {
             match what {
                 "retire" => {
-                    self.must(&format!("retire{time}"), self.p.retire(name))
-                        .await?
+                    self.must(
+                        &format!("retire{time}"),
+                        self.p.retire(&self.provider, name),
+                    )
+                    .await?
                 }
                 "re-enable" => {
-                    self.must(&format!("re-enable{time}"), self.p.re_enable(name))
-                        .await?
+                    self.must(
+                        &format!("re-enable{time}"),
+                        self.p.re_enable(&self.provider, name),
+                    )
+                    .await?
                 }
                 _ => {
-                    self.must(&format!("delete{time}"), self.p.delete(name))
-                        .await?;
+                    self.must(
+                        &format!("delete{time}"),
+                        self.p.delete(&self.provider, name),
+                    )
+                    .await?;
                     self.deleted
                         .lock()
                         .unwrap_or_else(|p| p.into_inner())
@@ -397,6 +416,7 @@ pub(super) async fn run<P: Provisioner>(p: &P, suite: &Suite) -> Report {
     let run = Run {
         p,
         suite,
+        provider: suite.provider.clone(),
         prefix: format!("{PREFIX}{}-", &tag[..8]),
         secrets: Mutex::new(Vec::new()),
         made: Mutex::new(Vec::new()),
@@ -453,6 +473,7 @@ pub(super) async fn run<P: Provisioner>(p: &P, suite: &Suite) -> Report {
         Outcome::of(run.rule_retire_neighbour(&neighbours).await),
     );
     say(&RULES[15], Outcome::noted(run.rule_cut().await));
+    say(&RULES[16], run.rule_other_instance().await);
     say(&LAST_RULE, Outcome::of(run.rule_left_behind().await));
     Report { start, verdicts }
 }

@@ -92,6 +92,10 @@ pub struct Runner<P: Provisioner> {
     fingerprints: foldhash::fast::RandomState,
     /// The names the list being served lists.
     listed: retiring::Listed,
+    /// The instance it was told it is (`--provider`), if it was.
+    serving_as: Option<ModuleId>,
+    /// The provider a contributions file named instead, last logged.
+    misnamed: Option<ModuleId>,
 }
 
 impl<P: Provisioner> Runner<P> {
@@ -137,6 +141,39 @@ impl<P: Provisioner> Runner<P> {
             served: None,
             fingerprints: foldhash::fast::RandomState::default(),
             listed: retiring::Listed::default(),
+            serving_as: None,
+            misnamed: None,
+        }
+    }
+
+    /// The runner of the instance `provider` (`--provider`), when given:
+    /// it knows who it is before any contributions file was read, and
+    /// takes no file whose `provider` block names another instance.
+    pub fn serving_as(mut self, provider: Option<ModuleId>) -> Self {
+        self.serving_as = provider;
+        self
+    }
+
+    /// The last good contributions list, read again now, and whether this
+    /// read was good; `None` when none was ever good, or when the file
+    /// names another instance than `--provider` (logged once per name).
+    pub(crate) fn load(&mut self) -> Option<(bool, Arc<Contributions>)> {
+        let (fresh, list) = self
+            .source
+            .load()
+            .map(|loaded| (loaded.fresh, Arc::clone(loaded.list)))?;
+        match &self.serving_as {
+            Some(me) if me != &list.provider => {
+                if self.misnamed.as_ref() != Some(&list.provider) {
+                    tracing::error!(path = %self.source.path().display(), names = %list.provider, provider = %me, "the contributions file names another provider instance; nothing is served until it names this one");
+                    self.misnamed = Some(list.provider.clone());
+                }
+                None
+            }
+            _ => {
+                self.misnamed = None;
+                Some((fresh, list))
+            }
         }
     }
 
@@ -183,9 +220,12 @@ impl<P: Provisioner> Runner<P> {
         &self.settings
     }
 
-    /// The provider named by the last good contributions file, if one was read.
+    /// The provider instance: the one it was told it is (`--provider`),
+    /// else the one the last good contributions file named, if one was read.
     pub fn provider(&self) -> Option<&ModuleId> {
-        self.source.last_good().map(|c| &c.provider)
+        self.serving_as
+            .as_ref()
+            .or_else(|| self.source.last_good().map(|c| &c.provider))
     }
 
     #[cfg(any(test, feature = "testing"))]
@@ -254,10 +294,7 @@ impl<P: Provisioner> Runner<P> {
     /// contributions file was ever read.
     pub(crate) async fn begin_pass(&mut self) -> Option<Begun> {
         let began = Instant::now();
-        let loaded = self
-            .source
-            .load()
-            .map(|loaded| (loaded.fresh, Arc::clone(loaded.list)));
+        let loaded = self.load();
         self.metrics.contributions(self.source.refused());
         let (fresh, contributions) = loaded?;
         let gate = self.repair_pass(&contributions.provider).await;
@@ -272,7 +309,7 @@ impl<P: Provisioner> Runner<P> {
         let (held, listed) = match gate {
             Some(_) => (None, AdminSeen::Unknown),
             None => {
-                let (held, seen) = self.held_for_pass(fresh).await;
+                let (held, seen) = self.held_for_pass(&contributions.provider, fresh).await;
                 report.published += self
                     .retirement_actions(&contributions, fresh, held.as_deref())
                     .await;

@@ -85,9 +85,13 @@ impl<P: Provisioner> Runner<P> {
     /// when it cannot be listed (logged once per change). With it, what
     /// the listing (the pass's first administrator work) found of the
     /// administrator.
-    pub(super) async fn held_for_pass(&mut self, fresh: bool) -> (Option<Vec<Held>>, AdminSeen) {
+    pub(super) async fn held_for_pass(
+        &mut self,
+        provider: &ModuleId,
+        fresh: bool,
+    ) -> (Option<Vec<Held>>, AdminSeen) {
         match fresh {
-            true => self.fetch_held().await,
+            true => self.fetch_held(provider).await,
             false => (None, AdminSeen::Unknown),
         }
     }
@@ -146,9 +150,10 @@ impl<P: Provisioner> Runner<P> {
         published
     }
 
-    async fn fetch_held(&mut self) -> (Option<Vec<Held>>, AdminSeen) {
+    async fn fetch_held(&mut self, provider: &ModuleId) -> (Option<Vec<Held>>, AdminSeen) {
         let timeout = self.settings.call_timeout;
-        let (class, error) = match tokio::time::timeout(timeout, self.provisioner.held()).await {
+        let listing = self.provisioner.held(provider);
+        let (class, error) = match tokio::time::timeout(timeout, listing).await {
             Ok(Ok(held)) => {
                 if self.held_error.take().is_some() {
                     tracing::info!("held provisions can be listed again");
@@ -225,7 +230,7 @@ impl<P: Provisioner> Runner<P> {
     ) -> usize {
         let provisioner = Arc::clone(&self.provisioner);
         if self
-            .call("retire", name, within, provisioner.retire(name))
+            .call("retire", name, within, provisioner.retire(provider, name))
             .await
             .is_err()
         {
@@ -273,7 +278,7 @@ impl<P: Provisioner> Runner<P> {
                 "re-enable",
                 name,
                 self.settings.call_timeout,
-                provisioner.re_enable(name),
+                provisioner.re_enable(provider, name),
             )
             .await
             .is_err()
@@ -357,14 +362,14 @@ impl<P: Provisioner> Runner<P> {
         if let Some(expired) = self.expired(&request) {
             return refuse(expired);
         }
-        let Some(loaded) = self.source.load() else {
-            return refuse("no contributions file was read yet".into());
+        let Some((fresh, contributions)) = self.load() else {
+            return refuse("no contributions file naming this provider was read yet".into());
         };
-        let (contributions, fresh) = (Arc::clone(loaded.list), loaded.fresh);
         if !fresh {
             return refuse("the contributions file cannot be read now, so whether the consumer is withdrawn is unknown; try again later".into());
         }
-        let (Some(held), _) = self.fetch_held().await else {
+        let provider = contributions.provider.clone();
+        let (Some(held), _) = self.fetch_held(&provider).await else {
             return refuse(
                 "the provisions held at the backend cannot be listed now; try again later".into(),
             );
@@ -375,7 +380,7 @@ impl<P: Provisioner> Runner<P> {
         let listed =
             contributions.lists(name) || self.in_flight.as_ref().is_some_and(|c| c.lists(name));
         let entry = held.iter().find(|h| &h.name == name);
-        let provider = &contributions.provider;
+        let provider = &provider;
         // Listing what the backend holds took time: the deadline again,
         // right before acting; the action itself is not waited for past it.
         if let Some(expired) = self.expired(&request) {
@@ -415,7 +420,7 @@ impl<P: Provisioner> Runner<P> {
                 self.publish_retirement(provider, &name, retirement, Instant::now());
                 let provisioner = Arc::clone(&self.provisioner);
                 if let Err(error) = self
-                    .call("delete", &name, within, provisioner.delete(&name))
+                    .call("delete", &name, within, provisioner.delete(provider, &name))
                     .await
                 {
                     return refuse(format!("deleting {name} failed: {error}"));

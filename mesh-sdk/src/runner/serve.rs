@@ -78,7 +78,8 @@ pub async fn run_until<P: Provisioner>(
         args.contributions.clone(),
         settings,
         Arc::clone(&outbox),
-    );
+    )
+    .serving_as(args.provider.clone());
     let joined: Arc<OnceLock<async_nats::Client>> = Arc::new(OnceLock::new());
     let _endpoints = match &args.service.endpoints.metrics_listen {
         Some(addr) => {

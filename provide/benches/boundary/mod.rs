@@ -64,12 +64,16 @@ pub fn verdict(ok: bool) -> &'static str {
     }
 }
 
+/// The provider instance every bench runs its hook for.
+pub const PROVIDER: &str = "bench@bench-1";
+
 /// The bench's consumers of `provision` and their secrets, as every direct
 /// driver makes them (`consumer-0000`, `bench-secret-0000-7f3a9c1e5d`, …).
 pub fn consumers(n: usize, provision: &str) -> Vec<(Consumer, Secret)> {
     (0..n)
         .map(|i| {
             let consumer = Consumer {
+                provider: PROVIDER.parse().unwrap(),
                 name: Name::parse(&format!("consumer-{i:04}")).unwrap(),
                 machine: Name::parse("app-1").unwrap(),
                 provision: provision.to_owned(),
@@ -132,6 +136,7 @@ impl Drop for Direct {
 /// A started `HookProvisioner` over `hook` in `mode`.
 pub async fn provisioner(hook: &Path, mode: Mode) -> Arc<HookProvisioner> {
     let settings = HookSettings {
+        provider: PROVIDER.parse().unwrap(),
         path: hook.to_owned(),
         mode,
         timeout: Duration::from_secs(30),

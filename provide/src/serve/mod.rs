@@ -9,6 +9,7 @@
 pub mod rules;
 mod session;
 
+use mesh_sdk::ModuleId;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,6 +38,8 @@ pub struct ServeSettings {
     pub timeout: Duration,
     /// Requests in flight at most.
     pub concurrency: usize,
+    /// The provider instance it runs for.
+    pub provider: ModuleId,
 }
 
 /// A serve-mode hook and its restarts.
@@ -158,7 +161,14 @@ impl Serve {
             });
         }
         let s = &self.settings;
-        let session = match Session::start(&s.path, label, s.timeout, Arc::clone(&self.scrub)) {
+        let started = Session::start(
+            &s.path,
+            label,
+            s.timeout,
+            &s.provider,
+            Arc::clone(&self.scrub),
+        );
+        let session = match started {
             Ok(session) => session,
             Err(e) => {
                 let why = format!("cannot be started: {e}");

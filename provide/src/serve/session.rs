@@ -4,6 +4,7 @@
 //! it goes down (it exits, babbles, is stuck, or its stdin breaks) every
 //! call in flight fails and the process group is killed.
 
+use mesh_sdk::ModuleId;
 use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -62,6 +63,8 @@ pub struct Down {
 /// One running process of the hook.
 pub struct Session {
     label: String,
+    /// The provider instance it runs for.
+    provider: ModuleId,
     timeout: Duration,
     scrub: Arc<Scrub>,
     hooked: Mutex<Option<Hooked>>,
@@ -155,9 +158,10 @@ impl Session {
         path: &Path,
         label: &str,
         timeout: Duration,
+        provider: &ModuleId,
         scrub: Arc<Scrub>,
     ) -> std::io::Result<Arc<Session>> {
-        let mut hooked = Hooked::spawn(path, "serve", timeout)?;
+        let mut hooked = Hooked::spawn(path, "serve", timeout, provider)?;
         let (stdin, stdout, stderr) = (
             hooked.stdin.take(),
             hooked.stdout.take(),
@@ -165,6 +169,7 @@ impl Session {
         );
         let session = Arc::new(Session {
             label: label.to_owned(),
+            provider: provider.clone(),
             timeout,
             scrub,
             hooked: Mutex::new(Some(hooked)),
@@ -240,7 +245,7 @@ impl Session {
             }
             locked(&self.table).sent(id, verb, reply, Instant::now());
         }
-        let line = ask.line(id, self.timeout);
+        let line = ask.line(id, &self.provider, self.timeout);
         let exchange = async {
             let wrote = {
                 let mut stdin = self.stdin.lock().await;

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use mesh_sdk::{Consumer, Name, Secret};
+use mesh_sdk::{Consumer, ModuleId, Name, Secret};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -17,14 +17,14 @@ pub enum Ask<'a> {
     Ensure(&'a Consumer, &'a Secret),
     /// `check` for a consumer, with its minted secret.
     Check(&'a Consumer, &'a Secret),
-    /// `held`.
-    Held,
-    /// `retire` a consumer's provision.
-    Retire(&'a Name),
-    /// `re-enable` a consumer's provision.
-    ReEnable(&'a Name),
-    /// `delete` a consumer's provision.
-    Delete(&'a Name),
+    /// `held`: what the instance made.
+    Held(&'a ModuleId),
+    /// `retire` a consumer's provision the instance made.
+    Retire(&'a ModuleId, &'a Name),
+    /// `re-enable` a consumer's provision the instance made.
+    ReEnable(&'a ModuleId, &'a Name),
+    /// `delete` a consumer's provision the instance made.
+    Delete(&'a ModuleId, &'a Name),
     /// `probe` a known fault (named in the hello).
     Probe(&'a Name),
     /// `repair` a known fault.
@@ -78,14 +78,16 @@ impl Serialize for ByHandAction {
     }
 }
 
-/// A request as it is written: the protocol's version, its id, its verb
-/// with what the verb carries, and how long mesh-provide waits for it.
+/// A request as it is written: the protocol's version, its id, the
+/// provider instance it is made for, its verb with what the verb carries,
+/// and how long mesh-provide waits for it.
 #[derive(Serialize)]
 struct Request<'a> {
     v: u32,
     id: u64,
     #[serde(flatten)]
     carries: Carries<'a>,
+    provider: &'a ModuleId,
     deadline_ms: u64,
 }
 
@@ -156,10 +158,10 @@ impl<'a> Ask<'a> {
             Ask::Hello => Verb::Hello,
             Ask::Ensure(..) => Verb::Ensure,
             Ask::Check(..) => Verb::Check,
-            Ask::Held => Verb::Held,
-            Ask::Retire(_) => Verb::Retire,
-            Ask::ReEnable(_) => Verb::ReEnable,
-            Ask::Delete(_) => Verb::Delete,
+            Ask::Held(_) => Verb::Held,
+            Ask::Retire(..) => Verb::Retire,
+            Ask::ReEnable(..) => Verb::ReEnable,
+            Ask::Delete(..) => Verb::Delete,
             Ask::Probe(_) => Verb::Probe,
             Ask::Repair(_) => Verb::Repair,
             Ask::ByHand { .. } => Verb::ByHand,
@@ -180,15 +182,28 @@ impl<'a> Ask<'a> {
     pub fn consumer(&self) -> Option<&'a Name> {
         match self {
             Ask::Ensure(c, _) | Ask::Check(c, _) => Some(&c.name),
-            Ask::Retire(n) | Ask::ReEnable(n) | Ask::Delete(n) => Some(n),
+            Ask::Retire(_, n) | Ask::ReEnable(_, n) | Ask::Delete(_, n) => Some(n),
             Ask::ByHand { consumer, .. } => Some(consumer),
             _ => None,
         }
     }
 
-    /// The request as one JSON line (ending in `\n`), carrying `id` and
-    /// `deadline_ms`: how long mesh-provide waits for the reply.
-    pub fn line(&self, id: u64, deadline: Duration) -> Vec<u8> {
+    /// The provider instance it is made for, when the call names one
+    /// (the loop's calls about consumers and `held`); the others are made
+    /// for the instance the hook runs for.
+    pub fn provider(&self) -> Option<&'a ModuleId> {
+        match self {
+            Ask::Ensure(c, _) | Ask::Check(c, _) => Some(&c.provider),
+            Ask::Held(p) | Ask::Retire(p, _) | Ask::ReEnable(p, _) | Ask::Delete(p, _) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// The request as one JSON line (ending in `\n`), carrying `id`, the
+    /// `provider` it is made for (its own, or `running_for`: the instance
+    /// the hook runs for) and `deadline_ms`: how long mesh-provide waits
+    /// for the reply.
+    pub fn line(&self, id: u64, running_for: &ModuleId, deadline: Duration) -> Vec<u8> {
         let carries = match *self {
             Ask::Hello => Carries::Hello,
             Ask::Ensure(consumer, secret) => Carries::Ensure {
@@ -199,10 +214,10 @@ impl<'a> Ask<'a> {
                 consumer: ConsumerBody::of(consumer),
                 secret: secret.expose(),
             },
-            Ask::Held => Carries::Held,
-            Ask::Retire(consumer) => Carries::Retire { consumer },
-            Ask::ReEnable(consumer) => Carries::ReEnable { consumer },
-            Ask::Delete(consumer) => Carries::Delete { consumer },
+            Ask::Held(_) => Carries::Held,
+            Ask::Retire(_, consumer) => Carries::Retire { consumer },
+            Ask::ReEnable(_, consumer) => Carries::ReEnable { consumer },
+            Ask::Delete(_, consumer) => Carries::Delete { consumer },
             Ask::Probe(fault) => Carries::Probe { fault },
             Ask::Repair(fault) => Carries::Repair { fault },
             Ask::ByHand {
@@ -221,6 +236,7 @@ impl<'a> Ask<'a> {
             v: VERSION,
             id,
             carries,
+            provider: self.provider().unwrap_or(running_for),
             deadline_ms: u64::try_from(deadline.as_millis()).unwrap_or(u64::MAX),
         };
         let mut line = serde_json::to_vec(&request).expect("a request serializes");
@@ -236,6 +252,7 @@ mod tests {
 
     fn consumer() -> Consumer {
         Consumer {
+            provider: "redis@db-1".parse().unwrap(),
             name: Name::parse("forge").unwrap(),
             machine: Name::parse("app-1").unwrap(),
             provision: "redis-acl".into(),
@@ -253,42 +270,45 @@ mod tests {
         let c = consumer();
         let secret = Secret::new("s3cret");
         let (forge, wiki, fault) = (n("forge"), n("wiki"), n("admin-refused"));
+        // The instance the hook runs for, and another that a call names.
+        let (running, other): (ModuleId, ModuleId) =
+            ("redis@db-1".parse().unwrap(), "redis@db-2".parse().unwrap());
         let cases: Vec<(Ask<'_>, Value)> = vec![
             (
                 Ask::Hello,
-                json!({"v":1,"id":7,"deadline_ms":2500,"verb":"hello"}),
+                json!({"v":1,"id":7,"deadline_ms":2500,"verb":"hello","provider":"redis@db-1"}),
             ),
             (
                 Ask::Ensure(&c, &secret),
-                json!({"v":1,"id":7,"deadline_ms":2500,"verb":"ensure","consumer":{"name":"forge","machine":"app-1","provision":"redis-acl","options":{"db":2}},"secret":"s3cret"}),
+                json!({"v":1,"id":7,"deadline_ms":2500,"verb":"ensure","consumer":{"name":"forge","machine":"app-1","provision":"redis-acl","options":{"db":2}},"secret":"s3cret","provider":"redis@db-1"}),
             ),
             (
                 Ask::Check(&c, &secret),
-                json!({"v":1,"id":7,"deadline_ms":2500,"verb":"check","consumer":{"name":"forge","machine":"app-1","provision":"redis-acl","options":{"db":2}},"secret":"s3cret"}),
+                json!({"v":1,"id":7,"deadline_ms":2500,"verb":"check","consumer":{"name":"forge","machine":"app-1","provision":"redis-acl","options":{"db":2}},"secret":"s3cret","provider":"redis@db-1"}),
             ),
             (
-                Ask::Held,
-                json!({"v":1,"id":7,"deadline_ms":2500,"verb":"held"}),
+                Ask::Held(&other),
+                json!({"v":1,"id":7,"deadline_ms":2500,"verb":"held","provider":"redis@db-2"}),
             ),
             (
-                Ask::Retire(&forge),
-                json!({"v":1,"id":7,"deadline_ms":2500,"verb":"retire","consumer":"forge"}),
+                Ask::Retire(&other, &forge),
+                json!({"v":1,"id":7,"deadline_ms":2500,"verb":"retire","consumer":"forge","provider":"redis@db-2"}),
             ),
             (
-                Ask::ReEnable(&forge),
-                json!({"v":1,"id":7,"deadline_ms":2500,"verb":"re-enable","consumer":"forge"}),
+                Ask::ReEnable(&running, &forge),
+                json!({"v":1,"id":7,"deadline_ms":2500,"verb":"re-enable","consumer":"forge","provider":"redis@db-1"}),
             ),
             (
-                Ask::Delete(&forge),
-                json!({"v":1,"id":7,"deadline_ms":2500,"verb":"delete","consumer":"forge"}),
+                Ask::Delete(&other, &forge),
+                json!({"v":1,"id":7,"deadline_ms":2500,"verb":"delete","consumer":"forge","provider":"redis@db-2"}),
             ),
             (
                 Ask::Probe(&fault),
-                json!({"v":1,"id":7,"deadline_ms":2500,"verb":"probe","fault":"admin-refused"}),
+                json!({"v":1,"id":7,"deadline_ms":2500,"verb":"probe","fault":"admin-refused","provider":"redis@db-1"}),
             ),
             (
                 Ask::Repair(&fault),
-                json!({"v":1,"id":7,"deadline_ms":2500,"verb":"repair","fault":"admin-refused"}),
+                json!({"v":1,"id":7,"deadline_ms":2500,"verb":"repair","fault":"admin-refused","provider":"redis@db-1"}),
             ),
             (
                 Ask::ByHand {
@@ -297,7 +317,7 @@ mod tests {
                     secret: Some(&secret),
                     target: Some(&wiki),
                 },
-                json!({"v":1,"id":7,"deadline_ms":2500,"verb":"by-hand","action":"reach","consumer":"forge","secret":"s3cret","target":"wiki"}),
+                json!({"v":1,"id":7,"deadline_ms":2500,"verb":"by-hand","action":"reach","consumer":"forge","secret":"s3cret","target":"wiki","provider":"redis@db-1"}),
             ),
             (
                 Ask::ByHand {
@@ -306,11 +326,11 @@ mod tests {
                     secret: None,
                     target: None,
                 },
-                json!({"v":1,"id":7,"deadline_ms":2500,"verb":"by-hand","action":"change","consumer":"forge"}),
+                json!({"v":1,"id":7,"deadline_ms":2500,"verb":"by-hand","action":"change","consumer":"forge","provider":"redis@db-1"}),
             ),
         ];
         for (ask, expected) in cases {
-            let line = ask.line(7, Duration::from_millis(2500));
+            let line = ask.line(7, &running, Duration::from_millis(2500));
             assert_eq!(line.last(), Some(&b'\n'), "{:?}", ask.verb());
             assert_eq!(line.iter().filter(|b| **b == b'\n').count(), 1, "one line");
             let body: Value = serde_json::from_slice(&line).unwrap();
@@ -329,13 +349,14 @@ mod tests {
         let c = consumer();
         let secret = Secret::new("s3cret");
         let forge = n("forge");
+        let running: ModuleId = "redis@db-1".parse().unwrap();
         for ask in [
             Ask::Hello,
-            Ask::Held,
-            Ask::Retire(&forge),
+            Ask::Held(&running),
+            Ask::Retire(&running, &forge),
             Ask::Probe(&forge),
         ] {
-            let line = String::from_utf8(ask.line(1, Duration::from_secs(1))).unwrap();
+            let line = String::from_utf8(ask.line(1, &running, Duration::from_secs(1))).unwrap();
             assert!(!line.contains("secret"), "{line}");
         }
         for ask in [Ask::Ensure(&c, &secret), Ask::Check(&c, &secret)] {
@@ -348,11 +369,13 @@ mod tests {
         let c = consumer();
         let secret = Secret::new("s3cret");
         let (forge, wiki) = (n("forge"), n("wiki"));
-        let line =
-            |ask: Ask<'_>| String::from_utf8(ask.line(7, Duration::from_millis(2500))).unwrap();
+        let running: ModuleId = "redis@db-1".parse().unwrap();
+        let line = |ask: Ask<'_>| {
+            String::from_utf8(ask.line(7, &running, Duration::from_millis(2500))).unwrap()
+        };
         assert_eq!(
             line(Ask::Ensure(&c, &secret)),
-            "{\"v\":1,\"id\":7,\"verb\":\"ensure\",\"consumer\":{\"name\":\"forge\",\"machine\":\"app-1\",\"provision\":\"redis-acl\",\"options\":{\"db\":2}},\"secret\":\"s3cret\",\"deadline_ms\":2500}\n"
+            "{\"v\":1,\"id\":7,\"verb\":\"ensure\",\"consumer\":{\"name\":\"forge\",\"machine\":\"app-1\",\"provision\":\"redis-acl\",\"options\":{\"db\":2}},\"secret\":\"s3cret\",\"provider\":\"redis@db-1\",\"deadline_ms\":2500}\n"
         );
         assert_eq!(
             line(Ask::ByHand {
@@ -361,11 +384,11 @@ mod tests {
                 secret: Some(&secret),
                 target: Some(&wiki),
             }),
-            "{\"v\":1,\"id\":7,\"verb\":\"by-hand\",\"consumer\":\"forge\",\"secret\":\"s3cret\",\"action\":\"reach\",\"target\":\"wiki\",\"deadline_ms\":2500}\n"
+            "{\"v\":1,\"id\":7,\"verb\":\"by-hand\",\"consumer\":\"forge\",\"secret\":\"s3cret\",\"action\":\"reach\",\"target\":\"wiki\",\"provider\":\"redis@db-1\",\"deadline_ms\":2500}\n"
         );
         assert_eq!(
             line(Ask::Hello),
-            "{\"v\":1,\"id\":7,\"verb\":\"hello\",\"deadline_ms\":2500}\n"
+            "{\"v\":1,\"id\":7,\"verb\":\"hello\",\"provider\":\"redis@db-1\",\"deadline_ms\":2500}\n"
         );
     }
 }

@@ -41,6 +41,7 @@ pub fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
 /// Settings for `path` in `mode`, each call bounded by `timeout`.
 pub fn settings(path: &Path, mode: Mode, timeout: Duration) -> HookSettings {
     HookSettings {
+        provider: provider(),
         path: path.to_owned(),
         mode,
         timeout,
@@ -57,9 +58,15 @@ pub async fn provisioner(path: &Path, mode: Mode, timeout: Duration) -> HookProv
     HookProvisioner::new(hook, &hello)
 }
 
-/// A consumer named `name` on `app-1`.
+/// The provider instance these tests' hooks run for: `hook@test-1`.
+pub fn provider() -> mesh_sdk::ModuleId {
+    "hook@test-1".parse().unwrap()
+}
+
+/// A consumer named `name` on `app-1`, listed by [`provider`].
 pub fn consumer(name: &str) -> Consumer {
     Consumer {
+        provider: provider(),
         name: Name::parse(name).unwrap(),
         machine: Name::parse("app-1").unwrap(),
         provision: "test".into(),

@@ -236,7 +236,7 @@ impl Provisioner for IdentityProvisioner {
         self.keycloak.client_credentials(name, secret).await
     }
 
-    async fn held(&self) -> Result<Vec<Held>, IdentityError> {
+    async fn held(&self, _: &mesh_sdk::ModuleId) -> Result<Vec<Held>, IdentityError> {
         if let Some(own) = self.known.listing_within(self.list_every, Instant::now()) {
             return Ok(own
                 .into_iter()
@@ -273,15 +273,19 @@ impl Provisioner for IdentityProvisioner {
         Ok(held)
     }
 
-    async fn retire(&self, consumer: &Name) -> Result<(), IdentityError> {
+    async fn retire(&self, _: &mesh_sdk::ModuleId, consumer: &Name) -> Result<(), IdentityError> {
         self.set_enabled(consumer, false).await
     }
 
-    async fn re_enable(&self, consumer: &Name) -> Result<(), IdentityError> {
+    async fn re_enable(
+        &self,
+        _: &mesh_sdk::ModuleId,
+        consumer: &Name,
+    ) -> Result<(), IdentityError> {
         self.set_enabled(consumer, true).await
     }
 
-    async fn delete(&self, consumer: &Name) -> Result<(), IdentityError> {
+    async fn delete(&self, _: &mesh_sdk::ModuleId, consumer: &Name) -> Result<(), IdentityError> {
         let Some(client) = self.own_client(consumer.as_str()).await? else {
             return Ok(());
         };

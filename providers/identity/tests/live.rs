@@ -43,8 +43,14 @@ fn provisioner(kc: &KeycloakServer, realm: &str) -> IdentityProvisioner {
     IdentityProvisioner::new(config).unwrap()
 }
 
+/// The provider instance these tests act as.
+fn provider() -> mesh_sdk::ModuleId {
+    "identity@id-1".parse().unwrap()
+}
+
 fn consumer(name: &str) -> Consumer {
     Consumer {
+        provider: provider(),
         name: Name::parse(name).unwrap(),
         machine: Name::parse("live").unwrap(),
         provision: "oidc-client".into(),
@@ -153,10 +159,16 @@ async fn a_client_per_consumer_made_checked_rotated_retired_re_enabled_and_delet
     assert!(old.is_err(), "the old secret is refused");
     p.check(&forge, &second).await.unwrap();
 
-    assert_eq!(p.held().await.unwrap(), vec![Held::active(name("forge"))]);
-    p.retire(&name("forge")).await.unwrap();
-    p.retire(&name("forge")).await.unwrap();
-    assert_eq!(p.held().await.unwrap(), vec![Held::retired(name("forge"))]);
+    assert_eq!(
+        p.held(&provider()).await.unwrap(),
+        vec![Held::active(name("forge"))]
+    );
+    p.retire(&provider(), &name("forge")).await.unwrap();
+    p.retire(&provider(), &name("forge")).await.unwrap();
+    assert_eq!(
+        p.held(&provider()).await.unwrap(),
+        vec![Held::retired(name("forge"))]
+    );
 
     // Disabled: refused with the right secret (401 invalid_client), nothing written.
     let refused = p.check(&forge, &second).await.unwrap_err();
@@ -170,14 +182,17 @@ async fn a_client_per_consumer_made_checked_rotated_retired_re_enabled_and_delet
     assert_eq!(retired["enabled"], false);
     assert_eq!(retired["secret"], second.expose(), "kept while retired");
 
-    p.re_enable(&name("forge")).await.unwrap();
+    p.re_enable(&provider(), &name("forge")).await.unwrap();
     p.check(&forge, &second).await.unwrap();
-    assert_eq!(p.held().await.unwrap(), vec![Held::active(name("forge"))]);
+    assert_eq!(
+        p.held(&provider()).await.unwrap(),
+        vec![Held::active(name("forge"))]
+    );
 
-    p.retire(&name("forge")).await.unwrap();
-    p.delete(&name("forge")).await.unwrap();
-    p.delete(&name("forge")).await.unwrap();
-    assert!(p.held().await.unwrap().is_empty());
+    p.retire(&provider(), &name("forge")).await.unwrap();
+    p.delete(&provider(), &name("forge")).await.unwrap();
+    p.delete(&provider(), &name("forge")).await.unwrap();
+    assert!(p.held(&provider()).await.unwrap().is_empty());
     assert_eq!(client(kc, &realm, "forge").await, None);
     let gone = p.check(&forge, &second).await.unwrap_err();
     assert_eq!(gone.keycloak_error(), Some("invalid_client"), "{gone}");
@@ -258,7 +273,7 @@ async fn clients_come_in_client_id_order_and_foreign_ones_are_left_alone() {
     sorted.sort_unstable();
     assert_eq!(ids, sorted, "listed in clientId order");
     let held: Vec<String> = p
-        .held()
+        .held(&provider())
         .await
         .unwrap()
         .into_iter()

@@ -503,6 +503,7 @@ async fn a_service_account_administrator_logs_in_by_client_credentials_and_its_s
     .unwrap();
     let repair = Arc::clone(provisioner.admin_repair());
     let forge = Consumer {
+        provider: "identity@id-1".parse().unwrap(),
         name: Name::parse("forge").unwrap(),
         machine: Name::parse("app-1").unwrap(),
         provision: "oidc-client".into(),
@@ -539,7 +540,10 @@ async fn a_service_account_administrator_logs_in_by_client_credentials_and_its_s
         "{did}"
     );
     assert_eq!(repair.probe().await, Probe::Healthy);
-    provisioner.delete(&forge.name).await.unwrap();
+    provisioner
+        .delete(&forge.provider, &forge.name)
+        .await
+        .unwrap();
     assert!(master_users(kc, "mesh-repair-").await.is_empty());
     let mut secrets = vec![secret, by_hand.to_owned(), minted.expose().to_owned()];
     secrets.extend(exposed(&repair));

@@ -312,7 +312,7 @@ impl Provisioner for PostgresProvisioner {
         result
     }
 
-    async fn held(&self) -> Result<Vec<Held>, PostgresError> {
+    async fn held(&self, _: &mesh_sdk::ModuleId) -> Result<Vec<Held>, PostgresError> {
         let roles = self.admin.held().await?;
         let mut held = Vec::with_capacity(roles.len());
         for (role, can_login) in roles {
@@ -329,7 +329,7 @@ impl Provisioner for PostgresProvisioner {
         Ok(held)
     }
 
-    async fn retire(&self, consumer: &Name) -> Result<(), PostgresError> {
+    async fn retire(&self, _: &mesh_sdk::ModuleId, consumer: &Name) -> Result<(), PostgresError> {
         self.forget(consumer);
         let name = consumer.as_str();
         let statement = sql::retire(name)?;
@@ -347,7 +347,11 @@ impl Provisioner for PostgresProvisioner {
         Ok(())
     }
 
-    async fn re_enable(&self, consumer: &Name) -> Result<(), PostgresError> {
+    async fn re_enable(
+        &self,
+        _: &mesh_sdk::ModuleId,
+        consumer: &Name,
+    ) -> Result<(), PostgresError> {
         self.forget(consumer);
         let name = consumer.as_str();
         let statement = sql::re_enable(name)?;
@@ -360,7 +364,7 @@ impl Provisioner for PostgresProvisioner {
         Ok(())
     }
 
-    async fn delete(&self, consumer: &Name) -> Result<(), PostgresError> {
+    async fn delete(&self, _: &mesh_sdk::ModuleId, consumer: &Name) -> Result<(), PostgresError> {
         self.forget(consumer);
         let name = consumer.as_str();
         let (drop_database, drop_role) = (sql::drop_database(name)?, sql::drop_role(name)?);

@@ -151,7 +151,7 @@ async fn an_admin_with_createrole_createdb_makes_checks_retires_re_enables_and_d
         .batch_execute("GRANT mesh_provisioned TO mesh_admin")
         .await
         .unwrap();
-    let mut held: Vec<String> = within("held", w.runner.provisioner().held())
+    let mut held: Vec<String> = within("held", w.runner.provisioner().held(&common::provider()))
         .await
         .unwrap()
         .into_iter()
@@ -316,16 +316,22 @@ async fn roles_a_superuser_provider_made_are_managed_after_moving_to_least_privi
     assert_eq!(report.failed, 0, "{:?}", w.failure("old"));
     login(&pg, "old", OLD, "old").await.unwrap();
     let p = w.runner.provisioner();
-    within("retire", p.retire(&name("old"))).await.unwrap();
+    within("retire", p.retire(&common::provider(), &name("old")))
+        .await
+        .unwrap();
     assert_eq!(
         role_and_database(&superuser, "old").await,
         (Some(false), true)
     );
-    within("re-enable", p.re_enable(&name("old")))
+    within("re-enable", p.re_enable(&common::provider(), &name("old")))
         .await
         .unwrap();
-    within("retire", p.retire(&name("old"))).await.unwrap();
-    within("delete", p.delete(&name("old"))).await.unwrap();
+    within("retire", p.retire(&common::provider(), &name("old")))
+        .await
+        .unwrap();
+    within("delete", p.delete(&common::provider(), &name("old")))
+        .await
+        .unwrap();
     assert_eq!(role_and_database(&superuser, "old").await, (None, false));
     assert!(memberships(&superuser, "mesh_admin").await.is_empty());
     drop(before);

@@ -205,6 +205,7 @@ async fn a_silent_server_costs_one_connect_timeout_not_one_per_consumer() {
     }
     // A check against it ends at the connect timeout too: unreachable.
     let consumer = mesh_sdk::Consumer {
+        provider: "postgres@db-1".parse().unwrap(),
         name: mesh_sdk::Name::parse("c00").unwrap(),
         machine: mesh_sdk::Name::parse("app-1").unwrap(),
         provision: "postgres-database".into(),

@@ -38,8 +38,14 @@ async fn snapshot(admin: &tokio_postgres::Client) -> String {
         .join("\n")
 }
 
+/// The provider instance these tests act as.
+fn provider() -> mesh_sdk::ModuleId {
+    "postgres@db-1".parse().unwrap()
+}
+
 fn consumer(text: &str, provision: &str) -> Consumer {
     Consumer {
+        provider: provider(),
         name: name(text),
         machine: name("app-1"),
         provision: provision.into(),
@@ -156,14 +162,14 @@ async fn what_mesh_did_not_make_is_refused_and_untouched() {
 
     // Direct calls: nothing lists, retires, enables or deletes what mesh did not make.
     let p = provisioner(&pg);
-    let held = within("held", p.held()).await.unwrap();
+    let held = within("held", p.held(&provider())).await.unwrap();
     let held: Vec<&str> = held.iter().map(|h| h.name.as_str()).collect();
     assert_eq!(held, vec!["fine"], "only what mesh made is listed");
     for role in ["postgres", "app_owner", "superish"] {
         for (what, result) in [
-            ("retire", p.retire(&name(role)).await),
-            ("re_enable", p.re_enable(&name(role)).await),
-            ("delete", p.delete(&name(role)).await),
+            ("retire", p.retire(&provider(), &name(role)).await),
+            ("re_enable", p.re_enable(&provider(), &name(role)).await),
+            ("delete", p.delete(&provider(), &name(role)).await),
         ] {
             let error = result
                 .err()
@@ -250,7 +256,7 @@ async fn what_mesh_did_not_make_is_refused_and_untouched() {
     .with_consumer_address(None, None)
     .unwrap();
     let nowhere = PostgresProvisioner::new(nowhere);
-    let error = nowhere.held().await.unwrap_err();
+    let error = nowhere.held(&provider()).await.unwrap_err();
     assert_eq!(
         nowhere.classify(&error),
         Some(Class::Unreachable),

@@ -64,14 +64,14 @@ async fn retire_re_enable_and_approved_delete() {
         "{refused:?}"
     );
     let p = w.runner.provisioner();
-    let mut held = within("held", p.held()).await.unwrap();
+    let mut held = within("held", p.held(&common::provider())).await.unwrap();
     held.sort_by(|a, b| a.name.cmp(&b.name));
     assert_eq!(
         held,
         vec![Held::active(name("forge")), Held::retired(name("wiki"))]
     );
     // Retiring again is harmless.
-    within("retire again", p.retire(&name("wiki")))
+    within("retire again", p.retire(&common::provider(), &name("wiki")))
         .await
         .unwrap();
 
@@ -127,7 +127,7 @@ async fn retire_re_enable_and_approved_delete() {
     drop((wiki, inside));
     // Deleting again is harmless; forge was never touched.
     let p = w.runner.provisioner();
-    within("delete again", p.delete(&name("wiki")))
+    within("delete again", p.delete(&common::provider(), &name("wiki")))
         .await
         .unwrap();
     assert_eq!(role_and_database(&admin, "forge").await, (Some(true), true));

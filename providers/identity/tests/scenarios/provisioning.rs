@@ -164,9 +164,15 @@ async fn a_foreign_client_is_refused_and_never_touched() {
     let refused = [
         p.ensure(&c, &secret("legacy", 1)).await.unwrap_err(),
         p.check(&c, &secret("legacy", 1)).await.unwrap_err(),
-        p.retire(&name("legacy")).await.unwrap_err(),
-        p.re_enable(&name("legacy")).await.unwrap_err(),
-        p.delete(&name("legacy")).await.unwrap_err(),
+        p.retire(&crate::world::provider(), &name("legacy"))
+            .await
+            .unwrap_err(),
+        p.re_enable(&crate::world::provider(), &name("legacy"))
+            .await
+            .unwrap_err(),
+        p.delete(&crate::world::provider(), &name("legacy"))
+            .await
+            .unwrap_err(),
     ];
     for error in &refused {
         assert!(matches!(error, IdentityError::Foreign { .. }), "{error}");
@@ -176,7 +182,10 @@ async fn a_foreign_client_is_refused_and_never_touched() {
         refused[0].to_string(),
         "client legacy exists in realm mesh but was not made by mesh (no mesh.provisioned attribute); it is left untouched"
     );
-    assert!(p.held().await.unwrap().is_empty(), "never listed");
+    assert!(
+        p.held(&crate::world::provider()).await.unwrap().is_empty(),
+        "never listed"
+    );
     setup.kc.with(|s| {
         assert_eq!(s.client("legacy"), Some(&legacy), "untouched");
         for method in ["POST", "PUT", "DELETE"] {
@@ -191,28 +200,53 @@ async fn retire_re_enable_and_delete_only_what_it_made() {
     let p = setup.provisioner();
     let forge = consumer("forge");
     p.ensure(&forge, &secret("forge", 1)).await.unwrap();
-    assert_eq!(p.held().await.unwrap(), vec![Held::active(name("forge"))]);
+    assert_eq!(
+        p.held(&crate::world::provider()).await.unwrap(),
+        vec![Held::active(name("forge"))]
+    );
 
-    p.retire(&name("forge")).await.unwrap();
-    p.retire(&name("forge")).await.unwrap();
-    assert_eq!(p.held().await.unwrap(), vec![Held::retired(name("forge"))]);
+    p.retire(&crate::world::provider(), &name("forge"))
+        .await
+        .unwrap();
+    p.retire(&crate::world::provider(), &name("forge"))
+        .await
+        .unwrap();
+    assert_eq!(
+        p.held(&crate::world::provider()).await.unwrap(),
+        vec![Held::retired(name("forge"))]
+    );
     setup
         .kc
         .with(|s| assert!(!s.client("forge").unwrap().enabled, "disabled, kept"));
     let error = p.check(&forge, &secret("forge", 1)).await.unwrap_err();
     assert_eq!(p.classify(&error), Some(Class::CredentialsRejected));
 
-    p.re_enable(&name("forge")).await.unwrap();
-    assert_eq!(p.held().await.unwrap(), vec![Held::active(name("forge"))]);
+    p.re_enable(&crate::world::provider(), &name("forge"))
+        .await
+        .unwrap();
+    assert_eq!(
+        p.held(&crate::world::provider()).await.unwrap(),
+        vec![Held::active(name("forge"))]
+    );
     p.check(&forge, &secret("forge", 1)).await.unwrap();
 
-    p.retire(&name("forge")).await.unwrap();
-    p.delete(&name("forge")).await.unwrap();
-    p.delete(&name("forge")).await.unwrap();
-    assert!(p.held().await.unwrap().is_empty());
+    p.retire(&crate::world::provider(), &name("forge"))
+        .await
+        .unwrap();
+    p.delete(&crate::world::provider(), &name("forge"))
+        .await
+        .unwrap();
+    p.delete(&crate::world::provider(), &name("forge"))
+        .await
+        .unwrap();
+    assert!(p.held(&crate::world::provider()).await.unwrap().is_empty());
     // Nothing to act on is fine.
-    p.retire(&name("gone")).await.unwrap();
-    p.re_enable(&name("gone")).await.unwrap();
+    p.retire(&crate::world::provider(), &name("gone"))
+        .await
+        .unwrap();
+    p.re_enable(&crate::world::provider(), &name("gone"))
+        .await
+        .unwrap();
     setup.kc.with(|s| {
         assert!(s.clients.is_empty());
         // Retiring what is already retired asks nothing of Keycloak.
@@ -243,7 +277,7 @@ async fn held_lists_every_page_of_marked_clients() {
         // Marked, but no consumer could have this name: ignored.
         s.add_marked("Not A Name", "x", true);
     });
-    let held = p.held().await.unwrap();
+    let held = p.held(&crate::world::provider()).await.unwrap();
     assert_eq!(held.len(), 230);
     assert_eq!(held.iter().filter(|h| h.retired).count(), 23);
     assert!(held.iter().all(|h| h.name.as_str().starts_with("c-")));
@@ -267,13 +301,13 @@ async fn a_client_made_while_listing_shifts_the_pages_but_loses_no_other() {
         // Sorted first: the second page starts one client early.
         s.made_during_listing = vec!["a-new".into()];
     });
-    let held = p.held().await.unwrap();
+    let held = p.held(&crate::world::provider()).await.unwrap();
     assert_eq!(held.len(), 150, "c-099 comes twice, is kept once");
     assert!(
         held.contains(&Held::active(name("c-149"))),
         "the last one is not lost"
     );
-    let held = p.held().await.unwrap();
+    let held = p.held(&crate::world::provider()).await.unwrap();
     assert_eq!(held.len(), 151, "the new one is in the next listing");
 }
 
@@ -426,7 +460,7 @@ async fn a_known_client_is_not_looked_up_again_until_a_call_shows_it_gone() {
     setup
         .kc
         .with(|s| s.add_marked("wiki", &minted("wiki", 1), true));
-    p.held().await.unwrap();
+    p.held(&crate::world::provider()).await.unwrap();
     for _ in 0..3 {
         for (c, n) in [(&forge, "forge"), (&wiki, "wiki")] {
             p.ensure(c, &secret(n, 1)).await.unwrap();
@@ -461,7 +495,7 @@ async fn a_known_client_is_not_looked_up_again_until_a_call_shows_it_gone() {
     setup
         .kc
         .with(|s| s.clients.retain(|c| c.client_id != "wiki"));
-    p.held().await.unwrap();
+    p.held(&crate::world::provider()).await.unwrap();
     p.ensure(&wiki, &secret("wiki", 1)).await.unwrap();
     assert_eq!(lookups(), 4);
     setup
@@ -496,7 +530,7 @@ async fn a_failed_listing_makes_every_consumer_looked_up_again() {
             json!({"error": "unknown_error"}),
         )
     });
-    p.held().await.unwrap_err();
+    p.held(&crate::world::provider()).await.unwrap_err();
     // The administrator's calls failing show in the consumer's own ensure again.
     let error = p.ensure(&forge, &secret("forge", 1)).await.unwrap_err();
     assert_eq!(p.classify(&error), Some(Class::Unreachable), "{error}");
@@ -517,12 +551,14 @@ async fn the_realm_is_listed_once_a_minute_and_own_changes_show_in_between() {
         held
     };
     assert_eq!(
-        sorted(p.held().await.unwrap()),
+        sorted(p.held(&crate::world::provider()).await.unwrap()),
         [Held::active(name("forge")), Held::active(name("wiki"))]
     );
     assert_eq!(listings(), 1);
     // Within the minute: no listing; the provider's own changes show.
-    p.retire(&name("wiki")).await.unwrap();
+    p.retire(&crate::world::provider(), &name("wiki"))
+        .await
+        .unwrap();
     p.ensure(&consumer("chat"), &secret("chat", 1))
         .await
         .unwrap();
@@ -534,7 +570,7 @@ async fn the_realm_is_listed_once_a_minute_and_own_changes_show_in_between() {
     let mut retired_wiki = Held::active(name("wiki"));
     retired_wiki.retired = true;
     assert_eq!(
-        sorted(p.held().await.unwrap()),
+        sorted(p.held(&crate::world::provider()).await.unwrap()),
         [
             Held::active(name("chat")),
             Held::active(name("forge")),
@@ -545,7 +581,7 @@ async fn the_realm_is_listed_once_a_minute_and_own_changes_show_in_between() {
     // A minute after the listing: listed again, the change by hand seen.
     tokio::time::advance(Duration::from_secs(1)).await;
     assert_eq!(
-        sorted(p.held().await.unwrap()),
+        sorted(p.held(&crate::world::provider()).await.unwrap()),
         [Held::active(name("chat")), retired_wiki]
     );
     assert_eq!(listings(), 2);

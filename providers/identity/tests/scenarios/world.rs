@@ -99,9 +99,15 @@ pub fn minted(consumer: &str, n: u32) -> String {
     format!("minted-{consumer}-{n}-Hq4sPe")
 }
 
+/// The provider instance these scenarios act as.
+pub fn provider() -> mesh_sdk::ModuleId {
+    "identity@id-1".parse().unwrap()
+}
+
 /// A consumer of the identity provider.
 pub fn consumer(name: &str) -> Consumer {
     Consumer {
+        provider: provider(),
         name: Name::parse(name).unwrap(),
         machine: Name::parse("app-1").unwrap(),
         provision: "oidc-client".into(),

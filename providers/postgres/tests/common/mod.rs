@@ -48,6 +48,11 @@ pub async fn within<T>(what: &str, future: impl Future<Output = T>) -> T {
         .unwrap_or_else(|_| panic!("{what} took over a minute: is the test PostgreSQL stuck?"))
 }
 
+/// The provider instance the tests' [`World`] is: `postgres@db-1`.
+pub fn provider() -> mesh_sdk::ModuleId {
+    "postgres@db-1".parse().unwrap()
+}
+
 /// A provider `postgres@db-1` over a real cluster, driven pass by pass.
 pub struct World {
     pub dir: tempfile::TempDir,
