@@ -24,9 +24,10 @@ pub fn classify(error: &IdentityError) -> Option<Class> {
         IdentityError::Status { status, error, .. } => {
             Some(status_class(*status, error.as_deref()))
         }
-        IdentityError::Foreign { .. } | IdentityError::WrongProvision { .. } => {
-            Some(Class::Refused)
-        }
+        IdentityError::Foreign { .. }
+        | IdentityError::OtherInstance { .. }
+        | IdentityError::NotAdopted { .. }
+        | IdentityError::WrongProvision { .. } => Some(Class::Refused),
         IdentityError::Unexpected { .. } => None,
     }
 }

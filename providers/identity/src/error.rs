@@ -15,6 +15,12 @@ use serde::Deserialize;
 /// The attribute marking a client this provider made.
 pub const MARK: &str = "mesh.provisioned";
 
+/// The attribute naming the provider instance (`module@machine`) that made
+/// a client: an instance lists and acts on its own clients only. A client
+/// an older release made has [`MARK`] alone until an instance that lists
+/// it adopts it.
+pub const INSTANCE: &str = "mesh.provider";
+
 /// The provision this provider makes.
 pub const PROVISION: &str = "oidc-client";
 
@@ -45,6 +51,27 @@ pub enum IdentityError {
     /// A client with the consumer's `clientId` exists, but this provider did not make it.
     #[error("client {client} exists in realm {realm} but was not made by mesh (no {MARK} attribute); it is left untouched")]
     Foreign {
+        /// The client's `clientId`.
+        client: String,
+        /// The realm.
+        realm: String,
+    },
+    /// The client was made by another instance of mesh-identity: this one
+    /// neither changes, retires nor deletes it.
+    #[error("client {client} in realm {realm} was made by another mesh-identity instance ({by}); it is left untouched")]
+    OtherInstance {
+        /// The client's `clientId`.
+        client: String,
+        /// The realm.
+        realm: String,
+        /// The instance that made it, `module@machine`.
+        by: String,
+    },
+    /// The client was made by a release before instance marks and this
+    /// instance has not adopted it: only an instance listing it does (in
+    /// `ensure`), so it is not retired, re-enabled or deleted.
+    #[error("client {client} in realm {realm} was made before instance marks and only an instance listing it adopts it; it is left untouched")]
+    NotAdopted {
         /// The client's `clientId`.
         client: String,
         /// The realm.

@@ -1,11 +1,14 @@
 //! The [`Provisioner`]: per consumer a confidential client whose `clientId`
 //! is the consumer's name and whose secret is its minted secret.
 //!
-//! Only clients this provider made are ever changed, listed, retired or
-//! deleted: it marks them with the attribute [`MARK`] = `"true"` when it
-//! makes them. A client of the same `clientId` without the mark is
-//! someone else's: the consumer fails with class `refused` and the client is
-//! never touched.
+//! Only clients this provider instance made are ever changed, listed,
+//! retired or deleted: it marks them with the attributes [`MARK`] =
+//! `"true"` and [`INSTANCE`] = its `module@machine` when it makes them. A
+//! client of the same `clientId` without the mark is someone else's, and
+//! one naming another instance is that instance's: the consumer fails with
+//! class `refused` and the client is never touched. A client an older
+//! release made ([`MARK`] alone) is adopted by the `ensure` of an instance
+//! that lists it, and by no other call.
 //!
 //! # What a healthy pass costs
 //! The provisioner remembers which of its own clients it last saw exist,
@@ -32,15 +35,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use mesh_sdk::{Class, Consumer, Held, KnownFault, Name, Provisioner, Secret};
+use mesh_sdk::{Class, Consumer, Held, KnownFault, ModuleId, Name, Provisioner, Secret};
 use serde_json::json;
 use tokio::time::Instant;
 
 use crate::classify::classify;
 use crate::config::IdentityConfig;
 pub use crate::error::PROVISION;
-use crate::error::{IdentityError, MARK};
-use crate::keycloak::{ClientRep, Created, Keycloak};
+use crate::error::{IdentityError, INSTANCE, MARK};
+use crate::keycloak::{ClientRep, Created, Keycloak, Maker};
 use crate::known::KnownClients;
 use crate::repair::AdminRepair;
 
@@ -105,15 +108,63 @@ impl IdentityProvisioner {
     }
 
     /// The client named after `consumer`, looked up now (and noted in
-    /// `known`), refused when this provider did not make it.
-    async fn own_client(&self, consumer: &str) -> Result<Option<ClientRep>, IdentityError> {
+    /// `known`), refused when the instance `provider` did not make it. One
+    /// an older release made (marked without an instance) is adopted as
+    /// `provider`'s when `adopt` (an `ensure`: the instance lists it), and
+    /// refused otherwise.
+    async fn own_client(
+        &self,
+        provider: &ModuleId,
+        consumer: &str,
+        adopt: bool,
+    ) -> Result<Option<ClientRep>, IdentityError> {
         let found = self.keycloak.find_client(consumer).await?;
-        self.known.found(consumer, found.as_ref());
-        match found {
-            Some(client) if client.is_marked() => Ok(Some(client)),
-            Some(_) => Err(self.foreign(consumer)),
-            None => Ok(None),
-        }
+        let realm = || self.keycloak.realm().to_owned();
+        let client = match found {
+            None => None,
+            Some(client) => match client.maker() {
+                Maker::Other => {
+                    self.known.forget(consumer);
+                    return Err(self.foreign(consumer));
+                }
+                Maker::Instance(by) if by != provider.to_string() => {
+                    self.known.forget(consumer);
+                    return Err(IdentityError::OtherInstance {
+                        client: consumer.to_owned(),
+                        realm: realm(),
+                        by: by.to_owned(),
+                    });
+                }
+                Maker::Instance(_) => Some(client),
+                Maker::Unowned if !adopt => {
+                    self.known.forget(consumer);
+                    return Err(IdentityError::NotAdopted {
+                        client: consumer.to_owned(),
+                        realm: realm(),
+                    });
+                }
+                Maker::Unowned => Some(self.adopt(provider, client).await?),
+            },
+        };
+        self.known.found(consumer, client.as_ref(), provider);
+        Ok(client)
+    }
+
+    /// Marks `client`, made by an older release, as `provider`'s.
+    async fn adopt(
+        &self,
+        provider: &ModuleId,
+        mut client: ClientRep,
+    ) -> Result<ClientRep, IdentityError> {
+        let name = client.client_id.clone();
+        let what = format!("adopting client {name} as {provider}'s");
+        let fields = json!({ "attributes": { INSTANCE: provider.to_string() } });
+        self.update(&name, &what, &client.id, &fields).await?;
+        tracing::info!(consumer = %name, realm = %self.keycloak.realm(), provider = %provider, "adopted the client an older version made (marked without an instance): this instance lists it");
+        client
+            .attributes
+            .insert(INSTANCE.to_owned(), json!(provider.to_string()));
+        Ok(client)
     }
 
     fn foreign(&self, consumer: &str) -> IdentityError {
@@ -123,8 +174,13 @@ impl IdentityProvisioner {
         }
     }
 
-    async fn set_enabled(&self, consumer: &Name, enabled: bool) -> Result<(), IdentityError> {
-        let Some(client) = self.own_client(consumer.as_str()).await? else {
+    async fn set_enabled(
+        &self,
+        provider: &ModuleId,
+        consumer: &Name,
+        enabled: bool,
+    ) -> Result<(), IdentityError> {
+        let Some(client) = self.own_client(provider, consumer.as_str(), false).await? else {
             return Ok(());
         };
         if client.enabled == enabled {
@@ -184,17 +240,19 @@ impl Provisioner for IdentityProvisioner {
         let name = consumer.name.as_str();
         // Seen to exist (by the last listing, lookup or making): the check
         // that follows proves it still does, and a refused check looks it up.
-        if self.known.has(name) || self.own_client(name).await?.is_some() {
+        let provider = &consumer.provider;
+        if self.known.has(name, provider) || self.own_client(provider, name, true).await?.is_some()
+        {
             return Ok(());
         }
-        match self.keycloak.create_client(name, secret).await? {
+        match self.keycloak.create_client(name, secret, provider).await? {
             Created::Made(id) => {
-                self.known.made(name);
+                self.known.made(name, provider, true);
                 tracing::info!(consumer = %name, realm = %self.keycloak.realm(), id = %id, "client made");
                 Ok(())
             }
             // Made meanwhile (by this provider a moment ago, or by someone else).
-            Created::Exists => match self.own_client(name).await? {
+            Created::Exists => match self.own_client(provider, name, true).await? {
                 Some(_) => Ok(()),
                 None => Err(IdentityError::Unexpected {
                     what: format!("making client {name}"),
@@ -215,7 +273,7 @@ impl Provisioner for IdentityProvisioner {
         // the provider's back is forgotten, and made again by the next
         // pass's ensure); its secret is set to the minted one, once, then
         // checked again.
-        let Some(client) = self.own_client(name).await? else {
+        let Some(client) = self.own_client(&consumer.provider, name, false).await? else {
             return Err(refused);
         };
         // A disabled (retired) client is refused whatever its secret
@@ -236,8 +294,12 @@ impl Provisioner for IdentityProvisioner {
         self.keycloak.client_credentials(name, secret).await
     }
 
-    async fn held(&self, _: &mesh_sdk::ModuleId) -> Result<Vec<Held>, IdentityError> {
-        if let Some(own) = self.known.listing_within(self.list_every, Instant::now()) {
+    /// The clients `provider` made (attribute `mesh.provider`), and no other.
+    async fn held(&self, provider: &ModuleId) -> Result<Vec<Held>, IdentityError> {
+        let listed = self
+            .known
+            .listing_within(self.list_every, Instant::now(), provider);
+        if let Some(own) = listed {
             return Ok(own
                 .into_iter()
                 .filter_map(|(client_id, enabled)| {
@@ -257,9 +319,9 @@ impl Provisioner for IdentityProvisioner {
                 return Err(error);
             }
         };
-        self.known.replace(&clients, Instant::now());
+        self.known.replace(&clients, provider, Instant::now());
         let mut held = Vec::new();
-        for client in clients.into_iter().filter(ClientRep::is_marked) {
+        for client in clients.into_iter().filter(|c| c.is_of(provider)) {
             match Name::parse(&client.client_id) {
                 Ok(name) => held.push(Held {
                     name,
@@ -273,20 +335,16 @@ impl Provisioner for IdentityProvisioner {
         Ok(held)
     }
 
-    async fn retire(&self, _: &mesh_sdk::ModuleId, consumer: &Name) -> Result<(), IdentityError> {
-        self.set_enabled(consumer, false).await
+    async fn retire(&self, provider: &ModuleId, consumer: &Name) -> Result<(), IdentityError> {
+        self.set_enabled(provider, consumer, false).await
     }
 
-    async fn re_enable(
-        &self,
-        _: &mesh_sdk::ModuleId,
-        consumer: &Name,
-    ) -> Result<(), IdentityError> {
-        self.set_enabled(consumer, true).await
+    async fn re_enable(&self, provider: &ModuleId, consumer: &Name) -> Result<(), IdentityError> {
+        self.set_enabled(provider, consumer, true).await
     }
 
-    async fn delete(&self, _: &mesh_sdk::ModuleId, consumer: &Name) -> Result<(), IdentityError> {
-        let Some(client) = self.own_client(consumer.as_str()).await? else {
+    async fn delete(&self, provider: &ModuleId, consumer: &Name) -> Result<(), IdentityError> {
+        let Some(client) = self.own_client(provider, consumer.as_str(), false).await? else {
             return Ok(());
         };
         self.keycloak

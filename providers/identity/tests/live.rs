@@ -380,3 +380,106 @@ async fn mesh_identity_passes_conform() {
     println!("{report}");
     report.assert_passed();
 }
+
+/// Two instances of mesh-identity on one realm (a move in progress, two
+/// machines' providers on one Keycloak): each lists, retires and deletes
+/// only the clients it made, refuses the other's, and a client an older
+/// release made (the mark alone) is adopted only by the instance listing it.
+#[tokio::test]
+async fn two_instances_on_one_realm_touch_only_their_own_clients() {
+    let Some(kc) = keycloak() else { return };
+    let realm = kc.new_realm("live").await;
+    let (a, b) = (provisioner(kc, &realm), provisioner(kc, &realm));
+    let (id_1, id_2): (mesh_sdk::ModuleId, mesh_sdk::ModuleId) = (
+        "identity@id-1".parse().unwrap(),
+        "identity@id-2".parse().unwrap(),
+    );
+    let as_b = |n: &str| Consumer {
+        provider: id_2.clone(),
+        ..consumer(n)
+    };
+    let (forge, app) = (minted(), minted());
+    bounded("making a client for each instance", async {
+        a.ensure(&consumer("forge"), &forge).await.unwrap();
+        b.ensure(&as_b("app"), &app).await.unwrap();
+    })
+    .await;
+    let made = client(kc, &realm, "forge").await.unwrap();
+    assert_eq!(made["attributes"][MARK], "true");
+    assert_eq!(made["attributes"]["mesh.provider"], "identity@id-1");
+    assert_eq!(a.held(&id_1).await.unwrap(), [Held::active(name("forge"))]);
+    assert_eq!(b.held(&id_2).await.unwrap(), [Held::active(name("app"))]);
+
+    // b asked about a's client: refused, nothing changed.
+    let error = b.ensure(&as_b("forge"), &minted()).await.unwrap_err();
+    assert!(
+        matches!(&error, IdentityError::OtherInstance { by, .. } if by == "identity@id-1"),
+        "{error}"
+    );
+    assert_eq!(b.classify(&error), Some(Class::Refused));
+    for refused in [
+        b.retire(&id_2, &name("forge")).await,
+        b.delete(&id_2, &name("forge")).await,
+    ] {
+        assert!(
+            matches!(refused, Err(IdentityError::OtherInstance { .. })),
+            "{refused:?}"
+        );
+    }
+    a.check(&consumer("forge"), &forge).await.unwrap();
+    assert_eq!(client(kc, &realm, "forge").await.unwrap()["enabled"], true);
+
+    // Made by an older release: the mark alone.
+    let (status, _) = kc
+        .admin(
+            "POST",
+            &format!("{realm}/clients"),
+            Some(
+                &json!({"clientId": "legacy", "secret": "an-old-secret-not-real",
+                         "serviceAccountsEnabled": true, "publicClient": false,
+                         "attributes": {MARK: "true"}}),
+            ),
+        )
+        .await;
+    assert_eq!(status, 201);
+    assert!(b
+        .held(&id_2)
+        .await
+        .unwrap()
+        .iter()
+        .all(|h| h.name.as_str() != "legacy"));
+    let refused = b.retire(&id_2, &name("legacy")).await.unwrap_err();
+    assert!(
+        matches!(refused, IdentityError::NotAdopted { .. }),
+        "{refused}"
+    );
+    assert_eq!(client(kc, &realm, "legacy").await.unwrap()["enabled"], true);
+    // Listed by a: adopted in its ensure, then its own.
+    let legacy = minted();
+    a.ensure(&consumer("legacy"), &legacy).await.unwrap();
+    a.check(&consumer("legacy"), &legacy).await.unwrap();
+    let adopted = client(kc, &realm, "legacy").await.unwrap();
+    assert_eq!(adopted["attributes"]["mesh.provider"], "identity@id-1");
+    assert_eq!(adopted["attributes"][MARK], "true", "other attributes kept");
+    let mut held: Vec<String> = a
+        .held(&id_1)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|h| h.name.to_string())
+        .collect();
+    held.sort();
+    assert_eq!(held, ["forge", "legacy"]);
+    b.retire(&id_2, &name("app")).await.unwrap();
+    assert_eq!(b.held(&id_2).await.unwrap(), [Held::retired(name("app"))]);
+    assert_eq!(client(kc, &realm, "forge").await.unwrap()["enabled"], true);
+    assert_nowhere(
+        kc,
+        &[
+            kc.admin_password(),
+            forge.expose(),
+            app.expose(),
+            legacy.expose(),
+        ],
+    );
+}

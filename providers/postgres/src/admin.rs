@@ -12,7 +12,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use mesh_sdk::{Class, Secret, SecretFile};
+use mesh_sdk::{Class, ModuleId, Secret, SecretFile};
 use tokio::sync::{Mutex, Semaphore};
 use tokio::time::{timeout, Instant};
 use tokio_postgres::error::SqlState;
@@ -37,6 +37,8 @@ pub(crate) struct Admin {
     permits: Semaphore,
     /// The last failed login, shared by every lane.
     failed: std::sync::Mutex<Option<Failed>>,
+    /// The instances' marker roles this process made or found.
+    markers: Mutex<std::collections::HashSet<String>>,
 }
 
 /// A failed login, repeated to callers until `until` (as long after the
@@ -79,6 +81,7 @@ impl Admin {
             free: std::sync::Mutex::new((0..lanes).rev().collect()),
             permits: Semaphore::new(lanes),
             failed: std::sync::Mutex::new(None),
+            markers: Mutex::default(),
             password: SecretFile::new(
                 config.admin_password().cloned(),
                 config.admin_password_file().map(Into::into),
@@ -343,6 +346,31 @@ impl Admin {
         }
     }
 
+    /// Makes the marker role of `provider` unless this process made or
+    /// found it already: once per instance, the first caller making it and
+    /// the others waiting, so concurrent first ensures never race on it.
+    pub(crate) async fn instance_marker(&self, provider: &ModuleId) -> Result<(), PostgresError> {
+        let marker = sql::instance_marker(provider);
+        let mut made = self.markers.lock().await;
+        if made.contains(&marker) {
+            return Ok(());
+        }
+        let what = format!("making the marker role \"{marker}\" of instance {provider}");
+        match self
+            .batch(&what, &sql::create_instance_marker(provider))
+            .await
+        {
+            Ok(()) => {}
+            // Another process made it meanwhile.
+            Err(PostgresError::Statement { source, .. })
+                if source.code() == Some(&SqlState::DUPLICATE_OBJECT)
+                    || source.code() == Some(&SqlState::UNIQUE_VIOLATION) => {}
+            Err(error) => return Err(error),
+        }
+        made.insert(marker);
+        Ok(())
+    }
+
     /// Runs statements (simple protocol, one implicit transaction).
     pub(crate) async fn batch(&self, what: &str, statements: &str) -> Result<(), PostgresError> {
         self.call(what, |session| async move {
@@ -351,12 +379,18 @@ impl Admin {
         .await
     }
 
-    /// What the backend holds under `name`.
-    pub(crate) async fn find(&self, name: &str) -> Result<Found, PostgresError> {
+    /// What the backend holds under `name`, as the instance `provider` sees it.
+    pub(crate) async fn find(
+        &self,
+        name: &str,
+        provider: &ModuleId,
+    ) -> Result<Found, PostgresError> {
         let what = format!("looking up role and database \"{name}\"");
+        let marker = sql::instance_marker(provider);
+        let marker = marker.as_str();
         let rows = self
             .call(&what, |session| async move {
-                session.client.query(&session.find, &[&name]).await
+                session.client.query(&session.find, &[&name, &marker]).await
             })
             .await?;
         let Some(row) = rows.first() else {
@@ -367,6 +401,7 @@ impl Admin {
                 can_login: get(row, 1, &what)?,
                 superuser: get(row, 2, &what)?,
                 marked: get(row, 3, &what)?,
+                own: get(row, 9, &what)?,
                 admin_member: get(row, 7, &what)?,
             })
         });
@@ -381,6 +416,7 @@ impl Admin {
             role: role.transpose()?,
             database: database.transpose()?,
             admin_superuser: get(row, 8, &what)?,
+            others: get(row, 10, &what)?,
         })
     }
 
@@ -391,8 +427,12 @@ impl Admin {
     /// a refused login is noticed within a pass (the loop's provider
     /// fault), and the first that works again clears it and lets the
     /// kept sessions' next logins be tried at once.
-    pub(crate) async fn held(&self) -> Result<Vec<(String, bool)>, PostgresError> {
-        let what = "listing the roles marked mesh_provisioned";
+    pub(crate) async fn held(
+        &self,
+        provider: &ModuleId,
+    ) -> Result<Vec<(String, bool)>, PostgresError> {
+        let what = "listing the roles this instance made";
+        let marker = sql::instance_marker(provider);
         let started = Instant::now();
         let client = match self.login().await {
             Ok(client) => client,
@@ -402,7 +442,9 @@ impl Admin {
             }
         };
         *self.last_failure() = None;
-        let rows = self.bounded(what, client.query(sql::HELD, &[])).await?;
+        let rows = self
+            .bounded(what, client.query(sql::HELD, &[&marker]))
+            .await?;
         rows.iter()
             .map(|row| Ok((get(row, 0, what)?, get(row, 1, what)?)))
             .collect()

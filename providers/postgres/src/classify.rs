@@ -34,6 +34,7 @@ pub fn classify(error: &PostgresError) -> Class {
         PostgresError::AfterReset(inner) => classify(inner),
         PostgresError::AdminUnavailable { class, .. } => *class,
         PostgresError::NotOurs { .. }
+        | PostgresError::OtherInstance { .. }
         | PostgresError::DatabaseNotOurs { .. }
         | PostgresError::NoRole { .. }
         | PostgresError::Reserved { .. }

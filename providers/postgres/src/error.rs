@@ -87,6 +87,18 @@ pub enum PostgresError {
         /// Why it is not the provider's.
         why: &'static str,
     },
+    /// The role was made by another instance of mesh-postgres (a member
+    /// of its marker role): this one neither changes, retires nor deletes
+    /// it (docs/operating.md, "Two instances, one server").
+    #[error(
+        "role \"{name}\" was made by another mesh-postgres instance ({by}); it is left untouched"
+    )]
+    OtherInstance {
+        /// The role.
+        name: String,
+        /// The other instances, `module@machine`.
+        by: String,
+    },
     /// A database of that name exists and is not owned by the provider's
     /// role of the same name: it is never altered.
     #[error("database \"{name}\" exists and is not owned by a role mesh-postgres made; it is left untouched")]

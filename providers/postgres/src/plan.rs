@@ -16,6 +16,10 @@ pub struct RoleFound {
     pub superuser: bool,
     /// Whether it is a direct member of the marker role.
     pub marked: bool,
+    /// Whether it is a direct member of the asking instance's marker role
+    /// (`false` for a role an older version made, marked `mesh_provisioned`
+    /// alone, until an instance that lists it adopts it).
+    pub own: bool,
     /// Whether the administrator holds its privileges (a member of it, or
     /// a superuser): needed to own its database and end its sessions.
     pub admin_member: bool,
@@ -47,6 +51,9 @@ pub struct Found {
     /// Whether the administrator is a superuser (which needs no membership
     /// in a role to act as its owner).
     pub admin_superuser: bool,
+    /// The other instances whose marker the role is a member of
+    /// (`module@machine`, comma-separated), if any.
+    pub others: Option<String>,
 }
 
 impl Found {
@@ -110,8 +117,11 @@ fn listed(items: &[&str]) -> String {
 /// What `ensure` must do, in order.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct EnsurePlan {
-    /// Make the role, its password and its mark (one transaction).
+    /// Make the role, its password and its marks (one transaction).
     pub create_role: bool,
+    /// Adopt a role an older version made (marked without an instance) as
+    /// the asking instance's: it lists the consumer.
+    pub adopt: bool,
     /// Make the administrator a member of the role (an administrator that
     /// is not a superuser needs it to own the role's database): in the same
     /// transaction as the role when it is made, else a statement of its own
@@ -176,16 +186,27 @@ pub fn refuse_other_provision(consumer: &str, provision: &str) -> Result<(), Pos
 /// [`PostgresError::NotOurs`], [`PostgresError::DatabaseNotOurs`] or [`PostgresError::Reserved`].
 pub fn ensure(name: &str, found: &Found) -> Result<EnsurePlan, PostgresError> {
     refuse_reserved(name)?;
-    let (create_role, must_join) = match found.role {
-        None => (true, !found.admin_superuser),
+    let (create_role, must_join, adopt) = match found.role {
+        None => (true, !found.admin_superuser, false),
         Some(role) => {
-            refuse_unless_ours(name, &role)?;
-            (false, found.admin_must_join(&role))
+            refuse_unless_made(name, &role)?;
+            let adopt = match (role.own, &found.others) {
+                (true, _) => false,
+                (false, Some(by)) => {
+                    return Err(PostgresError::OtherInstance {
+                        name: name.to_owned(),
+                        by: by.clone(),
+                    })
+                }
+                (false, None) => true,
+            };
+            (false, found.admin_must_join(&role), adopt)
         }
     };
     match &found.database {
         None => Ok(EnsurePlan {
             create_role,
+            adopt,
             admin_joins: must_join,
             create_database: true,
             finish_database: true,
@@ -202,6 +223,7 @@ pub fn ensure(name: &str, found: &Found) -> Result<EnsurePlan, PostgresError> {
                 database.comment.as_deref() != Some(database_comment(name).as_str());
             Ok(EnsurePlan {
                 create_role: false,
+                adopt,
                 admin_joins: must_join && finish_database,
                 create_database: false,
                 finish_database,
@@ -210,11 +232,39 @@ pub fn ensure(name: &str, found: &Found) -> Result<EnsurePlan, PostgresError> {
     }
 }
 
-/// Refuses a role the provider did not make.
+/// Refuses a role the asking instance did not make, or that another
+/// instance claims too: what retire, re-enable, delete and a password
+/// reset act on.
+///
+/// # Errors
+/// [`PostgresError::NotOurs`] naming why; [`PostgresError::OtherInstance`].
+pub fn refuse_unless_ours(name: &str, found: &Found) -> Result<RoleFound, PostgresError> {
+    let Some(role) = found.role else {
+        return Err(PostgresError::NoRole {
+            name: name.to_owned(),
+        });
+    };
+    refuse_unless_made(name, &role)?;
+    if let Some(by) = &found.others {
+        return Err(PostgresError::OtherInstance {
+            name: name.to_owned(),
+            by: by.clone(),
+        });
+    }
+    if !role.own {
+        return Err(PostgresError::NotOurs {
+            name: name.to_owned(),
+            why: "it was made before instance marks and only an instance listing it adopts it",
+        });
+    }
+    Ok(role)
+}
+
+/// Refuses a role mesh-postgres did not make (whichever instance).
 ///
 /// # Errors
 /// [`PostgresError::NotOurs`] naming why.
-pub fn refuse_unless_ours(name: &str, role: &RoleFound) -> Result<(), PostgresError> {
+fn refuse_unless_made(name: &str, role: &RoleFound) -> Result<(), PostgresError> {
     if role.superuser {
         return Err(PostgresError::NotOurs {
             name: name.to_owned(),
@@ -252,10 +302,10 @@ pub enum DeletePlan {
 /// [`PostgresError::DatabaseNotOurs`] when the database of that name is not owned
 /// by the provider's role (nothing is dropped then).
 pub fn delete(name: &str, found: &Found) -> Result<DeletePlan, PostgresError> {
-    let Some(role) = found.role else {
+    if found.role.is_none() {
         return Ok(DeletePlan::Nothing);
-    };
-    refuse_unless_ours(name, &role)?;
+    }
+    let role = refuse_unless_ours(name, found)?;
     match &found.database {
         None => Ok(DeletePlan::DropRole),
         Some(database) if database.owned_by_role => Ok(DeletePlan::DropBoth {
@@ -274,13 +324,7 @@ pub fn delete(name: &str, found: &Found) -> Result<DeletePlan, PostgresError> {
 /// [`PostgresError::NoRole`] when there is no such role; [`PostgresError::NotOurs`]
 /// for a role the provider did not make.
 pub fn alter(name: &str, found: &Found) -> Result<RoleFound, PostgresError> {
-    let Some(role) = found.role else {
-        return Err(PostgresError::NoRole {
-            name: name.to_owned(),
-        });
-    };
-    refuse_unless_ours(name, &role)?;
-    Ok(role)
+    refuse_unless_ours(name, found)
 }
 
 /// What `retire` does for `name`: whether the administrator must first be
@@ -302,14 +346,18 @@ mod tests {
         can_login: true,
         superuser: false,
         marked: true,
+        own: true,
         admin_member: true,
     };
+    /// Made by a version before instance marks: `mesh_provisioned` alone.
+    const UNOWNED: RoleFound = RoleFound { own: false, ..OURS };
     const RETIRED: RoleFound = RoleFound {
         can_login: false,
         ..OURS
     };
     const FOREIGN: RoleFound = RoleFound {
         marked: false,
+        own: false,
         ..OURS
     };
     const MARKED_SUPERUSER: RoleFound = RoleFound {
@@ -334,22 +382,34 @@ mod tests {
             role,
             database,
             admin_superuser: false,
+            others: None,
+        }
+    }
+
+    /// As `found`, the role also marked by the instances `by`.
+    fn claimed(role: RoleFound, database: Option<DatabaseFound>, by: &str) -> Found {
+        Found {
+            others: Some(by.to_owned()),
+            ..found(Some(role), database)
         }
     }
 
     const ALL: EnsurePlan = EnsurePlan {
+        adopt: false,
         create_role: true,
         admin_joins: true,
         create_database: true,
         finish_database: true,
     };
     const DATABASE: EnsurePlan = EnsurePlan {
+        adopt: false,
         create_role: false,
         admin_joins: false,
         create_database: true,
         finish_database: true,
     };
     const FINISH: EnsurePlan = EnsurePlan {
+        adopt: false,
         create_role: false,
         admin_joins: false,
         create_database: false,
@@ -406,6 +466,80 @@ mod tests {
         }
         assert!(EnsurePlan::default().is_nothing());
         assert!(!ALL.is_nothing());
+    }
+
+    /// Two instances on one server: each makes, lists and acts on its own
+    /// roles only; a role an older version made is adopted by `ensure`
+    /// alone (the instance lists it) and is nobody's to retire before.
+    #[test]
+    fn an_instance_acts_only_on_what_it_made_and_adopts_only_in_ensure() {
+        let comment = database_comment("forge");
+        let done = db(true, Some(comment.as_str()));
+        let theirs = |role| claimed(role, done.clone(), "postgres@db-2");
+        // ensure
+        let adopt = EnsurePlan {
+            adopt: true,
+            ..EnsurePlan::default()
+        };
+        assert_eq!(
+            ensure("forge", &found(Some(UNOWNED), done.clone())).unwrap(),
+            adopt
+        );
+        assert_eq!(
+            ensure("forge", &found(Some(OURS), done.clone())).unwrap(),
+            EnsurePlan::default()
+        );
+        let refused = ensure("forge", &theirs(UNOWNED)).unwrap_err().to_string();
+        assert_eq!(
+            refused,
+            "role \"forge\" was made by another mesh-postgres instance (postgres@db-2); it is left untouched"
+        );
+        // Claimed by this instance and another (a hand-over half done):
+        // served, never retired, re-enabled, deleted or reset.
+        assert_eq!(
+            ensure("forge", &theirs(OURS)).unwrap(),
+            EnsurePlan::default()
+        );
+        for found in [theirs(OURS), theirs(UNOWNED)] {
+            assert!(
+                matches!(
+                    retire("forge", &found),
+                    Err(PostgresError::OtherInstance { .. })
+                ),
+                "{found:?}"
+            );
+            assert!(
+                matches!(
+                    alter("forge", &found),
+                    Err(PostgresError::OtherInstance { .. })
+                ),
+                "{found:?}"
+            );
+            assert!(
+                matches!(
+                    delete("forge", &found),
+                    Err(PostgresError::OtherInstance { .. })
+                ),
+                "{found:?}"
+            );
+        }
+        // Unowned: not this instance's to retire, re-enable, reset or delete.
+        let unowned = found(Some(UNOWNED), done.clone());
+        let error = retire("forge", &unowned).unwrap_err().to_string();
+        assert!(error.contains("made before instance marks"), "{error}");
+        assert!(matches!(
+            alter("forge", &unowned),
+            Err(PostgresError::NotOurs { .. })
+        ));
+        assert!(matches!(
+            delete("forge", &unowned),
+            Err(PostgresError::NotOurs { .. })
+        ));
+        // Not mesh's at all: the old refusal, whatever the instances.
+        assert!(matches!(
+            ensure("forge", &found(Some(FOREIGN), None)),
+            Err(PostgresError::NotOurs { .. })
+        ));
     }
 
     #[test]

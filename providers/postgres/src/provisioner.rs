@@ -3,7 +3,7 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
-use mesh_sdk::{async_trait, Class, Consumer, Held, Name, Provisioner, Secret};
+use mesh_sdk::{async_trait, Class, Consumer, Held, ModuleId, Name, Provisioner, Secret};
 use tokio::time::timeout;
 
 use crate::admin::Admin;
@@ -16,11 +16,15 @@ use crate::sql;
 /// the database and logging in with the minted secret.
 ///
 /// # What it touches
-/// Only what it made: every role it makes is a member of the NOLOGIN role
-/// `mesh_provisioned` (made in the same transaction as the role, so a role is
-/// never made without its mark), and its database is owned by that role and
-/// commented. It lists, alters, retires and deletes only such roles and
-/// databases; a consumer named like any other role (`postgres`, an
+/// Only what its instance made: every role it makes is a member of the
+/// NOLOGIN role `mesh_provisioned` and of its instance's NOLOGIN marker
+/// role `mesh_provisioned:<module>@<machine>` (both granted in the same
+/// transaction as the role, so a role is never made without them), and
+/// its database is owned by that role and commented. It lists, alters,
+/// retires and deletes only the roles and databases its own instance made
+/// (another instance's are refused, class `refused`, naming it); a role an
+/// older version made (`mesh_provisioned` alone) is adopted by the first
+/// `ensure` of an instance that lists it; a consumer named like any other role (`postgres`, an
 /// application's own role) or database is refused with class `refused` and
 /// the other is never altered. Superusers are never managed, even if marked.
 ///
@@ -68,9 +72,10 @@ use crate::sql;
 pub struct PostgresProvisioner {
     config: Arc<PostgresConfig>,
     admin: Admin,
-    /// Consumers whose last check passed: `ensure` does not look them up
-    /// again (the check is the proof); any failed check forgets one.
-    proven: Mutex<HashSet<Name>>,
+    /// Consumers whose last check passed, by the instance that found them
+    /// its own: that instance's `ensure` does not look them up again (the
+    /// check is the proof); any failed check forgets one.
+    proven: Mutex<HashSet<(ModuleId, Name)>>,
     /// Consumers whose password was reset, until the loop takes it.
     reset: Mutex<HashSet<String>>,
 }
@@ -145,15 +150,32 @@ impl PostgresProvisioner {
     /// Looks up what the backend holds under `name` and makes what is
     /// missing: the role (with its password and mark, in one transaction),
     /// then the database; refuses what the provider did not make.
-    async fn make(&self, name: &str, secret: &Secret) -> Result<(), PostgresError> {
-        let found = self.admin.find(name).await?;
+    async fn make(
+        &self,
+        provider: &ModuleId,
+        name: &str,
+        secret: &Secret,
+    ) -> Result<(), PostgresError> {
+        let found = self.admin.find(name, provider).await?;
         let plan = plan::ensure(name, &found)?;
+        if plan.create_role || plan.adopt {
+            self.admin.instance_marker(provider).await?;
+        }
+        if plan.adopt {
+            self.admin
+                .batch(
+                    &format!("adopting role \"{name}\" as {provider}'s"),
+                    &sql::adopt(name, provider)?,
+                )
+                .await?;
+            tracing::info!(consumer = %name, provider = %provider, "adopted the role an older version made (marked mesh_provisioned alone): this instance lists it");
+        }
         if plan.create_role {
-            let statement = sql::create_role(name, &verifier(secret), plan.admin_joins)?;
+            let statement = sql::create_role(name, &verifier(secret), plan.admin_joins, provider)?;
             self.admin
                 .batch(&format!("creating role \"{name}\""), &statement)
                 .await?;
-            tracing::info!(consumer = %name, "made the role, marked mesh_provisioned");
+            tracing::info!(consumer = %name, marker = %sql::instance_marker(provider), "made the role, marked mesh_provisioned and with the instance's marker");
         } else if plan.admin_joins {
             self.join(name).await?;
         }
@@ -177,10 +199,15 @@ impl PostgresProvisioner {
     }
 
     /// Logs in; a refused password leads to one reset and a new login.
-    async fn login_or_reset(&self, name: &str, secret: &Secret) -> Result<(), PostgresError> {
+    async fn login_or_reset(
+        &self,
+        provider: &ModuleId,
+        name: &str,
+        secret: &Secret,
+    ) -> Result<(), PostgresError> {
         match self.login(name, secret).await {
             Ok(()) => Ok(()),
-            Err(error) => self.after_refusal(name, secret, error).await,
+            Err(error) => self.after_refusal(provider, name, secret, error).await,
         }
     }
 
@@ -188,6 +215,7 @@ impl PostgresProvisioner {
     /// minted secret once and the login tried again; anything else is the result.
     async fn after_refusal(
         &self,
+        provider: &ModuleId,
         name: &str,
         secret: &Secret,
         error: PostgresError,
@@ -196,7 +224,7 @@ impl PostgresProvisioner {
             return Err(error);
         }
         tracing::info!(consumer = %name, "login refused; resetting the role's password to the minted secret once");
-        self.reset_password(name, secret).await?;
+        self.reset_password(provider, name, secret).await?;
         self.reset
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -206,25 +234,25 @@ impl PostgresProvisioner {
             .map_err(|error| PostgresError::AfterReset(Box::new(error)))
     }
 
-    fn proven(&self) -> std::sync::MutexGuard<'_, HashSet<Name>> {
+    fn proven(&self) -> std::sync::MutexGuard<'_, HashSet<(ModuleId, Name)>> {
         self.proven
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn is_proven(&self, name: &Name) -> bool {
-        self.proven().contains(name)
+    fn is_proven(&self, provider: &ModuleId, name: &Name) -> bool {
+        self.proven().contains(&(provider.clone(), name.clone()))
     }
 
-    fn prove(&self, name: &Name) {
-        if !self.is_proven(name) {
-            self.proven().insert(name.clone());
+    fn prove(&self, provider: &ModuleId, name: &Name) {
+        if !self.is_proven(provider, name) {
+            self.proven().insert((provider.clone(), name.clone()));
         }
     }
 
-    /// Forgets a proof; whether there was one.
-    fn forget(&self, name: &Name) -> bool {
-        self.proven().remove(name)
+    /// Forgets `provider`'s proof of `name`; whether there was one.
+    fn forget(&self, provider: &ModuleId, name: &Name) -> bool {
+        self.proven().remove(&(provider.clone(), name.clone()))
     }
 
     /// Makes the administrator a member of the role `name` (which the
@@ -255,8 +283,13 @@ impl PostgresProvisioner {
 
     /// Sets the role's password to the minted secret (a verifier computed
     /// here), after making sure the role is one the provider made.
-    async fn reset_password(&self, name: &str, secret: &Secret) -> Result<(), PostgresError> {
-        let found = self.admin.find(name).await?;
+    async fn reset_password(
+        &self,
+        provider: &ModuleId,
+        name: &str,
+        secret: &Secret,
+    ) -> Result<(), PostgresError> {
+        let found = self.admin.find(name, provider).await?;
         plan::alter(name, &found)?;
         let statement = sql::set_password(name, &verifier(secret))?;
         self.admin
@@ -284,10 +317,10 @@ impl Provisioner for PostgresProvisioner {
         plan::refuse_other_provision(name, &consumer.provision)?;
         plan::refuse_reserved(name)?;
         sql::ident(name)?;
-        if self.is_proven(&consumer.name) {
+        if self.is_proven(&consumer.provider, &consumer.name) {
             return Ok(());
         }
-        self.make(name, secret).await
+        self.make(&consumer.provider, name, secret).await
     }
 
     async fn check(&self, consumer: &Consumer, secret: &Secret) -> Result<(), PostgresError> {
@@ -295,25 +328,28 @@ impl Provisioner for PostgresProvisioner {
         let result = match self.login(name, secret).await {
             Ok(()) => Ok(()),
             Err(error) => {
-                if self.forget(&consumer.name) {
+                if self.forget(&consumer.provider, &consumer.name) {
                     // `ensure` trusted an earlier check: look and make what is missing now.
-                    match self.make(name, secret).await {
-                        Ok(()) => self.login_or_reset(name, secret).await,
+                    match self.make(&consumer.provider, name, secret).await {
+                        Ok(()) => self.login_or_reset(&consumer.provider, name, secret).await,
                         Err(error) => Err(error),
                     }
                 } else {
-                    self.after_refusal(name, secret, error).await
+                    self.after_refusal(&consumer.provider, name, secret, error)
+                        .await
                 }
             }
         };
         if result.is_ok() {
-            self.prove(&consumer.name);
+            self.prove(&consumer.provider, &consumer.name);
         }
         result
     }
 
-    async fn held(&self, _: &mesh_sdk::ModuleId) -> Result<Vec<Held>, PostgresError> {
-        let roles = self.admin.held().await?;
+    /// The roles `provider` made: members of its marker role (and of
+    /// `mesh_provisioned`), and of no other instance's.
+    async fn held(&self, provider: &ModuleId) -> Result<Vec<Held>, PostgresError> {
+        let roles = self.admin.held(provider).await?;
         let mut held = Vec::with_capacity(roles.len());
         for (role, can_login) in roles {
             match Name::parse(&role) {
@@ -329,11 +365,11 @@ impl Provisioner for PostgresProvisioner {
         Ok(held)
     }
 
-    async fn retire(&self, _: &mesh_sdk::ModuleId, consumer: &Name) -> Result<(), PostgresError> {
-        self.forget(consumer);
+    async fn retire(&self, provider: &ModuleId, consumer: &Name) -> Result<(), PostgresError> {
+        self.forget(provider, consumer);
         let name = consumer.as_str();
         let statement = sql::retire(name)?;
-        let found = self.admin.find(name).await?;
+        let found = self.admin.find(name, provider).await?;
         if plan::retire(name, &found)? {
             self.join(name).await?;
         }
@@ -347,15 +383,11 @@ impl Provisioner for PostgresProvisioner {
         Ok(())
     }
 
-    async fn re_enable(
-        &self,
-        _: &mesh_sdk::ModuleId,
-        consumer: &Name,
-    ) -> Result<(), PostgresError> {
-        self.forget(consumer);
+    async fn re_enable(&self, provider: &ModuleId, consumer: &Name) -> Result<(), PostgresError> {
+        self.forget(provider, consumer);
         let name = consumer.as_str();
         let statement = sql::re_enable(name)?;
-        let found = self.admin.find(name).await?;
+        let found = self.admin.find(name, provider).await?;
         plan::alter(name, &found)?;
         self.admin
             .batch(&format!("enabling role \"{name}\" again"), &statement)
@@ -364,11 +396,11 @@ impl Provisioner for PostgresProvisioner {
         Ok(())
     }
 
-    async fn delete(&self, _: &mesh_sdk::ModuleId, consumer: &Name) -> Result<(), PostgresError> {
-        self.forget(consumer);
+    async fn delete(&self, provider: &ModuleId, consumer: &Name) -> Result<(), PostgresError> {
+        self.forget(provider, consumer);
         let name = consumer.as_str();
         let (drop_database, drop_role) = (sql::drop_database(name)?, sql::drop_role(name)?);
-        let found = self.admin.find(name).await?;
+        let found = self.admin.find(name, provider).await?;
         match plan::delete(name, &found)? {
             DeletePlan::Nothing => {
                 tracing::info!(consumer = %name, "nothing to delete: no such role");

@@ -6,6 +6,7 @@
 //! [`escape_literal`]. A password never appears here in plaintext: only its
 //! SCRAM verifier, computed on the client.
 
+use mesh_sdk::ModuleId;
 use postgres_protocol::escape::{escape_identifier, escape_literal};
 
 use crate::error::PostgresError;
@@ -16,6 +17,62 @@ pub const MAX_IDENTIFIER_BYTES: usize = 63;
 
 /// The role every role the provider made is a member of: its mark.
 pub const MARKER_ROLE: &str = "mesh_provisioned";
+
+/// How every instance's marker role begins (a consumer name holds no `:`,
+/// so none is ever a consumer's role).
+pub const INSTANCE_MARKER_PREFIX: &str = "mesh_provisioned:";
+
+/// The marker role of the provider instance `provider`: every role that
+/// instance made is a member of it too. `mesh_provisioned:postgres@db-1`;
+/// one that PostgreSQL would cut (over 63 bytes) is cut here instead and
+/// ends in `~` and a 64-bit FNV-1a hash of the whole instance name, so two
+/// instances never share one.
+pub fn instance_marker(provider: &ModuleId) -> String {
+    let instance = provider.to_string();
+    let whole = format!("{INSTANCE_MARKER_PREFIX}{instance}");
+    if whole.len() <= MAX_IDENTIFIER_BYTES {
+        return whole;
+    }
+    let hash = instance.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    // Names are ASCII: any byte index is a character boundary.
+    let keep = MAX_IDENTIFIER_BYTES - INSTANCE_MARKER_PREFIX.len() - 17;
+    format!("{INSTANCE_MARKER_PREFIX}{}~{hash:016x}", &instance[..keep])
+}
+
+/// Makes the marker role of `provider` unless it exists, as one statement;
+/// refuses one that can log in or is a superuser (it would not be a mark).
+pub fn create_instance_marker(provider: &ModuleId) -> String {
+    let name = instance_marker(provider);
+    let (marker, literal) = (escape_identifier(&name), escape_literal(&name));
+    let comment = escape_literal(&format!(
+        "mesh-postgres instance {provider} marks every role it made by membership in this role; \
+         it lists, retires, re-enables and deletes no other. Do not grant it by hand."
+    ));
+    format!(
+        "DO $mesh$ BEGIN \
+         IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = {literal}) THEN \
+         CREATE ROLE {marker} WITH NOLOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS; \
+         COMMENT ON ROLE {marker} IS {comment}; \
+         ELSIF EXISTS (SELECT FROM pg_roles WHERE rolname = {literal} AND (rolcanlogin OR rolsuper)) THEN \
+         RAISE EXCEPTION 'the marker role % can log in or is a superuser: it is no mark', {literal}; \
+         END IF; END $mesh$"
+    )
+}
+
+/// Adopts a role an older version made (marked `mesh_provisioned` alone)
+/// as `provider`'s: only for a consumer that instance lists.
+///
+/// # Errors
+/// [`PostgresError::BadName`] when the name cannot be an identifier.
+pub fn adopt(name: &str, provider: &ModuleId) -> Result<String, PostgresError> {
+    Ok(format!(
+        "GRANT {} TO {}",
+        escape_identifier(&instance_marker(provider)),
+        ident(name)?
+    ))
+}
 
 /// The comment the provider puts on every database it made.
 pub fn database_comment(name: &str) -> String {
@@ -71,15 +128,21 @@ pub fn create_marker() -> String {
     )
 }
 
-/// Makes the consumer's role with its password verifier and its mark, as
-/// one implicit transaction: a role is never made without its mark. With
+/// Makes the consumer's role with its password verifier and its marks
+/// (`mesh_provisioned` and `provider`'s marker), as one implicit
+/// transaction: a role is never made without them. With
 /// `admin_joins` (an administrator that is not a superuser) the
 /// administrator is made a member of the role in the same transaction
 /// (see [`grant_to_admin`]).
 ///
 /// # Errors
 /// [`PostgresError::BadName`] when the name cannot be an identifier.
-pub fn create_role(name: &str, verifier: &str, admin_joins: bool) -> Result<String, PostgresError> {
+pub fn create_role(
+    name: &str,
+    verifier: &str,
+    admin_joins: bool,
+    provider: &ModuleId,
+) -> Result<String, PostgresError> {
     let role = ident(name)?;
     let join = if admin_joins {
         format!("{}; ", grant_to_admin(name)?)
@@ -88,9 +151,10 @@ pub fn create_role(name: &str, verifier: &str, admin_joins: bool) -> Result<Stri
     };
     Ok(format!(
         "CREATE ROLE {role} WITH LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS \
-         PASSWORD {} IN ROLE {}; {join}COMMENT ON ROLE {role} IS {}",
+         PASSWORD {} IN ROLE {}, {}; {join}COMMENT ON ROLE {role} IS {}",
         escape_literal(verifier),
         escape_identifier(MARKER_ROLE),
+        escape_identifier(&instance_marker(provider)),
         escape_literal(&role_comment(name)),
     ))
 }
@@ -186,9 +250,12 @@ pub fn drop_role(name: &str) -> Result<String, PostgresError> {
     Ok(format!("DROP ROLE IF EXISTS {}", ident(name)?))
 }
 
-/// What the backend holds under one name: `$1` is the name (text).
-/// One row, always. The administrator itself is never marked (a hand-made
-/// grant of `mesh_provisioned` to it must not make it a consumer's role).
+/// What the backend holds under one name: `$1` is the name (text), `$2`
+/// the asking instance's marker role ([`instance_marker`]). One row,
+/// always. The administrator itself is never marked (a hand-made grant of
+/// `mesh_provisioned` to it must not make it a consumer's role). `own`:
+/// a member of `$2`; `others`: the other instances whose marker it is a
+/// member of (null when none).
 pub const FIND: &str = "\
 SELECT r.oid IS NOT NULL AS role_exists,
        COALESCE(r.rolcanlogin, false) AS can_login,
@@ -200,7 +267,13 @@ SELECT r.oid IS NOT NULL AS role_exists,
        COALESCE(d.datdba = r.oid, false) AS database_owned,
        shobj_description(d.oid, 'pg_database') AS database_comment,
        COALESCE(pg_has_role(current_user, r.oid, 'USAGE'), false) AS admin_member,
-       (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) AS admin_superuser
+       (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) AS admin_superuser,
+       COALESCE(EXISTS (SELECT 1 FROM pg_auth_members m JOIN pg_roles g ON g.oid = m.roleid
+                        WHERE m.member = r.oid AND g.rolname = $2::text), false) AS own,
+       (SELECT string_agg(substr(g.rolname, 18), ', ' ORDER BY g.rolname)
+        FROM pg_auth_members m JOIN pg_roles g ON g.oid = m.roleid
+        WHERE m.member = r.oid AND starts_with(g.rolname, 'mesh_provisioned:')
+          AND g.rolname <> $2::text) AS others
 FROM (SELECT $1::text AS name) AS wanted
 LEFT JOIN pg_roles r ON r.rolname = wanted.name
 LEFT JOIN pg_database d ON d.datname = wanted.name";
@@ -215,20 +288,63 @@ FROM pg_roles WHERE rolname = current_user";
 pub const FIND_MARKER: &str =
     "SELECT rolcanlogin, rolsuper FROM pg_roles WHERE rolname = 'mesh_provisioned'";
 
-/// Every role marked as made by the provider (direct members of the marker
-/// role, never a superuser, never the administrator itself), with whether
-/// it can log in.
+/// Every role the instance whose marker role is `$1` made, with whether
+/// it can log in: direct members of both `mesh_provisioned` and `$1`, and
+/// of no other instance's marker (a role two instances claim is neither's
+/// to retire), never a superuser, never the administrator itself.
 pub const HELD: &str = "\
 SELECT r.rolname::text, r.rolcanlogin
 FROM pg_auth_members m
 JOIN pg_roles g ON g.oid = m.roleid
 JOIN pg_roles r ON r.oid = m.member
-WHERE g.rolname = 'mesh_provisioned' AND NOT r.rolsuper AND r.rolname <> current_user
+WHERE g.rolname = $1::text AND NOT r.rolsuper AND r.rolname <> current_user
+  AND EXISTS (SELECT 1 FROM pg_auth_members mm JOIN pg_roles gm ON gm.oid = mm.roleid
+              WHERE mm.member = r.oid AND gm.rolname = 'mesh_provisioned')
+  AND NOT EXISTS (SELECT 1 FROM pg_auth_members mo JOIN pg_roles gx ON gx.oid = mo.roleid
+                  WHERE mo.member = r.oid AND starts_with(gx.rolname, 'mesh_provisioned:')
+                    AND gx.rolname <> $1::text)
 ORDER BY r.rolname";
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn provider(text: &str) -> ModuleId {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn each_instance_has_a_marker_of_its_own_that_postgres_keeps_whole() {
+        assert_eq!(
+            instance_marker(&provider("postgres@db-1")),
+            "mesh_provisioned:postgres@db-1"
+        );
+        let long = |machine: &str| provider(&format!("{}@{machine}", "p".repeat(40)));
+        let (a, b) = (
+            instance_marker(&long("machine-a")),
+            instance_marker(&long("machine-b")),
+        );
+        assert_ne!(a, b, "cut names differ by their hash");
+        for marker in [&a, &b] {
+            assert_eq!(marker.len(), MAX_IDENTIFIER_BYTES, "{marker}");
+            assert!(marker.starts_with(INSTANCE_MARKER_PREFIX), "{marker}");
+            assert!(ident(marker).is_ok());
+        }
+        // The same instance, the same marker: a restart finds its roles.
+        assert_eq!(a, instance_marker(&long("machine-a")));
+        let made = create_instance_marker(&provider("postgres@db-1"));
+        assert!(
+            made.contains(
+                "CREATE ROLE \"mesh_provisioned:postgres@db-1\" WITH NOLOGIN NOSUPERUSER"
+            ),
+            "{made}"
+        );
+        assert!(made.contains("IF NOT EXISTS"), "{made}");
+        assert_eq!(
+            adopt("forge", &provider("postgres@db-1")).unwrap(),
+            "GRANT \"mesh_provisioned:postgres@db-1\" TO \"forge\""
+        );
+    }
 
     #[test]
     fn identifiers_are_quoted_whatever_they_hold() {
@@ -274,8 +390,10 @@ mod tests {
         for build in builders {
             assert!(build(&long).is_err());
         }
-        assert!(create_role(&long, "v", false).is_err());
-        assert!(create_role(&long, "v", true).is_err());
+        let p = provider("postgres@db-1");
+        assert!(create_role(&long, "v", false, &p).is_err());
+        assert!(create_role(&long, "v", true, &p).is_err());
+        assert!(adopt(&long, &p).is_err());
         assert!(grant_to_admin(&long).is_err());
         assert!(set_password(&long, "v").is_err());
     }
@@ -284,19 +402,19 @@ mod tests {
     fn statements_quote_names_and_literals() {
         let verifier = "SCRAM-SHA-256$4096:c2FsdA==$c3RvcmVk:c2VydmVy";
         assert_eq!(
-            create_role("forge", verifier, false).unwrap(),
+            create_role("forge", verifier, false, &provider("postgres@db-1")).unwrap(),
             format!(
                 "CREATE ROLE \"forge\" WITH LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION \
-                 NOBYPASSRLS PASSWORD '{verifier}' IN ROLE \"mesh_provisioned\"; \
+                 NOBYPASSRLS PASSWORD '{verifier}' IN ROLE \"mesh_provisioned\", \"mesh_provisioned:postgres@db-1\"; \
                  COMMENT ON ROLE \"forge\" IS 'made by mesh-postgres for consumer forge'"
             )
         );
         // The administrator joins in the same transaction, before the comment that proves it.
         assert_eq!(
-            create_role("forge", verifier, true).unwrap(),
+            create_role("forge", verifier, true, &provider("postgres@db-1")).unwrap(),
             format!(
                 "CREATE ROLE \"forge\" WITH LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION \
-                 NOBYPASSRLS PASSWORD '{verifier}' IN ROLE \"mesh_provisioned\"; \
+                 NOBYPASSRLS PASSWORD '{verifier}' IN ROLE \"mesh_provisioned\", \"mesh_provisioned:postgres@db-1\"; \
                  GRANT \"forge\" TO CURRENT_USER; \
                  COMMENT ON ROLE \"forge\" IS 'made by mesh-postgres for consumer forge'"
             )
@@ -329,7 +447,7 @@ mod tests {
     fn a_verifier_is_not_the_password() {
         let verifier = postgres_protocol::password::scram_sha_256(b"minted-secret");
         assert!(verifier.starts_with("SCRAM-SHA-256$4096:"));
-        let statement = create_role("forge", &verifier, true).unwrap();
+        let statement = create_role("forge", &verifier, true, &provider("postgres@db-1")).unwrap();
         assert!(!statement.contains("minted-secret"));
     }
 }

@@ -141,7 +141,13 @@ async fn what_mesh_did_not_make_is_refused_and_untouched() {
     let weird = "x\"; DROP ROLE app_owner; --";
     admin
         .batch_execute(
-            &sql::create_role(weird, "SCRAM-SHA-256$4096:c2FsdA==$c3Q=:c2U=", false).unwrap(),
+            &sql::create_role(
+                weird,
+                "SCRAM-SHA-256$4096:c2FsdA==$c3Q=:c2U=",
+                false,
+                &provider(),
+            )
+            .unwrap(),
         )
         .await
         .unwrap();

@@ -2,12 +2,12 @@
 
 use std::collections::HashMap;
 
-use mesh_sdk::Secret;
+use mesh_sdk::{ModuleId, Secret};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::{Auth, Keycloak, Kind};
-use crate::error::{IdentityError, MARK};
+use crate::error::{IdentityError, INSTANCE, MARK};
 
 /// Clients asked for per page when listing.
 pub const PAGE: usize = 100;
@@ -32,10 +32,38 @@ fn enabled_by_default() -> bool {
     true
 }
 
+/// Who made a client, as its attributes say.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Maker<'a> {
+    /// Not mesh-identity: no [`MARK`].
+    Other,
+    /// mesh-identity before instance marks: [`MARK`] without [`INSTANCE`].
+    Unowned,
+    /// The instance it names in [`INSTANCE`] (`module@machine`).
+    Instance(&'a str),
+}
+
 impl ClientRep {
-    /// Whether this provider made it (attribute [`MARK`] is `"true"`).
+    /// Whether mesh-identity made it (attribute [`MARK`] is `"true"`).
     pub fn is_marked(&self) -> bool {
         self.attributes.get(MARK).and_then(Value::as_str) == Some("true")
+    }
+
+    /// Who made it.
+    pub fn maker(&self) -> Maker<'_> {
+        if !self.is_marked() {
+            return Maker::Other;
+        }
+        match self.attributes.get(INSTANCE) {
+            None => Maker::Unowned,
+            // Keycloak keeps one string; anything else is no instance's.
+            Some(value) => Maker::Instance(value.as_str().unwrap_or_default()),
+        }
+    }
+
+    /// Whether the instance `provider` made it.
+    pub fn is_of(&self, provider: &ModuleId) -> bool {
+        matches!(self.maker(), Maker::Instance(by) if by == provider.to_string())
     }
 }
 
@@ -75,6 +103,7 @@ impl Keycloak {
         &self,
         client_id: &str,
         secret: &Secret,
+        provider: &ModuleId,
     ) -> Result<Created, IdentityError> {
         let what = format!("making client {client_id}");
         let url = self.realm_url(&["clients"]);
@@ -88,7 +117,7 @@ impl Keycloak {
             "serviceAccountsEnabled": true,
             "clientAuthenticatorType": "client-secret",
             "secret": secret.expose(),
-            "attributes": { MARK: "true" },
+            "attributes": { MARK: "true", INSTANCE: provider.to_string() },
         });
         self.calls.count(Kind::Create);
         let answer = self

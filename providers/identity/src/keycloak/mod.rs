@@ -22,7 +22,7 @@ use crate::login_backoff::LoginBackoff;
 
 pub(crate) use calls::Kind;
 pub use calls::{CallCounts, Calls};
-pub use clients::{ClientRep, Created};
+pub use clients::{ClientRep, Created, Maker};
 pub use token::AccessToken;
 
 /// Longest wait for a TCP connection to Keycloak.

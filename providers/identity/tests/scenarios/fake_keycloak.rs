@@ -238,14 +238,24 @@ impl State {
         self.clients.iter().find(|c| c.client_id == client_id)
     }
 
-    /// Adds a client made by mesh (marked).
+    /// Adds a client made by mesh's instance `identity@id-1` (the
+    /// scenarios' provider).
     pub fn add_marked(&mut self, client_id: &str, secret: &str, enabled: bool) {
+        self.add_made_by(client_id, secret, enabled, Some("identity@id-1"));
+    }
+
+    /// Adds a client made by mesh: by the instance `by`, or by a release
+    /// before instance marks (`None`: the mark alone).
+    pub fn add_made_by(&mut self, client_id: &str, secret: &str, enabled: bool, by: Option<&str>) {
         let id = self.id();
         let mut client = Client::foreign(&id, client_id, secret);
         client.enabled = enabled;
         client
             .attributes
             .insert("mesh.provisioned".into(), "true".into());
+        if let Some(by) = by {
+            client.attributes.insert("mesh.provider".into(), by.into());
+        }
         self.clients.push(client);
     }
 

@@ -55,6 +55,8 @@ pub fn provider() -> mesh_sdk::ModuleId {
 
 /// A provider `postgres@db-1` over a real cluster, driven pass by pass.
 pub struct World {
+    /// The instance it is, `(module, machine)`.
+    pub instance: (&'static str, &'static str),
     pub dir: tempfile::TempDir,
     pub outbox: Arc<Outbox>,
     pub runner: Runner<PostgresProvisioner>,
@@ -63,6 +65,16 @@ pub struct World {
 impl World {
     /// A world listing `consumers` (name, minted secret).
     pub fn new(
+        provisioner: PostgresProvisioner,
+        consumers: &[(&str, &str)],
+        settings: Settings,
+    ) -> World {
+        World::of(("postgres", "db-1"), provisioner, consumers, settings)
+    }
+
+    /// The world of the instance `module@machine` listing `consumers`.
+    pub fn of(
+        instance: (&'static str, &'static str),
         provisioner: PostgresProvisioner,
         consumers: &[(&str, &str)],
         settings: Settings,
@@ -77,6 +89,7 @@ impl World {
             Arc::clone(&outbox),
         );
         let world = World {
+            instance,
             dir,
             outbox,
             runner,
@@ -98,13 +111,14 @@ impl World {
     /// Writes the contributions file listing `consumers` (secret files `secrets/<name>`).
     pub fn list(&self, consumers: &[&str]) {
         let path = self.dir.path().join("contributions.json");
-        testing::write_contributions(&path, ("postgres", "db-1"), PROVISION, consumers);
+        testing::write_contributions(&path, self.instance, PROVISION, consumers);
     }
 
     /// Writes the contributions file with these raw consumer entries.
     pub fn list_entries(&self, entries: Vec<Value>) {
+        let (module, machine) = self.instance;
         let file =
-            json!({"provider": {"module": "postgres", "machine": "db-1"}, "consumers": entries});
+            json!({"provider": {"module": module, "machine": machine}, "consumers": entries});
         std::fs::write(self.dir.path().join("contributions.json"), file.to_string()).unwrap();
     }
 
