@@ -1069,3 +1069,57 @@ async fn a_refusal_that_is_no_administrators_trouble_is_no_provider_fault() {
     assert!(alives(&w.published()).is_empty());
     assert!(fault_gauges(&w).iter().all(|l| l.ends_with(" 0")));
 }
+
+/// Told who it is (`--provider`), a runner knows it before any file was
+/// read, serves nothing from a file naming another instance (logged once),
+/// and serves again once the file names it.
+#[tokio::test(start_paused = true)]
+async fn a_runner_told_its_instance_serves_no_file_naming_another() {
+    let me: mesh_sdk::ModuleId = "postgres@db-1".parse().unwrap();
+    let w = World::new(&["forge"]);
+    w.write_raw("{ not json");
+    let (log, _guard) = LogCapture::start();
+    let mut runner = Runner::new(
+        w.fake.clone(),
+        w.dir.path().join("contributions.json"),
+        Settings::default(),
+        Arc::new(Outbox::new()),
+    )
+    .serving_as(Some(me.clone()));
+    assert_eq!(runner.provider(), Some(&me), "known before any good file");
+    runner.pass().await;
+    assert_eq!(w.fake.calls("ensure"), 0);
+
+    // A file naming another instance: nothing is served, held not even asked.
+    testing::write_contributions(
+        &w.dir.path().join("contributions.json"),
+        ("postgres", "db-2"),
+        "postgres-database",
+        &["forge"],
+    );
+    for _ in 0..3 {
+        let report = runner.pass().await;
+        assert_eq!(report.attempted, 0, "{report:?}");
+    }
+    assert_eq!((w.fake.calls("held"), w.fake.calls("ensure")), (0, 0));
+    let reply = runner
+        .approve(br#"{"v":1,"consumer":"forge","delete":false}"#)
+        .await;
+    assert!(
+        !reply.ok && reply.detail.contains("naming this provider"),
+        "{reply:?}"
+    );
+    let text = log.text();
+    let said: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("names another provider instance"))
+        .collect();
+    assert_eq!(said.len(), 1, "logged once: {text}");
+    assert!(said[0].contains("postgres@db-2"), "{}", said[0]);
+    assert_eq!(runner.provider(), Some(&me));
+
+    // Named again: served.
+    w.list(&["forge"]);
+    let report = runner.pass().await;
+    assert_eq!((report.attempted, report.failed), (1, 0), "{report:?}");
+}

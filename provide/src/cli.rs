@@ -33,7 +33,7 @@ pub fn command() -> clap::Command {
 pub enum StartError {
     /// Which provider instance this is cannot be told: no `--provider`,
     /// and the contributions file's `provider` block cannot be read.
-    #[error("cannot tell which provider instance this is: {0}; give --provider MODULE@MACHINE (MESH_PROVIDER)")]
+    #[error("cannot tell which provider instance this is, so give --provider MODULE@MACHINE (MESH_PROVIDER): {0}")]
     Unidentified(String),
     /// The hook cannot be started, or its hello failed.
     #[error(transparent)]

@@ -48,6 +48,9 @@ esac
     p.retire(&common::provider(), &name).await.unwrap();
     p.re_enable(&common::provider(), &name).await.unwrap();
     p.delete(&common::provider(), &name).await.unwrap();
+    // A call made for another instance (conform's rule on instances).
+    let other: mesh_sdk::ModuleId = "hook@test-2".parse().unwrap();
+    p.held(&other).await.unwrap();
     assert_eq!(
         p.take_mended(&name).as_deref(),
         Some("password set again for [redacted]"),
@@ -71,7 +74,8 @@ esac
             "held",
             "retire",
             "re-enable",
-            "delete"
+            "delete",
+            "held"
         ]
     );
     for line in &lines {
@@ -83,6 +87,11 @@ esac
             request["deadline_ms"], 5000,
             "how long the loop waits: {line}"
         );
+        let instance = match line == lines.last().unwrap() {
+            true => "hook@test-2",
+            false => "hook@test-1",
+        };
+        assert_eq!(request["provider"], instance, "{line}");
         let carries = request.get("secret").is_some();
         let verb = request["verb"].as_str().unwrap();
         assert_eq!(carries, verb == "ensure" || verb == "check", "{line}");
@@ -92,14 +101,25 @@ esac
     assert!(lines[4].contains(r#""consumer":"forge""#));
     let env = std::fs::read_to_string(dir.path().join("log.env")).unwrap();
     let mesh: Vec<&str> = env.lines().filter(|l| l.starts_with("MESH_")).collect();
-    assert!(
-        mesh.iter().all(|l| *l == "MESH_HOOK_TIMEOUT_MS=5000"),
-        "no MESH_ setting reaches the hook but the timeout: {mesh:?}"
-    );
+    let timeouts = mesh.iter().filter(|l| **l == "MESH_HOOK_TIMEOUT_MS=5000");
+    let instances: Vec<&str> = mesh
+        .iter()
+        .filter_map(|l| l.strip_prefix("MESH_PROVIDER="))
+        .collect();
     assert_eq!(
         mesh.len(),
+        2 * verbs.len(),
+        "no MESH_ setting reaches the hook but the timeout and the instance: {mesh:?}"
+    );
+    assert_eq!(
+        timeouts.count(),
         verbs.len(),
         "the timeout in every call's environment"
+    );
+    assert_eq!(
+        instances,
+        [&["hook@test-1"; 7][..], &["hook@test-2"]].concat(),
+        "each call's instance in its environment"
     );
     assert!(!env.contains("minted-s3cret"), "nor the secret");
 }

@@ -168,6 +168,9 @@ impl<P: Provisioner> Runner<P> {
                     tracing::error!(path = %self.source.path().display(), names = %list.provider, provider = %me, "the contributions file names another provider instance; nothing is served until it names this one");
                     self.misnamed = Some(list.provider.clone());
                 }
+                // Its list is no last good of this instance's: forgotten,
+                // so a file naming this one is taken again.
+                self.source = Source::new(self.source.path().to_owned());
                 None
             }
             _ => {
