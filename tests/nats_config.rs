@@ -5,7 +5,8 @@
 //! `mesh-controller permissions --format nats` writes that file. nats-server
 //! accepts it (`-t`), starts with it and nothing on its command line, and
 //! enforces the users: the controller logs in and reaches JetStream, a
-//! wrong password is refused, a provider may not publish another's events.
+//! wrong password is refused, a provider may not publish another's events,
+//! and a watcher (`--watcher dashboard`) sees the events and publishes nothing.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -59,6 +60,7 @@ fn render(dir: &Path, users: &[&str]) {
         .arg(dir.join("declaration.json"))
         .args(["permissions", "--format", "nats", "--credentials"])
         .arg(dir.join("credentials"))
+        .args(["--watcher", "dashboard"])
         .output()
         .unwrap();
     assert!(
@@ -80,6 +82,7 @@ async fn the_rendered_permissions_are_included_in_the_operators_own_configuratio
             "postgres@db-1",
             "_grants@app-1",
             "controller",
+            "dashboard",
         ],
     );
     let port = mesh_test_support::free_port();
@@ -174,6 +177,16 @@ async fn the_rendered_permissions_are_included_in_the_operators_own_configuratio
         .await
         .is_err());
 
+    // The watcher subscribes to the events and sees a provider's.
+    let watcher = connect("dashboard", "pw-dashboard".to_owned())
+        .await
+        .unwrap();
+    let mut seen = watcher
+        .subscribe("mesh.event.*.*.provisioner.*")
+        .await
+        .unwrap();
+    watcher.flush().await.unwrap();
+
     // The provider may publish its own events, never another provider's.
     let provider = connect("postgres@db-1", "pw-postgres@db-1".to_owned())
         .await
@@ -184,6 +197,33 @@ async fn the_rendered_permissions_are_included_in_the_operators_own_configuratio
         .await
         .unwrap();
     provider.flush().await.unwrap();
+    let event = tokio::time::timeout(Duration::from_secs(10), futures::StreamExt::next(&mut seen))
+        .await
+        .expect("the watcher sees the provider's alive")
+        .unwrap();
+    assert_eq!(
+        event.subject.as_str(),
+        "mesh.event.db-1.postgres.provisioner.alive"
+    );
+    // It publishes nothing: not an event, not an approval.
+    assert!(
+        refused_publish(
+            &url,
+            "dashboard",
+            "mesh.event.db-1.postgres.provisioner.failing"
+        )
+        .await,
+        "the watcher published an event"
+    );
+    assert!(
+        refused_publish(
+            &url,
+            "dashboard",
+            "mesh.cmd.db-1.postgres.provisioner.approve"
+        )
+        .await,
+        "the watcher sent an approval"
+    );
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let watched = async_nats::ConnectOptions::new()
         .user_and_password("postgres@db-1".to_owned(), "pw-postgres@db-1".to_owned())
@@ -215,4 +255,68 @@ async fn the_rendered_permissions_are_included_in_the_operators_own_configuratio
         refused.is_ok(),
         "no permissions violation for another provider's subject: {errors:?}"
     );
+}
+
+/// Whether the server refuses `user` (password `pw-<user>`) publishing to
+/// `subject`: the refusal comes back as a permissions violation event.
+async fn refused_publish(url: &str, user: &str, subject: &str) -> bool {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let client = async_nats::ConnectOptions::new()
+        .user_and_password(user.to_owned(), format!("pw-{user}"))
+        .event_callback(move |event| {
+            let tx = tx.clone();
+            async move {
+                let _ = tx.send(event.to_string());
+            }
+        })
+        .connect(url)
+        .await
+        .unwrap();
+    client
+        .publish(subject.to_owned(), "{}".into())
+        .await
+        .unwrap();
+    client.flush().await.unwrap();
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while let Some(event) = rx.recv().await {
+            if event.to_lowercase().contains("permissions violation") {
+                return true;
+            }
+        }
+        false
+    })
+    .await
+    .unwrap_or(false)
+}
+
+#[test]
+fn a_watcher_named_like_another_user_is_refused_saying_which() {
+    let dir = tempfile::tempdir().unwrap();
+    let declaration = json!({"modules": [
+        {"module": "postgres", "machine": "db-1", "provides": ["postgres-database"]}]});
+    std::fs::write(dir.path().join("d.json"), declaration.to_string()).unwrap();
+    for (watchers, said) in [
+        (
+            &["controller"][..],
+            "--watcher controller: that is the controller's user",
+        ),
+        (
+            &["dash", "dash"][..],
+            "--watcher dash: a user of that name is in the permissions already",
+        ),
+    ] {
+        let mut command = Command::new(binary("mesh-controller"));
+        command
+            .arg("--declaration")
+            .arg(dir.path().join("d.json"))
+            .arg("permissions");
+        for name in watchers {
+            command.args(["--watcher", name]);
+        }
+        let out = command.output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(said), "{stderr}");
+        assert!(out.stdout.is_empty(), "nothing half rendered");
+    }
 }

@@ -56,6 +56,9 @@ pub enum CliError {
     /// `permissions --format nats` needs the users' passwords.
     #[error("--format nats needs --credentials DIR")]
     NoCredentials,
+    /// A `permissions --watcher` name cannot be used.
+    #[error("{0}")]
+    Watcher(String),
     /// The users' password files could not be read.
     #[error(transparent)]
     Credentials(#[from] CredentialsError),

@@ -203,6 +203,9 @@ pub enum Command {
         /// Folder holding one password file per user (`DIR/<user>`).
         #[arg(long)]
         credentials: Option<PathBuf>,
+        /// Also a read-only user NAME, who may subscribe to every provider's and grant agent's events and publish nothing (a dashboard, `nats sub`, a test); repeatable. With --format nats, its password file is DIR/NAME.
+        #[arg(long = "watcher", value_name = "NAME")]
+        watchers: Vec<Name>,
     },
     /// Write each provider's contributions file from the declaration, minting missing secrets.
     Contributions(ContributionsArgs),

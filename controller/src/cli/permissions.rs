@@ -7,6 +7,7 @@ use std::path::Path;
 use super::error::CliError;
 use super::{Cli, PermissionsFormat, NAME};
 use crate::permissions;
+use mesh_protocol::Name;
 
 /// Prints the permissions; refused declaration entries and users left out
 /// of a nats-server configuration for want of a credentials file (a grant
@@ -17,6 +18,7 @@ pub(super) fn run(
     err: &mut dyn Write,
     format: PermissionsFormat,
     credentials: Option<&Path>,
+    watchers: &[Name],
 ) -> Result<(), CliError> {
     let parsed = cli.load_declaration()?;
     for refused in &parsed.refused {
@@ -25,7 +27,16 @@ pub(super) fn run(
             "{NAME}: declaration entry refused (it gets no permissions): {refused}"
         );
     }
-    let users = permissions::derive(&parsed.declaration);
+    let mut users = permissions::derive(&parsed.declaration);
+    for name in watchers {
+        let watcher = permissions::watcher(name).map_err(CliError::Watcher)?;
+        if users.iter().any(|u| u.user == watcher.user) {
+            return Err(CliError::Watcher(format!(
+                "--watcher {name}: a user of that name is in the permissions already"
+            )));
+        }
+        users.push(watcher);
+    }
     let value = match (format, credentials) {
         (PermissionsFormat::Json, _) => permissions::render_json(&users),
         (PermissionsFormat::Nats, None) => return Err(CliError::NoCredentials),

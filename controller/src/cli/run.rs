@@ -134,7 +134,15 @@ pub async fn run(cli: &Cli, io: &mut Io<'_>, stop: &Stop) -> Result<(), CliError
         Command::Permissions {
             format,
             credentials,
-        } => super::permissions::run(cli, io.out, io.err, *format, credentials.as_deref()),
+            watchers,
+        } => super::permissions::run(
+            cli,
+            io.out,
+            io.err,
+            *format,
+            credentials.as_deref(),
+            watchers,
+        ),
         Command::Contributions(args) => super::contributions::run(cli, io.out, io.err, args),
         Command::Approve {
             provider,

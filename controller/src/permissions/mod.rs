@@ -19,7 +19,7 @@ use mesh_protocol::subject::{
     below, commands_of, event_subject, grant_events_of, grants_inbox_prefix, grants_user,
     inbox_prefix,
 };
-use mesh_protocol::{EventKind, ModuleId};
+use mesh_protocol::{EventKind, ModuleId, Name};
 use serde::Serialize;
 
 use crate::bus::{CONTROLLER_INBOX, CONTROLLER_USER, DURABLE, STREAM};
@@ -74,6 +74,8 @@ pub enum Role {
     GrantAgent,
     /// The controller (`serve`, `approve`).
     Controller,
+    /// A read-only watcher of the events (`permissions --watcher NAME`).
+    Watcher,
 }
 
 /// Whether a user's credentials file must be there.
@@ -94,7 +96,7 @@ impl Role {
     /// missing file is warned of; an idle module's is not asked for.
     pub fn needs_credentials(self) -> CredentialNeed {
         match self {
-            Role::Provider | Role::Controller => CredentialNeed::Required,
+            Role::Provider | Role::Controller | Role::Watcher => CredentialNeed::Required,
             Role::GrantAgent => CredentialNeed::Warned,
             Role::Idle => CredentialNeed::IfGiven,
         }
@@ -209,6 +211,32 @@ fn grants_permissions(declaration: &Declaration) -> Vec<UserPermissions> {
         .collect()
 }
 
+/// A read-only user `name` (`permissions --watcher NAME`): it may
+/// subscribe to every provider's and grant agent's events
+/// (`mesh.event.*.*.provisioner.*`, `mesh.event.*.*.grant.*`), and publish
+/// nothing: no event, no approval, no JetStream API call (so it cannot
+/// read or change the stream either).
+///
+/// # Errors
+/// Why `name` cannot be a watcher's: it is the controller's user.
+pub fn watcher(name: &Name) -> Result<UserPermissions, String> {
+    if name.as_str() == CONTROLLER_USER {
+        return Err(format!(
+            "--watcher {name}: that is the controller's user; choose another name"
+        ));
+    }
+    Ok(UserPermissions {
+        user: name.to_string(),
+        role: Role::Watcher,
+        publish: Rules::nothing(),
+        subscribe: Rules::allow(vec![
+            mesh_protocol::subject::PROVISIONER_EVENTS.to_owned(),
+            mesh_protocol::subject::GRANT_EVENTS.to_owned(),
+        ]),
+        allow_responses: false,
+    })
+}
+
 /// The controller's user: `serve`'s routine work (make and update the
 /// stream and its durable consumer, fetch, acknowledge) and `approve`'s
 /// requests. Least privilege: it may not delete or purge the stream, nor
@@ -252,6 +280,42 @@ mod tests {
                 _ => return false,
             }
         }
+    }
+
+    #[test]
+    fn a_watcher_subscribes_to_every_event_and_publishes_nothing() {
+        let name = mesh_protocol::Name::parse("dashboard").unwrap();
+        let watcher = watcher(&name).unwrap();
+        assert_eq!(watcher.user, "dashboard");
+        assert_eq!(watcher.role.needs_credentials(), CredentialNeed::Required);
+        assert_eq!(
+            watcher.publish,
+            Rules::nothing(),
+            "deny-all, never an empty allow"
+        );
+        assert!(!watcher.allow_responses);
+        for subject in [
+            "mesh.event.db-1.postgres.provisioner.failing",
+            "mesh.event.app-1.forge.grant.unreachable",
+        ] {
+            assert!(
+                watcher.subscribe.allow.iter().any(|p| covers(p, subject)),
+                "{subject}"
+            );
+        }
+        for subject in [
+            "mesh.cmd.db-1.postgres.provisioner.approve",
+            "$JS.API.STREAM.INFO.MESH_EVENTS",
+        ] {
+            assert!(
+                !watcher.subscribe.allow.iter().any(|p| covers(p, subject)),
+                "{subject}"
+            );
+        }
+        let controller = mesh_protocol::Name::parse("controller").unwrap();
+        assert!(super::watcher(&controller)
+            .unwrap_err()
+            .contains("the controller's user"));
     }
 
     #[test]
