@@ -108,7 +108,7 @@ const CRATES: &[(&str, Tables)] = &[
                     &["testing"],
                 ],
             ),
-            ("conform", &[&["rules"], &["oracle"]]),
+            ("conform", &[&["rules"], &["oracle", "instances"]]),
             (
                 "runner",
                 &[
@@ -201,6 +201,7 @@ const CRATES: &[(&str, Tables)] = &[
                 &[
                     &["store", "bus"],
                     &["link", "approve", "permissions", "contributions", "console"],
+                    &["plan"],
                     &["cli"],
                 ],
             ),
@@ -224,7 +225,7 @@ const CRATES: &[(&str, Tables)] = &[
                 "cli",
                 &[
                     &["error"],
-                    &["permissions", "contributions", "history"],
+                    &["permissions", "contributions", "history", "plan"],
                     &["run"],
                 ],
             ),

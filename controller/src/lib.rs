@@ -31,6 +31,7 @@ pub(crate) mod console;
 pub(crate) mod contributions;
 pub(crate) mod link;
 pub(crate) mod permissions;
+pub(crate) mod plan;
 
 pub(crate) mod cli;
 

@@ -75,6 +75,9 @@ pub enum CliError {
     /// is not all well.
     #[error("not all well (--check)")]
     NotAllWell,
+    /// `plan`: the new declaration withdraws consumers (the plan was printed).
+    #[error("the new declaration withdraws {0} consumer(s): each is retired by its provider once its contributions file no longer lists it")]
+    Withdraws(usize),
     /// `node show` of a machine the declaration does not name.
     #[error(transparent)]
     UnknownMachine(#[from] UnknownMachine),
@@ -88,7 +91,7 @@ impl CliError {
     /// (`status | head -1`) is not an error of the command.
     pub fn exit_code(&self) -> u8 {
         match self {
-            CliError::NotDone(_) | CliError::NotAllWell => EXIT_NOT_DONE,
+            CliError::NotDone(_) | CliError::NotAllWell | CliError::Withdraws(_) => EXIT_NOT_DONE,
             CliError::Output(error) if error.kind() == std::io::ErrorKind::BrokenPipe => EXIT_OK,
             _ => EXIT_CANNOT,
         }

@@ -13,6 +13,7 @@ mod contributions;
 mod error;
 mod history;
 mod permissions;
+mod plan;
 mod run;
 
 use std::path::PathBuf;
@@ -207,6 +208,23 @@ pub enum Command {
         #[arg(long = "watcher", value_name = "NAME")]
         watchers: Vec<Name>,
     },
+    /// What a new declaration would change for each provider before it is deployed: consumers added and withdrawn (and when each would be retired), against the current one (--declaration). Exit 0 when nothing is withdrawn, 1 when something is, 2 on error.
+    Plan {
+        /// The new declaration (JSON).
+        new: PathBuf,
+        /// Print one JSON object instead of lines.
+        #[arg(long)]
+        json: bool,
+        /// The providers' --retire-after-passes, for when a withdrawn consumer is retired.
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+        retire_after_passes: u32,
+        /// The providers' --pass-every.
+        #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+        pass_every: Duration,
+        /// The providers' --retire-after.
+        #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
+        retire_after: Duration,
+    },
     /// Write each provider's contributions file from the declaration, minting missing secrets.
     Contributions(ContributionsArgs),
     /// Approve retiring (or, with --delete, deleting) a withdrawn consumer.
@@ -294,7 +312,7 @@ const BUS_FLAGS: [&str; 8] = [
 ];
 
 /// The commands that never touch the bus, by their path of subcommands.
-const OFF_THE_BUS: [&[&str]; 7] = [
+const OFF_THE_BUS: [&[&str]; 8] = [
     &["migrate"],
     &["status"],
     &["history"],
@@ -302,6 +320,7 @@ const OFF_THE_BUS: [&[&str]; 7] = [
     &["node", "show"],
     &["permissions"],
     &["contributions"],
+    &["plan"],
 ];
 
 /// The command line's definition (for parsing, `--help`, the man pages and

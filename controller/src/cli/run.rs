@@ -143,6 +143,20 @@ pub async fn run(cli: &Cli, io: &mut Io<'_>, stop: &Stop) -> Result<(), CliError
             credentials.as_deref(),
             watchers,
         ),
+        Command::Plan {
+            new,
+            json,
+            retire_after_passes,
+            pass_every,
+            retire_after,
+        } => {
+            let retirement = crate::plan::Retirement {
+                after_passes: *retire_after_passes,
+                pass_every: *pass_every,
+                after: *retire_after,
+            };
+            super::plan::run(cli, io.out, io.err, new, *json, retirement)
+        }
         Command::Contributions(args) => super::contributions::run(cli, io.out, io.err, args),
         Command::Approve {
             provider,
