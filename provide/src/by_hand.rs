@@ -110,6 +110,11 @@ impl ByHand for HookByHand {
             .await
             .map(drop)
     }
+
+    async fn left(&self, consumer: &Name) -> Result<bool, ByHandError> {
+        let done = self.act(ByHandAction::Left, consumer, None, None).await?;
+        self.answer("left", done.left)
+    }
 }
 
 /// Kills the hook's running process(es) ([`Hook::kill`](crate::hook::Hook::kill)):

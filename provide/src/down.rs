@@ -17,7 +17,8 @@ pub enum DownCause {
     Spawn,
     /// Its stdin or stdout broke.
     Pipe,
-    /// It was killed from outside its life (conform's call cut off mid-way).
+    /// It was killed from outside its life: ended by a signal (`kill -9`,
+    /// the OOM killer), or conform's call cut off mid-way.
     Killed,
 }
 

@@ -140,6 +140,16 @@ pub trait ByHand: Send + Sync {
     ) -> Result<bool, ByHandError>;
     /// Removes what [`make`](Self::make) made.
     async fn remove(&self, consumer: &Name) -> Result<(), ByHandError>;
+    /// Whether anything named `consumer` is at the backend, made by anyone,
+    /// whether `held` lists it or not (a half-made user, a database
+    /// without its role): how the last rule finds what the suite left
+    /// outside `held`. The default cannot tell, and the rule says so.
+    async fn left(&self, consumer: &Name) -> Result<bool, ByHandError> {
+        let _ = consumer;
+        Err(ByHandError::Unsupported(
+            "the by-hand oracle cannot tell what is at the backend outside held".into(),
+        ))
+    }
 }
 
 /// What kills whatever runs a call that was just cut off (a hook's
@@ -386,6 +396,8 @@ mod tests {
     struct FakeHand {
         fake: FakeProvisioner,
         theirs: Mutex<HashMap<Name, String>>,
+        /// Names left at the backend that held does not list.
+        ghosts: Arc<Mutex<HashSet<Name>>>,
     }
 
     #[async_trait]
@@ -425,6 +437,11 @@ mod tests {
             self.theirs.lock().unwrap().remove(consumer);
             Ok(())
         }
+        async fn left(&self, consumer: &Name) -> Result<bool, ByHandError> {
+            Ok(self.fake.with(|b| b.provisions.contains_key(consumer))
+                || self.theirs.lock().unwrap().contains_key(consumer)
+                || self.ghosts.lock().unwrap().contains(consumer))
+        }
     }
 
     /// The fake and a suite with its oracle (1 s to recover).
@@ -432,6 +449,7 @@ mod tests {
         let mut suite = Suite::new("fake").with_by_hand(Arc::new(FakeHand {
             fake: fake.clone(),
             theirs: Mutex::default(),
+            ghosts: Arc::default(),
         }));
         suite.recovery = Duration::from_secs(1);
         suite
@@ -450,11 +468,21 @@ mod tests {
             ),
             "{text}"
         );
-        assert!(text.ends_with("18 passed, 0 failed"), "{text}");
+        assert!(text.ends_with("17 passed, 0 failed, 1 skipped"), "{text}");
         assert!(text.contains("ok   16 consumers in parallel"), "{text}");
         assert!(text.contains("ok   a change by hand is mended by ensure and reported as mended (mended: secret set to the minted one)"), "{text}");
+        // The fake answers at once: nothing can be cut, and the rule says
+        // it tested nothing rather than passing.
         assert!(
-            text.contains("ok   a call cut off mid-way leaves nothing that breaks the next ensure (an ensure took "),
+            text.contains("skip a call cut off mid-way leaves nothing that breaks the next ensure: an ensure took "),
+            "{text}"
+        );
+        assert!(
+            text.contains("nothing was cut, so nothing was tested"),
+            "{text}"
+        );
+        assert!(
+            text.contains("ok   nothing of the suite's is left behind (held lists none, and by-hand left finds none of the "),
             "{text}"
         );
         assert!(
@@ -470,7 +498,7 @@ mod tests {
         let fake = FakeProvisioner::new();
         let report = conform(&fake, &Suite::new("fake")).await;
         let text = report.to_string();
-        assert!(text.ends_with("15 passed, 0 failed, 3 skipped"), "{text}");
+        assert!(text.ends_with("14 passed, 0 failed, 4 skipped"), "{text}");
         assert!(
             text.contains("\nskip no neighbour reaches another's provision: no by-hand oracle given (Suite::by_hand)\n"),
             "{text}"
@@ -522,6 +550,21 @@ mod tests {
         fake.with(|b| b.keep_secrets = true);
         let report = conform(&fake, &Suite::new("fake")).await;
         assert_eq!(report.failures()[0], RULES[3].text, "{report}");
+        // What fails after it on the same consumer says it may be its knock-on.
+        let later: Vec<&Verdict> = report.verdicts[4..8]
+            .iter()
+            .filter(|v| v.outcome.is_failed())
+            .collect();
+        assert!(!later.is_empty(), "{report}");
+        for verdict in later {
+            let Outcome::Failed(why) = &verdict.outcome else {
+                unreachable!()
+            };
+            assert!(
+                why.ends_with("(after \"ensure with a new secret (a rotation) makes check pass with it\" failed above on the same consumer: this may be its knock-on)"),
+                "{why}"
+            );
+        }
         assert!(
             report.to_string().contains("FAIL ensure with a new secret (a rotation) makes check pass with it: check failed (credentials-rejected): password authentication failed"),
             "{report}"
@@ -548,6 +591,11 @@ mod tests {
         /// One mark for every instance (as mesh-postgres's was): held
         /// lists, and every call acts on, what any instance made.
         one_mark: bool,
+        /// Delete of the parallel rule's consumers leaves a part at the
+        /// backend that held does not list (a database without its role).
+        ghost: bool,
+        /// What `ghost` left.
+        ghosts: Arc<Mutex<HashSet<Name>>>,
     }
 
     impl Odd {
@@ -661,6 +709,14 @@ mod tests {
             }
             for n in self.matching(n) {
                 self.fake.delete(&self.acting(provider, &n), &n).await?;
+                if self.ghost
+                    && n.as_str()
+                        .rsplit('-')
+                        .next()
+                        .is_some_and(|t| t.starts_with('p'))
+                {
+                    self.ghosts.lock().unwrap().insert(n);
+                }
             }
             Ok(())
         }
@@ -674,6 +730,7 @@ mod tests {
         let hand = Arc::new(FakeHand {
             fake: odd.fake.clone(),
             theirs: Mutex::default(),
+            ghosts: Arc::clone(&odd.ghosts),
         });
         let odd = match odd.lists_theirs {
             Some(_) => Odd {
@@ -741,6 +798,11 @@ mod tests {
                 Odd { half_made: Some(Mutex::default()), ..Odd::default() },
                 RULES[15].text,
                 " ms, it did not work again within 1s: ensure failed (refused): role exists without a password",
+            ),
+            (
+                Odd { ghost: true, ..Odd::default() },
+                LAST_RULE.text,
+                "4 it tried to make are still at the backend though held lists none (made half-way?): conform-",
             ),
             (
                 Odd { one_mark: true, ..Odd::default() },

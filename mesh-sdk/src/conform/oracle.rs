@@ -331,14 +331,24 @@ impl<P: Provisioner> Run<'_, P> {
     /// most [`CUTS`] times, until one was cut mid-way (held lists what it
     /// began); each cut one must then ensure and check again within
     /// [`Suite::recovery`](super::Suite::recovery).
-    pub(super) async fn rule_cut(&self) -> Result<Option<String>, String> {
+    pub(super) async fn rule_cut(&self) -> Outcome {
+        match self.cut().await {
+            Ok(Ok(note)) => Outcome::Passed(Some(note)),
+            Ok(Err(nothing)) => Outcome::Skipped(nothing),
+            Err(why) => Outcome::Failed(why),
+        }
+    }
+
+    /// The cut rule: what it saw (`Ok(Ok(note))`), why it could cut
+    /// nothing (`Ok(Err(why))`: it tested nothing), or why it failed.
+    async fn cut(&self) -> Result<Result<String, String>, String> {
         let (timed, secret) = (self.name("cut"), self.secret());
         let start = tokio::time::Instant::now();
         self.ensure(&timed, &secret).await?;
         let whole = start.elapsed();
         if whole < Duration::from_millis(2) {
-            return Ok(Some(format!(
-                "an ensure took {} µs: nothing to cut",
+            return Ok(Err(format!(
+                "an ensure took {} µs, too quick to cut mid-way: nothing was cut, so nothing was tested",
                 whole.as_micros()
             )));
         }
@@ -386,6 +396,17 @@ impl<P: Provisioner> Run<'_, P> {
             said.push(format!("{ms} ms ({} ms to recover)", took.as_millis()));
             early = at;
         }
+        let cut = said
+            .iter()
+            .filter(|s| !s.contains("finished first"))
+            .count();
+        if cut == 0 {
+            return Ok(Err(format!(
+                "an ensure took {} ms, and every ensure cut at {} finished first: nothing was cut, so nothing was tested",
+                whole.as_millis(),
+                said.join(", ")
+            )));
+        }
         let mut note = format!(
             "an ensure took {} ms; cut at {}",
             whole.as_millis(),
@@ -394,7 +415,7 @@ impl<P: Provisioner> Run<'_, P> {
         if !note.contains("mid-way") {
             note.push_str("; none was seen cut mid-way");
         }
-        Ok(Some(note))
+        Ok(Ok(note))
     }
 
     /// Whether held lists `k` once it answers again (a killed hook is
@@ -427,8 +448,62 @@ impl<P: Provisioner> Run<'_, P> {
     }
 
     /// Held lists nothing deleted; what the run made is retired and
+    /// deleted; then held lists no `conform-*` name, and the by-hand
+    /// oracle finds none of the names the run tried to make at the backend
+    /// (a half-made entry `held` never listed). The note says how far it
+    /// could look.
+    pub(super) async fn rule_left_behind(&self) -> Outcome {
+        let in_held = self.left_in_held().await.err();
+        let at_backend = self.left_at_backend().await;
+        match (in_held, at_backend) {
+            (None, Ok(note)) => Outcome::Passed(Some(note)),
+            (Some(why), Ok(_)) => Outcome::Failed(why),
+            (None, Err(why)) => Outcome::Failed(why),
+            (Some(held), Err(backend)) => Outcome::Failed(format!("{held}; {backend}")),
+        }
+    }
+
+    /// What the last rule finds through the oracle: a note of how far it
+    /// looked, or the names still at the backend.
+    async fn left_at_backend(&self) -> Result<String, String> {
+        let Some(oracle) = &self.suite.by_hand else {
+            return Ok(
+                "held lists none; the backend itself was not asked (no by-hand oracle)".into(),
+            );
+        };
+        let mut left = Vec::new();
+        for name in self.made() {
+            match oracle.left(&name).await {
+                Ok(true) => left.push(name),
+                Ok(false) => {}
+                Err(ByHandError::Unsupported(why)) => {
+                    return Ok(format!(
+                        "held lists none; the backend itself was not asked: {}",
+                        self.redacted(&why)
+                    ))
+                }
+                Err(ByHandError::Failed(why)) => {
+                    return Err(format!("by-hand left failed: {}", self.redacted(&why)))
+                }
+            }
+        }
+        match left.is_empty() {
+            true => Ok(format!(
+                "held lists none, and by-hand left finds none of the {} names it tried to make",
+                self.made().len()
+            )),
+            false => Err(format!(
+                "{} it tried to make {} still at the backend though held lists none (made half-way?): {}",
+                left.len(),
+                if left.len() == 1 { "is" } else { "are" },
+                names_listed(&left)
+            )),
+        }
+    }
+
+    /// Held lists nothing deleted; what the run made is retired and
     /// deleted; then held lists no `conform-*` name.
-    pub(super) async fn rule_left_behind(&self) -> Step {
+    async fn left_in_held(&self) -> Step {
         let mut why = Vec::new();
         let held = self.held().await?;
         let deleted = self.deleted();

@@ -472,8 +472,30 @@ pub(super) async fn run<P: Provisioner>(p: &P, suite: &Suite) -> Report {
         &RULES[14],
         Outcome::of(run.rule_retire_neighbour(&neighbours).await),
     );
-    say(&RULES[15], Outcome::noted(run.rule_cut().await));
+    say(&RULES[15], run.rule_cut().await);
     say(&RULES[16], run.rule_other_instance().await);
-    say(&LAST_RULE, Outcome::of(run.rule_left_behind().await));
+    say(&LAST_RULE, run.rule_left_behind().await);
+    knock_on(&mut verdicts[..ON_A]);
     Report { start, verdicts }
+}
+
+/// How many rules, from the first, act on one consumer (`a`) in turn,
+/// each on the state the ones before it left.
+const ON_A: usize = 8;
+
+/// A failure of a rule that builds on an earlier one that failed says so:
+/// it may be that failure's knock-on, not a fault of its own.
+fn knock_on(chain: &mut [super::Verdict]) {
+    let mut first: Option<String> = None;
+    for verdict in chain {
+        match (&mut verdict.outcome, &first) {
+            (Outcome::Failed(why), Some(earlier)) => {
+                why.push_str(&format!(
+                    " (after \"{earlier}\" failed above on the same consumer: this may be its knock-on)"
+                ));
+            }
+            (Outcome::Failed(_), None) => first = Some(verdict.rule.clone()),
+            _ => {}
+        }
+    }
 }

@@ -6,6 +6,7 @@
 
 use mesh_sdk::ModuleId;
 use std::collections::VecDeque;
+use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -356,7 +357,7 @@ impl Session {
                 }
                 Ok(Line::End) => {
                     read(true);
-                    break (DownCause::Exited, self.ended().await);
+                    break self.ended().await;
                 }
                 Err(e) => break (DownCause::Pipe, format!("could not be read ({e})")),
             };
@@ -408,14 +409,18 @@ impl Session {
     /// Why the hook closed its stdout: its exit, if it comes within a
     /// second (and then its stderr is read to its end, a little longer at
     /// most, so that its last lines say why).
-    async fn ended(&self) -> String {
+    /// A process ended by a signal it did not raise itself (`kill -9`
+    /// from outside, the OOM killer) went down [`DownCause::Killed`];
+    /// one that exited, [`DownCause::Exited`].
+    async fn ended(&self) -> (DownCause, String) {
         let hooked = locked(&self.hooked).take();
         let Some(mut hooked) = hooked else {
-            return "closed its stdout".into();
+            return (DownCause::Exited, "closed its stdout".into());
         };
         let how = match tokio::time::timeout(Duration::from_secs(1), hooked.wait()).await {
-            Ok(Ok(status)) => ended(status),
-            _ => "closed its stdout; killed".into(),
+            Ok(Ok(status)) if status.signal().is_some() => (DownCause::Killed, ended(status)),
+            Ok(Ok(status)) => (DownCause::Exited, ended(status)),
+            _ => (DownCause::Exited, "closed its stdout; killed".into()),
         };
         let mut stderr = self.stderr_ended.subscribe();
         let _ = tokio::time::timeout(

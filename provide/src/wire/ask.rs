@@ -57,6 +57,9 @@ pub enum ByHandAction {
     Reach,
     /// Remove what `make` made.
     Remove,
+    /// Whether anything of that name is at the backend, made by anyone,
+    /// listed in `held` or not (reply `left`).
+    Left,
 }
 
 impl ByHandAction {
@@ -68,6 +71,7 @@ impl ByHandAction {
             ByHandAction::Works => "works",
             ByHandAction::Reach => "reach",
             ByHandAction::Remove => "remove",
+            ByHandAction::Left => "left",
         }
     }
 }

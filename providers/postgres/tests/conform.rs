@@ -111,6 +111,20 @@ impl ByHand for Psql {
             .await?;
         self.run(&format!("DROP ROLE IF EXISTS {role}")).await
     }
+
+    /// A role or a database of that name, whoever made it.
+    async fn left(&self, consumer: &Name) -> Result<bool, ByHandError> {
+        let row = self
+            .admin
+            .query_one(
+                "SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1) \
+                 OR EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)",
+                &[&consumer.as_str()],
+            )
+            .await
+            .map_err(|e| ByHandError::Failed(e.to_string()))?;
+        Ok(row.get(0))
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

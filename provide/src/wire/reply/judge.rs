@@ -60,6 +60,7 @@ pub fn judge(verb: Verb, reply: &ParsedReply, exited: Option<bool>) -> Result<An
         Body::ByHand(said) => Answer::Done(Done {
             works: said.works.read("works", TRUE_OR_FALSE)?,
             reaches: said.reaches.read("reaches", TRUE_OR_FALSE)?,
+            left: said.left.read("left", TRUE_OR_FALSE)?,
             ..Done::default()
         }),
         Body::Probe(said) => Answer::Done(Done {

@@ -43,6 +43,8 @@ pub struct Done {
     pub works: Option<bool>,
     /// `reaches` (by-hand reach): whether the consumer reaches the target's provision.
     pub reaches: Option<bool>,
+    /// `left` (by-hand left): whether anything of that name is at the backend.
+    pub left: Option<bool>,
     /// `fault` (probe): it cannot work as its administrator now (class, message).
     pub fault: Option<(Class, String)>,
 }

@@ -109,6 +109,8 @@ pub(super) struct ByHandReply {
     pub works: Field<bool>,
     /// `reach`: whether the consumer reaches the target's provision.
     pub reaches: Field<bool>,
+    /// `left`: whether anything of that name is at the backend.
+    pub left: Field<bool>,
 }
 
 /// What a verb's own reply says, tagged by the request's verb.
