@@ -173,6 +173,8 @@ pub struct FakeBackend {
     /// When set, calls are not logged in `calls` (a long simulation makes
     /// millions of them).
     pub forget_calls: bool,
+    /// The provider's own word on its administrator ([`Provisioner::fault`]).
+    pub fault: Option<(Class, String)>,
 }
 
 /// A [`Provisioner`] over an in-memory backend. Clones share the backend.
@@ -343,6 +345,10 @@ impl Provisioner for FakeProvisioner {
 
     fn take_mended(&self, consumer: &Name) -> Option<String> {
         self.with(|b| b.mended.remove(consumer))
+    }
+
+    fn fault(&self) -> Option<(Class, String)> {
+        self.with(|b| b.fault.clone())
     }
 
     fn secrets(&self) -> Vec<Secret> {

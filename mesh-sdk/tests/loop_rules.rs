@@ -1123,3 +1123,29 @@ async fn a_runner_told_its_instance_serves_no_file_naming_another() {
     let report = runner.pass().await;
     assert_eq!((report.attempted, report.failed), (1, 0), "{report:?}");
 }
+
+/// The provider's own word on its fault (a hook's failed hello, say) is
+/// published whole, its secrets removed: a fix at the end of a long reason
+/// is not cut off at the 200 characters of a consumer's error.
+#[tokio::test(start_paused = true)]
+async fn a_providers_own_fault_is_published_whole_without_its_secrets() {
+    let fake = FakeProvisioner {
+        own_secrets: vec!["adm1n-pw".into()],
+        ..FakeProvisioner::new()
+    };
+    let mut w = World::with(&["forge"], fake, Settings::default());
+    let reason = format!(
+        "cannot read /etc/mesh/credentials/x/admin-password (it held adm1n-pw before): {}; restart mesh-provide@cache-1 to read the new password",
+        "y".repeat(300)
+    );
+    w.fake
+        .with(|b| b.fault = Some((Class::SecretUnreadable, reason.clone())));
+    w.passes(1).await;
+    let published = w.published();
+    let alive = alives(&published);
+    let fault = &alive.last().expect("an alive")["fault"];
+    assert_eq!(fault["class"], "secret-unreadable");
+    let error = fault["error"].as_str().unwrap();
+    assert_eq!(error, reason.replace("adm1n-pw", "[redacted]"));
+    assert!(error.ends_with("restart mesh-provide@cache-1 to read the new password"));
+}

@@ -83,6 +83,10 @@ pub enum HookError {
         /// The last lines of its stderr (scrubbed), ` | ` between them;
         /// empty when it wrote none.
         stderr: String,
+        /// The class its failed hello gave (`secret-unreadable` for an
+        /// administrator password file it cannot read), when it went down
+        /// failing its hello with one; `refused` otherwise.
+        class: Option<Class>,
     },
 }
 
@@ -106,7 +110,10 @@ impl HookError {
             | HookError::BadReply { .. }
             | HookError::Spawn { .. }
             | HookError::Lost { .. }
-            | HookError::Down { .. } => Some(Class::Refused),
+            | HookError::Down { class: None, .. } => Some(Class::Refused),
+            HookError::Down {
+                class: Some(class), ..
+            } => Some(*class),
         }
     }
 }
@@ -167,6 +174,7 @@ mod tests {
                     why: "failed its hello: the hook exited with status 2".into(),
                     left: "4s".into(),
                     stderr: "mariadb-hook: ENOENT: /etc/mesh/admin-password".into(),
+                    class: None,
                 },
                 Some(Class::Refused),
                 "hook /usr/lib/mesh/redis-acl.sh is down (next start in 4s): failed its hello: the hook exited with status 2; its stderr: mariadb-hook: ENOENT: /etc/mesh/admin-password",

@@ -85,8 +85,8 @@ fn hello_of(label: &str, answer: Answer) -> Result<Hello, HookError> {
     match answer {
         Answer::Hello(hello) => Ok(hello),
         Answer::Unsupported => Ok(Hello::default()),
-        Answer::Refused { error, .. } => Err(HookError::Refused {
-            class: None,
+        Answer::Refused { class, error } => Err(HookError::Refused {
+            class,
             message: format!(
                 "hook {label} refused its hello: {}",
                 error.as_deref().unwrap_or("no reason given")
@@ -191,6 +191,11 @@ impl Hook {
     /// The fault the hook's newest hello or probe reported: it cannot
     /// work as its administrator now (class, scrubbed message).
     pub fn reported_fault(&self) -> Option<(Class, String)> {
+        if let Runner::Serve(serve) = &self.runner {
+            if let Some(failed) = serve.hello_failed() {
+                return Some(failed);
+            }
+        }
         self.reported
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -199,7 +204,13 @@ impl Hook {
 
     /// Keeps what a hello or probe said of the fault (none: none).
     fn report(&self, fault: Option<(Class, String)>) {
-        let fault = fault.map(|(class, message)| (class, self.scrub.text(&message)));
+        let fault = fault.map(|(class, message)| {
+            (
+                class,
+                self.scrub
+                    .text_within(&message, mesh_runtime::redact::MAX_FAULT_CHARS),
+            )
+        });
         *self
             .reported
             .lock()
@@ -266,7 +277,13 @@ impl Hook {
                 self.report(hello.fault);
             }
             Err(error) => {
-                tracing::warn!(hook = %self.label, error = %self.scrub.text(&error.to_string()), "hello failed; the last secrets it gave are kept")
+                let message = self
+                    .scrub
+                    .text_within(&error.to_string(), mesh_runtime::redact::MAX_FAULT_CHARS);
+                tracing::warn!(hook = %self.label, error = %message, "hello failed; the last secrets it gave are kept");
+                // A hook that cannot pass its hello cannot work: a
+                // provider fault until a hello passes again.
+                self.report(Some((error.class().unwrap_or(Class::Refused), message)));
             }
         }
     }

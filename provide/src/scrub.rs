@@ -5,7 +5,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Mutex, MutexGuard};
 
-use mesh_runtime::redact::redact;
+use mesh_runtime::redact::redact_within;
 use mesh_sdk::{Name, Secret};
 
 /// The secrets to remove: the hook's own and the consumers' (the latest
@@ -69,6 +69,11 @@ impl Scrub {
 
     /// `text` without any known secret, cut to the error length.
     pub fn text(&self, text: &str) -> String {
+        self.text_within(text, mesh_runtime::redact::MAX_ERROR_CHARS)
+    }
+
+    /// `text` without any known secret, cut to `max` characters.
+    pub fn text_within(&self, text: &str, max: usize) -> String {
         let known = self.known();
         let all: Vec<&str> = known
             .hook
@@ -77,7 +82,7 @@ impl Scrub {
             .chain(known.consumers.values().flatten().flatten())
             .map(Secret::expose)
             .collect();
-        redact(text, &all)
+        redact_within(text, &all, max)
     }
 }
 

@@ -391,7 +391,10 @@ async fn a_hook_killed_from_outside_is_counted_killed_and_one_that_exits_exited(
     // finds it down, counts why and starts it again.
     let deadline = Instant::now() + Duration::from_secs(10);
     while std::path::Path::new(&format!("/proc/{pid}")).exists() {
-        assert!(Instant::now() < deadline, "the killed hook was never reaped");
+        assert!(
+            Instant::now() < deadline,
+            "the killed hook was never reaped"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     check_once_up(&p, Duration::from_secs(5)).await.unwrap();
@@ -413,4 +416,57 @@ async fn a_hook_killed_from_outside_is_counted_killed_and_one_that_exits_exited(
             .unwrap()
     };
     assert_eq!((restarts("killed"), restarts("exited")), (0, 1));
+}
+
+/// A hook whose hello fails once it is started again (its administrator's
+/// password file gone) keeps its hello's class and whole reason: the calls
+/// fail with that class, and the provider fault carries the reason
+/// uncut, until a hello passes again.
+#[tokio::test]
+async fn a_failed_hello_keeps_its_class_and_whole_reason_as_the_provider_fault() {
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("broken");
+    let long = format!(
+        "cannot read the administrator password file /etc/mesh/credentials/redis@cache-1/admin-password: No such file or directory; {}; restart the unit after writing it",
+        "x".repeat(150)
+    );
+    let body = format!(
+        r#"while IFS= read -r line; do
+  {ID}
+  case "$line" in
+    *'"verb":"hello"'*)
+      if [ -e {broken} ]; then
+        printf '{{"id":%s,"ok":false,"class":"secret-unreadable","error":"{long}"}}\n' "$id"
+      else
+        printf '{{"id":%s,"name":"test"}}\n' "$id"
+      fi ;;
+    *) printf '{{"id":%s,"ok":true}}\n' "$id" ;;
+  esac
+done
+"#,
+        broken = broken.display()
+    );
+    let hook = script(dir.path(), "serve.sh", &body);
+    let p = provisioner(&hook, Mode::Serve, TIMEOUT).await;
+    p.check(&consumer("forge"), &secret()).await.unwrap();
+    assert_eq!(p.fault(), None);
+
+    std::fs::write(&broken, "").unwrap();
+    p.hook().kill().await;
+    let error = check_once_up(&p, Duration::from_secs(5)).await.unwrap_err();
+    assert_eq!(error.class(), Some(Class::SecretUnreadable), "{error}");
+    let (class, reason) = p.fault().expect("a provider fault");
+    assert_eq!(class, Class::SecretUnreadable);
+    assert!(reason.contains(&long), "the whole reason, uncut: {reason}");
+    // While braked, each call fails at once with the hello's class.
+    let down = p.check(&consumer("forge"), &secret()).await.unwrap_err();
+    assert!(matches!(down, HookError::Down { .. }), "{down}");
+    assert_eq!(down.class(), Some(Class::SecretUnreadable), "{down}");
+
+    std::fs::remove_file(&broken).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while check_once_up(&p, Duration::from_secs(3)).await.is_err() {
+        assert!(Instant::now() < deadline, "never up again");
+    }
+    assert_eq!(p.fault(), None, "cleared by a hello that passed");
 }

@@ -6,6 +6,11 @@
 /// Longest error text a provider logs or sends, in characters.
 pub const MAX_ERROR_CHARS: usize = 200;
 
+/// Longest text of a provider fault, in characters: the whole reason of a
+/// provider that cannot work (a fix at its end is not cut off), within the
+/// 1,024 bytes the controller keeps of any text an event carries.
+pub const MAX_FAULT_CHARS: usize = 1000;
+
 /// What a removed secret is replaced with.
 pub const REDACTED: &str = "[redacted]";
 
@@ -16,6 +21,11 @@ pub const REDACTED: &str = "[redacted]";
 /// the end of a cut text. Longer secrets are removed first, so a secret that
 /// contains another is removed whole. Empty secrets are ignored.
 pub fn redact<S: AsRef<str>>(text: &str, secrets: &[S]) -> String {
+    redact_within(text, secrets, MAX_ERROR_CHARS)
+}
+
+/// As [`redact`], cut to its first `max` characters instead.
+pub fn redact_within<S: AsRef<str>>(text: &str, secrets: &[S], max: usize) -> String {
     let mut ordered: Vec<&str> = secrets
         .iter()
         .map(AsRef::as_ref)
@@ -28,7 +38,7 @@ pub fn redact<S: AsRef<str>>(text: &str, secrets: &[S]) -> String {
             out = out.replace(secret, REDACTED);
         }
     }
-    cut(&out, MAX_ERROR_CHARS)
+    cut(&out, max)
 }
 
 /// A server URL, or a comma-separated list of them, as it may be shown: a

@@ -27,9 +27,11 @@ impl<P: Provisioner> Runner<P> {
             };
         }
         match self.provisioner.fault() {
+            // The provider's own word, whole (a fix at its end is kept),
+            // within what the controller keeps of an event's text.
             Some((class, error)) => AdminSeen::Failed {
                 class,
-                error: self.redacted(&error),
+                error: self.redacted_within(&error, mesh_runtime::redact::MAX_FAULT_CHARS),
                 reported: true,
             },
             None => listed,

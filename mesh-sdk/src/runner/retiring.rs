@@ -17,7 +17,7 @@ use crate::name_map::{NameRefs, NameSet};
 use crate::provisioner::{Held, Provisioner};
 use crate::retire::{Action, Approval};
 use crate::standing::Standing;
-use mesh_runtime::redact::{error_text, redact};
+use mesh_runtime::redact::{error_text, redact_within};
 
 impl<P: Provisioner> Runner<P> {
     /// Retirement for this pass, before the consumers are attempted (so a
@@ -191,9 +191,14 @@ impl<P: Provisioner> Runner<P> {
     }
 
     pub(super) fn redacted(&self, text: &str) -> String {
+        self.redacted_within(text, mesh_runtime::redact::MAX_ERROR_CHARS)
+    }
+
+    /// `text` without the provider's secrets, cut to `max` characters.
+    pub(super) fn redacted_within(&self, text: &str, max: usize) -> String {
         let secrets = self.provisioner.secrets();
         let values: Vec<&str> = secrets.iter().map(|s| s.expose()).collect();
-        redact(text, &values)
+        redact_within(text, &values, max)
     }
 
     /// Calls one retirement method, waiting at most `within`; errors are

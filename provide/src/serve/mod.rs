@@ -9,7 +9,8 @@
 pub mod rules;
 mod session;
 
-use mesh_sdk::ModuleId;
+use mesh_runtime::redact::MAX_FAULT_CHARS;
+use mesh_sdk::{Class, ModuleId};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -49,6 +50,9 @@ pub struct Serve {
     metrics: HookMetrics,
     permits: Semaphore,
     state: Mutex<State>,
+    /// While the hook is down because its hello failed: the hello's class
+    /// (`refused` when it gave none) and its whole reason (scrubbed).
+    hello_failed: std::sync::Mutex<Option<(Class, String)>>,
 }
 
 #[derive(Default)]
@@ -94,6 +98,7 @@ impl Serve {
         ids: &Ids,
     ) -> Result<(Serve, Hello), HookError> {
         let serve = Serve {
+            hello_failed: std::sync::Mutex::new(None),
             permits: Semaphore::new(settings.concurrency.max(1)),
             settings,
             scrub,
@@ -118,6 +123,19 @@ impl Serve {
         })?;
         let session = self.session(ids).await?;
         session.call(ask, ids.next()).await
+    }
+
+    fn hello_failures(&self) -> std::sync::MutexGuard<'_, Option<(Class, String)>> {
+        self.hello_failed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// While the hook is down because its last hello failed: that hello's
+    /// class (`refused` when it gave none) and its whole reason, scrubbed.
+    /// A hook that cannot pass its hello cannot work: a provider fault.
+    pub fn hello_failed(&self) -> Option<(Class, String)> {
+        self.hello_failures().clone()
     }
 
     /// The pid of the hook's process while one runs (for tests).
@@ -158,6 +176,7 @@ impl Serve {
                 why,
                 left: humantime::format_duration(round_up(left)).to_string(),
                 stderr,
+                class: self.hello_failed().map(|(class, _)| class),
             });
         }
         let s = &self.settings;
@@ -184,12 +203,13 @@ impl Serve {
         let hello = match session.call(&Ask::Hello, ids.next()).await {
             Ok(Answer::Hello(hello)) => Ok(hello),
             Ok(Answer::Unsupported) => Ok(Hello::default()),
-            Ok(Answer::Refused { error, .. }) => {
-                let reason = self
-                    .scrub
-                    .text(error.as_deref().unwrap_or("no reason given"));
+            Ok(Answer::Refused { class, error }) => {
+                let reason = self.scrub.text_within(
+                    error.as_deref().unwrap_or("no reason given"),
+                    MAX_FAULT_CHARS,
+                );
                 Err(HookError::Refused {
-                    class: None,
+                    class,
                     message: format!("hook {label} refused its hello: {reason}"),
                 })
             }
@@ -211,10 +231,16 @@ impl Serve {
                 }
                 let stderr = session.stderr_tail();
                 state.went_down(label, session, down, &self.metrics);
-                return Err(with_stderr(error, &stderr));
+                let error = with_stderr(error, &stderr);
+                *self.hello_failures() = Some((
+                    error.class().unwrap_or(Class::Refused),
+                    self.scrub.text_within(&error.to_string(), MAX_FAULT_CHARS),
+                ));
+                return Err(error);
             }
         };
         self.scrub.set_hook_secrets(hello.secrets.clone());
+        *self.hello_failures() = None;
         self.metrics.started();
         match &state.first {
             None => {
