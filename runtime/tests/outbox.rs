@@ -92,3 +92,63 @@ async fn stopping_reports_what_is_still_pending() {
     assert_eq!(left, 1);
     assert_eq!(outbox.len(), 1);
 }
+
+/// A sink that takes `delay` to acknowledge each event (a bus's round trip).
+struct SlowSink {
+    inner: RecordingSink,
+    delay: Duration,
+}
+
+#[async_trait::async_trait]
+impl mesh_runtime::outbox::EventSink for SlowSink {
+    async fn publish(
+        &self,
+        subject: &str,
+        msg_id: &str,
+        body: bytes::Bytes,
+    ) -> Result<(), mesh_runtime::outbox::SinkError> {
+        tokio::time::sleep(self.delay).await;
+        self.inner.publish(subject, msg_id, body).await
+    }
+}
+
+/// Events put while an earlier one is being sent go out as soon as it is
+/// acknowledged, not a retry period later: the second and third `failing`
+/// of a pass once reached the bus 2 s after the first.
+#[tokio::test(start_paused = true)]
+async fn events_put_while_one_is_in_flight_are_sent_at_once_not_after_the_retry_period() {
+    let outbox = Arc::new(Outbox::new());
+    let sink = RecordingSink::default();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let publisher = tokio::spawn(publish_loop(
+        Arc::clone(&outbox),
+        Arc::new(SlowSink {
+            inner: sink.clone(),
+            delay: Duration::from_millis(10),
+        }),
+        Duration::from_secs(2),
+        async {
+            let _ = stopped.await;
+        },
+    ));
+    let subject = "mesh.event.db-1.postgres.provisioner.recovered";
+    outbox.put(subject.into(), &recovered("a", RecoveredReason::Success));
+    settle().await;
+    // `a` is in flight now; `b` and `c` come during its round trip.
+    advance(Duration::from_millis(1)).await;
+    outbox.put(subject.into(), &recovered("b", RecoveredReason::Success));
+    outbox.put(subject.into(), &recovered("c", RecoveredReason::Success));
+    for _ in 0..10 {
+        advance(Duration::from_millis(10)).await;
+        settle().await;
+    }
+    let sent: Vec<String> = sink
+        .events()
+        .iter()
+        .map(|(_, v)| v["consumer"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(sent.len(), 3, "within 100 ms, not the 2 s retry period: {sent:?}");
+    assert!(outbox.is_empty());
+    let _ = stop.send(());
+    assert_eq!(publisher.await.unwrap(), 0);
+}

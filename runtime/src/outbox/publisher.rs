@@ -26,11 +26,13 @@ pub async fn publish_loop(
     loop {
         // An attempt in flight at the stop is dropped (what it did not get
         // acknowledged stays pending): it may be waiting out its ack timeout.
+        // Only events the bus did not acknowledge wait out `retry_every`;
+        // those put while the attempt ran were not tried yet and go at once.
         let attempt = async {
-            let pending = drain(&outbox, sink.as_ref(), &mut failing).await;
-            if pending > 0 {
+            let drained = drain(&outbox, sink.as_ref(), &mut failing).await;
+            if drained.refused > 0 {
                 tokio::time::sleep(retry_every).await;
-            } else {
+            } else if drained.pending == 0 {
                 outbox.changed().await;
             }
         };
@@ -52,11 +54,22 @@ pub async fn publish_loop(
     left
 }
 
-/// One attempt at every pending event; returns how many are still pending.
-async fn drain(outbox: &Outbox, sink: &dyn EventSink, failing: &mut bool) -> usize {
+/// What one attempt left.
+struct Drained {
+    /// Events still pending: refused, or put while it ran.
+    pending: usize,
+    /// Events the bus did not acknowledge.
+    refused: usize,
+}
+
+/// One attempt at every pending event.
+async fn drain(outbox: &Outbox, sink: &dyn EventSink, failing: &mut bool) -> Drained {
     let pending = outbox.snapshot();
     if pending.is_empty() {
-        return 0;
+        return Drained {
+            pending: 0,
+            refused: 0,
+        };
     }
     let results: Vec<_> = stream::iter(pending)
         .map(|(key, pending)| async move {
@@ -93,5 +106,8 @@ async fn drain(outbox: &Outbox, sink: &dyn EventSink, failing: &mut bool) -> usi
         }
         _ => {}
     }
-    outbox.len()
+    Drained {
+        pending: outbox.len(),
+        refused,
+    }
 }
