@@ -105,6 +105,7 @@ fn alive(provider: &str, said: u32, started: u32, settled: Option<u32>, seq: u64
             pass_seconds: 0.25,
             said_at: at(said),
             fault: None,
+            contributions: None,
         }),
     }
 }
@@ -1355,6 +1356,7 @@ async fn the_controller_record_retired_consumers_and_a_new_store_on_a_live_store
             pass_seconds: 0.1,
             said_at: ago(said),
             fault: None,
+            contributions: None,
         });
         received("postgres@db-1", seq, event)
     };
