@@ -10,12 +10,13 @@
 //! Beside the pass itself (here): `attempt` (one consumer's secret, make,
 //! check), `repairing` (the repair hook), `retiring` (withdrawn consumers,
 //! retirement, approvals), `herald` (`alive`), `admin` (the provider
-//! fault), `serve` (the binary's loop).
+//! fault), `input` (the file's refusals), `serve` (the binary's loop).
 
 mod admin;
 mod attempt;
 mod entries;
 mod herald;
+mod input;
 mod repairing;
 mod retiring;
 mod serve;
@@ -92,6 +93,8 @@ pub struct Runner<P: Provisioner> {
     fingerprints: foldhash::fast::RandomState,
     /// The names the list being served lists.
     listed: retiring::Listed,
+    /// Who it is, when told before a good file named it.
+    told_provider: Option<ModuleId>,
 }
 
 impl<P: Provisioner> Runner<P> {
@@ -137,6 +140,7 @@ impl<P: Provisioner> Runner<P> {
             served: None,
             fingerprints: foldhash::fast::RandomState::default(),
             listed: retiring::Listed::default(),
+            told_provider: None,
         }
     }
 
@@ -181,11 +185,6 @@ impl<P: Provisioner> Runner<P> {
     /// The settings.
     pub fn settings(&self) -> &Settings {
         &self.settings
-    }
-
-    /// The provider named by the last good contributions file, if one was read.
-    pub fn provider(&self) -> Option<&ModuleId> {
-        self.source.last_good().map(|c| &c.provider)
     }
 
     #[cfg(any(test, feature = "testing"))]
@@ -259,12 +258,14 @@ impl<P: Provisioner> Runner<P> {
             .load()
             .map(|loaded| (loaded.fresh, Arc::clone(loaded.list)));
         self.metrics.contributions(self.source.refused());
+        let said = self.file_read_said();
         let (fresh, contributions) = loaded?;
         let gate = self.repair_pass(&contributions.provider).await;
         let mut report = PassReport {
             fresh,
             attempted: contributions.consumers.len(),
             gated: gate.is_some(),
+            published: said,
             ..PassReport::default()
         };
         // Retirement first: a consumer listed again is enabled before it is
@@ -392,8 +393,9 @@ impl<P: Provisioner> Runner<P> {
         report
     }
 
-    /// Publishes `alive` when it is due: after the first pass, then every
-    /// `alive_every`. Returns whether it was published.
+    /// Publishes `alive` when it is due: after the first pass (before any,
+    /// only while it knows its provider and cannot take its file), then
+    /// every `alive_every`. Returns whether it was published.
     pub fn publish_alive_if_due(&self) -> bool {
         self.herald.publish_if_due()
     }
