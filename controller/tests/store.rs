@@ -1078,7 +1078,7 @@ async fn an_alive_keeps_when_the_stream_stored_it_and_its_provider_fault() {
 
 #[tokio::test]
 async fn an_alive_keeps_what_the_contributions_file_refused_until_the_next_one() {
-    use mesh_protocol::event::{ContributionsRead, RefusedEntry};
+    use mesh_protocol::event::{ContributionsRead, RefusedContribution};
     let pg = PgCluster::start();
     let (options, _admin) = store_at(&pg, "contributions_read").await;
     migrate(&options).await.unwrap();
@@ -1095,7 +1095,7 @@ async fn an_alive_keeps_what_the_contributions_file_refused_until_the_next_one()
     let refused = ContributionsRead {
         readable: false,
         problem: Some("contributions file /etc/mesh/c.json cannot be read: denied\0".into()),
-        refused: vec![RefusedEntry {
+        refused: vec![RefusedContribution {
             index: 3,
             consumer: Some(name("forge")),
             reason: "provision: it is empty".into(),

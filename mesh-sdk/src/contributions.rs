@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use mesh_listfile::entries::{Entries, Repeated};
 pub use mesh_listfile::EntryError;
 use mesh_listfile::{LastGood, ListFile};
-use mesh_protocol::event::{ContributionsRead, RefusedEntry, MAX_REFUSED_LISTED};
+use mesh_protocol::event::{ContributionsRead, RefusedContribution, MAX_REFUSED_LISTED};
 use mesh_protocol::{ModuleId, Name, NameError};
 use mesh_runtime::redact::redact;
 use serde::Deserialize;
@@ -243,7 +243,7 @@ pub fn read_said<S: AsRef<str>>(
             .unwrap_or_default()
             .iter()
             .take(MAX_REFUSED_LISTED + 1)
-            .map(|r| RefusedEntry {
+            .map(|r| RefusedContribution {
                 index: u64::try_from(r.index).unwrap_or(u64::MAX),
                 consumer: r.consumer.clone(),
                 reason: redact(&r.reason, secrets),

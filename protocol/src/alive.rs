@@ -71,7 +71,7 @@ pub struct ContributionsRead {
     /// The entries refused in the list it serves, in file order, at most
     /// [`MAX_REFUSED_LISTED`].
     #[serde(default)]
-    pub refused: Vec<RefusedEntry>,
+    pub refused: Vec<RefusedContribution>,
     /// How many more entries were refused than `refused` lists; not written
     /// when none.
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -113,7 +113,7 @@ impl ContributionsRead {
 
 /// One refused entry of a contributions file.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RefusedEntry {
+pub struct RefusedContribution {
     /// Its place in `consumers`, from 0.
     pub index: u64,
     /// Its consumer, when its `consumer` could be read as a name (that

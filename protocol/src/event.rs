@@ -14,7 +14,9 @@ use serde::{Deserialize, Serialize};
 use crate::class::Class;
 use crate::name::Name;
 
-pub use crate::alive::{Alive, ContributionsRead, ProviderFault, RefusedEntry, MAX_REFUSED_LISTED};
+pub use crate::alive::{
+    Alive, ContributionsRead, ProviderFault, RefusedContribution, MAX_REFUSED_LISTED,
+};
 use crate::one_of::one_of;
 use crate::time::Timestamp;
 
@@ -737,7 +739,7 @@ mod tests {
                 ContributionsRead {
                     readable: false,
                     problem: Some("contributions file /etc/mesh/c.json is malformed: EOF".into()),
-                    refused: vec![RefusedEntry {
+                    refused: vec![RefusedContribution {
                         index: 3,
                         consumer: Some(name("forge")),
                         reason: "provision: it is empty".into(),
@@ -750,7 +752,7 @@ mod tests {
                 ContributionsRead {
                     readable: true,
                     problem: None,
-                    refused: vec![RefusedEntry {
+                    refused: vec![RefusedContribution {
                         index: 0,
                         consumer: None,
                         reason: "missing field `consumer`".into(),
@@ -779,7 +781,7 @@ mod tests {
 
     #[test]
     fn refused_entries_are_capped_and_the_rest_counted() {
-        let entry = |index| RefusedEntry {
+        let entry = |index| RefusedContribution {
             index,
             consumer: None,
             reason: "x".into(),

@@ -286,7 +286,7 @@ mod tests {
     };
     use crate::report::{self, Clock, Facts, Scope};
     use crate::store::Counts;
-    use mesh_protocol::event::{ContributionsRead, RefusedEntry};
+    use mesh_protocol::event::{ContributionsRead, RefusedContribution};
 
     fn ts(s: &str) -> Timestamp {
         Timestamp::parse(s).unwrap()
@@ -520,7 +520,7 @@ mod tests {
                     w.alive[0].contributions = Some(ContributionsRead {
                         readable: false,
                         problem: Some("contributions file /c.json is malformed: EOF".into()),
-                        refused: vec![RefusedEntry {
+                        refused: vec![RefusedContribution {
                             index: 1,
                             consumer: Some(mesh_protocol::Name::parse("wiki").unwrap()),
                             reason: "provision: it is empty".into(),
@@ -535,7 +535,7 @@ mod tests {
                 "an entry refused of a consumer not required from that provider: all well",
                 |w| {
                     w.alive[1].contributions = Some(ContributionsRead {
-                        refused: vec![RefusedEntry {
+                        refused: vec![RefusedContribution {
                             index: 0,
                             consumer: Some(mesh_protocol::Name::parse("wiki").unwrap()),
                             reason: "provision: it is empty".into(),

@@ -142,7 +142,7 @@ pub fn providers(entries: &[InputRefused]) -> usize {
 mod tests {
     use super::*;
     use crate::model::declaration::parse;
-    use mesh_protocol::event::{ContributionsRead, RefusedEntry};
+    use mesh_protocol::event::{ContributionsRead, RefusedContribution};
     use mesh_protocol::Name;
 
     fn ts(s: &str) -> Timestamp {
@@ -180,15 +180,15 @@ mod tests {
         }
     }
 
-    fn entry(index: u64, consumer: Option<&str>) -> RefusedEntry {
-        RefusedEntry {
+    fn entry(index: u64, consumer: Option<&str>) -> RefusedContribution {
+        RefusedContribution {
             index,
             consumer: consumer.map(|c| Name::parse(c).unwrap()),
             reason: "provision: it is empty".into(),
         }
     }
 
-    fn read(readable: bool, refused: Vec<RefusedEntry>) -> Option<ContributionsRead> {
+    fn read(readable: bool, refused: Vec<RefusedContribution>) -> Option<ContributionsRead> {
         Some(ContributionsRead {
             readable,
             problem: (!readable)

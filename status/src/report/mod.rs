@@ -551,9 +551,9 @@ mod tests {
 
     #[test]
     fn refused_input_breaks_all_well_at_once_only_for_a_required_consumer_of_a_heard_provider() {
-        use mesh_protocol::event::{ContributionsRead, RefusedEntry};
+        use mesh_protocol::event::{ContributionsRead, RefusedContribution};
         let c = clock("2026-10-05T00:10:00Z");
-        let entry = |consumer: &str| RefusedEntry {
+        let entry = |consumer: &str| RefusedContribution {
             index: 2,
             consumer: Some(mesh_protocol::Name::parse(consumer).unwrap()),
             reason: "provision: it is empty".into(),
