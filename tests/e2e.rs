@@ -572,3 +572,108 @@ fn an_assigned_provider_that_never_started_is_never_heard_from() {
     let node: Value = serde_json::from_str(&node).unwrap();
     assert!(all_well(&node), "db-1's own provider is heard: {node:#}");
 }
+
+/// The `input_refused` entries of `status --json`: `provider index required`.
+fn input_refused(status: &Value) -> Vec<String> {
+    status["input_refused"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|r| {
+                    format!(
+                        "{}@{} {} {}",
+                        r["provider_module"].as_str().unwrap_or("?"),
+                        r["provider_machine"].as_str().unwrap_or("?"),
+                        r["index"],
+                        r["required"]
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_broken_contributions_file_or_a_refused_entry_of_a_required_consumer_is_not_all_well() {
+    let mesh = healthy_mesh();
+    mesh.wait_status("all well", all_well);
+    let file = mesh.path("contributions.json");
+    let good = std::fs::read_to_string(&file).unwrap();
+
+    // (1) The file broken: the provider serves its last good list, and says so.
+    std::fs::write(&file, "{ this is not json").unwrap();
+    let status = mesh.wait_status("the broken file said", |s| !input_refused(s).is_empty());
+    assert!(!all_well(&status));
+    assert_eq!(
+        sentence(&status),
+        "not all well: 0 consumers failing, 1 provider's input refused"
+    );
+    assert_eq!(
+        input_refused(&status),
+        [r#"postgres@db-1 null ["docs@app-2","forge@app-1","wiki@app-1"]"#]
+    );
+    let reason = status["input_refused"][0]["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with(&format!(
+            "contributions file {} is malformed: ",
+            file.display()
+        )),
+        "{reason}"
+    );
+    let (code, human, _) = mesh.controller(&["status"]);
+    assert_eq!(code, 0);
+    assert!(
+        human.contains(&format!(
+            "  postgres@db-1 cannot take its contributions file: contributions file {} is \
+             malformed: ",
+            file.display()
+        )) && human.contains(
+            "; it serves its last good list, if it has one (docs@app-2, forge@app-1, \
+             wiki@app-1 required)"
+        ),
+        "{human}"
+    );
+    // node show: on the consumers' machines, only theirs.
+    let (code, out, err) = mesh.controller(&["node", "show", "app-2", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let shown: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        input_refused(&shown),
+        [r#"postgres@db-1 null ["docs@app-2"]"#]
+    );
+    std::fs::write(&file, &good).unwrap();
+    mesh.wait_status("all well once fixed", all_well);
+
+    // (2) The entry of a required consumer refused (a typo in a field).
+    let typo = good.replacen("\"provision\"", "\"provison\"", 1);
+    let first: Value = serde_json::from_str(&good).unwrap();
+    let consumer = first["consumers"][0]["consumer"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let machine = first["consumers"][0]["machine"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    std::fs::write(&file, typo).unwrap();
+    let status = mesh.wait_status("the refused entry said", |s| !input_refused(s).is_empty());
+    assert_eq!(
+        sentence(&status),
+        "not all well: 0 consumers failing, 1 provider's input refused"
+    );
+    assert_eq!(
+        input_refused(&status),
+        [format!(r#"postgres@db-1 0 ["{consumer}@{machine}"]"#)]
+    );
+    let (code, human, _) = mesh.controller(&["status"]);
+    assert_eq!(code, 0);
+    assert!(
+        human.contains(&format!(
+            "  {consumer}@{machine} is held back by postgres@db-1: its contributions entry 0 \
+             was refused: unknown field `provison`"
+        )),
+        "{human}"
+    );
+    std::fs::write(&file, &good).unwrap();
+    mesh.wait_status("all well once fixed", all_well);
+}

@@ -38,6 +38,7 @@ const CRATES: &[(&str, Tables)] = &[
             &[
                 &["one_of", "name", "time"],
                 &["class"],
+                &["alive"],
                 &["module_id", "event"],
                 &["subject"],
                 &["approve"],
@@ -113,7 +114,7 @@ const CRATES: &[(&str, Tables)] = &[
                 "runner",
                 &[
                     &["attempt", "herald", "entries"],
-                    &["repairing", "retiring", "admin"],
+                    &["repairing", "retiring", "admin", "input"],
                     &["serve"],
                 ],
             ),
@@ -182,6 +183,7 @@ const CRATES: &[(&str, Tables)] = &[
                         "group",
                         "history",
                         "faults",
+                        "input",
                     ],
                     &["days"],
                 ],

@@ -91,6 +91,7 @@ fn alive(seq: u64) -> Received {
             pass_seconds: 0.25,
             said_at: ago(0),
             fault: None,
+            contributions: None,
         }),
     }
 }

@@ -80,6 +80,7 @@ fn sequence(seed: u64) -> Vec<Received> {
                 repeat_every_seconds: Some(150),
                 said_at: said,
                 fault: None,
+                contributions: None,
             }),
         };
         let seq = step + 1;

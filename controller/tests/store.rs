@@ -105,6 +105,7 @@ fn alive(provider: &str, said: u32, started: u32, settled: Option<u32>, seq: u64
             pass_seconds: 0.25,
             said_at: at(said),
             fault: None,
+            contributions: None,
         }),
     }
 }
@@ -162,7 +163,7 @@ async fn open_repairs(store: &mut PgStore, provider: &str) -> Vec<RepairRow> {
 async fn store_rules_hold_on_postgres() {
     let pg = PgCluster::start();
     let (options, admin) = store_at(&pg, "rules").await;
-    assert_eq!(migrate(&options).await.unwrap(), 15);
+    assert_eq!(migrate(&options).await.unwrap(), 16);
     assert_eq!(migrate(&options).await.unwrap(), 0, "migrations run once");
     let mut store = PgStore::new(options);
 
@@ -498,7 +499,7 @@ async fn status_and_node_show_on_a_live_store() {
     // is not all well (silence is not health).
     let (code, out, err) = env.run(&["migrate"], now).await;
     assert_eq!(code, EXIT_OK, "{err}");
-    assert!(out.contains("15 migrations applied"), "{out}");
+    assert!(out.contains("16 migrations applied"), "{out}");
     // No serve ever followed the stream into it: that is said first, and
     // no provider is blamed for the silence.
     let (code, out, _) = env.run(&["status"], now).await;
@@ -1075,6 +1076,64 @@ async fn an_alive_keeps_when_the_stream_stored_it_and_its_provider_fault() {
     read.finish().await.unwrap();
 }
 
+#[tokio::test]
+async fn an_alive_keeps_what_the_contributions_file_refused_until_the_next_one() {
+    use mesh_protocol::event::{ContributionsRead, RefusedContribution};
+    let pg = PgCluster::start();
+    let (options, _admin) = store_at(&pg, "contributions_read").await;
+    migrate(&options).await.unwrap();
+    let mut store = PgStore::new(options);
+    let filter = StatusFilter {
+        providers: vec![ModuleId::parse("postgres@db-1").unwrap()],
+        machine: None,
+        silent_before: at(0),
+        required: vec![],
+        order: Order::Key,
+        consumer: None,
+        per_group: None,
+    };
+    let refused = ContributionsRead {
+        readable: false,
+        problem: Some("contributions file /etc/mesh/c.json cannot be read: denied\0".into()),
+        refused: vec![RefusedContribution {
+            index: 3,
+            consumer: Some(name("forge")),
+            reason: "provision: it is empty".into(),
+        }],
+        more: 2,
+    };
+    // (what the alive carries, what is read back)
+    let cases = [
+        (None, None),
+        (Some(refused.clone()), {
+            let mut kept = refused;
+            kept.problem =
+                Some("contributions file /etc/mesh/c.json cannot be read: denied\u{FFFD}".into());
+            Some(kept)
+        }),
+        (
+            Some(ContributionsRead::good()),
+            Some(ContributionsRead::good()),
+        ),
+    ];
+    for (seq, (carried, read_back)) in (1..).zip(cases) {
+        let mut received = alive(
+            "postgres@db-1",
+            9 + u32::try_from(seq).unwrap(),
+            0,
+            None,
+            seq,
+        );
+        if let Event::Alive(body) = &mut received.event {
+            body.contributions = carried;
+        }
+        store.apply(&[received]).await.unwrap();
+        let read = store.read_status(&filter).await.unwrap();
+        assert_eq!(read.alive[0].contributions, read_back, "alive {seq}");
+        read.finish().await.unwrap();
+    }
+}
+
 /// The settled rule reads "before the provider's newest start" on the
 /// stream's clock: a provider restarted with its clock stepped back (found
 /// by the simulator) still has the standings of its earlier run left out,
@@ -1355,6 +1414,7 @@ async fn the_controller_record_retired_consumers_and_a_new_store_on_a_live_store
             pass_seconds: 0.1,
             said_at: ago(said),
             fault: None,
+            contributions: None,
         });
         received("postgres@db-1", seq, event)
     };
@@ -1894,10 +1954,10 @@ async fn history_is_kept_with_each_round_read_back_and_pruned_in_batches() {
     assert_eq!(left, 7);
 }
 
-/// Undoes V15, V14 and V13 on a migrated store (its table and constraints
+/// Undoes V16, V15, V14 and V13 on a migrated store (its table and constraints
 /// named as V12 left them); the caller deletes them from the migration
 /// history.
-const UNDO_V15_V13: &str = "DROP INDEX failing_by_provider_key, failing_by_provider_machine, \
+const UNDO_V16_V13: &str = "ALTER TABLE alive DROP COLUMN contributions; DROP INDEX failing_by_provider_key, failing_by_provider_machine, \
      failing_by_consumer_machine; DROP STATISTICS failing_group; \
      ALTER TABLE grant_event RENAME CONSTRAINT grant_event_pkey TO grant_word_pkey; \
      ALTER TABLE grant_event RENAME CONSTRAINT grant_event_kind_check TO grant_word_kind_check; \
@@ -1907,13 +1967,13 @@ const UNDO_V15_V13: &str = "DROP INDEX failing_by_provider_key, failing_by_provi
 async fn a_migration_that_loses_a_deadlock_to_a_reader_may_be_tried_again() {
     let pg = PgCluster::start();
     let (options, admin) = store_at(&pg, "deadlock").await;
-    assert_eq!(migrate(&options).await.unwrap(), 15);
+    assert_eq!(migrate(&options).await.unwrap(), 16);
     // The four newest migrations not applied yet: V12 adds
     // `retirement.retire_at`, V13 renames `grant_word` to `grant_event`, V14
-    // adds statistics, V15 an index.
+    // adds statistics, V15 an index, V16 a column.
     admin
         .batch_execute(&format!(
-            "{UNDO_V15_V13} ALTER TABLE retirement DROP COLUMN retire_at; \
+            "{UNDO_V16_V13} ALTER TABLE retirement DROP COLUMN retire_at; \
              DELETE FROM refinery_schema_history WHERE version >= 12"
         ))
         .await
@@ -1975,8 +2035,8 @@ async fn a_migration_that_loses_a_deadlock_to_a_reader_may_be_tried_again() {
     reader.batch_execute("ROLLBACK").await.unwrap();
     assert_eq!(
         migrate(&options).await.unwrap(),
-        4,
-        "tried again, it passes (and V13 to V15 after it)"
+        5,
+        "tried again, it passes (and V13 to V16 after it)"
     );
 
     // A migration the server refuses for what it is: not tried again.
@@ -2000,11 +2060,11 @@ async fn a_migration_that_loses_a_deadlock_to_a_reader_may_be_tried_again() {
 async fn v13_renames_grant_word_to_grant_event_keeping_its_rows_constraints_and_readers() {
     let pg = PgCluster::start();
     let (options, admin) = store_at(&pg, "grant_rename").await;
-    assert_eq!(migrate(&options).await.unwrap(), 15);
+    assert_eq!(migrate(&options).await.unwrap(), 16);
     // The store as V12 left it, holding a grant event and a reader of it.
     admin
         .batch_execute(&format!(
-            "{UNDO_V15_V13} \
+            "{UNDO_V16_V13} \
              DELETE FROM refinery_schema_history WHERE version >= 13; \
              INSERT INTO grant_word (machine, consumer, provision, provider, kind, reason, \
                  said_at, stream_seq, stream_epoch) VALUES ('app-1', 'forge', 'p', \
@@ -2015,7 +2075,7 @@ async fn v13_renames_grant_word_to_grant_event_keeping_its_rows_constraints_and_
         .await
         .unwrap();
 
-    assert_eq!(migrate(&options).await.unwrap(), 3, "V13 to V15 alone");
+    assert_eq!(migrate(&options).await.unwrap(), 4, "V13 to V16 alone");
 
     let rows = admin
         .query("SELECT consumer, kind FROM grant_event", &[])

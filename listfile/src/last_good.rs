@@ -46,6 +46,8 @@ pub struct LastGood<T> {
     problems: Vec<String>,
     /// Whether the last read could not take the file.
     file_refused: bool,
+    /// Why the last read could not take the file, naming it.
+    file_problem: Option<String>,
     /// What was logged last; `None` before the first read.
     logged: Option<Vec<String>>,
 }
@@ -60,6 +62,7 @@ impl<T: ListFile> LastGood<T> {
             last_refused: Vec::new(),
             problems: Vec::new(),
             file_refused: false,
+            file_problem: None,
             logged: None,
         }
     }
@@ -80,6 +83,13 @@ impl<T: ListFile> LastGood<T> {
         &self.problems
     }
 
+    /// Why the last read could not take the file (it names the file; without
+    /// the "keeping the last good list" that [`LastGood::problems`] adds);
+    /// `None` when it took it, and before the first read.
+    pub fn file_problem(&self) -> Option<&str> {
+        self.file_problem.as_deref()
+    }
+
     /// What the last read refused (nothing before the first).
     pub fn refused(&self) -> Refused {
         Refused {
@@ -98,6 +108,7 @@ impl<T: ListFile> LastGood<T> {
 
     /// One read: whether it took the file; `problems` set.
     fn read(&mut self) -> bool {
+        self.file_problem = None;
         let text = match std::fs::read_to_string(&self.path) {
             Ok(text) => text,
             Err(source) => {
@@ -137,8 +148,10 @@ impl<T: ListFile> LastGood<T> {
         true
     }
 
-    /// `problem`, saying that the last good list is kept when there is one.
-    fn keeping(&self, problem: String) -> String {
+    /// `problem`, saying that the last good list is kept when there is one
+    /// (and kept as the file's problem as it is).
+    fn keeping(&mut self, problem: String) -> String {
+        self.file_problem = Some(problem.clone());
         match self.last_good {
             Some(_) => format!("{problem}; keeping the last good list"),
             None => problem,
@@ -298,6 +311,11 @@ mod tests {
                     assert_eq!(pairs(&loaded), want, "step {i}");
                 }
                 None => assert!(want.is_empty() && !fresh, "step {i}: nothing was ever good"),
+            }
+            assert_eq!(file.file_problem().is_some(), !fresh, "step {i}");
+            if let Some(problem) = file.file_problem() {
+                assert!(file.problems()[0].starts_with(problem), "step {i}");
+                assert!(!problem.contains("keeping"), "step {i}: {problem}");
             }
             let said = file.problems().join("\n");
             for p in problems {

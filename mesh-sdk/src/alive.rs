@@ -67,10 +67,14 @@ impl AliveState {
 
     /// Whether `alive` is due at `now`: after the first pass, then every `every`.
     pub(crate) fn due(&self, now: Instant, every: Duration) -> bool {
-        self.last_pass.is_some()
-            && self
-                .last_published
-                .is_none_or(|at| now.saturating_duration_since(at) >= every)
+        self.last_pass.is_some() && self.due_every(now, every)
+    }
+
+    /// Whether `every` passed since `alive` was last published at `now`
+    /// (or it never was), pass or not.
+    pub(crate) fn due_every(&self, now: Instant, every: Duration) -> bool {
+        self.last_published
+            .is_none_or(|at| now.saturating_duration_since(at) >= every)
     }
 
     /// `alive` was published at `now`.

@@ -17,7 +17,9 @@ use std::path::{Path, PathBuf};
 use mesh_listfile::entries::{Entries, Repeated};
 pub use mesh_listfile::EntryError;
 use mesh_listfile::{LastGood, ListFile};
+use mesh_protocol::event::{ContributionsRead, RefusedContribution, MAX_REFUSED_LISTED};
 use mesh_protocol::{ModuleId, Name, NameError};
+use mesh_runtime::redact::redact;
 use serde::Deserialize;
 
 /// The provider block of a contributions file, `{"module": ..., "machine": ...}`.
@@ -62,6 +64,20 @@ pub struct Contributions {
     /// entries) with no last good entry: still listed, so never withdrawn
     /// or retired, but not served.
     pub held_back: Vec<Name>,
+    /// The entries refused at the read that gave this list, in file order.
+    pub refused: Vec<Refusal>,
+}
+
+/// An entry of a contributions file that was refused: where it is, its
+/// consumer when that could be read as a name, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    /// Its place in `consumers`, from 0.
+    pub index: usize,
+    /// Its consumer, when its `consumer` is a valid name.
+    pub consumer: Option<Name>,
+    /// Why it was refused.
+    pub reason: String,
 }
 
 impl Contributions {
@@ -147,14 +163,20 @@ pub fn parse(text: &str, path: &Path) -> Result<Parsed, ContributionsError> {
     let (kept, refused) = entries.split();
     let consumers = kept.into_iter().map(|k| k.value).collect();
     let mut held_back: Vec<Name> = Vec::new();
+    let mut refusals = Vec::with_capacity(refused.len());
     let refused = refused
         .into_iter()
         .map(|r| {
-            if let Some(name) = r.label.readable {
-                if !held_back.contains(&name) {
-                    held_back.push(name);
+            if let Some(name) = &r.label.readable {
+                if !held_back.contains(name) {
+                    held_back.push(name.clone());
                 }
             }
+            refusals.push(Refusal {
+                index: r.index,
+                consumer: r.label.readable,
+                reason: r.reason.clone(),
+            });
             EntryError::at("consumers", r.index, r.label.named, r.reason)
         })
         .collect();
@@ -163,6 +185,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Parsed, ContributionsError> {
             provider,
             consumers,
             held_back,
+            refused: refusals,
         },
         refused,
     })
@@ -211,6 +234,39 @@ fn entry(
         secret_file: base_dir.join(raw.secret_file),
         options: raw.options,
     })
+}
+
+/// What an `alive` says of the last read ([`ContributionsRead`]): the file's
+/// problem when it could not be taken (`file_problem`), and the entries
+/// refused in the list served (`served`; none before a first good file).
+/// Every text has `secrets` removed and is cut as errors are; at most
+/// [`MAX_REFUSED_LISTED`](mesh_protocol::event::MAX_REFUSED_LISTED) entries
+/// are listed, the rest counted.
+pub fn read_said<S: AsRef<str>>(
+    file_problem: Option<&str>,
+    served: Option<&Contributions>,
+    secrets: &[S],
+) -> ContributionsRead {
+    ContributionsRead {
+        readable: file_problem.is_none(),
+        problem: file_problem.map(|p| redact(p, secrets)),
+        refused: served
+            .map(|c| c.refused.as_slice())
+            .unwrap_or_default()
+            .iter()
+            .take(MAX_REFUSED_LISTED + 1)
+            .map(|r| RefusedContribution {
+                index: u64::try_from(r.index).unwrap_or(u64::MAX),
+                consumer: r.consumer.clone(),
+                reason: redact(&r.reason, secrets),
+            })
+            .collect(),
+        more: served.map_or(0, |c| {
+            u64::try_from(c.refused.len().saturating_sub(MAX_REFUSED_LISTED + 1))
+                .unwrap_or(u64::MAX)
+        }),
+    }
+    .capped()
 }
 
 /// Consumers held back in `new` whose entry was good in `good` are served
@@ -378,6 +434,83 @@ mod tests {
             .find(|c| c.name.as_str() == "forge")
             .unwrap();
         assert_eq!(forge.secret_file, dir.path().join("f"));
+    }
+
+    #[test]
+    fn what_alive_says_of_a_read_names_each_refused_entry_without_a_secret() {
+        let text = r#"{
+          "provider": { "module": "postgres", "machine": "db-1" },
+          "consumers": [
+            { "consumer": "forge", "machine": "app-1", "provision": "", "secret_file": "s" },
+            { "consumer": "Bad Name", "machine": "app-1", "provision": "p", "secret_file": "s" },
+            { "consumer": "wiki", "machine": "app-1", "provision": "p", "secret_file": "s" },
+            { "consumer": "cms", "machine": "app-1", "provision": "p", "secret_file": "s", "hunter2": 1 }
+          ]
+        }"#;
+        let parsed = parse(text, Path::new("c.json")).unwrap();
+        let said = read_said(None, Some(&parsed.contributions), &["hunter2"]);
+        assert!(said.readable);
+        assert_eq!(said.problem, None);
+        let entries: Vec<(u64, Option<&str>, &str)> = said
+            .refused
+            .iter()
+            .map(|r| {
+                (
+                    r.index,
+                    r.consumer.as_ref().map(Name::as_str),
+                    r.reason.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(entries.len(), 3, "{entries:?}");
+        assert_eq!(entries[0], (0, Some("forge"), "provision: it is empty"));
+        assert_eq!(entries[1].0, 1);
+        assert_eq!(entries[1].1, None, "not a name");
+        assert_eq!(entries[2].0, 3);
+        assert_eq!(entries[2].1, Some("cms"));
+        assert!(
+            entries[2].2.contains("unknown field `[redacted]`"),
+            "{}",
+            entries[2].2
+        );
+        // (file problem, list served, readable, entries listed, more)
+        let many: String = (0..25)
+            .map(|i| {
+                format!(
+                    r#"{{"consumer": "c{i}", "machine": "m", "provision": "", "secret_file": "s"}}"#
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(",");
+        let many =
+            format!(r#"{{"provider": {{"module": "a", "machine": "b"}}, "consumers": [{many}]}}"#);
+        let many = parse(&many, Path::new("c.json")).unwrap().contributions;
+        let problem = "contributions file /c.json cannot be read: hunter2 denied";
+        type Case<'a> = (Option<&'a str>, Option<&'a Contributions>, bool, usize, u64);
+        let cases: [Case; 5] = [
+            (None, None, true, 0, 0),
+            (Some(problem), None, false, 0, 0),
+            (Some(problem), Some(&parsed.contributions), false, 3, 0),
+            (None, Some(&many), true, 20, 5),
+            (
+                None,
+                Some(&parse(GOOD, Path::new("c.json")).unwrap().contributions),
+                true,
+                0,
+                0,
+            ),
+        ];
+        for (i, (problem, served, readable, listed, more)) in cases.into_iter().enumerate() {
+            let said = read_said(problem, served, &["hunter2"]);
+            assert_eq!(said.readable, readable, "case {i}");
+            assert_eq!((said.refused.len(), said.more), (listed, more), "case {i}");
+            if let Some(p) = &said.problem {
+                assert_eq!(
+                    p,
+                    "contributions file /c.json cannot be read: [redacted] denied"
+                );
+            }
+        }
     }
 
     #[test]

@@ -1085,7 +1085,7 @@ async fn a_runner_told_its_instance_serves_no_file_naming_another() {
         Settings::default(),
         Arc::new(Outbox::new()),
     )
-    .serving_as(Some(me.clone()));
+    .for_provider(me.clone());
     assert_eq!(runner.provider(), Some(&me), "known before any good file");
     runner.pass().await;
     assert_eq!(w.fake.calls("ensure"), 0);

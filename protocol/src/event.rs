@@ -13,6 +13,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::class::Class;
 use crate::name::Name;
+
+pub use crate::alive::{
+    Alive, ContributionsRead, ProviderFault, RefusedContribution, MAX_REFUSED_LISTED,
+};
 use crate::one_of::one_of;
 use crate::time::Timestamp;
 
@@ -334,59 +338,6 @@ pub struct RepairReport {
     pub next_attempt_at: Option<Timestamp>,
     /// When this was published.
     pub said_at: Timestamp,
-}
-
-/// `alive` body: published after the provider's first pass and then every
-/// `alive_every`, so that silence is never read as health.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Alive {
-    /// Body version, 1.
-    pub v: u32,
-    /// When this provider process started.
-    pub started_at: Timestamp,
-    /// How often it publishes `alive`, in seconds.
-    pub alive_every_seconds: u64,
-    /// Its `failing_after`, in seconds.
-    pub failing_after_seconds: u64,
-    /// Its `repeat_every`, in seconds: every `failing` it keeps saying is
-    /// said again at least this often. Absent from the events of providers
-    /// older than this field (read as `None`; not written when `None`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub repeat_every_seconds: Option<u64>,
-    /// The end of its first pass that began at least `failing_after` after
-    /// its first pass ended; null until then. From then on every consumer
-    /// it keeps failing has had `failing` published since it started.
-    pub settled_at: Option<Timestamp>,
-    /// Consumers it serves (listed in its contributions file).
-    pub consumers: u64,
-    /// Of which failing (published `failing` or not yet).
-    pub failing: u64,
-    /// How long its last pass took, in seconds.
-    pub pass_seconds: f64,
-    /// When this was published.
-    pub said_at: Timestamp,
-    /// The provider cannot work as its administrator (refused or
-    /// unreachable): a provider fault, which holds every consumer back
-    /// however each one's own standing reads. `None` when there is none;
-    /// not written then, and read as `None` from the events of providers
-    /// older than the field.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fault: Option<ProviderFault>,
-}
-
-/// What keeps a provider from working as its administrator (the `fault`
-/// of its `alive`): its administrator's login or session refused or
-/// unreachable. It is published at once when it begins, changes class, or
-/// clears (an extra `alive`), and in every `alive` while it lasts.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ProviderFault {
-    /// Its class: `credentials-rejected` or `unreachable` from the loop;
-    /// a hook may report another.
-    pub class: Class,
-    /// The start of the newest failure's message, redacted.
-    pub error: String,
-    /// When it began (kept while its class stays the same).
-    pub since: Timestamp,
 }
 
 /// Why `reachable` is published.
@@ -764,6 +715,95 @@ mod tests {
             r#","fault":{"error":"x","since":"2026-10-05T00:04:00Z"}}"#,
         );
         assert!(Event::parse(EventKind::Alive, broken.as_bytes()).is_err());
+    }
+
+    #[test]
+    fn alive_carries_what_the_contributions_file_refused_and_reads_a_word_without_it() {
+        let old = r#"{"v":1,"started_at":"2026-10-05T00:00:00Z","alive_every_seconds":60,"failing_after_seconds":300,"repeat_every_seconds":900,"settled_at":null,"consumers":2,"failing":0,"pass_seconds":0.5,"said_at":"2026-10-05T00:09:00Z"}"#;
+        let Event::Alive(mut alive) = Event::parse(EventKind::Alive, old.as_bytes()).unwrap()
+        else {
+            panic!("alive")
+        };
+        assert_eq!(alive.contributions, None, "an older provider's: unknown");
+        assert_eq!(
+            String::from_utf8(Event::Alive(alive.clone()).to_json()).unwrap(),
+            old
+        );
+        // (what it read, how it is written)
+        let cases = [
+            (
+                ContributionsRead::good(),
+                r#""contributions":{"readable":true,"problem":null,"refused":[]}}"#,
+            ),
+            (
+                ContributionsRead {
+                    readable: false,
+                    problem: Some("contributions file /etc/mesh/c.json is malformed: EOF".into()),
+                    refused: vec![RefusedContribution {
+                        index: 3,
+                        consumer: Some(name("forge")),
+                        reason: "provision: it is empty".into(),
+                    }],
+                    more: 0,
+                },
+                r#""contributions":{"readable":false,"problem":"contributions file /etc/mesh/c.json is malformed: EOF","refused":[{"index":3,"consumer":"forge","reason":"provision: it is empty"}]}}"#,
+            ),
+            (
+                ContributionsRead {
+                    readable: true,
+                    problem: None,
+                    refused: vec![RefusedContribution {
+                        index: 0,
+                        consumer: None,
+                        reason: "missing field `consumer`".into(),
+                    }],
+                    more: 4,
+                },
+                r#""contributions":{"readable":true,"problem":null,"refused":[{"index":0,"consumer":null,"reason":"missing field `consumer`"}],"more":4}}"#,
+            ),
+        ];
+        for (read, written) in cases {
+            alive.contributions = Some(read);
+            let text = String::from_utf8(Event::Alive(alive.clone()).to_json()).unwrap();
+            assert!(text.ends_with(written), "{text}");
+            assert_eq!(
+                Event::parse(EventKind::Alive, text.as_bytes()).unwrap(),
+                Event::Alive(alive.clone())
+            );
+        }
+        // A consumer that is not a name is refused like any malformed body.
+        let broken = old.replace(
+            '}',
+            r#","contributions":{"readable":true,"problem":null,"refused":[{"index":0,"consumer":"A B","reason":"x"}]}}"#,
+        );
+        assert!(Event::parse(EventKind::Alive, broken.as_bytes()).is_err());
+    }
+
+    #[test]
+    fn refused_entries_are_capped_and_the_rest_counted() {
+        let entry = |index| RefusedContribution {
+            index,
+            consumer: None,
+            reason: "x".into(),
+        };
+        // (entries, more before, listed, more after)
+        for (n, more, listed, after) in
+            [(0, 0, 0, 0), (20, 0, 20, 0), (21, 0, 20, 1), (25, 2, 20, 7)]
+        {
+            let read = ContributionsRead {
+                refused: (0..n).map(entry).collect(),
+                more,
+                ..ContributionsRead::good()
+            }
+            .capped();
+            assert_eq!(
+                (read.refused.len(), read.more),
+                (listed, after),
+                "{n} {more}"
+            );
+            assert_eq!(read.refuses_anything(), n > 0 || more > 0);
+        }
+        assert!(!ContributionsRead::good().refuses_anything());
     }
 
     #[test]

@@ -87,6 +87,7 @@
 //! The full contract, with what each field means and when each event is
 //! published, is docs/contracts/ in the mesh repository.
 
+mod alive;
 mod approve;
 mod class;
 pub mod event;

@@ -147,7 +147,11 @@ async fn events_put_while_one_is_in_flight_are_sent_at_once_not_after_the_retry_
         .iter()
         .map(|(_, v)| v["consumer"].as_str().unwrap().to_owned())
         .collect();
-    assert_eq!(sent.len(), 3, "within 100 ms, not the 2 s retry period: {sent:?}");
+    assert_eq!(
+        sent.len(),
+        3,
+        "within 100 ms, not the 2 s retry period: {sent:?}"
+    );
     assert!(outbox.is_empty());
     let _ = stop.send(());
     assert_eq!(publisher.await.unwrap(), 0);

@@ -255,6 +255,7 @@ impl Store for MemStore {
                         said_at: b.said_at,
                         stored_at: k.stored_at,
                         fault: b.fault.clone(),
+                        contributions: b.contributions.clone(),
                     };
                     t.alive.insert(k.emitter.clone(), (row, place));
                 }

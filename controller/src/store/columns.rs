@@ -365,6 +365,7 @@ column_list! {
         fault_class: Option<&'static str> = "text",
         fault_error: Option<String> = "text",
         fault_since: Option<SystemTime> = "timestamptz",
+        contributions: Option<serde_json::Value> = "jsonb",
     }
 }
 
@@ -399,6 +400,14 @@ impl<'a> AliveColumns<'a> {
         self.fault_class.push(fault.map(|f| f.class.as_str()));
         self.fault_error.push(fault.map(|f| text(&f.error)));
         self.fault_since.push(fault.map(|f| f.since.system_time()));
+        self.contributions.push(b.contributions.as_ref().map(|c| {
+            let mut c = c.clone();
+            c.problem = c.problem.map(|p| text(&p));
+            c.refused
+                .iter_mut()
+                .for_each(|r| r.reason = text(&r.reason));
+            serde_json::to_value(c).expect("contributions read serialize")
+        }));
     }
 }
 

@@ -233,6 +233,7 @@ fn standing(row: &Row) -> Result<Entry, tokio_postgres::Error> {
             stored_at: row.try_get::<_, Option<SystemTime>>(13)?.map(ts),
             // Only its times are read here (whether the standing outlived it).
             fault: None,
+            contributions: None,
         }
         .outlived(ts(said_at), stored_at.map(ts)),
         _ => false,

@@ -41,7 +41,7 @@ ORDER BY provider_module, provider_machine, fault";
 /// The newest `alive` event of each selected provider.
 const ALIVE: &str = "
 SELECT provider_module, provider_machine, started_at, alive_every_seconds, settled_at, said_at,
-       repeat_every_seconds, stored_at, fault_class, fault_error, fault_since
+       repeat_every_seconds, stored_at, fault_class, fault_error, fault_since, contributions
 FROM alive
 WHERE provider_module || '@' || provider_machine = ANY($1::text[])
 ORDER BY provider_module, provider_machine";

@@ -154,6 +154,17 @@ pub(super) fn alive_row(row: &Row) -> Result<AliveRow, ReadError> {
                 since: optional_time(row, 10)?.unwrap_or(time(row, 5)?),
             }),
         },
+        contributions: match row.try_get::<_, Option<serde_json::Value>>(11)? {
+            None => None,
+            Some(value) => {
+                Some(
+                    serde_json::from_value(value).map_err(|e| ReadError::Undecodable {
+                        column: "alive.contributions",
+                        reason: e.to_string(),
+                    })?,
+                )
+            }
+        },
     })
 }
 

@@ -10,12 +10,13 @@
 //! Beside the pass itself (here): `attempt` (one consumer's secret, make,
 //! check), `repairing` (the repair hook), `retiring` (withdrawn consumers,
 //! retirement, approvals), `herald` (`alive`), `admin` (the provider
-//! fault), `serve` (the binary's loop).
+//! fault), `input` (the file's refusals), `serve` (the binary's loop).
 
 mod admin;
 mod attempt;
 mod entries;
 mod herald;
+mod input;
 mod repairing;
 mod retiring;
 mod serve;
@@ -92,8 +93,9 @@ pub struct Runner<P: Provisioner> {
     fingerprints: foldhash::fast::RandomState,
     /// The names the list being served lists.
     listed: retiring::Listed,
-    /// The instance it was told it is (`--provider`), if it was.
-    serving_as: Option<ModuleId>,
+    /// Who it is, when told (`--provider`): known before a good file
+    /// named it, and no file naming another is taken.
+    told_provider: Option<ModuleId>,
     /// The provider a contributions file named instead, last logged.
     misnamed: Option<ModuleId>,
 }
@@ -141,42 +143,8 @@ impl<P: Provisioner> Runner<P> {
             served: None,
             fingerprints: foldhash::fast::RandomState::default(),
             listed: retiring::Listed::default(),
-            serving_as: None,
+            told_provider: None,
             misnamed: None,
-        }
-    }
-
-    /// The runner of the instance `provider` (`--provider`), when given:
-    /// it knows who it is before any contributions file was read, and
-    /// takes no file whose `provider` block names another instance.
-    pub fn serving_as(mut self, provider: Option<ModuleId>) -> Self {
-        self.serving_as = provider;
-        self
-    }
-
-    /// The last good contributions list, read again now, and whether this
-    /// read was good; `None` when none was ever good, or when the file
-    /// names another instance than `--provider` (logged once per name).
-    pub(crate) fn load(&mut self) -> Option<(bool, Arc<Contributions>)> {
-        let (fresh, list) = self
-            .source
-            .load()
-            .map(|loaded| (loaded.fresh, Arc::clone(loaded.list)))?;
-        match &self.serving_as {
-            Some(me) if me != &list.provider => {
-                if self.misnamed.as_ref() != Some(&list.provider) {
-                    tracing::error!(path = %self.source.path().display(), names = %list.provider, provider = %me, "the contributions file names another provider instance; nothing is served until it names this one");
-                    self.misnamed = Some(list.provider.clone());
-                }
-                // Its list is no last good of this instance's: forgotten,
-                // so a file naming this one is taken again.
-                self.source = Source::new(self.source.path().to_owned());
-                None
-            }
-            _ => {
-                self.misnamed = None;
-                Some((fresh, list))
-            }
         }
     }
 
@@ -221,14 +189,6 @@ impl<P: Provisioner> Runner<P> {
     /// The settings.
     pub fn settings(&self) -> &Settings {
         &self.settings
-    }
-
-    /// The provider instance: the one it was told it is (`--provider`),
-    /// else the one the last good contributions file named, if one was read.
-    pub fn provider(&self) -> Option<&ModuleId> {
-        self.serving_as
-            .as_ref()
-            .or_else(|| self.source.last_good().map(|c| &c.provider))
     }
 
     #[cfg(any(test, feature = "testing"))]
@@ -299,12 +259,14 @@ impl<P: Provisioner> Runner<P> {
         let began = Instant::now();
         let loaded = self.load();
         self.metrics.contributions(self.source.refused());
+        let said = self.file_read_said();
         let (fresh, contributions) = loaded?;
         let gate = self.repair_pass(&contributions.provider).await;
         let mut report = PassReport {
             fresh,
             attempted: contributions.consumers.len(),
             gated: gate.is_some(),
+            published: said,
             ..PassReport::default()
         };
         // Retirement first: a consumer listed again is enabled before it is
@@ -432,8 +394,9 @@ impl<P: Provisioner> Runner<P> {
         report
     }
 
-    /// Publishes `alive` when it is due: after the first pass, then every
-    /// `alive_every`. Returns whether it was published.
+    /// Publishes `alive` when it is due: after the first pass (before any,
+    /// only while it knows its provider and cannot take its file), then
+    /// every `alive_every`. Returns whether it was published.
     pub fn publish_alive_if_due(&self) -> bool {
         self.herald.publish_if_due()
     }

@@ -73,13 +73,16 @@ pub async fn run_until<P: Provisioner>(
 ) -> Result<(), RunError> {
     let settings = args.settings();
     let outbox = Arc::new(Outbox::new());
-    let mut runner = Runner::new(
+    let runner = Runner::new(
         provisioner,
         args.contributions.clone(),
         settings,
         Arc::clone(&outbox),
-    )
-    .serving_as(args.provider.clone());
+    );
+    let mut runner = match &args.provider {
+        Some(provider) => runner.for_provider(provider.clone()),
+        None => runner,
+    };
     let joined: Arc<OnceLock<async_nats::Client>> = Arc::new(OnceLock::new());
     let _endpoints = match &args.service.endpoints.metrics_listen {
         Some(addr) => {

@@ -615,6 +615,7 @@ mod tests {
                 consumers: 1,
                 failing: 0,
                 fault: None,
+                contributions: None,
                 pass_seconds: 0.1,
                 said_at: ts(stored),
             }),

@@ -6,7 +6,9 @@
 //! members `provider_module` and `provider_machine`, as `status --json`
 //! always has ([`provider_members`]).
 
-use mesh_protocol::event::{GrantState, ProviderFault, RepairOutcome, RetirementAction};
+use mesh_protocol::event::{
+    ContributionsRead, GrantState, ProviderFault, RepairOutcome, RetirementAction,
+};
 use mesh_protocol::{Class, ModuleId, Timestamp};
 use serde::{Serialize, Serializer};
 
@@ -104,6 +106,9 @@ pub struct AliveRow {
     /// The provider fault it carries: the provider cannot work as its
     /// administrator. `None` when it has none (and from older providers).
     pub fault: Option<ProviderFault>,
+    /// What the provider's last read of its contributions file refused;
+    /// `None` from providers older than the field (unknown).
+    pub contributions: Option<ContributionsRead>,
 }
 
 /// One `mesh-controller serve` process, as it names itself in the store:
@@ -326,6 +331,7 @@ mod tests {
             said_at: ts("2026-10-05T00:15:00Z"),
             stored_at: stored.map(ts),
             fault: None,
+            contributions: None,
         };
         // (alive stored at, settled, standing said at, standing stored at, outlived)
         let cases = [

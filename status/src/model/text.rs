@@ -50,6 +50,16 @@ pub fn cut_event(event: &mut Event) {
             if let Some(fault) = &mut b.fault {
                 cut_in_place(&mut fault.error);
             }
+            if let Some(read) = b.contributions.take() {
+                let mut read = read.capped();
+                if let Some(problem) = &mut read.problem {
+                    cut_in_place(problem);
+                }
+                read.refused
+                    .iter_mut()
+                    .for_each(|r| cut_in_place(&mut r.reason));
+                b.contributions = Some(read);
+            }
         }
         Event::Unreachable(b) => {
             for t in [&mut b.provision, &mut b.from, &mut b.address, &mut b.error] {

@@ -1,7 +1,8 @@
 //! The human form: the sentence, then one line for a controller that
 //! follows nothing, per provider not heard from, per required consumer
 //! retired, per provider not fully known yet, per provider that cannot
-//! work as its administrator, per grant unreachable or
+//! work as its administrator, per contributions file or entry refused that
+//! holds back a required consumer, per grant unreachable or
 //! unchecked, per cause of standings (one standing keeps its own line; many
 //! failing for one provider, class and error share one), per open repair
 //! fault and per refused declaration entry. Untrusted text (errors,
@@ -178,6 +179,9 @@ impl Listing for Human {
         for f in &head.faults {
             writeln!(out, "  {}", one_line(&f.line()))?;
         }
+        for i in &head.input_refused {
+            writeln!(out, "  {}", one_line(&i.line()))?;
+        }
         for g in &head.grants.unreachable {
             let attempts = if g.failures == 1 { "check" } else { "checks" };
             writeln!(
@@ -277,6 +281,7 @@ mod tests {
             retiring: vec![],
             catching_up: vec![],
             faults: vec![],
+            input_refused: vec![],
             unheard: vec![],
             repairs: vec![],
             declaration_errors: vec![],
@@ -352,6 +357,7 @@ mod tests {
             retiring: vec![],
             catching_up: vec![],
             faults: vec![],
+            input_refused: vec![],
             unheard: vec![
                 Unheard {
                     provider: id("postgres@db-2"),
@@ -442,6 +448,7 @@ mod tests {
             retiring: vec![],
             catching_up: vec![],
             faults: vec![],
+            input_refused: vec![],
             repairs: vec![],
             declaration_errors: vec![],
             grants: Default::default(),
@@ -524,6 +531,40 @@ mod tests {
                 "  postgres@db-1 cannot work as its administrator since 2026-10-05T00:04:00Z \
               (credentials-rejected: password authentication failed for user \"mesh_admin\"); \
               none of its consumers can be made or mended meanwhile"
+            ]
+        );
+    }
+
+    #[test]
+    fn refused_input_has_a_line_per_file_and_entry_on_one_line() {
+        let mut head = head_of("not all well: 0 consumers failing, 1 provider's input refused");
+        let refused = |index, reason: &str| crate::report::InputRefused {
+            provider: id("postgres@db-1"),
+            index,
+            reason: reason.into(),
+            required: vec![id("forge@app-1")],
+            said_at: ts("2026-10-05T00:05:00Z"),
+        };
+        head.input_refused = vec![
+            refused(
+                None,
+                "contributions file /etc/mesh/c.json cannot be read: Permission denied\n(os error 13)",
+            ),
+            refused(Some(3), "unknown field `provison`"),
+        ];
+        let mut out = Vec::new();
+        write_all(&mut Human::default(), &mut out, &head, &[]).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "not all well: 0 consumers failing, 1 provider's input refused",
+                "  postgres@db-1 cannot take its contributions file: contributions file \
+                 /etc/mesh/c.json cannot be read: Permission denied (os error 13); it serves its \
+                 last good list, if it has one (forge@app-1 required)",
+                "  forge@app-1 is held back by postgres@db-1: its contributions entry 3 was \
+                 refused: unknown field `provison`",
             ]
         );
     }

@@ -1,6 +1,7 @@
 //! The JSON form: one object on one line, its members in the order of the
 //! contract (`machine` for `node show`, `all_well`, `sentence`,
 //! `controller`, `unheard`, `retired`, `retiring`, `catching_up`, `faults` when any,
+//! `input_refused` when any,
 //! `failing`, `repairs`, `grants`, `declaration_errors` when any), each value written by serde.
 //! The object is written as it is read: everything up to the opening of
 //! `failing` first (flushed), then each standing, then the rest.
@@ -47,6 +48,10 @@ impl Listing for Json {
         if !head.faults.is_empty() {
             out.write_all(b",\"faults\":")?;
             value(out, &head.faults)?;
+        }
+        if !head.input_refused.is_empty() {
+            out.write_all(b",\"input_refused\":")?;
+            value(out, &head.input_refused)?;
         }
         out.write_all(b",\"failing\":[")?;
         out.flush()
@@ -101,6 +106,7 @@ mod tests {
             retiring: vec![],
             catching_up: vec![],
             faults: vec![],
+            input_refused: vec![],
             unheard: vec![Unheard {
                 provider: id("identity@id-2"),
                 heard_at: None,
@@ -198,6 +204,28 @@ mod tests {
         assert_eq!(json["faults"][0]["since"], "2026-10-05T00:04:00Z");
         let (_, json) = render(&head(None, vec![]), &[]);
         assert!(json.get("faults").is_none(), "{json}");
+    }
+
+    #[test]
+    fn refused_input_comes_after_the_faults_before_the_standings_and_only_when_any() {
+        let mut h = head(None, vec![]);
+        h.input_refused = vec![crate::report::InputRefused {
+            provider: id("postgres@db-1"),
+            index: Some(3),
+            reason: "provision: it is empty".into(),
+            required: vec![id("forge@app-1")],
+            said_at: ts("2026-10-05T00:05:00Z"),
+        }];
+        let (out, _) = render(&h, &[standing()]);
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains(
+                r#""catching_up":[],"input_refused":[{"provider_module":"postgres","provider_machine":"db-1","index":3,"reason":"provision: it is empty","required":["forge@app-1"],"said_at":"2026-10-05T00:05:00Z"}],"failing":["#
+            ),
+            "{text}"
+        );
+        let (_, json) = render(&head(None, vec![]), &[]);
+        assert!(json.get("input_refused").is_none(), "{json}");
     }
 
     #[test]

@@ -44,6 +44,10 @@ pub enum Clause {
     ProvidersCatchingUp,
     /// Providers that cannot work as their administrator (cause: the class).
     ProviderFaults,
+    /// Refused input holding back required consumers: a provider's
+    /// contributions file it cannot take (cause `file`), or an entry of it
+    /// refused (cause `entry`), each counted once.
+    InputRefused,
     /// Open repair faults (cause: the fault).
     RepairFaultsOpen,
     /// Grants their consumer cannot reach (provider: the grant's `from`).
@@ -54,7 +58,7 @@ pub enum Clause {
 
 impl Clause {
     /// Every clause, in a stable order.
-    pub const ALL: [Clause; 11] = [
+    pub const ALL: [Clause; 12] = [
         Clause::ControllerNotFollowing,
         Clause::ConsumersFailing,
         Clause::ProvidersUnheard,
@@ -63,6 +67,7 @@ impl Clause {
         Clause::ConsumersDeleted,
         Clause::ProvidersCatchingUp,
         Clause::ProviderFaults,
+        Clause::InputRefused,
         Clause::RepairFaultsOpen,
         Clause::GrantsUnreachable,
         Clause::DeclarationRefused,
@@ -79,6 +84,7 @@ impl Clause {
             Clause::ConsumersDeleted => "consumers_deleted",
             Clause::ProvidersCatchingUp => "providers_catching_up",
             Clause::ProviderFaults => "provider_faults",
+            Clause::InputRefused => "input_refused",
             Clause::RepairFaultsOpen => "repair_faults_open",
             Clause::GrantsUnreachable => "grants_unreachable",
             Clause::DeclarationRefused => "declaration_refused",
@@ -136,6 +142,7 @@ pub fn series<'a>(head: &Head, failing: impl IntoIterator<Item = (&'a ModuleId, 
         retiring,
         catching_up,
         faults,
+        input_refused,
         repairs,
         declaration_errors,
         grants,
@@ -190,6 +197,10 @@ pub fn series<'a>(head: &Head, failing: impl IntoIterator<Item = (&'a ModuleId, 
             f.provider.to_string(),
             f.class.as_str(),
         );
+    }
+    for i in input_refused {
+        let cause = if i.index.is_some() { "entry" } else { "file" };
+        add(Clause::InputRefused, i.provider.to_string(), cause);
     }
     for r in repairs {
         add(Clause::RepairFaultsOpen, r.provider.to_string(), &r.fault);
@@ -275,6 +286,7 @@ mod tests {
     };
     use crate::report::{self, Clock, Facts, Scope};
     use crate::store::Counts;
+    use mesh_protocol::event::{ContributionsRead, RefusedContribution};
 
     fn ts(s: &str) -> Timestamp {
         Timestamp::parse(s).unwrap()
@@ -324,6 +336,7 @@ mod tests {
             said_at: ts("2026-10-05T00:09:30Z"),
             stored_at: None,
             fault: None,
+            contributions: None,
         }
     }
 
@@ -500,6 +513,38 @@ mod tests {
                 },
                 Some(Clause::ProviderFaults),
                 vec![("postgres@db-1", "credentials-rejected", 1)],
+            ),
+            (
+                "a provider's contributions file it cannot take, and an entry refused",
+                |w| {
+                    w.alive[0].contributions = Some(ContributionsRead {
+                        readable: false,
+                        problem: Some("contributions file /c.json is malformed: EOF".into()),
+                        refused: vec![RefusedContribution {
+                            index: 1,
+                            consumer: Some(mesh_protocol::Name::parse("wiki").unwrap()),
+                            reason: "provision: it is empty".into(),
+                        }],
+                        more: 0,
+                    })
+                },
+                Some(Clause::InputRefused),
+                vec![("postgres@db-1", "entry", 1), ("postgres@db-1", "file", 1)],
+            ),
+            (
+                "an entry refused of a consumer not required from that provider: all well",
+                |w| {
+                    w.alive[1].contributions = Some(ContributionsRead {
+                        refused: vec![RefusedContribution {
+                            index: 0,
+                            consumer: Some(mesh_protocol::Name::parse("wiki").unwrap()),
+                            reason: "provision: it is empty".into(),
+                        }],
+                        ..ContributionsRead::good()
+                    })
+                },
+                None,
+                vec![],
             ),
             (
                 "an open repair fault",

@@ -159,6 +159,7 @@ mod tests {
             said_at: ts("2026-10-05T00:09:00Z"),
             stored_at: None,
             fault: None,
+            contributions: None,
         };
         let record = |now: &str, begun: Option<&str>| ControllerRecord {
             now: ts(now),
@@ -215,6 +216,7 @@ mod tests {
             said_at: ts(said),
             stored_at: Some(ts(stored)),
             fault: None,
+            contributions: None,
             ..alive("2026-10-04T00:00:00Z", Some(900))
         };
         let behind = stepped(
@@ -266,6 +268,7 @@ mod tests {
             said_at: ts("2026-10-05T00:00:01Z"),
             stored_at: None,
             fault: None,
+            contributions: None,
         };
         let begun = Some("2026-10-05T00:00:00Z");
         // (alive rows held, store's record, not fully known until)

@@ -318,6 +318,7 @@ mod tests {
             said_at: ts(said),
             stored_at: None,
             fault: None,
+            contributions: None,
         };
         // The controller: following or not, its last catch-up, since when
         // its run of catch-ups goes.

@@ -75,6 +75,7 @@ mod tests {
             said_at: ts("2026-10-05T00:05:00Z"),
             stored_at: None,
             fault,
+            contributions: None,
         }
     }
 

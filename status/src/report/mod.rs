@@ -8,7 +8,8 @@
 //!   controller follows ([`controller`]), the providers unheard, the
 //!   required consumers retired or retiring ([`retired`]), the providers a new store
 //!   does not fully know yet ([`catching_up`]), the providers that cannot
-//!   work as their administrator ([`faults`]), the open repair faults, the
+//!   work as their administrator ([`faults`]), the providers whose refused
+//!   input holds back a required consumer ([`input`]), the open repair faults, the
 //!   grants ([`grants()`]), the refused declaration entries ([`Head`]).
 //! - [`standing`] marks one stored `failing` event silent or not
 //!   ([`Listed`]); [`group`] gathers the standings failing for one cause.
@@ -32,8 +33,8 @@
 //!   since <time>; N providers not fully known yet`.
 //! - A controller that follows nothing, any listed standing, unheard
 //!   provider, required consumer retired or retiring, provider not fully known yet,
-//!   provider fault, open repair fault, unreachable grant or refused declaration entry
-//!   breaks the all-well sentence.
+//!   provider fault, required consumer held back by refused input, open repair fault,
+//!   unreachable grant or refused declaration entry breaks the all-well sentence.
 //! - A standing whose event is older than `silent_after` carries
 //!   `silent_for_seconds` (the provider stopped repeating it: it may be gone).
 
@@ -44,6 +45,7 @@ pub mod faults;
 pub mod grants;
 pub mod group;
 pub mod history;
+pub mod input;
 pub mod retired;
 pub mod sentence;
 
@@ -64,6 +66,7 @@ pub use controller::{Controller, Hearing};
 pub use faults::Faulted;
 pub use grants::{grants, Grants, UncheckedGrant, UnreachableGrant};
 pub use history::{Recurrence, Recurrences};
+pub use input::InputRefused;
 pub use retired::Retired;
 pub use sentence::{sentence, Tally};
 
@@ -155,6 +158,9 @@ pub struct Head {
     pub catching_up: Vec<CatchingUp>,
     /// The providers heard from that cannot work as their administrator, in order.
     pub faults: Vec<Faulted>,
+    /// What the refused input of providers heard from holds back of the
+    /// consumers required in scope: files first, then entries, by provider.
+    pub input_refused: Vec<InputRefused>,
     /// The open repair faults listed (the newest repair event of each, not `repaired`).
     pub repairs: Vec<RepairRow>,
     /// Declaration entries that were refused (they were not checked).
@@ -282,6 +288,7 @@ pub fn head(
     let mut awaiting = 0;
     let mut catching_up = Vec::new();
     let mut faults = Vec::new();
+    let mut input_refused = Vec::new();
     let mut heard_within: Option<Duration> = None;
     for provider in &providers {
         let newest = facts.alive.iter().find(|a| a.provider == **provider);
@@ -302,6 +309,7 @@ pub fn head(
                 heard_within = Some(heard_within.map_or(age, |w| w.max(age)));
                 catching_up.extend(catching_up::catching_up(alive, facts.record, clock));
                 faults.extend(faults::faulted(alive));
+                input_refused.extend(input::refused(d, machine, alive));
             }
             (Hearing::Missed, _) => awaiting += 1,
             _ => unheard.push(Unheard {
@@ -341,6 +349,7 @@ pub fn head(
         catching_up: catching_up.len(),
         record_begins: facts.record.begun_at,
         faults: faults.len(),
+        input_refused: input::providers(&input_refused),
     };
     Head {
         machine: machine.map(str::to_owned),
@@ -352,6 +361,7 @@ pub fn head(
         retiring,
         catching_up,
         faults,
+        input_refused,
         repairs: facts.repairs,
         declaration_errors,
         grants: facts.grants,
@@ -500,6 +510,7 @@ mod tests {
             said_at: ts(said_at),
             stored_at: None,
             fault: None,
+            contributions: None,
         }
     }
 
@@ -536,6 +547,91 @@ mod tests {
                 a
             })
             .collect()
+    }
+
+    #[test]
+    fn refused_input_breaks_all_well_at_once_only_for_a_required_consumer_of_a_heard_provider() {
+        use mesh_protocol::event::{ContributionsRead, RefusedContribution};
+        let c = clock("2026-10-05T00:10:00Z");
+        let entry = |consumer: &str| RefusedContribution {
+            index: 2,
+            consumer: Some(mesh_protocol::Name::parse(consumer).unwrap()),
+            reason: "provision: it is empty".into(),
+        };
+        let unreadable = ContributionsRead {
+            readable: false,
+            problem: Some("contributions file /c.json is malformed: EOF".into()),
+            ..ContributionsRead::good()
+        };
+        // (provider, what its alive says, scope, sentence)
+        let cases = [
+            (0, ContributionsRead::good(), Scope::All, None),
+            // forge requires from postgres@db-1, not from identity@id-1.
+            (
+                1,
+                ContributionsRead {
+                    refused: vec![entry("forge")],
+                    ..ContributionsRead::good()
+                },
+                Scope::All,
+                None,
+            ),
+            (
+                0,
+                ContributionsRead {
+                    refused: vec![entry("wiki")],
+                    ..ContributionsRead::good()
+                },
+                Scope::All,
+                None,
+            ),
+            (
+                0,
+                ContributionsRead {
+                    refused: vec![entry("forge")],
+                    ..ContributionsRead::good()
+                },
+                Scope::All,
+                Some("not all well: 0 consumers failing, 1 provider's input refused"),
+            ),
+            (
+                0,
+                unreadable.clone(),
+                Scope::All,
+                Some("not all well: 0 consumers failing, 1 provider's input refused"),
+            ),
+            (
+                0,
+                unreadable.clone(),
+                Scope::Machine("app-1".into()),
+                Some("not all well: 0 consumers failing on app-1, 1 provider's input refused"),
+            ),
+            // identity@id-1 serves no one the declaration names.
+            (1, unreadable, Scope::All, None),
+        ];
+        for (i, (provider, said, scope, sentence)) in cases.into_iter().enumerate() {
+            let mut heard = alive_now(&c);
+            heard[provider].contributions = Some(said);
+            let head = head_of(
+                &declaration(),
+                &scope,
+                Counts::default(),
+                vec![],
+                &heard,
+                Grants::default(),
+                &c,
+            );
+            assert_eq!(
+                head.all_well,
+                sentence.is_none(),
+                "case {i}: {}",
+                head.sentence
+            );
+            if let Some(sentence) = sentence {
+                assert_eq!(head.sentence, sentence, "case {i}");
+                assert_eq!(head.input_refused.len(), 1, "case {i}");
+            }
+        }
     }
 
     #[test]

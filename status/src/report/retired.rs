@@ -270,6 +270,7 @@ mod tests {
             said_at: Timestamp::parse("2026-10-05T00:10:00Z").unwrap(),
             stored_at: None,
             fault: None,
+            contributions: None,
         };
         // (action, provider's start, still holds)
         let cases = [

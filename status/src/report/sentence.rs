@@ -51,6 +51,9 @@ pub struct Tally<'a> {
     pub record_begins: Option<Timestamp>,
     /// Providers heard from that cannot work as their administrator.
     pub faults: usize,
+    /// Providers heard from whose refused input (the file, or an entry)
+    /// holds back a consumer the declaration requires from them.
+    pub input_refused: usize,
 }
 
 impl Tally<'_> {
@@ -67,6 +70,7 @@ impl Tally<'_> {
             && self.retiring == 0
             && self.catching_up == 0
             && self.faults == 0
+            && self.input_refused == 0
     }
 
     fn grants(&self) -> u64 {
@@ -191,6 +195,12 @@ pub fn sentence(t: &Tally<'_>) -> String {
             if t.faults == 1 { "its" } else { "their" }
         ));
     }
+    if t.input_refused > 0 {
+        parts.push(match t.input_refused {
+            1 => "1 provider's input refused".to_owned(),
+            n => format!("{n} providers' input refused"),
+        });
+    }
     if t.grants_unreachable > 0 {
         let mut grants = format!(
             "{} unreachable",
@@ -261,6 +271,7 @@ mod tests {
             catching_up: 0,
             record_begins: None,
             faults: 0,
+            input_refused: 0,
         }
     }
 
@@ -297,6 +308,24 @@ mod tests {
                     ..tally()
                 },
                 "not all well: 0 consumers failing, 1 provider cannot work as its administrator",
+            ),
+            // Refused input breaks all-well with no consumer failing yet.
+            (
+                Tally {
+                    input_refused: 1,
+                    ..tally()
+                },
+                "not all well: 0 consumers failing, 1 provider's input refused",
+            ),
+            (
+                Tally {
+                    input_refused: 2,
+                    faults: 1,
+                    grants_unreachable: 1,
+                    ..tally()
+                },
+                "not all well: 0 consumers failing, 1 provider cannot work as its administrator, \
+                 2 providers' input refused, 1 grant unreachable",
             ),
             (
                 Tally {

@@ -45,6 +45,7 @@ pub fn clauses_of(status: &Value) -> BTreeMap<&'static str, u64> {
         ("consumers_retired", retired("retired")),
         ("consumers_deleted", retired("deleted")),
         ("providers_catching_up", len(&status["catching_up"])),
+        ("input_refused", len(&status["input_refused"])),
         ("repair_faults_open", len(&status["repairs"])),
         ("grants_unreachable", len(&status["grants"]["unreachable"])),
         ("declaration_refused", len(&status["declaration_errors"])),

@@ -34,8 +34,16 @@ pub fn provider(v: &ProviderView<'_>) -> String {
     let name = v.provider.to_string();
     let mut out = format!("<h1>provider {}</h1>\n", escape(&name));
     let unheard = v.head.unheard.iter().any(|u| &u.provider == v.provider);
+    let refused = v
+        .head
+        .input_refused
+        .iter()
+        .any(|i| &i.provider == v.provider);
     let state = if unheard {
         "<p class=\"sentence unwell\">not heard from: a provider that is down says nothing</p>"
+    } else if refused && v.standings.is_empty() {
+        "<p class=\"sentence unwell\">heard from, failing no consumer, but its input refused \
+         holds back a required one</p>"
     } else if v.standings.is_empty() {
         "<p class=\"sentence well\">heard from, failing no consumer</p>"
     } else {
@@ -71,6 +79,14 @@ pub fn provider(v: &ProviderView<'_>) -> String {
     out.push_str("</dl>\n");
     for f in v.head.faults.iter().filter(|f| &f.provider == v.provider) {
         let _ = writeln!(out, "<p class=\"notice\">{}</p>", escape(&f.line()));
+    }
+    for i in v
+        .head
+        .input_refused
+        .iter()
+        .filter(|i| &i.provider == v.provider)
+    {
+        let _ = writeln!(out, "<p class=\"notice\">{}</p>", escape(&i.line()));
     }
     out.push_str("<h2>Its consumers</h2>\n<ul class=\"consumers\">\n");
     for (consumer, machine) in v.consumers {
@@ -282,6 +298,7 @@ mod tests {
             retiring: vec![],
             catching_up: vec![],
             faults: vec![],
+            input_refused: vec![],
             repairs: vec![],
             declaration_errors: vec![],
             grants: Grants::default(),
@@ -296,6 +313,7 @@ mod tests {
             said_at: ts("2026-11-28T05:59:00Z"),
             stored_at: Some(ts("2026-11-28T05:59:01Z")),
             fault: None,
+            contributions: None,
         };
         let consumers = [("wiki".to_owned(), "app-1".to_owned())];
         let html = provider(&ProviderView {
@@ -311,5 +329,30 @@ mod tests {
         );
         assert!(html.contains("<dt>settled</dt><dd>not yet</dd>"), "{html}");
         assert!(html.contains("<a href=\"/consumer/wiki@app-1\">wiki@app-1</a> <span>not failing"));
+
+        // Its refused input: a notice, escaped, and it is not "well".
+        let mut head = head;
+        head.input_refused = vec![crate::report::InputRefused {
+            provider: p.clone(),
+            index: Some(0),
+            reason: "consumer: \"<b>\" is not a valid name".into(),
+            required: vec![ModuleId::parse("wiki@app-1").unwrap()],
+            said_at: ts("2026-11-28T05:59:00Z"),
+        }];
+        let html = provider(&ProviderView {
+            provider: &p,
+            head: &head,
+            alive: Some(&alive),
+            consumers: &consumers,
+            standings: &[],
+        });
+        assert!(
+            html.contains(
+                "<p class=\"notice\">wiki@app-1 is held back by postgres@db-1: its contributions \
+                 entry 0 was refused: consumer: &quot;&lt;b&gt;&quot; is not a valid name</p>"
+            ),
+            "{html}"
+        );
+        assert!(!html.contains("class=\"sentence well\""), "{html}");
     }
 }

@@ -235,6 +235,7 @@ mod tests {
             retiring: vec![],
             catching_up: vec![],
             faults: vec![],
+            input_refused: vec![],
             repairs: vec![],
             declaration_errors: vec![],
             grants: Grants::default(),
