@@ -595,7 +595,7 @@ fn input_refused(status: &Value) -> Vec<String> {
 
 #[test]
 fn a_broken_contributions_file_or_a_refused_entry_of_a_required_consumer_is_not_all_well() {
-    let mesh = healthy_mesh();
+    let mut mesh = healthy_mesh();
     mesh.wait_status("all well", all_well);
     let file = mesh.path("contributions.json");
     let good = std::fs::read_to_string(&file).unwrap();
@@ -676,4 +676,30 @@ fn a_broken_contributions_file_or_a_refused_entry_of_a_required_consumer_is_not_
     );
     std::fs::write(&file, &good).unwrap();
     mesh.wait_status("all well once fixed", all_well);
+
+    // (3) Restarted with the file broken: no last good list, yet the
+    // provider (told who it is, --provider) says why it serves nothing;
+    // status names the file, not only a silence.
+    mesh.stop_provider();
+    std::fs::write(&file, "{ broken at the restart").unwrap();
+    mesh.start_provider();
+    let status = mesh.wait_status("the restart's broken file said", |s| {
+        input_refused(s)
+            .first()
+            .is_some_and(|line| line.starts_with("postgres@db-1 null"))
+            && s["input_refused"][0]["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("{ broken") || r.contains("malformed"))
+    });
+    assert!(!all_well(&status));
+    let unheard = status["unheard"].as_array().map_or(0, Vec::len);
+    assert_eq!(unheard, 0, "heard, and why it serves nothing: {status}");
+    let (_, human, _) = mesh.controller(&["status"]);
+    assert!(
+        human.contains("postgres@db-1 cannot take its contributions file: contributions file")
+            && human.contains("is malformed"),
+        "{human}"
+    );
+    std::fs::write(&file, &good).unwrap();
+    mesh.wait_status("all well once fixed after the restart", all_well);
 }

@@ -160,7 +160,8 @@ impl Mesh {
         .to_vec()
     }
 
-    /// Starts `mesh-postgres` as `postgres@db-1` on `contributions.json`
+    /// Starts `mesh-postgres` as `postgres@db-1` (`--provider`, as the
+    /// shipped env file sets it) on `contributions.json`
     /// (log `provider.log`): a pass every [`POSTGRES_PASS_EVERY`], short
     /// timings, a consumer retired after 3 passes (and
     /// [`Options::retire_after`](super::Options::retire_after), an hour by default).
@@ -173,6 +174,7 @@ impl Mesh {
             .arg(self.backend.superuser_password_file())
             .arg("--contributions")
             .arg(self.path("contributions.json"))
+            .args(["--provider", "postgres@db-1"])
             .args(self.bus_flags("postgres@db-1"))
             .args(self.provider_timings(POSTGRES_PASS_EVERY))
             .args([
