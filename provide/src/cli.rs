@@ -6,13 +6,13 @@ use std::process::ExitCode;
 use mesh_sdk::{ModuleId, Name, ProviderArgs, ProviderMain};
 
 use crate::args::HookArgs;
-use crate::conform;
 use crate::error::HookError;
 use crate::hook::Hook;
 use crate::provisioner::HookProvisioner;
+use crate::{bench, conform};
 
 /// What `mesh-provide --help` opens with.
-const ABOUT: &str = "Runs mesh's provisioner loop for a provider written in any language: an executable (the hook) does what touches the backend, spoken to in JSON; `mesh-provide conform --hook PATH` checks a hook against the loop's rules";
+const ABOUT: &str = "Runs mesh's provisioner loop for a provider written in any language: an executable (the hook) does what touches the backend, spoken to in JSON; `mesh-provide conform --hook PATH` checks a hook against the loop's rules, `mesh-provide bench --hook PATH` measures a pass over it";
 
 /// The provider binary.
 pub const MAIN: ProviderMain =
@@ -25,7 +25,12 @@ pub fn command() -> clap::Command {
     let conform = <conform::ConformArgs as clap::CommandFactory>::command()
         .name("conform")
         .bin_name("mesh-provide conform");
-    MAIN.command::<HookArgs>().subcommand(conform)
+    let bench = <bench::BenchArgs as clap::CommandFactory>::command()
+        .name("bench")
+        .bin_name("mesh-provide bench");
+    MAIN.command::<HookArgs>()
+        .subcommand(conform)
+        .subcommand(bench)
 }
 
 /// Why `mesh-provide` cannot start (exit 1).
@@ -93,6 +98,9 @@ pub fn main() -> ExitCode {
     let mut args = std::env::args_os().skip(1).peekable();
     if args.peek().is_some_and(|first| first == "conform") {
         return conform::main(args);
+    }
+    if args.peek().is_some_and(|first| first == "bench") {
+        return bench::main(args);
     }
     MAIN.start_with(|own: HookArgs, shared: &ProviderArgs| provisioner(own, shared.clone()))
 }

@@ -10,6 +10,7 @@
 //! ```text
 //! mesh-provide --hook PATH [--hook-mode exec|serve] [--hook-timeout D] + every shared provider flag
 //! mesh-provide conform --hook PATH [--hook-mode exec|serve] [--consumers N]
+//! mesh-provide bench --hook PATH [--hook-mode exec|serve|both] [--consumers 50,200] [--runs 5]
 //! ```
 //!
 //! - `exec` ([`exec`]): one process per call, `PATH <verb>`, the request on
@@ -28,6 +29,7 @@
 //! variables), and never in a text it writes ([`scrub`]).
 
 pub mod args;
+pub mod bench;
 pub mod by_hand;
 pub mod cli;
 pub mod conform;
