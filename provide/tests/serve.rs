@@ -364,6 +364,15 @@ async fn every_request_carries_its_deadline_and_the_hook_knows_the_timeout() {
     assert_eq!(error.to_string(), "deadline 4500 env 4500");
 }
 
+/// `mesh_hook_restarts_total` of `cause`.
+fn restarts(p: &HookProvisioner, cause: &str) -> u64 {
+    metrics(p)
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("mesh_hook_restarts_total{{cause=\"{cause}\"}} ")))
+        .and_then(|n| n.parse().ok())
+        .unwrap()
+}
+
 /// A hook ended by a signal from outside (`kill -9`, the OOM killer) is
 /// counted `killed`; one that exits of its own, `exited`.
 #[tokio::test]
@@ -372,15 +381,6 @@ async fn a_hook_killed_from_outside_is_counted_killed_and_one_that_exits_exited(
     let hook = serve_hook(dir.path(), r#"printf '{"id":%s,"ok":true}\n' "$id""#);
     let p = provisioner(&hook, Mode::Serve, TIMEOUT).await;
     p.check(&consumer("forge"), &secret()).await.unwrap();
-    let restarts = |cause: &str| -> u64 {
-        metrics(&p)
-            .lines()
-            .find_map(|l| {
-                l.strip_prefix(&format!("mesh_hook_restarts_total{{cause=\"{cause}\"}} "))
-            })
-            .and_then(|n| n.parse().ok())
-            .unwrap()
-    };
     let pid = p.hook().pid().await.unwrap();
     let killed = std::process::Command::new("kill")
         .args(["-KILL", &pid.to_string()])
@@ -398,7 +398,7 @@ async fn a_hook_killed_from_outside_is_counted_killed_and_one_that_exits_exited(
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     check_once_up(&p, Duration::from_secs(5)).await.unwrap();
-    assert_eq!((restarts("killed"), restarts("exited")), (1, 0));
+    assert_eq!((restarts(&p, "killed"), restarts(&p, "exited")), (1, 0));
 
     // One that exits of its own accord.
     let dir = tempfile::tempdir().unwrap();
@@ -406,16 +406,7 @@ async fn a_hook_killed_from_outside_is_counted_killed_and_one_that_exits_exited(
     let p = provisioner(&hook, Mode::Serve, TIMEOUT).await;
     assert!(p.check(&consumer("forge"), &secret()).await.is_err());
     let _ = check_once_up(&p, Duration::from_secs(3)).await;
-    let restarts = |cause: &str| -> u64 {
-        metrics(&p)
-            .lines()
-            .find_map(|l| {
-                l.strip_prefix(&format!("mesh_hook_restarts_total{{cause=\"{cause}\"}} "))
-            })
-            .and_then(|n| n.parse().ok())
-            .unwrap()
-    };
-    assert_eq!((restarts("killed"), restarts("exited")), (0, 1));
+    assert_eq!((restarts(&p, "killed"), restarts(&p, "exited")), (0, 1));
 }
 
 /// A hook whose hello fails once it is started again (its administrator's
