@@ -2,18 +2,17 @@
 //! consumer, a folder under `--root/<module@machine>/` holding a
 //! credentials file (mode 0600) made from its minted secret. Each provider
 //! instance keeps its consumers in a folder of its own, so two instances
-//! sharing one root never list, retire or delete each other's. Its `ensure` makes what is missing and
-//! brings the minted secret to a file that holds another (a rotated secret,
-//! or one changed by hand: a mend, reported through `take_mended`).
+//! sharing one root never list, retire or delete each other's. Its
+//! `ensure` makes what is missing and brings the minted secret to a file
+//! that holds another (a rotated secret, or one changed by hand: a mend,
+//! said in its result; the loop tells which).
 //!
 //! `cargo run --example quickstart -- --root /srv/folders --contributions contributions.json`
 use mesh_sdk::{
-    async_trait, Class, Consumer, Held, ModuleId, Name, ProviderMain, Provisioner, Secret,
+    async_trait, Class, Consumer, Held, ModuleId, Name, ProviderMain, Provisioner, Secret, Served,
 };
-use std::collections::HashMap;
 use std::io::{self, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-use std::sync::Mutex;
 use std::{fs, path::Path, path::PathBuf, process::ExitCode};
 
 /// The provider's own flags (the SDK adds the shared ones: --contributions, --nats, …).
@@ -41,17 +40,12 @@ pub enum FolderError {
 /// The backend: one folder per consumer under a root folder.
 pub struct Folders {
     root: PathBuf,
-    /// What `ensure` mended, by consumer, until the loop takes it.
-    mended: Mutex<HashMap<Name, String>>,
 }
 
 impl Folders {
     /// The folders under `root`.
     pub fn new(root: PathBuf) -> Folders {
-        Folders {
-            root,
-            mended: Mutex::default(),
-        }
+        Folders { root }
     }
 
     /// The folder of `provider`'s consumers: its mark.
@@ -95,7 +89,7 @@ async fn blocking<T: Send + 'static>(
 impl Provisioner for Folders {
     type Error = FolderError;
 
-    async fn ensure(&self, consumer: &Consumer, secret: &Secret) -> Result<(), FolderError> {
+    async fn ensure(&self, consumer: &Consumer, secret: &Secret) -> Result<Served, FolderError> {
         let (dir, file) = (
             self.dir(&consumer.provider, &consumer.name),
             self.file(&consumer.provider, &consumer.name, "credentials"),
@@ -115,18 +109,14 @@ impl Provisioner for Folders {
             Ok(brought)
         })
         .await?;
-        if brought {
-            // The loop tells a rotation from a hand edit; we say what we did.
-            let mut mended = self.mended.lock().unwrap_or_else(|e| e.into_inner());
-            mended.insert(
-                consumer.name.clone(),
-                "credentials set to the minted secret".into(),
-            );
-        }
-        Ok(())
+        // The loop tells a rotation from a hand edit; we say what we did.
+        Ok(match brought {
+            true => Served::mended("credentials set to the minted secret"),
+            false => Served::AsIs,
+        })
     }
 
-    async fn check(&self, consumer: &Consumer, secret: &Secret) -> Result<(), FolderError> {
+    async fn check(&self, consumer: &Consumer, secret: &Secret) -> Result<Served, FolderError> {
         let (file, disabled) = (
             self.file(&consumer.provider, &consumer.name, "credentials"),
             self.file(&consumer.provider, &consumer.name, "disabled"),
@@ -135,7 +125,7 @@ impl Provisioner for Folders {
             blocking(move || Ok((fs::read_to_string(file)?, disabled.exists()))).await?;
         match (retired, kept == secret.expose()) {
             (true, _) => Err(FolderError::Retired(consumer.name.clone())),
-            (false, true) => Ok(()),
+            (false, true) => Ok(Served::AsIs),
             (false, false) => Err(FolderError::Differs(consumer.name.clone())),
         }
     }
@@ -191,11 +181,6 @@ impl Provisioner for Folders {
             FolderError::Retired(_) => Some(Class::Refused),
             FolderError::Io(_) => None,
         }
-    }
-
-    fn take_mended(&self, consumer: &Name) -> Option<String> {
-        let mut mended = self.mended.lock().unwrap_or_else(|e| e.into_inner());
-        mended.remove(consumer)
     }
 }
 

@@ -3,7 +3,7 @@
 //! file would list anew, those it would no longer list (each one the
 //! provider would retire once its file says so), those whose entry changes,
 //! and those it would hold back (listed twice). Pure: two declarations in,
-//! one [`Plan`] out; the CLI reads the files and prints it.
+//! one [`DeclarationPlan`] out; the CLI reads the files and prints it.
 //!
 //! The entries are the ones `mesh-controller contributions` writes
 //! ([`crate::contributions::derive`]), so the plan is what the providers
@@ -20,7 +20,7 @@ use mesh_status::model::Declaration;
 
 /// One consumer entry, as the plan names it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Entry {
+pub struct PlanEntry {
     /// The consumer module.
     pub consumer: Name,
     /// Its machine.
@@ -29,9 +29,9 @@ pub struct Entry {
     pub provision: Name,
 }
 
-impl From<&ConsumerEntry> for Entry {
-    fn from(entry: &ConsumerEntry) -> Entry {
-        Entry {
+impl From<&ConsumerEntry> for PlanEntry {
+    fn from(entry: &ConsumerEntry) -> PlanEntry {
+        PlanEntry {
             consumer: entry.consumer.clone(),
             machine: entry.machine.clone(),
             provision: entry.provision.clone(),
@@ -44,9 +44,9 @@ impl From<&ConsumerEntry> for Entry {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Changed {
     /// As it is listed now.
-    pub from: Entry,
+    pub from: PlanEntry,
     /// As it would be listed.
-    pub to: Entry,
+    pub to: PlanEntry,
 }
 
 /// What the new declaration changes for one provider.
@@ -61,9 +61,9 @@ pub struct ProviderPlan {
     /// Whether only the new declaration gives it a contributions file.
     pub new: bool,
     /// Consumers it would list anew.
-    pub added: Vec<Entry>,
+    pub added: Vec<PlanEntry>,
     /// Consumers it would no longer list: retired once its file says so.
-    pub withdrawn: Vec<Entry>,
+    pub withdrawn: Vec<PlanEntry>,
     /// Consumers whose entry changes.
     pub changed: Vec<Changed>,
     /// Consumer names the new file would list twice: held back (neither
@@ -85,12 +85,12 @@ impl ProviderPlan {
 
 /// What a new declaration changes, provider by provider (sorted).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct Plan {
+pub struct DeclarationPlan {
     /// One per provider either declaration gives a contributions file.
     pub providers: Vec<ProviderPlan>,
 }
 
-impl Plan {
+impl DeclarationPlan {
     /// Consumers withdrawn, over every provider.
     pub fn withdrawn(&self) -> usize {
         self.providers.iter().map(|p| p.withdrawn.len()).sum()
@@ -106,7 +106,7 @@ impl Plan {
 /// `--retire-after-passes`, `--pass-every` and `--retire-after`): after
 /// both, whichever is later.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Retirement {
+pub struct RetireTiming {
     /// `--retire-after-passes`.
     pub after_passes: u32,
     /// `--pass-every`.
@@ -115,10 +115,10 @@ pub struct Retirement {
     pub after: Duration,
 }
 
-impl Default for Retirement {
+impl Default for RetireTiming {
     /// The providers' defaults: 5 passes, 5 s apart, and 10 minutes.
-    fn default() -> Retirement {
-        Retirement {
+    fn default() -> RetireTiming {
+        RetireTiming {
             after_passes: 5,
             pass_every: Duration::from_secs(5),
             after: Duration::from_secs(600),
@@ -126,7 +126,7 @@ impl Default for Retirement {
     }
 }
 
-impl Retirement {
+impl RetireTiming {
     /// How long after its file stops listing a consumer the provider retires it.
     pub fn delay(&self) -> Duration {
         self.after.max(self.pass_every * self.after_passes)
@@ -134,7 +134,7 @@ impl Retirement {
 }
 
 /// The plan of going from `current` to `new`.
-pub fn plan(current: &Declaration, new: &Declaration) -> Plan {
+pub fn plan(current: &Declaration, new: &Declaration) -> DeclarationPlan {
     let mut files: BTreeMap<ModuleId, (Option<ProviderFile>, Option<ProviderFile>)> =
         BTreeMap::new();
     for file in derive(current) {
@@ -149,7 +149,7 @@ pub fn plan(current: &Declaration, new: &Declaration) -> Plan {
         .into_iter()
         .map(|(provider, (now, then))| provider_plan(provider, now.as_ref(), then.as_ref()))
         .collect();
-    Plan { providers }
+    DeclarationPlan { providers }
 }
 
 fn provider_plan(
@@ -157,8 +157,8 @@ fn provider_plan(
     now: Option<&ProviderFile>,
     then: Option<&ProviderFile>,
 ) -> ProviderPlan {
-    let by_name = |file: Option<&ProviderFile>| -> BTreeMap<Name, Vec<Entry>> {
-        let mut names: BTreeMap<Name, Vec<Entry>> = BTreeMap::new();
+    let by_name = |file: Option<&ProviderFile>| -> BTreeMap<Name, Vec<PlanEntry>> {
+        let mut names: BTreeMap<Name, Vec<PlanEntry>> = BTreeMap::new();
         for entry in file.map(|f| f.consumers.as_slice()).unwrap_or_default() {
             names
                 .entry(entry.consumer.clone())
@@ -230,8 +230,8 @@ mod tests {
         )
     }
 
-    fn entry(consumer: &str, machine: &str, provision: &str) -> Entry {
-        Entry {
+    fn entry(consumer: &str, machine: &str, provision: &str) -> PlanEntry {
+        PlanEntry {
             consumer: Name::parse(consumer).unwrap(),
             machine: Name::parse(machine).unwrap(),
             provision: Name::parse(provision).unwrap(),
@@ -341,13 +341,13 @@ mod tests {
             (200, 5, 600, 1000),
         ];
         for (after_passes, pass_every, after, delay) in cases {
-            let r = Retirement {
+            let r = RetireTiming {
                 after_passes,
                 pass_every: Duration::from_secs(pass_every),
                 after: Duration::from_secs(after),
             };
             assert_eq!(r.delay(), Duration::from_secs(delay), "{r:?}");
         }
-        assert_eq!(Retirement::default().delay(), Duration::from_secs(600));
+        assert_eq!(RetireTiming::default().delay(), Duration::from_secs(600));
     }
 }

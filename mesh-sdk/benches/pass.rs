@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mesh_sdk::testing::{Outbox, Runner, SecretError, SecretSource, Settings, Source};
-use mesh_sdk::{async_trait, Consumer, Held, Name, Provisioner, Secret};
+use mesh_sdk::{async_trait, Consumer, Held, Name, Provisioner, Secret, Served};
 use stats_alloc::{StatsAlloc, INSTRUMENTED_SYSTEM};
 
 /// Counts heap allocations (stats_alloc: an instrumented system allocator,
@@ -47,16 +47,16 @@ struct Refused(String);
 #[async_trait]
 impl Provisioner for Fixed {
     type Error = Refused;
-    async fn ensure(&self, _: &Consumer, _: &Secret) -> Result<(), Refused> {
-        Ok(())
+    async fn ensure(&self, _: &Consumer, _: &Secret) -> Result<Served, Refused> {
+        Ok(Served::AsIs)
     }
-    async fn check(&self, consumer: &Consumer, _: &Secret) -> Result<(), Refused> {
+    async fn check(&self, consumer: &Consumer, _: &Secret) -> Result<Served, Refused> {
         if !self.latency.is_zero() {
             tokio::time::sleep(self.latency).await;
         }
         match self.fail {
             true => Err(Refused(consumer.name.to_string())),
-            false => Ok(()),
+            false => Ok(Served::AsIs),
         }
     }
     async fn held(&self, _: &mesh_sdk::ModuleId) -> Result<Vec<Held>, Refused> {

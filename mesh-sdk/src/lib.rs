@@ -50,7 +50,9 @@
 //! ```no_run
 //! use std::{io, path::PathBuf};
 //!
-//! use mesh_sdk::{async_trait, Consumer, Held, ModuleId, Name, ProviderMain, Provisioner, Secret};
+//! use mesh_sdk::{
+//!     async_trait, Consumer, Held, ModuleId, Name, ProviderMain, Provisioner, Secret, Served,
+//! };
 //!
 //! /// The provider's own flags (the SDK adds the shared ones).
 //! #[derive(clap::Args)]
@@ -74,15 +76,16 @@
 //! impl Provisioner for Folders {
 //!     type Error = io::Error;
 //!
-//!     async fn ensure(&self, consumer: &Consumer, secret: &Secret) -> io::Result<()> {
+//!     async fn ensure(&self, consumer: &Consumer, secret: &Secret) -> io::Result<Served> {
 //!         let dir = self.dir(&consumer.provider, &consumer.name);
 //!         std::fs::create_dir_all(&dir)?;
-//!         std::fs::write(dir.join("credentials"), secret.expose())
+//!         std::fs::write(dir.join("credentials"), secret.expose())?;
+//!         Ok(Served::AsIs)
 //!     }
-//!     async fn check(&self, consumer: &Consumer, secret: &Secret) -> io::Result<()> {
+//!     async fn check(&self, consumer: &Consumer, secret: &Secret) -> io::Result<Served> {
 //!         let path = self.dir(&consumer.provider, &consumer.name).join("credentials");
 //!         match std::fs::read_to_string(path)? == secret.expose() {
-//!             true => Ok(()),
+//!             true => Ok(Served::AsIs),
 //!             false => Err(io::Error::other("credentials differ from the minted secret")),
 //!         }
 //!     }
@@ -163,6 +166,6 @@ pub use mesh_runtime::credentials::StandIn;
 pub use mesh_runtime::secret::SecretFileError;
 pub use mesh_runtime::{Backoff, Secret, SecretFile};
 pub use program::{ProviderMain, EXIT_CANNOT_RUN};
-pub use provisioner::{Held, Provisioner};
+pub use provisioner::{Held, Provisioner, Served};
 pub use repair::{KnownFault, Probe, Repair};
 pub use runner::{run, run_until, RunError};

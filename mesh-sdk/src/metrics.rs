@@ -14,7 +14,7 @@
 //! | `mesh_provider_fault{class}` | gauge | 1 for the class of the provider fault (its administrator refused or unreachable) after the last pass, 0 for the others |
 //! | `mesh_contributions_file_refused` | gauge | 1 while the contributions file cannot be read, parsed or taken (its last good list is served; none before one was good), else 0 |
 //! | `mesh_contributions_entries_refused` | gauge | entries of the contributions file refused at the last read (a bad name or field, or two entries for one consumer): each such consumer is served from its last good entry, or held back, never withdrawn |
-//! | `mesh_provisions_mended_total` | counter | provisions the loop found changed by hand at the backend and brought back (a password changed, a login disabled): what a provider's `take_mended` reported after an attempt whose secret had not changed since the consumer's last success, and listed consumers found disabled that the loop had not retired |
+//! | `mesh_provisions_mended_total` | counter | provisions the loop found changed by hand at the backend and brought back (a password changed, a login disabled): what a provider's `ensure` or `check` said it mended (`Served::Mended`) in an attempt whose secret had not changed since the consumer's last success, and listed consumers found disabled that the loop had not retired |
 //! | `mesh_words_said_total{kind}` | counter | deprecated alias of `mesh_events_published_total` (removed in 0.3.0) |
 //! | `mesh_words_held{kind}` | gauge | deprecated alias of `mesh_events_pending` (removed in 0.3.0) |
 

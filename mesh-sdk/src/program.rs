@@ -57,8 +57,8 @@ impl<A: Args> program::Flags for Flags<A> {
 /// # #[mesh_sdk::async_trait]
 /// # impl mesh_sdk::Provisioner for Folders {
 /// #     type Error = std::io::Error;
-/// #     async fn ensure(&self, _: &mesh_sdk::Consumer, _: &mesh_sdk::Secret) -> std::io::Result<()> { Ok(()) }
-/// #     async fn check(&self, _: &mesh_sdk::Consumer, _: &mesh_sdk::Secret) -> std::io::Result<()> { Ok(()) }
+/// #     async fn ensure(&self, _: &mesh_sdk::Consumer, _: &mesh_sdk::Secret) -> std::io::Result<mesh_sdk::Served> { Ok(mesh_sdk::Served::AsIs) }
+/// #     async fn check(&self, _: &mesh_sdk::Consumer, _: &mesh_sdk::Secret) -> std::io::Result<mesh_sdk::Served> { Ok(mesh_sdk::Served::AsIs) }
 /// #     async fn held(&self, _: &mesh_sdk::ModuleId) -> std::io::Result<Vec<mesh_sdk::Held>> { Ok(vec![]) }
 /// #     async fn retire(&self, _: &mesh_sdk::ModuleId, _: &mesh_sdk::Name) -> std::io::Result<()> { Ok(()) }
 /// #     async fn re_enable(&self, _: &mesh_sdk::ModuleId, _: &mesh_sdk::Name) -> std::io::Result<()> { Ok(()) }
@@ -174,8 +174,8 @@ impl ProviderMain {
     /// # #[mesh_sdk::async_trait]
     /// # impl mesh_sdk::Provisioner for Folders {
     /// #     type Error = std::io::Error;
-    /// #     async fn ensure(&self, _: &mesh_sdk::Consumer, _: &mesh_sdk::Secret) -> std::io::Result<()> { Ok(()) }
-    /// #     async fn check(&self, _: &mesh_sdk::Consumer, _: &mesh_sdk::Secret) -> std::io::Result<()> { Ok(()) }
+    /// #     async fn ensure(&self, _: &mesh_sdk::Consumer, _: &mesh_sdk::Secret) -> std::io::Result<mesh_sdk::Served> { Ok(mesh_sdk::Served::AsIs) }
+    /// #     async fn check(&self, _: &mesh_sdk::Consumer, _: &mesh_sdk::Secret) -> std::io::Result<mesh_sdk::Served> { Ok(mesh_sdk::Served::AsIs) }
     /// #     async fn held(&self, _: &mesh_sdk::ModuleId) -> std::io::Result<Vec<mesh_sdk::Held>> { Ok(vec![]) }
     /// #     async fn retire(&self, _: &mesh_sdk::ModuleId, _: &mesh_sdk::Name) -> std::io::Result<()> { Ok(()) }
     /// #     async fn re_enable(&self, _: &mesh_sdk::ModuleId, _: &mesh_sdk::Name) -> std::io::Result<()> { Ok(()) }

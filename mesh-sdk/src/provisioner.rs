@@ -7,6 +7,49 @@ use crate::contributions::Consumer;
 use crate::repair::KnownFault;
 use mesh_runtime::Secret;
 
+/// What a successful [`Provisioner::ensure`] or [`Provisioner::check`]
+/// found at the backend: as it should be, or changed by hand and brought
+/// back. The loop logs a mend `mended` and counts it in
+/// `mesh_provisions_mended_total`, unless the minted secret changed since
+/// the consumer's last success: a rotation is no mend, and a provider need
+/// not tell one from the other (since its start the loop cannot tell a
+/// secret rotated while it was down from a hand edit, so the first attempt
+/// after start counts).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Served {
+    /// Nothing needed mending.
+    #[default]
+    AsIs,
+    /// What was found changed at the backend and brought back, said briefly
+    /// (`the role's password was refused and set to the minted secret`).
+    Mended(String),
+}
+
+impl Served {
+    /// A mend, said as `what`.
+    pub fn mended(what: impl Into<String>) -> Served {
+        Served::Mended(what.into())
+    }
+
+    /// What was mended, if anything.
+    pub fn into_mended(self) -> Option<String> {
+        match self {
+            Served::AsIs => None,
+            Served::Mended(what) => Some(what),
+        }
+    }
+
+    /// Both of two calls' outcomes (an `ensure`'s, then a `check`'s):
+    /// what either mended, `; ` between them.
+    pub fn and(self, then: Served) -> Served {
+        match (self, then) {
+            (Served::AsIs, then) => then,
+            (first, Served::AsIs) => first,
+            (Served::Mended(a), Served::Mended(b)) => Served::Mended(format!("{a}; {b}")),
+        }
+    }
+}
+
 /// A provision the provider holds at its backend, as it lists it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Held {
@@ -48,7 +91,7 @@ impl Held {
 ///
 /// Required: `ensure`, `check`, `held`, `retire`, `re_enable`, `delete`.
 /// Defaulted: `classify` (none: the loop reads the error's text),
-/// `secrets` (none), `take_mended` (nothing reported mended), `fault` (the
+/// `secrets` (none), `fault` (the
 /// loop's own reading of `held`) and `repairs` (no known fault; see
 /// [`Repair`](crate::Repair)).
 ///
@@ -119,7 +162,7 @@ impl Held {
 /// use std::collections::HashMap;
 /// use std::sync::Mutex;
 ///
-/// use mesh_sdk::{async_trait, Class, Consumer, Held, ModuleId, Name, Provisioner, Secret};
+/// use mesh_sdk::{async_trait, Class, Consumer, Held, ModuleId, Name, Provisioner, Secret, Served};
 ///
 /// /// The in-memory backend's refusals.
 /// #[derive(Debug, thiserror::Error)]
@@ -140,21 +183,23 @@ impl Held {
 /// impl Provisioner for Accounts {
 ///     type Error = MapError;
 ///
-///     /// Made if missing; the minted secret brought (a rotation) if it holds another.
-///     async fn ensure(&self, consumer: &Consumer, secret: &Secret) -> Result<(), MapError> {
+///     /// Made if missing; the minted secret brought if it holds another
+///     /// (a rotation, or a change by hand: the loop tells which).
+///     async fn ensure(&self, consumer: &Consumer, secret: &Secret) -> Result<Served, MapError> {
 ///         let mut accounts = self.0.lock().unwrap();
 ///         let account = accounts
 ///             .entry(consumer.name.clone())
 ///             .or_insert_with(|| (secret.expose().to_owned(), false));
 ///         if account.0 != secret.expose() {
 ///             account.0 = secret.expose().to_owned();
+///             return Ok(Served::mended("the password set to the minted secret"));
 ///         }
-///         Ok(())
+///         Ok(Served::AsIs)
 ///     }
 ///
-///     async fn check(&self, consumer: &Consumer, secret: &Secret) -> Result<(), MapError> {
+///     async fn check(&self, consumer: &Consumer, secret: &Secret) -> Result<Served, MapError> {
 ///         match self.0.lock().unwrap().get(&consumer.name) {
-///             Some((password, false)) if password == secret.expose() => Ok(()),
+///             Some((password, false)) if password == secret.expose() => Ok(Served::AsIs),
 ///             Some(_) => Err(MapError::OtherPassword(consumer.name.clone())),
 ///             None => Err(MapError::Missing(consumer.name.clone())),
 ///         }
@@ -219,11 +264,12 @@ pub trait Provisioner: Send + Sync + 'static {
     /// consumer failing `credentials-rejected`; the conformance suite's
     /// rule "ensure with a new secret (a rotation) makes check pass with
     /// it" catches it. A secret changed by hand at the backend is brought
-    /// back the same way: report it through [`take_mended`](Self::take_mended).
-    async fn ensure(&self, consumer: &Consumer, secret: &Secret) -> Result<(), Self::Error>;
+    /// back the same way: say it in the result, [`Served::Mended`].
+    async fn ensure(&self, consumer: &Consumer, secret: &Secret) -> Result<Served, Self::Error>;
 
-    /// Proves the provision works, as the consumer would use it.
-    async fn check(&self, consumer: &Consumer, secret: &Secret) -> Result<(), Self::Error>;
+    /// Proves the provision works, as the consumer would use it; what it
+    /// mended on the way (a refused password set again) in the result.
+    async fn check(&self, consumer: &Consumer, secret: &Secret) -> Result<Served, Self::Error>;
 
     /// Every provision the instance `provider` made and still holds at its
     /// backend, and nothing another instance made ("Only its own").
@@ -252,27 +298,6 @@ pub trait Provisioner: Send + Sync + 'static {
     /// every error text, like the consumer's own secret.
     fn secrets(&self) -> Vec<Secret> {
         Vec::new()
-    }
-
-    /// What the last [`ensure`](Self::ensure) or [`check`](Self::check) of
-    /// `consumer` found changed by hand at the backend and brought back
-    /// (another password, a disabled login), said briefly; `None` when
-    /// nothing was mended (the default: a provider that does not report it).
-    ///
-    /// The loop asks right after each attempt of `consumer` (calls for one
-    /// consumer never overlap, so it is that attempt's), logs `mended`
-    /// with what it reports and counts it in `mesh_provisions_mended_total`: a
-    /// hand edit the loop undoes leaves a trace. Implement it by noting what
-    /// it found where `ensure` or `check` mends, and taking it out here.
-    ///
-    /// A rotation is no mend: when the minted secret changed since the
-    /// consumer's last success, the loop logs what `ensure` brought as the
-    /// rotated secret and does not count it (since start it cannot tell a
-    /// secret rotated while it was down from a hand edit, so the first
-    /// attempt after start counts).
-    fn take_mended(&self, consumer: &Name) -> Option<String> {
-        let _ = consumer;
-        None
     }
 
     /// Metrics of the provider's own, registered once when the loop starts

@@ -38,7 +38,7 @@ use mesh_protocol::{Class, ModuleId, Name, Timestamp};
 use mesh_runtime::Secret;
 
 use crate::contributions::Consumer;
-use crate::provisioner::{Held, Provisioner};
+use crate::provisioner::{Held, Provisioner, Served};
 use crate::repair::{KnownFault, Probe, Repair};
 
 /// Holds tokio's paused clock while real I/O is in flight; see [`hold_clock`].
@@ -160,9 +160,6 @@ pub struct FakeBackend {
     /// When set, `ensure` only makes what is missing and never brings a
     /// changed secret (a provider that breaks the rotation rule).
     pub keep_secrets: bool,
-    /// What the last `ensure` of each consumer mended (another secret at
-    /// the backend), until the loop takes it.
-    pub mended: HashMap<Name, String>,
     /// Latency of every call.
     pub latency: Duration,
     /// Consumers whose `ensure` waits until the test notifies the gate
@@ -231,7 +228,7 @@ impl FakeProvisioner {
 impl Provisioner for FakeProvisioner {
     type Error = FakeError;
 
-    async fn ensure(&self, consumer: &Consumer, secret: &Secret) -> Result<(), FakeError> {
+    async fn ensure(&self, consumer: &Consumer, secret: &Secret) -> Result<Served, FakeError> {
         self.enter("ensure", &consumer.name).await?;
         if let Some(gate) = self.with(|b| b.stall.get(&consumer.name).cloned()) {
             gate.notified().await;
@@ -255,14 +252,13 @@ impl Provisioner for FakeProvisioner {
             }
             if !keep && provision.secret != secret.expose() {
                 provision.secret = secret.expose().to_owned();
-                b.mended
-                    .insert(consumer.name.clone(), "secret set to the minted one".into());
+                return Ok(Served::mended("secret set to the minted one"));
             }
-            Ok(())
+            Ok(Served::AsIs)
         })
     }
 
-    async fn check(&self, consumer: &Consumer, secret: &Secret) -> Result<(), FakeError> {
+    async fn check(&self, consumer: &Consumer, secret: &Secret) -> Result<Served, FakeError> {
         self.enter("check", &consumer.name).await?;
         if self.with(|b| b.panic_check.contains(&consumer.name)) {
             panic!("index out of bounds while checking {}", consumer.name);
@@ -276,7 +272,7 @@ impl Provisioner for FakeProvisioner {
                     "role \"{}\" is not permitted to log in",
                     consumer.name
                 ))),
-                Some(p) if p.secret == secret.expose() => Ok(()),
+                Some(p) if p.secret == secret.expose() => Ok(Served::AsIs),
                 Some(_) if b.echo_secret => Err(FakeError::message(format!(
                     "password authentication failed for user \"{}\" with password \"{}\"",
                     consumer.name,
@@ -341,10 +337,6 @@ impl Provisioner for FakeProvisioner {
 
     fn classify(&self, error: &FakeError) -> Option<Class> {
         error.class
-    }
-
-    fn take_mended(&self, consumer: &Name) -> Option<String> {
-        self.with(|b| b.mended.remove(consumer))
     }
 
     fn fault(&self) -> Option<(Class, String)> {

@@ -9,7 +9,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mesh_sdk::{async_trait, run_until, Consumer, Held, Name, ProviderArgs, Provisioner, Secret};
+use mesh_sdk::{
+    async_trait, run_until, Consumer, Held, Name, ProviderArgs, Provisioner, Secret, Served,
+};
 use mesh_test_support::{free_port, NatsServer};
 
 /// A backend that holds what it made; while `block` is set, `check` blocks
@@ -25,15 +27,15 @@ const BLOCK: Duration = Duration::from_secs(4);
 impl Provisioner for Blocking {
     type Error = std::io::Error;
 
-    async fn ensure(&self, _: &Consumer, _: &Secret) -> Result<(), Self::Error> {
-        Ok(())
+    async fn ensure(&self, _: &Consumer, _: &Secret) -> Result<Served, Self::Error> {
+        Ok(Served::AsIs)
     }
 
-    async fn check(&self, _: &Consumer, _: &Secret) -> Result<(), Self::Error> {
+    async fn check(&self, _: &Consumer, _: &Secret) -> Result<Served, Self::Error> {
         if self.block.swap(false, Ordering::SeqCst) {
             std::thread::sleep(BLOCK);
         }
-        Ok(())
+        Ok(Served::AsIs)
     }
 
     async fn held(&self, _: &mesh_sdk::ModuleId) -> Result<Vec<Held>, Self::Error> {

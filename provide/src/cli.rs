@@ -35,7 +35,7 @@ pub fn command() -> clap::Command {
 
 /// Why `mesh-provide` cannot start (exit 1).
 #[derive(Debug, thiserror::Error)]
-pub enum StartError {
+pub enum HookStartError {
     /// Which provider instance this is cannot be told: no `--provider`,
     /// and the contributions file's `provider` block cannot be read.
     #[error("cannot tell which provider instance this is, so give --provider MODULE@MACHINE (MESH_PROVIDER): {0}")]
@@ -50,11 +50,11 @@ pub enum StartError {
 /// naming the hook.
 ///
 /// # Errors
-/// [`StartError`]: the instance unknown, or the hook's start or hello failed.
+/// [`HookStartError`]: the instance unknown, or the hook's start or hello failed.
 pub async fn provisioner(
     own: HookArgs,
     shared: ProviderArgs,
-) -> Result<HookProvisioner, StartError> {
+) -> Result<HookProvisioner, HookStartError> {
     let provider = instance(&shared)?;
     let settings = own.settings(&shared, provider);
     if own.hook_timeout.is_some_and(|t| t > shared.call_timeout) {
@@ -68,8 +68,8 @@ pub async fn provisioner(
 /// contributions file's `provider` block read now.
 ///
 /// # Errors
-/// [`StartError::Unidentified`] when neither tells.
-fn instance(shared: &ProviderArgs) -> Result<ModuleId, StartError> {
+/// [`HookStartError::Unidentified`] when neither tells.
+fn instance(shared: &ProviderArgs) -> Result<ModuleId, HookStartError> {
     if let Some(provider) = &shared.provider {
         return Ok(provider.clone());
     }
@@ -85,7 +85,7 @@ fn instance(shared: &ProviderArgs) -> Result<ModuleId, StartError> {
     }
     let path = &shared.contributions;
     let unidentified = |why: String| {
-        StartError::Unidentified(format!("contributions file {}: {why}", path.display()))
+        HookStartError::Unidentified(format!("contributions file {}: {why}", path.display()))
     };
     let text = std::fs::read_to_string(path).map_err(|e| unidentified(e.to_string()))?;
     let file: File = serde_json::from_str(&text).map_err(|e| unidentified(e.to_string()))?;

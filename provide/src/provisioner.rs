@@ -13,12 +13,11 @@
 //! | `probe` | the probe cannot tell: the gate stays as it was |
 //! | `repair` | the repair failed (braked like any failed repair) |
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use mesh_sdk::{
     async_trait, Class, Consumer, Held, KnownFault, ModuleId, Name, Probe, Provisioner, Repair,
-    Secret,
+    Secret, Served,
 };
 
 use crate::error::HookError;
@@ -29,8 +28,6 @@ use crate::wire::{Answer, Ask, Done, Hello, Verb};
 pub struct HookProvisioner {
     hook: Arc<Hook>,
     repairs: Vec<(Name, Class)>,
-    /// What the last ensure or check of each consumer mended, until the loop takes it.
-    mended: Mutex<HashMap<Name, String>>,
 }
 
 impl std::fmt::Debug for HookProvisioner {
@@ -47,7 +44,6 @@ impl HookProvisioner {
         HookProvisioner {
             hook: Arc::new(hook),
             repairs: hello.repairs.clone(),
-            mended: Mutex::new(HashMap::new()),
         }
     }
 
@@ -84,13 +80,11 @@ impl HookProvisioner {
             .ok_or_else(|| self.unsupported(verb))
     }
 
-    fn note_mended(&self, consumer: &Name, done: &Done) {
-        if let Some(mended) = &done.mended {
-            let mended = self.hook.scrub().text(mended);
-            self.mended
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(consumer.clone(), mended);
+    /// What the hook's reply says it mended (scrubbed).
+    fn served(&self, done: &Done) -> Served {
+        match &done.mended {
+            Some(mended) => Served::Mended(self.hook.scrub().text(mended)),
+            None => Served::AsIs,
         }
     }
 }
@@ -99,18 +93,17 @@ impl HookProvisioner {
 impl Provisioner for HookProvisioner {
     type Error = HookError;
 
-    async fn ensure(&self, consumer: &Consumer, secret: &Secret) -> Result<(), HookError> {
+    async fn ensure(&self, consumer: &Consumer, secret: &Secret) -> Result<Served, HookError> {
         let answer = self.hook.call(&Ask::Ensure(consumer, secret)).await?;
-        if let Some(done) = self.done(Verb::Ensure, answer)? {
-            self.note_mended(&consumer.name, &done);
-        }
-        Ok(())
+        Ok(match self.done(Verb::Ensure, answer)? {
+            Some(done) => self.served(&done),
+            None => Served::AsIs,
+        })
     }
 
-    async fn check(&self, consumer: &Consumer, secret: &Secret) -> Result<(), HookError> {
+    async fn check(&self, consumer: &Consumer, secret: &Secret) -> Result<Served, HookError> {
         let done = self.act(Ask::Check(consumer, secret)).await?;
-        self.note_mended(&consumer.name, &done);
-        Ok(())
+        Ok(self.served(&done))
     }
 
     async fn held(&self, provider: &ModuleId) -> Result<Vec<Held>, HookError> {
@@ -163,13 +156,6 @@ impl Provisioner for HookProvisioner {
                 }))
             })
             .collect()
-    }
-
-    fn take_mended(&self, consumer: &Name) -> Option<String> {
-        self.mended
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(consumer)
     }
 }
 

@@ -10,7 +10,7 @@ use serde_json::json;
 
 use super::error::CliError;
 use super::{Cli, NAME};
-use crate::plan::{plan, Plan, ProviderPlan, Retirement};
+use crate::plan::{plan, DeclarationPlan, ProviderPlan, RetireTiming};
 use mesh_status::model::declaration;
 
 /// Prints the plan from the current declaration to the one at `new`.
@@ -25,7 +25,7 @@ pub(super) fn run(
     err: &mut dyn Write,
     new: &Path,
     json: bool,
-    retirement: Retirement,
+    retirement: RetireTiming,
 ) -> Result<(), CliError> {
     let current = cli.load_declaration()?;
     let next = declaration::load(new)?;
@@ -58,7 +58,7 @@ pub(super) fn run(
 }
 
 /// The plan as lines: a sentence, then each provider and what changes for it.
-fn human(plan: &Plan, retirement: &Retirement) -> String {
+fn human(plan: &DeclarationPlan, retirement: &RetireTiming) -> String {
     let mut lines = vec![format!(
         "plan: {} withdrawn, {} added",
         count(plan.withdrawn(), "consumer"),
@@ -70,7 +70,7 @@ fn human(plan: &Plan, retirement: &Retirement) -> String {
     lines.join("\n")
 }
 
-fn provider_lines(p: &ProviderPlan, retirement: &Retirement) -> Vec<String> {
+fn provider_lines(p: &ProviderPlan, retirement: &RetireTiming) -> Vec<String> {
     let id = &p.provider;
     if p.is_unchanged() {
         return vec![format!("{id}: no change")];

@@ -150,7 +150,7 @@ pub async fn run(cli: &Cli, io: &mut Io<'_>, stop: &Stop) -> Result<(), CliError
             pass_every,
             retire_after,
         } => {
-            let retirement = crate::plan::Retirement {
+            let retirement = crate::plan::RetireTiming {
                 after_passes: *retire_after_passes,
                 pass_every: *pass_every,
                 after: *retire_after,

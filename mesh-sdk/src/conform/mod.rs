@@ -70,7 +70,7 @@ pub const RULES: [Rule; 17] = [
     rule("check passes after ensure"),
     // Or, for a provider whose check brings the secret it is given to the
     // backend (mesh-postgres, mesh-identity), passes and says so through
-    // `Provisioner::take_mended`.
+    // its result (`Served::Mended`).
     rule("check with another secret fails credentials-rejected"),
     rule("ensure with a new secret (a rotation) makes check pass with it"),
     rule("held lists what was made and nothing else"),
@@ -388,7 +388,7 @@ mod tests {
 
     use super::*;
     use crate::contributions::Consumer;
-    use crate::provisioner::Held;
+    use crate::provisioner::{Held, Served};
     use crate::testing::{FakeError, FakeProvision, FakeProvisioner};
 
     /// The fake's oracle: changes its provisions, keeps what it makes by hand apart.
@@ -630,7 +630,7 @@ mod tests {
     #[async_trait]
     impl Provisioner for Odd {
         type Error = FakeError;
-        async fn ensure(&self, c: &Consumer, s: &Secret) -> Result<(), FakeError> {
+        async fn ensure(&self, c: &Consumer, s: &Secret) -> Result<Served, FakeError> {
             if let Some(half) = &self.half_made {
                 if half.lock().unwrap().contains(&c.name) {
                     return Err(FakeError::message("role exists without a password"));
@@ -645,23 +645,17 @@ mod tests {
                 provider: self.acting(&c.provider, &c.name),
                 ..c.clone()
             };
-            self.fake.ensure(c, s).await?;
-            if self.silent {
-                self.fake.take_mended(&c.name);
-            }
-            Ok(())
+            let served = self.fake.ensure(c, s).await?;
+            Ok(if self.silent { Served::AsIs } else { served })
         }
-        async fn check(&self, c: &Consumer, s: &Secret) -> Result<(), FakeError> {
+        async fn check(&self, c: &Consumer, s: &Secret) -> Result<Served, FakeError> {
             let Some(says) = self.lax else {
                 return self.fake.check(c, s).await;
             };
-            if says {
-                self.fake
-                    .with(|b| b.mended.insert(c.name.clone(), "password reset".into()));
-            }
             self.fake.with(|b| match b.provisions.get(&c.name) {
                 Some(p) if p.retired => Err(FakeError::message("disabled")),
-                _ => Ok(()),
+                _ if says => Ok(Served::mended("password reset")),
+                _ => Ok(Served::AsIs),
             })
         }
         async fn held(&self, provider: &ModuleId) -> Result<Vec<Held>, FakeError> {
@@ -719,9 +713,6 @@ mod tests {
                 }
             }
             Ok(())
-        }
-        fn take_mended(&self, n: &Name) -> Option<String> {
-            self.fake.take_mended(n)
         }
     }
 

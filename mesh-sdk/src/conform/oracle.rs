@@ -99,8 +99,8 @@ impl<P: Provisioner> Run<'_, P> {
             .await
         {
             Err(why) => return Outcome::Failed(why),
-            Ok(Ok(())) => {
-                return match self.p.take_mended(&m) {
+            Ok(Ok(served)) => {
+                return match served.into_mended() {
                     Some(mended) => Outcome::Passed(Some(format!(
                         "its check brought it back and said so: {}",
                         self.redacted(&mended)
@@ -233,11 +233,13 @@ impl<P: Provisioner> Run<'_, P> {
                     .await?
                 {
                     Err(_) => {}
-                    Ok(()) if self.p.take_mended(a).is_some() => {
+                    Ok(crate::provisioner::Served::Mended(_)) => {
                         mended += 1;
                         self.ensure(a, own).await?;
                     }
-                    Ok(()) => return Err(format!("check of {a} passed with {b}'s secret")),
+                    Ok(crate::provisioner::Served::AsIs) => {
+                        return Err(format!("check of {a} passed with {b}'s secret"))
+                    }
                 }
             }
         }
@@ -288,9 +290,10 @@ impl<P: Provisioner> Run<'_, P> {
         let others = &n.0[1..];
         self.retire(a_b).await?;
         let consumer = self.consumer(a_b);
-        if let Ok(()) = self
+        if self
             .bounded("check", self.p.check(&consumer, secret))
             .await?
+            .is_ok()
         {
             return Err(format!("check of {a_b} passed after its retire"));
         }
@@ -362,8 +365,7 @@ impl<P: Provisioner> Run<'_, P> {
             let call = self.p.ensure(&consumer, &secret);
             let ms = at.as_millis();
             match tokio::time::timeout(at, call).await {
-                Ok(Ok(())) => {
-                    self.p.take_mended(&k);
+                Ok(Ok(_)) => {
                     said.push(format!("{ms} ms (it finished first)"));
                     late = at;
                     continue;

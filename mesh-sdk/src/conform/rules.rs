@@ -148,7 +148,7 @@ impl<'a, P: Provisioner> Run<'a, P> {
         }
     }
 
-    /// An ensure that must succeed; what it mended is taken and returned.
+    /// An ensure that must succeed; what it mended.
     pub(super) async fn ensure(
         &self,
         name: &Name,
@@ -156,20 +156,21 @@ impl<'a, P: Provisioner> Run<'a, P> {
     ) -> Result<Option<String>, String> {
         self.making(name);
         let consumer = self.consumer(name);
-        self.must("ensure", self.p.ensure(&consumer, secret))
+        let served = self
+            .must("ensure", self.p.ensure(&consumer, secret))
             .await?;
-        Ok(self.p.take_mended(name))
+        Ok(served.into_mended())
     }
 
-    /// A check that must pass; what it mended is taken and returned.
+    /// A check that must pass; what it mended.
     pub(super) async fn check(
         &self,
         name: &Name,
         secret: &Secret,
     ) -> Result<Option<String>, String> {
         let consumer = self.consumer(name);
-        self.must("check", self.p.check(&consumer, secret)).await?;
-        Ok(self.p.take_mended(name))
+        let served = self.must("check", self.p.check(&consumer, secret)).await?;
+        Ok(served.into_mended())
     }
 
     pub(super) async fn held(&self) -> Result<Vec<Held>, String> {
@@ -258,14 +259,13 @@ impl<'a, P: Provisioner> Run<'a, P> {
     }
 
     async fn rule_other_secret(&self, a: &Name, other: &Secret) -> Result<Option<String>, String> {
-        self.p.take_mended(a);
         let consumer = self.consumer(a);
         match self.bounded("check", self.p.check(&consumer, other)).await? {
             Err((Class::CredentialsRejected, _)) => Ok(None),
             Err((class, message)) => Err(format!(
                 "it failed {class}, not credentials-rejected: {message}"
             )),
-            Ok(()) => match self.p.take_mended(a) {
+            Ok(served) => match served.into_mended() {
                 Some(mended) => Ok(Some(format!(
                     "its check brings the secret it is given to the backend, and said so: {}",
                     self.redacted(&mended)
@@ -286,9 +286,10 @@ impl<'a, P: Provisioner> Run<'a, P> {
     async fn rule_retire(&self, a: &Name, secret: &Secret) -> Step {
         self.twice("retire", a).await?;
         let consumer = self.consumer(a);
-        if let Ok(()) = self
+        if self
             .bounded("check", self.p.check(&consumer, secret))
             .await?
+            .is_ok()
         {
             return Err("check passed after retire".into());
         }

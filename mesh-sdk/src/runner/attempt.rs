@@ -140,27 +140,27 @@ impl<P: Provisioner> Attempts<P> {
             )
         })?;
         let provisioner = self.provisioner.as_ref();
-        let attempted = async {
-            self.step("ensure", provisioner.ensure(consumer, &secret), &secret)
-                .await?;
-            self.step("check", provisioner.check(consumer, &secret), &secret)
-                .await
-        }
-        .await;
-        // Asked after every attempt, so what it says is this attempt's.
-        let mended = provisioner.take_mended(&consumer.name);
-        attempted.map(|()| Served {
+        let ensured = self
+            .step("ensure", provisioner.ensure(consumer, &secret), &secret)
+            .await?;
+        let checked = self
+            .step("check", provisioner.check(consumer, &secret), &secret)
+            .await?;
+        Ok(Served {
             secret: self.fingerprints.hash_one(secret.expose()),
-            mended: mended.map(|text| self.scrub(&text, Some(&secret))),
+            mended: ensured
+                .and(checked)
+                .into_mended()
+                .map(|text| self.scrub(&text, Some(&secret))),
         })
     }
 
     async fn step(
         &self,
         step: &'static str,
-        call: impl Future<Output = Result<(), P::Error>>,
+        call: impl Future<Output = Result<crate::provisioner::Served, P::Error>>,
         secret: &Secret,
-    ) -> Result<(), Failed> {
+    ) -> Result<crate::provisioner::Served, Failed> {
         // A call that answers at its first poll needs no timer: the timeout
         // is armed when the call first waits (so it counts from then, not
         // from before any work the call does before its first wait).
@@ -172,7 +172,7 @@ impl<P: Provisioner> Attempts<P> {
             Poll::Pending => tokio::time::timeout(self.call_timeout, call).await,
         };
         match answered {
-            Ok(Ok(())) => Ok(()),
+            Ok(Ok(served)) => Ok(served),
             Ok(Err(error)) => {
                 let text = error_text(&error);
                 let class = self

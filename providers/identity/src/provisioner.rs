@@ -30,12 +30,11 @@
 //! the client up first, so they never act on a client whose mark was taken
 //! away since it was seen.
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use mesh_sdk::{Class, Consumer, Held, KnownFault, ModuleId, Name, Provisioner, Secret};
+use mesh_sdk::{Class, Consumer, Held, KnownFault, ModuleId, Name, Provisioner, Secret, Served};
 use serde_json::json;
 use tokio::time::Instant;
 
@@ -69,9 +68,6 @@ pub struct IdentityProvisioner {
     known: KnownClients,
     /// Longest time `held()` answers from `known` instead of listing.
     list_every: Duration,
-    /// Consumers whose client secret a refused check set, until the loop
-    /// takes it ([`Provisioner::take_mended`]).
-    reset: Mutex<HashSet<String>>,
 }
 
 impl IdentityProvisioner {
@@ -87,14 +83,7 @@ impl IdentityProvisioner {
             repair,
             known: KnownClients::default(),
             list_every: config.list_every(),
-            reset: Mutex::default(),
         })
-    }
-
-    fn resets(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
-        self.reset
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The Keycloak it speaks to.
@@ -230,7 +219,7 @@ fn is_refusal(error: &IdentityError) -> bool {
 impl Provisioner for IdentityProvisioner {
     type Error = IdentityError;
 
-    async fn ensure(&self, consumer: &Consumer, secret: &Secret) -> Result<(), IdentityError> {
+    async fn ensure(&self, consumer: &Consumer, secret: &Secret) -> Result<Served, IdentityError> {
         if consumer.provision != PROVISION {
             return Err(IdentityError::WrongProvision {
                 consumer: consumer.name.to_string(),
@@ -243,17 +232,17 @@ impl Provisioner for IdentityProvisioner {
         let provider = &consumer.provider;
         if self.known.has(name, provider) || self.own_client(provider, name, true).await?.is_some()
         {
-            return Ok(());
+            return Ok(Served::AsIs);
         }
         match self.keycloak.create_client(name, secret, provider).await? {
             Created::Made(id) => {
                 self.known.made(name, provider, true);
                 tracing::info!(consumer = %name, realm = %self.keycloak.realm(), id = %id, "client made");
-                Ok(())
+                Ok(Served::AsIs)
             }
             // Made meanwhile (by this provider a moment ago, or by someone else).
             Created::Exists => match self.own_client(provider, name, true).await? {
-                Some(_) => Ok(()),
+                Some(_) => Ok(Served::AsIs),
                 None => Err(IdentityError::Unexpected {
                     what: format!("making client {name}"),
                     reason: "409 (exists), yet no client of that clientId can be found".into(),
@@ -262,10 +251,10 @@ impl Provisioner for IdentityProvisioner {
         }
     }
 
-    async fn check(&self, consumer: &Consumer, secret: &Secret) -> Result<(), IdentityError> {
+    async fn check(&self, consumer: &Consumer, secret: &Secret) -> Result<Served, IdentityError> {
         let name = consumer.name.as_str();
         let refused = match self.keycloak.client_credentials(name, secret).await {
-            Ok(()) => return Ok(()),
+            Ok(()) => return Ok(Served::AsIs),
             Err(error) if is_refusal(&error) => error,
             Err(error) => return Err(error),
         };
@@ -289,9 +278,11 @@ impl Provisioner for IdentityProvisioner {
         let what = format!("setting the secret of client {name} to the minted one");
         self.update(name, &what, &client.id, &fields).await?;
         tracing::info!(consumer = %name, realm = %self.keycloak.realm(), "check refused; client secret set to the minted one");
+        self.keycloak.client_credentials(name, secret).await?;
         // A rotated secret or one changed by hand: the loop tells which.
-        self.resets().insert(name.to_owned());
-        self.keycloak.client_credentials(name, secret).await
+        Ok(Served::mended(
+            "the client's secret was refused and set to the minted one",
+        ))
     }
 
     /// The clients `provider` made (attribute `mesh.provider`), and no other.
@@ -365,11 +356,5 @@ impl Provisioner for IdentityProvisioner {
 
     fn repairs(&self) -> Vec<KnownFault> {
         vec![KnownFault::new(Arc::clone(&self.repair))]
-    }
-
-    fn take_mended(&self, consumer: &Name) -> Option<String> {
-        self.resets()
-            .remove(consumer.as_str())
-            .then(|| "the client's secret was refused and set to the minted one".to_owned())
     }
 }

@@ -3,7 +3,7 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
-use mesh_sdk::{async_trait, Class, Consumer, Held, ModuleId, Name, Provisioner, Secret};
+use mesh_sdk::{async_trait, Class, Consumer, Held, ModuleId, Name, Provisioner, Secret, Served};
 use tokio::time::timeout;
 
 use crate::admin::Admin;
@@ -40,8 +40,8 @@ use crate::sql;
 ///   check, the lookup and make-if-missing run now, then a new login. A
 ///   refused password (28P01) leads to one reset of the role's password to
 ///   the minted secret, then a new login whose failure is the result. This
-///   is how a rotated secret reaches the role; a reset is reported through
-///   [`Provisioner::take_mended`] (the loop counts it a mend, in
+///   is how a rotated secret reaches the role; a reset is said in the
+///   result, [`Served::Mended`] (the loop counts it a mend, in
 ///   `mesh_provisions_mended_total`, unless the minted secret rotated).
 ///
 /// A consumer's `options` are not read; a consumer asking for another
@@ -76,8 +76,6 @@ pub struct PostgresProvisioner {
     /// its own: that instance's `ensure` does not look them up again (the
     /// check is the proof); any failed check forgets one.
     proven: Mutex<HashSet<(ModuleId, Name)>>,
-    /// Consumers whose password was reset, until the loop takes it.
-    reset: Mutex<HashSet<String>>,
 }
 
 impl std::fmt::Debug for PostgresProvisioner {
@@ -96,7 +94,6 @@ impl PostgresProvisioner {
             admin: Admin::new(Arc::clone(&config)),
             config,
             proven: Mutex::new(HashSet::new()),
-            reset: Mutex::new(HashSet::new()),
         }
     }
 
@@ -204,34 +201,34 @@ impl PostgresProvisioner {
         provider: &ModuleId,
         name: &str,
         secret: &Secret,
-    ) -> Result<(), PostgresError> {
+    ) -> Result<Served, PostgresError> {
         match self.login(name, secret).await {
-            Ok(()) => Ok(()),
+            Ok(()) => Ok(Served::AsIs),
             Err(error) => self.after_refusal(provider, name, secret, error).await,
         }
     }
 
     /// After a failed login: a refused password (28P01) is reset to the
-    /// minted secret once and the login tried again; anything else is the result.
+    /// minted secret once and the login tried again (a mend, said in the
+    /// result); anything else is the result.
     async fn after_refusal(
         &self,
         provider: &ModuleId,
         name: &str,
         secret: &Secret,
         error: PostgresError,
-    ) -> Result<(), PostgresError> {
+    ) -> Result<Served, PostgresError> {
         if !error.is_invalid_password() {
             return Err(error);
         }
         tracing::info!(consumer = %name, "login refused; resetting the role's password to the minted secret once");
         self.reset_password(provider, name, secret).await?;
-        self.reset
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(name.to_owned());
         self.login(name, secret)
             .await
-            .map_err(|error| PostgresError::AfterReset(Box::new(error)))
+            .map_err(|error| PostgresError::AfterReset(Box::new(error)))?;
+        Ok(Served::mended(
+            "the role's password was refused and set to the minted secret",
+        ))
     }
 
     fn proven(&self) -> std::sync::MutexGuard<'_, HashSet<(ModuleId, Name)>> {
@@ -312,21 +309,21 @@ fn verifier(secret: &Secret) -> String {
 impl Provisioner for PostgresProvisioner {
     type Error = PostgresError;
 
-    async fn ensure(&self, consumer: &Consumer, secret: &Secret) -> Result<(), PostgresError> {
+    async fn ensure(&self, consumer: &Consumer, secret: &Secret) -> Result<Served, PostgresError> {
         let name = consumer.name.as_str();
         plan::refuse_other_provision(name, &consumer.provision)?;
         plan::refuse_reserved(name)?;
         sql::ident(name)?;
-        if self.is_proven(&consumer.provider, &consumer.name) {
-            return Ok(());
+        if !self.is_proven(&consumer.provider, &consumer.name) {
+            self.make(&consumer.provider, name, secret).await?;
         }
-        self.make(&consumer.provider, name, secret).await
+        Ok(Served::AsIs)
     }
 
-    async fn check(&self, consumer: &Consumer, secret: &Secret) -> Result<(), PostgresError> {
+    async fn check(&self, consumer: &Consumer, secret: &Secret) -> Result<Served, PostgresError> {
         let name = consumer.name.as_str();
         let result = match self.login(name, secret).await {
-            Ok(()) => Ok(()),
+            Ok(()) => Ok(Served::AsIs),
             Err(error) => {
                 if self.forget(&consumer.provider, &consumer.name) {
                     // `ensure` trusted an earlier check: look and make what is missing now.
@@ -433,15 +430,5 @@ impl Provisioner for PostgresProvisioner {
 
     fn secrets(&self) -> Vec<Secret> {
         self.admin.secrets()
-    }
-
-    fn take_mended(&self, consumer: &Name) -> Option<String> {
-        let mut reset = self
-            .reset
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        reset
-            .remove(consumer.as_str())
-            .then(|| "the role's password was refused and set to the minted secret".to_owned())
     }
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use axum::http::Method;
 use mesh_provider_identity::{IdentityError, MARK};
-use mesh_sdk::{Class, Held, Name, Provisioner, Secret};
+use mesh_sdk::{Class, Held, Name, Provisioner, Secret, Served};
 use serde_json::json;
 
 use crate::fake_keycloak::Client;
@@ -90,21 +90,30 @@ async fn a_changed_minted_secret_is_applied_once() {
     let setup = Setup::new(MESH_ADMIN_PASSWORD, 401);
     let p = setup.provisioner();
     let forge = consumer("forge");
-    p.ensure(&forge, &secret("forge", 1)).await.unwrap();
-    p.check(&forge, &secret("forge", 1)).await.unwrap();
-    assert_eq!(p.take_mended(&forge.name), None, "made, not mended");
-    // The mesh minted a new secret: ensure leaves the client alone, the
-    // refused check sets the secret once (and reports it: the loop tells a
-    // rotation from a hand edit), then passes.
-    p.ensure(&forge, &secret("forge", 2)).await.unwrap();
-    p.check(&forge, &secret("forge", 2)).await.unwrap();
     assert_eq!(
-        p.take_mended(&forge.name).as_deref(),
-        Some("the client's secret was refused and set to the minted one")
+        p.ensure(&forge, &secret("forge", 1)).await.unwrap(),
+        Served::AsIs
     );
-    assert_eq!(p.take_mended(&forge.name), None, "taken once");
-    p.check(&forge, &secret("forge", 2)).await.unwrap();
-    assert_eq!(p.take_mended(&forge.name), None);
+    assert_eq!(
+        p.check(&forge, &secret("forge", 1)).await.unwrap(),
+        Served::AsIs,
+        "made, not mended"
+    );
+    // The mesh minted a new secret: ensure leaves the client alone, the
+    // refused check sets the secret once (and says so: the loop tells a
+    // rotation from a hand edit), then passes.
+    assert_eq!(
+        p.ensure(&forge, &secret("forge", 2)).await.unwrap(),
+        Served::AsIs
+    );
+    assert_eq!(
+        p.check(&forge, &secret("forge", 2)).await.unwrap(),
+        Served::mended("the client's secret was refused and set to the minted one")
+    );
+    assert_eq!(
+        p.check(&forge, &secret("forge", 2)).await.unwrap(),
+        Served::AsIs
+    );
     setup.kc.with(|s| {
         assert_eq!(s.count("PUT", "/admin/realms/mesh/clients/"), 1, "set once");
         assert_eq!(
