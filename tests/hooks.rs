@@ -115,6 +115,20 @@ fn class_of(status: &Value, consumer: &str) -> String {
 }
 
 #[test]
+fn two_instances_of_the_node_hook_on_one_redis_keep_to_their_own() {
+    if node_ready("two_instances_of_the_node_hook_on_one_redis_keep_to_their_own") {
+        hooks_support::two_instances_on_one_redis(&example_hook("redis-acl.mjs"));
+    }
+}
+
+#[test]
+fn a_user_the_node_hook_marked_before_instances_is_adopted_by_ensure() {
+    if node_ready("a_user_the_node_hook_marked_before_instances_is_adopted_by_ensure") {
+        hooks_support::an_old_mark_is_adopted_by_ensure(&example_hook("redis-acl.mjs"));
+    }
+}
+
+#[test]
 fn the_node_provider_says_failing_recovered_and_retirement_in_status() {
     if !node_ready("the_node_provider_says_failing_recovered_and_retirement_in_status") {
         return;

@@ -12,6 +12,8 @@
 //! (`bash -c '. scripts/lib.sh; ensure_kit_go'`): without them they say
 //! SKIPPED, unless `MESH_REQUIRE_KITS` is set (CI), where they fail.
 
+mod hooks_support;
+
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -19,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use mesh_test_support::mesh::binary;
 use mesh_test_support::{RabbitServer, RABBITMQ_ADMIN};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 /// How long one conform run may take before the test says it hangs.
 const CONFORM_DEADLINE: Duration = Duration::from_secs(300);
@@ -308,8 +310,112 @@ fn the_rabbitmq_hook_on_the_go_kit_passes_every_conform_rule_and_leaves_a_person
         None,
     );
     assert_eq!(status, 200, "the person's user still works on its vhost");
+    two_instances_on_one_rabbitmq(&rabbit, &hook);
     // Last (it changes the administrator's password on this node).
     a_rotated_admin_password_is_announced_before_use(&rabbit, &hook);
+}
+
+/// Two instances of the hook on one RabbitMQ: what `rabbitmq@mq-1` makes,
+/// `rabbitmq@mq-2`'s held lists none of, its ensure is refused naming
+/// mq-1, and its retire, re-enable and delete leave working; a user tagged
+/// `mesh-provide` alone (before marks named their instance) is listed by
+/// none until an ensure adopts it.
+fn two_instances_on_one_rabbitmq(rabbit: &RabbitServer, hook: &Path) {
+    use hooks_support::{ask_exec, ensure_of, held_names};
+    let env: Vec<(String, String)> = rabbit
+        .hook_env()
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+    let (a, b) = ("rabbitmq@mq-1", "rabbitmq@mq-2");
+    let works = |name: &str| {
+        let (status, _) = rabbit.api_as(
+            name,
+            &format!("{name}-pw"),
+            "GET",
+            &format!("/api/aliveness-test/{name}"),
+            None,
+        );
+        status == 200
+    };
+    for (provider, name) in [(a, "forge"), (a, "wiki"), (b, "docs")] {
+        let reply = ask_exec(hook, &env, provider, ensure_of(name, &format!("{name}-pw")));
+        assert_eq!(reply["ok"], true, "{reply}");
+    }
+    assert_eq!(held_names(hook, &env, a), ["forge", "wiki"]);
+    assert_eq!(held_names(hook, &env, b), ["docs"]);
+    let refused = ask_exec(hook, &env, b, ensure_of("forge", "taken-pw"));
+    assert_eq!(refused["class"], "refused", "{refused}");
+    assert!(
+        refused["error"]
+            .as_str()
+            .unwrap()
+            .contains("made by rabbitmq@mq-1"),
+        "{refused}"
+    );
+    for verb in ["retire", "re-enable", "delete"] {
+        let _ = ask_exec(hook, &env, b, json!({"verb": verb, "consumer": "forge"}));
+        assert!(works("forge"), "forge works after {verb} as {b}");
+    }
+    let held = ask_exec(hook, &env, a, json!({"verb": "held"}));
+    assert!(
+        held["held"]
+            .as_array()
+            .unwrap()
+            .contains(&json!({"consumer": "forge", "retired": false})),
+        "{held}"
+    );
+
+    // A user marked before instances: listed by none, left by retire, adopted by ensure.
+    for (method, path, body) in [
+        (
+            "PUT",
+            "/api/users/old",
+            r#"{"password":"old-pw","tags":"management,mesh-provide"}"#,
+        ),
+        ("PUT", "/api/vhosts/old", "{}"),
+        (
+            "PUT",
+            "/api/permissions/old/old",
+            r#"{"configure":".*","write":".*","read":".*"}"#,
+        ),
+    ] {
+        let (status, answer) = rabbit.api(method, path, Some(body));
+        assert!(
+            (200..300).contains(&status),
+            "{method} {path}: {status} {answer}"
+        );
+    }
+    assert_eq!(
+        held_names(hook, &env, a),
+        ["forge", "wiki"],
+        "an old mark is no instance's"
+    );
+    let _ = ask_exec(hook, &env, a, json!({"verb": "retire", "consumer": "old"}));
+    assert!(
+        works("old"),
+        "an old mark is not retired by an instance that did not adopt it"
+    );
+    let reply = ask_exec(hook, &env, a, ensure_of("old", "old-pw"));
+    assert_eq!(
+        (&reply["ok"], reply.get("mended")),
+        (&json!(true), None),
+        "adopted, nothing mended: {reply}"
+    );
+    assert_eq!(held_names(hook, &env, a), ["forge", "old", "wiki"]);
+    assert_eq!(held_names(hook, &env, b), ["docs"]);
+    assert!(works("old"));
+
+    for (provider, name) in [(a, "forge"), (a, "wiki"), (a, "old"), (b, "docs")] {
+        let reply = ask_exec(
+            hook,
+            &env,
+            provider,
+            json!({"verb": "delete", "consumer": name}),
+        );
+        assert_eq!(reply["ok"], true, "{reply}");
+    }
+    assert_eq!(names(rabbit, "/api/users"), ["alice", RABBITMQ_ADMIN]);
 }
 
 /// The hook in serve mode reads its administrator's password file on
@@ -373,7 +479,10 @@ fn a_rotated_admin_password_is_announced_before_use(rabbit: &RabbitServer, hook:
         "rotating the admin: {status} {body}"
     );
     std::fs::write(rabbit.admin_password_file(), format!("{new}\n")).unwrap();
-    let held = until(2, r#"{"v":1,"id":2,"verb":"held","deadline_ms":10000}"#);
+    let held = until(
+        2,
+        r#"{"v":1,"id":2,"verb":"held","deadline_ms":10000,"provider":"rabbitmq@mq-1"}"#,
+    );
     assert_eq!(
         held.first().unwrap(),
         &serde_json::json!({"secrets": [new]}),

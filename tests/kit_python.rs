@@ -2,10 +2,14 @@
 //! (`kits/python/mesh_hook.py`), on a private Redis: it passes every rule of
 //! `mesh-provide conform` (the built binary) in serve mode and in exec
 //! mode, leaves nothing of the suite's behind, never touches a user a
-//! person made, and its administrator's password is in no output. And the
+//! person made nor another provider instance's (two instances on one
+//! Redis; an old mark adopted by ensure), and its administrator's password
+//! is in no output. And the
 //! node kit's types (`examples/hooks/mesh-hook.d.ts`) check a TypeScript
 //! hook under `tsc --strict` (the TypeScript kit's tsc, in
 //! kits/typescript/node_modules: SKIPPED when it is not installed).
+
+mod hooks_support;
 
 use std::fs::File;
 use std::path::PathBuf;
@@ -138,6 +142,16 @@ fn the_python_hook_passes_every_conform_rule_in_serve_mode() {
 #[test]
 fn the_python_hook_passes_every_conform_rule_in_exec_mode() {
     conforms("exec");
+}
+
+#[test]
+fn two_instances_of_the_python_hook_on_one_redis_keep_to_their_own() {
+    hooks_support::two_instances_on_one_redis(&hook());
+}
+
+#[test]
+fn a_user_the_python_hook_marked_before_instances_is_adopted_by_ensure() {
+    hooks_support::an_old_mark_is_adopted_by_ensure(&hook());
 }
 
 /// The repository's root.
@@ -275,7 +289,7 @@ impl Drop for Served {
 fn a_rotated_admin_password_is_announced_before_the_python_hook_uses_it() {
     let redis = RedisServer::start();
     let mut hook = Served::start(&redis.hook_env());
-    let ask = |id: u64, verb: &str| serde_json::json!({"v": 1, "id": id, "verb": verb, "deadline_ms": 5000});
+    let ask = |id: u64, verb: &str| serde_json::json!({"v": 1, "id": id, "verb": verb, "deadline_ms": 5000, "provider": "redis@db-1"});
     let hello = hook.ask(1, ask(1, "hello"));
     let old = redis.admin_password().to_owned();
     assert_eq!(

@@ -10,6 +10,8 @@
 //! SKIPPED and what is missing, unless `MESH_REQUIRE_KITS` is set (CI),
 //! where they fail.
 
+mod hooks_support;
+
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -290,4 +292,76 @@ fn the_kits_types_refuse_a_failure_without_error_and_a_hello_saying_ok() {
             }
         }
     }
+}
+
+/// Two instances of the MariaDB hook on one server: what `mariadb@db-1`
+/// makes, `mariadb@db-2`'s held lists none of, its ensure is refused naming
+/// db-1, its retire, re-enable and delete leave working; a row from before
+/// rows named their instance is listed by none until an ensure adopts it.
+#[test]
+fn two_instances_of_the_mariadb_hook_on_one_server_keep_to_their_own() {
+    use hooks_support::{ask_exec, ensure_of, held_names};
+    use serde_json::json;
+    if !ready(
+        "two_instances_of_the_mariadb_hook_on_one_server_keep_to_their_own",
+        true,
+    ) {
+        return;
+    }
+    let db = MariaDbServer::start();
+    let env = db.hook_env();
+    let hook = hook();
+    let (a, b) = ("mariadb@db-1", "mariadb@db-2");
+    let works = |name: &str| db.sql_as(name, &format!("{name}-pw"), "SELECT 1").is_ok();
+    for (provider, name) in [(a, "forge"), (a, "wiki"), (b, "docs")] {
+        let reply = ask_exec(
+            &hook,
+            &env,
+            provider,
+            ensure_of(name, &format!("{name}-pw")),
+        );
+        assert_eq!(reply["ok"], true, "{reply}");
+    }
+    assert_eq!(held_names(&hook, &env, a), ["forge", "wiki"]);
+    assert_eq!(held_names(&hook, &env, b), ["docs"]);
+    let refused = ask_exec(&hook, &env, b, ensure_of("forge", "taken-pw"));
+    assert_eq!(refused["class"], "refused", "{refused}");
+    assert!(
+        refused["error"]
+            .as_str()
+            .unwrap()
+            .contains("made by mariadb@db-1"),
+        "{refused}"
+    );
+    for verb in ["retire", "re-enable", "delete"] {
+        let _ = ask_exec(&hook, &env, b, json!({"verb": verb, "consumer": "forge"}));
+        assert!(works("forge"), "forge works after {verb} as {b}");
+    }
+    assert_eq!(held_names(&hook, &env, a), ["forge", "wiki"]);
+
+    // A row from before instances (provider NULL): no instance's until adopted.
+    db.sql("UPDATE `_mesh_provide`.`held` SET provider = NULL WHERE consumer = 'wiki'");
+    assert_eq!(
+        held_names(&hook, &env, a),
+        ["forge"],
+        "an old row is no instance's"
+    );
+    let _ = ask_exec(
+        &hook,
+        &env,
+        a,
+        json!({"verb": "retire", "consumer": "wiki"}),
+    );
+    assert!(
+        works("wiki"),
+        "an old row is not retired by an instance that did not adopt it"
+    );
+    let reply = ask_exec(&hook, &env, a, ensure_of("wiki", "wiki-pw"));
+    assert_eq!(
+        (&reply["ok"], reply.get("mended")),
+        (&json!(true), None),
+        "adopted, nothing mended: {reply}"
+    );
+    assert_eq!(held_names(&hook, &env, a), ["forge", "wiki"]);
+    assert_eq!(held_names(&hook, &env, b), ["docs"]);
 }

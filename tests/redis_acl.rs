@@ -1,5 +1,9 @@
 //! `examples/hooks/redis-acl.sh` on a private Redis: it passes `mesh-provide
-//! conform` (the built binary), and never touches a user it did not make.
+//! conform` (the built binary), and never touches a user it did not make:
+//! a person's, or another provider instance's on the same Redis; a user it
+//! marked before marks named their instance is adopted by ensure.
+
+mod hooks_support;
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -34,10 +38,10 @@ fn redis_acl_passes_conform_and_leaves_only_what_it_did_not_make() {
     redis.cli("ACL SETUSER app-cache on >theirs ~app:* +@all");
     let (code, out, err) = conform(&redis, "8");
     assert_eq!(code, 0, "{out}\n{err}\n{}", redis.log());
-    assert!(out.ends_with("17 passed, 0 failed\n"), "{out}");
+    assert!(out.ends_with("18 passed, 0 failed\n"), "{out}");
     assert_eq!(
         out.lines().filter(|l| l.starts_with("ok   ")).count(),
-        17,
+        18,
         "every rule, the by-hand ones too: {out}"
     );
     assert_eq!(
@@ -50,4 +54,14 @@ fn redis_acl_passes_conform_and_leaves_only_what_it_did_not_make() {
         "the person's user still works"
     );
     assert!(!out.contains(redis.admin_password()) && !err.contains(redis.admin_password()));
+}
+
+#[test]
+fn two_instances_on_one_redis_keep_to_their_own() {
+    hooks_support::two_instances_on_one_redis(&hook());
+}
+
+#[test]
+fn a_user_marked_before_instances_is_adopted_by_ensure() {
+    hooks_support::an_old_mark_is_adopted_by_ensure(&hook());
 }

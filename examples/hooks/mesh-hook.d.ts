@@ -26,6 +26,8 @@ export interface Consumer {
   machine: string;
   provision: string;
   options: unknown;
+  /** The provider instance (`module@machine`) the call is made for: the one listing this consumer. */
+  provider: string;
 }
 
 /** One provision `held` lists. */
@@ -40,6 +42,8 @@ export interface ByHand {
   consumer: string;
   secret?: string;
   target?: string;
+  /** The provider instance the call is made for. */
+  provider: string;
 }
 
 /** What `ensure` or `check` may resolve to: what it found changed by hand and brought back. */
@@ -103,6 +107,14 @@ export interface HookOptions {
 
 /** Answers requests until stdin closes (`hook serve`) or the one request (`hook VERB`), then exits. */
 export declare function runHook(options: HookOptions): Promise<never>;
+
+/**
+ * The provider instance (`module@machine`) the request being answered is made
+ * for (its `provider`, else MESH_PROVIDER, else ''): mark what the hook makes
+ * with it, list in `held` only its, and act in retire, re-enable and delete
+ * only on its.
+ */
+export declare function provider(): string;
 
 /** One line on stderr (the secrets the kit knows cut out). */
 export declare function log(words: string): void;

@@ -75,6 +75,17 @@ let hookSecrets = [];
 let announcedInExec = null;
 /** The secret of the request being answered (for log()). */
 const requestSecret = new AsyncLocalStorage();
+const requestProvider = new AsyncLocalStorage();
+
+/**
+ * The provider instance (`module@machine`) the request being answered is
+ * made for: its `provider`, else MESH_PROVIDER (the instance the hook was
+ * started for), else ''. In serve mode one process may be asked for more
+ * than one instance: act on this, not on MESH_PROVIDER.
+ */
+export function provider() {
+  return requestProvider.getStore() || process.env.MESH_PROVIDER || '';
+}
 
 /** `words` with the hook's secrets, the current request's secret and `extra` replaced by [redacted]. */
 export function redact(words, extra = []) {
@@ -205,7 +216,8 @@ async function reply(request, { name, verbs, classify }) {
     return { id, ok: false, class: 'refused', error: `${name} speaks protocol version ${VERSION}, not ${request.v}` };
   }
   const secret = typeof request.secret === 'string' ? request.secret : undefined;
-  return requestSecret.run(secret, async () => {
+  const asked = typeof request.provider === 'string' && request.provider !== '' ? request.provider : undefined;
+  return requestProvider.run(asked, () => requestSecret.run(secret, async () => {
     const deadline = deadlineOf(request);
     const verb = (key) => {
       const found = verbs[key];
@@ -221,8 +233,8 @@ async function reply(request, { name, verbs, classify }) {
           return { id, held: await verb('held')(deadline) };
         case 'ensure':
         case 'check': {
-          const consumer = request.consumer;
-          if (typeof consumer?.name !== 'string') throw new HookError('refused', "the request's consumer has no name");
+          if (typeof request.consumer?.name !== 'string') throw new HookError('refused', "the request's consumer has no name");
+          const consumer = { ...request.consumer, provider: provider() };
           // A verb may say what it found changed by hand and brought back.
           const done = await verb(request.verb)(consumer, text(request, 'secret'), deadline);
           return done?.mended ? { id, ok: true, mended: String(done.mended) } : { id, ok: true };
@@ -243,6 +255,7 @@ async function reply(request, { name, verbs, classify }) {
             consumer: text(request, 'consumer'),
             secret: typeof request.secret === 'string' ? request.secret : undefined,
             target: typeof request.target === 'string' ? request.target : undefined,
+            provider: provider(),
           };
           const said = await (verbs.byHand ?? verbs['by-hand'] ?? verb('byHand')).call(verbs, asked, deadline);
           if (asked.action === 'works') return { id, ok: true, works: said === true };
@@ -259,7 +272,7 @@ async function reply(request, { name, verbs, classify }) {
       const words = redact(String(error?.message ?? error), [secret]);
       return klass === undefined ? { id, ok: false, error: words } : { id, ok: false, class: klass, error: words };
     }
-  });
+  }));
 }
 
 async function readAll(stream) {

@@ -14,10 +14,14 @@
 //   REDIS_ACL_ADMIN_USER           the ACL user the hook acts as (default mesh-admin)
 //   REDIS_ACL_ADMIN_PASSWORD_FILE  a file holding that user's password (required)
 //
-// What it made carries the key pattern `%R~_mesh-provide` (read-only, on a
-// key no consumer's pattern can match: names never start with `_`), its
-// mark: `held` lists only users with it, and a user of that name without it
-// is refused, never touched. Retire = `off` (and its connections closed),
+// What it made carries the key pattern `%R~_mesh-provide:<module>@<machine>`
+// (read-only, on a key no consumer's pattern can match: names never start
+// with `_`), its mark, naming the provider instance the request is made for
+// (`provider()`): `held` lists only users with the asking instance's mark;
+// retire, re-enable and delete leave any other user be; `ensure` refuses a
+// user another instance made (naming it) and a user without a mark, never
+// touching them, and adopts one marked `%R~_mesh-provide` alone (before
+// marks named their instance), setting its instance's mark. Retire = `off` (and its connections closed),
 // re-enable = `on`, delete = its keys `<consumer>:*` and the user go.
 // `by-hand` (conform's oracle) acts as a person at redis-cli would: change
 // sets another password, make makes an unmarked user, works and reach log in
@@ -38,7 +42,7 @@ import { pathToFileURL } from 'node:url';
 
 import { RedisClient } from '@redis/client';
 
-import { Deadline, HookError, Unsupported, announceSecrets, log, runHook } from './mesh-hook.mjs';
+import { Deadline, HookError, Unsupported, announceSecrets, log, provider, runHook } from './mesh-hook.mjs';
 
 /** The mark of the users this hook made, among their key patterns. */
 const MARK = '%R~_mesh-provide';
@@ -134,19 +138,38 @@ async function send(deadline, args) {
   return admin.sendCommand(args, { timeout: deadline.timeout() });
 }
 
-/** The ACL rules of a consumer's user, but for on/off and its password. */
-function rules(name) {
-  return ['resetkeys', `~${name}:*`, MARK, 'resetchannels', 'nocommands', '+@all', '-@dangerous'];
+/** The mark of what the instance `instance` (module@machine) makes. */
+function markOf(instance) {
+  return `${MARK}:${instance}`;
 }
 
-/** How Redis lists those rules back in ACL GETUSER (compared by ensure). */
-function listed(name) {
-  return { keys: `~${name}:* ${MARK}`, channels: '', commands: '+@all -@dangerous' };
+/** The provider instance the request is made for (refused when none is said). */
+function me() {
+  const instance = provider();
+  if (!instance) throw new HookError('refused', 'the request names no provider instance and MESH_PROVIDER is not set');
+  return instance;
 }
 
-/** Whether ACL GETUSER's `keys` (or ACL LIST's words) carry the mark. */
-function marked(words) {
-  return String(words).split(' ').includes(MARK);
+/** The ACL rules of a consumer's user made by `instance`, but for on/off and its password. */
+function rules(name, instance) {
+  return ['resetkeys', `~${name}:*`, markOf(instance), 'resetchannels', 'nocommands', '+@all', '-@dangerous'];
+}
+
+/** How Redis lists rules with `mark` back in ACL GETUSER (compared by ensure). */
+function listed(name, mark) {
+  return { keys: `~${name}:* ${mark}`, channels: '', commands: '+@all -@dangerous' };
+}
+
+/**
+ * The instance ACL GETUSER's `keys` mark the user made by: '' for a mark from
+ * before instances (MARK alone), null when it carries none.
+ */
+function makerOf(words) {
+  for (const word of String(words).split(' ')) {
+    if (word === MARK) return '';
+    if (word.startsWith(`${MARK}:`)) return word.slice(MARK.length + 1);
+  }
+  return null;
 }
 
 /**
@@ -166,13 +189,19 @@ async function ours(name, deadline, onlyOurs = true) {
   // In RESP3 (what both clients here speak) ACL GETUSER answers a map,
   // which node-redis gives as an object.
   const user = await send(deadline, ['ACL', 'GETUSER', name]);
-  if (onlyOurs && user !== null && !marked(user.keys)) {
+  if (onlyOurs && user !== null && makerOf(user.keys) === null) {
     throw new HookError(
       'refused',
       `user ${name} exists and was not made by this hook (no ${MARK}): not touching it; remove it (ACL DELUSER ${name}) to let the hook make it`,
     );
   }
   return user;
+}
+
+/** The user `name` when the asking instance made it; null for none, another instance's or one marked before instances. */
+async function mine(name, deadline) {
+  const user = await ours(name, deadline);
+  return user !== null && makerOf(user.keys) === me() ? user : null;
 }
 
 const verbs = {
@@ -183,24 +212,32 @@ const verbs = {
    */
   async ensure(consumer, secret, deadline = unbounded()) {
     const name = consumer.name;
+    const instance = consumer.provider || me();
     const user = await ours(name, deadline);
     const hash = sha256(secret);
     if (user === null) {
-      await send(deadline, ['ACL', 'SETUSER', name, 'reset', 'on', `>${secret}`, ...rules(name)]);
+      await send(deadline, ['ACL', 'SETUSER', name, 'reset', 'on', `>${secret}`, ...rules(name, instance)]);
       set.set(name, hash);
       log(`made the user ${name}`);
       return undefined;
     }
-    const want = listed(name);
+    const maker = makerOf(user.keys);
+    if (maker && maker !== instance) {
+      throw new HookError('refused', `user ${name} was made by ${maker} (its mark ${markOf(maker)}): not touching it`);
+    }
+    // A mark from before instances (maker ''): adopted, its rules compared as they were.
+    const adopting = maker === '';
+    const want = listed(name, adopting ? MARK : markOf(instance));
     const passwords = (user.passwords ?? []).map(String);
     const samePassword = passwords.length === 1 && passwords[0] === hash;
     const sameRules =
       String(user.keys) === want.keys && String(user.channels) === want.channels && String(user.commands) === want.commands;
-    if (samePassword && sameRules) {
+    if (samePassword && sameRules && !adopting) {
       set.set(name, hash);
       return undefined;
     }
-    await send(deadline, ['ACL', 'SETUSER', name, 'resetpass', `>${secret}`, ...rules(name)]);
+    await send(deadline, ['ACL', 'SETUSER', name, 'resetpass', `>${secret}`, ...rules(name, instance)]);
+    if (adopting) log(`adopted the user ${name} (marked before instances) for ${instance}`);
     // A password at Redis this process set itself is a rotation; any other
     // (one it never saw) may be a person's, and is said mended.
     const byHand = [];
@@ -225,12 +262,13 @@ const verbs = {
 
   /** The users mesh made (marked), each retired when it is `off`. */
   async held(deadline = unbounded()) {
+    const mark = markOf(me());
     const lines = await send(deadline, ['ACL', 'LIST']);
     const held = [];
     for (const line of lines.map(String)) {
       // `user NAME on|off RULES...`
       const words = line.split(' ');
-      if (words[0] === 'user' && words.includes(MARK)) {
+      if (words[0] === 'user' && words.includes(mark)) {
         held.push({ consumer: words[1], retired: words[2] === 'off' });
       }
     }
@@ -239,21 +277,23 @@ const verbs = {
 
   /** `off`, and its connections closed. */
   async retire(name, deadline = unbounded()) {
-    if ((await ours(name, deadline)) === null) return;
+    if ((await mine(name, deadline)) === null) return;
     await send(deadline, ['ACL', 'SETUSER', name, 'off']);
     await send(deadline, ['CLIENT', 'KILL', 'USER', name]).catch(() => {});
   },
 
   async 're-enable'(name, deadline = unbounded()) {
-    if ((await ours(name, deadline)) === null) {
+    const user = await ours(name, deadline);
+    if (user === null) {
       throw new HookError('refused', `the Redis user ${name} is missing: nothing to enable`);
     }
+    if (makerOf(user.keys) !== me()) return;
     await send(deadline, ['ACL', 'SETUSER', name, 'on']);
   },
 
   /** Its keys `<name>:*`, then the user. */
   async delete(name, deadline = unbounded()) {
-    if ((await ours(name, deadline)) === null) return;
+    if ((await mine(name, deadline)) === null) return;
     await deleteUser(name, deadline);
     set.delete(name);
     log(`deleted the user ${name} and its keys`);

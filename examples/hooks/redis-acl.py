@@ -22,9 +22,14 @@ variables; no secret in it):
   REDIS_ACL_ADMIN_USER           the ACL user the hook acts as (default mesh-admin)
   REDIS_ACL_ADMIN_PASSWORD_FILE  a file holding that user's password (required)
 
-What it made carries the key pattern `%R~_mesh-provide` (read-only, on a key
-no consumer's pattern can match), its mark: `held` lists only users with it,
-and a user of that name without it is refused, never touched. Retire = `off`
+What it made carries the key pattern `%R~_mesh-provide:<module>@<machine>`
+(read-only, on a key no consumer's pattern can match), its mark, naming the
+provider instance the request was made for (`mesh_hook.provider()`): `held`
+lists only users with the asking instance's mark; retire, re-enable and
+delete leave any other user be; `ensure` refuses a user another instance
+made (naming it) and a user without the mark, never touching them, and
+adopts a user marked `%R~_mesh-provide` alone (before marks named their
+instance), setting its instance's mark. Retire = `off`
 (and its connections closed), re-enable = `on`, delete = its keys
 `<consumer>:*` and the user go. `by-hand` (conform's oracle) acts as a person
 at redis-cli would: change sets another password, make makes an unmarked
@@ -133,9 +138,33 @@ class Redis:
             pass
 
 
-def rules(name: str) -> List[str]:
+def mark_of(provider: str) -> str:
+    """The mark of what the instance `provider` (module@machine) makes."""
+    return f"{MARK}:{provider}"
+
+
+def maker_of(keys: str) -> Optional[str]:
+    """The instance a user's key patterns mark it made by; "" for a mark from
+    before instances (MARK alone); None when it carries no mark."""
+    for word in keys.split(" "):
+        if word == MARK:
+            return ""
+        if word.startswith(MARK + ":"):
+            return word[len(MARK) + 1:]
+    return None
+
+
+def me() -> str:
+    """The provider instance the request is made for (refused when none is said)."""
+    provider = mesh_hook.provider()
+    if not provider:
+        raise HookError("refused", "the request names no provider instance and MESH_PROVIDER is not set")
+    return provider
+
+
+def rules(name: str, provider: str) -> List[str]:
     """The ACL rules of a consumer's user, but for on/off and its password."""
-    return ["resetkeys", f"~{name}:*", MARK, "resetchannels", "nocommands", "+@all", "-@dangerous"]
+    return ["resetkeys", f"~{name}:*", mark_of(provider), "resetchannels", "nocommands", "+@all", "-@dangerous"]
 
 
 def sha256(text: str) -> str:
@@ -255,10 +284,18 @@ class RedisAcl(mesh_hook.Hook):
         if user is None:
             return None
         found = dict(zip(user[0::2], user[1::2]))
-        found["ours"] = MARK in str(found.get("keys", "")).split(" ")
-        if only_ours and not found["ours"]:
+        found["maker"] = maker_of(str(found.get("keys", "")))
+        if only_ours and found["maker"] is None:
             raise not_ours(name)
         return found
+
+    def look_up_mine(self, redis: Redis, deadline: Deadline, name: str) -> Optional[Dict[str, Any]]:
+        """The user `name` when the asking instance made it; None for none, or for another
+        instance's or one marked before instances (left be); refused when mesh did not make it."""
+        user = self.look_up(redis, deadline, name)
+        if user is None or user["maker"] != me():
+            return None
+        return user
 
     # --- the verbs -------------------------------------------------------------
 
@@ -268,23 +305,31 @@ class RedisAcl(mesh_hook.Hook):
     def ensure(self, consumer: Consumer, secret: str, deadline: Deadline) -> Optional[str]:
         """Makes the user if missing; brings back a changed password or changed rules (never on/off)."""
         name = consumer.name
+        provider = consumer.provider or me()
         hashed = sha256(secret)
 
         def work(redis: Redis) -> Optional[str]:
             user = self.look_up(redis, deadline, name)
             if user is None:
-                redis.must(deadline, "ACL", "SETUSER", name, "reset", "on", ">" + secret, *rules(name))
+                redis.must(deadline, "ACL", "SETUSER", name, "reset", "on", ">" + secret, *rules(name, provider))
                 self.known[name] = hashed
                 log(f"made the user {name}")
                 return None
+            maker = user["maker"]
+            if maker and maker != provider:
+                raise HookError("refused", f"user {name} was made by {maker} (its mark {mark_of(maker)}): not touching it")
+            # A mark from before instances (maker ""): adopted, its rules compared as they were.
+            held_mark = mark_of(provider) if maker else MARK
             passwords = user.get("passwords") or []
             same_password = passwords == [hashed]
             same_rules = (user.get("keys"), user.get("channels"), user.get("commands")) == (
-                f"~{name}:* {MARK}", "", "+@all -@dangerous")
-            if same_password and same_rules:
+                f"~{name}:* {held_mark}", "", "+@all -@dangerous")
+            if same_password and same_rules and maker:
                 self.known[name] = hashed
                 return None
-            redis.must(deadline, "ACL", "SETUSER", name, "resetpass", ">" + secret, *rules(name))
+            redis.must(deadline, "ACL", "SETUSER", name, "resetpass", ">" + secret, *rules(name, provider))
+            if not maker:
+                log(f"adopted the user {name} (marked before instances) for {provider}")
             # A password at Redis this process set itself is a rotation; any
             # other (one it never saw: always so in exec mode) may be a
             # person's, and is said mended.
@@ -326,11 +371,13 @@ class RedisAcl(mesh_hook.Hook):
         return None
 
     def held(self, deadline: Deadline) -> List[HeldEntry]:
+        mark = mark_of(me())
+
         def work(redis: Redis) -> List[HeldEntry]:
             found = []
             for line in redis.must(deadline, "ACL", "LIST"):
                 words = line.split(" ")
-                if words[0] == "user" and MARK in words:
+                if words[0] == "user" and mark in words:
                     found.append(HeldEntry(words[1], words[2] == "off"))
             return found
 
@@ -338,7 +385,7 @@ class RedisAcl(mesh_hook.Hook):
 
     def retire(self, name: str, deadline: Deadline) -> None:
         def work(redis: Redis) -> None:
-            if self.look_up(redis, deadline, name) is not None:
+            if self.look_up_mine(redis, deadline, name) is not None:
                 redis.must(deadline, "ACL", "SETUSER", name, "off")
                 redis.call(deadline, "CLIENT", "KILL", "USER", name)
 
@@ -346,15 +393,17 @@ class RedisAcl(mesh_hook.Hook):
 
     def re_enable(self, name: str, deadline: Deadline) -> None:
         def work(redis: Redis) -> None:
-            if self.look_up(redis, deadline, name) is None:
+            user = self.look_up(redis, deadline, name)
+            if user is None:
                 raise HookError("refused", f"the Redis user {name} is missing: nothing to enable")
-            redis.must(deadline, "ACL", "SETUSER", name, "on")
+            if user["maker"] == me():
+                redis.must(deadline, "ACL", "SETUSER", name, "on")
 
         self.with_admin(deadline, work)
 
     def delete(self, name: str, deadline: Deadline) -> None:
         def work(redis: Redis) -> None:
-            if self.look_up(redis, deadline, name) is not None:
+            if self.look_up_mine(redis, deadline, name) is not None:
                 self.delete_keys(redis, deadline, name)
                 redis.must(deadline, "ACL", "DELUSER", name)
                 self.known.pop(name, None)

@@ -26,10 +26,16 @@
 #              retired user is the loop's call). A user of that name it did
 #              not make is refused, never touched.
 #   check      AUTH as the consumer with its secret, then PING.
-#   held       every user it made: they carry the key pattern
-#              `%R~_mesh-provide` (read-only, on a key no consumer's
-#              pattern can match: names never start with `_`), its mark.
-#              Users without the mark are never listed or changed.
+#   held       every user this provider instance made: they carry the key
+#              pattern `%R~_mesh-provide:<module>@<machine>` (read-only, on
+#              a key no consumer's pattern can match: names never start
+#              with `_`), its mark, naming the instance (the request's
+#              `provider`, else MESH_PROVIDER). Users without it are never
+#              listed or changed: another instance's (`ensure` refuses
+#              them, naming it; the other verbs leave them be), a person's,
+#              and those marked `%R~_mesh-provide` alone (before marks named
+#              their instance): `ensure` adopts one of those for the
+#              instance that lists its consumer, setting its mark.
 #   retire     `off`, and its connections ended; re-enable: `on`.
 #   delete     its keys (`<consumer>:*`, by SCAN) and the user deleted.
 #   by-hand    conform's oracle, as a person at redis-cli would: change
@@ -55,7 +61,9 @@ set -eu
 host=${REDIS_ACL_HOST:-127.0.0.1}
 port=${REDIS_ACL_PORT:-6379}
 admin_user=${REDIS_ACL_ADMIN_USER:-mesh-admin}
-mark='%R~_mesh-provide'
+# The mark's stem: `$stem:<module>@<machine>` is an instance's mark; the stem
+# alone, a mark from before instances.
+stem='%R~_mesh-provide'
 verb=${1:-}
 
 started=$(date +%s%N)
@@ -88,6 +96,16 @@ admin_pw=$(tr -d '\r\n' < "$REDIS_ACL_ADMIN_PASSWORD_FILE")
 
 req=$(cat)
 field() { printf '%s' "$req" | jq -r "$1"; }
+
+# The provider instance the call is made for, and its mark.
+provider=$(field '.provider // empty')
+provider=${provider:-${MESH_PROVIDER:-}}
+case "$verb" in
+hello) ;;
+*) printf '%s' "$provider" | grep -Eqx '[a-z0-9][a-z0-9_-]{0,62}@[a-z0-9][a-z0-9_-]{0,62}' ||
+  fail refused "the request names no provider instance (module@machine) and MESH_PROVIDER is not set" ;;
+esac
+mark="$stem:$provider"
 
 # The call's bound, in milliseconds from $started.
 deadline_ms=$(field '.deadline_ms // empty | floor')
@@ -137,16 +155,22 @@ must_ok() { # WHAT
   [ -z "$bad" ] || fail refused "$1: $(printf '%s' "${bad#error:}" | jq -r .)"
 }
 
-# $found: the user NAME as ACL GETUSER says it, as an object; `null` when
-# there is none. Refuses a user of that name it did not make; returns 1
-# when there is none.
-ours() { # NAME
+# $found: the user NAME as ACL GETUSER says it, as an object (`null` when
+# there is none); $maker: the instance its mark names, `-` for a mark from
+# before instances, empty when unmarked.
+look_up() { # NAME
   admin "ACL GETUSER $(quoted "$1")"
   found=$(printf '%s' "$out" | jq -c 'if . == null then null else [range(0; length; 2) as $i | {(.[$i]): .[$i + 1]}] | add end')
-  [ "$found" = null ] && return 1
-  printf '%s' "$found" | jq -e --arg mark "$mark" '.keys | split(" ") | index($mark) != null' >/dev/null ||
-    fail refused "user $1 exists and was not made by this hook (no $mark): not touching it; remove it (ACL DELUSER $1) to let the hook make it"
-  return 0
+  maker=$(printf '%s' "$found" | jq -r --arg stem "$stem" 'if . == null then "" else
+    [.keys | split(" ")[] | select(. == $stem or startswith($stem + ":"))]
+    | if length == 0 then "" elif .[0] == $stem then "-" else .[0][($stem | length) + 1:] end end')
+}
+
+# Whether NAME is a user this instance made (returns 1 when not: none,
+# another instance's, one from before instances, or a person's).
+ours() { # NAME
+  look_up "$1"
+  [ "$found" != null ] && [ "$maker" = "$provider" ]
 }
 
 # Deletes the keys `NAME:*` (by SCAN, in a script at Redis) and the user.
@@ -163,18 +187,26 @@ hello)
 ensure)
   name=$(field .consumer.name)
   secret=$(field .secret)
-  if ! ours "$name"; then
+  look_up "$name"
+  if [ "$found" = null ]; then
     admin "ACL SETUSER $(quoted "$name") reset on $(quoted ">$secret") $(quoted "~$name:*") $(quoted "$mark") resetchannels +@all -@dangerous"
     must_ok "making user $name"
     reply '{"ok":true}'
   fi
+  case "$maker" in
+  "$provider") held_mark=$mark ;;
+  -) held_mark=$stem ;; # from before instances: adopted below
+  '') fail refused "user $name exists and was not made by this hook (no $stem): not touching it; remove it (ACL DELUSER $name) to let the hook make it" ;;
+  *) fail refused "user $name was made by $maker (its mark $stem:$maker): not touching it" ;;
+  esac
   want=$(printf '%s' "$secret" | sha256sum | cut -d' ' -f1)
-  changed=$(printf '%s' "$found" | jq -r --arg want "$want" --arg keys "~$name:* $mark" '
+  changed=$(printf '%s' "$found" | jq -r --arg want "$want" --arg keys "~$name:* $held_mark" '
     [ (if .passwords == [$want] then empty else "its password" end),
       (if .keys == $keys then empty else "its key patterns" end) ] | join(" and ")')
-  [ -z "$changed" ] && reply '{"ok":true}'
+  [ -z "$changed" ] && [ "$held_mark" = "$mark" ] && reply '{"ok":true}'
   admin "ACL SETUSER $(quoted "$name") resetpass $(quoted ">$secret") resetkeys $(quoted "~$name:*") $(quoted "$mark")"
   must_ok "mending user $name"
+  [ -z "$changed" ] && reply '{"ok":true}'
   reply "$(printf '%s' "$changed" | jq -Rsc '{ok: true, mended: ("brought " + . + " to what the mesh asks")}')" ;;
 check)
   name=$(field .consumer.name)

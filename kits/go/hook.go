@@ -25,7 +25,11 @@
 // error made with [Errorf] or a [*HookError] carries its class. stdout
 // carries replies only: log with [Logf] (stderr). The consumer's secret and
 // the secrets given to [AnnounceSecrets] are cut out of every error text
-// before a reply. docs/hooks.md describes the protocol, docs/kits/go.md this
+// before a reply. Every request names the provider instance it is made for
+// (module@machine): [Provider] reads it from the verb's context, and
+// [Consumer.Provider] carries it. Mark what the hook makes with it and list
+// in Held only that instance's (docs/hooks.md, "Two instances, one
+// backend"). docs/hooks.md describes the protocol, docs/kits/go.md this
 // package.
 //
 // The package uses the standard library only.
@@ -36,7 +40,33 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 )
+
+// ProviderVar is the environment variable naming the provider instance the
+// hook was started for (module@machine).
+const ProviderVar = "MESH_PROVIDER"
+
+// providerKey is the context key of the request's provider.
+type providerKey struct{}
+
+// Provider is the provider instance (module@machine) the request whose
+// context ctx is was made for: the request's provider, else the
+// environment's MESH_PROVIDER (the instance the hook was started for), else
+// "". In serve mode one process may be asked for more than one instance
+// (conform's rule 17 does): act on this, not on MESH_PROVIDER.
+func Provider(ctx context.Context) string {
+	if p, ok := ctx.Value(providerKey{}).(string); ok && p != "" {
+		return p
+	}
+	return os.Getenv(ProviderVar)
+}
+
+// WithProvider is ctx saying provider as the request's instance (for tests
+// and drivers that call verbs directly).
+func WithProvider(ctx context.Context, provider string) context.Context {
+	return context.WithValue(ctx, providerKey{}, provider)
+}
 
 // Version is the protocol version this package speaks.
 const Version = 1
@@ -111,6 +141,9 @@ type Consumer struct {
 	// Options is the contributions entry's options as given ({} or null
 	// when it has none).
 	Options json.RawMessage `json:"options"`
+	// Provider is the provider instance (module@machine) the call is made
+	// for, the one listing this consumer: [Provider] of the verb's context.
+	Provider string `json:"-"`
 }
 
 // Result is what ensure or check did beyond succeeding.
@@ -172,13 +205,17 @@ type Hook struct {
 	Ensure func(ctx context.Context, c Consumer, secret string) (Result, error)
 	// Check proves the provision works as the consumer would use it.
 	Check func(ctx context.Context, c Consumer, secret string) (Result, error)
-	// Held lists every provision the hook made, and only those.
+	// Held lists every provision the instance Provider(ctx) made, and
+	// only those.
 	Held func(ctx context.Context) ([]Held, error)
-	// Retire disables a provision, reversibly; idempotent.
+	// Retire disables a provision Provider(ctx) made, reversibly;
+	// idempotent. Another instance's is left be.
 	Retire func(ctx context.Context, name string) error
-	// ReEnable enables a retired provision again; idempotent.
+	// ReEnable enables a retired provision of Provider(ctx)'s again;
+	// idempotent.
 	ReEnable func(ctx context.Context, name string) error
-	// Delete removes a retired provision and its data; idempotent.
+	// Delete removes a retired provision of Provider(ctx)'s and its data;
+	// idempotent.
 	Delete func(ctx context.Context, name string) error
 	// Repairs lists the known faults Probe and Repair handle.
 	Repairs []Repair

@@ -374,3 +374,47 @@ func reset() {
 	current = &session{name: "hook"}
 	currentMu.Unlock()
 }
+
+func TestEveryVerbIsToldTheProviderItsRequestIsMadeFor(t *testing.T) {
+	t.Setenv(ProviderVar, "rabbitmq@mq-1")
+	var mu sync.Mutex
+	seen := map[string]string{}
+	saw := func(what, provider string) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen[what] = provider
+	}
+	h := Hook{Name: "t",
+		Ensure: func(ctx context.Context, c Consumer, s string) (Result, error) {
+			saw("ensure", c.Provider+" "+Provider(ctx))
+			return Result{}, nil
+		},
+		Held: func(ctx context.Context) ([]Held, error) {
+			saw("held", Provider(ctx))
+			return nil, nil
+		},
+		Retire: func(ctx context.Context, name string) error {
+			saw("retire", Provider(ctx))
+			return nil
+		},
+	}
+	serveLines(t, h,
+		`{"v":1,"id":1,"verb":"ensure","provider":"rabbitmq@mq-2","consumer":{"name":"forge","machine":"app-1","provision":"p","options":{}},"secret":"s"}`,
+		`{"v":1,"id":2,"verb":"held","provider":"rabbitmq@mq-3"}`,
+		`{"v":1,"id":3,"verb":"retire","consumer":"forge"}`,
+	)
+	want := map[string]string{
+		"ensure": "rabbitmq@mq-2 rabbitmq@mq-2",
+		"held":   "rabbitmq@mq-3",
+		// A request naming none: the instance the hook was started for.
+		"retire": "rabbitmq@mq-1",
+	}
+	for k, v := range want {
+		if seen[k] != v {
+			t.Fatalf("%s saw provider %q, want %q (all: %v)", k, seen[k], v, seen)
+		}
+	}
+	if got := Provider(WithProvider(context.Background(), "x@y")); got != "x@y" {
+		t.Fatalf("WithProvider: %q", got)
+	}
+}

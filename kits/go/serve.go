@@ -142,6 +142,7 @@ type request struct {
 	Fault      string          `json:"fault"`
 	Action     string          `json:"action"`
 	Target     string          `json:"target"`
+	Provider   string          `json:"provider"`
 	DeadlineMS *int64          `json:"deadline_ms"`
 }
 
@@ -219,6 +220,9 @@ func (h *Hook) answer(id int64, line []byte) (r reply) {
 	}
 	ctx, cancel := deadline(&req)
 	defer cancel()
+	if req.Provider != "" {
+		ctx = context.WithValue(ctx, providerKey{}, req.Provider)
+	}
 	done, err := h.dispatch(ctx, &req)
 	if err != nil {
 		return h.failure(id, &req, err)
@@ -256,6 +260,7 @@ func (h *Hook) dispatch(ctx context.Context, req *request) (reply, error) {
 		if !ValidName(c.Name) {
 			return reply{}, Errorf(Refused, "%s: a bad %s request: %q is not a consumer name", h.Name, req.Verb, c.Name)
 		}
+		c.Provider = Provider(ctx)
 		res, err := verb(ctx, c, req.Secret)
 		if err != nil {
 			return reply{}, err

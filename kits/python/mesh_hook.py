@@ -16,7 +16,11 @@ on failure; a verb left as the base class has it is answered
 ``{"unsupported": true}``. stdout is for replies only: log with :func:`log`
 (stderr). The consumer's secret and the hook's own announced secrets
 (:func:`announce_secrets`) are cut out of every error text before a reply
-and out of every :func:`log` line. docs/hooks.md is the protocol;
+and out of every :func:`log` line. Every request names the provider
+instance it is made for (``module@machine``): :func:`provider` says it
+during any verb, and ``Consumer.provider`` carries it too. Mark what the
+hook makes with it and list in ``held`` only that instance's (docs/hooks.md,
+"Two instances, one backend"). docs/hooks.md is the protocol;
 docs/kits/python.md shows a hook written with this module::
 
     import mesh_hook
@@ -95,9 +99,13 @@ class Consumer:
     machine: str = ""
     provision: str = ""
     options: Any = None
+    #: The provider instance (``module@machine``) the call is made for: the
+    #: request's ``provider``, else ``MESH_PROVIDER``; the one that lists
+    #: this consumer, whose mark what ``ensure`` makes carries.
+    provider: str = ""
 
     @staticmethod
-    def from_json(value: Any) -> "Consumer":
+    def from_json(value: Any, provider: str = "") -> "Consumer":
         """The consumer of a request's ``consumer`` object (BadRequest when it is none)."""
         if not isinstance(value, dict) or not isinstance(value.get("name"), str):
             raise BadRequest("the request's consumer is not an object with a name")
@@ -106,6 +114,7 @@ class Consumer:
             machine=str(value.get("machine") or ""),
             provision=str(value.get("provision") or ""),
             options=value.get("options"),
+            provider=provider,
         )
 
 
@@ -137,6 +146,8 @@ class ByHand:
     consumer: str
     secret: Optional[str] = None
     target: Optional[str] = None
+    #: The provider instance the call is made for (see :func:`provider`).
+    provider: str = ""
 
 
 class Deadline:
@@ -206,19 +217,19 @@ class Hook:
         raise Unsupported
 
     def held(self, deadline: Deadline) -> List[HeldEntry]:
-        """Every provision this hook made, and only those."""
+        """Every provision the instance :func:`provider` made, and only those."""
         raise Unsupported
 
     def retire(self, name: str, deadline: Deadline) -> None:
-        """Disables it, reversibly; idempotent."""
+        """Disables it, reversibly, when :func:`provider` made it; idempotent."""
         raise Unsupported
 
     def re_enable(self, name: str, deadline: Deadline) -> None:
-        """Enables a retired one again; idempotent."""
+        """Enables a retired one of :func:`provider`'s again; idempotent."""
         raise Unsupported
 
     def delete(self, name: str, deadline: Deadline) -> None:
-        """Removes a retired one and its data; idempotent."""
+        """Removes a retired one of :func:`provider`'s and its data; idempotent."""
         raise Unsupported
 
     def probe(self, fault: str, deadline: Deadline) -> None:
@@ -262,6 +273,18 @@ _serving = False
 _log_name = "hook"
 _exec_announced: Optional[List[str]] = None
 _request_secret: contextvars.ContextVar[Optional[str]] = contextvars.ContextVar("mesh_hook_secret", default=None)
+_request_provider: contextvars.ContextVar[Optional[str]] = contextvars.ContextVar("mesh_hook_provider", default=None)
+
+
+def provider() -> str:
+    """The provider instance (``module@machine``) the request being answered is made for.
+
+    The request's ``provider``; else (a request without one, or outside a
+    verb) ``MESH_PROVIDER``, the instance the hook was started for; else
+    ``""``. In serve mode one process may be asked for more than one
+    instance (conform's rule 17 does): act on this, not ``MESH_PROVIDER``.
+    """
+    return _request_provider.get() or os.environ.get("MESH_PROVIDER", "")
 
 
 def redact(words: str, extra: Sequence[Optional[str]] = ()) -> str:
@@ -407,7 +430,7 @@ def _dispatch(hook: Hook, request: Dict[str, Any], reply: Dict[str, Any]) -> Dic
         reply["repairs"] = [{"fault": r.fault, "class": r.klass} for r in hook.repairs]
         return reply
     if verb in ("ensure", "check"):
-        consumer = Consumer.from_json(request.get("consumer"))
+        consumer = Consumer.from_json(request.get("consumer"), provider())
         secret = _text(request, "secret")
         method = hook.ensure if verb == "ensure" else hook.check
         return _ok(reply, method(consumer, secret, deadline))
@@ -434,6 +457,7 @@ def _dispatch(hook: Hook, request: Dict[str, Any], reply: Dict[str, Any]) -> Dic
             consumer=_text(request, "consumer"),
             secret=_optional_text(request, "secret"),
             target=_optional_text(request, "target"),
+            provider=provider(),
         )
         said = hook.by_hand(asked, deadline)
         reply = _ok(reply, None)
@@ -457,6 +481,8 @@ def answer(hook: Hook, request: Any) -> Dict[str, Any]:
                 "error": f"{hook.name} speaks protocol version {VERSION}, not {request.get('v')!r}"}
     secret = request.get("secret") if isinstance(request.get("secret"), str) else None
     token = _request_secret.set(secret)
+    asked_for = request.get("provider")
+    provider_token = _request_provider.set(asked_for if isinstance(asked_for, str) and asked_for else None)
     try:
         return _dispatch(hook, request, reply)
     except Unsupported:
@@ -472,6 +498,7 @@ def answer(hook: Hook, request: Any) -> Dict[str, Any]:
             klass = "refused"
         return _failed(reply, klass, str(error) or type(error).__name__, secret)
     finally:
+        _request_provider.reset(provider_token)
         _request_secret.reset(token)
 
 

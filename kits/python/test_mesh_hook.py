@@ -278,6 +278,71 @@ class ServeModeTest(KitTest):
         self.assertTrue(1.0 < self.hook.deadlines[0] <= 1.5, self.hook.deadlines)
 
 
+class ProviderTest(KitTest):
+    """Every verb is told the provider instance its request is made for."""
+
+    def test_each_verb_sees_its_requests_provider_and_the_consumer_carries_it(self) -> None:
+        seen: List[Any] = []
+
+        class Seeing(Memory):
+            def ensure(self, consumer: Consumer, secret: str, deadline: Deadline) -> Optional[str]:
+                seen.append(("ensure", consumer.provider, mesh_hook.provider()))
+                return None
+
+            def held(self, deadline: Deadline) -> List[HeldEntry]:
+                seen.append(("held", mesh_hook.provider()))
+                return []
+
+            def retire(self, name: str, deadline: Deadline) -> None:
+                seen.append(("retire", mesh_hook.provider()))
+
+            def by_hand(self, request: ByHand, deadline: Deadline) -> Optional[bool]:
+                seen.append(("by-hand", request.provider))
+                return None
+
+        self.hook = Seeing()
+        os.environ["MESH_PROVIDER"] = "redis@db-1"
+        try:
+            self.serve(
+                request(1, "ensure", consumer=CONSUMER, secret="s", provider="redis@db-1"),
+                request(2, "held", provider="redis@db-2"),
+                request(3, "retire", consumer="forge", provider="redis@db-2"),
+                request(4, "held"),
+                request(5, "by-hand", action="change", consumer="forge", provider="redis@db-3"),
+            )
+            outside = mesh_hook.provider()
+        finally:
+            del os.environ["MESH_PROVIDER"]
+        self.assertEqual(
+            sorted(seen, key=str),
+            sorted(
+                [
+                    ("ensure", "redis@db-1", "redis@db-1"),
+                    ("held", "redis@db-2"),
+                    ("retire", "redis@db-2"),
+                    ("held", "redis@db-1"),
+                    ("by-hand", "redis@db-3"),
+                ],
+                key=str,
+            ),
+            "a request without provider falls back to MESH_PROVIDER",
+        )
+        self.assertEqual(outside, "redis@db-1", "outside a verb: MESH_PROVIDER")
+        self.assertEqual(mesh_hook.provider(), "", "neither: empty")
+
+    def test_exec_mode_gives_the_requests_provider(self) -> None:
+        seen: List[str] = []
+
+        class Seeing(Memory):
+            def held(self, deadline: Deadline) -> List[HeldEntry]:
+                seen.append(mesh_hook.provider())
+                return []
+
+        self.hook = Seeing()
+        code, _ = self.execute("held", json.dumps(request(1, "held", provider="pg@db-9")))
+        self.assertEqual((code, seen), (0, ["pg@db-9"]))
+
+
 class ExecModeTest(KitTest):
     def test_one_request_in_one_reply_out_exit_0(self) -> None:
         code, reply = self.execute("ensure", json.dumps(request(3, "ensure", consumer=CONSUMER, secret="s")))

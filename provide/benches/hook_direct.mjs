@@ -16,6 +16,9 @@ import { createInterface } from 'node:readline';
 
 import { close, verbs } from '../../examples/hooks/redis-acl.mjs';
 
+/** The provider instance the bench runs for (MESH_PROVIDER, set by the bench: boundary::PROVIDER). */
+const provider = process.env.MESH_PROVIDER || 'bench@bench-1';
+
 const pad = (i) => String(i).padStart(4, '0');
 
 async function pass(n, concurrency) {
@@ -24,7 +27,7 @@ async function pass(n, concurrency) {
   const worker = async () => {
     while (next < n) {
       const i = next++;
-      const consumer = { name: `consumer-${pad(i)}`, machine: 'app-1', provision: 'redis-acl', options: {} };
+      const consumer = { name: `consumer-${pad(i)}`, machine: 'app-1', provision: 'redis-acl', options: {}, provider };
       const secret = `bench-secret-${pad(i)}-7f3a9c1e5d`;
       try {
         await verbs.ensure(consumer, secret);

@@ -91,7 +91,10 @@ async fn main() {
         start_took.as_secs_f64()
     );
     let mut driver = Command::new(&hook);
-    driver.arg("direct").stderr(Stdio::inherit());
+    driver
+        .env("MESH_PROVIDER", boundary::PROVIDER)
+        .arg("direct")
+        .stderr(Stdio::inherit());
     let mut direct = Direct::start(driver);
     let serve = provisioner(&hook, Mode::Serve).await;
     for &n in &sizes {

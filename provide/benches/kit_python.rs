@@ -62,6 +62,7 @@ async fn main() {
     );
     let mut driver = Command::new("python3");
     driver
+        .env("MESH_PROVIDER", boundary::PROVIDER)
         .arg(repo().join("provide/benches/kit_python_direct.py"))
         .envs(env.iter().map(|(k, v)| (k, v)))
         .stderr(Stdio::null());

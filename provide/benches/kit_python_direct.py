@@ -49,7 +49,8 @@ def one_pass(n: int, concurrency: int) -> dict:
                 if i >= n:
                     return
                 next_index[0] += 1
-            consumer = mesh_hook.Consumer(name=f"consumer-{i:04d}", machine="app-1", provision="redis-acl", options={})
+            consumer = mesh_hook.Consumer(name=f"consumer-{i:04d}", machine="app-1", provision="redis-acl", options={},
+                                          provider=os.environ.get("MESH_PROVIDER") or "bench@bench-1")
             secret = f"bench-secret-{i:04d}-7f3a9c1e5d"
             try:
                 hook.ensure(consumer, secret, mesh_hook.Deadline(30_000))

@@ -19,10 +19,20 @@ import { close, handlers } from '../../examples/hooks/mariadb/dist/backend.js';
 const pad = (i) => String(i).padStart(4, '0');
 let id = 0;
 
-/** A request's call, as the kit hands it: a 30 s deadline. */
+/** The provider instance the bench runs for (MESH_PROVIDER, set by the bench: boundary::PROVIDER). */
+const provider = process.env.MESH_PROVIDER || 'bench@bench-1';
+
+/** A request's call, as the kit hands it: a 30 s deadline, the bench's instance. */
 function call() {
   const deadline = Date.now() + 30_000;
-  return { id: ++id, deadlineMs: 30_000, deadline, signal: AbortSignal.timeout(30_000), remainingMs: () => Math.max(0, deadline - Date.now()) };
+  return {
+    id: ++id,
+    deadlineMs: 30_000,
+    deadline,
+    signal: AbortSignal.timeout(30_000),
+    remainingMs: () => Math.max(0, deadline - Date.now()),
+    provider,
+  };
 }
 
 /** A handler's reply; a failure (thrown or answered) is an error. */
@@ -39,7 +49,7 @@ async function pass(n, concurrency) {
       const i = next++;
       const consumer = { name: `consumer-${pad(i)}`, machine: 'app-1', provision: 'mariadb', options: {} };
       const secret = `bench-secret-${pad(i)}-7f3a9c1e5d`;
-      const request = (verb) => ({ v: 1, id, verb, consumer, secret, deadline_ms: 30_000 });
+      const request = (verb) => ({ v: 1, id, verb, consumer, secret, deadline_ms: 30_000, provider });
       try {
         await must(handlers.ensure(request('ensure'), call()));
         await must(handlers.check(request('check'), call()));

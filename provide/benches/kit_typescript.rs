@@ -60,6 +60,7 @@ async fn main() {
     );
     let mut driver = Command::new("node");
     driver
+        .env("MESH_PROVIDER", boundary::PROVIDER)
         .arg(repo().join("provide/benches/kit_typescript.mjs"))
         .envs(env.iter().map(|(k, v)| (k, v)))
         .stderr(Stdio::inherit());

@@ -70,9 +70,9 @@ fn passes_every_rule(code: i32, out: &str, err: &str, root: &Path) {
     assert_eq!(code, 0, "{out}\n{err}");
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines[0], "start: nothing an earlier run left", "{out}");
-    assert_eq!(lines.len(), 19, "{out}");
-    assert!(lines[1..18].iter().all(|l| l.starts_with("ok   ")), "{out}");
-    assert_eq!(lines[18], "17 passed, 0 failed");
+    assert_eq!(lines.len(), 20, "{out}");
+    assert!(lines[1..19].iter().all(|l| l.starts_with("ok   ")), "{out}");
+    assert_eq!(lines[19], "18 passed, 0 failed");
     assert_eq!(
         backend(root),
         (String::new(), 0, 0),
@@ -95,6 +95,10 @@ fn the_correct_files_hook_passes_every_rule_and_leaves_nothing_behind() {
     );
     assert!(
         out.contains("\nok   names with _, - and digits side by side are each their own (a_b, acb, a-b, a0b, the last 63 bytes)\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("\nok   another instance's provision is neither listed, made, retired, re-enabled nor deleted (as conform@conform-other: ensure refused (refused), retire did nothing, re-enable did nothing, delete did nothing)\n"),
         "{out}"
     );
 }
@@ -128,10 +132,10 @@ fn fails_only(name: &str, mode: &str, consumers: &str, rule: &str, why: &str) {
         "{name}: {out}"
     );
     assert!(failed[0].contains(why), "{name}: {}", failed[0]);
-    assert!(out.ends_with("16 passed, 1 failed\n"), "{out}");
+    assert!(out.ends_with("17 passed, 1 failed\n"), "{out}");
     assert!(
         err.contains(&format!(
-            "1 of 17 rules failed for hook {}: {rule}",
+            "1 of 18 rules failed for hook {}: {rule}",
             hook(&format!("broken_hooks/{name}.sh")).display()
         )),
         "{err}"
@@ -207,16 +211,101 @@ fn a_half_made_user_a_kill_leaves_fails_the_cut_rule_in_both_modes() {
 }
 
 #[test]
+fn a_mark_naming_no_instance_fails_the_instances_rule_in_both_modes() {
+    for mode in ["exec", "serve"] {
+        fails_only(
+            "one-mark",
+            mode,
+            "4",
+            "another instance's provision is neither listed, made, retired, re-enabled nor deleted",
+            "-inst, which conform@conform made: conform@conform-other would retire it",
+        );
+    }
+}
+
+/// The reply of the files hook (exec mode) to `request` over `root`.
+fn ask_files(root: &Path, verb: &str, request: &serde_json::Value) -> serde_json::Value {
+    use std::io::Write;
+    let mut child = Command::new(hook("broken_hooks/correct.sh"))
+        .arg(verb)
+        .env("FILES_ROOT", root)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let line = serde_json::to_vec(request).unwrap();
+    child.stdin.take().unwrap().write_all(&line).unwrap();
+    let out = child.wait_with_output().unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn a_provision_marked_before_instances_is_listed_by_none_until_an_ensure_adopts_it() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("ours/forge");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("credentials"), "s3cret").unwrap();
+    std::fs::write(root.path().join("index"), "forge\n").unwrap();
+    let held = |provider: &str| {
+        ask_files(
+            root.path(),
+            "held",
+            &serde_json::json!({"v": 1, "id": 1, "verb": "held", "provider": provider}),
+        )["held"]
+            .clone()
+    };
+    assert_eq!(
+        held("files@a"),
+        serde_json::json!([]),
+        "an old mark is no instance's"
+    );
+    // Retire and delete as an instance that did not adopt it do nothing.
+    for verb in ["retire", "delete"] {
+        let reply = ask_files(
+            root.path(),
+            verb,
+            &serde_json::json!({"v": 1, "id": 2, "verb": verb, "consumer": "forge", "provider": "files@a"}),
+        );
+        assert_eq!(reply["ok"], true, "{reply}");
+    }
+    assert!(dir.join("credentials").exists() && !dir.join("disabled").exists());
+    let ensure = |provider: &str| {
+        ask_files(
+            root.path(),
+            "ensure",
+            &serde_json::json!({"v": 1, "id": 3, "verb": "ensure", "provider": provider,
+                "consumer": {"name": "forge", "machine": "app-1", "provision": "files", "options": {}},
+                "secret": "s3cret"}),
+        )
+    };
+    assert_eq!(
+        ensure("files@a"),
+        serde_json::json!({"ok": true}),
+        "adopted"
+    );
+    assert_eq!(
+        held("files@a"),
+        serde_json::json!([{"consumer": "forge", "retired": false}])
+    );
+    assert_eq!(held("files@b"), serde_json::json!([]));
+    let refused = ensure("files@b");
+    assert_eq!(refused["ok"], false, "{refused}");
+    assert_eq!(refused["class"], "refused", "{refused}");
+    assert_eq!(refused["error"], "forge was made by files@a", "{refused}");
+}
+
+#[test]
 fn an_earlier_runs_leftovers_are_removed_first_and_a_persons_are_not() {
     let root = tempfile::tempdir().unwrap();
     for name in ["conform-0badf00d-p3", "conform-0badf00d-a_b", "app"] {
         let dir = root.path().join("ours").join(name);
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("credentials"), "theirs").unwrap();
+        std::fs::write(dir.join("by"), "conform@conform").unwrap();
     }
     std::fs::write(
         root.path().join("index"),
-        "conform-0badf00d-p3\nconform-0badf00d-a_b\napp\n",
+        "conform-0badf00d-p3 conform@conform\nconform-0badf00d-a_b conform@conform\napp\n",
     )
     .unwrap();
     let path = hook("broken_hooks/correct.sh");
@@ -243,7 +332,7 @@ fn a_hook_without_by_hand_has_those_rules_skipped_and_a_lax_check_fails_its_rule
     let args = ["--hook", path.to_str().unwrap(), "--consumers", "2"];
     let (code, out, err) = conform(root.path(), &args);
     assert_eq!(code, 0, "{out}\n{err}");
-    assert!(out.ends_with("14 passed, 0 failed, 3 skipped\n"), "{out}");
+    assert!(out.ends_with("15 passed, 0 failed, 3 skipped\n"), "{out}");
     assert!(
         out.contains(&format!("\nskip a change by hand is mended by ensure and reported as mended: hook {} answers by-hand unsupported\n", path.display())),
         "{out}"
@@ -267,7 +356,7 @@ fn a_hook_without_by_hand_has_those_rules_skipped_and_a_lax_check_fails_its_rule
         ),
         "a check proving nothing lets one neighbour in with another's secret too: {text}"
     );
-    assert!(text.ends_with("12 passed, 2 failed, 3 skipped\n"), "{text}");
+    assert!(text.ends_with("13 passed, 2 failed, 3 skipped\n"), "{text}");
 }
 
 #[test]
@@ -278,13 +367,13 @@ fn the_list_is_every_rule_and_docs_hooks_md_lists_exactly_those() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
     let list = String::from_utf8(out.stdout).unwrap();
-    assert_eq!(list.lines().count(), 17, "{list}");
+    assert_eq!(list.lines().count(), 18, "{list}");
     assert!(
         list.starts_with("1. ensure twice is idempotent\n"),
         "{list}"
     );
     assert!(
-        list.ends_with("17. nothing of the suite's is left behind\n"),
+        list.ends_with("18. nothing of the suite's is left behind\n"),
         "{list}"
     );
     let docs =

@@ -4,6 +4,9 @@
 //! line the scan reads), and a scan of every process's command line and
 //! environment.
 
+// Each test binary that includes this module uses part of it.
+#![allow(dead_code)]
+
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -148,4 +151,148 @@ impl Drop for ProcScan {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
     }
+}
+
+/// The reply of the Redis example hook `hook` (run in exec mode: `hook
+/// VERB`, the request on stdin) to `request` as the instance `provider`.
+pub fn ask_exec(
+    hook: &std::path::Path,
+    env: &[(String, String)],
+    provider: &str,
+    mut request: serde_json::Value,
+) -> serde_json::Value {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    request["v"] = 1.into();
+    request["id"] = 1.into();
+    request["deadline_ms"] = 20_000.into();
+    request["provider"] = provider.into();
+    let verb = request["verb"].as_str().unwrap().to_owned();
+    let mut child = Command::new(hook)
+        .arg(&verb)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .env("MESH_PROVIDER", provider)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the hook runs");
+    let line = serde_json::to_vec(&request).unwrap();
+    child.stdin.take().unwrap().write_all(&line).unwrap();
+    let out = child.wait_with_output().unwrap();
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{verb}: no JSON reply ({e}): {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// The consumer `name`'s `ensure` request with `secret`.
+pub fn ensure_of(name: &str, secret: &str) -> serde_json::Value {
+    serde_json::json!({"verb": "ensure", "secret": secret,
+        "consumer": {"name": name, "machine": "app-1", "provision": "redis-acl", "options": {}}})
+}
+
+/// The consumers `held` lists for `provider`, sorted.
+pub fn held_names(hook: &std::path::Path, env: &[(String, String)], provider: &str) -> Vec<String> {
+    let reply = ask_exec(hook, env, provider, serde_json::json!({"verb": "held"}));
+    let mut names: Vec<String> = reply["held"]
+        .as_array()
+        .unwrap_or_else(|| panic!("held as {provider}: {reply}"))
+        .iter()
+        .map(|h| h["consumer"].as_str().unwrap().to_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Two instances of the Redis example `hook` on one Redis: what
+/// `redis@db-1` makes, `redis@db-2`'s held lists none of, its ensure is
+/// refused naming db-1, and its retire, re-enable and delete leave working.
+pub fn two_instances_on_one_redis(hook: &std::path::Path) {
+    let redis = RedisServer::start();
+    let env = redis_env(&redis);
+    let (a, b) = ("redis@db-1", "redis@db-2");
+    for name in ["forge", "wiki"] {
+        let reply = ask_exec(hook, &env, a, ensure_of(name, &format!("{name}-pw")));
+        assert_eq!(reply["ok"], true, "{reply}");
+    }
+    let reply = ask_exec(hook, &env, b, ensure_of("docs", "docs-pw"));
+    assert_eq!(reply["ok"], true, "{reply}");
+    assert_eq!(held_names(hook, &env, a), ["forge", "wiki"]);
+    assert_eq!(held_names(hook, &env, b), ["docs"]);
+    let refused = ask_exec(hook, &env, b, ensure_of("forge", "taken-pw"));
+    assert_eq!(refused["ok"], false, "{refused}");
+    assert_eq!(refused["class"], "refused", "{refused}");
+    assert!(
+        refused["error"]
+            .as_str()
+            .unwrap()
+            .contains("made by redis@db-1"),
+        "{refused}"
+    );
+    for verb in ["retire", "re-enable", "delete"] {
+        for name in ["forge", "wiki"] {
+            let _ = ask_exec(
+                hook,
+                &env,
+                b,
+                serde_json::json!({"verb": verb, "consumer": name}),
+            );
+            assert!(
+                password_is(&redis, name, &format!("{name}-pw")),
+                "{name} works after {verb} as {b}"
+            );
+            assert_eq!(user_on(&redis, name), Some(true), "{verb} as {b}");
+        }
+    }
+    assert_eq!(held_names(hook, &env, a), ["forge", "wiki"]);
+    // Its own instance retires and deletes it.
+    for verb in ["retire", "delete"] {
+        let reply = ask_exec(
+            hook,
+            &env,
+            a,
+            serde_json::json!({"verb": verb, "consumer": "forge"}),
+        );
+        assert_eq!(reply["ok"], true, "{reply}");
+    }
+    assert_eq!(user_on(&redis, "forge"), None, "deleted by its maker");
+    assert_eq!(held_names(hook, &env, a), ["wiki"]);
+}
+
+/// A user the Redis example `hook` marked before marks named an instance
+/// (`%R~_mesh-provide`): listed by no instance's held, left by retire and
+/// delete, adopted by an ensure (its consumer listed), then listed by that
+/// instance's held only, and refused to another's ensure.
+pub fn an_old_mark_is_adopted_by_ensure(hook: &std::path::Path) {
+    let redis = RedisServer::start();
+    let env = redis_env(&redis);
+    redis.cli("ACL SETUSER forge reset on >forge-pw ~forge:* %R~_mesh-provide resetchannels +@all -@dangerous");
+    let (a, b) = ("redis@db-1", "redis@db-2");
+    assert!(
+        held_names(hook, &env, a).is_empty(),
+        "an old mark is no instance's"
+    );
+    for verb in ["retire", "delete"] {
+        let _ = ask_exec(
+            hook,
+            &env,
+            a,
+            serde_json::json!({"verb": verb, "consumer": "forge"}),
+        );
+        assert_eq!(user_on(&redis, "forge"), Some(true), "left by {verb}");
+    }
+    let reply = ask_exec(hook, &env, a, ensure_of("forge", "forge-pw"));
+    assert_eq!(reply["ok"], true, "{reply}");
+    assert_eq!(reply.get("mended"), None, "adopting is no mending: {reply}");
+    assert_eq!(held_names(hook, &env, a), ["forge"]);
+    assert!(held_names(hook, &env, b).is_empty());
+    assert!(password_is(&redis, "forge", "forge-pw"));
+    let acl = redis.cli("ACL GETUSER forge");
+    assert!(acl.contains("%R~_mesh-provide:redis@db-1"), "{acl}");
+    let refused = ask_exec(hook, &env, b, ensure_of("forge", "other-pw"));
+    assert_eq!(refused["class"], "refused", "{refused}");
 }

@@ -48,6 +48,8 @@ func directPass(r *rabbit, n, concurrency int) (float64, int64) {
 				c := hook.Consumer{Name: fmt.Sprintf("consumer-%04d", i), Machine: "app-1", Provision: "rabbitmq", Options: json.RawMessage("{}")}
 				secret := fmt.Sprintf("bench-secret-%04d-7f3a9c1e5d", i)
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				// The instance the driver started it for (MESH_PROVIDER), as a request would say.
+				c.Provider = hook.Provider(ctx)
 				_, err := r.ensure(ctx, c, secret)
 				if err == nil {
 					_, err = r.check(ctx, c, secret)

@@ -4,8 +4,13 @@
 //
 //   - a vhost and a user, both named after the consumer; the user's password
 //     is the consumer's minted secret, its tags `management` (the least the
-//     HTTP API needs for the check below) and `mesh-provide` (the mark: held
-//     lists only users carrying it; a user without it is never touched);
+//     HTTP API needs for the check below), `mesh-provide` and
+//     `mesh-provide:<module>@<machine>` (the mark, naming the provider
+//     instance the request was made for: held lists only users carrying the
+//     asking instance's; retire, re-enable and delete leave any other be;
+//     ensure refuses another instance's user, naming it, and adopts a user
+//     tagged `mesh-provide` alone, from before marks named their instance;
+//     a user without the mark is never touched);
 //   - the user's permissions on that vhost only: configure, write and read
 //     `.*` (none anywhere else, so a consumer reaches no other's vhost).
 //
@@ -26,8 +31,8 @@
 //     in its vhost, publishes and consumes a message there: configure,
 //     write and read all used). RabbitMQ's "Login failed" is
 //     credentials-rejected.
-//   - held: the users tagged mesh-provide; retired when also tagged
-//     mesh-retired.
+//   - held: the users tagged mesh-provide:<the asking instance>; retired
+//     when also tagged mesh-retired.
 //   - retire: the permissions removed, then the tag mesh-retired, and the
 //     user's connections closed. The password is kept: re-enable carries no
 //     secret, so a cleared password hash could not be brought back until the

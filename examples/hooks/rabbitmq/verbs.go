@@ -16,12 +16,39 @@ func (r *rabbit) hello(ctx context.Context) error {
 	return err
 }
 
-// tagsFor is the tags of a user the hook made, retired or not.
-func tagsFor(retired bool) []string {
-	if retired {
-		return []string{managementTag, markTag, retiredTag}
+// tagsFor is the tags of a user the instance made, retired or not: the
+// instance "" is a mark from before instances (mesh-provide alone).
+func tagsFor(retired bool, instance string) []string {
+	tags := []string{managementTag, markTag}
+	if instance != "" {
+		tags = append(tags, instanceTag(instance))
 	}
-	return []string{managementTag, markTag}
+	if retired {
+		tags = append(tags, retiredTag)
+	}
+	return tags
+}
+
+// instanceTag is the tag naming the instance (module@machine) that made a user.
+func instanceTag(instance string) string { return markTag + ":" + instance }
+
+// makerOf is the instance a user's tags say made it ("" for a mark from
+// before instances: mesh-provide alone); false when it carries no mark.
+func makerOf(tags tagsList) (string, bool) {
+	for _, t := range tags {
+		if strings.HasPrefix(t, markTag+":") {
+			return strings.TrimPrefix(t, markTag+":"), true
+		}
+	}
+	return "", tags.has(markTag)
+}
+
+// me is the provider instance the request is made for (refused when none is said).
+func me(ctx context.Context) (string, error) {
+	if p := hook.Provider(ctx); p != "" {
+		return p, nil
+	}
+	return "", hook.Errorf(hook.Refused, "the request names no provider instance and %s is not set", hook.ProviderVar)
 }
 
 func sameTags(a tagsList, b []string) bool {
@@ -35,6 +62,13 @@ func sameTags(a tagsList, b []string) bool {
 func (r *rabbit) ensure(ctx context.Context, c hook.Consumer, secret string) (hook.Result, error) {
 	if secret == "" {
 		return hook.Result{}, hook.Errorf(hook.Refused, "ensure %s: the request carries no secret", c.Name)
+	}
+	instance := c.Provider
+	if instance == "" {
+		var err error
+		if instance, err = me(ctx); err != nil {
+			return hook.Result{}, err
+		}
 	}
 	admin, err := r.admin()
 	if err != nil {
@@ -53,20 +87,30 @@ func (r *rabbit) ensure(ctx context.Context, c hook.Consumer, secret string) (ho
 		} else if exists {
 			return hook.Result{}, notOurs("vhost", name)
 		}
-		if err := r.putUser(ctx, admin, name, secret, user{}, tagsFor(false)); err != nil {
+		if err := r.putUser(ctx, admin, name, secret, user{}, tagsFor(false, instance)); err != nil {
 			return hook.Result{}, err
 		}
 		r.remember(name, secret)
 		return hook.Result{}, r.grant(ctx, admin, name)
 	}
-	if !u.Tags.has(markTag) {
+	maker, marked := makerOf(u.Tags)
+	if !marked {
 		return hook.Result{}, notOurs("user", name)
 	}
+	if maker != "" && maker != instance {
+		return hook.Result{}, hook.Errorf(hook.Refused, "user %s was made by %s (its tag %s): not touching it", name, maker, instanceTag(maker))
+	}
+	// A mark from before instances (maker ""): adopted, its tags compared
+	// as they were, then its instance's tag set.
+	adopting := maker == ""
 	var mended []string
 	retired := u.Tags.has(retiredTag)
 	passwordOK := hashIs(u, secret)
-	tagsOK := sameTags(u.Tags, tagsFor(retired))
-	if !passwordOK || !tagsOK {
+	tagsOK := sameTags(u.Tags, tagsFor(retired, maker))
+	if adopting {
+		hook.Logf("adopting user %s (marked before instances) for %s", name, instance)
+	}
+	if !passwordOK || !tagsOK || adopting {
 		password := ""
 		if !passwordOK {
 			password = secret
@@ -77,7 +121,7 @@ func (r *rabbit) ensure(ctx context.Context, c hook.Consumer, secret string) (ho
 		if !tagsOK {
 			mended = append(mended, describe("its tags were %q", strings.Join(u.Tags, ",")))
 		}
-		if err := r.putUser(ctx, admin, name, password, u, tagsFor(retired)); err != nil {
+		if err := r.putUser(ctx, admin, name, password, u, tagsFor(retired, instance)); err != nil {
 			return hook.Result{}, err
 		}
 	}
@@ -181,6 +225,10 @@ func (r *rabbit) check(ctx context.Context, c hook.Consumer, secret string) (hoo
 }
 
 func (r *rabbit) held(ctx context.Context) ([]hook.Held, error) {
+	instance, err := me(ctx)
+	if err != nil {
+		return nil, err
+	}
 	admin, err := r.admin()
 	if err != nil {
 		return nil, err
@@ -191,7 +239,7 @@ func (r *rabbit) held(ctx context.Context) ([]hook.Held, error) {
 	}
 	held := []hook.Held{}
 	for _, u := range users {
-		if !u.Tags.has(markTag) {
+		if !u.Tags.has(instanceTag(instance)) {
 			continue
 		}
 		if !hook.ValidName(u.Name) {
@@ -203,16 +251,22 @@ func (r *rabbit) held(ctx context.Context) ([]hook.Held, error) {
 	return held, nil
 }
 
-// ours is name's user when the hook made it (false: there is none).
+// ours is name's user when the asking instance made it (false: there is
+// none, or another instance's, or one marked before instances: left be).
 func (r *rabbit) ours(ctx context.Context, admin login, name string) (user, bool, error) {
+	instance, err := me(ctx)
+	if err != nil {
+		return user{}, false, err
+	}
 	u, found, err := r.getUser(ctx, admin, name)
 	if err != nil || !found {
 		return u, false, err
 	}
-	if !u.Tags.has(markTag) {
+	maker, marked := makerOf(u.Tags)
+	if !marked {
 		return u, false, notOurs("user", name)
 	}
-	return u, true, nil
+	return u, maker == instance, nil
 }
 
 func (r *rabbit) retire(ctx context.Context, name string) error {
@@ -230,8 +284,9 @@ func (r *rabbit) retire(ctx context.Context, name string) error {
 	if _, err := r.as(ctx, admin, "DELETE", "/permissions/"+esc(name)+"/"+esc(name), nil, nil, true); err != nil {
 		return err
 	}
-	if !sameTags(u.Tags, tagsFor(true)) {
-		if err := r.putUser(ctx, admin, name, "", u, tagsFor(true)); err != nil {
+	instance, _ := makerOf(u.Tags)
+	if !sameTags(u.Tags, tagsFor(true, instance)) {
+		if err := r.putUser(ctx, admin, name, "", u, tagsFor(true, instance)); err != nil {
 			return err
 		}
 	}
@@ -249,13 +304,14 @@ func (r *rabbit) reEnable(ctx context.Context, name string) error {
 		return err
 	}
 	if !found {
-		return hook.Errorf(hook.Refused, "re-enable %s: there is no user %s to re-enable", name, name)
+		return hook.Errorf(hook.Refused, "re-enable %s: there is no user %s this instance made to re-enable", name, name)
 	}
 	if _, err := r.restore(ctx, admin, name); err != nil {
 		return err
 	}
-	if !sameTags(u.Tags, tagsFor(false)) {
-		return r.putUser(ctx, admin, name, "", u, tagsFor(false))
+	instance, _ := makerOf(u.Tags)
+	if !sameTags(u.Tags, tagsFor(false, instance)) {
+		return r.putUser(ctx, admin, name, "", u, tagsFor(false, instance))
 	}
 	return nil
 }

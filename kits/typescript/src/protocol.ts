@@ -41,6 +41,13 @@ interface RequestBase {
   id: number;
   /** How long mesh-provide waits for this reply, in milliseconds. */
   deadline_ms: number;
+  /**
+   * The provider instance (`module@machine`) the call is made for: mark what
+   * the hook makes with it, list in `held` only its, and act in `retire`,
+   * `re-enable` and `delete` only on its (docs/hooks.md, "Two instances, one
+   * backend"). serve() fills it from MESH_PROVIDER when a request lacks it.
+   */
+  provider: string;
 }
 
 /** `hello`: say who the hook is (asked after every start). */

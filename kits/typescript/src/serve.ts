@@ -45,6 +45,13 @@ export interface Call {
   readonly signal: AbortSignal;
   /** Milliseconds left until the deadline (0 once past). */
   remainingMs(): number;
+  /**
+   * The provider instance (`module@machine`) the call is made for: the
+   * request's `provider`, else MESH_PROVIDER (the instance the hook was
+   * started for), else ''. In serve mode one process may be asked for more
+   * than one instance: act on this, not on MESH_PROVIDER.
+   */
+  readonly provider: string;
 }
 
 /** A handler's reply for a verb whose success carries nothing: returning nothing is `{ok: true}`. */
@@ -227,7 +234,14 @@ function callOf(request: Request): Call {
     deadline,
     signal: AbortSignal.timeout(deadlineMs),
     remainingMs: () => Math.max(0, deadline - Date.now()),
+    provider: providerOf(request),
   };
+}
+
+/** The request's provider instance, else MESH_PROVIDER's, else ''. */
+function providerOf(request: Request): string {
+  const given: unknown = request.provider;
+  return typeof given === 'string' && given !== '' ? given : (process.env.MESH_PROVIDER ?? '');
 }
 
 /** The reply to one request, with its id. Never throws. */
@@ -237,7 +251,9 @@ async function answer(hook: Hook, request: Request): Promise<Reply> {
     return { id, ok: false, class: 'refused', error: `${hook.name} speaks protocol version ${VERSION}, not ${String(request.v)}` };
   }
   try {
-    return { ...(await dispatch(hook, request, callOf(request))), id } as Reply;
+    const call = callOf(request);
+    // Every handler's request names its instance, MESH_PROVIDER's when it came without one.
+    return { ...(await dispatch(hook, { ...request, provider: call.provider }, call)), id } as Reply;
   } catch (error) {
     const klass = error instanceof HookError ? error.class : hook.classify?.(error);
     const words = redact(messageOf(error), [(request as { secret?: unknown }).secret]);

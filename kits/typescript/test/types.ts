@@ -53,3 +53,17 @@ export const handlers: Handlers = {
     reach: () => ({ ok: true, works: true }),
   },
 };
+
+// Every request names the provider instance it is made for, and so does the call.
+export const providerOfEveryVerb: Handlers = {
+  held: (request, call) => {
+    const instance: string = request.provider;
+    return { held: instance === call.provider ? [] : [] };
+  },
+  retire: (request, call) => {
+    const both: [string, string] = [request.provider, call.provider];
+    void both;
+  },
+};
+// @ts-expect-error a request without its provider
+export const noProvider: Request = { v: 1, id: 1, verb: 'held', deadline_ms: 1000 };

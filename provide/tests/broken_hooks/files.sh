@@ -7,7 +7,13 @@
 #   ours/NAME/credentials  the consumer's password (its provision)
 #   ours/NAME/disabled     present while it is retired
 #   ours/NAME/grant        what NAME's login may reach (a name)
-#   index                  the names it made, one a line (what held lists)
+#   ours/NAME/by           the provider instance that made it (the
+#                          request's `provider`, module@machine): its mark.
+#                          One without it was made before instances were
+#                          marked: listed by none, adopted by the next ensure
+#   index                  what it made, one a line: `NAME INSTANCE` (held
+#                          lists the asking instance's; a line of a NAME
+#                          alone is from before instances: listed by none)
 #   theirs/NAME/credentials  made by hand (by-hand make): not the hook's
 #
 # Correct unless FAULT names one planted fault (each broken_hooks/*.sh sets one):
@@ -19,6 +25,8 @@
 #   silent        ensure brings a changed password back without saying so
 #   half-made     an ensure cut off between making a user and writing its
 #                 password leaves one the next ensure refuses
+#   one-mark      its mark names no instance (as before instances): held
+#                 lists, and every verb acts on, what any instance made
 set -uo pipefail
 root=${FILES_ROOT:?FILES_ROOT is not set}
 fault=${FAULT:-}
@@ -29,20 +37,33 @@ ok() { printf '{"ok":true%s}\n' "${1:+,$1}"; }
 no() { printf '{"ok":false,"class":"%s","error":"%s"}\n' "$1" "$2"; return 1; }
 locked() { flock "$root/lock" "$@"; }
 
-# index_add NAME / index_drop NAME (under the lock)
-index_add() { grep -qxF "$1" "$root/index" || printf '%s\n' "$1" >> "$root/index"; }
-index_drop() { grep -vxF "$1" "$root/index" > "$root/index.$$"; mv "$root/index.$$" "$root/index"; }
+# index_add NAME INSTANCE (its line from before instances, if any, replaced)
+# / index_drop NAME INSTANCE (under the lock)
+index_add() {
+  grep -qxF "$1 $2" "$root/index" && return 0
+  grep -vxF "$1" "$root/index" > "$root/index.$$"; mv "$root/index.$$" "$root/index"
+  printf '%s %s\n' "$1" "$2" >> "$root/index"
+}
+index_drop() { grep -vxF "$1 $2" "$root/index" > "$root/index.$$"; mv "$root/index.$$" "$root/index"; }
 export -f index_add index_drop
 export root
 
+# Whether NAME was made by the instance asking ($provider).
+mine() { [ "$fault" = one-mark ] && [ -d "$root/ours/$1" ] || [ "$(cat "$root/ours/$1/by" 2>/dev/null)" = "$provider" ]; }
+
 # The names a retire or delete of NAME acts on: NAME, or with the fault
-# every one where `_` stands for any character.
+# every one where `_` stands for any character; only the asking instance's.
 targets() {
+  local n
   if [ "$fault" = wildcard ]; then
     local pattern=${1//_/?} dir
-    for dir in "$root"/ours/$pattern; do [ -d "$dir" ] && basename "$dir"; done
+    for dir in "$root"/ours/$pattern; do
+      [ -d "$dir" ] || continue
+      n=$(basename "$dir")
+      mine "$n" && printf '%s\n' "$n"
+    done
   else
-    [ -d "$root/ours/$1" ] && printf '%s\n' "$1"
+    [ -d "$root/ours/$1" ] && mine "$1" && printf '%s\n' "$1"
   fi
   return 0
 }
@@ -52,13 +73,21 @@ ensure() {
   if [ -d "$dir" ] && [ ! -f "$dir/credentials" ] && [ "$fault" = half-made ]; then
     no refused "user $name exists without a password"; return
   fi
+  local by
+  by=$(cat "$dir/by" 2>/dev/null) || by=
+  if [ -n "$by" ] && [ "$by" != "$provider" ] && [ "$fault" != one-mark ]; then
+    no refused "$name was made by $by"; return
+  fi
   if [ ! -d "$dir" ]; then
     mkdir -p "$dir"
-    locked bash -c 'index_add "$0"' "$name"
+    printf '%s' "$provider" > "$dir/by"
+    locked bash -c 'index_add "$0" "$1"' "$name" "$provider"
     sleep 0.5 # making a user takes a while: a cut lands here
   else
-    # A cut between mkdir and the index left one held does not list.
-    locked bash -c 'index_add "$0"' "$name"
+    # A cut between mkdir and the index left one held does not list; one
+    # made before instances were marked is adopted (its consumer is listed).
+    [ -n "$by" ] || printf '%s' "$provider" > "$dir/by"
+    locked bash -c 'index_add "$0" "$1"' "$name" "$provider"
   fi
   local grant=$name
   [ "$fault" = wide-grant ] && grant=${name//_/?}
@@ -83,9 +112,10 @@ check() {
 }
 
 held() {
-  local name retired
-  while IFS= read -r name; do
+  local name by retired
+  while read -r name by; do
     [ -n "$name" ] || continue
+    [ "$by" = "$provider" ] || { [ "$fault" = one-mark ] && [ -n "$by" ]; } || continue
     retired=false
     [ -e "$root/ours/$name/disabled" ] && retired=true
     printf '{"consumer":"%s","retired":%s}\n' "$name" "$retired"
@@ -99,18 +129,19 @@ held() {
 }
 
 retire() { local n; for n in $(targets "$1"); do touch "$root/ours/$n/disabled"; done; ok; }
-re_enable() { rm -f "$root/ours/$1/disabled"; ok; }
+re_enable() { if mine "$1"; then rm -f "$root/ours/$1/disabled"; fi; ok; }
 delete() {
-  local n
+  local n by
   for n in $(targets "$1"); do
+    by=$(cat "$root/ours/$n/by" 2>/dev/null) || by=$provider
     rm -rf "${root:?}/ours/$n"
     if [ "$fault" = leftovers ]; then
       local kept
-      kept=$(grep -vxF "$n" "$root/index")
+      kept=$(grep -vxF "$n $by" "$root/index")
       sleep 0.3 # a window for another delete to lose this one
       printf '%s\n' "$kept" > "$root/index"
     else
-      locked bash -c 'index_drop "$0"' "$n"
+      locked bash -c 'index_drop "$0" "$1"' "$n" "$by"
     fi
   done
   ok
@@ -141,10 +172,11 @@ by_hand() {
 
 # One request (its verb, its JSON): the reply on stdout; status 1 when it failed.
 # One jq a request: its fields, one a line (no field holds a newline):
-# id, verb, consumer name, secret, by-hand action and target.
+# id, verb, consumer name, secret, by-hand action, target and the provider
+# instance it is made for (MESH_PROVIDER when it names none).
 fields() {
   jq -r '(.id // ""), (.verb // ""), (.consumer | if type == "object" then .name else (. // "") end),
-    (.secret // ""), (.action // ""), (.target // "")' <<<"$1"
+    (.secret // ""), (.action // ""), (.target // ""), (.provider // "")' <<<"$1"
 }
 
 # answer VERB NAME SECRET ACTION TARGET
@@ -166,13 +198,15 @@ answer() {
 if [ "${1:-}" = serve ]; then
   while IFS= read -r line; do
     { IFS= read -r id; IFS= read -r verb; IFS= read -r name; IFS= read -r secret
-      IFS= read -r action; IFS= read -r target; } < <(fields "$line")
+      IFS= read -r action; IFS= read -r target; IFS= read -r provider; } < <(fields "$line")
+    provider=${provider:-${MESH_PROVIDER:-}}
     reply=$(answer "$verb" "$name" "$secret" "$action" "$target")
     # Every reply is one object on one line: the id goes in before its `}`.
     printf '%s,"id":%s}\n' "${reply%\}}" "$id"
   done
 else
   { IFS= read -r id; IFS= read -r verb; IFS= read -r name; IFS= read -r secret
-    IFS= read -r action; IFS= read -r target; } < <(fields "$(cat)")
+    IFS= read -r action; IFS= read -r target; IFS= read -r provider; } < <(fields "$(cat)")
+  provider=${provider:-${MESH_PROVIDER:-}}
   answer "$1" "$name" "$secret" "$action" "$target"
 fi

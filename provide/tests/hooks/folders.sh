@@ -1,17 +1,29 @@
 #!/bin/sh
 # A test hook (exec mode): a folder per consumer under $FOLDERS_ROOT holding
-# its credentials; `disabled` in it when retired. With FOLDERS_LAX set its
-# check proves nothing (for the test of a failing rule). Needs jq.
+# its credentials; `disabled` in it when retired; `by` naming the provider
+# instance that made it (the request's `provider`): held lists only the
+# asking instance's, and no other instance's is changed (a folder without
+# `by` is adopted by the next ensure). With FOLDERS_LAX set its check
+# proves nothing (for the test of a failing rule). Needs jq.
 set -eu
 root=${FOLDERS_ROOT:?FOLDERS_ROOT is not set}
 req=$(cat)
 field() { printf '%s' "$req" | jq -r "$1"; }
+provider=$(field '.provider // empty')
+provider=${provider:-${MESH_PROVIDER:-}}
+# Whether the folder $1 was made by the asking instance.
+mine() { [ "$(cat "$root/$1/by" 2>/dev/null)" = "$provider" ]; }
 case "$1" in
 hello) echo '{"name":"folders"}' ;;
 ensure)
   name=$(field .consumer.name)
   secret=$(field .secret)
+  by=$(cat "$root/$name/by" 2>/dev/null) || by=
+  if [ -n "$by" ] && [ "$by" != "$provider" ]; then
+    printf '{"ok":false,"class":"refused","error":"%s was made by %s"}\n' "$name" "$by"; exit 1
+  fi
   mkdir -p "$root/$name"
+  [ -n "$by" ] || printf '%s' "$provider" > "$root/$name/by"
   file="$root/$name/credentials"
   if [ ! -f "$file" ]; then
     printf '%s' "$secret" > "$file"
@@ -38,12 +50,20 @@ held)
   for dir in "$root"/*/; do
     [ -d "$dir" ] || continue
     name=$(basename "$dir")
+    mine "$name" || continue
     retired=false
     [ -e "$dir/disabled" ] && retired=true
     printf '{"consumer":"%s","retired":%s}\n' "$name" "$retired"
   done | jq -sc '{held: .}' ;;
-retire) touch "$root/$(field .consumer)/disabled" 2>/dev/null || true; echo '{"ok":true}' ;;
-re-enable) rm -f "$root/$(field .consumer)/disabled"; echo '{"ok":true}' ;;
-delete) rm -rf "${root:?}/$(field .consumer)"; echo '{"ok":true}' ;;
+retire|re-enable|delete)
+  name=$(field .consumer)
+  if mine "$name"; then
+    case "$1" in
+    retire) touch "$root/$name/disabled" ;;
+    re-enable) rm -f "$root/$name/disabled" ;;
+    delete) rm -rf "${root:?}/$name" ;;
+    esac
+  fi
+  echo '{"ok":true}' ;;
 *) echo '{"unsupported":true}' ;;
 esac

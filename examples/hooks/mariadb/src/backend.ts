@@ -19,8 +19,15 @@
 // makes users and databases, grants, locks, kills a retired user's
 // connections). What the hook made is written down in its own database,
 // `_mesh_provide` (a name no consumer can have: names start with [a-z0-9]),
-// table `held`: `held` lists only those, and a user or database of a
-// consumer's name it did not make is refused, never touched.
+// table `held`, each row with the provider instance that made it (column
+// `provider`, `module@machine`: the request's `provider`): `held` lists only
+// the asking instance's rows; retire, re-enable and delete leave any other
+// be; ensure refuses a consumer another instance made (naming it) and a user
+// or database of a consumer's name it did not make, never touching them. A
+// row from before rows named their instance (`provider` NULL) is listed by
+// none and adopted by the instance whose ensure asks for it. The instance
+// is only ever compared with `=` and bound as a parameter (no LIKE, no
+// GRANT), so `_` and `%` in it are plain characters.
 //
 // retire = ACCOUNT LOCK (and its connections killed), re-enable = ACCOUNT
 // UNLOCK, delete = the user and the database dropped. The password is sent
@@ -210,8 +217,13 @@ async function stateReady(sql: Sql): Promise<void> {
        consumer VARCHAR(64) CHARACTER SET utf8mb3 COLLATE utf8mb3_bin NOT NULL PRIMARY KEY,
        user_host VARCHAR(255) CHARACTER SET utf8mb3 COLLATE utf8mb3_bin NOT NULL,
        password_hash VARCHAR(64) NULL,
-       made TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP
+       made TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,
+       provider VARCHAR(130) CHARACTER SET utf8mb3 COLLATE utf8mb3_bin NULL
      )`,
+  );
+  // A table from before instances: its rows' provider NULL (adopted by ensure).
+  await sql(
+    `ALTER TABLE ${STATE} ADD COLUMN IF NOT EXISTS provider VARCHAR(130) CHARACTER SET utf8mb3 COLLATE utf8mb3_bin NULL`,
   );
   stateMade = true;
 }
@@ -220,6 +232,8 @@ async function stateReady(sql: Sql): Promise<void> {
 interface Found {
   /** Whether the hook wrote it down as its own, and its user's host then. */
   ours: boolean;
+  /** The instance its row names (null: a row from before instances). */
+  maker: string | null;
   userHost: string;
   /** The hash the hook last set (null: its first ensure did not finish). */
   setHash: string | null;
@@ -232,7 +246,7 @@ interface Found {
 
 async function find(sql: Sql, name: string): Promise<Found> {
   const [row] = await sql(
-    `SELECT h.user_host AS user_host, h.password_hash AS set_hash, h.consumer IS NOT NULL AS ours,
+    `SELECT h.user_host AS user_host, h.password_hash AS set_hash, h.consumer IS NOT NULL AS ours, h.provider AS maker,
             (SELECT COUNT(*) FROM mysql.global_priv g WHERE g.User = ? AND g.Host = IFNULL(h.user_host, ?)) AS user_exists,
             (SELECT JSON_VALUE(g.Priv, '$.authentication_string') FROM mysql.global_priv g
               WHERE g.User = ? AND g.Host = IFNULL(h.user_host, ?)) AS auth,
@@ -243,6 +257,7 @@ async function find(sql: Sql, name: string): Promise<Found> {
   );
   return {
     ours: Number(row?.ours) === 1,
+    maker: (row?.maker as string | null) ?? null,
     userHost: (row?.user_host as string | null) ?? settings.userHost,
     setHash: (row?.set_hash as string | null) ?? null,
     userExists: Number(row?.user_exists) > 0,
@@ -292,13 +307,21 @@ function someonesPassword(): string {
 }
 
 /** Makes what ensure makes; says what it brought back, if anything. */
-async function ensure(sql: Sql, name: string, secret: string): Promise<string | undefined> {
+async function ensure(sql: Sql, name: string, secret: string, provider: string): Promise<string | undefined> {
   const found = await find(sql, name);
   const user = [name, found.userHost];
   if (!found.ours) {
     if (found.userExists || found.dbExists) throw notOurs(name);
     // Written down first: a kill before the rest leaves a provision the next ensure finishes.
-    await sql(`INSERT IGNORE INTO ${STATE} (consumer, user_host) VALUES (?, ?)`, user);
+    await sql(`INSERT IGNORE INTO ${STATE} (consumer, user_host, provider) VALUES (?, ?, ?)`, [...user, provider]);
+    const [row] = await sql(`SELECT provider FROM ${STATE} WHERE consumer = ?`, [name]);
+    const maker = (row?.provider as string | null) ?? null;
+    if (maker !== provider) throw madeBy(name, maker ?? 'an instance before instances were marked');
+  } else if (found.maker === null) {
+    // Written down before rows named their instance: adopted by the one listing it.
+    await sql(`UPDATE ${STATE} SET provider = ? WHERE consumer = ? AND provider IS NULL`, [provider, name]);
+  } else if (found.maker !== provider) {
+    throw madeBy(name, found.maker);
   }
   const hash = nativeHash(secret);
   const complete = found.setHash !== null;
@@ -319,10 +342,25 @@ async function ensure(sql: Sql, name: string, secret: string): Promise<string | 
   return mended.length > 0 ? mended.join('; ') : undefined;
 }
 
-/** The hook's row for `name`: its user's host, or null when it made none (refused when such a user or database exists). */
-async function oursOrNothing(sql: Sql, name: string): Promise<string | null> {
+/** The refusal of an ensure of a consumer another instance made. */
+function madeBy(name: string, maker: string): HookError {
+  return new HookError('refused', `${name} was made by ${maker} (its row in ${STATE}): not touching it`);
+}
+
+/** The instance the call is made for (refused when none is said). */
+function me(call: Call): string {
+  if (call.provider === '') throw new HookError('refused', 'the request names no provider instance and MESH_PROVIDER is not set');
+  return call.provider;
+}
+
+/**
+ * The hook's row for `name` when `provider` made it: its user's host; null
+ * when it made none, or another instance did, or it is from before instances
+ * (refused when such a user or database exists without a row).
+ */
+async function oursOrNothing(sql: Sql, name: string, provider: string): Promise<string | null> {
   const found = await find(sql, name);
-  if (found.ours) return found.userHost;
+  if (found.ours) return found.maker === provider ? found.userHost : null;
   if (found.userExists || found.dbExists) throw notOurs(name);
   return null;
 }
@@ -336,7 +374,8 @@ export const handlers: Handlers = {
 
   async ensure(request, call) {
     const name = valid(request.consumer.name);
-    const mended = await asAdmin(call, (sql) => ensure(sql, name, request.secret));
+    const provider = me(call);
+    const mended = await asAdmin(call, (sql) => ensure(sql, name, request.secret, provider));
     return mended === undefined ? { ok: true } : { ok: true, mended };
   },
 
@@ -357,11 +396,14 @@ export const handlers: Handlers = {
   },
 
   async held(_request, call) {
+    const provider = me(call);
     const rows = await asAdmin(call, (sql) =>
       sql(
         `SELECT h.consumer AS consumer, IFNULL(JSON_VALUE(g.Priv, '$.account_locked'), 'false') AS locked
            FROM ${STATE} h LEFT JOIN mysql.global_priv g ON g.User = h.consumer AND g.Host = h.user_host
+          WHERE h.provider = ?
           ORDER BY h.consumer`,
+        [provider],
       ),
     );
     return { held: rows.map((row) => ({ consumer: String(row.consumer), retired: ['1', 'true'].includes(String(row.locked)) })) };
@@ -369,8 +411,9 @@ export const handlers: Handlers = {
 
   async retire(request, call) {
     const name = valid(request.consumer);
+    const provider = me(call);
     await asAdmin(call, async (sql) => {
-      const host = await oursOrNothing(sql, name);
+      const host = await oursOrNothing(sql, name, provider);
       if (host === null) return;
       await sql('ALTER USER IF EXISTS ?@? ACCOUNT LOCK', [name, host]);
       await killSessions(sql, name);
@@ -379,16 +422,18 @@ export const handlers: Handlers = {
 
   async 're-enable'(request, call) {
     const name = valid(request.consumer);
+    const provider = me(call);
     await asAdmin(call, async (sql) => {
-      const host = await oursOrNothing(sql, name);
+      const host = await oursOrNothing(sql, name, provider);
       if (host !== null) await sql('ALTER USER IF EXISTS ?@? ACCOUNT UNLOCK', [name, host]);
     });
   },
 
   async delete(request, call) {
     const name = valid(request.consumer);
+    const provider = me(call);
     await asAdmin(call, async (sql) => {
-      const host = await oursOrNothing(sql, name);
+      const host = await oursOrNothing(sql, name, provider);
       if (host === null) return;
       // The user first, the row last: a kill half way leaves a row the next delete finishes.
       await sql('DROP USER IF EXISTS ?@?', [name, host]);
