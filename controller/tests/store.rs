@@ -1723,7 +1723,18 @@ async fn history_is_kept_with_each_round_read_back_and_pruned_in_batches() {
     assert!(!wiki_line(&out).contains("time in"), "{out}");
 
     // Repairs done and braked (a failed attempt is none), a retirement,
-    // a provider heard again after 9 minutes of silence.
+    // a provider heard again after 9 minutes of silence while a `serve`
+    // followed throughout (since 00:00).
+    admin
+        .execute(
+            "INSERT INTO controller_instance (instance, host, pid, started_at, pull_wait_ms,
+                 pulled_at, applied_at, following_since, seen_at)
+             VALUES ('ctl-0 pid 1', 'ctl-0', 1, now(), 1000, now(), now(),
+                     '2026-10-05T00:00:00Z', now())",
+            &[],
+        )
+        .await
+        .unwrap();
     store
         .apply(&[
             repair(
