@@ -324,7 +324,18 @@ fn retirement_and_an_approved_deletion_through_mesh_controller_approve() {
     };
     assert!(database_exists("docs"));
 
+    // The declaration still requires docs from postgres@db-1: deleting it
+    // needs --force.
     let (code, out, err) = mesh.controller(&["approve", "postgres@db-1", "docs", "--delete"]);
+    assert_eq!(code, 2, "refused: {out}{err}");
+    assert!(
+        err.contains("the declaration still requires docs from postgres@db-1")
+            && err.contains("--force"),
+        "says why and that --force overrides: {err}"
+    );
+    assert!(database_exists("docs"), "nothing deleted without --force");
+    let (code, out, err) =
+        mesh.controller(&["approve", "postgres@db-1", "docs", "--delete", "--force"]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(!database_exists("docs"), "deleted on approval");
     assert_eq!(can_login("docs"), None);
