@@ -324,7 +324,18 @@ fn retirement_and_an_approved_deletion_through_mesh_controller_approve() {
     };
     assert!(database_exists("docs"));
 
+    // The declaration still requires docs from postgres@db-1: deleting it
+    // needs --force.
     let (code, out, err) = mesh.controller(&["approve", "postgres@db-1", "docs", "--delete"]);
+    assert_eq!(code, 2, "refused: {out}{err}");
+    assert!(
+        err.contains("the declaration still requires docs from postgres@db-1")
+            && err.contains("--force"),
+        "says why and that --force overrides: {err}"
+    );
+    assert!(database_exists("docs"), "nothing deleted without --force");
+    let (code, out, err) =
+        mesh.controller(&["approve", "postgres@db-1", "docs", "--delete", "--force"]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(!database_exists("docs"), "deleted on approval");
     assert_eq!(can_login("docs"), None);
@@ -702,4 +713,94 @@ fn a_broken_contributions_file_or_a_refused_entry_of_a_required_consumer_is_not_
     );
     std::fs::write(&file, &good).unwrap();
     mesh.wait_status("all well once fixed after the restart", all_well);
+}
+
+/// The entries of `history --provider postgres@db-1 --json` of `kind`.
+fn history_entries(mesh: &Mesh, kind: &str) -> Vec<Value> {
+    let (code, out, err) = mesh.controller(&["history", "--provider", "postgres@db-1", "--json"]);
+    assert_eq!(code, 0, "history: {err}");
+    let history: Value = serde_json::from_str(&out).expect("history --json is JSON");
+    history["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .filter(|e| e["kind"] == kind)
+        .cloned()
+        .collect()
+}
+
+/// The entries of `history --json` (everything) of `kind`.
+fn all_history_entries(mesh: &Mesh, kind: &str) -> Vec<Value> {
+    let (code, out, err) = mesh.controller(&["history", "--json"]);
+    assert_eq!(code, 0, "history: {err}");
+    let history: Value = serde_json::from_str(&out).expect("history --json is JSON");
+    history["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .filter(|e| e["kind"] == kind)
+        .cloned()
+        .collect()
+}
+
+/// How long the bus or the store is away in the outage tests: more than 3
+/// alives of the provider (1 s) and more than the controller's follow
+/// bound (6 s), as minutes are in production.
+const OUTAGE: Duration = Duration::from_secs(9);
+
+/// How long the store is away in its outage test: longer than the durable
+/// consumer's ack wait (30 s).
+const STORE_OUTAGE: Duration = Duration::from_secs(40);
+
+#[test]
+fn with_the_bus_stopped_for_a_while_history_blames_no_provider_and_records_the_controller_not_following(
+) {
+    let mut mesh = healthy_mesh_with(alive_every("1s"));
+    mesh.wait_status("all well", all_well);
+    mesh.nats.stop();
+    std::thread::sleep(OUTAGE);
+    mesh.nats.start_again();
+    mesh.wait_status("all well after the bus returned", all_well);
+    // Three alives after the return: any late one has been heard.
+    std::thread::sleep(4 * ALIVE_EVERY);
+    mesh.wait_status("still all well", all_well);
+    let unheard = history_entries(&mesh, "unheard");
+    assert_eq!(
+        unheard,
+        Vec::<Value>::new(),
+        "history blames the provider for the bus's outage"
+    );
+    let not_following = all_history_entries(&mesh, "not-following");
+    assert_eq!(
+        not_following.len(),
+        1,
+        "the outage is the controller's own interval: {not_following:#?}"
+    );
+}
+
+#[test]
+fn with_the_store_stopped_for_a_while_history_blames_no_provider_and_records_the_controller_not_following(
+) {
+    let mut mesh = healthy_mesh_with(alive_every("1s"));
+    mesh.wait_status("all well", all_well);
+    mesh.store.stop();
+    // Longer than the ack wait (30 s): the events the controller held for
+    // the store are delivered again, after newer ones.
+    std::thread::sleep(STORE_OUTAGE);
+    mesh.store.start_again();
+    mesh.wait_status("all well after the store returned", all_well);
+    std::thread::sleep(4 * ALIVE_EVERY);
+    mesh.wait_status("still all well", all_well);
+    let unheard = history_entries(&mesh, "unheard");
+    assert_eq!(
+        unheard,
+        Vec::<Value>::new(),
+        "history blames the provider for the store's outage"
+    );
+    let not_following = all_history_entries(&mesh, "not-following");
+    assert_eq!(
+        not_following.len(),
+        1,
+        "the outage is the controller's own interval: {not_following:#?}"
+    );
 }

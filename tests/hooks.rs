@@ -211,9 +211,10 @@ fn failing_recovered_and_retirement(hook: &str, mode: &str) {
     let log = mesh.hook_log();
     assert!(log.contains("reason=retired"), "{log}");
 
-    // A person approves deleting the retired docs: the user goes.
+    // A person approves deleting the retired docs, which the declaration
+    // still requires (so --force): the user goes.
     let provider = format!("{HOOK_MODULE}@{HOOK_MACHINE}");
-    let (code, out, err) = mesh.controller(&["approve", &provider, "docs", "--delete"]);
+    let (code, out, err) = mesh.controller(&["approve", &provider, "docs", "--delete", "--force"]);
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(user_on(&redis, "docs"), None, "deleted on approval");
     mesh.wait_status("docs named deleted", |s| {

@@ -623,3 +623,33 @@ fn selectors_are_told_from_functions_keywords_and_labels() {
         [("outcome".to_owned(), "braked".to_owned())]
     );
 }
+
+/// The alerts of operating.md's alert table (its rows' first cells).
+fn operating_alerts(text: &str) -> BTreeSet<String> {
+    text.lines()
+        .filter_map(|line| line.strip_prefix("| `Mesh"))
+        .filter_map(|rest| rest.split('`').next())
+        .map(|name| format!("Mesh{name}"))
+        .collect()
+}
+
+#[test]
+fn operating_md_s_alert_table_names_every_alert_of_the_rules_file_and_no_other() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let rules = std::fs::read_to_string(root.join("deploy/prometheus/mesh.rules.yml")).unwrap();
+    let operating = std::fs::read_to_string(root.join("docs/operating.md")).unwrap();
+    let in_rules: BTreeSet<String> = rules
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("- alert:"))
+        .map(|name| name.trim().to_owned())
+        .collect();
+    let in_table = operating_alerts(&operating);
+    assert!(in_rules.len() > 20, "the rules read: {in_rules:?}");
+    let missing: Vec<_> = in_rules.difference(&in_table).collect();
+    let stale: Vec<_> = in_table.difference(&in_rules).collect();
+    assert!(
+        missing.is_empty() && stale.is_empty(),
+        "docs/operating.md's alert table lacks {missing:?} and names {stale:?}, which \
+         deploy/prometheus/mesh.rules.yml does not have: add or remove their rows"
+    );
+}

@@ -4,8 +4,10 @@
 //! With a declaration, the provider is looked up first ([`check_declared`]):
 //! one the declaration does not assign, or a module that answers no
 //! approvals, is an error before anything is sent. The consumer is not
-//! looked up: an approval is for a consumer withdrawn from the provider's
-//! contributions, which the declaration rightly no longer lists.
+//! looked up for retiring: an approval is for a consumer withdrawn from the
+//! provider's contributions, which the declaration rightly no longer lists.
+//! Deleting one the declaration still requires from that provider is
+//! refused unless `--force` ([`check_deletion`]).
 
 use std::time::Duration;
 
@@ -13,7 +15,7 @@ use async_nats::RequestErrorKind;
 use mesh_protocol::subject::approve_subject;
 use mesh_protocol::{ApproveReply, ApproveRequest, ModuleId, Name, VERSION};
 
-use mesh_status::model::ParsedDeclaration;
+use mesh_status::model::{Declaration, ParsedDeclaration};
 
 /// What the declaration said of the provider before the request was sent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,6 +105,56 @@ pub fn check_declared(
         provider: provider.clone(),
         assigned,
         refused,
+    })
+}
+
+/// A deletion the declaration forbids without `--force`: it still requires
+/// the consumer from the provider; nothing was sent (exit 2).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the declaration still requires {consumer} from {provider} ({machines}): deleting its \
+     provision would take data a declared consumer needs; withdraw it from the declaration \
+     first, or add --force to delete it anyway; nothing was sent"
+)]
+pub struct RequiredDeletion {
+    /// The provider asked to delete.
+    pub provider: ModuleId,
+    /// The consumer.
+    pub consumer: String,
+    /// The consumer's declared instances that require it (`module@machine`, sorted).
+    pub machines: String,
+}
+
+/// `Ok` unless the approval deletes (`delete`) a consumer the declaration
+/// still requires from `provider` and `force` is not given (pure).
+///
+/// # Errors
+/// [`RequiredDeletion`], naming the declared consumers that require it.
+pub fn check_deletion(
+    declaration: &Declaration,
+    provider: &ModuleId,
+    consumer: &Name,
+    delete: bool,
+    force: bool,
+) -> Result<(), RequiredDeletion> {
+    if !delete || force {
+        return Ok(());
+    }
+    let requiring: Vec<String> = declaration
+        .modules
+        .iter()
+        .filter(|m| m.id.module == *consumer && m.requires.iter().any(|r| &r.from == provider))
+        .map(|m| m.id.to_string())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    if requiring.is_empty() {
+        return Ok(());
+    }
+    Err(RequiredDeletion {
+        provider: provider.clone(),
+        consumer: consumer.to_string(),
+        machines: requiring.join(", "),
     })
 }
 
@@ -213,6 +265,51 @@ pub async fn approve(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn deleting_a_consumer_the_declaration_still_requires_from_that_provider_needs_force() {
+        let parsed = mesh_status::model::declaration::parse(
+            r#"{"modules":[
+                {"module":"postgres","machine":"db-1","provides":["postgres-database"]},
+                {"module":"postgres","machine":"db-2","provides":["postgres-database"]},
+                {"module":"wiki","machine":"app-1","requires":[{"provision":"postgres-database","from":"postgres@db-1"}]},
+                {"module":"wiki","machine":"app-2","requires":[{"provision":"postgres-database","from":"postgres@db-1"}]},
+                {"module":"forge","machine":"app-1","requires":[{"provision":"postgres-database","from":"postgres@db-2"}]}
+            ]}"#,
+        )
+        .unwrap();
+        let d = &parsed.declaration;
+        let db1 = ModuleId::parse("postgres@db-1").unwrap();
+        let db2 = ModuleId::parse("postgres@db-2").unwrap();
+        let name = |n: &str| Name::parse(n).unwrap();
+        // (provider, consumer, delete, force, refused naming)
+        let cases = [
+            (&db1, "wiki", true, false, Some("wiki@app-1, wiki@app-2")),
+            (&db1, "wiki", true, true, None),
+            (&db1, "wiki", false, false, None),
+            (&db1, "forge", true, false, None),
+            (&db2, "forge", true, false, Some("forge@app-1")),
+            (&db2, "wiki", true, false, None),
+            (&db1, "docs", true, false, None),
+        ];
+        for (provider, consumer, delete, force, refused) in cases {
+            let outcome = check_deletion(d, provider, &name(consumer), delete, force);
+            assert_eq!(
+                outcome.as_ref().err().map(|e| e.machines.as_str()),
+                refused,
+                "{provider} {consumer} delete={delete} force={force}"
+            );
+            if let Err(error) = outcome {
+                let text = error.to_string();
+                assert!(
+                    text.contains(&format!("still requires {consumer} from {provider}"))
+                        && text.contains("--force")
+                        && text.contains("nothing was sent"),
+                    "{text}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn answers_say_which() {

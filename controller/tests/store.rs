@@ -1723,7 +1723,18 @@ async fn history_is_kept_with_each_round_read_back_and_pruned_in_batches() {
     assert!(!wiki_line(&out).contains("time in"), "{out}");
 
     // Repairs done and braked (a failed attempt is none), a retirement,
-    // a provider heard again after 9 minutes of silence.
+    // a provider heard again after 9 minutes of silence while a `serve`
+    // followed throughout (since 00:00).
+    admin
+        .execute(
+            "INSERT INTO controller_instance (instance, host, pid, started_at, pull_wait_ms,
+                 pulled_at, applied_at, following_since, seen_at)
+             VALUES ('ctl-0 pid 1', 'ctl-0', 1, now(), 1000, now(), now(),
+                     '2026-10-05T00:00:00Z', now())",
+            &[],
+        )
+        .await
+        .unwrap();
     store
         .apply(&[
             repair(
@@ -2119,4 +2130,32 @@ async fn v13_renames_grant_word_to_grant_event_keeping_its_rows_constraints_and_
         .unwrap()
         .get(0);
     assert!(may_read, "a reader of grant_word reads grant_event");
+}
+
+#[tokio::test]
+async fn a_store_that_asks_for_a_password_none_was_given_for_says_which_flag_and_variable_give_it()
+{
+    let pg = PgCluster::start();
+    let dir = tempfile::tempdir().unwrap();
+    let declaration = dir.path().join("declaration.json");
+    std::fs::write(&declaration, DECLARATION).unwrap();
+    let env = Env {
+        args: vec![
+            "--database".into(),
+            format!(
+                "host=127.0.0.1 port={} user=postgres dbname=postgres",
+                pg.port()
+            ),
+            "--declaration".into(),
+            declaration.display().to_string(),
+        ],
+    };
+    let (code, _, err) = env.run(&["status"], "2026-10-05T00:25:00Z").await;
+    assert_eq!(code, EXIT_CANNOT, "{err}");
+    assert!(
+        err.contains("--database-password-file")
+            && err.contains("MESH_DATABASE_PASSWORD_FILE")
+            && err.contains("user postgres"),
+        "names the user, the flag and the variable: {err}"
+    );
 }

@@ -50,6 +50,10 @@ pub enum CliError {
     /// was sent.
     #[error(transparent)]
     UnknownProvider(#[from] UnknownProvider),
+    /// `approve --delete` of a consumer the declaration still requires from
+    /// that provider, without `--force`: nothing was sent.
+    #[error(transparent)]
+    RequiredDeletion(#[from] crate::approve::RequiredDeletion),
     /// The provider refused the approval, or did not answer.
     #[error("{0}")]
     NotDone(String),

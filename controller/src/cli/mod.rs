@@ -237,6 +237,10 @@ pub enum Command {
         /// Delete the retired consumer's data.
         #[arg(long)]
         delete: bool,
+        /// With --delete: delete even a consumer the declaration (--declaration)
+        /// still requires from that provider.
+        #[arg(long, requires = "delete")]
+        force: bool,
         /// How long to wait for the provider's answer.
         #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
         timeout: Duration,

@@ -11,7 +11,7 @@ use tokio_util::task::AbortOnDropHandle;
 
 use super::error::{CliError, EXIT_OK};
 use super::{Cli, Command, NodeCommand, ReportArgs, NAME};
-use crate::approve::{approve, check_declared, Declared};
+use crate::approve::{approve, check_declared, check_deletion, Declared};
 use crate::bus::{connect, Reconnect};
 use crate::console::{self, ConsoleArgs, ReportSettings};
 use crate::link;
@@ -162,10 +162,16 @@ pub async fn run(cli: &Cli, io: &mut Io<'_>, stop: &Stop) -> Result<(), CliError
             provider,
             consumer,
             delete,
+            force,
             timeout,
         } => {
             let declared = match &cli.declaration {
-                Some(_) => check_declared(&cli.load_declaration()?, provider)?,
+                Some(_) => {
+                    let parsed = cli.load_declaration()?;
+                    let declared = check_declared(&parsed, provider)?;
+                    check_deletion(&parsed.declaration, provider, consumer, *delete, *force)?;
+                    declared
+                }
                 None => Declared::NotChecked,
             };
             let client = connect(&cli.nats_options(), Reconnect::FailFast).await?;

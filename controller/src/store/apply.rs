@@ -221,15 +221,21 @@ impl PgStore {
             let lock_params: [&(dyn ToSql + Sync); 2] = [&LOCK_CLASS, &buckets];
             let lock = client.execute(&prepared.lock, &lock_params);
             let previous = keys.previous(client, &prepared.history);
-            let (begun, locked, previous) = tokio::join!(begin, lock, previous);
-            let previous = match begun.and(locked).and(previous) {
-                Ok(previous) => previous,
+            let following = keys.following_since(client, &prepared.history);
+            let (begun, locked, previous, following) =
+                tokio::join!(begin, lock, previous, following);
+            let (previous, following_since) = match begun
+                .and(locked)
+                .and(previous)
+                .and_then(|p| Ok((p, following?)))
+            {
+                Ok(read) => read,
                 Err(error) => {
                     let _ = client.batch_execute("ROLLBACK").await;
                     return Err(error);
                 }
             };
-            let mut walk = Transitions::new(previous);
+            let mut walk = Transitions::new(previous, following_since);
             let history = HistoryColumns::of(&walk.walk(events));
             round.failing.keep_first_since(|module, machine, consumer| {
                 let provider = ModuleId::parse(&format!("{module}@{machine}")).ok()?;

@@ -140,6 +140,12 @@ pub(super) async fn connect_client(options: &DatabaseOptions) -> Result<Client, 
     let connecting = options.config.connect(options.tls.connector());
     let (client, connection) = match tokio::time::timeout(CONNECT_TIMEOUT, connecting).await {
         Ok(Ok(pair)) => pair,
+        Ok(Err(source)) if password_missing(&source, options) => {
+            return Err(PgError::PasswordMissing {
+                target,
+                user: options.config.get_user().unwrap_or("?").to_owned(),
+            })
+        }
         Ok(Err(source)) => return Err(classify(target, source)),
         Err(_) => {
             return Err(PgError::Timeout {
@@ -156,6 +162,18 @@ pub(super) async fn connect_client(options: &DatabaseOptions) -> Result<Client, 
         }
     });
     Ok(client)
+}
+
+/// Whether the server asked for a password the options do not have
+/// (tokio-postgres says so only in its text: `invalid configuration`, its
+/// cause `password missing`).
+fn password_missing(source: &tokio_postgres::Error, options: &DatabaseOptions) -> bool {
+    use std::error::Error as _;
+    options.config.get_password().is_none()
+        && source.code().is_none()
+        && source
+            .source()
+            .is_some_and(|cause| cause.to_string() == "password missing")
 }
 
 /// Sorts a database error: the events' own fault (data, constraint), a

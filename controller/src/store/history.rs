@@ -16,8 +16,10 @@ use mesh_protocol::{ModuleId, Timestamp};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Row, Statement};
 
-use mesh_status::model::history::{Previous, PreviousKey, Transition};
-use mesh_status::model::{AliveRow, Received};
+use mesh_status::model::history::{
+    following_run_began, LastCatchUp, Previous, PreviousKey, Transition,
+};
+use mesh_status::model::{AliveRow, Instance, Received};
 
 use super::column_list::{column_list, names, unnest};
 
@@ -63,6 +65,19 @@ FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS w(m, n, c, a)
 JOIN retirement t ON t.provider_module = w.m AND t.provider_machine = w.n AND t.consumer = w.c
                  AND t.action = w.a";
 
+/// The `serve` that caught up last (its last catch-up, when its run of
+/// catch-ups began, its pull wait) and the store's clock: when the
+/// controller's run of following in which the round is stored began
+/// ([`mesh_status::model::history::following_run_began`]). One row, its
+/// first three null when no `serve` ever caught up.
+pub(super) const LAST_CATCH_UP: &str = "
+SELECT c.pulled_at, c.following_since, c.pull_wait_ms, now()
+FROM (SELECT 1) AS one
+LEFT JOIN LATERAL (
+    SELECT pulled_at, following_since, pull_wait_ms FROM controller_instance
+    WHERE pulled_at IS NOT NULL ORDER BY pulled_at DESC LIMIT 1
+) c ON true";
+
 /// Appends transitions ([`HistoryColumns`]).
 pub(super) static INSERT_HISTORY: LazyLock<String> = LazyLock::new(|| {
     let columns = HistoryColumns::COLUMNS;
@@ -80,6 +95,7 @@ pub(super) struct HistoryStatements {
     pub(super) grants: Statement,
     pub(super) repairs: Statement,
     pub(super) retirements: Statement,
+    pub(super) last_catch_up: Statement,
     pub(super) insert: Statement,
 }
 
@@ -91,6 +107,7 @@ impl HistoryStatements {
             grants: client.prepare(PREVIOUS_GRANTS).await?,
             repairs: client.prepare(PREVIOUS_REPAIRS).await?,
             retirements: client.prepare(PREVIOUS_RETIREMENTS).await?,
+            last_catch_up: client.prepare(LAST_CATCH_UP).await?,
             insert: client.prepare(&INSERT_HISTORY).await?,
         })
     }
@@ -186,6 +203,40 @@ impl Keys {
             }
         }
         Ok(previous)
+    }
+}
+
+impl Keys {
+    /// When the controller's run of following in which the round is stored
+    /// began, read only for a round with an `alive` (`None` otherwise: no
+    /// silence to judge).
+    pub(super) async fn following_since(
+        &self,
+        client: &Client,
+        s: &HistoryStatements,
+    ) -> Result<Option<Timestamp>, tokio_postgres::Error> {
+        if self.alive[0].is_empty() {
+            return Ok(None);
+        }
+        let row = client.query_one(&s.last_catch_up, &[]).await?;
+        let pulled_at: Option<SystemTime> = row.try_get(0)?;
+        let following_since: Option<SystemTime> = row.try_get(1)?;
+        let pull_wait_ms: Option<i64> = row.try_get(2)?;
+        let now: SystemTime = row.try_get(3)?;
+        let last = pulled_at.map(|pulled_at| LastCatchUp {
+            pulled_at: ts(pulled_at),
+            following_since: following_since.map(ts),
+            bound: Instance {
+                host: String::new(),
+                pid: 0,
+                started_at: ts(pulled_at),
+                pull_wait: Duration::from_millis(
+                    u64::try_from(pull_wait_ms.unwrap_or(0)).unwrap_or(0),
+                ),
+            }
+            .follow_bound(),
+        });
+        Ok(Some(following_run_began(last, ts(now))))
     }
 }
 

@@ -74,6 +74,20 @@ pub enum PgError {
         #[source]
         source: tokio_postgres::Error,
     },
+    /// The store asks for a password and none was given (no
+    /// `--database-password-file`, no password in the URL): a person must
+    /// act, as for [`PgError::Denied`].
+    #[error(
+        "store {target} asks for the password of user {user} and none was given: put it in a \
+         file readable only by this user and name it with --database-password-file (variable \
+         MESH_DATABASE_PASSWORD_FILE, or the systemd credential database-password)"
+    )]
+    PasswordMissing {
+        /// The database, without its password.
+        target: String,
+        /// The store user the URL names.
+        user: String,
+    },
     /// No TLS session with the store as the URL's settings require: its
     /// certificate was refused (unknown authority, name mismatch, expired)
     /// or it does not speak TLS. A person must act, as for
@@ -164,7 +178,10 @@ impl PgError {
     /// fails the URL's TLS settings): `serve` ends at start instead of
     /// waiting forever.
     pub fn is_lasting(&self) -> bool {
-        matches!(self, PgError::Denied { .. } | PgError::Tls { .. })
+        matches!(
+            self,
+            PgError::Denied { .. } | PgError::Tls { .. } | PgError::PasswordMissing { .. }
+        )
     }
 
     /// Whether a migration that failed may pass when tried again: it lost a
@@ -191,7 +208,9 @@ impl From<PgError> for StoreError {
         let kind = match &error {
             PgError::Refused { .. } => StoreErrorKind::Refused,
             PgError::Undecodable { .. } => StoreErrorKind::Undecodable,
-            PgError::Denied { .. } | PgError::Tls { .. } => StoreErrorKind::Lasting,
+            PgError::Denied { .. } | PgError::Tls { .. } | PgError::PasswordMissing { .. } => {
+                StoreErrorKind::Lasting
+            }
             _ => StoreErrorKind::Away,
         };
         StoreError::new(kind, error)

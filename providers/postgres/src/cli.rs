@@ -168,6 +168,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_flag_of_mesh_postgres_is_in_the_command_lines_contract() {
+        let contract = include_str!("../../../docs/contracts/command-lines.md");
+        let missing: Vec<String> = command()
+            .get_arguments()
+            .filter_map(|a| a.get_long())
+            .filter(|long| !matches!(*long, "help" | "version"))
+            .filter(|long| !contract.contains(&format!("`--{long}")))
+            .map(|long| format!("--{long}"))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "docs/contracts/command-lines.md does not name {missing:?}: add them to the \
+             mesh-postgres table"
+        );
+    }
+
+    #[test]
     fn flags_build_the_configuration() {
         let dir = tempfile::tempdir().unwrap();
         let password = dir.path().join("pw");

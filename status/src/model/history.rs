@@ -11,11 +11,20 @@
 //!
 //! Two transitions are computed, not published: a provider *heard again*
 //! (its `alive` stored more than 3 × its `alive_every` after the one
-//! before: [`heard_again`]) and the controller *following again* (it
+//! before, or after the controller's current run of following began when
+//! that is later: [`heard_again`]) and the controller *following again* (it
 //! catches up with the event stream more than its follow bound after any
 //! `serve` last did: [`following_again`]). Nobody can record a silence
 //! while it lasts, so each is recorded when it ends, as one row whose
 //! `since` says when it began; `status` names it while it lasts.
+//!
+//! A provider's silence counts only while the controller followed (the bus
+//! and the store were there, a `serve` caught up): as `status` counts it,
+//! from its newest `alive` or from when the controller's current run of
+//! catch-ups began ([`following_run_began`]), whichever is later. A time
+//! the controller followed nothing — `serve` stopped, the bus or the store
+//! away — is the controller's own interval (`following-again`), never a
+//! provider's.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -265,7 +274,14 @@ impl PreviousKey {
 
 /// The transition `received` makes from its key's `previous` standing, if
 /// any, and the key's standing after it (pure; see the module's rules).
-pub fn transition(previous: &Previous, received: &Received) -> (Previous, Option<Transition>) {
+/// `following_since` is when the controller's run of following in which
+/// the event is stored began ([`following_run_began`]); `None`: unknown,
+/// a provider's silence then counts from its previous `alive`.
+pub fn transition(
+    previous: &Previous,
+    received: &Received,
+    following_since: Option<Timestamp>,
+) -> (Previous, Option<Transition>) {
     let place = (received.epoch, received.seq);
     if previous.newest().is_some_and(|newest| newest >= place) {
         // Redelivered, or older than what is stored: nothing changes.
@@ -356,7 +372,7 @@ pub fn transition(previous: &Previous, received: &Received) -> (Previous, Option
         Event::Alive(b) => {
             let heard_at = received.stored_at.unwrap_or(b.said_at);
             let every = Duration::from_secs(b.alive_every_seconds.max(1));
-            let transition = heard_again(previous, heard_at).map(|since| {
+            let transition = heard_again(previous, heard_at, following_since).map(|since| {
                 let mut t = t(TransitionKind::HeardAgain, Some(emitter));
                 t.at = heard_at;
                 t.since = Some(since);
@@ -443,8 +459,14 @@ pub fn transition(previous: &Previous, received: &Received) -> (Previous, Option
 
 /// When a provider whose newest stored `alive` is `previous` and that is
 /// heard again at `heard_at` became unheard, if it was: 3 × its
-/// `alive_every` after it was last heard.
-pub fn heard_again(previous: &Previous, heard_at: Timestamp) -> Option<Timestamp> {
+/// `alive_every` after it was last heard, or after the controller's run of
+/// following began (`following_since`) when that is later — a silence the
+/// controller could not have heard is not the provider's.
+pub fn heard_again(
+    previous: &Previous,
+    heard_at: Timestamp,
+    following_since: Option<Timestamp>,
+) -> Option<Timestamp> {
     let Previous::Alive {
         heard_at: before,
         every,
@@ -453,8 +475,41 @@ pub fn heard_again(previous: &Previous, heard_at: Timestamp) -> Option<Timestamp
     else {
         return None;
     };
-    let unheard_at = before.system_time() + *every * UNHEARD_AFTER;
+    let silent_from = following_since.map_or(*before, |since| since.max(*before));
+    let unheard_at = silent_from.system_time() + *every * UNHEARD_AFTER;
     (heard_at.system_time() > unheard_at).then_some(Timestamp::from_system(unheard_at))
+}
+
+/// The last catch-up the store records of any `serve` (the one that caught
+/// up last), on the store's clock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LastCatchUp {
+    /// When it last caught up.
+    pub pulled_at: Timestamp,
+    /// When its run of catch-ups began (`None`: not recorded; its
+    /// `pulled_at` then).
+    pub following_since: Option<Timestamp>,
+    /// Its follow bound ([`crate::model::Instance::follow_bound`]).
+    pub bound: Duration,
+}
+
+/// When the run of following in which a round stored at `now` (the
+/// store's clock) is applied began: the run of the `serve` that caught up
+/// last while it still follows (caught up within its follow bound), else
+/// `now` — no `serve` follows, so the catch-up after this round begins a
+/// new run, and a provider's silence before it is the controller's.
+pub fn following_run_began(last: Option<LastCatchUp>, now: Timestamp) -> Timestamp {
+    let Some(last) = last else {
+        return now;
+    };
+    let gap = now
+        .system_time()
+        .duration_since(last.pulled_at.system_time())
+        .unwrap_or_default();
+    if gap > last.bound {
+        return now;
+    }
+    last.following_since.unwrap_or(last.pulled_at)
 }
 
 /// The transition of the controller following again at `now`, when no
@@ -480,12 +535,21 @@ pub fn following_again(
 #[derive(Clone, Debug, Default)]
 pub struct Transitions {
     previous: HashMap<PreviousKey, Previous>,
+    following_since: Option<Timestamp>,
 }
 
 impl Transitions {
-    /// Starts from what the store holds: each key's [`Previous`].
-    pub fn new(previous: HashMap<PreviousKey, Previous>) -> Transitions {
-        Transitions { previous }
+    /// Starts from what the store holds: each key's [`Previous`], and when
+    /// the controller's run of following in which the round is stored began
+    /// ([`following_run_began`]; `None`: unknown).
+    pub fn new(
+        previous: HashMap<PreviousKey, Previous>,
+        following_since: Option<Timestamp>,
+    ) -> Transitions {
+        Transitions {
+            previous,
+            following_since,
+        }
     }
 
     /// The transitions `events` make, in order; each key's standing moves on.
@@ -494,7 +558,7 @@ impl Transitions {
         for received in events {
             let key = PreviousKey::of(received);
             let previous = self.previous.get(&key).cloned().unwrap_or_default();
-            let (next, transition) = transition(&previous, received);
+            let (next, transition) = transition(&previous, received, self.following_since);
             self.previous.insert(key, next);
             out.extend(transition);
         }
@@ -780,7 +844,7 @@ mod tests {
             (grant_prev(true), grant(4, "reachable"), None),
         ];
         for (previous, event, expected) in cases {
-            let (_, t) = transition(&previous, &event);
+            let (_, t) = transition(&previous, &event, None);
             assert_eq!(t.map(|t| t.kind), expected, "{previous:?} then {event:?}");
         }
     }
@@ -843,6 +907,101 @@ mod tests {
             if let Some(t) = t {
                 assert_eq!((t.kind, t.at), (TransitionKind::FollowingAgain, now));
             }
+        }
+    }
+
+    #[test]
+    fn a_provider_is_unheard_in_history_only_for_silence_while_the_controller_followed() {
+        // Its alive before was heard at 00:00:00, every 60 s: unheard after 00:03:00.
+        let before = Previous::Alive {
+            newest: (1, 5),
+            heard_at: ts("2026-11-27T00:00:00Z"),
+            every: Duration::from_secs(60),
+        };
+        // (when the controller's run of following began, heard again at,
+        // the unheard interval's beginning)
+        let cases = [
+            // Unknown run, or one begun before the alive: as before.
+            (None, "2026-11-27T00:03:00Z", None),
+            (None, "2026-11-27T00:03:01Z", Some("2026-11-27T00:03:00Z")),
+            (
+                Some("2026-11-26T00:00:00Z"),
+                "2026-11-27T00:09:00Z",
+                Some("2026-11-27T00:03:00Z"),
+            ),
+            // The bus or the store was away, or serve stopped, from 00:00:30
+            // to 00:06:44: the run began then, 3 alives from it are not over
+            // by 00:06:50, so the provider is not to blame.
+            (Some("2026-11-27T00:06:44Z"), "2026-11-27T00:06:50Z", None),
+            (Some("2026-11-27T00:06:44Z"), "2026-11-27T00:09:44Z", None),
+            // Silent for more than 3 alives after the controller came back:
+            // unheard from then.
+            (
+                Some("2026-11-27T00:06:44Z"),
+                "2026-11-27T00:09:45Z",
+                Some("2026-11-27T00:09:44Z"),
+            ),
+            // The round is stored before any serve follows again: the run
+            // begins with it.
+            (Some("2026-11-27T00:06:50Z"), "2026-11-27T00:06:50Z", None),
+        ];
+        for (following_since, heard, unheard_from) in cases {
+            assert_eq!(
+                heard_again(&before, ts(heard), following_since.map(ts)),
+                unheard_from.map(ts),
+                "run since {following_since:?}, heard again at {heard}"
+            );
+        }
+        // Through a walk: a round the run began with blames no one.
+        let mut walk = Transitions::new(
+            HashMap::from([(
+                PreviousKey::Alive(ModuleId::parse("postgres@db-1").unwrap()),
+                before,
+            )]),
+            Some(ts("2026-11-27T00:06:50Z")),
+        );
+        assert!(walk.walk(&[alive(10, "2026-11-27T00:06:49Z")]).is_empty());
+    }
+
+    #[test]
+    fn the_run_of_following_a_round_is_stored_in_began_when_a_serve_still_follows_else_now() {
+        let now = ts("2026-11-27T01:00:00Z");
+        let bound = Duration::from_secs(6);
+        let last = |pulled: &str, since: Option<&str>| LastCatchUp {
+            pulled_at: ts(pulled),
+            following_since: since.map(ts),
+            bound,
+        };
+        let cases = [
+            // No serve ever caught up: the run begins now.
+            (None, "2026-11-27T01:00:00Z"),
+            // One caught up within its bound: its run.
+            (
+                Some(last("2026-11-27T00:59:55Z", Some("2026-11-27T00:10:00Z"))),
+                "2026-11-27T00:10:00Z",
+            ),
+            (
+                Some(last("2026-11-27T00:59:54Z", Some("2026-11-27T00:10:00Z"))),
+                "2026-11-27T00:10:00Z",
+            ),
+            (
+                Some(last("2026-11-27T00:59:54Z", None)),
+                "2026-11-27T00:59:54Z",
+            ),
+            // Its last catch-up is older than its bound (the bus or the
+            // store away, serve stopped): the catch-up to come begins a run.
+            (
+                Some(last("2026-11-27T00:59:53Z", Some("2026-11-27T00:10:00Z"))),
+                "2026-11-27T01:00:00Z",
+            ),
+            // A catch-up after the store's now (another clock): still following.
+            (
+                Some(last("2026-11-27T01:00:01Z", Some("2026-11-27T00:10:00Z"))),
+                "2026-11-27T00:10:00Z",
+            ),
+        ];
+        for (last, began) in cases {
+            assert_eq!(following_run_began(last, now), ts(began), "{last:?}");
         }
     }
 
