@@ -752,15 +752,22 @@ const OUTAGE: Duration = Duration::from_secs(9);
 /// consumer's ack wait (30 s).
 const STORE_OUTAGE: Duration = Duration::from_secs(40);
 
-#[test]
-fn with_the_bus_stopped_for_a_while_history_blames_no_provider_and_records_the_controller_not_following(
+/// With `away` stopping a part of the mesh for `outage` and `back`
+/// starting it again, history blames no provider (`what` names the part in
+/// the assertion) and records the controller's own interval of not
+/// following.
+fn an_outage_blames_no_provider(
+    what: &str,
+    away: impl FnOnce(&mut mesh_test_support::mesh::Mesh),
+    outage: Duration,
+    back: impl FnOnce(&mut mesh_test_support::mesh::Mesh),
 ) {
     let mut mesh = healthy_mesh_with(alive_every("1s"));
     mesh.wait_status("all well", all_well);
-    mesh.nats.stop();
-    std::thread::sleep(OUTAGE);
-    mesh.nats.start_again();
-    mesh.wait_status("all well after the bus returned", all_well);
+    away(&mut mesh);
+    std::thread::sleep(outage);
+    back(&mut mesh);
+    mesh.wait_status(&format!("all well after the {what} returned"), all_well);
     // Three alives after the return: any late one has been heard.
     std::thread::sleep(4 * ALIVE_EVERY);
     mesh.wait_status("still all well", all_well);
@@ -768,7 +775,7 @@ fn with_the_bus_stopped_for_a_while_history_blames_no_provider_and_records_the_c
     assert_eq!(
         unheard,
         Vec::<Value>::new(),
-        "history blames the provider for the bus's outage"
+        "history blames the provider for the {what}'s outage"
     );
     let not_following = all_history_entries(&mesh, "not-following");
     assert_eq!(
@@ -779,28 +786,20 @@ fn with_the_bus_stopped_for_a_while_history_blames_no_provider_and_records_the_c
 }
 
 #[test]
+fn with_the_bus_stopped_for_a_while_history_blames_no_provider_and_records_the_controller_not_following(
+) {
+    an_outage_blames_no_provider("bus", |m| m.nats.stop(), OUTAGE, |m| m.nats.start_again());
+}
+
+#[test]
 fn with_the_store_stopped_for_a_while_history_blames_no_provider_and_records_the_controller_not_following(
 ) {
-    let mut mesh = healthy_mesh_with(alive_every("1s"));
-    mesh.wait_status("all well", all_well);
-    mesh.store.stop();
     // Longer than the ack wait (30 s): the events the controller held for
     // the store are delivered again, after newer ones.
-    std::thread::sleep(STORE_OUTAGE);
-    mesh.store.start_again();
-    mesh.wait_status("all well after the store returned", all_well);
-    std::thread::sleep(4 * ALIVE_EVERY);
-    mesh.wait_status("still all well", all_well);
-    let unheard = history_entries(&mesh, "unheard");
-    assert_eq!(
-        unheard,
-        Vec::<Value>::new(),
-        "history blames the provider for the store's outage"
-    );
-    let not_following = all_history_entries(&mesh, "not-following");
-    assert_eq!(
-        not_following.len(),
-        1,
-        "the outage is the controller's own interval: {not_following:#?}"
+    an_outage_blames_no_provider(
+        "store",
+        |m| m.store.stop(),
+        STORE_OUTAGE,
+        |m| m.store.start_again(),
     );
 }
