@@ -285,7 +285,7 @@ const CRATES: &[(&str, Tables)] = &[
                     &["hook"],
                     &["provisioner", "args"],
                     &["by_hand"],
-                    &["conform"],
+                    &["conform", "bench"],
                     &["cli"],
                 ],
             ),

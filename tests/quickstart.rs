@@ -117,12 +117,17 @@ async fn passes_conform() {
         mesh_sdk::conform::conform(&provider, &mesh_sdk::conform::Suite::new("folder")).await;
     println!("{report}");
     report.assert_passed();
-    assert!(
-        report
-            .to_string()
-            .ends_with("14 passed, 0 failed, 4 skipped"),
-        "every rule but the by-hand ones (no oracle given) and the cut, which cannot cut a call this quick: {report}"
+    // Every rule but the by-hand ones (no oracle given); the cut passes,
+    // or says it could cut nothing when the folder calls end in under 2 ms.
+    let text = report.to_string();
+    let cut_skipped = text.contains(
+        "skip a call cut off mid-way leaves nothing that breaks the next ensure: an ensure took ",
     );
+    let expected = match cut_skipped {
+        true => "14 passed, 0 failed, 4 skipped",
+        false => "15 passed, 0 failed, 3 skipped",
+    };
+    assert!(text.ends_with(expected), "{report}");
     assert!(
         report.to_string().contains(
             "ok   another instance's provision is neither listed, made, retired, re-enabled nor deleted (as conform@conform-other: ensure made its own, apart"

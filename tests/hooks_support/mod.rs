@@ -296,3 +296,32 @@ pub fn an_old_mark_is_adopted_by_ensure(hook: &std::path::Path) {
     let refused = ask_exec(hook, &env, b, ensure_of("forge", "other-pw"));
     assert_eq!(refused["class"], "refused", "{refused}");
 }
+
+/// How many rules a conform report passed. Its last line must be `N
+/// passed, 0 failed`, or `N passed, 0 failed, 1 skipped` when the one rule
+/// skipped is the cut, which says it cut nothing (a serve hook on a fast
+/// backend answers in under the 2 ms a cut needs); no rule may fail.
+pub fn conform_passed(out: &str) -> usize {
+    assert!(!out.contains("FAIL"), "{out}");
+    let last = out.lines().last().unwrap_or_default();
+    let counts = match last.strip_suffix(", 1 skipped") {
+        Some(counts) => {
+            let skipped: Vec<&str> = out.lines().filter(|l| l.starts_with("skip ")).collect();
+            assert!(
+                skipped.len() == 1
+                    && skipped[0].starts_with(
+                        "skip a call cut off mid-way leaves nothing that breaks the next ensure: "
+                    )
+                    && skipped[0].contains("nothing was cut, so nothing was tested"),
+                "only the cut may be skipped, for a call too quick to cut:\n{out}"
+            );
+            counts
+        }
+        None => last,
+    };
+    counts
+        .strip_suffix(" passed, 0 failed")
+        .unwrap_or_else(|| panic!("no `N passed, 0 failed` line:\n{out}"))
+        .parse()
+        .unwrap_or_else(|_| panic!("no count of rules passed:\n{out}"))
+}

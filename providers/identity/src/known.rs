@@ -66,10 +66,12 @@ impl KnownClients {
 
     /// What a lookup of `client_id` by `provider` found: its own client is
     /// kept, anything else (none, someone else's, another instance's)
-    /// drops the name.
+    /// drops the name. A lookup by another instance than the one these
+    /// clients are of changes nothing: what it found says nothing of
+    /// whether they are still this instance's.
     pub(crate) fn found(&self, client_id: &str, client: Option<&ClientRep>, provider: &ModuleId) {
         let Some(mut seen) = self.of(provider) else {
-            return self.forget(client_id);
+            return;
         };
         match client.filter(|c| c.is_of(provider)) {
             Some(client) => seen.own.insert(client_id.to_owned(), client.enabled),
@@ -202,9 +204,12 @@ mod tests {
         for other in ["legacy", "app", "old"] {
             assert!(!known.has(other, &me()), "{other}");
         }
-        // It answers for its instance only.
+        // It answers for its instance only, and another instance's lookup
+        // of one of its clients (refused there) does not drop it here.
         let other: ModuleId = "identity@id-2".parse().unwrap();
         assert!(!known.has("wiki", &other));
+        known.found("wiki", Some(&rep("wiki", ME)), &other);
+        assert!(known.has("wiki", &me()));
         known.made("chat", &other, true);
         assert!(!known.has("chat", &me()) && !known.has("chat", &other));
         // A lookup that finds someone else's client under an own name drops it.

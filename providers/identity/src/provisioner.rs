@@ -113,11 +113,11 @@ impl IdentityProvisioner {
             None => None,
             Some(client) => match client.maker() {
                 Maker::Other => {
-                    self.known.forget(consumer);
+                    self.known.found(consumer, Some(&client), provider);
                     return Err(self.foreign(consumer));
                 }
                 Maker::Instance(by) if by != provider.to_string() => {
-                    self.known.forget(consumer);
+                    self.known.found(consumer, Some(&client), provider);
                     return Err(IdentityError::OtherInstance {
                         client: consumer.to_owned(),
                         realm: realm(),
@@ -126,7 +126,7 @@ impl IdentityProvisioner {
                 }
                 Maker::Instance(_) => Some(client),
                 Maker::Unowned if !adopt => {
-                    self.known.forget(consumer);
+                    self.known.found(consumer, Some(&client), provider);
                     return Err(IdentityError::NotAdopted {
                         client: consumer.to_owned(),
                         realm: realm(),
