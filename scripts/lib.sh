@@ -694,6 +694,9 @@ check_package() {
     { echo "/etc/mesh is $(stat -c '%U:%G %a' /etc/mesh), not root:mesh 750" >&2; failed=yes; }
   [ "$(stat -c '%U:%G %a' /etc/mesh/credentials 2>&1)" = "root:root 700" ] ||
     { echo "/etc/mesh/credentials is $(stat -c '%U:%G %a' /etc/mesh/credentials 2>&1), not root:root 700" >&2; failed=yes; }
+  # The documented rsync of a provider's contributions folder needs its parent.
+  [ "$(stat -c '%U:%G %a' /etc/mesh/contributions 2>&1)" = "root:mesh 750" ] ||
+    { echo "/etc/mesh/contributions is $(stat -c '%U:%G %a' /etc/mesh/contributions 2>&1), not root:mesh 750" >&2; failed=yes; }
   # Each binary says its version, the commit it was built from and how.
   local version said
   version=$(dpkg-deb -f "$deb" Version)

@@ -201,6 +201,96 @@ fn a_failing_consumer_shows_in_status_and_disappears_when_it_recovers_and_a_refu
 }
 
 #[test]
+fn a_provider_fault_begins_and_ends_as_history_rows() {
+    let mesh = healthy_mesh();
+    mesh.wait_status("all well", all_well);
+    const ROTATED: &str = "rotated-admin-pw-history-7e2a";
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let admin = rt.block_on(mesh.backend.connect_admin());
+    rt.block_on(admin.batch_execute(&format!("ALTER ROLE postgres PASSWORD '{ROTATED}'")))
+        .unwrap();
+    mesh.wait_status("the provider fault", |s| {
+        s["faults"].as_array().is_some_and(|f| !f.is_empty())
+    });
+    // While it lasts, history lists it open.
+    let (code, out, err) = mesh.controller(&["history", "--provider", "postgres@db-1"]);
+    assert_eq!(code, 0, "{err}");
+    let open = out
+        .lines()
+        .find(|l| l.contains("cannot work as its administrator"))
+        .unwrap_or_else(|| panic!("no fault in history: {out}"));
+    assert!(
+        open.starts_with(
+            "  postgres@db-1: cannot work as its administrator (credentials-rejected: "
+        ) && open.contains("password authentication failed for user")
+            && open.ends_with(", still so"),
+        "{out}"
+    );
+
+    std::fs::write(mesh.backend.superuser_password_file(), ROTATED).unwrap();
+    mesh.wait_status("the fault cleared", all_well);
+    let (code, out, err) = mesh.controller(&["history", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let history: Value = serde_json::from_str(&out).expect("history --json");
+    let faults: Vec<&Value> = history["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "provider-fault")
+        .collect();
+    assert_eq!(faults.len(), 1, "one fault, begun and ended: {history:#}");
+    let fault = faults[0];
+    assert_eq!(fault["provider_module"], "postgres");
+    assert_eq!(fault["provider_machine"], "db-1");
+    assert_eq!(fault["class"], "credentials-rejected");
+    assert_eq!(fault["reason"], "cleared");
+    assert!(
+        fault["from"].is_string() && fault["to"].is_string(),
+        "{fault}"
+    );
+    let (code, human, _) = mesh.controller(&["history"]);
+    assert_eq!(code, 0);
+    let line = human
+        .lines()
+        .find(|l| l.contains("cannot work as its administrator"))
+        .unwrap_or_else(|| panic!("no fault in history: {human}"));
+    assert!(line.ends_with(", cleared"), "{human}");
+    assert!(
+        !human.contains(ROTATED) && !out.contains(ROTATED),
+        "no secret"
+    );
+    // The store holds both rows.
+    let conninfo = format!("{} dbname=mesh_store", mesh.store.admin_conninfo());
+    let (store, connection) = rt
+        .block_on(tokio_postgres::connect(&conninfo, tokio_postgres::NoTls))
+        .unwrap();
+    rt.spawn(connection);
+    let kinds: Vec<String> = rt
+        .block_on(store.query(
+            "SELECT kind FROM history WHERE kind LIKE 'provider-fault-%' ORDER BY id",
+            &[],
+        ))
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(kinds, ["provider-fault-began", "provider-fault-cleared"]);
+    rt.block_on(admin.batch_execute(&format!(
+        "ALTER ROLE postgres PASSWORD '{}'",
+        mesh.backend.superuser_password()
+    )))
+    .unwrap();
+    std::fs::write(
+        mesh.backend.superuser_password_file(),
+        mesh.backend.superuser_password(),
+    )
+    .unwrap();
+}
+
+#[test]
 fn a_provider_restart_on_a_healthy_mesh_produces_no_failing_entry() {
     let mut mesh = healthy_mesh();
     mesh.stop_provider();

@@ -70,5 +70,5 @@ pub async fn connect(
     connect
         .connect(servers)
         .await
-        .map_err(|source| BusError::connect(options.shown_servers(), source))
+        .map_err(|source| BusError::connect(options, source))
 }

@@ -466,6 +466,30 @@ async fn approve_command(bus: &Bus, extra: &[&str]) -> (u8, String, String) {
 }
 
 #[tokio::test]
+async fn approve_with_a_refused_bus_password_exits_at_once_naming_the_user_and_its_file() {
+    let bus = Bus::start();
+    let file = bus.password_file("controller");
+    std::fs::write(&file, "wrong-pw-for-approve\n").unwrap();
+    let started = std::time::Instant::now();
+    let (code, out, err) =
+        tokio::time::timeout(Duration::from_secs(20), approve_command(&bus, &[]))
+            .await
+            .expect("approve ends within 20 s");
+    assert_ne!(code, EXIT_OK, "{out}{err}");
+    assert!(started.elapsed() < Duration::from_secs(10), "{err}");
+    for what in [
+        "authorization violation",
+        "controller",
+        "--nats-user",
+        file.to_str().unwrap(),
+        "--nats-password-file",
+    ] {
+        assert!(err.contains(what), "names {what}: {err}");
+    }
+    assert!(!err.contains("wrong-pw"), "{err}");
+}
+
+#[tokio::test]
 async fn approve_asks_the_provider_and_says_what_came_of_it() {
     let bus = Bus::start();
     tokio::time::timeout(Duration::from_secs(60), async {

@@ -1077,6 +1077,124 @@ async fn an_alive_keeps_when_the_stream_stored_it_and_its_provider_fault() {
 }
 
 #[tokio::test]
+async fn a_provider_fault_begins_changes_class_and_clears_as_history_rows_of_its_rounds() {
+    use mesh_status::model::history::TransitionKind;
+    let pg = PgCluster::start();
+    let (options, admin) = store_at(&pg, "fault_history").await;
+    migrate(&options).await.unwrap();
+    let mut store = PgStore::new(options);
+    let with_fault = |said: u32, seq: u64, fault: Option<(Class, u32)>| {
+        let mut received = alive("postgres@db-1", said, 0, None, seq);
+        if let Event::Alive(body) = &mut received.event {
+            body.fault = fault.map(|(class, since)| mesh_protocol::event::ProviderFault {
+                class,
+                error: "password authentication failed for user \"mesh_admin\"\0".into(),
+                since: at(since),
+            });
+        }
+        received
+    };
+    let rows = || async {
+        admin
+            .query(
+                "SELECT kind, class, error, since, stream_seq, provider_module, provider_machine \
+                 FROM history ORDER BY id",
+                &[],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    r.get::<_, String>(0),
+                    r.get::<_, Option<String>>(1),
+                    r.get::<_, Option<String>>(2).is_some(),
+                    r.get::<_, Option<std::time::SystemTime>>(3)
+                        .map(Timestamp::from_system),
+                    r.get::<_, Option<i64>>(4),
+                    format!("{}@{}", r.get::<_, String>(5), r.get::<_, String>(6)),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    // Healthy, then a fault begins and is said again (one round: no repeat).
+    store.apply(&[with_fault(1, 1, None)]).await.unwrap();
+    let rejected = Some((Class::CredentialsRejected, 2));
+    store
+        .apply(&[with_fault(2, 2, rejected), with_fault(3, 3, rejected)])
+        .await
+        .unwrap();
+    // Redelivered: nothing more.
+    store.apply(&[with_fault(2, 2, rejected)]).await.unwrap();
+    // Its class changes, then it clears.
+    store
+        .apply(&[with_fault(4, 4, Some((Class::Unreachable, 4)))])
+        .await
+        .unwrap();
+    // Still lasting, begun before the window: read whole.
+    let provider_filter = |since| mesh_status::store::HistoryFilter {
+        consumer: None,
+        provider: Some(ModuleId::parse("postgres@db-1").unwrap()),
+        machine: None,
+        since,
+    };
+    let within = Timestamp::from_system(at(4).system_time() + Duration::from_secs(30));
+    let (transitions, _) = store.read_history(&provider_filter(within)).await.unwrap();
+    let kinds: Vec<_> = transitions.iter().map(|t| (t.kind, t.class)).collect();
+    assert_eq!(
+        kinds,
+        [(TransitionKind::ProviderFaultBegan, Some(Class::Unreachable))]
+    );
+    store.apply(&[with_fault(5, 5, None)]).await.unwrap();
+    store.apply(&[with_fault(6, 6, None)]).await.unwrap();
+    let p = "postgres@db-1".to_owned();
+    let (rejected, unreachable) = (
+        Some("credentials-rejected".to_owned()),
+        Some("unreachable".to_owned()),
+    );
+    assert_eq!(
+        rows().await,
+        [
+            (
+                "provider-fault-began".to_owned(),
+                rejected,
+                true,
+                Some(at(2)),
+                Some(2),
+                p.clone()
+            ),
+            (
+                "provider-fault-began".to_owned(),
+                unreachable.clone(),
+                true,
+                Some(at(4)),
+                Some(4),
+                p.clone()
+            ),
+            (
+                "provider-fault-cleared".to_owned(),
+                unreachable,
+                false,
+                Some(at(4)),
+                Some(5),
+                p
+            ),
+        ]
+    );
+    // `history --provider` reads them back as one interval each.
+    let (transitions, _) = store.read_history(&provider_filter(at(0))).await.unwrap();
+    let entries = mesh_status::report::history::entries(&transitions, at(10));
+    assert_eq!(entries.len(), 2, "{entries:#?}");
+    // Cleared, it is not read before the window any more.
+    let (transitions, _) = store.read_history(&provider_filter(within)).await.unwrap();
+    assert_eq!(transitions.len(), 1, "only its clearing: {transitions:#?}");
+    assert!(entries
+        .iter()
+        .all(|e| e.kind == mesh_status::report::history::EntryKind::ProviderFault));
+    assert_eq!(entries[0].reason.as_deref(), Some("cleared"));
+}
+
+#[tokio::test]
 async fn an_alive_keeps_what_the_contributions_file_refused_until_the_next_one() {
     use mesh_protocol::event::{ContributionsRead, RefusedContribution};
     let pg = PgCluster::start();

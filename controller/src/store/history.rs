@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime};
 
 use futures::future::try_join_all;
 use mesh_protocol::event::RetirementAction;
-use mesh_protocol::{ModuleId, Timestamp};
+use mesh_protocol::{Class, ModuleId, Timestamp};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Row, Statement};
 
@@ -37,10 +37,11 @@ LEFT JOIN failing f ON f.provider_module = w.m AND f.provider_machine = w.n AND 
 LEFT JOIN recovered r ON r.provider_module = w.m AND r.provider_machine = w.n AND r.consumer = w.c
 LEFT JOIN alive a ON a.provider_module = w.m AND a.provider_machine = w.n";
 
-/// The newest `alive` of a round's providers (`$1`, `$2`).
+/// The newest `alive` of a round's providers (`$1`, `$2`), with the
+/// provider fault it carries (V11).
 pub(super) const PREVIOUS_ALIVE: &str = "
 SELECT a.provider_module, a.provider_machine, a.stream_epoch, a.stream_seq,
-       COALESCE(a.stored_at, a.said_at), a.alive_every_seconds
+       COALESCE(a.stored_at, a.said_at), a.alive_every_seconds, a.fault_class, a.fault_since
 FROM unnest($1::text[], $2::text[]) AS w(m, n)
 JOIN alive a ON a.provider_module = w.m AND a.provider_machine = w.n";
 
@@ -302,15 +303,23 @@ fn standing(row: &Row) -> Result<Entry, tokio_postgres::Error> {
     ))
 }
 
+/// A provider's newest `alive`. A fault class this release does not know
+/// (a newer provider's) reads as `refused`: its clearing is still a row.
 fn alive(row: &Row) -> Result<Entry, tokio_postgres::Error> {
     let key = provider(row.try_get(0)?, row.try_get(1)?).map(PreviousKey::Alive);
     let every: i64 = row.try_get(5)?;
+    let class: Option<&str> = row.try_get(6)?;
+    let since: Option<SystemTime> = row.try_get(7)?;
+    let fault = class
+        .zip(since)
+        .map(|(class, since)| (class.parse::<Class>().unwrap_or(Class::Refused), ts(since)));
     Ok((
         key,
         Previous::Alive {
             newest: place(row.try_get(2)?, row.try_get(3)?).unwrap_or_default(),
             heard_at: ts(row.try_get(4)?),
             every: Duration::from_secs(u64::try_from(every.max(1)).unwrap_or(1)),
+            fault,
         },
     ))
 }

@@ -31,7 +31,8 @@ const SCOPED: &str = "($1::text IS NULL OR h.consumer = $1)
   AND ($5::text IS NULL OR h.provider_machine = $5 OR h.consumer_machine = $5)";
 
 /// The history in scope from `$6` on, oldest first, with the beginning of
-/// each interval still failing that began before `$6`.
+/// each interval still failing that began before `$6`, and of each
+/// provider fault still lasting (its newest `alive` carries one) that did.
 ///
 /// The standings are narrowed by the consumer and provider asked (which
 /// the lateral's join implies) before the lateral runs: otherwise it looks
@@ -49,6 +50,15 @@ fn read_history() -> String {
              ORDER BY h.at DESC LIMIT 1) h
          WHERE ($1::text IS NULL OR f.consumer = $1)
            AND ($3::text IS NULL OR (f.provider_module = $3 AND f.provider_machine = $4))
+         UNION ALL
+         SELECT {COLUMNS} FROM alive a CROSS JOIN LATERAL (
+             SELECT * FROM history h
+             WHERE h.kind = 'provider-fault-began'
+               AND h.provider_module = a.provider_module
+               AND h.provider_machine = a.provider_machine AND h.at < $6 AND {SCOPED}
+             ORDER BY h.at DESC LIMIT 1) h
+         WHERE a.fault_class IS NOT NULL
+           AND ($3::text IS NULL OR (a.provider_module = $3 AND a.provider_machine = $4))
          ORDER BY 1"
     )
 }

@@ -17,6 +17,10 @@ use crate::redact::shown_url;
 /// The reconnect delays: 100 ms, doubling, at most 2 s (docs/contracts/bus.md#connections-and-inbox-prefixes).
 const RECONNECT: Backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(2));
 
+/// The reconnect delay once the server refused the client's credentials
+/// (an authorization violation), until it connects.
+pub(crate) const REFUSED_RECONNECT: Duration = Duration::from_secs(30);
+
 /// The server when `--nats` is not given.
 const DEFAULT_SERVERS: &str = "nats://127.0.0.1:4222";
 
@@ -162,7 +166,57 @@ impl Auth<'_> {
     }
 }
 
+/// What to check when the bus refuses `auth` (an authorization
+/// violation): the user and the file it was given with, and the flags and
+/// variables that give them; a password file in `credentials`
+/// (`$CREDENTIALS_DIRECTORY`) is named as the systemd credential it is.
+/// Never a password.
+pub(crate) fn credentials_to_check(auth: &Auth<'_>, credentials: Option<&Path>) -> String {
+    let restart = "; they are read when the program starts: restart it once they are fixed";
+    match auth {
+        Auth::Anonymous => "the credentials: none were given and the server asks for them \
+             (--nats-user and --nats-password-file, MESH_NATS_USER and MESH_NATS_PASSWORD_FILE, \
+             or --nats-creds, or --nats-nkey-file)"
+            .to_owned(),
+        Auth::Password { user, file } => {
+            let credential = match credentials {
+                Some(dir) if file.starts_with(dir) => {
+                    ", here the systemd credential nats-password: its LoadCredential= file"
+                }
+                _ => "",
+            };
+            format!(
+                "the user {user} (--nats-user, MESH_NATS_USER) and the password in {} \
+                 (--nats-password-file, MESH_NATS_PASSWORD_FILE{credential}){restart}",
+                file.display()
+            )
+        }
+        Auth::Creds(path) => format!(
+            "the .creds file {} (--nats-creds, MESH_NATS_CREDS){restart}",
+            path.display()
+        ),
+        Auth::Nkey(path) => format!(
+            "the nkey seed in {} (--nats-nkey-file, MESH_NATS_NKEY_FILE){restart}",
+            path.display()
+        ),
+        Auth::InUrl(UrlCredentials { user, .. }) => {
+            format!("the user {user} and its password inside --nats (MESH_NATS_URL){restart}")
+        }
+    }
+}
+
 impl NatsArgs {
+    /// What to check when the bus refuses these credentials (see
+    /// [`credentials_to_check`]); the flags' own error when they do not go
+    /// together.
+    pub fn credentials_to_check(&self) -> String {
+        let dir = std::env::var_os(crate::credentials::DIRECTORY_VARIABLE).map(PathBuf::from);
+        match self.auth() {
+            Ok(auth) => credentials_to_check(&auth, dir.as_deref()),
+            Err(error) => error.to_string(),
+        }
+    }
+
     /// The servers of `--nats`, each entry of the comma-separated list
     /// parsed (`nats://` assumed without a scheme, port 4222 without one),
     /// a user and password inside an entry taken out of it (they are the
@@ -229,8 +283,9 @@ impl NatsArgs {
 /// inbox prefix, the credentials and TLS files of `nats` (each read or
 /// checked now; a user and password inside the URLs handed over as the
 /// client's user and password, for the servers of [`NatsArgs::servers`],
-/// which no longer hold them), a short capped reconnect backoff (100 ms doubling to 2 s),
-/// and an event callback that logs permission refusals and disconnects.
+/// which no longer hold them), a short capped reconnect backoff (100 ms doubling to 2 s;
+/// 30 s while the server refuses the credentials), and an event callback that logs
+/// permission refusals, refused credentials (once, naming what to check) and disconnects.
 ///
 /// # Errors
 /// [`BusError`] when the flags do not go together (see [`NatsArgs`]) or a
@@ -240,17 +295,23 @@ pub async fn connect_options(
     name: &str,
     inbox_prefix: &str,
 ) -> Result<ConnectOptions, BusError> {
-    let log = BusLog::new(nats.shown_servers());
+    let log = BusLog::new(nats.shown_servers(), nats.credentials_to_check());
+    let refused = Arc::clone(&log);
     let mut connect = ConnectOptions::new()
         .name(name)
         .custom_inbox_prefix(inbox_prefix)
         .connection_timeout(Duration::from_secs(5))
-        .reconnect_delay_callback(|attempts| {
-            RECONNECT.after(
+        .reconnect_delay_callback(move |attempts| {
+            let delay = RECONNECT.after(
                 u32::try_from(attempts)
                     .unwrap_or(u32::MAX)
                     .saturating_add(1),
-            )
+            );
+            // Credentials refused stay refused until someone fixes them.
+            match refused.credentials_refused() {
+                true => delay.max(REFUSED_RECONNECT),
+                false => delay,
+            }
         })
         .event_callback(move |event| {
             let log = Arc::clone(&log);
@@ -332,6 +393,71 @@ fn check_readable(flag: &'static str, path: &Path) -> Result<(), BusError> {
             path: path.to_owned(),
             source,
         })
+}
+
+#[cfg(test)]
+mod credentials_tests {
+    use super::*;
+
+    #[test]
+    fn refused_credentials_name_what_to_check_and_never_a_password() {
+        let file = Path::new("/run/credentials/mesh-controller.service/nats-password");
+        let systemd = Some(Path::new("/run/credentials/mesh-controller.service"));
+        let in_url = UrlCredentials {
+            user: "wiki".into(),
+            password: "secret-in-url".into(),
+            position: 1,
+        };
+        // (credentials, $CREDENTIALS_DIRECTORY, what it names)
+        let cases: Vec<(Auth<'_>, Option<&Path>, &[&str])> = vec![
+            (
+                Auth::Password {
+                    user: "controller",
+                    file: Path::new("/etc/mesh/pw"),
+                },
+                None,
+                &[
+                    "the user controller (--nats-user, MESH_NATS_USER)",
+                    "the password in /etc/mesh/pw (--nats-password-file, MESH_NATS_PASSWORD_FILE)",
+                    "restart",
+                ],
+            ),
+            (
+                Auth::Password {
+                    user: "controller",
+                    file,
+                },
+                systemd,
+                &[
+                    "the systemd credential nats-password",
+                    "/run/credentials/mesh-controller.service/nats-password",
+                ],
+            ),
+            (
+                Auth::Creds(Path::new("/etc/mesh/c.creds")),
+                None,
+                &["/etc/mesh/c.creds (--nats-creds"],
+            ),
+            (
+                Auth::Nkey(Path::new("/etc/mesh/seed")),
+                None,
+                &["/etc/mesh/seed (--nats-nkey-file"],
+            ),
+            (Auth::InUrl(in_url), None, &["the user wiki", "--nats"]),
+            (
+                Auth::Anonymous,
+                None,
+                &["none were given", "--nats-user and --nats-password-file"],
+            ),
+        ];
+        for (auth, dir, names) in cases {
+            let said = credentials_to_check(&auth, dir);
+            for name in names {
+                assert!(said.contains(name), "{auth:?}: {said}");
+            }
+            assert!(!said.contains("secret"), "{said}");
+        }
+    }
 }
 
 #[cfg(test)]

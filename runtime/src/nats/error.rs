@@ -82,8 +82,9 @@ pub enum BusError {
         /// Why.
         #[source]
         source: async_nats::ConnectError,
-        /// What the operator likely has to fix (TLS refusals), or "".
-        hint: &'static str,
+        /// What the operator likely has to fix (TLS refusals, refused
+        /// credentials), or "".
+        hint: String,
     },
     /// Subscribing to the approve subject failed.
     #[error("cannot subscribe to {subject}: {source}")]
@@ -97,12 +98,22 @@ pub enum BusError {
 }
 
 impl BusError {
-    /// [`BusError::Connect`] to `servers` (as they may be shown:
-    /// [`NatsArgs::shown_servers`](super::NatsArgs::shown_servers)), with a
-    /// hint when the TLS handshake was refused (read from rustls's typed
-    /// error).
-    pub fn connect(servers: String, source: async_nats::ConnectError) -> BusError {
-        let hint = tls_hint(&source);
+    /// [`BusError::Connect`] to the servers of `nats` (as they may be
+    /// shown), with a hint when the TLS handshake was refused (read from
+    /// rustls's typed error), or when the server refused the credentials:
+    /// which user and file to check ([`NatsArgs::credentials_to_check`](super::NatsArgs::credentials_to_check)).
+    pub fn connect(nats: &super::NatsArgs, source: async_nats::ConnectError) -> BusError {
+        use async_nats::ConnectErrorKind;
+        let servers = nats.shown_servers();
+        let hint = match source.kind() {
+            ConnectErrorKind::AuthorizationViolation | ConnectErrorKind::Authentication => {
+                format!(
+                    " (the bus refused this client's credentials: check {})",
+                    nats.credentials_to_check()
+                )
+            }
+            _ => tls_hint(&source).to_owned(),
+        };
         BusError::Connect {
             url: servers,
             source,

@@ -65,11 +65,17 @@ pub enum TransitionKind {
     GrantUnreachable,
     /// An unreachable grant is reachable again (`reason`).
     GrantReachable,
+    /// A provider's fault began, or changed class: its `alive` says it
+    /// cannot work as its administrator (`class`, `error`, `since`).
+    ProviderFaultBegan,
+    /// A provider's fault cleared: its `alive` carries none (`class` and
+    /// `since` of the fault that cleared).
+    ProviderFaultCleared,
 }
 
 impl TransitionKind {
     /// Every kind, in a stable order.
-    pub const ALL: [TransitionKind; 11] = [
+    pub const ALL: [TransitionKind; 13] = [
         TransitionKind::FailingBegan,
         TransitionKind::Recovered,
         TransitionKind::Retired,
@@ -81,6 +87,8 @@ impl TransitionKind {
         TransitionKind::RepairBraked,
         TransitionKind::GrantUnreachable,
         TransitionKind::GrantReachable,
+        TransitionKind::ProviderFaultBegan,
+        TransitionKind::ProviderFaultCleared,
     ];
 
     /// The kind as the store writes it (column `history.kind`).
@@ -97,6 +105,8 @@ impl TransitionKind {
             TransitionKind::RepairBraked => "repair-braked",
             TransitionKind::GrantUnreachable => "grant-unreachable",
             TransitionKind::GrantReachable => "grant-reachable",
+            TransitionKind::ProviderFaultBegan => "provider-fault-began",
+            TransitionKind::ProviderFaultCleared => "provider-fault-cleared",
         }
     }
 }
@@ -136,9 +146,11 @@ pub struct Transition {
     pub consumer_machine: Option<String>,
     /// The provision, when known.
     pub provision: Option<String>,
-    /// The failure's class (`failing-began`).
+    /// The failure's class (`failing-began`, `provider-fault-began`,
+    /// `provider-fault-cleared`).
     pub class: Option<Class>,
-    /// The start of the failure's message (`failing-began`, `grant-unreachable`).
+    /// The start of the failure's message (`failing-began`,
+    /// `grant-unreachable`, `provider-fault-began`).
     pub error: Option<String>,
     /// When what ends or begins here began.
     pub since: Option<Timestamp>,
@@ -204,7 +216,8 @@ pub enum Previous {
         /// Its place.
         newest: (u64, u64),
     },
-    /// A provider's newest `alive`: when it was heard, and how often it says it.
+    /// A provider's newest `alive`: when it was heard, how often it says
+    /// it, and the provider fault it carries.
     Alive {
         /// Its place.
         newest: (u64, u64),
@@ -212,6 +225,8 @@ pub enum Previous {
         heard_at: Timestamp,
         /// Its `alive_every`.
         every: Duration,
+        /// Its fault's class and `since`; `None` when it carries none.
+        fault: Option<(Class, Timestamp)>,
     },
 }
 
@@ -272,12 +287,76 @@ impl PreviousKey {
     }
 }
 
-/// The transition `received` makes from its key's `previous` standing, if
-/// any, and the key's standing after it (pure; see the module's rules).
+/// The transitions `received` makes from its key's `previous` standing
+/// (none, one, or for an `alive` both a provider heard again and its fault
+/// beginning or clearing, in that order), and the key's standing after it
+/// (pure; see the module's rules).
 /// `following_since` is when the controller's run of following in which
 /// the event is stored began ([`following_run_began`]); `None`: unknown,
 /// a provider's silence then counts from its previous `alive`.
 pub fn transition(
+    previous: &Previous,
+    received: &Received,
+    following_since: Option<Timestamp>,
+) -> (Previous, Vec<Transition>) {
+    let (next, transition) = one_transition(previous, received, following_since);
+    let mut out: Vec<Transition> = transition.into_iter().collect();
+    if let (Event::Alive(b), Previous::Alive { .. }) = (&received.event, &next) {
+        if next.newest() != previous.newest() {
+            let was = match previous {
+                Previous::Alive { fault, .. } => *fault,
+                _ => None,
+            };
+            out.extend(fault_transition(was, b, received));
+        }
+    }
+    (next, out)
+}
+
+/// The transition of a provider fault an applied `alive` begins, changes
+/// the class of, or clears (`was`: the class and `since` of the fault the
+/// provider's `alive` before carried): a fault said again with its class,
+/// and none said again, are none.
+fn fault_transition(
+    was: Option<(Class, Timestamp)>,
+    alive: &mesh_protocol::event::Alive,
+    received: &Received,
+) -> Option<Transition> {
+    let mut t = match (&alive.fault, was) {
+        (Some(now), Some((class, _))) if now.class == class => return None,
+        (None, None) => return None,
+        (Some(now), _) => {
+            let mut t = Transition::of(
+                TransitionKind::ProviderFaultBegan,
+                alive.said_at,
+                Some(received.emitter.clone()),
+            );
+            t.class = Some(now.class);
+            t.error = Some(now.error.clone());
+            t.since = Some(now.since);
+            t
+        }
+        (None, Some((class, since))) => {
+            let mut t = Transition::of(
+                TransitionKind::ProviderFaultCleared,
+                alive.said_at,
+                Some(received.emitter.clone()),
+            );
+            t.class = Some(class);
+            t.since = Some(since);
+            t
+        }
+    };
+    t.place = Some(Place {
+        epoch: received.epoch,
+        seq: received.seq,
+        said_at: alive.said_at,
+        stored_at: received.stored_at,
+    });
+    Some(t)
+}
+
+fn one_transition(
     previous: &Previous,
     received: &Received,
     following_since: Option<Timestamp>,
@@ -382,6 +461,7 @@ pub fn transition(
                 newest: place,
                 heard_at,
                 every,
+                fault: b.fault.as_ref().map(|f| (f.class, f.since)),
             };
             (next, transition)
         }
@@ -558,9 +638,9 @@ impl Transitions {
         for received in events {
             let key = PreviousKey::of(received);
             let previous = self.previous.get(&key).cloned().unwrap_or_default();
-            let (next, transition) = transition(&previous, received, self.following_since);
+            let (next, transitions) = transition(&previous, received, self.following_since);
             self.previous.insert(key, next);
-            out.extend(transition);
+            out.extend(transitions);
         }
         out
     }
@@ -747,6 +827,7 @@ mod tests {
             newest: (1, 5),
             heard_at: ts("2026-11-27T00:00:00Z"),
             every: Duration::from_secs(60),
+            fault: None,
         };
         // (previous, event, expected transition kind)
         let cases: Vec<(Previous, Received, Option<K>)> = vec![
@@ -845,8 +926,151 @@ mod tests {
         ];
         for (previous, event, expected) in cases {
             let (_, t) = transition(&previous, &event, None);
-            assert_eq!(t.map(|t| t.kind), expected, "{previous:?} then {event:?}");
+            let kinds: Vec<K> = t.iter().map(|t| t.kind).collect();
+            assert_eq!(
+                kinds,
+                Vec::from_iter(expected),
+                "{previous:?} then {event:?}"
+            );
         }
+    }
+
+    fn alive_with(seq: u64, stored: &str, fault: Option<(Class, &str)>) -> Received {
+        let mut r = alive(seq, stored);
+        if let Event::Alive(b) = &mut r.event {
+            b.fault = fault.map(|(class, since)| mesh_protocol::event::ProviderFault {
+                class,
+                error: "password authentication failed for user \"mesh_admin\"".into(),
+                since: ts(since),
+            });
+        }
+        r
+    }
+
+    #[test]
+    fn a_provider_fault_begins_changes_class_and_clears_as_history_rows() {
+        use Class::{CredentialsRejected as Rejected, Unreachable};
+        use TransitionKind as K;
+        let (a, b) = ("2026-11-27T00:00:30Z", "2026-11-27T00:01:30Z");
+        let held = |fault: Option<(Class, &str)>, newest: u64| Previous::Alive {
+            newest: (1, newest),
+            heard_at: ts("2026-11-27T00:01:00Z"),
+            every: Duration::from_secs(60),
+            fault: fault.map(|(c, s)| (c, ts(s))),
+        };
+        let now = "2026-11-27T00:02:00Z";
+        // (held before, the alive's fault, its seq, expected (kind, class, since))
+        type Case<'a> = (
+            Previous,
+            Option<(Class, &'a str)>,
+            u64,
+            Option<(K, Class, &'a str)>,
+        );
+        let cases: Vec<Case> = vec![
+            // The first alive ever with a fault begins one; without, nothing.
+            (
+                Previous::Nothing,
+                Some((Rejected, a)),
+                10,
+                Some((K::ProviderFaultBegan, Rejected, a)),
+            ),
+            (Previous::Nothing, None, 10, None),
+            // Begins, said again (its class kept), clears.
+            (
+                held(None, 5),
+                Some((Rejected, a)),
+                10,
+                Some((K::ProviderFaultBegan, Rejected, a)),
+            ),
+            (held(Some((Rejected, a)), 5), Some((Rejected, a)), 10, None),
+            (
+                held(Some((Rejected, a)), 5),
+                None,
+                10,
+                Some((K::ProviderFaultCleared, Rejected, a)),
+            ),
+            (held(None, 5), None, 10, None),
+            // A change of class begins the new one.
+            (
+                held(Some((Rejected, a)), 5),
+                Some((Unreachable, b)),
+                10,
+                Some((K::ProviderFaultBegan, Unreachable, b)),
+            ),
+            // A redelivered or older alive changes nothing.
+            (held(None, 10), Some((Rejected, a)), 10, None),
+            (held(Some((Rejected, a)), 12), None, 10, None),
+        ];
+        for (previous, fault, seq, expected) in cases {
+            let event = alive_with(seq, now, fault);
+            let (next, t) = transition(&previous, &event, None);
+            let got: Vec<_> = t
+                .iter()
+                .map(|t| (t.kind, t.class.unwrap(), t.since.unwrap()))
+                .collect();
+            let expected: Vec<_> = expected
+                .into_iter()
+                .map(|(k, c, s)| (k, c, ts(s)))
+                .collect();
+            assert_eq!(got, expected, "{previous:?} then {fault:?}");
+            if let Some(t) = t.first() {
+                assert_eq!(t.at, ts(now));
+                assert_eq!(t.provider, Some(ModuleId::parse("postgres@db-1").unwrap()));
+                assert_eq!(t.place.map(|p| p.seq), Some(seq));
+                let began = t.kind == K::ProviderFaultBegan;
+                assert_eq!(t.error.is_some(), began, "{t:?}");
+                assert_eq!(t.consumer, None);
+            }
+            if t.is_empty() && previous.newest() >= Some((1, seq)) {
+                assert_eq!(next, previous);
+            }
+        }
+    }
+
+    #[test]
+    fn an_alive_after_a_silence_with_a_new_fault_is_heard_again_then_the_fault_begins() {
+        let before = Previous::Alive {
+            newest: (1, 5),
+            heard_at: ts("2026-11-27T00:00:00Z"),
+            every: Duration::from_secs(60),
+            fault: None,
+        };
+        let event = alive_with(
+            10,
+            "2026-11-27T00:10:00Z",
+            Some((Class::Unreachable, "2026-11-27T00:09:00Z")),
+        );
+        let (_, t) = transition(&before, &event, None);
+        let kinds: Vec<_> = t.iter().map(|t| t.kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                TransitionKind::HeardAgain,
+                TransitionKind::ProviderFaultBegan
+            ]
+        );
+        // Walked: the standing after it holds the fault, so the next alive
+        // that carries none clears it.
+        let provider = ModuleId::parse("postgres@db-1").unwrap();
+        let mut walk = Transitions::new(
+            HashMap::from([(PreviousKey::Alive(provider), before)]),
+            None,
+        );
+        let rows = walk.walk(&[
+            event.clone(),
+            alive_with(11, "2026-11-27T00:10:05Z", None),
+            alive_with(12, "2026-11-27T00:10:06Z", None),
+        ]);
+        let kinds: Vec<_> = rows.iter().map(|t| t.kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                TransitionKind::HeardAgain,
+                TransitionKind::ProviderFaultBegan,
+                TransitionKind::ProviderFaultCleared
+            ]
+        );
+        assert_eq!(rows[2].since, Some(ts("2026-11-27T00:09:00Z")));
     }
 
     #[test]
@@ -917,6 +1141,7 @@ mod tests {
             newest: (1, 5),
             heard_at: ts("2026-11-27T00:00:00Z"),
             every: Duration::from_secs(60),
+            fault: None,
         };
         // (when the controller's run of following began, heard again at,
         // the unheard interval's beginning)

@@ -98,6 +98,22 @@ pub fn line(e: &HistoryEntry) -> String {
                 span(e)
             )
         }
+        EntryKind::ProviderFault => {
+            let cause = match (e.class, &e.error) {
+                (Some(class), Some(error)) => format!(" ({class}: {})", one_line(error)),
+                (Some(class), None) => format!(" ({class})"),
+                _ => String::new(),
+            };
+            let end = match e.to {
+                None => "still so",
+                Some(_) if e.reason.is_none() => "then another fault",
+                Some(_) => "cleared",
+            };
+            format!(
+                "{provider}: cannot work as its administrator{cause} {}, {end}",
+                span(e)
+            )
+        }
         EntryKind::Unheard => format!("{provider}: not heard from {}, heard again", span(e)),
         EntryKind::NotFollowing => {
             format!(
@@ -275,7 +291,7 @@ mod tests {
     }
 
     #[test]
-    fn silences_grants_and_repairs_have_their_lines() {
+    fn silences_grants_repairs_and_provider_faults_have_their_lines() {
         let mut heard = t(
             TransitionKind::HeardAgain,
             "2026-11-27T01:00:00Z",
@@ -299,7 +315,31 @@ mod tests {
         reachable.kind = TransitionKind::GrantReachable;
         reachable.at = ts("2026-11-27T02:10:00Z");
         reachable.reason = Some("success".into());
-        let rows = [heard, follows, repair, unreachable, reachable];
+        let mut fault = heard.clone();
+        fault.kind = TransitionKind::ProviderFaultBegan;
+        fault.at = ts("2026-11-28T00:00:05Z");
+        fault.since = Some(ts("2026-11-28T00:00:00Z"));
+        fault.class = Some(Class::CredentialsRejected);
+        fault.error = Some("password authentication\nfailed".into());
+        let mut cleared = fault.clone();
+        cleared.kind = TransitionKind::ProviderFaultCleared;
+        cleared.at = ts("2026-11-28T00:20:00Z");
+        cleared.error = None;
+        let mut again = fault.clone();
+        again.at = ts("2026-11-29T11:00:00Z");
+        again.since = again.at.into();
+        again.class = Some(Class::Unreachable);
+        again.error = Some("connection refused".into());
+        let rows = [
+            heard,
+            follows,
+            repair,
+            unreachable,
+            reachable,
+            fault,
+            cleared,
+            again,
+        ];
         let lines: Vec<String> = entries(&rows, ts("2026-11-29T12:00:00Z"))
             .iter()
             .map(line)
@@ -307,6 +347,8 @@ mod tests {
         assert_eq!(
             lines,
             [
+                "postgres@db-1: cannot work as its administrator (unreachable: connection refused) 2026-11-29 11:00 → now (1 h), still so",
+                "postgres@db-1: cannot work as its administrator (credentials-rejected: password authentication failed) 2026-11-28 00:00 → 00:20 (20 min), cleared",
                 "wiki@app-1 grant from postgres@db-1 (10.0.0.1:5432): unreachable 2026-11-27 01:58 → 02:10 (12 min), reachable again (success)",
                 "postgres@db-1: repair admin-refused braked 2026-11-27 01:00: next in 10 min",
                 "postgres@db-1: not heard from 2026-11-27 00:03 → 01:00 (57 min), heard again",

@@ -12,6 +12,9 @@
 //! - A grant's unreachable interval runs from its `failing_since` to the
 //!   `reachable` after it; a provider's silence and the controller's
 //!   (each recorded when it ends) from their `since` to when they ended.
+//! - A provider fault runs from the `since` its `provider-fault-began`
+//!   says to its `provider-fault-cleared` (which carries that `since` and
+//!   class too), or to the next `provider-fault-began` of another class.
 //! - Recurrence: a standing failing now whose consumer recovered before
 //!   within the window is in its Nth interval there (N = the recoveries + 1).
 //!   One that recovered [`FLAPPING_AFTER`] times or more within the last
@@ -62,6 +65,8 @@ pub enum EntryKind {
     RepairDone,
     /// A repair braked (a moment).
     RepairBraked,
+    /// A provider that could not work as its administrator (an interval).
+    ProviderFault,
 }
 
 /// One entry of `history`: an interval (`from` → `to`, `to` null while it
@@ -91,7 +96,8 @@ pub struct HistoryEntry {
     pub class: Option<Class>,
     /// The start of the failure's message, when known.
     pub error: Option<String>,
-    /// How it ended: the `recovered` or `reachable` reason.
+    /// How it ended: the `recovered` or `reachable` reason, `cleared` for
+    /// a provider fault that cleared (null when another class followed it).
     pub reason: Option<String>,
     /// The repair's fault.
     pub fault: Option<String>,
@@ -180,10 +186,13 @@ pub fn entries(rows: &[Transition], now: Timestamp) -> Vec<HistoryEntry> {
     let mut open: HashMap<Pair, usize> = HashMap::new();
     for t in rows {
         match t.kind {
-            TransitionKind::FailingBegan | TransitionKind::GrantUnreachable => {
+            TransitionKind::FailingBegan
+            | TransitionKind::GrantUnreachable
+            | TransitionKind::ProviderFaultBegan => {
                 let kind = match t.kind {
                     TransitionKind::FailingBegan => EntryKind::Failing,
-                    _ => EntryKind::GrantUnreachable,
+                    TransitionKind::GrantUnreachable => EntryKind::GrantUnreachable,
+                    _ => EntryKind::ProviderFault,
                 };
                 let mut e = HistoryEntry::of(kind, t);
                 e.from = Some(t.since.unwrap_or(t.at));
@@ -197,10 +206,13 @@ pub fn entries(rows: &[Transition], now: Timestamp) -> Vec<HistoryEntry> {
                 }
                 out.push(e);
             }
-            TransitionKind::Recovered | TransitionKind::GrantReachable => {
+            TransitionKind::Recovered
+            | TransitionKind::GrantReachable
+            | TransitionKind::ProviderFaultCleared => {
                 let kind = match t.kind {
                     TransitionKind::Recovered => EntryKind::Failing,
-                    _ => EntryKind::GrantUnreachable,
+                    TransitionKind::GrantReachable => EntryKind::GrantUnreachable,
+                    _ => EntryKind::ProviderFault,
                 };
                 let i = match open.remove(&pair(kind, t)) {
                     Some(i) => i,
@@ -215,7 +227,10 @@ pub fn entries(rows: &[Transition], now: Timestamp) -> Vec<HistoryEntry> {
                 let e = &mut out[i];
                 e.to = Some(t.at);
                 e.seconds = e.from.map(|f| seconds(f, t.at));
-                e.reason = t.reason.clone();
+                e.reason = match kind {
+                    EntryKind::ProviderFault => Some("cleared".to_owned()),
+                    _ => t.reason.clone(),
+                };
                 if e.consumer_machine.is_none() {
                     e.consumer_machine = t.consumer_machine.clone();
                 }
@@ -532,6 +547,75 @@ mod tests {
         let e = entries(&rows, now);
         assert_eq!(e[1].to, Some(ts("2026-11-29T03:00:00Z")));
         assert!(e[0].is_open());
+    }
+
+    #[test]
+    fn a_provider_fault_is_an_interval_ended_by_its_clearing_or_by_another_class() {
+        let now = ts("2026-11-29T12:00:00Z");
+        let fault = |kind, at: &str, class, since: &str| {
+            let mut t = row(kind, at, Some(since));
+            (t.consumer, t.consumer_machine, t.provision) = (None, None, None);
+            t.class = Some(class);
+            t
+        };
+        use Class::{CredentialsRejected as Rejected, Unreachable};
+        use TransitionKind::{ProviderFaultBegan as Began, ProviderFaultCleared as Cleared};
+        let rows = [
+            fault(
+                Began,
+                "2026-11-29T01:00:05Z",
+                Rejected,
+                "2026-11-29T01:00:00Z",
+            ),
+            fault(
+                Cleared,
+                "2026-11-29T02:00:00Z",
+                Rejected,
+                "2026-11-29T01:00:00Z",
+            ),
+            fault(
+                Began,
+                "2026-11-29T03:00:00Z",
+                Rejected,
+                "2026-11-29T03:00:00Z",
+            ),
+            fault(
+                Began,
+                "2026-11-29T04:00:00Z",
+                Unreachable,
+                "2026-11-29T04:00:00Z",
+            ),
+        ];
+        let e = entries(&rows, now);
+        let got: Vec<_> = e
+            .iter()
+            .map(|e| (e.kind, e.class, e.seconds, e.reason.as_deref()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    EntryKind::ProviderFault,
+                    Some(Unreachable),
+                    Some(8 * 3600),
+                    None
+                ),
+                (EntryKind::ProviderFault, Some(Rejected), Some(3600), None),
+                (
+                    EntryKind::ProviderFault,
+                    Some(Rejected),
+                    Some(3600),
+                    Some("cleared")
+                ),
+            ]
+        );
+        assert!(e[0].is_open() && !e[1].is_open());
+        // Cleared, its beginning before the rows read: it keeps its start.
+        let e = entries(&rows[1..2], now);
+        assert_eq!(e[0].from, Some(ts("2026-11-29T01:00:00Z")));
+        assert_eq!(e[0].class, Some(Rejected));
+        // No consumer failed: the totals name none.
+        assert!(summaries(&entries(&rows, now), ts("2026-11-22T12:00:00Z"), now).is_empty());
     }
 
     #[test]
