@@ -101,8 +101,14 @@ fn conforms(mode: &str) {
         passed,
         "one ok line a rule: {out}"
     );
+    // The cut may say it cut nothing (a serve hook answering in under 2 ms).
+    let skipped = usize::from(out.lines().any(|l| l.starts_with("skip ")));
     match rules_listed(&redis) {
-        Some(rules) => assert_eq!(passed, rules, "every listed rule ran and passed: {out}"),
+        Some(rules) => assert_eq!(
+            passed + skipped,
+            rules,
+            "every listed rule ran and passed: {out}"
+        ),
         None => assert!(passed >= 10, "conform ran {passed} rules: {out}"),
     }
     assert!(!out.contains("left behind:"), "{out}");
