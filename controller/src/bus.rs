@@ -67,8 +67,11 @@ pub async fn connect(
         // One attempt per server: async-nats counts every server tried.
         connect = connect.max_reconnects(Some(servers.len()));
     }
-    connect
-        .connect(servers)
-        .await
-        .map_err(|source| BusError::connect(options, source))
+    connect.connect(servers).await.map_err(|source| {
+        BusError::connect(
+            options.shown_servers(),
+            &options.credentials_to_check(),
+            source,
+        )
+    })
 }

@@ -17,10 +17,6 @@ use crate::redact::shown_url;
 /// The reconnect delays: 100 ms, doubling, at most 2 s (docs/contracts/bus.md#connections-and-inbox-prefixes).
 const RECONNECT: Backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(2));
 
-/// The reconnect delay once the server refused the client's credentials
-/// (an authorization violation), until it connects.
-pub(crate) const REFUSED_RECONNECT: Duration = Duration::from_secs(30);
-
 /// The server when `--nats` is not given.
 const DEFAULT_SERVERS: &str = "nats://127.0.0.1:4222";
 
@@ -309,7 +305,7 @@ pub async fn connect_options(
             );
             // Credentials refused stay refused until someone fixes them.
             match refused.credentials_refused() {
-                true => delay.max(REFUSED_RECONNECT),
+                true => delay.max(super::outage::REFUSED_RECONNECT),
                 false => delay,
             }
         })

@@ -73,7 +73,7 @@ impl BusLog {
                         "the bus refused this client's credentials (authorization violation): \
                          check {}; trying again every {} s",
                         self.credentials,
-                        super::args::REFUSED_RECONNECT.as_secs()
+                        super::outage::REFUSED_RECONNECT.as_secs()
                     );
                 }
             }

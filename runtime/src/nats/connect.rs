@@ -41,5 +41,7 @@ pub async fn connect_as(
         .retry_on_initial_connect()
         .connect(servers)
         .await
-        .map_err(|source| BusError::connect(nats, source))
+        .map_err(|source| {
+            BusError::connect(nats.shown_servers(), &nats.credentials_to_check(), source)
+        })
 }

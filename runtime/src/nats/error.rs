@@ -98,19 +98,19 @@ pub enum BusError {
 }
 
 impl BusError {
-    /// [`BusError::Connect`] to the servers of `nats` (as they may be
-    /// shown), with a hint when the TLS handshake was refused (read from
-    /// rustls's typed error), or when the server refused the credentials:
-    /// which user and file to check ([`NatsArgs::credentials_to_check`](super::NatsArgs::credentials_to_check)).
-    pub fn connect(nats: &super::NatsArgs, source: async_nats::ConnectError) -> BusError {
+    /// [`BusError::Connect`] to `servers` (as they may be shown), with a
+    /// hint when the TLS handshake was refused (read from rustls's typed
+    /// error), or when the server refused the credentials: `credentials`,
+    /// which user and file to check (`NatsArgs::credentials_to_check`).
+    pub fn connect(
+        servers: String,
+        credentials: &str,
+        source: async_nats::ConnectError,
+    ) -> BusError {
         use async_nats::ConnectErrorKind;
-        let servers = nats.shown_servers();
         let hint = match source.kind() {
             ConnectErrorKind::AuthorizationViolation | ConnectErrorKind::Authentication => {
-                format!(
-                    " (the bus refused this client's credentials: check {})",
-                    nats.credentials_to_check()
-                )
+                format!(" (the bus refused this client's credentials: check {credentials})")
             }
             _ => tls_hint(&source).to_owned(),
         };

@@ -19,6 +19,10 @@ use crate::streak::{Recovery, StreakRules, Threshold, Tracker};
 /// How often a lasting outage is said again.
 pub(crate) const REPEAT_EVERY: Duration = Duration::from_secs(300);
 
+/// The reconnect delay once the server refused the client's credentials
+/// (an authorization violation), until it connects.
+pub(crate) const REFUSED_RECONNECT: Duration = Duration::from_secs(30);
+
 /// How an outage began.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Began {
