@@ -202,9 +202,10 @@ pub(crate) fn credentials_to_check(auth: &Auth<'_>, credentials: Option<&Path>) 
 }
 
 impl NatsArgs {
-    /// What to check when the bus refuses these credentials (see
-    /// [`credentials_to_check`]); the flags' own error when they do not go
-    /// together.
+    /// What to check when the bus refuses these credentials: the user and
+    /// the password file (flag, variable, systemd credential), the `.creds`
+    /// or nkey file, or the URL's user; the flags' own error when they do
+    /// not go together.
     pub fn credentials_to_check(&self) -> String {
         let dir = std::env::var_os(crate::credentials::DIRECTORY_VARIABLE).map(PathBuf::from);
         match self.auth() {
