@@ -432,8 +432,11 @@ fn retirement_and_an_approved_deletion_through_mesh_controller_approve() {
     assert_eq!(can_login("forge"), Some(true), "the others are untouched");
     // The declaration still requires docs: status names it deleted (it
     // said "all well" before, hiding a consumer the declaration needs).
+    // Retired before (the approval above): wait for the deletion itself.
     let status = mesh.wait_status("docs named deleted", |s| {
-        s["retired"].as_array().is_some_and(|r| !r.is_empty())
+        s["retired"]
+            .as_array()
+            .is_some_and(|r| r.iter().any(|e| e["action"] == "deleted"))
     });
     assert_eq!(
         sentence(&status),

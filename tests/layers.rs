@@ -175,7 +175,6 @@ const CRATES: &[(&str, Tables)] = &[
                 "report",
                 &[
                     &[
-                        "sentence",
                         "grants",
                         "controller",
                         "catching_up",
@@ -185,6 +184,8 @@ const CRATES: &[(&str, Tables)] = &[
                         "faults",
                         "input",
                     ],
+                    &["problem"],
+                    &["sentence"],
                     &["days"],
                 ],
             ),

@@ -249,15 +249,27 @@ async fn a_capped_listing_lists_the_first_of_each_provider_and_class_and_counts_
     let mut filter = filter(Some(5));
     filter.silent_before = ts("2026-11-29T10:03:00Z");
     let mut read = store.read_status(&filter).await.unwrap();
-    assert_eq!((read.counts.standings, read.counts.silent), (10, 4));
+    let silent: u64 = read.groups.iter().map(|g| g.silent).sum();
+    assert_eq!(silent, 4);
     let p = ModuleId::parse("p@db-1").unwrap();
+    let groups: Vec<_> = read
+        .groups
+        .iter()
+        .map(|g| (g.provider.clone(), g.class, g.standings))
+        .collect();
     assert_eq!(
-        read.groups,
+        groups,
         [
             (p.clone(), Class::CredentialsRejected, 7),
-            (p, Class::Unreachable, 3)
+            (p.clone(), Class::Unreachable, 3)
         ]
     );
+    // Uncapped, the count is the same groups.
+    let mut whole = filter.clone();
+    whole.per_group = None;
+    let uncapped = store.read_status(&whole).await.unwrap();
+    assert_eq!(uncapped.groups, read.groups);
+    uncapped.finish().await.unwrap();
     let mut listed = Vec::new();
     while let Some(row) = read.next().await.unwrap() {
         listed.push(row.consumer);
@@ -269,7 +281,7 @@ async fn a_capped_listing_lists_the_first_of_each_provider_and_class_and_counts_
     let mut filter = self::filter(None);
     filter.consumer = Some("u1".to_owned());
     let mut read = store.read_status(&filter).await.unwrap();
-    assert_eq!(read.counts.standings, 1);
+    assert_eq!(read.groups.iter().map(|g| g.standings).sum::<u64>(), 1);
     let row = read.next().await.unwrap().expect("u1's standing");
     assert_eq!(row.consumer, "u1");
     assert!(read.next().await.unwrap().is_none());

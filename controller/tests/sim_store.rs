@@ -140,11 +140,11 @@ async fn the_in_memory_store_reads_as_postgres_does() {
         while let Some(row) = read.next().await.unwrap() {
             standings.push(row);
         }
-        let (counts, alive) = (read.counts, read.alive.clone());
+        let (groups, alive) = (read.groups.clone(), read.alive.clone());
         read.finish().await.unwrap();
         let mine = memory.read(&filter).unwrap();
         assert_eq!(mine.standings, standings, "seed {seed}: standings");
-        assert_eq!(mine.counts, counts, "seed {seed}: counts");
+        assert_eq!(mine.groups, groups, "seed {seed}: groups");
         assert_eq!(mine.alive, alive, "seed {seed}: alive");
         listed += mine.standings.len();
         outlived += memory.with(|t| t.failing.len()) - mine.standings.len();

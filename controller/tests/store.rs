@@ -631,12 +631,42 @@ async fn status_and_node_show_on_a_live_store() {
             "controller",
             "failing",
             "grants",
+            "problems",
             "repairs",
             "retired",
             "retiring",
             "sentence",
             "unheard"
         ]
+    );
+    // The list every member is drawn from: the standings by provider and
+    // class (the store's count), then the repair fault.
+    let problems: Vec<(&str, &str, &str, u64)> = report["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["kind"].as_str().unwrap(),
+                p["provider"].as_str().unwrap(),
+                p["cause"].as_str().unwrap(),
+                p["count"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        problems,
+        [
+            (
+                "consumers_failing",
+                "postgres@db-1",
+                "credentials-rejected",
+                2
+            ),
+            ("repair_faults_open", "identity@id-1", "admin-refused", 1)
+        ],
+        "{}",
+        report["problems"]
     );
     assert_eq!(report["controller"]["following"], true);
     assert_eq!(report["controller"]["host"], "ctl-1");

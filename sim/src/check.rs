@@ -338,11 +338,7 @@ impl Checker {
             let pid = provider.id.to_string();
             let back = world.path_back.max(provider.path_back);
             let away = world.path_away() || provider.path_until > now;
-            let unheard = status
-                .head
-                .unheard
-                .iter()
-                .any(|u| u.provider == provider.id);
+            let unheard = status.head.unheard().any(|u| u.provider == provider.id);
             // I3.
             if !provider.running {
                 let down = self.down_at.entry(pi).or_insert((provider.since, false));

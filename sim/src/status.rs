@@ -60,7 +60,7 @@ pub fn read(store: &MemStore, declaration: &ParsedDeclaration, now: SystemTime) 
     let read = store.read(&filter).ok()?;
     let record = store.record().ok()?;
     let facts = Facts {
-        counts: read.counts,
+        failing: read.groups,
         repairs: read.repairs,
         alive: &read.alive,
         grants: Grants::default(),

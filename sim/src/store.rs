@@ -23,7 +23,7 @@ use mesh_status::model::{
     AliveRow, ControllerRecord, FailingRow, InstanceRow, Received, RepairRow,
 };
 use mesh_status::store::{
-    ControllerRecordUpdate, Counts, StatusFilter, Store, StoreError, StoreErrorKind,
+    ControllerRecordUpdate, FailingGroup, StatusFilter, Store, StoreError, StoreErrorKind,
 };
 use tokio::time::Instant;
 
@@ -67,8 +67,8 @@ pub struct MemStore {
 /// What one status read gives.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Read {
-    /// The counts the sentence needs.
-    pub counts: Counts,
+    /// The standings counted by provider and class, in that order.
+    pub groups: Vec<FailingGroup>,
     /// The open repair faults (none are simulated).
     pub repairs: Vec<RepairRow>,
     /// The newest `alive` of each selected provider.
@@ -165,15 +165,30 @@ impl MemStore {
                 })
                 .cloned()
                 .collect();
-            let silent = standings
-                .iter()
-                .filter(|r| r.said_at <= filter.silent_before)
-                .count();
+            let mut groups: Vec<FailingGroup> = Vec::new();
+            for row in &standings {
+                let silent = u64::from(row.said_at <= filter.silent_before);
+                match groups
+                    .iter_mut()
+                    .find(|g| g.provider == row.provider && g.class == row.class)
+                {
+                    Some(g) => {
+                        g.standings += 1;
+                        g.silent += silent;
+                    }
+                    None => groups.push(FailingGroup {
+                        provider: row.provider.clone(),
+                        class: row.class,
+                        standings: 1,
+                        silent,
+                    }),
+                }
+            }
+            groups.sort_by(|a, b| {
+                (&a.provider, a.class.as_str()).cmp(&(&b.provider, b.class.as_str()))
+            });
             Ok(Read {
-                counts: Counts {
-                    standings: standings.len() as u64,
-                    silent: silent as u64,
-                },
+                groups,
                 repairs: Vec::new(),
                 alive,
                 standings,

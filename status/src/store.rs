@@ -1,7 +1,7 @@
 //! The store the link writes and `status` reads, as the engine sees it:
 //! the [`Store`] trait the link's rounds apply events through, its
 //! backend-neutral [`StoreError`], and what a status read is asked for
-//! ([`StatusFilter`], [`Order`]) and answers first ([`Counts`]).
+//! ([`StatusFilter`], [`Order`]) and answers first ([`FailingGroup`]).
 //! `mesh-controller` implements it on PostgreSQL (`PgStore`), the
 //! simulator in memory.
 //!
@@ -158,19 +158,20 @@ pub struct HistoryFilter {
     pub since: Timestamp,
 }
 
-/// The counts the sentence needs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Counts {
-    /// Standings the read selects (a listing capped per group lists
-    /// fewer).
+/// One provider's standings of one class: how many it says it keeps
+/// failing, and how many of them it stopped repeating (silent).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct FailingGroup {
+    /// The provider, written as `provider_module` and `provider_machine`.
+    #[serde(flatten, serialize_with = "crate::model::row::provider_members")]
+    pub provider: ModuleId,
+    /// The class of their failures.
+    pub class: Class,
+    /// How many standings.
     pub standings: u64,
-    /// Of which silent (published at or before [`StatusFilter::silent_before`]).
+    /// Of which silent (published `silent_after` ago or earlier).
     pub silent: u64,
 }
-
-/// How many standings one provider fails for one class: a group of a
-/// listing capped per group ([`StatusFilter::per_group`]).
-pub type GroupCount = (ModuleId, Class, u64);
 
 /// What one record of a `serve` process says ([`Store::record`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

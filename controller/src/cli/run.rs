@@ -274,10 +274,10 @@ async fn observe(
     Ok(tasks)
 }
 
-/// Makes the report `status` prints (the same read, the same engine, its
-/// standings counted by provider and class) and sets the gauges from it
-/// ([`series`]); a store away leaves them as they were. Returns whether
-/// the store was read.
+/// Makes the report `status` prints (the same read, the same engine: its
+/// standings counted by provider and class, none listed) and sets the
+/// gauges from its problems ([`series`]); a store away leaves them as they
+/// were. Returns whether the store was read.
 async fn summarize(
     store: &mut PgStore,
     declaration: &ParsedDeclaration,
@@ -290,25 +290,19 @@ async fn summarize(
     let filter = report::filter(declaration, &Scope::All, &clock, Order::Key);
     let report = async {
         let mut read = store.read_status(&filter).await?;
-        let facts = read.facts();
-        let head = report::head(declaration, &Scope::All, facts, &clock);
-        let mut failing = Vec::new();
-        while let Some(row) = read.next().await? {
-            failing.push((row.provider, row.class));
-        }
+        let head = report::head(declaration, &Scope::All, read.facts(), &clock);
         read.finish().await?;
-        Ok::<_, crate::store::PgError>((head, failing))
+        Ok::<_, crate::store::PgError>(head)
     };
-    let (head, failing) = match report.await {
-        Ok(report) => report,
+    let head = match report.await {
+        Ok(head) => head,
         Err(error) => {
             tracing::debug!(error = %error, "cannot read the store for the status metrics");
             return false;
         }
     };
     state.store_answered();
-    let series = series::series(&head, failing.iter().map(|(p, c)| (p, *c)));
-    series::export(&state.status, &series, clock.now);
+    series::export(&state.status, &series::series(&head), clock.now);
     true
 }
 
@@ -389,7 +383,7 @@ async fn status(
     }
     read.finish().await.map_err(CliError::Read)?;
     listing.finish(io.out, &head).map_err(CliError::Output)?;
-    if report.check && !head.all_well {
+    if report.check && !head.all_well() {
         return Err(CliError::NotAllWell);
     }
     Ok(())

@@ -9,7 +9,7 @@ use mesh_status::model::{AliveRow, ParsedDeclaration};
 use mesh_status::render::html::{detail, mesh, notice, Page};
 use mesh_status::report::history::{entries, summaries, window_start};
 use mesh_status::report::{self, Clock, Head, Listed, Recurrences, Scope};
-use mesh_status::store::{GroupCount, HistoryFilter, Order, StatusFilter};
+use mesh_status::store::{HistoryFilter, Order, StatusFilter};
 
 use crate::store::{PgError, PgStore};
 
@@ -74,8 +74,6 @@ pub(crate) struct ReportSettings {
 pub(crate) struct Report {
     head: Head,
     standings: Vec<Listed>,
-    /// Each provider and class's count, for a capped listing.
-    groups: Vec<GroupCount>,
     alive: Vec<AliveRow>,
 }
 
@@ -167,12 +165,10 @@ impl Pages {
         while let Some(row) = read.next().await? {
             standings.push(report::recurring_standing(row, &clock, &recurrences));
         }
-        let groups = std::mem::take(&mut read.groups);
         read.finish_into(store).await?;
         Ok(Report {
             head,
             standings,
-            groups,
             alive,
         })
     }
@@ -198,7 +194,6 @@ impl Pages {
                 let main = mesh::overview(&mesh::Overview {
                     head: &r.head,
                     standings: &r.standings,
-                    groups: &r.groups,
                     providers: &self.providers(&r.head),
                     machines: &self.machines(),
                 });
@@ -215,7 +210,6 @@ impl Pages {
                 let main = mesh::overview(&mesh::Overview {
                     head: &r.head,
                     standings: &r.standings,
-                    groups: &r.groups,
                     providers: &self.providers(&r.head),
                     machines: &[],
                 });

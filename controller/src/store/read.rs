@@ -27,7 +27,7 @@ use super::rows::{
 use super::selected::{count_selected, list_capped, list_selected, BEGIN};
 use super::PgError;
 use mesh_status::model::{AliveRow, ControllerRecord, FailingRow, GrantRow, RepairRow, RetiredRow};
-use mesh_status::store::{Counts, GroupCount, Order, StatusFilter};
+use mesh_status::store::{FailingGroup, Order, StatusFilter};
 
 /// The open repair faults (newest event not `repaired`) of the selected providers.
 const OPEN_REPAIRS: &str = "
@@ -126,8 +126,6 @@ pub struct StatusRead {
     /// The provider of the standing listed last: the listing is in provider
     /// order, so the next one is most often the same.
     last_provider: Option<ModuleId>,
-    /// What the sentence needs.
-    pub counts: Counts,
     /// The open repair faults, in order.
     pub repairs: Vec<RepairRow>,
     /// The newest `alive` of each selected provider heard from, in order.
@@ -141,9 +139,8 @@ pub struct StatusRead {
     pub retired: Vec<RetiredRow>,
     /// The order of the listing.
     order: Order,
-    /// Each provider and class's count, for a listing capped per group
-    /// (empty otherwise), in cause order.
-    pub groups: Vec<GroupCount>,
+    /// The standings selected, counted by provider and class, in cause order.
+    pub groups: Vec<FailingGroup>,
 }
 
 /// The standings of a capped listing, as columns: their provider modules,
@@ -167,7 +164,7 @@ impl std::fmt::Debug for StatusRead {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("StatusRead")
             .field("target", &self.target)
-            .field("counts", &self.counts)
+            .field("groups", &self.groups)
             .finish_non_exhaustive()
     }
 }
@@ -221,22 +218,12 @@ impl PgStore {
             begun?;
             let (counted, repairs, alive, grants) = (counted?, repairs?, alive?, grants?);
             let (record, instances, retired) = (record?, instances?, retired?);
-            let (counts, groups, listed) = match per_group {
+            let (groups, listed) = match per_group {
                 Some(_) => {
-                    let (counts, groups) = group_counts(&counted)?;
-                    (counts, groups, Some(Listing::Read(counted.into_iter())))
+                    let groups = group_counts(&counted, (5, 11, 12))?;
+                    (groups, Some(Listing::Read(counted.into_iter())))
                 }
-                None => {
-                    let row = counted.first().ok_or_else(|| ReadError::Undecodable {
-                        column: "count(*)",
-                        reason: "the count came back with no row".to_owned(),
-                    })?;
-                    let counts = Counts {
-                        standings: u64::try_from(row.try_get::<_, i64>(0)?).unwrap_or(0),
-                        silent: u64::try_from(row.try_get::<_, i64>(1)?).unwrap_or(0),
-                    };
-                    (counts, Vec::new(), None)
-                }
+                None => (group_counts(&counted, (2, 3, 4))?, None),
             };
             let repairs = repairs.iter().map(repair_row).collect::<Result<_, _>>()?;
             let alive = alive.iter().map(alive_row).collect::<Result<_, _>>()?;
@@ -250,31 +237,26 @@ impl PgStore {
                     .collect::<Result<_, _>>()?,
             };
             let retired = retired.iter().map(retired_row).collect::<Result<_, _>>()?;
-            let read = (
-                counts, groups, listed, repairs, alive, grants, record, retired,
-            );
+            let read = (groups, listed, repairs, alive, grants, record, retired);
             Ok::<_, ReadError>(read)
         };
         match tokio::time::timeout(STATEMENT_TIMEOUT, work).await {
-            Ok(Ok((counts, groups, rows, repairs, alive, grants, record, retired))) => {
-                Ok(StatusRead {
-                    client,
-                    target,
-                    providers,
-                    machine: filter.machine.clone(),
-                    consumer: filter.consumer.clone(),
-                    rows,
-                    last_provider: None,
-                    counts,
-                    repairs,
-                    alive,
-                    grants,
-                    record,
-                    retired,
-                    order: filter.order,
-                    groups,
-                })
-            }
+            Ok(Ok((groups, rows, repairs, alive, grants, record, retired))) => Ok(StatusRead {
+                client,
+                target,
+                providers,
+                machine: filter.machine.clone(),
+                consumer: filter.consumer.clone(),
+                rows,
+                last_provider: None,
+                repairs,
+                alive,
+                grants,
+                record,
+                retired,
+                order: filter.order,
+                groups,
+            }),
             Ok(Err(error)) => Err(error.into_store_error(target)),
             Err(_) => Err(PgError::Timeout {
                 target,
@@ -284,26 +266,33 @@ impl PgStore {
     }
 }
 
-/// A capped listing's counts: each group's (its first row's count and
-/// silent count, after the listed columns), and their sums for the head.
-fn group_counts(rows: &[Row]) -> Result<(Counts, Vec<GroupCount>), ReadError> {
-    let mut counts = Counts::default();
-    let mut groups: Vec<GroupCount> = Vec::new();
+/// The groups of `rows` (each row names its provider in the first two
+/// columns; `(class, count, silent)` are the other columns): one per
+/// provider and class, rows of one group together. A capped listing's rows
+/// each carry their group's counts after the listed columns; the count's
+/// rows are the groups.
+fn group_counts(
+    rows: &[Row],
+    (class, count, silent): (usize, usize, usize),
+) -> Result<Vec<FailingGroup>, ReadError> {
+    let mut groups: Vec<FailingGroup> = Vec::new();
     for row in rows {
-        let provider = provider(row, FAILING_PROVIDER, groups.last().map(|g| &g.0))?;
-        let class: Class = decoded(row, 5, "failing.class")?;
+        let provider = provider(row, FAILING_PROVIDER, groups.last().map(|g| &g.provider))?;
+        let class: Class = decoded(row, class, "failing.class")?;
         if groups
             .last()
-            .is_some_and(|(p, c, _)| *p == provider && *c == class)
+            .is_some_and(|g| g.provider == provider && g.class == class)
         {
             continue;
         }
-        let n = u64::try_from(row.try_get::<_, i64>(11)?).unwrap_or(0);
-        counts.standings += n;
-        counts.silent += u64::try_from(row.try_get::<_, i64>(12)?).unwrap_or(0);
-        groups.push((provider, class, n));
+        groups.push(FailingGroup {
+            provider,
+            class,
+            standings: u64::try_from(row.try_get::<_, i64>(count)?).unwrap_or(0),
+            silent: u64::try_from(row.try_get::<_, i64>(silent)?).unwrap_or(0),
+        });
     }
-    Ok((counts, groups))
+    Ok(groups)
 }
 
 impl StatusRead {
@@ -311,7 +300,7 @@ impl StatusRead {
     /// out of the read, the rest borrowed from it.
     pub(crate) fn facts(&mut self) -> mesh_status::report::Facts<'_> {
         mesh_status::report::Facts {
-            counts: self.counts,
+            failing: self.groups.clone(),
             repairs: std::mem::take(&mut self.repairs),
             alive: &self.alive,
             grants: mesh_status::report::grants(std::mem::take(&mut self.grants)),

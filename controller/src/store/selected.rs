@@ -95,8 +95,16 @@ WHERE f.provider_module = g.provider_module AND f.provider_machine = g.provider_
 pub(super) const BEGIN: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; \
                      SET LOCAL random_page_cost = 1.1; SET LOCAL jit = off";
 
+/// The standings selected, counted by provider and class, each group with
+/// how many of it are silent (published at or before `$4`), in cause order.
 pub(super) fn count_selected() -> String {
-    format!("SELECT count(*), count(*) FILTER (WHERE f.said_at <= $4::timestamptz) {SELECTED}")
+    format!(
+        "SELECT f.provider_module, f.provider_machine, f.class, count(*),
+                count(*) FILTER (WHERE f.said_at <= $4::timestamptz)
+         {SELECTED}
+         GROUP BY f.provider_module, f.provider_machine, f.class
+         ORDER BY f.provider_module, f.provider_machine, f.class COLLATE \"C\""
+    )
 }
 
 pub(super) fn list_selected(order: Order) -> String {

@@ -15,7 +15,7 @@ use std::time::Duration;
 use super::Listing;
 use crate::report::group::{Group, Grouper, Line};
 use crate::report::history::{ordinal, short_duration, window_text};
-use crate::report::{Controller, Head, Listed, Recurrence};
+use crate::report::{Controller, Head, Listed, Problem, Recurrence};
 
 /// Lines for a person.
 #[derive(Clone, Debug, Default)]
@@ -160,45 +160,46 @@ impl Listing for Human {
         if !head.controller.following {
             controller(out, &head.controller)?;
         }
-        for u in &head.unheard {
-            write!(out, "  {} ", u.provider)?;
-            match (u.heard_at, u.started_at) {
-                (Some(heard), Some(started)) => writeln!(
-                    out,
-                    "not heard from since {heard} (its process started {started})"
-                )?,
-                _ => writeln!(out, "never heard from")?,
+        // The head's problems in the list's order; the standings come
+        // next, then the repair faults and refused entries (`finish`).
+        for p in &head.problems {
+            match p {
+                // Said above, and by the standings listed.
+                Problem::ControllerNotFollowing(_) | Problem::ConsumersFailing(_) => {}
+                Problem::ProviderUnheard(u) => {
+                    write!(out, "  {} ", u.provider)?;
+                    match (u.heard_at, u.started_at) {
+                        (Some(heard), Some(started)) => writeln!(
+                            out,
+                            "not heard from since {heard} (its process started {started})"
+                        )?,
+                        _ => writeln!(out, "never heard from")?,
+                    }
+                }
+                Problem::Retirement(r) => writeln!(out, "  {}", r.line())?,
+                Problem::ProviderCatchingUp(c) => writeln!(out, "  {}", c.line())?,
+                Problem::ProviderFault(f) => writeln!(out, "  {}", one_line(&f.line()))?,
+                Problem::InputRefused(i) => writeln!(out, "  {}", one_line(&i.line()))?,
+                Problem::GrantUnreachable(g) => {
+                    let attempts = if g.failures == 1 { "check" } else { "checks" };
+                    writeln!(
+                        out,
+                        "  {}@{} cannot reach {} ({}:{}) from its own network: {} {attempts} failed since {}, last reachable {}: {}",
+                        g.consumer,
+                        g.machine,
+                        one_line(&g.from),
+                        one_line(&g.address),
+                        g.port.map_or("?".to_owned(), |p| p.to_string()),
+                        g.failures,
+                        g.failing_since.map_or("?".to_owned(), |t| t.to_string()),
+                        g.last_reachable_at.map_or("never".to_owned(), |t| t.to_string()),
+                        one_line(&g.error),
+                    )?;
+                }
+                Problem::RepairFault(_) | Problem::DeclarationRefused(_) => {}
             }
         }
-        for r in head.retiring.iter().chain(&head.retired) {
-            writeln!(out, "  {}", r.line())?;
-        }
-        for c in &head.catching_up {
-            writeln!(out, "  {}", c.line())?;
-        }
-        for f in &head.faults {
-            writeln!(out, "  {}", one_line(&f.line()))?;
-        }
-        for i in &head.input_refused {
-            writeln!(out, "  {}", one_line(&i.line()))?;
-        }
-        for g in &head.grants.unreachable {
-            let attempts = if g.failures == 1 { "check" } else { "checks" };
-            writeln!(
-                out,
-                "  {}@{} cannot reach {} ({}:{}) from its own network: {} {attempts} failed since {}, last reachable {}: {}",
-                g.consumer,
-                g.machine,
-                one_line(&g.from),
-                one_line(&g.address),
-                g.port.map_or("?".to_owned(), |p| p.to_string()),
-                g.failures,
-                g.failing_since.map_or("?".to_owned(), |t| t.to_string()),
-                g.last_reachable_at.map_or("never".to_owned(), |t| t.to_string()),
-                one_line(&g.error),
-            )?;
-        }
-        for g in &head.grants.unchecked {
+        for g in &head.grants_unchecked {
             writeln!(
                 out,
                 "  {}@{} grant from {} ({}) unchecked: {}, said {}",
@@ -224,29 +225,42 @@ impl Listing for Human {
         if let Some(done) = self.grouper.finish() {
             line(out, &done)?;
         }
-        for r in &head.repairs {
-            write!(
-                out,
-                "  {} repair fault {}: {}, said {}",
-                r.provider, r.fault, r.outcome, r.said_at
-            )?;
-            if let Some(next) = r.next_attempt_at {
-                write!(out, ", next attempt {next}")?;
+        for p in &head.problems {
+            match p {
+                Problem::RepairFault(r) => {
+                    write!(
+                        out,
+                        "  {} repair fault {}: {}, said {}",
+                        r.provider, r.fault, r.outcome, r.said_at
+                    )?;
+                    if let Some(next) = r.next_attempt_at {
+                        write!(out, ", next attempt {next}")?;
+                    }
+                    if let Some(done) = &r.repaired {
+                        let times = if done.count == 1 { "time" } else { "times" };
+                        write!(
+                            out,
+                            " (repaired {} {times} in {}, last {})",
+                            done.count,
+                            window_text(Duration::from_secs(done.window_seconds)),
+                            done.last_at
+                        )?;
+                    }
+                    writeln!(out, ": {}", one_line(&r.detail))?;
+                }
+                Problem::DeclarationRefused(e) => {
+                    writeln!(out, "  declaration entry refused: {}", one_line(e))?;
+                }
+                // Said before the standings (`head`).
+                Problem::ControllerNotFollowing(_)
+                | Problem::ConsumersFailing(_)
+                | Problem::ProviderUnheard(_)
+                | Problem::Retirement(_)
+                | Problem::ProviderCatchingUp(_)
+                | Problem::ProviderFault(_)
+                | Problem::InputRefused(_)
+                | Problem::GrantUnreachable(_) => {}
             }
-            if let Some(done) = &r.repaired {
-                let times = if done.count == 1 { "time" } else { "times" };
-                write!(
-                    out,
-                    " (repaired {} {times} in {}, last {})",
-                    done.count,
-                    window_text(Duration::from_secs(done.window_seconds)),
-                    done.last_at
-                )?;
-            }
-            writeln!(out, ": {}", one_line(&r.detail))?;
-        }
-        for e in &head.declaration_errors {
-            writeln!(out, "  declaration entry refused: {}", one_line(e))?;
         }
         out.flush()
     }
@@ -257,7 +271,7 @@ mod tests {
     use super::*;
     use crate::model::{FailingRow, RepairRow};
     use crate::render::write_all;
-    use crate::report::{Controller, Unheard};
+    use crate::report::{Controller, Problem, Unheard};
     use mesh_protocol::event::RepairOutcome;
     use mesh_protocol::{Class, ModuleId, Timestamp};
 
@@ -271,44 +285,33 @@ mod tests {
 
     #[test]
     fn an_unreachable_grant_is_named() {
-        use crate::report::{Grants, UncheckedGrant, UnreachableGrant};
+        use crate::report::{UncheckedGrant, UnreachableGrant};
         let head = Head {
             machine: None,
-            all_well: false,
             sentence: "not all well: 0 consumers failing, 1 grant unreachable".into(),
             controller: Controller::following_for_tests(),
-            retired: vec![],
-            retiring: vec![],
-            catching_up: vec![],
-            faults: vec![],
-            input_refused: vec![],
-            unheard: vec![],
-            repairs: vec![],
-            declaration_errors: vec![],
-            grants: Grants {
-                reachable: 1,
-                unreachable: vec![UnreachableGrant {
-                    machine: "app-1".into(),
-                    consumer: "forge".into(),
-                    provision: "postgres-database".into(),
-                    from: "postgres@db-1".into(),
-                    address: "10.10.0.1".into(),
-                    port: Some(6852),
-                    failures: 4,
-                    failing_since: Some(ts("2026-10-05T00:04:00Z")),
-                    last_reachable_at: None,
-                    error: "connect timed out after 3s".into(),
-                    said_at: ts("2026-10-05T00:05:30Z"),
-                }],
-                unchecked: vec![UncheckedGrant {
-                    machine: "app-1".into(),
-                    consumer: "wiki".into(),
-                    provision: "postgres-database".into(),
-                    from: "postgres@db-1".into(),
-                    reason: "consumer not running".into(),
-                    said_at: ts("2026-10-05T00:05:30Z"),
-                }],
-            },
+            problems: vec![Problem::GrantUnreachable(UnreachableGrant {
+                machine: "app-1".into(),
+                consumer: "forge".into(),
+                provision: "postgres-database".into(),
+                from: "postgres@db-1".into(),
+                address: "10.10.0.1".into(),
+                port: Some(6852),
+                failures: 4,
+                failing_since: Some(ts("2026-10-05T00:04:00Z")),
+                last_reachable_at: None,
+                error: "connect timed out after 3s".into(),
+                said_at: ts("2026-10-05T00:05:30Z"),
+            })],
+            grants_reachable: 1,
+            grants_unchecked: vec![UncheckedGrant {
+                machine: "app-1".into(),
+                consumer: "wiki".into(),
+                provision: "postgres-database".into(),
+                from: "postgres@db-1".into(),
+                reason: "consumer not running".into(),
+                said_at: ts("2026-10-05T00:05:30Z"),
+            }],
         };
         let mut out = Vec::new();
         write_all(&mut Human::default(), &mut out, &head, &[]).unwrap();
@@ -350,37 +353,32 @@ mod tests {
         once.class = Class::Refused;
         let head = Head {
             machine: None,
-            all_well: false,
             sentence: "not all well: 2 consumers failing".into(),
             controller: Controller::following_for_tests(),
-            retired: vec![],
-            retiring: vec![],
-            catching_up: vec![],
-            faults: vec![],
-            input_refused: vec![],
-            unheard: vec![
-                Unheard {
+            problems: vec![
+                Problem::ProviderUnheard(Unheard {
                     provider: id("postgres@db-2"),
                     heard_at: Some(ts("2026-10-05T00:01:00Z")),
                     started_at: Some(ts("2026-10-04T12:00:00Z")),
-                },
-                Unheard {
+                }),
+                Problem::ProviderUnheard(Unheard {
                     provider: id("postgres@db-3"),
                     heard_at: None,
                     started_at: None,
-                },
+                }),
+                Problem::RepairFault(RepairRow {
+                    provider: id("identity@id-1"),
+                    fault: "admin-refused".into(),
+                    outcome: RepairOutcome::Failed,
+                    detail: "could not\rlog in".into(),
+                    next_attempt_at: Some(ts("2026-10-05T01:00:00Z")),
+                    said_at: ts("2026-10-05T00:09:00Z"),
+                    repaired: None,
+                }),
+                Problem::DeclarationRefused("modules[3]: bad\nname".into()),
             ],
-            repairs: vec![RepairRow {
-                provider: id("identity@id-1"),
-                fault: "admin-refused".into(),
-                outcome: RepairOutcome::Failed,
-                detail: "could not\rlog in".into(),
-                next_attempt_at: Some(ts("2026-10-05T01:00:00Z")),
-                said_at: ts("2026-10-05T00:09:00Z"),
-                repaired: None,
-            }],
-            declaration_errors: vec!["modules[3]: bad\nname".into()],
-            grants: Default::default(),
+            grants_reachable: 0,
+            grants_unchecked: vec![],
         };
         let standings = [
             Listed {
@@ -440,18 +438,11 @@ mod tests {
     fn head_of(sentence: &str) -> Head {
         Head {
             machine: None,
-            all_well: false,
             sentence: sentence.into(),
             controller: Controller::following_for_tests(),
-            unheard: vec![],
-            retired: vec![],
-            retiring: vec![],
-            catching_up: vec![],
-            faults: vec![],
-            input_refused: vec![],
-            repairs: vec![],
-            declaration_errors: vec![],
-            grants: Default::default(),
+            problems: vec![],
+            grants_reachable: 0,
+            grants_unchecked: vec![],
         }
     }
 
@@ -514,13 +505,16 @@ mod tests {
         let mut head = head_of(
             "not all well: 0 consumers failing, 1 provider cannot work as its administrator",
         );
-        head.faults = vec![crate::report::Faulted {
-            provider: id("postgres@db-1"),
-            class: mesh_protocol::Class::CredentialsRejected,
-            error: "password authentication failed\nfor user \"mesh_admin\"".into(),
-            since: ts("2026-10-05T00:04:00Z"),
-            said_at: ts("2026-10-05T00:05:00Z"),
-        }];
+        head.problems.extend(
+            [crate::report::Faulted {
+                provider: id("postgres@db-1"),
+                class: mesh_protocol::Class::CredentialsRejected,
+                error: "password authentication failed\nfor user \"mesh_admin\"".into(),
+                since: ts("2026-10-05T00:04:00Z"),
+                said_at: ts("2026-10-05T00:05:00Z"),
+            }]
+            .map(Problem::ProviderFault),
+        );
         let mut out = Vec::new();
         write_all(&mut Human::default(), &mut out, &head, &[]).unwrap();
         let text = String::from_utf8(out).unwrap();
@@ -545,13 +539,13 @@ mod tests {
             required: vec![id("forge@app-1")],
             said_at: ts("2026-10-05T00:05:00Z"),
         };
-        head.input_refused = vec![
+        head.problems.extend([
             refused(
                 None,
                 "contributions file /etc/mesh/c.json cannot be read: Permission denied\n(os error 13)",
             ),
             refused(Some(3), "unknown field `provison`"),
-        ];
+        ].map(Problem::InputRefused));
         let mut out = Vec::new();
         write_all(&mut Human::default(), &mut out, &head, &[]).unwrap();
         let text = String::from_utf8(out).unwrap();
@@ -619,30 +613,39 @@ mod tests {
             started_at: Some(ts("2026-10-05T00:00:00Z")),
             record_begins_at: None,
         };
-        head.retired = vec![Retired {
-            provider: id("postgres@db-1"),
-            consumer: "forge".into(),
-            consumer_machine: "app-1".into(),
-            action: RetirementAction::Retired,
-            detail: "disabled".into(),
-            said_at: ts("2026-10-05T00:09:00Z"),
-            retire_at: None,
-        }];
-        head.retiring = vec![Retired {
-            provider: id("postgres@db-1"),
-            consumer: "wiki".into(),
-            consumer_machine: "app-2".into(),
-            action: RetirementAction::Retiring,
-            detail: "withdrawn".into(),
-            said_at: ts("2026-10-05T00:09:00Z"),
-            retire_at: Some(ts("2026-10-05T00:19:00Z")),
-        }];
-        head.catching_up = vec![CatchingUp {
-            provider: id("postgres@db-1"),
-            started_at: Some(ts("2026-10-04T00:00:00Z")),
-            record_begins_at: ts("2026-10-05T00:00:00Z"),
-            until: ts("2026-10-05T00:16:00Z"),
-        }];
+        head.problems.extend(
+            [Retired {
+                provider: id("postgres@db-1"),
+                consumer: "wiki".into(),
+                consumer_machine: "app-2".into(),
+                action: RetirementAction::Retiring,
+                detail: "withdrawn".into(),
+                said_at: ts("2026-10-05T00:09:00Z"),
+                retire_at: Some(ts("2026-10-05T00:19:00Z")),
+            }]
+            .map(Problem::Retirement),
+        );
+        head.problems.extend(
+            [Retired {
+                provider: id("postgres@db-1"),
+                consumer: "forge".into(),
+                consumer_machine: "app-1".into(),
+                action: RetirementAction::Retired,
+                detail: "disabled".into(),
+                said_at: ts("2026-10-05T00:09:00Z"),
+                retire_at: None,
+            }]
+            .map(Problem::Retirement),
+        );
+        head.problems.extend(
+            [CatchingUp {
+                provider: id("postgres@db-1"),
+                started_at: Some(ts("2026-10-04T00:00:00Z")),
+                record_begins_at: ts("2026-10-05T00:00:00Z"),
+                until: ts("2026-10-05T00:16:00Z"),
+            }]
+            .map(Problem::ProviderCatchingUp),
+        );
         let render = |head: &Head| {
             let mut out = Vec::new();
             write_all(&mut Human::default(), &mut out, head, &[]).unwrap();

@@ -2,7 +2,10 @@
 //! contract (`machine` for `node show`, `all_well`, `sentence`,
 //! `controller`, `unheard`, `retired`, `retiring`, `catching_up`, `faults` when any,
 //! `input_refused` when any,
-//! `failing`, `repairs`, `grants`, `declaration_errors` when any), each value written by serde.
+//! `failing`, `repairs`, `grants`, `declaration_errors` when any, then
+//! `problems`: the one list every other member is drawn from, each entry
+//! its kind, provider, cause, count, since and runbook anchor), each value
+//! written by serde.
 //! The object is written as it is read: everything up to the opening of
 //! `failing` first (flushed), then each standing, then the rest.
 
@@ -11,7 +14,7 @@ use std::io::{self, Write};
 use serde::Serialize;
 
 use super::Listing;
-use crate::report::{Head, Listed};
+use crate::report::{Head, Listed, ProblemEntry, UncheckedGrant, UnreachableGrant};
 
 /// One JSON object.
 #[derive(Clone, Copy, Debug, Default)]
@@ -23,6 +26,19 @@ fn value(out: &mut dyn Write, value: &impl Serialize) -> io::Result<()> {
     serde_json::to_writer(out, value).map_err(io::Error::from)
 }
 
+fn list<T: Serialize>(out: &mut dyn Write, items: impl Iterator<Item = T>) -> io::Result<()> {
+    value(out, &items.collect::<Vec<T>>())
+}
+
+/// The `grants` member: how many are reachable, those unreachable (a
+/// problem each) and those unchecked.
+#[derive(Serialize)]
+struct GrantsJson<'a> {
+    reachable: u64,
+    unreachable: Vec<&'a UnreachableGrant>,
+    unchecked: &'a [UncheckedGrant],
+}
+
 impl Listing for Json {
     fn head(&mut self, out: &mut dyn Write, head: &Head) -> io::Result<()> {
         out.write_all(b"{")?;
@@ -32,26 +48,26 @@ impl Listing for Json {
             out.write_all(b",")?;
         }
         out.write_all(b"\"all_well\":")?;
-        value(out, &head.all_well)?;
+        value(out, &head.all_well())?;
         out.write_all(b",\"sentence\":")?;
         value(out, &head.sentence)?;
         out.write_all(b",\"controller\":")?;
         value(out, &head.controller)?;
         out.write_all(b",\"unheard\":")?;
-        value(out, &head.unheard)?;
+        list(out, head.unheard())?;
         out.write_all(b",\"retired\":")?;
-        value(out, &head.retired)?;
+        list(out, head.retired(false))?;
         out.write_all(b",\"retiring\":")?;
-        value(out, &head.retiring)?;
+        list(out, head.retired(true))?;
         out.write_all(b",\"catching_up\":")?;
-        value(out, &head.catching_up)?;
-        if !head.faults.is_empty() {
+        list(out, head.catching_up())?;
+        if head.faults().next().is_some() {
             out.write_all(b",\"faults\":")?;
-            value(out, &head.faults)?;
+            list(out, head.faults())?;
         }
-        if !head.input_refused.is_empty() {
+        if head.input_refused().next().is_some() {
             out.write_all(b",\"input_refused\":")?;
-            value(out, &head.input_refused)?;
+            list(out, head.input_refused())?;
         }
         out.write_all(b",\"failing\":[")?;
         out.flush()
@@ -67,13 +83,22 @@ impl Listing for Json {
 
     fn finish(&mut self, out: &mut dyn Write, head: &Head) -> io::Result<()> {
         out.write_all(b"],\"repairs\":")?;
-        value(out, &head.repairs)?;
+        list(out, head.repairs())?;
         out.write_all(b",\"grants\":")?;
-        value(out, &head.grants)?;
-        if !head.declaration_errors.is_empty() {
+        value(
+            out,
+            &GrantsJson {
+                reachable: head.grants_reachable,
+                unreachable: head.unreachable_grants().collect(),
+                unchecked: &head.grants_unchecked,
+            },
+        )?;
+        if head.declaration_errors().next().is_some() {
             out.write_all(b",\"declaration_errors\":")?;
-            value(out, &head.declaration_errors)?;
+            list(out, head.declaration_errors())?;
         }
+        out.write_all(b",\"problems\":")?;
+        list(out, head.problems.iter().map(ProblemEntry::from))?;
         out.write_all(b"}\n")?;
         out.flush()
     }
@@ -84,7 +109,7 @@ mod tests {
     use super::*;
     use crate::model::{FailingRow, RepairRow};
     use crate::render::write_all;
-    use crate::report::{Controller, Unheard};
+    use crate::report::{Controller, Problem, Unheard};
     use mesh_protocol::event::RepairOutcome;
     use mesh_protocol::{Class, ModuleId, Timestamp};
 
@@ -97,22 +122,13 @@ mod tests {
     }
 
     fn head(machine: Option<&str>, errors: Vec<String>) -> Head {
-        Head {
-            machine: machine.map(str::to_owned),
-            all_well: false,
-            sentence: "not all well: 1 consumer failing".into(),
-            controller: Controller::following_for_tests(),
-            retired: vec![],
-            retiring: vec![],
-            catching_up: vec![],
-            faults: vec![],
-            input_refused: vec![],
-            unheard: vec![Unheard {
+        let mut problems = vec![
+            Problem::ProviderUnheard(Unheard {
                 provider: id("identity@id-2"),
                 heard_at: None,
                 started_at: None,
-            }],
-            repairs: vec![RepairRow {
+            }),
+            Problem::RepairFault(RepairRow {
                 provider: id("identity@id-1"),
                 fault: "admin-refused".into(),
                 outcome: RepairOutcome::Braked,
@@ -120,9 +136,16 @@ mod tests {
                 next_attempt_at: Some(ts("2028-02-29T23:59:59Z")),
                 said_at: ts("2026-10-05T00:09:00Z"),
                 repaired: None,
-            }],
-            declaration_errors: errors,
-            grants: Default::default(),
+            }),
+        ];
+        problems.extend(errors.into_iter().map(Problem::DeclarationRefused));
+        Head {
+            machine: machine.map(str::to_owned),
+            sentence: "not all well: 1 consumer failing".into(),
+            controller: Controller::following_for_tests(),
+            problems,
+            grants_reachable: 0,
+            grants_unchecked: vec![],
         }
     }
 
@@ -179,7 +202,14 @@ mod tests {
             "repairs": [{"provider_module":"identity","provider_machine":"id-1","fault":"admin-refused",
                 "outcome":"braked","detail":"quote \" backslash \\ newline \n",
                 "next_attempt_at":"2028-02-29T23:59:59Z","said_at":"2026-10-05T00:09:00Z"}],
-            "grants": {"reachable": 0, "unreachable": [], "unchecked": []}
+            "grants": {"reachable": 0, "unreachable": [], "unchecked": []},
+            "problems": [
+                {"kind": "providers_unheard", "provider": "identity@id-2", "cause": "never",
+                    "count": 1, "since": null, "runbook": "providers-unheard"},
+                {"kind": "repair_faults_open", "provider": "identity@id-1",
+                    "cause": "admin-refused", "count": 1, "since": "2026-10-05T00:09:00Z",
+                    "runbook": "repair-faults-open"}
+            ]
         });
         assert_eq!(json, expected);
     }
@@ -187,13 +217,16 @@ mod tests {
     #[test]
     fn faults_come_before_the_standings_and_only_when_any() {
         let mut h = head(None, vec![]);
-        h.faults = vec![crate::report::Faulted {
-            provider: id("postgres@db-1"),
-            class: Class::CredentialsRejected,
-            error: "password authentication failed for user \"mesh_admin\"".into(),
-            since: ts("2026-10-05T00:04:00Z"),
-            said_at: ts("2026-10-05T00:05:00Z"),
-        }];
+        h.problems.extend(
+            [crate::report::Faulted {
+                provider: id("postgres@db-1"),
+                class: Class::CredentialsRejected,
+                error: "password authentication failed for user \"mesh_admin\"".into(),
+                since: ts("2026-10-05T00:04:00Z"),
+                said_at: ts("2026-10-05T00:05:00Z"),
+            }]
+            .map(Problem::ProviderFault),
+        );
         let (out, json) = render(&h, &[standing()]);
         let text = String::from_utf8(out).unwrap();
         assert!(
@@ -209,13 +242,16 @@ mod tests {
     #[test]
     fn refused_input_comes_after_the_faults_before_the_standings_and_only_when_any() {
         let mut h = head(None, vec![]);
-        h.input_refused = vec![crate::report::InputRefused {
-            provider: id("postgres@db-1"),
-            index: Some(3),
-            reason: "provision: it is empty".into(),
-            required: vec![id("forge@app-1")],
-            said_at: ts("2026-10-05T00:05:00Z"),
-        }];
+        h.problems.extend(
+            [crate::report::InputRefused {
+                provider: id("postgres@db-1"),
+                index: Some(3),
+                reason: "provision: it is empty".into(),
+                required: vec![id("forge@app-1")],
+                said_at: ts("2026-10-05T00:05:00Z"),
+            }]
+            .map(Problem::InputRefused),
+        );
         let (out, _) = render(&h, &[standing()]);
         let text = String::from_utf8(out).unwrap();
         assert!(

@@ -2,13 +2,9 @@
 //! `/metrics` from the same report `status` prints, so an alert and the
 //! sentence never disagree.
 //!
-//! - [`Clause`]: each thing that makes the report not all well, one word
-//!   each (the `clause` label).
-//! - [`series`]: a report (its [`Head`] and the providers and classes of
-//!   its standings) as [`Series`]: whether it is all well, a count for
-//!   every clause (zero when it does not hold), and the counts by clause,
-//!   provider and cause. Every part of the head is looked at by name, so a
-//!   clause added to the report does not compile until it is counted here.
+//! - [`series`]: a report's list of problems as [`Series`]: whether it is
+//!   all well, a count for every [`Kind`] (the `clause` label; zero when
+//!   none of it holds), and the counts by kind, provider and cause.
 //! - [`export`] sets [`StatusGauges`] from them ([`init`]: every clause at
 //!   zero before the first report).
 //!
@@ -18,87 +14,18 @@
 
 use std::collections::BTreeMap;
 
-use mesh_protocol::{Class, ModuleId, Timestamp};
+use mesh_protocol::Timestamp;
 
 use crate::link::StatusGauges;
-use crate::report::{Head, Unheard};
-
-/// A part of the report that makes it not all well.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Clause {
-    /// No `serve` follows the event stream (count 1; cause `never` when
-    /// none ever did, else `stopped`).
-    ControllerNotFollowing,
-    /// Standings listed: consumers a provider says it keeps failing (by
-    /// provider and class).
-    ConsumersFailing,
-    /// Providers assigned and not heard from (cause `never` or `silent`).
-    ProvidersUnheard,
-    /// Required consumers their provider counts down to retire.
-    ConsumersRetiring,
-    /// Required consumers their provider retired.
-    ConsumersRetired,
-    /// Required consumers their provider deleted.
-    ConsumersDeleted,
-    /// Providers a new store does not fully know yet.
-    ProvidersCatchingUp,
-    /// Providers that cannot work as their administrator (cause: the class).
-    ProviderFaults,
-    /// Refused input holding back required consumers: a provider's
-    /// contributions file it cannot take (cause `file`), or an entry of it
-    /// refused (cause `entry`), each counted once.
-    InputRefused,
-    /// Open repair faults (cause: the fault).
-    RepairFaultsOpen,
-    /// Grants their consumer cannot reach (provider: the grant's `from`).
-    GrantsUnreachable,
-    /// Declaration entries refused (not checked).
-    DeclarationRefused,
-}
-
-impl Clause {
-    /// Every clause, in a stable order.
-    pub const ALL: [Clause; 12] = [
-        Clause::ControllerNotFollowing,
-        Clause::ConsumersFailing,
-        Clause::ProvidersUnheard,
-        Clause::ConsumersRetiring,
-        Clause::ConsumersRetired,
-        Clause::ConsumersDeleted,
-        Clause::ProvidersCatchingUp,
-        Clause::ProviderFaults,
-        Clause::InputRefused,
-        Clause::RepairFaultsOpen,
-        Clause::GrantsUnreachable,
-        Clause::DeclarationRefused,
-    ];
-
-    /// The `clause` label.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Clause::ControllerNotFollowing => "controller_not_following",
-            Clause::ConsumersFailing => "consumers_failing",
-            Clause::ProvidersUnheard => "providers_unheard",
-            Clause::ConsumersRetiring => "consumers_retiring",
-            Clause::ConsumersRetired => "consumers_retired",
-            Clause::ConsumersDeleted => "consumers_deleted",
-            Clause::ProvidersCatchingUp => "providers_catching_up",
-            Clause::ProviderFaults => "provider_faults",
-            Clause::InputRefused => "input_refused",
-            Clause::RepairFaultsOpen => "repair_faults_open",
-            Clause::GrantsUnreachable => "grants_unreachable",
-            Clause::DeclarationRefused => "declaration_refused",
-        }
-    }
-}
+use crate::report::{Head, Kind};
 
 /// Labels of one count by clause, provider and cause: `provider` is
 /// `module@machine`, empty for a clause of no provider; `cause` is the
 /// class, the fault or why, empty when the clause has none.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Problem {
-    /// The clause.
-    pub clause: Clause,
+pub struct Labels {
+    /// The kind of problem.
+    pub kind: Kind,
     /// The provider, or empty.
     pub provider: String,
     /// The cause, or empty.
@@ -110,16 +37,16 @@ pub struct Problem {
 pub struct Series {
     /// The report is all well.
     pub all_well: bool,
-    /// The count of every clause, in [`Clause::ALL`] order (zero when it
+    /// The count of every clause, in [`Kind::ALL`] order (zero when it
     /// does not hold).
-    pub clauses: Vec<(Clause, u64)>,
+    pub clauses: Vec<(Kind, u64)>,
     /// The non-zero counts by clause, provider and cause, in order.
-    pub problems: Vec<(Problem, u64)>,
+    pub problems: Vec<(Labels, u64)>,
 }
 
 impl Series {
     /// The count of `clause`.
-    pub fn count(&self, clause: Clause) -> u64 {
+    pub fn count(&self, clause: Kind) -> u64 {
         self.clauses
             .iter()
             .find(|(c, _)| *c == clause)
@@ -127,103 +54,24 @@ impl Series {
     }
 }
 
-/// The report made of `head` and its standings (`failing`: the provider
-/// and class of each standing listed) as series.
-pub fn series<'a>(head: &Head, failing: impl IntoIterator<Item = (&'a ModuleId, Class)>) -> Series {
-    // Every member by name: a new clause in the report does not compile
-    // until it is counted here.
-    let Head {
-        machine: _,
-        all_well,
-        sentence: _,
-        controller,
-        unheard,
-        retired,
-        retiring,
-        catching_up,
-        faults,
-        input_refused,
-        repairs,
-        declaration_errors,
-        grants,
-    } = head;
-    let mut counts: BTreeMap<Problem, u64> = BTreeMap::new();
-    let mut add = |clause: Clause, provider: String, cause: &str| {
-        let key = Problem {
-            clause,
-            provider,
-            cause: cause.to_owned(),
+/// The report's problems as series: each problem counted by its kind,
+/// provider and cause.
+pub fn series(head: &Head) -> Series {
+    let mut counts: BTreeMap<Labels, u64> = BTreeMap::new();
+    for p in &head.problems {
+        let key = Labels {
+            kind: p.kind(),
+            provider: p.provider().map(|p| p.to_string()).unwrap_or_default(),
+            cause: p.cause().unwrap_or_default().to_owned(),
         };
-        *counts.entry(key).or_default() += 1;
-    };
-    if let Some(since) = controller.silent_since() {
-        let cause = since.map_or("never", |_: Timestamp| "stopped");
-        add(Clause::ControllerNotFollowing, String::new(), cause);
+        *counts.entry(key).or_default() += p.count();
     }
-    for (provider, class) in failing {
-        add(
-            Clause::ConsumersFailing,
-            provider.to_string(),
-            class.as_str(),
-        );
-    }
-    for Unheard {
-        provider, heard_at, ..
-    } in unheard
-    {
-        let cause = if heard_at.is_some() {
-            "silent"
-        } else {
-            "never"
-        };
-        add(Clause::ProvidersUnheard, provider.to_string(), cause);
-    }
-    for r in retiring {
-        add(Clause::ConsumersRetiring, r.provider.to_string(), "");
-    }
-    for r in retired {
-        let clause = match r.action {
-            mesh_protocol::event::RetirementAction::Deleted => Clause::ConsumersDeleted,
-            _ => Clause::ConsumersRetired,
-        };
-        add(clause, r.provider.to_string(), "");
-    }
-    for c in catching_up {
-        add(Clause::ProvidersCatchingUp, c.provider.to_string(), "");
-    }
-    for f in faults {
-        add(
-            Clause::ProviderFaults,
-            f.provider.to_string(),
-            f.class.as_str(),
-        );
-    }
-    for i in input_refused {
-        let cause = if i.index.is_some() { "entry" } else { "file" };
-        add(Clause::InputRefused, i.provider.to_string(), cause);
-    }
-    for r in repairs {
-        add(Clause::RepairFaultsOpen, r.provider.to_string(), &r.fault);
-    }
-    for g in &grants.unreachable {
-        add(Clause::GrantsUnreachable, g.from.clone(), "");
-    }
-    for _ in declaration_errors {
-        add(Clause::DeclarationRefused, String::new(), "");
-    }
-    let clauses = Clause::ALL
+    let clauses = Kind::ALL
         .iter()
-        .map(|&clause| {
-            let n = counts
-                .iter()
-                .filter(|(p, _)| p.clause == clause)
-                .map(|(_, n)| n)
-                .sum();
-            (clause, n)
-        })
+        .map(|&clause| (clause, head.count(clause)))
         .collect();
     Series {
-        all_well: *all_well,
+        all_well: head.all_well(),
         clauses,
         problems: counts.into_iter().collect(),
     }
@@ -232,7 +80,7 @@ pub fn series<'a>(head: &Head, failing: impl IntoIterator<Item = (&'a ModuleId, 
 /// Every clause's gauge at zero, before the first report (so a rule or a
 /// panel that selects a clause finds its series at once); all well stays 0.
 pub fn init(gauges: &StatusGauges) {
-    for clause in Clause::ALL {
+    for clause in Kind::ALL {
         let _ = gauges.clauses.get_or_create(&[("clause", clause.as_str())]);
     }
 }
@@ -253,7 +101,7 @@ pub fn export(gauges: &StatusGauges, series: &Series, at: Timestamp) {
     gauges.problems.clear();
     for (p, n) in &series.problems {
         let labels = [
-            ("clause", p.clause.as_str().to_owned()),
+            ("clause", p.kind.as_str().to_owned()),
             ("provider", p.provider.clone()),
             ("cause", p.cause.clone()),
         ];
@@ -261,10 +109,10 @@ pub fn export(gauges: &StatusGauges, series: &Series, at: Timestamp) {
     }
     gauges
         .standings_failing
-        .set(value(series.count(Clause::ConsumersFailing)));
+        .set(value(series.count(Kind::ConsumersFailing)));
     gauges
         .providers_unheard
-        .set(value(series.count(Clause::ProvidersUnheard)));
+        .set(value(series.count(Kind::ProvidersUnheard)));
     let secs = at
         .system_time()
         .duration_since(std::time::UNIX_EPOCH)
@@ -285,8 +133,9 @@ mod tests {
         RetiredRow,
     };
     use crate::report::{self, Clock, Facts, Scope};
-    use crate::store::Counts;
+    use crate::store::FailingGroup;
     use mesh_protocol::event::{ContributionsRead, RefusedContribution};
+    use mesh_protocol::{Class, ModuleId};
 
     fn ts(s: &str) -> Timestamp {
         Timestamp::parse(s).unwrap()
@@ -373,10 +222,7 @@ mod tests {
             silent_after: report::DEFAULT_SILENT_AFTER,
         };
         let facts = Facts {
-            counts: Counts {
-                standings: w.failing.len() as u64,
-                silent: 0,
-            },
+            failing: groups(&w.failing),
             repairs: w.repairs.clone(),
             alive: &w.alive,
             grants: report::grants(w.grants.clone()),
@@ -384,8 +230,28 @@ mod tests {
             retired: &w.retired,
         };
         let head = report::head(&w.declaration, &Scope::All, facts, &clock);
-        let series = series(&head, w.failing.iter().map(|(p, c)| (p, *c)));
+        let series = series(&head);
         (head, series)
+    }
+
+    /// The standings counted by provider and class, as the store counts them.
+    fn groups(failing: &[(ModuleId, Class)]) -> Vec<FailingGroup> {
+        let mut groups: Vec<FailingGroup> = Vec::new();
+        for (provider, class) in failing {
+            match groups
+                .iter_mut()
+                .find(|g| &g.provider == provider && g.class == *class)
+            {
+                Some(g) => g.standings += 1,
+                None => groups.push(FailingGroup {
+                    provider: provider.clone(),
+                    class: *class,
+                    standings: 1,
+                    silent: 0,
+                }),
+            }
+        }
+        groups
     }
 
     fn retired(consumer: &str, action: RetirementAction) -> RetiredRow {
@@ -426,7 +292,7 @@ mod tests {
         type Case = (
             &'static str,
             fn(&mut World),
-            Option<Clause>,
+            Option<Kind>,
             Vec<(&'static str, &'static str, u64)>,
         );
         let cases: Vec<Case> = vec![
@@ -434,13 +300,13 @@ mod tests {
             (
                 "a controller that stopped following",
                 |w| w.record.instances[0].pulled_at = Some(ts("2026-10-05T00:09:00Z")),
-                Some(Clause::ControllerNotFollowing),
+                Some(Kind::ControllerNotFollowing),
                 vec![("", "stopped", 1)],
             ),
             (
                 "a controller that never followed",
                 |w| w.record.instances.clear(),
-                Some(Clause::ControllerNotFollowing),
+                Some(Kind::ControllerNotFollowing),
                 vec![("", "never", 1)],
             ),
             (
@@ -452,7 +318,7 @@ mod tests {
                         (id("identity@id-1"), Class::Unreachable),
                     ]
                 },
-                Some(Clause::ConsumersFailing),
+                Some(Kind::ConsumersFailing),
                 vec![
                     ("identity@id-1", "unreachable", 1),
                     ("postgres@db-1", "credentials-rejected", 2),
@@ -464,7 +330,7 @@ mod tests {
                     w.alive[0].said_at = ts("2026-10-05T00:06:00Z");
                     w.alive.truncate(1);
                 },
-                Some(Clause::ProvidersUnheard),
+                Some(Kind::ProvidersUnheard),
                 vec![
                     ("identity@id-1", "never", 1),
                     ("postgres@db-1", "silent", 1),
@@ -473,7 +339,7 @@ mod tests {
             (
                 "a required consumer retiring",
                 |w| w.retired = vec![retired("forge", RetirementAction::Retiring)],
-                Some(Clause::ConsumersRetiring),
+                Some(Kind::ConsumersRetiring),
                 vec![("postgres@db-1", "", 1)],
             ),
             (
@@ -484,13 +350,13 @@ mod tests {
                         retired("wiki", RetirementAction::Retired),
                     ]
                 },
-                Some(Clause::ConsumersRetired),
+                Some(Kind::ConsumersRetired),
                 vec![("postgres@db-1", "", 2)],
             ),
             (
                 "a required consumer deleted",
                 |w| w.retired = vec![retired("wiki", RetirementAction::Deleted)],
-                Some(Clause::ConsumersDeleted),
+                Some(Kind::ConsumersDeleted),
                 vec![("postgres@db-1", "", 1)],
             ),
             (
@@ -499,7 +365,7 @@ mod tests {
                     w.record.begun_at = Some(ts("2026-10-05T00:05:00Z"));
                     w.alive[1].started_at = ts("2026-10-05T00:09:00Z");
                 },
-                Some(Clause::ProvidersCatchingUp),
+                Some(Kind::ProvidersCatchingUp),
                 vec![("postgres@db-1", "", 1)],
             ),
             (
@@ -511,7 +377,7 @@ mod tests {
                         since: ts("2026-10-05T00:08:00Z"),
                     })
                 },
-                Some(Clause::ProviderFaults),
+                Some(Kind::ProviderFaults),
                 vec![("postgres@db-1", "credentials-rejected", 1)],
             ),
             (
@@ -528,7 +394,7 @@ mod tests {
                         more: 0,
                     })
                 },
-                Some(Clause::InputRefused),
+                Some(Kind::InputRefused),
                 vec![("postgres@db-1", "entry", 1), ("postgres@db-1", "file", 1)],
             ),
             (
@@ -559,13 +425,13 @@ mod tests {
                         repaired: None,
                     }]
                 },
-                Some(Clause::RepairFaultsOpen),
+                Some(Kind::RepairFaultsOpen),
                 vec![("identity@id-1", "admin-refused", 1)],
             ),
             (
                 "a grant unreachable",
                 |w| w.grants = vec![unreachable("forge"), unreachable("wiki")],
-                Some(Clause::GrantsUnreachable),
+                Some(Kind::GrantsUnreachable),
                 vec![("postgres@db-1", "", 2)],
             ),
             (
@@ -579,7 +445,7 @@ mod tests {
                     )
                     .unwrap()
                 },
-                Some(Clause::DeclarationRefused),
+                Some(Kind::DeclarationRefused),
                 vec![("", "", 1)],
             ),
         ];
@@ -588,9 +454,14 @@ mod tests {
             let mut w = world();
             change(&mut w);
             let (head, series) = report(&w);
-            assert_eq!(series.all_well, head.all_well, "{what}");
-            assert_eq!(head.all_well, clause.is_none(), "{what}: {}", head.sentence);
-            assert_eq!(series.clauses.len(), Clause::ALL.len(), "{what}");
+            assert_eq!(series.all_well, head.all_well(), "{what}");
+            assert_eq!(
+                head.all_well(),
+                clause.is_none(),
+                "{what}: {}",
+                head.sentence
+            );
+            assert_eq!(series.clauses.len(), Kind::ALL.len(), "{what}");
             for (c, n) in &series.clauses {
                 assert_eq!(*n > 0, Some(*c) == clause, "{what}: {c:?} {n}");
             }
@@ -598,7 +469,7 @@ mod tests {
                 .problems
                 .iter()
                 .map(|(p, n)| {
-                    assert_eq!(Some(p.clause), clause, "{what}");
+                    assert_eq!(Some(p.kind), clause, "{what}");
                     (p.provider.as_str(), p.cause.as_str(), *n)
                 })
                 .collect();
@@ -611,7 +482,7 @@ mod tests {
         }
         assert_eq!(
             seen.len(),
-            Clause::ALL.len(),
+            Kind::ALL.len(),
             "every clause has a case: {seen:?}"
         );
     }
@@ -619,8 +490,8 @@ mod tests {
     #[test]
     fn every_clause_has_its_own_label() {
         let labels: std::collections::BTreeSet<&str> =
-            Clause::ALL.iter().map(|c| c.as_str()).collect();
-        assert_eq!(labels.len(), Clause::ALL.len());
+            Kind::ALL.iter().map(|c| c.as_str()).collect();
+        assert_eq!(labels.len(), Kind::ALL.len());
     }
 
     /// Exported: every clause present (zero when it does not hold), the
@@ -659,7 +530,7 @@ mod tests {
         assert!(t.lines().any(|l| l == "mesh_status_all_well 1"), "{t}");
         assert!(!t.contains("mesh_status_problems{"), "{t}");
         assert!(t.lines().any(|l| l == "mesh_standings_failing 0"), "{t}");
-        for clause in Clause::ALL {
+        for clause in Kind::ALL {
             let line = format!("mesh_status_clauses{{clause=\"{}\"}} 0", clause.as_str());
             assert!(t.lines().any(|l| l == line), "{line} in\n{t}");
         }

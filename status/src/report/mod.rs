@@ -4,13 +4,16 @@
 //! - [`filter`] turns the declaration and the scope into what the store
 //!   reads ([`StatusFilter`]).
 //! - [`head`] composes what comes before and around the standings from the
-//!   store's [`Facts`]: the all-well flag, the sentence, whether the
-//!   controller follows ([`controller`]), the providers unheard, the
-//!   required consumers retired or retiring ([`retired`]), the providers a new store
-//!   does not fully know yet ([`catching_up`]), the providers that cannot
-//!   work as their administrator ([`faults`]), the providers whose refused
-//!   input holds back a required consumer ([`input`]), the open repair faults, the
-//!   grants ([`grants()`]), the refused declaration entries ([`Head`]).
+//!   store's [`Facts`] ([`Head`]): the one list of [`Problem`]s every
+//!   surface is drawn from (see [`problem`]) — whether the controller
+//!   follows ([`controller`]), the standings by provider and class, the
+//!   providers unheard, the required consumers retired or retiring
+//!   ([`retired`]), the providers a new store does not fully know yet
+//!   ([`catching_up`]), the providers that cannot work as their
+//!   administrator ([`faults`]), the providers whose refused input holds
+//!   back a required consumer ([`input`]), the open repair faults, the
+//!   unreachable grants ([`grants()`]), the refused declaration entries —
+//!   and the sentence made of it ([`sentence()`]).
 //! - [`standing`] marks one stored `failing` event silent or not
 //!   ([`Listed`]); [`group`] gathers the standings failing for one cause.
 //!
@@ -46,6 +49,7 @@ pub mod grants;
 pub mod group;
 pub mod history;
 pub mod input;
+pub mod problem;
 pub mod retired;
 pub mod sentence;
 
@@ -59,16 +63,18 @@ use crate::model::row::provider_members;
 use crate::model::{
     AliveRow, ControllerRecord, FailingRow, ParsedDeclaration, RepairRow, RetiredRow,
 };
-use crate::store::{Counts, Order, StatusFilter};
+use crate::store::{Order, StatusFilter};
 
+pub use crate::store::FailingGroup;
 pub use catching_up::CatchingUp;
 pub use controller::{Controller, Hearing};
 pub use faults::Faulted;
 pub use grants::{grants, Grants, UncheckedGrant, UnreachableGrant};
 pub use history::{Recurrence, Recurrences};
 pub use input::InputRefused;
+pub use problem::{Kind, Problem, ProblemEntry};
 pub use retired::Retired;
-pub use sentence::{sentence, Tally};
+pub use sentence::{sentence, Context};
 
 use grants::count;
 
@@ -140,41 +146,95 @@ pub const UNHEARD_AFTER_ALIVES: u32 = 3;
 pub struct Head {
     /// The machine of `node show`; `None` for `status`.
     pub machine: Option<String>,
-    /// Nothing breaks the all-well sentence (see the module's rules).
-    pub all_well: bool,
     /// The first line: `all well: ...` or `not all well: ...`.
     pub sentence: String,
     /// Whether the controller follows the bus, from its own record.
     pub controller: Controller,
+    /// What makes the report not all well, in [`Kind::ALL`] order (but
+    /// the consumers retired and deleted together), in order within each
+    /// kind: empty when all is well.
+    pub problems: Vec<Problem>,
+    /// Grants in scope last published `reachable`.
+    pub grants_reachable: u64,
+    /// Grants in scope last published `unchecked`: counted, never called
+    /// broken.
+    pub grants_unchecked: Vec<UncheckedGrant>,
+}
+
+/// The payloads of one variant of [`Problem`] in a [`Head`]'s list.
+macro_rules! problems_of {
+    ($($(#[$doc:meta])* $name:ident: $variant:ident => $ty:ty;)*) => {
+        impl Head {
+            $(
+                $(#[$doc])*
+                pub fn $name(&self) -> impl Iterator<Item = &$ty> + Clone + '_ {
+                    self.problems.iter().filter_map(|p| match p {
+                        Problem::$variant(x) => Some(x),
+                        _ => None,
+                    })
+                }
+            )*
+        }
+    };
+}
+
+problems_of! {
     /// The providers assigned in scope not heard from, in order.
-    pub unheard: Vec<Unheard>,
-    /// The consumers the declaration requires that their provider retired
-    /// or deleted, in order.
-    pub retired: Vec<Retired>,
-    /// The consumers the declaration requires that their provider counts
-    /// down to retire (`retiring`, its countdown current), in order.
-    pub retiring: Vec<Retired>,
+    unheard: ProviderUnheard => Unheard;
+    /// The standings by provider and class, in order.
+    failing: ConsumersFailing => FailingGroup;
+    /// The required consumers their provider retires, retired or deleted, in order.
+    retirements: Retirement => Retired;
     /// The providers a new store does not fully know yet, in order.
-    pub catching_up: Vec<CatchingUp>,
+    catching_up: ProviderCatchingUp => CatchingUp;
     /// The providers heard from that cannot work as their administrator, in order.
-    pub faults: Vec<Faulted>,
+    faults: ProviderFault => Faulted;
     /// What the refused input of providers heard from holds back of the
     /// consumers required in scope: files first, then entries, by provider.
-    pub input_refused: Vec<InputRefused>,
-    /// The open repair faults listed (the newest repair event of each, not `repaired`).
-    pub repairs: Vec<RepairRow>,
-    /// Declaration entries that were refused (they were not checked).
-    pub declaration_errors: Vec<String>,
-    /// The grants in scope, by their newest event.
-    pub grants: Grants,
+    input_refused: InputRefused => InputRefused;
+    /// The open repair faults (the newest repair event of each, not `repaired`).
+    repairs: RepairFault => RepairRow;
+    /// The grants in scope their consumer cannot reach.
+    unreachable_grants: GrantUnreachable => UnreachableGrant;
+    /// The declaration entries refused (not checked).
+    declaration_errors: DeclarationRefused => String;
+}
+
+impl Head {
+    /// Nothing makes it not all well.
+    pub fn all_well(&self) -> bool {
+        sentence::all_well(&self.problems)
+    }
+
+    /// How many of `kind` the list counts (a failing group counts each standing).
+    pub fn count(&self, kind: Kind) -> u64 {
+        self.problems
+            .iter()
+            .filter(|p| p.kind() == kind)
+            .map(Problem::count)
+            .sum()
+    }
+
+    /// The required consumers retiring (`retiring`), or retired or deleted (otherwise).
+    pub fn retired(&self, retiring: bool) -> impl Iterator<Item = &Retired> + '_ {
+        self.retirements()
+            .filter(move |r| (r.action == RetirementAction::Retiring) == retiring)
+    }
+
+    /// Every grant in scope.
+    pub fn grants_total(&self) -> u64 {
+        self.grants_reachable
+            + self.count(Kind::GrantsUnreachable)
+            + count(self.grants_unchecked.len())
+    }
 }
 
 /// What the store's read says beside the standings: what the [`Head`] is
 /// made of.
 #[derive(Clone, Debug)]
 pub struct Facts<'a> {
-    /// The counts of the standings listed.
-    pub counts: Counts,
+    /// The standings in scope by provider and class, in order.
+    pub failing: Vec<FailingGroup>,
     /// The open repair faults in scope.
     pub repairs: Vec<RepairRow>,
     /// The newest `alive` of each provider heard from.
@@ -263,8 +323,6 @@ pub fn head(
 ) -> Head {
     let d = &declaration.declaration;
     let machine = scope.machine();
-    let declaration_errors: Vec<String> =
-        declaration.refused.iter().map(|e| e.to_string()).collect();
     let controller = controller::controller(facts.record);
     // In scope: every provider for `status`; for `node show MACHINE` the
     // providers on it and those a module on it requires something from (a
@@ -319,52 +377,53 @@ pub fn head(
             }),
         }
     }
-    let (retiring, retired): (Vec<Retired>, Vec<Retired>) =
-        retired::retired(d, machine, facts.retired)
-            .into_iter()
-            .filter(|r| retired::current(r, facts.alive))
-            .partition(|r| r.action == RetirementAction::Retiring);
-    let deleted = retired
-        .iter()
-        .filter(|r| r.action == RetirementAction::Deleted)
-        .count();
-    let tally = Tally {
-        failing: facts.counts.standings,
-        silent: facts.counts.silent,
-        repairs: facts.repairs.len(),
-        refused: declaration_errors.len(),
+    let retirements = retired::retired(d, machine, facts.retired)
+        .into_iter()
+        .filter(|r| retired::current(r, facts.alive));
+    let mut problems: Vec<Problem> = Vec::new();
+    if let Some(since) = controller.silent_since() {
+        problems.push(Problem::ControllerNotFollowing(since));
+    }
+    problems.extend(facts.failing.into_iter().map(Problem::ConsumersFailing));
+    problems.extend(unheard.into_iter().map(Problem::ProviderUnheard));
+    // Those retiring first, then those retired or deleted, each in order.
+    let (retiring, retired): (Vec<Retired>, Vec<Retired>) = retirements
+        .into_iter()
+        .partition(|r| r.action == RetirementAction::Retiring);
+    problems.extend(retiring.into_iter().chain(retired).map(Problem::Retirement));
+    problems.extend(catching_up.into_iter().map(Problem::ProviderCatchingUp));
+    problems.extend(faults.into_iter().map(Problem::ProviderFault));
+    problems.extend(input_refused.into_iter().map(Problem::InputRefused));
+    problems.extend(facts.repairs.into_iter().map(Problem::RepairFault));
+    let Grants {
+        reachable,
+        unreachable,
+        unchecked,
+    } = facts.grants;
+    problems.extend(unreachable.into_iter().map(Problem::GrantUnreachable));
+    problems.extend(
+        declaration
+            .refused
+            .iter()
+            .map(|e| Problem::DeclarationRefused(e.to_string())),
+    );
+    let context = Context {
+        machine,
         providers: providers.len(),
-        unheard: unheard.len(),
         awaiting,
         heard_within,
         silent_after: clock.silent_after,
-        machine,
-        grants_reachable: facts.grants.reachable,
-        grants_unreachable: count(facts.grants.unreachable.len()),
-        grants_unchecked: count(facts.grants.unchecked.len()),
-        controller_silent: controller.silent_since(),
-        retired: retired.len() - deleted,
-        deleted,
-        retiring: retiring.len(),
-        catching_up: catching_up.len(),
+        grants_reachable: reachable,
+        grants_unchecked: count(unchecked.len()),
         record_begins: facts.record.begun_at,
-        faults: faults.len(),
-        input_refused: input::providers(&input_refused),
     };
     Head {
         machine: machine.map(str::to_owned),
-        all_well: tally.all_well(),
-        sentence: sentence(&tally),
+        sentence: sentence(&problems, &context),
         controller,
-        unheard,
-        retired,
-        retiring,
-        catching_up,
-        faults,
-        input_refused,
-        repairs: facts.repairs,
-        declaration_errors,
-        grants: facts.grants,
+        problems,
+        grants_reachable: reachable,
+        grants_unchecked: unchecked,
     }
 }
 
@@ -434,7 +493,7 @@ mod tests {
     fn head_of(
         declaration: &ParsedDeclaration,
         scope: &Scope,
-        counts: Counts,
+        failing: Vec<FailingGroup>,
         repairs: Vec<RepairRow>,
         alive: &[AliveRow],
         grants: Grants,
@@ -442,7 +501,7 @@ mod tests {
     ) -> Head {
         let record = following(clock.now);
         let facts = Facts {
-            counts,
+            failing,
             repairs,
             alive,
             grants,
@@ -615,21 +674,21 @@ mod tests {
             let head = head_of(
                 &declaration(),
                 &scope,
-                Counts::default(),
+                Vec::new(),
                 vec![],
                 &heard,
                 Grants::default(),
                 &c,
             );
             assert_eq!(
-                head.all_well,
+                head.all_well(),
                 sentence.is_none(),
                 "case {i}: {}",
                 head.sentence
             );
             if let Some(sentence) = sentence {
                 assert_eq!(head.sentence, sentence, "case {i}");
-                assert_eq!(head.input_refused.len(), 1, "case {i}");
+                assert_eq!(head.input_refused().count(), 1, "case {i}");
             }
         }
     }
@@ -647,33 +706,33 @@ mod tests {
         let head = head_of(
             &declaration(),
             &Scope::All,
-            Counts::default(),
+            Vec::new(),
             vec![],
             &heard,
             Grants::default(),
             &c,
         );
-        assert!(!head.all_well);
+        assert!(!head.all_well());
         assert_eq!(
             head.sentence,
             "not all well: 0 consumers failing, 1 provider cannot work as its administrator"
         );
-        let named: Vec<String> = head.faults.iter().map(|f| f.provider.to_string()).collect();
+        let named: Vec<String> = head.faults().map(|f| f.provider.to_string()).collect();
         assert_eq!(named, ["postgres@db-1"]);
-        assert_eq!(head.faults[0].since, refused.since);
+        assert_eq!(head.faults().next().unwrap().since, refused.since);
         // Unheard: its line says that; the old fault is not named.
         let mut old = alive("postgres", "db-1", "2026-10-05T00:01:00Z", 60);
         old.fault = Some(refused);
         let head = head_of(
             &declaration(),
             &Scope::All,
-            Counts::default(),
+            Vec::new(),
             vec![],
             &[old, alive_now(&c).remove(1)],
             Grants::default(),
             &c,
         );
-        assert!(head.faults.is_empty());
+        assert!(head.faults().next().is_none());
         assert_eq!(
             head.sentence,
             "not all well: 0 consumers failing, 1 provider not heard from"
@@ -761,15 +820,14 @@ mod tests {
             let head = head_of(
                 &declaration(),
                 &scope,
-                Counts::default(),
+                Vec::new(),
                 vec![],
                 &alive,
                 Grants::default(),
                 &c,
             );
             let listed: Vec<String> = head
-                .unheard
-                .iter()
+                .unheard()
                 .map(|u| {
                     format!(
                         "{} {}",
@@ -780,7 +838,7 @@ mod tests {
                 .collect();
             assert_eq!(listed, unheard, "{scope:?}");
             assert_eq!(head.sentence, sentence, "{scope:?}");
-            assert_eq!(head.all_well, unheard.is_empty(), "{scope:?}");
+            assert_eq!(head.all_well(), unheard.is_empty(), "{scope:?}");
         }
     }
 
@@ -797,7 +855,7 @@ mod tests {
             alive("identity", "id-1", "2026-10-05T00:06:00Z", 60),
         ];
         let facts = Facts {
-            counts: Counts::default(),
+            failing: Vec::new(),
             repairs: vec![],
             alive: &alive,
             grants: Grants::default(),
@@ -805,8 +863,12 @@ mod tests {
             retired: &[],
         };
         let head = head(&declaration(), &Scope::All, facts, &c);
-        assert!(head.unheard.is_empty(), "{:?}", head.unheard);
-        assert!(head.all_well);
+        assert!(
+            head.unheard().next().is_none(),
+            "{:?}",
+            head.unheard().collect::<Vec<_>>()
+        );
+        assert!(head.all_well());
         assert_eq!(
             head.sentence,
             "all well: none of the 2 providers assigned in the declaration says it keeps failing \
@@ -830,7 +892,7 @@ mod tests {
             alive("identity", "id-1", "2026-10-05T00:07:01Z", 60),
         ];
         let facts = Facts {
-            counts: Counts::default(),
+            failing: Vec::new(),
             repairs: vec![],
             alive: &alive,
             grants: Grants::default(),
@@ -838,7 +900,11 @@ mod tests {
             retired: &[],
         };
         let head = head(&declaration(), &Scope::All, facts, &c);
-        assert!(head.unheard.is_empty(), "{:?}", head.unheard);
+        assert!(
+            head.unheard().next().is_none(),
+            "{:?}",
+            head.unheard().collect::<Vec<_>>()
+        );
         assert_eq!(
             head.sentence,
             "all well: none of the 2 providers assigned in the declaration says it keeps failing \
@@ -910,7 +976,7 @@ mod tests {
             let c = clock(now);
             let record = record(now);
             let facts = Facts {
-                counts: Counts::default(),
+                failing: Vec::new(),
                 repairs: vec![],
                 alive: &alive,
                 grants: Grants::default(),
@@ -918,21 +984,17 @@ mod tests {
                 retired: &[],
             };
             let head = head(&declaration(), &Scope::All, facts, &c);
-            let named: Vec<String> = head
-                .unheard
-                .iter()
-                .map(|u| u.provider.to_string())
-                .collect();
+            let named: Vec<String> = head.unheard().map(|u| u.provider.to_string()).collect();
             assert_eq!(named, unheard, "{now}");
             assert_eq!(head.sentence, sentence, "{now}");
-            assert!(!head.all_well, "{now}");
+            assert!(!head.all_well(), "{now}");
         }
         // Until the controller first caught up, its silence is what is
         // said: a store just migrated is not called new for the providers.
         let mut never = record("2026-10-05T00:10:20Z");
         never.instances.clear();
         let facts = Facts {
-            counts: Counts::default(),
+            failing: Vec::new(),
             repairs: vec![],
             alive: &[],
             grants: Grants::default(),
@@ -948,8 +1010,8 @@ mod tests {
         assert_eq!(
             (
                 head.sentence.as_str(),
-                head.unheard.len(),
-                head.catching_up.len()
+                head.unheard().count(),
+                head.catching_up().count()
             ),
             (
                 "not all well: the controller has never followed events (is mesh-controller \
@@ -1004,7 +1066,7 @@ mod tests {
             let record = following(c.now);
             let rows = [event.clone()];
             let facts = Facts {
-                counts: Counts::default(),
+                failing: Vec::new(),
                 repairs: vec![],
                 alive: &alive,
                 grants: Grants::default(),
@@ -1013,12 +1075,12 @@ mod tests {
             };
             let head = head(&declaration(), &Scope::All, facts, &c);
             assert!(head.sentence.starts_with(sentence), "{}", head.sentence);
-            assert_eq!(head.all_well, retiring + retired == 0, "{event:?}");
-            assert_eq!(head.retiring.len(), retiring, "{event:?}");
-            assert_eq!(head.retired.len(), retired, "{event:?}");
-            if let Some(r) = head.retiring.first() {
+            assert_eq!(head.all_well(), retiring + retired == 0, "{event:?}");
+            assert_eq!(head.retired(true).count(), retiring, "{event:?}");
+            assert_eq!(head.retired(false).count(), retired, "{event:?}");
+            if let Some(r) = head.retired(true).next() {
                 assert_eq!(r.retire_at, Some(ts("2026-10-05T00:19:00Z")));
-            }
+            };
         }
     }
 
@@ -1081,13 +1143,13 @@ mod tests {
             let head = head_of(
                 &declaration(),
                 &Scope::All,
-                Counts::default(),
+                Vec::new(),
                 vec![],
                 &alive_now(&c),
                 grants(rows),
                 &c,
             );
-            assert_eq!(head.all_well, all_well, "{kinds:?}");
+            assert_eq!(head.all_well(), all_well, "{kinds:?}");
             assert!(
                 head.sentence.ends_with(ends),
                 "{kinds:?}: {}",
@@ -1096,7 +1158,7 @@ mod tests {
             if all_well {
                 assert!(head.sentence.contains(tail), "{}", head.sentence);
             }
-            assert_eq!(head.grants.total(), kinds.len() as u64);
+            assert_eq!(head.grants_total(), kinds.len() as u64);
         }
     }
 
@@ -1146,17 +1208,25 @@ mod tests {
             ),
         ];
         for (scope, (standings, silent), repairs, all_well, starts) in cases {
-            let counts = Counts { standings, silent };
+            let failing = (standings > 0)
+                .then(|| FailingGroup {
+                    provider: ModuleId::parse("postgres@db-1").unwrap(),
+                    class: mesh_protocol::Class::Unreachable,
+                    standings,
+                    silent,
+                })
+                .into_iter()
+                .collect();
             let head = head_of(
                 &declaration(),
                 &scope,
-                counts,
+                failing,
                 vec![repair.clone(); repairs],
                 &alive_now(&c),
                 Grants::default(),
                 &c,
             );
-            assert_eq!(head.all_well, all_well, "{scope:?}");
+            assert_eq!(head.all_well(), all_well, "{scope:?}");
             assert!(head.sentence.starts_with(starts), "{}", head.sentence);
             assert_eq!(head.machine.as_deref(), scope.machine());
         }
@@ -1164,17 +1234,17 @@ mod tests {
         let head = head_of(
             &refused,
             &Scope::All,
-            Counts::default(),
+            Vec::new(),
             vec![],
             &[],
             Grants::default(),
             &c,
         );
-        assert!(!head.all_well);
+        assert!(!head.all_well());
         assert_eq!(
             head.sentence,
             "not all well: 0 consumers failing, 1 declaration entry refused (not checked)"
         );
-        assert_eq!(head.declaration_errors.len(), 1);
+        assert_eq!(head.declaration_errors().count(), 1);
     }
 }

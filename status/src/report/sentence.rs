@@ -2,23 +2,21 @@
 
 use std::time::Duration;
 
-use mesh_protocol::Timestamp;
+use std::collections::BTreeSet;
 
-/// What the sentence is made of.
+use mesh_protocol::event::RetirementAction;
+use mesh_protocol::{ModuleId, Timestamp};
+
+use super::problem::Problem;
+
+/// What the sentence says beside the problems: who was looked at and
+/// how recently they were heard, for the all-well sentence.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Tally<'a> {
-    /// Listed standings.
-    pub failing: u64,
-    /// Of which silent.
-    pub silent: u64,
-    /// Open repair faults.
-    pub repairs: usize,
-    /// Refused declaration entries.
-    pub refused: usize,
+pub struct Context<'a> {
+    /// The machine of `node show`.
+    pub machine: Option<&'a str>,
     /// Providers assigned (in scope).
     pub providers: usize,
-    /// Of which not heard from (never, or not recently enough).
-    pub unheard: usize,
     /// Of which not heard from recently, but not called unheard: their
     /// silence is not yet 3 `alive`s long while the controller followed
     /// (it follows again since recently).
@@ -28,53 +26,60 @@ pub struct Tally<'a> {
     pub heard_within: Option<Duration>,
     /// The silence threshold.
     pub silent_after: Duration,
-    /// The machine of `node show`.
-    pub machine: Option<&'a str>,
     /// Grants in scope last published `reachable`.
     pub grants_reachable: u64,
-    /// Grants in scope last published `unreachable`.
-    pub grants_unreachable: u64,
     /// Grants in scope last published `unchecked`.
     pub grants_unchecked: u64,
-    /// `None` while the controller follows the bus; else since when it
-    /// follows nothing (`Some(None)`: it never did).
-    pub controller_silent: Option<Option<Timestamp>>,
-    /// Consumers the declaration requires that their provider retired.
-    pub retired: usize,
-    /// ... or deleted.
-    pub deleted: usize,
-    /// ... or counts down to retire.
-    pub retiring: usize,
-    /// Providers not fully known yet (a new store).
-    pub catching_up: usize,
     /// When the store's record begins (a new store).
     pub record_begins: Option<Timestamp>,
-    /// Providers heard from that cannot work as their administrator.
-    pub faults: usize,
-    /// Providers heard from whose refused input (the file, or an entry)
-    /// holds back a consumer the declaration requires from them.
-    pub input_refused: usize,
 }
 
-impl Tally<'_> {
-    /// Nothing failing, no repair fault open, the declaration read whole.
-    pub fn all_well(&self) -> bool {
-        self.failing == 0
-            && self.repairs == 0
-            && self.refused == 0
-            && self.unheard == 0
-            && self.grants_unreachable == 0
-            && self.controller_silent.is_none()
-            && self.retired == 0
-            && self.deleted == 0
-            && self.retiring == 0
-            && self.catching_up == 0
-            && self.faults == 0
-            && self.input_refused == 0
-    }
+/// How many of each kind the list holds: what the not-all-well sentence
+/// counts (a view of the list, made here and nowhere kept).
+#[derive(Default)]
+struct Counted {
+    failing: u64,
+    silent: u64,
+    controller_silent: Option<Option<Timestamp>>,
+    unheard: u64,
+    retiring: u64,
+    retired: u64,
+    deleted: u64,
+    catching_up: u64,
+    faults: u64,
+    input_refused: BTreeSet<ModuleId>,
+    repairs: u64,
+    grants_unreachable: u64,
+    refused: u64,
+}
 
-    fn grants(&self) -> u64 {
-        self.grants_reachable + self.grants_unreachable + self.grants_unchecked
+impl Counted {
+    fn of(problems: &[Problem]) -> Self {
+        let mut c = Counted::default();
+        for p in problems {
+            match p {
+                Problem::ControllerNotFollowing(since) => c.controller_silent = Some(*since),
+                Problem::ConsumersFailing(g) => {
+                    c.failing += g.standings;
+                    c.silent += g.silent;
+                }
+                Problem::ProviderUnheard(_) => c.unheard += 1,
+                Problem::Retirement(r) => match r.action {
+                    RetirementAction::Retiring => c.retiring += 1,
+                    RetirementAction::Deleted => c.deleted += 1,
+                    _ => c.retired += 1,
+                },
+                Problem::ProviderCatchingUp(_) => c.catching_up += 1,
+                Problem::ProviderFault(_) => c.faults += 1,
+                Problem::InputRefused(i) => {
+                    c.input_refused.insert(i.provider.clone());
+                }
+                Problem::RepairFault(_) => c.repairs += 1,
+                Problem::GrantUnreachable(_) => c.grants_unreachable += 1,
+                Problem::DeclarationRefused(_) => c.refused += 1,
+            }
+        }
+        c
     }
 }
 
@@ -86,9 +91,15 @@ fn count(n: usize) -> u64 {
     u64::try_from(n).unwrap_or(u64::MAX)
 }
 
-/// The first line of the report: `all well: ...` or `not all well: ...`.
-pub fn sentence(t: &Tally<'_>) -> String {
-    if t.all_well() {
+/// All well: the list holds no problem.
+pub fn all_well(problems: &[Problem]) -> bool {
+    problems.is_empty()
+}
+
+/// The first line of the report: `all well: ...` or `not all well: ...`,
+/// from its problems and their context.
+pub fn sentence(problems: &[Problem], t: &Context<'_>) -> String {
+    if all_well(problems) {
         let providers = plural(count(t.providers), "provider", "providers");
         // Never "all were heard" while some were not: those the controller
         // may have missed (it follows again since recently) are said apart.
@@ -127,7 +138,7 @@ pub fn sentence(t: &Tally<'_>) -> String {
                 heard.map(|h| format!(", {h}")).unwrap_or_default()
             ),
         };
-        let grants = t.grants();
+        let grants = t.grants_reachable + t.grants_unchecked;
         let reach = (grants > 0).then(|| {
             format!(
                 "; {} of {} checked reachable from their consumers' own network positions{}",
@@ -151,12 +162,13 @@ pub fn sentence(t: &Tally<'_>) -> String {
             }
         );
     }
+    let c = Counted::of(problems);
     let on = t.machine.map(|m| format!(" on {m}")).unwrap_or_default();
     let mut parts = Vec::new();
     // A new store first: what it does not know yet is no provider's fault.
     let mut new_store = String::new();
-    let not_known = plural(count(t.catching_up), "provider", "providers");
-    match (t.catching_up, t.record_begins) {
+    let not_known = plural(c.catching_up, "provider", "providers");
+    match (c.catching_up, t.record_begins) {
         (0, _) => {}
         (_, Some(at)) => {
             new_store = format!("the store is new since {at}; ");
@@ -166,7 +178,7 @@ pub fn sentence(t: &Tally<'_>) -> String {
     }
     // The controller first: while it follows nothing, the rest is what the
     // store knew when it stopped.
-    match t.controller_silent {
+    match c.controller_silent {
         None => {}
         Some(since) => parts.push(format!(
             "the controller has {} (is mesh-controller serve running and on the bus?)",
@@ -176,70 +188,70 @@ pub fn sentence(t: &Tally<'_>) -> String {
             }
         )),
     }
-    let mut failing = format!("{} failing{on}", plural(t.failing, "consumer", "consumers"));
-    if t.silent > 0 {
+    let mut failing = format!("{} failing{on}", plural(c.failing, "consumer", "consumers"));
+    if c.silent > 0 {
         failing.push_str(&format!(
             " ({} not said again for more than {})",
-            t.silent,
+            c.silent,
             humantime::format_duration(t.silent_after)
         ));
     }
     parts.push(failing);
-    if t.faults > 0 {
+    if c.faults > 0 {
         parts.push(format!(
             "{} as {} administrator",
-            match t.faults {
+            match c.faults {
                 1 => "1 provider cannot work".to_owned(),
                 n => format!("{n} providers cannot work"),
             },
-            if t.faults == 1 { "its" } else { "their" }
+            if c.faults == 1 { "its" } else { "their" }
         ));
     }
-    if t.input_refused > 0 {
-        parts.push(match t.input_refused {
+    if !c.input_refused.is_empty() {
+        parts.push(match c.input_refused.len() {
             1 => "1 provider's input refused".to_owned(),
             n => format!("{n} providers' input refused"),
         });
     }
-    if t.grants_unreachable > 0 {
+    if c.grants_unreachable > 0 {
         let mut grants = format!(
             "{} unreachable",
-            plural(t.grants_unreachable, "grant", "grants")
+            plural(c.grants_unreachable, "grant", "grants")
         );
         if t.grants_unchecked > 0 {
             grants.push_str(&format!(" ({} unchecked)", t.grants_unchecked));
         }
         parts.push(grants);
     }
-    if t.repairs > 0 {
+    if c.repairs > 0 {
         parts.push(format!(
             "{} open",
-            plural(count(t.repairs), "repair fault", "repair faults")
+            plural(c.repairs, "repair fault", "repair faults")
         ));
     }
     let retirements = [
-        (t.retiring, "retiring"),
-        (t.retired, "retired"),
-        (t.deleted, "deleted"),
+        (c.retiring, "retiring"),
+        (c.retired, "retired"),
+        (c.deleted, "deleted"),
     ];
     for (n, what) in retirements {
         if n > 0 {
             parts.push(format!(
                 "{} {what}",
-                plural(count(n), "required consumer", "required consumers")
+                plural(n, "required consumer", "required consumers")
             ));
         }
     }
-    if t.unheard > 0 {
+    if c.unheard > 0 {
         parts.push(format!(
             "{} not heard from",
-            plural(count(t.unheard), "provider", "providers")
+            plural(c.unheard, "provider", "providers")
         ));
     }
-    if t.refused > 0 {
+    if c.refused > 0 {
         parts.push(format!(
             "{} refused (not checked)",
-            plural(count(t.refused), "declaration entry", "declaration entries")
+            plural(c.refused, "declaration entry", "declaration entries")
         ));
     }
     format!("not all well: {new_store}{}", parts.join(", "))
@@ -248,9 +260,161 @@ pub fn sentence(t: &Tally<'_>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::RepairRow;
+    use crate::report::{CatchingUp, Faulted, InputRefused, Retired, Unheard, UnreachableGrant};
+    use crate::store::FailingGroup;
+    use mesh_protocol::event::RepairOutcome;
+    use mesh_protocol::Class;
 
-    fn tally() -> Tally<'static> {
-        Tally {
+    /// A table row: how many of each kind, and the context.
+    #[derive(Clone, Copy, Debug)]
+    struct Spec<'a> {
+        failing: u64,
+        silent: u64,
+        repairs: usize,
+        refused: usize,
+        providers: usize,
+        unheard: usize,
+        awaiting: usize,
+        heard_within: Option<Duration>,
+        silent_after: Duration,
+        machine: Option<&'a str>,
+        grants_reachable: u64,
+        grants_unreachable: u64,
+        grants_unchecked: u64,
+        controller_silent: Option<Option<Timestamp>>,
+        retired: usize,
+        deleted: usize,
+        retiring: usize,
+        catching_up: usize,
+        record_begins: Option<Timestamp>,
+        faults: usize,
+        input_refused: usize,
+    }
+
+    fn at() -> Timestamp {
+        Timestamp::parse("2026-10-05T00:00:00Z").unwrap()
+    }
+
+    fn provider(i: u64) -> ModuleId {
+        ModuleId::parse(&format!("p{i}@m")).unwrap()
+    }
+
+    fn retirement(i: usize, action: RetirementAction) -> Problem {
+        Problem::Retirement(Retired {
+            provider: provider(0),
+            consumer: format!("c{i}"),
+            consumer_machine: "m".into(),
+            action,
+            detail: String::new(),
+            said_at: at(),
+            retire_at: None,
+        })
+    }
+
+    /// The problems and the context a row stands for.
+    fn made(s: &Spec<'static>) -> (Vec<Problem>, Context<'static>) {
+        let mut p = Vec::new();
+        if let Some(since) = s.controller_silent {
+            p.push(Problem::ControllerNotFollowing(since));
+        }
+        if s.failing > 0 {
+            p.push(Problem::ConsumersFailing(FailingGroup {
+                provider: provider(0),
+                class: Class::Unreachable,
+                standings: s.failing,
+                silent: s.silent,
+            }));
+        }
+        for i in 0..s.unheard {
+            p.push(Problem::ProviderUnheard(Unheard {
+                provider: provider(count(i)),
+                heard_at: None,
+                started_at: None,
+            }));
+        }
+        for i in 0..s.retiring {
+            p.push(retirement(i, RetirementAction::Retiring));
+        }
+        for i in 0..s.retired {
+            p.push(retirement(i, RetirementAction::Retired));
+        }
+        for i in 0..s.deleted {
+            p.push(retirement(i, RetirementAction::Deleted));
+        }
+        for i in 0..s.catching_up {
+            p.push(Problem::ProviderCatchingUp(CatchingUp {
+                provider: provider(count(i)),
+                started_at: None,
+                record_begins_at: at(),
+                until: at(),
+            }));
+        }
+        for i in 0..s.faults {
+            p.push(Problem::ProviderFault(Faulted {
+                provider: provider(count(i)),
+                class: Class::CredentialsRejected,
+                error: "no".into(),
+                since: at(),
+                said_at: at(),
+            }));
+        }
+        for i in 0..s.input_refused {
+            // Two entries of one provider count once.
+            for index in [Some(0), Some(1)] {
+                p.push(Problem::InputRefused(InputRefused {
+                    provider: provider(count(i)),
+                    index,
+                    reason: "bad".into(),
+                    required: Vec::new(),
+                    said_at: at(),
+                }));
+            }
+        }
+        for i in 0..s.repairs {
+            p.push(Problem::RepairFault(RepairRow {
+                provider: provider(0),
+                fault: format!("f{i}"),
+                outcome: RepairOutcome::Failed,
+                detail: String::new(),
+                next_attempt_at: None,
+                said_at: at(),
+                repaired: None,
+            }));
+        }
+        for i in 0..s.grants_unreachable {
+            p.push(Problem::GrantUnreachable(UnreachableGrant {
+                machine: "m".into(),
+                consumer: format!("c{i}"),
+                provision: "x".into(),
+                from: "p0@m".into(),
+                address: "127.0.0.1".into(),
+                port: None,
+                failures: 1,
+                failing_since: None,
+                last_reachable_at: None,
+                error: String::new(),
+                said_at: at(),
+            }));
+        }
+        for i in 0..s.refused {
+            p.push(Problem::DeclarationRefused(format!("entry {i}")));
+        }
+        let context = Context {
+            machine: s.machine,
+            providers: s.providers,
+            awaiting: s.awaiting,
+            heard_within: s.heard_within,
+            silent_after: s.silent_after,
+            grants_reachable: s.grants_reachable,
+            grants_unchecked: s.grants_unchecked,
+            record_begins: s.record_begins,
+        };
+        (p, context)
+    }
+
+    fn tally() -> Spec<'static> {
+        Spec {
             failing: 0,
             silent: 0,
             repairs: 0,
@@ -277,7 +441,7 @@ mod tests {
 
     #[test]
     fn sentence_table() {
-        let cases: Vec<(Tally<'static>, &str)> = vec![
+        let cases: Vec<(Spec<'static>, &str)> = vec![
             (
                 tally(),
                 "all well: none of the 2 providers assigned in the declaration says it keeps \
@@ -285,7 +449,7 @@ mod tests {
                  fault is open; this does not prove that a consumer can reach its provider",
             ),
             (
-                Tally {
+                Spec {
                     providers: 0,
                     heard_within: None,
                     ..tally()
@@ -295,7 +459,7 @@ mod tests {
                  consumer can reach its provider",
             ),
             (
-                Tally {
+                Spec {
                     unheard: 1,
                     ..tally()
                 },
@@ -303,7 +467,7 @@ mod tests {
             ),
             // A provider fault breaks all-well with no consumer failing yet.
             (
-                Tally {
+                Spec {
                     faults: 1,
                     ..tally()
                 },
@@ -311,14 +475,14 @@ mod tests {
             ),
             // Refused input breaks all-well with no consumer failing yet.
             (
-                Tally {
+                Spec {
                     input_refused: 1,
                     ..tally()
                 },
                 "not all well: 0 consumers failing, 1 provider's input refused",
             ),
             (
-                Tally {
+                Spec {
                     input_refused: 2,
                     faults: 1,
                     grants_unreachable: 1,
@@ -328,7 +492,7 @@ mod tests {
                  2 providers' input refused, 1 grant unreachable",
             ),
             (
-                Tally {
+                Spec {
                     faults: 2,
                     failing: 3,
                     unheard: 1,
@@ -340,7 +504,7 @@ mod tests {
             // Never "all were heard" while one was not (the controller
             // follows again since recently: it may have missed it).
             (
-                Tally {
+                Spec {
                     awaiting: 1,
                     ..tally()
                 },
@@ -350,7 +514,7 @@ mod tests {
                  this does not prove that a consumer can reach its provider",
             ),
             (
-                Tally {
+                Spec {
                     awaiting: 2,
                     heard_within: None,
                     ..tally()
@@ -361,7 +525,7 @@ mod tests {
                  reach its provider",
             ),
             (
-                Tally {
+                Spec {
                     failing: 3,
                     unheard: 2,
                     refused: 1,
@@ -371,7 +535,7 @@ mod tests {
                  entry refused (not checked)",
             ),
             (
-                Tally {
+                Spec {
                     providers: 1,
                     machine: Some("db-1"),
                     ..tally()
@@ -382,7 +546,7 @@ mod tests {
                  consumer can reach its provider",
             ),
             (
-                Tally {
+                Spec {
                     failing: 1,
                     machine: Some("app-1"),
                     ..tally()
@@ -390,7 +554,7 @@ mod tests {
                 "not all well: 1 consumer failing on app-1",
             ),
             (
-                Tally {
+                Spec {
                     failing: 2,
                     silent: 1,
                     repairs: 1,
@@ -400,7 +564,7 @@ mod tests {
                  1 repair fault open",
             ),
             (
-                Tally {
+                Spec {
                     refused: 2,
                     repairs: 3,
                     ..tally()
@@ -409,7 +573,7 @@ mod tests {
                  entries refused (not checked)",
             ),
             (
-                Tally {
+                Spec {
                     controller_silent: Some(Some(
                         Timestamp::parse("2026-10-05T00:09:00Z").unwrap(),
                     )),
@@ -419,7 +583,7 @@ mod tests {
                  (is mesh-controller serve running and on the bus?), 0 consumers failing",
             ),
             (
-                Tally {
+                Spec {
                     controller_silent: Some(None),
                     failing: 1,
                     machine: Some("app-1"),
@@ -431,7 +595,7 @@ mod tests {
                  heard from",
             ),
             (
-                Tally {
+                Spec {
                     retired: 1,
                     deleted: 2,
                     ..tally()
@@ -440,14 +604,14 @@ mod tests {
                  consumers deleted",
             ),
             (
-                Tally {
+                Spec {
                     retiring: 1,
                     ..tally()
                 },
                 "not all well: 0 consumers failing, 1 required consumer retiring",
             ),
             (
-                Tally {
+                Spec {
                     retiring: 2,
                     retired: 1,
                     ..tally()
@@ -456,7 +620,7 @@ mod tests {
                  consumer retired",
             ),
             (
-                Tally {
+                Spec {
                     catching_up: 2,
                     record_begins: Some(Timestamp::parse("2026-10-05T00:00:00Z").unwrap()),
                     ..tally()
@@ -466,7 +630,7 @@ mod tests {
             ),
             // The store new is said first, before the controller.
             (
-                Tally {
+                Spec {
                     catching_up: 1,
                     failing: 1,
                     controller_silent: Some(None),
@@ -478,9 +642,10 @@ mod tests {
                  running and on the bus?), 1 consumer failing",
             ),
         ];
-        for (tally, expected) in cases {
-            assert_eq!(sentence(&tally), expected, "{tally:?}");
-            assert_eq!(tally.all_well(), expected.starts_with("all well"));
+        for (spec, expected) in cases {
+            let (problems, context) = made(&spec);
+            assert_eq!(sentence(&problems, &context), expected, "{spec:?}");
+            assert_eq!(all_well(&problems), expected.starts_with("all well"));
         }
     }
 }

@@ -33,12 +33,8 @@ pub struct ProviderView<'a> {
 pub fn provider(v: &ProviderView<'_>) -> String {
     let name = v.provider.to_string();
     let mut out = format!("<h1>provider {}</h1>\n", escape(&name));
-    let unheard = v.head.unheard.iter().any(|u| &u.provider == v.provider);
-    let refused = v
-        .head
-        .input_refused
-        .iter()
-        .any(|i| &i.provider == v.provider);
+    let unheard = v.head.unheard().any(|u| &u.provider == v.provider);
+    let refused = v.head.input_refused().any(|i| &i.provider == v.provider);
     let state = if unheard {
         "<p class=\"sentence unwell\">not heard from: a provider that is down says nothing</p>"
     } else if refused && v.standings.is_empty() {
@@ -77,15 +73,10 @@ pub fn provider(v: &ProviderView<'_>) -> String {
         }
     }
     out.push_str("</dl>\n");
-    for f in v.head.faults.iter().filter(|f| &f.provider == v.provider) {
+    for f in v.head.faults().filter(|f| &f.provider == v.provider) {
         let _ = writeln!(out, "<p class=\"notice\">{}</p>", escape(&f.line()));
     }
-    for i in v
-        .head
-        .input_refused
-        .iter()
-        .filter(|i| &i.provider == v.provider)
-    {
+    for i in v.head.input_refused().filter(|i| &i.provider == v.provider) {
         let _ = writeln!(out, "<p class=\"notice\">{}</p>", escape(&i.line()));
     }
     out.push_str("<h2>Its consumers</h2>\n<ul class=\"consumers\">\n");
@@ -232,7 +223,7 @@ pub fn consumer(v: &ConsumerView<'_>) -> String {
 mod tests {
     use super::*;
     use crate::report::history::EntryKind;
-    use crate::report::{Controller, Grants};
+    use crate::report::{Controller, Problem};
 
     fn ts(s: &str) -> Timestamp {
         Timestamp::parse(s).unwrap()
@@ -290,18 +281,11 @@ mod tests {
     fn a_provider_page_says_its_consumers_and_alive() {
         let head = Head {
             machine: None,
-            all_well: true,
             sentence: "all well".into(),
             controller: Controller::following_for_tests(),
-            unheard: vec![],
-            retired: vec![],
-            retiring: vec![],
-            catching_up: vec![],
-            faults: vec![],
-            input_refused: vec![],
-            repairs: vec![],
-            declaration_errors: vec![],
-            grants: Grants::default(),
+            problems: vec![],
+            grants_reachable: 0,
+            grants_unchecked: vec![],
         };
         let p = ModuleId::parse("postgres@db-1").unwrap();
         let alive = AliveRow {
@@ -332,13 +316,16 @@ mod tests {
 
         // Its refused input: a notice, escaped, and it is not "well".
         let mut head = head;
-        head.input_refused = vec![crate::report::InputRefused {
-            provider: p.clone(),
-            index: Some(0),
-            reason: "consumer: \"<b>\" is not a valid name".into(),
-            required: vec![ModuleId::parse("wiki@app-1").unwrap()],
-            said_at: ts("2026-11-28T05:59:00Z"),
-        }];
+        head.problems.extend(
+            [crate::report::InputRefused {
+                provider: p.clone(),
+                index: Some(0),
+                reason: "consumer: \"<b>\" is not a valid name".into(),
+                required: vec![ModuleId::parse("wiki@app-1").unwrap()],
+                said_at: ts("2026-11-28T05:59:00Z"),
+            }]
+            .map(Problem::InputRefused),
+        );
         let html = provider(&ProviderView {
             provider: &p,
             head: &head,

@@ -12,7 +12,7 @@ use super::{consumer_path, escape, link, machine_path, provider_path};
 use crate::render::human::{recurrence, Human};
 use crate::render::write_all;
 use crate::report::{Head, Listed};
-use crate::store::GroupCount;
+use crate::store::FailingGroup;
 
 /// What the mesh page or a machine's page shows.
 #[derive(Clone, Copy, Debug)]
@@ -20,11 +20,9 @@ pub struct Overview<'a> {
     /// The report's head (its `machine` set for a machine's page).
     pub head: &'a Head,
     /// The standings listed, in cause order (by provider, class, error):
-    /// all of them, or at most [`GROUP_ITEMS`] of each provider and class.
+    /// all of them, or at most [`GROUP_ITEMS`] of each provider and class
+    /// (the head's failing groups count them all).
     pub standings: &'a [Listed],
-    /// Each provider and class's count when `standings` is capped so (the
-    /// store counts them); empty when it holds every standing.
-    pub groups: &'a [GroupCount],
     /// The providers in scope, in order (each gets a link).
     pub providers: &'a [ModuleId],
     /// The machines to link to, in order.
@@ -103,9 +101,17 @@ type ClassGroup<'a> = (mesh_protocol::Class, Vec<&'a Listed>);
 
 /// The failing consumers grouped: one section per provider, within it one
 /// list per class.
-pub(crate) fn failing(standings: &[Listed], counts: &[GroupCount]) -> String {
+pub(crate) fn failing<'a>(
+    standings: &[Listed],
+    counts: impl Iterator<Item = &'a FailingGroup> + Clone,
+) -> String {
     if standings.is_empty() {
-        return "<p class=\"none\">No consumer is failing.</p>\n".to_owned();
+        // None listed: none failing, unless the store counted some.
+        let counted: u64 = counts.map(|g| g.standings).sum();
+        return match counted {
+            0 => "<p class=\"none\">No consumer is failing.</p>\n".to_owned(),
+            n => format!("<p>{n} failing; none of them listed here.</p>\n"),
+        };
     }
     let mut groups: Vec<(&ModuleId, Vec<ClassGroup<'_>>)> = Vec::new();
     for s in standings {
@@ -123,10 +129,10 @@ pub(crate) fn failing(standings: &[Listed], counts: &[GroupCount]) -> String {
     // A group's whole count: the store's, else the standings listed.
     let count_of = |provider: &ModuleId, class: Class, listed: usize| {
         counts
-            .iter()
-            .find(|(p, c, _)| p == provider && *c == class)
-            .map_or(listed, |(_, _, n)| {
-                usize::try_from(*n).unwrap_or(usize::MAX)
+            .clone()
+            .find(|g| &g.provider == provider && g.class == class)
+            .map_or(listed, |g| {
+                usize::try_from(g.standings).unwrap_or(usize::MAX)
             })
     };
     for (provider, classes) in groups {
@@ -174,7 +180,7 @@ pub fn overview(o: &Overview<'_>) -> String {
         Some(m) => format!("machine {m}"),
         None => "the mesh".to_owned(),
     };
-    let class = if head.all_well { "well" } else { "unwell" };
+    let class = if head.all_well() { "well" } else { "unwell" };
     let _ = writeln!(
         out,
         "<h1>{}</h1>\n<p class=\"sentence {class}\" id=\"sentence\">{}</p>",
@@ -182,7 +188,7 @@ pub fn overview(o: &Overview<'_>) -> String {
         escape(&head.sentence)
     );
     out.push_str("<h2>Failing</h2>\n");
-    out.push_str(&failing(o.standings, o.groups));
+    out.push_str(&failing(o.standings, head.failing()));
     let others = other_lines(head);
     if !others.is_empty() {
         out.push_str("<h2>Also</h2>\n<ul class=\"others\">\n");
@@ -193,7 +199,7 @@ pub fn overview(o: &Overview<'_>) -> String {
     }
     out.push_str("<h2>Providers</h2>\n<ul class=\"links\">\n");
     for p in o.providers {
-        let unheard = head.unheard.iter().any(|u| &u.provider == p);
+        let unheard = head.unheard().any(|u| &u.provider == p);
         let text = p.to_string();
         let said = if unheard { " (not heard from)" } else { "" };
         let _ = writeln!(out, "<li>{}{said}</li>", link(&provider_path(&text), &text));
@@ -213,7 +219,7 @@ pub fn overview(o: &Overview<'_>) -> String {
 mod tests {
     use super::*;
     use crate::model::FailingRow;
-    use crate::report::{Controller, Grants, Unheard};
+    use crate::report::{Controller, Problem, Unheard};
     use mesh_protocol::{Class, Timestamp};
 
     fn ts(s: &str) -> Timestamp {
@@ -223,22 +229,15 @@ mod tests {
     fn head() -> Head {
         Head {
             machine: None,
-            all_well: false,
             sentence: "not all well: 2 consumers failing".into(),
             controller: Controller::following_for_tests(),
-            unheard: vec![Unheard {
+            problems: vec![Problem::ProviderUnheard(Unheard {
                 provider: ModuleId::parse("identity@id-1").unwrap(),
                 heard_at: None,
                 started_at: None,
-            }],
-            retired: vec![],
-            retiring: vec![],
-            catching_up: vec![],
-            faults: vec![],
-            input_refused: vec![],
-            repairs: vec![],
-            declaration_errors: vec![],
-            grants: Grants::default(),
+            })],
+            grants_reachable: 0,
+            grants_unchecked: vec![],
         }
     }
 
@@ -284,7 +283,6 @@ mod tests {
         let html = overview(&Overview {
             head: &head(),
             standings: &standings,
-            groups: &[],
             providers: &providers,
             machines: &machines,
         });
@@ -323,7 +321,7 @@ mod tests {
                 )
             })
             .collect();
-        let html = failing(&standings, &[]);
+        let html = failing(&standings, [].iter());
         assert_eq!(html.matches("<li class=\"failing\"").count(), GROUP_ITEMS);
         assert!(
             html.contains(&format!("unreachable ({})", GROUP_ITEMS + 7)),
@@ -335,8 +333,13 @@ mod tests {
         );
         // Capped by the store: its counts are said, not the standings'.
         let provider = ModuleId::parse("postgres@db-1").unwrap();
-        let counts = [(provider, Class::Unreachable, 1_000)];
-        let html = failing(&standings[..GROUP_ITEMS], &counts);
+        let counts = [FailingGroup {
+            provider,
+            class: Class::Unreachable,
+            standings: 1_000,
+            silent: 0,
+        }];
+        let html = failing(&standings[..GROUP_ITEMS], counts.iter());
         assert_eq!(html.matches("<li class=\"failing\"").count(), GROUP_ITEMS);
         assert!(html.contains("postgres@db-1</a> fails 1000"), "{html}");
         assert!(html.contains("unreachable (1000)"), "{html}");
@@ -349,13 +352,11 @@ mod tests {
     #[test]
     fn no_standing_says_so() {
         let mut h = head();
-        h.all_well = true;
-        h.unheard.clear();
+        h.problems.clear();
         h.sentence = "all well: ...".into();
         let html = overview(&Overview {
             head: &h,
             standings: &[],
-            groups: &[],
             providers: &[],
             machines: &[],
         });
