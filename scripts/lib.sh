@@ -773,7 +773,7 @@ run_tests() {
   [ -s "$list" ] || { echo "run_tests: cargo built no test binary" >&2; return 1; }
   # The benchmarks named in MESH_BENCH_SMOKES (mesh-provide's) run as a
   # smoke, jobs like the test binaries: 5 consumers, one round, a debug
-  # build; their figures are not the README's.
+  # build; their figures are not those of docs/benchmarks.md.
   if [ -n "${MESH_BENCH_SMOKES:-}" ]; then
     local bench benches=()
     for bench in $MESH_BENCH_SMOKES; do benches+=(--bench "$bench"); done

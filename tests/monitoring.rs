@@ -1,9 +1,11 @@
 //! The monitoring kit names only what the binaries export: every metric in
 //! `deploy/prometheus/mesh.rules.yml` and `deploy/grafana/mesh.json`, and
-//! every metric in README.md's Metrics table, is found in a real scrape of
-//! the built `mesh-controller serve` and `mesh-postgres` (with
-//! `--metrics-listen`), with the label values the queries select. Besides
-//! those, a query may only name `up` (Prometheus' own). When promtool is
+//! every metric in the tables of docs/contracts/metrics.md, is found in a
+//! real scrape of the built `mesh-controller serve`, `mesh-postgres`,
+//! `mesh-provide` and `mesh-grants` (with `--metrics-listen`), with the
+//! label values the queries select; and every metric those binaries export
+//! has its row in those tables. Besides those, a query may only name `up`
+//! (Prometheus' own). When promtool is
 //! installed, every dashboard query is also parsed by it. Each binary is
 //! scraped as Prometheus asks (OpenMetrics) and as a plain client does
 //! (text format 0.0.4, which `promtool check metrics` lints): both hold
@@ -283,20 +285,34 @@ fn dashboard_exprs(value: &Value, into: &mut Vec<String>) {
     }
 }
 
-/// The metric names of README.md's Metrics table (first column, before any `{`).
-fn readme_metrics(readme: &str) -> Vec<String> {
-    let start = readme
-        .find("**Metrics**")
-        .expect("README.md has its Metrics table");
-    readme[start..]
+/// The metric names of the tables in the section Metrics of
+/// docs/contracts/metrics.md (each row's first cell, before any `{`).
+fn documented_metrics(contract: &str) -> Vec<String> {
+    let start = contract
+        .find("\n## Metrics\n")
+        .expect("docs/contracts/metrics.md has its section Metrics")
+        + 1;
+    let section = &contract[start..];
+    let end = section[1..]
+        .find("\n## ")
+        .map_or(section.len(), |at| at + 1);
+    section[..end]
         .lines()
-        .skip_while(|line| !line.starts_with('|'))
-        .take_while(|line| line.starts_with('|'))
+        .filter(|line| line.starts_with('|'))
         .filter_map(|line| line.split('|').nth(1))
         .filter_map(|cell| cell.trim().strip_prefix('`'))
         .map(|name| name.split(['{', '`']).next().unwrap_or_default().to_owned())
         .filter(|name| name.starts_with("mesh_"))
         .collect()
+}
+
+/// Whether the sample name `sample` (as a 0.0.4 scrape has it) belongs to
+/// the documented metric `name`: itself, or a histogram's series.
+fn sample_of(sample: &str, name: &str) -> bool {
+    sample == name
+        || sample
+            .strip_prefix(name)
+            .is_some_and(|rest| ["_bucket", "_sum", "_count"].contains(&rest))
 }
 
 /// Starts serve, a provider and a grant agent with `--metrics-listen` and
@@ -501,14 +517,14 @@ fn check(expr: &str, scraped: &Scrape, origin: &str, wrong: &mut Vec<String>) ->
 }
 
 #[test]
-fn every_metric_the_kit_and_the_readme_name_is_exported_by_the_binaries() {
+fn every_metric_the_kit_and_the_contract_name_is_exported_by_the_binaries_and_no_other() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let rules = std::fs::read_to_string(root.join("deploy/prometheus/mesh.rules.yml")).unwrap();
     let dashboard: Value = serde_json::from_str(
         &std::fs::read_to_string(root.join("deploy/grafana/mesh.json")).unwrap(),
     )
     .expect("the dashboard is JSON");
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let contract = std::fs::read_to_string(root.join("docs/contracts/metrics.md")).unwrap();
     // Grafana keys a panel by its id: two panels with one id are one.
     let ids: Vec<u64> = dashboard["panels"]
         .as_array()
@@ -538,12 +554,21 @@ fn every_metric_the_kit_and_the_readme_name_is_exported_by_the_binaries() {
         named >= rules.len() + panels.len(),
         "every query names a metric"
     );
-    let table = readme_metrics(&readme);
-    assert!(table.len() >= 12, "{table:?}");
+    let table = documented_metrics(&contract);
+    assert!(table.len() >= 30, "{table:?}");
     for name in &table {
         let histogram = format!("{name}_bucket");
         if !scraped.contains_key(name) && !scraped.contains_key(&histogram) {
-            wrong.push(format!("README.md's Metrics table: {name} is not exported"));
+            wrong.push(format!(
+                "docs/contracts/metrics.md's tables: {name} is not exported"
+            ));
+        }
+    }
+    for sample in scraped.keys().filter(|s| s.starts_with("mesh_")) {
+        if !table.iter().any(|name| sample_of(sample, name)) {
+            wrong.push(format!(
+                "{sample} is exported, but no table of docs/contracts/metrics.md names it"
+            ));
         }
     }
     assert!(
@@ -622,6 +647,19 @@ fn selectors_are_told_from_functions_keywords_and_labels() {
         found[2].equal,
         [("outcome".to_owned(), "braked".to_owned())]
     );
+}
+
+#[test]
+fn the_contract_s_metrics_are_read_from_every_table_of_its_section_and_no_other() {
+    let text = "# Metrics\n\n| `mesh_before` | x |\n\n## Metrics\n\nOne:\n\n\
+                | metric | type |\n| --- | --- |\n| `mesh_a_total{kind}` | counter |\n\n\
+                Two:\n\n| `mesh_b_seconds` | histogram |\n| `up` | no |\n\n\
+                ## Logs\n\n| `mesh_after` | x |\n";
+    assert_eq!(documented_metrics(text), ["mesh_a_total", "mesh_b_seconds"]);
+    assert!(sample_of("mesh_b_seconds_bucket", "mesh_b_seconds"));
+    assert!(sample_of("mesh_a_total", "mesh_a_total"));
+    assert!(!sample_of("mesh_a_total_other", "mesh_a_total"));
+    assert!(!sample_of("mesh_a", "mesh_a_total"));
 }
 
 /// The alerts of operating.md's alert table (its rows' first cells).

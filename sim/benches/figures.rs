@@ -1,4 +1,4 @@
-//! The simulator's figures (README, Figures): `cargo bench -p mesh-sim`.
+//! The simulator's figures (docs/benchmarks.md): `cargo bench -p mesh-sim`.
 //!
 //! - seeds per second and simulated hours per wall-clock second at 10, 100
 //!   and 1,000 providers (5 consumers each, 10 simulated minutes a seed,
