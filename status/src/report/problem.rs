@@ -87,7 +87,7 @@ impl Kind {
         }
     }
 
-    /// The anchor of its entry in the runbook (docs/operating.md): the
+    /// The anchor of its entry in the runbook (docs/runbook.md): the
     /// word with dashes.
     pub fn anchor(self) -> String {
         self.as_str().replace('_', "-")
