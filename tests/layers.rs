@@ -183,6 +183,7 @@ const CRATES: &[(&str, Tables)] = &[
                         "history",
                         "faults",
                         "input",
+                        "runbook",
                     ],
                     &["problem"],
                     &["sentence"],

@@ -670,6 +670,24 @@ async fn status_and_node_show_on_a_live_store() {
     );
     assert_eq!(report["controller"]["following"], true);
     assert_eq!(report["controller"]["host"], "ctl-1");
+    assert_eq!(
+        report["problems"][0]["runbook"],
+        "class-credentials-rejected"
+    );
+
+    // --explain: after the report, each problem's next step from the runbook.
+    let (code, out, err) = env.run(&["status", "--explain"], now).await;
+    assert_eq!(code, 0, "{err}");
+    let steps: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("what to do"))
+        .collect();
+    assert_eq!(steps.len(), 3, "{out}");
+    assert!(
+        steps[1].starts_with("  #class-credentials-rejected: "),
+        "{out}"
+    );
+    assert!(steps[2].starts_with("  #repair-faults-open: "), "{out}");
 
     // --silent-after changes the marking.
     let report = env

@@ -276,6 +276,10 @@ pub struct ReportArgs {
     /// (`2nd time in 7 days; ...`), and on an open repair how often it was repaired.
     #[arg(long, default_value = "7d", value_parser = humantime::parse_duration)]
     pub recurrence_window: Duration,
+    /// After the report, say what to do about each problem: its runbook entry's next step
+    /// (the JSON carries it on every problem anyway).
+    #[arg(long)]
+    pub explain: bool,
 }
 
 /// `CONSUMER` or `CONSUMER@MACHINE`, each a valid name.
@@ -709,6 +713,7 @@ mod tests {
                     silent_after: Duration::from_secs(1800),
                     check: false,
                     recurrence_window: Duration::from_secs(7 * 24 * 3600),
+                    explain: false,
                 }
             }
         );

@@ -17,6 +17,7 @@ use crate::console::{self, ConsoleArgs, ReportSettings};
 use crate::link;
 use crate::store::{grant_reader, migrate, DatabaseOptions, PgStore, ReaderMade};
 use mesh_status::model::ParsedDeclaration;
+use mesh_status::render::human::next_steps;
 use mesh_status::render::{listing, series};
 use mesh_status::report::{self, Clock, Recurrences, Scope};
 use mesh_status::store::{HistoryFilter, Order};
@@ -383,6 +384,9 @@ async fn status(
     }
     read.finish().await.map_err(CliError::Read)?;
     listing.finish(io.out, &head).map_err(CliError::Output)?;
+    if report.explain && !report.json {
+        next_steps(io.out, &head).map_err(CliError::Output)?;
+    }
     if report.check && !head.all_well() {
         return Err(CliError::NotAllWell);
     }

@@ -15,7 +15,7 @@ use std::time::Duration;
 use super::Listing;
 use crate::report::group::{Group, Grouper, Line};
 use crate::report::history::{ordinal, short_duration, window_text};
-use crate::report::{Controller, Head, Listed, Problem, Recurrence};
+use crate::report::{runbook, Controller, Head, Listed, Problem, Recurrence};
 
 /// Lines for a person.
 #[derive(Clone, Debug, Default)]
@@ -264,6 +264,31 @@ impl Listing for Human {
         }
         out.flush()
     }
+}
+
+/// What to do, after the report (`status --explain`): each problem's
+/// runbook entry's next step, once per entry, in the list's order; nothing
+/// when all is well.
+///
+/// # Errors
+/// When writing fails.
+pub fn next_steps(out: &mut dyn Write, head: &Head) -> io::Result<()> {
+    let mut said: Vec<String> = Vec::new();
+    for p in &head.problems {
+        let anchor = p.runbook();
+        if said.contains(&anchor) {
+            continue;
+        }
+        if said.is_empty() {
+            writeln!(out, "what to do (the runbook: {}):", runbook::INSTALLED_AT)?;
+        }
+        match p.next_step() {
+            Some(step) => writeln!(out, "  #{anchor}: {step}")?,
+            None => writeln!(out, "  #{anchor}")?,
+        }
+        said.push(anchor);
+    }
+    out.flush()
 }
 
 #[cfg(test)]
@@ -676,5 +701,56 @@ mod tests {
         head.controller.host = None;
         assert!(render(&head)
             .contains("  no mesh-controller serve has recorded itself in this store\n"));
+    }
+
+    #[test]
+    fn explain_says_each_entry_once_in_the_lists_order() {
+        let mut head = head_of("not all well: 3 consumers failing, 1 provider not heard from");
+        let group = |class| {
+            Problem::ConsumersFailing(crate::store::FailingGroup {
+                provider: id("postgres@db-1"),
+                class,
+                standings: 1,
+                silent: 0,
+            })
+        };
+        head.problems = vec![
+            group(Class::CredentialsRejected),
+            group(Class::Unreachable),
+            Problem::ProviderUnheard(Unheard {
+                provider: id("postgres@db-2"),
+                heard_at: None,
+                started_at: None,
+            }),
+            Problem::ProviderUnheard(Unheard {
+                provider: id("postgres@db-3"),
+                heard_at: None,
+                started_at: None,
+            }),
+        ];
+        let mut out = Vec::new();
+        next_steps(&mut out, &head).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let anchors: Vec<&str> = text
+            .lines()
+            .skip(1)
+            .map(|l| l.trim().split(':').next().unwrap())
+            .collect();
+        assert_eq!(
+            anchors,
+            [
+                "#class-credentials-rejected",
+                "#class-unreachable",
+                "#providers-unheard"
+            ],
+            "{text}"
+        );
+        assert!(text.starts_with("what to do (the runbook: /usr/share/doc/mesh/runbook.md):\n"));
+        let step = runbook::entry("providers-unheard").unwrap().next_step;
+        assert!(text.contains(step), "{text}");
+        head.problems.clear();
+        let mut out = Vec::new();
+        next_steps(&mut out, &head).unwrap();
+        assert!(out.is_empty(), "all well: nothing to do");
     }
 }

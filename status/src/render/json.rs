@@ -205,10 +205,14 @@ mod tests {
             "grants": {"reachable": 0, "unreachable": [], "unchecked": []},
             "problems": [
                 {"kind": "providers_unheard", "provider": "identity@id-2", "cause": "never",
-                    "count": 1, "since": null, "runbook": "providers-unheard"},
+                    "count": 1, "since": null, "runbook": "providers-unheard",
+                    "next_step": crate::report::runbook::entry("providers-unheard")
+                        .unwrap().next_step},
                 {"kind": "repair_faults_open", "provider": "identity@id-1",
                     "cause": "admin-refused", "count": 1, "since": "2026-10-05T00:09:00Z",
-                    "runbook": "repair-faults-open"}
+                    "runbook": "repair-faults-open",
+                    "next_step": crate::report::runbook::entry("repair-faults-open")
+                        .unwrap().next_step}
             ]
         });
         assert_eq!(json, expected);

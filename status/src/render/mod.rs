@@ -235,7 +235,18 @@ mod every_kind {
             let json: serde_json::Value = serde_json::from_slice(&out).unwrap();
             assert_eq!(json["all_well"], false, "{kind:?}");
             assert_eq!(json["problems"][0]["kind"], kind.as_str(), "{kind:?}");
-            assert_eq!(json["problems"][0]["runbook"], kind.anchor(), "{kind:?}");
+            let runbook = json["problems"][0]["runbook"].as_str().unwrap();
+            let expected = match kind {
+                Kind::ConsumersFailing => "class-refused".to_owned(),
+                _ => kind.anchor(),
+            };
+            assert_eq!(runbook, expected, "{kind:?}");
+            assert!(
+                json["problems"][0]["next_step"]
+                    .as_str()
+                    .is_some_and(|s| !s.is_empty()),
+                "{kind:?}"
+            );
 
             let s = series(&head);
             assert!(!s.all_well, "{kind:?}");

@@ -51,6 +51,7 @@ pub mod history;
 pub mod input;
 pub mod problem;
 pub mod retired;
+pub mod runbook;
 pub mod sentence;
 
 use std::time::{Duration, UNIX_EPOCH};

@@ -18,6 +18,7 @@ use serde::Serialize;
 use crate::model::RepairRow;
 use crate::store::FailingGroup;
 
+use super::runbook;
 use super::{CatchingUp, Faulted, InputRefused, Retired, Unheard, UnreachableGrant};
 
 /// What kind of problem: one word each.
@@ -194,6 +195,20 @@ impl Problem {
         }
     }
 
+    /// The anchor of its runbook entry: a failing group's class's entry
+    /// (what to do depends on the class), else its kind's.
+    pub fn runbook(&self) -> String {
+        match self {
+            Problem::ConsumersFailing(g) => runbook::class_anchor(g.class),
+            _ => self.kind().anchor(),
+        }
+    }
+
+    /// What to do next, from its runbook entry.
+    pub fn next_step(&self) -> Option<&'static str> {
+        runbook::entry(&self.runbook()).map(|e| e.next_step)
+    }
+
     /// Since when it holds, where the report knows.
     pub fn since(&self) -> Option<Timestamp> {
         match self {
@@ -223,8 +238,10 @@ pub struct ProblemEntry<'a> {
     pub count: u64,
     /// Since when it holds, or null.
     pub since: Option<Timestamp>,
-    /// The anchor of its entry in the runbook.
+    /// The anchor of its entry in the runbook (docs/runbook.md).
     pub runbook: String,
+    /// What to do next, as the runbook's entry says it.
+    pub next_step: Option<&'static str>,
 }
 
 impl<'a> From<&'a Problem> for ProblemEntry<'a> {
@@ -235,7 +252,8 @@ impl<'a> From<&'a Problem> for ProblemEntry<'a> {
             cause: p.cause(),
             count: p.count(),
             since: p.since(),
-            runbook: p.kind().anchor(),
+            runbook: p.runbook(),
+            next_step: p.next_step(),
         }
     }
 }

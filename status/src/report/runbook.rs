@@ -1,0 +1,107 @@
+//! The runbook (docs/runbook.md), compiled in: each entry's anchor, title
+//! and next step, so `status --explain`, `why` and the JSON say the very
+//! line a person reads in the runbook (pure).
+//!
+//! The file's format: an entry is `<a id="ANCHOR"></a>`, then its `### `
+//! heading, then its parts, one of them the one-line `**Next step.** …`.
+
+use std::sync::OnceLock;
+
+/// The runbook's text.
+const RUNBOOK: &str = include_str!("../../../docs/runbook.md");
+
+/// Where the runbook is installed (the Debian package's copy).
+pub const INSTALLED_AT: &str = "/usr/share/doc/mesh/runbook.md";
+
+/// One entry of the runbook.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// Its anchor (`providers-unheard`).
+    pub anchor: &'static str,
+    /// Its heading.
+    pub title: &'static str,
+    /// What to do next, one line.
+    pub next_step: &'static str,
+}
+
+/// Every entry of `text`, in order; an anchor without a heading or a next
+/// step is left out (the runbook's own test names it).
+fn parse(text: &'static str) -> Vec<Entry> {
+    let mut entries = Vec::new();
+    let mut anchor: Option<&'static str> = None;
+    let mut title: Option<&'static str> = None;
+    for line in text.lines() {
+        if let Some(rest) = line.trim().strip_prefix("<a id=\"") {
+            anchor = rest.split('"').next();
+            title = None;
+        } else if let Some(heading) = line.strip_prefix("### ") {
+            title = Some(heading.trim());
+        } else if let Some(step) = line.strip_prefix("**Next step.**") {
+            if let (Some(anchor), Some(title)) = (anchor.take(), title.take()) {
+                entries.push(Entry {
+                    anchor,
+                    title,
+                    next_step: step.trim(),
+                });
+            }
+        }
+    }
+    entries
+}
+
+/// Every entry of the runbook, in order.
+pub fn entries() -> &'static [Entry] {
+    static ENTRIES: OnceLock<Vec<Entry>> = OnceLock::new();
+    ENTRIES.get_or_init(|| parse(RUNBOOK))
+}
+
+/// The entry of `anchor`, if the runbook has one.
+pub fn entry(anchor: &str) -> Option<&'static Entry> {
+    entries().iter().find(|e| e.anchor == anchor)
+}
+
+/// The anchor of a failure class's entry (`class-credentials-rejected`).
+pub fn class_anchor(class: mesh_protocol::Class) -> String {
+    format!("class-{}", class.as_str())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::Kind;
+    use mesh_protocol::Class;
+
+    #[test]
+    fn every_kind_and_class_has_an_entry_with_a_one_line_next_step() {
+        let anchors = Kind::ALL
+            .iter()
+            .map(|k| k.anchor())
+            .chain(Class::ALL.iter().map(|c| class_anchor(*c)));
+        for anchor in anchors {
+            let e = entry(&anchor).unwrap_or_else(|| panic!("no runbook entry {anchor}"));
+            assert!(!e.next_step.is_empty(), "{anchor}");
+            assert!(!e.title.is_empty(), "{anchor}");
+        }
+    }
+
+    #[test]
+    fn an_entry_is_its_anchor_heading_and_next_step() {
+        let text = "intro\n<a id=\"a\"></a>\n### The A\n\n**Means.** x\n**Next step.** Do a.\n\
+                    <a id=\"b\"></a>\n### No step\n<a id=\"c\"></a>\n### C\n**Next step.**  Do c. \n";
+        assert_eq!(
+            parse(text),
+            [
+                Entry {
+                    anchor: "a",
+                    title: "The A",
+                    next_step: "Do a."
+                },
+                Entry {
+                    anchor: "c",
+                    title: "C",
+                    next_step: "Do c."
+                }
+            ]
+        );
+    }
+}
