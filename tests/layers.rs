@@ -187,12 +187,12 @@ const CRATES: &[(&str, Tables)] = &[
                     ],
                     &["problem"],
                     &["sentence"],
-                    &["days"],
+                    &["days", "why"],
                 ],
             ),
             (
                 "render",
-                &[&["human", "json", "series"], &["history"], &["html"]],
+                &[&["human", "json", "series"], &["history", "why"], &["html"]],
             ),
             ("render::html", &[&["mesh"], &["detail"]]),
         ],
@@ -229,7 +229,7 @@ const CRATES: &[(&str, Tables)] = &[
                 "cli",
                 &[
                     &["error"],
-                    &["permissions", "contributions", "history", "plan"],
+                    &["permissions", "contributions", "history", "plan", "why"],
                     &["run"],
                 ],
             ),

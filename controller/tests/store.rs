@@ -689,6 +689,51 @@ async fn status_and_node_show_on_a_live_store() {
     );
     assert!(steps[2].starts_with("  #repair-faults-open: "), "{out}");
 
+    // why: one verdict on one consumer, its providers and the next step.
+    let (code, out, err) = env.run(&["why", "forge"], now).await;
+    assert_eq!(code, EXIT_OK, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].starts_with(
+            "forge@app-1: failing: postgres@db-1 says credentials-rejected since \
+             2026-10-05T00:04:00Z (61 attempts"
+        ),
+        "{out}"
+    );
+    assert!(
+        lines.contains(&"  postgres@db-1 gives it postgres-database: heard from"),
+        "{out}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("  identity@id-1 repair fault admin-refused")),
+        "its other provider's open repair fault concerns it: {out}"
+    );
+    assert!(
+        lines
+            .last()
+            .unwrap()
+            .starts_with("  next step (#class-credentials-rejected in "),
+        "{out}"
+    );
+    let (code, out, err) = env.run(&["why", "forge@app-1", "--json"], now).await;
+    assert_eq!(code, EXIT_OK, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["consumer"], "forge@app-1");
+    assert_eq!(v["well"], false);
+    assert_eq!(v["runbook"], "class-credentials-rejected");
+    assert_eq!(v["providers"].as_array().unwrap().len(), 2, "{v}");
+    let (code, _, err) = env.run(&["why", "nobody"], now).await;
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("the declaration names no module nobody"),
+        "{err}"
+    );
+    let (code, _, err) = env.run(&["why", "forge@app-9"], now).await;
+    assert_eq!(code, 2);
+    assert!(err.contains("no module forge on app-9"), "{err}");
+
     // --silent-after changes the marking.
     let report = env
         .json(&["status", "--json", "--silent-after", "2h"], now)

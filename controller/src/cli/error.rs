@@ -85,6 +85,10 @@ pub enum CliError {
     /// `node show` of a machine the declaration does not name.
     #[error(transparent)]
     UnknownMachine(#[from] UnknownMachine),
+    /// `why`: the declaration names no such consumer, or it on several
+    /// machines and none was given.
+    #[error("{0}")]
+    UnknownConsumer(String),
     /// The report could not be written.
     #[error("cannot write the output: {0}")]
     Output(#[source] std::io::Error),

@@ -15,6 +15,7 @@ mod history;
 mod permissions;
 mod plan;
 mod run;
+mod why;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -144,6 +145,21 @@ pub enum Command {
         /// How to report.
         #[command(flatten)]
         report: ReportArgs,
+    },
+    /// Say why one consumer is failing, or that it is not: its standings, its providers
+    /// (heard, a fault, a repair), the controller, its grants, its retirements, how its
+    /// last failing interval ended, and the next step from the runbook.
+    Why {
+        /// The consumer: CONSUMER, or CONSUMER@MACHINE when the declaration has it on
+        /// several machines.
+        #[arg(value_parser = parse_consumer)]
+        consumer: (Name, Option<Name>),
+        /// Read history and recurrences this far back.
+        #[arg(long, default_value = "7d", value_parser = humantime::parse_duration)]
+        recurrence_window: Duration,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
     },
     /// List what changed and for how long: failing intervals, recoveries, retirements,
     /// repairs, silences, newest first, then per consumer how often and how long it failed.

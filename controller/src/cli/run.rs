@@ -109,6 +109,21 @@ pub async fn run(cli: &Cli, io: &mut Io<'_>, stop: &Stop) -> Result<(), CliError
             let options = cli.database_options()?;
             Ok(console::serve(options, declaration, &args, stop).await?)
         }
+        Command::Why {
+            consumer: (consumer, machine),
+            recurrence_window,
+            json,
+        } => {
+            super::why::run(
+                cli,
+                io.out,
+                io.now,
+                (consumer, machine.as_ref()),
+                *recurrence_window,
+                *json,
+            )
+            .await
+        }
         Command::History {
             consumer,
             provider,

@@ -164,39 +164,17 @@ impl Listing for Human {
         // next, then the repair faults and refused entries (`finish`).
         for p in &head.problems {
             match p {
-                // Said above, and by the standings listed.
-                Problem::ControllerNotFollowing(_) | Problem::ConsumersFailing(_) => {}
-                Problem::ProviderUnheard(u) => {
-                    write!(out, "  {} ", u.provider)?;
-                    match (u.heard_at, u.started_at) {
-                        (Some(heard), Some(started)) => writeln!(
-                            out,
-                            "not heard from since {heard} (its process started {started})"
-                        )?,
-                        _ => writeln!(out, "never heard from")?,
-                    }
-                }
-                Problem::Retirement(r) => writeln!(out, "  {}", r.line())?,
-                Problem::ProviderCatchingUp(c) => writeln!(out, "  {}", c.line())?,
-                Problem::ProviderFault(f) => writeln!(out, "  {}", one_line(&f.line()))?,
-                Problem::InputRefused(i) => writeln!(out, "  {}", one_line(&i.line()))?,
-                Problem::GrantUnreachable(g) => {
-                    let attempts = if g.failures == 1 { "check" } else { "checks" };
-                    writeln!(
-                        out,
-                        "  {}@{} cannot reach {} ({}:{}) from its own network: {} {attempts} failed since {}, last reachable {}: {}",
-                        g.consumer,
-                        g.machine,
-                        one_line(&g.from),
-                        one_line(&g.address),
-                        g.port.map_or("?".to_owned(), |p| p.to_string()),
-                        g.failures,
-                        g.failing_since.map_or("?".to_owned(), |t| t.to_string()),
-                        g.last_reachable_at.map_or("never".to_owned(), |t| t.to_string()),
-                        one_line(&g.error),
-                    )?;
-                }
-                Problem::RepairFault(_) | Problem::DeclarationRefused(_) => {}
+                // Said above, by the standings listed, and after them.
+                Problem::ControllerNotFollowing(_)
+                | Problem::ConsumersFailing(_)
+                | Problem::RepairFault(_)
+                | Problem::DeclarationRefused(_) => {}
+                Problem::ProviderUnheard(_)
+                | Problem::Retirement(_)
+                | Problem::ProviderCatchingUp(_)
+                | Problem::ProviderFault(_)
+                | Problem::InputRefused(_)
+                | Problem::GrantUnreachable(_) => writeln!(out, "  {}", one_line(&p.line()))?,
             }
         }
         for g in &head.grants_unchecked {
@@ -227,29 +205,8 @@ impl Listing for Human {
         }
         for p in &head.problems {
             match p {
-                Problem::RepairFault(r) => {
-                    write!(
-                        out,
-                        "  {} repair fault {}: {}, said {}",
-                        r.provider, r.fault, r.outcome, r.said_at
-                    )?;
-                    if let Some(next) = r.next_attempt_at {
-                        write!(out, ", next attempt {next}")?;
-                    }
-                    if let Some(done) = &r.repaired {
-                        let times = if done.count == 1 { "time" } else { "times" };
-                        write!(
-                            out,
-                            " (repaired {} {times} in {}, last {})",
-                            done.count,
-                            window_text(Duration::from_secs(done.window_seconds)),
-                            done.last_at
-                        )?;
-                    }
-                    writeln!(out, ": {}", one_line(&r.detail))?;
-                }
-                Problem::DeclarationRefused(e) => {
-                    writeln!(out, "  declaration entry refused: {}", one_line(e))?;
+                Problem::RepairFault(_) | Problem::DeclarationRefused(_) => {
+                    writeln!(out, "  {}", one_line(&p.line()))?;
                 }
                 // Said before the standings (`head`).
                 Problem::ControllerNotFollowing(_)

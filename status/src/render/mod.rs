@@ -9,6 +9,7 @@ pub mod html;
 pub mod human;
 pub mod json;
 pub mod series;
+pub mod why;
 
 use std::io::{self, Write};
 

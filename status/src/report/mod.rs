@@ -53,6 +53,7 @@ pub mod problem;
 pub mod retired;
 pub mod runbook;
 pub mod sentence;
+pub mod why;
 
 use std::time::{Duration, UNIX_EPOCH};
 

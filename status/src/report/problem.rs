@@ -18,6 +18,9 @@ use serde::Serialize;
 use crate::model::RepairRow;
 use crate::store::FailingGroup;
 
+use std::time::Duration;
+
+use super::history::window_text;
 use super::runbook;
 use super::{CatchingUp, Faulted, InputRefused, Retired, Unheard, UnreachableGrant};
 
@@ -192,6 +195,78 @@ impl Problem {
         match self {
             Problem::ConsumersFailing(g) => g.standings,
             _ => 1,
+        }
+    }
+
+    /// Its line for a person (without indent; a text it quotes may hold a
+    /// line break, which the human listing flattens).
+    pub fn line(&self) -> String {
+        match self {
+            Problem::ControllerNotFollowing(Some(at)) => {
+                format!("the controller has followed no events since {at}")
+            }
+            Problem::ControllerNotFollowing(None) => {
+                "the controller has never followed events".to_owned()
+            }
+            Problem::ConsumersFailing(g) => format!(
+                "{} fails {} {} {}",
+                g.provider,
+                g.standings,
+                if g.standings == 1 {
+                    "consumer"
+                } else {
+                    "consumers"
+                },
+                g.class
+            ),
+            Problem::ProviderUnheard(u) => match (u.heard_at, u.started_at) {
+                (Some(heard), Some(started)) => format!(
+                    "{} not heard from since {heard} (its process started {started})",
+                    u.provider
+                ),
+                _ => format!("{} never heard from", u.provider),
+            },
+            Problem::Retirement(r) => r.line(),
+            Problem::ProviderCatchingUp(c) => c.line(),
+            Problem::ProviderFault(f) => f.line(),
+            Problem::InputRefused(i) => i.line(),
+            Problem::RepairFault(r) => {
+                let mut line = format!(
+                    "{} repair fault {}: {}, said {}",
+                    r.provider, r.fault, r.outcome, r.said_at
+                );
+                if let Some(next) = r.next_attempt_at {
+                    line.push_str(&format!(", next attempt {next}"));
+                }
+                if let Some(done) = &r.repaired {
+                    let times = if done.count == 1 { "time" } else { "times" };
+                    line.push_str(&format!(
+                        " (repaired {} {times} in {}, last {})",
+                        done.count,
+                        window_text(Duration::from_secs(done.window_seconds)),
+                        done.last_at
+                    ));
+                }
+                format!("{line}: {}", r.detail)
+            }
+            Problem::GrantUnreachable(g) => {
+                let attempts = if g.failures == 1 { "check" } else { "checks" };
+                format!(
+                    "{}@{} cannot reach {} ({}:{}) from its own network: {} {attempts} failed \
+                     since {}, last reachable {}: {}",
+                    g.consumer,
+                    g.machine,
+                    g.from,
+                    g.address,
+                    g.port.map_or("?".to_owned(), |p| p.to_string()),
+                    g.failures,
+                    g.failing_since.map_or("?".to_owned(), |t| t.to_string()),
+                    g.last_reachable_at
+                        .map_or("never".to_owned(), |t| t.to_string()),
+                    g.error,
+                )
+            }
+            Problem::DeclarationRefused(e) => format!("declaration entry refused: {e}"),
         }
     }
 

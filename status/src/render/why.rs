@@ -1,0 +1,296 @@
+//! `why`'s verdict for a person (lines) or a script (one JSON object).
+
+use std::io::{self, Write};
+
+use mesh_protocol::Timestamp;
+use serde::Serialize;
+
+use super::human::{one_line, recurrence};
+use crate::report::history::{short_duration, HistoryEntry};
+use crate::report::why::{ago, Verdict, Why};
+use crate::report::{runbook, Listed, ProblemEntry};
+
+/// A standing as its verdict says it.
+fn failing(s: &Listed) -> String {
+    let r = &s.row;
+    let attempts = if r.attempts == 1 {
+        "attempt"
+    } else {
+        "attempts"
+    };
+    format!(
+        "{} says {} since {} ({} {attempts}, said {}): {}",
+        r.provider, r.class, r.since, r.attempts, r.said_at, r.error
+    )
+}
+
+/// The last failing interval that ended, as one line.
+fn last(e: &HistoryEntry) -> String {
+    let from = e.from.map_or("?".to_owned(), |t| t.to_string());
+    let to = e.to.map_or("?".to_owned(), |t| t.to_string());
+    let lasted = e
+        .seconds
+        .map(|s| format!(" ({})", short_duration(s)))
+        .unwrap_or_default();
+    let class = e.class.map(|c| format!(", {c}")).unwrap_or_default();
+    let ended = e
+        .reason
+        .as_deref()
+        .map(|r| format!(", ended: {r}"))
+        .unwrap_or_default();
+    format!("last failed {from} → {to}{lasted}{class}{ended}")
+}
+
+/// The verdict and what it is joined from, as lines.
+///
+/// # Errors
+/// When writing fails.
+pub fn human(out: &mut dyn Write, why: &Why, now: Timestamp) -> io::Result<()> {
+    let verdict = match &why.verdict {
+        Verdict::Failing(s) => format!("failing: {}", failing(s)),
+        Verdict::Problem(p) => p.line(),
+        Verdict::NotFailing => "not failing: no provider of it says it fails it, and nothing \
+                                else the store knows concerns it"
+            .to_owned(),
+    };
+    writeln!(out, "{}: {}", why.consumer, one_line(&verdict))?;
+    for s in why.standings.iter().skip(1) {
+        writeln!(out, "  also failing: {}", one_line(&failing(s)))?;
+    }
+    for p in &why.problems {
+        if why.verdict != Verdict::Problem(p.clone()) {
+            writeln!(out, "  {}", one_line(&p.line()))?;
+        }
+    }
+    for (provision, provider, heard) in &why.providers {
+        let state = if *heard {
+            "heard from"
+        } else {
+            "not heard from"
+        };
+        writeln!(out, "  {provider} gives it {provision}: {state}")?;
+    }
+    if !why.following {
+        writeln!(
+            out,
+            "  the controller follows no events: what the store says may be old"
+        )?;
+    }
+    let before = why.standings.first().and_then(|s| s.recurrence.as_ref());
+    match (before, &why.last_interval) {
+        (Some(r), _) => writeln!(out, "  before: {}", recurrence(r))?,
+        (None, Some(e)) => writeln!(
+            out,
+            "  {}{}",
+            one_line(&last(e)),
+            e.to.map(|t| format!(", {} ago", ago(t, now)))
+                .unwrap_or_default()
+        )?,
+        (None, None) => {}
+    }
+    if let (Some(anchor), Some(step)) = (why.runbook(), why.next_step()) {
+        writeln!(
+            out,
+            "  next step (#{anchor} in {}): {step}",
+            runbook::INSTALLED_AT
+        )?;
+    }
+    out.flush()
+}
+
+/// `why --json`.
+#[derive(Serialize)]
+struct WhyJson<'a> {
+    consumer: String,
+    well: bool,
+    verdict: String,
+    failing: &'a [Listed],
+    problems: Vec<ProblemEntry<'a>>,
+    providers: Vec<ProviderJson<'a>>,
+    controller_following: bool,
+    last_interval: Option<&'a HistoryEntry>,
+    runbook: Option<String>,
+    next_step: Option<&'static str>,
+}
+
+#[derive(Serialize)]
+struct ProviderJson<'a> {
+    provision: &'a str,
+    provider: String,
+    heard: bool,
+}
+
+/// The verdict as one JSON object on one line: `consumer`, `well`,
+/// `verdict` (its line), `failing` (its standings, as `status --json`'s),
+/// `problems` (those that concern it, as `status --json`'s), `providers`
+/// (`provision`, `provider`, `heard`), `controller_following`,
+/// `last_interval` (a `history --json` entry, or null), `runbook` and
+/// `next_step` (null when well).
+///
+/// # Errors
+/// When writing fails.
+pub fn json(out: &mut dyn Write, why: &Why) -> io::Result<()> {
+    let verdict = match &why.verdict {
+        Verdict::Failing(s) => format!("failing: {}", failing(s)),
+        Verdict::Problem(p) => p.line(),
+        Verdict::NotFailing => "not failing".to_owned(),
+    };
+    let body = WhyJson {
+        consumer: why.consumer.to_string(),
+        well: why.well(),
+        verdict,
+        failing: &why.standings,
+        problems: why.problems.iter().map(ProblemEntry::from).collect(),
+        providers: why
+            .providers
+            .iter()
+            .map(|(provision, provider, heard)| ProviderJson {
+                provision,
+                provider: provider.to_string(),
+                heard: *heard,
+            })
+            .collect(),
+        controller_following: why.following,
+        last_interval: why.last_interval.as_ref(),
+        runbook: why.runbook(),
+        next_step: why.next_step(),
+    };
+    serde_json::to_writer(&mut *out, &body).map_err(io::Error::from)?;
+    writeln!(out)?;
+    out.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::FailingRow;
+    use crate::report::history::EntryKind;
+    use crate::report::why::{why, WhyInput};
+    use crate::report::{Controller, Head, Problem, Unheard};
+    use mesh_protocol::{Class, ModuleId};
+
+    fn id(s: &str) -> ModuleId {
+        ModuleId::parse(s).unwrap()
+    }
+
+    fn ts(s: &str) -> Timestamp {
+        Timestamp::parse(s).unwrap()
+    }
+
+    fn head(problems: Vec<Problem>, following: bool) -> Head {
+        let mut controller = Controller::following_for_tests();
+        controller.following = following;
+        Head {
+            machine: None,
+            sentence: String::new(),
+            controller,
+            problems,
+            grants_reachable: 0,
+            grants_unchecked: vec![],
+        }
+    }
+
+    fn text(why: &Why) -> String {
+        let mut out = Vec::new();
+        human(&mut out, why, ts("2026-10-05T00:10:00Z")).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn a_failing_consumer_says_its_standing_its_provider_and_the_next_step() {
+        let forge = id("forge@app-1");
+        let requires = [("postgres-database".to_owned(), id("postgres@db-1"))];
+        let standing = Listed {
+            row: FailingRow {
+                provider: id("postgres@db-1"),
+                consumer: "forge".into(),
+                consumer_machine: Some("app-1".into()),
+                provision: Some("postgres-database".into()),
+                class: Class::CredentialsRejected,
+                error: "password authentication\nfailed".into(),
+                since: ts("2026-10-05T00:04:00Z"),
+                attempts: 3,
+                said_at: ts("2026-10-05T00:09:00Z"),
+                first_since: None,
+            },
+            silent_for_seconds: None,
+            recurrence: None,
+        };
+        let h = head(vec![], false);
+        let w = why(&WhyInput {
+            consumer: &forge,
+            requires: &requires,
+            head: &h,
+            standings: std::slice::from_ref(&standing),
+            history: &[],
+        });
+        let text = text(&w);
+        let lines: Vec<&str> = text.lines().collect();
+        let step = runbook::entry("class-credentials-rejected")
+            .unwrap()
+            .next_step;
+        assert_eq!(
+            lines,
+            [
+                "forge@app-1: failing: postgres@db-1 says credentials-rejected since \
+                 2026-10-05T00:04:00Z (3 attempts, said 2026-10-05T00:09:00Z): password \
+                 authentication failed",
+                "  postgres@db-1 gives it postgres-database: heard from",
+                "  the controller follows no events: what the store says may be old",
+                &format!(
+                    "  next step (#class-credentials-rejected in /usr/share/doc/mesh/runbook.md): {step}"
+                ),
+            ]
+        );
+        let mut out = Vec::new();
+        json(&mut out, &w).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["well"], false);
+        assert_eq!(v["runbook"], "class-credentials-rejected");
+        assert_eq!(v["failing"][0]["class"], "credentials-rejected");
+        assert_eq!(v["providers"][0]["heard"], true);
+    }
+
+    #[test]
+    fn a_consumer_not_failing_says_so_and_how_its_last_interval_ended() {
+        let forge = id("forge@app-1");
+        let requires = [("postgres-database".to_owned(), id("postgres@db-1"))];
+        let h = head(
+            vec![Problem::ProviderUnheard(Unheard {
+                provider: id("identity@id-1"),
+                heard_at: None,
+                started_at: None,
+            })],
+            true,
+        );
+        let history = [HistoryEntry {
+            kind: EntryKind::Failing,
+            provider_module: Some("postgres".into()),
+            provider_machine: Some("db-1".into()),
+            consumer: Some("forge".into()),
+            consumer_machine: Some("app-1".into()),
+            from: Some(ts("2026-10-04T22:00:00Z")),
+            to: Some(ts("2026-10-04T23:00:00Z")),
+            seconds: Some(3600),
+            class: Some(Class::Unreachable),
+            error: None,
+            reason: Some("success".into()),
+            fault: None,
+            detail: None,
+        }];
+        let w = why(&WhyInput {
+            consumer: &forge,
+            requires: &requires,
+            head: &h,
+            standings: &[],
+            history: &history,
+        });
+        assert_eq!(
+            text(&w),
+            "forge@app-1: not failing: no provider of it says it fails it, and nothing else \
+             the store knows concerns it\n  postgres@db-1 gives it postgres-database: heard \
+             from\n  last failed 2026-10-04T22:00:00Z → 2026-10-04T23:00:00Z (1 h), \
+             unreachable, ended: success, 1 h ago\n"
+        );
+    }
+}
