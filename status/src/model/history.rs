@@ -250,11 +250,6 @@ impl Previous {
     }
 }
 
-/// A provider whose `alive` comes more than this many `alive_every` after
-/// the one before was unheard in between (as `status` judges it:
-/// `report::UNHEARD_AFTER_ALIVES`, checked equal by its tests).
-pub const UNHEARD_AFTER: u32 = 3;
-
 /// The key an event's [`Previous`] is kept under.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum PreviousKey {
@@ -449,7 +444,7 @@ fn one_transition(
             (Previous::Event { newest: place }, transition)
         }
         Event::Alive(b) => {
-            let heard_at = received.stored_at.unwrap_or(b.said_at);
+            let heard_at = super::row::heard_at(received.stored_at, b.said_at);
             let every = Duration::from_secs(b.alive_every_seconds.max(1));
             let transition = heard_again(previous, heard_at, following_since).map(|since| {
                 let mut t = t(TransitionKind::HeardAgain, Some(emitter));
@@ -556,7 +551,7 @@ pub fn heard_again(
         return None;
     };
     let silent_from = following_since.map_or(*before, |since| since.max(*before));
-    let unheard_at = silent_from.system_time() + *every * UNHEARD_AFTER;
+    let unheard_at = silent_from.system_time() + *every * super::row::UNHEARD_AFTER_ALIVES;
     (heard_at.system_time() > unheard_at).then_some(Timestamp::from_system(unheard_at))
 }
 

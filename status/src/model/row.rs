@@ -200,7 +200,23 @@ pub struct RetiredRow {
     pub retire_at: Option<Timestamp>,
 }
 
+/// A provider whose newest `alive` is older than this many of its
+/// `alive_every` is unheard: the one rule `status` and `history` count by.
+pub const UNHEARD_AFTER_ALIVES: u32 = 3;
+
+/// When an `alive` was heard: when the event stream stored it (the bus's
+/// clock: a provider's clock stepped back or ahead changes nothing), else,
+/// for one stored before the stream's time was kept, its `said_at`.
+pub fn heard_at(stored_at: Option<Timestamp>, said_at: Timestamp) -> Timestamp {
+    stored_at.unwrap_or(said_at)
+}
+
 impl AliveRow {
+    /// When it was heard ([`heard_at`]).
+    pub fn heard_at(&self) -> Timestamp {
+        heard_at(self.stored_at, self.said_at)
+    }
+
     /// Whether a standing of this provider, published at `said_at` and
     /// stored by the event stream at `stored_at`, is one it no longer has:
     /// published before its newest start, once it is settled. The store's

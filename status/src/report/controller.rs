@@ -160,7 +160,7 @@ pub fn hearing(newest: Option<&AliveRow>, controller: &Controller, now: Timestam
     // Everything said before the last catch-up is in the store: a silence
     // counts up to it, never beyond (a `serve` just killed still counts as
     // following for a few seconds, and heard nothing in them).
-    let heard = super::heard_at(alive);
+    let heard = alive.heard_at();
     let every = Duration::from_secs(u64::try_from(alive.alive_every_seconds.max(1)).unwrap_or(1));
     if age(pulled, heard.max(since)) > every * UNHEARD_AFTER_ALIVES {
         return Hearing::Unheard;

@@ -139,9 +139,7 @@ pub struct Unheard {
     pub started_at: Option<Timestamp>,
 }
 
-/// A provider whose newest `alive` is older than this many of its
-/// `alive_every` is unheard.
-pub const UNHEARD_AFTER_ALIVES: u32 = 3;
+pub use crate::model::row::UNHEARD_AFTER_ALIVES;
 
 /// Everything of the report but its standings (listed one by one apart).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -294,22 +292,14 @@ pub fn filter(
     }
 }
 
-/// When a provider's newest `alive` was heard: when the event stream
-/// stored it (the bus's clock: a provider's clock stepped back or ahead
-/// changes nothing), else, for a row stored before that was kept, its
-/// `said_at`.
-pub fn heard_at(alive: &AliveRow) -> Timestamp {
-    alive.stored_at.unwrap_or(alive.said_at)
-}
-
-/// Whether a provider last heard at [`heard_at`], publishing `alive` every
+/// Whether a provider last heard at [`AliveRow::heard_at`], publishing `alive` every
 /// `alive_every_seconds`, is heard from at `now` (a time "in the future"
 /// counts as heard); and how long ago it was heard.
 pub fn heard(alive: &AliveRow, now: Timestamp) -> (bool, Duration) {
     let every = Duration::from_secs(u64::try_from(alive.alive_every_seconds.max(1)).unwrap_or(1));
     let age = now
         .system_time()
-        .duration_since(heard_at(alive).system_time())
+        .duration_since(alive.heard_at().system_time())
         .unwrap_or(Duration::ZERO);
     (age <= every * UNHEARD_AFTER_ALIVES, age)
 }
@@ -374,7 +364,7 @@ pub fn head(
             (Hearing::Missed, _) => awaiting += 1,
             _ => unheard.push(Unheard {
                 provider: (*provider).clone(),
-                heard_at: newest.map(heard_at),
+                heard_at: newest.map(AliveRow::heard_at),
                 started_at: newest.map(|a| a.started_at),
             }),
         }
@@ -518,11 +508,6 @@ mod tests {
             now: ts(now),
             silent_after: DEFAULT_SILENT_AFTER,
         }
-    }
-
-    #[test]
-    fn history_counts_a_provider_unheard_as_status_does() {
-        assert_eq!(crate::model::history::UNHEARD_AFTER, UNHEARD_AFTER_ALIVES);
     }
 
     #[test]

@@ -12,7 +12,7 @@ use crate::model::AliveRow;
 use crate::render::history::{line, summary_line};
 use crate::report::days::{failing_days, Day};
 use crate::report::history::{duration_text, ConsumerSummary, HistoryEntry};
-use crate::report::{heard_at, Head, Listed};
+use crate::report::{Head, Listed};
 
 /// What a provider's page shows.
 #[derive(Clone, Copy, Debug)]
@@ -65,7 +65,7 @@ pub fn provider(v: &ProviderView<'_>) -> String {
                 "<dt>heard</dt><dd>{}</dd>\n<dt>started</dt><dd>{}</dd>\n\
                  <dt>settled</dt><dd>{}</dd>\n<dt>alive every</dt><dd>{} s</dd>\n\
                  <dt>pass duration</dt><dd>not kept by the store</dd>\n",
-                heard_at(a),
+                a.heard_at(),
                 a.started_at,
                 escape(&settled),
                 a.alive_every_seconds
