@@ -2370,3 +2370,46 @@ async fn a_store_that_asks_for_a_password_none_was_given_for_says_which_flag_and
         "names the user, the flag and the variable: {err}"
     );
 }
+
+/// A session holding the migration lock (any role can take an advisory
+/// lock, the reader's too) is named while a migrating controller waits for
+/// it, and stalls no start that has nothing to apply.
+#[tokio::test]
+async fn a_held_migration_lock_is_named_and_stalls_no_store_up_to_date() {
+    let (capture, _guard) = LogCapture::start();
+    let pg = PgCluster::start();
+    let (options, holder) = store_at(&pg, "locked").await;
+    const LOCK: i64 = 0x6d65_7368;
+    holder
+        .batch_execute("SET application_name = 'a-stuck-script'")
+        .await
+        .unwrap();
+    holder
+        .execute("SELECT pg_advisory_lock($1)", &[&LOCK])
+        .await
+        .unwrap();
+    let waiting = options.clone();
+    let migrating = tokio::spawn(async move { migrate(&waiting).await });
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(!migrating.is_finished(), "it waits for the lock");
+    let said = capture.text();
+    assert!(
+        said.contains("waiting for the store's migration lock")
+            && said.contains("application a-stuck-script"),
+        "{said}"
+    );
+    holder
+        .execute("SELECT pg_advisory_unlock($1)", &[&LOCK])
+        .await
+        .unwrap();
+    assert_eq!(migrating.await.unwrap().unwrap(), 16);
+    assert!(capture.text().contains("took the store's migration lock"));
+
+    // Up to date: the lock held again stalls nothing.
+    holder
+        .execute("SELECT pg_advisory_lock($1)", &[&LOCK])
+        .await
+        .unwrap();
+    let done = tokio::time::timeout(Duration::from_secs(10), migrate(&options)).await;
+    assert_eq!(done.expect("not stalled").unwrap(), 0);
+}
