@@ -127,7 +127,11 @@ fn a_store_user_owning_its_database_and_a_createrole_createdb_admin_are_enough()
     // What systemd's LoadCredential= makes of each unit's secrets.
     for (unit, name, secret) in [
         ("controller", "database-password", STORE_PASSWORD),
-        ("provider", "admin-password", ADMIN_PASSWORD),
+        (
+            "mesh-postgres@db-1.service",
+            "admin-password",
+            ADMIN_PASSWORD,
+        ),
     ] {
         std::fs::create_dir_all(d.join("credentials").join(unit)).unwrap();
         std::fs::write(d.join("credentials").join(unit).join(name), secret).unwrap();
@@ -202,12 +206,16 @@ fn a_store_user_owning_its_database_and_a_createrole_createdb_admin_are_enough()
             backend.port()
         ))
         .env_remove("MESH_POSTGRES_ADMIN_PASSWORD_FILE")
-        .env("CREDENTIALS_DIRECTORY", d.join("credentials/provider"))
+        .env(
+            "CREDENTIALS_DIRECTORY",
+            d.join("credentials/mesh-postgres@db-1.service"),
+        )
         .arg("--contributions")
         .arg(d.join("contributions.json"))
         .args(["--nats", &nats.url()])
         .args(["--pass-every", "250ms", "--failing-after", "1s"]);
-    let provider = Process::spawn("provider", provider, d.join("provider.log"));
+    let provider_command = provider;
+    let mut provider = Process::spawn("provider", clone(&provider_command), d.join("provider.log"));
 
     let deadline = Instant::now() + Duration::from_secs(60);
     let status = loop {
@@ -354,5 +362,87 @@ fn a_store_user_owning_its_database_and_a_createrole_createdb_admin_are_enough()
     for secret in [STORE_PASSWORD, ADMIN_PASSWORD, READER_PASSWORD] {
         assert!(!serve.log_text().contains(secret));
         assert!(!provider_log.contains(secret));
+    }
+
+    // Rotated as deployed: the administrator's password changed at the
+    // server (and in the unit's LoadCredential= file), while the unit still
+    // reads the copy systemd made at its start. The fault says what to do
+    // first: restart the unit.
+    const ROTATED: &str = "provider-admin-pw-rotated-41b7";
+    as_superuser(
+        &backend,
+        &[&format!("ALTER ROLE mesh_admin PASSWORD '{ROTATED}'")],
+    );
+    let fault = wait_for(&controller, "the provider fault", |s| {
+        s["faults"][0]["error"].as_str().map(str::to_owned)
+    });
+    assert!(
+        fault.starts_with(
+            "restart mesh-postgres@db-1 to read the new admin password (the systemd credential \
+             admin-password, copied at the unit's start from its LoadCredential= file); cannot \
+             log in as the administrator"
+        ),
+        "{fault}"
+    );
+    let (_, human) = {
+        let out = controller().arg("status").output().unwrap();
+        (
+            out.status,
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    assert!(
+        human.contains("(credentials-rejected: restart mesh-postgres@db-1 to read the new"),
+        "{human}"
+    );
+    // The restart: systemd copies the new file, the fault clears.
+    provider.stop();
+    std::fs::write(
+        d.join("credentials/mesh-postgres@db-1.service/admin-password"),
+        ROTATED,
+    )
+    .unwrap();
+    let provider = Process::spawn(
+        "provider",
+        clone(&provider_command),
+        d.join("provider2.log"),
+    );
+    wait_for(&controller, "the fault cleared after the restart", |s| {
+        s["faults"].is_null().then_some(())
+    });
+    assert!(!provider.log_text().contains(ROTATED));
+}
+
+/// A command like `command` (program, arguments, environment changes).
+fn clone(command: &Command) -> Command {
+    let mut copy = Command::new(command.get_program());
+    copy.args(command.get_args());
+    for (key, value) in command.get_envs() {
+        match value {
+            Some(value) => copy.env(key, value),
+            None => copy.env_remove(key),
+        };
+    }
+    copy
+}
+
+/// Polls `status --json` (by `controller`) until `found` says what it
+/// waited for, for 60 s.
+fn wait_for<T>(
+    controller: &dyn Fn() -> Command,
+    what: &str,
+    found: impl Fn(&Value) -> Option<T>,
+) -> T {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let out = controller().args(["status", "--json"]).output().unwrap();
+        if out.status.success() {
+            let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+            if let Some(found) = found(&status) {
+                return found;
+            }
+        }
+        assert!(Instant::now() < deadline, "status never said {what}");
+        std::thread::sleep(Duration::from_millis(200));
     }
 }

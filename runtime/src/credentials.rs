@@ -72,12 +72,64 @@ fn chosen(
         .collect()
 }
 
+/// When `path` is a file of a unit's credentials folder `dir` (what
+/// systemd names in `$CREDENTIALS_DIRECTORY`, `/run/credentials/UNIT.service`):
+/// the unit, without `.service`, and the credential's name. Such a file is
+/// the copy systemd made when the unit started: a secret changed in its
+/// `LoadCredential=` file reaches the program at the unit's next start only.
+pub fn unit_credential(path: &Path, dir: Option<&Path>) -> Option<(String, String)> {
+    let dir = dir.filter(|d| d.is_absolute())?;
+    let name = path.strip_prefix(dir).ok()?.to_str()?;
+    if !is_plain_name(name) {
+        return None;
+    }
+    let unit = dir.file_name()?.to_str()?;
+    let unit = unit.strip_suffix(".service").unwrap_or(unit);
+    Some((unit.to_owned(), name.to_owned()))
+}
+
+/// [`unit_credential`] of this process's `$CREDENTIALS_DIRECTORY`.
+pub fn credential_of(path: &Path) -> Option<(String, String)> {
+    let dir = std::env::var_os(DIRECTORY_VARIABLE)?;
+    unit_credential(path, Some(Path::new(&dir)))
+}
+
 fn is_plain_name(name: &str) -> bool {
     !name.is_empty() && !name.contains('/') && name != "." && name != ".."
 }
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_file_of_the_units_credentials_names_the_unit_and_the_credential() {
+        use super::unit_credential;
+        let dir = Path::new("/run/credentials/mesh-postgres@db-1.service");
+        let cases = [
+            (
+                "/run/credentials/mesh-postgres@db-1.service/admin-password",
+                Some(dir),
+                Some(("mesh-postgres@db-1", "admin-password")),
+            ),
+            ("/etc/mesh/admin-password", Some(dir), None),
+            (
+                "/run/credentials/mesh-postgres@db-1.service/a/b",
+                Some(dir),
+                None,
+            ),
+            (
+                "/run/credentials/mesh-postgres@db-1.service/admin-password",
+                None,
+                None,
+            ),
+            ("x/admin-password", Some(Path::new("x")), None),
+        ];
+        for (path, dir, expected) in cases {
+            let got = unit_credential(Path::new(path), dir);
+            let expected = expected.map(|(u, n)| (u.to_owned(), n.to_owned()));
+            assert_eq!(got, expected, "{path}");
+        }
+    }
+
     use super::*;
 
     const ADMIN: StandIn = StandIn {

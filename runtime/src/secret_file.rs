@@ -90,6 +90,20 @@ impl SecretFile {
         }
     }
 
+    /// When its file is a systemd credential (the copy a unit gets at its
+    /// start), what a person must do for a new secret to be read: `restart
+    /// mesh-postgres@db-1 to read the new admin password (the systemd
+    /// credential admin-password, copied at the unit's start from its
+    /// LoadCredential= file)`. `None` for a file read afresh at each use.
+    pub fn restart_hint(&self) -> Option<String> {
+        let (unit, credential) = crate::credentials::credential_of(self.path.as_deref()?)?;
+        Some(format!(
+            "restart {unit} to read the new {} (the systemd credential {credential}, copied at \
+             the unit's start from its LoadCredential= file)",
+            self.what
+        ))
+    }
+
     /// Every secret it has held lately (the current one among them), to
     /// remove from error texts.
     pub fn known(&self) -> Vec<Secret> {

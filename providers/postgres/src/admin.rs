@@ -184,10 +184,17 @@ impl Admin {
         let (client, connection) = match timeout(after, settings.connect(self.config.tls())).await {
             Ok(Ok(pair)) => pair,
             Ok(Err(source)) => {
+                let refused =
+                    source.code() == Some(&tokio_postgres::error::SqlState::INVALID_PASSWORD);
+                let restart = match self.password.restart_hint() {
+                    Some(hint) if refused => format!("{hint}; "),
+                    _ => String::new(),
+                };
                 return Err(PostgresError::AdminConnect {
+                    restart,
                     admin: admin.to_owned(),
                     source,
-                })
+                });
             }
             Err(_) => {
                 return Err(PostgresError::AdminTimeout {

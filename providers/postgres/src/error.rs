@@ -11,8 +11,13 @@
 #[derive(Debug, thiserror::Error)]
 pub enum PostgresError {
     /// Logging in as the administrator failed.
-    #[error("cannot log in as the administrator at {admin}")]
+    #[error("{restart}cannot log in as the administrator at {admin}")]
     AdminConnect {
+        /// What to do first, when the password was refused and comes from
+        /// a systemd credential (`restart mesh-postgres@db-1 to read the
+        /// new admin password (…); `), else empty: said before the rest,
+        /// so a text cut short keeps it.
+        restart: String,
         /// The administrator's URL, without its password.
         admin: String,
         /// Why.
