@@ -108,6 +108,16 @@ impl Keycloak {
         }
     }
 
+    /// What a refused login was doing, first what to do when the password
+    /// is a systemd credential (copied at the unit's start: a rotation
+    /// needs a restart), so a message cut short keeps it.
+    fn refused_what(&self) -> String {
+        match self.admin_password.restart_hint() {
+            Some(hint) => format!("{hint}; {}", self.admin_what()),
+            None => self.admin_what(),
+        }
+    }
+
     /// Whether `error` is Keycloak refusing the administrator's
     /// credentials: `invalid_grant` for a user's password; for a client,
     /// `invalid_client` (unknown or disabled) or `unauthorized_client`
@@ -158,7 +168,7 @@ impl Keycloak {
                 // The same message as the refusal itself, so a failure reads
                 // the same whether or not Keycloak was asked.
                 Some(IdentityError::Status {
-                    what: self.admin_what(),
+                    what: self.refused_what(),
                     status: *status,
                     error: error.clone(),
                     description: description.clone(),
@@ -212,6 +222,12 @@ impl Keycloak {
                             error: code.clone(),
                             description: description.clone(),
                         };
+                        return Err(IdentityError::Status {
+                            what: self.refused_what(),
+                            status: *status,
+                            error: code.clone(),
+                            description: description.clone(),
+                        });
                     }
                 }
                 Err(error)
