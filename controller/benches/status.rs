@@ -4,7 +4,8 @@
 //! listing's time against PostgreSQL's own rate of producing the same rows
 //! as JSON (`psql -c "COPY (SELECT row_to_json(...) ... ORDER BY ...) TO
 //! STDOUT" > /dev/null`, same server, same run). For `status --json`,
-//! human `status`, and `node show` (one machine of ten), over a store of 100
+//! human `status`, `node show` (one machine of ten) and `why` of one
+//! consumer (target < 50 ms for its whole verdict), over a store of 100
 //! providers; and for `status` and `node show db-1` over a second store where
 //! one provider on db-1 fails all the standings (a machine with 100,000).
 //!
@@ -147,7 +148,7 @@ fn main() {
             .expect("vacuum");
 
         let dir = tempfile::tempdir().expect("temp dir");
-        let modules: Vec<String> = (0..PROVIDERS)
+        let mut modules: Vec<String> = (0..PROVIDERS)
             .map(|p| {
                 format!(
                     r#"{{"module":"p{p}","machine":"db-{}","provides":["postgres-database"]}}"#,
@@ -155,6 +156,12 @@ fn main() {
                 )
             })
             .collect();
+        // One consumer declared, for `why`: c42, which p42@db-2 fails.
+        modules.push(
+            r#"{"module":"c42","machine":"app-0","requires":[
+                {"provision":"postgres-database","from":"p42@db-2"}]}"#
+                .to_owned(),
+        );
         let declaration = dir.path().join("declaration.json");
         std::fs::write(
             &declaration,
@@ -182,7 +189,7 @@ fn main() {
         println!("status with {standings} standings, through the binary, median of {RUNS} runs");
         let (many, single) = (("status", &declaration), ("one_provider", &one_declaration));
         type Case<'a> = (&'a str, (&'a str, &'a std::path::PathBuf), &'a [&'a str], &'a [u8], &'a str);
-        let cases: [Case; 5] = [
+        let cases: [Case; 6] = [
             ("status --json", many, &["status", "--json"], b"\"failing\":[", ""),
             ("status", many, &["status"], b"\n", ""),
             (
@@ -191,6 +198,13 @@ fn main() {
                 &["node", "show", "db-3"],
                 b"\n",
                 "WHERE provider_machine = 'db-3' OR consumer_machine = 'db-3'",
+            ),
+            (
+                "why c42 (one consumer of the 100,000: its standing, its provider, history)",
+                many,
+                &["why", "c42"],
+                b"\n",
+                "WHERE consumer = 'c42'",
             ),
             ("one provider: status", single, &["status"], b"\n", ""),
             (
