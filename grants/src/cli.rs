@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use mesh_protocol::subject::grants_inbox_prefix;
-use mesh_runtime::endpoints::{listen, serve as serve_endpoints, Endpoints, ListenError};
+use mesh_runtime::endpoints::{listen, serve as serve_endpoints, Answer, Endpoints, ListenError};
 use mesh_runtime::nats::connect_as;
 use mesh_runtime::outbox::{publish_loop, JetStreamSink};
 use mesh_runtime::program::Flags;
@@ -168,16 +168,18 @@ pub async fn run(cli: GrantsCli, stop: Stop) -> Result<(), GrantsRunError> {
                         *at = tokio::time::Instant::now();
                     }
                     match at.elapsed() <= bound {
-                        true => Ok(format!("{rounds} rounds of checks")),
-                        false => Err(format!(
+                        true => Answer::Passing(format!("{rounds} rounds of checks")),
+                        false => Answer::Failing(format!(
                             "no round of checks for {}",
                             humantime::format_duration(Duration::from_secs(at.elapsed().as_secs()))
                         )),
                     }
                 }),
                 ready: Arc::new(move || match c.connection_state() {
-                    async_nats::connection::State::Connected => Ok("connected to the bus".into()),
-                    other => Err(format!("bus: {other:?}")),
+                    async_nats::connection::State::Connected => {
+                        Answer::Passing("connected to the bus".into())
+                    }
+                    other => Answer::Failing(format!("bus: {other:?}")),
                 }),
             },
         )

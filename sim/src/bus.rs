@@ -17,7 +17,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use mesh_runtime::outbox::{EventSink, Outbox, SinkError};
 use mesh_status::link::ConsumerPending;
-use mesh_status::link::{Delivery, Messages};
+use mesh_status::link::{Delivery, DeliveryError, DeliveryErrorKind, Messages};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
@@ -301,6 +301,11 @@ impl EventSink for SimSink {
     }
 }
 
+/// What the client says while the bus is away.
+fn away() -> DeliveryError {
+    DeliveryError::new(DeliveryErrorKind::Unreachable, "the bus is away")
+}
+
 /// The controller's durable pull consumer.
 #[derive(Clone, Debug)]
 pub struct SimConsumer {
@@ -311,9 +316,13 @@ pub struct SimConsumer {
 impl Messages for SimConsumer {
     type Message = SimMessage;
 
-    async fn pull(&mut self, batch: usize, wait: Duration) -> (Vec<SimMessage>, Option<String>) {
+    async fn pull(
+        &mut self,
+        batch: usize,
+        wait: Duration,
+    ) -> (Vec<SimMessage>, Option<DeliveryError>) {
         if !self.bus.is_up() {
-            return (Vec::new(), Some("the bus is away".to_owned()));
+            return (Vec::new(), Some(away()));
         }
         let waiting = self.bus.take(batch);
         if !waiting.is_empty() {
@@ -327,7 +336,7 @@ impl Messages for SimConsumer {
             let step = Duration::from_millis(500).min(deadline - Instant::now());
             let _ = tokio::time::timeout(step, arrived).await;
             if !self.bus.is_up() {
-                return (Vec::new(), Some("the bus is away".to_owned()));
+                return (Vec::new(), Some(away()));
             }
             let next = self.bus.take(1);
             if !next.is_empty() || Instant::now() >= deadline {
@@ -336,9 +345,9 @@ impl Messages for SimConsumer {
         }
     }
 
-    async fn pending(&mut self) -> Result<ConsumerPending, String> {
+    async fn pending(&mut self) -> Result<ConsumerPending, DeliveryError> {
         if !self.bus.is_up() {
-            return Err("the bus is away".to_owned());
+            return Err(away());
         }
         Ok(self.bus.with(|s| {
             let undelivered = s.stream.values().filter(|k| k.held == Held::Fresh).count();
@@ -379,9 +388,9 @@ impl Delivery for SimMessage {
         Some(self.stored_at)
     }
 
-    async fn ack(&self) -> Result<(), String> {
+    async fn ack(&self) -> Result<(), DeliveryError> {
         if !self.bus.is_up() {
-            return Err("the bus is away".to_owned());
+            return Err(away());
         }
         // A plain ack is not answered: a lost one is not noticed.
         if !self.bus.ack_lost() {
@@ -390,17 +399,20 @@ impl Delivery for SimMessage {
         Ok(())
     }
 
-    async fn double_ack(&self) -> Result<(), String> {
+    async fn double_ack(&self) -> Result<(), DeliveryError> {
         if !self.bus.is_up() || self.bus.ack_lost() {
-            return Err("timed out waiting for the ack's confirmation".to_owned());
+            return Err(DeliveryError::new(
+                DeliveryErrorKind::TimedOut,
+                "timed out waiting for the ack's confirmation",
+            ));
         }
         self.bus.remove(self.seq);
         Ok(())
     }
 
-    async fn nak(&self, delay: Duration) -> Result<(), String> {
+    async fn nak(&self, delay: Duration) -> Result<(), DeliveryError> {
         if !self.bus.is_up() {
-            return Err("the bus is away".to_owned());
+            return Err(away());
         }
         let at = Instant::now() + delay;
         self.bus.with(|s| {
@@ -411,9 +423,9 @@ impl Delivery for SimMessage {
         Ok(())
     }
 
-    async fn term(&self) -> Result<(), String> {
+    async fn term(&self) -> Result<(), DeliveryError> {
         if !self.bus.is_up() {
-            return Err("the bus is away".to_owned());
+            return Err(away());
         }
         self.bus.remove(self.seq);
         Ok(())

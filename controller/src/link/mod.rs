@@ -14,7 +14,9 @@ mod stream;
 use std::time::Duration;
 
 use mesh_runtime::{Backoff, Stop};
-use mesh_status::link::{follow_messages, pause, BusWatch, Followed, LinkSettings, LinkState};
+use mesh_status::link::{
+    follow_messages, pause, BusConnection, BusWatch, Followed, LinkSettings, LinkState,
+};
 use mesh_status::Store;
 
 use source::JetStreamMessages;
@@ -154,10 +156,10 @@ pub async fn follow<S: Store>(
 struct NatsWatch(async_nats::Client);
 
 impl BusWatch for NatsWatch {
-    fn connection(&self) -> Result<(), String> {
+    fn connection(&self) -> BusConnection {
         match self.0.connection_state() {
-            async_nats::connection::State::Connected => Ok(()),
-            state => Err(state.to_string()),
+            async_nats::connection::State::Connected => BusConnection::Connected,
+            state => BusConnection::Away(state.to_string()),
         }
     }
 }

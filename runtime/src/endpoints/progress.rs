@@ -50,22 +50,20 @@ impl Progress {
         self.base.elapsed().saturating_sub(last)
     }
 
-    /// `Ok` with a sentence when the loop moved within `bound`, else `Err` saying how long it has not.
-    ///
-    /// # Errors
-    /// When the loop has not moved for longer than `bound`.
-    pub fn check(&self, bound: Duration) -> Result<String, String> {
+    /// Passing when the loop moved within `bound`, else failing, saying
+    /// how long it has not.
+    pub fn check(&self, bound: Duration) -> super::Answer {
         let since = self.since();
         let ms =
             |d: Duration| humantime::format_duration(Duration::from_millis(d.as_millis() as u64));
         if since <= bound {
-            Ok(format!(
+            super::Answer::Passing(format!(
                 "ok: the loop turned {} ago (bound {})",
                 ms(since),
                 ms(bound)
             ))
         } else {
-            Err(format!(
+            super::Answer::Failing(format!(
                 "stuck: the loop has not turned for {} (bound {}); a restart may help",
                 ms(since),
                 ms(bound)
@@ -82,19 +80,24 @@ mod tests {
     async fn healthy_while_it_moves_within_the_bound() {
         let bound = Duration::from_secs(10);
         let progress = Progress::new();
-        assert!(progress.check(bound).is_ok(), "a fresh loop is healthy");
-        tokio::time::advance(Duration::from_secs(10)).await;
-        assert!(progress.check(bound).is_ok(), "at the bound");
-        tokio::time::advance(Duration::from_millis(1)).await;
-        let stuck = progress.check(bound).unwrap_err();
         assert!(
-            stuck == "stuck: the loop has not turned for 10s 1ms (bound 10s); a restart may help",
-            "{stuck}"
+            progress.check(bound).is_passing(),
+            "a fresh loop is healthy"
+        );
+        tokio::time::advance(Duration::from_secs(10)).await;
+        assert!(progress.check(bound).is_passing(), "at the bound");
+        tokio::time::advance(Duration::from_millis(1)).await;
+        assert_eq!(
+            progress.check(bound),
+            super::super::Answer::Failing(
+                "stuck: the loop has not turned for 10s 1ms (bound 10s); a restart may help"
+                    .to_owned()
+            )
         );
         progress.tick();
         assert_eq!(
-            progress.check(bound).unwrap(),
-            "ok: the loop turned 0s ago (bound 10s)",
+            progress.check(bound),
+            super::super::Answer::Passing("ok: the loop turned 0s ago (bound 10s)".to_owned()),
             "turned again"
         );
         assert_eq!(progress.since(), Duration::ZERO);

@@ -54,9 +54,9 @@ use futures::future::join_all;
 
 pub use decode::{decode, Malformed};
 pub use gauges::{ProblemLabels, StatusGauges};
-pub use observe::{BusWatch, LinkState};
+pub use observe::{BusConnection, BusWatch, LinkState};
 pub use prune::{PruneSchedule, PRUNE_AGAIN, PRUNE_BATCH, PRUNE_EVERY};
-pub use source::{ConsumerPending, Delivery, Messages};
+pub use source::{ConsumerPending, Delivery, DeliveryError, DeliveryErrorKind, Messages};
 
 use mesh_protocol::Timestamp;
 use mesh_runtime::{Backoff, Stop};
@@ -338,7 +338,7 @@ impl<S> Link<'_, S> {
         match consumer.pending().await {
             Ok(_) => {}
             Err(error) => {
-                tracing::warn!(error = %error, "the consumer is not there");
+                tracing::warn!(error = %error, kind = ?error.kind(), "the consumer is not there");
                 self.progress.consumer_lost();
             }
         }
@@ -366,8 +366,14 @@ impl<S: Store> Link<'_, S> {
                 // Said once an outage, also when the consumer is set up
                 // again in between.
                 if self.state.pull_failed() == 1 {
-                    let error = failure.unwrap_or_default();
-                    tracing::warn!(error = %error, "cannot pull events; trying again");
+                    match &failure {
+                        Some(error) => tracing::warn!(
+                            error = %error,
+                            kind = ?error.kind(),
+                            "cannot pull events; trying again"
+                        ),
+                        None => tracing::warn!("cannot pull events; trying again"),
+                    }
                 }
                 self.check_consumer(consumer).await;
                 tokio::time::sleep(self.settings.wait.min(Duration::from_secs(1))).await;

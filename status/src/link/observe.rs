@@ -19,6 +19,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use mesh_protocol::{EventKind, Timestamp};
+use mesh_runtime::endpoints::Answer;
 use mesh_runtime::{Progress, WallClock};
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
@@ -63,12 +64,17 @@ pub struct LinkState {
 /// simulator over a bus of its own (or not at all: a link that never
 /// [`LinkState::joined`] a bus counts as connected).
 pub trait BusWatch: Send + Sync {
-    /// `Ok` while connected; else the connection's state, as a person
-    /// reads it (e.g. `disconnected`).
-    ///
-    /// # Errors
-    /// The state, when not connected.
-    fn connection(&self) -> Result<(), String>;
+    /// Whether it is connected, and else its state.
+    fn connection(&self) -> BusConnection;
+}
+
+/// A bus connection's state, as the link looks at it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BusConnection {
+    /// Connected.
+    Connected,
+    /// Not connected: the client's state as a person reads it (`disconnected`).
+    Away(String),
 }
 
 impl std::fmt::Debug for LinkState {
@@ -253,37 +259,34 @@ impl LinkState {
     /// or a turn of waiting for the store or the bus at setup), whether the
     /// bus and the store are there or not: only a loop that stopped turning
     /// is unhealthy, which a restart may mend.
-    ///
-    /// # Errors
-    /// When it did not.
-    pub fn health(&self, bound: Duration) -> Result<String, String> {
+    pub fn health(&self, bound: Duration) -> Answer {
         self.progress.check(bound)
     }
 
     /// Whether the bus is connected, or not joined yet (nothing says it is away).
     pub fn bus_connected(&self) -> bool {
-        self.bus.get().is_none_or(|bus| bus.connection().is_ok())
+        self.bus
+            .get()
+            .is_none_or(|bus| bus.connection() == BusConnection::Connected)
     }
 
     /// `/readyz`: the link can do its work now: connected to the bus, and
     /// the store answered last time it was asked (a round, the summary, or
-    /// `serve`'s readiness check every second, bounded by 2 s).
-    ///
-    /// # Errors
-    /// Says which is missing.
-    pub fn ready(&self) -> Result<String, String> {
-        match self.bus.get() {
-            None => return Err("not connected to the bus yet".to_owned()),
-            Some(bus) => {
-                if let Err(state) = bus.connection() {
-                    return Err(format!("not connected to the bus ({state})"));
-                }
+    /// `serve`'s readiness check every second, bounded by 2 s); else which
+    /// is missing.
+    pub fn ready(&self) -> Answer {
+        match self.bus.get().map(|bus| bus.connection()) {
+            None => Answer::Failing("not connected to the bus yet".to_owned()),
+            Some(BusConnection::Away(state)) => {
+                Answer::Failing(format!("not connected to the bus ({state})"))
+            }
+            Some(BusConnection::Connected) if !self.store_ok.load(Ordering::Relaxed) => {
+                Answer::Failing("the store is away (its last answer was an error)".to_owned())
+            }
+            Some(BusConnection::Connected) => {
+                Answer::Passing("ready: connected to the bus and the store".to_owned())
             }
         }
-        if !self.store_ok.load(Ordering::Relaxed) {
-            return Err("the store is away (its last answer was an error)".to_owned());
-        }
-        Ok("ready: connected to the bus and the store".to_owned())
     }
 }
 

@@ -13,7 +13,8 @@ use async_trait::async_trait;
 use mesh_runtime::{Stop, WallClock};
 
 use super::{
-    follow_messages, BusWatch, ConsumerPending, Delivery, LinkSettings, LinkState, Messages,
+    follow_messages, BusConnection, BusWatch, ConsumerPending, Delivery, DeliveryError,
+    DeliveryErrorKind, LinkSettings, LinkState, Messages,
 };
 use crate::model::Received;
 use crate::store::{ControllerRecordUpdate, Store, StoreError};
@@ -30,10 +31,10 @@ struct Bus {
 }
 
 impl BusWatch for Bus {
-    fn connection(&self) -> Result<(), String> {
+    fn connection(&self) -> BusConnection {
         match self.away.load(Ordering::SeqCst) {
-            true => Err("disconnected".to_owned()),
-            false => Ok(()),
+            true => BusConnection::Away("disconnected".to_owned()),
+            false => BusConnection::Connected,
         }
     }
 }
@@ -54,16 +55,16 @@ impl Delivery for NoMessage {
     fn stored_at(&self) -> Option<SystemTime> {
         None
     }
-    async fn ack(&self) -> Result<(), String> {
+    async fn ack(&self) -> Result<(), DeliveryError> {
         Ok(())
     }
-    async fn double_ack(&self) -> Result<(), String> {
+    async fn double_ack(&self) -> Result<(), DeliveryError> {
         Ok(())
     }
-    async fn nak(&self, _: Duration) -> Result<(), String> {
+    async fn nak(&self, _: Duration) -> Result<(), DeliveryError> {
         Ok(())
     }
-    async fn term(&self) -> Result<(), String> {
+    async fn term(&self) -> Result<(), DeliveryError> {
         Ok(())
     }
 }
@@ -72,7 +73,11 @@ impl Delivery for NoMessage {
 impl Messages for Bus {
     type Message = NoMessage;
 
-    async fn pull(&mut self, _batch: usize, wait: Duration) -> (Vec<NoMessage>, Option<String>) {
+    async fn pull(
+        &mut self,
+        _batch: usize,
+        wait: Duration,
+    ) -> (Vec<NoMessage>, Option<DeliveryError>) {
         if !self.away.load(Ordering::SeqCst) {
             tokio::time::sleep(wait).await;
             return (Vec::new(), None);
@@ -80,7 +85,10 @@ impl Messages for Bus {
         if !self.shutdown_said.swap(true, Ordering::SeqCst) {
             return (
                 Vec::new(),
-                Some("409, Some(\"Server Shutdown\")".to_owned()),
+                Some(DeliveryError::new(
+                    DeliveryErrorKind::Other,
+                    "409, Some(\"Server Shutdown\")",
+                )),
             );
         }
         // The client's own expiry: nothing was asked of the server.
@@ -88,10 +96,13 @@ impl Messages for Bus {
         (Vec::new(), None)
     }
 
-    async fn pending(&mut self) -> Result<ConsumerPending, String> {
+    async fn pending(&mut self) -> Result<ConsumerPending, DeliveryError> {
         if self.lose_consumer && self.away.load(Ordering::SeqCst) {
             tokio::time::sleep(Duration::from_secs(5)).await;
-            return Err("request timed out".to_owned());
+            return Err(DeliveryError::new(
+                DeliveryErrorKind::TimedOut,
+                "request timed out",
+            ));
         }
         Ok(ConsumerPending::default())
     }
@@ -190,16 +201,19 @@ async fn outage(lose_consumer: bool) {
     });
 
     tokio::time::sleep(Duration::from_secs(3)).await;
-    assert!(state.ready().is_ok(), "{:?}", state.ready());
+    assert!(state.ready().is_passing(), "{:?}", state.ready());
     bus.away.store(true, Ordering::SeqCst);
     // Every second of the 60-s outage: not ready, healthy, and no line
     // says pulling works again.
     for second in 1..=60 {
         tokio::time::sleep(Duration::from_secs(1)).await;
-        let ready = state.ready().unwrap_err();
-        assert!(ready.contains("not connected to the bus"), "{ready}");
+        let ready = state.ready();
         assert!(
-            state.health(Duration::from_secs(66)).is_ok(),
+            !ready.is_passing() && ready.text().contains("not connected to the bus"),
+            "{ready:?}"
+        );
+        assert!(
+            state.health(Duration::from_secs(66)).is_passing(),
             "{second} s into the outage: {:?}",
             state.health(Duration::from_secs(66))
         );
@@ -216,7 +230,7 @@ async fn outage(lose_consumer: bool) {
     .expect("pulling never said to work again after the bus came back");
     tokio::time::sleep(Duration::from_secs(10)).await;
     assert_eq!(lines.count(WORKS_AGAIN), 1, "said once");
-    assert!(state.ready().is_ok(), "{:?}", state.ready());
+    assert!(state.ready().is_passing(), "{:?}", state.ready());
     stop.request();
     let (followed, setups) = tokio::time::timeout(Duration::from_secs(30), link)
         .await

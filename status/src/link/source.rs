@@ -10,6 +10,58 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+/// What kind of failure the bus had.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeliveryErrorKind {
+    /// The client is not connected, or nobody answered (no responders).
+    Unreachable,
+    /// The server did not answer in time.
+    TimedOut,
+    /// The durable consumer is not there (deleted, or its stream).
+    ConsumerGone,
+    /// Anything else the server or the client said.
+    Other,
+}
+
+/// The bus did not do what the link asked (a pull, an ack, a NAK, a
+/// consumer's state): its [`DeliveryErrorKind`] and the client's own error
+/// (shown as the error's text, and as its [`std::error::Error::source`]).
+#[derive(Debug)]
+pub struct DeliveryError {
+    kind: DeliveryErrorKind,
+    error: Box<dyn std::error::Error + Send + Sync + 'static>,
+}
+
+impl DeliveryError {
+    /// A failure of `kind`, said by the client's `error`.
+    pub fn new(
+        kind: DeliveryErrorKind,
+        error: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    ) -> DeliveryError {
+        DeliveryError {
+            kind,
+            error: error.into(),
+        }
+    }
+
+    /// Its kind.
+    pub fn kind(&self) -> DeliveryErrorKind {
+        self.kind
+    }
+}
+
+impl std::fmt::Display for DeliveryError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+impl std::error::Error for DeliveryError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.error.source()
+    }
+}
+
 /// One message delivered by the durable consumer, awaiting its ack.
 ///
 /// # Guarantees expected of an implementation
@@ -31,22 +83,22 @@ pub trait Delivery: Send + Sync {
     ///
     /// # Errors
     /// Why the ack could not be sent.
-    async fn ack(&self) -> Result<(), String>;
+    async fn ack(&self) -> Result<(), DeliveryError>;
     /// Acknowledges it and waits for the server's answer.
     ///
     /// # Errors
     /// Why the ack was not confirmed.
-    async fn double_ack(&self) -> Result<(), String>;
+    async fn double_ack(&self) -> Result<(), DeliveryError>;
     /// Asks for it again after `delay`.
     ///
     /// # Errors
     /// Why the NAK could not be sent.
-    async fn nak(&self, delay: Duration) -> Result<(), String>;
+    async fn nak(&self, delay: Duration) -> Result<(), DeliveryError>;
     /// Terminates it (never delivered again) and waits for the answer.
     ///
     /// # Errors
     /// Why the termination was not confirmed.
-    async fn term(&self) -> Result<(), String>;
+    async fn term(&self) -> Result<(), DeliveryError>;
 }
 
 /// The durable consumer, as the link pulls from it.
@@ -57,12 +109,16 @@ pub trait Messages: Send {
     /// The messages waiting (at most `batch`, in stream order), or, when
     /// none is, the first to arrive within `wait`; with the error that ended
     /// the pull, if any (no message and an expired pull are not errors).
-    async fn pull(&mut self, batch: usize, wait: Duration) -> (Vec<Self::Message>, Option<String>);
+    async fn pull(
+        &mut self,
+        batch: usize,
+        wait: Duration,
+    ) -> (Vec<Self::Message>, Option<DeliveryError>);
     /// What the consumer holds that is not acknowledged yet.
     ///
     /// # Errors
     /// When the consumer cannot be asked or is not there.
-    async fn pending(&mut self) -> Result<ConsumerPending, String>;
+    async fn pending(&mut self) -> Result<ConsumerPending, DeliveryError>;
 }
 
 /// What a consumer holds that is not acknowledged yet.
