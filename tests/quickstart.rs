@@ -41,7 +41,7 @@ async fn serves_classifies_its_own_refusal_and_retires() {
         Runner::new(provider, &contributions, settings, Arc::clone(&outbox)).with_clock(clock);
 
     // Made and checked: each says its first success since start.
-    testing::passes(&mut runner, 1, PASS).await;
+    mesh_sdk::testing::passes(&mut runner, 1, PASS).await;
     let mut first = kinds(&testing::drain(&outbox));
     first.sort(); // in the order the attempts ended
     assert_eq!(
@@ -78,7 +78,7 @@ async fn serves_classifies_its_own_refusal_and_retires() {
 
     // wiki's minted secret rotates: ensure brings it; no mend.
     std::fs::write(dir.path().join("secrets").join("wiki"), "pw-wiki-2\n").unwrap();
-    testing::passes(&mut runner, 61, PASS).await;
+    mesh_sdk::testing::passes(&mut runner, 61, PASS).await;
     assert_eq!(std::fs::read_to_string(&credentials).unwrap(), "pw-wiki-2");
     assert_eq!(
         testing::mended_total(&runner, &outbox),
@@ -90,7 +90,7 @@ async fn serves_classifies_its_own_refusal_and_retires() {
     // forge withdrawn: retired (disabled, nothing deleted) after five
     // passes and ten minutes.
     list(&["wiki"]);
-    testing::passes(&mut runner, 121, PASS).await;
+    mesh_sdk::testing::passes(&mut runner, 121, PASS).await;
     let retired: Vec<String> = kinds(&testing::drain(&outbox))
         .into_iter()
         .filter(|k| k.contains("forge"))

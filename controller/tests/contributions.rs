@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::SystemTime;
 
-use mesh_sdk::testing::Source;
+use mesh_sdk::internals::Source;
 use serde_json::json;
 
 /// Runs the binary: (exit code, stdout, stderr).

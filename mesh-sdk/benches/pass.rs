@@ -16,7 +16,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mesh_sdk::testing::{Outbox, Runner, SecretError, SecretSource, Settings, Source};
+use mesh_sdk::internals::{SecretError, SecretSource, Source};
+use mesh_sdk::testing::{Outbox, Runner, Settings};
 use mesh_sdk::{async_trait, Consumer, Held, Name, Provisioner, Secret, Served};
 use stats_alloc::{StatsAlloc, INSTRUMENTED_SYSTEM};
 

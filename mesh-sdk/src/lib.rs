@@ -154,6 +154,9 @@ mod standing;
 #[cfg(any(test, feature = "conform"))]
 #[cfg_attr(docsrs, doc(cfg(feature = "conform")))]
 pub mod conform;
+#[cfg(any(test, feature = "internals"))]
+#[doc(hidden)]
+pub mod internals;
 #[cfg(any(test, feature = "testing"))]
 #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub mod testing;

@@ -303,13 +303,13 @@ mod tests {
         let args = args.into_iter().chain(["--root", "/srv"]);
         let code = MAIN.start_from(args, |own: Own, _: &ProviderArgs| async move {
             assert_eq!(own.root, std::path::PathBuf::from("/srv"));
-            Err::<crate::testing::FakeProvisioner, _>(std::io::Error::other(
+            Err::<crate::internals::FakeProvisioner, _>(std::io::Error::other(
                 "password authentication failed for user \"admin\"",
             ))
         });
         assert_eq!(code, ExitCode::from(EXIT_CANNOT_RUN));
         let bad = MAIN.start_from(["folders"], |_: Own, _: &ProviderArgs| async {
-            Ok::<_, std::io::Error>(crate::testing::FakeProvisioner::new())
+            Ok::<_, std::io::Error>(crate::internals::FakeProvisioner::new())
         });
         assert_eq!(bad, ExitCode::from(2), "a bad command line");
     }

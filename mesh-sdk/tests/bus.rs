@@ -6,8 +6,9 @@
 use std::path::Path;
 use std::time::Duration;
 
+use mesh_sdk::internals::FakeProvisioner;
 use mesh_sdk::run_until;
-use mesh_sdk::testing::{FakeProvisioner, LogCapture};
+use mesh_sdk::testing::LogCapture;
 use mesh_sdk::ProviderArgs;
 use mesh_test_support::{create_events_stream, NatsServer};
 use serde_json::{json, Value};

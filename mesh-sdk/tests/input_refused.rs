@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mesh_protocol::ModuleId;
-use mesh_sdk::testing::{self, FakeProvisioner, Outbox, Runner, Settings, WallClock};
+use mesh_sdk::internals::FakeProvisioner;
+use mesh_sdk::testing::{self, Outbox, Runner, Settings, WallClock};
 use mesh_sdk::Timestamp;
 use serde_json::{json, Value};
 use tokio::time::Instant;

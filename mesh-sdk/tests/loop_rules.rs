@@ -6,8 +6,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use mesh_sdk::internals::{FakeError, FakeProvisioner};
 use mesh_sdk::testing::Outbox;
-use mesh_sdk::testing::{self, kinds, FakeError, FakeProvisioner, LogCapture};
+use mesh_sdk::testing::{self, kinds, LogCapture};
 use mesh_sdk::testing::{Runner, Settings, WallClock};
 use mesh_sdk::{Class, Name, Timestamp};
 use serde_json::{json, Value};
@@ -78,7 +79,7 @@ impl World {
 
     /// Runs `n` passes, one every PASS, the clock advancing after each.
     async fn passes(&mut self, n: usize) {
-        testing::passes(&mut self.runner, n, PASS).await;
+        mesh_sdk::testing::passes(&mut self.runner, n, PASS).await;
     }
 
     /// Takes every event published so far: (kind, body).
@@ -824,7 +825,7 @@ async fn two_entries_for_one_consumer_are_both_refused() {
     fresh.fake.with(|b| {
         b.provisions.insert(
             name("old"),
-            mesh_sdk::testing::FakeProvision::made_by(&"postgres@db-1".parse().unwrap(), "x"),
+            mesh_sdk::internals::FakeProvision::made_by(&"postgres@db-1".parse().unwrap(), "x"),
         )
     });
     fresh.write_raw(&file_of(&[

@@ -5,8 +5,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use mesh_sdk::internals::{FakeError, FakeProvisioner, FakeRepair};
 use mesh_sdk::testing::Outbox;
-use mesh_sdk::testing::{self, FakeError, FakeProvisioner, FakeRepair, LogCapture};
+use mesh_sdk::testing::{self, LogCapture};
 use mesh_sdk::testing::{Runner, Settings, WallClock};
 use mesh_sdk::{Name, Timestamp};
 use serde_json::{json, Value};
@@ -62,7 +63,7 @@ fn world(refused: bool, repair_works: bool) -> World {
 
 impl World {
     async fn passes(&mut self, n: usize) {
-        testing::passes(&mut self.runner, n, PASS).await;
+        mesh_sdk::testing::passes(&mut self.runner, n, PASS).await;
     }
 
     /// Every event published since the last call: (kind, body), oldest first.
@@ -125,8 +126,8 @@ async fn while_refused_the_backend_is_not_called_and_failed_repairs_are_braked()
 
     let t0 = Timestamp::parse(T0).unwrap();
     assert_eq!(
-        testing::failed_repairs(&published, t0),
-        testing::BRAKE_SCHEDULE,
+        mesh_sdk::internals::failed_repairs(&published, t0),
+        mesh_sdk::internals::BRAKE_SCHEDULE,
         "10, 20, 40, 80, 160, 320, then 360 minutes"
     );
     let failed: Vec<&Value> = published

@@ -20,14 +20,28 @@ use std::collections::BTreeSet;
 /// was a method beside them).
 const LIMIT: usize = 27;
 
-/// The public names at the root of `source` (a crate's `lib.rs`) in a build
-/// with default features.
+/// The most names `mesh_sdk::testing` (feature `testing`) offers: what a
+/// provider author's tests need, a promise like the root's. The SDK's own
+/// fakes and rules, for its tests and the simulator, are in the
+/// undocumented `internals` (feature `internals`) and not counted.
+const TESTING_LIMIT: usize = 24;
+
+/// The public names at the root of `source` (a crate's `lib.rs`, or a
+/// module's file) in a build with default features: items at brace depth
+/// 0 only (a method in an `impl` block is its type's, not a name).
 fn root_names(source: &str) -> BTreeSet<String> {
     let mut names = BTreeSet::new();
     let mut gated = false;
     let mut statement = String::new();
+    let mut depth = 0i64;
     for line in source.lines().map(str::trim) {
         if line.starts_with("//") || line.is_empty() {
+            continue;
+        }
+        let at = depth;
+        let code = line.split("//").next().unwrap_or(line);
+        depth += code.matches('{').count() as i64 - code.matches('}').count() as i64;
+        if statement.is_empty() && at > 0 {
             continue;
         }
         if statement.is_empty() {
@@ -190,6 +204,36 @@ fn all_items_are_at_most_the_limit_by_default() {
         "mesh-sdk offers {} public items by default (cargo doc's all items), more than \
          {LIMIT}: {items:?}",
         items.len()
+    );
+}
+
+#[test]
+fn testing_offers_what_a_provider_authors_tests_need_within_its_limit() {
+    let names = root_names(include_str!("../src/testing.rs"));
+    for known in [
+        "Runner",
+        "Settings",
+        "Outbox",
+        "LogCapture",
+        "hold_clock",
+        "conform",
+        "passes",
+    ] {
+        assert!(
+            names.contains(known),
+            "the count missed `{known}`, so it cannot be trusted: {names:?}"
+        );
+    }
+    for internal in ["FakeProvisioner", "Standing", "Source", "RecordingSink"] {
+        assert!(
+            !names.contains(internal),
+            "`{internal}` is the SDK's own, not a provider author's: {names:?}"
+        );
+    }
+    assert!(
+        names.len() <= TESTING_LIMIT,
+        "mesh_sdk::testing offers {} names, more than {TESTING_LIMIT}: {names:?}",
+        names.len()
     );
 }
 

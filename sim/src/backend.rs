@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use mesh_protocol::Name;
 use mesh_runtime::Secret;
-use mesh_sdk::testing::{FakeError, SecretError, SecretSource};
+use mesh_sdk::internals::{FakeError, SecretError, SecretSource};
 use mesh_sdk::{Consumer, Held, Provisioner, Served};
 
 use crate::status::consumer_name;
@@ -286,7 +286,7 @@ impl SecretSource for SimSecrets {
 mod tests {
     use super::*;
     use crate::rng::Rng;
-    use mesh_sdk::testing::FakeProvisioner;
+    use mesh_sdk::internals::FakeProvisioner;
 
     fn consumer(c: usize) -> Consumer {
         Consumer {

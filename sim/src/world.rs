@@ -8,7 +8,8 @@ use std::time::{Duration, SystemTime};
 
 use mesh_protocol::{ModuleId, Name, Timestamp};
 use mesh_runtime::Stop;
-use mesh_sdk::testing::{FakeError, Outbox, Runner, WallClock};
+use mesh_sdk::internals::FakeError;
+use mesh_sdk::testing::{Outbox, Runner, WallClock};
 use mesh_status::model::ParsedDeclaration;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;

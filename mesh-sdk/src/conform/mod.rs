@@ -388,8 +388,8 @@ mod tests {
 
     use super::*;
     use crate::contributions::Consumer;
+    use crate::internals::{FakeError, FakeProvision, FakeProvisioner};
     use crate::provisioner::{Held, Served};
-    use crate::testing::{FakeError, FakeProvision, FakeProvisioner};
 
     /// The fake's oracle: changes its provisions, keeps what it makes by hand apart.
     #[derive(Default)]

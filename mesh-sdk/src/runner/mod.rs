@@ -602,7 +602,7 @@ fn publish(outbox: &Outbox, metrics: &LoopMetrics, provider: &ModuleId, event: &
 #[cfg(test)]
 mod send_checks {
     use super::*;
-    use crate::testing::FakeProvisioner;
+    use crate::internals::FakeProvisioner;
 
     fn is_send<T: Send>(_: T) {}
 

@@ -15,7 +15,8 @@ use std::time::Duration;
 
 use mesh_provider_identity::login_backoff::LoginBackoff;
 use mesh_provider_identity::{AdminLogin, AdminRepair, IdentityConfig, IdentityProvisioner};
-use mesh_sdk::testing::{self, BrakeRules, LogCapture, Outbox, RepairRules, Runner, Settings};
+use mesh_sdk::testing::{self, LogCapture, Outbox, Runner, Settings};
+use mesh_sdk::testing::{BrakeRules, RepairRules};
 use mesh_sdk::{Class, Consumer, Name, Probe, Provisioner, Repair, Secret};
 use mesh_test_support::{CmdlineScan, KeycloakServer};
 use serde_json::{json, Value};

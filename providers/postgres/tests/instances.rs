@@ -9,7 +9,8 @@ mod common;
 use std::time::Duration;
 
 use common::{kinds, login, name, provisioner, role_and_database, within, World};
-use mesh_sdk::testing::{RetireRules, Settings};
+use mesh_sdk::testing::RetireRules;
+use mesh_sdk::testing::Settings;
 use mesh_sdk::{Held, ModuleId, Provisioner};
 use mesh_test_support::PgCluster;
 

@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use common::{kinds, login, name, role_and_database, session_ended, within, World};
 use mesh_provider_postgres::{PostgresConfig, PostgresError, PostgresProvisioner};
-use mesh_sdk::testing::{RetireRules, Settings};
+use mesh_sdk::testing::RetireRules;
+use mesh_sdk::testing::Settings;
 use mesh_sdk::{Class, Provisioner};
 use mesh_test_support::PgCluster;
 

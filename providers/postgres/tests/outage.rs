@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use common::{kinds, provisioner, World};
 use mesh_provider_postgres::PostgresProvisioner;
-use mesh_sdk::testing::{Settings, StandingRules};
+use mesh_sdk::testing::Settings;
+use mesh_sdk::testing::StandingRules;
 use mesh_sdk::Provisioner;
 use mesh_test_support::{PgCluster, TcpProxy};
 use tokio::time::Instant;

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use common::{kinds, login, name, provisioner, role_and_database, session_ended, within, World};
 use mesh_provider_postgres::classify::{self, SessionStep};
-use mesh_sdk::testing::{RetireRules, Settings};
+use mesh_sdk::testing::RetireRules;
+use mesh_sdk::testing::Settings;
 use mesh_sdk::{Class, Held, Provisioner};
 use mesh_test_support::PgCluster;
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use axum::http::Method;
 use mesh_provider_identity::{IdentityConfig, IdentityProvisioner};
-use mesh_sdk::testing::{self, LogCapture};
+use mesh_sdk::testing::LogCapture;
 use mesh_sdk::{Name, Secret, Timestamp};
 use serde_json::{json, Value};
 
@@ -173,8 +173,8 @@ async fn a_failing_repair_is_braked_to_six_hours_and_leaves_no_temporary_adminis
 
     let failed = repairs(&published, "failed");
     assert_eq!(
-        testing::failed_repairs(&published, Timestamp::parse(T0).unwrap()),
-        testing::BRAKE_SCHEDULE,
+        mesh_sdk::internals::failed_repairs(&published, Timestamp::parse(T0).unwrap()),
+        mesh_sdk::internals::BRAKE_SCHEDULE,
         "10, 20, 40, 80, 160, 320, then 360 minutes"
     );
     for f in &failed {

@@ -213,7 +213,7 @@ impl World {
 
     /// Runs `n` passes, the clock advancing `every` after each.
     pub async fn passes(&mut self, n: usize, every: Duration) {
-        testing::passes(&mut self.runner, n, every).await;
+        mesh_sdk::testing::passes(&mut self.runner, n, every).await;
     }
 
     /// Every event published since the last call: (kind, body), oldest first.
@@ -224,5 +224,5 @@ impl World {
 
 /// Minutes between `T0` and the time in `field` of `body`.
 pub fn minutes(body: &Value, field: &str) -> u64 {
-    testing::minutes_since(Timestamp::parse(T0).unwrap(), body, field)
+    mesh_sdk::internals::minutes_since(Timestamp::parse(T0).unwrap(), body, field)
 }
