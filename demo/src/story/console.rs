@@ -2,8 +2,11 @@
 //! the controller's store (its address printed, for a person to open);
 //! wiki's secret goes missing, comes back and goes missing again, and the
 //! console says each change, the second failure as the `2nd time`, and
-//! wiki's page holds both intervals. Each step is checked on the page the
-//! console serves.
+//! wiki's page holds both intervals. Then docs is withdrawn (retiring,
+//! awaiting a person's approval) and the administrator's password changed
+//! behind the provider's back (a provider fault), and the console stays up
+//! with every page's address printed until Ctrl-C. Each step is checked on
+//! the page the console serves.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -117,9 +120,67 @@ pub fn tell(demo: &mut Demo) -> Result<(), StoryStop> {
     ));
     demo.pause();
 
-    std::fs::write(&wiki, &minted)
-        .map_err(|e| StoryStop::Cannot(format!("writing wiki's secret: {e}")))?;
-    demo.expect(&mesh, "all well at the end", WITHIN, expect::all_well)?;
+    // A scene to look at, kept up until Ctrl-C: wiki failing for the 2nd
+    // time, docs withdrawn and counting down to retire (awaiting a
+    // person's approval to retire it at once), and the provider unable to
+    // work as its administrator.
+    demo.say("docs is withdrawn from postgres@db-1's contributions file");
+    mesh.list(&["forge", "wiki"]);
+    demo.expect(&mesh, "status names docs retiring", WITHIN, |s| {
+        let retiring = s["retiring"]
+            .as_array()
+            .is_some_and(|r| r.iter().any(|e| e["consumer"] == "docs"));
+        match retiring {
+            true => Ok(()),
+            false => Err("docs is not named retiring".to_owned()),
+        }
+    })?;
+    demo.say("the administrator's password changes at the server, behind the provider's back");
+    let changed = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| StoryStop::Cannot(format!("a runtime: {e}")))?
+        .block_on(async {
+            let admin = mesh.backend.connect_admin().await;
+            admin
+                .batch_execute("ALTER ROLE postgres PASSWORD 'changed-behind-its-back'")
+                .await
+        });
+    changed.map_err(|e| StoryStop::Cannot(format!("changing the password: {e}")))?;
+    demo.expect(
+        &mesh,
+        "status names the provider fault",
+        WITHIN,
+        |s| match s["faults"].as_array().is_some_and(|f| !f.is_empty()) {
+            true => Ok(()),
+            false => Err("no provider fault".to_owned()),
+        },
+    )?;
+    page_says(
+        demo,
+        port,
+        "/",
+        &[
+            "wiki@app-1",
+            "docs@app-2 retiring",
+            "cannot work as its administrator",
+        ],
+    )?;
+    demo.say("the console stays up for you to look at; each page:");
+    for path in [
+        "/",
+        "/consumer/wiki@app-1",
+        "/consumer/docs@app-2",
+        "/provider/postgres@db-1",
+        "/machine/app-1",
+        "/machine/db-1",
+    ] {
+        demo.detail(&format!("http://127.0.0.1:{port}{path}"));
+    }
+    demo.say("press Ctrl-C to stop it (everything the demo started is stopped then)");
+    while !crate::interrupt::asked() {
+        std::thread::sleep(Duration::from_millis(200));
+    }
     demo.done();
     Ok(())
 }
