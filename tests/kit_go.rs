@@ -492,7 +492,9 @@ fn a_rotated_admin_password_is_announced_before_use(rabbit: &RabbitServer, hook:
         fault["error"]
             .as_str()
             .unwrap_or_default()
-            .contains(&format!("the hook's administrator {RABBITMQ_ADMIN} was refused")),
+            .contains(&format!(
+                "the hook's administrator {RABBITMQ_ADMIN} was refused"
+            )),
         "{refused:?}"
     );
     assert!(!fault.to_string().contains(&old), "{fault}");
