@@ -475,6 +475,26 @@ fn a_rotated_admin_password_is_announced_before_use(rabbit: &RabbitServer, hook:
         (200..300).contains(&status),
         "rotating the admin: {status} {body}"
     );
+    assert_eq!(
+        hello.last().unwrap()["fault"],
+        Value::Null,
+        "the administrator works: hello says no provider fault: {hello:?}"
+    );
+    // Rotated at RabbitMQ, not yet in the file: hello says the provider
+    // fault (hook.Hook.AdminFault), its class and why, without the password.
+    let refused = until(3, r#"{"v":1,"id":3,"verb":"hello","deadline_ms":10000}"#);
+    let fault = &refused.last().unwrap()["fault"];
+    assert_eq!(fault["class"], "credentials-rejected", "{refused:?}");
+    assert!(
+        fault["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(&format!(
+                "the hook's administrator {RABBITMQ_ADMIN} was refused"
+            )),
+        "{refused:?}"
+    );
+    assert!(!fault.to_string().contains(&old), "{fault}");
     std::fs::write(rabbit.admin_password_file(), format!("{new}\n")).unwrap();
     let held = until(
         2,
@@ -488,6 +508,12 @@ fn a_rotated_admin_password_is_announced_before_use(rabbit: &RabbitServer, hook:
     assert!(
         held.last().unwrap()["held"].is_array(),
         "held works with the new password, no restart: {held:?}"
+    );
+    let cleared = until(4, r#"{"v":1,"id":4,"verb":"hello","deadline_ms":10000}"#);
+    assert_eq!(
+        cleared.last().unwrap()["fault"],
+        Value::Null,
+        "the new password in its file: the fault cleared, no restart: {cleared:?}"
     );
     drop(stdin);
     let status = child.wait().unwrap();

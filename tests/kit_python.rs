@@ -322,3 +322,66 @@ fn a_rotated_admin_password_is_announced_before_the_python_hook_uses_it() {
         "held works with the new password: {lines:?}"
     );
 }
+
+/// The Python kit's provider fault, end to end: `redis-acl.py` run by
+/// `mesh-provide` (exec mode: hello once a pass) as `redis@cache-1`, its
+/// administrator's password changed at Redis and not in its file: the
+/// hook's hello says the fault (`Hook.admin_fault`), the loop publishes it
+/// and `status` names the provider, with the hook's words (their fix at the
+/// end: the loop's own reading of a failed held has none); the new password
+/// written to the file clears it with no restart.
+#[test]
+fn the_python_hooks_hello_says_its_administrator_refused_and_status_names_the_provider() {
+    use mesh_test_support::mesh::{
+        all_well, example_hook, Mesh, Options, HOOK_MACHINE, HOOK_MODULE,
+    };
+    let redis = RedisServer::start();
+    let mut mesh = Mesh::with(Options {
+        consumers: Vec::new(),
+        hook: vec![("forge", "app-1"), ("wiki", "app-1")],
+        alive_every: "1s",
+        ..Options::default()
+    });
+    mesh.start_controller();
+    let env: Vec<(String, String)> = hooks_support::redis_env(&redis);
+    mesh.start_hook(&example_hook("redis-acl.py"), "exec", "1h", &env);
+    mesh.wait_status("all well, the hook provider heard from", all_well);
+
+    const ROTATED: &str = "rotated-admin-pw-py-7d41";
+    let old = redis.admin_password().to_owned();
+    redis.cli(&format!("ACL SETUSER {REDIS_ADMIN} resetpass >{ROTATED}"));
+    let status = mesh.wait_status("the provider fault", |s| {
+        s["faults"].as_array().is_some_and(|f| !f.is_empty())
+    });
+    let fault = &status["faults"][0];
+    assert_eq!(fault["provider_module"], HOOK_MODULE, "{status:#}");
+    assert_eq!(fault["class"], "credentials-rejected", "{status:#}");
+    let error = fault["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains(&format!(
+            "the hook's administrator {REDIS_ADMIN} was refused"
+        )) && error
+            .ends_with("(write its password to the file REDIS_ACL_ADMIN_PASSWORD_FILE names)"),
+        "the hook's own word, whole: {fault}"
+    );
+    let (code, human, _) = mesh.controller(&["status"]);
+    assert_eq!(code, 0);
+    assert!(
+        human.contains(&format!(
+            "{HOOK_MODULE}@{HOOK_MACHINE} cannot work as its administrator since"
+        )),
+        "{human}"
+    );
+    assert!(!status.to_string().contains(&old) && !human.contains(&old));
+
+    std::fs::write(redis.admin_password_file(), format!("{ROTATED}\n")).unwrap();
+    let status = mesh.wait_status("the fault cleared, all well", |s| {
+        all_well(s) && s.get("faults").is_none()
+    });
+    assert!(!status.to_string().contains(ROTATED), "{status:#}");
+    let log = mesh.hook_log();
+    assert!(
+        !log.contains(ROTATED) && !log.contains(&old),
+        "an administrator's password in mesh-provide's log"
+    );
+}

@@ -359,3 +359,24 @@ fn two_instances_of_the_mariadb_hook_on_one_server_keep_to_their_own() {
     assert_eq!(held_names(&hook, &env, a), ["forge", "wiki"]);
     assert_eq!(held_names(&hook, &env, b), ["docs"]);
 }
+
+/// The kit's runtime tests on its build (`node --test`, as its `npm test`
+/// runs them after the build): the provider fault in hello and probe
+/// replies (`Hook.adminFault`) and `readSecretFile` (trimmed, announced,
+/// re-read after a rotation, `secret-unreadable` naming file and variable).
+#[test]
+fn the_kits_runtime_tests_pass_the_fault_and_the_secret_file() {
+    if !ready(
+        "the_kits_runtime_tests_pass_the_fault_and_the_secret_file",
+        false,
+    ) {
+        return;
+    }
+    let mut command = Command::new("node");
+    command
+        .args(["--test", "test/runtime.test.mjs"])
+        .current_dir(kit());
+    let (code, out, err) = run(command, Duration::from_secs(120), "node --test");
+    assert_eq!(code, 0, "node --test in kits/typescript:\n{out}{err}");
+    assert!(out.contains("# fail 0"), "{out}");
+}

@@ -122,5 +122,14 @@ export declare function log(words: string): void;
 /** Says the hook's own secrets before anything that may write them (serve: a secrets line; exec: in the reply). */
 export declare function announceSecrets(secrets: string[]): void;
 
+/**
+ * The hook's own secret read from the file `envVar` names (in `env`, by
+ * default process.env), surrounding whitespace trimmed, announced before it
+ * is returned; throws HookError('secret-unreadable') naming the file and the
+ * variable when it is unset, unreadable or empty. Call it at every new
+ * administrator session: a rotation needs no restart.
+ */
+export declare function readSecretFile(envVar: string, env?: Record<string, string | undefined>): string;
+
 /** `words` with the hook's secrets, the current request's and `extra` replaced by `[redacted]`. */
 export declare function redact(words: string, extra?: Array<string | undefined>): string;

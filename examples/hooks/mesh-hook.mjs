@@ -14,6 +14,7 @@
 // TypeScript hook: mesh-hook.d.ts. docs/hooks.md describes the protocol.
 
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 
 /** The protocol version this module speaks. */
@@ -121,6 +122,39 @@ export function announceSecrets(secrets) {
   }
 }
 
+/** What readSecretFile read last, by variable: announced together. */
+const fileSecrets = new Map();
+
+/**
+ * A secret of the hook's own (its administrator's password), read from the
+ * file the environment variable `envVar` names (in `env`, by default
+ * process.env): the file read again at every call, its surrounding
+ * whitespace (the line break) trimmed, and the secret announced
+ * (announceSecrets, with every other secret read through this function)
+ * BEFORE it is returned. Call it for every new administrator session (a
+ * connection): a rotated password then needs no restart. Throws
+ * HookError('secret-unreadable'), naming the variable and the file (never
+ * what it holds), when `envVar` is not set, the file cannot be read or it
+ * holds only whitespace.
+ */
+export function readSecretFile(envVar, env = process.env) {
+  const path = env[envVar] ?? '';
+  if (path === '') {
+    throw new HookError('secret-unreadable', `${envVar} is not set: it names the file holding the hook's administrator password`);
+  }
+  let text;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new HookError('secret-unreadable', `the secret file ${path} (${envVar}) cannot be read: ${error.code ?? error.message}`);
+  }
+  const secret = text.trim();
+  if (secret === '') throw new HookError('secret-unreadable', `the secret file ${path} (${envVar}) is empty`);
+  fileSecrets.set(envVar, secret);
+  announceSecrets([...new Set(fileSecrets.values())].sort());
+  return secret;
+}
+
 /**
  * Answers requests with `verbs` until stdin closes (serve) or after the one
  * request (exec), then calls `close` and ends the process.
@@ -149,12 +183,16 @@ export async function runHook({ name, secrets = [], verbs, classify = () => unde
   }
   if (mode === 'serve') {
     serving = true;
-    if (secrets.length > 0) announceSecrets(secrets);
+    // Secrets announced before serving began (readSecretFile at start) are
+    // said first, as a line, with those given here.
+    const before = hookSecrets;
+    hookSecrets = [];
+    announceSecrets([...new Set([...before, ...secrets])]);
     await serve(answer);
     await close();
     process.exit(0);
   }
-  if (secrets.length > 0) announceSecrets(secrets);
+  if (secrets.length > 0) announceSecrets([...new Set([...hookSecrets, ...secrets])]);
   const text = await readAll(process.stdin);
   let request;
   try {

@@ -37,12 +37,15 @@
 // Install its dependency once: `npm ci` in this folder (scripts/lib.sh does).
 
 import { createHash, randomBytes } from 'node:crypto';
-import { readFileSync, realpathSync } from 'node:fs';
+import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 
 import { RedisClient } from '@redis/client';
 
-import { Deadline, HookError, Unsupported, announceSecrets, log, provider, runHook } from './mesh-hook.mjs';
+import { Deadline, HookError, Unsupported, log, provider, readSecretFile, runHook } from './mesh-hook.mjs';
+
+/** The variable naming the file that holds the administrator's password. */
+const PASSWORD_VAR = 'REDIS_ACL_ADMIN_PASSWORD_FILE';
 
 /** The mark of the users this hook made, among their key patterns. */
 const MARK = '%R~_mesh-provide';
@@ -81,13 +84,16 @@ let lastAdminError = '';
 /** Why the password file could not be read at the last connect ('' when it could). */
 let passwordError = '';
 
-/** The administrator's password, the file read again; announced before anything uses it. */
+/** The administrator's password, the file read again (readSecretFile); announced before anything uses it. */
 function adminPassword() {
-  const password = readPassword(settings.passwordFile);
-  passwordError = password.error ?? '';
-  if (password.error !== undefined) throw new HookError('secret-unreadable', password.error);
-  announceSecrets([password.value]);
-  return password.value;
+  try {
+    const password = readSecretFile(PASSWORD_VAR, { [PASSWORD_VAR]: settings.passwordFile });
+    passwordError = '';
+    return password;
+  } catch (error) {
+    passwordError = error.message;
+    throw error;
+  }
 }
 
 admin.on('error', (error) => {
@@ -172,13 +178,6 @@ function makerOf(words) {
   return null;
 }
 
-/**
- * The SHA-256 of the secret this process last set or found for each user:
- * a password at Redis other than it (or any, when this process has not
- * seen the user yet: always so in exec mode) was changed by hand.
- */
-const set = new Map();
-
 /** SHA-256 in hex: how Redis lists a password. */
 function sha256(text) {
   return createHash('sha256').update(text, 'utf8').digest('hex');
@@ -217,7 +216,6 @@ const verbs = {
     const hash = sha256(secret);
     if (user === null) {
       await send(deadline, ['ACL', 'SETUSER', name, 'reset', 'on', `>${secret}`, ...rules(name, instance)]);
-      set.set(name, hash);
       log(`made the user ${name}`);
       return undefined;
     }
@@ -232,24 +230,16 @@ const verbs = {
     const samePassword = passwords.length === 1 && passwords[0] === hash;
     const sameRules =
       String(user.keys) === want.keys && String(user.channels) === want.channels && String(user.commands) === want.commands;
-    if (samePassword && sameRules && !adopting) {
-      set.set(name, hash);
-      return undefined;
-    }
+    if (samePassword && sameRules && !adopting) return undefined;
     await send(deadline, ['ACL', 'SETUSER', name, 'resetpass', `>${secret}`, ...rules(name, instance)]);
     if (adopting) log(`adopted the user ${name} (marked before instances) for ${instance}`);
-    // A password at Redis this process set itself is a rotation; any other
-    // (one it never saw) may be a person's, and is said mended.
+    // Mended whenever it set the password or the rules: the loop, which
+    // knows when it minted a new secret, does not count a rotation.
     const byHand = [];
-    const known = set.get(name);
-    if (!samePassword && !(passwords.length === 1 && passwords[0] === known)) byHand.push('its password');
+    if (!samePassword) byHand.push('its password');
     if (!sameRules) byHand.push('its rules');
-    set.set(name, hash);
-    if (byHand.length === 0) {
-      log(`gave the user ${name} its new secret`);
-      return undefined;
-    }
-    const words = `brought ${byHand.join(' and ')} of user ${name}, changed at Redis, to what the mesh asks`;
+    if (byHand.length === 0) return undefined; // adopted, nothing else changed: not a mend
+    const words = `brought ${byHand.join(' and ')} of user ${name} to what the mesh asks`;
     log(words);
     return { mended: words };
   },
@@ -295,7 +285,6 @@ const verbs = {
   async delete(name, deadline = unbounded()) {
     if ((await mine(name, deadline)) === null) return;
     await deleteUser(name, deadline);
-    set.delete(name);
     log(`deleted the user ${name} and its keys`);
   },
 
@@ -411,30 +400,23 @@ function readSettings(env) {
   const host = env.REDIS_ACL_HOST || '127.0.0.1';
   const port = Number(env.REDIS_ACL_PORT || 6379);
   if (!Number.isInteger(port) || port < 1 || port > 65535) fail(`REDIS_ACL_PORT is not a port: ${env.REDIS_ACL_PORT}`);
-  const file = env.REDIS_ACL_ADMIN_PASSWORD_FILE;
-  if (!file) fail('REDIS_ACL_ADMIN_PASSWORD_FILE is not set');
+  const file = env[PASSWORD_VAR];
+  if (!file) fail(`${PASSWORD_VAR} is not set`);
   // Read once at start so that a hook that cannot read it says so at once;
   // read again at every connection of the administrator.
-  const first = readPassword(file);
-  if (first.error !== undefined) fail(first.error);
+  let first;
+  try {
+    first = readSecretFile(PASSWORD_VAR, { [PASSWORD_VAR]: file });
+  } catch (error) {
+    fail(error.message);
+  }
   return {
     where: `${host}:${port}`,
     socket: { host, port, connectTimeout: CONNECT_TIMEOUT },
     adminUser: env.REDIS_ACL_ADMIN_USER || 'mesh-admin',
     passwordFile: file,
-    firstPassword: first.value,
+    firstPassword: first,
   };
-}
-
-/** The password in `file` ({value}), or why it cannot be had ({error}). */
-function readPassword(file) {
-  let value;
-  try {
-    value = readFileSync(file, 'utf8').replace(/[\r\n]/g, '');
-  } catch (error) {
-    return { error: `the admin password file ${file} cannot be read (${error.code ?? error.message})` };
-  }
-  return value === '' ? { error: `the admin password file ${file} is empty` } : { value };
 }
 
 /**

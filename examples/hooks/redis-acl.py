@@ -10,9 +10,10 @@ in as the consumer. It speaks Redis's wire protocol (RESP2) on sockets.
 
 Serve mode keeps a pool of administrator connections (one per request in
 flight at most); exec mode opens one a call. Every new administrator
-connection reads the password file again, and a changed password is
-announced (mesh_hook.announce_secrets) before it is used, so a rotation
-needs no restart. Every wait is bounded by the call's deadline (the
+connection reads the password file again (mesh_hook.read_secret_file), and
+a changed password is announced before it is used, so a rotation needs no
+restart. hello says the provider fault (admin_fault): the administrator
+refused by Redis, or Redis out of reach, so status names it at once. Every wait is bounded by the call's deadline (the
 request's `deadline_ms`), the connect by 5 s at most.
 
 Settings (environment, which mesh-provide passes on but for its own MESH_*
@@ -60,6 +61,8 @@ import mesh_hook  # noqa: E402  (found above)
 from mesh_hook import ByHand, Consumer, Deadline, HeldEntry, HookError, log  # noqa: E402
 
 NAME = "redis-acl.py"
+#: The variable naming the file that holds the administrator's password.
+PASSWORD_VAR = "REDIS_ACL_ADMIN_PASSWORD_FILE"
 MARK = "%R~_mesh-provide"
 #: The longest a connection may take to open, in seconds (the deadline may cut it shorter).
 CONNECT_TIMEOUT = 5.0
@@ -192,15 +195,12 @@ class RedisAcl(mesh_hook.Hook):
             raise SystemExit(self.usage(f"REDIS_ACL_PORT is not a port: {env.get('REDIS_ACL_PORT')}"))
         self.host = env.get("REDIS_ACL_HOST") or "127.0.0.1"
         self.user = env.get("REDIS_ACL_ADMIN_USER") or "mesh-admin"
-        self.password_file = env.get("REDIS_ACL_ADMIN_PASSWORD_FILE") or ""
-        if self.password_file == "":
-            raise SystemExit(self.usage("REDIS_ACL_ADMIN_PASSWORD_FILE is not set"))
+        self.env = env
+        if not env.get(PASSWORD_VAR):
+            raise SystemExit(self.usage(f"{PASSWORD_VAR} is not set"))
         self.pooled = pooled
         self.idle: List[Redis] = []
         self.lock = threading.Lock()
-        # The SHA-256 of the secret this process last set or found for each
-        # user: a password at Redis that differs from it was changed by hand.
-        self.known: Dict[str, str] = {}
 
     @staticmethod
     def usage(words: str) -> int:
@@ -211,17 +211,7 @@ class RedisAcl(mesh_hook.Hook):
 
     def admin_password(self) -> str:
         """The password file read again, the password announced before any use of it."""
-        try:
-            with open(self.password_file, encoding="utf-8") as file:
-                password = file.read().replace("\r", "").replace("\n", "")
-        except OSError as error:
-            raise HookError(
-                "secret-unreadable", f"the admin password file {self.password_file} cannot be read ({error.strerror})"
-            ) from None
-        if password == "":
-            raise HookError("secret-unreadable", f"the admin password file {self.password_file} is empty")
-        mesh_hook.announce_secrets([password])
-        return password
+        return mesh_hook.read_secret_file(PASSWORD_VAR, self.env)
 
     def connect_admin(self, deadline: Deadline) -> Redis:
         """A new connection logged in as the administrator (the password file read again)."""
@@ -302,6 +292,15 @@ class RedisAcl(mesh_hook.Hook):
     def hello(self, deadline: Deadline) -> None:
         self.admin_password()
 
+    def admin_fault(self, deadline: Deadline) -> Optional[mesh_hook.ProviderFault]:
+        """A new administrator's connection (the file read again): refused or out of reach is the fault."""
+        try:
+            self.connect_admin(deadline).close()
+        except HookError as error:
+            fix = f" (write its password to the file {PASSWORD_VAR} names)" if error.klass == "credentials-rejected" else ""
+            return mesh_hook.ProviderFault(error.klass or "refused", error.words + fix)
+        return None
+
     def ensure(self, consumer: Consumer, secret: str, deadline: Deadline) -> Optional[str]:
         """Makes the user if missing; brings back a changed password or changed rules (never on/off)."""
         name = consumer.name
@@ -312,7 +311,6 @@ class RedisAcl(mesh_hook.Hook):
             user = self.look_up(redis, deadline, name)
             if user is None:
                 redis.must(deadline, "ACL", "SETUSER", name, "reset", "on", ">" + secret, *rules(name, provider))
-                self.known[name] = hashed
                 log(f"made the user {name}")
                 return None
             maker = user["maker"]
@@ -325,23 +323,19 @@ class RedisAcl(mesh_hook.Hook):
             same_rules = (user.get("keys"), user.get("channels"), user.get("commands")) == (
                 f"~{name}:* {held_mark}", "", "+@all -@dangerous")
             if same_password and same_rules and maker:
-                self.known[name] = hashed
                 return None
             redis.must(deadline, "ACL", "SETUSER", name, "resetpass", ">" + secret, *rules(name, provider))
             if not maker:
                 log(f"adopted the user {name} (marked before instances) for {provider}")
-            # A password at Redis this process set itself is a rotation; any
-            # other (one it never saw: always so in exec mode) may be a
-            # person's, and is said mended.
+            # Mended whenever it set the password or the rules: the loop, which
+            # knows when it minted a new secret, does not count a rotation.
             by_hand = []
-            if not same_password and passwords != [self.known.get(name)]:
+            if not same_password:
                 by_hand.append("its password")
             if not same_rules:
                 by_hand.append("its rules")
-            self.known[name] = hashed
             if not by_hand:
-                log(f"gave the user {name} its new secret")
-                return None
+                return None  # adopted, nothing else changed: not a mend
             words = f"brought {' and '.join(by_hand)} of user {name} to what the mesh asks"
             log(words)
             return words
@@ -406,7 +400,6 @@ class RedisAcl(mesh_hook.Hook):
             if self.look_up_mine(redis, deadline, name) is not None:
                 self.delete_keys(redis, deadline, name)
                 redis.must(deadline, "ACL", "DELUSER", name)
-                self.known.pop(name, None)
                 log(f"deleted the user {name} and its keys")
 
         self.with_admin(deadline, work)

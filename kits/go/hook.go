@@ -161,6 +161,20 @@ type Held struct {
 	Retired bool `json:"retired"`
 }
 
+// Fault is a provider fault: the hook cannot work as its administrator now
+// (its password refused, its backend out of reach). Said in a hello reply
+// and in a probe reply that found its known fault absent, as
+// {"fault":{"class":...,"error":...}}; the loop publishes it at once and
+// status names it on the provider's line (docs/hooks.md, "fault"). Give it
+// with [Hook.AdminFault].
+type Fault struct {
+	// Class is its class (an invalid or empty one is sent as Refused).
+	Class Class `json:"class"`
+	// Error says what is wrong and, best, how to fix it (the announced
+	// secrets are cut out of it before the reply).
+	Error string `json:"error,omitempty"`
+}
+
 // Repair is a known fault the hook can probe and repair, said in hello.
 type Repair struct {
 	// Fault is its name.
@@ -217,6 +231,15 @@ type Hook struct {
 	// Delete removes a retired provision of Provider(ctx)'s and its data;
 	// idempotent.
 	Delete func(ctx context.Context, name string) error
+	// AdminFault, when set, says whether the hook can work as its
+	// administrator now: nil when it can, else the provider fault (e.g. its
+	// login refused: CredentialsRejected). It is asked after every hello
+	// (when Hello succeeded) and every probe that found its known fault
+	// absent, and its answer is that reply's fault: in exec mode hello is
+	// asked once a pass; in serve mode once a start, then probes (give
+	// Repairs for them to be asked). A hello whose Hello failed stays a
+	// failure (mesh-provide takes it for the fault too).
+	AdminFault func(ctx context.Context) *Fault
 	// Repairs lists the known faults Probe and Repair handle.
 	Repairs []Repair
 	// Probe returns nil when the known fault is absent.

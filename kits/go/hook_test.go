@@ -373,6 +373,9 @@ func reset() {
 	currentMu.Lock()
 	current = &session{name: "hook"}
 	currentMu.Unlock()
+	fileSecretsMu.Lock()
+	fileSecrets = map[string]string{}
+	fileSecretsMu.Unlock()
 }
 
 func TestEveryVerbIsToldTheProviderItsRequestIsMadeFor(t *testing.T) {

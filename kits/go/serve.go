@@ -161,6 +161,38 @@ type reply struct {
 	Works       *bool     `json:"works,omitempty"`
 	Reaches     *bool     `json:"reaches,omitempty"`
 	Unsupported bool      `json:"unsupported,omitempty"`
+	// Fault is hello's and probe's provider fault; a hello or a successful
+	// probe of a hook with AdminFault says it, null when there is none.
+	Fault *faultField `json:"fault,omitempty"`
+}
+
+// faultField is a reply's fault member: null (none) or the fault.
+type faultField struct{ fault *Fault }
+
+func (f *faultField) MarshalJSON() ([]byte, error) {
+	if f.fault == nil {
+		return []byte("null"), nil
+	}
+	return json.Marshal(f.fault)
+}
+
+// adminFault is the reply's fault member: nil without AdminFault (left
+// out), else what it says (null: none), its class made valid and its words
+// redacted.
+func (h *Hook) adminFault(ctx context.Context) *faultField {
+	if h.AdminFault == nil {
+		return nil
+	}
+	said := h.AdminFault(ctx)
+	if said == nil {
+		return &faultField{}
+	}
+	f := *said
+	if !f.Class.Valid() {
+		f.Class = Refused
+	}
+	f.Error = redact(f.Error, active().announced()...)
+	return &faultField{&f}
 }
 
 func yes() *bool { t := true; return &t }
@@ -244,7 +276,8 @@ func (h *Hook) dispatch(ctx context.Context, req *request) (reply, error) {
 			}
 		}
 		repairs := append([]Repair{}, h.Repairs...)
-		return reply{Name: h.Name, Secrets: active().announced(), Repairs: &repairs}, nil
+		fault := h.adminFault(ctx) // first: it may read and announce a secret
+		return reply{Name: h.Name, Secrets: active().announced(), Repairs: &repairs, Fault: fault}, nil
 	case "ensure", "check":
 		verb := h.Ensure
 		if req.Verb == "check" {
@@ -293,7 +326,11 @@ func (h *Hook) dispatch(ctx context.Context, req *request) (reply, error) {
 		if h.Probe == nil {
 			return reply{Unsupported: true}, nil
 		}
-		return ok, h.Probe(ctx, req.Fault)
+		if err := h.Probe(ctx, req.Fault); err != nil {
+			return reply{}, err
+		}
+		ok.Fault = h.adminFault(ctx)
+		return ok, nil
 	case "repair":
 		if h.Repair == nil {
 			return reply{Unsupported: true}, nil

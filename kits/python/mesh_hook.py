@@ -49,7 +49,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import IO, Any, Dict, List, Optional, Sequence
+from typing import IO, Any, Dict, List, Mapping, Optional, Sequence
 
 #: The protocol version this module speaks.
 VERSION = 1
@@ -135,6 +135,22 @@ class KnownFault:
 
 
 @dataclass(frozen=True)
+class ProviderFault:
+    """A provider fault: the hook cannot work as its administrator now.
+
+    Return one from :meth:`Hook.admin_fault`: hello's reply and every probe
+    reply that found its known fault absent then say it (``"fault":
+    {"class": ..., "error": ...}``); the loop publishes it at once and
+    ``status`` names it on the provider's line. ``klass`` is one of
+    :data:`CLASSES` (any other is sent as ``refused``); ``error`` says what
+    is wrong and, best, how to fix it (the kit's known secrets are cut out).
+    """
+
+    klass: str = "refused"
+    error: str = ""
+
+
+@dataclass(frozen=True)
 class ByHand:
     """A ``by-hand`` request of ``mesh-provide conform``: act on the backend as a person would.
 
@@ -203,6 +219,18 @@ class Hook:
 
     def hello(self, deadline: Deadline) -> None:
         """Called on ``hello`` before it is answered: announce the hook's secrets here."""
+
+    def admin_fault(self, deadline: Deadline) -> Optional[ProviderFault]:
+        """Whether the hook can work as its administrator now: None when it can, else the fault.
+
+        Asked after every ``hello`` (once :meth:`hello` returned) and every
+        ``probe`` that found its known fault absent; its answer is that
+        reply's ``fault`` (null for None). In exec mode hello is asked once
+        a pass; in serve mode once a start, then probes (give ``repairs``
+        for them to be asked). A hook that does not override it says
+        nothing of it (no ``fault`` member at all).
+        """
+        return None
 
     def ensure(self, consumer: Consumer, secret: str, deadline: Deadline) -> Optional[str]:
         """Makes the provision if missing, brings the secret; idempotent.
@@ -341,6 +369,48 @@ def secrets() -> List[str]:
         return list(_secrets)
 
 
+_file_secrets: Dict[str, str] = {}
+"""What read_secret_file read last, by variable (announced together)."""
+
+_file_lock = threading.Lock()
+"""Held while read_secret_file announces, so that sets go out in order."""
+
+
+def read_secret_file(env_var: str, environ: Optional[Mapping[str, str]] = None) -> str:
+    """A secret of the hook's own (its administrator's password), read from the file ``env_var`` names.
+
+    The file is read again at every call, its surrounding whitespace (the
+    line break) stripped, and the secret announced (:func:`announce_secrets`,
+    with every other secret read through this function) BEFORE it is
+    returned, so it is redacted before anything uses or logs it. Call it
+    for every new administrator session (a connection, or every call): a
+    rotated password then needs no restart.
+
+    Raises :class:`HookError` of class ``secret-unreadable``, naming the
+    variable and the file (never what it holds), when ``env_var`` is not set
+    (in ``environ``, else ``os.environ``), the file cannot be read, or it
+    holds only whitespace.
+    """
+    env = os.environ if environ is None else environ
+    path = env.get(env_var) or ""
+    if path == "":
+        raise HookError("secret-unreadable", f"{env_var} is not set: it names the file holding the hook's administrator password")
+    try:
+        with open(path, encoding="utf-8") as file:
+            secret = file.read().strip()
+    except OSError as error:
+        raise HookError("secret-unreadable",
+                        f"the secret file {path} ({env_var}) cannot be read: {error.strerror or type(error).__name__}") from None
+    except UnicodeDecodeError:
+        raise HookError("secret-unreadable", f"the secret file {path} ({env_var}) is not UTF-8 text") from None
+    if secret == "":
+        raise HookError("secret-unreadable", f"the secret file {path} ({env_var}) is empty")
+    with _file_lock:
+        _file_secrets[env_var] = secret
+        announce_secrets(sorted(set(_file_secrets.values())))
+    return secret
+
+
 def _json_line(value: Dict[str, Any]) -> str:
     return json.dumps(value, separators=(",", ":")) + "\n"
 
@@ -425,9 +495,11 @@ def _dispatch(hook: Hook, request: Dict[str, Any], reply: Dict[str, Any]) -> Dic
     deadline = deadline_of(request)
     if verb == "hello":
         hook.hello(deadline)
+        fault = _admin_fault(hook, deadline)  # first: it may read and announce a secret
         reply["name"] = hook.name
         reply["secrets"] = secrets()
         reply["repairs"] = [{"fault": r.fault, "class": r.klass} for r in hook.repairs]
+        reply.update(fault)
         return reply
     if verb in ("ensure", "check"):
         consumer = Consumer.from_json(request.get("consumer"), provider())
@@ -444,7 +516,9 @@ def _dispatch(hook: Hook, request: Dict[str, Any], reply: Dict[str, Any]) -> Dic
         return _ok(reply, None)
     if verb == "probe":
         hook.probe(_text(request, "fault"), deadline)
-        return _ok(reply, None)
+        reply = _ok(reply, None)
+        reply.update(_admin_fault(hook, deadline))
+        return reply
     if verb == "repair":
         detail = hook.repair(_text(request, "fault"), deadline)
         reply = _ok(reply, None)
@@ -467,6 +541,21 @@ def _dispatch(hook: Hook, request: Dict[str, Any], reply: Dict[str, Any]) -> Dic
             reply["reaches"] = bool(said)
         return reply
     raise Unsupported
+
+
+def _admin_fault(hook: Hook, deadline: Deadline) -> Dict[str, Any]:
+    """The reply's ``fault`` member from :meth:`Hook.admin_fault`: none, null, or the fault."""
+    if getattr(type(hook), "admin_fault", None) is Hook.admin_fault:
+        return {}  # not overridden: the hook says nothing of it
+    said = hook.admin_fault(deadline)
+    if said is None:
+        return {"fault": None}
+    if not isinstance(said, ProviderFault):
+        raise TypeError(f"admin_fault returned {type(said).__name__}, not a ProviderFault or None")
+    fault: Dict[str, Any] = {"class": said.klass if said.klass in CLASSES else "refused"}
+    if said.error:
+        fault["error"] = redact(str(said.error))
+    return {"fault": fault}
 
 
 def answer(hook: Hook, request: Any) -> Dict[str, Any]:
@@ -646,11 +735,12 @@ def _reset_for_tests(out: IO[str], err: IO[str], name: str = "hook") -> None:
     with _lock:
         _secrets.clear()
         _queued.clear()
+        _file_secrets.clear()
         _out, _err, _serving, _log_name, _exec_announced = out, err, False, name, None
 
 
 __all__: List[str] = [
     "VERSION", "CLASSES", "BY_HAND_ACTIONS", "HookError", "Unsupported", "Consumer", "HeldEntry",
-    "KnownFault", "ByHand", "Deadline", "Hook", "log", "set_log_name", "announce_secrets", "secrets", "redact",
+    "KnownFault", "ProviderFault", "ByHand", "Deadline", "Hook", "log", "set_log_name", "announce_secrets", "read_secret_file", "secrets", "redact",
     "deadline_of", "answer", "serve", "exec_once", "run",
 ]

@@ -383,6 +383,123 @@ class ExecModeTest(KitTest):
         self.assertEqual(mesh_hook.deadline_of({"deadline_ms": "soon"}, now=0).at, 30.0)
 
 
+class Faulty(Memory):
+    """Memory whose administrator is refused while ``self.fault`` is set."""
+
+    repairs = (mesh_hook.KnownFault("disk-full"),)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fault: Optional[mesh_hook.ProviderFault] = None
+
+    def probe(self, fault: str, deadline: Deadline) -> None:
+        if fault == "gone":
+            raise HookError("unreachable", "cannot tell")
+
+    def admin_fault(self, deadline: Deadline) -> Optional[mesh_hook.ProviderFault]:
+        return self.fault
+
+
+class ProviderFaultTest(KitTest):
+    def setUp(self) -> None:
+        super().setUp()
+        self.hook = Faulty()
+
+    def test_hello_and_probe_say_the_fault_and_null_once_it_is_gone(self) -> None:
+        self.hook.fault = mesh_hook.ProviderFault("credentials-rejected", f"WRONGPASS for mesh-admin ({ADMIN})")
+        replies = self.serve(request(1, "hello"), request(2, "probe", fault="disk-full"))
+        by_id = {r.get("id"): r for r in replies}
+        said = {"class": "credentials-rejected", "error": "WRONGPASS for mesh-admin ([redacted])"}
+        self.assertEqual(by_id[1]["fault"], said)
+        self.assertNotIn("ok", by_id[1])
+        self.assertEqual((by_id[2]["ok"], by_id[2]["fault"]), (True, said))
+        self.hook.fault = None
+        self.out.truncate(0)
+        self.out.seek(0)
+        replies = self.serve(request(3, "hello"), request(4, "probe", fault="disk-full"))
+        self.assertEqual([r["fault"] for r in replies if "id" in r], [None, None])
+
+    def test_a_class_not_of_the_four_is_refused_and_no_error_is_left_out(self) -> None:
+        self.hook.fault = mesh_hook.ProviderFault("sad")
+        (reply,) = [r for r in self.serve(request(1, "hello")) if "id" in r]
+        self.assertEqual(reply["fault"], {"class": "refused"})
+
+    def test_a_probe_that_fails_says_no_fault(self) -> None:
+        self.hook.fault = mesh_hook.ProviderFault("unreachable", "down")
+        (reply,) = self.serve(request(1, "probe", fault="gone"))
+        self.assertEqual((reply["ok"], reply.get("fault", "absent")), (False, "absent"))
+
+    def test_exec_mode_hello_says_it(self) -> None:
+        self.hook.fault = mesh_hook.ProviderFault("unreachable", "no route to redis")
+        code, reply = self.execute("hello", json.dumps(request(1, "hello")))
+        self.assertEqual((code, reply["fault"]), (0, {"class": "unreachable", "error": "no route to redis"}))
+
+    def test_a_hook_that_does_not_say_has_no_fault_member(self) -> None:
+        self.hook = Memory()
+        (reply,) = [r for r in self.serve(request(1, "hello")) if "id" in r]
+        self.assertNotIn("fault", reply)
+
+
+class SecretFileTest(KitTest):
+    def setUp(self) -> None:
+        super().setUp()
+        import tempfile
+
+        self.dir = tempfile.TemporaryDirectory()
+        self.addCleanup(self.dir.cleanup)
+        self.file = os.path.join(self.dir.name, "admin")
+        self.env = {"T_ADMIN_FILE": self.file}
+
+    def write(self, text: str) -> None:
+        with open(self.file, "w", encoding="utf-8") as f:
+            f.write(text)
+
+    def test_it_trims_announces_first_and_reads_a_rotation_again(self) -> None:
+        mesh_hook._serving = True  # announcements are lines, as in serve mode
+        self.addCleanup(setattr, mesh_hook, "_serving", False)
+        self.write("  first-pw \n")
+        self.assertEqual(mesh_hook.read_secret_file("T_ADMIN_FILE", self.env), "first-pw")
+        self.assertEqual(self.out.getvalue(), '{"secrets":["first-pw"]}\n')
+        mesh_hook.read_secret_file("T_ADMIN_FILE", self.env)
+        self.assertEqual(self.out.getvalue().count("\n"), 1, "an unchanged secret writes nothing again")
+        self.write("second-pw\r\n")
+        self.assertEqual(mesh_hook.read_secret_file("T_ADMIN_FILE", self.env), "second-pw")
+        self.assertTrue(self.out.getvalue().endswith('{"secrets":["second-pw"]}\n'), self.out.getvalue())
+        other = os.path.join(self.dir.name, "other")
+        with open(other, "w", encoding="utf-8") as f:
+            f.write("other-pw")
+        mesh_hook.read_secret_file("T_OTHER_FILE", {"T_OTHER_FILE": other})
+        self.assertEqual(mesh_hook.secrets(), ["other-pw", "second-pw"], "two files' secrets, both announced")
+
+    def test_it_fails_secret_unreadable_naming_file_and_variable_never_the_content(self) -> None:
+        cases = [
+            ({"T_ADMIN_FILE": os.path.join(self.dir.name, "missing")}, "No such file"),
+            ({"T_ADMIN_FILE": self.file}, "is empty"),
+            ({"T_ADMIN_FILE": self.dir.name}, "Is a directory"),
+        ]
+        self.write(" \n\t\n")
+        for env, words in cases:
+            with self.assertRaises(HookError) as caught:
+                mesh_hook.read_secret_file("T_ADMIN_FILE", env)
+            self.assertEqual(caught.exception.klass, "secret-unreadable")
+            for part in (env["T_ADMIN_FILE"], "T_ADMIN_FILE", words):
+                self.assertIn(part, caught.exception.words)
+        with self.assertRaises(HookError) as caught:
+            mesh_hook.read_secret_file("T_ADMIN_FILE", {})
+        self.assertIn("T_ADMIN_FILE is not set", caught.exception.words)
+        self.assertEqual(mesh_hook.secrets(), [], "nothing announced")
+
+    def test_its_failure_is_the_verbs_failure(self) -> None:
+        class Reads(Memory):
+            def hello(inner, deadline: Deadline) -> None:  # noqa: N805
+                mesh_hook.read_secret_file("T_ADMIN_FILE", self.env)
+
+        self.hook = Reads()
+        (reply,) = self.serve(request(1, "hello"))
+        self.assertEqual((reply["ok"], reply["class"]), (False, "secret-unreadable"))
+        self.assertIn(self.file, reply["error"])
+
+
 class DeadlineTest(unittest.TestCase):
     def test_a_passed_deadline_is_expired_and_check_raises_unreachable(self) -> None:
         deadline = Deadline(0)

@@ -14,24 +14,21 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"sort"
 	"strings"
-	"sync"
 
 	"mesh/hook"
 )
 
-// rabbit is the hook's state: the API, its administrator, and what it set.
+// rabbit is the hook's state: the API and its administrator.
 type rabbit struct {
-	base         string // .../api
-	adminUser    string
-	passwordFile string
-	client       *http.Client
-
-	mu  sync.Mutex
-	set map[string][32]byte // consumer -> SHA-256 of the secret this process last set
+	base      string // .../api
+	adminUser string
+	client    *http.Client
 }
+
+// passwordVar names the file holding the administrator's password.
+const passwordVar = "RABBITMQ_HOOK_ADMIN_PASSWORD_FILE"
 
 // login is one set of credentials for the API.
 type login struct{ user, password string }
@@ -39,15 +36,10 @@ type login struct{ user, password string }
 // admin reads the administrator's password from its file (every call: a
 // rotation needs no restart) and announces it before it is used.
 func (r *rabbit) admin() (login, error) {
-	text, err := os.ReadFile(r.passwordFile)
+	password, err := hook.ReadSecretFile(passwordVar)
 	if err != nil {
-		return login{}, hook.Errorf(hook.SecretUnreadable, "the hook's administrator %s: its password file cannot be read: %v", r.adminUser, err)
+		return login{}, err
 	}
-	password := strings.TrimSpace(string(text))
-	if password == "" {
-		return login{}, hook.Errorf(hook.SecretUnreadable, "the hook's administrator %s: its password file %s is empty", r.adminUser, r.passwordFile)
-	}
-	hook.AnnounceSecrets([]string{password})
 	return login{r.adminUser, password}, nil
 }
 
@@ -271,27 +263,6 @@ func (r *rabbit) asConsumer(ctx context.Context, who login, vhost string) error 
 	default:
 		return hook.Errorf(hook.Refused, "%s cannot use vhost %s: RabbitMQ answered the aliveness test with %d: %s", who.user, vhost, a.status, a.reason())
 	}
-}
-
-// remember notes the secret this process set for name; setBefore says
-// whether it set another one before (a rotation, not a change by hand).
-func (r *rabbit) remember(name, secret string) {
-	r.mu.Lock()
-	r.set[name] = sha256.Sum256([]byte(secret))
-	r.mu.Unlock()
-}
-
-func (r *rabbit) rotated(name, secret string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	last, ok := r.set[name]
-	return ok && last != sha256.Sum256([]byte(secret))
-}
-
-func (r *rabbit) forget(name string) {
-	r.mu.Lock()
-	delete(r.set, name)
-	r.mu.Unlock()
 }
 
 // notOurs is the refusal for a user or vhost the hook did not make.

@@ -21,9 +21,9 @@
 //     vhost, then the permissions: a call killed half way leaves a marked
 //     user the next ensure completes); for a user it made, set the password
 //     again when RabbitMQ's hash is not the secret's, and the tags and the
-//     permissions when they differ, replying `mended` for what was changed
-//     at RabbitMQ (a rotation, a new secret it did not set yet, is not
-//     mended). A retired user's permissions are left off: re-enabling is
+//     permissions when they differ, replying `mended` for what it set again
+//     (a rotation too: the loop, which knows when it minted a new secret,
+//     does not count that as a mend). A retired user's permissions are left off: re-enabling is
 //     the loop's call. A user or a vhost of that name it did not make is
 //     refused.
 //   - check: as the consumer, with its own credentials against the API,
@@ -44,9 +44,11 @@
 //     `management` only, no mark), works, reach (the aliveness test as one
 //     consumer on another's vhost), remove.
 //
-// The administrator's password is read from its file on every call (a
-// rotation needs no restart) and announced to mesh-provide (a secrets line)
-// before it is used.
+// The administrator's password is read from its file on every call
+// (hook.ReadSecretFile: a rotation needs no restart) and announced to
+// mesh-provide (a secrets line) before it is used. hello says the provider
+// fault (hook.Hook.AdminFault): the administrator refused by RabbitMQ, or
+// its API out of reach, so status names it at once.
 //
 // Settings (environment):
 //
@@ -85,18 +87,15 @@ func settings() (*rabbit, error) {
 	if user == "" {
 		user = "mesh-admin"
 	}
-	file := os.Getenv("RABBITMQ_HOOK_ADMIN_PASSWORD_FILE")
-	if file == "" {
-		return nil, fmt.Errorf("RABBITMQ_HOOK_ADMIN_PASSWORD_FILE is not set: the file holding %s's password", user)
+	if os.Getenv(passwordVar) == "" {
+		return nil, fmt.Errorf("%s is not set: the file holding %s's password", passwordVar, user)
 	}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.MaxIdleConnsPerHost = 64
 	return &rabbit{
-		base:         base + "/api",
-		adminUser:    user,
-		passwordFile: file,
-		client:       &http.Client{Transport: transport, Timeout: 5 * time.Minute},
-		set:          map[string][32]byte{},
+		base:      base + "/api",
+		adminUser: user,
+		client:    &http.Client{Transport: transport, Timeout: 5 * time.Minute},
 	}, nil
 }
 
@@ -116,14 +115,16 @@ func main() {
 // hook is the kit's Hook over r.
 func (r *rabbit) hook() hook.Hook {
 	return hook.Hook{
-		Name:     "rabbitmq-hook",
-		Hello:    r.hello,
-		Ensure:   r.ensure,
-		Check:    r.check,
-		Held:     r.held,
-		Retire:   r.retire,
-		ReEnable: r.reEnable,
-		Delete:   r.delete,
+		Name:  "rabbitmq-hook",
+		Hello: r.hello,
+		// A hello (and a probe) says whether the administrator works.
+		AdminFault: r.adminFault,
+		Ensure:     r.ensure,
+		Check:      r.check,
+		Held:       r.held,
+		Retire:     r.retire,
+		ReEnable:   r.reEnable,
+		Delete:     r.delete,
 		ByHand: &hook.ByHand{
 			Change: r.change,
 			Make:   r.make,

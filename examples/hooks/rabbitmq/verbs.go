@@ -16,6 +16,24 @@ func (r *rabbit) hello(ctx context.Context) error {
 	return err
 }
 
+// adminFault says whether the administrator can use the API now (GET
+// /api/whoami as it): its login refused or the API out of reach is the
+// provider fault, nil when it works.
+func (r *rabbit) adminFault(ctx context.Context) *hook.Fault {
+	admin, err := r.admin()
+	if err == nil {
+		_, err = r.as(ctx, admin, "GET", "/whoami", nil, nil, false)
+	}
+	if err == nil {
+		return nil
+	}
+	class := hook.ClassOf(err)
+	if class == "" {
+		class = hook.Refused
+	}
+	return &hook.Fault{Class: class, Error: err.Error()}
+}
+
 // tagsFor is the tags of a user the instance made, retired or not: the
 // instance "" is a mark from before instances (mesh-provide alone).
 func tagsFor(retired bool, instance string) []string {
@@ -90,7 +108,6 @@ func (r *rabbit) ensure(ctx context.Context, c hook.Consumer, secret string) (ho
 		if err := r.putUser(ctx, admin, name, secret, user{}, tagsFor(false, instance)); err != nil {
 			return hook.Result{}, err
 		}
-		r.remember(name, secret)
 		return hook.Result{}, r.grant(ctx, admin, name)
 	}
 	maker, marked := makerOf(u.Tags)
@@ -114,9 +131,9 @@ func (r *rabbit) ensure(ctx context.Context, c hook.Consumer, secret string) (ho
 		password := ""
 		if !passwordOK {
 			password = secret
-			if !r.rotated(name, secret) {
-				mended = append(mended, "its password was not the minted secret")
-			}
+			// Mended whenever it set the password: the loop, which knows
+			// when it minted a new secret, does not count a rotation.
+			mended = append(mended, "its password was not the minted secret")
 		}
 		if !tagsOK {
 			mended = append(mended, describe("its tags were %q", strings.Join(u.Tags, ",")))
@@ -125,7 +142,6 @@ func (r *rabbit) ensure(ctx context.Context, c hook.Consumer, secret string) (ho
 			return hook.Result{}, err
 		}
 	}
-	r.remember(name, secret)
 	if !retired {
 		// Retired: its permissions stay off (re-enabling is the loop's call).
 		more, err := r.restore(ctx, admin, name)
@@ -333,7 +349,6 @@ func (r *rabbit) delete(ctx context.Context, name string) error {
 	if _, err := r.as(ctx, admin, "DELETE", "/users/"+esc(name), nil, nil, true); err != nil {
 		return err
 	}
-	r.forget(name)
 	return nil
 }
 

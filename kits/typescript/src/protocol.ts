@@ -197,6 +197,24 @@ export interface Failure extends Secrets {
   class?: Class;
 }
 
+/**
+ * A provider fault: the hook cannot work as its administrator now (its
+ * password refused, its backend out of reach). Said in hello's reply and in
+ * a probe's success as `fault`; `null` says there is none. The loop
+ * publishes it at once and `status` names it on the provider's line.
+ */
+export interface ProviderFault {
+  /** Defaults to `refused`. */
+  class?: Class;
+  /** What is wrong and, best, how to fix it. */
+  error?: string;
+}
+
+/** probe's success: the known fault is absent; `fault` may say a provider fault all the same. */
+export interface ProbeSuccess extends Success {
+  fault?: ProviderFault | null;
+}
+
 /** A known fault a hook can probe and repair (hello's `repairs`). */
 export interface Repair {
   fault: string;
@@ -210,6 +228,8 @@ export interface Hello extends Secrets {
   name?: string;
   /** Known faults it can probe and repair. */
   repairs?: Repair[];
+  /** The provider fault, or `null` for none (left out: none said). */
+  fault?: ProviderFault | null;
   ok?: never;
 }
 
@@ -258,7 +278,7 @@ export interface Replies {
   retire: Success | Failure | Unsupported;
   're-enable': Success | Failure | Unsupported;
   delete: Success | Failure | Unsupported;
-  probe: Success | Failure | Unsupported;
+  probe: ProbeSuccess | Failure | Unsupported;
   repair: Success | Failure | Unsupported;
   'by-hand': Success | Failure | Works | Reaches | Unsupported;
 }

@@ -12,6 +12,7 @@
 // of any error text before a reply, as are the secrets announced with
 // announceSecrets().
 
+import { readFile } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 
 import {
@@ -20,6 +21,7 @@ import {
   type ByHandRequestOf,
   type Class,
   type Failure,
+  type ProviderFault,
   type Reply,
   type ReplyOf,
   type Request,
@@ -87,6 +89,16 @@ export interface Hook {
   /** Said in hello and in front of its log lines. */
   name: string;
   handlers: Handlers;
+  /**
+   * Whether the hook can work as its administrator now: `null` (or nothing)
+   * when it can, else the provider fault. Asked after every hello whose
+   * handler succeeded and every probe that found its known fault absent,
+   * unless the handler's reply says `fault` itself; its answer is that
+   * reply's `fault`. In exec mode hello is asked once a pass; in serve mode
+   * once a start, then probes (say known faults in hello's `repairs` for
+   * them to be asked).
+   */
+  adminFault?: (call: Call) => Awaitable<ProviderFault | null | undefined>;
   /** The class of an error that is no HookError (undefined: mesh-provide reads the words). */
   classify?: (error: unknown) => Class | undefined;
   /** Releases the backend's connections before the process ends. */
@@ -128,6 +140,41 @@ export function announceSecrets(list: readonly string[]): void {
   if (next.length === announced.length && next.every((secret, i) => secret === announced[i])) return;
   announced = next;
   if (mode === 'serve') process.stdout.write(`${JSON.stringify({ secrets: announced })}\n`);
+}
+
+/** What readSecretFile read last, by variable: announced together. */
+const fileSecrets = new Map<string, string>();
+
+/**
+ * A secret of the hook's own (its administrator's password), read from the
+ * file the environment variable `envVar` names (in `env`, by default
+ * `process.env`): the file read again at every call, its surrounding
+ * whitespace (the line break) trimmed, and the secret announced
+ * (announceSecrets, with every other secret read through this function)
+ * BEFORE it is returned. Call it for every new administrator session (a
+ * connection, or every call): a rotated password then needs no restart.
+ *
+ * Throws HookError('secret-unreadable'), naming the variable and the file
+ * (never what it holds), when `envVar` is not set, the file cannot be read
+ * or it holds only whitespace.
+ */
+export async function readSecretFile(envVar: string, env: NodeJS.ProcessEnv = process.env): Promise<string> {
+  const path = env[envVar] ?? '';
+  if (path === '') {
+    throw new HookError('secret-unreadable', `${envVar} is not set: it names the file holding the hook's administrator password`);
+  }
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    throw new HookError('secret-unreadable', `the secret file ${path} (${envVar}) cannot be read: ${typeof code === 'string' ? code : messageOf(error)}`);
+  }
+  const secret = text.trim();
+  if (secret === '') throw new HookError('secret-unreadable', `the secret file ${path} (${envVar}) is empty`);
+  fileSecrets.set(envVar, secret);
+  announceSecrets([...new Set(fileSecrets.values())].sort());
+  return secret;
 }
 
 /** One line on stderr, which mesh-provide logs (redacted, bounded); the announced secrets are cut out here too. */
@@ -270,7 +317,9 @@ async function dispatch(hook: Hook, request: Request, call: Call): Promise<Exclu
     case 'hello': {
       const said = handlers.hello === undefined ? {} : await handlers.hello(request, call);
       if ('ok' in said || 'unsupported' in said) return said;
-      return { name: hook.name, ...said, secrets: [...announced, ...(said.secrets ?? [])] };
+      // First: adminFault may read and announce a secret.
+      const fault = said.fault !== undefined ? {} : await adminFault(hook, call);
+      return { name: hook.name, ...said, ...fault, secrets: [...announced, ...(said.secrets ?? [])] };
     }
     case 'ensure':
       return handlers.ensure ? ok(await handlers.ensure(request, call)) : unsupported;
@@ -284,8 +333,12 @@ async function dispatch(hook: Hook, request: Request, call: Call): Promise<Exclu
       return handlers['re-enable'] ? ok(await handlers['re-enable'](request, call)) : unsupported;
     case 'delete':
       return handlers.delete ? ok(await handlers.delete(request, call)) : unsupported;
-    case 'probe':
-      return handlers.probe ? ok(await handlers.probe(request, call)) : unsupported;
+    case 'probe': {
+      if (!handlers.probe) return unsupported;
+      const said = ok(await handlers.probe(request, call));
+      if (!('ok' in said) || said.ok !== true || 'fault' in said) return said;
+      return { ...said, ...(await adminFault(hook, call)) };
+    }
     case 'repair':
       return handlers.repair ? ok(await handlers.repair(request, call)) : unsupported;
     case 'by-hand':
@@ -296,6 +349,16 @@ async function dispatch(hook: Hook, request: Request, call: Call): Promise<Exclu
 }
 
 const unsupported = { unsupported: true } as const;
+
+/** The reply's `fault` member from hook.adminFault: none (no adminFault), null, or the fault (its words redacted). */
+async function adminFault(hook: Hook, call: Call): Promise<{ fault?: ProviderFault | null }> {
+  if (hook.adminFault === undefined) return {};
+  const said = await hook.adminFault(call);
+  if (said === null || said === undefined) return { fault: null };
+  const fault: ProviderFault = { class: isClass(said.class) ? said.class : 'refused' };
+  if (typeof said.error === 'string' && said.error !== '') fault.error = redact(said.error, []);
+  return { fault };
+}
 
 /** A by-hand action's handler called, or unsupported. */
 async function byHand(actions: NonNullable<Handlers['by-hand']>, request: RequestOf<'by-hand'>, call: Call): Promise<object> {

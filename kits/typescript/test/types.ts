@@ -16,7 +16,15 @@ export const good: Reply[] = [
   { id: 4, held: [{ consumer: 'forge' }, { consumer: 'wiki', retired: true }] },
   { id: 5, unsupported: true },
   { id: 6, ok: true, works: false },
+  { id: 7, name: 'mariadb', fault: { class: 'credentials-rejected', error: 'Access denied for mesh-admin' } },
+  { id: 8, fault: null },
+  { id: 9, ok: true, fault: {} },
 ];
+
+// @ts-expect-error a provider fault of an unknown class
+export const badFault: ReplyOf<'hello'> = { fault: { class: 'sad' } };
+// @ts-expect-error a provider fault that is a string
+export const wordFault: ReplyOf<'probe'> = { ok: true, fault: 'down' };
 
 // @ts-expect-error a failure without its error
 export const noError: Failure = { ok: false };

@@ -8,9 +8,10 @@
 //   MARIADB_HOOK_HOST                 the server (default 127.0.0.1)
 //   MARIADB_HOOK_PORT                 its port (default 3306)
 //   MARIADB_HOOK_ADMIN_USER           the account the hook acts as (default mesh-admin)
-//   MARIADB_HOOK_ADMIN_PASSWORD_FILE  a file holding its password (required; line
-//                                     breaks dropped; read again at each new
-//                                     administrator connection, so a rotation
+//   MARIADB_HOOK_ADMIN_PASSWORD_FILE  a file holding its password (required;
+//                                     surrounding whitespace dropped; read again
+//                                     at each new administrator connection with
+//                                     the kit's readSecretFile, so a rotation
 //                                     needs no restart)
 //   MARIADB_HOOK_USER_HOST            the host part of the users it makes (default %)
 //   MARIADB_HOOK_ADMIN_CONNECTIONS    administrator connections kept open (default 16)
@@ -34,9 +35,15 @@
 // to MariaDB as its hash (IDENTIFIED BY PASSWORD '*...'), never in clear.
 
 import { createHash, randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-
-import { type Call, type Class, type Handlers, HookError, announceSecrets, messageOf } from 'mesh-hook-kit';
+import {
+  type Call,
+  type Class,
+  type Handlers,
+  HookError,
+  type ProviderFault,
+  messageOf,
+  readSecretFile,
+} from 'mesh-hook-kit';
 import { type Connection, type RowDataPacket, createConnection } from 'mysql2/promise';
 
 /** The hook's settings, from the environment. */
@@ -119,18 +126,28 @@ export function nativeHash(password: string): string {
   return `*${createHash('sha1').update(once).digest('hex').toUpperCase()}`;
 }
 
+/** The variable naming the administrator's password file. */
+const PASSWORD_VAR = 'MARIADB_HOOK_ADMIN_PASSWORD_FILE';
+
 /** The administrator's password, read from its file now, announced before any use. */
-function adminPassword(): string {
-  let text: string;
+function adminPassword(): Promise<string> {
+  return readSecretFile(PASSWORD_VAR, { [PASSWORD_VAR]: settings.adminPasswordFile });
+}
+
+/**
+ * The provider fault (the kit's Hook.adminFault): a new administrator
+ * connection (the password file read again) refused, or MariaDB out of
+ * reach; null when it logs in.
+ */
+export async function adminFault(call: Call): Promise<ProviderFault | null> {
   try {
-    text = readFileSync(settings.adminPasswordFile, 'utf8');
+    (await openAdmin(call)).destroy();
+    return null;
   } catch (error) {
-    throw new HookError('secret-unreadable', `cannot read the administrator password file ${settings.adminPasswordFile}: ${messageOf(error)}`);
+    const klass = error instanceof HookError ? error.class : (classify(error) ?? 'refused');
+    const fix = klass === 'credentials-rejected' ? ` (write its password to the file ${PASSWORD_VAR} names)` : '';
+    return { class: klass, error: messageOf(error) + fix };
   }
-  const password = text.replace(/[\r\n]/g, '');
-  if (password === '') throw new HookError('secret-unreadable', `the administrator password file ${settings.adminPasswordFile} is empty`);
-  announceSecrets([password]);
-  return password;
 }
 
 /** A MariaDB error's number and code, when it is one. */
@@ -152,7 +169,7 @@ export function classify(error: unknown): Class | undefined {
 const idle: Connection[] = [];
 
 async function openAdmin(call: Call): Promise<Connection> {
-  const password = adminPassword();
+  const password = await adminPassword();
   try {
     const connection = await createConnection({
       host: settings.host,
@@ -331,8 +348,10 @@ async function ensure(sql: Sql, name: string, secret: string, provider: string):
     await sql('CREATE USER IF NOT EXISTS ?@? IDENTIFIED BY PASSWORD ?', [...user, hash]);
   } else if (found.auth !== hash) {
     await sql('ALTER USER ?@? IDENTIFIED BY PASSWORD ?', [...user, hash]);
-    // Another hash than the one it set: changed at MariaDB, not a rotation.
-    if (complete && found.auth !== found.setHash) mended.push(`the password of ${name} was changed at MariaDB; set back`);
+    // Mended whenever it set the password of a provision it had finished
+    // making: the loop, which knows when it minted a new secret, does not
+    // count a rotation (docs/hooks.md, "Rotations and mends").
+    if (complete) mended.push(`the password of ${name} was not the minted secret; set`);
   }
   if (!found.granted || !found.userExists) {
     await sql(`GRANT ALL PRIVILEGES ON \`${grantDb(name)}\`.* TO ?@?`, user);
@@ -367,8 +386,8 @@ async function oursOrNothing(sql: Sql, name: string, provider: string): Promise<
 
 /** The handlers the hook serves. */
 export const handlers: Handlers = {
-  hello() {
-    adminPassword(); // read and announced: redacted from here on
+  async hello() {
+    await adminPassword(); // read and announced: redacted from here on
     return { name: 'mariadb', repairs: [] };
   },
 

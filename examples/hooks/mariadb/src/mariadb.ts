@@ -23,6 +23,6 @@
 
 import { serve } from 'mesh-hook-kit';
 
-import { classify, close, handlers } from './backend.js';
+import { adminFault, classify, close, handlers } from './backend.js';
 
-await serve({ name: 'mariadb', handlers, classify, close });
+await serve({ name: 'mariadb', handlers, adminFault, classify, close });
