@@ -11,6 +11,10 @@
 //! declare, each with its file and line. There is no allow-list. It
 //! asserts that it found a workspace's worth of items, and items it knows
 //! are there, so it cannot pass by reading nothing.
+//!
+//! Why a check of our own: neither rustc nor clippy looks across crates
+//! (each crate is compiled alone), and no crate boundary forbids two crates
+//! from naming a type alike.
 
 use std::collections::BTreeMap;
 use std::path::Path;
