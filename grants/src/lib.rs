@@ -16,6 +16,9 @@
 //! - [`agent`]: a round of checks and the events it puts on the outbox.
 //! - [`cli`]: the command line and the run.
 
+// Nothing public by accident: what this crate offers is chosen.
+#![warn(unreachable_pub)]
+
 pub mod agent;
 pub mod cli;
 pub mod dial;

@@ -11,6 +11,9 @@
 //!   version. What is wrong is logged once per change, and once more when
 //!   the file is good again; an unchanged file is not parsed again.
 
+// Nothing public by accident: what this crate offers is chosen.
+#![warn(unreachable_pub)]
+
 pub mod entries;
 mod last_good;
 mod list;

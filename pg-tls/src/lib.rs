@@ -46,6 +46,9 @@
 //! # }
 //! ```
 
+// Nothing public by accident: what this crate offers is chosen.
+#![warn(unreachable_pub)]
+
 mod connect;
 mod params;
 mod shown;

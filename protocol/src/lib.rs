@@ -87,6 +87,9 @@
 //! The full contract, with what each field means and when each event is
 //! published, is docs/contracts/ in the mesh repository.
 
+// Nothing public by accident: what this crate offers is chosen.
+#![warn(unreachable_pub)]
+
 mod alive;
 mod approve;
 mod class;

@@ -33,6 +33,9 @@
 //! Every contract these pieces implement (flags, subjects, exit codes,
 //! metrics) is written down in the repository's `docs/contracts/`.
 
+// Nothing public by accident: what this crate offers is chosen.
+#![warn(unreachable_pub)]
+
 pub mod backoff;
 pub mod clock;
 pub mod credentials;

@@ -26,6 +26,9 @@
 //! (`mesh-controller history`); [`store::HistoryFilter`] says what a read
 //! of history selects.
 
+// Nothing public by accident: what this crate offers is chosen.
+#![warn(unreachable_pub)]
+
 pub mod model;
 
 pub mod store;

@@ -12,10 +12,10 @@
 //! | `unknown` | `# TYPE x unknown` | `# TYPE x untyped` |
 
 /// The content type of OpenMetrics text.
-pub const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+pub(super) const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// The content type of the Prometheus text format 0.0.4.
-pub const TEXT_0_0_4: &str = "text/plain; version=0.0.4; charset=utf-8";
+pub(super) const TEXT_0_0_4: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// A text format of `/metrics`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
