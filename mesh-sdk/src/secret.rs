@@ -3,6 +3,7 @@
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
+use mesh_runtime::secret::{read_trimmed, ReadFailure};
 use mesh_runtime::Secret;
 
 use crate::contributions::Consumer;
@@ -34,30 +35,22 @@ pub enum SecretError {
     },
 }
 
-/// Reads a secret file, trimming surrounding whitespace.
-///
-/// This is a small local file: it is read with a blocking call, which costs a
-/// few microseconds and keeps the pass cheap at 100,000 consumers.
+/// Reads a minted secret file by the one rule of every secret file
+/// ([`mesh_runtime::secret::read_trimmed`]: whole, trimmed, refused empty).
 ///
 /// # Errors
 /// [`SecretError`] when the file is missing, unreadable, not UTF-8 or empty.
 pub fn read_secret(path: &Path) -> Result<Secret, SecretError> {
-    let text = read_small(path).map_err(|source| match source.kind() {
-        ErrorKind::NotFound => SecretError::Missing { path: path.into() },
-        _ => SecretError::Unreadable {
+    read_trimmed(path).map_err(|failure| match failure {
+        ReadFailure::Unreadable(source) if source.kind() == ErrorKind::NotFound => {
+            SecretError::Missing { path: path.into() }
+        }
+        ReadFailure::Unreadable(source) => SecretError::Unreadable {
             path: path.into(),
             source,
         },
-    })?;
-    let trimmed = text.trim();
-    if trimmed.is_empty() {
-        return Err(SecretError::Empty { path: path.into() });
-    }
-    Ok(Secret::new(if trimmed.len() == text.len() {
-        text
-    } else {
-        trimmed.to_owned()
-    }))
+        ReadFailure::Empty => SecretError::Empty { path: path.into() },
+    })
 }
 
 /// Where the loop gets each consumer's minted secret, every pass.
@@ -82,22 +75,6 @@ impl SecretSource for FileSecrets {
     fn read(&self, consumer: &Consumer) -> Result<Secret, SecretError> {
         read_secret(&consumer.secret_file)
     }
-}
-
-/// Reads a small file as UTF-8 with as few system calls as it takes
-/// (open, read until end, close; no size query).
-fn read_small(path: &Path) -> std::io::Result<String> {
-    use std::io::Read;
-    let mut file = std::fs::File::open(path)?;
-    let mut buffer = [0u8; 256];
-    let mut bytes = Vec::new();
-    loop {
-        match file.read(&mut buffer)? {
-            0 => break,
-            n => bytes.extend_from_slice(&buffer[..n]),
-        }
-    }
-    String::from_utf8(bytes).map_err(|e| std::io::Error::new(ErrorKind::InvalidData, e))
 }
 
 #[cfg(test)]
