@@ -14,6 +14,7 @@
 
 mod hooks_support;
 
+use std::collections::BTreeSet;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -556,4 +557,184 @@ fn the_go_kit_and_its_example_pass_go_vet_gofmt_and_the_kits_unit_tests() {
         tests.contains("ok  \tmesh/hook"),
         "go test ./... in kits/go: {tests}"
     );
+}
+
+/// The Go release the kit and its example claim (`go 1.N` in go.mod).
+const GO_FLOOR: u32 = 19;
+
+/// The standard library's package-level names (functions, types,
+/// constants, variables) and packages that came after Go 1.`floor`, from
+/// Go's own record of its API (`$GOROOT/api/go1.N.txt`): `(package, name)`,
+/// and the packages that did not exist up to the floor.
+fn newer_than(api: &Path, floor: u32) -> (BTreeSet<(String, String)>, BTreeSet<String>) {
+    let mut names = BTreeSet::new();
+    let mut old_names = BTreeSet::new();
+    let mut old_packages = BTreeSet::new();
+    let mut new_packages = BTreeSet::new();
+    for entry in std::fs::read_dir(api).unwrap().flatten() {
+        let file = entry.file_name().to_string_lossy().into_owned();
+        let release = match file
+            .strip_prefix("go1")
+            .and_then(|r| r.strip_suffix(".txt"))
+        {
+            Some("") => 0,
+            Some(r) => match r.strip_prefix('.').and_then(|n| n.parse::<u32>().ok()) {
+                Some(n) => n,
+                None => continue,
+            },
+            None => continue,
+        };
+        let text = std::fs::read_to_string(entry.path()).unwrap();
+        for line in text.lines() {
+            let Some(rest) = line.strip_prefix("pkg ") else {
+                continue;
+            };
+            let Some((package, item)) = rest.split_once(", ") else {
+                continue;
+            };
+            // `pkg syscall (linux-386), const ...`: the package alone.
+            let package = package.split(' ').next().unwrap_or(package).to_owned();
+            let mut words = item.split_whitespace();
+            let (Some(kind), Some(name)) = (words.next(), words.next()) else {
+                continue;
+            };
+            let name: String = name
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            // `type T struct, F ...`: a field of T, not T.
+            let a_name = matches!(kind, "func" | "type" | "const" | "var");
+            if release <= floor {
+                old_packages.insert(package.clone());
+                if a_name {
+                    old_names.insert((package, name));
+                }
+                continue;
+            }
+            new_packages.insert(package.clone());
+            if a_name {
+                names.insert((package, name));
+            }
+        }
+    }
+    let names = names.difference(&old_names).cloned().collect();
+    let new_packages = new_packages.difference(&old_packages).cloned().collect();
+    (names, new_packages)
+}
+
+/// What of the standard library `source` (a Go file) names that is newer
+/// than the floor: imports of new packages, and package-level names added
+/// later (a method or field added later is not seen: a limit of reading
+/// without types).
+fn too_new(
+    source: &str,
+    (names, packages): &(BTreeSet<(String, String)>, BTreeSet<String>),
+) -> Vec<String> {
+    let mut found = Vec::new();
+    // The imports: `import "x"`, or a block; an alias before the path.
+    let mut imports: Vec<(String, String)> = Vec::new();
+    let mut in_block = false;
+    for line in source.lines().map(str::trim) {
+        let spec = if in_block {
+            if line.starts_with(')') {
+                in_block = false;
+                continue;
+            }
+            line
+        } else if line == "import (" {
+            in_block = true;
+            continue;
+        } else if let Some(spec) = line.strip_prefix("import ") {
+            spec
+        } else {
+            continue;
+        };
+        let mut parts = spec.split_whitespace();
+        let (alias, path) = match (parts.next(), parts.next()) {
+            (Some(a), Some(p)) if p.starts_with('"') => (Some(a), p),
+            (Some(p), _) if p.starts_with('"') => (None, p),
+            _ => continue,
+        };
+        let path = path.trim_matches('"').to_owned();
+        let local = alias
+            .map(str::to_owned)
+            .unwrap_or_else(|| path.rsplit('/').next().unwrap_or(&path).to_owned());
+        if packages.contains(&path) {
+            found.push(format!("package {path}"));
+        }
+        imports.push((local, path));
+    }
+    for (local, path) in &imports {
+        let prefix = format!("{local}.");
+        for (at, _) in source.match_indices(&prefix) {
+            let before = source[..at].chars().next_back();
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.') {
+                continue;
+            }
+            let name: String = source[at + prefix.len()..]
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            if names.contains(&(path.clone(), name.clone())) {
+                found.push(format!("{path}.{name}"));
+            }
+        }
+    }
+    found.sort();
+    found.dedup();
+    found
+}
+
+/// The kit and its example build with the Go their go.mod names: since Go
+/// 1.21 the compiler refuses language features newer than the go.mod line,
+/// but not a newer standard library; this holds the library to it too, by
+/// Go's own record of when each name came (`$GOROOT/api`).
+#[test]
+fn the_go_kit_and_its_example_use_nothing_newer_than_their_go_floor() {
+    let Some(go) = go() else {
+        assert!(
+            std::env::var_os("MESH_REQUIRE_KITS").is_none(),
+            "no Go, and MESH_REQUIRE_KITS is set"
+        );
+        eprintln!("SKIPPED the Go floor: no Go");
+        return;
+    };
+    let root = Command::new(&go)
+        .args(["env", "GOROOT"])
+        .output()
+        .expect("go env GOROOT");
+    let api = PathBuf::from(String::from_utf8_lossy(&root.stdout).trim()).join("api");
+    let newer = newer_than(&api, GO_FLOOR);
+    assert!(
+        newer.0.contains(&("errors".to_owned(), "Join".to_owned())) && newer.1.contains("slices"),
+        "Go's API record was not read: {} names, packages {:?}",
+        newer.0.len(),
+        newer.1
+    );
+    // It can fail: a planted call and import are found.
+    let planted = "package x\n\nimport (\n\t\"errors\"\n\t\"slices\"\n\t\"strings\"\n)\n\n\
+                   var _ = errors.Join\nvar _ = strings.CutPrefix\nvar _ = strings.TrimSpace\n";
+    assert_eq!(
+        too_new(planted, &newer),
+        ["errors.Join", "package slices", "strings.CutPrefix"]
+    );
+    for dir in ["kits/go", "examples/hooks/rabbitmq"] {
+        let module = std::fs::read_to_string(repo().join(dir).join("go.mod")).unwrap();
+        assert!(
+            module.lines().any(|l| l == format!("go 1.{GO_FLOOR}")),
+            "{dir}/go.mod names go 1.{GO_FLOOR}"
+        );
+        for entry in std::fs::read_dir(repo().join(dir)).unwrap().flatten() {
+            let path = entry.path();
+            if path.extension().is_some_and(|e| e == "go") {
+                let source = std::fs::read_to_string(&path).unwrap();
+                let found = too_new(&source, &newer);
+                assert!(
+                    found.is_empty(),
+                    "{} uses what came after Go 1.{GO_FLOOR}: {found:?}",
+                    path.display()
+                );
+            }
+        }
+    }
 }

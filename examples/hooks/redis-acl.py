@@ -224,7 +224,11 @@ class RedisAcl(mesh_hook.Hook):
             raise
         if isinstance(reply, ReplyError):
             redis.close()
-            raise HookError("credentials-rejected", f"the hook's administrator {self.user} was refused: {reply}")
+            raise HookError(
+                "credentials-rejected",
+                f"the hook's administrator {self.user} was refused: {reply} "
+                f"(write its password to the file {PASSWORD_VAR} names)",
+            )
         return redis
 
     @contextmanager
@@ -297,8 +301,7 @@ class RedisAcl(mesh_hook.Hook):
         try:
             self.connect_admin(deadline).close()
         except HookError as error:
-            fix = f" (write its password to the file {PASSWORD_VAR} names)" if error.klass == "credentials-rejected" else ""
-            return mesh_hook.ProviderFault(error.klass or "refused", error.words + fix)
+            return mesh_hook.ProviderFault(error.klass or "refused", error.message)
         return None
 
     def ensure(self, consumer: Consumer, secret: str, deadline: Deadline) -> Optional[str]:

@@ -99,11 +99,11 @@ func (c Class) Valid() bool {
 // HookError is a failure with its class: return one (or [Errorf]'s) from a
 // verb to say what kind of failure it is. An error of another type is
 // classed by [Hook.Classify], else left to mesh-provide, which reads its
-// words.
+// message.
 type HookError struct {
 	// Class is the failure's class; an invalid one is sent as Refused.
 	Class Class
-	// Message is the failure's words (the consumer's secret and the
+	// Message is the failure's message (the consumer's secret and the
 	// announced secrets are cut out of it before the reply).
 	Message string
 }
@@ -111,7 +111,7 @@ type HookError struct {
 // Error returns the message.
 func (e *HookError) Error() string { return e.Message }
 
-// Errorf makes a *HookError of class with fmt.Sprintf's words.
+// Errorf makes a *HookError of class with fmt.Sprintf's message.
 func Errorf(class Class, format string, args ...any) error {
 	return &HookError{Class: class, Message: fmt.Sprintf(format, args...)}
 }
@@ -249,7 +249,7 @@ type Hook struct {
 	// ByHand holds the conform-only by-hand actions (nil: unsupported).
 	ByHand *ByHand
 	// Classify gives the class of an error that is no *HookError ("":
-	// none, mesh-provide reads the words).
+	// none, mesh-provide reads the message).
 	Classify func(err error) Class
 	// Close, when set, runs once after the last reply (release the
 	// backend's connections).

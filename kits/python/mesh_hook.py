@@ -48,6 +48,7 @@ import os
 import sys
 import threading
 import time
+import warnings
 from dataclasses import dataclass
 from typing import IO, Any, Dict, List, Mapping, Optional, Sequence
 
@@ -73,18 +74,28 @@ SERVE_THREADS = 64
 
 
 class HookError(Exception):
-    """A failure with its class: ``raise HookError("refused", "words")``.
+    """A failure with its class: ``raise HookError("refused", "the message")``.
 
     ``klass`` is one of :data:`CLASSES` (any other is read as ``refused``),
-    or ``None`` to let mesh-provide read the words (``password
+    or ``None`` to let mesh-provide read the message (``password
     authentication failed`` as credentials-rejected, ``connection refused``
     as unreachable).
     """
 
-    def __init__(self, klass: Optional[str], words: str) -> None:
-        super().__init__(words)
+    def __init__(self, klass: Optional[str], message: Optional[str] = None, *, words: Optional[str] = None) -> None:
+        if message is None and words is not None:
+            warnings.warn("HookError(words=...) is deprecated: say message=", DeprecationWarning, stacklevel=2)
+            message = words
+        message = message or ""
+        super().__init__(message)
         self.klass: Optional[str] = klass if klass is None or klass in CLASSES else "refused"
-        self.words = words
+        self.message = message
+
+    @property
+    def words(self) -> str:
+        """Deprecated: :attr:`message` (kept for one release)."""
+        warnings.warn("HookError.words is deprecated: read .message", DeprecationWarning, stacklevel=2)
+        return self.message
 
 
 class Unsupported(Exception):
@@ -276,7 +287,7 @@ class Hook:
         raise Unsupported
 
     def classify(self, error: Exception) -> Optional[str]:
-        """The class of an exception that is no HookError (None: mesh-provide reads the words)."""
+        """The class of an exception that is no HookError (None: mesh-provide reads the message)."""
         return "refused"
 
     def close(self) -> None:
@@ -315,18 +326,18 @@ def provider() -> str:
     return _request_provider.get() or os.environ.get("MESH_PROVIDER", "")
 
 
-def redact(words: str, extra: Sequence[Optional[str]] = ()) -> str:
-    """``words`` with the hook's announced secrets, the current request's secret and ``extra`` replaced."""
+def redact(message: str, extra: Sequence[Optional[str]] = ()) -> str:
+    """``message`` with the hook's announced secrets, the current request's secret and ``extra`` replaced."""
     hidden = [s for s in (*extra, _request_secret.get(), *_secrets) if isinstance(s, str) and s != ""]
     # Longest first: a secret that holds another is cut whole.
     for secret in sorted(set(hidden), key=len, reverse=True):
-        words = words.replace(secret, REDACTED)
-    return words
+        message = message.replace(secret, REDACTED)
+    return message
 
 
-def log(words: str) -> None:
+def log(message: str) -> None:
     """One line on stderr, which mesh-provide logs; secrets the kit knows are cut out."""
-    text = redact(str(words)).replace("\r", " ").replace("\n", " ")
+    text = redact(str(message)).replace("\r", " ").replace("\n", " ")
     try:
         _err.write(f"{_log_name}: {text}\n")
         _err.flush()
@@ -577,7 +588,7 @@ def answer(hook: Hook, request: Any) -> Dict[str, Any]:
     except Unsupported:
         return {**reply, "unsupported": True}
     except HookError as error:
-        return _failed(reply, error.klass, error.words, secret)
+        return _failed(reply, error.klass, error.message, secret)
     except BadRequest as error:
         return _failed(reply, "refused", f"{hook.name}: {error}", secret)
     except Exception as error:  # a bug in the hook: its reply, not a crash
@@ -591,9 +602,9 @@ def answer(hook: Hook, request: Any) -> Dict[str, Any]:
         _request_secret.reset(token)
 
 
-def _failed(reply: Dict[str, Any], klass: Optional[str], words: str, secret: Optional[str]) -> Dict[str, Any]:
+def _failed(reply: Dict[str, Any], klass: Optional[str], message: str, secret: Optional[str]) -> Dict[str, Any]:
     # Belt and braces: mesh-provide redacts too, but a secret never leaves here.
-    failed = {**reply, "ok": False, "error": redact(words, [secret])}
+    failed = {**reply, "ok": False, "error": redact(message, [secret])}
     if klass is not None:
         failed["class"] = klass if klass in CLASSES else "refused"
     return failed

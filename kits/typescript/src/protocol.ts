@@ -190,7 +190,7 @@ export interface Success extends Secrets {
   detail?: string;
 }
 
-/** A failure: `error` is required, `class` optional (without it mesh-provide reads the words). */
+/** A failure: `error` is required, `class` optional (without it mesh-provide reads the message). */
 export interface Failure extends Secrets {
   ok: false;
   error: string;

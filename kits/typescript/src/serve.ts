@@ -7,7 +7,7 @@
 //                 stdout, exit 0 on success and 1 on failure
 //
 // A handler returns its reply (or nothing: `{ok: true}`) and throws
-// HookError(class, words) on failure. stdout carries replies only: log with
+// HookError(class, message) on failure. stdout carries replies only: log with
 // log() (stderr). The consumer's secret arrives in the request and is cut out
 // of any error text before a reply, as are the secrets announced with
 // announceSecrets().
@@ -99,13 +99,13 @@ export interface Hook {
    * them to be asked).
    */
   adminFault?: (call: Call) => Awaitable<ProviderFault | null | undefined>;
-  /** The class of an error that is no HookError (undefined: mesh-provide reads the words). */
+  /** The class of an error that is no HookError (undefined: mesh-provide reads the message). */
   classify?: (error: unknown) => Class | undefined;
   /** Releases the backend's connections before the process ends. */
   close?: () => Awaitable<void>;
 }
 
-/** A failure with its class: `throw new HookError('refused', 'words')`. */
+/** A failure with its class: `throw new HookError('refused', 'the message')`. */
 export class HookError extends Error {
   /** The failure's class. */
   readonly class: Class;
@@ -178,13 +178,13 @@ export async function readSecretFile(envVar: string, env: NodeJS.ProcessEnv = pr
 }
 
 /** One line on stderr, which mesh-provide logs (redacted, bounded); the announced secrets are cut out here too. */
-export function log(words: string): void {
-  process.stderr.write(`${logName}: ${redact(words, [])}\n`);
+export function log(message: string): void {
+  process.stderr.write(`${logName}: ${redact(message, [])}\n`);
 }
 
-/** `words` with every one of `secrets` and of the announced ones replaced by `[redacted]`. */
-export function redact(words: string, secrets: readonly unknown[]): string {
-  let out = words;
+/** `message` with every one of `secrets` and of the announced ones replaced by `[redacted]`. */
+export function redact(message: string, secrets: readonly unknown[]): string {
+  let out = message;
   for (const secret of [...secrets, ...announced]) {
     if (typeof secret === 'string' && secret !== '') out = out.split(secret).join('[redacted]');
   }
@@ -303,8 +303,8 @@ async function answer(hook: Hook, request: Request): Promise<Reply> {
     return { ...(await dispatch(hook, { ...request, provider: call.provider }, call)), id } as Reply;
   } catch (error) {
     const klass = error instanceof HookError ? error.class : hook.classify?.(error);
-    const words = redact(messageOf(error), [(request as { secret?: unknown }).secret]);
-    const failure: Failure = klass === undefined ? { ok: false, error: words } : { ok: false, class: klass, error: words };
+    const message = redact(messageOf(error), [(request as { secret?: unknown }).secret]);
+    const failure: Failure = klass === undefined ? { ok: false, error: message } : { ok: false, class: klass, error: message };
     return { ...failure, id };
   }
 }
@@ -350,7 +350,7 @@ async function dispatch(hook: Hook, request: Request, call: Call): Promise<Exclu
 
 const unsupported = { unsupported: true } as const;
 
-/** The reply's `fault` member from hook.adminFault: none (no adminFault), null, or the fault (its words redacted). */
+/** The reply's `fault` member from hook.adminFault: none (no adminFault), null, or the fault (its message redacted). */
 async function adminFault(hook: Hook, call: Call): Promise<{ fault?: ProviderFault | null }> {
   if (hook.adminFault === undefined) return {};
   const said = await hook.adminFault(call);
@@ -378,7 +378,7 @@ async function byHand(actions: NonNullable<Handlers['by-hand']>, request: Reques
   }
 }
 
-/** An error's words. */
+/** An error's message. */
 export function messageOf(error: unknown): string {
   if (error instanceof Error) return error.message;
   return String(error);
