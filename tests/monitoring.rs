@@ -691,3 +691,59 @@ fn operating_md_s_alert_table_names_every_alert_of_the_rules_file_and_no_other()
          deploy/prometheus/mesh.rules.yml does not have: add or remove their rows"
     );
 }
+
+/// Every alert rule carries a `runbook_url` whose anchor is an entry of
+/// docs/runbook.md, and every entry of the runbook has its one-line next
+/// step (what `status --explain` prints).
+#[test]
+fn every_alert_has_a_runbook_entry_and_every_entry_a_next_step() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let rules = std::fs::read_to_string(root.join("deploy/prometheus/mesh.rules.yml")).unwrap();
+    let runbook = std::fs::read_to_string(root.join("docs/runbook.md")).unwrap();
+    let entries: BTreeSet<&str> = runbook
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("<a id=\""))
+        .filter_map(|rest| rest.split('"').next())
+        .collect();
+    let mut alerts = Vec::new();
+    let mut current: Option<&str> = None;
+    for line in rules.lines().map(str::trim) {
+        if let Some(name) = line.strip_prefix("- alert: ") {
+            current = Some(name);
+        }
+        if let (Some(alert), Some(url)) = (current, line.strip_prefix("runbook_url: ")) {
+            let anchor = url.trim_matches('\'').rsplit('#').next().unwrap_or("");
+            assert!(
+                entries.contains(anchor),
+                "{alert}'s runbook_url names #{anchor}, which docs/runbook.md lacks"
+            );
+            alerts.push(alert);
+            current = None;
+        }
+    }
+    let all: Vec<&str> = rules
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("- alert: "))
+        .collect();
+    assert!(all.len() >= 20, "the rules were read: {all:?}");
+    assert_eq!(alerts, all, "every alert carries a runbook_url");
+    // Each entry: its anchor, its heading, one next step on one line.
+    let mut steps = 0;
+    let mut open = None;
+    for line in runbook.lines() {
+        if line.trim().starts_with("<a id=\"") {
+            assert!(open.is_none(), "{open:?} has no next step");
+            open = Some(line.to_owned());
+        }
+        if line.starts_with("**Next step.**") {
+            assert!(
+                open.take().is_some(),
+                "a next step outside an entry: {line}"
+            );
+            assert!(line.len() > "**Next step.** ".len() + 10, "{line}");
+            steps += 1;
+        }
+    }
+    assert!(open.is_none(), "{open:?} has no next step");
+    assert_eq!(steps, entries.len());
+}

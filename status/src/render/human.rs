@@ -702,7 +702,9 @@ mod tests {
             ],
             "{text}"
         );
-        assert!(text.starts_with("what to do (the runbook: /usr/share/doc/mesh/runbook.md):\n"));
+        assert!(
+            text.starts_with("what to do (the runbook: /usr/share/doc/mesh/docs/runbook.md):\n")
+        );
         let step = runbook::entry("providers-unheard").unwrap().next_step;
         assert!(text.contains(step), "{text}");
         head.problems.clear();

@@ -238,7 +238,7 @@ mod tests {
                 "  postgres@db-1 gives it postgres-database: heard from",
                 "  the controller follows no events: what the store says may be old",
                 &format!(
-                    "  next step (#class-credentials-rejected in /usr/share/doc/mesh/runbook.md): {step}"
+                    "  next step (#class-credentials-rejected in /usr/share/doc/mesh/docs/runbook.md): {step}"
                 ),
             ]
         );

@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 const RUNBOOK: &str = include_str!("../../../docs/runbook.md");
 
 /// Where the runbook is installed (the Debian package's copy).
-pub const INSTALLED_AT: &str = "/usr/share/doc/mesh/runbook.md";
+pub const INSTALLED_AT: &str = "/usr/share/doc/mesh/docs/runbook.md";
 
 /// One entry of the runbook.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
