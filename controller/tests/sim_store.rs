@@ -3,8 +3,10 @@
 //! event sequences applied to both in the same random rounds, then what
 //! `status` reads compared. So the two cannot drift. It lives here, not in
 //! `mesh-sim`, so that the simulator does not depend on this crate.
-//! Ignored in the normal `cargo test` (it starts PostgreSQL):
-//! `cargo test -p mesh-controller --test sim_store -- --ignored`.
+//! It runs in every `cargo test` (12 sequences; 40 under `MESH_TESTS_SLOW`).
+//! The in-memory store keeps no history, so history, and the standings'
+//! `first_since` that PostgreSQL's round takes from it, are not compared
+//! yet.
 
 use std::time::Duration;
 
@@ -102,7 +104,6 @@ fn sequence(seed: u64) -> Vec<Received> {
 }
 
 #[tokio::test]
-#[ignore = "starts PostgreSQL: the slow tier"]
 async fn the_in_memory_store_reads_as_postgres_does() {
     let pg = PgCluster::start();
     let filter = StatusFilter {
@@ -118,7 +119,12 @@ async fn the_in_memory_store_reads_as_postgres_does() {
         per_group: None,
     };
     let (mut listed, mut outlived) = (0, 0);
-    for seed in 0..40 {
+    // 12 sequences in every run; the slow tier (`MESH_TESTS_SLOW`) 40.
+    let seeds = match std::env::var_os("MESH_TESTS_SLOW") {
+        Some(_) => 40,
+        None => 12,
+    };
+    for seed in 0..seeds {
         let db = format!("seed{seed}");
         pg.create_database(&db).await;
         let options = common::options_of(&pg, &db);
@@ -143,7 +149,23 @@ async fn the_in_memory_store_reads_as_postgres_does() {
         let (groups, alive) = (read.groups.clone(), read.alive.clone());
         read.finish().await.unwrap();
         let mine = memory.read(&filter).unwrap();
-        assert_eq!(mine.standings, standings, "seed {seed}: standings");
+        // `first_since` (the interval's first `since` across a provider's
+        // restarts) comes from the history walk, which the in-memory store
+        // does not run: it is compared without it.
+        let without_first = |rows: &[mesh_status::model::FailingRow]| {
+            rows.iter()
+                .cloned()
+                .map(|mut r| {
+                    r.first_since = None;
+                    r
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            without_first(&mine.standings),
+            without_first(&standings),
+            "seed {seed}: standings"
+        );
         assert_eq!(mine.groups, groups, "seed {seed}: groups");
         assert_eq!(mine.alive, alive, "seed {seed}: alive");
         listed += mine.standings.len();
