@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 
 use common::{env_number, fill_standings, print_statements, statements_if_asked, store};
 use mesh_controller::PgStore;
-use mesh_protocol::Timestamp;
+use mesh_protocol::{Name, Timestamp};
 use mesh_status::store::HistoryFilter;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -369,7 +369,10 @@ fn main() {
         let mut store = PgStore::new(options.clone());
         let (name, machine) = CONSUMER.split_once('@').expect("consumer@machine");
         let filter = HistoryFilter {
-            consumer: Some((name.to_owned(), Some(machine.to_owned()))),
+            consumer: Some((
+                Name::parse(name).expect("a name"),
+                Some(Name::parse(machine).expect("a name")),
+            )),
             provider: None,
             machine: None,
             since: Timestamp::from_system(

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use common::{env_number, store};
 use mesh_controller::PgStore;
-use mesh_protocol::Timestamp;
+use mesh_protocol::{Name, Timestamp};
 use mesh_status::store::HistoryFilter;
 
 const RUNS: usize = 11;
@@ -106,7 +106,7 @@ fn main() {
         }
         let mut store = PgStore::new(options);
         let filter = HistoryFilter {
-            consumer: Some((consumer.to_owned(), None)),
+            consumer: Some((Name::parse(consumer).expect("a name"), None)),
             provider: None,
             machine: None,
             since: Timestamp::from_system(

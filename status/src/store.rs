@@ -25,7 +25,7 @@
 use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
-use mesh_protocol::{Class, ModuleId, Timestamp};
+use mesh_protocol::{Class, ModuleId, Name, Timestamp};
 
 use crate::model::{Instance, Received};
 
@@ -147,12 +147,12 @@ pub enum Order {
 pub struct HistoryFilter {
     /// Only this consumer's (`CONSUMER`), on this machine when given
     /// (`CONSUMER@MACHINE`).
-    pub consumer: Option<(String, Option<String>)>,
+    pub consumer: Option<(Name, Option<Name>)>,
     /// Only this provider's (`--provider P@M`): its consumers', its
     /// silences, its repairs.
     pub provider: Option<ModuleId>,
     /// Only those whose provider or consumer is on this machine (`--machine M`).
-    pub machine: Option<String>,
+    pub machine: Option<Name>,
     /// From this time on (`--since`); an interval still lasting that
     /// began before is read too.
     pub since: Timestamp,

@@ -132,11 +132,9 @@ pub async fn run(cli: &Cli, io: &mut Io<'_>, stop: &Stop) -> Result<(), CliError
             json,
         } => {
             let filter = HistoryFilter {
-                consumer: consumer
-                    .as_ref()
-                    .map(|(c, m)| (c.to_string(), m.as_ref().map(ToString::to_string))),
+                consumer: consumer.clone(),
                 provider: provider.clone(),
-                machine: machine.as_ref().map(ToString::to_string),
+                machine: machine.clone(),
                 since: io.now,
             };
             super::history::run(cli, io.out, io.now, filter, *since, *json).await

@@ -103,7 +103,7 @@ pub(super) async fn run(
     }
     read.finish().await.map_err(CliError::Read)?;
     let history_filter = HistoryFilter {
-        consumer: Some((id.module.to_string(), Some(id.machine.to_string()))),
+        consumer: Some((id.module.clone(), Some(id.machine.clone()))),
         provider: None,
         machine: None,
         since: window_start(now, window),

@@ -291,7 +291,7 @@ impl Pages {
             .collect();
         let span = Duration::from_secs(u64::from(HISTORY_DAYS) * 86_400);
         let filter = HistoryFilter {
-            consumer: Some((consumer.clone(), Some(machine.clone()))),
+            consumer: Some((c.module.clone(), Some(c.machine.clone()))),
             provider: None,
             machine: None,
             since: window_start(now, span),

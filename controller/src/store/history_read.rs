@@ -209,20 +209,15 @@ impl PgStore {
         let target = self.options.shown.clone();
         let client = &self.connected().await?.client;
         let (consumer, consumer_machine) = match &filter.consumer {
-            Some((c, m)) => (Some(c.as_str()), m.as_deref()),
+            Some((c, m)) => (Some(c.as_str()), m.as_ref().map(Name::as_str)),
             None => (None, None),
         };
         let module = filter.provider.as_ref().map(|p| p.module.as_str());
         let machine = filter.provider.as_ref().map(|p| p.machine.as_str());
         let since: SystemTime = filter.since.system_time();
-        let params: [&(dyn ToSql + Sync); 6] = [
-            &consumer,
-            &consumer_machine,
-            &module,
-            &machine,
-            &filter.machine,
-            &since,
-        ];
+        let on = filter.machine.as_ref().map(Name::as_str);
+        let params: [&(dyn ToSql + Sync); 6] =
+            [&consumer, &consumer_machine, &module, &machine, &on, &since];
         let statement = read_history();
         let work = async {
             let (rows, now) = tokio::join!(
