@@ -285,6 +285,49 @@ async fn a_stopped_provider_is_refused_while_another_process_holds_its_socket() 
     );
 }
 
+/// Beds made at once (six threads here; another copy of this suite may be
+/// making its own beside them) share no name and no subnet, and each one's
+/// namespace reaches a provider on its own side of the pair.
+#[tokio::test]
+async fn beds_made_at_once_share_no_name_nor_subnet_and_each_reaches_its_own() {
+    let start = std::sync::Barrier::new(6);
+    let beds = std::thread::scope(|s| {
+        let made: Vec<_> = (0..6)
+            .map(|_| {
+                s.spawn(|| {
+                    start.wait();
+                    Bed::new()
+                })
+            })
+            .collect();
+        made.into_iter()
+            .map(|h| h.join().unwrap())
+            .collect::<Option<Vec<Bed>>>()
+    });
+    let Some(beds) = beds else { return };
+    let distinct = |of: fn(&Bed) -> &str| {
+        let all: std::collections::BTreeSet<&str> = beds.iter().map(of).collect();
+        all.len() == beds.len()
+    };
+    assert!(distinct(|b| &b.name), "names shared");
+    assert!(distinct(|b| &b.host_ip), "subnets shared");
+    for bed in &beds {
+        let provider = Provider::start(&bed.host_ip);
+        assert_eq!(
+            dial(
+                &bed.netns(),
+                &bed.host_ip,
+                provider.port(),
+                Duration::from_millis(500)
+            )
+            .await,
+            GrantCheck::Reached,
+            "from {}",
+            bed.name
+        );
+    }
+}
+
 #[tokio::test]
 async fn a_consumer_not_running_is_unchecked_never_unreachable() {
     let Some(bed) = Bed::new() else { return };
