@@ -112,6 +112,7 @@ const CRATES: &[(&str, Tables)] = &[
                     &["runner"],
                     &["program"],
                     &["testing"],
+                    &["internals"],
                 ],
             ),
             ("conform", &[&["rules"], &["oracle", "instances"]]),

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use mesh_protocol::subject::grants_inbox_prefix;
-use mesh_runtime::endpoints::{listen, serve as serve_endpoints, Answer, Endpoints, ListenError};
+use mesh_runtime::endpoints::{listen, serve as serve_endpoints, Checked, Endpoints, ListenError};
 use mesh_runtime::nats::connect_as;
 use mesh_runtime::outbox::{publish_loop, JetStreamSink};
 use mesh_runtime::program::Flags;
@@ -168,8 +168,8 @@ pub async fn run(cli: GrantsCli, stop: Stop) -> Result<(), GrantsRunError> {
                         *at = tokio::time::Instant::now();
                     }
                     match at.elapsed() <= bound {
-                        true => Answer::Passing(format!("{rounds} rounds of checks")),
-                        false => Answer::Failing(format!(
+                        true => Checked::Passing(format!("{rounds} rounds of checks")),
+                        false => Checked::Failing(format!(
                             "no round of checks for {}",
                             humantime::format_duration(Duration::from_secs(at.elapsed().as_secs()))
                         )),
@@ -177,9 +177,9 @@ pub async fn run(cli: GrantsCli, stop: Stop) -> Result<(), GrantsRunError> {
                 }),
                 ready: Arc::new(move || match c.connection_state() {
                     async_nats::connection::State::Connected => {
-                        Answer::Passing("connected to the bus".into())
+                        Checked::Passing("connected to the bus".into())
                     }
-                    other => Answer::Failing(format!("bus: {other:?}")),
+                    other => Checked::Failing(format!("bus: {other:?}")),
                 }),
             },
         )

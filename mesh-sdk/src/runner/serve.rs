@@ -8,7 +8,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use mesh_protocol::subject::approve_subject;
 use mesh_protocol::ModuleId;
-use mesh_runtime::endpoints::{listen, serve as serve_endpoints, Answer, Endpoints, ListenError};
+use mesh_runtime::endpoints::{listen, serve as serve_endpoints, Checked, Endpoints, ListenError};
 use mesh_runtime::nats::connect;
 use mesh_runtime::outbox::{publish_loop, JetStreamSink};
 use mesh_runtime::program::{watch_signals, STOP_WITHIN};
@@ -233,14 +233,14 @@ fn endpoints<P: Provisioner>(
         metrics: Arc::new(move || metrics.encode(&outbox)),
         health: Arc::new(move || progress.check(bound)),
         ready: Arc::new(move || match joined.get() {
-            None => Answer::Failing(
+            None => Checked::Failing(
                 "not on the bus yet: no good contributions file was read".to_owned(),
             ),
             Some(client) => match client.connection_state() {
                 async_nats::connection::State::Connected => {
-                    Answer::Passing("ready: connected to the bus".to_owned())
+                    Checked::Passing("ready: connected to the bus".to_owned())
                 }
-                state => Answer::Failing(format!("not connected to the bus ({state})")),
+                state => Checked::Failing(format!("not connected to the bus ({state})")),
             },
         }),
     }

@@ -21,7 +21,7 @@
 //! use std::sync::Arc;
 //! use std::time::Duration;
 //!
-//! use mesh_runtime::endpoints::{listen, serve, Answer, Endpoints};
+//! use mesh_runtime::endpoints::{listen, serve, Checked, Endpoints};
 //! use mesh_runtime::Progress;
 //!
 //! # async fn run() -> Result<(), mesh_runtime::endpoints::ListenError> {
@@ -33,7 +33,7 @@
 //!     Endpoints {
 //!         metrics: Arc::new(|| "# EOF\n".to_owned()),
 //!         health: Arc::new(move || moved.check(Duration::from_secs(60))),
-//!         ready: Arc::new(|| Answer::Passing("ready".to_owned())),
+//!         ready: Arc::new(|| Checked::Passing("ready".to_owned())),
 //!     },
 //! );
 //! // ... the program's work, calling progress.tick() as it moves ...
@@ -71,29 +71,29 @@ pub struct EndpointArgs {
 
 /// What a check says: passing or not, and a sentence for a person.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Answer {
+pub enum Checked {
     /// It passes (`200`), as the sentence says.
     Passing(String),
     /// It does not (`503`), for the reason the sentence gives.
     Failing(String),
 }
 
-impl Answer {
+impl Checked {
     /// Whether it passes.
     pub fn is_passing(&self) -> bool {
-        matches!(self, Answer::Passing(_))
+        matches!(self, Checked::Passing(_))
     }
 
     /// Its sentence.
     pub fn text(&self) -> &str {
         match self {
-            Answer::Passing(text) | Answer::Failing(text) => text,
+            Checked::Passing(text) | Checked::Failing(text) => text,
         }
     }
 }
 
 /// A check, asked at each request.
-pub type Check = Arc<dyn Fn() -> Answer + Send + Sync>;
+pub type Check = Arc<dyn Fn() -> Checked + Send + Sync>;
 
 /// What the endpoints answer.
 #[derive(Clone)]
@@ -137,8 +137,8 @@ pub fn metrics_text(openmetrics: &str, accept: Option<&str>) -> (Format, String)
 
 fn answer(check: &Check) -> (StatusCode, String) {
     match check() {
-        Answer::Passing(text) => (StatusCode::OK, text + "\n"),
-        Answer::Failing(text) => (StatusCode::SERVICE_UNAVAILABLE, text + "\n"),
+        Checked::Passing(text) => (StatusCode::OK, text + "\n"),
+        Checked::Failing(text) => (StatusCode::SERVICE_UNAVAILABLE, text + "\n"),
     }
 }
 

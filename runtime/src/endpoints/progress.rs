@@ -52,18 +52,18 @@ impl Progress {
 
     /// Passing when the loop moved within `bound`, else failing, saying
     /// how long it has not.
-    pub fn check(&self, bound: Duration) -> super::Answer {
+    pub fn check(&self, bound: Duration) -> super::Checked {
         let since = self.since();
         let ms =
             |d: Duration| humantime::format_duration(Duration::from_millis(d.as_millis() as u64));
         if since <= bound {
-            super::Answer::Passing(format!(
+            super::Checked::Passing(format!(
                 "ok: the loop turned {} ago (bound {})",
                 ms(since),
                 ms(bound)
             ))
         } else {
-            super::Answer::Failing(format!(
+            super::Checked::Failing(format!(
                 "stuck: the loop has not turned for {} (bound {}); a restart may help",
                 ms(since),
                 ms(bound)
@@ -89,7 +89,7 @@ mod tests {
         tokio::time::advance(Duration::from_millis(1)).await;
         assert_eq!(
             progress.check(bound),
-            super::super::Answer::Failing(
+            super::super::Checked::Failing(
                 "stuck: the loop has not turned for 10s 1ms (bound 10s); a restart may help"
                     .to_owned()
             )
@@ -97,7 +97,7 @@ mod tests {
         progress.tick();
         assert_eq!(
             progress.check(bound),
-            super::super::Answer::Passing("ok: the loop turned 0s ago (bound 10s)".to_owned()),
+            super::super::Checked::Passing("ok: the loop turned 0s ago (bound 10s)".to_owned()),
             "turned again"
         );
         assert_eq!(progress.since(), Duration::ZERO);

@@ -19,7 +19,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use mesh_protocol::{EventKind, Timestamp};
-use mesh_runtime::endpoints::Answer;
+use mesh_runtime::endpoints::Checked;
 use mesh_runtime::{Progress, WallClock};
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
@@ -259,7 +259,7 @@ impl LinkState {
     /// or a turn of waiting for the store or the bus at setup), whether the
     /// bus and the store are there or not: only a loop that stopped turning
     /// is unhealthy, which a restart may mend.
-    pub fn health(&self, bound: Duration) -> Answer {
+    pub fn health(&self, bound: Duration) -> Checked {
         self.progress.check(bound)
     }
 
@@ -274,17 +274,17 @@ impl LinkState {
     /// the store answered last time it was asked (a round, the summary, or
     /// `serve`'s readiness check every second, bounded by 2 s); else which
     /// is missing.
-    pub fn ready(&self) -> Answer {
+    pub fn ready(&self) -> Checked {
         match self.bus.get().map(|bus| bus.connection()) {
-            None => Answer::Failing("not connected to the bus yet".to_owned()),
+            None => Checked::Failing("not connected to the bus yet".to_owned()),
             Some(BusConnection::Away(state)) => {
-                Answer::Failing(format!("not connected to the bus ({state})"))
+                Checked::Failing(format!("not connected to the bus ({state})"))
             }
             Some(BusConnection::Connected) if !self.store_ok.load(Ordering::Relaxed) => {
-                Answer::Failing("the store is away (its last answer was an error)".to_owned())
+                Checked::Failing("the store is away (its last answer was an error)".to_owned())
             }
             Some(BusConnection::Connected) => {
-                Answer::Passing("ready: connected to the bus and the store".to_owned())
+                Checked::Passing("ready: connected to the bus and the store".to_owned())
             }
         }
     }

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::human::{one_line, recurrence};
 use crate::report::history::{short_duration, HistoryEntry};
-use crate::report::why::{ago, Verdict, Why};
+use crate::report::why::{ago, Why, WhyVerdict};
 use crate::report::{runbook, Listed, ProblemEntry};
 
 /// A standing as its verdict says it.
@@ -47,9 +47,9 @@ fn last(e: &HistoryEntry) -> String {
 /// When writing fails.
 pub fn human(out: &mut dyn Write, why: &Why, now: Timestamp) -> io::Result<()> {
     let verdict = match &why.verdict {
-        Verdict::Failing(s) => format!("failing: {}", failing(s)),
-        Verdict::Problem(p) => p.line(),
-        Verdict::NotFailing => "not failing: no provider of it says it fails it, and nothing \
+        WhyVerdict::Failing(s) => format!("failing: {}", failing(s)),
+        WhyVerdict::Problem(p) => p.line(),
+        WhyVerdict::NotFailing => "not failing: no provider of it says it fails it, and nothing \
                                 else the store knows concerns it"
             .to_owned(),
     };
@@ -58,7 +58,7 @@ pub fn human(out: &mut dyn Write, why: &Why, now: Timestamp) -> io::Result<()> {
         writeln!(out, "  also failing: {}", one_line(&failing(s)))?;
     }
     for p in &why.problems {
-        if why.verdict != Verdict::Problem(p.clone()) {
+        if why.verdict != WhyVerdict::Problem(p.clone()) {
             writeln!(out, "  {}", one_line(&p.line()))?;
         }
     }
@@ -131,9 +131,9 @@ struct ProviderJson<'a> {
 /// When writing fails.
 pub fn json(out: &mut dyn Write, why: &Why) -> io::Result<()> {
     let verdict = match &why.verdict {
-        Verdict::Failing(s) => format!("failing: {}", failing(s)),
-        Verdict::Problem(p) => p.line(),
-        Verdict::NotFailing => "not failing".to_owned(),
+        WhyVerdict::Failing(s) => format!("failing: {}", failing(s)),
+        WhyVerdict::Problem(p) => p.line(),
+        WhyVerdict::NotFailing => "not failing".to_owned(),
     };
     let body = WhyJson {
         consumer: why.consumer.to_string(),

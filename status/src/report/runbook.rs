@@ -15,7 +15,7 @@ pub const INSTALLED_AT: &str = "/usr/share/doc/mesh/docs/runbook.md";
 
 /// One entry of the runbook.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Entry {
+pub struct RunbookEntry {
     /// Its anchor (`providers-unheard`).
     pub anchor: &'static str,
     /// Its heading.
@@ -26,7 +26,7 @@ pub struct Entry {
 
 /// Every entry of `text`, in order; an anchor without a heading or a next
 /// step is left out (the runbook's own test names it).
-fn parse(text: &'static str) -> Vec<Entry> {
+fn parse(text: &'static str) -> Vec<RunbookEntry> {
     let mut entries = Vec::new();
     let mut anchor: Option<&'static str> = None;
     let mut title: Option<&'static str> = None;
@@ -38,7 +38,7 @@ fn parse(text: &'static str) -> Vec<Entry> {
             title = Some(heading.trim());
         } else if let Some(step) = line.strip_prefix("**Next step.**") {
             if let (Some(anchor), Some(title)) = (anchor.take(), title.take()) {
-                entries.push(Entry {
+                entries.push(RunbookEntry {
                     anchor,
                     title,
                     next_step: step.trim(),
@@ -50,13 +50,13 @@ fn parse(text: &'static str) -> Vec<Entry> {
 }
 
 /// Every entry of the runbook, in order.
-pub fn entries() -> &'static [Entry] {
-    static ENTRIES: OnceLock<Vec<Entry>> = OnceLock::new();
+pub fn entries() -> &'static [RunbookEntry] {
+    static ENTRIES: OnceLock<Vec<RunbookEntry>> = OnceLock::new();
     ENTRIES.get_or_init(|| parse(RUNBOOK))
 }
 
 /// The entry of `anchor`, if the runbook has one.
-pub fn entry(anchor: &str) -> Option<&'static Entry> {
+pub fn entry(anchor: &str) -> Option<&'static RunbookEntry> {
     entries().iter().find(|e| e.anchor == anchor)
 }
 
@@ -91,12 +91,12 @@ mod tests {
         assert_eq!(
             parse(text),
             [
-                Entry {
+                RunbookEntry {
                     anchor: "a",
                     title: "The A",
                     next_step: "Do a."
                 },
-                Entry {
+                RunbookEntry {
                     anchor: "c",
                     title: "C",
                     next_step: "Do c."

@@ -33,7 +33,7 @@ pub struct WhyInput<'a> {
 
 /// What makes the verdict.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Verdict {
+pub enum WhyVerdict {
     /// A provider says it keeps failing it.
     Failing(Box<Listed>),
     /// A problem of the report that concerns it.
@@ -48,7 +48,7 @@ pub struct Why {
     /// The consumer.
     pub consumer: ModuleId,
     /// The verdict.
-    pub verdict: Verdict,
+    pub verdict: WhyVerdict,
     /// Every standing of it (the verdict's first).
     pub standings: Vec<Listed>,
     /// Every problem of the report that concerns it, in the list's order.
@@ -64,16 +64,16 @@ pub struct Why {
 impl Why {
     /// Nothing concerns it.
     pub fn well(&self) -> bool {
-        self.verdict == Verdict::NotFailing
+        self.verdict == WhyVerdict::NotFailing
     }
 
     /// The anchor of the verdict's runbook entry (a standing's: its
     /// class's), none when it is not failing.
     pub fn runbook(&self) -> Option<String> {
         match &self.verdict {
-            Verdict::Failing(s) => Some(super::runbook::class_anchor(s.row.class)),
-            Verdict::Problem(p) => Some(p.runbook()),
-            Verdict::NotFailing => None,
+            WhyVerdict::Failing(s) => Some(super::runbook::class_anchor(s.row.class)),
+            WhyVerdict::Problem(p) => Some(p.runbook()),
+            WhyVerdict::NotFailing => None,
         }
     }
 
@@ -144,11 +144,11 @@ pub fn why(input: &WhyInput<'_>) -> Why {
         .map(|(provision, p)| (provision.clone(), p.clone(), !unheard.contains(&p)))
         .collect();
     let verdict = match standings.first() {
-        Some(s) => Verdict::Failing(Box::new(s.clone())),
+        Some(s) => WhyVerdict::Failing(Box::new(s.clone())),
         None => problems
             .iter()
             .min_by_key(|p| rank(p))
-            .map_or(Verdict::NotFailing, |p| Verdict::Problem(p.clone())),
+            .map_or(WhyVerdict::NotFailing, |p| WhyVerdict::Problem(p.clone())),
     };
     let last_interval = input
         .history
@@ -288,7 +288,7 @@ mod tests {
             vec![retired("forge", "app-1")],
             &[standing("forge", "app-1")],
         );
-        assert!(matches!(w.verdict, Verdict::Failing(_)));
+        assert!(matches!(w.verdict, WhyVerdict::Failing(_)));
         assert_eq!(w.runbook().as_deref(), Some("class-credentials-rejected"));
         assert!(w.next_step().is_some_and(|s| !s.is_empty()));
     }
