@@ -341,7 +341,7 @@ check_env_examples() {
   local bin_dir="$1" file help var bad=0
   for file in deploy/env/*; do
     case "$(basename "$file")" in
-      mesh-controller-console*) help=$("$bin_dir/mesh-controller" console --help) ;;
+      mesh-console*) help=$("$bin_dir/mesh-console" --help) ;;
       mesh-controller*) help=$("$bin_dir/mesh-controller" serve --help) ;;
       mesh-postgres*) help=$("$bin_dir/mesh-postgres" --help) ;;
       mesh-identity*) help=$("$bin_dir/mesh-identity" --help) ;;
@@ -362,18 +362,19 @@ check_env_examples() {
 # The files a mesh package must hold.
 MESH_PACKAGE_FILES="
 /usr/bin/mesh-controller
+/usr/bin/mesh-console
 /usr/bin/mesh-postgres
 /usr/bin/mesh-identity
 /usr/bin/mesh-grants
 /usr/bin/mesh-provide
 /lib/systemd/system/mesh-controller.service
-/lib/systemd/system/mesh-controller-console.service
+/lib/systemd/system/mesh-console.service
 /lib/systemd/system/mesh-postgres@.service
 /lib/systemd/system/mesh-identity@.service
 /lib/systemd/system/mesh-grants.service
 /lib/systemd/system/mesh-provide@.service
 /etc/mesh/mesh-controller.env
-/etc/mesh/mesh-controller-console.env
+/etc/mesh/mesh-console.env
 /etc/mesh/mesh-grants.env
 /etc/mesh/mesh-postgres@.env.example
 /etc/mesh/mesh-identity@.env.example
@@ -400,7 +401,7 @@ MESH_PACKAGE_FILES="
 /usr/share/doc/mesh/examples/grafana/mesh.json
 "
 # Each binary's man page and shell completions (scripts/package's BINARIES).
-for bin in mesh-controller mesh-postgres mesh-identity mesh-grants mesh-provide; do
+for bin in mesh-controller mesh-console mesh-postgres mesh-identity mesh-grants mesh-provide; do
   MESH_PACKAGE_FILES+="/usr/share/man/man1/$bin.1.gz
 /usr/share/bash-completion/completions/$bin
 /usr/share/zsh/vendor-completions/_$bin
@@ -408,7 +409,6 @@ for bin in mesh-controller mesh-postgres mesh-identity mesh-grants mesh-provide;
 "
 done
 MESH_PACKAGE_FILES+="/usr/share/man/man1/mesh-controller-status.1.gz
-/usr/share/man/man1/mesh-controller-console.1.gz
 /usr/share/man/man1/mesh-provide-conform.1.gz
 "
 
@@ -597,7 +597,7 @@ PROBE
 chmod 0755 /run/mesh-check/probe
 printf '[Unit]\nDefaultDependencies=no\n' >/run/systemd/system/mesh-check.target
 ln -s /dev/null /run/systemd/system/network-online.target
-for template in mesh-postgres@ mesh-identity@ mesh-provide@ mesh-grants mesh-controller mesh-controller-console; do
+for template in mesh-postgres@ mesh-identity@ mesh-provide@ mesh-grants mesh-controller mesh-console; do
   mkdir -p "/run/systemd/system/$template.service.d"
   case "$template" in *@) own='%p@%i' ;; *) own=none ;; esac
   printf '[Unit]\nDefaultDependencies=no\n[Service]\nType=oneshot\nRestart=no\nEnvironmentFile=\nLoadCredential=\nExecStart=\nExecStart=/run/mesh-check/probe %s\n' \
@@ -608,7 +608,7 @@ SETUP
   cat >"$dir/check" <<'CHECK'
 bad=0
 for unit in mesh-postgres@db-1 mesh-identity@id-1 mesh-provide@cache-1 mesh-provide@cache-2 mesh-grants mesh-controller \
-  mesh-controller-console; do
+  mesh-console; do
   if ! systemctl start "$unit.service" 2>/dev/null; then
     echo "$unit: $(systemctl show -p Result --value "$unit.service"), exit status $(systemctl show -p ExecMainStatus --value "$unit.service") (10: its own folder unreadable, 11: another's seen)"
     bad=1
@@ -700,7 +700,7 @@ check_package() {
   # Each binary says its version, the commit it was built from and how.
   local version said
   version=$(dpkg-deb -f "$deb" Version)
-  for bin in mesh-controller mesh-postgres mesh-identity mesh-grants mesh-provide; do
+  for bin in mesh-controller mesh-console mesh-postgres mesh-identity mesh-grants mesh-provide; do
     said=$("/usr/bin/$bin" --version) || { echo "/usr/bin/$bin --version failed" >&2; failed=yes; continue; }
     grep -Eqx "$bin $version \(commit [0-9a-zA-Z._-]+, (debug|release) build\)" <<<"$said" ||
       { echo "/usr/bin/$bin --version says \"$said\", not \"$bin $version (commit C, release|debug build)\"" >&2; failed=yes; }

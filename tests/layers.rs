@@ -204,32 +204,41 @@ const CRATES: &[(&str, Tables)] = &[
         ],
     ),
     (
+        "pg-store",
+        &[(
+            "",
+            &[
+                &["options", "column_list", "locks", "selected"],
+                &["columns", "history"],
+                &["statements"],
+                &["connection"],
+                &["rows"],
+                &["apply", "epoch", "migrate", "read", "reader", "record"],
+                &["history_read"],
+            ],
+        )],
+    ),
+    (
+        "console",
+        &[(
+            "",
+            &[&["auth", "pages", "tls"], &["live"], &["server"], &["cli"]],
+        )],
+    ),
+    (
         "controller",
         &[
             (
                 "",
                 &[
-                    &["store", "bus"],
-                    &["link", "approve", "permissions", "contributions", "console"],
+                    &["bus"],
+                    &["link", "approve", "permissions", "contributions"],
                     &["plan"],
                     &["cli"],
                 ],
             ),
-            (
-                "store",
-                &[
-                    &["options", "column_list", "locks", "selected"],
-                    &["columns", "history"],
-                    &["statements"],
-                    &["connection"],
-                    &["rows"],
-                    &["apply", "epoch", "migrate", "read", "reader", "record"],
-                    &["history_read"],
-                ],
-            ),
             ("link", &[&["source", "stream"]]),
             ("contributions", &[&["write"]]),
-            ("console", &[&["auth", "pages", "tls"], &["live"]]),
             ("permissions", &[&["credentials"], &["render"]]),
             (
                 "cli",

@@ -18,7 +18,8 @@ use std::time::{Duration, Instant};
 
 use async_nats::jetstream;
 use common::{env_number, fill, store};
-use mesh_controller::{ensure_consumer, follow, PgStore};
+use mesh_controller::{ensure_consumer, follow};
+use mesh_pg_store::PgStore;
 use mesh_status::link::{LinkSettings, LinkState, DEFAULT_BATCH};
 use mesh_test_support::{NatsCluster, CLUSTER_SIZE};
 
@@ -32,7 +33,7 @@ async fn connect(cluster: &NatsCluster, index: usize) -> async_nats::Client {
 /// unacknowledged; returns events/s.
 async fn ingest(
     cluster: &NatsCluster,
-    options: &mesh_controller::DatabaseOptions,
+    options: &mesh_pg_store::DatabaseOptions,
     settings: LinkSettings,
     controllers: usize,
     events: u64,

@@ -16,7 +16,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{env_number, store};
-use mesh_controller::PgStore;
+use mesh_pg_store::PgStore;
 use mesh_protocol::{Name, Timestamp};
 use mesh_status::store::HistoryFilter;
 

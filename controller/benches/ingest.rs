@@ -28,7 +28,8 @@ use std::time::Duration;
 
 use async_nats::jetstream;
 use common::{env_number, fill, ingest, print_statements, statements_if_asked, store};
-use mesh_controller::{ensure_consumer, PgStore, UPSERT_FAILING};
+use mesh_controller::ensure_consumer;
+use mesh_pg_store::{PgStore, UPSERT_FAILING};
 use mesh_status::link::{LinkSettings, DEFAULT_BATCH};
 use mesh_test_support::NatsServer;
 
@@ -97,7 +98,7 @@ struct Link<'a> {
     client: &'a async_nats::Client,
     js: &'a jetstream::Context,
     setup_store: &'a mut PgStore,
-    options: &'a mesh_controller::DatabaseOptions,
+    options: &'a mesh_pg_store::DatabaseOptions,
     db: &'a tokio_postgres::Client,
     /// Whether the server's statements are printed after each run.
     statements: bool,

@@ -19,7 +19,8 @@ use std::time::Duration;
 
 use async_nats::jetstream;
 use common::{env_number, fill, ingest, print_statements, statements_if_asked, store};
-use mesh_controller::{ensure_consumer, PgStore};
+use mesh_controller::ensure_consumer;
+use mesh_pg_store::PgStore;
 use mesh_status::link::{LinkSettings, DEFAULT_BATCH, DEFAULT_KEEP_HISTORY, PRUNE_BATCH};
 use mesh_test_support::NatsServer;
 

@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use common::{env_number, fill_standings, store};
 use futures::{pin_mut, TryStreamExt};
-use mesh_controller::{migrate, DatabaseOptions};
+use mesh_pg_store::{migrate, DatabaseOptions};
 use tokio_postgres::types::ToSql;
 
 const PROVIDERS: u64 = 100;

@@ -9,14 +9,15 @@
 //! Layers, bottom to top; a module imports only from layers below it
 //! (checked, as in every crate of the workspace, by the root package's
 //! `tests/layers.rs`):
-//! - `store` (PostgreSQL, numbered migrations: the engine's `Store`) and
-//!   `bus` (NATS names and connection): I/O.
+//! - `bus` (NATS names and connection): I/O. The store (PostgreSQL,
+//!   numbered migrations: the engine's `Store`) is its own crate,
+//!   `mesh-pg-store`, which `mesh-console` reads too.
 //! - `link` (`serve`: the JetStream stream into the store, by the engine's
 //!   rounds), `approve` (a person's approval sent to a provider),
 //!   `permissions` (bus permissions derived from the declaration, rendered
 //!   as a nats-server configuration), `contributions` (each provider's
 //!   contributions file derived from the declaration, its secrets minted),
-//!   `console` (the mesh as web pages over the store, read-only).
+//!   `plan` (what a new declaration would change).
 //! - `cli`: the command line; the binary only calls [`run`] and [`outcome`].
 //!
 //! Every module is private to the crate: the library exists for the binary
@@ -24,10 +25,8 @@
 //! what is re-exported below.
 
 pub(crate) mod bus;
-pub(crate) mod store;
 
 pub(crate) mod approve;
-pub(crate) mod console;
 pub(crate) mod contributions;
 pub(crate) mod link;
 pub(crate) mod permissions;
@@ -55,11 +54,6 @@ pub use link::{consumer_config, ensure_consumer, follow, serve, Following, LinkE
 pub use permissions::{
     derive, read_credentials, render_nats, Credential, CredentialNeed, Credentials,
     CredentialsError, LeftOut, Role, Rules, UserPermissions,
-};
-
-/// The PostgreSQL store (the store's tests and the benches).
-pub use store::{
-    migrate, DatabaseOptions, DatabaseOptionsError, PgError, PgStore, StatusRead, UPSERT_FAILING,
 };
 
 /// Installs the `tracing` subscriber (the one every mesh binary uses).

@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 
 mod common;
 
-use mesh_controller::{migrate, PgStore};
+use mesh_pg_store::{migrate, PgStore};
 use mesh_protocol::subject::event_subject;
 use mesh_protocol::{EventKind, Name};
 use mesh_status::link::decode;

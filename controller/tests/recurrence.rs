@@ -9,7 +9,7 @@ use std::time::Duration;
 mod common;
 
 use common::store_at;
-use mesh_controller::{migrate, PgStore};
+use mesh_pg_store::{migrate, PgStore};
 use mesh_protocol::{Class, ModuleId, Timestamp};
 use mesh_status::model::history::Recoveries;
 use mesh_status::store::{Order, StatusFilter};

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 mod common;
 
-use mesh_controller::{migrate, PgStore};
+use mesh_pg_store::{migrate, PgStore};
 use mesh_protocol::event::{Alive, Failing, Recovered, RecoveredReason, VERSION};
 use mesh_protocol::{Class, Event, ModuleId, Name, Timestamp};
 use mesh_sim::rng::Rng;

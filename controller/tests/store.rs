@@ -8,7 +8,7 @@ use mesh_controller::{exit, run, Cli, Io, EXIT_CANNOT, EXIT_OK};
 mod common;
 
 use common::store_at;
-use mesh_controller::{migrate, DatabaseOptions, PgStore};
+use mesh_pg_store::{migrate, DatabaseOptions, PgStore};
 use mesh_protocol::event::RecoveredReason;
 use mesh_protocol::event::{
     Alive, Failing, Recovered, RepairOutcome, RepairReport, Retirement, RetirementAction,

@@ -7,8 +7,8 @@
 use std::process::Command;
 use std::time::Duration;
 
-use mesh_controller::{migrate, DatabaseOptions, PgError, PgStore};
 use mesh_controller::{serve, LinkError, NatsOptions};
+use mesh_pg_store::{migrate, DatabaseOptions, PgError, PgStore};
 use mesh_protocol::Timestamp;
 use mesh_status::store::{Order, StatusFilter};
 use mesh_status::{LinkSettings, LinkState};

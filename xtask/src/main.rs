@@ -36,6 +36,11 @@ const BINARIES: &[(&str, CommandLine, &[StandIn])] = &[
         &mesh_controller::CREDENTIALS,
     ),
     (
+        "mesh-console",
+        mesh_console::command,
+        &mesh_console::CREDENTIALS,
+    ),
+    (
         "mesh-postgres",
         mesh_provider_postgres::cli::command,
         &[NATS_PASSWORD, mesh_provider_postgres::cli::ADMIN_PASSWORD],
@@ -165,11 +170,13 @@ mod tests {
             "contributions",
             "node-show",
             "history",
-            "console",
         ] {
             let page = format!("man1/mesh-controller-{command}.1");
             assert!(names.contains(&page), "{page} in {names:?}");
         }
+        // The moved `console` is hidden: it has no page of its own.
+        let moved = "man1/mesh-controller-console.1".to_owned();
+        assert!(!names.contains(&moved), "{names:?}");
         assert!(
             names.contains(&"man1/mesh-provide-conform.1".to_owned()),
             "{names:?}"

@@ -4,7 +4,7 @@ use crate::approve::{ApproveError, UnknownProvider};
 use crate::bus::BusError;
 use crate::link::LinkError;
 use crate::permissions::CredentialsError;
-use crate::store::{DatabaseOptionsError, PgError};
+use mesh_pg_store::{DatabaseOptionsError, PgError};
 use mesh_status::model::declaration::UnknownMachine;
 use mesh_status::model::DeclarationError;
 
@@ -33,7 +33,7 @@ pub enum CliError {
     ReaderPassword(mesh_runtime::secret::SecretFileError),
     /// `migrate --reader`: the role could not be made the store's reader.
     #[error(transparent)]
-    Reader(crate::store::ReaderError),
+    Reader(mesh_pg_store::ReaderError),
     /// The store could not be read.
     #[error("cannot read the store: {0}")]
     Read(#[source] PgError),
@@ -72,9 +72,14 @@ pub enum CliError {
     /// `--metrics-listen` could not be listened on.
     #[error(transparent)]
     Listen(#[from] mesh_runtime::endpoints::ListenError),
-    /// The console could not start or stopped serving.
-    #[error(transparent)]
-    Console(#[from] crate::console::ConsoleError),
+    /// `console`: the console is its own program now.
+    #[error(
+        "the console is its own program now: run `mesh-console` with the same flags and \
+         variables (its unit is mesh-console.service, its settings /etc/mesh/mesh-console.env, \
+         its credentials in /etc/mesh/credentials/mesh-console/); `mesh-console` \
+         goes in the next release"
+    )]
+    ConsoleMoved,
     /// `status --check` / `node show --check`: the report was printed and
     /// is not all well.
     #[error("not all well (--check)")]

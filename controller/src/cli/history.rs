@@ -12,7 +12,7 @@ use mesh_status::store::HistoryFilter;
 
 use super::error::CliError;
 use super::Cli;
-use crate::store::PgStore;
+use mesh_pg_store::PgStore;
 
 /// Reads the history `filter` selects from `since` before now (`now`,
 /// then the store's clock) and prints it on `out` (`json` or for a person). `filter.since` is

@@ -29,7 +29,7 @@ use mesh_runtime::program::Flags;
 use mesh_runtime::LogFormat;
 
 use crate::bus::NatsOptions;
-use crate::store::{DatabaseOptions, DatabaseOptionsError, RoleName};
+use mesh_pg_store::{DatabaseOptions, DatabaseOptionsError, RoleName};
 use mesh_status::link::{DEFAULT_BATCH, DEFAULT_REPLICAS, MAX_REPLICAS};
 use mesh_status::model::declaration::{self, DeclarationError};
 use mesh_status::model::ParsedDeclaration;
@@ -43,18 +43,11 @@ pub const NAME: &str = "mesh-controller";
 
 /// The `*_FILE` variables a unit's systemd credentials stand in for
 /// (`mesh_runtime::credentials`): the store user's password
-/// (`database-password`), the console's token (`console-token`) and the
-/// bus user's password (`nats-password`).
-pub const CREDENTIALS: [StandIn; 3] = [
+/// (`database-password`) and the bus user's password (`nats-password`).
+pub const CREDENTIALS: [StandIn; 2] = [
     StandIn {
         variable: "MESH_DATABASE_PASSWORD_FILE",
         credential: "database-password",
-        with: None,
-        unless: None,
-    },
-    StandIn {
-        variable: "MESH_CONSOLE_TOKEN_FILE",
-        credential: "console-token",
         with: None,
         unless: None,
     },
@@ -180,31 +173,12 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Serve the mesh as web pages, read-only: what `status`, `node show` and `history`
-    /// say, kept current in open pages (server-sent events; the pages work without
-    /// JavaScript). Log in to the store as its reader role.
+    /// Moved: the console is its own program, `mesh-console` (this says so, and exits 2).
+    #[command(hide = true, disable_help_flag = true)]
     Console {
-        /// The address to listen on; the default serves this machine only. Put it behind a
-        /// proxy (or give --token-file and --tls-cert) before listening elsewhere.
-        #[arg(long, env = "MESH_CONSOLE_LISTEN", default_value = crate::console::DEFAULT_LISTEN)]
-        listen: String,
-        /// File holding the console's token: every page and the event stream then need it,
-        /// as `Authorization: Bearer TOKEN` or through the login form at /login (a cookie).
-        /// Read at start; restart to change it.
-        #[arg(long, env = "MESH_CONSOLE_TOKEN_FILE")]
-        token_file: Option<PathBuf>,
-        /// Serve HTTPS with this certificate chain (PEM); needs --tls-key.
-        #[arg(long, env = "MESH_CONSOLE_TLS_CERT", requires = "tls_key")]
-        tls_cert: Option<PathBuf>,
-        /// The private key (PEM) of --tls-cert.
-        #[arg(long, env = "MESH_CONSOLE_TLS_KEY", requires = "tls_cert")]
-        tls_key: Option<PathBuf>,
-        /// Mark a standing not published again for this long as silent (as `status`).
-        #[arg(long, default_value = "30m", value_parser = humantime::parse_duration)]
-        silent_after: Duration,
-        /// Say on a failing consumer that it failed before within this window (as `status`).
-        #[arg(long, default_value = "7d", value_parser = humantime::parse_duration)]
-        recurrence_window: Duration,
+        /// Whatever followed (the old console's flags), ignored.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        rest: Vec<String>,
     },
     /// Per machine.
     Node {
@@ -336,11 +310,10 @@ const BUS_FLAGS: [&str; 8] = [
 ];
 
 /// The commands that never touch the bus, by their path of subcommands.
-const OFF_THE_BUS: [&[&str]; 8] = [
+const OFF_THE_BUS: [&[&str]; 7] = [
     &["migrate"],
     &["status"],
     &["history"],
-    &["console"],
     &["node", "show"],
     &["permissions"],
     &["contributions"],
@@ -415,21 +388,18 @@ impl Flags for Cli {
         self.log.format
     }
 
-    /// `info` for `serve`, `console` and `migrate`, `warn` for the others
-    /// (their output is on stdout).
+    /// `info` for `serve` and `migrate`, `warn` for the others (their
+    /// output is on stdout).
     fn log_level(&self) -> &'static str {
         match self.command {
-            Command::Serve { .. } | Command::Console { .. } | Command::Migrate { .. } => "info",
+            Command::Serve { .. } | Command::Migrate { .. } => "info",
             _ => "warn",
         }
     }
 
-    /// `serve` and `console` run until stopped; every other command does one thing.
+    /// `serve` runs until stopped; every other command does one thing.
     fn is_service(&self) -> bool {
-        matches!(
-            self.command,
-            Command::Serve { .. } | Command::Console { .. }
-        )
+        matches!(self.command, Command::Serve { .. })
     }
 }
 
@@ -475,7 +445,6 @@ mod tests {
         for args in [
             &["status", "--help"][..],
             &["node", "show", "--help"],
-            &["console", "--help"],
             &["migrate", "--help"],
             &["permissions", "--help"],
         ] {
@@ -634,9 +603,6 @@ mod tests {
             &["serve", "--stream-replicas", "6"],
             &["status", "--silent-after", "soon"],
             &["permissions", "--format", "yaml"],
-            &["console", "--tls-cert", "c.pem"],
-            &["console", "--tls-key", "c.key"],
-            &["console", "--silent-after", "soon"],
             &["contributions"],
             &["migrate", "--reader-password-file", "reader.pw"],
             &["migrate", "--reader", "Mesh-Reader"],
@@ -742,11 +708,33 @@ mod tests {
         assert!(!cli.is_service());
         let serve = parse(&["serve"]).unwrap();
         assert_eq!((serve.log_level(), serve.is_service()), ("info", true));
-        let console = parse(&["console"]).unwrap();
-        assert_eq!((console.log_level(), console.is_service()), ("info", true));
-        let Command::Console { listen, .. } = console.command else {
+    }
+
+    /// `console` moved to `mesh-console`: every old command line still
+    /// parses, to be told where it went, and runs nothing for long.
+    #[test]
+    fn an_old_console_command_line_parses_to_be_told_where_it_went() {
+        let cli = parse(&[
+            "--database",
+            "dbname=mesh",
+            "console",
+            "--listen",
+            "0.0.0.0:8443",
+            "--token-file",
+            "token",
+        ])
+        .unwrap();
+        let Command::Console { rest } = &cli.command else {
             panic!("console")
         };
-        assert_eq!(listen, "127.0.0.1:9480", "this machine only");
+        assert_eq!(rest, &["--listen", "0.0.0.0:8443", "--token-file", "token"]);
+        assert!(!cli.is_service());
+        assert!(
+            !help(&["--help"]).contains("console"),
+            "hidden from the help"
+        );
+        let moved = CliError::ConsoleMoved;
+        assert_eq!(moved.exit_code(), EXIT_CANNOT);
+        assert!(moved.to_string().contains("run `mesh-console`"), "{moved}");
     }
 }

@@ -13,9 +13,8 @@ use super::error::{CliError, EXIT_OK};
 use super::{Cli, Command, NodeCommand, ReportArgs, NAME};
 use crate::approve::{approve, check_declared, check_deletion, Declared};
 use crate::bus::{connect, Reconnect};
-use crate::console::{self, ConsoleArgs, ReportSettings};
 use crate::link;
-use crate::store::{grant_reader, migrate, DatabaseOptions, PgStore, ReaderMade};
+use mesh_pg_store::{grant_reader, migrate, DatabaseOptions, PgStore, ReaderMade};
 use mesh_status::model::ParsedDeclaration;
 use mesh_status::render::human::next_steps;
 use mesh_status::render::{listing, series};
@@ -88,27 +87,7 @@ pub async fn run(cli: &Cli, io: &mut Io<'_>, stop: &Stop) -> Result<(), CliError
             Ok(link::serve(&options, &cli.nats_options(), settings, &state, stop).await?)
         }
         Command::Status { report } => status(cli, io, Scope::All, report).await,
-        Command::Console {
-            listen,
-            token_file,
-            tls_cert,
-            tls_key,
-            silent_after,
-            recurrence_window,
-        } => {
-            let args = ConsoleArgs {
-                listen: listen.clone(),
-                token_file: token_file.clone(),
-                tls: tls_cert.clone().zip(tls_key.clone()),
-                settings: ReportSettings {
-                    silent_after: *silent_after,
-                    recurrence_window: *recurrence_window,
-                },
-            };
-            let declaration = cli.load_declaration()?;
-            let options = cli.database_options()?;
-            Ok(console::serve(options, declaration, &args, stop).await?)
-        }
+        Command::Console { .. } => Err(CliError::ConsoleMoved),
         Command::Why {
             consumer: (consumer, machine),
             recurrence_window,
@@ -306,7 +285,7 @@ async fn summarize(
         let mut read = store.read_status(&filter).await?;
         let head = report::head(declaration, &Scope::All, read.facts(), &clock);
         read.finish().await?;
-        Ok::<_, crate::store::PgError>(head)
+        Ok::<_, mesh_pg_store::PgError>(head)
     };
     let head = match report.await {
         Ok(head) => head,

@@ -15,7 +15,7 @@ use mesh_status::store::{HistoryFilter, Order};
 
 use super::error::CliError;
 use super::Cli;
-use crate::store::PgStore;
+use mesh_pg_store::PgStore;
 
 /// The module the declaration names `consumer` (on `machine` when given).
 ///

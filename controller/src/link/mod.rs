@@ -23,7 +23,7 @@ use source::JetStreamMessages;
 pub use stream::{consumer_config, ensure_consumer, Following, SetupError};
 
 use crate::bus::{connect, BusError, NatsOptions, Reconnect, DURABLE, STREAM};
-use crate::store::{migrate, DatabaseOptions, PgError, PgStore};
+use mesh_pg_store::{migrate, DatabaseOptions, PgError, PgStore};
 
 /// The link could not run; ends `serve` (exit 2).
 #[derive(Debug, thiserror::Error)]

@@ -4,7 +4,7 @@
 // Each test crate that includes this uses some of it.
 #![allow(dead_code)]
 
-use mesh_controller::DatabaseOptions;
+use mesh_pg_store::DatabaseOptions;
 use mesh_test_support::PgCluster;
 
 /// How the controller reaches database `db` of `pg` (made already): as

@@ -1,4 +1,4 @@
-//! The console: `mesh-controller console` serves the mesh as web pages over
+//! The console: `mesh-console` serves the mesh as web pages over
 //! the controller's store (its address printed, for a person to open);
 //! wiki's secret goes missing, comes back and goes missing again, and the
 //! console says each change, the second failure as the `2nd time`, and
@@ -63,7 +63,7 @@ pub fn tell(demo: &mut Demo) -> Result<(), StoryStop> {
     let port = free_port();
     let _console = mesh.start_console(port);
     demo.say(&format!(
-        "mesh-controller console serves the mesh at http://127.0.0.1:{port}/ : open it, it \
+        "mesh-console serves the mesh at http://127.0.0.1:{port}/ : open it, it \
          follows what happens below without a reload"
     ));
     page_says(demo, port, "/", &["all well: ", "No consumer is failing."])?;

@@ -34,7 +34,7 @@ pub enum Story {
     /// the open repair fault; restarted with `--kc-sh`, the provider
     /// repairs it and all is well.
     Identity,
-    /// The console: `mesh-controller console` serves the mesh as web pages
+    /// The console: `mesh-console` serves the mesh as web pages
     /// (the address is printed: open it); a consumer fails, recovers and
     /// fails again, and its page says it is the 2nd time, with both
     /// intervals.

@@ -93,13 +93,18 @@ impl Mesh {
         ));
     }
 
-    /// Starts `mesh-controller console` on `127.0.0.1:port` over this
-    /// mesh's store and declaration (log `console.log`); the caller keeps
-    /// it (stopped on drop).
+    /// Starts `mesh-console` on `127.0.0.1:port` over this mesh's store
+    /// and declaration (log `console.log`); the caller keeps it (stopped
+    /// on drop).
     pub fn start_console(&self, port: u16) -> Process {
-        let mut command = self.controller_command();
+        let mut command = Command::new(binary("mesh-console"));
         command
-            .arg("console")
+            .arg("--database")
+            .arg(&self.store_url)
+            .arg("--database-password-file")
+            .arg(self.store.superuser_password_file())
+            .arg("--declaration")
+            .arg(self.path("declaration.json"))
             .arg("--listen")
             .arg(format!("127.0.0.1:{port}"))
             .env("RUST_LOG", self.log_level);

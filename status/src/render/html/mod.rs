@@ -1,4 +1,4 @@
-//! The console's pages as HTML (`mesh-controller console`): server-rendered,
+//! The console's pages as HTML (`mesh-console`): server-rendered,
 //! readable without JavaScript, every text escaped ([`escape`]).
 //!
 //! A page is its `<main>` fragment ([`mesh::overview`] for the mesh and a

@@ -1,4 +1,4 @@
-//! The store's schema: the numbered migrations of `controller/migrations/`,
+//! The store's schema: the numbered migrations of `pg-store/migrations/`,
 //! applied under an advisory lock so that two controllers starting at once
 //! take turns instead of racing.
 

@@ -1,8 +1,8 @@
-//! `mesh-controller console`: the mesh as web pages, read-only, over the
-//! same reads and engine as `status` ([`pages`]), kept current in open
-//! pages by one shared reader and server-sent events ([`live`]), behind a
-//! token when one is given ([`auth`]), over TLS when a certificate is
-//! given ([`tls`]).
+//! The console's server: the mesh as web pages, read-only, over the
+//! same reads and engine as `status` (`pages`), kept current in open
+//! pages by one shared reader and server-sent events (`live`), behind a
+//! token when one is given (`auth`), over TLS when a certificate is
+//! given (`tls`).
 //!
 //! Routes (every page works without JavaScript):
 //! - `GET /`, `/machine/{machine}`, `/provider/{module}@{machine}`,
@@ -18,11 +18,6 @@
 //! With a token every other route answers 401 (a login form, the token
 //! never echoed) unless the request has it as `Authorization: Bearer T` or
 //! has the session cookie.
-
-mod auth;
-mod live;
-mod pages;
-mod tls;
 
 use std::convert::Infallible;
 use std::future::IntoFuture;
@@ -44,13 +39,11 @@ use mesh_status::render::html::{self, document, login, notice, Page};
 use serde::Deserialize;
 use tokio_util::task::AbortOnDropHandle;
 
-use crate::store::{DatabaseOptions, PgStore};
-use auth::Access;
-use live::Live;
-use pages::{unreadable, PageKey, Pages};
-
-pub(crate) use pages::ReportSettings;
-pub(crate) use tls::ConsoleTlsError;
+use crate::auth::Access;
+use crate::live::Live;
+use crate::pages::{unreadable, PageKey, Pages, ReportSettings};
+use crate::tls::{self, ConsoleTlsError};
+use mesh_pg_store::{DatabaseOptions, PgStore};
 
 /// The default `--listen`: this machine only (9464 is the Prometheus
 /// exporters' neighbourhood; 9480 is free of the well-known ones).

@@ -1,4 +1,4 @@
-//! `mesh-controller console` over a big store: 100,000 standings (100
+//! `mesh-console` over a big store: 100,000 standings (100
 //! providers on 10 machines, as the status benchmark's) and 1,000,000
 //! history rows (20,000 of the failing consumers, each failing and
 //! recovering 25 times over 90 days, in random order of consumer as rounds
@@ -19,12 +19,15 @@
 //!   that shows it.
 //!
 //! ```text
-//! cargo bench -p mesh-controller --bench console
+//! cargo bench -p mesh-console --bench console
 //! MESH_BENCH_STANDINGS=10000 MESH_BENCH_HISTORY_ROWS=100000 MESH_BENCH_LIVE_SECONDS=10 \
-//!     cargo bench -p mesh-controller --bench console
-//! MESH_BENCH_STATEMENTS=1 cargo bench -p mesh-controller --bench console   # the server's statements
+//!     cargo bench -p mesh-console --bench console
+//! MESH_BENCH_STATEMENTS=1 cargo bench -p mesh-console --bench console   # the server's statements
 //! ```
 
+// The controller benchmarks' store setup (a private cluster, a migrated
+// store, standings filled in by SQL), shared rather than copied.
+#[path = "../../controller/benches/common/store.rs"]
 mod common;
 
 use std::io::{Read, Write};
@@ -34,7 +37,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{env_number, fill_standings, print_statements, statements_if_asked, store};
-use mesh_controller::PgStore;
+use mesh_pg_store::PgStore;
 use mesh_protocol::{Name, Timestamp};
 use mesh_status::store::HistoryFilter;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -72,17 +75,17 @@ impl Drop for Console {
 impl Console {
     fn start(args: &[String]) -> Console {
         let port = mesh_test_support::free_port();
-        let child = Command::new(env!("CARGO_BIN_EXE_mesh-controller"))
+        let child = Command::new(env!("CARGO_BIN_EXE_mesh-console"))
             .env_remove("RUST_LOG")
-            // `MESH_BENCH_CONSOLE_LOG=mesh_controller=debug` shows the
+            // `MESH_BENCH_CONSOLE_LOG=mesh_console=debug` shows the
             // console's rounds of reads for its open pages.
             .envs(std::env::var("MESH_BENCH_CONSOLE_LOG").map(|v| ("RUST_LOG", v)))
             .args(args)
-            .args(["console", "--listen", &format!("127.0.0.1:{port}")])
+            .args(["--listen", &format!("127.0.0.1:{port}")])
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .spawn()
-            .expect("starting mesh-controller console");
+            .expect("starting mesh-console");
         let deadline = Instant::now() + Duration::from_secs(20);
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
             assert!(
@@ -251,7 +254,7 @@ async fn change(client: &tokio_postgres::Client, n: u64) {
 }
 
 fn main() {
-    mesh_controller::init_tracing("warn", mesh_runtime::LogFormat::Text);
+    mesh_runtime::log::init_tracing("warn", mesh_runtime::LogFormat::Text);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()

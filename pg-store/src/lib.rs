@@ -1,44 +1,54 @@
+//! # mesh-pg-store
+//!
 //! The controller's store: the events providers published, kept across
 //! restarts, on PostgreSQL (tokio-postgres), its schema applied by the
-//! numbered migrations in `controller/migrations/` ([`migrate()`]).
+//! numbered migrations in `pg-store/migrations/` ([`migrate()`]).
+//! `mesh-controller` writes it (`serve`) and reads it (`status`, `node
+//! show`, `history`, `why`); `mesh-console` reads it, as the store's
+//! reader role. Neither needs the other to do so.
 //!
-//! - [`options`]: where the store is, shown without the password.
-//! - [`connection`]: [`PgStore`], its one connection and error classes.
-//! - [`apply`]: a round of events written in one transaction ([`Store`]);
-//!   [`columns`]: its statements and their typed columns (each list of
-//!   columns written once, [`column_list`]), prepared by
-//!   [`statements`]; [`locks`]: the key locks it takes first, so several
-//!   controllers can share the store.
-//! - [`read`]: what `status` lists, counts first, then standings in order,
-//!   each column's text decoded into its type (a value that does not decode
-//!   is [`PgError::Undecodable`]).
-//! - [`record`]: what `serve` says of itself (when each process last
-//!   caught up with the event stream and last committed a round), which
-//!   `status` reads to tell whether the controller follows the bus.
+//! - `options`: where the store is, shown without the password
+//!   ([`DatabaseOptions`]).
+//! - `connection`: [`PgStore`], its one connection and error classes.
+//! - `apply`: a round of events written in one transaction (the engine's
+//!   `Store`); `columns`: its statements and their typed columns (each list
+//!   of columns written once, `column_list`), prepared by `statements`;
+//!   `locks`: the key locks it takes first, so several controllers can
+//!   share the store.
+//! - `read`: what `status` lists, counts first, then standings in order,
+//!   each column's text decoded into its type (a value that does not
+//!   decode is [`PgError::Undecodable`]).
+//! - `record`: what `serve` says of itself (when each process last caught
+//!   up with the event stream and last committed a round), which `status`
+//!   reads to tell whether the controller follows the bus.
+//! - `reader`: the read-only role ([`grant_reader`]).
 //!
-//! The rules every implementation of the engine's [`Store`] keeps are
+//! The rules every implementation of the engine's `Store` keeps are
 //! written with the trait (`mesh_status::store`); this one keeps them in
 //! its statements.
 
-pub mod apply;
-pub mod column_list;
-pub mod columns;
-pub mod connection;
-pub mod epoch;
-pub mod history;
-pub mod history_read;
-pub mod locks;
-pub mod migrate;
-pub mod options;
-pub mod read;
-pub mod reader;
-pub mod record;
+mod apply;
+mod column_list;
+mod columns;
+mod connection;
+mod epoch;
+mod history;
+mod history_read;
+mod locks;
+mod migrate;
+mod options;
+mod read;
+mod reader;
+mod record;
 mod rows;
 mod selected;
-pub mod statements;
+mod statements;
 
 use mesh_status::store::{StoreError, StoreErrorKind};
 
+/// The round's upsert of failing standings as SQL text (feature `bench`:
+/// the controller's ingest benchmark runs it through pgbench).
+#[cfg(feature = "bench")]
 pub use columns::UPSERT_FAILING;
 pub use connection::PgStore;
 pub use migrate::migrate;

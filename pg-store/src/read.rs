@@ -298,7 +298,7 @@ fn group_counts(
 impl StatusRead {
     /// What the report's head is made of: the repairs and grants taken
     /// out of the read, the rest borrowed from it.
-    pub(crate) fn facts(&mut self) -> mesh_status::report::Facts<'_> {
+    pub fn facts(&mut self) -> mesh_status::report::Facts<'_> {
         mesh_status::report::Facts {
             failing: self.groups.clone(),
             repairs: std::mem::take(&mut self.repairs),

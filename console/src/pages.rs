@@ -11,7 +11,7 @@ use mesh_status::report::history::{entries, summaries, window_start};
 use mesh_status::report::{self, Clock, Head, Listed, Recurrences, Scope};
 use mesh_status::store::{HistoryFilter, Order, StatusFilter};
 
-use crate::store::{PgError, PgStore};
+use mesh_pg_store::{PgError, PgStore};
 
 /// How far back a consumer's page reads its history (its longer bar row).
 pub(crate) const HISTORY_DAYS: u32 = 30;

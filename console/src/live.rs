@@ -12,8 +12,8 @@ use std::time::Duration;
 use mesh_protocol::Timestamp;
 use tokio::sync::{watch, Notify};
 
-use super::pages::{unreadable, PageKey, Pages};
-use crate::store::{DatabaseOptions, PgStore};
+use crate::pages::{unreadable, PageKey, Pages};
+use mesh_pg_store::{DatabaseOptions, PgStore};
 
 /// How often the reader reads the store while a page is open: a change
 /// stored reaches an open page within this plus one read (well within 1 s).

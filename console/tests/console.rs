@@ -1,4 +1,4 @@
-//! `mesh-controller console` over HTTP on a real PostgreSQL store, the
+//! `mesh-console` over HTTP on a real PostgreSQL store, the
 //! binary logged in as the store's reader role: its pages, 404s, escaping,
 //! the event stream's delay, the token and TLS.
 
@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
-use mesh_controller::{DatabaseOptions, PgStore};
+use mesh_pg_store::{grant_reader, migrate, DatabaseOptions, PgStore, RoleName};
 use mesh_protocol::event::{Alive, Failing, Recovered, RecoveredReason};
 use mesh_protocol::{Class, Event, ModuleId, Name, Timestamp};
 use mesh_status::model::{Instance, Received};
@@ -105,8 +105,20 @@ struct Setup {
     reader_url: String,
 }
 
+/// `mesh-console`, with none of the environment's settings.
+fn console() -> Command {
+    clean(Command::new(env!("CARGO_BIN_EXE_mesh-console")))
+}
+
+/// `mesh-controller` (built beside it: `cargo build --workspace --bins`),
+/// whose `status` the pages must agree with.
 fn controller() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_mesh-controller"));
+    clean(Command::new(mesh_test_support::mesh::binary(
+        "mesh-controller",
+    )))
+}
+
+fn clean(mut c: Command) -> Command {
     c.env_remove("RUST_LOG");
     for v in [
         "MESH_DATABASE_URL",
@@ -130,20 +142,12 @@ async fn setup() -> Setup {
         "host=127.0.0.1 port={} user=postgres dbname=mesh",
         pg.port()
     );
-    let migrated = controller()
-        .args(["--database", &owner_url, "--database-password-file"])
-        .arg(pg.superuser_password_file())
-        .args([
-            "migrate",
-            "--reader",
-            "mesh_reader",
-            "--reader-password-file",
-        ])
-        .arg(dir.path().join("reader.pw"))
-        .output()
-        .unwrap();
-    assert!(migrated.status.success(), "{migrated:?}");
     let options = DatabaseOptions::new(&owner_url, Some(&pg.superuser_password_file())).unwrap();
+    migrate(&options).await.unwrap();
+    let reader = RoleName::parse("mesh_reader").unwrap();
+    grant_reader(&options, &reader, Some(READER_PASSWORD))
+        .await
+        .unwrap();
     let mut owner = PgStore::new(options);
     // A store that gets every event the stream holds, and a serve that follows.
     owner.record_begins(false).await.unwrap();
@@ -211,12 +215,12 @@ impl Console {
     fn start_with(s: &Setup, extra: &[&std::ffi::OsStr], credentials: Option<&Path>) -> Console {
         let port = free_port();
         let log = s.dir.path().join(format!("console-{port}.log"));
-        let child = controller()
+        let child = console()
             .args(["--database", &s.reader_url, "--database-password-file"])
             .arg(s.dir.path().join("reader.pw"))
             .arg("--declaration")
             .arg(s.dir.path().join("declaration.json"))
-            .args(["console", "--listen", &format!("127.0.0.1:{port}")])
+            .args(["--listen", &format!("127.0.0.1:{port}")])
             .args(extra)
             .envs(credentials.map(|dir| ("CREDENTIALS_DIRECTORY", dir)))
             .stdout(Stdio::null())
@@ -554,14 +558,13 @@ fn a_console_that_cannot_start_exits_2_and_says_why() {
         ),
     ];
     for (args, reason) in cases {
-        let out = controller()
+        let out = console()
             .args([
                 "--database",
                 "host=127.0.0.1 port=1 user=nobody dbname=none",
             ])
             .arg("--declaration")
             .arg(&declaration)
-            .arg("console")
             .args(&args)
             .output()
             .unwrap();
