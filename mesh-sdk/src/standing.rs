@@ -164,8 +164,8 @@ impl Standing {
                 Some(Publish::Failing {
                     since: failure.since,
                     attempts: failure.attempts,
-                    class: failure.class,
-                    error: failure.error.clone(),
+                    class: failure.detail.class,
+                    error: failure.detail.error.clone(),
                 })
             }
         }

@@ -347,8 +347,8 @@ async fn concurrency_is_bounded_and_calls_time_out() {
     assert_eq!(report.failed, 40);
     let standing = w.runner.standing(&name("c0")).unwrap();
     let failure = standing.failure().unwrap();
-    assert_eq!(failure.class, Class::Unreachable);
-    assert_eq!(failure.error, "ensure timed out after 2s");
+    assert_eq!(failure.detail.class, Class::Unreachable);
+    assert_eq!(failure.detail.error, "ensure timed out after 2s");
 }
 
 #[tokio::test(start_paused = true)]

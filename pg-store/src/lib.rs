@@ -54,7 +54,7 @@ pub use connection::PgStore;
 pub use migrate::migrate;
 pub use options::{DatabaseOptions, DatabaseOptionsError};
 pub use read::StatusRead;
-pub use reader::{grant_reader, ReaderError, ReaderMade, RoleName};
+pub use reader::{grant_reader, ReaderError, ReaderMade, RoleName, RoleNameError};
 
 /// The PostgreSQL store failed: what the command line says, and, as the
 /// engine's [`StoreError`] (its [`StoreErrorKind`] from the variant), what

@@ -29,20 +29,18 @@ impl RoleName {
     /// Checks `text`.
     ///
     /// # Errors
-    /// Says what is wrong with it.
-    pub fn parse(text: &str) -> Result<RoleName, String> {
+    /// [`RoleNameError`], which says what is wrong with it.
+    pub fn parse(text: &str) -> Result<RoleName, RoleNameError> {
         let valid = (1..=63).contains(&text.len())
             && text
                 .bytes()
                 .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
             && !text.starts_with(|c: char| c.is_ascii_digit());
         if !valid {
-            return Err(
-                "a role name is 1 to 63 of a-z, 0-9 and _, not starting with a digit".into(),
-            );
+            return Err(RoleNameError::Characters);
         }
         if text.starts_with("pg_") {
-            return Err("names starting with pg_ are PostgreSQL's own".into());
+            return Err(RoleNameError::PostgresOwn);
         }
         Ok(RoleName(text.to_owned()))
     }
@@ -51,6 +49,17 @@ impl RoleName {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+}
+
+/// A text that cannot be a [`RoleName`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RoleNameError {
+    /// Too long, empty, or other characters.
+    #[error("a role name is 1 to 63 of a-z, 0-9 and _, not starting with a digit")]
+    Characters,
+    /// `pg_` names are reserved.
+    #[error("names starting with pg_ are PostgreSQL's own")]
+    PostgresOwn,
 }
 
 impl fmt::Display for RoleName {

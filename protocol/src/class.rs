@@ -1,10 +1,7 @@
 //! The four classes of failure a person reading `status` needs first.
 
-use serde::{Deserialize, Serialize};
-
 /// Why a consumer's provision failed, as the mesh reports it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Class {
     /// The backend refused a login: a password or secret was rejected.
     CredentialsRejected,
@@ -36,7 +33,7 @@ impl Class {
     }
 }
 
-crate::one_of::one_of!(Class, "a failure class");
+crate::wire_words!(Class, "a failure class");
 
 #[cfg(test)]
 mod tests {

@@ -17,7 +17,6 @@ use crate::name::Name;
 pub use crate::alive::{
     Alive, ContributionsRead, ProviderFault, RefusedContribution, MAX_REFUSED_LISTED,
 };
-use crate::one_of::one_of;
 use crate::time::Timestamp;
 
 /// Version of every body.
@@ -26,8 +25,7 @@ pub const VERSION: u32 = 1;
 /// The event kinds, the last token of their subject: all eight
 /// ([`EventKind::ALL`]), the provisioner's five ([`EventKind::PROVISIONER`])
 /// and the grant agent's three ([`EventKind::GRANT`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum EventKind {
     /// A consumer keeps failing.
     Failing,
@@ -107,8 +105,7 @@ impl EventKind {
 
 /// What a grant's newest event says of it: one state per grant kind, named
 /// as the kind.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum GrantState {
     /// Its consumer failed to reach it `unreachable_after` checks in a row.
     Unreachable,
@@ -141,7 +138,8 @@ impl GrantState {
     }
 }
 
-one_of!(GrantState, "a grant state");
+crate::wire_words!(EventKind, "an event kind");
+crate::wire_words!(GrantState, "a grant state");
 
 /// `failing` body.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -167,8 +165,7 @@ pub struct Failing {
 }
 
 /// Why `recovered` is published.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum RecoveredReason {
     /// First success after `failing` was published since start.
     Success,
@@ -201,7 +198,7 @@ impl RecoveredReason {
     }
 }
 
-one_of!(RecoveredReason, "a recovered reason");
+crate::wire_words!(RecoveredReason, "a recovered reason");
 
 /// `recovered` body.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -225,8 +222,7 @@ pub struct Recovered {
 /// `retiring` and `cancelled` are newer than the other four: a controller
 /// older than them refuses such a body as malformed (logged and terminated,
 /// the stream goes on), so it only misses the countdown.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum RetirementAction {
     /// The countdown to retire it began: withdrawn and still held, it is
     /// retired at `retire_at` unless it is listed again first.
@@ -268,7 +264,7 @@ impl RetirementAction {
     }
 }
 
-one_of!(RetirementAction, "a retirement action");
+crate::wire_words!(RetirementAction, "a retirement action");
 
 /// `retirement` body.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -291,8 +287,7 @@ pub struct Retirement {
 }
 
 /// Outcome of a repair.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum RepairOutcome {
     /// Repaired and verified.
     Repaired,
@@ -320,7 +315,7 @@ impl RepairOutcome {
     }
 }
 
-one_of!(RepairOutcome, "a repair outcome");
+crate::wire_words!(RepairOutcome, "a repair outcome");
 
 /// `repair` body: a provider reports what came of repairing a known fault
 /// (the `repair` kind; `mesh-sdk`'s `Repair` trait is what makes one).
@@ -341,8 +336,7 @@ pub struct RepairReport {
 }
 
 /// Why `reachable` is published.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ReachableReason {
     /// The first success after `unreachable` or `unchecked` was published.
     Success,
@@ -366,7 +360,7 @@ impl ReachableReason {
     }
 }
 
-one_of!(ReachableReason, "a reachable reason");
+crate::wire_words!(ReachableReason, "a reachable reason");
 
 /// `grant.unreachable` body: the consumer could not connect to its grant's
 /// address and port from its own network position, `failures` checks in a row.

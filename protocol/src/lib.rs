@@ -107,3 +107,7 @@ pub use module_id::{ModuleId, ModuleIdError};
 pub use name::{Name, NameError, MAX_NAME_LEN};
 pub use one_of::NotOneOf;
 pub use time::Timestamp;
+
+/// serde, as [`wire_words!`] names it from another crate.
+#[doc(hidden)]
+pub use serde as __serde;

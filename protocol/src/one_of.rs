@@ -24,20 +24,47 @@ impl NotOneOf {
     }
 }
 
-/// `Display` (the word) and `FromStr` (the word back, else [`NotOneOf`])
-/// of an enum that has `ALL` and `as_str`.
-macro_rules! one_of {
+/// The one place an enum's wire words come from: given an enum that has
+/// `ALL` (every value) and `as_str` (its word), it implements `Display`
+/// (the word), `FromStr` (the word back, else [`NotOneOf`]) and serde's
+/// `Serialize` and `Deserialize` through them, so no `rename_all` can say
+/// another word than `as_str`. A word that is none of the values fails to
+/// deserialize with [`NotOneOf`]'s sentence.
+///
+/// ```
+/// #[derive(Clone, Copy, Debug, PartialEq)]
+/// enum Colour { Red, DarkBlue }
+///
+/// impl Colour {
+///     const ALL: [Colour; 2] = [Colour::Red, Colour::DarkBlue];
+///     fn as_str(self) -> &'static str {
+///         match self {
+///             Colour::Red => "red",
+///             Colour::DarkBlue => "dark-blue",
+///         }
+///     }
+/// }
+///
+/// mesh_protocol::wire_words!(Colour, "a colour");
+///
+/// assert_eq!(serde_json::to_string(&Colour::DarkBlue).unwrap(), "\"dark-blue\"");
+/// assert_eq!(serde_json::from_str::<Colour>("\"red\"").unwrap(), Colour::Red);
+/// let error = serde_json::from_str::<Colour>("\"blue\"").unwrap_err().to_string();
+/// assert!(error.starts_with("\"blue\" is not a colour (one of red, dark-blue)"), "{error}");
+/// ```
+#[macro_export]
+macro_rules! wire_words {
     ($ty:ty, $expected:literal) => {
-        impl std::fmt::Display for $ty {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        impl ::std::fmt::Display for $ty {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
                 f.write_str(self.as_str())
             }
         }
 
-        impl std::str::FromStr for $ty {
+        impl ::std::str::FromStr for $ty {
             type Err = $crate::NotOneOf;
 
-            fn from_str(text: &str) -> Result<Self, Self::Err> {
+            fn from_str(text: &str) -> ::std::result::Result<Self, Self::Err> {
                 Self::ALL
                     .into_iter()
                     .find(|value| value.as_str() == text)
@@ -46,7 +73,27 @@ macro_rules! one_of {
                     })
             }
         }
+
+        impl $crate::__serde::Serialize for $ty {
+            fn serialize<S: $crate::__serde::Serializer>(
+                &self,
+                serializer: S,
+            ) -> ::std::result::Result<S::Ok, S::Error> {
+                serializer.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> $crate::__serde::Deserialize<'de> for $ty {
+            fn deserialize<D: $crate::__serde::Deserializer<'de>>(
+                deserializer: D,
+            ) -> ::std::result::Result<Self, D::Error> {
+                let text =
+                    <::std::borrow::Cow<'de, str> as $crate::__serde::Deserialize>::deserialize(
+                        deserializer,
+                    )?;
+                text.parse()
+                    .map_err(<D::Error as $crate::__serde::de::Error>::custom)
+            }
+        }
     };
 }
-
-pub(crate) use one_of;

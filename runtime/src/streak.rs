@@ -48,14 +48,6 @@ pub struct Streak<D> {
     pub said_at: Option<Instant>,
 }
 
-impl<D> std::ops::Deref for Streak<D> {
-    type Target = D;
-
-    fn deref(&self) -> &D {
-        &self.detail
-    }
-}
-
 impl<D> Streak<D> {
     /// Whether the streak is to be reported at `now`: its threshold reached and
     /// never reported, or reported `repeat_every` ago or earlier.

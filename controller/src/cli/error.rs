@@ -61,8 +61,8 @@ pub enum CliError {
     #[error("--format nats needs --credentials DIR")]
     NoCredentials,
     /// A `permissions --watcher` name cannot be used.
-    #[error("{0}")]
-    Watcher(String),
+    #[error(transparent)]
+    Watcher(#[from] crate::permissions::WatcherRefused),
     /// The users' password files could not be read.
     #[error(transparent)]
     Credentials(#[from] CredentialsError),

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::error::CliError;
 use super::{Cli, PermissionsFormat, NAME};
-use crate::permissions;
+use crate::permissions::{self, WatcherRefused};
 use mesh_protocol::Name;
 
 /// Prints the permissions; refused declaration entries and users left out
@@ -29,11 +29,9 @@ pub(super) fn run(
     }
     let mut users = permissions::derive(&parsed.declaration);
     for name in watchers {
-        let watcher = permissions::watcher(name).map_err(CliError::Watcher)?;
+        let watcher = permissions::watcher(name)?;
         if users.iter().any(|u| u.user == watcher.user) {
-            return Err(CliError::Watcher(format!(
-                "--watcher {name}: a user of that name is in the permissions already"
-            )));
+            return Err(WatcherRefused::Taken(name.clone()).into());
         }
         users.push(watcher);
     }

@@ -218,12 +218,10 @@ fn grants_permissions(declaration: &Declaration) -> Vec<UserPermissions> {
 /// read or change the stream either).
 ///
 /// # Errors
-/// Why `name` cannot be a watcher's: it is the controller's user.
-pub fn watcher(name: &Name) -> Result<UserPermissions, String> {
+/// [`WatcherRefused::ControllersUser`] when `name` is the controller's user.
+pub fn watcher(name: &Name) -> Result<UserPermissions, WatcherRefused> {
     if name.as_str() == CONTROLLER_USER {
-        return Err(format!(
-            "--watcher {name}: that is the controller's user; choose another name"
-        ));
+        return Err(WatcherRefused::ControllersUser(name.clone()));
     }
     Ok(UserPermissions {
         user: name.to_string(),
@@ -235,6 +233,17 @@ pub fn watcher(name: &Name) -> Result<UserPermissions, String> {
         ]),
         allow_responses: false,
     })
+}
+
+/// A `--watcher` name that cannot be given.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum WatcherRefused {
+    /// It is the controller's own user.
+    #[error("--watcher {0}: that is the controller's user; choose another name")]
+    ControllersUser(Name),
+    /// A user of that name is in the permissions already.
+    #[error("--watcher {0}: a user of that name is in the permissions already")]
+    Taken(Name),
 }
 
 /// The controller's user: `serve`'s routine work (make and update the
@@ -315,6 +324,7 @@ mod tests {
         let controller = mesh_protocol::Name::parse("controller").unwrap();
         assert!(super::watcher(&controller)
             .unwrap_err()
+            .to_string()
             .contains("the controller's user"));
     }
 

@@ -467,7 +467,7 @@ impl<P: Provisioner> Runner<P> {
                 let changed = entry
                     .standing
                     .failure()
-                    .is_none_or(|f| f.class != *class || f.error != *error);
+                    .is_none_or(|f| f.detail.class != *class || f.detail.error != *error);
                 if changed {
                     tracing::warn!(consumer = %consumer.name, class = %class, error = %error, "provision failed");
                 } else {

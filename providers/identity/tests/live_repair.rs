@@ -307,7 +307,11 @@ async fn a_password_changed_by_hand_is_repaired_with_kc_sh_bootstrap_admin_besid
     for consumer in ["forge", "wiki"] {
         let standing = runner.standing(&Name::parse(consumer).unwrap()).unwrap();
         let failure = standing.failure().expect("failing while the fault lasts");
-        assert_eq!(failure.class, Class::CredentialsRejected, "{failure:?}");
+        assert_eq!(
+            failure.detail.class,
+            Class::CredentialsRejected,
+            "{failure:?}"
+        );
     }
     assert!(
         master_users(kc, "mesh-repair-").await.is_empty(),

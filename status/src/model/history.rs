@@ -30,8 +30,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use mesh_protocol::event::{RepairOutcome, RetirementAction};
-use mesh_protocol::{Class, Event, ModuleId, NotOneOf, Timestamp};
-use serde::Serialize;
+use mesh_protocol::{Class, Event, ModuleId, Timestamp};
 
 pub use super::row::{Recoveries, RepairsDone};
 
@@ -39,8 +38,7 @@ use super::reduce::Place;
 use super::Received;
 
 /// What changed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TransitionKind {
     /// A consumer began failing: the first `failing` since it was last
     /// fine (`class`, `error`, `since`, `attempts`).
@@ -111,22 +109,7 @@ impl TransitionKind {
     }
 }
 
-impl std::fmt::Display for TransitionKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl std::str::FromStr for TransitionKind {
-    type Err = NotOneOf;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|k| k.as_str() == text)
-            .ok_or_else(|| NotOneOf::new("a transition", text, &Self::ALL.map(Self::as_str)))
-    }
-}
+mesh_protocol::wire_words!(TransitionKind, "a transition");
 
 /// One transition: a row of the store's `history`. Which fields are set
 /// depends on the kind (see [`TransitionKind`]); the rest are `None`.

@@ -137,7 +137,7 @@ impl World {
         let standing = self.runner.standing(&name(consumer))?;
         standing
             .failure()
-            .map(|f| (f.class.to_string(), f.error.clone()))
+            .map(|f| (f.detail.class.to_string(), f.detail.error.clone()))
     }
 
     /// `mesh_provisions_mended_total` as the runner's `/metrics` shows it.
