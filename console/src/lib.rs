@@ -15,6 +15,9 @@
 //! - `server` (the routes, the headers every answer carries).
 //! - `cli`: the command line; the binary only calls [`run`].
 
+// Nothing public by accident: what this crate offers is chosen.
+#![warn(unreachable_pub)]
+
 mod auth;
 mod pages;
 mod tls;

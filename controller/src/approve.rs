@@ -19,7 +19,7 @@ use mesh_status::model::{Declaration, ParsedDeclaration};
 
 /// What the declaration said of the provider before the request was sent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Declared {
+pub(crate) enum Declared {
     /// The declaration assigns it, and it answers approvals (it receives
     /// contributions).
     Assigned,
@@ -66,7 +66,7 @@ const NAMED_AT_MOST: usize = 10;
 /// # Errors
 /// [`UnknownProvider`] naming the provider and, when it is not declared,
 /// the providers that are.
-pub fn check_declared(
+pub(crate) fn check_declared(
     parsed: &ParsedDeclaration,
     provider: &ModuleId,
 ) -> Result<Declared, UnknownProvider> {
@@ -130,7 +130,7 @@ pub struct RequiredDeletion {
 ///
 /// # Errors
 /// [`RequiredDeletion`], naming the declared consumers that require it.
-pub fn check_deletion(
+pub(crate) fn check_deletion(
     declaration: &Declaration,
     provider: &ModuleId,
     consumer: &Name,
@@ -160,7 +160,7 @@ pub fn check_deletion(
 
 /// What came of an approval that was asked.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ApproveAnswer {
+pub(crate) enum ApproveAnswer {
     /// The provider answered (`ok` true: done; false: refused, with why).
     Replied(ApproveReply),
     /// No provider listens on the subject (not running, or not on the bus).
@@ -173,13 +173,13 @@ pub enum ApproveAnswer {
 
 impl ApproveAnswer {
     /// Whether the approval was done.
-    pub fn is_done(&self) -> bool {
+    pub(crate) fn is_done(&self) -> bool {
         matches!(self, ApproveAnswer::Replied(reply) if reply.ok)
     }
 
     /// For a person: what the provider said, or why there is no answer
     /// (and, when nobody listens, what the declaration said of it).
-    pub fn describe(&self, provider: &ModuleId, declared: Declared) -> String {
+    pub(crate) fn describe(&self, provider: &ModuleId, declared: Declared) -> String {
         match self {
             ApproveAnswer::Replied(reply) if reply.ok => {
                 format!("done by {provider}: {}", reply.detail)
@@ -223,7 +223,7 @@ pub struct ApproveError {
 /// # Errors
 /// [`ApproveError`] when the request cannot be sent; an unanswered request
 /// is an [`ApproveAnswer`], not an error.
-pub async fn approve(
+pub(crate) async fn approve(
     client: &async_nats::Client,
     provider: &ModuleId,
     consumer: &Name,

@@ -18,17 +18,17 @@ pub const GRANT_SUBJECTS: &str = subject::GRANT_EVENTS;
 /// Every subject the stream takes. The controller's durable consumer has
 /// no filter: it takes the whole stream (nats-server 2.9 ignores several
 /// filters).
-pub const EVENT_SUBJECTS: [&str; 2] = [STREAM_SUBJECTS, GRANT_SUBJECTS];
+pub(crate) const EVENT_SUBJECTS: [&str; 2] = [STREAM_SUBJECTS, GRANT_SUBJECTS];
 
 /// The controller's durable pull consumer on [`STREAM`].
 pub const DURABLE: &str = "controller";
 
 /// The controller's NATS user.
-pub const CONTROLLER_USER: &str = subject::CONTROLLER_USER;
+pub(crate) const CONTROLLER_USER: &str = subject::CONTROLLER_USER;
 
 /// The controller's inbox prefix. A provider's is `_INBOX.<machine>.<module>`
 /// and a name cannot start with `_`, so no provider's prefix reaches it.
-pub const CONTROLLER_INBOX: &str = subject::CONTROLLER_INBOX;
+pub(crate) const CONTROLLER_INBOX: &str = subject::CONTROLLER_INBOX;
 
 /// How to reach the bus: mesh-runtime's transport flags (servers,
 /// credentials, TLS), the same on the controller as on every provider.
@@ -36,11 +36,11 @@ pub type NatsOptions = mesh_runtime::NatsArgs;
 
 /// The bus could not be set up; ends the command (exit 2). mesh-runtime's:
 /// the controller connects with the same shared options as every provider.
-pub use mesh_runtime::BusError;
+pub(crate) use mesh_runtime::BusError;
 
 /// How the connection behaves while the server is away.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Reconnect {
+pub(crate) enum Reconnect {
     /// Keep trying forever, also for the first connection (`serve`).
     Forever,
     /// Fail when the first connection fails (one-shot commands).
@@ -54,7 +54,7 @@ pub enum Reconnect {
 /// # Errors
 /// [`BusError`] when the flags are wrong or a file they name cannot be
 /// read, or (with [`Reconnect::FailFast`]) when no server can be reached.
-pub async fn connect(
+pub(crate) async fn connect(
     options: &NatsOptions,
     reconnect: Reconnect,
 ) -> Result<async_nats::Client, BusError> {

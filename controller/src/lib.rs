@@ -24,6 +24,9 @@
 //! and for this crate's integration tests and benches, which reach only
 //! what is re-exported below.
 
+// Nothing public by accident: what this crate offers is chosen.
+#![warn(unreachable_pub)]
+
 pub(crate) mod bus;
 
 pub(crate) mod approve;

@@ -20,7 +20,7 @@ use mesh_status::model::Declaration;
 
 /// One consumer entry, as the plan names it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct PlanEntry {
+pub(crate) struct PlanEntry {
     /// The consumer module.
     pub consumer: Name,
     /// Its machine.
@@ -42,7 +42,7 @@ impl From<&ConsumerEntry> for PlanEntry {
 /// A consumer whose entry changes (another machine or provision): still
 /// listed, so nothing is retired; the provider serves the new entry.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Changed {
+pub(crate) struct Changed {
     /// As it is listed now.
     pub from: PlanEntry,
     /// As it would be listed.
@@ -51,7 +51,7 @@ pub struct Changed {
 
 /// What the new declaration changes for one provider.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct ProviderPlan {
+pub(crate) struct ProviderPlan {
     /// The provider, `module@machine`.
     pub provider: ModuleId,
     /// Whether the new declaration still gives it a contributions file.
@@ -73,7 +73,7 @@ pub struct ProviderPlan {
 
 impl ProviderPlan {
     /// Whether it changes nothing for this provider.
-    pub fn is_unchanged(&self) -> bool {
+    pub(crate) fn is_unchanged(&self) -> bool {
         self.declared
             && !self.new
             && self.added.is_empty()
@@ -85,19 +85,19 @@ impl ProviderPlan {
 
 /// What a new declaration changes, provider by provider (sorted).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct DeclarationPlan {
+pub(crate) struct DeclarationPlan {
     /// One per provider either declaration gives a contributions file.
     pub providers: Vec<ProviderPlan>,
 }
 
 impl DeclarationPlan {
     /// Consumers withdrawn, over every provider.
-    pub fn withdrawn(&self) -> usize {
+    pub(crate) fn withdrawn(&self) -> usize {
         self.providers.iter().map(|p| p.withdrawn.len()).sum()
     }
 
     /// Consumers added, over every provider.
-    pub fn added(&self) -> usize {
+    pub(crate) fn added(&self) -> usize {
         self.providers.iter().map(|p| p.added.len()).sum()
     }
 }
@@ -106,7 +106,7 @@ impl DeclarationPlan {
 /// `--retire-after-passes`, `--pass-every` and `--retire-after`): after
 /// both, whichever is later.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RetireTiming {
+pub(crate) struct RetireTiming {
     /// `--retire-after-passes`.
     pub after_passes: u32,
     /// `--pass-every`.
@@ -128,13 +128,13 @@ impl Default for RetireTiming {
 
 impl RetireTiming {
     /// How long after its file stops listing a consumer the provider retires it.
-    pub fn delay(&self) -> Duration {
+    pub(crate) fn delay(&self) -> Duration {
         self.after.max(self.pass_every * self.after_passes)
     }
 }
 
 /// The plan of going from `current` to `new`.
-pub fn plan(current: &Declaration, new: &Declaration) -> DeclarationPlan {
+pub(crate) fn plan(current: &Declaration, new: &Declaration) -> DeclarationPlan {
     let mut files: BTreeMap<ModuleId, (Option<ProviderFile>, Option<ProviderFile>)> =
         BTreeMap::new();
     for file in derive(current) {

@@ -27,7 +27,7 @@ impl Default for BrakeRules {
 
 /// Defers attempts after failures, for the delays of a [`Backoff`].
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Brake {
+pub(crate) struct Brake {
     backoff: Backoff,
     not_before: Option<Instant>,
 }
@@ -40,7 +40,7 @@ impl Default for Brake {
 
 impl Brake {
     /// A released brake with these timings.
-    pub fn new(rules: BrakeRules) -> Brake {
+    pub(crate) fn new(rules: BrakeRules) -> Brake {
         Brake {
             backoff: Backoff::new(rules.first, rules.cap),
             not_before: None,
@@ -48,29 +48,29 @@ impl Brake {
     }
 
     /// Whether an attempt may be made at `now`.
-    pub fn allows(&self, now: Instant) -> bool {
+    pub(crate) fn allows(&self, now: Instant) -> bool {
         self.not_before.is_none_or(|t| now >= t)
     }
 
     /// When the next attempt may be made, if the brake defers one.
-    pub fn next_attempt(&self) -> Option<Instant> {
+    pub(crate) fn next_attempt(&self) -> Option<Instant> {
         self.not_before
     }
 
     /// Failures since the last success.
-    pub fn failures(&self) -> u32 {
+    pub(crate) fn failures(&self) -> u32 {
         self.backoff.failures()
     }
 
     /// An attempt failed at `now`: returns when the next one may be made.
-    pub fn failed(&mut self, now: Instant) -> Instant {
+    pub(crate) fn failed(&mut self, now: Instant) -> Instant {
         let next = now + self.backoff.next_delay();
         self.not_before = Some(next);
         next
     }
 
     /// An attempt succeeded: released.
-    pub fn succeeded(&mut self) {
+    pub(crate) fn succeeded(&mut self) {
         self.backoff.reset();
         self.not_before = None;
     }

@@ -56,7 +56,7 @@ const SECRET: &[&str] = &["secret-unreadable", "secret unreadable", "minted secr
 ///
 /// Credential phrases win over reachability phrases (a "login failed: connection
 /// closed" is a refused login); anything unrecognised is [`Class::Refused`].
-pub fn classify_message(text: &str) -> Class {
+pub(crate) fn classify_message(text: &str) -> Class {
     let lower = text.to_lowercase();
     let (phrases, groups) = &*PHRASES;
     let mut found = [false; 3];

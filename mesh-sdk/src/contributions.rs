@@ -15,7 +15,7 @@
 use std::path::{Path, PathBuf};
 
 use mesh_listfile::entries::{Entries, Repeated};
-pub use mesh_listfile::EntryError;
+pub(crate) use mesh_listfile::EntryError;
 use mesh_listfile::{LastGood, ListFile};
 use mesh_protocol::event::{ContributionsRead, RefusedContribution, MAX_REFUSED_LISTED};
 use mesh_protocol::{ModuleId, Name, NameError};
@@ -52,6 +52,8 @@ pub struct Consumer {
     pub options: serde_json::Value,
 }
 
+// Public through `mesh_sdk::internals` (feature `internals`) only.
+#[cfg_attr(not(feature = "internals"), allow(unreachable_pub))]
 /// A parsed contributions file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Contributions {
@@ -70,6 +72,8 @@ pub struct Contributions {
 
 /// An entry of a contributions file that was refused: where it is, its
 /// consumer when that could be read as a name, and why.
+// Public through `mesh_sdk::internals` (feature `internals`) only.
+#[cfg_attr(not(feature = "internals"), allow(unreachable_pub))]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Refusal {
     /// Its place in `consumers`, from 0.
@@ -80,6 +84,8 @@ pub struct Refusal {
     pub reason: String,
 }
 
+// Public through `mesh_sdk::internals` (feature `internals`) only.
+#[cfg_attr(not(feature = "internals"), allow(unreachable_pub))]
 impl Contributions {
     /// Whether `name` is listed: served, or held back.
     pub fn lists(&self, name: &Name) -> bool {
@@ -97,7 +103,7 @@ impl Contributions {
 
 /// The file as a whole could not be used; the last good list is kept.
 #[derive(Debug, thiserror::Error)]
-pub enum ContributionsError {
+pub(crate) enum ContributionsError {
     /// The file is not the expected JSON.
     #[error("contributions file {path} is malformed: {reason}")]
     Malformed {
@@ -110,7 +116,7 @@ pub enum ContributionsError {
 
 /// The result of parsing: the good entries and the refused ones.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Parsed {
+pub(crate) struct Parsed {
     /// Provider and valid consumers.
     pub contributions: Contributions,
     /// Entries refused, each naming itself.
@@ -140,7 +146,7 @@ struct RawEntry {
 /// [`ContributionsError::Malformed`] when the text is not JSON of the expected
 /// shape or the provider block is invalid. Invalid consumer entries are not
 /// errors: they are returned in [`Parsed::refused`].
-pub fn parse(text: &str, path: &Path) -> Result<Parsed, ContributionsError> {
+pub(crate) fn parse(text: &str, path: &Path) -> Result<Parsed, ContributionsError> {
     let malformed = |reason: String| ContributionsError::Malformed {
         path: path.into(),
         reason,
@@ -242,7 +248,7 @@ fn entry(
 /// Every text has `secrets` removed and is cut as errors are; at most
 /// [`MAX_REFUSED_LISTED`](mesh_protocol::event::MAX_REFUSED_LISTED) entries
 /// are listed, the rest counted.
-pub fn read_said<S: AsRef<str>>(
+pub(crate) fn read_said<S: AsRef<str>>(
     file_problem: Option<&str>,
     served: Option<&Contributions>,
     secrets: &[S],
@@ -286,6 +292,8 @@ fn serve_last_good(new: &mut Contributions, good: &Contributions) {
 /// Re-reads the contributions file every pass, keeping the last good list
 /// (and a refused entry's last good version). A file that names another
 /// provider is not taken.
+// Public through `mesh_sdk::internals` (feature `internals`) only.
+#[cfg_attr(not(feature = "internals"), allow(unreachable_pub))]
 pub type Source = LastGood<Contributions>;
 
 impl ListFile for Contributions {

@@ -132,6 +132,8 @@
 //! `cargo doc -p mesh-sdk --features testing --open`.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
+// Nothing public by accident: what this crate offers is chosen.
+#![warn(unreachable_pub)]
 
 mod alive;
 mod args;

@@ -158,15 +158,15 @@ impl Default for RepairRules {
 }
 
 /// Shortest time between two probes asked for by refused consumers.
-pub const TRIGGER_GAP: Duration = Duration::from_secs(60);
+pub(crate) const TRIGGER_GAP: Duration = Duration::from_secs(60);
 
 /// While the brake defers a repair, `braked` is published again this often
 /// (when a probe still finds the fault), so the fault never looks silent.
-pub const BRAKED_REPEAT_EVERY: Duration = Duration::from_secs(15 * 60);
+pub(crate) const BRAKED_REPEAT_EVERY: Duration = Duration::from_secs(15 * 60);
 
 /// What the loop must do after a probe.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Step {
+pub(crate) enum Step {
     /// Nothing to publish or do.
     Nothing,
     /// Try the repair now, then probe again to verify.
@@ -180,7 +180,7 @@ pub enum Step {
 
 /// The pure state of one registered fault: gate, probe schedule and brake.
 #[derive(Clone, Debug, Default)]
-pub struct FaultState {
+pub(crate) struct FaultState {
     present: Option<String>,
     last_probe: Option<Instant>,
     triggered: bool,
@@ -191,7 +191,7 @@ pub struct FaultState {
 
 impl FaultState {
     /// Nothing known yet, as at provider start (a probe is due at once).
-    pub fn new(rules: &RepairRules) -> FaultState {
+    pub(crate) fn new(rules: &RepairRules) -> FaultState {
         FaultState {
             brake: Brake::new(rules.brake),
             ..FaultState::default()
@@ -199,22 +199,22 @@ impl FaultState {
     }
 
     /// The fault's message while it is present (the gate is closed).
-    pub fn present(&self) -> Option<&str> {
+    pub(crate) fn present(&self) -> Option<&str> {
         self.present.as_deref()
     }
 
     /// The brake.
-    pub fn brake(&self) -> &Brake {
+    pub(crate) fn brake(&self) -> &Brake {
         &self.brake
     }
 
     /// A pass saw a consumer's credentials rejected: probe soon.
-    pub fn trigger(&mut self) {
+    pub(crate) fn trigger(&mut self) {
         self.triggered = true;
     }
 
     /// Whether a probe is due at `now`.
-    pub fn probe_due(&self, now: Instant, rules: &RepairRules) -> bool {
+    pub(crate) fn probe_due(&self, now: Instant, rules: &RepairRules) -> bool {
         let Some(last) = self.last_probe else {
             return true;
         };
@@ -227,7 +227,7 @@ impl FaultState {
     }
 
     /// A probe's result at `now`: what to do next.
-    pub fn probed(&mut self, probe: Probe, now: Instant) -> Step {
+    pub(crate) fn probed(&mut self, probe: Probe, now: Instant) -> Step {
         self.last_probe = Some(now);
         self.triggered = false;
         match probe {
@@ -264,7 +264,7 @@ impl FaultState {
 
     /// The repair and its verifying probe at `now`: `Ok(())` when the fault
     /// is gone, else `Err(next attempt)` (the brake engages).
-    pub fn repaired(&mut self, verified: Probe, now: Instant) -> Result<(), Instant> {
+    pub(crate) fn repaired(&mut self, verified: Probe, now: Instant) -> Result<(), Instant> {
         self.last_probe = Some(now);
         self.last_published = Some(now);
         match verified {

@@ -59,7 +59,7 @@ impl Default for RetireRules {
 
 /// What the loop must do to a held provision.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Action {
+pub(crate) enum Action {
     /// Retire it: withdrawn long enough.
     Retire(Name),
     /// Enable it again: listed again.
@@ -77,7 +77,7 @@ pub enum Action {
 
 /// Why a countdown ended without a retirement.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Cancelled {
+pub(crate) enum Cancelled {
     /// The contributions file lists it again.
     Listed,
     /// The backend no longer holds it (or holds it disabled: retired by
@@ -87,7 +87,7 @@ pub enum Cancelled {
 
 impl Cancelled {
     /// For a person, as the `retirement` event's detail.
-    pub fn detail(self) -> &'static str {
+    pub(crate) fn detail(self) -> &'static str {
         match self {
             Cancelled::Listed => "listed again before it was retired: nothing was disabled",
             Cancelled::NotHeld => "no longer held active at the backend: nothing is left to retire",
@@ -97,7 +97,7 @@ impl Cancelled {
 
 /// What a person's approval leads to.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Approval {
+pub(crate) enum Approval {
     /// Retire the withdrawn consumer now.
     RetireNow(Name),
     /// Delete the retired consumer's data.
@@ -114,31 +114,31 @@ struct Missing {
 
 /// Retirement state of every held, withdrawn consumer.
 #[derive(Clone, Debug, Default)]
-pub struct RetirementState {
+pub(crate) struct RetirementState {
     missing: NameMap<Missing>,
 }
 
 impl RetirementState {
     /// Nothing missing yet, as at provider start.
-    pub fn new() -> RetirementState {
+    pub(crate) fn new() -> RetirementState {
         RetirementState::default()
     }
 
     /// How many withdrawn consumers are held and not retired yet.
-    pub fn retiring(&self) -> usize {
+    pub(crate) fn retiring(&self) -> usize {
         self.missing.len()
     }
 
     /// How many counted passes `name` has been missing for, if it is pending.
     #[cfg(test)]
-    pub fn missing_passes(&self, name: &Name) -> Option<u32> {
+    pub(crate) fn missing_passes(&self, name: &Name) -> Option<u32> {
         self.missing.get(name).map(|m| m.passes)
     }
 
     /// One pass: `listed` from the contributions file, `held` from the
     /// backend. `None` for either means it could not be read this pass: the
     /// pass then counts for nothing and no action is taken.
-    pub fn pass(
+    pub(crate) fn pass(
         &mut self,
         listed: Option<&NameSet>,
         held: Option<&[Held]>,
@@ -199,13 +199,13 @@ impl RetirementState {
     }
 
     /// The provider retired `name` (on schedule or on approval): forget its count.
-    pub fn retired(&mut self, name: &Name) {
+    pub(crate) fn retired(&mut self, name: &Name) {
         self.missing.remove(name);
     }
 
     /// A person's approval for `name`, given whether it is listed and what the
     /// backend holds for it (`None`: nothing).
-    pub fn approve(
+    pub(crate) fn approve(
         &self,
         name: &Name,
         delete: bool,

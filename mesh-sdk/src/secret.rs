@@ -40,7 +40,7 @@ pub enum SecretError {
 ///
 /// # Errors
 /// [`SecretError`] when the file is missing, unreadable, not UTF-8 or empty.
-pub fn read_secret(path: &Path) -> Result<Secret, SecretError> {
+pub(crate) fn read_secret(path: &Path) -> Result<Secret, SecretError> {
     read_trimmed(path).map_err(|failure| match failure {
         ReadFailure::Unreadable(source) if source.kind() == ErrorKind::NotFound => {
             SecretError::Missing { path: path.into() }
@@ -69,7 +69,7 @@ pub trait SecretSource: Send + Sync + 'static {
 
 /// Reads each consumer's `secret_file` (`read_secret`).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct FileSecrets;
+pub(crate) struct FileSecrets;
 
 impl SecretSource for FileSecrets {
     fn read(&self, consumer: &Consumer) -> Result<Secret, SecretError> {

@@ -78,8 +78,10 @@ pub struct Cause {
     pub error: String,
 }
 
-/// The failure in progress of one consumer (its class and message are read
-/// through the streak: `failure.class`, `failure.error`).
+/// The failure in progress of one consumer (its class and message are the
+/// streak's detail: `failure.detail.class`, `failure.detail.error`).
+// Public through `mesh_sdk::internals` (feature `internals`) only.
+#[cfg_attr(not(feature = "internals"), allow(unreachable_pub))]
 pub type Failure = Streak<Cause>;
 
 /// The standing of one consumer since the provider started: a [`Tracker`]

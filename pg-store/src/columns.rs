@@ -37,6 +37,7 @@ WHERE ({alias}.stream_epoch, {alias}.stream_seq) < (EXCLUDED.stream_epoch, EXCLU
 /// is failing in (from the round's history walk: a provider restarted
 /// while failing says a new `since`). Public for the ingest benchmark, which runs it
 /// through pgbench.
+#[cfg_attr(not(feature = "bench"), allow(unreachable_pub, dead_code))]
 pub static UPSERT_FAILING: LazyLock<String> = LazyLock::new(|| {
     upsert(
         "failing",

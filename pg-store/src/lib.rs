@@ -27,6 +27,9 @@
 //! written with the trait (`mesh_status::store`); this one keeps them in
 //! its statements.
 
+// Nothing public by accident: what this crate offers is chosen.
+#![warn(unreachable_pub)]
+
 mod apply;
 mod column_list;
 mod columns;

@@ -23,7 +23,7 @@ pub(super) const LOCK_CLASS: i32 = 0x6d65_7368;
 /// How many buckets keys are hashed into: a round holds at most this many
 /// locks, whatever its size (PostgreSQL's lock table is bounded, by default
 /// 64 × max_connections entries for the whole server).
-pub const LOCK_BUCKETS: u32 = 1024;
+pub(crate) const LOCK_BUCKETS: u32 = 1024;
 
 /// The bucket of a key made of `parts` (FNV-1a: the same in every build
 /// of every controller sharing the store).

@@ -68,11 +68,11 @@ const CATCH_UP_LOCK: &str = "SELECT pg_advisory_xact_lock($1::int4, -1)";
 
 /// Instances not seen for this many days are forgotten (when a `serve`
 /// starts), except the one that pulled last.
-pub const FORGET_AFTER_DAYS: i32 = 7;
+pub(crate) const FORGET_AFTER_DAYS: i32 = 7;
 
 /// How long recording may take before the store counts as away (the link
 /// does not wait longer on it: the next record tries again).
-pub const RECORD_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const RECORD_TIMEOUT: Duration = Duration::from_secs(5);
 
 impl PgStore {
     /// Says when the store's record begins, while it has met no stream:

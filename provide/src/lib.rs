@@ -28,6 +28,9 @@
 //! hook inherits mesh-provide's environment without the `MESH_*`
 //! variables), and never in a text it writes ([`scrub`]).
 
+// Nothing public by accident: what this crate offers is chosen.
+#![warn(unreachable_pub)]
+
 pub mod args;
 pub mod bench;
 pub mod by_hand;

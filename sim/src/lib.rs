@@ -20,6 +20,9 @@
 //! holds) and reported with its seed; `SEED=<n> cargo test -p mesh-sim`
 //! replays it.
 
+// Nothing public by accident: what this crate offers is chosen.
+#![warn(unreachable_pub)]
+
 pub mod backend;
 pub mod bus;
 pub mod check;

@@ -34,7 +34,7 @@ use mesh_status::link::{DEFAULT_BATCH, DEFAULT_REPLICAS, MAX_REPLICAS};
 use mesh_status::model::declaration::{self, DeclarationError};
 use mesh_status::model::ParsedDeclaration;
 
-pub use contributions::ContributionsArgs;
+pub(crate) use contributions::ContributionsArgs;
 pub use error::{CliError, EXIT_CANNOT, EXIT_NOT_DONE, EXIT_OK};
 pub use run::{exit, outcome, run, Io};
 

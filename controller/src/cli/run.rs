@@ -183,7 +183,7 @@ pub async fn run(cli: &Cli, io: &mut Io<'_>, stop: &Stop) -> Result<(), CliError
 /// says it is stuck: 3 × the pull wait + 60 s (a round's store work is
 /// bounded by 30 s, a reconnection by 10 s more; a pull while the bus is
 /// away ends by the client's own expiry, the wait + 5 s).
-pub fn serve_stuck_after(settings: &LinkSettings) -> Duration {
+pub(super) fn serve_stuck_after(settings: &LinkSettings) -> Duration {
     settings.wait * 3 + Duration::from_secs(60)
 }
 

@@ -15,7 +15,7 @@
 //! contract) and keeps the consumer listed, so neither is retired, while
 //! the operator is told to fix the declaration.
 
-pub mod write;
+pub(crate) mod write;
 
 use std::collections::BTreeMap;
 
@@ -26,7 +26,7 @@ use mesh_status::model::Declaration;
 
 /// One consumer entry of a contributions file.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct ConsumerEntry {
+pub(crate) struct ConsumerEntry {
     /// The consumer module.
     pub consumer: Name,
     /// Its machine.
@@ -42,7 +42,7 @@ pub struct ConsumerEntry {
 
 /// The `provider` block.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct ProviderBlock {
+pub(crate) struct ProviderBlock {
     /// The provider module.
     pub module: Name,
     /// Its machine.
@@ -51,7 +51,7 @@ pub struct ProviderBlock {
 
 /// One provider's contributions file, as written.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct ProviderFile {
+pub(crate) struct ProviderFile {
     /// The provider itself.
     pub provider: ProviderBlock,
     /// Its consumers, sorted by name, machine and provision.
@@ -64,19 +64,19 @@ pub struct ProviderFile {
 
 impl ProviderFile {
     /// The provider, `module@machine`.
-    pub fn id(&self) -> ModuleId {
+    pub(crate) fn id(&self) -> ModuleId {
         ModuleId::new(self.provider.module.clone(), self.provider.machine.clone())
     }
 
     /// The file's text: pretty JSON and a final newline.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let mut text = serde_json::to_string_pretty(self).expect("the file serializes");
         text.push('\n');
         text
     }
 
     /// The consumer names, each once, sorted (one secret each).
-    pub fn consumer_names(&self) -> Vec<&Name> {
+    pub(crate) fn consumer_names(&self) -> Vec<&Name> {
         let mut names: Vec<&Name> = self.consumers.iter().map(|e| &e.consumer).collect();
         names.dedup();
         names
@@ -84,7 +84,7 @@ impl ProviderFile {
 }
 
 /// The secret file of `consumer`, relative to the contributions file's folder.
-pub fn secret_file(consumer: &Name) -> String {
+pub(crate) fn secret_file(consumer: &Name) -> String {
     format!("secrets/{consumer}")
 }
 
@@ -92,7 +92,7 @@ pub fn secret_file(consumer: &Name) -> String {
 /// that receives contributions ([`Declaration::receives_contributions`]),
 /// with the modules that require something from it. A requirement declared
 /// twice is listed once.
-pub fn derive(declaration: &Declaration) -> Vec<ProviderFile> {
+pub(crate) fn derive(declaration: &Declaration) -> Vec<ProviderFile> {
     declaration
         .ids()
         .into_iter()

@@ -21,14 +21,14 @@ use mesh_protocol::{ModuleId, Name};
 use super::ProviderFile;
 
 /// The name of the contributions file in a provider's folder.
-pub const FILE_NAME: &str = "contributions.json";
+pub(crate) const FILE_NAME: &str = "contributions.json";
 
 /// How many random bytes a minted secret holds (256 bits).
-pub const SECRET_BYTES: usize = 32;
+pub(crate) const SECRET_BYTES: usize = 32;
 
 /// What happened to a provider's contributions file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FileChange {
+pub(crate) enum FileChange {
     /// There was none: it was written.
     Created,
     /// Its text changed: it was replaced.
@@ -39,7 +39,7 @@ pub enum FileChange {
 
 /// What was done for one provider.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ProviderOutcome {
+pub(crate) struct ProviderOutcome {
     /// The provider.
     pub provider: ModuleId,
     /// Its folder, `OUT/<module>@<machine>`.
@@ -60,7 +60,7 @@ pub struct ProviderOutcome {
 
 /// What a run did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct WriteReport {
+pub(crate) struct WriteReport {
     /// One outcome per provider, in order.
     pub providers: Vec<ProviderOutcome>,
     /// Folders of `OUT` holding a contributions file for a module that is
@@ -104,7 +104,7 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> WriteError + '_ {
 /// # Errors
 /// [`WriteError`] naming the first file or folder that could not be made,
 /// read or written.
-pub fn write_all(out: &Path, files: &[ProviderFile]) -> Result<WriteReport, WriteError> {
+pub(crate) fn write_all(out: &Path, files: &[ProviderFile]) -> Result<WriteReport, WriteError> {
     make_folder(out, true)?;
     let mut report = WriteReport::default();
     for file in files {

@@ -35,7 +35,7 @@ fn info_kind(error: &ConsumerInfoError) -> DeliveryErrorKind {
 
 /// The JetStream durable pull consumer.
 #[derive(Debug)]
-pub struct JetStreamMessages<'a>(pub &'a PullConsumer);
+pub(super) struct JetStreamMessages<'a>(pub &'a PullConsumer);
 
 #[async_trait]
 impl Messages for JetStreamMessages<'_> {
@@ -105,7 +105,7 @@ async fn collect<E: Into<Box<dyn std::error::Error + Send + Sync + 'static>>>(
 
 /// A message the JetStream consumer delivered.
 #[derive(Debug)]
-pub struct JetStreamMessage(Message);
+pub(super) struct JetStreamMessage(Message);
 
 #[async_trait]
 impl Delivery for JetStreamMessage {

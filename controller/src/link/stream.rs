@@ -64,7 +64,7 @@ impl SetupError {
 /// The stream's configuration: every provider event, file storage, each
 /// event kept until the controller took it, at most `stream_max_age`, on
 /// `replicas` servers.
-pub fn stream_config(settings: &LinkSettings) -> stream::Config {
+pub(super) fn stream_config(settings: &LinkSettings) -> stream::Config {
     stream::Config {
         name: STREAM.to_owned(),
         description: Some("mesh provider events (created by mesh-controller)".to_owned()),

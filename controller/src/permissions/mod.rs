@@ -26,10 +26,11 @@ use crate::bus::{CONTROLLER_INBOX, CONTROLLER_USER, DURABLE, STREAM};
 use mesh_status::model::Declaration;
 
 pub use credentials::{read_credentials, Credential, Credentials, CredentialsError, LeftOut};
-pub use render::{render_json, render_nats};
+pub(crate) use render::render_json;
+pub use render::render_nats;
 
 /// Every provider's approve subject (`mesh.cmd.<machine>.<module>.provisioner.approve`).
-pub const APPROVE_ANY: &str = mesh_protocol::subject::APPROVE_ANY;
+pub(crate) const APPROVE_ANY: &str = mesh_protocol::subject::APPROVE_ANY;
 
 /// Allowed and denied subjects of one direction (publish or subscribe).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -219,7 +220,7 @@ fn grants_permissions(declaration: &Declaration) -> Vec<UserPermissions> {
 ///
 /// # Errors
 /// [`WatcherRefused::ControllersUser`] when `name` is the controller's user.
-pub fn watcher(name: &Name) -> Result<UserPermissions, WatcherRefused> {
+pub(crate) fn watcher(name: &Name) -> Result<UserPermissions, WatcherRefused> {
     if name.as_str() == CONTROLLER_USER {
         return Err(WatcherRefused::ControllersUser(name.clone()));
     }

@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::{Credential, Rules, UserPermissions};
 
 /// The permission sets as JSON: `{"users": [...]}`, no passwords.
-pub fn render_json(users: &[UserPermissions]) -> serde_json::Value {
+pub(crate) fn render_json(users: &[UserPermissions]) -> serde_json::Value {
     to_value(&Listing { users })
 }
 

@@ -52,7 +52,7 @@ pub const STDERR_TAIL: usize = 3;
 
 /// When, of what and why a process went down.
 #[derive(Clone, Debug)]
-pub struct Down {
+pub(super) struct Down {
     /// When.
     pub at: Instant,
     /// Of what.
@@ -62,7 +62,7 @@ pub struct Down {
 }
 
 /// One running process of the hook.
-pub struct Session {
+pub(super) struct Session {
     label: String,
     /// The provider instance it runs for.
     provider: ModuleId,
@@ -155,7 +155,7 @@ impl Session {
     ///
     /// # Errors
     /// The system's error when it cannot be started.
-    pub fn start(
+    pub(super) fn start(
         path: &Path,
         label: &str,
         timeout: Duration,
@@ -199,18 +199,18 @@ impl Session {
     }
 
     /// When and why it went down, if it did.
-    pub fn down(&self) -> Option<Down> {
+    pub(super) fn down(&self) -> Option<Down> {
         locked(&self.down).clone()
     }
 
     /// When it first answered a call other than its hello well, if it did.
-    pub fn answered_since(&self) -> Option<Instant> {
+    pub(super) fn answered_since(&self) -> Option<Instant> {
         *locked(&self.answered_since)
     }
 
     /// Its last stderr lines (at most [`STDERR_TAIL`]), scrubbed, joined
     /// with ` | `; empty when it wrote none.
-    pub fn stderr_tail(&self) -> String {
+    pub(super) fn stderr_tail(&self) -> String {
         let joined = {
             let tail = locked(&self.tail);
             tail.iter()
@@ -226,7 +226,7 @@ impl Session {
     }
 
     /// The hook's pid while it runs.
-    pub fn pid(&self) -> Option<u32> {
+    pub(super) fn pid(&self) -> Option<u32> {
         locked(&self.hooked).as_ref().and_then(Hooked::pid)
     }
 
@@ -236,7 +236,7 @@ impl Session {
     /// [`HookError::TimedOut`], or [`HookError::Lost`] when the hook went
     /// down with the call in flight; a reply to this call that is no
     /// reply for its verb is [`HookError::BadReply`].
-    pub async fn call(&self, ask: &Ask<'_>, id: u64) -> Result<Answer, HookError> {
+    pub(super) async fn call(&self, ask: &Ask<'_>, id: u64) -> Result<Answer, HookError> {
         let verb = ask.verb();
         let (reply, answer) = oneshot::channel();
         {
@@ -299,12 +299,12 @@ impl Session {
 
     /// Goes down of `cause`, for `why` (once): the process group killed,
     /// its stdin closed, every waiting call failed.
-    pub fn go_down(&self, cause: DownCause, why: String) {
+    pub(super) fn go_down(&self, cause: DownCause, why: String) {
         self.end(cause, why, true);
     }
 
     /// Ends it because the provider stops: as [`go_down`](Self::go_down), quietly.
-    pub fn close(&self) {
+    pub(super) fn close(&self) {
         self.end(DownCause::Killed, "was closed".into(), false);
     }
 

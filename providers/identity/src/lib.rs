@@ -51,6 +51,9 @@
 //! [`mesh_sdk::Provisioner`]), [`repair`] (the [`mesh_sdk::Repair`]),
 //! [`cli`] (the binary's flags and its main).
 
+// Nothing public by accident: what this crate offers is chosen.
+#![warn(unreachable_pub)]
+
 pub mod bootstrap;
 pub mod classify;
 pub mod cli;

@@ -14,6 +14,9 @@
 //! [`provisioner`] (the [`mesh_sdk::Provisioner`]), [`cli`] (the binary's
 //! flags and its main).
 
+// Nothing public by accident: what this crate offers is chosen.
+#![warn(unreachable_pub)]
+
 mod admin;
 pub mod classify;
 pub mod cli;

@@ -10,7 +10,7 @@ use super::{Auth, Keycloak, Kind};
 use crate::error::{IdentityError, INSTANCE, MARK};
 
 /// Clients asked for per page when listing.
-pub const PAGE: usize = 100;
+pub(super) const PAGE: usize = 100;
 
 /// A client as Keycloak lists it (the fields this provider reads).
 #[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
