@@ -561,7 +561,7 @@ async fn status_and_node_show_on_a_live_store() {
     assert_eq!(
         out,
         "all well: none of the 2 providers assigned in the declaration says it keeps failing a \
-         consumer (all 2 were heard from within the last 2m), and no repair fault is open; this \
+         consumer (all 2 were heard from within the last 2 min), and no repair fault is open; this \
          does not prove that a consumer can reach its provider\n"
     );
     // Three alive_every later, identity is not heard from.
@@ -603,7 +603,7 @@ async fn status_and_node_show_on_a_live_store() {
     assert_eq!(report["all_well"], false);
     assert_eq!(
         report["sentence"],
-        "not all well: 2 consumers failing (1 not said again for more than 30m), 1 repair fault open"
+        "not all well: 2 consumers failing (1 not said again for more than 30 min), 1 repair fault open"
     );
     assert_eq!(
         consumers(&report),
@@ -751,7 +751,7 @@ async fn status_and_node_show_on_a_live_store() {
     assert!(lines[0].starts_with("not all well: 2 consumers failing"));
     assert!(lines[1].contains("postgres@db-1 fails forge@app-1 (postgres-database): credentials-rejected since 2026-10-05T00:04:00Z, 61 attempts"), "{out}");
     assert!(
-        lines[2].contains("fails wiki@app-2") && lines[2].contains("silent for 1h 10m"),
+        lines[2].contains("fails wiki@app-2") && lines[2].contains("silent for 1 h 10 min"),
         "{out}"
     );
     assert!(

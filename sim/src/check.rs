@@ -125,7 +125,28 @@ pub fn heard_claim(sentence: &str) -> Option<Duration> {
     .find_map(|claim| sentence.find(claim).map(|i| i + claim.len()))?;
     let rest = &sentence[at..];
     let end = rest.find([')', ',']).unwrap_or(rest.len());
-    humantime::parse_duration(&rest[..end]).ok()
+    duration_of(&rest[..end])
+}
+
+/// A duration as status writes it (`1 h 2 min`, `1 min 5 s`, `3 d`).
+fn duration_of(text: &str) -> Option<Duration> {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    if words.is_empty() || words.len() % 2 != 0 {
+        return None;
+    }
+    let mut seconds = 0u64;
+    for pair in words.chunks(2) {
+        let n: u64 = pair[0].parse().ok()?;
+        let unit = match pair[1] {
+            "s" => 1,
+            "min" => 60,
+            "h" => 3600,
+            "d" => 86_400,
+            _ => return None,
+        };
+        seconds += n * unit;
+    }
+    Some(Duration::from_secs(seconds))
 }
 
 /// Whether the sentence says some provider is not heard from because the
@@ -617,11 +638,11 @@ mod tests {
 
     #[test]
     fn the_heard_claim_is_read_only_when_it_is_of_all() {
-        let all = "all well: none of the 8 providers assigned in the declaration says it keeps failing a consumer (all 8 were heard from within the last 1m 5s), and no repair fault is open";
+        let all = "all well: none of the 8 providers assigned in the declaration says it keeps failing a consumer (all 8 were heard from within the last 1 min 5 s), and no repair fault is open";
         assert_eq!(heard_claim(all), Some(Duration::from_secs(65)));
-        let one = "all well: no provider says it keeps failing a consumer whose provider or consumer is on db-1 (1 provider on it or serving it, it was heard from within the last 20s), and";
+        let one = "all well: no provider says it keeps failing a consumer whose provider or consumer is on db-1 (1 provider on it or serving it, it was heard from within the last 20 s), and";
         assert_eq!(heard_claim(one), Some(Duration::from_secs(20)));
-        let some = "all well: none of the 2 providers assigned in the declaration says it keeps failing a consumer (1 of the 2 heard from within the last 10s, 1 provider not heard from since the controller follows again), and";
+        let some = "all well: none of the 2 providers assigned in the declaration says it keeps failing a consumer (1 of the 2 heard from within the last 10 s, 1 provider not heard from since the controller follows again), and";
         assert_eq!(heard_claim(some), None);
         assert!(follows_again_claim(some));
         assert!(!follows_again_claim(all) && !follows_again_claim(one));

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use super::Listing;
 use crate::report::group::{Group, Grouper, Line};
-use crate::report::history::{ordinal, short_duration, window_text};
+use crate::report::history::{duration_text, ordinal, window_text};
 use crate::report::{runbook, Controller, Head, Listed, Problem, Recurrence};
 
 /// Lines for a person.
@@ -84,11 +84,7 @@ fn one(out: &mut dyn Write, s: &Listed) -> io::Result<()> {
     }
     write!(out, ", {} {attempts}, said {}", r.attempts, r.said_at)?;
     if let Some(secs) = s.silent_for_seconds {
-        write!(
-            out,
-            ", silent for {}",
-            humantime::format_duration(Duration::from_secs(secs))
-        )?;
+        write!(out, ", silent for {}", duration_text(secs))?;
     }
     if let Some(again) = &s.recurrence {
         write!(out, " ({})", recurrence(again))?;
@@ -120,7 +116,7 @@ pub fn recurrence(r: &Recurrence) -> String {
         text.push_str(&format!(", {class}"));
     }
     if let Some(secs) = r.last_seconds {
-        text.push_str(&format!(", {}", short_duration(secs)));
+        text.push_str(&format!(", {}", duration_text(secs)));
     }
     text
 }
@@ -387,7 +383,7 @@ mod tests {
                 "  postgres@db-3 never heard from",
                 "  postgres@db-1 fails forge@? (?): credentials-rejected since \
                  2026-10-05T00:04:00Z, 61 attempts, said 2026-10-04T23:00:00Z, silent for \
-                 1h 10m: line one line two",
+                 1 h 10 min: line one line two",
                 "  postgres@db-1 fails wiki@app-2 (postgres-database): refused \
                  since 2026-10-05T00:04:00Z, 1 attempt, said 2026-10-04T23:00:00Z: line one \
                  line two",
@@ -472,7 +468,7 @@ mod tests {
             lines[2],
             "  postgres@db-1 fails forge@app-1 (postgres-database): credentials-rejected since \
              2026-10-05T00:04:00Z, 3 attempts, said 2026-10-05T00:09:00Z (3rd time in 7 days; \
-             last 2026-10-02, credentials-rejected, 21 h): refused"
+             last 2026-10-02, credentials-rejected, 21 h 28 min): refused"
         );
         assert_eq!(
             lines[3],

@@ -6,7 +6,7 @@ use mesh_protocol::Timestamp;
 use serde::Serialize;
 
 use super::human::{one_line, recurrence};
-use crate::report::history::{short_duration, HistoryEntry};
+use crate::report::history::{duration_text, HistoryEntry};
 use crate::report::why::{ago, Why, WhyVerdict};
 use crate::report::{runbook, Listed, ProblemEntry};
 
@@ -30,7 +30,7 @@ fn last(e: &HistoryEntry) -> String {
     let to = e.to.map_or("?".to_owned(), |t| t.to_string());
     let lasted = e
         .seconds
-        .map(|s| format!(" ({})", short_duration(s)))
+        .map(|s| format!(" ({})", duration_text(s)))
         .unwrap_or_default();
     let class = e.class.map(|c| format!(", {c}")).unwrap_or_default();
     let ended = e
@@ -290,7 +290,7 @@ mod tests {
             "forge@app-1: not failing: no provider of it says it fails it, and nothing else \
              the store knows concerns it\n  postgres@db-1 gives it postgres-database: heard \
              from\n  last failed 2026-10-04T22:00:00Z → 2026-10-04T23:00:00Z (1 h), \
-             unreachable, ended: success, 1 h ago\n"
+             unreachable, ended: success, 1 h 10 min ago\n"
         );
     }
 }

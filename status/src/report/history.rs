@@ -424,7 +424,8 @@ pub fn ordinal(n: u64) -> String {
     format!("{n}{suffix}")
 }
 
-/// A duration as a person reads it in history: `21 h 28 min`, `3 d 2 h`,
+/// A duration as a person reads it, the one style of every human surface
+/// (status's lines, history, why, the console): `21 h 28 min`, `3 d 2 h`,
 /// `12 min`, `40 s` (the two largest units, the smaller left out at 0).
 pub fn duration_text(seconds: u64) -> String {
     let (d, h, m, s) = (
@@ -439,20 +440,22 @@ pub fn duration_text(seconds: u64) -> String {
     };
     match (d, h, m) {
         (0, 0, 0) => format!("{s} s"),
-        (0, 0, _) => format!("{m} min"),
+        (0, 0, _) => two(m, "min", s, "s"),
         (0, _, _) => two(h, "h", m, "min"),
         _ => two(d, "d", h, "h"),
     }
 }
 
-/// A duration in its largest unit only: `21 h`, `3 d`, `12 min`, `40 s`.
-pub fn short_duration(seconds: u64) -> String {
-    match seconds {
-        0..60 => format!("{seconds} s"),
-        60..3600 => format!("{} min", seconds / 60),
-        3600..86_400 => format!("{} h", seconds / 3600),
-        _ => format!("{} d", seconds / 86_400),
-    }
+/// A bound as [`duration_text`] says it, never below `seconds`: rounded
+/// up to the smallest unit it shows (`within the last 1 min 5 s`, `within
+/// the last 1 h 2 min` for 1 h 1 min 30 s), so a claim made with it holds.
+pub fn duration_text_at_least(seconds: u64) -> String {
+    let unit = match seconds {
+        0..3600 => 1,
+        3600..86_400 => 60,
+        _ => 3600,
+    };
+    duration_text(seconds.div_ceil(unit) * unit)
 }
 
 /// A window as a person reads it: `7 days`, `1 day`, `36 h`, `90 min`.
@@ -685,20 +688,31 @@ mod tests {
             assert_eq!(ordinal(n), text);
         }
         let durations = [
-            (0, "0 s", "0 s"),
-            (40, "40 s", "40 s"),
-            (60, "1 min", "1 min"),
-            (12 * 60 + 5, "12 min", "12 min"),
-            (3600, "1 h", "1 h"),
-            (21 * 3600 + 28 * 60, "21 h 28 min", "21 h"),
-            (86_400, "1 d", "1 d"),
-            (3 * 86_400 + 2 * 3600 + 5, "3 d 2 h", "3 d"),
+            (0, "0 s"),
+            (40, "40 s"),
+            (60, "1 min"),
+            (12 * 60 + 5, "12 min 5 s"),
+            (3600, "1 h"),
+            (90 * 60, "1 h 30 min"),
+            (21 * 3600 + 28 * 60, "21 h 28 min"),
+            (86_400, "1 d"),
+            (3 * 86_400 + 2 * 3600 + 5, "3 d 2 h"),
         ];
-        for (s, long, short) in durations {
-            assert_eq!(
-                (duration_text(s).as_str(), short_duration(s).as_str()),
-                (long, short)
-            );
+        for (s, text) in durations {
+            assert_eq!(duration_text(s), text);
+        }
+        let bounds = [
+            (0, "0 s"),
+            (65, "1 min 5 s"),
+            (3599, "59 min 59 s"),
+            (3600, "1 h"),
+            (3601, "1 h 1 min"),
+            (3600 + 90, "1 h 2 min"),
+            (86_399, "1 d"),
+            (86_400 + 1, "1 d 1 h"),
+        ];
+        for (s, text) in bounds {
+            assert_eq!(duration_text_at_least(s), text, "{s} s");
         }
         let windows = [
             (7 * 86_400, "7 days"),

@@ -353,7 +353,7 @@ pub fn head(
         }
         match (controller::hearing(newest, &controller, clock.now), newest) {
             (Hearing::Heard(age), Some(alive)) => {
-                // Whole seconds, rounded up: "within the last 1s", never "0s".
+                // Whole seconds, rounded up: "within the last 1 s", never "0 s".
                 let age = Duration::from_secs(age.as_secs() + u64::from(age.subsec_nanos() > 0))
                     .max(Duration::from_secs(1));
                 heard_within = Some(heard_within.map_or(age, |w| w.max(age)));
@@ -756,7 +756,7 @@ mod tests {
                 Scope::All,
                 vec![],
                 "all well: none of the 2 providers assigned in the declaration says it keeps \
-                 failing a consumer (all 2 were heard from within the last 3m), and no repair \
+                 failing a consumer (all 2 were heard from within the last 3 min), and no repair \
                  fault is open; this does not prove that a consumer can reach its provider",
             ),
             (
@@ -768,7 +768,7 @@ mod tests {
                 Scope::All,
                 vec![],
                 "all well: none of the 2 providers assigned in the declaration says it keeps \
-                 failing a consumer (all 2 were heard from within the last 10m), and no repair \
+                 failing a consumer (all 2 were heard from within the last 10 min), and no repair \
                  fault is open; this does not prove that a consumer can reach its provider",
             ),
             (
@@ -785,7 +785,7 @@ mod tests {
                 vec![],
                 "all well: no provider says it keeps failing a consumer whose provider or \
                  consumer is on app-1 (1 provider on it or serving it, it was heard from within \
-                 the last 1s), and no repair fault is open there; this does not prove that a \
+                 the last 1 s), and no repair fault is open there; this does not prove that a \
                  consumer can reach its provider",
             ),
             (
@@ -859,7 +859,7 @@ mod tests {
         assert_eq!(
             head.sentence,
             "all well: none of the 2 providers assigned in the declaration says it keeps failing \
-             a consumer (1 of the 2 heard from within the last 10s, 1 provider not heard from \
+             a consumer (1 of the 2 heard from within the last 10 s, 1 provider not heard from \
              since the controller follows again), and no repair fault is open; this does not \
              prove that a consumer can reach its provider"
         );
@@ -895,7 +895,7 @@ mod tests {
         assert_eq!(
             head.sentence,
             "all well: none of the 2 providers assigned in the declaration says it keeps failing \
-             a consumer (all 2 were heard from within the last 3m 1s), and no repair fault is \
+             a consumer (all 2 were heard from within the last 3 min 1 s), and no repair fault is \
              open; this does not prove that a consumer can reach its provider"
         );
     }
@@ -1177,7 +1177,7 @@ mod tests {
                 true,
                 "all well: no provider says it keeps failing a consumer whose provider or \
                  consumer is on db-1 (1 provider on it or serving it, it was heard from within \
-                 the last 30s)",
+                 the last 30 s)",
             ),
             (
                 Scope::All,

@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 use mesh_protocol::event::RetirementAction;
 use mesh_protocol::{ModuleId, Timestamp};
 
+use super::history::{duration_text, duration_text_at_least};
 use super::problem::Problem;
 
 /// What the sentence says beside the problems: who was looked at and
@@ -104,7 +105,8 @@ pub fn sentence(problems: &[Problem], t: &Context<'_>) -> String {
         // Never "all were heard" while some were not: those the controller
         // may have missed (it follows again since recently) are said apart.
         let heard_n = t.providers.saturating_sub(t.awaiting);
-        let age = |age: Duration| humantime::format_duration(Duration::from_secs(age.as_secs()));
+        // A bound: never below the age it says.
+        let age = |age: Duration| duration_text_at_least(age.as_secs());
         let awaiting = format!(
             "{} not heard from since the controller follows again",
             plural(count(t.awaiting), "provider", "providers")
@@ -193,7 +195,7 @@ pub fn sentence(problems: &[Problem], t: &Context<'_>) -> String {
         failing.push_str(&format!(
             " ({} not said again for more than {})",
             c.silent,
-            humantime::format_duration(t.silent_after)
+            duration_text(t.silent_after.as_secs())
         ));
     }
     parts.push(failing);
@@ -445,7 +447,7 @@ mod tests {
             (
                 tally(),
                 "all well: none of the 2 providers assigned in the declaration says it keeps \
-                 failing a consumer (all 2 were heard from within the last 45s), and no repair \
+                 failing a consumer (all 2 were heard from within the last 45 s), and no repair \
                  fault is open; this does not prove that a consumer can reach its provider",
             ),
             (
@@ -509,7 +511,7 @@ mod tests {
                     ..tally()
                 },
                 "all well: none of the 2 providers assigned in the declaration says it keeps \
-                 failing a consumer (1 of the 2 heard from within the last 45s, 1 provider not \
+                 failing a consumer (1 of the 2 heard from within the last 45 s, 1 provider not \
                  heard from since the controller follows again), and no repair fault is open; \
                  this does not prove that a consumer can reach its provider",
             ),
@@ -542,7 +544,7 @@ mod tests {
                 },
                 "all well: no provider says it keeps failing a consumer whose provider or \
                  consumer is on db-1 (1 provider on it or serving it, it was heard from within the \
-                 last 45s), and no repair fault is open there; this does not prove that a \
+                 last 45 s), and no repair fault is open there; this does not prove that a \
                  consumer can reach its provider",
             ),
             (
@@ -560,7 +562,7 @@ mod tests {
                     repairs: 1,
                     ..tally()
                 },
-                "not all well: 2 consumers failing (1 not said again for more than 30m), \
+                "not all well: 2 consumers failing (1 not said again for more than 30 min), \
                  1 repair fault open",
             ),
             (

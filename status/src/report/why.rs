@@ -168,13 +168,13 @@ pub fn why(input: &WhyInput<'_>) -> Why {
 }
 
 /// How long ago `at` was, at `now`, in the one short style
-/// ([`super::history::short_duration`]); a time ahead is `0 s`.
+/// ([`super::history::duration_text`]); a time ahead is `0 s`.
 pub fn ago(at: Timestamp, now: Timestamp) -> String {
     let secs = now
         .system_time()
         .duration_since(at.system_time())
         .map_or(0, |d| d.as_secs());
-    super::history::short_duration(secs)
+    super::history::duration_text(secs)
 }
 
 #[cfg(test)]

@@ -73,7 +73,7 @@ pub(crate) fn standing_item(s: &Listed) -> String {
         let _ = write!(
             item,
             ", <span class=\"silent\">silent for {}</span>",
-            humantime::format_duration(std::time::Duration::from_secs(secs))
+            crate::report::history::duration_text(secs)
         );
     }
     if let Some(again) = &s.recurrence {
