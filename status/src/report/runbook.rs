@@ -84,6 +84,45 @@ mod tests {
         }
     }
 
+    /// The text of `anchor`'s entry: from its anchor to the next one.
+    fn section(anchor: &str) -> &'static str {
+        let start = RUNBOOK
+            .find(&format!("<a id=\"{anchor}\">"))
+            .unwrap_or_else(|| panic!("no anchor {anchor}"));
+        let rest = &RUNBOOK[start + 1..];
+        let end = rest.find("<a id=\"").map_or(RUNBOOK.len(), |e| start + 1 + e);
+        &RUNBOOK[start..end]
+    }
+
+    /// A kind's or a class's entry is whole: what it means, how to confirm
+    /// it, what causes it, how to fix it, how it clears, and the next step
+    /// — each once, in that order.
+    #[test]
+    fn every_kind_and_class_entry_says_means_confirm_causes_fix_clears_and_next_step() {
+        let parts = [
+            "**Means.**",
+            "**Confirm.**",
+            "**Causes.**",
+            "**Fix.**",
+            "**Clears.**",
+            "**Next step.**",
+        ];
+        let anchors = Kind::ALL
+            .iter()
+            .map(|k| k.anchor())
+            .chain(Class::ALL.iter().map(|c| class_anchor(*c)));
+        for anchor in anchors {
+            let text = section(&anchor);
+            let mut at = 0;
+            for part in parts {
+                assert_eq!(text.matches(part).count(), 1, "{anchor}: {part} once");
+                let found = text.find(part).unwrap();
+                assert!(found > at, "{anchor}: {part} out of order");
+                at = found;
+            }
+        }
+    }
+
     #[test]
     fn an_entry_is_its_anchor_heading_and_next_step() {
         let text = "intro\n<a id=\"a\"></a>\n### The A\n\n**Means.** x\n**Next step.** Do a.\n\
