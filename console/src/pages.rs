@@ -7,7 +7,9 @@ use std::time::Duration;
 use mesh_protocol::{ModuleId, Name, Timestamp};
 use mesh_status::model::{AliveRow, ParsedDeclaration};
 use mesh_status::render::html::{detail, mesh, notice, Page};
+use mesh_status::render::why::lines as why_lines;
 use mesh_status::report::history::{entries, summaries, window_start};
+use mesh_status::report::why::{why, WhyInput};
 use mesh_status::report::{self, Clock, Head, Listed, Recurrences, Scope};
 use mesh_status::store::{HistoryFilter, Order, StatusFilter};
 
@@ -277,14 +279,15 @@ impl Pages {
             .unwrap_or_default();
         providers.sort_unstable();
         providers.dedup();
-        let standings: Vec<Listed> = self
+        let report = self
             .report(store, &Scope::All, now, |f| {
                 f.providers.retain(|x| providers.contains(x));
                 f.required
                     .retain(|(x, c)| providers.contains(x) && *c == consumer);
                 f.consumer = Some(consumer.clone());
             })
-            .await?
+            .await?;
+        let standings: Vec<Listed> = report
             .standings
             .into_iter()
             .filter(|s| s.row.consumer_machine.as_ref() == Some(&machine))
@@ -299,6 +302,26 @@ impl Pages {
         let (rows, store_now) = store.read_history(&filter).await?;
         let entries = entries(&rows, store_now);
         let sums = summaries(&entries, window_start(store_now, span), store_now);
+        // `mesh-controller why`'s verdict, from the same read and history.
+        let requires: Vec<(String, ModuleId)> = self
+            .declaration
+            .declaration
+            .module(c)
+            .map(|m| {
+                m.requires
+                    .iter()
+                    .map(|r| (r.provision.to_string(), r.from.clone()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let verdict = why(&WhyInput {
+            consumer: c,
+            requires: &requires,
+            head: &report.head,
+            standings: &standings,
+            history: &entries,
+        });
+        let said = why_lines(&verdict, store_now);
         let main = detail::consumer(&detail::ConsumerView {
             consumer: &consumer,
             machine: &machine,
@@ -307,6 +330,7 @@ impl Pages {
             entries: &entries,
             summaries: &sums,
             now: store_now,
+            why: &said,
         });
         Ok(Page {
             title: format!("consumer {consumer}@{machine}"),

@@ -738,6 +738,51 @@ async fn in_a_browser_a_failing_consumer_appears_and_goes_without_a_reload() {
     println!("in the browser: appeared after {appeared:?}, went after {went:?}");
     assert_no_secret("the DOM", &browser.html().await);
 
+    // Its own page: made to fail, it shows its class, `why`'s verdict and
+    // the runbook's next step, without a reload.
+    browser.goto(&format!("{base}/consumer/late@app-2")).await;
+    browser
+        .wait_for_text(
+            "not failing: no provider of it says it fails it",
+            Duration::from_secs(2),
+        )
+        .await;
+    browser
+        .wait_for_selector("#live:not([hidden])", Duration::from_secs(5))
+        .await;
+    browser
+        .execute("window.meshMark = 'kept'; return true;", vec![])
+        .await;
+    s.owner
+        .apply(&[failing(
+            "late",
+            "app-2",
+            "password authentication failed",
+            10,
+            7,
+        )])
+        .await
+        .unwrap();
+    let step = mesh_status::report::runbook::entry("class-credentials-rejected")
+        .expect("the class's runbook entry")
+        .next_step;
+    let shown = browser.wait_for_text(step, Duration::from_secs(2)).await;
+    let page = browser.html().await;
+    assert!(
+        page.contains("failing: postgres@db-1 says credentials-rejected since"),
+        "why's verdict: {page}"
+    );
+    assert!(
+        page.contains("<code>#class-credentials-rejected</code>"),
+        "{page}"
+    );
+    let mark = browser.execute("return window.meshMark;", vec![]).await;
+    assert_eq!(mark, "kept", "the consumer page was not reloaded");
+    println!("in the browser: its class, why and next step after {shown:?}");
+    browser
+        .keep_screenshot(IN_A_BROWSER, "consumer-failing")
+        .await;
+
     browser.goto(&format!("{base}/consumer/wiki@app-1")).await;
     browser
         .wait_for_text("recovered (success)", Duration::from_secs(2))

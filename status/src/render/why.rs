@@ -41,11 +41,22 @@ fn last(e: &HistoryEntry) -> String {
     format!("last failed {from} → {to}{lasted}{class}{ended}")
 }
 
-/// The verdict and what it is joined from, as lines.
-///
-/// # Errors
-/// When writing fails.
-pub fn human(out: &mut dyn Write, why: &Why, now: Timestamp) -> io::Result<()> {
+/// The verdict for a person: its sentence (`CONSUMER: …` without the
+/// consumer), the lines it is joined from, and the runbook's next step
+/// (its anchor and text) when it is not well. `human` and the console's
+/// consumer page both say these.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WhyLines {
+    /// The verdict, one line.
+    pub verdict: String,
+    /// What it is joined from, one line each.
+    pub lines: Vec<String>,
+    /// The runbook entry's anchor and next step.
+    pub next_step: Option<(String, &'static str)>,
+}
+
+/// [`WhyLines`] of `why` at `now`.
+pub fn lines(why: &Why, now: Timestamp) -> WhyLines {
     let verdict = match &why.verdict {
         WhyVerdict::Failing(s) => format!("failing: {}", failing(s)),
         WhyVerdict::Problem(p) => p.line(),
@@ -53,13 +64,13 @@ pub fn human(out: &mut dyn Write, why: &Why, now: Timestamp) -> io::Result<()> {
                                 else the store knows concerns it"
             .to_owned(),
     };
-    writeln!(out, "{}: {}", why.consumer, one_line(&verdict))?;
+    let mut lines = Vec::new();
     for s in why.standings.iter().skip(1) {
-        writeln!(out, "  also failing: {}", one_line(&failing(s)))?;
+        lines.push(format!("also failing: {}", one_line(&failing(s))));
     }
     for p in &why.problems {
         if why.verdict != WhyVerdict::Problem(p.clone()) {
-            writeln!(out, "  {}", one_line(&p.line()))?;
+            lines.push(one_line(&p.line()).into_owned());
         }
     }
     for (provision, provider, heard) in &why.providers {
@@ -68,27 +79,40 @@ pub fn human(out: &mut dyn Write, why: &Why, now: Timestamp) -> io::Result<()> {
         } else {
             "not heard from"
         };
-        writeln!(out, "  {provider} gives it {provision}: {state}")?;
+        lines.push(format!("{provider} gives it {provision}: {state}"));
     }
     if !why.following {
-        writeln!(
-            out,
-            "  the controller follows no events: what the store says may be old"
-        )?;
+        lines.push("the controller follows no events: what the store says may be old".to_owned());
     }
     let before = why.standings.first().and_then(|s| s.recurrence.as_ref());
     match (before, &why.last_interval) {
-        (Some(r), _) => writeln!(out, "  before: {}", recurrence(r))?,
-        (None, Some(e)) => writeln!(
-            out,
-            "  {}{}",
+        (Some(r), _) => lines.push(format!("before: {}", recurrence(r))),
+        (None, Some(e)) => lines.push(format!(
+            "{}{}",
             one_line(&last(e)),
             e.to.map(|t| format!(", {} ago", ago(t, now)))
                 .unwrap_or_default()
-        )?,
+        )),
         (None, None) => {}
     }
-    if let (Some(anchor), Some(step)) = (why.runbook(), why.next_step()) {
+    WhyLines {
+        verdict: one_line(&verdict).into_owned(),
+        lines,
+        next_step: why.runbook().zip(why.next_step()),
+    }
+}
+
+/// The verdict and what it is joined from, as lines.
+///
+/// # Errors
+/// When writing fails.
+pub fn human(out: &mut dyn Write, why: &Why, now: Timestamp) -> io::Result<()> {
+    let said = lines(why, now);
+    writeln!(out, "{}: {}", why.consumer, said.verdict)?;
+    for line in &said.lines {
+        writeln!(out, "  {line}")?;
+    }
+    if let Some((anchor, step)) = said.next_step {
         writeln!(
             out,
             "  next step (#{anchor} in {}): {step}",

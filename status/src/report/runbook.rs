@@ -90,7 +90,9 @@ mod tests {
             .find(&format!("<a id=\"{anchor}\">"))
             .unwrap_or_else(|| panic!("no anchor {anchor}"));
         let rest = &RUNBOOK[start + 1..];
-        let end = rest.find("<a id=\"").map_or(RUNBOOK.len(), |e| start + 1 + e);
+        let end = rest
+            .find("<a id=\"")
+            .map_or(RUNBOOK.len(), |e| start + 1 + e);
         &RUNBOOK[start..end]
     }
 

@@ -10,6 +10,7 @@ use super::mesh::standing_item;
 use super::{consumer_path, escape, link, provider_path};
 use crate::model::AliveRow;
 use crate::render::history::{line, summary_line};
+use crate::render::why::WhyLines;
 use crate::report::days::{failing_days, Day};
 use crate::report::history::{duration_text, ConsumerSummary, HistoryEntry};
 use crate::report::{Head, Listed};
@@ -126,6 +127,34 @@ pub struct ConsumerView<'a> {
     pub summaries: &'a [ConsumerSummary],
     /// Now (the store's clock).
     pub now: Timestamp,
+    /// `why`'s verdict on it (`mesh-controller why`'s lines).
+    pub why: &'a WhyLines,
+}
+
+/// `why`'s verdict as a section: the verdict, what it is joined from, and
+/// the runbook's next step with its entry's anchor.
+fn why_section(w: &WhyLines) -> String {
+    let mut out =
+        String::from("<section class=\"why\" aria-labelledby=\"why\">\n<h2 id=\"why\">why</h2>\n");
+    let _ = writeln!(out, "<p class=\"verdict\">{}</p>", escape(&w.verdict));
+    if !w.lines.is_empty() {
+        out.push_str("<ul>\n");
+        for l in &w.lines {
+            let _ = writeln!(out, "<li>{}</li>", escape(l));
+        }
+        out.push_str("</ul>\n");
+    }
+    if let Some((anchor, step)) = &w.next_step {
+        let _ = writeln!(
+            out,
+            "<p class=\"next-step\"><strong>Next step</strong> (runbook, \
+             <code>#{}</code>): {}</p>",
+            escape(anchor),
+            escape(step)
+        );
+    }
+    out.push_str("</section>\n");
+    out
 }
 
 /// A row of bars, one per day: its title says the day and how long it
@@ -182,6 +211,7 @@ pub fn consumer(v: &ConsumerView<'_>) -> String {
         }
         out.push_str("</ul>\n");
     }
+    out.push_str(&why_section(v.why));
     for p in v.providers {
         let name = p.to_string();
         let mine: Vec<HistoryEntry> = v
@@ -247,6 +277,11 @@ mod tests {
             detail: None,
         }];
         let providers = [ModuleId::parse("postgres@db-1").unwrap()];
+        let why = WhyLines {
+            verdict: "failing: postgres@db-1 says <b>credentials-rejected</b>".into(),
+            lines: vec!["postgres@db-1 gives it postgres-database: heard from".into()],
+            next_step: Some(("class-credentials-rejected".into(), "Wait one pass.")),
+        };
         let html = consumer(&ConsumerView {
             consumer: "wiki",
             machine: "app-1",
@@ -255,7 +290,22 @@ mod tests {
             entries: &entries,
             summaries: &[],
             now: ts("2026-11-28T06:00:00Z"),
+            why: &why,
         });
+        assert!(
+            html.contains(
+                "<p class=\"verdict\">failing: postgres@db-1 says &lt;b&gt;credentials-rejected&lt;/b&gt;</p>"
+            ),
+            "{html}"
+        );
+        assert!(
+            html.contains("<li>postgres@db-1 gives it postgres-database: heard from</li>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<code>#class-credentials-rejected</code>): Wait one pass.</p>"),
+            "{html}"
+        );
         assert_eq!(html.matches("<div class=\"bars\">").count(), 2, "{html}");
         assert_eq!(html.matches("class=\"day ").count(), 37);
         assert!(
