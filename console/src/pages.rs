@@ -331,6 +331,7 @@ impl Pages {
             summaries: &sums,
             now: store_now,
             why: &said,
+            known_from: report.head.controller.known_since,
         });
         Ok(Page {
             title: format!("consumer {consumer}@{machine}"),

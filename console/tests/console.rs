@@ -151,8 +151,12 @@ async fn setup() -> Setup {
     let mut owner = PgStore::new(options);
     // A store that gets every event the stream holds, and a serve that follows.
     owner.record_begins(false).await.unwrap();
+    // The mesh's stream made two hours ago: nothing is known before.
     owner
-        .stream_epoch("MESH_EVENTS", SystemTime::UNIX_EPOCH)
+        .stream_epoch(
+            "MESH_EVENTS",
+            SystemTime::now() - Duration::from_secs(2 * 3600),
+        )
         .await
         .unwrap();
     let serve = Instance {
@@ -374,9 +378,16 @@ async fn pages_render_as_status_says_escape_what_providers_say_and_follow_a_chan
     assert!(wiki.contains("recovered (success)"), "{wiki}");
     assert_eq!(
         wiki.matches("<div class=\"bars\">").count(),
-        2,
-        "7 and 30 days: {wiki}"
+        3,
+        "24 hours, 7 and 30 days: {wiki}"
     );
+    // The mesh's stream was made two hours ago: the days before are no
+    // data, never green.
+    assert!(
+        wiki.matches("<span class=\"day none\"").count() >= 28,
+        "{wiki}"
+    );
+    assert!(wiki.contains("% up"), "{wiki}");
     // wiki failed from 90 to 60 minutes ago: within today, today's bar
     // says the whole 30 min; across midnight (UTC), each day says its part.
     let day = |t: Timestamp| {

@@ -58,7 +58,8 @@ WHERE consumer || '@' || machine = ANY($1::text[])
 ORDER BY machine, consumer, provision, provider";
 
 /// The store's clock and when its record begins (migration V8).
-const RECORD: &str = "SELECT now(), (SELECT begun_at FROM store_record LIMIT 1)";
+const RECORD: &str = "SELECT now(), (SELECT begun_at FROM store_record LIMIT 1), \
+     (SELECT min(created) FROM stream_epoch)";
 
 /// The `serve` processes recorded, the one that caught up last first (a
 /// few: whether any follows, and since when none did).
@@ -231,6 +232,7 @@ impl PgStore {
             let record = ControllerRecord {
                 now: time(&record, 0)?,
                 begun_at: optional_time(&record, 1)?,
+                stream_since: optional_time(&record, 2)?,
                 instances: instances
                     .iter()
                     .map(instance_row)

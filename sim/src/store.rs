@@ -108,6 +108,8 @@ impl MemStore {
             Ok(ControllerRecord {
                 now: t.now(),
                 begun_at: None,
+                // Its stream's making is not kept: all it holds is known.
+                stream_since: None,
                 instances,
             })
         })

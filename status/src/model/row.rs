@@ -174,6 +174,9 @@ pub struct ControllerRecord {
     /// for a store made since (first migrated, or dropped and made again):
     /// the events published before then are not in it until they are published again.
     pub begun_at: Option<Timestamp>,
+    /// When the oldest event stream the store met was made: no event is
+    /// older, so nothing before it is known. `None` before any stream.
+    pub stream_since: Option<Timestamp>,
     /// The `serve` processes recorded (at most a few), the one that caught
     /// up last first.
     pub instances: Vec<InstanceRow>,

@@ -590,6 +590,7 @@ mod tests {
             pid: Some(4242),
             started_at: Some(ts("2026-10-05T00:00:00Z")),
             record_begins_at: None,
+            known_since: None,
         };
         head.problems.extend(
             [Retired {

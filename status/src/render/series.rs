@@ -199,6 +199,7 @@ mod tests {
             record: ControllerRecord {
                 now: ts(NOW),
                 begun_at: None,
+                stream_since: None,
                 instances: vec![InstanceRow {
                     instance: Instance {
                         host: "ctl-1".into(),

@@ -164,6 +164,7 @@ mod tests {
         let record = |now: &str, begun: Option<&str>| ControllerRecord {
             now: ts(now),
             begun_at: begun.map(ts),
+            stream_since: None,
             instances: vec![],
         };
         let begun = Some("2026-10-05T00:00:00Z");
@@ -257,6 +258,7 @@ mod tests {
         let record = |now: &str, begun: Option<&str>| ControllerRecord {
             now: ts(now),
             begun_at: begun.map(ts),
+            stream_since: None,
             instances: vec![],
         };
         let alive = |every: i64| AliveRow {

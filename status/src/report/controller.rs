@@ -61,6 +61,11 @@ pub struct Controller {
     /// this (first migrated, or dropped and made again); null for a store
     /// that followed the stream before.
     pub record_begins_at: Option<Timestamp>,
+    /// Since when the store knows anything: the later of its oldest
+    /// stream's making and its record's beginning (the console's bars are
+    /// no data before); none when it knows neither.
+    #[serde(skip)]
+    pub known_since: Option<Timestamp>,
 }
 
 impl Controller {
@@ -84,6 +89,7 @@ impl Controller {
             pid: None,
             started_at: None,
             record_begins_at: None,
+            known_since: None,
         }
     }
 }
@@ -118,6 +124,7 @@ pub fn controller(record: &ControllerRecord) -> Controller {
         pid: named.map(|i| i.pid),
         started_at: named.map(|i| i.started_at),
         record_begins_at: record.begun_at,
+        known_since: record.begun_at.max(record.stream_since),
     }
 }
 
@@ -202,8 +209,25 @@ mod tests {
         ControllerRecord {
             now: ts(now),
             begun_at: None,
+            stream_since: None,
             instances,
         }
+    }
+
+    #[test]
+    fn the_store_knows_since_the_later_of_its_stream_and_its_record() {
+        let at = |begun: Option<&str>, stream: Option<&str>| {
+            let mut r = record("2026-10-05T00:10:00Z", vec![]);
+            r.begun_at = begun.map(ts);
+            r.stream_since = stream.map(ts);
+            controller(&r).known_since
+        };
+        let (early, late) = ("2026-10-01T00:00:00Z", "2026-10-04T00:00:00Z");
+        assert_eq!(at(None, None), None);
+        assert_eq!(at(Some(late), None), Some(ts(late)));
+        assert_eq!(at(None, Some(early)), Some(ts(early)));
+        assert_eq!(at(Some(late), Some(early)), Some(ts(late)));
+        assert_eq!(at(Some(early), Some(late)), Some(ts(late)));
     }
 
     #[test]
@@ -331,6 +355,7 @@ mod tests {
             pid: None,
             started_at: None,
             record_begins_at: None,
+            known_since: None,
         };
         let (long, pulled) = (Some("2026-10-05T00:00:00Z"), Some("2026-10-05T00:10:00Z"));
         let stopped = Some("2026-10-05T00:08:00Z");

@@ -8,15 +8,38 @@ use super::history::{EntryKind, HistoryEntry};
 /// Seconds in a day.
 const DAY_SECONDS: u64 = 86_400;
 
-/// One UTC day's bar.
+/// Seconds in an hour.
+const HOUR_SECONDS: u64 = 3600;
+
+/// One bar: a UTC day (or hour) and the time failing in it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Day {
-    /// Midnight (UTC) the day begins at.
+pub struct Bar {
+    /// When it begins (midnight UTC, or the hour).
     pub start: Timestamp,
-    /// How long it was failing that day (of the day so far for today).
+    /// How long it was failing in its known part.
     pub failing_seconds: u64,
-    /// How long the day is so far: a whole day, or for today until now.
+    /// How long it is so far: whole, or for the current one until now.
     pub seconds: u64,
+    /// How much of it the store knows: after the store's record began.
+    /// Zero: no data (grey, never green).
+    pub known_seconds: u64,
+}
+
+impl Bar {
+    /// No data at all: it ends before the store's record began (a bar
+    /// that has not begun yet, the hour `now` opens, is not one).
+    pub fn no_data(&self) -> bool {
+        self.known_seconds == 0 && self.seconds > 0
+    }
+}
+
+/// The share of `bars`' known time not failing, in hundredths of a per
+/// cent (`9_993` is 99.93 %); `None` when nothing of them is known.
+pub fn uptime(bars: &[Bar]) -> Option<u64> {
+    let known: u64 = bars.iter().map(|b| b.known_seconds).sum();
+    let failing: u64 = bars.iter().map(|b| b.failing_seconds).sum();
+    // Rounded down: never more up than it was.
+    (known > 0).then(|| (known - failing.min(known)) * 10_000 / known)
 }
 
 fn unix(t: Timestamp) -> u64 {
@@ -30,19 +53,49 @@ fn at(secs: u64) -> Timestamp {
 }
 
 /// The last `days` UTC days up to today's (the day `now` is in), oldest
-/// first, each with the time the failing intervals among `entries`
-/// cover in it (an interval still lasting runs to `now`; overlapping
-/// intervals count once; other entries are left out; one with no known
-/// beginning counts from the first day shown).
-pub fn failing_days(entries: &[HistoryEntry], now: Timestamp, days: u32) -> Vec<Day> {
+/// first: see [`bars`].
+pub fn failing_days(
+    entries: &[HistoryEntry],
+    now: Timestamp,
+    days: u32,
+    known_from: Option<Timestamp>,
+) -> Vec<Bar> {
+    bars(entries, now, days, DAY_SECONDS, known_from)
+}
+
+/// The last `hours` UTC hours up to the current one, oldest first: see
+/// [`bars`].
+pub fn failing_hours(
+    entries: &[HistoryEntry],
+    now: Timestamp,
+    hours: u32,
+    known_from: Option<Timestamp>,
+) -> Vec<Bar> {
+    bars(entries, now, hours, HOUR_SECONDS, known_from)
+}
+
+/// The last `count` bars of `size` seconds up to the one `now` is in,
+/// oldest first, each with the time the failing intervals among `entries`
+/// cover in its known part (after `known_from`, the store's record's
+/// beginning; all of it when `None`). An interval still lasting runs to
+/// `now`; overlapping intervals count once; other entries are left out;
+/// one with no known beginning counts from the first bar shown.
+fn bars(
+    entries: &[HistoryEntry],
+    now: Timestamp,
+    count: u32,
+    size: u64,
+    known_from: Option<Timestamp>,
+) -> Vec<Bar> {
     let now = unix(now);
-    let today = now - now % DAY_SECONDS;
-    let first = today.saturating_sub(DAY_SECONDS * u64::from(days.saturating_sub(1)));
+    let current = now - now % size;
+    let first = current.saturating_sub(size * u64::from(count.saturating_sub(1)));
+    let known = known_from.map_or(0, unix);
     let mut spans: Vec<(u64, u64)> = entries
         .iter()
         .filter(|e| e.kind == EntryKind::Failing)
         .map(|e| {
-            let from = e.from.map_or(first, unix);
+            let from = e.from.map_or(first, unix).max(known);
             let to = e.to.map_or(now, unix).min(now);
             (from, to)
         })
@@ -56,18 +109,19 @@ pub fn failing_days(entries: &[HistoryEntry], now: Timestamp, days: u32) -> Vec<
             _ => merged.push((from, to)),
         }
     }
-    (0..u64::from(days))
+    (0..u64::from(count))
         .map(|i| {
-            let start = first + i * DAY_SECONDS;
-            let end = (start + DAY_SECONDS).min(now.max(start));
+            let start = first + i * size;
+            let end = (start + size).min(now.max(start));
             let failing_seconds = merged
                 .iter()
                 .map(|&(from, to)| to.min(end).saturating_sub(from.max(start)))
                 .sum();
-            Day {
+            Bar {
                 start: at(start),
                 failing_seconds,
                 seconds: end - start,
+                known_seconds: end - known.clamp(start, end),
             }
         })
         .collect()
@@ -100,7 +154,7 @@ mod tests {
     }
 
     fn bars(entries: &[HistoryEntry], now: &str, days: u32) -> Vec<(String, u64, u64)> {
-        failing_days(entries, ts(now), days)
+        failing_days(entries, ts(now), days, None)
             .into_iter()
             .map(|d| (d.start.to_string(), d.failing_seconds, d.seconds))
             .collect()
@@ -151,6 +205,64 @@ mod tests {
                 .collect::<Vec<_>>(),
             [3600, 3 * 3600, 0]
         );
+    }
+
+    /// A mesh 30 s old has no green days: every bar before the store's
+    /// record began is no data, the first day known only in part, its
+    /// failing time counted only there.
+    #[test]
+    fn before_the_store_began_is_no_data_and_never_green() {
+        let entries = [failing(Some("2026-11-25T00:00:00Z"), None)];
+        let days = failing_days(
+            &entries,
+            ts("2026-11-27T06:00:00Z"),
+            3,
+            Some(ts("2026-11-27T05:59:30Z")),
+        );
+        assert_eq!(
+            days.iter()
+                .map(|d| (d.no_data(), d.known_seconds, d.failing_seconds))
+                .collect::<Vec<_>>(),
+            [(true, 0, 0), (true, 0, 0), (false, 30, 30)]
+        );
+        assert_eq!(uptime(&days), Some(0));
+        let none = failing_days(
+            &[],
+            ts("2026-11-27T06:00:00Z"),
+            2,
+            Some(ts("2026-11-28T00:00:00Z")),
+        );
+        assert!(none.iter().all(Bar::no_data));
+        assert_eq!(uptime(&none), None);
+    }
+
+    #[test]
+    fn hours_split_an_interval_and_uptime_counts_only_what_is_known() {
+        let entries = [failing(
+            Some("2026-11-27T04:30:00Z"),
+            Some("2026-11-27T05:15:00Z"),
+        )];
+        let hours = failing_hours(&entries, ts("2026-11-27T06:00:00Z"), 3, None);
+        assert_eq!(
+            hours
+                .iter()
+                .map(|h| (h.start.to_string(), h.failing_seconds, h.seconds))
+                .collect::<Vec<_>>(),
+            [
+                ("2026-11-27T04:00:00Z".to_owned(), 1800, 3600),
+                ("2026-11-27T05:00:00Z".to_owned(), 900, 3600),
+                ("2026-11-27T06:00:00Z".to_owned(), 0, 0),
+            ]
+        );
+        // 45 min failing of 2 h known: 62.5 % up.
+        assert_eq!(uptime(&hours), Some(6250));
+        // A 6 s blip in a day rounds down, never up to 100 %.
+        let blip = [failing(
+            Some("2026-11-26T10:00:00Z"),
+            Some("2026-11-26T10:00:06Z"),
+        )];
+        let days = failing_days(&blip, ts("2026-11-27T00:00:00Z"), 2, None);
+        assert_eq!(uptime(&days), Some(9999));
     }
 
     #[test]

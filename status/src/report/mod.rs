@@ -467,6 +467,7 @@ mod tests {
         ControllerRecord {
             now,
             begun_at: None,
+            stream_since: None,
             instances: vec![crate::model::InstanceRow {
                 instance: crate::model::Instance {
                     host: "ctl-1".into(),

@@ -11,7 +11,7 @@ use super::{consumer_path, escape, link, provider_path};
 use crate::model::AliveRow;
 use crate::render::history::{line, summary_line};
 use crate::render::why::WhyLines;
-use crate::report::days::{failing_days, Day};
+use crate::report::days::{failing_days, failing_hours, uptime, Bar};
 use crate::report::history::{duration_text, ConsumerSummary, HistoryEntry};
 use crate::report::{Head, Listed};
 
@@ -129,6 +129,9 @@ pub struct ConsumerView<'a> {
     pub now: Timestamp,
     /// `why`'s verdict on it (`mesh-controller why`'s lines).
     pub why: &'a WhyLines,
+    /// When the store's record began (the bars before are no data); none
+    /// when the store does not say.
+    pub known_from: Option<Timestamp>,
 }
 
 /// `why`'s verdict as a section: the verdict, what it is joined from, and
@@ -157,46 +160,95 @@ fn why_section(w: &WhyLines) -> String {
     out
 }
 
-/// A row of bars, one per day: its title says the day and how long it
-/// failed; its class how much of the day (`ok`, `some`, `much`).
-pub(crate) fn bars(days: &[Day]) -> String {
+/// What one bar of a row stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Unit {
+    /// A UTC hour.
+    Hour,
+    /// A UTC day.
+    Day,
+}
+
+/// A bar's level: `none` (no data: before the store's record began),
+/// `ok` (not failing), `some` (failing under 1/24 of its known time: under
+/// an hour a day), `much` (failing more). The style sheet gives each a
+/// colour and a pattern: colour is never the only signal.
+fn level(b: &Bar) -> &'static str {
+    if b.no_data() {
+        return "none";
+    }
+    match (b.known_seconds, b.failing_seconds) {
+        (_, 0) => "ok",
+        (k, f) if f * 24 < k => "some",
+        _ => "much",
+    }
+}
+
+/// A row of bars, oldest first: each says its day (or hour) and how long
+/// it failed on hover (`title`), on focus and tap (it is focusable; the
+/// style sheet shows its label), and to a screen reader (`aria-label`);
+/// under it the first bar's time, the failing total and the uptime over
+/// the known time.
+pub(crate) fn bars(bars: &[Bar], unit: Unit) -> String {
     let mut out = String::from("<div class=\"bars\">");
-    for d in days {
-        let level = match (d.failing_seconds, d.seconds) {
-            (0, _) => "ok",
-            (f, s) if f * 2 >= s.max(1) => "much",
-            _ => "some",
+    let when = |b: &Bar| {
+        let t = b.start.to_string();
+        match unit {
+            Unit::Day => t.chars().take(10).collect::<String>(),
+            Unit::Hour => format!("{} {} UTC", &t[..10], &t[11..16]),
+        }
+    };
+    for b in bars {
+        let said = match (b.no_data(), b.failing_seconds) {
+            (true, _) => "no data (before the store knew anything)".to_owned(),
+            (false, 0) => "not failing".to_owned(),
+            (false, f) => format!("failing {}", duration_text(f)),
         };
-        let day = d.start.to_string().chars().take(10).collect::<String>();
-        let said = match d.failing_seconds {
-            0 => "not failing".to_owned(),
-            f => format!("failing {}", duration_text(f)),
-        };
+        let label = format!("{}: {said}", when(b));
         let _ = write!(
             out,
-            "<span class=\"day {level}\" title=\"{day}: {said}\"><span class=\"label\">{day}: {said}</span></span>"
+            "<span class=\"day {}\" tabindex=\"0\" role=\"img\" title=\"{label}\" aria-label=\"{label}\" data-label=\"{label}\"></span>",
+            level(b)
         );
     }
     out.push_str("</div>\n");
-    if let (Some(first), Some(_)) = (days.first(), days.last()) {
-        let day = first.start.to_string().chars().take(10).collect::<String>();
-        let failing = days.iter().filter(|d| d.failing_seconds > 0).count();
-        let total: u64 = days.iter().map(|d| d.failing_seconds).sum();
-        let said = match failing {
-            0 => "not failing on any day".to_owned(),
-            n => format!(
-                "failing on {n} of {} days, {} in all",
-                days.len(),
+    if let Some(first) = bars.first() {
+        let (one, many, last) = match unit {
+            Unit::Day => ("day", "days", "today"),
+            Unit::Hour => ("hour", "hours", "now"),
+        };
+        let failing = bars.iter().filter(|b| b.failing_seconds > 0).count();
+        let total: u64 = bars.iter().map(|b| b.failing_seconds).sum();
+        let known = bars.iter().filter(|b| !b.no_data()).count();
+        let said = match (known, failing) {
+            (0, _) => "no data yet".to_owned(),
+            (_, 0) => format!("not failing on any {one}"),
+            (_, n) => format!(
+                "failing on {n} of {} {many}, {} in all",
+                bars.len(),
                 duration_text(total)
             ),
         };
+        let up = uptime(bars)
+            .map(|u| format!(" · {}.{:02} % up", u / 100, u % 100))
+            .unwrap_or_default();
         let _ = writeln!(
             out,
-            "<p class=\"axis\"><span>{day}</span> <span>{said}</span> <span>today</span></p>"
+            "<p class=\"axis\"><span>{}</span> <span>{said}{up}</span> <span>{last}</span></p>",
+            when(first)
         );
     }
     out
 }
+
+/// What the bars' colours and patterns mean.
+const LEGEND: &str = "<p class=\"legend\">\
+    <span class=\"item\"><span class=\"key ok\"></span> not failing</span> \
+    <span class=\"item\"><span class=\"key some\"></span> failing under a 24th of the bar \
+    (an hour a day)</span> \
+    <span class=\"item\"><span class=\"key much\"></span> failing longer</span> \
+    <span class=\"item\"><span class=\"key none\"></span> no data (before the store knew \
+    anything)</span> <span class=\"item\">times are UTC</span></p>\n";
 
 /// The `<main>` fragment of a consumer's page.
 pub fn consumer(v: &ConsumerView<'_>) -> String {
@@ -221,10 +273,21 @@ pub fn consumer(v: &ConsumerView<'_>) -> String {
             .cloned()
             .collect();
         let _ = writeln!(out, "<h2>from {}</h2>", link(&provider_path(&name), &name));
+        out.push_str("<h3 class=\"span\">24 hours</h3>\n");
+        out.push_str(&bars(
+            &failing_hours(&mine, v.now, 24, v.known_from),
+            Unit::Hour,
+        ));
         for days in [7, 30] {
             let _ = writeln!(out, "<h3 class=\"span\">{days} days</h3>");
-            out.push_str(&bars(&failing_days(&mine, v.now, days)));
+            out.push_str(&bars(
+                &failing_days(&mine, v.now, days, v.known_from),
+                Unit::Day,
+            ));
         }
+    }
+    if !v.providers.is_empty() {
+        out.push_str(LEGEND);
     }
     out.push_str("<h2>History (30 days)</h2>\n");
     if v.summaries.is_empty() {
@@ -291,6 +354,7 @@ mod tests {
             summaries: &[],
             now: ts("2026-11-28T06:00:00Z"),
             why: &why,
+            known_from: Some(ts("2026-11-20T12:00:00Z")),
         });
         assert!(
             html.contains(
@@ -306,8 +370,21 @@ mod tests {
             html.contains("<code>#class-credentials-rejected</code>): Wait one pass.</p>"),
             "{html}"
         );
-        assert_eq!(html.matches("<div class=\"bars\">").count(), 2, "{html}");
-        assert_eq!(html.matches("class=\"day ").count(), 37);
+        assert_eq!(html.matches("<div class=\"bars\">").count(), 3, "{html}");
+        // 24 hours, 7 and 30 days; before the store's record began (the
+        // 20th at noon) no data, never green.
+        assert_eq!(html.matches("class=\"day ").count(), 61);
+        assert_eq!(html.matches("class=\"day none\"").count(), 30 - 9, "{html}");
+        assert!(
+            html.contains("title=\"2026-11-19: no data (before the store knew anything)\""),
+            "{html}"
+        );
+        assert!(html.contains("class=\"legend\""), "{html}");
+        assert!(html.contains("tabindex=\"0\""), "{html}");
+        assert!(
+            html.contains("failing on 1 of 30 days, 21 h 28 min in all · 88.45 % up"),
+            "{html}"
+        );
         assert!(
             html.contains("title=\"2026-11-27: failing 21 h 28 min\""),
             "{html}"
