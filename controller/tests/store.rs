@@ -4,7 +4,7 @@
 use std::process::Command;
 use std::time::Duration;
 
-use mesh_controller::{exit, run, Cli, Io, EXIT_CANNOT, EXIT_OK};
+use mesh_controller::{exit, run, Cli, Io, EXIT_CANNOT, EXIT_NOT_DONE, EXIT_OK};
 mod common;
 
 use common::store_at;
@@ -691,7 +691,8 @@ async fn status_and_node_show_on_a_live_store() {
 
     // why: one verdict on one consumer, its providers and the next step.
     let (code, out, err) = env.run(&["why", "forge"], now).await;
-    assert_eq!(code, EXIT_OK, "{err}");
+    assert_eq!(code, EXIT_NOT_DONE, "not served: {err}");
+    assert!(err.contains("forge@app-1 is not served"), "{err}");
     let lines: Vec<&str> = out.lines().collect();
     assert!(
         lines[0].starts_with(
@@ -718,7 +719,7 @@ async fn status_and_node_show_on_a_live_store() {
         "{out}"
     );
     let (code, out, err) = env.run(&["why", "forge@app-1", "--json"], now).await;
-    assert_eq!(code, EXIT_OK, "{err}");
+    assert_eq!(code, EXIT_NOT_DONE, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["consumer"], "forge@app-1");
     assert_eq!(v["well"], false);

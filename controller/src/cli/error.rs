@@ -94,6 +94,10 @@ pub enum CliError {
     /// machines and none was given.
     #[error("{0}")]
     UnknownConsumer(String),
+    /// `why`: the verdict was printed and the consumer is not served
+    /// (failing, or a problem concerns it).
+    #[error("{0} is not served (the verdict above says why)")]
+    NotServed(String),
     /// The report could not be written.
     #[error("cannot write the output: {0}")]
     Output(#[source] std::io::Error),
@@ -104,7 +108,10 @@ impl CliError {
     /// (`status | head -1`) is not an error of the command.
     pub fn exit_code(&self) -> u8 {
         match self {
-            CliError::NotDone(_) | CliError::NotAllWell | CliError::Withdraws(_) => EXIT_NOT_DONE,
+            CliError::NotDone(_)
+            | CliError::NotAllWell
+            | CliError::Withdraws(_)
+            | CliError::NotServed(_) => EXIT_NOT_DONE,
             CliError::Output(error) if error.kind() == std::io::ErrorKind::BrokenPipe => EXIT_OK,
             _ => EXIT_CANNOT,
         }

@@ -54,8 +54,10 @@ pub(super) fn resolve(
 /// Prints the verdict on `consumer` (`json` or for a person).
 ///
 /// # Errors
-/// [`CliError::UnknownConsumer`], [`CliError::Read`] when the store cannot
-/// be read (exit 2), [`CliError::Output`] when printing fails.
+/// [`CliError::NotServed`] (exit 1) once the verdict is printed when the
+/// consumer is not served; [`CliError::UnknownConsumer`], [`CliError::Read`]
+/// when the store cannot be read (exit 2), [`CliError::Output`] when
+/// printing fails.
 pub(super) async fn run(
     cli: &Cli,
     out: &mut dyn Write,
@@ -125,5 +127,10 @@ pub(super) async fn run(
     } else {
         human(out, &verdict, now)
     }
-    .map_err(CliError::Output)
+    .map_err(CliError::Output)?;
+    // Exit 1 once the verdict is printed when the consumer is not served.
+    match verdict.well() {
+        true => Ok(()),
+        false => Err(CliError::NotServed(id.to_string())),
+    }
 }
