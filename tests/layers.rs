@@ -213,7 +213,9 @@ const CRATES: &[(&str, Tables)] = &[
                 &["statements"],
                 &["connection"],
                 &["rows"],
-                &["apply", "epoch", "migrate", "read", "reader", "record"],
+                &[
+                    "apply", "epoch", "migrate", "notes", "read", "reader", "record",
+                ],
                 &["history_read"],
             ],
         )],
@@ -245,6 +247,7 @@ const CRATES: &[(&str, Tables)] = &[
                 &[
                     &["error"],
                     &["permissions", "contributions", "history", "plan", "why"],
+                    &["note"],
                     &["run"],
                 ],
             ),

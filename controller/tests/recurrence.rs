@@ -12,6 +12,7 @@ use common::store_at;
 use mesh_pg_store::{migrate, PgStore};
 use mesh_protocol::{Class, ModuleId, Timestamp};
 use mesh_status::model::history::Recoveries;
+use mesh_status::model::NoteRow;
 use mesh_status::store::{Order, StatusFilter};
 use mesh_test_support::PgCluster;
 
@@ -72,6 +73,19 @@ async fn history(
         .unwrap();
 }
 
+/// A person's note on `p@db-1`'s interval of `consumer`, at `at`.
+async fn note(admin: &tokio_postgres::Client, consumer: &str, at: &str, text: &str, by: &str) {
+    admin
+        .execute(
+            "INSERT INTO history (kind, at, provider_module, provider_machine, consumer,
+                 consumer_machine, detail, by_name)
+             VALUES ('note', $1::text::timestamptz, 'p', 'db-1', $2, 'app-1', $3, $4)",
+            &[&at, &consumer, &text, &by],
+        )
+        .await
+        .unwrap();
+}
+
 async fn interval(admin: &tokio_postgres::Client, consumer: &str, since: &str, until: &str) {
     history(admin, consumer, "failing-began", since, since).await;
     history(admin, consumer, "recovered", until, since).await;
@@ -117,6 +131,26 @@ async fn the_store_counts_recoveries_before_the_current_interval_within_the_wind
     )
     .await;
     history(&admin, "second", "failing-began", current, current).await;
+    // Its notes: the newest before the current interval is quoted; one
+    // written during the current interval is not last time's.
+    note(
+        &admin,
+        "second",
+        "2026-11-27T10:00:00Z",
+        "first guess",
+        "ana",
+    )
+    .await;
+    let learnt = "admin password reset from the vault";
+    note(&admin, "second", "2026-11-28T09:00:00Z", learnt, "jochen").await;
+    note(
+        &admin,
+        "second",
+        "2026-11-29T11:30:00Z",
+        "looking again",
+        "bo",
+    )
+    .await;
     // Recovered before the window only: not counted.
     failing(&admin, "old", "credentials-rejected", current, None).await;
     interval(
@@ -211,6 +245,14 @@ async fn the_store_counts_recoveries_before_the_current_interval_within_the_wind
     assert_eq!(second.last_at, ts("2026-11-27T21:40:00Z"));
     assert_eq!(second.last_since, Some(ts("2026-11-27T00:12:00Z")));
     assert_eq!(second.last_class, Some(Class::CredentialsRejected));
+    assert_eq!(
+        second.last_note,
+        Some(NoteRow {
+            text: learnt.to_owned(),
+            by: "jochen".to_owned()
+        })
+    );
+    assert_eq!(by("flap").unwrap().last_note, None);
     let flap = by("flap").unwrap();
     assert_eq!((flap.count, flap.within_hour), (4, 3));
     assert_eq!(flap.last_at, ts("2026-11-29T11:30:00Z"));

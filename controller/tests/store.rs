@@ -159,11 +159,25 @@ async fn open_repairs(store: &mut PgStore, provider: &str) -> Vec<RepairRow> {
     repairs
 }
 
+/// How many migrations the store has: the files in pg-store/migrations.
+fn migrations() -> usize {
+    std::fs::read_dir(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../pg-store/migrations"
+    ))
+    .expect("pg-store/migrations")
+    .filter(|e| {
+        e.as_ref()
+            .is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".sql"))
+    })
+    .count()
+}
+
 #[tokio::test]
 async fn store_rules_hold_on_postgres() {
     let pg = PgCluster::start();
     let (options, admin) = store_at(&pg, "rules").await;
-    assert_eq!(migrate(&options).await.unwrap(), 16);
+    assert_eq!(migrate(&options).await.unwrap(), migrations());
     assert_eq!(migrate(&options).await.unwrap(), 0, "migrations run once");
     let mut store = PgStore::new(options);
 
@@ -499,7 +513,10 @@ async fn status_and_node_show_on_a_live_store() {
     // is not all well (silence is not health).
     let (code, out, err) = env.run(&["migrate"], now).await;
     assert_eq!(code, EXIT_OK, "{err}");
-    assert!(out.contains("16 migrations applied"), "{out}");
+    assert!(
+        out.contains(&format!("{} migrations applied", migrations())),
+        "{out}"
+    );
     // No serve ever followed the stream into it: that is said first, and
     // no provider is blamed for the silence.
     let (code, out, _) = env.run(&["status"], now).await;
@@ -734,6 +751,44 @@ async fn status_and_node_show_on_a_live_store() {
     let (code, _, err) = env.run(&["why", "forge@app-9"], now).await;
     assert_eq!(code, 2);
     assert!(err.contains("no module forge on app-9"), "{err}");
+
+    // note: what a person learnt, a row of history by its author.
+    let (code, _, err) = env
+        .run(
+            &["note", "forge", "reset from the vault", "--by", "ana"],
+            now,
+        )
+        .await;
+    assert_eq!(code, 2);
+    assert!(err.contains("say which with --provider"), "{err}");
+    let (code, out, err) = env
+        .run(
+            &[
+                "note",
+                "forge@app-1",
+                "admin password\treset from the vault",
+                "--provider",
+                "postgres@db-1",
+                "--by",
+                "ana",
+            ],
+            now,
+        )
+        .await;
+    assert_eq!(code, EXIT_OK, "{err}");
+    assert!(
+        out.starts_with("note on forge@app-1 from postgres@db-1 by ana at "),
+        "{out}"
+    );
+    let (code, out, err) = env
+        .run(&["history", "forge@app-1", "--since", "30d"], now)
+        .await;
+    assert_eq!(code, EXIT_OK, "{err}");
+    assert!(
+        out.contains("forge@app-1 from postgres@db-1: note by ana ")
+            && out.contains(": \"admin password reset from the vault\""),
+        "{out}"
+    );
 
     // --silent-after changes the marking.
     let report = env
@@ -2180,7 +2235,8 @@ async fn history_is_kept_with_each_round_read_back_and_pruned_in_batches() {
 /// Undoes V16, V15, V14 and V13 on a migrated store (its table and constraints
 /// named as V12 left them); the caller deletes them from the migration
 /// history.
-const UNDO_V16_V13: &str = "ALTER TABLE alive DROP COLUMN contributions; DROP INDEX failing_by_provider_key, failing_by_provider_machine, \
+const UNDO_V17_V13: &str = "ALTER TABLE history DROP COLUMN by_name; \
+     ALTER TABLE alive DROP COLUMN contributions; DROP INDEX failing_by_provider_key, failing_by_provider_machine, \
      failing_by_consumer_machine; DROP STATISTICS failing_group; \
      ALTER TABLE grant_event RENAME CONSTRAINT grant_event_pkey TO grant_word_pkey; \
      ALTER TABLE grant_event RENAME CONSTRAINT grant_event_kind_check TO grant_word_kind_check; \
@@ -2190,13 +2246,13 @@ const UNDO_V16_V13: &str = "ALTER TABLE alive DROP COLUMN contributions; DROP IN
 async fn a_migration_that_loses_a_deadlock_to_a_reader_may_be_tried_again() {
     let pg = PgCluster::start();
     let (options, admin) = store_at(&pg, "deadlock").await;
-    assert_eq!(migrate(&options).await.unwrap(), 16);
-    // The four newest migrations not applied yet: V12 adds
+    assert_eq!(migrate(&options).await.unwrap(), migrations());
+    // The newest migrations not applied yet: V12 adds
     // `retirement.retire_at`, V13 renames `grant_word` to `grant_event`, V14
-    // adds statistics, V15 an index, V16 a column.
+    // adds statistics, V15 an index, V16 and V17 a column each.
     admin
         .batch_execute(&format!(
-            "{UNDO_V16_V13} ALTER TABLE retirement DROP COLUMN retire_at; \
+            "{UNDO_V17_V13} ALTER TABLE retirement DROP COLUMN retire_at; \
              DELETE FROM refinery_schema_history WHERE version >= 12"
         ))
         .await
@@ -2258,8 +2314,8 @@ async fn a_migration_that_loses_a_deadlock_to_a_reader_may_be_tried_again() {
     reader.batch_execute("ROLLBACK").await.unwrap();
     assert_eq!(
         migrate(&options).await.unwrap(),
-        5,
-        "tried again, it passes (and V13 to V16 after it)"
+        migrations() - 11,
+        "tried again, it passes (and V13 to the newest after it)"
     );
 
     // A migration the server refuses for what it is: not tried again.
@@ -2283,11 +2339,11 @@ async fn a_migration_that_loses_a_deadlock_to_a_reader_may_be_tried_again() {
 async fn v13_renames_grant_word_to_grant_event_keeping_its_rows_constraints_and_readers() {
     let pg = PgCluster::start();
     let (options, admin) = store_at(&pg, "grant_rename").await;
-    assert_eq!(migrate(&options).await.unwrap(), 16);
+    assert_eq!(migrate(&options).await.unwrap(), migrations());
     // The store as V12 left it, holding a grant event and a reader of it.
     admin
         .batch_execute(&format!(
-            "{UNDO_V16_V13} \
+            "{UNDO_V17_V13} \
              DELETE FROM refinery_schema_history WHERE version >= 13; \
              INSERT INTO grant_word (machine, consumer, provision, provider, kind, reason, \
                  said_at, stream_seq, stream_epoch) VALUES ('app-1', 'forge', 'p', \
@@ -2298,7 +2354,11 @@ async fn v13_renames_grant_word_to_grant_event_keeping_its_rows_constraints_and_
         .await
         .unwrap();
 
-    assert_eq!(migrate(&options).await.unwrap(), 4, "V13 to V16 alone");
+    assert_eq!(
+        migrate(&options).await.unwrap(),
+        migrations() - 12,
+        "V13 to the newest alone"
+    );
 
     let rows = admin
         .query("SELECT consumer, kind FROM grant_event", &[])
@@ -2403,7 +2463,7 @@ async fn a_held_migration_lock_is_named_and_stalls_no_store_up_to_date() {
         .execute("SELECT pg_advisory_unlock($1)", &[&LOCK])
         .await
         .unwrap();
-    assert_eq!(migrating.await.unwrap().unwrap(), 16);
+    assert_eq!(migrating.await.unwrap().unwrap(), migrations());
     assert!(capture.text().contains("took the store's migration lock"));
 
     // Up to date: the lock held again stalls nothing.

@@ -15,13 +15,14 @@ use super::rows::{decoded, optional_time, time, ReadError};
 use super::PgError;
 use mesh_status::model::history::{Recoveries, RepairsDone, Transition};
 use mesh_status::model::reduce::Place;
+use mesh_status::model::NoteRow;
 use mesh_status::report::history::{window_start, FLAPPING_WITHIN};
 use mesh_status::store::HistoryFilter;
 
 /// The columns a transition is read from, in [`transition_row`]'s order.
 const COLUMNS: &str = "h.id, h.kind, h.at, h.provider_module, h.provider_machine, h.consumer, \
      h.consumer_machine, h.provision, h.class, h.error, h.since, h.attempts, h.reason, h.fault, \
-     h.detail, h.stream_epoch, h.stream_seq, h.stored_at";
+     h.detail, h.stream_epoch, h.stream_seq, h.stored_at, h.by_name";
 
 /// What [`HistoryFilter`] selects (`$1` consumer, `$2` its machine, `$3`
 /// and `$4` a provider, `$5` a machine; each null when not asked).
@@ -94,10 +95,14 @@ fn recoveries(standings: &str) -> String {
        max(at) FILTER (WHERE ended) AS last_at,
        (array_agg(since ORDER BY at DESC, id DESC) FILTER (WHERE ended))[1] AS last_since,
        (array_agg(class ORDER BY at DESC, id DESC)
-           FILTER (WHERE kind = 'failing-began' AND at <= last_ended))[1] AS last_class
+           FILTER (WHERE kind = 'failing-began' AND at <= last_ended))[1] AS last_class,
+       (array_agg(detail ORDER BY at DESC, id DESC)
+           FILTER (WHERE kind = 'note' AND at < failing_since))[1] AS last_note,
+       (array_agg(by_name ORDER BY at DESC, id DESC)
+           FILTER (WHERE kind = 'note' AND at < failing_since))[1] AS last_note_by
 FROM (
-    SELECT h.id, h.kind, h.at, h.since, h.class, f.provider_module, f.provider_machine,
-           f.consumer, e.ended,
+    SELECT h.id, h.kind, h.at, h.since, h.class, h.detail, h.by_name, f.provider_module,
+           f.provider_machine, f.consumer, f.failing_since, e.ended,
            max(h.at) FILTER (WHERE e.ended) OVER (
                PARTITION BY f.provider_module, f.provider_machine, f.consumer) AS last_ended
     FROM {standings} AS f (provider_module, provider_machine, consumer, failing_since)
@@ -106,7 +111,7 @@ FROM (
     CROSS JOIN LATERAL (
         SELECT h.kind = 'recovered' AND (h.since IS NULL OR h.since < f.failing_since) AS ended
     ) e
-    WHERE h.kind IN ('failing-began', 'recovered') AND h.at >= $1 AND h.at <= $2) w
+    WHERE h.kind IN ('failing-began', 'recovered', 'note') AND h.at >= $1 AND h.at <= $2) w
 GROUP BY provider_module, provider_machine, consumer
 HAVING count(*) FILTER (WHERE ended) > 0"
     )
@@ -165,6 +170,7 @@ fn transition_row(row: &Row) -> Result<Transition, ReadError> {
         fault: row.try_get(13)?,
         detail: row.try_get(14)?,
         place,
+        by: row.try_get(18)?,
     })
 }
 
@@ -351,5 +357,15 @@ fn recoveries_row(row: &Row) -> Result<Recoveries, ReadError> {
         last_at: time(row, 5)?,
         last_since: optional_time(row, 6)?,
         last_class: class,
+        last_note: match (
+            row.try_get::<_, Option<String>>(8)?,
+            row.try_get::<_, Option<String>>(9)?,
+        ) {
+            (Some(text), by) => Some(NoteRow {
+                text,
+                by: by.unwrap_or_default(),
+            }),
+            (None, _) => None,
+        },
     })
 }

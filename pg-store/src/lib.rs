@@ -22,6 +22,7 @@
 //!   up with the event stream and last committed a round), which `status`
 //!   reads to tell whether the controller follows the bus.
 //! - `reader`: the read-only role ([`grant_reader`]).
+//! - `notes`: a person's note on a failing interval ([`Note`]).
 //!
 //! The rules every implementation of the engine's `Store` keeps are
 //! written with the trait (`mesh_status::store`); this one keeps them in
@@ -39,6 +40,7 @@ mod history;
 mod history_read;
 mod locks;
 mod migrate;
+mod notes;
 mod options;
 mod read;
 mod reader;
@@ -55,6 +57,7 @@ use mesh_status::store::{StoreError, StoreErrorKind};
 pub use columns::UPSERT_FAILING;
 pub use connection::PgStore;
 pub use migrate::migrate;
+pub use notes::{Note, MAX_NOTE_CHARS};
 pub use options::{DatabaseOptions, DatabaseOptionsError};
 pub use read::StatusRead;
 pub use reader::{grant_reader, ReaderError, ReaderMade, RoleName, RoleNameError};

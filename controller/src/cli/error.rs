@@ -37,6 +37,17 @@ pub enum CliError {
     /// The store could not be read.
     #[error("cannot read the store: {0}")]
     Read(#[source] PgError),
+    /// `note`: the note cannot be taken as given (empty, too long, no
+    /// provider to attach it to, no author).
+    #[error("{0}")]
+    NoteRefused(String),
+    /// `note`: the store did not take the note.
+    #[error("cannot add the note: {error}{}", note_hint(.error))]
+    Note {
+        /// Why.
+        #[source]
+        error: PgError,
+    },
     /// `serve` could not run.
     #[error(transparent)]
     Link(#[from] LinkError),
@@ -101,6 +112,16 @@ pub enum CliError {
     /// The report could not be written.
     #[error("cannot write the output: {0}")]
     Output(#[source] std::io::Error),
+}
+
+/// What to do when the store refuses a note for the role's rights.
+fn note_hint(error: &PgError) -> &'static str {
+    if error.to_string().contains("permission denied") {
+        " (a note is a row of history: log in as a role that may write it, the store's owner, \
+         not its reader)"
+    } else {
+        ""
+    }
 }
 
 impl CliError {

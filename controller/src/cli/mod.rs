@@ -12,6 +12,7 @@
 mod contributions;
 mod error;
 mod history;
+mod note;
 mod permissions;
 mod plan;
 mod run;
@@ -181,6 +182,24 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         rest: Vec<String>,
     },
+    /// Attach a note to a consumer's failing interval: what was learnt ("admin password
+    /// reset from the vault"). When the consumer fails again, its status line quotes it
+    /// (`last time: "…" — NAME`); `history` lists it. Needs a role that may write the store.
+    Note {
+        /// The consumer: CONSUMER, or CONSUMER@MACHINE when the declaration has it on
+        /// several machines.
+        #[arg(value_parser = parse_consumer)]
+        consumer: (Name, Option<Name>),
+        /// The note: one line, at most 500 characters.
+        text: String,
+        /// The provider whose failing interval it is about (MODULE@MACHINE); needed when
+        /// the consumer requires from several.
+        #[arg(long, value_parser = ModuleId::parse)]
+        provider: Option<ModuleId>,
+        /// Who writes it (default: the login name, $USER).
+        #[arg(long)]
+        by: Option<String>,
+    },
     /// Per machine.
     Node {
         /// What to do with the machine.
@@ -311,8 +330,9 @@ const BUS_FLAGS: [&str; 8] = [
 ];
 
 /// The commands that never touch the bus, by their path of subcommands.
-const OFF_THE_BUS: [&[&str]; 7] = [
+const OFF_THE_BUS: [&[&str]; 8] = [
     &["migrate"],
+    &["note"],
     &["status"],
     &["history"],
     &["node", "show"],

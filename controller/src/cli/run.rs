@@ -103,6 +103,23 @@ pub async fn run(cli: &Cli, io: &mut Io<'_>, stop: &Stop) -> Result<(), CliError
             )
             .await
         }
+        Command::Note {
+            consumer: (consumer, machine),
+            text,
+            provider,
+            by,
+        } => {
+            let by = by.clone().or_else(|| std::env::var("USER").ok());
+            super::note::run(
+                cli,
+                io.out,
+                (consumer, machine.as_ref()),
+                text,
+                provider.as_ref(),
+                by.as_deref(),
+            )
+            .await
+        }
         Command::History {
             consumer,
             provider,

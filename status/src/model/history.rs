@@ -69,11 +69,14 @@ pub enum TransitionKind {
     /// A provider's fault cleared: its `alive` carries none (`class` and
     /// `since` of the fault that cleared).
     ProviderFaultCleared,
+    /// A person attached a note to a consumer's failing interval
+    /// (`detail`: the note; `by`: who). Never a provider's word.
+    Note,
 }
 
 impl TransitionKind {
     /// Every kind, in a stable order.
-    pub const ALL: [TransitionKind; 13] = [
+    pub const ALL: [TransitionKind; 14] = [
         TransitionKind::FailingBegan,
         TransitionKind::Recovered,
         TransitionKind::Retired,
@@ -87,6 +90,7 @@ impl TransitionKind {
         TransitionKind::GrantReachable,
         TransitionKind::ProviderFaultBegan,
         TransitionKind::ProviderFaultCleared,
+        TransitionKind::Note,
     ];
 
     /// The kind as the store writes it (column `history.kind`).
@@ -105,6 +109,7 @@ impl TransitionKind {
             TransitionKind::GrantReachable => "grant-reachable",
             TransitionKind::ProviderFaultBegan => "provider-fault-began",
             TransitionKind::ProviderFaultCleared => "provider-fault-cleared",
+            TransitionKind::Note => "note",
         }
     }
 }
@@ -146,8 +151,11 @@ pub struct Transition {
     /// For a person (a retirement's or repair's detail).
     pub detail: Option<String>,
     /// Where its event stands in the event stream; `None` when computed
-    /// with no event of its own (the controller following again).
+    /// with no event of its own (the controller following again, a note).
     pub place: Option<Place>,
+    /// Who wrote it, for a person's row (a note); `None` for the
+    /// providers' and the controller's.
+    pub by: Option<String>,
 }
 
 impl Transition {
@@ -167,6 +175,7 @@ impl Transition {
             fault: None,
             detail: None,
             place: None,
+            by: None,
         }
     }
 }

@@ -12,5 +12,6 @@ pub mod text;
 pub use declaration::{Declaration, DeclarationError, ParsedDeclaration};
 pub use received::Received;
 pub use row::{
-    AliveRow, ControllerRecord, FailingRow, GrantRow, Instance, InstanceRow, RepairRow, RetiredRow,
+    AliveRow, ControllerRecord, FailingRow, GrantRow, Instance, InstanceRow, NoteRow, RepairRow,
+    RetiredRow,
 };

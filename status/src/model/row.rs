@@ -332,6 +332,19 @@ pub struct Recoveries {
     /// That interval's class, when history has its beginning within the
     /// window.
     pub last_class: Option<Class>,
+    /// The newest note a person attached before the current interval
+    /// began, within the window.
+    pub last_note: Option<NoteRow>,
+}
+
+/// A note a person attached to a failing interval: what was learnt, and
+/// who wrote it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct NoteRow {
+    /// The note.
+    pub text: String,
+    /// Who wrote it.
+    pub by: String,
 }
 
 #[cfg(test)]

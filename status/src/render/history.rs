@@ -146,6 +146,15 @@ pub fn line(e: &HistoryEntry) -> String {
                 detail(&e.detail)
             )
         }
+        EntryKind::Note => {
+            let at = e.from.map_or("?".to_owned(), minute);
+            format!(
+                "{} from {provider}: note by {} {at}: \"{}\"",
+                consumer(e),
+                one_line(e.by.as_deref().unwrap_or("?")),
+                one_line(e.detail.as_deref().unwrap_or(""))
+            )
+        }
     }
 }
 
@@ -234,6 +243,7 @@ mod tests {
             fault: None,
             detail: Some("line\none".into()),
             place: None,
+            by: None,
         }
     }
 

@@ -92,7 +92,8 @@ fn one(out: &mut dyn Write, s: &Listed) -> io::Result<()> {
     writeln!(out, ": {}", one_line(&r.error))
 }
 
-/// `3rd time in 7 days; last 2026-11-27, credentials-rejected, 21 h`, or
+/// `3rd time in 7 days; last 2026-11-27, credentials-rejected, 21 h 28 min; last
+/// time: "admin password reset from the vault" — jochen`, or
 /// for a consumer flapping `flapping: recovered and failed again 4 times
 /// within an hour; 5th time in 7 days`.
 pub fn recurrence(r: &Recurrence) -> String {
@@ -117,6 +118,13 @@ pub fn recurrence(r: &Recurrence) -> String {
     }
     if let Some(secs) = r.last_seconds {
         text.push_str(&format!(", {}", duration_text(secs)));
+    }
+    if let Some(note) = &r.last_note {
+        text.push_str(&format!(
+            "; last time: \"{}\" — {}",
+            one_line(&note.text),
+            one_line(&note.by)
+        ));
     }
     text
 }
@@ -439,6 +447,10 @@ mod tests {
             last_seconds: Some(21 * 3600 + 28 * 60),
             flapping: false,
             recovered_within_hour: 0,
+            last_note: Some(crate::model::NoteRow {
+                text: "admin password reset from the vault".into(),
+                by: "jochen".into(),
+            }),
         });
         let mut flapping = failing("postgres@db-1", "blog", "timeout", false);
         flapping.recurrence = again.recurrence.clone().map(|mut r| {
@@ -468,7 +480,8 @@ mod tests {
             lines[2],
             "  postgres@db-1 fails forge@app-1 (postgres-database): credentials-rejected since \
              2026-10-05T00:04:00Z, 3 attempts, said 2026-10-05T00:09:00Z (3rd time in 7 days; \
-             last 2026-10-02, credentials-rejected, 21 h 28 min): refused"
+             last 2026-10-02, credentials-rejected, 21 h 28 min; last time: \"admin password \
+             reset from the vault\" — jochen): refused"
         );
         assert_eq!(
             lines[3],

@@ -301,6 +301,7 @@ mod tests {
             reason: Some("success".into()),
             fault: None,
             detail: None,
+            by: None,
         }];
         let w = why(&WhyInput {
             consumer: &forge,

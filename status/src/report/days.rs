@@ -150,6 +150,7 @@ mod tests {
             reason: None,
             fault: None,
             detail: None,
+            by: None,
         }
     }
 

@@ -30,6 +30,7 @@ use mesh_protocol::{Class, ModuleId, Timestamp};
 use serde::Serialize;
 
 use crate::model::history::{Recoveries, Transition, TransitionKind};
+use crate::model::NoteRow;
 
 /// The default `--recurrence-window` of `status`: 7 days.
 pub const DEFAULT_RECURRENCE_WINDOW: Duration = Duration::from_secs(7 * 24 * 3600);
@@ -67,6 +68,8 @@ pub enum EntryKind {
     RepairBraked,
     /// A provider that could not work as its administrator (an interval).
     ProviderFault,
+    /// A note a person attached (a moment): `detail` the note, `by` who.
+    Note,
 }
 
 /// One entry of `history`: an interval (`from` → `to`, `to` null while it
@@ -101,8 +104,13 @@ pub struct HistoryEntry {
     pub reason: Option<String>,
     /// The repair's fault.
     pub fault: Option<String>,
-    /// For a person (a retirement's or repair's detail, a grant's address).
+    /// For a person (a retirement's or repair's detail, a grant's address,
+    /// a note's text).
     pub detail: Option<String>,
+    /// Who wrote it (a note); absent for the providers' and the
+    /// controller's entries.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
 }
 
 impl HistoryEntry {
@@ -121,6 +129,7 @@ impl HistoryEntry {
             reason: None,
             fault: t.fault.clone(),
             detail: t.detail.clone(),
+            by: t.by.clone(),
         }
     }
 
@@ -253,6 +262,7 @@ pub fn entries(rows: &[Transition], now: Timestamp) -> Vec<HistoryEntry> {
             TransitionKind::RepairBraked => {
                 out.push(HistoryEntry::moment(EntryKind::RepairBraked, t))
             }
+            TransitionKind::Note => out.push(HistoryEntry::moment(EntryKind::Note, t)),
         }
     }
     for e in &mut out {
@@ -352,6 +362,10 @@ pub struct Recurrence {
     pub flapping: bool,
     /// The recoveries within [`FLAPPING_WITHIN`] before now.
     pub recovered_within_hour: u64,
+    /// The newest note a person attached before this interval began
+    /// (what was learnt last time); absent when none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_note: Option<NoteRow>,
 }
 
 /// The recurrence of a standing failing now, from what the store counted
@@ -367,6 +381,7 @@ pub fn recurrence(r: &Recoveries, window: Duration) -> Recurrence {
         last_seconds: r.last_since.map(|s| seconds(s, r.last_at)),
         flapping: r.within_hour >= FLAPPING_AFTER,
         recovered_within_hour: r.within_hour,
+        last_note: r.last_note.clone(),
     }
 }
 
@@ -496,6 +511,7 @@ mod tests {
             fault: None,
             detail: None,
             place: None,
+            by: None,
         }
     }
 
@@ -632,6 +648,7 @@ mod tests {
             last_at: ts("2026-11-27T21:40:00Z"),
             last_since: Some(ts("2026-11-27T00:12:00Z")),
             last_class: Some(Class::CredentialsRejected),
+            last_note: None,
         };
         // (recoveries, of them within the hour, expected (count, flapping))
         let cases = [

@@ -338,6 +338,7 @@ mod tests {
             reason: Some("success".into()),
             fault: None,
             detail: None,
+            by: None,
         }];
         let providers = [ModuleId::parse("postgres@db-1").unwrap()];
         let why = WhyLines {

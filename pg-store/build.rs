@@ -1,4 +1,4 @@
-//! Rebuilds the controller when a migration is added or changed (they are
+//! Rebuilds the store crate when a migration is added or changed (they are
 //! embedded in the binary).
 
 fn main() {

@@ -1,0 +1,61 @@
+//! A person's note on a consumer's failing interval: a history row of kind
+//! `note` (its text in `detail`, who wrote it in `by_name`, migration V17),
+//! written at the store's clock. `status` quotes the newest note of a
+//! standing's earlier intervals on its recurrence; `history` lists it.
+
+use std::time::Duration;
+
+use mesh_protocol::{ModuleId, Timestamp};
+use tokio_postgres::types::ToSql;
+
+use super::connection::PgStore;
+use super::rows::time;
+use super::PgError;
+
+/// How long writing a note may take.
+const NOTE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The longest note kept, in characters (a longer one is refused).
+pub const MAX_NOTE_CHARS: usize = 500;
+
+const INSERT_NOTE: &str = "INSERT INTO history (kind, at, provider_module, provider_machine, \
+     consumer, consumer_machine, detail, by_name) VALUES ('note', now(), $1, $2, $3, $4, $5, $6) \
+     RETURNING at";
+
+/// A note to attach: the provider whose failing interval of `consumer`
+/// it is about, the text, and who writes it.
+#[derive(Clone, Copy, Debug)]
+pub struct Note<'a> {
+    /// The provider of the interval.
+    pub provider: &'a ModuleId,
+    /// The consumer (`module@machine`).
+    pub consumer: &'a ModuleId,
+    /// What was learnt, one line.
+    pub text: &'a str,
+    /// Who writes it.
+    pub by: &'a str,
+}
+
+impl PgStore {
+    /// Writes `note` into history; returns when (the store's clock).
+    ///
+    /// # Errors
+    /// [`PgError`] when the store is away, does not answer in time, or
+    /// refuses the row (a role that may only read: `permission denied`).
+    pub async fn add_note(&mut self, note: &Note<'_>) -> Result<Timestamp, PgError> {
+        let client = &self.connected().await?.client;
+        let params: [&(dyn ToSql + Sync); 6] = [
+            &note.provider.module.as_str(),
+            &note.provider.machine.as_str(),
+            &note.consumer.module.as_str(),
+            &note.consumer.machine.as_str(),
+            &note.text,
+            &note.by,
+        ];
+        let outcome =
+            tokio::time::timeout(NOTE_TIMEOUT, client.query_one(INSERT_NOTE, &params)).await;
+        let row = self.settle(outcome, NOTE_TIMEOUT)?;
+        let target = self.options.shown.clone();
+        time(&row, 0).map_err(|e| e.into_store_error(target))
+    }
+}
