@@ -224,7 +224,12 @@ const CRATES: &[(&str, Tables)] = &[
         "console",
         &[(
             "",
-            &[&["auth", "pages", "tls"], &["live"], &["server"], &["cli"]],
+            &[
+                &["auth", "limits", "pages", "tls"],
+                &["conns", "live"],
+                &["server"],
+                &["cli"],
+            ],
         )],
     ),
     (

@@ -16,6 +16,7 @@ use mesh_runtime::program::Flags;
 use mesh_runtime::{LogFormat, Stop};
 use mesh_status::model::declaration::{self, DeclarationError};
 
+use crate::conns::Limits;
 use crate::pages::ReportSettings;
 use crate::server::{self, ConsoleArgs, ConsoleError, DEFAULT_LISTEN};
 
@@ -98,6 +99,16 @@ pub struct ConsoleCli {
     #[arg(long, default_value = "7d", value_parser = humantime::parse_duration)]
     pub recurrence_window: Duration,
 
+    /// How long a client may take to send a request's headers (or its TLS handshake); a
+    /// connection idle that long between requests is closed too.
+    #[arg(long, env = "MESH_CONSOLE_HEADER_READ_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
+    pub header_read_timeout: Duration,
+
+    /// Connections held that have not yet sent the token or the session cookie; the next
+    /// one closes the oldest of them, so clients without the token cannot keep it out.
+    #[arg(long, env = "MESH_CONSOLE_MAX_UNPROVEN", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    pub max_unproven_connections: u32,
+
     /// `--log-format`.
     #[command(flatten)]
     pub log: LogArgs,
@@ -144,6 +155,10 @@ pub async fn run(cli: ConsoleCli, stop: Stop) -> Result<(), ConsoleRunError> {
             silent_after: cli.silent_after,
             recurrence_window: cli.recurrence_window,
         },
+        limits: Limits {
+            header_read: cli.header_read_timeout,
+            unproven: usize::try_from(cli.max_unproven_connections).unwrap_or(usize::MAX),
+        },
     };
     Ok(server::serve(options, declaration, &args, &stop).await?)
 }
@@ -178,6 +193,8 @@ mod tests {
         assert_eq!((cli.tls_cert, cli.tls_key), (None, None));
         assert_eq!(cli.silent_after, Duration::from_secs(30 * 60));
         assert_eq!(cli.recurrence_window, Duration::from_secs(7 * 86_400));
+        assert_eq!(cli.header_read_timeout, Duration::from_secs(10));
+        assert_eq!(cli.max_unproven_connections, 256);
     }
 
     #[test]

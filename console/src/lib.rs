@@ -9,9 +9,12 @@
 //!
 //! Layers, bottom to top; a module imports only from layers below it
 //! (checked by the root package's `tests/layers.rs`):
-//! - `auth` (the token and the session cookie), `tls` (HTTPS), `pages`
-//!   (a page's reads and rendering).
-//! - `live` (the shared reader that keeps open pages current).
+//! - `auth` (the token and the session cookie), `limits` (what clients
+//!   without the token may hold, pure), `tls` (HTTPS), `pages` (a page's
+//!   reads and rendering).
+//! - `conns` (each connection served with a header-read timeout, those
+//!   without the token bounded), `live` (the shared reader that keeps open
+//!   pages current).
 //! - `server` (the routes, the headers every answer carries).
 //! - `cli`: the command line; the binary only calls [`run`].
 
@@ -19,9 +22,11 @@
 #![warn(unreachable_pub)]
 
 mod auth;
+mod limits;
 mod pages;
 mod tls;
 
+mod conns;
 mod live;
 
 mod server;

@@ -20,12 +20,14 @@
 //! has the session cookie.
 
 use std::convert::Infallible;
-use std::future::IntoFuture;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use axum::extract::{Form, Query, Request, State};
-use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, LOCATION, SET_COOKIE, WWW_AUTHENTICATE};
+use axum::extract::{ConnectInfo, Form, Query, Request, State};
+use axum::http::header::{
+    CACHE_CONTROL, CONTENT_TYPE, LOCATION, RETRY_AFTER, SET_COOKIE, WWW_AUTHENTICATE,
+};
 use axum::http::{HeaderValue, StatusCode, Uri};
 use axum::middleware::{self, Next};
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -40,6 +42,8 @@ use serde::Deserialize;
 use tokio_util::task::AbortOnDropHandle;
 
 use crate::auth::Access;
+use crate::conns::{self, Limits};
+use crate::limits::{LoginLimit, LOGIN_ADDRESSES, LOGIN_BURST, LOGIN_EVERY};
 use crate::live::Live;
 use crate::pages::{unreadable, PageKey, Pages, ReportSettings};
 use crate::tls::{self, ConsoleTlsError};
@@ -60,6 +64,8 @@ pub(crate) struct ConsoleArgs {
     pub(crate) tls: Option<(PathBuf, PathBuf)>,
     /// How the pages report.
     pub(crate) settings: ReportSettings,
+    /// What connections may hold.
+    pub(crate) limits: Limits,
 }
 
 /// The console could not start. Ends the command (exit 2).
@@ -94,7 +100,9 @@ pub enum ConsoleError {
 struct Console {
     pages: Arc<Pages>,
     live: Arc<Live>,
-    access: Access,
+    access: Arc<Access>,
+    /// Wrong tokens at the login, per client address.
+    logins: std::sync::Mutex<LoginLimit>,
     options: DatabaseOptions,
     /// Store connections a page request left, for the next ones (a new
     /// connection's login costs more than most pages' reads).
@@ -128,7 +136,7 @@ pub(crate) async fn serve(
         Some((cert, key)) => Some(tls::config(cert, key)?),
         None => None,
     };
-    let access = Access::new(token, tls.is_some()).map_err(ConsoleError::Random)?;
+    let access = Arc::new(Access::new(token, tls.is_some()).map_err(ConsoleError::Random)?);
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
         .map_err(|source| ConsoleError::Listen {
@@ -151,22 +159,14 @@ pub(crate) async fn serve(
     let app = router(Arc::new(Console {
         pages,
         live,
-        access,
+        access: Arc::clone(&access),
+        logins: std::sync::Mutex::new(LoginLimit::new(LOGIN_BURST, LOGIN_EVERY, LOGIN_ADDRESSES)),
         options,
         idle: std::sync::Mutex::new(Vec::new()),
     }));
-    let served = match tls {
-        Some(config) => {
-            let listener = tls::TlsListener::new(listener, config).map_err(ConsoleError::Serve)?;
-            stop.run_until_stopped(axum::serve(listener, app).into_future())
-                .await
-        }
-        None => {
-            stop.run_until_stopped(axum::serve(listener, app).into_future())
-                .await
-        }
-    };
-    served.unwrap_or(Ok(())).map_err(ConsoleError::Serve)
+    let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
+    conns::serve(listener, acceptor, app, access, args.limits, stop).await;
+    Ok(())
 }
 
 fn router(console: Arc<Console>) -> Router {
@@ -307,9 +307,15 @@ async fn events(State(console): State<Arc<Console>>, Query(q): Query<EventsQuery
             }
         }
     });
-    Sse::new(stream)
+    let mut response = Sse::new(stream)
         .keep_alive(KeepAlive::default())
-        .into_response()
+        .into_response();
+    // As every answer of the console: never stored (the stream's own
+    // `no-cache` would let a cache keep it).
+    response
+        .headers_mut()
+        .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
 }
 
 async fn css() -> Response {
@@ -340,9 +346,33 @@ struct LoginForm {
     token: String,
 }
 
-async fn log_in(State(console): State<Arc<Console>>, Form(form): Form<LoginForm>) -> Response {
+async fn log_in(
+    State(console): State<Arc<Console>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    Form(form): Form<LoginForm>,
+) -> Response {
+    let now = std::time::Instant::now();
+    let held = console
+        .logins
+        .lock()
+        .expect("not poisoned")
+        .check(peer.ip(), now);
+    if let Err(wait) = held {
+        tracing::info!(client = %peer.ip(), "a console login was refused: too many wrong tokens");
+        let mut response = html_response(StatusCode::TOO_MANY_REQUESTS, &login(true));
+        let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+        if let Ok(value) = HeaderValue::from_str(&seconds.to_string()) {
+            response.headers_mut().insert(RETRY_AFTER, value);
+        }
+        return response;
+    }
     if !console.access.is_token(&form.token) {
-        tracing::info!("a console login was refused");
+        console
+            .logins
+            .lock()
+            .expect("not poisoned")
+            .failed(peer.ip(), now);
+        tracing::info!(client = %peer.ip(), "a console login was refused");
         return html_response(StatusCode::UNAUTHORIZED, &login(true));
     }
     let cookie = console.access.set_cookie();

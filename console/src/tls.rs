@@ -1,22 +1,13 @@
 //! HTTPS for the console (`--tls-cert`, `--tls-key`, PEM): rustls with
-//! ring's provider, HTTP/1.1. Handshakes run beside the accept loop, each
-//! bounded, so a client that never finishes one holds up nobody.
+//! ring's provider, HTTP/1.1. Each connection's handshake runs in its own
+//! task, bounded by the header-read timeout (`conns`), so a client that
+//! never finishes one holds up nobody.
 
-use std::io;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::mpsc;
-use tokio_rustls::server::TlsStream;
-use tokio_rustls::TlsAcceptor;
-
-/// How long a client may take over its handshake.
-const HANDSHAKE_WITHIN: Duration = Duration::from_secs(10);
 
 /// The certificate or key cannot be used. Ends the command (exit 2).
 #[derive(Debug, thiserror::Error)]
@@ -69,74 +60,4 @@ pub(crate) fn config(
         .map_err(ConsoleTlsError::Config)?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Arc::new(config))
-}
-
-/// A listener whose connections are TLS: what `axum::serve` takes.
-pub(crate) struct TlsListener {
-    local: SocketAddr,
-    ready: mpsc::Receiver<(TlsStream<TcpStream>, SocketAddr)>,
-    _accepting: tokio_util::task::AbortOnDropHandle<()>,
-}
-
-impl TlsListener {
-    /// Accepts on `listener`, handshaking with `config`.
-    ///
-    /// # Errors
-    /// When the listener has no local address.
-    pub(crate) fn new(
-        listener: TcpListener,
-        config: Arc<rustls::ServerConfig>,
-    ) -> io::Result<TlsListener> {
-        let local = listener.local_addr()?;
-        let acceptor = TlsAcceptor::from(config);
-        let (done, ready) = mpsc::channel(64);
-        let accepting = tokio::spawn(async move {
-            loop {
-                let (tcp, peer) = match listener.accept().await {
-                    Ok(accepted) => accepted,
-                    Err(error) => {
-                        tracing::debug!(error = %error, "the console cannot accept a connection");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                };
-                let (acceptor, done) = (acceptor.clone(), done.clone());
-                tokio::spawn(async move {
-                    match tokio::time::timeout(HANDSHAKE_WITHIN, acceptor.accept(tcp)).await {
-                        Ok(Ok(tls)) => {
-                            let _ = done.send((tls, peer)).await;
-                        }
-                        Ok(Err(error)) => {
-                            tracing::debug!(peer = %peer, error = %error, "a TLS handshake with the console failed");
-                        }
-                        Err(_) => {
-                            tracing::debug!(peer = %peer, "a TLS handshake with the console timed out")
-                        }
-                    }
-                });
-            }
-        });
-        Ok(TlsListener {
-            local,
-            ready,
-            _accepting: tokio_util::task::AbortOnDropHandle::new(accepting),
-        })
-    }
-}
-
-impl axum::serve::Listener for TlsListener {
-    type Io = TlsStream<TcpStream>;
-    type Addr = SocketAddr;
-
-    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        match self.ready.recv().await {
-            Some(accepted) => accepted,
-            // The accept loop ends only with this listener.
-            None => std::future::pending().await,
-        }
-    }
-
-    fn local_addr(&self) -> io::Result<Self::Addr> {
-        Ok(self.local)
-    }
 }

@@ -217,9 +217,30 @@ impl Console {
     /// [`Console::start`], with `credentials` as its `CREDENTIALS_DIRECTORY`
     /// (what systemd's `LoadCredential=` makes).
     fn start_with(s: &Setup, extra: &[&std::ffi::OsStr], credentials: Option<&Path>) -> Console {
+        Console::start_limited(s, extra, credentials, None)
+    }
+
+    /// [`Console::start_with`], under a limit of `files` open files (as a
+    /// unit's `LimitNOFILE`) when given.
+    fn start_limited(
+        s: &Setup,
+        extra: &[&std::ffi::OsStr],
+        credentials: Option<&Path>,
+        files: Option<u32>,
+    ) -> Console {
         let port = free_port();
         let log = s.dir.path().join(format!("console-{port}.log"));
-        let child = console()
+        let mut command = match files {
+            Some(n) => {
+                let mut c = clean(Command::new("sh"));
+                c.arg("-c")
+                    .arg(format!("ulimit -n {n} && exec \"$0\" \"$@\""))
+                    .arg(env!("CARGO_BIN_EXE_mesh-console"));
+                c
+            }
+            None => console(),
+        };
+        let child = command
             .args(["--database", &s.reader_url, "--database-password-file"])
             .arg(s.dir.path().join("reader.pw"))
             .arg("--declaration")
@@ -444,6 +465,11 @@ async fn pages_render_as_status_says_escape_what_providers_say_and_follow_a_chan
         .await
         .unwrap();
     assert_eq!(events.headers()["content-type"], "text/event-stream");
+    assert_eq!(
+        events.headers()["cache-control"],
+        "no-store",
+        "never stored, as every answer"
+    );
     let mut seen = String::new();
     until_event_has(&mut events, "forge@app-1", &mut seen).await;
     let admin = s.pg.connect_admin().await;
@@ -820,6 +846,119 @@ async fn in_a_browser_a_failing_consumer_appears_and_goes_without_a_reload() {
         }
     }
     browser.close().await;
+    drop(console);
+    s.pg.stop();
+}
+
+/// Clients without the token that open connections and send half a
+/// request cannot keep the token holder out: 1,100 of them against a
+/// console limited to 1,024 open files (the unit's old default), and the
+/// token holder's page still answers within a second; the header-read
+/// timeout is long here (60 s), so it is the bound on connections without
+/// the token that lets it in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn half_sent_requests_never_keep_the_token_holder_out() {
+    use tokio::io::AsyncWriteExt;
+    let mut s = setup().await;
+    let token = s.dir.path().join("token");
+    let console = Console::start_limited(
+        &s,
+        &[
+            "--token-file".as_ref(),
+            token.as_os_str(),
+            "--header-read-timeout".as_ref(),
+            "60s".as_ref(),
+        ],
+        None,
+        Some(1024),
+    );
+    let mut held = Vec::new();
+    for _ in 0..1_100 {
+        let mut c = tokio::net::TcpStream::connect(("127.0.0.1", console.port))
+            .await
+            .unwrap();
+        c.write_all(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Half: ")
+            .await
+            .unwrap();
+        held.push(c);
+    }
+    let client = client();
+    let started = Instant::now();
+    let answer = client
+        .get(format!("http://127.0.0.1:{}/", console.port))
+        .bearer_auth(TOKEN)
+        .timeout(Duration::from_secs(5))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}: {}", console.log_text()));
+    let took = started.elapsed();
+    assert_eq!(answer.status().as_u16(), 200);
+    assert!(answer.text().await.unwrap().contains("forge@app-1"));
+    println!("the token holder's page with 1,100 half-sent requests open: {took:?}");
+    assert!(took < Duration::from_secs(1), "{took:?}");
+    drop(held);
+    drop(console);
+    s.pg.stop();
+}
+
+/// A connection that sends half a request is closed once the header-read
+/// timeout passes (1 s here; 10 s by default).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_half_sent_request_is_closed_after_the_header_read_timeout() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = setup().await;
+    let console = Console::start(&s, &["--header-read-timeout".as_ref(), "1s".as_ref()]);
+    let mut c = tokio::net::TcpStream::connect(("127.0.0.1", console.port))
+        .await
+        .unwrap();
+    c.write_all(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(10), c.read_to_end(&mut answer)).await;
+    let took = started.elapsed();
+    assert!(read.is_ok(), "still open after 10 s");
+    assert!(
+        took >= Duration::from_millis(900) && took < Duration::from_secs(5),
+        "closed after {took:?}"
+    );
+    // The console goes on: a whole request is answered.
+    let (code, _) = get(&client(), &format!("http://127.0.0.1:{}/", console.port)).await;
+    assert_eq!(code, 200);
+    drop(console);
+    s.pg.stop();
+}
+
+/// A wrong token at the login, again and again from one address: the
+/// sixth within the burst answers 429 with when to try again, and says
+/// nothing of the token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_logins_are_limited_with_retry_after() {
+    let mut s = setup().await;
+    let token = s.dir.path().join("token");
+    let console = Console::start(&s, &["--token-file".as_ref(), token.as_os_str()]);
+    let client = client();
+    let url = format!("http://127.0.0.1:{}/login", console.port);
+    let mut codes = Vec::new();
+    let mut retry = None;
+    for _ in 0..6 {
+        let answer = client
+            .post(&url)
+            .form(&[("token", "not-the-token")])
+            .send()
+            .await
+            .unwrap();
+        codes.push(answer.status().as_u16());
+        retry = answer
+            .headers()
+            .get("retry-after")
+            .map(|v| v.to_str().unwrap().to_owned());
+    }
+    assert_eq!(codes, [401, 401, 401, 401, 401, 429]);
+    let seconds: u64 = retry.expect("Retry-After").parse().unwrap();
+    assert!((1..=10).contains(&seconds), "{seconds}");
+    assert_no_secret("the log", &console.log_text());
     drop(console);
     s.pg.stop();
 }
