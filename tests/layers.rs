@@ -225,7 +225,7 @@ const CRATES: &[(&str, Tables)] = &[
         &[(
             "",
             &[
-                &["auth", "limits", "pages", "tls"],
+                &["auth", "limits", "pages", "tls", "watch"],
                 &["conns", "live"],
                 &["server"],
                 &["cli"],

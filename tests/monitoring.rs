@@ -437,7 +437,26 @@ fn scrape_the_binaries(dir: &Path) -> Scrape {
         std::thread::sleep(Duration::from_millis(50));
     }
     status_and_metrics_agree(&controller, serve_port, &serve);
+    // The console over the store serve migrated, watched.
+    let console_port = free_port();
+    let mut console = Command::new(binary("mesh-console"));
+    console
+        .arg("--database")
+        .arg(format!(
+            "postgres://postgres@127.0.0.1:{}/mesh_store",
+            store.port()
+        ))
+        .arg("--database-password-file")
+        .arg(store.superuser_password_file())
+        .arg("--declaration")
+        .arg(dir.join("declaration.json"))
+        .arg("--listen")
+        .arg(format!("127.0.0.1:{}", free_port()))
+        .arg("--metrics-listen")
+        .arg(format!("127.0.0.1:{console_port}"));
+    let console = Process::spawn("console", console, dir.join("console.log"));
     let mut scraped = Scrape::new();
+    scrape_both_ways("mesh-console", console_port, &console, &mut scraped);
     scrape_both_ways("mesh-provide", hook_port, &provide, &mut scraped);
     scrape_both_ways("mesh-grants", grants_port, &grants, &mut scraped);
     scrape_both_ways("mesh-controller", serve_port, &serve, &mut scraped);

@@ -11,6 +11,7 @@ use std::time::Duration;
 use clap::{CommandFactory, Parser};
 use mesh_pg_store::{DatabaseOptions, DatabaseOptionsError};
 use mesh_runtime::credentials::StandIn;
+use mesh_runtime::endpoints::EndpointArgs;
 use mesh_runtime::log::LogArgs;
 use mesh_runtime::program::Flags;
 use mesh_runtime::{LogFormat, Stop};
@@ -109,6 +110,10 @@ pub struct ConsoleCli {
     #[arg(long, env = "MESH_CONSOLE_MAX_UNPROVEN", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=65_536))]
     pub max_unproven_connections: u32,
 
+    /// `--metrics-listen`: the console's own series, /healthz and /readyz.
+    #[command(flatten)]
+    pub endpoints: EndpointArgs,
+
     /// `--log-format`.
     #[command(flatten)]
     pub log: LogArgs,
@@ -155,6 +160,7 @@ pub async fn run(cli: ConsoleCli, stop: Stop) -> Result<(), ConsoleRunError> {
             silent_after: cli.silent_after,
             recurrence_window: cli.recurrence_window,
         },
+        metrics_listen: cli.endpoints.metrics_listen,
         limits: Limits {
             header_read: cli.header_read_timeout,
             unproven: usize::try_from(cli.max_unproven_connections).unwrap_or(usize::MAX),

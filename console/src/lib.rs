@@ -11,7 +11,7 @@
 //! (checked by the root package's `tests/layers.rs`):
 //! - `auth` (the token and the session cookie), `limits` (what clients
 //!   without the token may hold, pure), `tls` (HTTPS), `pages` (a page's
-//!   reads and rendering).
+//!   reads and rendering), `watch` (its series, `/healthz`, `/readyz`).
 //! - `conns` (each connection served with a header-read timeout, those
 //!   without the token bounded), `live` (the shared reader that keeps open
 //!   pages current).
@@ -25,6 +25,7 @@ mod auth;
 mod limits;
 mod pages;
 mod tls;
+mod watch;
 
 mod conns;
 mod live;

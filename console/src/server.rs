@@ -47,6 +47,7 @@ use crate::limits::{LoginLimit, LOGIN_ADDRESSES, LOGIN_BURST, LOGIN_EVERY};
 use crate::live::Live;
 use crate::pages::{unreadable, PageKey, Pages, ReportSettings};
 use crate::tls::{self, ConsoleTlsError};
+use crate::watch::{PageOutcome, Watch};
 use mesh_pg_store::{DatabaseOptions, PgStore};
 
 /// The default `--listen`: this machine only (9464 is the Prometheus
@@ -66,7 +67,15 @@ pub(crate) struct ConsoleArgs {
     pub(crate) settings: ReportSettings,
     /// What connections may hold.
     pub(crate) limits: Limits,
+    /// Where to serve `/metrics`, `/healthz` and `/readyz`; none: nowhere.
+    pub(crate) metrics_listen: Option<String>,
 }
+
+/// How often the store is asked whether it answers, with `--metrics-listen`.
+const READY_CHECK_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// How long it may take to answer.
+const READY_CHECK_WITHIN: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The console could not start. Ends the command (exit 2).
 #[derive(Debug, thiserror::Error)]
@@ -83,6 +92,9 @@ pub enum ConsoleError {
     /// The token file cannot be read.
     #[error(transparent)]
     Token(#[from] mesh_runtime::secret::SecretFileError),
+    /// `--metrics-listen` cannot be listened on.
+    #[error(transparent)]
+    MetricsListen(#[from] mesh_runtime::endpoints::ListenError),
     /// The token file holds nothing.
     #[error("the console token file {0} is empty")]
     EmptyToken(PathBuf),
@@ -103,6 +115,8 @@ struct Console {
     access: Arc<Access>,
     /// Wrong tokens at the login, per client address.
     logins: std::sync::Mutex<LoginLimit>,
+    /// Its series and checks.
+    watch: Arc<Watch>,
     options: DatabaseOptions,
     /// Store connections a page request left, for the next ones (a new
     /// connection's login costs more than most pages' reads).
@@ -149,6 +163,8 @@ pub(crate) async fn serve(
         settings: args.settings,
     });
     let live = Live::new(Arc::clone(&pages), options.clone());
+    let watch = Watch::new();
+    let options_watched = options.clone();
     let _reader = AbortOnDropHandle::new(tokio::spawn(Arc::clone(&live).run()));
     tracing::info!(
         address = %local,
@@ -160,13 +176,54 @@ pub(crate) async fn serve(
         pages,
         live,
         access: Arc::clone(&access),
+        watch: Arc::clone(&watch),
         logins: std::sync::Mutex::new(LoginLimit::new(LOGIN_BURST, LOGIN_EVERY, LOGIN_ADDRESSES)),
         options,
         idle: std::sync::Mutex::new(Vec::new()),
     }));
+    let _watched = watched(&watch, &options_watched, args.metrics_listen.as_deref()).await?;
     let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
     conns::serve(listener, acceptor, app, access, args.limits, stop).await;
     Ok(())
+}
+
+/// With `--metrics-listen`: the endpoints served, and the store asked
+/// every second whether it answers (for `/readyz`); the tasks end when the
+/// returned handles drop.
+async fn watched(
+    watch: &Arc<Watch>,
+    options: &DatabaseOptions,
+    listen: Option<&str>,
+) -> Result<Vec<AbortOnDropHandle<()>>, ConsoleError> {
+    let Some(addr) = listen else {
+        return Ok(Vec::new());
+    };
+    let listener = mesh_runtime::endpoints::listen(addr).await?;
+    let (m, h, r) = (Arc::clone(watch), Arc::clone(watch), Arc::clone(watch));
+    let endpoints = mesh_runtime::endpoints::Endpoints {
+        metrics: Arc::new(move || m.encode()),
+        health: Arc::new(move || h.health()),
+        ready: Arc::new(move || r.ready()),
+    };
+    let (served, task) = mesh_runtime::endpoints::serve(listener, endpoints);
+    if let Some(at) = served {
+        tracing::info!(address = %at, "the console's metrics, /healthz and /readyz are served");
+    }
+    let (watch, options) = (Arc::clone(watch), options.clone());
+    let checking = tokio::spawn(async move {
+        let mut store = PgStore::new(options);
+        loop {
+            match store.answers(READY_CHECK_WITHIN).await {
+                Ok(()) => watch.store_answered(),
+                Err(error) => watch.store_failed(&error.to_string()),
+            }
+            tokio::time::sleep(READY_CHECK_EVERY).await;
+        }
+    });
+    Ok(vec![
+        AbortOnDropHandle::new(task),
+        AbortOnDropHandle::new(checking),
+    ])
 }
 
 fn router(console: Arc<Console>) -> Router {
@@ -266,6 +323,17 @@ async fn page(State(console): State<Arc<Console>>, uri: Uri) -> Response {
             idle.push(store);
         }
     }
+    match &rendered {
+        Ok(Some(_)) => console.watch.page(PageOutcome::Served),
+        Ok(None) => console.watch.page(PageOutcome::NotFound),
+        Err(error) => {
+            console.watch.page(PageOutcome::Unreadable);
+            console.watch.store_failed(&error.to_string());
+        }
+    }
+    if rendered.is_ok() {
+        console.watch.store_answered();
+    }
     match rendered {
         Ok(Some(page)) => html_response(StatusCode::OK, &page),
         Ok(None) => {
@@ -293,8 +361,8 @@ async fn events(State(console): State<Arc<Console>>, Query(q): Query<EventsQuery
         Some(key) if console.pages.knows(&key) => key,
         _ => return not_found().await,
     };
-    let following = console.live.follow(key);
-    let stream = futures::stream::unfold(following, |mut f| async move {
+    let following = (console.live.follow(key), console.watch.stream_opened());
+    let stream = futures::stream::unfold(following, |(mut f, open)| async move {
         loop {
             f.fragments.changed().await.ok()?;
             let fragment = f.fragments.borrow_and_update().clone();
@@ -303,7 +371,7 @@ async fn events(State(console): State<Arc<Console>>, Query(q): Query<EventsQuery
                     .event("main")
                     .id(fragment.id.to_string())
                     .data(&fragment.main);
-                return Some((Ok::<_, Infallible>(event), f));
+                return Some((Ok::<_, Infallible>(event), (f, open)));
             }
         }
     });

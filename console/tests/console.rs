@@ -962,3 +962,71 @@ async fn wrong_logins_are_limited_with_retry_after() {
     drop(console);
     s.pg.stop();
 }
+
+/// The console is watched: with `--metrics-listen` it serves its series,
+/// `/healthz` and `/readyz`; `/readyz` says 503 and why while its store is
+/// away, 200 once the store answers again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_health_and_readiness_follow_the_store() {
+    let mut s = setup().await;
+    let metrics_port = free_port();
+    let listen = format!("127.0.0.1:{metrics_port}");
+    let console = Console::start(&s, &["--metrics-listen".as_ref(), listen.as_ref()]);
+    let client = client();
+    let endpoint = |path: &str| format!("http://127.0.0.1:{metrics_port}{path}");
+    let until = |path: &'static str, code: u16| {
+        let (client, url) = (client.clone(), endpoint(path));
+        async move {
+            let deadline = Instant::now() + Duration::from_secs(20);
+            loop {
+                let (got, text) = get(&client, &url).await;
+                if got == code {
+                    return text;
+                }
+                assert!(Instant::now() < deadline, "{url}: {got} {text}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    };
+    let ready = until("/readyz", 200).await;
+    assert!(ready.contains("the store answers"), "{ready}");
+    assert!(until("/healthz", 200).await.contains("the console serves"));
+    let (code, _) = get(&client, &format!("http://127.0.0.1:{}/", console.port)).await;
+    assert_eq!(code, 200);
+    let (code, _) = get(
+        &client,
+        &format!("http://127.0.0.1:{}/machine/nowhere", console.port),
+    )
+    .await;
+    assert_eq!(code, 404);
+    let (code, metrics) = get(&client, &endpoint("/metrics")).await;
+    assert_eq!(code, 200);
+    for line in [
+        "mesh_console_pages_total{outcome=\"served\"} 1",
+        "mesh_console_pages_total{outcome=\"not_found\"} 1",
+        "mesh_console_store_up 1",
+    ] {
+        assert!(metrics.lines().any(|l| l == line), "{line}:\n{metrics}");
+    }
+    assert!(metrics.contains("mesh_build_info{"), "{metrics}");
+    assert_no_secret("/metrics", &metrics);
+
+    // The store away: not ready, saying why; the process still healthy.
+    s.pg.stop();
+    let not_ready = until("/readyz", 503).await;
+    assert!(
+        not_ready.contains("the store does not answer: store "),
+        "{not_ready}"
+    );
+    assert_no_secret("/readyz", &not_ready);
+    assert_eq!(get(&client, &endpoint("/healthz")).await.0, 200);
+    let (_, metrics) = get(&client, &endpoint("/metrics")).await;
+    assert!(
+        metrics.lines().any(|l| l == "mesh_console_store_up 0"),
+        "{metrics}"
+    );
+    s.pg.start_again();
+    until("/readyz", 200).await;
+    drop(console);
+    s.pg.stop();
+}
