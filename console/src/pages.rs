@@ -199,11 +199,7 @@ impl Pages {
                     providers: &self.providers(&r.head),
                     machines: &self.machines(),
                 });
-                Page {
-                    title: "the mesh".to_owned(),
-                    path,
-                    main,
-                }
+                titled(state(&r.head), "the mesh".to_owned(), path, main)
             }
             PageKey::Machine(m) => {
                 let r = self
@@ -215,11 +211,7 @@ impl Pages {
                     providers: &self.providers(&r.head),
                     machines: &[],
                 });
-                Page {
-                    title: format!("machine {m}"),
-                    path,
-                    main,
-                }
+                titled(state(&r.head), format!("machine {m}"), path, main)
             }
             PageKey::Provider(p) => {
                 let consumers = self.consumers_of(p);
@@ -237,11 +229,7 @@ impl Pages {
                     consumers: &consumers,
                     standings: &r.standings,
                 });
-                Page {
-                    title: format!("provider {p}"),
-                    path,
-                    main,
-                }
+                titled(state(&r.head), format!("provider {p}"), path, main)
             }
             PageKey::Consumer(c) => self.consumer(store, c, path, now).await?,
         };
@@ -333,11 +321,41 @@ impl Pages {
             why: &said,
             known_from: report.head.controller.known_since,
         });
-        Ok(Page {
-            title: format!("consumer {consumer}@{machine}"),
+        let said = if standings.is_empty() {
+            "not failing".to_owned()
+        } else {
+            "failing".to_owned()
+        };
+        Ok(titled(
+            said,
+            format!("consumer {consumer}@{machine}"),
             path,
             main,
-        })
+        ))
+    }
+}
+
+/// A head's state for a tab's title: `all well`, or `not all well (N)`
+/// with the number of problems it lists.
+fn state(head: &Head) -> String {
+    match head.problems.len() {
+        0 => "all well".to_owned(),
+        n => format!("not all well ({n})"),
+    }
+}
+
+/// A page titled `STATE · NAME`; its `<main>` carries the title too
+/// (`data-title`), so the script sets the tab's title when an event
+/// brings a new `<main>`.
+fn titled(state: String, name: String, path: String, main: String) -> Page {
+    let title = format!("{state} · {name}");
+    Page {
+        main: format!(
+            "<span hidden data-title=\"{}\"></span>\n{main}",
+            mesh_status::render::html::escape(&title)
+        ),
+        title,
+        path,
     }
 }
 

@@ -391,6 +391,10 @@ async fn pages_render_as_status_says_escape_what_providers_say_and_follow_a_chan
 
     let (code, wiki) = get(&client, &format!("{base}/consumer/wiki@app-1")).await;
     assert_eq!(code, 200, "{wiki}");
+    assert!(
+        wiki.contains("<title>not failing · consumer wiki@app-1 · mesh console</title>"),
+        "{wiki}"
+    );
     assert!(wiki.contains("no provider says it is failing"), "{wiki}");
     assert!(
         wiki.contains("from postgres@db-1: failing credentials-rejected"),
@@ -813,6 +817,11 @@ async fn in_a_browser_a_failing_consumer_appears_and_goes_without_a_reload() {
         page.contains("<code>#class-credentials-rejected</code>"),
         "{page}"
     );
+    let title = browser.execute("return document.title;", vec![]).await;
+    assert_eq!(
+        title, "failing · consumer late@app-2 · mesh console",
+        "the tab says the state"
+    );
     let mark = browser.execute("return window.meshMark;", vec![]).await;
     assert_eq!(mark, "kept", "the consumer page was not reloaded");
     println!("in the browser: its class, why and next step after {shown:?}");
@@ -845,8 +854,17 @@ async fn in_a_browser_a_failing_consumer_appears_and_goes_without_a_reload() {
             assert_no_secret(path, &browser.html().await);
         }
     }
-    browser.close().await;
+    // The console goes away: the open page says since when it is not live.
+    browser.goto(&format!("{base}/")).await;
+    browser
+        .wait_for_selector("#live:not([hidden])", Duration::from_secs(5))
+        .await;
     drop(console);
+    browser
+        .wait_for_text("not live since", Duration::from_secs(10))
+        .await;
+    browser.keep_screenshot(IN_A_BROWSER, "not-live").await;
+    browser.close().await;
     s.pg.stop();
 }
 

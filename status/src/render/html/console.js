@@ -16,9 +16,22 @@
     events.addEventListener("main", function (e) {
       main.innerHTML = e.data;
       document.body.setAttribute("data-event", e.lastEventId);
+      var titled = main.querySelector("[data-title]");
+      if (titled) { document.title = titled.getAttribute("data-title") + " · mesh console"; }
     });
-    events.onopen = function () { if (live) { live.hidden = false; } };
-    events.onerror = function () { if (live) { live.hidden = true; } };
+    events.onopen = function () {
+      if (live) { live.hidden = false; live.textContent = "live"; live.className = "live"; }
+    };
+    // The stream dropped (the console restarted, the network): say since
+    // when the page is not live, until the browser has it back.
+    events.onerror = function () {
+      if (!live || live.className === "live stale") { return; }
+      var at = new Date();
+      var hh = ("0" + at.getHours()).slice(-2), mm = ("0" + at.getMinutes()).slice(-2);
+      live.hidden = false;
+      live.className = "live stale";
+      live.textContent = "not live since " + hh + ":" + mm + ", reconnecting";
+    };
   }
   window.addEventListener("pagehide", function () {
     if (events) { events.close(); events = null; }

@@ -85,7 +85,7 @@ pub fn document(page: &Page) -> String {
          <link rel=\"stylesheet\" href=\"/assets/console.css\">\n\
          <script src=\"/assets/console.js\" defer></script>\n</head>\n\
          <body data-page=\"{}\">\n<header><nav><a href=\"/\">mesh</a> \
-         <span class=\"live\" id=\"live\" hidden>live</span></nav></header>\n\
+         <span class=\"live\" id=\"live\" role=\"status\" hidden>live</span></nav></header>\n\
          <main id=\"main\">\n{}</main>\n</body>\n</html>\n",
         escape(&page.title),
         escape(&page.path),
