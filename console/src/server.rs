@@ -284,7 +284,12 @@ async fn guard(State(console): State<Arc<Console>>, request: Request, next: Next
     if console.access.allows(request.headers()) {
         return next.run(request).await;
     }
-    let mut response = html_response(StatusCode::UNAUTHORIZED, &login(false));
+    let asked = request
+        .uri()
+        .path_and_query()
+        .map_or("/", |p| p.as_str())
+        .to_owned();
+    let mut response = html_response(StatusCode::UNAUTHORIZED, &login(false, &asked));
     response.headers_mut().insert(
         WWW_AUTHENTICATE,
         HeaderValue::from_static("Bearer realm=\"mesh console\""),
@@ -406,12 +411,31 @@ async fn login_form(State(console): State<Arc<Console>>) -> Response {
     if !console.access.needs_token() {
         return (StatusCode::SEE_OTHER, [(LOCATION, "/")]).into_response();
     }
-    html_response(StatusCode::OK, &login(false))
+    html_response(StatusCode::OK, &login(false, "/"))
 }
 
 #[derive(Deserialize)]
 struct LoginForm {
     token: String,
+    /// Where to go after: the page that asked for the login.
+    next: Option<String>,
+}
+
+/// `next` when it is a path of this console (`/…`, not `//host` or a
+/// backslash, no control character), else `/`: a login never sends the
+/// browser elsewhere.
+fn local_path(next: Option<&str>) -> &str {
+    match next {
+        Some(p)
+            if p.starts_with('/')
+                && !p.starts_with("//")
+                && !p.contains('\\')
+                && !p.chars().any(char::is_control) =>
+        {
+            p
+        }
+        _ => "/",
+    }
 }
 
 async fn log_in(
@@ -427,7 +451,8 @@ async fn log_in(
         .check(peer.ip(), now);
     if let Err(wait) = held {
         tracing::info!(client = %peer.ip(), "a console login was refused: too many wrong tokens");
-        let mut response = html_response(StatusCode::TOO_MANY_REQUESTS, &login(true));
+        let next = local_path(form.next.as_deref());
+        let mut response = html_response(StatusCode::TOO_MANY_REQUESTS, &login(true, next));
         let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
         if let Ok(value) = HeaderValue::from_str(&seconds.to_string()) {
             response.headers_mut().insert(RETRY_AFTER, value);
@@ -441,12 +466,38 @@ async fn log_in(
             .expect("not poisoned")
             .failed(peer.ip(), now);
         tracing::info!(client = %peer.ip(), "a console login was refused");
-        return html_response(StatusCode::UNAUTHORIZED, &login(true));
+        let next = local_path(form.next.as_deref());
+        return html_response(StatusCode::UNAUTHORIZED, &login(true, next));
     }
     let cookie = console.access.set_cookie();
-    let mut response = (StatusCode::SEE_OTHER, [(LOCATION, "/")]).into_response();
+    let next = local_path(form.next.as_deref());
+    let mut response = match HeaderValue::from_str(next) {
+        Ok(location) => (StatusCode::SEE_OTHER, [(LOCATION, location)]).into_response(),
+        Err(_) => (StatusCode::SEE_OTHER, [(LOCATION, "/")]).into_response(),
+    };
     if let Ok(value) = HeaderValue::from_str(&cookie) {
         response.headers_mut().insert(SET_COOKIE, value);
     }
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_login_goes_back_only_to_a_path_of_the_console() {
+        for (next, to) in [
+            (Some("/consumer/wiki@app-1"), "/consumer/wiki@app-1"),
+            (Some("/machine/app-1?x=1"), "/machine/app-1?x=1"),
+            (Some("//evil.example/"), "/"),
+            (Some("https://evil.example/"), "/"),
+            (Some("/\\evil.example"), "/"),
+            (Some("/a\nb"), "/"),
+            (Some(""), "/"),
+            (None, "/"),
+        ] {
+            assert_eq!(local_path(next), to, "{next:?}");
+        }
+    }
 }

@@ -687,13 +687,34 @@ async fn with_a_token_and_tls_only_the_token_or_its_cookie_reads_and_the_token_i
         !body.contains("guess"),
         "the token given is not echoed: {body}"
     );
+    // The login form of a page asked for without the token goes back to
+    // it, and only to a page of the console.
+    let asked = client
+        .get(format!("{base}/consumer/wiki@app-1"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(asked.status(), 401);
+    let form = asked.text().await.unwrap();
+    assert!(
+        form.contains("name=\"next\" value=\"/consumer/wiki@app-1\""),
+        "{form}"
+    );
+    let elsewhere = client
+        .post(format!("{base}/login"))
+        .form(&[("token", TOKEN), ("next", "//evil.example/")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(elsewhere.headers()["location"], "/");
     let login = client
         .post(format!("{base}/login"))
-        .form(&[("token", TOKEN)])
+        .form(&[("token", TOKEN), ("next", "/consumer/wiki@app-1")])
         .send()
         .await
         .unwrap();
     assert_eq!(login.status(), 303);
+    assert_eq!(login.headers()["location"], "/consumer/wiki@app-1");
     let cookie = login.headers()["set-cookie"].to_str().unwrap().to_owned();
     assert!(
         cookie.contains("; HttpOnly; SameSite=Strict; Secure"),

@@ -111,9 +111,10 @@ pub fn notice(path: &str, title: &str, text: &str) -> Page {
 }
 
 /// The page asking for the console's token (`GET /login`, and the body of
-/// a refused request): a form that posts it to `/login`. `refused` says
-/// the token given was not the console's.
-pub fn login(refused: bool) -> Page {
+/// a refused request): a form that posts it to `/login`, and the page to
+/// go to after (`next`, a path of the console's: a refused request's own).
+/// `refused` says the token given was not the console's.
+pub fn login(refused: bool, next: &str) -> Page {
     let said = if refused {
         "<p class=\"notice\">That is not the console's token.</p>\n"
     } else {
@@ -127,7 +128,9 @@ pub fn login(refused: bool) -> Page {
             "<h1>log in</h1>\n{said}<form method=\"post\" action=\"/login\">\n\
              <label for=\"token\">token</label>\n\
              <input id=\"token\" name=\"token\" type=\"password\" autocomplete=\"current-password\" required>\n\
-             <button type=\"submit\">log in</button>\n</form>\n"
+             <input type=\"hidden\" name=\"next\" value=\"{}\">\n\
+             <button type=\"submit\">log in</button>\n</form>\n",
+            escape(next)
         ),
     }
 }
