@@ -64,7 +64,7 @@ pub use progress::Progress;
 pub struct EndpointArgs {
     /// Serve on this address (host:port) Prometheus metrics at /metrics, /healthz (200 while the
     /// program's loop turns; a restart may help if not) and /readyz (200 while it can do its work
-    /// now: connected to the bus and, for serve, the store answering).
+    /// now: what it needs answers, the bus or the store; 503 saying which does not).
     #[arg(long, env = "MESH_METRICS_LISTEN")]
     pub metrics_listen: Option<String>,
 }
