@@ -53,7 +53,10 @@ fn at(secs: u64) -> Timestamp {
 }
 
 /// The last `days` UTC days up to today's (the day `now` is in), oldest
-/// first: see [`bars`].
+/// first, each with the time failing in its known part (after
+/// `known_from`, the store's beginning; all of it when `None`): an
+/// interval still lasting runs to `now`, overlaps count once, only
+/// failing intervals count.
 pub fn failing_days(
     entries: &[HistoryEntry],
     now: Timestamp,
@@ -63,8 +66,8 @@ pub fn failing_days(
     bars(entries, now, days, DAY_SECONDS, known_from)
 }
 
-/// The last `hours` UTC hours up to the current one, oldest first: see
-/// [`bars`].
+/// The last `hours` UTC hours up to the current one, oldest first, as
+/// [`failing_days`] counts days.
 pub fn failing_hours(
     entries: &[HistoryEntry],
     now: Timestamp,
