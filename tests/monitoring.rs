@@ -343,8 +343,9 @@ fn scrape_the_binaries(dir: &Path) -> Scrape {
     std::fs::write(dir.join("contributions.json"), contributions.to_string()).unwrap();
 
     let (serve_port, provider_port) = (free_port(), free_port());
-    let controller = || {
-        let mut command = Command::new(binary("mesh-controller"));
+    // `name` (the controller or the console) on the store and declaration.
+    let on_store = |name: &str| {
+        let mut command = Command::new(binary(name));
         command
             .arg("--database")
             .arg(format!(
@@ -357,6 +358,7 @@ fn scrape_the_binaries(dir: &Path) -> Scrape {
             .arg(dir.join("declaration.json"));
         command
     };
+    let controller = || on_store("mesh-controller");
     let mut serve = controller();
     serve
         .args(["--nats", &nats.url(), "serve", "--status-every", "200ms"])
@@ -439,17 +441,8 @@ fn scrape_the_binaries(dir: &Path) -> Scrape {
     status_and_metrics_agree(&controller, serve_port, &serve);
     // The console over the store serve migrated, watched.
     let console_port = free_port();
-    let mut console = Command::new(binary("mesh-console"));
+    let mut console = on_store("mesh-console");
     console
-        .arg("--database")
-        .arg(format!(
-            "postgres://postgres@127.0.0.1:{}/mesh_store",
-            store.port()
-        ))
-        .arg("--database-password-file")
-        .arg(store.superuser_password_file())
-        .arg("--declaration")
-        .arg(dir.join("declaration.json"))
         .arg("--listen")
         .arg(format!("127.0.0.1:{}", free_port()))
         .arg("--metrics-listen")

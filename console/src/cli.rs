@@ -31,12 +31,7 @@ pub const EXIT_CANNOT: u8 = 2;
 /// (`mesh_runtime::credentials`): the store reader's password
 /// (`database-password`) and the console's token (`console-token`).
 pub const CREDENTIALS: [StandIn; 2] = [
-    StandIn {
-        variable: "MESH_DATABASE_PASSWORD_FILE",
-        credential: "database-password",
-        with: None,
-        unless: None,
-    },
+    mesh_runtime::credentials::DATABASE_PASSWORD,
     StandIn {
         variable: "MESH_CONSOLE_TOKEN_FILE",
         credential: "console-token",

@@ -291,17 +291,7 @@ impl Pages {
         let entries = entries(&rows, store_now);
         let sums = summaries(&entries, window_start(store_now, span), store_now);
         // `mesh-controller why`'s verdict, from the same read and history.
-        let requires: Vec<(String, ModuleId)> = self
-            .declaration
-            .declaration
-            .module(c)
-            .map(|m| {
-                m.requires
-                    .iter()
-                    .map(|r| (r.provision.to_string(), r.from.clone()))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let requires = self.declaration.declaration.requirements(c);
         let verdict = why(&WhyInput {
             consumer: c,
             requires: &requires,

@@ -37,6 +37,15 @@ pub const NATS_PASSWORD: StandIn = StandIn {
     unless: None,
 };
 
+/// The store user's password (`--database-password-file`): the
+/// controller's and the console's.
+pub const DATABASE_PASSWORD: StandIn = StandIn {
+    variable: "MESH_DATABASE_PASSWORD_FILE",
+    credential: "database-password",
+    with: None,
+    unless: None,
+};
+
 /// Sets each variable of `stand_ins` that is not set to its credential's
 /// file, when this process has that credential (a file of its name in
 /// `$CREDENTIALS_DIRECTORY`) and the stand-in's conditions hold.

@@ -45,15 +45,7 @@ pub const NAME: &str = "mesh-controller";
 /// The `*_FILE` variables a unit's systemd credentials stand in for
 /// (`mesh_runtime::credentials`): the store user's password
 /// (`database-password`) and the bus user's password (`nats-password`).
-pub const CREDENTIALS: [StandIn; 2] = [
-    StandIn {
-        variable: "MESH_DATABASE_PASSWORD_FILE",
-        credential: "database-password",
-        with: None,
-        unless: None,
-    },
-    credentials::NATS_PASSWORD,
-];
+pub const CREDENTIALS: [StandIn; 2] = [credentials::DATABASE_PASSWORD, credentials::NATS_PASSWORD];
 
 /// Follows provider events into a store and reports them.
 ///

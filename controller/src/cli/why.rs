@@ -68,16 +68,7 @@ pub(super) async fn run(
 ) -> Result<(), CliError> {
     let declaration = cli.load_declaration()?;
     let id = resolve(&declaration, consumer, machine)?;
-    let requires: Vec<(String, ModuleId)> = declaration
-        .declaration
-        .module(&id)
-        .map(|m| {
-            m.requires
-                .iter()
-                .map(|r| (r.provision.to_string(), r.from.clone()))
-                .collect()
-        })
-        .unwrap_or_default();
+    let requires = declaration.declaration.requirements(&id);
     let providers: Vec<&ModuleId> = requires.iter().map(|(_, p)| p).collect();
     let clock = Clock {
         now,

@@ -54,6 +54,20 @@ impl Declaration {
         self.modules.iter().find(|m| &m.id == id)
     }
 
+    /// What `id` requires: each provision and the provider it is required
+    /// from, in the declaration's order (none for a module it does not
+    /// declare).
+    pub fn requirements(&self, id: &ModuleId) -> Vec<(String, ModuleId)> {
+        self.module(id)
+            .map(|m| {
+                m.requires
+                    .iter()
+                    .map(|r| (r.provision.to_string(), r.from.clone()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// Whether `id` receives a contributions file: it provides something, or
     /// some module requires a provision from it.
     ///

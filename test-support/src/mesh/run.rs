@@ -11,16 +11,22 @@ use super::{
 };
 
 impl Mesh {
-    fn controller_command(&self) -> Command {
-        let mut command = Command::new(binary("mesh-controller"));
+    /// `binary` with this mesh's store (as its owner) and declaration.
+    fn store_command(&self, binary_name: &str) -> Command {
+        let mut command = Command::new(binary(binary_name));
         command
             .arg("--database")
             .arg(&self.store_url)
             .arg("--database-password-file")
             .arg(self.store.superuser_password_file())
             .arg("--declaration")
-            .arg(self.path("declaration.json"))
-            .args(self.bus_flags("controller"));
+            .arg(self.path("declaration.json"));
+        command
+    }
+
+    fn controller_command(&self) -> Command {
+        let mut command = self.store_command("mesh-controller");
+        command.args(self.bus_flags("controller"));
         command
     }
 
@@ -97,14 +103,8 @@ impl Mesh {
     /// and declaration (log `console.log`); the caller keeps it (stopped
     /// on drop).
     pub fn start_console(&self, port: u16) -> Process {
-        let mut command = Command::new(binary("mesh-console"));
+        let mut command = self.store_command("mesh-console");
         command
-            .arg("--database")
-            .arg(&self.store_url)
-            .arg("--database-password-file")
-            .arg(self.store.superuser_password_file())
-            .arg("--declaration")
-            .arg(self.path("declaration.json"))
             .arg("--listen")
             .arg(format!("127.0.0.1:{port}"))
             .env("RUST_LOG", self.log_level);
