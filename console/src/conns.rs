@@ -12,12 +12,13 @@
 //!   unproven connection is closed to make room.
 //!
 //! Each request carries its client's address (`ConnectInfo`), for the
-//! login's limit.
+//! login's limit. Each connection closed before it sent a request is
+//! counted (`Watch::closed`).
 
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -34,6 +35,7 @@ use tower::ServiceExt;
 
 use crate::auth::Access;
 use crate::limits::Unproven;
+use crate::watch::{Closed, Watch};
 
 /// What a connection may hold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,6 +68,7 @@ pub(crate) async fn serve(
     app: Router,
     access: Arc<Access>,
     limits: Limits,
+    watch: Arc<Watch>,
     stop: &Stop,
 ) {
     let open = Arc::new(Mutex::new(Open {
@@ -85,6 +88,7 @@ pub(crate) async fn serve(
                         let oldest = open.unproven.oldest();
                         if let Some(id) = oldest {
                             open.close(id);
+                            watch.closed(Closed::MadeRoom);
                         }
                         oldest
                     };
@@ -95,10 +99,11 @@ pub(crate) async fn serve(
             };
             let id = ids.fetch_add(1, Ordering::Relaxed);
             let connection = {
-                let (open, app, access, tls) = (
+                let (open, app, access, watch, tls) = (
                     Arc::clone(&open),
                     app.clone(),
                     Arc::clone(&access),
+                    Arc::clone(&watch),
                     tls.clone(),
                 );
                 async move {
@@ -108,17 +113,19 @@ pub(crate) async fn serve(
                                 .await
                             {
                                 Ok(Ok(stream)) => {
-                                    one(stream, peer, id, &open, app, &access, limits).await;
+                                    one(stream, peer, id, &open, app, &access, &watch, limits)
+                                        .await;
                                 }
                                 Ok(Err(error)) => {
                                     tracing::debug!(peer = %peer, error = %error, "a TLS handshake with the console failed");
                                 }
                                 Err(_) => {
+                                    watch.closed(Closed::TimedOut);
                                     tracing::debug!(peer = %peer, "a TLS handshake with the console timed out");
                                 }
                             }
                         }
-                        None => one(tcp, peer, id, &open, app, &access, limits).await,
+                        None => one(tcp, peer, id, &open, app, &access, &watch, limits).await,
                     }
                     let mut open = open.lock().expect("not poisoned");
                     open.unproven.leave(id);
@@ -128,6 +135,7 @@ pub(crate) async fn serve(
             let mut held = open.lock().expect("not poisoned");
             if let Some(oldest) = held.unproven.admit(id) {
                 held.close(oldest);
+                watch.closed(Closed::MadeRoom);
             }
             let task = tokio::spawn(connection);
             // A connection that ended at once has left already: keep no handle.
@@ -145,6 +153,7 @@ pub(crate) async fn serve(
 
 /// Serves one connection's requests; the first that carries the token or
 /// the session proves it.
+#[allow(clippy::too_many_arguments)]
 async fn one<S>(
     stream: S,
     peer: SocketAddr,
@@ -152,12 +161,18 @@ async fn one<S>(
     open: &Arc<Mutex<Open>>,
     app: Router,
     access: &Arc<Access>,
+    watch: &Watch,
     limits: Limits,
 ) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let (open, access) = (Arc::clone(open), Arc::clone(access));
+    // Whether a request's headers came: a timeout after one is an idle
+    // connection's end, not one that never asked.
+    let asked = Arc::new(AtomicBool::new(false));
+    let asking = Arc::clone(&asked);
     let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
+        asking.store(true, Ordering::Relaxed);
         if access.allows(request.headers()) {
             open.lock().expect("not poisoned").unproven.prove(id);
         }
@@ -177,6 +192,9 @@ async fn one<S>(
         .serve_connection(TokioIo::new(stream), service)
         .await;
     if let Err(error) = served {
+        if error.is_timeout() && !asked.load(Ordering::Relaxed) {
+            watch.closed(Closed::TimedOut);
+        }
         tracing::debug!(peer = %peer, error = %error, "a console connection ended");
     }
 }

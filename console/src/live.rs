@@ -13,6 +13,7 @@ use mesh_protocol::Timestamp;
 use tokio::sync::{watch, Notify};
 
 use crate::pages::{unreadable, PageKey, Pages};
+use crate::watch::Watch;
 use mesh_pg_store::{DatabaseOptions, PgStore};
 
 /// How often the reader reads the store while a page is open: a change
@@ -37,6 +38,8 @@ pub(crate) struct Live {
     options: DatabaseOptions,
     followed: Mutex<HashMap<PageKey, Followed>>,
     wake: Notify,
+    /// Told whether each round read the store (`/readyz`).
+    watch: Arc<Watch>,
 }
 
 /// One follower of a page: its fragments come on `fragments`; dropping it
@@ -60,13 +63,15 @@ impl Drop for Following {
 }
 
 impl Live {
-    /// Pages over the store `options` names; [`Live::run`] reads for them.
-    pub(crate) fn new(pages: Arc<Pages>, options: DatabaseOptions) -> Arc<Live> {
+    /// Pages over the store `options` names; [`Live::run`] reads for them
+    /// and tells `watch` whether the store answered.
+    pub(crate) fn new(pages: Arc<Pages>, options: DatabaseOptions, watch: Arc<Watch>) -> Arc<Live> {
         Arc::new(Live {
             pages,
             options,
             followed: Mutex::new(HashMap::new()),
             wake: Notify::new(),
+            watch,
         })
     }
 
@@ -157,6 +162,10 @@ impl Live {
                 took_ms = began.elapsed().as_millis(),
                 "the console read its open pages"
             );
+            match &failed {
+                Some(error) => self.watch.store_failed(error),
+                None => self.watch.store_answered(),
+            }
             match (&failed, &unreadable_since) {
                 (Some(error), None) => {
                     tracing::warn!(error = %error, "the console cannot read the store; its pages say so")

@@ -162,8 +162,8 @@ pub(crate) async fn serve(
         declaration,
         settings: args.settings,
     });
-    let live = Live::new(Arc::clone(&pages), options.clone());
     let watch = Watch::new();
+    let live = Live::new(Arc::clone(&pages), options.clone(), Arc::clone(&watch));
     let options_watched = options.clone();
     let _reader = AbortOnDropHandle::new(tokio::spawn(Arc::clone(&live).run()));
     tracing::info!(
@@ -183,7 +183,7 @@ pub(crate) async fn serve(
     }));
     let _watched = watched(&watch, &options_watched, args.metrics_listen.as_deref()).await?;
     let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
-    conns::serve(listener, acceptor, app, access, args.limits, stop).await;
+    conns::serve(listener, acceptor, app, access, args.limits, watch, stop).await;
     Ok(())
 }
 

@@ -5,8 +5,10 @@
 //!
 //! Series (besides `mesh_build_info`): `mesh_console_pages_total{outcome}`
 //! (`served`, `not_found`, `unreadable`: the store could not be read),
-//! `mesh_console_event_streams` (event streams open now) and
-//! `mesh_console_store_up` (1 while the store answers).
+//! `mesh_console_event_streams` (event streams open now),
+//! `mesh_console_store_up` (1 while the store answers) and
+//! `mesh_console_connections_closed_total{reason}` (connections the
+//! console closed before they sent a request: `timed_out`, `made_room`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -39,12 +41,34 @@ impl PageOutcome {
     }
 }
 
+/// Why the console closed a connection before it sent a whole request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Closed {
+    /// Its first request's headers (or its TLS handshake) did not come
+    /// within the header-read timeout.
+    TimedOut,
+    /// Not proven, it was the oldest when room was needed: for a newer
+    /// connection past `--max-unproven-connections`, or when the process
+    /// ran out of open files.
+    MadeRoom,
+}
+
+impl Closed {
+    fn as_str(self) -> &'static str {
+        match self {
+            Closed::TimedOut => "timed_out",
+            Closed::MadeRoom => "made_room",
+        }
+    }
+}
+
 /// The console's series and checks.
 pub(crate) struct Watch {
     registry: Registry,
     pages: Family<[(&'static str, &'static str); 1], Counter>,
     streams: Gauge,
     store_up: Gauge,
+    closed: Family<[(&'static str, &'static str); 1], Counter>,
     store_ok: AtomicBool,
     store_error: Mutex<Option<String>>,
 }
@@ -91,11 +115,23 @@ impl Watch {
             "1 while the store answered the console's last read or check, else 0",
             store_up.clone(),
         );
+        let closed = Family::<[(&'static str, &'static str); 1], Counter>::default();
+        registry.register(
+            "connections_closed",
+            "Connections the console closed before they sent a whole request, by why \
+             (timed_out: no request headers or TLS handshake within --header-read-timeout; \
+             made_room: not proven, the oldest when a newer one needed room)",
+            closed.clone(),
+        );
+        for reason in [Closed::TimedOut, Closed::MadeRoom] {
+            let _ = closed.get_or_create(&[("reason", reason.as_str())]);
+        }
         Arc::new(Watch {
             registry,
             pages,
             streams,
             store_up,
+            closed,
             store_ok: AtomicBool::new(false),
             store_error: Mutex::new(Some("not asked yet".to_owned())),
         })
@@ -106,6 +142,11 @@ impl Watch {
         self.pages
             .get_or_create(&[("outcome", outcome.as_str())])
             .inc();
+    }
+
+    /// The console closed a connection before it sent a whole request.
+    pub(crate) fn closed(&self, why: Closed) {
+        self.closed.get_or_create(&[("reason", why.as_str())]).inc();
     }
 
     /// An event stream opens: counted until the returned value drops.
@@ -162,7 +203,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn pages_streams_and_the_store_are_counted_and_readiness_follows_the_store() {
+    fn pages_streams_closed_connections_and_the_store_are_counted_and_readiness_follows_the_store()
+    {
         let watch = Watch::new();
         assert!(!watch.ready().is_passing(), "not asked yet");
         assert!(watch.ready().text().contains("not asked yet"));
@@ -174,6 +216,9 @@ mod tests {
         drop(one);
         watch.store_answered();
         assert!(watch.ready().is_passing());
+        watch.closed(Closed::MadeRoom);
+        watch.closed(Closed::MadeRoom);
+        watch.closed(Closed::TimedOut);
         let text = watch.encode();
         for line in [
             "mesh_console_pages_total{outcome=\"served\"} 2",
@@ -181,6 +226,8 @@ mod tests {
             "mesh_console_pages_total{outcome=\"unreadable\"} 1",
             "mesh_console_event_streams 1",
             "mesh_console_store_up 1",
+            "mesh_console_connections_closed_total{reason=\"timed_out\"} 1",
+            "mesh_console_connections_closed_total{reason=\"made_room\"} 2",
         ] {
             assert!(text.lines().any(|l| l == line), "{line} in:\n{text}");
         }

@@ -270,6 +270,69 @@ impl Console {
     }
 }
 
+/// The value of the sample `series` (name and labels, as written) in the
+/// console's `/metrics` on `metrics_port`.
+async fn sample(metrics_port: u16, series: &str) -> f64 {
+    let (code, text) = get(
+        &client(),
+        &format!("http://127.0.0.1:{metrics_port}/metrics"),
+    )
+    .await;
+    assert_eq!(code, 200, "{text}");
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .unwrap_or_else(|| panic!("no {series} in:\n{text}"))
+        .parse()
+        .unwrap()
+}
+
+/// [`sample`] once it is `value` (a count the console makes just after a
+/// connection closes), within 5 s.
+async fn until_sample(metrics_port: u16, series: &str, value: f64) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let now = sample(metrics_port, series).await;
+        if now == value {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{series} is {now}, not {value}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The open files `pid` may hold (its soft limit, /proc/PID/limits).
+fn open_files_limit(pid: u32) -> u64 {
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    limits
+        .lines()
+        .find_map(|l| l.strip_prefix("Max open files"))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no open files limit in:\n{limits}"))
+}
+
+/// This test process may open `files` files: its soft limit raised to that
+/// (no further than its hard limit, which must allow it).
+fn allow_open_files(files: u64) {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let now = getrlimit(Resource::Nofile);
+    if now.current.is_some_and(|soft| soft < files) {
+        assert!(
+            now.maximum.is_none_or(|hard| hard >= files),
+            "this test opens {files} files; its hard limit allows {:?} (raise it: ulimit -Hn)",
+            now.maximum
+        );
+        setrlimit(
+            Resource::Nofile,
+            Rlimit {
+                current: Some(files),
+                maximum: now.maximum,
+            },
+        )
+        .unwrap();
+    }
+}
+
 /// Installs ring's TLS provider for reqwest (see Cargo.toml), once.
 fn tls_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -894,12 +957,16 @@ async fn in_a_browser_a_failing_consumer_appears_and_goes_without_a_reload() {
 /// console limited to 1,024 open files (the unit's old default), and the
 /// token holder's page still answers within a second; the header-read
 /// timeout is long here (60 s), so it is the bound on connections without
-/// the token that lets it in.
+/// the token that lets it in (each closing counted as `made_room`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn half_sent_requests_never_keep_the_token_holder_out() {
     use tokio::io::AsyncWriteExt;
+    // The 1,100 connections' ends here, besides the test's own files.
+    allow_open_files(4096);
     let mut s = setup().await;
     let token = s.dir.path().join("token");
+    let metrics_port = free_port();
+    let metrics = format!("127.0.0.1:{metrics_port}");
     let console = Console::start_limited(
         &s,
         &[
@@ -907,10 +974,13 @@ async fn half_sent_requests_never_keep_the_token_holder_out() {
             token.as_os_str(),
             "--header-read-timeout".as_ref(),
             "60s".as_ref(),
+            "--metrics-listen".as_ref(),
+            metrics.as_ref(),
         ],
         None,
         Some(1024),
     );
+    assert_eq!(open_files_limit(console.child.id()), 1024);
     let mut held = Vec::new();
     for _ in 0..1_100 {
         let mut c = tokio::net::TcpStream::connect(("127.0.0.1", console.port))
@@ -935,37 +1005,99 @@ async fn half_sent_requests_never_keep_the_token_holder_out() {
     assert!(answer.text().await.unwrap().contains("forge@app-1"));
     println!("the token holder's page with 1,100 half-sent requests open: {took:?}");
     assert!(took < Duration::from_secs(1), "{took:?}");
+    // Every connection past the 256 held made room (all 1,100 were
+    // accepted before the token holder's, which came after them).
+    let made_room = sample(
+        metrics_port,
+        "mesh_console_connections_closed_total{reason=\"made_room\"}",
+    )
+    .await;
+    assert!(made_room >= 1_100.0 - 256.0, "{made_room}");
     drop(held);
     drop(console);
     s.pg.stop();
 }
 
-/// A connection that sends half a request is closed once the header-read
-/// timeout passes (1 s here; 10 s by default).
+/// A connection that sends half a request, or nothing, is closed once the
+/// header-read timeout passes (1 s here; 10 s by default), and over TLS a
+/// connection that never starts its handshake too; each counted as
+/// `timed_out`, and the console goes on answering whole requests.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_half_sent_request_is_closed_after_the_header_read_timeout() {
+async fn a_half_sent_request_or_handshake_is_closed_after_the_header_read_timeout() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    tls_provider();
     let mut s = setup().await;
-    let console = Console::start(&s, &["--header-read-timeout".as_ref(), "1s".as_ref()]);
-    let mut c = tokio::net::TcpStream::connect(("127.0.0.1", console.port))
-        .await
-        .unwrap();
-    c.write_all(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n")
-        .await
-        .unwrap();
-    let started = Instant::now();
-    let mut answer = Vec::new();
-    let read = tokio::time::timeout(Duration::from_secs(10), c.read_to_end(&mut answer)).await;
-    let took = started.elapsed();
-    assert!(read.is_ok(), "still open after 10 s");
-    assert!(
-        took >= Duration::from_millis(900) && took < Duration::from_secs(5),
-        "closed after {took:?}"
+    let ca = TestCa::new("console-ca");
+    let cert = ca.server("console", &["localhost", "127.0.0.1"]);
+    let timeout = ["--header-read-timeout".as_ref(), "1s".as_ref()];
+    let (plain_metrics, tls_metrics) = (free_port(), free_port());
+    let (plain_listen, tls_listen) = (
+        format!("127.0.0.1:{plain_metrics}"),
+        format!("127.0.0.1:{tls_metrics}"),
     );
+    let plain = Console::start(
+        &s,
+        &[
+            &timeout[..],
+            &["--metrics-listen".as_ref(), plain_listen.as_ref()],
+        ]
+        .concat(),
+    );
+    let tls = Console::start(
+        &s,
+        &[
+            &timeout[..],
+            &[
+                "--metrics-listen".as_ref(),
+                tls_listen.as_ref(),
+                "--tls-cert".as_ref(),
+                cert.cert.as_os_str(),
+                "--tls-key".as_ref(),
+                cert.key.as_os_str(),
+            ],
+        ]
+        .concat(),
+    );
+    let connect = |port: u16| async move {
+        tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .unwrap()
+    };
+    let mut half = connect(plain.port).await;
+    half.write_all(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        .await
+        .unwrap();
+    let silent = connect(plain.port).await;
+    // A TLS client that connects and never sends its ClientHello.
+    let no_hello = connect(tls.port).await;
+    let started = Instant::now();
+    for (what, mut c) in [
+        ("half a request", half),
+        ("nothing", silent),
+        ("no TLS handshake", no_hello),
+    ] {
+        let mut answer = Vec::new();
+        let read = tokio::time::timeout(Duration::from_secs(10), c.read_to_end(&mut answer)).await;
+        let took = started.elapsed();
+        assert!(read.is_ok(), "{what}: still open after 10 s");
+        assert!(
+            took >= Duration::from_millis(900) && took < Duration::from_secs(5),
+            "{what}: closed after {took:?}"
+        );
+    }
+    let timed_out = "mesh_console_connections_closed_total{reason=\"timed_out\"}";
+    until_sample(plain_metrics, timed_out, 2.0).await;
+    until_sample(tls_metrics, timed_out, 1.0).await;
     // The console goes on: a whole request is answered.
-    let (code, _) = get(&client(), &format!("http://127.0.0.1:{}/", console.port)).await;
+    let (code, _) = get(&client(), &format!("http://127.0.0.1:{}/", plain.port)).await;
     assert_eq!(code, 200);
-    drop(console);
+    let tls_client = reqwest::Client::builder()
+        .add_root_certificate(ca_cert(ca.ca_file()))
+        .build()
+        .unwrap();
+    let (code, _) = get(&tls_client, &format!("https://127.0.0.1:{}/", tls.port)).await;
+    assert_eq!(code, 200);
+    drop((plain, tls));
     s.pg.stop();
 }
 
