@@ -137,11 +137,10 @@ pub(crate) async fn serve(
                 held.close(oldest);
                 watch.closed(Closed::MadeRoom);
             }
+            // The connection removes its handle as it ends, under this lock:
+            // it cannot have ended before the handle is kept.
             let task = tokio::spawn(connection);
-            // A connection that ended at once has left already: keep no handle.
-            if !task.is_finished() {
-                held.tasks.insert(id, task.abort_handle());
-            }
+            held.tasks.insert(id, task.abort_handle());
         }
     };
     stop.run_until_stopped(accepting).await;

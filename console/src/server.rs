@@ -323,25 +323,19 @@ async fn page(State(console): State<Arc<Console>>, uri: Uri) -> Response {
         .await;
     // A store that failed is not kept: the next request connects anew.
     if rendered.is_ok() {
+        console.watch.store_answered();
         let mut idle = console.idle.lock().expect("not poisoned");
         if idle.len() < IDLE_STORES {
             idle.push(store);
         }
     }
-    match &rendered {
-        Ok(Some(_)) => console.watch.page(PageOutcome::Served),
-        Ok(None) => console.watch.page(PageOutcome::NotFound),
-        Err(error) => {
-            console.watch.page(PageOutcome::Unreadable);
-            console.watch.store_failed(&error.to_string());
-        }
-    }
-    if rendered.is_ok() {
-        console.watch.store_answered();
-    }
     match rendered {
-        Ok(Some(page)) => html_response(StatusCode::OK, &page),
+        Ok(Some(page)) => {
+            console.watch.page(PageOutcome::Served);
+            html_response(StatusCode::OK, &page)
+        }
         Ok(None) => {
+            console.watch.page(PageOutcome::NotFound);
             let page = notice(
                 "",
                 "not found",
@@ -350,6 +344,8 @@ async fn page(State(console): State<Arc<Console>>, uri: Uri) -> Response {
             html_response(StatusCode::NOT_FOUND, &page)
         }
         Err(error) => {
+            console.watch.page(PageOutcome::Unreadable);
+            console.watch.store_failed(&error.to_string());
             tracing::warn!(error = %error, page = %key.path(), "the console cannot read the store");
             html_response(StatusCode::SERVICE_UNAVAILABLE, &unreadable(&key, &error))
         }
