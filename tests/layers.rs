@@ -164,7 +164,7 @@ const CRATES: &[(&str, Tables)] = &[
             (
                 "model",
                 &[
-                    &["text", "received", "row", "declaration"],
+                    &["text", "received", "row", "declaration", "consumers"],
                     &["reduce"],
                     &["history"],
                 ],
@@ -200,7 +200,7 @@ const CRATES: &[(&str, Tables)] = &[
                 "render",
                 &[&["human", "json", "series"], &["history", "why"], &["html"]],
             ),
-            ("render::html", &[&["mesh"], &["detail"]]),
+            ("render::html", &[&["consumers", "mesh"], &["detail"]]),
         ],
     ),
     (
@@ -214,7 +214,14 @@ const CRATES: &[(&str, Tables)] = &[
                 &["connection"],
                 &["rows"],
                 &[
-                    "apply", "epoch", "migrate", "notes", "read", "reader", "record",
+                    "apply",
+                    "consumers",
+                    "epoch",
+                    "migrate",
+                    "notes",
+                    "read",
+                    "reader",
+                    "record",
                 ],
                 &["history_read"],
             ],

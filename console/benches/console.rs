@@ -5,9 +5,10 @@
 //! write them). The console binary runs as an operator would start it;
 //! the benchmark is its client.
 //!
-//! - A page's first byte: `GET /` (the mesh page) and `GET
+//! - A page's first byte: `GET /` (the mesh page), `GET
 //!   /consumer/c42@app-0` (a consumer's page: its standing, its 30 days of
-//!   history), a new connection each, time to the first byte of the answer
+//!   history) and `GET /consumers` (the consumer table's first page, over
+//!   every standing), a new connection each, time to the first byte of the answer
 //!   and to its last, median of 11 after one warm-up.
 //! - 100 open pages following live: 100 `/events` streams (50 on the mesh
 //!   page, one on each of the 10 machine pages, 10 provider pages, 30
@@ -360,6 +361,18 @@ fn main() {
             &format!("/consumer/{CONSUMER}"),
             "a consumer's page",
             20.0,
+        );
+        time_page(
+            console.port,
+            "/consumers",
+            "the consumer table's first page",
+            100.0,
+        );
+        time_page(
+            console.port,
+            "/consumers?state=failing&machine=app-3&page=5",
+            "a page of the consumer table, narrowed",
+            100.0,
         );
 
         if statements {

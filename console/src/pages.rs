@@ -4,9 +4,17 @@
 
 use std::time::Duration;
 
+use axum::extract::Query;
+use axum::http::Uri;
 use mesh_protocol::{ModuleId, Name, Timestamp};
+use mesh_status::model::consumers::{
+    ConsumerQuery, ConsumerQueryError, ConsumerState, ConsumerTable,
+};
 use mesh_status::model::{AliveRow, ParsedDeclaration};
-use mesh_status::render::html::{detail, mesh, notice, Page};
+use mesh_status::render::html::consumers::{self, TableView};
+use mesh_status::render::html::{
+    consumer_path, crumbs, detail, machine_path, mesh, notice, provider_path, Page,
+};
 use mesh_status::render::why::lines as why_lines;
 use mesh_status::report::history::{entries, summaries, window_start};
 use mesh_status::report::why::{why, WhyInput};
@@ -18,8 +26,8 @@ use mesh_pg_store::{PgError, PgStore};
 /// How far back a consumer's page reads its history (its longer bar row).
 pub(crate) const HISTORY_DAYS: u32 = 30;
 
-/// Which page: the mesh, a machine, a provider, a consumer (in that
-/// order).
+/// Which page: the mesh, a machine, a provider, a consumer, the consumer
+/// table (in that order).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) enum PageKey {
     /// `/`.
@@ -30,13 +38,35 @@ pub(crate) enum PageKey {
     Provider(ModuleId),
     /// `/consumer/{consumer}@{machine}`.
     Consumer(ModuleId),
+    /// `/consumers?…`: a page of the consumer table.
+    Consumers(ConsumerQuery),
+}
+
+/// The consumer table's query in `uri`'s query string.
+///
+/// # Errors
+/// What the table cannot take (a parameter that is none of its, a bad
+/// value, a query string that does not decode).
+pub(crate) fn consumer_query(uri: &Uri) -> Result<ConsumerQuery, ConsumerQueryError> {
+    let Query(pairs) =
+        Query::<Vec<(String, String)>>::try_from_uri(uri).map_err(|e| ConsumerQueryError {
+            parameter: "the query".to_owned(),
+            reason: e.body_text(),
+        })?;
+    ConsumerQuery::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
 }
 
 impl PageKey {
-    /// The key of a console path, `None` for a path that is no page.
-    pub(crate) fn parse(path: &str) -> Option<PageKey> {
+    /// The key of a console path (its query read for the consumer table,
+    /// left aside for the other pages), `None` for a path that is no page.
+    pub(crate) fn parse(path_and_query: &str) -> Option<PageKey> {
+        let path = path_and_query.split('?').next().unwrap_or_default();
         if path == "/" {
             return Some(PageKey::Mesh);
+        }
+        if path == "/consumers" {
+            let uri: Uri = path_and_query.parse().ok()?;
+            return consumer_query(&uri).ok().map(PageKey::Consumers);
         }
         let (kind, name) = path.strip_prefix('/')?.split_once('/')?;
         match kind {
@@ -49,12 +79,12 @@ impl PageKey {
 
     /// Its path.
     pub(crate) fn path(&self) -> String {
-        use mesh_status::render::html::{consumer_path, machine_path, provider_path};
         match self {
             PageKey::Mesh => "/".to_owned(),
             PageKey::Machine(m) => machine_path(m.as_str()),
             PageKey::Provider(p) => provider_path(&p.to_string()),
             PageKey::Consumer(c) => consumer_path(c.module.as_str(), c.machine.as_str()),
+            PageKey::Consumers(q) => q.path(),
         }
     }
 }
@@ -101,7 +131,40 @@ impl Pages {
             PageKey::Machine(m) => d.modules.iter().any(|x| x.id.machine == *m),
             PageKey::Provider(p) => d.receives_contributions(p),
             PageKey::Consumer(c) => d.modules.iter().any(|x| x.id == *c),
+            PageKey::Consumers(_) => true,
         }
+    }
+
+    /// What the declaration requires: each (provider, consumer), in order.
+    fn requirements(&self) -> Vec<(ModuleId, ModuleId)> {
+        let mut all: Vec<(ModuleId, ModuleId)> = self
+            .declaration
+            .declaration
+            .modules
+            .iter()
+            .flat_map(|m| m.requires.iter().map(|r| (r.from.clone(), m.id.clone())))
+            .collect();
+        all.sort_unstable();
+        all.dedup();
+        all
+    }
+
+    /// Every provider the declaration gives consumers, in order.
+    fn declared_providers(&self) -> Vec<ModuleId> {
+        let mut providers: Vec<ModuleId> =
+            self.requirements().into_iter().map(|(p, _)| p).collect();
+        providers.sort_unstable();
+        providers.dedup();
+        providers
+    }
+
+    /// A page of the consumer table, read.
+    async fn table(
+        &self,
+        store: &mut PgStore,
+        query: &ConsumerQuery,
+    ) -> Result<ConsumerTable, PgError> {
+        store.read_consumers(query, &self.requirements()).await
     }
 
     fn machines(&self) -> Vec<String> {
@@ -198,20 +261,39 @@ impl Pages {
                     standings: &r.standings,
                     providers: &self.providers(&r.head),
                     machines: &self.machines(),
+                    now,
                 });
-                titled(state(&r.head), "the mesh".to_owned(), path, main)
+                let mut page = titled(state(&r.head), "the mesh".to_owned(), path, main);
+                page.crumbs = vec![("mesh".to_owned(), "/".to_owned())];
+                page
             }
             PageKey::Machine(m) => {
                 let r = self
                     .report(store, &Scope::Machine(m.to_string()), now, capped)
                     .await?;
-                let main = mesh::overview(&mesh::Overview {
+                let mut main = mesh::overview(&mesh::Overview {
                     head: &r.head,
                     standings: &r.standings,
                     providers: &self.providers(&r.head),
                     machines: &[],
+                    now,
                 });
-                titled(state(&r.head), format!("machine {m}"), path, main)
+                let query = ConsumerQuery {
+                    machine: Some(m.clone()),
+                    ..ConsumerQuery::default()
+                };
+                let table = self.table(store, &query).await?;
+                main.push_str(&consumers::on_machine(&TableView {
+                    query: &query,
+                    table: &table,
+                    providers: &self.declared_providers(),
+                    machines: &self.machines(),
+                    now,
+                }));
+                let name = format!("machine {m}");
+                let mut page = titled(state(&r.head), name.clone(), path.clone(), main);
+                page.crumbs = crumbs(&[(name, path)]);
+                page
             }
             PageKey::Provider(p) => {
                 let consumers = self.consumers_of(p);
@@ -228,10 +310,37 @@ impl Pages {
                     alive: r.alive.iter().find(|a| &a.provider == p),
                     consumers: &consumers,
                     standings: &r.standings,
+                    now,
                 });
-                titled(state(&r.head), format!("provider {p}"), path, main)
+                let name = format!("provider {p}");
+                let mut page = titled(state(&r.head), name.clone(), path.clone(), main);
+                page.crumbs = crumbs(&[
+                    (
+                        format!("machine {}", p.machine),
+                        machine_path(p.machine.as_str()),
+                    ),
+                    (name, path),
+                ]);
+                page
             }
             PageKey::Consumer(c) => self.consumer(store, c, path, now).await?,
+            PageKey::Consumers(q) => {
+                let table = self.table(store, q).await?;
+                let main = consumers::table(&TableView {
+                    query: q,
+                    table: &table,
+                    providers: &self.declared_providers(),
+                    machines: &self.machines(),
+                    now,
+                });
+                let said = match table.count(Some(ConsumerState::Failing)) {
+                    0 => "none failing".to_owned(),
+                    n => format!("{n} failing"),
+                };
+                let mut page = titled(said, "consumers".to_owned(), path.clone(), main);
+                page.crumbs = crumbs(&[("consumers".to_owned(), path)]);
+                page
+            }
         };
         Ok(Some(page))
     }
@@ -316,12 +425,13 @@ impl Pages {
         } else {
             "failing".to_owned()
         };
-        Ok(titled(
-            said,
-            format!("consumer {consumer}@{machine}"),
-            path,
-            main,
-        ))
+        let name = format!("consumer {consumer}@{machine}");
+        let mut page = titled(said, name.clone(), path.clone(), main);
+        page.crumbs = crumbs(&[
+            (format!("machine {machine}"), machine_path(&machine)),
+            (name, path),
+        ]);
+        Ok(page)
     }
 }
 
@@ -344,6 +454,7 @@ fn titled(state: String, name: String, path: String, main: String) -> Page {
             "<span hidden data-title=\"{}\"></span>\n{main}",
             mesh_status::render::html::escape(&title)
         ),
+        crumbs: crumbs(&[(name, path.clone())]),
         title,
         path,
     }
@@ -370,6 +481,8 @@ mod tests {
             "/machine/app-1",
             "/provider/postgres@db-1",
             "/consumer/wiki@app-1",
+            "/consumers",
+            "/consumers?state=failing&provider=postgres@db-1&page=2",
         ] {
             let key = PageKey::parse(path).expect(path);
             assert_eq!(key.path(), path);
@@ -384,6 +497,8 @@ mod tests {
             "/consumer/../x@y",
             "/other/x",
             "/machine/a%20b",
+            "/consumers?state=sad",
+            "/consumers?sort=name",
         ] {
             assert_eq!(PageKey::parse(path), None, "{path}");
         }

@@ -45,6 +45,7 @@ use crate::auth::Access;
 use crate::conns::{self, Limits};
 use crate::limits::{LoginLimit, LOGIN_ADDRESSES, LOGIN_BURST, LOGIN_EVERY};
 use crate::live::Live;
+use crate::pages::consumer_query;
 use crate::pages::{unreadable, PageKey, Pages, ReportSettings};
 use crate::tls::{self, ConsoleTlsError};
 use crate::watch::{PageOutcome, Watch};
@@ -232,12 +233,14 @@ fn router(console: Arc<Console>) -> Router {
         .route("/machine/{name}", get(page))
         .route("/provider/{name}", get(page))
         .route("/consumer/{name}", get(page))
+        .route("/consumers", get(page))
         .route("/events", get(events))
         .fallback(not_found)
         .route_layer(middleware::from_fn_with_state(Arc::clone(&console), guard));
     Router::new()
         .route("/assets/console.css", get(css))
         .route("/assets/console.js", get(js))
+        .route("/assets/favicon.svg", get(favicon))
         .route("/login", get(login_form).post(log_in))
         .merge(guarded)
         .fallback(not_found)
@@ -312,7 +315,19 @@ async fn not_found() -> Response {
 }
 
 async fn page(State(console): State<Arc<Console>>, uri: Uri) -> Response {
-    let Some(key) = PageKey::parse(uri.path()) else {
+    if uri.path() == "/consumers" {
+        if let Err(error) = consumer_query(&uri) {
+            console.watch.page(PageOutcome::Refused);
+            let page = notice(
+                "",
+                "not a question this table takes",
+                &format!("{error}. Its parameters: state, provider, machine, class, name, page."),
+            );
+            return html_response(StatusCode::BAD_REQUEST, &page);
+        }
+    }
+    let asked = uri.path_and_query().map_or(uri.path(), |p| p.as_str());
+    let Some(key) = PageKey::parse(asked) else {
         return not_found().await;
     };
     let idle = console.idle.lock().expect("not poisoned").pop();
@@ -393,6 +408,10 @@ async fn css() -> Response {
 
 async fn js() -> Response {
     asset("text/javascript; charset=utf-8", html::JS)
+}
+
+async fn favicon() -> Response {
+    asset("image/svg+xml", html::FAVICON)
 }
 
 fn asset(content_type: &'static str, body: &'static str) -> Response {

@@ -29,6 +29,8 @@ pub(crate) enum PageOutcome {
     NotFound,
     /// The store could not be read (503).
     Unreadable,
+    /// The consumer table was asked something it does not take (400).
+    Refused,
 }
 
 impl PageOutcome {
@@ -37,6 +39,7 @@ impl PageOutcome {
             PageOutcome::Served => "served",
             PageOutcome::NotFound => "not_found",
             PageOutcome::Unreadable => "unreadable",
+            PageOutcome::Refused => "refused",
         }
     }
 }
@@ -97,13 +100,14 @@ impl Watch {
         let pages = Family::<[(&'static str, &'static str); 1], Counter>::default();
         registry.register(
             "pages",
-            "Page requests by how they ended (served, not_found, unreadable: the store could not be read)",
+            "Page requests by how they ended (served, not_found, unreadable: the store could not be read, refused: the consumer table asked what it does not take)",
             pages.clone(),
         );
         for outcome in [
             PageOutcome::Served,
             PageOutcome::NotFound,
             PageOutcome::Unreadable,
+            PageOutcome::Refused,
         ] {
             let _ = pages.get_or_create(&[("outcome", outcome.as_str())]);
         }

@@ -7,7 +7,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
 use mesh_pg_store::{grant_reader, migrate, DatabaseOptions, PgStore, RoleName};
-use mesh_protocol::event::{Alive, Failing, Recovered, RecoveredReason};
+use mesh_protocol::event::{
+    Alive, Failing, Recovered, RecoveredReason, Retirement, RetirementAction,
+};
 use mesh_protocol::{Class, Event, ModuleId, Name, Timestamp};
 use mesh_status::model::{Instance, Received};
 use mesh_status::store::ControllerRecordUpdate;
@@ -395,6 +397,163 @@ async fn until_event_has(response: &mut reqwest::Response, word: &str, seen: &mu
             }
         }
     }
+}
+
+/// A provider's retirement event of `consumer` (a consumer the declaration
+/// no longer lists).
+fn retirement(consumer: &str, action: RetirementAction, seq: u64) -> Received {
+    Received {
+        epoch: 1,
+        seq,
+        stored_at: None,
+        emitter: provider(),
+        event: Event::Retirement(Retirement {
+            v: 1,
+            consumer: Name::parse(consumer).unwrap(),
+            action,
+            detail: "withdrawn".into(),
+            retire_at: None,
+            said_at: ago(10),
+        }),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_consumer_table_counts_filters_and_pages_without_a_script_and_no_page_links_itself() {
+    let mut s = setup().await;
+    s.owner
+        .apply(&[retirement("old", RetirementAction::Retired, 5)])
+        .await
+        .unwrap();
+    let console = Console::start(&s, &[]);
+    let base = format!("http://127.0.0.1:{}", console.port);
+    let client = client();
+
+    // forge fails; wiki recovered; late is declared, never said anything;
+    // old was retired (and is not declared: no page of its own).
+    let (code, table) = get(&client, &format!("{base}/consumers")).await;
+    assert_eq!(code, 200, "{table}");
+    assert!(
+        table.contains(
+            "<a href=\"/consumers?state=failing\">1 failing</a> · \
+                        <a href=\"/consumers?state=retired\">1 retired</a> · \
+                        <a href=\"/consumers?state=ok\">2 ok</a> · \
+                        <strong aria-current=\"page\">all 4</strong>"
+        ),
+        "{table}"
+    );
+    let rows: Vec<&str> = table
+        .lines()
+        .filter(|l| l.starts_with("<tr class="))
+        .collect();
+    assert_eq!(rows.len(), 4, "{table}");
+    assert!(
+        rows[0].contains("failing</td><td><a href=\"/consumer/forge@app-1\">"),
+        "worst first: {table}"
+    );
+    assert!(rows[0].contains("credentials-rejected"), "{table}");
+    assert!(rows[0].contains(" min ago</time>"), "{table}");
+    assert!(rows[1].contains("retired</td><td>old</td>"), "{table}");
+    assert!(
+        rows[2].contains("late@app-2") && rows[3].contains("wiki@app-1"),
+        "{table}"
+    );
+    assert!(
+        table.contains("<title>1 failing · consumers · mesh console</title>"),
+        "{table}"
+    );
+
+    for (query, only) in [
+        ("state=failing", "forge@app-1"),
+        ("machine=app-2", "late@app-2"),
+        ("name=wi", "wiki@app-1"),
+        (
+            "provider=postgres%40db-1&class=credentials-rejected",
+            "forge@app-1",
+        ),
+    ] {
+        let (code, page) = get(&client, &format!("{base}/consumers?{query}")).await;
+        assert_eq!(code, 200, "{query}: {page}");
+        let rows: Vec<&str> = page
+            .lines()
+            .filter(|l| l.starts_with("<tr class="))
+            .collect();
+        assert_eq!(rows.len(), 1, "{query}: {page}");
+        assert!(rows[0].contains(only), "{query}: {page}");
+    }
+    let (code, refused) = get(&client, &format!("{base}/consumers?state=sad")).await;
+    assert_eq!(code, 400, "{refused}");
+    assert!(
+        refused.contains("state: "),
+        "names the parameter: {refused}"
+    );
+
+    // 150 more failing: two pages of them, the filter kept from one to the next.
+    let more: Vec<Received> = (0..150)
+        .map(|i| failing(&format!("c{i:03}"), "app-9", "refused", 20, 100 + i))
+        .collect();
+    s.owner.apply(&more).await.unwrap();
+    let (_, first) = get(&client, &format!("{base}/consumers?state=failing")).await;
+    assert_eq!(
+        first
+            .lines()
+            .filter(|l| l.starts_with("<tr class="))
+            .count(),
+        100
+    );
+    assert!(
+        first.contains("<span>page 1 of 2</span> <a rel=\"next\" href=\"/consumers?state=failing&amp;page=2\">"),
+        "{first}"
+    );
+    let (_, second) = get(&client, &format!("{base}/consumers?state=failing&page=2")).await;
+    assert_eq!(
+        second
+            .lines()
+            .filter(|l| l.starts_with("<tr class="))
+            .count(),
+        51
+    );
+    assert!(
+        second.contains("<a rel=\"prev\" href=\"/consumers?state=failing\">"),
+        "{second}"
+    );
+
+    // A machine's page lists its consumers.
+    let (_, machine) = get(&client, &format!("{base}/machine/app-1")).await;
+    let listed = &machine[machine.find("Consumers on this machine").expect(&machine)..];
+    assert!(
+        listed.contains("forge@app-1") && listed.contains("wiki@app-1"),
+        "{machine}"
+    );
+    assert!(!listed.contains("late@app-2"), "{machine}");
+    assert!(
+        machine.contains("<ol class=\"crumbs\" aria-label=\"where this page is\"><li><a href=\"/\">mesh</a></li><li aria-current=\"page\">machine app-1</li></ol>"),
+        "{machine}"
+    );
+
+    // No page links to itself; each says where it is; each has the icon.
+    for path in [
+        "/",
+        "/machine/app-1",
+        "/provider/postgres@db-1",
+        "/consumer/forge@app-1",
+        "/consumers",
+        "/consumers?state=failing",
+    ] {
+        let (code, page) = get(&client, &format!("{base}{path}")).await;
+        assert_eq!(code, 200, "{path}: {page}");
+        let own = format!("href=\"{}\"", path.replace('&', "&amp;"));
+        assert!(!page.contains(&own), "{path} links to itself: {page}");
+        assert!(page.contains("aria-current=\"page\""), "{path}: {page}");
+        assert!(page.contains("href=\"/assets/favicon.svg\""), "{path}");
+    }
+    let icon = client
+        .get(format!("{base}/assets/favicon.svg"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(icon.status(), 200);
+    assert_eq!(icon.headers()["content-type"], "image/svg+xml");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -925,6 +1084,7 @@ async fn in_a_browser_a_failing_consumer_appears_and_goes_without_a_reload() {
             ("/machine/app-1", "machine"),
             ("/provider/postgres@db-1", "provider"),
             ("/consumer/forge@app-1", "consumer"),
+            ("/consumers", "consumers"),
         ] {
             browser.goto(&format!("{base}{path}")).await;
             let wide = browser

@@ -35,6 +35,7 @@ mod apply;
 mod column_list;
 mod columns;
 mod connection;
+mod consumers;
 mod epoch;
 mod history;
 mod history_read;

@@ -2,6 +2,7 @@
 //! the store keeps, and the pure reduction of a round of events to what the
 //! store must apply.
 
+pub mod consumers;
 pub mod declaration;
 pub mod history;
 pub mod received;

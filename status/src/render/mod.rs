@@ -259,6 +259,7 @@ mod every_kind {
                 standings: &[],
                 providers: &[],
                 machines: &[],
+                now: Timestamp::from_system(std::time::UNIX_EPOCH),
             });
             assert!(page.contains("sentence unwell"), "{kind:?}");
             let escaped = said.replace('\'', "&#39;");

@@ -15,6 +15,7 @@
     events = new EventSource("/events?page=" + encodeURIComponent(page));
     events.addEventListener("main", function (e) {
       main.innerHTML = e.data;
+      times();
       document.body.setAttribute("data-event", e.lastEventId);
       var titled = main.querySelector("[data-title]");
       if (titled) { document.title = titled.getAttribute("data-title") + " · mesh console"; }
@@ -33,6 +34,32 @@
       live.textContent = "not live since " + hh + ":" + mm + ", reconnecting";
     };
   }
+  // Times say how long ago they are (the page wrote it when rendered):
+  // kept true while the page stays open, the local time beside UTC on hover.
+  function span(seconds) {
+    var d = Math.floor(seconds / 86400), h = Math.floor(seconds % 86400 / 3600),
+      m = Math.floor(seconds % 3600 / 60);
+    function two(a, ua, b, ub) { return b === 0 ? a + " " + ua : a + " " + ua + " " + b + " " + ub; }
+    if (d > 0) { return two(d, "d", h, "h"); }
+    if (h > 0) { return two(h, "h", m, "min"); }
+    return m + " min";
+  }
+  function times() {
+    var now = Date.now();
+    var all = document.querySelectorAll("time[datetime]");
+    for (var i = 0; i < all.length; i++) {
+      var at = Date.parse(all[i].getAttribute("datetime"));
+      if (isNaN(at)) { continue; }
+      var ago = Math.round((now - at) / 1000), past = ago >= 0, s = Math.abs(ago);
+      all[i].textContent = s < 60 ? (past ? "under a minute ago" : "in under a minute")
+        : (past ? span(s) + " ago" : "in " + span(s));
+      var utc = all[i].getAttribute("data-utc") || all[i].title;
+      all[i].setAttribute("data-utc", utc);
+      all[i].title = new Date(at).toLocaleString() + " (" + utc + ")";
+    }
+  }
+  times();
+  setInterval(times, 30000);
   window.addEventListener("pagehide", function () {
     if (events) { events.close(); events = null; }
     if (live) { live.hidden = true; }

@@ -28,6 +28,8 @@ pub struct ProviderView<'a> {
     pub consumers: &'a [(String, String)],
     /// Its standings listed, in order.
     pub standings: &'a [Listed],
+    /// The store's clock, for how long ago each time is.
+    pub now: Timestamp,
 }
 
 /// The `<main>` fragment of a provider's page.
@@ -86,7 +88,7 @@ pub fn provider(v: &ProviderView<'_>) -> String {
             &s.row.consumer == consumer && s.row.consumer_machine.as_ref() == Some(machine)
         });
         match failing {
-            Some(s) => out.push_str(&standing_item(s)),
+            Some(s) => out.push_str(&standing_item(s, v.now, true)),
             None => {
                 let _ = writeln!(
                     out,
@@ -104,7 +106,7 @@ pub fn provider(v: &ProviderView<'_>) -> String {
             .iter()
             .any(|(c, m)| &s.row.consumer == c && s.row.consumer_machine.as_ref() == Some(m))
     }) {
-        out.push_str(&standing_item(s));
+        out.push_str(&standing_item(s, v.now, true));
     }
     out.push_str("</ul>\n");
     out
@@ -259,7 +261,7 @@ pub fn consumer(v: &ConsumerView<'_>) -> String {
     } else {
         out.push_str("<p class=\"sentence unwell\">failing</p>\n<ul class=\"standings\">\n");
         for s in v.standings {
-            out.push_str(&standing_item(s));
+            out.push_str(&standing_item(s, v.now, false));
         }
         out.push_str("</ul>\n");
     }
@@ -434,6 +436,7 @@ mod tests {
             alive: Some(&alive),
             consumers: &consumers,
             standings: &[],
+            now: ts("2026-12-04T21:30:00Z"),
         });
         assert!(
             html.contains("<dd>2026-11-28T05:59:01Z</dd>"),
@@ -460,6 +463,7 @@ mod tests {
             alive: Some(&alive),
             consumers: &consumers,
             standings: &[],
+            now: ts("2026-12-04T21:30:00Z"),
         });
         assert!(
             html.contains(

@@ -6,9 +6,9 @@
 
 use std::fmt::Write as _;
 
-use mesh_protocol::{Class, ModuleId};
+use mesh_protocol::{Class, ModuleId, Timestamp};
 
-use super::{consumer_path, escape, link, machine_path, provider_path};
+use super::{consumer_path, escape, link, machine_path, provider_path, time};
 use crate::render::human::{recurrence, Human};
 use crate::render::write_all;
 use crate::report::{Head, Listed};
@@ -27,6 +27,8 @@ pub struct Overview<'a> {
     pub providers: &'a [ModuleId],
     /// The machines to link to, in order.
     pub machines: &'a [String],
+    /// The store's clock, for how long ago each time is.
+    pub now: Timestamp,
 }
 
 /// The lines `status` prints beside its sentence and its standings, in its
@@ -44,30 +46,35 @@ pub(crate) fn other_lines(head: &Head) -> Vec<String> {
         .collect()
 }
 
-/// One standing's item: the consumer's link, since when, how often, its
-/// recurrence, whether it went silent, and its error.
-pub(crate) fn standing_item(s: &Listed) -> String {
+/// One standing's item: the consumer (a link to its page unless `linked`
+/// is false: on its own page), since when, how often, its recurrence,
+/// whether it went silent, and its error; times as `<time>`, from `now`.
+pub(crate) fn standing_item(s: &Listed, now: Timestamp, linked: bool) -> String {
     let r = &s.row;
     let machine = r.consumer_machine.as_deref().unwrap_or("?");
     let who = match &r.consumer_machine {
-        Some(m) => link(
+        Some(m) if linked => link(
             &consumer_path(&r.consumer, m),
             &format!("{}@{m}", r.consumer),
         ),
+        Some(m) => escape(&format!("{}@{m}", r.consumer)),
         None => escape(&format!("{}@?", r.consumer)),
     };
     let since = match r.first_since {
-        Some(first) => format!("since {first}, said again since the restart at {}", r.since),
-        None => format!("since {}", r.since),
+        Some(first) => format!(
+            "since {}, said again since the restart {}",
+            time(first, now),
+            time(r.since, now)
+        ),
+        None => format!("since {}", time(r.since, now)),
     };
     let mut item = format!(
-        "<li class=\"failing\" data-consumer=\"{}@{}\">{who} <span class=\"since\">{}</span>, \
+        "<li class=\"failing\" data-consumer=\"{}@{}\">{who} <span class=\"since\">{since}</span>, \
          {} attempts, said {}",
         escape(&r.consumer),
         escape(machine),
-        escape(&since),
         r.attempts,
-        r.said_at
+        time(r.said_at, now)
     );
     if let Some(secs) = s.silent_for_seconds {
         let _ = write!(
@@ -103,6 +110,7 @@ type ClassGroup<'a> = (mesh_protocol::Class, Vec<&'a Listed>);
 /// list per class.
 pub(crate) fn failing<'a>(
     standings: &[Listed],
+    now: Timestamp,
     counts: impl Iterator<Item = &'a FailingGroup> + Clone,
 ) -> String {
     if standings.is_empty() {
@@ -154,7 +162,7 @@ pub(crate) fn failing<'a>(
             );
             let shown = list.len().min(GROUP_ITEMS);
             for s in &list[..shown] {
-                out.push_str(&standing_item(s));
+                out.push_str(&standing_item(s, now, true));
             }
             if n > shown {
                 let _ = writeln!(
@@ -188,7 +196,7 @@ pub fn overview(o: &Overview<'_>) -> String {
         escape(&head.sentence)
     );
     out.push_str("<h2>Failing</h2>\n");
-    out.push_str(&failing(o.standings, head.failing()));
+    out.push_str(&failing(o.standings, o.now, head.failing()));
     let others = other_lines(head);
     if !others.is_empty() {
         out.push_str("<h2>Also</h2>\n<ul class=\"others\">\n");
@@ -285,6 +293,7 @@ mod tests {
             standings: &standings,
             providers: &providers,
             machines: &machines,
+            now: Timestamp::from_system(std::time::UNIX_EPOCH),
         });
         assert!(!html.contains("<img"), "{html}");
         assert!(
@@ -321,7 +330,7 @@ mod tests {
                 )
             })
             .collect();
-        let html = failing(&standings, [].iter());
+        let html = failing(&standings, ts("2026-12-04T21:30:00Z"), [].iter());
         assert_eq!(html.matches("<li class=\"failing\"").count(), GROUP_ITEMS);
         assert!(
             html.contains(&format!("unreachable ({})", GROUP_ITEMS + 7)),
@@ -339,7 +348,11 @@ mod tests {
             standings: 1_000,
             silent: 0,
         }];
-        let html = failing(&standings[..GROUP_ITEMS], counts.iter());
+        let html = failing(
+            &standings[..GROUP_ITEMS],
+            ts("2026-12-04T21:30:00Z"),
+            counts.iter(),
+        );
         assert_eq!(html.matches("<li class=\"failing\"").count(), GROUP_ITEMS);
         assert!(html.contains("postgres@db-1</a> fails 1000"), "{html}");
         assert!(html.contains("unreachable (1000)"), "{html}");
@@ -359,6 +372,7 @@ mod tests {
             standings: &[],
             providers: &[],
             machines: &[],
+            now: Timestamp::from_system(std::time::UNIX_EPOCH),
         });
         assert!(html.contains("No consumer is failing."));
         assert!(html.contains("class=\"sentence well\""));

@@ -12,10 +12,15 @@
 //! prints it: untrusted text (errors, details) is what the store keeps,
 //! secrets already removed by the provider, cut to its bound.
 
+pub mod consumers;
 pub mod detail;
 pub mod mesh;
 
 use std::fmt::Write as _;
+
+use mesh_protocol::Timestamp;
+
+use crate::report::history::duration_text;
 
 /// The console's style sheet, served at `/assets/console.css`.
 pub const CSS: &str = include_str!("console.css");
@@ -46,6 +51,28 @@ pub(crate) fn link(href: &str, text: &str) -> String {
     format!("<a href=\"{}\">{}</a>", escape(href), escape(text))
 }
 
+/// `at` as a `<time>`: its RFC 3339 form in `datetime`, how long before
+/// (or after) `now` it is as its text (`21 min ago`, `in 2 h 5 min`;
+/// whole minutes, `under a minute ago` below one), and the time in UTC on
+/// hover, so a page read without the script still says it. The script
+/// brings the text up to date as the page stays open, and says the local
+/// time too.
+pub(crate) fn time(at: Timestamp, now: Timestamp) -> String {
+    let (before, seconds) = match now.system_time().duration_since(at.system_time()) {
+        Ok(ago) => (true, ago.as_secs()),
+        Err(ahead) => (false, ahead.duration().as_secs()),
+    };
+    let minutes = seconds / 60 * 60;
+    let text = match (before, minutes) {
+        (true, 0) => "under a minute ago".to_owned(),
+        (false, 0) => "in under a minute".to_owned(),
+        (true, _) => format!("{} ago", duration_text(minutes)),
+        (false, _) => format!("in {}", duration_text(minutes)),
+    };
+    let utc = at.to_string().replace('T', " ").replace('Z', " UTC");
+    format!("<time datetime=\"{at}\" title=\"{utc}\">{text}</time>")
+}
+
 /// The path of the page of machine `machine`.
 pub fn machine_path(machine: &str) -> String {
     format!("/machine/{machine}")
@@ -71,10 +98,15 @@ pub struct Page {
     pub path: String,
     /// The `<main>` element's content (HTML).
     pub main: String,
+    /// Where it is: the pages above it and itself, outermost first, each
+    /// its text and path; the one whose path is the page's own (or empty)
+    /// is said, not linked.
+    pub crumbs: Vec<(String, String)>,
 }
 
-/// The whole document of `page`: the head with its title and the
-/// embedded assets' links, a navigation bar, the `<main>`.
+/// The whole document of `page`: the head with its title, the embedded
+/// assets' links and the icon, a navigation bar (where the page is, and the
+/// consumer table), the `<main>`.
 pub fn document(page: &Page) -> String {
     let mut out = String::with_capacity(page.main.len() + 1024);
     let _ = write!(
@@ -82,17 +114,48 @@ pub fn document(page: &Page) -> String {
         "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
          <title>{} · mesh console</title>\n\
+         <link rel=\"icon\" href=\"/assets/favicon.svg\" type=\"image/svg+xml\">\n\
          <link rel=\"stylesheet\" href=\"/assets/console.css\">\n\
          <script src=\"/assets/console.js\" defer></script>\n</head>\n\
-         <body data-page=\"{}\">\n<header><nav><a href=\"/\">mesh</a> \
+         <body data-page=\"{}\">\n<header><nav>{}\
          <span class=\"live\" id=\"live\" role=\"status\" hidden>live</span></nav></header>\n\
          <main id=\"main\">\n{}</main>\n</body>\n</html>\n",
         escape(&page.title),
         escape(&page.path),
+        navigation(page),
         page.main
     );
     out
 }
+
+/// The navigation bar's links: the page's crumbs (itself said, not
+/// linked), then the consumer table unless the page is it.
+fn navigation(page: &Page) -> String {
+    let mut out = String::from("<ol class=\"crumbs\" aria-label=\"where this page is\">");
+    for (text, path) in &page.crumbs {
+        if path.is_empty() || *path == page.path {
+            let _ = write!(out, "<li aria-current=\"page\">{}</li>", escape(text));
+        } else {
+            let _ = write!(out, "<li>{}</li>", link(path, text));
+        }
+    }
+    out.push_str("</ol>");
+    if !page.path.starts_with("/consumers") {
+        out.push_str(" <a class=\"table\" href=\"/consumers\">consumers</a>");
+    }
+    out.push(' ');
+    out
+}
+
+/// The crumbs of a page below the mesh's: the mesh, then `trail`.
+pub fn crumbs(trail: &[(String, String)]) -> Vec<(String, String)> {
+    let mut all = vec![("mesh".to_owned(), "/".to_owned())];
+    all.extend(trail.iter().cloned());
+    all
+}
+
+/// The console's icon, served at `/assets/favicon.svg`.
+pub const FAVICON: &str = include_str!("favicon.svg");
 
 /// A page saying why there is nothing at a path (404) or why it cannot be
 /// shown now (the store away: 503), with a link home. `path` is the page
@@ -107,6 +170,7 @@ pub fn notice(path: &str, title: &str, text: &str) -> Page {
             escape(title),
             escape(text)
         ),
+        crumbs: crumbs(&[(title.to_owned(), String::new())]),
     }
 }
 
@@ -132,12 +196,26 @@ pub fn login(refused: bool, next: &str) -> Page {
              <button type=\"submit\">log in</button>\n</form>\n",
             escape(next)
         ),
+        crumbs: crumbs(&[("log in".to_owned(), String::new())]),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_time_says_how_long_ago_in_its_text_and_utc_on_hover() {
+        let ts = |s: &str| Timestamp::parse(s).unwrap();
+        let now = ts("2026-12-04T21:30:37Z");
+        assert_eq!(
+            time(ts("2026-12-04T21:09:00Z"), now),
+            "<time datetime=\"2026-12-04T21:09:00Z\" title=\"2026-12-04 21:09:00 UTC\">21 min ago</time>"
+        );
+        assert!(time(now, now).contains(">under a minute ago<"));
+        assert!(time(ts("2026-12-03T20:00:00Z"), now).contains(">1 d 1 h ago<"));
+        assert!(time(ts("2026-12-04T23:40:00Z"), now).contains(">in 2 h 9 min<"));
+    }
 
     #[test]
     fn escape_leaves_no_markup() {
@@ -154,6 +232,7 @@ mod tests {
             title: "<b>".into(),
             path: "/machine/\"x".into(),
             main: "<p>kept</p>".into(),
+            crumbs: crumbs(&[("machine \"x".into(), "/machine/\"x".into())]),
         };
         let html = document(&page);
         assert!(
@@ -164,6 +243,12 @@ mod tests {
         assert!(
             html.contains("<main id=\"main\">\n<p>kept</p></main>"),
             "{html}"
+        );
+        assert!(
+            html.contains(
+                "<li><a href=\"/\">mesh</a></li><li aria-current=\"page\">machine &quot;x</li>"
+            ),
+            "where it is, itself not linked: {html}"
         );
         let links: Vec<&str> = html.match_indices("=\"").map(|(i, _)| &html[i..]).collect();
         for l in links {
