@@ -164,12 +164,29 @@ ensure_browser() {
   local missing=()
   command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || missing+=(chromium)
   command -v chromedriver >/dev/null 2>&1 || [ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
-  [ ${#missing[@]} -eq 0 ] && return 0
+  [ ${#missing[@]} -eq 0 ] && { ensure_axe; return; }
   if [ "$(id -u)" -ne 0 ]; then
     echo "browser: missing: sudo apt-get install --no-install-recommends ${missing[*]}" >&2
     return 1
   fi
   (apt_install "the browser tests" "${missing[@]}") || return 1
+  ensure_axe
+}
+
+# axe-core (test-support/axe/package-lock.json), which the console's browser
+# tests run inside Chromium: `npm ci` when it is missing or older than the
+# lock. Returns 1 when npm cannot (the accessibility checks then say
+# SKIPPED, or fail under MESH_REQUIRE_BROWSER).
+ensure_axe() {
+  local dir=test-support/axe
+  if [ -f "$dir/node_modules/.package-lock.json" ] && [ ! "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
+    return 0
+  fi
+  echo "axe-core: npm ci in $dir" >&2
+  if ! (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >&2); then
+    echo "axe-core: npm ci failed in $dir (no network, or no npm registry?)" >&2
+    return 1
+  fi
 }
 
 ensure_cargo() {

@@ -1077,14 +1077,20 @@ async fn in_a_browser_a_failing_consumer_appears_and_goes_without_a_reload() {
         .wait_for_text("recovered (success)", Duration::from_secs(2))
         .await;
 
-    for width in [1280, 390] {
+    // Every page at both widths, light and dark: kept for a person to look
+    // at, none scrolling sideways, and none breaking a serious or critical
+    // rule of axe-core (WCAG 2.1 A and AA).
+    let mut grave = Vec::new();
+    for (width, dark) in [(1280, false), (390, false), (1280, true), (390, true)] {
         browser.set_width(width).await;
+        browser.set_dark(dark).await;
         for (path, name) in [
             ("/", "mesh"),
             ("/machine/app-1", "machine"),
             ("/provider/postgres@db-1", "provider"),
             ("/consumer/forge@app-1", "consumer"),
             ("/consumers", "consumers"),
+            ("/login", "login"),
         ] {
             browser.goto(&format!("{base}{path}")).await;
             let wide = browser
@@ -1096,8 +1102,15 @@ async fn in_a_browser_a_failing_consumer_appears_and_goes_without_a_reload() {
             assert_eq!(wide, true, "{path} at {width} px scrolls sideways");
             browser.keep_screenshot(IN_A_BROWSER, name).await;
             assert_no_secret(path, &browser.html().await);
+            for v in browser.axe(IN_A_BROWSER).await.unwrap_or_default() {
+                if v.is_grave() {
+                    grave.push(format!("{path} at {width} px, dark {dark}: {v}"));
+                }
+            }
         }
     }
+    browser.set_dark(false).await;
+    assert!(grave.is_empty(), "axe-core:\n{}", grave.join("\n"));
     // The console goes away: the open page says since when it is not live.
     browser.goto(&format!("{base}/")).await;
     browser

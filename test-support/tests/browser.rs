@@ -25,7 +25,7 @@ const LIVE: Duration = Duration::from_secs(5);
 const BLANK: u64 = 12_000;
 
 const PAGE: &str = r#"<!doctype html>
-<html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
 <title>browser test</title>
 <style>
 body { font: 16px sans-serif; margin: 0; }
@@ -139,6 +139,38 @@ async fn a_page_runs_its_script_and_is_kept_at_both_widths() {
         let png = std::fs::read(&path).unwrap();
         assert_eq!(png_size(&png), Some((390, 2000)), "{path:?}");
         assert_eq!(browser.viewport().await, (390, BROWSER_HEIGHT), "set back");
+
+        // A person who asks for a dark scheme: the page sees it, and its
+        // screenshots say so.
+        let dark = "return window.matchMedia('(prefers-color-scheme: dark)').matches;";
+        assert_eq!(browser.execute(dark, vec![]).await, false);
+        browser.set_dark(true).await;
+        assert_eq!(browser.execute(dark, vec![]).await, true);
+        let path = browser.keep_screenshot(test, "page").await;
+        assert!(path.ends_with("page-390-dark.png"), "{path:?}");
+        browser.set_dark(false).await;
+        assert_eq!(browser.execute(dark, vec![]).await, false);
+
+        // axe-core finds what breaks the rules: an image without a text,
+        // grey on grey, a field without a label.
+        if let Some(before) = browser.axe(test).await {
+            assert!(
+                before.iter().all(|v| !v.is_grave()),
+                "the test page: {before:?}"
+            );
+            browser
+                .execute(
+                    "document.body.insertAdjacentHTML('beforeend', \
+                     '<img src=\"/echo\"><p style=\"color:#bbb;background:#ccc\">faint</p><input>');",
+                    vec![],
+                )
+                .await;
+            let found = browser.axe(test).await.unwrap();
+            let ids: Vec<&str> = found.iter().filter(|v| v.is_grave()).map(|v| v.id.as_str()).collect();
+            for rule in ["image-alt", "color-contrast", "label"] {
+                assert!(ids.contains(&rule), "{rule} not found: {found:?}");
+            }
+        }
         browser.close().await;
     })
     .await

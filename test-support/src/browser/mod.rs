@@ -13,9 +13,11 @@ use tempfile::TempDir;
 
 use crate::{is_root, read_lossy, tail};
 
+mod axe;
 mod launch;
 mod screenshot;
 
+pub use axe::Violation;
 pub use launch::BrowserMissing;
 pub use screenshot::{png_size, screenshots_dir};
 
@@ -75,6 +77,8 @@ pub struct Browser {
     dir: TempDir,
     /// The viewport set last, in CSS pixels.
     size: (u32, u32),
+    /// Whether pages are shown as to a person who asks for a dark scheme.
+    dark: bool,
 }
 
 impl Browser {
@@ -100,6 +104,7 @@ impl Browser {
             driver: None,
             dir,
             size: (0, 0),
+            dark: false,
         };
         let Some((child, port)) = spawn_driver(&driver, browser.dir.path(), &browser.log_path())
         else {
@@ -181,6 +186,20 @@ impl Browser {
             tokio::time::sleep(POLL).await;
         }
         self.size = (width, height);
+    }
+
+    /// Shows pages as to a person whose system asks for a dark scheme
+    /// (`prefers-color-scheme: dark`), or a light one: DevTools
+    /// `Emulation.setEmulatedMedia`, which holds across pages. Screenshots
+    /// kept from then on are named `…-dark`.
+    pub async fn set_dark(&mut self, dark: bool) {
+        let scheme = if dark { "dark" } else { "light" };
+        self.devtools(
+            "Emulation.setEmulatedMedia",
+            json!({ "features": [{ "name": "prefers-color-scheme", "value": scheme }] }),
+        )
+        .await;
+        self.dark = dark;
     }
 
     /// The viewport's width set last ([`set_width`](Self::set_width)).
@@ -338,13 +357,15 @@ impl Browser {
     }
 
     /// Keeps a screenshot of the whole page where a person can look at it:
-    /// `target/screenshots/{test}/{name}-{width}.png` (see
+    /// `target/screenshots/{test}/{name}-{width}.png`, `…-dark.png` in the
+    /// dark scheme (see
     /// [`screenshots_dir`]); prints and returns its path. The viewport is
     /// made as high as the page for the picture (at least as high as set),
     /// then set back: the PNG is [`width`](Self::width) wide and as long as
     /// the page.
     pub async fn keep_screenshot(&mut self, test: &str, name: &str) -> PathBuf {
-        let path = screenshots_dir(test).join(format!("{name}-{}.png", self.width()));
+        let scheme = if self.dark { "-dark" } else { "" };
+        let path = screenshots_dir(test).join(format!("{name}-{}{scheme}.png", self.width()));
         let (width, height) = self.size;
         let page = self
             .execute("return document.documentElement.scrollHeight;", vec![])
