@@ -1,9 +1,12 @@
 //! A consumer's history at 1,000,000 history rows: `mesh-controller history
 //! CONSUMER --since 3650d` through the binary (process start included), and
-//! the store's read of it in process (`PgStore::read_history`), each the
-//! median of 11 runs. The rows: 20,000 consumers of 10 providers, each
-//! failing and recovering 25 times over 90 days (50 rows each), in random
-//! order of consumer as rounds write them; one consumer is failing now.
+//! the store's read of it in process (`PgStore::read_history`); and
+//! `mesh-controller why CONSUMER` through the binary beside 100,000
+//! standings (its verdict joins the standing, its provider, the controller,
+//! grants and recurrence); each the median of 11 runs. The rows: 20,000
+//! consumers of 10 providers, each failing and recovering 25 times over 90
+//! days (50 rows each), in random order of consumer as rounds write them;
+//! one consumer is failing now.
 //!
 //! ```text
 //! cargo bench -p mesh-controller --bench history
@@ -15,7 +18,7 @@ mod common;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{env_number, store};
+use common::{env_number, fill_standings, store};
 use mesh_pg_store::PgStore;
 use mesh_protocol::{Name, Timestamp};
 use mesh_status::store::HistoryFilter;
@@ -127,6 +130,56 @@ fn main() {
              median of {RUNS}",
             ms(median(through_binary)),
             ms(median(in_process)),
+        );
+
+        // `why` of the same consumer, its provider p2@db-2 and 100,000
+        // standings of 10 providers beside its history.
+        let standings = env_number("MESH_BENCH_STANDINGS", 100_000);
+        fill_standings(&client, 10, standings).await;
+        client
+            .batch_execute("VACUUM ANALYZE failing")
+            .await
+            .expect("vacuum");
+        let dir = tempfile::tempdir().expect("temp dir");
+        let declaration = dir.path().join("declaration.json");
+        std::fs::write(
+            &declaration,
+            r#"{"modules":[{"module":"p2","machine":"db-2","provides":["postgres-database"]},
+               {"module":"c42","machine":"app-0","requires":[{"provision":"postgres-database","from":"p2@db-2"}]}]}"#,
+        )
+        .expect("writing the declaration");
+        let mut why_args = args[..4].to_vec();
+        why_args.extend([
+            "--declaration".to_owned(),
+            declaration.display().to_string(),
+            "why".to_owned(),
+            consumer.to_owned(),
+        ]);
+        let mut why_times = Vec::new();
+        let mut verdict = String::new();
+        for _ in 0..RUNS {
+            let started = Instant::now();
+            let output = Command::new(binary)
+                .args(&why_args)
+                .stderr(Stdio::inherit())
+                .output()
+                .expect("running mesh-controller why");
+            why_times.push(started.elapsed());
+            // 1: the consumer is not served (it fails now); 0 would be a
+            // wrong set-up, 2 an error.
+            assert_eq!(output.status.code(), Some(1), "mesh-controller why");
+            verdict = String::from_utf8_lossy(&output.stdout)
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .to_owned();
+        }
+        let why_ms = ms(median(why_times));
+        println!(
+            "why of one consumer beside {standings} standings and {count} history rows: \
+             {why_ms:.1} ms through the binary, process start included (ratio {:.2} to the \
+             50 ms target); median of {RUNS}; it said: {verdict}",
+            why_ms / 50.0
         );
     });
 }

@@ -35,7 +35,7 @@ WITH declared (provider_module, provider_machine, consumer, consumer_machine) AS
     WHERE action <> 'approved'
     ORDER BY provider_module, provider_machine, consumer, stream_epoch DESC, stream_seq DESC
 ), line AS MATERIALIZED (
-    SELECT k.provider_module, k.provider_machine, k.consumer,
+    SELECT provider_module, provider_machine, consumer,
            COALESCE(f.consumer_machine, r.consumer_machine, d.consumer_machine) AS machine,
            CASE WHEN t.action IN ('retiring', 'retired', 'deleted')
                  AND (f.stream_seq IS NULL
@@ -44,33 +44,29 @@ WITH declared (provider_module, provider_machine, consumer, consumer_machine) AS
                       OR r.reason NOT IN ('success', 'first-success-after-start')
                       OR (r.stream_epoch, r.stream_seq) < (t.stream_epoch, t.stream_seq))
                 THEN t.action
-                WHEN f.consumer IS NOT NULL THEN 'failing'
+                WHEN f.stream_seq IS NOT NULL THEN 'failing'
                 ELSE 'ok' END AS state,
            f.since AS failing_since, f.class, t.said_at AS retired_at, r.said_at AS recovered_at,
-           d.consumer IS NOT NULL AS declared
-    FROM (SELECT provider_module, provider_machine, consumer FROM failing
-          UNION SELECT provider_module, provider_machine, consumer FROM recovered
-          UNION SELECT provider_module, provider_machine, consumer FROM declared
-          UNION SELECT provider_module, provider_machine, consumer FROM retired) AS k
-    LEFT JOIN failing f USING (provider_module, provider_machine, consumer)
-    LEFT JOIN recovered r USING (provider_module, provider_machine, consumer)
-    LEFT JOIN declared d USING (provider_module, provider_machine, consumer)
-    LEFT JOIN retired t USING (provider_module, provider_machine, consumer)
-    WHERE ($5::text IS NULL OR (k.provider_module = $5 AND k.provider_machine = $6))
+           d.consumer_machine IS NOT NULL AS declared
+    FROM failing f
+    FULL JOIN recovered r USING (provider_module, provider_machine, consumer)
+    FULL JOIN declared d USING (provider_module, provider_machine, consumer)
+    FULL JOIN retired t USING (provider_module, provider_machine, consumer)
+    WHERE ($5::text IS NULL OR (provider_module = $5 AND provider_machine = $6))
+      AND ($7::text IS NULL
+           OR COALESCE(f.consumer_machine, r.consumer_machine, d.consumer_machine) = $7)
       AND ($8::text IS NULL OR f.class = $8)
-      AND ($9::text IS NULL OR strpos(k.consumer, $9) > 0)
-), placed AS (
-    SELECT * FROM line WHERE $7::text IS NULL OR machine = $7
+      AND ($9::text IS NULL OR strpos(consumer, $9) > 0)
 )
 SELECT 0 AS part, state, count(*) AS n, NULL, NULL, NULL, NULL, NULL::timestamptz, NULL, false
-FROM placed GROUP BY state
+FROM line GROUP BY state
 UNION ALL
 (SELECT 1, state, 0, provider_module, provider_machine, consumer, machine,
         CASE state WHEN 'failing' THEN failing_since
                    WHEN 'ok' THEN recovered_at
                    ELSE retired_at END,
         class, declared
- FROM placed
+ FROM line
  WHERE $10::text IS NULL OR state = $10
  ORDER BY CASE state WHEN 'failing' THEN 0 WHEN 'retiring' THEN 1 WHEN 'retired' THEN 2
                      WHEN 'deleted' THEN 3 ELSE 4 END,

@@ -103,20 +103,41 @@ pub async fn ingest(
     first: u64,
     events: u64,
 ) -> f64 {
+    let parts = ingest_in_parts(consumer, options, client, settings, first, events, 1).await;
+    events as f64 / parts[0].as_secs_f64()
+}
+
+/// [`ingest`], the events cut into `parts` equal parts: how long each part
+/// took to land, from the one before (the first from the start).
+#[allow(dead_code)] // the ingest benchmarks', not status'
+pub async fn ingest_in_parts(
+    consumer: &mesh_controller::Following,
+    options: &DatabaseOptions,
+    client: &tokio_postgres::Client,
+    settings: &mesh_status::link::LinkSettings,
+    first: u64,
+    events: u64,
+    parts: u64,
+) -> Vec<std::time::Duration> {
     let mut store = mesh_pg_store::PgStore::new(options.clone());
     let stop = mesh_runtime::Stop::new();
-    let started = std::time::Instant::now();
     let asked = stop.clone();
     let watcher = async move {
-        while !landed(client, first + events - 1).await {
-            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        let mut times = Vec::new();
+        let mut last = std::time::Instant::now();
+        for part in 1..=parts {
+            let end = first + events * part / parts - 1;
+            while !landed(client, end).await {
+                tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+            }
+            times.push(last.elapsed());
+            last = std::time::Instant::now();
         }
-        let elapsed = started.elapsed();
         asked.request();
-        elapsed
+        times
     };
     let state = mesh_status::LinkState::new();
     let following = mesh_controller::follow(consumer, &mut store, settings, &state, &stop);
-    let (elapsed, _) = tokio::join!(watcher, following);
-    events as f64 / elapsed.as_secs_f64()
+    let (times, _) = tokio::join!(watcher, following);
+    times
 }

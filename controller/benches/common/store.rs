@@ -50,7 +50,7 @@ pub fn env_number(name: &str, default: u64) -> u64 {
 /// Fills `failing` with `standings` rows of `providers` providers on 10
 /// machines (`p<n>@db-<n % 10>`), consumers `c1`… on 7 machines, a third
 /// of them said 40 or 80 minutes ago; the rows go in unsorted.
-#[allow(dead_code)] // the status and console benchmarks', not ingest's
+#[allow(dead_code)] // the status, console and history benchmarks', not ingest's
 pub async fn fill_standings(client: &tokio_postgres::Client, providers: u64, standings: u64) {
     client
         .execute(
