@@ -15,6 +15,7 @@
 //! cargo bench -p mesh-controller --bench catch_up
 //! MESH_BENCH_EVENTS=100000 cargo bench -p mesh-controller --bench catch_up
 //! MESH_BENCH_STATEMENTS=1 cargo bench -p mesh-controller --bench catch_up   # the server's statements
+//! MESH_BENCH_STATEMENTS=1 MESH_BENCH_EXPLAIN=15 cargo bench …   # and the plans slower than 15 ms
 //! ```
 
 mod common;
@@ -88,6 +89,11 @@ fn main() {
         );
         if statements {
             print_statements(&db).await;
+        }
+        if std::env::var_os("MESH_BENCH_EXPLAIN").is_some() {
+            let log = pg.log();
+            std::fs::write("/tmp/catch_up-server.log", &log).expect("writing the server log");
+            println!("  the server's log (auto_explain, autovacuum): /tmp/catch_up-server.log");
         }
     });
 }

@@ -90,9 +90,18 @@ async fn with_statements(
     db: tokio_postgres::Client,
     name: &str,
 ) -> tokio_postgres::Client {
-    db.batch_execute("ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'")
-        .await
-        .expect("loading pg_stat_statements");
+    // `MESH_BENCH_EXPLAIN=MS`: auto_explain logs the plan of every
+    // statement slower than MS milliseconds, with its times and buffers.
+    let explain = std::env::var("MESH_BENCH_EXPLAIN").ok();
+    let libraries = match &explain {
+        Some(_) => "'pg_stat_statements', 'auto_explain'",
+        None => "'pg_stat_statements'",
+    };
+    db.batch_execute(&format!(
+        "ALTER SYSTEM SET shared_preload_libraries = {libraries}"
+    ))
+    .await
+    .expect("loading pg_stat_statements");
     drop(db);
     pg.stop();
     pg.start_again();
@@ -110,6 +119,22 @@ async fn with_statements(
     db.batch_execute("CREATE EXTENSION pg_stat_statements")
         .await
         .expect("pg_stat_statements");
+    if let Some(ms) = explain.as_deref() {
+        for setting in [
+            format!("auto_explain.log_min_duration = '{ms}ms'"),
+            "auto_explain.log_analyze = on".to_owned(),
+            "auto_explain.log_buffers = on".to_owned(),
+            "log_autovacuum_min_duration = 0".to_owned(),
+            "log_statement = 'none'".to_owned(),
+        ] {
+            db.batch_execute(&format!("ALTER SYSTEM SET {setting}"))
+                .await
+                .expect("setting auto_explain");
+        }
+        db.batch_execute("SELECT pg_reload_conf()")
+            .await
+            .expect("reloading the settings");
+    }
     db
 }
 

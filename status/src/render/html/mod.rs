@@ -69,8 +69,11 @@ pub(crate) fn time(at: Timestamp, now: Timestamp) -> String {
         (true, _) => format!("{} ago", duration_text(minutes)),
         (false, _) => format!("in {}", duration_text(minutes)),
     };
-    let utc = at.to_string().replace('T', " ").replace('Z', " UTC");
-    format!("<time datetime=\"{at}\" title=\"{utc}\">{text}</time>")
+    // `2026-12-04T21:09:00Z`, and for the hover `2026-12-04 21:09:00 UTC`.
+    let iso = at.to_string();
+    let (day, clock) = iso.split_once('T').unwrap_or((&iso, ""));
+    let clock = clock.trim_end_matches('Z');
+    format!("<time datetime=\"{iso}\" title=\"{day} {clock} UTC\">{text}</time>")
 }
 
 /// The path of the page of machine `machine`.
