@@ -47,8 +47,9 @@ pub(crate) fn other_lines(head: &Head) -> Vec<String> {
 }
 
 /// One standing's item: the consumer (a link to its page unless `linked`
-/// is false: on its own page), since when, how often, its recurrence,
-/// whether it went silent, and its error; times as `<time>`, from `now`.
+/// is false: on its own page, which says when it was said too), since
+/// when, how often, its recurrence, whether it went silent, and its error;
+/// times as `<time>`, from `now`.
 pub(crate) fn standing_item(s: &Listed, now: Timestamp, linked: bool) -> String {
     let r = &s.row;
     let machine = r.consumer_machine.as_deref().unwrap_or("?");
@@ -68,13 +69,20 @@ pub(crate) fn standing_item(s: &Listed, now: Timestamp, linked: bool) -> String 
         ),
         None => format!("since {}", time(r.since, now)),
     };
+    // When it was said, on the consumer's own page; a list (the mesh's, a
+    // machine's, a provider's) leaves it out: a page of a thousand
+    // standings stays small, and one no longer said is marked silent.
+    let said = if linked {
+        String::new()
+    } else {
+        format!(", said {}", time(r.said_at, now))
+    };
     let mut item = format!(
         "<li class=\"failing\" data-consumer=\"{}@{}\">{who} <span class=\"since\">{since}</span>, \
-         {} attempts, said {}",
+         {} attempts{said}",
         escape(&r.consumer),
         escape(machine),
         r.attempts,
-        time(r.said_at, now)
     );
     if let Some(secs) = s.silent_for_seconds {
         let _ = write!(
