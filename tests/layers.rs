@@ -141,7 +141,7 @@ const CRATES: &[(&str, Tables)] = &[
                     &["mesh"],
                 ],
             ),
-            ("browser", &[&["launch", "screenshot"]]),
+            ("browser", &[&["axe", "launch", "screenshot"]]),
             ("keycloak", &[&["dist", "admin"]]),
             (
                 "mesh",

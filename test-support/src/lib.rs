@@ -51,7 +51,8 @@ mod redis;
 mod tier;
 
 pub use browser::{
-    png_size, screenshots_dir, Browser, BrowserMissing, Violation, BROWSER_HEIGHT, REQUIRE_BROWSER,
+    png_size, screenshots_dir, AxeViolation, Browser, BrowserMissing, BROWSER_HEIGHT,
+    REQUIRE_BROWSER,
 };
 pub use certs::{CertFiles, TestCa};
 pub use cluster::{NatsCluster, CLUSTER_SIZE};

@@ -16,7 +16,7 @@ fn axe_script() -> PathBuf {
 
 /// One rule a page breaks, as axe-core says it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Violation {
+pub struct AxeViolation {
     /// The rule (`color-contrast`, `label`, …).
     pub id: String,
     /// `minor`, `moderate`, `serious` or `critical`.
@@ -27,14 +27,14 @@ pub struct Violation {
     pub nodes: Vec<String>,
 }
 
-impl Violation {
+impl AxeViolation {
     /// Whether it is `serious` or `critical`.
     pub fn is_grave(&self) -> bool {
         matches!(self.impact.as_str(), "serious" | "critical")
     }
 }
 
-impl std::fmt::Display for Violation {
+impl std::fmt::Display for AxeViolation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
@@ -67,7 +67,7 @@ impl Browser {
     /// # Panics
     /// When axe-core is not installed and [`REQUIRE_BROWSER`] is set (CI),
     /// or when it fails in the page.
-    pub async fn axe(&self, test: &str) -> Option<Vec<Violation>> {
+    pub async fn axe(&self, test: &str) -> Option<Vec<AxeViolation>> {
         let path = axe_script();
         let script = match std::fs::read_to_string(&path) {
             Ok(script) => script,
@@ -99,7 +99,7 @@ impl Browser {
         Some(
             found
                 .iter()
-                .map(|v| Violation {
+                .map(|v| AxeViolation {
                     id: text(v, "id"),
                     impact: text(v, "impact"),
                     help: text(v, "help"),

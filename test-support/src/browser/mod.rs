@@ -17,7 +17,7 @@ mod axe;
 mod launch;
 mod screenshot;
 
-pub use axe::Violation;
+pub use axe::AxeViolation;
 pub use launch::BrowserMissing;
 pub use screenshot::{png_size, screenshots_dir};
 
