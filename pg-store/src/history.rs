@@ -22,6 +22,7 @@ use mesh_status::model::history::{
 use mesh_status::model::{AliveRow, Instance, Received};
 
 use super::column_list::{column_list, names, unnest};
+use super::history_row::HistoryRow;
 
 /// What the store holds of a round's standings (`$1`..`$3`: provider
 /// module, machine, consumer): the failing row's place, its first `since`,
@@ -377,36 +378,31 @@ column_list! {
     }
 }
 
-/// PostgreSQL text holds no NUL character.
-fn text(value: &Option<String>) -> Option<String> {
-    value.as_ref().map(|v| v.replace('\0', "\u{FFFD}"))
-}
-
 impl HistoryColumns {
     pub(super) fn of(transitions: &[Transition]) -> HistoryColumns {
         let mut c = HistoryColumns::default();
-        for t in transitions {
-            c.kind.push(t.kind.as_str());
-            c.at.push(t.at.system_time());
+        for r in transitions.iter().map(HistoryRow::of) {
+            c.kind.push(r.kind.as_str());
+            c.at.push(r.at.system_time());
             c.provider_module
-                .push(t.provider.as_ref().map(|p| p.module.to_string()));
+                .push(r.provider.as_ref().map(|p| p.module.to_string()));
             c.provider_machine
-                .push(t.provider.as_ref().map(|p| p.machine.to_string()));
-            c.consumer.push(text(&t.consumer));
-            c.consumer_machine.push(text(&t.consumer_machine));
-            c.provision.push(text(&t.provision));
-            c.class.push(t.class.map(|k| k.as_str()));
-            c.error.push(text(&t.error));
-            c.since.push(t.since.map(Timestamp::system_time));
-            c.attempts.push(t.attempts);
-            c.reason.push(text(&t.reason));
-            c.fault.push(text(&t.fault));
-            c.detail.push(text(&t.detail));
+                .push(r.provider.as_ref().map(|p| p.machine.to_string()));
+            c.consumer.push(r.consumer);
+            c.consumer_machine.push(r.consumer_machine);
+            c.provision.push(r.provision);
+            c.class.push(r.class.map(|k| k.as_str()));
+            c.error.push(r.error);
+            c.since.push(r.since.map(Timestamp::system_time));
+            c.attempts.push(r.attempts);
+            c.reason.push(r.reason);
+            c.fault.push(r.fault);
+            c.detail.push(r.detail);
             let int = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
-            c.stream_epoch.push(t.place.map(|p| int(p.epoch)));
-            c.stream_seq.push(t.place.map(|p| int(p.seq)));
+            c.stream_epoch.push(r.place.map(|p| int(p.epoch)));
+            c.stream_seq.push(r.place.map(|p| int(p.seq)));
             c.stored_at.push(
-                t.place
+                r.place
                     .and_then(|p| p.stored_at)
                     .map(Timestamp::system_time),
             );

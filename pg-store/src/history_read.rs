@@ -10,6 +10,7 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
 use super::connection::{PgStore, STATEMENT_TIMEOUT};
+use super::history_row::{HistoryRow, Misfit};
 use super::read::{ListedKeys, StatusRead};
 use super::rows::{decoded, optional_time, time, ReadError};
 use super::PgError;
@@ -138,6 +139,7 @@ fn optional_provider(row: &Row, i: usize) -> Result<Option<ModuleId>, ReadError>
     }
 }
 
+/// A row of [`COLUMNS`] as its transition ([`HistoryRow::transition`]).
 fn transition_row(row: &Row) -> Result<Transition, ReadError> {
     let class = match row.try_get::<_, Option<&str>>(8)? {
         Some(_) => Some(decoded(row, 8, "history.class")?),
@@ -155,7 +157,7 @@ fn transition_row(row: &Row) -> Result<Transition, ReadError> {
         }),
         _ => None,
     };
-    Ok(Transition {
+    let flat = HistoryRow {
         kind: decoded(row, 1, "history.kind")?,
         at: time(row, 2)?,
         provider: optional_provider(row, 3)?,
@@ -171,7 +173,9 @@ fn transition_row(row: &Row) -> Result<Transition, ReadError> {
         detail: row.try_get(14)?,
         place,
         by: row.try_get(18)?,
-    })
+    };
+    flat.transition()
+        .map_err(|Misfit { column, reason }| ReadError::Undecodable { column, reason })
 }
 
 /// Removes at most `$2` rows recorded more than `$1` seconds ago, oldest

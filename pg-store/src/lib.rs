@@ -38,6 +38,7 @@ mod connection;
 mod epoch;
 mod history;
 mod history_read;
+mod history_row;
 mod locks;
 mod migrate;
 mod notes;
