@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime};
 
 use futures::future::try_join_all;
 use mesh_protocol::event::RetirementAction;
-use mesh_protocol::{Class, ModuleId, Timestamp};
+use mesh_protocol::{Class, ModuleId, Name, Timestamp};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Row, Statement};
 
@@ -143,7 +143,7 @@ impl Keys {
             match &key {
                 PreviousKey::Standing(p, c) => push(
                     &mut keys.standings,
-                    &[p.module.as_str(), p.machine.as_str(), c],
+                    &[p.module.as_str(), p.machine.as_str(), c.as_str()],
                 ),
                 PreviousKey::Alive(p) => {
                     push(&mut keys.alive, &[p.module.as_str(), p.machine.as_str()])
@@ -159,11 +159,16 @@ impl Keys {
                 ),
                 PreviousKey::Repair(p, fault) => push(
                     &mut keys.repairs,
-                    &[p.module.as_str(), p.machine.as_str(), fault],
+                    &[p.module.as_str(), p.machine.as_str(), fault.as_str()],
                 ),
                 PreviousKey::Retirement(p, c, action) => push(
                     &mut keys.retirements,
-                    &[p.module.as_str(), p.machine.as_str(), c, action.as_str()],
+                    &[
+                        p.module.as_str(),
+                        p.machine.as_str(),
+                        c.as_str(),
+                        action.as_str(),
+                    ],
                 ),
             }
         }
@@ -262,7 +267,8 @@ type Entry = (Option<PreviousKey>, Previous);
 /// then it counts as not failing, as `status` reads it), its newest place.
 fn standing(row: &Row) -> Result<Entry, tokio_postgres::Error> {
     let (m, n, c): (&str, &str, &str) = (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
-    let Some(id) = provider(m, n) else {
+    // A key that does not parse is no event's key: it has no standing to keep.
+    let (Some(id), Ok(consumer)) = (provider(m, n), Name::parse(c)) else {
         return Ok((None, Previous::Nothing));
     };
     let failing = place(row.try_get(3)?, row.try_get(4)?);
@@ -294,7 +300,7 @@ fn standing(row: &Row) -> Result<Entry, tokio_postgres::Error> {
     let failing_since = first_since
         .filter(|_| failing.is_some() && !outlived)
         .map(ts);
-    let key = PreviousKey::Standing(id, c.to_owned());
+    let key = PreviousKey::Standing(id, consumer);
     Ok((
         Some(key),
         Previous::Standing {
@@ -340,17 +346,20 @@ fn grant(row: &Row) -> Result<Entry, tokio_postgres::Error> {
 }
 
 fn repair(row: &Row) -> Result<Entry, tokio_postgres::Error> {
+    let fault = Name::parse(row.try_get(2)?).ok();
     let key = provider(row.try_get(0)?, row.try_get(1)?)
-        .map(|p| PreviousKey::Repair(p, row.get::<_, String>(2)));
+        .zip(fault)
+        .map(|(p, fault)| PreviousKey::Repair(p, fault));
     let newest = place(row.try_get(3)?, row.try_get(4)?).unwrap_or_default();
     Ok((key, Previous::Event { newest }))
 }
 
 fn retirement(row: &Row) -> Result<Entry, tokio_postgres::Error> {
     let action = row.try_get::<_, &str>(3)?.parse::<RetirementAction>().ok();
+    let consumer = Name::parse(row.try_get(2)?).ok();
     let key = provider(row.try_get(0)?, row.try_get(1)?)
-        .zip(action)
-        .map(|(p, a)| PreviousKey::Retirement(p, row.get::<_, String>(2), a));
+        .zip(consumer.zip(action))
+        .map(|(p, (c, a))| PreviousKey::Retirement(p, c, a));
     let newest = place(row.try_get(4)?, row.try_get(5)?).unwrap_or_default();
     Ok((key, Previous::Event { newest }))
 }

@@ -399,11 +399,11 @@ impl Previous {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum PreviousKey {
     /// (provider, consumer): `failing` and `recovered`.
-    Standing(ModuleId, String),
+    Standing(ModuleId, Name),
     /// (provider, fault).
-    Repair(ModuleId, String),
+    Repair(ModuleId, Name),
     /// (provider, consumer, action).
-    Retirement(ModuleId, String, RetirementAction),
+    Retirement(ModuleId, Name, RetirementAction),
     /// A provider's `alive`.
     Alive(ModuleId),
     /// (agent `consumer@machine`, provision, from).
@@ -415,10 +415,10 @@ impl PreviousKey {
     pub fn of(received: &Received) -> PreviousKey {
         let e = received.emitter.clone();
         match &received.event {
-            Event::Failing(b) => PreviousKey::Standing(e, b.consumer.to_string()),
-            Event::Recovered(b) => PreviousKey::Standing(e, b.consumer.to_string()),
-            Event::Repair(b) => PreviousKey::Repair(e, b.fault.to_string()),
-            Event::Retirement(b) => PreviousKey::Retirement(e, b.consumer.to_string(), b.action),
+            Event::Failing(b) => PreviousKey::Standing(e, b.consumer.clone()),
+            Event::Recovered(b) => PreviousKey::Standing(e, b.consumer.clone()),
+            Event::Repair(b) => PreviousKey::Repair(e, b.fault.clone()),
+            Event::Retirement(b) => PreviousKey::Retirement(e, b.consumer.clone(), b.action),
             Event::Alive(_) => PreviousKey::Alive(e),
             Event::Unreachable(b) => PreviousKey::Grant(e, b.provision.clone(), b.from.clone()),
             Event::Reachable(b) => PreviousKey::Grant(e, b.provision.clone(), b.from.clone()),
@@ -771,12 +771,9 @@ impl Transitions {
     /// The first `since` of the interval the consumer of `provider` is
     /// failing in after the walk (kept across a provider restart that
     /// reset its `since`).
-    pub fn failing_since(&self, provider: &ModuleId, consumer: &str) -> Option<Timestamp> {
+    pub fn failing_since(&self, provider: &ModuleId, consumer: &Name) -> Option<Timestamp> {
         self.previous
-            .get(&PreviousKey::Standing(
-                provider.clone(),
-                consumer.to_owned(),
-            ))
+            .get(&PreviousKey::Standing(provider.clone(), consumer.clone()))
             .and_then(Previous::failing_since)
     }
 }
@@ -1236,7 +1233,10 @@ mod tests {
         assert_eq!(ts_of.len(), 1);
         assert_eq!(since(&ts_of[0]), Some(ts(x)));
         let wiki = ModuleId::parse("postgres@db-1").unwrap();
-        assert_eq!(walk.failing_since(&wiki, "wiki"), Some(ts(x)));
+        assert_eq!(
+            walk.failing_since(&wiki, &Name::parse("wiki").unwrap()),
+            Some(ts(x))
+        );
         let rest = walk.walk(&events[3..]);
         let kinds: Vec<_> = rest.iter().map(Transition::kind).collect();
         assert_eq!(
@@ -1250,7 +1250,10 @@ mod tests {
         );
         // The recovered interval says its first since.
         assert_eq!(since(&rest[0]), Some(ts(x)));
-        assert_eq!(walk.failing_since(&wiki, "wiki"), Some(ts(y)));
+        assert_eq!(
+            walk.failing_since(&wiki, &Name::parse("wiki").unwrap()),
+            Some(ts(y))
+        );
         // A redelivered round changes nothing.
         assert!(walk.walk(&events).is_empty());
     }

@@ -456,7 +456,7 @@ pub fn recurrence(r: &Recoveries, window: Duration) -> Recurrence {
 /// (provider, consumer): what [`recurrence`] reads for each.
 #[derive(Clone, Debug, Default)]
 pub struct Recurrences {
-    by_key: HashMap<(ModuleId, String), Recoveries>,
+    by_key: HashMap<(ModuleId, Name), Recoveries>,
     window: Duration,
 }
 
@@ -472,8 +472,8 @@ impl Recurrences {
 
     /// The recurrence of `provider`'s standing for `consumer`, `None` for
     /// one that did not recover within the window before.
-    pub fn of(&self, provider: &ModuleId, consumer: &str) -> Option<Recurrence> {
-        let r = self.by_key.get(&(provider.clone(), consumer.to_owned()))?;
+    pub fn of(&self, provider: &ModuleId, consumer: &Name) -> Option<Recurrence> {
+        let r = self.by_key.get(&(provider.clone(), consumer.clone()))?;
         Some(recurrence(r, self.window))
     }
 
@@ -739,7 +739,7 @@ mod tests {
         let week = DEFAULT_RECURRENCE_WINDOW;
         let counted = |count: u64, within_hour: u64| Recoveries {
             provider: ModuleId::parse("postgres@db-1").unwrap(),
-            consumer: "wiki".to_owned(),
+            consumer: Name::parse("wiki").unwrap(),
             count,
             within_hour,
             last_at: ts("2026-11-27T21:40:00Z"),
@@ -772,8 +772,13 @@ mod tests {
         assert_eq!(recurrence(&unknown, week).last_seconds, None);
         let by_key = Recurrences::new(vec![counted(1, 0)], week);
         let provider = ModuleId::parse("postgres@db-1").unwrap();
-        assert_eq!(by_key.of(&provider, "wiki").map(|r| r.count), Some(2));
-        assert_eq!(by_key.of(&provider, "forge"), None);
+        assert_eq!(
+            by_key
+                .of(&provider, &Name::parse("wiki").unwrap())
+                .map(|r| r.count),
+            Some(2)
+        );
+        assert_eq!(by_key.of(&provider, &Name::parse("forge").unwrap()), None);
     }
 
     #[test]

@@ -6,7 +6,7 @@
 
 use std::fmt::Write as _;
 
-use mesh_protocol::{Class, ModuleId};
+use mesh_protocol::{Class, ModuleId, Name};
 
 use super::{consumer_path, escape, link, machine_path, provider_path};
 use crate::render::human::{recurrence, Human};
@@ -48,10 +48,10 @@ pub(crate) fn other_lines(head: &Head) -> Vec<String> {
 /// recurrence, whether it went silent, and its error.
 pub(crate) fn standing_item(s: &Listed) -> String {
     let r = &s.row;
-    let machine = r.consumer_machine.as_deref().unwrap_or("?");
+    let machine = r.consumer_machine.as_ref().map_or("?", Name::as_str);
     let who = match &r.consumer_machine {
         Some(m) => link(
-            &consumer_path(&r.consumer, m),
+            &consumer_path(r.consumer.as_str(), m.as_str()),
             &format!("{}@{m}", r.consumer),
         ),
         None => escape(&format!("{}@?", r.consumer)),
@@ -63,7 +63,7 @@ pub(crate) fn standing_item(s: &Listed) -> String {
     let mut item = format!(
         "<li class=\"failing\" data-consumer=\"{}@{}\">{who} <span class=\"since\">{}</span>, \
          {} attempts, said {}",
-        escape(&r.consumer),
+        escape(r.consumer.as_str()),
         escape(machine),
         escape(&since),
         r.attempts,
@@ -245,8 +245,8 @@ mod tests {
         Listed {
             row: FailingRow {
                 provider: ModuleId::parse("postgres@db-1").unwrap(),
-                consumer: consumer.into(),
-                consumer_machine: Some("app-1".into()),
+                consumer: Name::parse(consumer).unwrap(),
+                consumer_machine: Some(Name::parse("app-1").unwrap()),
                 provision: Some("postgres-database".into()),
                 class,
                 error: error.into(),
