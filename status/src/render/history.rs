@@ -219,7 +219,8 @@ pub fn json(out: &mut dyn Write, report: &HistoryReport) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::history::{Change, RepairChange, RetirementChange, Transition};
+    use crate::model::history::{Change, RepairChange, RetirementChange};
+    use crate::report::history::tests::{began, provider, recovered, row as t};
     use crate::report::history::{entries, summaries};
     use mesh_protocol::{Class, ModuleId, Name};
 
@@ -227,34 +228,8 @@ mod tests {
         Timestamp::parse(s).unwrap()
     }
 
-    fn t(at: &str, change: Change) -> Transition {
-        Transition {
-            at: ts(at),
-            place: None,
-            change,
-        }
-    }
-
-    fn provider() -> ModuleId {
-        ModuleId::parse("postgres@db-1").unwrap()
-    }
-
     fn wiki() -> Name {
         Name::parse("wiki").unwrap()
-    }
-
-    fn began(at: &str, since: &str) -> Transition {
-        let change = Change::FailingBegan {
-            provider: provider(),
-            consumer: wiki(),
-            consumer_machine: Some(Name::parse("app-1").unwrap()),
-            provision: Some("postgres-database".into()),
-            class: Class::CredentialsRejected,
-            error: "password authentication failed".into(),
-            since: ts(since),
-            attempts: 61,
-        };
-        t(at, change)
     }
 
     #[test]
@@ -263,17 +238,7 @@ mod tests {
         let since = ts("2026-11-22T12:00:00Z");
         let rows = [
             began("2026-11-27T00:17:00Z", "2026-11-27T00:12:00Z"),
-            t(
-                "2026-11-27T21:40:00Z",
-                Change::Recovered {
-                    provider: provider(),
-                    consumer: wiki(),
-                    consumer_machine: Some(Name::parse("app-1").unwrap()),
-                    provision: Some("postgres-database".into()),
-                    since: ts("2026-11-27T00:12:00Z"),
-                    reason: "success".into(),
-                },
-            ),
+            recovered("2026-11-27T21:40:00Z", "2026-11-27T00:12:00Z"),
             t(
                 "2026-11-28T08:00:00Z",
                 Change::Retired(RetirementChange {

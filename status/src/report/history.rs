@@ -555,18 +555,18 @@ pub fn window_text(window: Duration) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn ts(s: &str) -> Timestamp {
         Timestamp::parse(s).unwrap()
     }
 
-    fn provider() -> ModuleId {
+    pub(crate) fn provider() -> ModuleId {
         ModuleId::parse("postgres@db-1").unwrap()
     }
 
-    fn row(at: &str, change: Change) -> Transition {
+    pub(crate) fn row(at: &str, change: Change) -> Transition {
         Transition {
             at: ts(at),
             place: None,
@@ -574,7 +574,8 @@ mod tests {
         }
     }
 
-    fn began(at: &str) -> Transition {
+    /// wiki@app-1 failing from postgres@db-1 since `since`, said at `at`.
+    pub(crate) fn began(at: &str, since: &str) -> Transition {
         row(
             at,
             Change::FailingBegan {
@@ -584,13 +585,14 @@ mod tests {
                 provision: Some("postgres-database".into()),
                 class: Class::CredentialsRejected,
                 error: "password authentication failed".into(),
-                since: ts(at),
-                attempts: 1,
+                since: ts(since),
+                attempts: 61,
             },
         )
     }
 
-    fn recovered(at: &str, since: &str) -> Transition {
+    /// wiki@app-1 recovered at `at` from failing since `since`.
+    pub(crate) fn recovered(at: &str, since: &str) -> Transition {
         row(
             at,
             Change::Recovered {
@@ -608,9 +610,9 @@ mod tests {
     fn intervals_pair_newest_first_and_an_open_one_runs_to_now() {
         let now = ts("2026-11-29T12:00:00Z");
         let rows = [
-            began("2026-11-27T00:12:00Z"),
+            began("2026-11-27T00:12:00Z", "2026-11-27T00:12:00Z"),
             recovered("2026-11-27T21:40:00Z", "2026-11-27T00:12:00Z"),
-            began("2026-11-29T11:00:00Z"),
+            began("2026-11-29T11:00:00Z", "2026-11-29T11:00:00Z"),
         ];
         let e = entries(&rows, now);
         assert_eq!(e.len(), 2);
@@ -643,7 +645,10 @@ mod tests {
     #[test]
     fn began_again_without_an_end_closes_the_one_before() {
         let now = ts("2026-11-29T12:00:00Z");
-        let rows = [began("2026-11-29T01:00:00Z"), began("2026-11-29T03:00:00Z")];
+        let rows = [
+            began("2026-11-29T01:00:00Z", "2026-11-29T01:00:00Z"),
+            began("2026-11-29T03:00:00Z", "2026-11-29T03:00:00Z"),
+        ];
         let e = entries(&rows, now);
         assert_eq!(e[1].to, Some(ts("2026-11-29T03:00:00Z")));
         assert!(e[0].is_open());
