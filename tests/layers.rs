@@ -208,7 +208,7 @@ const CRATES: &[(&str, Tables)] = &[
         &[(
             "",
             &[
-                &["options", "column_list", "locks", "selected"],
+                &["options", "column_list", "history_row", "locks", "selected"],
                 &["columns", "history"],
                 &["statements"],
                 &["connection"],

@@ -387,7 +387,7 @@ impl Pages {
         let standings: Vec<Listed> = report
             .standings
             .into_iter()
-            .filter(|s| s.row.consumer_machine.as_ref() == Some(&machine))
+            .filter(|s| s.row.consumer_machine.as_ref() == Some(&c.machine))
             .collect();
         let span = Duration::from_secs(u64::from(HISTORY_DAYS) * 86_400);
         let filter = HistoryFilter {

@@ -237,7 +237,11 @@ async fn the_store_counts_recoveries_before_the_current_interval_within_the_wind
     .await;
 
     let all = counted(&mut store, None).await;
-    let by = |consumer: &str| all.iter().find(|r| r.consumer == consumer).cloned();
+    let by = |consumer: &str| {
+        all.iter()
+            .find(|r| r.consumer.as_str() == consumer)
+            .cloned()
+    };
     let names: Vec<&str> = all.iter().map(|r| r.consumer.as_str()).collect();
     assert_eq!(names, ["flap", "second", "twice"], "{all:?}");
     let second = by("second").unwrap();
@@ -314,7 +318,7 @@ async fn a_capped_listing_lists_the_first_of_each_provider_and_class_and_counts_
     uncapped.finish().await.unwrap();
     let mut listed = Vec::new();
     while let Some(row) = read.next().await.unwrap() {
-        listed.push(row.consumer);
+        listed.push(row.consumer.to_string());
     }
     read.finish().await.unwrap();
     assert_eq!(listed, ["c0", "c1", "c2", "c3", "c4", "u0", "u1", "u2"]);
@@ -325,7 +329,7 @@ async fn a_capped_listing_lists_the_first_of_each_provider_and_class_and_counts_
     let mut read = store.read_status(&filter).await.unwrap();
     assert_eq!(read.groups.iter().map(|g| g.standings).sum::<u64>(), 1);
     let row = read.next().await.unwrap().expect("u1's standing");
-    assert_eq!(row.consumer, "u1");
+    assert_eq!(row.consumer.as_str(), "u1");
     assert!(read.next().await.unwrap().is_none());
     read.finish().await.unwrap();
 }

@@ -1227,7 +1227,7 @@ async fn an_alive_keeps_when_the_stream_stored_it_and_its_provider_fault() {
 
 #[tokio::test]
 async fn a_provider_fault_begins_changes_class_and_clears_as_history_rows_of_its_rounds() {
-    use mesh_status::model::history::TransitionKind;
+    use mesh_status::model::history::{Change, TransitionKind};
     let pg = PgCluster::start();
     let (options, admin) = store_at(&pg, "fault_history").await;
     migrate(&options).await.unwrap();
@@ -1289,7 +1289,13 @@ async fn a_provider_fault_begins_changes_class_and_clears_as_history_rows_of_its
     };
     let within = Timestamp::from_system(at(4).system_time() + Duration::from_secs(30));
     let (transitions, _) = store.read_history(&provider_filter(within)).await.unwrap();
-    let kinds: Vec<_> = transitions.iter().map(|t| (t.kind, t.class)).collect();
+    let kinds: Vec<_> = transitions
+        .iter()
+        .map(|t| match &t.change {
+            Change::ProviderFaultBegan { class, .. } => (t.kind(), Some(*class)),
+            _ => (t.kind(), None),
+        })
+        .collect();
     assert_eq!(
         kinds,
         [(TransitionKind::ProviderFaultBegan, Some(Class::Unreachable))]

@@ -20,7 +20,7 @@ use super::history::{HistoryColumns, Keys};
 use super::locks::{bucket, LOCK_CLASS};
 use super::statements::Statements;
 use super::PgError;
-use mesh_protocol::ModuleId;
+use mesh_protocol::{ModuleId, Name};
 use mesh_status::model::history::Transitions;
 use mesh_status::model::reduce::reduce;
 use mesh_status::model::Received;
@@ -261,7 +261,7 @@ impl PgStore {
             let history = HistoryColumns::of(&walk.walk(events));
             round.failing.keep_first_since(|module, machine, consumer| {
                 let provider = ModuleId::parse(&format!("{module}@{machine}")).ok()?;
-                walk.failing_since(&provider, consumer)
+                walk.failing_since(&provider, &Name::parse(consumer).ok()?)
                     .map(|t| t.system_time())
             });
             let mut statements = round.statements(prepared);

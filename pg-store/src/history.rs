@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime};
 
 use futures::future::try_join_all;
 use mesh_protocol::event::RetirementAction;
-use mesh_protocol::{Class, ModuleId, Timestamp};
+use mesh_protocol::{Class, ModuleId, Name, Timestamp};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Row, Statement};
 
@@ -22,6 +22,7 @@ use mesh_status::model::history::{
 use mesh_status::model::{AliveRow, Instance, Received};
 
 use super::column_list::{column_list, names, unnest};
+use super::history_row::HistoryRow;
 
 /// What the store holds of a round's standings (`$1`..`$3`: provider
 /// module, machine, consumer): the failing row's place, its first `since`,
@@ -142,7 +143,7 @@ impl Keys {
             match &key {
                 PreviousKey::Standing(p, c) => push(
                     &mut keys.standings,
-                    &[p.module.as_str(), p.machine.as_str(), c],
+                    &[p.module.as_str(), p.machine.as_str(), c.as_str()],
                 ),
                 PreviousKey::Alive(p) => {
                     push(&mut keys.alive, &[p.module.as_str(), p.machine.as_str()])
@@ -158,11 +159,16 @@ impl Keys {
                 ),
                 PreviousKey::Repair(p, fault) => push(
                     &mut keys.repairs,
-                    &[p.module.as_str(), p.machine.as_str(), fault],
+                    &[p.module.as_str(), p.machine.as_str(), fault.as_str()],
                 ),
                 PreviousKey::Retirement(p, c, action) => push(
                     &mut keys.retirements,
-                    &[p.module.as_str(), p.machine.as_str(), c, action.as_str()],
+                    &[
+                        p.module.as_str(),
+                        p.machine.as_str(),
+                        c.as_str(),
+                        action.as_str(),
+                    ],
                 ),
             }
         }
@@ -261,7 +267,8 @@ type Entry = (Option<PreviousKey>, Previous);
 /// then it counts as not failing, as `status` reads it), its newest place.
 fn standing(row: &Row) -> Result<Entry, tokio_postgres::Error> {
     let (m, n, c): (&str, &str, &str) = (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
-    let Some(id) = provider(m, n) else {
+    // A key that does not parse is no event's key: it has no standing to keep.
+    let (Some(id), Ok(consumer)) = (provider(m, n), Name::parse(c)) else {
         return Ok((None, Previous::Nothing));
     };
     let failing = place(row.try_get(3)?, row.try_get(4)?);
@@ -293,7 +300,7 @@ fn standing(row: &Row) -> Result<Entry, tokio_postgres::Error> {
     let failing_since = first_since
         .filter(|_| failing.is_some() && !outlived)
         .map(ts);
-    let key = PreviousKey::Standing(id, c.to_owned());
+    let key = PreviousKey::Standing(id, consumer);
     Ok((
         Some(key),
         Previous::Standing {
@@ -339,17 +346,20 @@ fn grant(row: &Row) -> Result<Entry, tokio_postgres::Error> {
 }
 
 fn repair(row: &Row) -> Result<Entry, tokio_postgres::Error> {
+    let fault = Name::parse(row.try_get(2)?).ok();
     let key = provider(row.try_get(0)?, row.try_get(1)?)
-        .map(|p| PreviousKey::Repair(p, row.get::<_, String>(2)));
+        .zip(fault)
+        .map(|(p, fault)| PreviousKey::Repair(p, fault));
     let newest = place(row.try_get(3)?, row.try_get(4)?).unwrap_or_default();
     Ok((key, Previous::Event { newest }))
 }
 
 fn retirement(row: &Row) -> Result<Entry, tokio_postgres::Error> {
     let action = row.try_get::<_, &str>(3)?.parse::<RetirementAction>().ok();
+    let consumer = Name::parse(row.try_get(2)?).ok();
     let key = provider(row.try_get(0)?, row.try_get(1)?)
-        .zip(action)
-        .map(|(p, a)| PreviousKey::Retirement(p, row.get::<_, String>(2), a));
+        .zip(consumer.zip(action))
+        .map(|(p, (c, a))| PreviousKey::Retirement(p, c, a));
     let newest = place(row.try_get(4)?, row.try_get(5)?).unwrap_or_default();
     Ok((key, Previous::Event { newest }))
 }
@@ -377,36 +387,31 @@ column_list! {
     }
 }
 
-/// PostgreSQL text holds no NUL character.
-fn text(value: &Option<String>) -> Option<String> {
-    value.as_ref().map(|v| v.replace('\0', "\u{FFFD}"))
-}
-
 impl HistoryColumns {
     pub(super) fn of(transitions: &[Transition]) -> HistoryColumns {
         let mut c = HistoryColumns::default();
-        for t in transitions {
-            c.kind.push(t.kind.as_str());
-            c.at.push(t.at.system_time());
+        for r in transitions.iter().map(HistoryRow::of) {
+            c.kind.push(r.kind.as_str());
+            c.at.push(r.at.system_time());
             c.provider_module
-                .push(t.provider.as_ref().map(|p| p.module.to_string()));
+                .push(r.provider.as_ref().map(|p| p.module.to_string()));
             c.provider_machine
-                .push(t.provider.as_ref().map(|p| p.machine.to_string()));
-            c.consumer.push(text(&t.consumer));
-            c.consumer_machine.push(text(&t.consumer_machine));
-            c.provision.push(text(&t.provision));
-            c.class.push(t.class.map(|k| k.as_str()));
-            c.error.push(text(&t.error));
-            c.since.push(t.since.map(Timestamp::system_time));
-            c.attempts.push(t.attempts);
-            c.reason.push(text(&t.reason));
-            c.fault.push(text(&t.fault));
-            c.detail.push(text(&t.detail));
+                .push(r.provider.as_ref().map(|p| p.machine.to_string()));
+            c.consumer.push(r.consumer);
+            c.consumer_machine.push(r.consumer_machine);
+            c.provision.push(r.provision);
+            c.class.push(r.class.map(|k| k.as_str()));
+            c.error.push(r.error);
+            c.since.push(r.since.map(Timestamp::system_time));
+            c.attempts.push(r.attempts);
+            c.reason.push(r.reason);
+            c.fault.push(r.fault);
+            c.detail.push(r.detail);
             let int = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
-            c.stream_epoch.push(t.place.map(|p| int(p.epoch)));
-            c.stream_seq.push(t.place.map(|p| int(p.seq)));
+            c.stream_epoch.push(r.place.map(|p| int(p.epoch)));
+            c.stream_seq.push(r.place.map(|p| int(p.seq)));
             c.stored_at.push(
-                t.place
+                r.place
                     .and_then(|p| p.stored_at)
                     .map(Timestamp::system_time),
             );

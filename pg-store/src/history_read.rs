@@ -10,8 +10,9 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
 use super::connection::{PgStore, STATEMENT_TIMEOUT};
+use super::history_row::{HistoryRow, Misfit};
 use super::read::{ListedKeys, StatusRead};
-use super::rows::{decoded, optional_time, time, ReadError};
+use super::rows::{decoded, optional_decoded, optional_time, time, ReadError};
 use super::PgError;
 use mesh_status::model::history::{Recoveries, RepairsDone, Transition};
 use mesh_status::model::reduce::Place;
@@ -138,11 +139,9 @@ fn optional_provider(row: &Row, i: usize) -> Result<Option<ModuleId>, ReadError>
     }
 }
 
+/// A row of [`COLUMNS`] as its transition ([`HistoryRow::transition`]).
 fn transition_row(row: &Row) -> Result<Transition, ReadError> {
-    let class = match row.try_get::<_, Option<&str>>(8)? {
-        Some(_) => Some(decoded(row, 8, "history.class")?),
-        None => None,
-    };
+    let class = optional_decoded(row, 8, "history.class")?;
     let place = match (
         row.try_get::<_, Option<i64>>(15)?,
         row.try_get::<_, Option<i64>>(16)?,
@@ -155,7 +154,7 @@ fn transition_row(row: &Row) -> Result<Transition, ReadError> {
         }),
         _ => None,
     };
-    Ok(Transition {
+    let flat = HistoryRow {
         kind: decoded(row, 1, "history.kind")?,
         at: time(row, 2)?,
         provider: optional_provider(row, 3)?,
@@ -171,7 +170,9 @@ fn transition_row(row: &Row) -> Result<Transition, ReadError> {
         detail: row.try_get(14)?,
         place,
         by: row.try_get(18)?,
-    })
+    };
+    flat.transition()
+        .map_err(|Misfit { column, reason }| ReadError::Undecodable { column, reason })
 }
 
 /// Removes at most `$2` rows recorded more than `$1` seconds ago, oldest
@@ -273,7 +274,8 @@ impl StatusRead {
                         window_seconds: window.as_secs(),
                         last_at: time(row, 4)?,
                     };
-                    Ok::<_, ReadError>((provider, row.try_get::<_, String>(2)?, done))
+                    let fault: Name = decoded(row, 2, "history.fault")?;
+                    Ok::<_, ReadError>((provider, fault, done))
                 })
                 .collect::<Result<Vec<_>, _>>()
         };
@@ -342,16 +344,13 @@ impl StatusRead {
 }
 
 fn recoveries_row(row: &Row) -> Result<Recoveries, ReadError> {
-    let class = match row.try_get::<_, Option<&str>>(7)? {
-        Some(_) => Some(decoded(row, 7, "history.class")?),
-        None => None,
-    };
+    let class = optional_decoded(row, 7, "history.class")?;
     Ok(Recoveries {
         provider: ModuleId::new(
             decoded::<Name>(row, 0, "history.provider_module")?,
             decoded::<Name>(row, 1, "history.provider_machine")?,
         ),
-        consumer: row.try_get(2)?,
+        consumer: decoded(row, 2, "history.consumer")?,
         count: u64::try_from(row.try_get::<_, i64>(3)?).unwrap_or(0),
         within_hour: u64::try_from(row.try_get::<_, i64>(4)?).unwrap_or(0),
         last_at: time(row, 5)?,

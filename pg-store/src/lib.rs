@@ -39,6 +39,7 @@ mod consumers;
 mod epoch;
 mod history;
 mod history_read;
+mod history_row;
 mod locks;
 mod migrate;
 mod notes;

@@ -67,6 +67,22 @@ where
     })
 }
 
+/// Column `i` of `row` decoded as [`decoded`] does, when not null.
+pub(super) fn optional_decoded<T>(
+    row: &Row,
+    i: usize,
+    column: &'static str,
+) -> Result<Option<T>, ReadError>
+where
+    T: FromStr,
+    T::Err: Display,
+{
+    match row.try_get::<_, Option<&str>>(i)? {
+        Some(_) => decoded(row, i, column).map(Some),
+        None => Ok(None),
+    }
+}
+
 /// Where a table's provider is: the index of its module column (its machine
 /// follows), and the two columns' names.
 pub(super) type ProviderColumns = (usize, [&'static str; 2]);
@@ -113,8 +129,8 @@ pub(super) fn optional_time(row: &Row, i: usize) -> Result<Option<Timestamp>, Re
 pub(super) fn failing_row(row: &Row, provider: ModuleId) -> Result<FailingRow, ReadError> {
     Ok(FailingRow {
         provider,
-        consumer: row.try_get(2)?,
-        consumer_machine: row.try_get(3)?,
+        consumer: decoded(row, 2, "failing.consumer")?,
+        consumer_machine: optional_decoded(row, 3, "failing.consumer_machine")?,
         provision: row.try_get(4)?,
         class: decoded(row, 5, "failing.class")?,
         error: row.try_get(6)?,
@@ -128,7 +144,7 @@ pub(super) fn failing_row(row: &Row, provider: ModuleId) -> Result<FailingRow, R
 pub(super) fn repair_row(row: &Row) -> Result<RepairRow, ReadError> {
     Ok(RepairRow {
         provider: provider(row, REPAIR_PROVIDER, None)?,
-        fault: row.try_get(2)?,
+        fault: decoded(row, 2, "repair.fault")?,
         outcome: decoded(row, 3, "repair.outcome")?,
         detail: row.try_get(4)?,
         next_attempt_at: optional_time(row, 5)?,
@@ -186,7 +202,7 @@ pub(super) fn instance_row(row: &Row) -> Result<InstanceRow, ReadError> {
 pub(super) fn retired_row(row: &Row) -> Result<RetiredRow, ReadError> {
     Ok(RetiredRow {
         provider: provider(row, RETIRED_PROVIDER, None)?,
-        consumer: row.try_get(2)?,
+        consumer: decoded(row, 2, "retirement.consumer")?,
         action: decoded(row, 3, "retirement.action")?,
         detail: row.try_get(4)?,
         said_at: time(row, 5)?,
@@ -196,8 +212,8 @@ pub(super) fn retired_row(row: &Row) -> Result<RetiredRow, ReadError> {
 
 pub(super) fn grant_row(row: &Row) -> Result<GrantRow, ReadError> {
     Ok(GrantRow {
-        machine: row.try_get(0)?,
-        consumer: row.try_get(1)?,
+        machine: decoded(row, 0, "grant_event.machine")?,
+        consumer: decoded(row, 1, "grant_event.consumer")?,
         provision: row.try_get(2)?,
         from: row.try_get(3)?,
         state: decoded(row, 4, "grant_event.kind")?,

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
-use mesh_protocol::{ModuleId, Timestamp};
+use mesh_protocol::{ModuleId, Name, Timestamp};
 use mesh_status::model::reduce::{reduce, Place};
 use mesh_status::model::{
     AliveRow, ControllerRecord, FailingRow, InstanceRow, Received, RepairRow,
@@ -162,7 +162,7 @@ impl MemStore {
                 .filter(|row| {
                     filter.machine.as_ref().is_none_or(|m| {
                         row.provider.machine.as_str() == m
-                            || row.consumer_machine.as_deref() == Some(m)
+                            || row.consumer_machine.as_ref().map(Name::as_str) == Some(m)
                     })
                 })
                 .cloned()
@@ -240,8 +240,8 @@ impl Store for MemStore {
                 {
                     let row = FailingRow {
                         provider: k.emitter.clone(),
-                        consumer: b.consumer.to_string(),
-                        consumer_machine: b.consumer_machine.as_ref().map(ToString::to_string),
+                        consumer: b.consumer.clone(),
+                        consumer_machine: b.consumer_machine.clone(),
                         provision: b.provision.clone(),
                         class: b.class,
                         error: b.error.clone(),

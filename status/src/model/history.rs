@@ -30,20 +30,20 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use mesh_protocol::event::{RepairOutcome, RetirementAction};
-use mesh_protocol::{Class, Event, ModuleId, Timestamp};
+use mesh_protocol::{Class, Event, ModuleId, Name, Timestamp};
 
 pub use super::row::{Recoveries, RepairsDone};
 
 use super::reduce::Place;
 use super::Received;
 
-/// What changed.
+/// What changed: the kind of a transition's [`Change`] (whose variant of
+/// the same name carries its fields), as the store writes it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TransitionKind {
-    /// A consumer began failing: the first `failing` since it was last
-    /// fine (`class`, `error`, `since`, `attempts`).
+    /// A consumer began failing: the first `failing` since it was last fine.
     FailingBegan,
-    /// A failing consumer recovered (`reason`).
+    /// A failing consumer recovered.
     Recovered,
     /// The provider retired the consumer.
     Retired,
@@ -51,26 +51,23 @@ pub enum TransitionKind {
     ReEnabled,
     /// The provider deleted the consumer's provision.
     Deleted,
-    /// A provider unheard since `since` was heard again.
+    /// A provider unheard for a while was heard again.
     HeardAgain,
-    /// The controller, following nothing since `since`, follows again.
+    /// The controller, following nothing for a while, follows again.
     FollowingAgain,
-    /// A repair was done and verified (`fault`, `detail`).
+    /// A repair was done and verified.
     RepairDone,
-    /// A failed repair is braked (`fault`, `detail`).
+    /// A failed repair is braked.
     RepairBraked,
-    /// A grant became unreachable (`error`, `since`, `attempts`: its failures).
+    /// A grant became unreachable.
     GrantUnreachable,
-    /// An unreachable grant is reachable again (`reason`).
+    /// An unreachable grant is reachable again.
     GrantReachable,
-    /// A provider's fault began, or changed class: its `alive` says it
-    /// cannot work as its administrator (`class`, `error`, `since`).
+    /// A provider's fault began, or changed class.
     ProviderFaultBegan,
-    /// A provider's fault cleared: its `alive` carries none (`class` and
-    /// `since` of the fault that cleared).
+    /// A provider's fault cleared.
     ProviderFaultCleared,
-    /// A person attached a note to a consumer's failing interval
-    /// (`detail`: the note; `by`: who). Never a provider's word.
+    /// A person attached a note to a consumer's failing interval.
     Note,
 }
 
@@ -116,66 +113,222 @@ impl TransitionKind {
 
 mesh_protocol::wire_words!(TransitionKind, "a transition");
 
-/// One transition: a row of the store's `history`. Which fields are set
-/// depends on the kind (see [`TransitionKind`]); the rest are `None`.
+/// One transition: a row of the store's `history`, as written and as read
+/// back. What changed, and exactly what that kind of change carries, is
+/// its [`Change`]; the store flattens it into the row's columns.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Transition {
-    /// What changed.
-    pub kind: TransitionKind,
-    /// When: the event's `said_at` (the provider's clock), or for a
-    /// computed transition when its silence ended.
+    /// When: the event's `said_at` (the provider's clock), for a computed
+    /// transition when its silence ended, for a note when it was written
+    /// (the store's clock).
     pub at: Timestamp,
-    /// The provider it is about (for a grant, the provider it reaches);
-    /// `None` for the controller's own.
-    pub provider: Option<ModuleId>,
-    /// The consumer it is about, if any.
-    pub consumer: Option<String>,
-    /// The consumer's machine, when known.
-    pub consumer_machine: Option<String>,
-    /// The provision, when known.
-    pub provision: Option<String>,
-    /// The failure's class (`failing-began`, `provider-fault-began`,
-    /// `provider-fault-cleared`).
-    pub class: Option<Class>,
-    /// The start of the failure's message (`failing-began`,
-    /// `grant-unreachable`, `provider-fault-began`).
-    pub error: Option<String>,
-    /// When what ends or begins here began.
-    pub since: Option<Timestamp>,
-    /// Failed attempts (`failing-began`) or checks (`grant-unreachable`).
-    pub attempts: Option<i64>,
-    /// Why it recovered or is reachable again.
-    pub reason: Option<String>,
-    /// The repair's fault.
-    pub fault: Option<String>,
-    /// For a person (a retirement's or repair's detail).
-    pub detail: Option<String>,
     /// Where its event stands in the event stream; `None` when computed
     /// with no event of its own (the controller following again, a note).
     pub place: Option<Place>,
-    /// Who wrote it, for a person's row (a note); `None` for the
-    /// providers' and the controller's.
-    pub by: Option<String>,
+    /// What changed.
+    pub change: Change,
 }
 
 impl Transition {
-    fn of(kind: TransitionKind, at: Timestamp, provider: Option<ModuleId>) -> Transition {
-        Transition {
-            kind,
-            at,
-            provider,
-            consumer: None,
-            consumer_machine: None,
-            provision: None,
-            class: None,
-            error: None,
-            since: None,
-            attempts: None,
-            reason: None,
-            fault: None,
-            detail: None,
-            place: None,
-            by: None,
+    /// What changed: the kind of [`Transition::change`].
+    pub fn kind(&self) -> TransitionKind {
+        self.change.kind()
+    }
+
+    /// The provider it is about (for a grant, the provider it reaches,
+    /// when its grants file names one that parses); `None` for the
+    /// controller's own.
+    pub fn provider(&self) -> Option<&ModuleId> {
+        self.change.provider()
+    }
+}
+
+/// What a transition changed: one variant per [`TransitionKind`], each
+/// carrying exactly the fields of its kind. A new kind is a new variant:
+/// the compiler then points at every `match` that must say what it is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// A consumer began failing: the first `failing` since it was last fine.
+    FailingBegan {
+        /// The provider that said it.
+        provider: ModuleId,
+        /// The consumer.
+        consumer: Name,
+        /// The consumer's machine, when the provider knew it.
+        consumer_machine: Option<Name>,
+        /// The provision, when the provider knew it.
+        provision: Option<String>,
+        /// The failure's class.
+        class: Class,
+        /// The start of the failure's message.
+        error: String,
+        /// Its first failure since the last success.
+        since: Timestamp,
+        /// Failed attempts since `since`.
+        attempts: u64,
+    },
+    /// A failing consumer recovered.
+    Recovered {
+        /// The provider that said it.
+        provider: ModuleId,
+        /// The consumer.
+        consumer: Name,
+        /// The consumer's machine, when the provider knew it.
+        consumer_machine: Option<Name>,
+        /// The provision, when the provider knew it.
+        provision: Option<String>,
+        /// When the interval it ends began (its first `since`).
+        since: Timestamp,
+        /// Why it recovered (the `recovered` reason's word).
+        reason: String,
+    },
+    /// The provider retired the consumer.
+    Retired(RetirementChange),
+    /// The provider enabled the retired consumer again.
+    ReEnabled(RetirementChange),
+    /// The provider deleted the consumer's provision.
+    Deleted(RetirementChange),
+    /// A provider unheard since `since` was heard again.
+    HeardAgain {
+        /// The provider.
+        provider: ModuleId,
+        /// When it became unheard.
+        since: Timestamp,
+    },
+    /// The controller, following nothing since `since`, follows again.
+    FollowingAgain {
+        /// Its last catch-up before.
+        since: Timestamp,
+    },
+    /// A repair was done and verified.
+    RepairDone(RepairChange),
+    /// A failed repair is braked.
+    RepairBraked(RepairChange),
+    /// A grant became unreachable.
+    GrantUnreachable {
+        /// The provider it reaches, when its grants file names one that
+        /// parses as `module@machine`.
+        provider: Option<ModuleId>,
+        /// The consumer whose grant agent said it, `consumer@machine`.
+        consumer: ModuleId,
+        /// The provision granted.
+        provision: String,
+        /// Why the newest check failed.
+        error: String,
+        /// The first failed check.
+        since: Timestamp,
+        /// Failed checks in a row.
+        attempts: u64,
+        /// The grant's `address:port`.
+        address: String,
+    },
+    /// An unreachable grant is reachable again.
+    GrantReachable {
+        /// The provider it reaches, as for [`Change::GrantUnreachable`].
+        provider: Option<ModuleId>,
+        /// The consumer whose grant agent said it, `consumer@machine`.
+        consumer: ModuleId,
+        /// The provision granted.
+        provision: String,
+        /// Why it is said (the `reachable` reason's word).
+        reason: String,
+    },
+    /// A provider's fault began, or changed class: its `alive` says it
+    /// cannot work as its administrator.
+    ProviderFaultBegan {
+        /// The provider.
+        provider: ModuleId,
+        /// The fault's class.
+        class: Class,
+        /// The start of its message.
+        error: String,
+        /// When it began.
+        since: Timestamp,
+    },
+    /// A provider's fault cleared: its `alive` carries none.
+    ProviderFaultCleared {
+        /// The provider.
+        provider: ModuleId,
+        /// The class of the fault that cleared.
+        class: Class,
+        /// When that fault began.
+        since: Timestamp,
+    },
+    /// A person attached a note to a consumer's failing interval. Never a
+    /// provider's word.
+    Note {
+        /// The provider of the interval.
+        provider: ModuleId,
+        /// The consumer, `consumer@machine`.
+        consumer: ModuleId,
+        /// The note.
+        text: String,
+        /// Who wrote it.
+        by: String,
+    },
+}
+
+/// What a retirement transition carries ([`Change::Retired`],
+/// [`Change::ReEnabled`], [`Change::Deleted`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RetirementChange {
+    /// The provider that said it.
+    pub provider: ModuleId,
+    /// The consumer.
+    pub consumer: Name,
+    /// For a person, as the provider said it.
+    pub detail: String,
+}
+
+/// What a repair transition carries ([`Change::RepairDone`],
+/// [`Change::RepairBraked`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RepairChange {
+    /// The provider that said it.
+    pub provider: ModuleId,
+    /// The fault.
+    pub fault: Name,
+    /// For a person, as the provider said it.
+    pub detail: String,
+}
+
+impl Change {
+    /// Its kind.
+    pub fn kind(&self) -> TransitionKind {
+        use TransitionKind as K;
+        match self {
+            Change::FailingBegan { .. } => K::FailingBegan,
+            Change::Recovered { .. } => K::Recovered,
+            Change::Retired(_) => K::Retired,
+            Change::ReEnabled(_) => K::ReEnabled,
+            Change::Deleted(_) => K::Deleted,
+            Change::HeardAgain { .. } => K::HeardAgain,
+            Change::FollowingAgain { .. } => K::FollowingAgain,
+            Change::RepairDone(_) => K::RepairDone,
+            Change::RepairBraked(_) => K::RepairBraked,
+            Change::GrantUnreachable { .. } => K::GrantUnreachable,
+            Change::GrantReachable { .. } => K::GrantReachable,
+            Change::ProviderFaultBegan { .. } => K::ProviderFaultBegan,
+            Change::ProviderFaultCleared { .. } => K::ProviderFaultCleared,
+            Change::Note { .. } => K::Note,
+        }
+    }
+
+    /// The provider it is about ([`Transition::provider`]).
+    pub fn provider(&self) -> Option<&ModuleId> {
+        match self {
+            Change::FailingBegan { provider, .. }
+            | Change::Recovered { provider, .. }
+            | Change::HeardAgain { provider, .. }
+            | Change::ProviderFaultBegan { provider, .. }
+            | Change::ProviderFaultCleared { provider, .. }
+            | Change::Note { provider, .. } => Some(provider),
+            Change::Retired(r) | Change::ReEnabled(r) | Change::Deleted(r) => Some(&r.provider),
+            Change::RepairDone(r) | Change::RepairBraked(r) => Some(&r.provider),
+            Change::GrantUnreachable { provider, .. } | Change::GrantReachable { provider, .. } => {
+                provider.as_ref()
+            }
+            Change::FollowingAgain { .. } => None,
         }
     }
 }
@@ -246,11 +399,11 @@ impl Previous {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum PreviousKey {
     /// (provider, consumer): `failing` and `recovered`.
-    Standing(ModuleId, String),
+    Standing(ModuleId, Name),
     /// (provider, fault).
-    Repair(ModuleId, String),
+    Repair(ModuleId, Name),
     /// (provider, consumer, action).
-    Retirement(ModuleId, String, RetirementAction),
+    Retirement(ModuleId, Name, RetirementAction),
     /// A provider's `alive`.
     Alive(ModuleId),
     /// (agent `consumer@machine`, provision, from).
@@ -262,10 +415,10 @@ impl PreviousKey {
     pub fn of(received: &Received) -> PreviousKey {
         let e = received.emitter.clone();
         match &received.event {
-            Event::Failing(b) => PreviousKey::Standing(e, b.consumer.to_string()),
-            Event::Recovered(b) => PreviousKey::Standing(e, b.consumer.to_string()),
-            Event::Repair(b) => PreviousKey::Repair(e, b.fault.to_string()),
-            Event::Retirement(b) => PreviousKey::Retirement(e, b.consumer.to_string(), b.action),
+            Event::Failing(b) => PreviousKey::Standing(e, b.consumer.clone()),
+            Event::Recovered(b) => PreviousKey::Standing(e, b.consumer.clone()),
+            Event::Repair(b) => PreviousKey::Repair(e, b.fault.clone()),
+            Event::Retirement(b) => PreviousKey::Retirement(e, b.consumer.clone(), b.action),
             Event::Alive(_) => PreviousKey::Alive(e),
             Event::Unreachable(b) => PreviousKey::Grant(e, b.provision.clone(), b.from.clone()),
             Event::Reachable(b) => PreviousKey::Grant(e, b.provision.clone(), b.from.clone()),
@@ -309,38 +462,38 @@ fn fault_transition(
     alive: &mesh_protocol::event::Alive,
     received: &Received,
 ) -> Option<Transition> {
-    let mut t = match (&alive.fault, was) {
+    let provider = received.emitter.clone();
+    let change = match (&alive.fault, was) {
         (Some(now), Some((class, _))) if now.class == class => return None,
         (None, None) => return None,
-        (Some(now), _) => {
-            let mut t = Transition::of(
-                TransitionKind::ProviderFaultBegan,
-                alive.said_at,
-                Some(received.emitter.clone()),
-            );
-            t.class = Some(now.class);
-            t.error = Some(now.error.clone());
-            t.since = Some(now.since);
-            t
-        }
-        (None, Some((class, since))) => {
-            let mut t = Transition::of(
-                TransitionKind::ProviderFaultCleared,
-                alive.said_at,
-                Some(received.emitter.clone()),
-            );
-            t.class = Some(class);
-            t.since = Some(since);
-            t
-        }
+        (Some(now), _) => Change::ProviderFaultBegan {
+            provider,
+            class: now.class,
+            error: now.error.clone(),
+            since: now.since,
+        },
+        (None, Some((class, since))) => Change::ProviderFaultCleared {
+            provider,
+            class,
+            since,
+        },
     };
-    t.place = Some(Place {
-        epoch: received.epoch,
-        seq: received.seq,
-        said_at: alive.said_at,
-        stored_at: received.stored_at,
-    });
-    Some(t)
+    Some(of_event(received, change))
+}
+
+/// The transition `received` makes, `change`: at its `said_at`, its place.
+fn of_event(received: &Received, change: Change) -> Transition {
+    let at = received.event.said_at();
+    Transition {
+        at,
+        place: Some(Place {
+            epoch: received.epoch,
+            seq: received.seq,
+            said_at: at,
+            stored_at: received.stored_at,
+        }),
+        change,
+    }
 }
 
 fn one_transition(
@@ -353,18 +506,8 @@ fn one_transition(
         // Redelivered, or older than what is stored: nothing changes.
         return (previous.clone(), None);
     }
-    let at = received.event.said_at();
-    let t = |kind: TransitionKind, provider: Option<ModuleId>| {
-        let mut t = Transition::of(kind, at, provider);
-        t.place = Some(Place {
-            epoch: received.epoch,
-            seq: received.seq,
-            said_at: at,
-            stored_at: received.stored_at,
-        });
-        t
-    };
-    let emitter = received.emitter.clone();
+    let t = |change: Change| of_event(received, change);
+    let provider = received.emitter.clone();
     match &received.event {
         Event::Failing(b) => {
             let began = previous.failing_since().is_none();
@@ -374,15 +517,16 @@ fn one_transition(
                 failing_since: Some(since),
             };
             let transition = began.then(|| {
-                let mut t = t(TransitionKind::FailingBegan, Some(emitter));
-                t.consumer = Some(b.consumer.to_string());
-                t.consumer_machine = b.consumer_machine.as_ref().map(ToString::to_string);
-                t.provision = b.provision.clone();
-                t.class = Some(b.class);
-                t.error = Some(b.error.clone());
-                t.since = Some(b.since);
-                t.attempts = Some(i64::try_from(b.attempts).unwrap_or(i64::MAX));
-                t
+                t(Change::FailingBegan {
+                    provider,
+                    consumer: b.consumer.clone(),
+                    consumer_machine: b.consumer_machine.clone(),
+                    provision: b.provision.clone(),
+                    class: b.class,
+                    error: b.error.clone(),
+                    since: b.since,
+                    attempts: b.attempts,
+                })
             });
             (next, transition)
         }
@@ -392,56 +536,54 @@ fn one_transition(
                 failing_since: None,
             };
             let transition = previous.failing_since().map(|since| {
-                let mut t = t(TransitionKind::Recovered, Some(emitter));
-                t.consumer = Some(b.consumer.to_string());
-                t.consumer_machine = b.consumer_machine.as_ref().map(ToString::to_string);
-                t.provision = b.provision.clone();
-                t.since = Some(since);
-                t.reason = Some(b.reason.as_str().to_owned());
-                t
+                t(Change::Recovered {
+                    provider,
+                    consumer: b.consumer.clone(),
+                    consumer_machine: b.consumer_machine.clone(),
+                    provision: b.provision.clone(),
+                    since,
+                    reason: b.reason.as_str().to_owned(),
+                })
             });
             (next, transition)
         }
         Event::Retirement(b) => {
-            let kind = match b.action {
-                RetirementAction::Retired => Some(TransitionKind::Retired),
-                RetirementAction::ReEnabled => Some(TransitionKind::ReEnabled),
-                RetirementAction::Deleted => Some(TransitionKind::Deleted),
+            let r = || RetirementChange {
+                provider,
+                consumer: b.consumer.clone(),
+                detail: b.detail.clone(),
+            };
+            let change = match b.action {
+                RetirementAction::Retired => Some(Change::Retired(r())),
+                RetirementAction::ReEnabled => Some(Change::ReEnabled(r())),
+                RetirementAction::Deleted => Some(Change::Deleted(r())),
                 // A countdown said or called off is the standing's, not a
                 // transition of history: the retirement that ends it is.
                 RetirementAction::Approved
                 | RetirementAction::Retiring
                 | RetirementAction::Cancelled => None,
             };
-            let transition = kind.map(|kind| {
-                let mut t = t(kind, Some(emitter));
-                t.consumer = Some(b.consumer.to_string());
-                t.detail = Some(b.detail.clone());
-                t
-            });
-            (Previous::Event { newest: place }, transition)
+            (Previous::Event { newest: place }, change.map(t))
         }
         Event::Repair(b) => {
-            let kind = match b.outcome {
-                RepairOutcome::Repaired => Some(TransitionKind::RepairDone),
-                RepairOutcome::Braked => Some(TransitionKind::RepairBraked),
+            let r = || RepairChange {
+                provider,
+                fault: b.fault.clone(),
+                detail: b.detail.clone(),
+            };
+            let change = match b.outcome {
+                RepairOutcome::Repaired => Some(Change::RepairDone(r())),
+                RepairOutcome::Braked => Some(Change::RepairBraked(r())),
                 RepairOutcome::Failed => None,
             };
-            let transition = kind.map(|kind| {
-                let mut t = t(kind, Some(emitter));
-                t.fault = Some(b.fault.to_string());
-                t.detail = Some(b.detail.clone());
-                t
-            });
-            (Previous::Event { newest: place }, transition)
+            (Previous::Event { newest: place }, change.map(t))
         }
         Event::Alive(b) => {
             let heard_at = super::row::heard_at(received.stored_at, b.said_at);
             let every = Duration::from_secs(b.alive_every_seconds.max(1));
             let transition = heard_again(previous, heard_at, following_since).map(|since| {
-                let mut t = t(TransitionKind::HeardAgain, Some(emitter));
+                let mut t = t(Change::HeardAgain { provider, since });
                 t.at = heard_at;
-                t.since = Some(since);
                 t
             });
             let next = Previous::Alive {
@@ -461,18 +603,15 @@ fn one_transition(
                 }
             );
             let transition = (!was).then(|| {
-                let mut t = t(
-                    TransitionKind::GrantUnreachable,
-                    ModuleId::parse(&b.from).ok(),
-                );
-                t.consumer = Some(emitter.module.to_string());
-                t.consumer_machine = Some(emitter.machine.to_string());
-                t.provision = Some(b.provision.clone());
-                t.error = Some(b.error.clone());
-                t.since = Some(b.failing_since);
-                t.attempts = Some(i64::try_from(b.failures).unwrap_or(i64::MAX));
-                t.detail = Some(format!("{}:{}", b.address, b.port));
-                t
+                t(Change::GrantUnreachable {
+                    provider: ModuleId::parse(&b.from).ok(),
+                    consumer: provider,
+                    provision: b.provision.clone(),
+                    error: b.error.clone(),
+                    since: b.failing_since,
+                    attempts: b.failures,
+                    address: format!("{}:{}", b.address, b.port),
+                })
             });
             let next = Previous::Grant {
                 newest: place,
@@ -489,15 +628,12 @@ fn one_transition(
                 }
             );
             let transition = was.then(|| {
-                let mut t = t(
-                    TransitionKind::GrantReachable,
-                    ModuleId::parse(&b.from).ok(),
-                );
-                t.consumer = Some(emitter.module.to_string());
-                t.consumer_machine = Some(emitter.machine.to_string());
-                t.provision = Some(b.provision.clone());
-                t.reason = Some(b.reason.as_str().to_owned());
-                t
+                t(Change::GrantReachable {
+                    provider: ModuleId::parse(&b.from).ok(),
+                    consumer: provider,
+                    provision: b.provision.clone(),
+                    reason: b.reason.as_str().to_owned(),
+                })
             });
             let next = Previous::Grant {
                 newest: place,
@@ -590,10 +726,10 @@ pub fn following_again(
 ) -> Option<Transition> {
     let last = last_caught_up?;
     let gap = now.system_time().duration_since(last.system_time()).ok()?;
-    (gap > bound).then(|| {
-        let mut t = Transition::of(TransitionKind::FollowingAgain, now, None);
-        t.since = Some(last);
-        t
+    (gap > bound).then_some(Transition {
+        at: now,
+        place: None,
+        change: Change::FollowingAgain { since: last },
     })
 }
 
@@ -635,12 +771,9 @@ impl Transitions {
     /// The first `since` of the interval the consumer of `provider` is
     /// failing in after the walk (kept across a provider restart that
     /// reset its `since`).
-    pub fn failing_since(&self, provider: &ModuleId, consumer: &str) -> Option<Timestamp> {
+    pub fn failing_since(&self, provider: &ModuleId, consumer: &Name) -> Option<Timestamp> {
         self.previous
-            .get(&PreviousKey::Standing(
-                provider.clone(),
-                consumer.to_owned(),
-            ))
+            .get(&PreviousKey::Standing(provider.clone(), consumer.clone()))
             .and_then(Previous::failing_since)
     }
 }
@@ -653,10 +786,23 @@ mod tests {
         Alive, Failing, GrantReachable, GrantUnchecked, GrantUnreachable, ReachableReason,
         Recovered, RepairReport, Retirement,
     };
-    use mesh_protocol::Name;
 
     fn ts(s: &str) -> Timestamp {
         Timestamp::parse(s).unwrap()
+    }
+
+    /// The `since` of a transition that has one.
+    fn since(t: &Transition) -> Option<Timestamp> {
+        match &t.change {
+            Change::FailingBegan { since, .. }
+            | Change::Recovered { since, .. }
+            | Change::HeardAgain { since, .. }
+            | Change::FollowingAgain { since }
+            | Change::GrantUnreachable { since, .. }
+            | Change::ProviderFaultBegan { since, .. }
+            | Change::ProviderFaultCleared { since, .. } => Some(*since),
+            _ => None,
+        }
     }
 
     fn at(seq: u64, emitter: &str, event: Event) -> Received {
@@ -913,7 +1059,7 @@ mod tests {
         ];
         for (previous, event, expected) in cases {
             let (_, t) = transition(&previous, &event, None);
-            let kinds: Vec<K> = t.iter().map(|t| t.kind).collect();
+            let kinds: Vec<K> = t.iter().map(Transition::kind).collect();
             assert_eq!(
                 kinds,
                 Vec::from_iter(expected),
@@ -993,7 +1139,13 @@ mod tests {
             let (next, t) = transition(&previous, &event, None);
             let got: Vec<_> = t
                 .iter()
-                .map(|t| (t.kind, t.class.unwrap(), t.since.unwrap()))
+                .map(|t| match &t.change {
+                    Change::ProviderFaultBegan { class, since, .. }
+                    | Change::ProviderFaultCleared { class, since, .. } => {
+                        (t.kind(), *class, *since)
+                    }
+                    other => panic!("not a provider fault: {other:?}"),
+                })
                 .collect();
             let expected: Vec<_> = expected
                 .into_iter()
@@ -1002,11 +1154,11 @@ mod tests {
             assert_eq!(got, expected, "{previous:?} then {fault:?}");
             if let Some(t) = t.first() {
                 assert_eq!(t.at, ts(now));
-                assert_eq!(t.provider, Some(ModuleId::parse("postgres@db-1").unwrap()));
+                assert_eq!(
+                    t.provider(),
+                    Some(&ModuleId::parse("postgres@db-1").unwrap())
+                );
                 assert_eq!(t.place.map(|p| p.seq), Some(seq));
-                let began = t.kind == K::ProviderFaultBegan;
-                assert_eq!(t.error.is_some(), began, "{t:?}");
-                assert_eq!(t.consumer, None);
             }
             if t.is_empty() && previous.newest() >= Some((1, seq)) {
                 assert_eq!(next, previous);
@@ -1028,7 +1180,7 @@ mod tests {
             Some((Class::Unreachable, "2026-11-27T00:09:00Z")),
         );
         let (_, t) = transition(&before, &event, None);
-        let kinds: Vec<_> = t.iter().map(|t| t.kind).collect();
+        let kinds: Vec<_> = t.iter().map(Transition::kind).collect();
         assert_eq!(
             kinds,
             [
@@ -1048,7 +1200,7 @@ mod tests {
             alive_with(11, "2026-11-27T00:10:05Z", None),
             alive_with(12, "2026-11-27T00:10:06Z", None),
         ]);
-        let kinds: Vec<_> = rows.iter().map(|t| t.kind).collect();
+        let kinds: Vec<_> = rows.iter().map(Transition::kind).collect();
         assert_eq!(
             kinds,
             [
@@ -1057,7 +1209,7 @@ mod tests {
                 TransitionKind::ProviderFaultCleared
             ]
         );
-        assert_eq!(rows[2].since, Some(ts("2026-11-27T00:09:00Z")));
+        assert_eq!(since(&rows[2]), Some(ts("2026-11-27T00:09:00Z")));
     }
 
     #[test]
@@ -1079,11 +1231,14 @@ mod tests {
         ];
         let ts_of = walk.walk(&events[..3]);
         assert_eq!(ts_of.len(), 1);
-        assert_eq!(ts_of[0].since, Some(ts(x)));
+        assert_eq!(since(&ts_of[0]), Some(ts(x)));
         let wiki = ModuleId::parse("postgres@db-1").unwrap();
-        assert_eq!(walk.failing_since(&wiki, "wiki"), Some(ts(x)));
+        assert_eq!(
+            walk.failing_since(&wiki, &Name::parse("wiki").unwrap()),
+            Some(ts(x))
+        );
         let rest = walk.walk(&events[3..]);
-        let kinds: Vec<_> = rest.iter().map(|t| t.kind).collect();
+        let kinds: Vec<_> = rest.iter().map(Transition::kind).collect();
         assert_eq!(
             kinds,
             [
@@ -1094,8 +1249,11 @@ mod tests {
             ]
         );
         // The recovered interval says its first since.
-        assert_eq!(rest[0].since, Some(ts(x)));
-        assert_eq!(walk.failing_since(&wiki, "wiki"), Some(ts(y)));
+        assert_eq!(since(&rest[0]), Some(ts(x)));
+        assert_eq!(
+            walk.failing_since(&wiki, &Name::parse("wiki").unwrap()),
+            Some(ts(y))
+        );
         // A redelivered round changes nothing.
         assert!(walk.walk(&events).is_empty());
     }
@@ -1114,9 +1272,9 @@ mod tests {
         ];
         for (last, since) in cases {
             let t = following_again(last.map(ts), now, bound);
-            assert_eq!(t.as_ref().and_then(|t| t.since), since.map(ts), "{last:?}");
+            assert_eq!(t.as_ref().and_then(self::since), since.map(ts), "{last:?}");
             if let Some(t) = t {
-                assert_eq!((t.kind, t.at), (TransitionKind::FollowingAgain, now));
+                assert_eq!((t.kind(), t.at), (TransitionKind::FollowingAgain, now));
             }
         }
     }

@@ -1,6 +1,15 @@
 //! The rows the store keeps and gives back, typed: what was text in a
 //! column is decoded at the store's edge into the protocol's enums and
-//! names ([`Class`], [`RepairOutcome`], [`GrantState`], [`ModuleId`]).
+//! names ([`Class`], [`RepairOutcome`], [`GrantState`], [`ModuleId`],
+//! [`Name`] for a consumer, its machine and a repair's fault).
+//!
+//! Every writer of those columns writes a protocol value (an event's
+//! subject and body are parsed before the event is stored), so a value
+//! that does not decode is a store edited by hand or broken: the store's
+//! read fails naming the column and the value, as it always has for a
+//! provider's (`mesh-pg-store`'s `PgError::Undecodable`), rather than
+//! leaving the row out or carrying the text on untyped. A `Name`
+//! serializes as its text: the rows' JSON is unchanged.
 //!
 //! A provider is one [`ModuleId`]; the JSON of a row writes it as the two
 //! members `provider_module` and `provider_machine`, as `status --json`
@@ -9,7 +18,7 @@
 use mesh_protocol::event::{
     ContributionsRead, GrantState, ProviderFault, RepairOutcome, RetirementAction,
 };
-use mesh_protocol::{Class, ModuleId, Timestamp};
+use mesh_protocol::{Class, ModuleId, Name, Timestamp};
 use serde::{Serialize, Serializer};
 
 /// Writes a provider as the members `provider_module` and
@@ -39,9 +48,9 @@ pub struct FailingRow {
     #[serde(flatten, serialize_with = "provider_members")]
     pub provider: ModuleId,
     /// The consumer.
-    pub consumer: String,
+    pub consumer: Name,
     /// The consumer's machine, as the provider last knew it.
-    pub consumer_machine: Option<String>,
+    pub consumer_machine: Option<Name>,
     /// The provision, as the provider last knew it.
     pub provision: Option<String>,
     /// The failure's class.
@@ -69,7 +78,7 @@ pub struct RepairRow {
     #[serde(flatten, serialize_with = "provider_members")]
     pub provider: ModuleId,
     /// The fault.
-    pub fault: String,
+    pub fault: Name,
     /// What came of the repair.
     pub outcome: RepairOutcome,
     /// For a person.
@@ -192,7 +201,7 @@ pub struct RetiredRow {
     /// The provider that published it.
     pub provider: ModuleId,
     /// The consumer.
-    pub consumer: String,
+    pub consumer: Name,
     /// `retiring`, `retired` or `deleted`.
     pub action: RetirementAction,
     /// For a person, as the provider said it.
@@ -268,9 +277,9 @@ impl AliveRow {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GrantRow {
     /// The consumer's machine (whose grant agent published it).
-    pub machine: String,
+    pub machine: Name,
     /// The consumer.
-    pub consumer: String,
+    pub consumer: Name,
     /// The provision granted.
     pub provision: String,
     /// The provider as the grants file names it, `module@machine`: text,
@@ -319,7 +328,7 @@ pub struct Recoveries {
     /// The standing's provider.
     pub provider: ModuleId,
     /// Its consumer.
-    pub consumer: String,
+    pub consumer: Name,
     /// Its recoveries within the window, each ending an interval that
     /// began before the one it fails in now.
     pub count: u64,
@@ -429,7 +438,7 @@ mod tests {
     fn a_provider_is_written_as_its_two_members_in_place() {
         let row = RepairRow {
             provider: ModuleId::parse("identity@id-1").unwrap(),
-            fault: "admin-refused".into(),
+            fault: Name::parse("admin-refused").unwrap(),
             outcome: RepairOutcome::Braked,
             detail: "later".into(),
             next_attempt_at: None,

@@ -219,32 +219,17 @@ pub fn json(out: &mut dyn Write, report: &HistoryReport) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::history::{Transition, TransitionKind};
+    use crate::model::history::{Change, RepairChange, RetirementChange};
+    use crate::report::history::tests::{began, provider, recovered, row as t};
     use crate::report::history::{entries, summaries};
-    use mesh_protocol::{Class, ModuleId};
+    use mesh_protocol::{Class, ModuleId, Name};
 
     fn ts(s: &str) -> Timestamp {
         Timestamp::parse(s).unwrap()
     }
 
-    fn t(kind: TransitionKind, at: &str, since: Option<&str>) -> Transition {
-        Transition {
-            kind,
-            at: ts(at),
-            provider: Some(ModuleId::parse("postgres@db-1").unwrap()),
-            consumer: Some("wiki".into()),
-            consumer_machine: Some("app-1".into()),
-            provision: Some("postgres-database".into()),
-            class: (kind == TransitionKind::FailingBegan).then_some(Class::CredentialsRejected),
-            error: Some("password authentication failed".into()),
-            since: since.map(ts),
-            attempts: None,
-            reason: (kind == TransitionKind::Recovered).then(|| "success".into()),
-            fault: None,
-            detail: Some("line\none".into()),
-            place: None,
-            by: None,
-        }
+    fn wiki() -> Name {
+        Name::parse("wiki").unwrap()
     }
 
     #[test]
@@ -252,22 +237,17 @@ mod tests {
         let now = ts("2026-11-29T12:00:00Z");
         let since = ts("2026-11-22T12:00:00Z");
         let rows = [
+            began("2026-11-27T00:17:00Z", "2026-11-27T00:12:00Z"),
+            recovered("2026-11-27T21:40:00Z", "2026-11-27T00:12:00Z"),
             t(
-                TransitionKind::FailingBegan,
-                "2026-11-27T00:17:00Z",
-                Some("2026-11-27T00:12:00Z"),
+                "2026-11-28T08:00:00Z",
+                Change::Retired(RetirementChange {
+                    provider: provider(),
+                    consumer: wiki(),
+                    detail: "line\none".into(),
+                }),
             ),
-            t(
-                TransitionKind::Recovered,
-                "2026-11-27T21:40:00Z",
-                Some("2026-11-27T00:12:00Z"),
-            ),
-            t(TransitionKind::Retired, "2026-11-28T08:00:00Z", None),
-            t(
-                TransitionKind::FailingBegan,
-                "2026-11-29T11:05:00Z",
-                Some("2026-11-29T11:00:00Z"),
-            ),
+            began("2026-11-29T11:05:00Z", "2026-11-29T11:00:00Z"),
         ];
         let entries = entries(&rows, now);
         let consumers = summaries(&entries, since, now);
@@ -302,44 +282,78 @@ mod tests {
 
     #[test]
     fn silences_grants_repairs_and_provider_faults_have_their_lines() {
-        let mut heard = t(
-            TransitionKind::HeardAgain,
+        let heard = t(
             "2026-11-27T01:00:00Z",
-            Some("2026-11-27T00:03:00Z"),
+            Change::HeardAgain {
+                provider: provider(),
+                since: ts("2026-11-27T00:03:00Z"),
+            },
         );
-        heard.consumer = None;
-        let mut follows = heard.clone();
-        follows.kind = TransitionKind::FollowingAgain;
-        follows.provider = None;
-        let mut repair = heard.clone();
-        repair.kind = TransitionKind::RepairBraked;
-        repair.fault = Some("admin-refused".into());
-        repair.detail = Some("next in 10 min".into());
-        let mut unreachable = t(
-            TransitionKind::GrantUnreachable,
+        let follows = t(
+            "2026-11-27T01:00:00Z",
+            Change::FollowingAgain {
+                since: ts("2026-11-27T00:03:00Z"),
+            },
+        );
+        let repair = t(
+            "2026-11-27T01:00:00Z",
+            Change::RepairBraked(RepairChange {
+                provider: provider(),
+                fault: Name::parse("admin-refused").unwrap(),
+                detail: "next in 10 min".into(),
+            }),
+        );
+        let agent = ModuleId::parse("wiki@app-1").unwrap();
+        let unreachable = t(
             "2026-11-27T02:00:00Z",
-            Some("2026-11-27T01:58:00Z"),
+            Change::GrantUnreachable {
+                provider: Some(provider()),
+                consumer: agent.clone(),
+                provision: "postgres-database".into(),
+                error: "password authentication failed".into(),
+                since: ts("2026-11-27T01:58:00Z"),
+                attempts: 3,
+                address: "10.0.0.1:5432".into(),
+            },
         );
-        unreachable.detail = Some("10.0.0.1:5432".into());
-        let mut reachable = unreachable.clone();
-        reachable.kind = TransitionKind::GrantReachable;
-        reachable.at = ts("2026-11-27T02:10:00Z");
-        reachable.reason = Some("success".into());
-        let mut fault = heard.clone();
-        fault.kind = TransitionKind::ProviderFaultBegan;
-        fault.at = ts("2026-11-28T00:00:05Z");
-        fault.since = Some(ts("2026-11-28T00:00:00Z"));
-        fault.class = Some(Class::CredentialsRejected);
-        fault.error = Some("password authentication\nfailed".into());
-        let mut cleared = fault.clone();
-        cleared.kind = TransitionKind::ProviderFaultCleared;
-        cleared.at = ts("2026-11-28T00:20:00Z");
-        cleared.error = None;
-        let mut again = fault.clone();
-        again.at = ts("2026-11-29T11:00:00Z");
-        again.since = again.at.into();
-        again.class = Some(Class::Unreachable);
-        again.error = Some("connection refused".into());
+        let reachable = t(
+            "2026-11-27T02:10:00Z",
+            Change::GrantReachable {
+                provider: Some(provider()),
+                consumer: agent,
+                provision: "postgres-database".into(),
+                reason: "success".into(),
+            },
+        );
+        let fault = |at: &str, class, error: &str, since: &str| {
+            let change = Change::ProviderFaultBegan {
+                provider: provider(),
+                class,
+                error: error.into(),
+                since: ts(since),
+            };
+            t(at, change)
+        };
+        let cleared = t(
+            "2026-11-28T00:20:00Z",
+            Change::ProviderFaultCleared {
+                provider: provider(),
+                class: Class::CredentialsRejected,
+                since: ts("2026-11-28T00:00:00Z"),
+            },
+        );
+        let again = fault(
+            "2026-11-29T11:00:00Z",
+            Class::Unreachable,
+            "connection refused",
+            "2026-11-29T11:00:00Z",
+        );
+        let fault = fault(
+            "2026-11-28T00:00:05Z",
+            Class::CredentialsRejected,
+            "password authentication\nfailed",
+            "2026-11-28T00:00:00Z",
+        );
         let rows = [
             heard,
             follows,

@@ -12,6 +12,8 @@ use std::borrow::Cow;
 use std::io::{self, Write};
 use std::time::Duration;
 
+use mesh_protocol::Name;
+
 use super::Listing;
 use crate::report::group::{Group, Grouper, Line};
 use crate::report::history::{duration_text, ordinal, window_text};
@@ -74,7 +76,7 @@ fn one(out: &mut dyn Write, s: &Listed) -> io::Result<()> {
         "  {} fails {}@{} ({}): {} since ",
         r.provider,
         r.consumer,
-        r.consumer_machine.as_deref().unwrap_or("?"),
+        r.consumer_machine.as_ref().map_or("?", Name::as_str),
         one_line(r.provision.as_deref().unwrap_or("?")),
         r.class,
     )?;
@@ -277,8 +279,8 @@ mod tests {
             sentence: "not all well: 0 consumers failing, 1 grant unreachable".into(),
             controller: Controller::following_for_tests(),
             problems: vec![Problem::GrantUnreachable(UnreachableGrant {
-                machine: "app-1".into(),
-                consumer: "forge".into(),
+                machine: Name::parse("app-1").unwrap(),
+                consumer: Name::parse("forge").unwrap(),
                 provision: "postgres-database".into(),
                 from: "postgres@db-1".into(),
                 address: "10.10.0.1".into(),
@@ -291,8 +293,8 @@ mod tests {
             })],
             grants_reachable: 1,
             grants_unchecked: vec![UncheckedGrant {
-                machine: "app-1".into(),
-                consumer: "wiki".into(),
+                machine: Name::parse("app-1").unwrap(),
+                consumer: Name::parse("wiki").unwrap(),
                 provision: "postgres-database".into(),
                 from: "postgres@db-1".into(),
                 reason: "consumer not running".into(),
@@ -320,7 +322,7 @@ mod tests {
     fn human_lines_are_one_per_standing() {
         let row = FailingRow {
             provider: id("postgres@db-1"),
-            consumer: "forge".into(),
+            consumer: Name::parse("forge").unwrap(),
             consumer_machine: None,
             provision: None,
             class: Class::CredentialsRejected,
@@ -332,8 +334,8 @@ mod tests {
         };
         let mut once = row.clone();
         once.attempts = 1;
-        once.consumer = "wiki".into();
-        once.consumer_machine = Some("app-2".into());
+        once.consumer = Name::parse("wiki").unwrap();
+        once.consumer_machine = Some(Name::parse("app-2").unwrap());
         once.provision = Some("postgres-database".into());
         // Another cause (its own line); the same would be grouped.
         once.class = Class::Refused;
@@ -354,7 +356,7 @@ mod tests {
                 }),
                 Problem::RepairFault(RepairRow {
                     provider: id("identity@id-1"),
-                    fault: "admin-refused".into(),
+                    fault: Name::parse("admin-refused").unwrap(),
                     outcome: RepairOutcome::Failed,
                     detail: "could not\rlog in".into(),
                     next_attempt_at: Some(ts("2026-10-05T01:00:00Z")),
@@ -406,8 +408,8 @@ mod tests {
         Listed {
             row: FailingRow {
                 provider: id(provider),
-                consumer: consumer.into(),
-                consumer_machine: Some("app-1".into()),
+                consumer: Name::parse(consumer).unwrap(),
+                consumer_machine: Some(Name::parse("app-1").unwrap()),
                 provision: Some("postgres-database".into()),
                 class: Class::Unreachable,
                 error: error.into(),
@@ -608,8 +610,8 @@ mod tests {
         head.problems.extend(
             [Retired {
                 provider: id("postgres@db-1"),
-                consumer: "wiki".into(),
-                consumer_machine: "app-2".into(),
+                consumer: Name::parse("wiki").unwrap(),
+                consumer_machine: Name::parse("app-2").unwrap(),
                 action: RetirementAction::Retiring,
                 detail: "withdrawn".into(),
                 said_at: ts("2026-10-05T00:09:00Z"),
@@ -620,8 +622,8 @@ mod tests {
         head.problems.extend(
             [Retired {
                 provider: id("postgres@db-1"),
-                consumer: "forge".into(),
-                consumer_machine: "app-1".into(),
+                consumer: Name::parse("forge").unwrap(),
+                consumer_machine: Name::parse("app-1").unwrap(),
                 action: RetirementAction::Retired,
                 detail: "disabled".into(),
                 said_at: ts("2026-10-05T00:09:00Z"),

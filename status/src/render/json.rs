@@ -111,6 +111,7 @@ mod tests {
     use crate::render::write_all;
     use crate::report::{Controller, Problem, Unheard};
     use mesh_protocol::event::RepairOutcome;
+    use mesh_protocol::Name;
     use mesh_protocol::{Class, ModuleId, Timestamp};
 
     fn id(text: &str) -> ModuleId {
@@ -130,7 +131,7 @@ mod tests {
             }),
             Problem::RepairFault(RepairRow {
                 provider: id("identity@id-1"),
-                fault: "admin-refused".into(),
+                fault: Name::parse("admin-refused").unwrap(),
                 outcome: RepairOutcome::Braked,
                 detail: "quote \" backslash \\ newline \n".into(),
                 next_attempt_at: Some(ts("2028-02-29T23:59:59Z")),
@@ -153,8 +154,8 @@ mod tests {
         Listed {
             row: FailingRow {
                 provider: id("postgres@db-1"),
-                consumer: "forge".into(),
-                consumer_machine: Some("app-1".into()),
+                consumer: Name::parse("forge").unwrap(),
+                consumer_machine: Some(Name::parse("app-1").unwrap()),
                 provision: Some("postgres-database".into()),
                 class: Class::CredentialsRejected,
                 error: "password authentication failed for user \"forge\"".into(),

@@ -72,7 +72,7 @@ pub fn write_all(
 #[cfg(test)]
 mod every_kind {
     use mesh_protocol::event::{RepairOutcome, RetirementAction};
-    use mesh_protocol::{Class, ModuleId, Timestamp};
+    use mesh_protocol::{Class, ModuleId, Name, Timestamp};
 
     use super::html::mesh::{overview, Overview};
     use super::series::series;
@@ -94,8 +94,8 @@ mod every_kind {
     fn retirement(action: RetirementAction) -> Problem {
         Problem::Retirement(Retired {
             provider: p(),
-            consumer: "forge".into(),
-            consumer_machine: "app-1".into(),
+            consumer: Name::parse("forge").unwrap(),
+            consumer_machine: Name::parse("app-1").unwrap(),
             action,
             detail: "withdrawn".into(),
             said_at: at(),
@@ -171,7 +171,7 @@ mod every_kind {
             Kind::RepairFaultsOpen => (
                 Problem::RepairFault(RepairRow {
                     provider: p(),
-                    fault: "admin-refused".into(),
+                    fault: Name::parse("admin-refused").unwrap(),
                     outcome: RepairOutcome::Failed,
                     detail: "no".into(),
                     next_attempt_at: None,
@@ -182,8 +182,8 @@ mod every_kind {
             ),
             Kind::GrantsUnreachable => (
                 Problem::GrantUnreachable(UnreachableGrant {
-                    machine: "app-1".into(),
-                    consumer: "forge".into(),
+                    machine: Name::parse("app-1").unwrap(),
+                    consumer: Name::parse("forge").unwrap(),
                     provision: "postgres-database".into(),
                     from: "postgres@db-1".into(),
                     address: "10.0.0.1".into(),

@@ -125,6 +125,7 @@ mod tests {
     use std::time::Duration;
 
     use mesh_protocol::event::{GrantState, RepairOutcome, RetirementAction};
+    use mesh_protocol::Name;
 
     use super::*;
     use crate::model::declaration::parse;
@@ -258,7 +259,7 @@ mod tests {
     fn retired(consumer: &str, action: RetirementAction) -> RetiredRow {
         RetiredRow {
             provider: id("postgres@db-1"),
-            consumer: consumer.into(),
+            consumer: Name::parse(consumer).unwrap(),
             action,
             detail: "withdrawn".into(),
             said_at: ts("2026-10-05T00:09:00Z"),
@@ -268,8 +269,8 @@ mod tests {
 
     fn unreachable(consumer: &str) -> GrantRow {
         GrantRow {
-            machine: "app-1".into(),
-            consumer: consumer.into(),
+            machine: Name::parse("app-1").unwrap(),
+            consumer: Name::parse(consumer).unwrap(),
             provision: "postgres-database".into(),
             from: "postgres@db-1".into(),
             state: GrantState::Unreachable,
@@ -418,7 +419,7 @@ mod tests {
                 |w| {
                     w.repairs = vec![RepairRow {
                         provider: id("identity@id-1"),
-                        fault: "admin-refused".into(),
+                        fault: Name::parse("admin-refused").unwrap(),
                         outcome: RepairOutcome::Braked,
                         detail: "could not log in".into(),
                         next_attempt_at: None,

@@ -191,6 +191,7 @@ mod tests {
     use crate::report::history::EntryKind;
     use crate::report::why::{why, WhyInput};
     use crate::report::{Controller, Head, Problem, Unheard};
+    use mesh_protocol::Name;
     use mesh_protocol::{Class, ModuleId};
 
     fn id(s: &str) -> ModuleId {
@@ -227,8 +228,8 @@ mod tests {
         let standing = Listed {
             row: FailingRow {
                 provider: id("postgres@db-1"),
-                consumer: "forge".into(),
-                consumer_machine: Some("app-1".into()),
+                consumer: Name::parse("forge").unwrap(),
+                consumer_machine: Some(Name::parse("app-1").unwrap()),
                 provision: Some("postgres-database".into()),
                 class: Class::CredentialsRejected,
                 error: "password authentication\nfailed".into(),

@@ -2,7 +2,7 @@
 //! event gives (pure).
 
 use mesh_protocol::event::GrantState;
-use mesh_protocol::Timestamp;
+use mesh_protocol::{Name, Timestamp};
 use serde::Serialize;
 
 use crate::model::GrantRow;
@@ -35,9 +35,9 @@ pub(crate) fn count(n: usize) -> u64 {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct UnreachableGrant {
     /// The consumer's machine.
-    pub machine: String,
+    pub machine: Name,
     /// The consumer.
-    pub consumer: String,
+    pub consumer: Name,
     /// The provision.
     pub provision: String,
     /// The provider, `module@machine`.
@@ -63,9 +63,9 @@ pub struct UnreachableGrant {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct UncheckedGrant {
     /// The consumer's machine.
-    pub machine: String,
+    pub machine: Name,
     /// The consumer.
-    pub consumer: String,
+    pub consumer: Name,
     /// The provision.
     pub provision: String,
     /// The provider, `module@machine`.

@@ -8,7 +8,7 @@
 //! bounded whatever the count: a group keeps its first standing, the
 //! first names and its counts.
 
-use mesh_protocol::{Class, ModuleId};
+use mesh_protocol::{Class, ModuleId, Name};
 
 use super::Listed;
 
@@ -62,7 +62,7 @@ fn name(s: &Listed) -> String {
     format!(
         "{}@{}",
         s.row.consumer,
-        s.row.consumer_machine.as_deref().unwrap_or("?")
+        s.row.consumer_machine.as_ref().map_or("?", Name::as_str)
     )
 }
 
@@ -122,8 +122,8 @@ mod tests {
         Listed {
             row: FailingRow {
                 provider: ModuleId::parse(provider).unwrap(),
-                consumer: consumer.into(),
-                consumer_machine: Some("app-1".into()),
+                consumer: Name::parse(consumer).unwrap(),
+                consumer_machine: Some(Name::parse("app-1").unwrap()),
                 provision: None,
                 class,
                 error: error.into(),
@@ -153,9 +153,9 @@ mod tests {
         let shape: Vec<(String, u64, usize, u64)> = lines
             .iter()
             .map(|l| match l {
-                Line::One(s) => (s.row.consumer.clone(), 1, 1, 0),
+                Line::One(s) => (s.row.consumer.to_string(), 1, 1, 0),
                 Line::Many(g) => (
-                    g.first.row.consumer.clone(),
+                    g.first.row.consumer.to_string(),
                     g.count,
                     g.names.len(),
                     g.silent,

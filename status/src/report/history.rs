@@ -26,10 +26,10 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use mesh_protocol::{Class, ModuleId, Timestamp};
+use mesh_protocol::{Class, ModuleId, Name, Timestamp};
 use serde::Serialize;
 
-use crate::model::history::{Recoveries, Transition, TransitionKind};
+use crate::model::history::{Change, Recoveries, Transition};
 use crate::model::NoteRow;
 
 /// The default `--recurrence-window` of `status`: 7 days.
@@ -114,23 +114,80 @@ pub struct HistoryEntry {
 }
 
 impl HistoryEntry {
+    /// The entry of `kind` `t` begins or is, its fields those `t` carries
+    /// (its times and how it ended are the caller's).
     fn of(kind: EntryKind, t: &Transition) -> HistoryEntry {
-        HistoryEntry {
+        let mut e = HistoryEntry {
             kind,
-            provider_module: t.provider.as_ref().map(|p| p.module.to_string()),
-            provider_machine: t.provider.as_ref().map(|p| p.machine.to_string()),
-            consumer: t.consumer.clone(),
-            consumer_machine: t.consumer_machine.clone(),
+            provider_module: t.provider().map(|p| p.module.to_string()),
+            provider_machine: t.provider().map(|p| p.machine.to_string()),
+            consumer: None,
+            consumer_machine: None,
             from: None,
             to: None,
             seconds: None,
-            class: t.class,
-            error: t.error.clone(),
+            class: None,
+            error: None,
             reason: None,
-            fault: t.fault.clone(),
-            detail: t.detail.clone(),
-            by: t.by.clone(),
+            fault: None,
+            detail: None,
+            by: None,
+        };
+        let name = |n: &Name| Some(n.to_string());
+        let mut consumer = |c: &Name, m: Option<&Name>| {
+            e.consumer = name(c);
+            e.consumer_machine = m.and_then(name);
+        };
+        match &t.change {
+            Change::FailingBegan {
+                consumer: c,
+                consumer_machine: m,
+                class,
+                error,
+                ..
+            } => {
+                consumer(c, m.as_ref());
+                (e.class, e.error) = (Some(*class), Some(error.clone()));
+            }
+            Change::Recovered {
+                consumer: c,
+                consumer_machine: m,
+                ..
+            } => consumer(c, m.as_ref()),
+            Change::Retired(r) | Change::ReEnabled(r) | Change::Deleted(r) => {
+                consumer(&r.consumer, None);
+                e.detail = Some(r.detail.clone());
+            }
+            Change::RepairDone(r) | Change::RepairBraked(r) => {
+                e.fault = name(&r.fault);
+                e.detail = Some(r.detail.clone());
+            }
+            Change::GrantUnreachable {
+                consumer: c,
+                error,
+                address,
+                ..
+            } => {
+                consumer(&c.module, Some(&c.machine));
+                (e.error, e.detail) = (Some(error.clone()), Some(address.clone()));
+            }
+            Change::GrantReachable { consumer: c, .. } => consumer(&c.module, Some(&c.machine)),
+            Change::ProviderFaultBegan { class, error, .. } => {
+                (e.class, e.error) = (Some(*class), Some(error.clone()));
+            }
+            Change::ProviderFaultCleared { class, .. } => e.class = Some(*class),
+            Change::Note {
+                consumer: c,
+                text,
+                by,
+                ..
+            } => {
+                consumer(&c.module, Some(&c.machine));
+                (e.detail, e.by) = (Some(text.clone()), Some(by.clone()));
+            }
+            Change::HeardAgain { .. } | Change::FollowingAgain { .. } => {}
         }
+        e
     }
 
     fn moment(kind: EntryKind, t: &Transition) -> HistoryEntry {
@@ -173,18 +230,55 @@ type Pair = (
     Option<String>,
 );
 
-fn pair(kind: EntryKind, t: &Transition) -> Pair {
+/// The key of `e`, the entry `t` begins or ends.
+fn pair(e: &HistoryEntry, t: &Transition) -> Pair {
+    let provision = match &t.change {
+        Change::GrantUnreachable { provision, .. } | Change::GrantReachable { provision, .. } => {
+            Some(provision.clone())
+        }
+        _ => None,
+    };
+    let grant = e.kind == EntryKind::GrantUnreachable;
     (
-        kind,
-        t.provider.clone(),
-        t.consumer.clone(),
-        t.consumer_machine
-            .clone()
-            .filter(|_| kind == EntryKind::GrantUnreachable),
-        t.provision
-            .clone()
-            .filter(|_| kind == EntryKind::GrantUnreachable),
+        e.kind,
+        t.provider().cloned(),
+        e.consumer.clone(),
+        e.consumer_machine.clone().filter(|_| grant),
+        provision.filter(|_| grant),
     )
+}
+
+/// What a transition does to the entries: begins an interval (from its
+/// `since`), ends one (begun at `since`, with how it ended), is a silence
+/// that ended (from `since` to when it ended), or is a moment.
+enum Step<'a> {
+    Begins(EntryKind, Timestamp),
+    Ends(EntryKind, Option<Timestamp>, &'a str),
+    Silence(EntryKind, Timestamp),
+    Moment(EntryKind),
+}
+
+fn step(t: &Transition) -> Step<'_> {
+    use EntryKind as E;
+    match &t.change {
+        Change::FailingBegan { since, .. } => Step::Begins(E::Failing, *since),
+        Change::GrantUnreachable { since, .. } => Step::Begins(E::GrantUnreachable, *since),
+        Change::ProviderFaultBegan { since, .. } => Step::Begins(E::ProviderFault, *since),
+        Change::Recovered { since, reason, .. } => Step::Ends(E::Failing, Some(*since), reason),
+        // A grant's reachable does not say when it became unreachable.
+        Change::GrantReachable { reason, .. } => Step::Ends(E::GrantUnreachable, None, reason),
+        Change::ProviderFaultCleared { since, .. } => {
+            Step::Ends(E::ProviderFault, Some(*since), "cleared")
+        }
+        Change::HeardAgain { since, .. } => Step::Silence(E::Unheard, *since),
+        Change::FollowingAgain { since } => Step::Silence(E::NotFollowing, *since),
+        Change::Retired(_) => Step::Moment(E::Retired),
+        Change::ReEnabled(_) => Step::Moment(E::ReEnabled),
+        Change::Deleted(_) => Step::Moment(E::Deleted),
+        Change::RepairDone(_) => Step::Moment(E::RepairDone),
+        Change::RepairBraked(_) => Step::Moment(E::RepairBraked),
+        Change::Note { .. } => Step::Moment(E::Note),
+    }
 }
 
 /// The entries `rows` (oldest first, as the store gives them) make at
@@ -194,18 +288,11 @@ pub fn entries(rows: &[Transition], now: Timestamp) -> Vec<HistoryEntry> {
     let mut out: Vec<HistoryEntry> = Vec::new();
     let mut open: HashMap<Pair, usize> = HashMap::new();
     for t in rows {
-        match t.kind {
-            TransitionKind::FailingBegan
-            | TransitionKind::GrantUnreachable
-            | TransitionKind::ProviderFaultBegan => {
-                let kind = match t.kind {
-                    TransitionKind::FailingBegan => EntryKind::Failing,
-                    TransitionKind::GrantUnreachable => EntryKind::GrantUnreachable,
-                    _ => EntryKind::ProviderFault,
-                };
+        match step(t) {
+            Step::Begins(kind, since) => {
                 let mut e = HistoryEntry::of(kind, t);
-                e.from = Some(t.since.unwrap_or(t.at));
-                if let Some(before) = open.insert(pair(kind, t), out.len()) {
+                e.from = Some(since);
+                if let Some(before) = open.insert(pair(&e, t), out.len()) {
                     // Began again without an end said: the earlier one
                     // ended no later than this one began.
                     let ended = e.from;
@@ -215,20 +302,14 @@ pub fn entries(rows: &[Transition], now: Timestamp) -> Vec<HistoryEntry> {
                 }
                 out.push(e);
             }
-            TransitionKind::Recovered
-            | TransitionKind::GrantReachable
-            | TransitionKind::ProviderFaultCleared => {
-                let kind = match t.kind {
-                    TransitionKind::Recovered => EntryKind::Failing,
-                    TransitionKind::GrantReachable => EntryKind::GrantUnreachable,
-                    _ => EntryKind::ProviderFault,
-                };
-                let i = match open.remove(&pair(kind, t)) {
+            Step::Ends(kind, since, reason) => {
+                let end = HistoryEntry::of(kind, t);
+                let i = match open.remove(&pair(&end, t)) {
                     Some(i) => i,
                     None => {
                         // It began before the rows read.
-                        let mut e = HistoryEntry::of(kind, t);
-                        e.from = t.since;
+                        let mut e = end.clone();
+                        e.from = since;
                         out.push(e);
                         out.len() - 1
                     }
@@ -236,33 +317,19 @@ pub fn entries(rows: &[Transition], now: Timestamp) -> Vec<HistoryEntry> {
                 let e = &mut out[i];
                 e.to = Some(t.at);
                 e.seconds = e.from.map(|f| seconds(f, t.at));
-                e.reason = match kind {
-                    EntryKind::ProviderFault => Some("cleared".to_owned()),
-                    _ => t.reason.clone(),
-                };
+                e.reason = Some(reason.to_owned());
                 if e.consumer_machine.is_none() {
-                    e.consumer_machine = t.consumer_machine.clone();
+                    e.consumer_machine = end.consumer_machine;
                 }
             }
-            TransitionKind::HeardAgain | TransitionKind::FollowingAgain => {
-                let kind = match t.kind {
-                    TransitionKind::HeardAgain => EntryKind::Unheard,
-                    _ => EntryKind::NotFollowing,
-                };
+            Step::Silence(kind, since) => {
                 let mut e = HistoryEntry::of(kind, t);
-                e.from = t.since;
+                e.from = Some(since);
                 e.to = Some(t.at);
-                e.seconds = t.since.map(|f| seconds(f, t.at));
+                e.seconds = Some(seconds(since, t.at));
                 out.push(e);
             }
-            TransitionKind::Retired => out.push(HistoryEntry::moment(EntryKind::Retired, t)),
-            TransitionKind::ReEnabled => out.push(HistoryEntry::moment(EntryKind::ReEnabled, t)),
-            TransitionKind::Deleted => out.push(HistoryEntry::moment(EntryKind::Deleted, t)),
-            TransitionKind::RepairDone => out.push(HistoryEntry::moment(EntryKind::RepairDone, t)),
-            TransitionKind::RepairBraked => {
-                out.push(HistoryEntry::moment(EntryKind::RepairBraked, t))
-            }
-            TransitionKind::Note => out.push(HistoryEntry::moment(EntryKind::Note, t)),
+            Step::Moment(kind) => out.push(HistoryEntry::moment(kind, t)),
         }
     }
     for e in &mut out {
@@ -389,7 +456,7 @@ pub fn recurrence(r: &Recoveries, window: Duration) -> Recurrence {
 /// (provider, consumer): what [`recurrence`] reads for each.
 #[derive(Clone, Debug, Default)]
 pub struct Recurrences {
-    by_key: HashMap<(ModuleId, String), Recoveries>,
+    by_key: HashMap<(ModuleId, Name), Recoveries>,
     window: Duration,
 }
 
@@ -405,8 +472,8 @@ impl Recurrences {
 
     /// The recurrence of `provider`'s standing for `consumer`, `None` for
     /// one that did not recover within the window before.
-    pub fn of(&self, provider: &ModuleId, consumer: &str) -> Option<Recurrence> {
-        let r = self.by_key.get(&(provider.clone(), consumer.to_owned()))?;
+    pub fn of(&self, provider: &ModuleId, consumer: &Name) -> Option<Recurrence> {
+        let r = self.by_key.get(&(provider.clone(), consumer.clone()))?;
         Some(recurrence(r, self.window))
     }
 
@@ -488,48 +555,64 @@ pub fn window_text(window: Duration) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn ts(s: &str) -> Timestamp {
         Timestamp::parse(s).unwrap()
     }
 
-    fn row(kind: TransitionKind, at: &str, since: Option<&str>) -> Transition {
+    pub(crate) fn provider() -> ModuleId {
+        ModuleId::parse("postgres@db-1").unwrap()
+    }
+
+    pub(crate) fn row(at: &str, change: Change) -> Transition {
         Transition {
-            kind,
             at: ts(at),
-            provider: Some(ModuleId::parse("postgres@db-1").unwrap()),
-            consumer: Some("wiki".into()),
-            consumer_machine: Some("app-1".into()),
-            provision: Some("postgres-database".into()),
-            class: (kind == TransitionKind::FailingBegan).then_some(Class::CredentialsRejected),
-            error: None,
-            since: since.map(ts),
-            attempts: None,
-            reason: (kind == TransitionKind::Recovered).then(|| "success".to_owned()),
-            fault: None,
-            detail: None,
             place: None,
-            by: None,
+            change,
         }
     }
 
-    fn began(at: &str) -> Transition {
-        row(TransitionKind::FailingBegan, at, Some(at))
+    /// wiki@app-1 failing from postgres@db-1 since `since`, said at `at`.
+    pub(crate) fn began(at: &str, since: &str) -> Transition {
+        row(
+            at,
+            Change::FailingBegan {
+                provider: provider(),
+                consumer: Name::parse("wiki").unwrap(),
+                consumer_machine: Some(Name::parse("app-1").unwrap()),
+                provision: Some("postgres-database".into()),
+                class: Class::CredentialsRejected,
+                error: "password authentication failed".into(),
+                since: ts(since),
+                attempts: 61,
+            },
+        )
     }
 
-    fn recovered(at: &str, since: &str) -> Transition {
-        row(TransitionKind::Recovered, at, Some(since))
+    /// wiki@app-1 recovered at `at` from failing since `since`.
+    pub(crate) fn recovered(at: &str, since: &str) -> Transition {
+        row(
+            at,
+            Change::Recovered {
+                provider: provider(),
+                consumer: Name::parse("wiki").unwrap(),
+                consumer_machine: Some(Name::parse("app-1").unwrap()),
+                provision: Some("postgres-database".into()),
+                since: ts(since),
+                reason: "success".into(),
+            },
+        )
     }
 
     #[test]
     fn intervals_pair_newest_first_and_an_open_one_runs_to_now() {
         let now = ts("2026-11-29T12:00:00Z");
         let rows = [
-            began("2026-11-27T00:12:00Z"),
+            began("2026-11-27T00:12:00Z", "2026-11-27T00:12:00Z"),
             recovered("2026-11-27T21:40:00Z", "2026-11-27T00:12:00Z"),
-            began("2026-11-29T11:00:00Z"),
+            began("2026-11-29T11:00:00Z", "2026-11-29T11:00:00Z"),
         ];
         let e = entries(&rows, now);
         assert_eq!(e.len(), 2);
@@ -562,7 +645,10 @@ mod tests {
     #[test]
     fn began_again_without_an_end_closes_the_one_before() {
         let now = ts("2026-11-29T12:00:00Z");
-        let rows = [began("2026-11-29T01:00:00Z"), began("2026-11-29T03:00:00Z")];
+        let rows = [
+            began("2026-11-29T01:00:00Z", "2026-11-29T01:00:00Z"),
+            began("2026-11-29T03:00:00Z", "2026-11-29T03:00:00Z"),
+        ];
         let e = entries(&rows, now);
         assert_eq!(e[1].to, Some(ts("2026-11-29T03:00:00Z")));
         assert!(e[0].is_open());
@@ -571,14 +657,30 @@ mod tests {
     #[test]
     fn a_provider_fault_is_an_interval_ended_by_its_clearing_or_by_another_class() {
         let now = ts("2026-11-29T12:00:00Z");
+        #[derive(Clone, Copy)]
+        enum Fault {
+            Began,
+            Cleared,
+        }
+        use Fault::{Began, Cleared};
         let fault = |kind, at: &str, class, since: &str| {
-            let mut t = row(kind, at, Some(since));
-            (t.consumer, t.consumer_machine, t.provision) = (None, None, None);
-            t.class = Some(class);
-            t
+            let (provider, since) = (provider(), ts(since));
+            let change = match kind {
+                Began => Change::ProviderFaultBegan {
+                    provider,
+                    class,
+                    error: "password authentication failed".into(),
+                    since,
+                },
+                Cleared => Change::ProviderFaultCleared {
+                    provider,
+                    class,
+                    since,
+                },
+            };
+            row(at, change)
         };
         use Class::{CredentialsRejected as Rejected, Unreachable};
-        use TransitionKind::{ProviderFaultBegan as Began, ProviderFaultCleared as Cleared};
         let rows = [
             fault(
                 Began,
@@ -642,7 +744,7 @@ mod tests {
         let week = DEFAULT_RECURRENCE_WINDOW;
         let counted = |count: u64, within_hour: u64| Recoveries {
             provider: ModuleId::parse("postgres@db-1").unwrap(),
-            consumer: "wiki".to_owned(),
+            consumer: Name::parse("wiki").unwrap(),
             count,
             within_hour,
             last_at: ts("2026-11-27T21:40:00Z"),
@@ -675,8 +777,13 @@ mod tests {
         assert_eq!(recurrence(&unknown, week).last_seconds, None);
         let by_key = Recurrences::new(vec![counted(1, 0)], week);
         let provider = ModuleId::parse("postgres@db-1").unwrap();
-        assert_eq!(by_key.of(&provider, "wiki").map(|r| r.count), Some(2));
-        assert_eq!(by_key.of(&provider, "forge"), None);
+        assert_eq!(
+            by_key
+                .of(&provider, &Name::parse("wiki").unwrap())
+                .map(|r| r.count),
+            Some(2)
+        );
+        assert_eq!(by_key.of(&provider, &Name::parse("forge").unwrap()), None);
     }
 
     #[test]

@@ -445,6 +445,7 @@ mod tests {
     use crate::model::GrantRow;
     use crate::model::RetiredRow;
     use mesh_protocol::event::GrantState;
+    use mesh_protocol::Name;
 
     fn ts(s: &str) -> Timestamp {
         Timestamp::parse(s).unwrap()
@@ -1018,7 +1019,7 @@ mod tests {
         let c = clock("2026-10-05T00:10:00Z");
         let row = |action: RetirementAction, said: &str| RetiredRow {
             provider: ModuleId::parse("postgres@db-1").unwrap(),
-            consumer: "forge".into(),
+            consumer: Name::parse("forge").unwrap(),
             action,
             detail: "withdrawn".into(),
             said_at: ts(said),
@@ -1075,8 +1076,8 @@ mod tests {
     fn grant_row(state: &str, consumer: &str) -> GrantRow {
         let state: GrantState = state.parse().unwrap();
         GrantRow {
-            machine: "app-1".into(),
-            consumer: consumer.into(),
+            machine: Name::parse("app-1").unwrap(),
+            consumer: Name::parse(consumer).unwrap(),
             provision: "postgres-database".into(),
             from: "postgres@db-1".into(),
             state,
@@ -1155,7 +1156,7 @@ mod tests {
         let c = clock("2026-10-05T00:10:00Z");
         let repair = RepairRow {
             provider: ModuleId::parse("identity@id-1").unwrap(),
-            fault: "admin-refused".into(),
+            fault: Name::parse("admin-refused").unwrap(),
             outcome: mesh_protocol::event::RepairOutcome::Failed,
             detail: "could not log in".into(),
             next_attempt_at: None,

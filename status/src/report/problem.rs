@@ -182,7 +182,7 @@ impl Problem {
             }),
             Problem::ProviderFault(f) => Some(f.class.as_str()),
             Problem::InputRefused(i) => Some(if i.index.is_some() { "entry" } else { "file" }),
-            Problem::RepairFault(r) => Some(&r.fault),
+            Problem::RepairFault(r) => Some(r.fault.as_str()),
             Problem::Retirement(_)
             | Problem::ProviderCatchingUp(_)
             | Problem::GrantUnreachable(_)

@@ -22,7 +22,7 @@
 //!   still runs again), so it is not named ([`current`]).
 
 use mesh_protocol::event::RetirementAction;
-use mesh_protocol::{ModuleId, Timestamp};
+use mesh_protocol::{ModuleId, Name, Timestamp};
 use serde::Serialize;
 
 use crate::model::row::provider_members;
@@ -36,9 +36,9 @@ pub struct Retired {
     #[serde(flatten, serialize_with = "provider_members")]
     pub provider: ModuleId,
     /// The consumer.
-    pub consumer: String,
+    pub consumer: Name,
     /// The consumer's machine, as the declaration has it.
-    pub consumer_machine: String,
+    pub consumer_machine: Name,
     /// `retiring`, `retired` or `deleted`.
     pub action: RetirementAction,
     /// As the provider said it.
@@ -110,14 +110,11 @@ pub fn retired(
     for row in rows {
         for m in &declaration.modules {
             let requires = m.requires.iter().any(|r| r.from == row.provider);
-            if m.id.module.as_str() == row.consumer
-                && requires
-                && in_scope(&row.provider, &m.id, machine)
-            {
+            if m.id.module == row.consumer && requires && in_scope(&row.provider, &m.id, machine) {
                 entries.push(Retired {
                     provider: row.provider.clone(),
                     consumer: row.consumer.clone(),
-                    consumer_machine: m.id.machine.to_string(),
+                    consumer_machine: m.id.machine.clone(),
                     action: row.action,
                     detail: row.detail.clone(),
                     said_at: row.said_at,
@@ -175,7 +172,7 @@ mod tests {
     fn row(provider: &str, consumer: &str, action: RetirementAction) -> RetiredRow {
         RetiredRow {
             provider: id(provider),
-            consumer: consumer.into(),
+            consumer: Name::parse(consumer).unwrap(),
             action,
             detail: "disabled, nothing deleted".into(),
             said_at: Timestamp::parse("2026-10-05T00:09:00Z").unwrap(),

@@ -267,6 +267,7 @@ mod tests {
     use crate::store::FailingGroup;
     use mesh_protocol::event::RepairOutcome;
     use mesh_protocol::Class;
+    use mesh_protocol::Name;
 
     /// A table row: how many of each kind, and the context.
     #[derive(Clone, Copy, Debug)]
@@ -305,8 +306,8 @@ mod tests {
     fn retirement(i: usize, action: RetirementAction) -> Problem {
         Problem::Retirement(Retired {
             provider: provider(0),
-            consumer: format!("c{i}"),
-            consumer_machine: "m".into(),
+            consumer: Name::parse(&format!("c{i}")).unwrap(),
+            consumer_machine: Name::parse("m").unwrap(),
             action,
             detail: String::new(),
             said_at: at(),
@@ -376,7 +377,7 @@ mod tests {
         for i in 0..s.repairs {
             p.push(Problem::RepairFault(RepairRow {
                 provider: provider(0),
-                fault: format!("f{i}"),
+                fault: Name::parse(&format!("f{i}")).unwrap(),
                 outcome: RepairOutcome::Failed,
                 detail: String::new(),
                 next_attempt_at: None,
@@ -386,8 +387,8 @@ mod tests {
         }
         for i in 0..s.grants_unreachable {
             p.push(Problem::GrantUnreachable(UnreachableGrant {
-                machine: "m".into(),
-                consumer: format!("c{i}"),
+                machine: Name::parse("m").unwrap(),
+                consumer: Name::parse(&format!("c{i}")).unwrap(),
                 provision: "x".into(),
                 from: "p0@m".into(),
                 address: "127.0.0.1".into(),

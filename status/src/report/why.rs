@@ -11,7 +11,7 @@
 //! provider of it — else it is not failing. The controller not following
 //! is said beside any verdict: what the store says may be old.
 
-use mesh_protocol::{ModuleId, Timestamp};
+use mesh_protocol::{ModuleId, Name, Timestamp};
 
 use super::history::{EntryKind, HistoryEntry};
 use super::{Head, Listed, Problem};
@@ -85,7 +85,7 @@ impl Why {
 
 /// Whether `p` concerns `consumer`, whose providers are `providers`.
 fn concerns(p: &Problem, consumer: &ModuleId, providers: &[&ModuleId]) -> bool {
-    let on = |c: &str, m: &str| c == consumer.module.as_str() && m == consumer.machine.as_str();
+    let on = |c: &Name, m: &Name| *c == consumer.module && *m == consumer.machine;
     match p {
         Problem::ControllerNotFollowing(_) | Problem::DeclarationRefused(_) => false,
         Problem::ConsumersFailing(_) => false,
@@ -125,8 +125,7 @@ pub fn why(input: &WhyInput<'_>) -> Why {
         .standings
         .iter()
         .filter(|s| {
-            s.row.consumer == c.module.as_str()
-                && s.row.consumer_machine.as_deref() == Some(c.machine.as_str())
+            s.row.consumer == c.module && s.row.consumer_machine.as_ref() == Some(&c.machine)
         })
         .cloned()
         .collect();
@@ -208,8 +207,8 @@ mod tests {
         Listed {
             row: FailingRow {
                 provider: id("postgres@db-1"),
-                consumer: consumer.into(),
-                consumer_machine: Some(machine.into()),
+                consumer: Name::parse(consumer).unwrap(),
+                consumer_machine: Some(Name::parse(machine).unwrap()),
                 provision: Some("postgres-database".into()),
                 class: Class::CredentialsRejected,
                 error: "password authentication failed".into(),
@@ -244,8 +243,8 @@ mod tests {
     fn retired(consumer: &str, machine: &str) -> Problem {
         Problem::Retirement(Retired {
             provider: id("postgres@db-1"),
-            consumer: consumer.into(),
-            consumer_machine: machine.into(),
+            consumer: Name::parse(consumer).unwrap(),
+            consumer_machine: Name::parse(machine).unwrap(),
             action: RetirementAction::Retired,
             detail: String::new(),
             said_at: ts("2026-10-05T00:00:00Z"),

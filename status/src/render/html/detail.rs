@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use mesh_protocol::{ModuleId, Timestamp};
+use mesh_protocol::{ModuleId, Name, Timestamp};
 
 use super::mesh::standing_item;
 use super::{consumer_path, escape, link, provider_path};
@@ -85,7 +85,8 @@ pub fn provider(v: &ProviderView<'_>) -> String {
     out.push_str("<h2>Its consumers</h2>\n<ul class=\"consumers\">\n");
     for (consumer, machine) in v.consumers {
         let failing = v.standings.iter().find(|s| {
-            &s.row.consumer == consumer && s.row.consumer_machine.as_ref() == Some(machine)
+            s.row.consumer.as_str() == consumer
+                && s.row.consumer_machine.as_ref().map(Name::as_str) == Some(machine)
         });
         match failing {
             Some(s) => out.push_str(&standing_item(s, v.now, true)),
@@ -102,9 +103,10 @@ pub fn provider(v: &ProviderView<'_>) -> String {
         }
     }
     for s in v.standings.iter().filter(|s| {
-        !v.consumers
-            .iter()
-            .any(|(c, m)| &s.row.consumer == c && s.row.consumer_machine.as_ref() == Some(m))
+        !v.consumers.iter().any(|(c, m)| {
+            s.row.consumer.as_str() == c
+                && s.row.consumer_machine.as_ref().map(Name::as_str) == Some(m)
+        })
     }) {
         out.push_str(&standing_item(s, v.now, true));
     }

@@ -6,7 +6,7 @@
 
 use std::fmt::Write as _;
 
-use mesh_protocol::{Class, ModuleId, Timestamp};
+use mesh_protocol::{Class, ModuleId, Name, Timestamp};
 
 use super::{consumer_path, escape, link, machine_path, provider_path, time};
 use crate::render::human::{recurrence, Human};
@@ -52,10 +52,10 @@ pub(crate) fn other_lines(head: &Head) -> Vec<String> {
 /// times as `<time>`, from `now`.
 pub(crate) fn standing_item(s: &Listed, now: Timestamp, linked: bool) -> String {
     let r = &s.row;
-    let machine = r.consumer_machine.as_deref().unwrap_or("?");
+    let machine = r.consumer_machine.as_ref().map_or("?", Name::as_str);
     let who = match &r.consumer_machine {
         Some(m) if linked => link(
-            &consumer_path(&r.consumer, m),
+            &consumer_path(r.consumer.as_str(), m.as_str()),
             &format!("{}@{m}", r.consumer),
         ),
         Some(m) => escape(&format!("{}@{m}", r.consumer)),
@@ -80,7 +80,7 @@ pub(crate) fn standing_item(s: &Listed, now: Timestamp, linked: bool) -> String 
     let mut item = format!(
         "<li class=\"failing\" data-consumer=\"{}@{}\">{who} <span class=\"since\">{since}</span>, \
          {} attempts{said}",
-        escape(&r.consumer),
+        escape(r.consumer.as_str()),
         escape(machine),
         r.attempts,
     );
@@ -261,8 +261,8 @@ mod tests {
         Listed {
             row: FailingRow {
                 provider: ModuleId::parse("postgres@db-1").unwrap(),
-                consumer: consumer.into(),
-                consumer_machine: Some("app-1".into()),
+                consumer: Name::parse(consumer).unwrap(),
+                consumer_machine: Some(Name::parse("app-1").unwrap()),
                 provision: Some("postgres-database".into()),
                 class,
                 error: error.into(),
