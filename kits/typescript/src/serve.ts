@@ -336,6 +336,7 @@ async function answer(hook: Hook, request: Request): Promise<Reply> {
 
 /** Calls the verb's handler; a missing one is unsupported, nothing returned is `{ok: true}`. */
 async function dispatch(hook: Hook, request: Request, call: Call): Promise<Exclude<Reply, { id: number }> | object> {
+  wellFormed(request);
   const handlers = hook.handlers;
   const ok = (done: object | void): object => done ?? { ok: true };
   switch (request.verb) {
@@ -374,6 +375,45 @@ async function dispatch(hook: Hook, request: Request, call: Call): Promise<Exclu
 }
 
 const unsupported = { unsupported: true } as const;
+
+/**
+ * Refuses a request that lacks what its type says it has (mesh-provide
+ * always sends it; another caller may not): a handler can trust its
+ * request's `consumer`, `secret`, `fault`, `action` and `target`.
+ */
+function wellFormed(request: Request): void {
+  switch (request.verb) {
+    case 'ensure':
+    case 'check':
+      if (typeof request.consumer?.name !== 'string') throw new HookError('refused', "the request's consumer has no name");
+      text(request, 'secret');
+      return;
+    case 'retire':
+    case 're-enable':
+    case 'delete':
+      text(request, 'consumer');
+      return;
+    case 'probe':
+    case 'repair':
+      text(request, 'fault');
+      return;
+    case 'by-hand':
+      text(request, 'action');
+      text(request, 'consumer');
+      if (request.action === 'make' || request.action === 'works' || request.action === 'reach') text(request, 'secret');
+      if (request.action === 'reach') text(request, 'target');
+      return;
+    default:
+      return;
+  }
+}
+
+/** The request's `key`, a string that is not empty; else the request is refused. */
+function text(request: Request, key: string): string {
+  const value: unknown = (request as unknown as Record<string, unknown>)[key];
+  if (typeof value !== 'string' || value === '') throw new HookError('refused', `the request's ${key} is not a string`);
+  return value;
+}
 
 /** The reply's `fault` member from hook.adminFault: none (no adminFault), null, or the fault (its message redacted). */
 async function adminFault(hook: Hook, call: Call): Promise<{ fault?: ProviderFault | null }> {

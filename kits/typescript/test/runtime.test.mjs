@@ -140,3 +140,36 @@ test("a handler's call bounds its waits (timeoutMs), and log writes one line for
   assert.deepEqual(out.lines, [{ id: 1, ok: true, detail: '1000' }]);
   assert.equal(out.stderr, 'fixture: repairing disk-full for x@m-1\n');
 });
+
+test('a request without what its verb needs is refused before any handler, naming what it lacks', () => {
+  const base = { v: 1, deadline_ms: 5000 };
+  const asked = [
+    { ...base, id: 1, verb: 'ensure', consumer: { name: 'forge' } },
+    { ...base, id: 2, verb: 'check', consumer: {}, secret: 'pw-0123' },
+    { ...base, id: 3, verb: 'retire', consumer: '' },
+    { ...base, id: 4, verb: 'repair' },
+    { ...base, id: 5, verb: 'by-hand', action: 'make', consumer: 'forge' },
+    { ...base, id: 6, verb: 'by-hand', action: 'reach', consumer: 'forge', secret: 'pw-0123' },
+    { ...base, id: 7, verb: 'by-hand', consumer: 'forge' },
+    // Well formed: the fixture has no ensure handler, nor by-hand change.
+    { ...base, id: 8, verb: 'ensure', consumer: { name: 'forge' }, secret: 'pw-0123' },
+    { ...base, id: 9, verb: 'by-hand', action: 'change', consumer: 'forge' },
+  ];
+  const out = run(['serve'], asked, {});
+  const byId = new Map(out.lines.map((l) => [l.id, l]));
+  const refused = (error) => ({ ok: false, class: 'refused', error });
+  assert.deepEqual(
+    asked.map((r) => { const { id, ...rest } = byId.get(r.id); return rest; }),
+    [
+      refused("the request's secret is not a string"),
+      refused("the request's consumer has no name"),
+      refused("the request's consumer is not a string"),
+      refused("the request's fault is not a string"),
+      refused("the request's secret is not a string"),
+      refused("the request's target is not a string"),
+      refused("the request's action is not a string"),
+      { unsupported: true },
+      { unsupported: true },
+    ],
+  );
+});
