@@ -67,25 +67,21 @@ ensure_hook_tools() {
   local major
   major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
   if [ "$major" -lt 20 ]; then
-    echo "the node hook (examples/hooks/redis-acl.mjs) needs Node.js 20 or newer; this one is $(node --version 2>/dev/null)" >&2
+    echo "the node hooks (examples/hooks/redis-acl.mjs, on kits/typescript) need Node.js 20 or newer; this one is $(node --version 2>/dev/null)" >&2
     return 1
   fi
 }
 
-# Installs the node hooks' npm dependencies (examples/hooks/package-lock.json)
-# with `npm ci` when they are missing or older than the lock. When npm cannot
-# (no network, no registry), it says so and returns 1: the tests of the node
-# hook then fail, or say SKIPPED unless MESH_REQUIRE_NODE_HOOKS is set.
+# Makes the node hook (examples/hooks/redis-acl.mjs) runnable: the
+# TypeScript kit it is written on built (kits/typescript: npm ci, npm run
+# build), then its npm dependencies (examples/hooks/package-lock.json:
+# @redis/client, and the kit linked) installed with `npm ci`, each when
+# missing or stale. When npm cannot (no network, no registry), it says so
+# and returns 1: the tests of the node hook then fail, or say SKIPPED unless
+# MESH_REQUIRE_NODE_HOOKS is set.
 ensure_node_hooks() {
-  local dir=examples/hooks
-  if [ -f "$dir/node_modules/.package-lock.json" ] && [ ! "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
-    return 0
-  fi
-  echo "node hooks: npm ci in $dir" >&2
-  if ! (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >&2); then
-    echo "node hooks: npm ci failed in $dir (no network, or no npm registry?)" >&2
-    return 1
-  fi
+  kit_npm_build kits/typescript dist/index.js || return 1
+  kit_npm_build examples/hooks || return 1
 }
 
 # The TypeScript hook kit (kits/typescript) and its MariaDB example
@@ -109,22 +105,23 @@ ensure_kit_typescript() {
 }
 
 # `npm ci` in $1 when its node_modules is missing or older than its lock,
-# then `npm run build` when $1/$2 is missing or older than its sources (or
-# any further path given).
+# then, when a build output $2 is given, `npm run build` when $1/$2 is
+# missing or older than its sources (or any further path given).
 kit_npm_build() {
-  local dir="$1" out="$1/$2"
-  shift 2
+  local dir="$1" out="${2:+$1/$2}"
+  shift $(($# < 2 ? $# : 2))
   if [ ! -f "$dir/node_modules/.package-lock.json" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
-    echo "typescript kit: npm ci in $dir" >&2
+    echo "$dir: npm ci" >&2
     if ! (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >&2); then
-      echo "typescript kit: npm ci failed in $dir (no network, or no npm registry?)" >&2
+      echo "$dir: npm ci failed (no network, or no npm registry?)" >&2
       return 1
     fi
   fi
+  [ -n "$out" ] || return 0
   if [ ! -e "$out" ] || [ -n "$(find "$dir/src" "$dir/tsconfig.json" "$dir/package.json" "$dir/node_modules/.package-lock.json" "$@" -newer "$out" -print -quit 2>/dev/null)" ]; then
-    echo "typescript kit: npm run build in $dir" >&2
+    echo "$dir: npm run build" >&2
     if ! (cd "$dir" && npm run build --silent >&2); then
-      echo "typescript kit: the build failed in $dir" >&2
+      echo "$dir: the build failed" >&2
       return 1
     fi
   fi
@@ -398,7 +395,6 @@ MESH_PACKAGE_FILES="
 /etc/mesh/mesh-provide@.env.example
 /usr/lib/mesh/hooks/redis-acl.sh
 /usr/lib/mesh/hooks/redis-acl.mjs
-/usr/lib/mesh/hooks/mesh-hook.mjs
 /usr/lib/mesh/hooks/redis-acl.py
 /usr/lib/mesh/hooks/mesh_hook.py
 /usr/lib/mesh/hooks/package.json
@@ -668,11 +664,14 @@ check_package() {
   for file in $MESH_PACKAGE_FILES; do
     grep -qx "$file" <<<"$listed" || { echo "$deb lacks $file" >&2; return 1; }
   done
-  # The node hook's dependency goes with it when the repository has it.
-  if [ -f examples/hooks/node_modules/.package-lock.json ] &&
-    ! grep -qx /usr/lib/mesh/hooks/node_modules/@redis/client/package.json <<<"$listed"; then
-    echo "$deb lacks the node hook's dependency (/usr/lib/mesh/hooks/node_modules/@redis/client)" >&2
-    return 1
+  # The node hook's dependencies go with it when the repository has them:
+  # @redis/client, and the TypeScript kit's build (not a link into the
+  # repository).
+  if [ -f examples/hooks/node_modules/.package-lock.json ]; then
+    for file in /usr/lib/mesh/hooks/node_modules/@redis/client/package.json \
+      /usr/lib/mesh/hooks/node_modules/mesh-hook-kit/dist/index.js; do
+      grep -qx "$file" <<<"$listed" || { echo "$deb lacks the node hook's dependency $file" >&2; return 1; }
+    done
   fi
   # The kits' examples go runnable where they were built here.
   if [ -x examples/hooks/mariadb/dist/mariadb.js ] &&
@@ -735,11 +734,13 @@ check_package() {
   local py_status=0 py_said
   py_said=$(env -i PATH=/usr/bin:/bin PYTHONDONTWRITEBYTECODE=1 /usr/lib/mesh/hooks/redis-acl.py held 2>&1 </dev/null) || py_status=$?
   [ "$py_status" -eq 2 ] || { echo "the installed redis-acl.py does not start (exit $py_status): $py_said" >&2; failed=yes; }
-  # The installed MariaDB and RabbitMQ hooks start: without settings each
-  # says so and exits non-zero at once (a missing module would say so too).
+  # The installed node, MariaDB and RabbitMQ hooks start: without settings
+  # each says so and exits 2 at once (a missing module, such as the kit,
+  # would exit 1 saying so).
   local hook_said
-  for hook in /usr/lib/mesh/hooks/mariadb/dist/mariadb.js /usr/lib/mesh/hooks/rabbitmq-hook; do
+  for hook in /usr/lib/mesh/hooks/redis-acl.mjs /usr/lib/mesh/hooks/mariadb/dist/mariadb.js /usr/lib/mesh/hooks/rabbitmq-hook; do
     [ -e "$hook" ] || continue
+    [ "$hook" != /usr/lib/mesh/hooks/redis-acl.mjs ] || [ -d /usr/lib/mesh/hooks/node_modules ] || continue
     local hook_status=0
     hook_said=$(env -i PATH=/usr/bin:/bin timeout 20 "$hook" held 2>&1 </dev/null) || hook_status=$?
     if [ "$hook_status" -ne 2 ] || ! grep -q "is not set" <<<"$hook_said"; then

@@ -4,10 +4,7 @@
 //! mode, leaves nothing of the suite's behind, never touches a user a
 //! person made nor another provider instance's (two instances on one
 //! Redis; an old mark adopted by ensure), and its administrator's password
-//! is in no output. And the
-//! node kit's types (`examples/hooks/mesh-hook.d.ts`) check a TypeScript
-//! hook under `tsc --strict` (the TypeScript kit's tsc, in
-//! kits/typescript/node_modules: SKIPPED when it is not installed).
+//! is in no output.
 
 mod hooks_support;
 
@@ -152,77 +149,6 @@ fn two_instances_of_the_python_hook_on_one_redis_keep_to_their_own() {
 #[test]
 fn a_user_the_python_hook_marked_before_instances_is_adopted_by_ensure() {
     hooks_support::an_old_mark_is_adopted_by_ensure(&hook());
-}
-
-/// The repository's root.
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// A TypeScript hook over mesh-hook.mjs, `CLASS` its classify's answer.
-const TYPED_HOOK: &str = r#"
-import { runHook, HookError, log, announceSecrets, type Verbs, type Consumer, type Deadline } from 'KIT';
-const verbs: Verbs = {
-  async ensure(consumer: Consumer, secret: string, deadline: Deadline) {
-    if (deadline.remaining() < 10) throw new HookError('unreachable', 'out of time');
-    log(`made ${consumer.name}`);
-    return secret === '' ? { mended: 'its password' } : undefined;
-  },
-  held: () => [{ consumer: 'forge', retired: false }],
-  async byHand(asked) { return asked.action === 'works' && asked.secret !== undefined; },
-};
-announceSecrets(['admin-password']);
-await runHook({ name: 'typed', verbs, classify: () => CLASS });
-"#;
-
-/// `tsc --strict --noEmit` over `source` (as `hook.mts` in a temp dir); (passed, what it said).
-fn tsc(tsc: &std::path::Path, source: &str) -> (bool, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("hook.mts");
-    std::fs::write(&file, source).unwrap();
-    let types = repo().join("kits/typescript/node_modules/@types");
-    let out = Command::new(tsc)
-        .args([
-            "--strict",
-            "--noEmit",
-            "--module",
-            "nodenext",
-            "--moduleResolution",
-            "nodenext",
-        ])
-        .args(["--target", "es2022", "--types", "node", "--typeRoots"])
-        .arg(types)
-        .arg(&file)
-        .output()
-        .expect("tsc runs");
-    let said =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    (out.status.success(), said)
-}
-
-#[test]
-fn a_typescript_hook_over_mesh_hook_mjs_type_checks_under_tsc_strict() {
-    let compiler = repo().join("kits/typescript/node_modules/.bin/tsc");
-    if !compiler.exists()
-        || !repo()
-            .join("kits/typescript/node_modules/@types/node")
-            .exists()
-    {
-        eprintln!(
-            "SKIPPED a_typescript_hook_over_mesh_hook_mjs_type_checks_under_tsc_strict: no {} (the TypeScript kit's npm install)",
-            compiler.display()
-        );
-        return;
-    }
-    let kit = repo().join("examples/hooks/mesh-hook.mjs");
-    let source = TYPED_HOOK.replace("KIT", kit.to_str().unwrap());
-    let (passed, said) = tsc(&compiler, &source.replace("CLASS", "'refused'"));
-    assert!(passed, "a well-typed hook fails tsc --strict: {said}");
-    let (passed, said) = tsc(&compiler, &source.replace("CLASS", "'oops'"));
-    assert!(
-        !passed && said.contains("oops"),
-        "a class that is none passed tsc --strict: the declarations type nothing ({said})"
-    );
 }
 
 /// `redis-acl.py serve` with its stdout read line by line on a thread.

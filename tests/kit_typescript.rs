@@ -2,7 +2,8 @@
 //! examples/hooks/mariadb, over the built binary: the example passes
 //! `mesh-provide conform` on a private MariaDB, leaves nothing of the suite
 //! behind and never touches a user a person made; the kit's types refuse
-//! what mesh-provide would read as a bad reply (`tsc --strict`).
+//! what mesh-provide would read as a bad reply (`tsc --strict`), and type a
+//! hook written on its build.
 //!
 //! This test builds nothing: `bash -c '. scripts/lib.sh;
 //! ensure_kit_typescript'` (which scripts/test runs) installs and builds the
@@ -286,6 +287,47 @@ fn the_kits_types_refuse_a_failure_without_error_and_a_hello_saying_ok() {
             }
         }
     }
+}
+
+/// A hook as an author writes it on the kit's build (`dist/index.d.ts`, what
+/// `import ... from 'mesh-hook-kit'` reads), `CLASS` its classify's answer.
+const TYPED_HOOK: &str = r#"
+import { HookError, announceSecrets, callOf, log, serve, type Handlers } from 'KIT';
+const handlers: Handlers = {
+  async ensure(request, call) {
+    if (call.timeoutMs(1000) < 10) throw new HookError('unreachable', 'out of time');
+    log(`made ${request.consumer.name} for ${call.provider}`);
+    return request.secret === '' ? { ok: true, mended: 'its password' } : undefined;
+  },
+  held: () => ({ held: [{ consumer: 'forge', retired: false }] }),
+  'by-hand': { works: (request) => ({ ok: true, works: request.secret !== '' }) },
+};
+announceSecrets(['admin-password']);
+const asked = { v: 1, id: 1, verb: 'held', deadline_ms: 1000, provider: 'redis@cache-1' } as const;
+await handlers.held?.(asked, callOf(asked));
+await serve({ name: 'typed', handlers, classify: () => CLASS });
+"#;
+
+#[test]
+fn a_typescript_hook_on_the_kits_build_type_checks_under_tsc_strict() {
+    if !ready(
+        "a_typescript_hook_on_the_kits_build_type_checks_under_tsc_strict",
+        false,
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("hook.mts");
+    let source = TYPED_HOOK.replace("KIT", kit().join("dist/index.js").to_str().unwrap());
+    std::fs::write(&file, source.replace("CLASS", "'refused'")).unwrap();
+    let (code, out) = typecheck(&file);
+    assert_eq!(code, 0, "a well-typed hook fails tsc --strict: {out}");
+    std::fs::write(&file, source.replace("CLASS", "'oops'")).unwrap();
+    let (code, out) = typecheck(&file);
+    assert!(
+        code != 0 && out.contains("oops"),
+        "a class that is none passed tsc --strict: the built declarations type nothing ({out})"
+    );
 }
 
 /// Two instances of the MariaDB hook on one server: what `mariadb@db-1`

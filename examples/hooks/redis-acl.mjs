@@ -3,7 +3,10 @@
 // user per consumer through node-redis (@redis/client), allowed the keys
 // `<consumer>:*`, its password the minted secret, checked by logging in as
 // the consumer. It keeps the same users as redis-acl.sh and redis-acl.py:
-// one may replace another on the same server.
+// one may replace another on the same server. Plain JavaScript on the
+// TypeScript kit (mesh-hook-kit, kits/typescript), whose serve() speaks the
+// protocol: the handlers below, one a verb, each given its request and its
+// call (the deadline, the provider instance).
 //
 //   mesh-provide --hook examples/hooks/redis-acl.mjs --hook-mode serve ...
 //
@@ -17,7 +20,7 @@
 // What it made carries the key pattern `%R~_mesh-provide:<module>@<machine>`
 // (read-only, on a key no consumer's pattern can match: names never start
 // with `_`), its mark, naming the provider instance the request is made for
-// (`provider()`): `held` lists only users with the asking instance's mark;
+// (its `provider`): `held` lists only users with the asking instance's mark;
 // retire, re-enable and delete leave any other user be; `ensure` refuses a
 // user another instance made (naming it) and a user without a mark, never
 // touching them, and adopts one marked `%R~_mesh-provide` alone (before
@@ -31,10 +34,13 @@
 // of the administrator (node-redis asks its credentials provider at every
 // connect and reconnect), and a changed password is announced (a secrets
 // line) before it is used: a rotation needs no restart. Every wait is
-// bounded by the call's deadline (`deadline_ms`): a command's timeout, the
-// connect's (5 s at most).
+// bounded by the call's deadline (`deadline_ms`, the kit's
+// call.timeoutMs()): a command's timeout, the connect's (5 s at most).
 //
-// Install its dependency once: `npm ci` in this folder (scripts/lib.sh does).
+// Install it once: the kit built (`npm ci && npm run build` in
+// kits/typescript), then `npm ci` in this folder, which links the kit
+// (package.json: "mesh-hook-kit": "file:../../kits/typescript") beside
+// @redis/client; `bash -c '. scripts/lib.sh; ensure_node_hooks'` does both.
 
 import { createHash, randomBytes } from 'node:crypto';
 import { realpathSync } from 'node:fs';
@@ -42,7 +48,7 @@ import { pathToFileURL } from 'node:url';
 
 import { RedisClient } from '@redis/client';
 
-import { Deadline, HookError, Unsupported, log, provider, readSecretFile, runHook } from './mesh-hook.mjs';
+import { HookError, log, readSecretFile, serve } from 'mesh-hook-kit';
 
 /** The variable naming the file that holds the administrator's password. */
 const PASSWORD_VAR = 'REDIS_ACL_ADMIN_PASSWORD_FILE';
@@ -50,13 +56,10 @@ const PASSWORD_VAR = 'REDIS_ACL_ADMIN_PASSWORD_FILE';
 /** The mark of the users this hook made, among their key patterns. */
 const MARK = '%R~_mesh-provide';
 
-/** A caller's deadline when it gives none (a program calling the verbs directly): 30 s. */
-const unbounded = () => new Deadline(30_000);
-
 /** How long a connection may take to open, in milliseconds. */
 const CONNECT_TIMEOUT = 5000;
 
-const settings = readSettings(process.env);
+const settings = await readSettings(process.env);
 
 // One client class for every connection: createClient() builds the class
 // (every command attached) anew for each options object, ~17 ms of CPU a
@@ -74,7 +77,7 @@ const admin = newClient({
   // password announced before it is sent.
   credentialsProvider: {
     type: 'async-credentials-provider',
-    credentials: async () => ({ username: settings.adminUser, password: adminPassword() }),
+    credentials: async () => ({ username: settings.adminUser, password: await adminPassword() }),
   },
   RESP: 3,
   disableOfflineQueue: true,
@@ -85,9 +88,9 @@ let lastAdminError = '';
 let passwordError = '';
 
 /** The administrator's password, the file read again (readSecretFile); announced before anything uses it. */
-function adminPassword() {
+async function adminPassword() {
   try {
-    const password = readSecretFile(PASSWORD_VAR, { [PASSWORD_VAR]: settings.passwordFile });
+    const password = await readSecretFile(PASSWORD_VAR, { [PASSWORD_VAR]: settings.passwordFile });
     passwordError = '';
     return password;
   } catch (error) {
@@ -118,9 +121,9 @@ let firstReady = null;
  * call made while it is away fails at once with the reason, and the client
  * keeps reconnecting (the loop calls again on its next pass).
  */
-async function connected(deadline) {
+async function connected(call) {
   if (admin.isReady) return admin;
-  const wait = deadline.timeout(CONNECT_TIMEOUT);
+  const wait = call.timeoutMs(CONNECT_TIMEOUT);
   if (lastAdminError === '') {
     firstReady ??= new Promise((resolve) => admin.once('ready', resolve));
     let timer;
@@ -138,10 +141,10 @@ async function connected(deadline) {
   throw new HookError('unreachable', `cannot reach Redis at ${settings.where}: ${why}`);
 }
 
-/** `args` sent as the administrator, bounded by the deadline. */
-async function send(deadline, args) {
-  await connected(deadline);
-  return admin.sendCommand(args, { timeout: deadline.timeout() });
+/** `args` sent as the administrator, bounded by the call's deadline. */
+async function send(call, args) {
+  await connected(call);
+  return admin.sendCommand(args, { timeout: call.timeoutMs() });
 }
 
 /** The mark of what the instance `instance` (module@machine) makes. */
@@ -149,11 +152,10 @@ function markOf(instance) {
   return `${MARK}:${instance}`;
 }
 
-/** The provider instance the request is made for (refused when none is said). */
-function me() {
-  const instance = provider();
-  if (!instance) throw new HookError('refused', 'the request names no provider instance and MESH_PROVIDER is not set');
-  return instance;
+/** The provider instance the call is made for (refused when none is said). */
+function me(call) {
+  if (!call.provider) throw new HookError('refused', 'the request names no provider instance and MESH_PROVIDER is not set');
+  return call.provider;
 }
 
 /** The ACL rules of a consumer's user made by `instance`, but for on/off and its password. */
@@ -184,10 +186,10 @@ function sha256(text) {
 }
 
 /** The user `name` as ACL GETUSER says it (null: no such user), refused when mesh did not make it. */
-async function ours(name, deadline, onlyOurs = true) {
+async function ours(name, call, onlyOurs = true) {
   // In RESP3 (what both clients here speak) ACL GETUSER answers a map,
   // which node-redis gives as an object.
-  const user = await send(deadline, ['ACL', 'GETUSER', name]);
+  const user = await send(call, ['ACL', 'GETUSER', name]);
   if (onlyOurs && user !== null && makerOf(user.keys) === null) {
     throw new HookError(
       'refused',
@@ -198,24 +200,25 @@ async function ours(name, deadline, onlyOurs = true) {
 }
 
 /** The user `name` when the asking instance made it; null for none, another instance's or one marked before instances. */
-async function mine(name, deadline) {
-  const user = await ours(name, deadline);
-  return user !== null && makerOf(user.keys) === me() ? user : null;
+async function mine(name, call) {
+  const user = await ours(name, call);
+  return user !== null && makerOf(user.keys) === me(call) ? user : null;
 }
 
-const verbs = {
+/** The handlers the hook serves, one a verb (the kit answers any other verb unsupported). */
+const handlers = {
   /**
    * Makes the user if missing, and brings back its password and rules when
    * they differ (a rotated secret, or a change by hand). Never turns it on
    * or off (retire and re-enable do).
    */
-  async ensure(consumer, secret, deadline = unbounded()) {
+  async ensure({ consumer, secret }, call) {
     const name = consumer.name;
-    const instance = consumer.provider || me();
-    const user = await ours(name, deadline);
+    const instance = me(call);
+    const user = await ours(name, call);
     const hash = sha256(secret);
     if (user === null) {
-      await send(deadline, ['ACL', 'SETUSER', name, 'reset', 'on', `>${secret}`, ...rules(name, instance)]);
+      await send(call, ['ACL', 'SETUSER', name, 'reset', 'on', `>${secret}`, ...rules(name, instance)]);
       log(`made the user ${name}`);
       return undefined;
     }
@@ -231,7 +234,7 @@ const verbs = {
     const sameRules =
       String(user.keys) === want.keys && String(user.channels) === want.channels && String(user.commands) === want.commands;
     if (samePassword && sameRules && !adopting) return undefined;
-    await send(deadline, ['ACL', 'SETUSER', name, 'resetpass', `>${secret}`, ...rules(name, instance)]);
+    await send(call, ['ACL', 'SETUSER', name, 'resetpass', `>${secret}`, ...rules(name, instance)]);
     if (adopting) log(`adopted the user ${name} (marked before instances) for ${instance}`);
     // Mended whenever it set the password or the rules: the loop, which
     // knows when it minted a new secret, does not count a rotation.
@@ -241,19 +244,19 @@ const verbs = {
     if (byHand.length === 0) return undefined; // adopted, nothing else changed: not a mend
     const words = `brought ${byHand.join(' and ')} of user ${name} to what the mesh asks`;
     log(words);
-    return { mended: words };
+    return { ok: true, mended: words };
   },
 
   /** Logs in as the consumer on a connection of its own, and reads a key of its own. */
-  async check(consumer, secret, deadline = unbounded()) {
+  async check({ consumer, secret }, call) {
     const name = consumer.name;
-    await asUser(name, secret, deadline, (run) => run(['EXISTS', `${name}:mesh-check`]));
+    await asUser(name, secret, call, (run) => run(['EXISTS', `${name}:mesh-check`]));
   },
 
   /** The users mesh made (marked), each retired when it is `off`. */
-  async held(deadline = unbounded()) {
-    const mark = markOf(me());
-    const lines = await send(deadline, ['ACL', 'LIST']);
+  async held(_request, call) {
+    const mark = markOf(me(call));
+    const lines = await send(call, ['ACL', 'LIST']);
     const held = [];
     for (const line of lines.map(String)) {
       // `user NAME on|off RULES...`
@@ -262,102 +265,98 @@ const verbs = {
         held.push({ consumer: words[1], retired: words[2] === 'off' });
       }
     }
-    return held;
+    return { held };
   },
 
   /** `off`, and its connections closed. */
-  async retire(name, deadline = unbounded()) {
-    if ((await mine(name, deadline)) === null) return;
-    await send(deadline, ['ACL', 'SETUSER', name, 'off']);
-    await send(deadline, ['CLIENT', 'KILL', 'USER', name]).catch(() => {});
+  async retire({ consumer: name }, call) {
+    if ((await mine(name, call)) === null) return;
+    await send(call, ['ACL', 'SETUSER', name, 'off']);
+    await send(call, ['CLIENT', 'KILL', 'USER', name]).catch(() => {});
   },
 
-  async 're-enable'(name, deadline = unbounded()) {
-    const user = await ours(name, deadline);
+  async 're-enable'({ consumer: name }, call) {
+    const user = await ours(name, call);
     if (user === null) {
       throw new HookError('refused', `the Redis user ${name} is missing: nothing to enable`);
     }
-    if (makerOf(user.keys) !== me()) return;
-    await send(deadline, ['ACL', 'SETUSER', name, 'on']);
+    if (makerOf(user.keys) !== me(call)) return;
+    await send(call, ['ACL', 'SETUSER', name, 'on']);
   },
 
   /** Its keys `<name>:*`, then the user. */
-  async delete(name, deadline = unbounded()) {
-    if ((await mine(name, deadline)) === null) return;
-    await deleteUser(name, deadline);
+  async delete({ consumer: name }, call) {
+    if ((await mine(name, call)) === null) return;
+    await deleteUser(name, call);
     log(`deleted the user ${name} and its keys`);
   },
 
   /** Re-reads the password file: hello's secrets are the current ones. */
   async hello() {
-    adminPassword();
+    await adminPassword();
+    return { repairs: [] };
   },
 
-  /** As a person at redis-cli would (conform's oracle; the loop never calls it). */
-  async byHand({ action, consumer: name, secret, target }, deadline = unbounded()) {
-    const needSecret = () => {
-      if (!secret) throw new HookError('refused', `by hand: ${action} needs a secret`);
-      return secret;
-    };
-    switch (action) {
-      case 'change':
-        if ((await ours(name, deadline, false)) === null) {
-          throw new HookError('refused', `by hand: there is no user ${name} to change`);
-        }
-        await send(deadline, ['ACL', 'SETUSER', name, 'resetpass', `>${randomBytes(16).toString('hex')}`]);
-        return undefined;
-      case 'make':
-        await send(deadline, ['ACL', 'SETUSER', name, 'reset', 'on', `>${needSecret()}`, `~${name}:*`, '+@all', '-@dangerous']);
-        return undefined;
-      case 'remove':
-        if ((await ours(name, deadline, false)) !== null) await deleteUser(name, deadline);
-        return undefined;
-      case 'works':
-        try {
-          await asUser(name, needSecret(), deadline, (run) => run(['EXISTS', `${name}:mesh-check`]));
-          return true;
-        } catch (error) {
-          if (classify(error) === 'credentials-rejected' || /^NOPERM\b/.test(String(error?.message))) return false;
-          throw error;
-        }
-      case 'reach': {
-        if (!target) throw new HookError('refused', 'by hand: reach needs a target');
-        return asUser(name, needSecret(), deadline, async (run) => {
-          const denied = (error) => {
-            if (/^NOPERM\b/.test(String(error?.message))) return false;
-            throw error;
-          };
-          const read = await run(['EXISTS', `${target}:mesh-check`]).then(() => true, denied);
-          const wrote = await run(['SET', `${target}:mesh-reach`, '1']).then(() => true, denied);
-          if (wrote) await run(['DEL', `${target}:mesh-reach`]);
-          return read || wrote;
-        });
+  /** As a person at redis-cli would (conform's oracle; the loop never calls it), one handler an action. */
+  'by-hand': {
+    async change({ consumer: name }, call) {
+      if ((await ours(name, call, false)) === null) {
+        throw new HookError('refused', `by hand: there is no user ${name} to change`);
       }
-      default:
-        throw new Unsupported();
-    }
+      await send(call, ['ACL', 'SETUSER', name, 'resetpass', `>${randomBytes(16).toString('hex')}`]);
+    },
+    async make({ consumer: name, secret }, call) {
+      await send(call, ['ACL', 'SETUSER', name, 'reset', 'on', `>${secret}`, `~${name}:*`, '+@all', '-@dangerous']);
+    },
+    async remove({ consumer: name }, call) {
+      if ((await ours(name, call, false)) !== null) await deleteUser(name, call);
+    },
+    async works({ consumer: name, secret }, call) {
+      try {
+        await asUser(name, secret, call, (run) => run(['EXISTS', `${name}:mesh-check`]));
+        return { ok: true, works: true };
+      } catch (error) {
+        if (classify(error) === 'credentials-rejected' || /^NOPERM\b/.test(String(error?.message))) {
+          return { ok: true, works: false };
+        }
+        throw error;
+      }
+    },
+    async reach({ consumer: name, secret, target }, call) {
+      const reaches = await asUser(name, secret, call, async (run) => {
+        const denied = (error) => {
+          if (/^NOPERM\b/.test(String(error?.message))) return false;
+          throw error;
+        };
+        const read = await run(['EXISTS', `${target}:mesh-check`]).then(() => true, denied);
+        const wrote = await run(['SET', `${target}:mesh-reach`, '1']).then(() => true, denied);
+        if (wrote) await run(['DEL', `${target}:mesh-reach`]);
+        return read || wrote;
+      });
+      return { ok: true, reaches };
+    },
   },
 };
 
 /** Its keys `<name>:*`, then the user. */
-async function deleteUser(name, deadline) {
+async function deleteUser(name, call) {
   let cursor = '0';
   do {
-    const [next, keys] = await send(deadline, ['SCAN', cursor, 'MATCH', `${name}:*`, 'COUNT', '1000']);
+    const [next, keys] = await send(call, ['SCAN', cursor, 'MATCH', `${name}:*`, 'COUNT', '1000']);
     cursor = String(next);
-    if (keys.length > 0) await send(deadline, ['UNLINK', ...keys.map(String)]);
+    if (keys.length > 0) await send(call, ['UNLINK', ...keys.map(String)]);
   } while (cursor !== '0');
-  await send(deadline, ['ACL', 'DELUSER', name]);
+  await send(call, ['ACL', 'DELUSER', name]);
 }
 
 /**
  * `work(run)` on a connection of its own logged in as `name` with `secret`
  * (`HELLO 3 AUTH`), `run(args)` sending a command; every wait bounded by
- * the deadline.
+ * the call's deadline.
  */
-async function asUser(name, secret, deadline, work) {
+async function asUser(name, secret, call, work) {
   const client = newClient({
-    socket: { ...settings.socket, connectTimeout: deadline.timeout(CONNECT_TIMEOUT), reconnectStrategy: false },
+    socket: { ...settings.socket, connectTimeout: call.timeoutMs(CONNECT_TIMEOUT), reconnectStrategy: false },
     username: name,
     password: secret,
     RESP: 3,
@@ -367,7 +366,7 @@ async function asUser(name, secret, deadline, work) {
   client.on('error', () => {}); // the failure is the connect's or the command's
   try {
     await client.connect();
-    return await work((args) => client.sendCommand(args, { timeout: deadline.timeout() }));
+    return await work((args) => client.sendCommand(args, { timeout: call.timeoutMs() }));
   } finally {
     client.destroy();
   }
@@ -392,7 +391,7 @@ function classify(error) {
 }
 
 /** The settings from the environment; exits 2 naming what is wrong. */
-function readSettings(env) {
+async function readSettings(env) {
   const fail = (words) => {
     log(words);
     process.exit(2);
@@ -402,20 +401,15 @@ function readSettings(env) {
   if (!Number.isInteger(port) || port < 1 || port > 65535) fail(`REDIS_ACL_PORT is not a port: ${env.REDIS_ACL_PORT}`);
   const file = env[PASSWORD_VAR];
   if (!file) fail(`${PASSWORD_VAR} is not set`);
-  // Read once at start so that a hook that cannot read it says so at once;
-  // read again at every connection of the administrator.
-  let first;
-  try {
-    first = readSecretFile(PASSWORD_VAR, { [PASSWORD_VAR]: file });
-  } catch (error) {
-    fail(error.message);
-  }
+  // Read once at start so that a hook that cannot read it says so at once
+  // (and announces it: serve mode's first line); read again at every
+  // connection of the administrator.
+  await readSecretFile(PASSWORD_VAR, { [PASSWORD_VAR]: file }).catch((error) => fail(error.message));
   return {
     where: `${host}:${port}`,
     socket: { host, port, connectTimeout: CONNECT_TIMEOUT },
     adminUser: env.REDIS_ACL_ADMIN_USER || 'mesh-admin',
     passwordFile: file,
-    firstPassword: first,
   };
 }
 
@@ -437,15 +431,10 @@ export const close = async () => {
   if (admin.isOpen) admin.destroy();
 };
 
-// The verbs, for a program measuring them without the boundary (the
-// benchmark's benches/hook_direct.mjs); run as a program, the hook answers.
-export { verbs };
+// The handlers, for a program measuring them without the boundary (the
+// benchmark's benches/hook_direct.mjs, with the kit's callOf); run as a
+// program, the hook answers.
+export { handlers };
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href) {
-  await runHook({
-    name: 'redis-acl.mjs',
-    secrets: [settings.firstPassword],
-    verbs,
-    classify,
-    close,
-  });
+  await serve({ name: 'redis-acl.mjs', handlers, classify, close });
 }

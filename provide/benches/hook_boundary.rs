@@ -4,8 +4,8 @@
 //! GETUSER compared, then a login as the consumer: AUTH on a new
 //! connection), on a private Redis, measured three ways in the same run:
 //!
-//! - direct: the hook's verbs called in one node process, no mesh-provide
-//!   (benches/hook_direct.mjs): the hook's own work;
+//! - direct: the hook's handlers called in one node process, no
+//!   mesh-provide (benches/hook_direct.mjs): the hook's own work;
 //! - serve: mesh-provide's `HookProvisioner` (what the loop calls) over the
 //!   hook in serve mode: a JSON line round trip a call;
 //! - exec: the same over the hook in exec mode: a node process a call
@@ -26,8 +26,9 @@
 //! MESH_BENCH_RUNS=1 cargo test -p mesh-provide --bench hook_boundary`, a
 //! debug build): every call must succeed; its figures mean nothing.
 //!
-//! Needs redis-server, redis-cli, node and the hook's npm dependency
-//! (`bash -c '. scripts/lib.sh; ensure_hook_tools; ensure_node_hooks'`).
+//! Needs redis-server, redis-cli, node and the hook's npm dependencies, the
+//! TypeScript kit built among them (`bash -c '. scripts/lib.sh;
+//! ensure_hook_tools; ensure_node_hooks'`).
 
 #[path = "boundary/mod.rs"]
 mod boundary;
@@ -70,12 +71,9 @@ async fn main() {
     let sizes = env_list("MESH_BENCH_CONSUMERS", &[50, 200, 1000]);
     let runs = env_list("MESH_BENCH_RUNS", &[9])[0].max(1);
     let hook = repo().join("examples/hooks/redis-acl.mjs");
-    assert!(
-        repo()
-            .join("examples/hooks/node_modules/@redis/client")
-            .exists(),
-        "the node hook's dependency is missing: bash -c '. scripts/lib.sh; ensure_node_hooks'"
-    );
+    if let Some(why) = mesh_test_support::mesh::node_hooks_missing() {
+        panic!("{why}");
+    }
     let redis = RedisServer::start();
     let env = redis.hook_env();
     for (key, value) in &env {

@@ -1,7 +1,8 @@
 // The reference of `cargo bench -p mesh-provide --bench hook_boundary`: the
 // node hook's own work, without mesh-provide. One node process imports the
-// verbs of examples/hooks/redis-acl.mjs (the same code the hook runs in
-// serve mode, the same administrator connection, the same client) and, for
+// handlers of examples/hooks/redis-acl.mjs (the same code the hook runs in
+// serve mode, the same administrator connection, the same client), each
+// call made as the kit's serve() makes it (callOf), and, for
 // each line `N C` on stdin, runs what a loop pass asks of the hook for N
 // consumers, `ensure` then `check` each, at most C consumers at once; it
 // answers one line, `{"ms": ..., "failed": ...}`: the milliseconds that
@@ -14,12 +15,14 @@
 
 import { createInterface } from 'node:readline';
 
-import { close, verbs } from '../../examples/hooks/redis-acl.mjs';
+import { close, handlers } from '../../examples/hooks/redis-acl.mjs';
+import { callOf } from '../../examples/hooks/node_modules/mesh-hook-kit/dist/index.js';
 
 /** The provider instance the bench runs for (MESH_PROVIDER, set by the bench: boundary::PROVIDER). */
 const provider = process.env.MESH_PROVIDER || 'bench@bench-1';
 
 const pad = (i) => String(i).padStart(4, '0');
+let id = 0;
 
 async function pass(n, concurrency) {
   let next = 0;
@@ -27,11 +30,14 @@ async function pass(n, concurrency) {
   const worker = async () => {
     while (next < n) {
       const i = next++;
-      const consumer = { name: `consumer-${pad(i)}`, machine: 'app-1', provision: 'redis-acl', options: {}, provider };
+      const consumer = { name: `consumer-${pad(i)}`, machine: 'app-1', provision: 'redis-acl', options: {} };
       const secret = `bench-secret-${pad(i)}-7f3a9c1e5d`;
+      const request = (verb) => ({ v: 1, id: ++id, verb, consumer, secret, deadline_ms: 30_000, provider });
       try {
-        await verbs.ensure(consumer, secret);
-        await verbs.check(consumer, secret);
+        for (const verb of ['ensure', 'check']) {
+          const asked = request(verb);
+          await handlers[verb](asked, callOf(asked));
+        }
       } catch (error) {
         failed += 1;
         process.stderr.write(`hook_direct: ${consumer.name}: ${error.message}\n`);

@@ -15,25 +15,13 @@
 import { createInterface } from 'node:readline';
 
 import { close, handlers } from '../../examples/hooks/mariadb/dist/backend.js';
+import { callOf } from '../../examples/hooks/mariadb/node_modules/mesh-hook-kit/dist/index.js';
 
 const pad = (i) => String(i).padStart(4, '0');
 let id = 0;
 
 /** The provider instance the bench runs for (MESH_PROVIDER, set by the bench: boundary::PROVIDER). */
 const provider = process.env.MESH_PROVIDER || 'bench@bench-1';
-
-/** A request's call, as the kit hands it: a 30 s deadline, the bench's instance. */
-function call() {
-  const deadline = Date.now() + 30_000;
-  return {
-    id: ++id,
-    deadlineMs: 30_000,
-    deadline,
-    signal: AbortSignal.timeout(30_000),
-    remainingMs: () => Math.max(0, deadline - Date.now()),
-    provider,
-  };
-}
 
 /** A handler's reply; a failure (thrown or answered) is an error. */
 async function must(reply) {
@@ -49,10 +37,12 @@ async function pass(n, concurrency) {
       const i = next++;
       const consumer = { name: `consumer-${pad(i)}`, machine: 'app-1', provision: 'mariadb', options: {} };
       const secret = `bench-secret-${pad(i)}-7f3a9c1e5d`;
-      const request = (verb) => ({ v: 1, id, verb, consumer, secret, deadline_ms: 30_000, provider });
+      const request = (verb) => ({ v: 1, id: ++id, verb, consumer, secret, deadline_ms: 30_000, provider });
       try {
-        await must(handlers.ensure(request('ensure'), call()));
-        await must(handlers.check(request('check'), call()));
+        for (const verb of ['ensure', 'check']) {
+          const asked = request(verb);
+          await must(handlers[verb](asked, callOf(asked)));
+        }
       } catch (error) {
         failed += 1;
         process.stderr.write(`kit_typescript direct: ${consumer.name}: ${error.message}\n`);

@@ -48,6 +48,12 @@ export interface Call {
   /** Milliseconds left until the deadline (0 once past). */
   remainingMs(): number;
   /**
+   * Milliseconds a wait may take: what is left, at most `capMs` (a connect
+   * timeout of its own, say), at least 1 (a client given 0 may wait for
+   * ever). Hand it to a client's timeout: `{ timeout: call.timeoutMs() }`.
+   */
+  timeoutMs(capMs?: number): number;
+  /**
    * The provider instance (`module@machine`) the call is made for: the
    * request's `provider`, else MESH_PROVIDER (the instance the hook was
    * started for), else ''. In serve mode one process may be asked for more
@@ -177,9 +183,13 @@ export async function readSecretFile(envVar: string, env: NodeJS.ProcessEnv = pr
   return secret;
 }
 
-/** One line on stderr, which mesh-provide logs (redacted, bounded); the announced secrets are cut out here too. */
+/**
+ * One line on stderr, which mesh-provide logs (redacted, bounded); the
+ * announced secrets are cut out here too, and line breaks in `message`
+ * (a backend's multi-line error) become spaces: one call, one line.
+ */
 export function log(message: string): void {
-  process.stderr.write(`${logName}: ${redact(message, [])}\n`);
+  process.stderr.write(`${logName}: ${redact(message, []).replace(/[\r\n]+/g, ' ')}\n`);
 }
 
 /** `message` with every one of `secrets` and of the announced ones replaced by `[redacted]`. */
@@ -269,24 +279,39 @@ function isRequest(value: unknown): value is Request {
   );
 }
 
-/** The call's deadline: the request's `deadline_ms`, else MESH_HOOK_TIMEOUT_MS, else 30 s. */
-function callOf(request: Request): Call {
+/** What a call is made of: a request's id, `deadline_ms` and `provider`. */
+export interface CallFor {
+  id: number;
+  deadline_ms?: number;
+  provider?: string;
+}
+
+/**
+ * The call serve() hands a handler with `request`: its deadline the
+ * request's `deadline_ms`, else MESH_HOOK_TIMEOUT_MS, else 30 s, from now;
+ * its provider the request's, else MESH_PROVIDER, else ''. For a program
+ * calling the handlers itself (a benchmark, a test): `handlers.check(request,
+ * callOf(request))`.
+ */
+export function callOf(request: CallFor): Call {
   const given = Number(request.deadline_ms);
   const fromEnv = Number(process.env.MESH_HOOK_TIMEOUT_MS);
   const deadlineMs = given > 0 ? given : fromEnv > 0 ? fromEnv : 30_000;
   const deadline = Date.now() + deadlineMs;
+  const remainingMs = () => Math.max(0, deadline - Date.now());
   return {
     id: request.id,
     deadlineMs,
     deadline,
     signal: AbortSignal.timeout(deadlineMs),
-    remainingMs: () => Math.max(0, deadline - Date.now()),
+    remainingMs,
+    timeoutMs: (capMs = Infinity) => Math.max(1, Math.floor(Math.min(remainingMs(), capMs))),
     provider: providerOf(request),
   };
 }
 
 /** The request's provider instance, else MESH_PROVIDER's, else ''. */
-function providerOf(request: Request): string {
+function providerOf(request: CallFor): string {
   const given: unknown = request.provider;
   return typeof given === 'string' && given !== '' ? given : (process.env.MESH_PROVIDER ?? '');
 }
@@ -311,6 +336,7 @@ async function answer(hook: Hook, request: Request): Promise<Reply> {
 
 /** Calls the verb's handler; a missing one is unsupported, nothing returned is `{ok: true}`. */
 async function dispatch(hook: Hook, request: Request, call: Call): Promise<Exclude<Reply, { id: number }> | object> {
+  wellFormed(request);
   const handlers = hook.handlers;
   const ok = (done: object | void): object => done ?? { ok: true };
   switch (request.verb) {
@@ -349,6 +375,45 @@ async function dispatch(hook: Hook, request: Request, call: Call): Promise<Exclu
 }
 
 const unsupported = { unsupported: true } as const;
+
+/**
+ * Refuses a request that lacks what its type says it has (mesh-provide
+ * always sends it; another caller may not): a handler can trust its
+ * request's `consumer`, `secret`, `fault`, `action` and `target`.
+ */
+function wellFormed(request: Request): void {
+  switch (request.verb) {
+    case 'ensure':
+    case 'check':
+      if (typeof request.consumer?.name !== 'string') throw new HookError('refused', "the request's consumer has no name");
+      text(request, 'secret');
+      return;
+    case 'retire':
+    case 're-enable':
+    case 'delete':
+      text(request, 'consumer');
+      return;
+    case 'probe':
+    case 'repair':
+      text(request, 'fault');
+      return;
+    case 'by-hand':
+      text(request, 'action');
+      text(request, 'consumer');
+      if (request.action === 'make' || request.action === 'works' || request.action === 'reach') text(request, 'secret');
+      if (request.action === 'reach') text(request, 'target');
+      return;
+    default:
+      return;
+  }
+}
+
+/** The request's `key`, a string that is not empty; else the request is refused. */
+function text(request: Request, key: string): string {
+  const value: unknown = (request as unknown as Record<string, unknown>)[key];
+  if (typeof value !== 'string' || value === '') throw new HookError('refused', `the request's ${key} is not a string`);
+  return value;
+}
 
 /** The reply's `fault` member from hook.adminFault: none (no adminFault), null, or the fault (its message redacted). */
 async function adminFault(hook: Hook, call: Call): Promise<{ fault?: ProviderFault | null }> {

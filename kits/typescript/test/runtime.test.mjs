@@ -1,6 +1,6 @@
 // The kit's runtime tests on its build (npm test: build, then node --test):
-// the provider fault in hello and probe replies (Hook.adminFault), and
-// readSecretFile.
+// the provider fault in hello and probe replies (Hook.adminFault),
+// readSecretFile, a call's deadline (callOf, timeoutMs) and log's one line.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -9,7 +9,9 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { HookError, announcedSecrets, readSecretFile } from '../dist/index.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+import { HookError, announcedSecrets, callOf, readSecretFile } from '../dist/index.js';
 
 const fixture = fileURLToPath(new URL('./fixture-hook.mjs', import.meta.url));
 
@@ -99,4 +101,75 @@ test('readSecretFile fails secret-unreadable naming the file and the variable, n
   }
   await assert.rejects(readSecretFile('T_ADMIN_FILE', {}), /T_ADMIN_FILE is not set/);
   assert.deepEqual(announcedSecrets(), before, 'nothing announced');
+});
+
+test("callOf: the request's deadline, timeoutMs at most its cap and at least 1, the request's provider", async () => {
+  const call = callOf({ id: 7, deadline_ms: 5000, provider: 'redis@cache-1' });
+  assert.deepEqual([call.id, call.deadlineMs, call.provider], [7, 5000, 'redis@cache-1']);
+  assert.equal(call.timeoutMs(1000), 1000, 'capped');
+  const left = call.timeoutMs();
+  assert.ok(left > 4000 && left <= 5000 && Number.isInteger(left), `${left} ms left of 5000`);
+  const short = callOf({ id: 8, deadline_ms: 1 });
+  await sleep(20);
+  assert.equal(short.remainingMs(), 0);
+  assert.equal(short.timeoutMs(), 1, 'a wait past the deadline is given 1 ms, not 0 (for ever to some clients)');
+  assert.equal(short.timeoutMs(0), 1);
+  assert.ok(short.signal.aborted, 'the signal is aborted at the deadline');
+});
+
+test('callOf without a deadline or provider: MESH_HOOK_TIMEOUT_MS, else 30 s; MESH_PROVIDER, else nothing', (t) => {
+  const saved = { timeout: process.env.MESH_HOOK_TIMEOUT_MS, provider: process.env.MESH_PROVIDER };
+  t.after(() => {
+    for (const [key, value] of [['MESH_HOOK_TIMEOUT_MS', saved.timeout], ['MESH_PROVIDER', saved.provider]]) {
+      if (value === undefined) delete process.env[key];
+      else process.env[key] = value;
+    }
+  });
+  delete process.env.MESH_HOOK_TIMEOUT_MS;
+  delete process.env.MESH_PROVIDER;
+  assert.deepEqual([callOf({ id: 1 }).deadlineMs, callOf({ id: 1 }).provider], [30_000, '']);
+  process.env.MESH_HOOK_TIMEOUT_MS = '2500';
+  process.env.MESH_PROVIDER = 'redis@cache-2';
+  const call = callOf({ id: 2, deadline_ms: 0, provider: '' });
+  assert.deepEqual([call.deadlineMs, call.provider], [2500, 'redis@cache-2']);
+});
+
+test("a handler's call bounds its waits (timeoutMs), and log writes one line for a message of two", () => {
+  const repair = { v: 1, id: 1, verb: 'repair', fault: 'disk-full', deadline_ms: 5000, provider: 'x@m-1' };
+  const out = run(['serve'], [repair], {});
+  assert.deepEqual(out.lines, [{ id: 1, ok: true, detail: '1000' }]);
+  assert.equal(out.stderr, 'fixture: repairing disk-full for x@m-1\n');
+});
+
+test('a request without what its verb needs is refused before any handler, naming what it lacks', () => {
+  const base = { v: 1, deadline_ms: 5000 };
+  const asked = [
+    { ...base, id: 1, verb: 'ensure', consumer: { name: 'forge' } },
+    { ...base, id: 2, verb: 'check', consumer: {}, secret: 'pw-0123' },
+    { ...base, id: 3, verb: 'retire', consumer: '' },
+    { ...base, id: 4, verb: 'repair' },
+    { ...base, id: 5, verb: 'by-hand', action: 'make', consumer: 'forge' },
+    { ...base, id: 6, verb: 'by-hand', action: 'reach', consumer: 'forge', secret: 'pw-0123' },
+    { ...base, id: 7, verb: 'by-hand', consumer: 'forge' },
+    // Well formed: the fixture has no ensure handler, nor by-hand change.
+    { ...base, id: 8, verb: 'ensure', consumer: { name: 'forge' }, secret: 'pw-0123' },
+    { ...base, id: 9, verb: 'by-hand', action: 'change', consumer: 'forge' },
+  ];
+  const out = run(['serve'], asked, {});
+  const byId = new Map(out.lines.map((l) => [l.id, l]));
+  const refused = (error) => ({ ok: false, class: 'refused', error });
+  assert.deepEqual(
+    asked.map((r) => { const { id, ...rest } = byId.get(r.id); return rest; }),
+    [
+      refused("the request's secret is not a string"),
+      refused("the request's consumer has no name"),
+      refused("the request's consumer is not a string"),
+      refused("the request's fault is not a string"),
+      refused("the request's secret is not a string"),
+      refused("the request's target is not a string"),
+      refused("the request's action is not a string"),
+      { unsupported: true },
+      { unsupported: true },
+    ],
+  );
 });

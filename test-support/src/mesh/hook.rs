@@ -29,22 +29,31 @@ pub fn example_hook(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// Why the node hook cannot run here (its npm dependency is not installed:
-/// `npm ci` in `examples/hooks`, which `scripts/test` runs), or `None` when
-/// it can.
+/// Why the node hook cannot run here (its npm dependencies, `@redis/client`
+/// and the TypeScript kit built, are not installed: `bash -c '.
+/// scripts/lib.sh; ensure_node_hooks'`, which `scripts/test` runs), or
+/// `None` when it can.
 ///
 /// # Panics
 /// When it cannot and `MESH_REQUIRE_NODE_HOOKS` is set (as CI sets it):
 /// there the node hook's tests must run.
 pub fn node_hooks_missing() -> Option<String> {
-    let installed = example_hook("node_modules/@redis/client/package.json");
-    if installed.exists() {
+    let missing: Vec<String> = [
+        "node_modules/@redis/client/package.json",
+        "node_modules/mesh-hook-kit/dist/index.js",
+    ]
+    .iter()
+    .map(|path| example_hook(path))
+    .filter(|path| !path.exists())
+    .map(|path| path.display().to_string())
+    .collect();
+    if missing.is_empty() {
         return None;
     }
     let why = format!(
-        "the node hook's dependency is not installed ({} is missing: run `npm ci` in examples/hooks, \
-         as scripts/test does)",
-        installed.display()
+        "the node hook's dependencies are not installed ({} missing: run \
+         `bash -c '. scripts/lib.sh; ensure_node_hooks'`, as scripts/test does)",
+        missing.join(", ")
     );
     assert!(
         std::env::var_os("MESH_REQUIRE_NODE_HOOKS").is_none(),

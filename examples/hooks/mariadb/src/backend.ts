@@ -176,7 +176,7 @@ async function openAdmin(call: Call): Promise<Connection> {
       port: settings.port,
       user: settings.adminUser,
       password,
-      connectTimeout: Math.max(1, Math.min(CONNECT_TIMEOUT, call.remainingMs())),
+      connectTimeout: call.timeoutMs(CONNECT_TIMEOUT),
     });
     connection.on('error', () => {}); // a broken connection fails its next query, and is dropped then
     return connection;
@@ -199,7 +199,7 @@ async function asAdmin<T>(call: Call, work: (sql: Sql) => Promise<T>): Promise<T
     const kept = idle.pop();
     const connection = kept ?? (await openAdmin(call));
     const sql: Sql = async (text, values = []) => {
-      const [rows] = await connection.query<RowDataPacket[]>({ sql: text, values, timeout: Math.max(1, call.remainingMs()) });
+      const [rows] = await connection.query<RowDataPacket[]>({ sql: text, values, timeout: call.timeoutMs() });
       return rows;
     };
     try {
@@ -308,7 +308,7 @@ async function login(call: Call, user: string, password: string, database?: stri
     user,
     password,
     ...(database === undefined ? {} : { database }),
-    connectTimeout: Math.max(1, Math.min(CONNECT_TIMEOUT, call.remainingMs())),
+    connectTimeout: call.timeoutMs(CONNECT_TIMEOUT),
   });
 }
 
@@ -499,7 +499,7 @@ export const handlers: Handlers = {
       const target = valid(request.target);
       const connection = await login(call, name, request.secret);
       try {
-        await connection.query({ sql: `USE ${ident(target)}`, timeout: Math.max(1, call.remainingMs()) });
+        await connection.query({ sql: `USE ${ident(target)}`, timeout: call.timeoutMs() });
         return { ok: true, reaches: true };
       } catch (error) {
         if (refusedLogin(error)) return { ok: true, reaches: false };
