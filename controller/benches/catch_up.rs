@@ -22,12 +22,8 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use async_nats::jetstream;
-use common::{env_number, fill, ingest_in_parts, print_statements, statements_if_asked, store};
-use mesh_controller::ensure_consumer;
-use mesh_pg_store::PgStore;
+use common::{env_number, fill, followed, ingest_in_parts, print_statements, Followed};
 use mesh_status::link::{LinkSettings, DEFAULT_BATCH};
-use mesh_test_support::NatsServer;
 
 /// The parts the run is cut into.
 const PARTS: u64 = 10;
@@ -40,16 +36,15 @@ fn main() {
         .expect("runtime");
     runtime.block_on(async {
         let events = env_number("MESH_BENCH_EVENTS", 1_000_000);
-        let (mut pg, options, db) = store("catchup").await;
-        let (db, statements) = statements_if_asked(&mut pg, db, "catchup").await;
-        let nats = NatsServer::start();
-        let client = async_nats::connect(nats.url()).await.expect("nats");
-        let js = jetstream::new(client.clone());
-        let mut setup_store = PgStore::new(options.clone());
-        let settings = LinkSettings::default();
-        let consumer = ensure_consumer(&client, &settings, &mut setup_store)
-            .await
-            .expect("stream and consumer");
+        let Followed {
+            pg,
+            options,
+            db,
+            statements,
+            js,
+            consumer,
+            nats: _nats,
+        } = followed("catchup").await;
         let published = Instant::now();
         fill(&js, 0, events, 1024).await;
         println!(

@@ -17,12 +17,8 @@ mod common;
 
 use std::time::Duration;
 
-use async_nats::jetstream;
-use common::{env_number, fill, ingest, print_statements, statements_if_asked, store};
-use mesh_controller::ensure_consumer;
-use mesh_pg_store::PgStore;
+use common::{env_number, fill, followed, ingest, print_statements, Followed};
 use mesh_status::link::{LinkSettings, DEFAULT_BATCH, DEFAULT_KEEP_HISTORY, PRUNE_BATCH};
-use mesh_test_support::NatsServer;
 
 /// History rows recorded more than 90 days ago.
 async fn old_rows(client: &tokio_postgres::Client) -> i64 {
@@ -76,16 +72,15 @@ fn main() {
     runtime.block_on(async {
         let events = env_number("MESH_BENCH_EVENTS", 50_000);
         let pairs = env_number("MESH_BENCH_PAIRS", 3);
-        let (mut pg, options, db) = store("bench").await;
-        let (db, statements) = statements_if_asked(&mut pg, db, "bench").await;
-        let nats = NatsServer::start();
-        let client = async_nats::connect(nats.url()).await.expect("nats");
-        let js = jetstream::new(client.clone());
-        let mut setup_store = PgStore::new(options.clone());
-        let settings = LinkSettings::default();
-        let consumer = ensure_consumer(&client, &settings, &mut setup_store)
-            .await
-            .expect("stream and consumer");
+        let Followed {
+            pg: _pg,
+            options,
+            db,
+            statements,
+            js,
+            consumer,
+            nats: _nats,
+        } = followed("bench").await;
         // At most one batch between two rounds (what the link did before
         // it spaced full batches a second apart): twice what a run can take.
         let backlog = (events / DEFAULT_BATCH as u64 + 1) as i64 * i64::from(PRUNE_BATCH) * 2;

@@ -8,6 +8,50 @@ pub use store::*;
 use mesh_pg_store::DatabaseOptions;
 use mesh_protocol::subject::event_subject;
 use mesh_protocol::{EventKind, Name};
+use mesh_test_support::{NatsServer, PgCluster};
+
+/// A migrated store (with the server's statements kept when
+/// `MESH_BENCH_STATEMENTS` asks) and a NATS server holding the mesh's stream
+/// and the link's durable consumer: what a benchmark that publishes events
+/// and follows them into the store starts from.
+#[allow(dead_code)] // the catch-up and prune benchmarks'
+pub struct Followed {
+    pub pg: PgCluster,
+    pub options: DatabaseOptions,
+    pub db: tokio_postgres::Client,
+    /// Whether the server's statements are kept ([`statements_if_asked`]).
+    pub statements: bool,
+    pub js: async_nats::jetstream::Context,
+    pub consumer: mesh_controller::Following,
+    /// The NATS server: bind it (`nats: _nats`) to keep it running, as a
+    /// field left to `..` is dropped at once.
+    pub nats: NatsServer,
+}
+
+/// [`Followed`], its store's database named `name`, the stream and the
+/// consumer made as `serve` makes them with the default settings.
+#[allow(dead_code)] // the catch-up and prune benchmarks'
+pub async fn followed(name: &str) -> Followed {
+    let (mut pg, options, db) = store(name).await;
+    let (db, statements) = statements_if_asked(&mut pg, db, name).await;
+    let nats = NatsServer::start();
+    let client = async_nats::connect(nats.url()).await.expect("nats");
+    let js = async_nats::jetstream::new(client.clone());
+    let mut setup_store = mesh_pg_store::PgStore::new(options.clone());
+    let settings = mesh_status::link::LinkSettings::default();
+    let consumer = mesh_controller::ensure_consumer(&client, &settings, &mut setup_store)
+        .await
+        .expect("stream and consumer");
+    Followed {
+        pg,
+        options,
+        db,
+        statements,
+        js,
+        consumer,
+        nats,
+    }
+}
 
 /// Providers of the ingest benchmarks' events.
 #[allow(dead_code)] // the ingest benchmarks', not status'
