@@ -149,15 +149,6 @@ impl Pages {
         all
     }
 
-    /// Every provider the declaration gives consumers, in order.
-    fn declared_providers(&self) -> Vec<ModuleId> {
-        let mut providers: Vec<ModuleId> =
-            self.requirements().into_iter().map(|(p, _)| p).collect();
-        providers.sort_unstable();
-        providers.dedup();
-        providers
-    }
-
     /// A page of the consumer table, read.
     async fn table(
         &self,
@@ -180,14 +171,16 @@ impl Pages {
         machines
     }
 
-    fn providers(&self, head: &Head) -> Vec<ModuleId> {
+    /// The declared providers (those with a page), in order; on `machine`
+    /// (a machine's page): those on it and those its consumers require from.
+    fn providers(&self, machine: Option<&str>) -> Vec<ModuleId> {
         let d = &self.declaration.declaration;
         let mut providers: Vec<ModuleId> = d
             .modules
             .iter()
             .filter(|m| d.receives_contributions(&m.id))
             .filter(|m| {
-                head.machine.as_deref().is_none_or(|on| {
+                machine.is_none_or(|on| {
                     m.id.machine.as_str() == on
                         || d.modules
                             .iter()
@@ -259,7 +252,7 @@ impl Pages {
                 let main = mesh::overview(&mesh::Overview {
                     head: &r.head,
                     standings: &r.standings,
-                    providers: &self.providers(&r.head),
+                    providers: &self.providers(r.head.machine.as_deref()),
                     machines: &self.machines(),
                     now,
                 });
@@ -274,7 +267,7 @@ impl Pages {
                 let mut main = mesh::overview(&mesh::Overview {
                     head: &r.head,
                     standings: &r.standings,
-                    providers: &self.providers(&r.head),
+                    providers: &self.providers(r.head.machine.as_deref()),
                     machines: &[],
                     now,
                 });
@@ -286,7 +279,7 @@ impl Pages {
                 main.push_str(&consumers::on_machine(&TableView {
                     query: &query,
                     table: &table,
-                    providers: &self.declared_providers(),
+                    providers: &self.providers(None),
                     machines: &self.machines(),
                     now,
                 }));
@@ -329,7 +322,7 @@ impl Pages {
                 let main = consumers::table(&TableView {
                     query: q,
                     table: &table,
-                    providers: &self.declared_providers(),
+                    providers: &self.providers(None),
                     machines: &self.machines(),
                     now,
                 });

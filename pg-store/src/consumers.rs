@@ -9,7 +9,7 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
 use super::connection::{PgStore, STATEMENT_TIMEOUT};
-use super::rows::{decoded, optional_time, provider, ReadError};
+use super::rows::{decoded, optional_decoded, optional_time, provider, ReadError};
 use super::PgError;
 use mesh_protocol::{Class, ModuleId, Name};
 use mesh_status::model::consumers::{
@@ -160,29 +160,13 @@ fn table(rows: &[Row]) -> Result<ConsumerTable, ReadError> {
         }
         let provider = provider(row, LINE_PROVIDER, last.as_ref())?;
         last = Some(provider.clone());
-        let machine: Option<&str> = row.try_get(6)?;
-        let class: Option<&str> = row.try_get(8)?;
         lines.push(ConsumerLine {
             provider,
             consumer: decoded(row, 5, "failing.consumer")?,
-            machine: machine
-                .map(|m| {
-                    Name::parse(m).map_err(|e| ReadError::Undecodable {
-                        column: "failing.consumer_machine",
-                        reason: e.to_string(),
-                    })
-                })
-                .transpose()?,
+            machine: optional_decoded(row, 6, "failing.consumer_machine")?,
             state,
             since: optional_time(row, 7)?,
-            class: class
-                .map(|c| {
-                    c.parse::<Class>().map_err(|e| ReadError::Undecodable {
-                        column: "failing.class",
-                        reason: e.to_string(),
-                    })
-                })
-                .transpose()?,
+            class: optional_decoded(row, 8, "failing.class")?,
             declared: row.try_get(9)?,
         });
     }
