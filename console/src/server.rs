@@ -45,8 +45,7 @@ use crate::auth::Access;
 use crate::conns::{self, Limits};
 use crate::limits::{LoginLimit, LOGIN_ADDRESSES, LOGIN_BURST, LOGIN_EVERY};
 use crate::live::Live;
-use crate::pages::consumer_query;
-use crate::pages::{unreadable, PageKey, Pages, ReportSettings};
+use crate::pages::{consumer_query, unreadable, PageKey, Pages, ReportSettings};
 use crate::tls::{self, ConsoleTlsError};
 use crate::watch::{PageOutcome, Watch};
 use mesh_pg_store::{DatabaseOptions, PgStore};
@@ -315,20 +314,28 @@ async fn not_found() -> Response {
 }
 
 async fn page(State(console): State<Arc<Console>>, uri: Uri) -> Response {
-    if uri.path() == "/consumers" {
-        if let Err(error) = consumer_query(&uri) {
-            console.watch.page(PageOutcome::Refused);
-            let page = notice(
-                "",
-                "not a question this table takes",
-                &format!("{error}. Its parameters: state, provider, machine, class, name, page."),
-            );
-            return html_response(StatusCode::BAD_REQUEST, &page);
+    // The consumer table's query read once: refused with what is wrong, or
+    // the page's key.
+    let key = if uri.path() == "/consumers" {
+        match consumer_query(&uri) {
+            Ok(query) => PageKey::Consumers(query),
+            Err(error) => {
+                console.watch.page(PageOutcome::Refused);
+                let page = notice(
+                    "",
+                    "not a question this table takes",
+                    &format!(
+                        "{error}. Its parameters: state, provider, machine, class, name, page."
+                    ),
+                );
+                return html_response(StatusCode::BAD_REQUEST, &page);
+            }
         }
-    }
-    let asked = uri.path_and_query().map_or(uri.path(), |p| p.as_str());
-    let Some(key) = PageKey::parse(asked) else {
-        return not_found().await;
+    } else {
+        let Some(key) = PageKey::parse(uri.path()) else {
+            return not_found().await;
+        };
+        key
     };
     let idle = console.idle.lock().expect("not poisoned").pop();
     let mut store = idle.unwrap_or_else(|| PgStore::new(console.options.clone()));
