@@ -283,10 +283,7 @@ impl Pages {
                     machines: &self.machines(),
                     now,
                 }));
-                let name = format!("machine {m}");
-                let mut page = titled(state(&r.head), name.clone(), path.clone(), main);
-                page.crumbs = crumbs(&[(name, path)]);
-                page
+                titled(state(&r.head), format!("machine {m}"), path, main)
             }
             PageKey::Provider(p) => {
                 let consumers = self.consumers_of(p);
@@ -330,9 +327,7 @@ impl Pages {
                     0 => "none failing".to_owned(),
                     n => format!("{n} failing"),
                 };
-                let mut page = titled(said, "consumers".to_owned(), path.clone(), main);
-                page.crumbs = crumbs(&[("consumers".to_owned(), path)]);
-                page
+                titled(said, "consumers".to_owned(), path, main)
             }
         };
         Ok(Some(page))
@@ -439,7 +434,8 @@ fn state(head: &Head) -> String {
 
 /// A page titled `STATE · NAME`; its `<main>` carries the title too
 /// (`data-title`), so the script sets the tab's title when an event
-/// brings a new `<main>`.
+/// brings a new `<main>`. Its crumbs are the mesh's, then its own (a page
+/// further down sets its trail itself).
 fn titled(state: String, name: String, path: String, main: String) -> Page {
     let title = format!("{state} · {name}");
     Page {
