@@ -9,11 +9,8 @@
 //! Deleting one the declaration still requires from that provider is
 //! refused unless `--force` ([`check_deletion`]).
 
-use std::time::Duration;
-
-use async_nats::RequestErrorKind;
-use mesh_protocol::subject::approve_subject;
-use mesh_protocol::{ApproveReply, ApproveRequest, ModuleId, Name, VERSION};
+use mesh_protocol::{ModuleId, Name};
+use mesh_runtime::nats::ApproveAnswer;
 
 use mesh_status::model::{Declaration, ParsedDeclaration};
 
@@ -141,12 +138,9 @@ pub(crate) fn check_deletion(
         return Ok(());
     }
     let requiring: Vec<String> = declaration
-        .modules
-        .iter()
-        .filter(|m| m.id.module == *consumer && m.requires.iter().any(|r| &r.from == provider))
-        .map(|m| m.id.to_string())
-        .collect::<std::collections::BTreeSet<_>>()
+        .requiring(provider, consumer)
         .into_iter()
+        .map(ToString::to_string)
         .collect();
     if requiring.is_empty() {
         return Ok(());
@@ -158,113 +152,40 @@ pub(crate) fn check_deletion(
     })
 }
 
-/// What came of an approval that was asked.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum ApproveAnswer {
-    /// The provider answered (`ok` true: done; false: refused, with why).
-    Replied(ApproveReply),
-    /// No provider listens on the subject (not running, or not on the bus).
-    NoResponders,
-    /// Nobody answered within the timeout.
-    TimedOut(Duration),
-    /// An answer came that is not an approve reply.
-    BadReply(String),
-}
-
-impl ApproveAnswer {
-    /// Whether the approval was done.
-    pub(crate) fn is_done(&self) -> bool {
-        matches!(self, ApproveAnswer::Replied(reply) if reply.ok)
-    }
-
-    /// For a person: what the provider said, or why there is no answer
-    /// (and, when nobody listens, what the declaration said of it).
-    pub(crate) fn describe(&self, provider: &ModuleId, declared: Declared) -> String {
-        match self {
-            ApproveAnswer::Replied(reply) if reply.ok => {
-                format!("done by {provider}: {}", reply.detail)
-            }
-            ApproveAnswer::Replied(reply) => format!("refused by {provider}: {}", reply.detail),
-            ApproveAnswer::NoResponders => match declared {
-                Declared::Assigned => format!(
-                    "unanswered: no provider {provider} listens on the bus (the declaration \
-                     assigns it: is it running and connected?)"
-                ),
-                Declared::NotChecked => format!(
-                    "unanswered: no provider {provider} listens on the bus (is it running and \
-                     connected? no --declaration was given, so whether it exists was not checked)"
-                ),
-            },
-            ApproveAnswer::TimedOut(after) => format!(
-                "unanswered: {provider} did not answer within {}; the request has expired, so it \
-                 will not act on it",
-                humantime::format_duration(*after)
-            ),
-            ApproveAnswer::BadReply(why) => {
-                format!("unanswered: {provider} sent a malformed reply: {why}")
-            }
+/// For a person: what the provider said, or why there is no answer
+/// (and, when nobody listens, what the declaration said of it).
+pub(crate) fn describe(answer: &ApproveAnswer, provider: &ModuleId, declared: Declared) -> String {
+    match answer {
+        ApproveAnswer::Replied(reply) if reply.ok => {
+            format!("done by {provider}: {}", reply.detail)
         }
-    }
-}
-
-/// The request could not be sent at all (exit 2).
-#[derive(Debug, thiserror::Error)]
-#[error("cannot send the approval to {subject}: {source}")]
-pub struct ApproveError {
-    subject: String,
-    #[source]
-    source: async_nats::RequestError,
-}
-
-/// Sends the approve request for `consumer` to `provider` and waits at most
-/// `timeout` for its answer; the request expires then (`expires_at`), so a
-/// provider that gets it later does not act on it.
-///
-/// # Errors
-/// [`ApproveError`] when the request cannot be sent; an unanswered request
-/// is an [`ApproveAnswer`], not an error.
-pub(crate) async fn approve(
-    client: &async_nats::Client,
-    provider: &ModuleId,
-    consumer: &Name,
-    delete: bool,
-    timeout: Duration,
-    now: mesh_protocol::Timestamp,
-) -> Result<ApproveAnswer, ApproveError> {
-    let subject = approve_subject(&provider.machine, &provider.module);
-    let body = serde_json::to_vec(&ApproveRequest {
-        v: VERSION,
-        consumer: consumer.clone(),
-        delete,
-        expires_at: Some(mesh_protocol::Timestamp::from_system(
-            now.system_time() + timeout,
-        )),
-    })
-    .expect("an approve request serializes");
-    let request = async_nats::Request::new()
-        .payload(body.into())
-        .timeout(Some(timeout));
-    match client.send_request(subject.clone(), request).await {
-        Ok(message) => Ok(
-            match serde_json::from_slice::<ApproveReply>(&message.payload) {
-                Ok(reply) => ApproveAnswer::Replied(reply),
-                Err(error) => ApproveAnswer::BadReply(error.to_string()),
-            },
-        ),
-        Err(error) => match error.kind() {
-            RequestErrorKind::NoResponders => Ok(ApproveAnswer::NoResponders),
-            RequestErrorKind::TimedOut => Ok(ApproveAnswer::TimedOut(timeout)),
-            _ => Err(ApproveError {
-                subject,
-                source: error,
-            }),
+        ApproveAnswer::Replied(reply) => format!("refused by {provider}: {}", reply.detail),
+        ApproveAnswer::NoResponders => match declared {
+            Declared::Assigned => format!(
+                "unanswered: no provider {provider} listens on the bus (the declaration \
+                 assigns it: is it running and connected?)"
+            ),
+            Declared::NotChecked => format!(
+                "unanswered: no provider {provider} listens on the bus (is it running and \
+                 connected? no --declaration was given, so whether it exists was not checked)"
+            ),
         },
+        ApproveAnswer::TimedOut(after) => format!(
+            "unanswered: {provider} did not answer within {}; the request has expired, so it \
+             will not act on it",
+            humantime::format_duration(*after)
+        ),
+        ApproveAnswer::BadReply(why) => {
+            format!("unanswered: {provider} sent a malformed reply: {why}")
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mesh_protocol::ApproveReply;
+    use std::time::Duration;
 
     #[test]
     fn deleting_a_consumer_the_declaration_still_requires_from_that_provider_needs_force() {
@@ -345,11 +266,11 @@ mod tests {
         for (answer, done, text) in cases {
             assert_eq!(answer.is_done(), done);
             for declared in [Declared::Assigned, Declared::NotChecked] {
-                let said = answer.describe(&p, declared);
+                let said = describe(&answer, &p, declared);
                 assert!(said.starts_with(text), "{said}");
             }
         }
-        let nobody = |declared| ApproveAnswer::NoResponders.describe(&p, declared);
+        let nobody = |declared| describe(&ApproveAnswer::NoResponders, &p, declared);
         assert!(nobody(Declared::Assigned).contains("the declaration assigns it"));
         assert!(nobody(Declared::NotChecked).contains("no --declaration was given"));
     }

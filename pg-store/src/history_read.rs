@@ -23,7 +23,7 @@ use mesh_status::store::HistoryFilter;
 /// The columns a transition is read from, in [`transition_row`]'s order.
 const COLUMNS: &str = "h.id, h.kind, h.at, h.provider_module, h.provider_machine, h.consumer, \
      h.consumer_machine, h.provision, h.class, h.error, h.since, h.attempts, h.reason, h.fault, \
-     h.detail, h.stream_epoch, h.stream_seq, h.stored_at, h.by_name";
+     h.detail, h.stream_epoch, h.stream_seq, h.stored_at, h.by_name, h.done";
 
 /// What [`HistoryFilter`] selects (`$1` consumer, `$2` its machine, `$3`
 /// and `$4` a provider, `$5` a machine; each null when not asked).
@@ -170,6 +170,7 @@ fn transition_row(row: &Row) -> Result<Transition, ReadError> {
         detail: row.try_get(14)?,
         place,
         by: row.try_get(18)?,
+        done: row.try_get(19)?,
     };
     flat.transition()
         .map_err(|Misfit { column, reason }| ReadError::Undecodable { column, reason })

@@ -13,7 +13,7 @@
 use mesh_protocol::{Class, ModuleId, Name, Timestamp};
 
 use mesh_status::model::history::{
-    Change, RepairChange, RetirementChange, Transition, TransitionKind,
+    ActionChange, Change, RepairChange, RetirementChange, Transition, TransitionKind,
 };
 use mesh_status::model::reduce::Place;
 
@@ -39,6 +39,8 @@ pub(super) struct HistoryRow {
     pub(super) place: Option<Place>,
     /// `by_name`.
     pub(super) by: Option<String>,
+    /// `done` (V18): whether the provider did what an action asked.
+    pub(super) done: Option<bool>,
 }
 
 /// A row whose columns do not fit its kind: `column` is null where its
@@ -79,6 +81,7 @@ impl HistoryRow {
             detail: None,
             place: t.place,
             by: None,
+            done: None,
         };
         match &t.change {
             Change::FailingBegan {
@@ -170,6 +173,11 @@ impl HistoryRow {
                 r.consumer_of(&consumer.module, Some(&consumer.machine));
                 (r.detail, r.by) = (text(note), text(by));
             }
+            Change::Action(a) => {
+                r.consumer_of(&a.consumer, None);
+                r.reason = text(a.action.as_str());
+                (r.detail, r.by, r.done) = (text(&a.answer), text(&a.by), Some(a.ok));
+            }
         }
         r
     }
@@ -185,9 +193,14 @@ impl HistoryRow {
     /// [`Misfit`] when a column its kind carries is null or does not decode.
     pub(super) fn transition(self) -> Result<Transition, Misfit> {
         let kind = self.kind;
+        let a = if kind.as_str().starts_with(['a', 'e', 'i', 'o', 'u']) {
+            "an"
+        } else {
+            "a"
+        };
         let misfit = |column: &'static str, why: &str| Misfit {
             column,
-            reason: format!("{why} in a {kind} row"),
+            reason: format!("{why} in {a} {kind} row"),
         };
         let need = |column: &'static str| misfit(column, "null");
         let name = |value: &Option<String>, column: &'static str| -> Result<Name, Misfit> {
@@ -298,6 +311,16 @@ impl HistoryRow {
                 text: detail()?,
                 by: some(&self.by, "history.by_name")?,
             },
+            K::Action => Change::Action(ActionChange {
+                provider: provider()?,
+                consumer: consumer()?,
+                action: reason()?.parse().map_err(|e: mesh_protocol::NotOneOf| {
+                    misfit("history.reason", &e.to_string())
+                })?,
+                by: some(&self.by, "history.by_name")?,
+                ok: self.done.ok_or_else(|| need("history.done"))?,
+                answer: detail()?,
+            }),
         };
         Ok(Transition {
             at: self.at,
@@ -310,6 +333,7 @@ impl HistoryRow {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mesh_status::model::history::ActionWord;
 
     fn ts(s: &str) -> Timestamp {
         Timestamp::parse(s).unwrap()
@@ -392,11 +416,19 @@ mod tests {
                 since,
             },
             Change::Note {
-                provider,
+                provider: provider.clone(),
                 consumer: id("wiki@app-1"),
                 text: "the password was rotated by hand".into(),
                 by: "ana".into(),
             },
+            Change::Action(ActionChange {
+                provider,
+                consumer: Name::parse("docs").unwrap(),
+                action: ActionWord::ApproveDelete,
+                by: "ana".into(),
+                ok: false,
+                answer: "docs is not retired".into(),
+            }),
         ];
         let at = ts("2026-11-27T00:17:00Z");
         changes
@@ -440,6 +472,10 @@ mod tests {
         no_provider.provider = None;
         let mut no_since = row(6);
         no_since.since = None;
+        let mut no_done = row(14);
+        no_done.done = None;
+        let mut bad_action = row(14);
+        bad_action.reason = Some("approve-everything".into());
         // A row written with another kind's columns.
         let mut other = row(7);
         other.kind = TransitionKind::FailingBegan;
@@ -462,6 +498,8 @@ mod tests {
                 "null in a heard-again row",
             ),
             (no_since, "history.since", "null in a following-again row"),
+            (no_done, "history.done", "null in an action row"),
+            (bad_action, "history.reason", "an action"),
             (other, "history.consumer", "null in a failing-began row"),
         ];
         for (row, column, reason) in cases {

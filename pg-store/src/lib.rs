@@ -22,7 +22,8 @@
 //!   up with the event stream and last committed a round), which `status`
 //!   reads to tell whether the controller follows the bus.
 //! - `reader`: the read-only role ([`grant_reader`]).
-//! - `notes`: a person's note on a failing interval ([`Note`]).
+//! - `notes`: a person's rows: a note on a failing interval ([`Note`]),
+//!   an action from the console ([`PgStore::add_action`]).
 //!
 //! The rules every implementation of the engine's `Store` keeps are
 //! written with the trait (`mesh_status::store`); this one keeps them in
@@ -62,7 +63,7 @@ pub use migrate::migrate;
 pub use notes::{Note, MAX_NOTE_CHARS};
 pub use options::{DatabaseOptions, DatabaseOptionsError};
 pub use read::StatusRead;
-pub use reader::{grant_reader, ReaderError, ReaderMade, RoleName, RoleNameError};
+pub use reader::{grant_reader, ReaderError, ReaderMade, ReaderRights, RoleName, RoleNameError};
 
 /// The PostgreSQL store failed: what the command line says, and, as the
 /// engine's [`StoreError`] (its [`StoreErrorKind`] from the variant), what

@@ -1,11 +1,16 @@
-//! A person's note on a consumer's failing interval: a history row of kind
-//! `note` (its text in `detail`, who wrote it in `by_name`, migration V17),
-//! written at the store's clock. `status` quotes the newest note of a
-//! standing's earlier intervals on its recurrence; `history` lists it.
+//! A person's rows of history, written at the store's clock:
+//! - a note on a consumer's failing interval: kind `note` (its text in
+//!   `detail`, who wrote it in `by_name`, migration V17). `status` quotes
+//!   the newest note of a standing's earlier intervals on its recurrence;
+//!   `history` lists it.
+//! - an action from the console: kind `action` (what was asked in
+//!   `reason`, who in `by_name`, the provider's answer in `detail`, whether
+//!   it was done in `done`, V18). `history` lists it.
 
 use std::time::Duration;
 
 use mesh_protocol::{ModuleId, Timestamp};
+use mesh_status::model::history::ActionChange;
 use tokio_postgres::types::ToSql;
 
 use super::connection::PgStore;
@@ -20,6 +25,10 @@ pub const MAX_NOTE_CHARS: usize = 500;
 
 const INSERT_NOTE: &str = "INSERT INTO history (kind, at, provider_module, provider_machine, \
      consumer, consumer_machine, detail, by_name) VALUES ('note', now(), $1, $2, $3, $4, $5, $6) \
+     RETURNING at";
+
+const INSERT_ACTION: &str = "INSERT INTO history (kind, at, provider_module, provider_machine, \
+     consumer, reason, detail, by_name, done) VALUES ('action', now(), $1, $2, $3, $4, $5, $6, $7) \
      RETURNING at";
 
 /// A note to attach: the provider whose failing interval of `consumer`
@@ -54,6 +63,31 @@ impl PgStore {
         ];
         let outcome =
             tokio::time::timeout(NOTE_TIMEOUT, client.query_one(INSERT_NOTE, &params)).await;
+        let row = self.settle(outcome, NOTE_TIMEOUT)?;
+        let target = self.options.shown.clone();
+        time(&row, 0).map_err(|e| e.into_store_error(target))
+    }
+
+    /// Writes a person's `action` and the provider's answer into history;
+    /// returns when (the store's clock).
+    ///
+    /// # Errors
+    /// As [`PgStore::add_note`].
+    pub async fn add_action(&mut self, action: &ActionChange) -> Result<Timestamp, PgError> {
+        let client = &self.connected().await?.client;
+        let clean = |s: &str| s.replace('\0', "\u{FFFD}");
+        let (answer, by) = (clean(&action.answer), clean(&action.by));
+        let params: [&(dyn ToSql + Sync); 7] = [
+            &action.provider.module.as_str(),
+            &action.provider.machine.as_str(),
+            &action.consumer.as_str(),
+            &action.action.as_str(),
+            &answer,
+            &by,
+            &action.ok,
+        ];
+        let outcome =
+            tokio::time::timeout(NOTE_TIMEOUT, client.query_one(INSERT_ACTION, &params)).await;
         let row = self.settle(outcome, NOTE_TIMEOUT)?;
         let target = self.options.shown.clone();
         time(&row, 0).map_err(|e| e.into_store_error(target))

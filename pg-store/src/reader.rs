@@ -11,7 +11,9 @@
 //! needs a runner that may create roles (`CREATEROLE`); the password goes
 //! to the server as a SCRAM-SHA-256 verifier, never in clear. A role that
 //! is a superuser or a member of the owner is refused: it would not be
-//! read-only.
+//! read-only. With `--reader-records` (the console's role, when a person
+//! may note and act from it) the role may also insert rows into
+//! `history`, and change or remove none.
 
 use std::fmt;
 
@@ -116,12 +118,30 @@ pub enum ReaderError {
     },
 }
 
+/// What the reader may do besides reading.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReaderRights {
+    /// Read, nothing more (`status`, `node show`, `history`, a console
+    /// that only looks).
+    Read,
+    /// Read, and add rows to `history` (a person's notes and actions from
+    /// the console, `migrate --reader-records`): never change or remove one.
+    ReadAndRecord,
+}
+
 /// The statements that make `role` a reader of database `database`, in
-/// order: the grants, then the revokes of what else it held on tables.
-pub(crate) fn grant_statements(role: &RoleName, database: &str) -> Vec<String> {
+/// order: the grants, the revokes of what else it held on tables, then
+/// with [`ReaderRights::ReadAndRecord`] the one insert it may do.
+pub(crate) fn grant_statements(
+    role: &RoleName,
+    database: &str,
+    rights: ReaderRights,
+) -> Vec<String> {
     let role = quoted(role.as_str());
     let database = quoted(database);
-    vec![
+    let record = (rights == ReaderRights::ReadAndRecord)
+        .then(|| format!("GRANT INSERT ON history TO {role}"));
+    let mut statements = vec![
         format!("GRANT CONNECT ON DATABASE {database} TO {role}"),
         format!("GRANT USAGE ON SCHEMA public TO {role}"),
         format!(
@@ -130,7 +150,9 @@ pub(crate) fn grant_statements(role: &RoleName, database: &str) -> Vec<String> {
         ),
         format!("GRANT SELECT ON ALL TABLES IN SCHEMA public TO {role}"),
         format!("ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT ON TABLES TO {role}"),
-    ]
+    ];
+    statements.extend(record);
+    statements
 }
 
 /// `CREATE ROLE` for a reader logging in with the password whose SCRAM
@@ -162,6 +184,7 @@ pub async fn grant_reader(
     options: &DatabaseOptions,
     role: &RoleName,
     password: Option<&str>,
+    rights: ReaderRights,
 ) -> Result<ReaderMade, ReaderError> {
     let client = connect_client(options).await?;
     let failed = |source| ReaderError::Store(classify(options.shown.clone(), source));
@@ -215,7 +238,7 @@ pub async fn grant_reader(
             }
         }
     };
-    for statement in grant_statements(role, &database) {
+    for statement in grant_statements(role, &database, rights) {
         client.batch_execute(&statement).await.map_err(failed)?;
     }
     Ok(made)
@@ -248,7 +271,7 @@ mod tests {
     fn the_reader_may_connect_and_select_and_nothing_more() {
         let role = RoleName::parse("mesh_reader").unwrap();
         assert_eq!(
-            grant_statements(&role, "mesh \"store\""),
+            grant_statements(&role, "mesh \"store\"", ReaderRights::Read),
             [
                 "GRANT CONNECT ON DATABASE \"mesh \"\"store\"\"\" TO \"mesh_reader\"",
                 "GRANT USAGE ON SCHEMA public TO \"mesh_reader\"",
@@ -258,6 +281,13 @@ mod tests {
                 "ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT ON TABLES TO \"mesh_reader\"",
             ]
         );
+        let recording = grant_statements(&role, "mesh", ReaderRights::ReadAndRecord);
+        assert_eq!(
+            recording.last().map(String::as_str),
+            Some("GRANT INSERT ON history TO \"mesh_reader\""),
+            "the one insert, after the revoke: {recording:?}"
+        );
+        assert_eq!(recording.len(), 6);
         assert_eq!(
             create_statement(&role, "SCRAM-SHA-256$4096:c2FsdA==$a'b"),
             "CREATE ROLE \"mesh_reader\" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION \

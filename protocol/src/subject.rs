@@ -42,6 +42,9 @@ macro_rules! token {
     (controller) => {
         "_controller"
     };
+    (console) => {
+        "_console"
+    };
     (any) => {
         "*"
     };
@@ -104,6 +107,10 @@ pub const APPROVE_ANY: &str = subject!(mesh, cmd, any, any, provisioner, approve
 /// The controller's inbox prefix, `_INBOX._controller` (a name cannot start
 /// with `_`, so no provider's prefix reaches it).
 pub const CONTROLLER_INBOX: &str = subject!(inbox, controller);
+
+/// The console's inbox prefix, `_INBOX._console`: where the providers'
+/// answers to its approvals come back.
+pub const CONSOLE_INBOX: &str = subject!(inbox, console);
 
 /// The controller's bus user.
 pub const CONTROLLER_USER: &str = "controller";
@@ -318,6 +325,7 @@ mod tests {
             (&grant_events_of(&m, &n), "mesh.event.db-1.postgres.grant.*"),
             (&below(&inbox_prefix(&m, &n)), "_INBOX.db-1.postgres.>"),
             (&below(CONTROLLER_INBOX), "_INBOX._controller.>"),
+            (CONSOLE_INBOX, "_INBOX._console"),
         ];
         for (built, expected) in cases {
             assert_eq!(built, expected);

@@ -1,10 +1,11 @@
 //! Why a command was not done, and the exit code each reason gives.
 
-use crate::approve::{ApproveError, UnknownProvider};
+use crate::approve::UnknownProvider;
 use crate::bus::BusError;
 use crate::link::LinkError;
 use crate::permissions::CredentialsError;
 use mesh_pg_store::{DatabaseOptionsError, PgError};
+use mesh_runtime::nats::ApproveError;
 use mesh_status::model::declaration::UnknownMachine;
 use mesh_status::model::DeclarationError;
 

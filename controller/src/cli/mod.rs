@@ -101,6 +101,10 @@ pub enum Command {
         /// attribute; the password is sent as a SCRAM verifier), which needs CREATEROLE.
         #[arg(long, env = "MESH_READER_PASSWORD_FILE", requires = "reader")]
         reader_password_file: Option<PathBuf>,
+        /// With --reader: the role may also add rows to history (a person's notes and actions
+        /// from mesh-console), and change or remove none. Give it to the console's role only.
+        #[arg(long, requires = "reader")]
+        reader_records: bool,
     },
     /// Follow the events into the store (migrates first).
     Serve {
@@ -209,6 +213,9 @@ pub enum Command {
         /// Also a read-only user NAME, who may subscribe to every provider's and grant agent's events and publish nothing (a dashboard, `nats sub`, a test); repeatable. With --format nats, its password file is DIR/NAME.
         #[arg(long = "watcher", value_name = "NAME")]
         watchers: Vec<Name>,
+        /// Also the console's user NAME, who may ask any provider for an approval (mesh-console's approvals) and do nothing else on the bus; repeatable. With --format nats, its password file is DIR/NAME.
+        #[arg(long = "console", value_name = "NAME")]
+        consoles: Vec<Name>,
     },
     /// What a new declaration would change for each provider before it is deployed: consumers added and withdrawn (and when each would be retired), against the current one (--declaration). Exit 0 when nothing is withdrawn, 1 when something is, 2 on error.
     Plan {

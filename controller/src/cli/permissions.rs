@@ -19,6 +19,7 @@ pub(super) fn run(
     format: PermissionsFormat,
     credentials: Option<&Path>,
     watchers: &[Name],
+    consoles: &[Name],
 ) -> Result<(), CliError> {
     let parsed = cli.load_declaration()?;
     for refused in &parsed.refused {
@@ -28,12 +29,20 @@ pub(super) fn run(
         );
     }
     let mut users = permissions::derive(&parsed.declaration);
-    for name in watchers {
-        let watcher = permissions::watcher(name)?;
-        if users.iter().any(|u| u.user == watcher.user) {
-            return Err(WatcherRefused::Taken(name.clone()).into());
+    let extra = watchers
+        .iter()
+        .map(|n| ("--watcher", n, permissions::watcher(n)))
+        .chain(
+            consoles
+                .iter()
+                .map(|n| ("--console", n, permissions::console(n))),
+        );
+    for (flag, name, user) in extra {
+        let user = user?;
+        if users.iter().any(|u| u.user == user.user) {
+            return Err(WatcherRefused::Taken(flag, name.clone()).into());
         }
-        users.push(watcher);
+        users.push(user);
     }
     let value = match (format, credentials) {
         (PermissionsFormat::Json, _) => permissions::render_json(&users),

@@ -11,10 +11,11 @@ use tokio_util::task::AbortOnDropHandle;
 
 use super::error::{CliError, EXIT_OK};
 use super::{Cli, Command, NodeCommand, ReportArgs, NAME};
-use crate::approve::{approve, check_declared, check_deletion, Declared};
+use crate::approve::{check_declared, check_deletion, describe, Declared};
 use crate::bus::{connect, Reconnect};
 use crate::link;
-use mesh_pg_store::{grant_reader, migrate, DatabaseOptions, PgStore, ReaderMade};
+use mesh_pg_store::{grant_reader, migrate, DatabaseOptions, PgStore, ReaderMade, ReaderRights};
+use mesh_runtime::nats::approve;
 use mesh_status::model::ParsedDeclaration;
 use mesh_status::render::human::next_steps;
 use mesh_status::render::{listing, series};
@@ -43,6 +44,7 @@ pub async fn run(cli: &Cli, io: &mut Io<'_>, stop: &Stop) -> Result<(), CliError
         Command::Migrate {
             reader,
             reader_password_file,
+            reader_records,
         } => {
             let options = cli.database_options()?;
             // Read before migrating: a bad file changes nothing.
@@ -55,12 +57,29 @@ pub async fn run(cli: &Cli, io: &mut Io<'_>, stop: &Stop) -> Result<(), CliError
             writeln!(io.out, "store {options}: {applied} migrations applied")
                 .map_err(CliError::Output)?;
             let Some(role) = reader else { return Ok(()) };
-            let made = grant_reader(&options, role, password.as_ref().map(Secret::expose))
-                .await
-                .map_err(CliError::Reader)?;
-            let how = match made {
-                ReaderMade::Made => "made now; it may read the store, nothing more",
-                ReaderMade::Granted => "it may read the store, nothing more",
+            let rights = match reader_records {
+                true => ReaderRights::ReadAndRecord,
+                false => ReaderRights::Read,
+            };
+            let made = grant_reader(
+                &options,
+                role,
+                password.as_ref().map(Secret::expose),
+                rights,
+            )
+            .await
+            .map_err(CliError::Reader)?;
+            let how = match (made, rights) {
+                (ReaderMade::Made, ReaderRights::Read) => {
+                    "made now; it may read the store, nothing more"
+                }
+                (ReaderMade::Granted, ReaderRights::Read) => "it may read the store, nothing more",
+                (ReaderMade::Made, ReaderRights::ReadAndRecord) => {
+                    "made now; it may read the store and add rows to history, nothing more"
+                }
+                (ReaderMade::Granted, ReaderRights::ReadAndRecord) => {
+                    "it may read the store and add rows to history, nothing more"
+                }
             };
             writeln!(io.out, "role {role}: {how}").map_err(CliError::Output)
         }
@@ -145,6 +164,7 @@ pub async fn run(cli: &Cli, io: &mut Io<'_>, stop: &Stop) -> Result<(), CliError
             format,
             credentials,
             watchers,
+            consoles,
         } => super::permissions::run(
             cli,
             io.out,
@@ -152,6 +172,7 @@ pub async fn run(cli: &Cli, io: &mut Io<'_>, stop: &Stop) -> Result<(), CliError
             *format,
             credentials.as_deref(),
             watchers,
+            consoles,
         ),
         Command::Plan {
             new,
@@ -186,7 +207,7 @@ pub async fn run(cli: &Cli, io: &mut Io<'_>, stop: &Stop) -> Result<(), CliError
             };
             let client = connect(&cli.nats_options(), Reconnect::FailFast).await?;
             let answer = approve(&client, provider, consumer, *delete, *timeout, io.now).await?;
-            let text = answer.describe(provider, declared);
+            let text = describe(&answer, provider, declared);
             if !answer.is_done() {
                 return Err(CliError::NotDone(text));
             }

@@ -77,6 +77,9 @@ pub enum Role {
     Controller,
     /// A read-only watcher of the events (`permissions --watcher NAME`).
     Watcher,
+    /// The console, which may ask providers for approvals and nothing
+    /// else (`permissions --console NAME`).
+    Console,
 }
 
 /// Whether a user's credentials file must be there.
@@ -97,7 +100,9 @@ impl Role {
     /// missing file is warned of; an idle module's is not asked for.
     pub fn needs_credentials(self) -> CredentialNeed {
         match self {
-            Role::Provider | Role::Controller | Role::Watcher => CredentialNeed::Required,
+            Role::Provider | Role::Controller | Role::Watcher | Role::Console => {
+                CredentialNeed::Required
+            }
             Role::GrantAgent => CredentialNeed::Warned,
             Role::Idle => CredentialNeed::IfGiven,
         }
@@ -222,7 +227,7 @@ fn grants_permissions(declaration: &Declaration) -> Vec<UserPermissions> {
 /// [`WatcherRefused::ControllersUser`] when `name` is the controller's user.
 pub(crate) fn watcher(name: &Name) -> Result<UserPermissions, WatcherRefused> {
     if name.as_str() == CONTROLLER_USER {
-        return Err(WatcherRefused::ControllersUser(name.clone()));
+        return Err(WatcherRefused::ControllersUser("--watcher", name.clone()));
     }
     Ok(UserPermissions {
         user: name.to_string(),
@@ -236,15 +241,35 @@ pub(crate) fn watcher(name: &Name) -> Result<UserPermissions, WatcherRefused> {
     })
 }
 
-/// A `--watcher` name that cannot be given.
+/// The console's user `name` (`permissions --console NAME`): it may
+/// publish approve requests to any provider
+/// (`mesh.cmd.*.*.provisioner.approve`) and subscribe only to its own
+/// inbox (`_INBOX._console.>`) for their answers: no event, no JetStream.
+///
+/// # Errors
+/// [`WatcherRefused::ControllersUser`] when `name` is the controller's user.
+pub(crate) fn console(name: &Name) -> Result<UserPermissions, WatcherRefused> {
+    if name.as_str() == CONTROLLER_USER {
+        return Err(WatcherRefused::ControllersUser("--console", name.clone()));
+    }
+    Ok(UserPermissions {
+        user: name.to_string(),
+        role: Role::Console,
+        publish: Rules::allow(vec![mesh_protocol::subject::APPROVE_ANY.to_owned()]),
+        subscribe: Rules::allow(vec![below(mesh_protocol::subject::CONSOLE_INBOX)]),
+        allow_responses: false,
+    })
+}
+
+/// A `--watcher` or `--console` name that cannot be given (the flag, the name).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum WatcherRefused {
     /// It is the controller's own user.
-    #[error("--watcher {0}: that is the controller's user; choose another name")]
-    ControllersUser(Name),
+    #[error("{0} {1}: that is the controller's user; choose another name")]
+    ControllersUser(&'static str, Name),
     /// A user of that name is in the permissions already.
-    #[error("--watcher {0}: a user of that name is in the permissions already")]
-    Taken(Name),
+    #[error("{0} {1}: a user of that name is in the permissions already")]
+    Taken(&'static str, Name),
 }
 
 /// The controller's user: `serve`'s routine work (make and update the
@@ -290,6 +315,30 @@ mod tests {
                 _ => return false,
             }
         }
+    }
+
+    #[test]
+    fn the_console_may_ask_for_approvals_and_hear_their_answers_and_nothing_else() {
+        let name = mesh_protocol::Name::parse("console").unwrap();
+        let console = console(&name).unwrap();
+        assert_eq!(console.role.needs_credentials(), CredentialNeed::Required);
+        let publishes = |s: &str| console.publish.allow.iter().any(|p| covers(p, s));
+        let hears = |s: &str| console.subscribe.allow.iter().any(|p| covers(p, s));
+        assert!(publishes("mesh.cmd.db-1.postgres.provisioner.approve"));
+        assert!(hears("_INBOX._console.abc.1"));
+        for subject in [
+            "mesh.event.db-1.postgres.provisioner.failing",
+            "mesh.cmd.db-1.postgres.provisioner.other",
+            "$JS.API.STREAM.INFO.MESH_EVENTS",
+            "_INBOX._controller.x",
+        ] {
+            assert!(!publishes(subject) && !hears(subject), "{subject}");
+        }
+        let controller = mesh_protocol::Name::parse(CONTROLLER_USER).unwrap();
+        assert!(super::console(&controller)
+            .unwrap_err()
+            .to_string()
+            .starts_with("--console controller:"));
     }
 
     #[test]

@@ -29,6 +29,7 @@
 //! # }
 //! ```
 
+mod approve;
 mod args;
 mod callback;
 mod connect;
@@ -36,6 +37,7 @@ mod error;
 mod outage;
 mod servers;
 
+pub use approve::{approve, ApproveAnswer, ApproveError};
 pub use args::{connect_options, NatsArgs};
 pub use connect::{connect, connect_as};
 pub use error::BusError;

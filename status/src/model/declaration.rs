@@ -68,6 +68,17 @@ impl Declaration {
             .unwrap_or_default()
     }
 
+    /// The declared instances of module `consumer` that require something
+    /// from `provider`, sorted: a deletion of `consumer`'s provision there
+    /// would take what they need.
+    pub fn requiring(&self, provider: &ModuleId, consumer: &Name) -> BTreeSet<&ModuleId> {
+        self.modules
+            .iter()
+            .filter(|m| m.id.module == *consumer && m.requires.iter().any(|r| &r.from == provider))
+            .map(|m| &m.id)
+            .collect()
+    }
+
     /// Whether `id` receives a contributions file: it provides something, or
     /// some module requires a provision from it.
     ///

@@ -69,11 +69,14 @@ pub enum TransitionKind {
     ProviderFaultCleared,
     /// A person attached a note to a consumer's failing interval.
     Note,
+    /// A person acted from the console (approved a retirement or a
+    /// deletion): who, what, and the provider's answer.
+    Action,
 }
 
 impl TransitionKind {
     /// Every kind, in a stable order.
-    pub const ALL: [TransitionKind; 14] = [
+    pub const ALL: [TransitionKind; 15] = [
         TransitionKind::FailingBegan,
         TransitionKind::Recovered,
         TransitionKind::Retired,
@@ -88,6 +91,7 @@ impl TransitionKind {
         TransitionKind::ProviderFaultBegan,
         TransitionKind::ProviderFaultCleared,
         TransitionKind::Note,
+        TransitionKind::Action,
     ];
 
     /// The kind as the store writes it (column `history.kind`).
@@ -107,6 +111,7 @@ impl TransitionKind {
             TransitionKind::ProviderFaultBegan => "provider-fault-began",
             TransitionKind::ProviderFaultCleared => "provider-fault-cleared",
             TransitionKind::Note => "note",
+            TransitionKind::Action => "action",
         }
     }
 }
@@ -266,6 +271,50 @@ pub enum Change {
         /// Who wrote it.
         by: String,
     },
+    /// A person acted: asked a provider to retire or delete a consumer.
+    /// Never a provider's word; its answer is carried.
+    Action(ActionChange),
+}
+
+/// What a person did ([`Change::Action`]), as history's `reason` says it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ActionWord {
+    /// Approved retiring a withdrawn consumer now.
+    Approve,
+    /// Approved deleting a retired consumer's data.
+    ApproveDelete,
+}
+
+impl ActionWord {
+    /// Every action, in a stable order.
+    pub const ALL: [ActionWord; 2] = [ActionWord::Approve, ActionWord::ApproveDelete];
+
+    /// The action's word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ActionWord::Approve => "approve",
+            ActionWord::ApproveDelete => "approve-delete",
+        }
+    }
+}
+
+mesh_protocol::wire_words!(ActionWord, "an action");
+
+/// What an action row carries ([`Change::Action`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ActionChange {
+    /// The provider asked.
+    pub provider: ModuleId,
+    /// The consumer it was asked about.
+    pub consumer: Name,
+    /// What was asked.
+    pub action: ActionWord,
+    /// Who asked (the console token's name).
+    pub by: String,
+    /// Whether the provider did it; `false` also when it did not answer.
+    pub ok: bool,
+    /// The provider's answer, or why there was none.
+    pub answer: String,
 }
 
 /// What a retirement transition carries ([`Change::Retired`],
@@ -311,6 +360,7 @@ impl Change {
             Change::ProviderFaultBegan { .. } => K::ProviderFaultBegan,
             Change::ProviderFaultCleared { .. } => K::ProviderFaultCleared,
             Change::Note { .. } => K::Note,
+            Change::Action(_) => K::Action,
         }
     }
 
@@ -325,6 +375,7 @@ impl Change {
             | Change::Note { provider, .. } => Some(provider),
             Change::Retired(r) | Change::ReEnabled(r) | Change::Deleted(r) => Some(&r.provider),
             Change::RepairDone(r) | Change::RepairBraked(r) => Some(&r.provider),
+            Change::Action(a) => Some(&a.provider),
             Change::GrantUnreachable { provider, .. } | Change::GrantReachable { provider, .. } => {
                 provider.as_ref()
             }

@@ -155,6 +155,24 @@ pub fn line(e: &HistoryEntry) -> String {
                 one_line(e.detail.as_deref().unwrap_or(""))
             )
         }
+        EntryKind::Action => {
+            let at = e.from.map_or("?".to_owned(), minute);
+            let what = match &*reason {
+                "approve" => "retiring approved".to_owned(),
+                "approve-delete" => "deleting approved".to_owned(),
+                other => other.to_owned(),
+            };
+            let done = match e.done {
+                Some(true) => "done",
+                _ => "not done",
+            };
+            format!(
+                "{} from {provider}: {what} by {} {at}: {done}: \"{}\"",
+                e.consumer.as_deref().unwrap_or("?"),
+                one_line(e.by.as_deref().unwrap_or("?")),
+                one_line(e.detail.as_deref().unwrap_or(""))
+            )
+        }
     }
 }
 

@@ -303,6 +303,7 @@ mod tests {
             fault: None,
             detail: None,
             by: None,
+            done: None,
         }];
         let w = why(&WhyInput {
             consumer: &forge,

@@ -154,6 +154,7 @@ mod tests {
             fault: None,
             detail: None,
             by: None,
+            done: None,
         }
     }
 

@@ -70,6 +70,10 @@ pub enum EntryKind {
     ProviderFault,
     /// A note a person attached (a moment): `detail` the note, `by` who.
     Note,
+    /// A person's action from the console (a moment): `reason` what was
+    /// asked (`approve`, `approve-delete`), `by` who, `done` whether the
+    /// provider did it, `detail` its answer.
+    Action,
 }
 
 /// One entry of `history`: an interval (`from` → `to`, `to` null while it
@@ -111,6 +115,10 @@ pub struct HistoryEntry {
     /// controller's entries.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub by: Option<String>,
+    /// Whether the provider did what an action asked; absent for every
+    /// other entry.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub done: Option<bool>,
 }
 
 impl HistoryEntry {
@@ -132,6 +140,7 @@ impl HistoryEntry {
             fault: None,
             detail: None,
             by: None,
+            done: None,
         };
         let name = |n: &Name| Some(n.to_string());
         let mut consumer = |c: &Name, m: Option<&Name>| {
@@ -184,6 +193,11 @@ impl HistoryEntry {
             } => {
                 consumer(&c.module, Some(&c.machine));
                 (e.detail, e.by) = (Some(text.clone()), Some(by.clone()));
+            }
+            Change::Action(a) => {
+                consumer(&a.consumer, None);
+                e.reason = Some(a.action.as_str().to_owned());
+                (e.detail, e.by, e.done) = (Some(a.answer.clone()), Some(a.by.clone()), Some(a.ok));
             }
             Change::HeardAgain { .. } | Change::FollowingAgain { .. } => {}
         }
@@ -278,6 +292,7 @@ fn step(t: &Transition) -> Step<'_> {
         Change::RepairDone(_) => Step::Moment(E::RepairDone),
         Change::RepairBraked(_) => Step::Moment(E::RepairBraked),
         Change::Note { .. } => Step::Moment(E::Note),
+        Change::Action(_) => Step::Moment(E::Action),
     }
 }
 

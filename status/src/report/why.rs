@@ -309,6 +309,7 @@ mod tests {
             fault: None,
             detail: None,
             by: None,
+            done: None,
         };
         let history = [
             entry("2026-10-01T00:00:00Z", Some("2026-10-01T01:00:00Z")),

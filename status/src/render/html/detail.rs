@@ -343,6 +343,7 @@ mod tests {
             fault: None,
             detail: None,
             by: None,
+            done: None,
         }];
         let providers = [ModuleId::parse("postgres@db-1").unwrap()];
         let why = WhyLines {
