@@ -80,7 +80,7 @@ const CRATES: &[(&str, Tables)] = &[
                     &["servers", "outage"],
                     &["error", "callback"],
                     &["args"],
-                    &["connect"],
+                    &["connect", "approve"],
                 ],
             ),
             ("outbox", &[&["publisher", "jetstream"]]),
@@ -200,7 +200,10 @@ const CRATES: &[(&str, Tables)] = &[
                 "render",
                 &[&["human", "json", "series"], &["history", "why"], &["html"]],
             ),
-            ("render::html", &[&["consumers", "mesh"], &["detail"]]),
+            (
+                "render::html",
+                &[&["act"], &["consumers", "mesh"], &["detail"]],
+            ),
         ],
     ),
     (
@@ -232,8 +235,9 @@ const CRATES: &[(&str, Tables)] = &[
         &[(
             "",
             &[
-                &["auth", "limits", "pages", "tls", "watch"],
-                &["conns", "live"],
+                &["sessions", "tokens", "limits", "pages", "tls", "watch"],
+                &["auth"],
+                &["act", "conns", "live"],
                 &["server"],
                 &["cli"],
             ],

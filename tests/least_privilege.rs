@@ -324,6 +324,49 @@ fn a_store_user_owning_its_database_and_a_createrole_createdb_admin_are_enough()
     for (statement, said) in refused.iter().zip(&said) {
         assert_eq!(said, &Err("42501".to_owned()), "{statement}");
     }
+    // With --reader-records (the console's role) it may add a history row,
+    // and change or remove none, nor write any other table; run without
+    // it again, the insert is taken away.
+    let note = "INSERT INTO history (kind, at, provider_module, provider_machine, consumer, \
+                consumer_machine, detail, by_name) VALUES ('note', now(), 'postgres', 'db-1', \
+                'forge', 'app-1', 'seen', 'ana')";
+    let recording = controller()
+        .args(["migrate", "--reader", "mesh_reader", "--reader-records"])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&recording.stdout);
+    assert!(
+        out.contains(
+            "role mesh_reader: it may read the store and add rows to history, nothing more"
+        ),
+        "{out}{}",
+        String::from_utf8_lossy(&recording.stderr)
+    );
+    let said = in_store_as(
+        &store,
+        "mesh_reader",
+        READER_PASSWORD,
+        &[
+            note,
+            "UPDATE history SET detail = 'x'",
+            "DELETE FROM history",
+            "INSERT INTO store_record (begun_at) VALUES (now())",
+        ],
+    );
+    let denied = Err("42501".to_owned());
+    assert_eq!(
+        said,
+        [Ok(()), denied.clone(), denied.clone(), denied.clone()]
+    );
+    let again = controller()
+        .args(["migrate", "--reader", "mesh_reader"])
+        .output()
+        .unwrap();
+    assert!(again.status.success());
+    assert_eq!(
+        in_store_as(&store, "mesh_reader", READER_PASSWORD, &[note]),
+        [denied]
+    );
     let made = in_store_as(
         &store,
         "mesh_store",

@@ -14,7 +14,7 @@ use mesh_runtime::credentials::StandIn;
 use mesh_runtime::endpoints::EndpointArgs;
 use mesh_runtime::log::LogArgs;
 use mesh_runtime::program::Flags;
-use mesh_runtime::{LogFormat, Stop};
+use mesh_runtime::{LogFormat, NatsArgs, Stop};
 use mesh_status::model::declaration::{self, DeclarationError};
 
 use crate::conns::Limits;
@@ -29,9 +29,11 @@ pub const EXIT_CANNOT: u8 = 2;
 
 /// The `*_FILE` variables a unit's systemd credentials stand in for
 /// (`mesh_runtime::credentials`): the store reader's password
-/// (`database-password`) and the console's token (`console-token`).
-pub const CREDENTIALS: [StandIn; 2] = [
+/// (`database-password`), the console's token (`console-token`) and, with
+/// `--approvals` and `MESH_NATS_USER`, its bus password (`nats-password`).
+pub const CREDENTIALS: [StandIn; 3] = [
     mesh_runtime::credentials::DATABASE_PASSWORD,
+    mesh_runtime::credentials::NATS_PASSWORD,
     StandIn {
         variable: "MESH_CONSOLE_TOKEN_FILE",
         credential: "console-token",
@@ -40,13 +42,14 @@ pub const CREDENTIALS: [StandIn; 2] = [
     },
 ];
 
-/// Serves the mesh as web pages, read-only: what `mesh-controller status`, `node show` and
-/// `history` say, kept current in open pages (server-sent events; the pages work without
-/// JavaScript).
+/// Serves the mesh as web pages: what `mesh-controller status`, `node show` and `history` say,
+/// kept current in open pages (server-sent events; the pages work without JavaScript). With
+/// named tokens a person logged in may also note what was learnt and, with --approvals,
+/// approve retirements; each is recorded in history under the token's name.
 ///
-/// Log in to the store as its reader role (`mesh-controller migrate --reader`). Secrets never
-/// go on the command line: the store password comes from `--database-password-file`, the
-/// token from `--token-file`.
+/// Log in to the store as its reader role (`mesh-controller migrate --reader`; add
+/// --reader-records for notes and approvals). Secrets never go on the command line: the store
+/// password comes from `--database-password-file`, the tokens from `--token-file`.
 #[derive(Parser, Debug, Clone, PartialEq, Eq)]
 #[command(
     name = "mesh-console",
@@ -73,9 +76,10 @@ pub struct ConsoleCli {
     #[arg(long, env = "MESH_CONSOLE_LISTEN", default_value = DEFAULT_LISTEN)]
     pub listen: String,
 
-    /// File holding the console's token: every page and the event stream then need it,
-    /// as `Authorization: Bearer TOKEN` or through the login form at /login (a cookie).
-    /// Read at start; restart to change it.
+    /// File of the console's tokens, a line each: TOKEN (named `console`), NAME:TOKEN, or
+    /// NAME:TOKEN:read-only (may only look). Every page and the event stream then need one, as
+    /// `Authorization: Bearer TOKEN` (reads) or through the login form at /login (a session
+    /// cookie; a session may act unless read-only). Read at start; restart to change it.
     #[arg(long, env = "MESH_CONSOLE_TOKEN_FILE")]
     pub token_file: Option<PathBuf>,
 
@@ -104,6 +108,20 @@ pub struct ConsoleCli {
     /// one closes the oldest of them, so clients without the token cannot keep it out.
     #[arg(long, env = "MESH_CONSOLE_MAX_UNPROVEN", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=65_536))]
     pub max_unproven_connections: u32,
+
+    /// Ask providers for approvals from the console (a session whose token may act approves
+    /// retiring or deleting a withdrawn consumer): connects to the bus with the --nats flags,
+    /// as the user `mesh-controller permissions --console NAME` renders.
+    #[arg(long, env = "MESH_CONSOLE_APPROVALS")]
+    pub approvals: bool,
+
+    /// How long an approval waits for the provider's answer; the request expires then.
+    #[arg(long, env = "MESH_CONSOLE_APPROVE_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
+    pub approve_timeout: Duration,
+
+    /// The bus (`--nats` and its credential and TLS flags), for --approvals only.
+    #[command(flatten)]
+    pub nats: NatsArgs,
 
     /// `--metrics-listen`: the console's own series, /healthz and /readyz.
     #[command(flatten)]
@@ -160,6 +178,8 @@ pub async fn run(cli: ConsoleCli, stop: Stop) -> Result<(), ConsoleRunError> {
             header_read: cli.header_read_timeout,
             unproven: usize::try_from(cli.max_unproven_connections).unwrap_or(usize::MAX),
         },
+        approvals: cli.approvals.then_some(cli.nats),
+        approve_timeout: cli.approve_timeout,
     };
     Ok(server::serve(options, declaration, &args, &stop).await?)
 }
@@ -215,7 +235,7 @@ mod tests {
     fn help_opens_with_what_it_does() {
         let help = command().render_help().to_string();
         assert!(
-            help.starts_with("Serves the mesh as web pages, read-only"),
+            help.starts_with("Serves the mesh as web pages: what"),
             "{help}"
         );
     }

@@ -24,9 +24,12 @@
 mod auth;
 mod limits;
 mod pages;
+mod sessions;
 mod tls;
+mod tokens;
 mod watch;
 
+mod act;
 mod conns;
 mod live;
 
@@ -42,3 +45,5 @@ pub use cli::{command, run, ConsoleCli, ConsoleRunError, CREDENTIALS, EXIT_CANNO
 pub use server::ConsoleError;
 /// Why its certificate or key could not be used.
 pub use tls::ConsoleTlsError;
+/// Why its token file could not be taken.
+pub use tokens::TokenFileError;

@@ -109,11 +109,23 @@ pub(crate) struct Report {
     alive: Vec<AliveRow>,
 }
 
+/// What the pages offer to do (links only: the forms they lead to are
+/// each session's own).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Acting {
+    /// A token may act: consumer pages link the note form.
+    pub(crate) notes: bool,
+    /// And the console is on the bus (`--approvals`): retiring and retired
+    /// lines of the consumer table link their approval.
+    pub(crate) approvals: bool,
+}
+
 /// The pages of one declaration over one store.
 #[derive(Debug)]
 pub(crate) struct Pages {
     pub(crate) declaration: ParsedDeclaration,
     pub(crate) settings: ReportSettings,
+    pub(crate) acting: Acting,
 }
 
 /// The mesh page's and a machine page's listing: at most what the page
@@ -282,6 +294,7 @@ impl Pages {
                     providers: &self.providers(None),
                     machines: &self.machines(),
                     now,
+                    approvals: self.acting.approvals,
                 }));
                 titled(state(&r.head), format!("machine {m}"), path, main)
             }
@@ -322,6 +335,7 @@ impl Pages {
                     providers: &self.providers(None),
                     machines: &self.machines(),
                     now,
+                    approvals: self.acting.approvals,
                 });
                 let said = match table.count(Some(ConsumerState::Failing)) {
                     0 => "none failing".to_owned(),
@@ -407,6 +421,7 @@ impl Pages {
             now: store_now,
             why: &said,
             known_from: report.head.controller.known_since,
+            notes: self.acting.notes,
         });
         let said = if standings.is_empty() {
             "not failing".to_owned()

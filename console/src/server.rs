@@ -32,21 +32,24 @@ use axum::http::{HeaderValue, StatusCode, Uri};
 use axum::middleware::{self, Next};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
+use axum::Extension;
 use axum::Router;
 use mesh_protocol::Timestamp;
 use mesh_runtime::{Secret, Stop};
 use mesh_status::model::ParsedDeclaration;
-use mesh_status::render::html::{self, document, login, notice, Page};
+use mesh_status::render::html::{self, document, document_for, login, notice, Page};
 use serde::Deserialize;
 use tokio_util::task::AbortOnDropHandle;
 
-use crate::auth::Access;
+use crate::act::{Actions, ApproveAsked, NoteAsked};
+use crate::auth::{Access, Viewer, COOKIE_NAME};
 use crate::conns::{self, Limits};
 use crate::limits::{LoginLimit, LOGIN_ADDRESSES, LOGIN_BURST, LOGIN_EVERY};
 use crate::live::Live;
-use crate::pages::{consumer_query, unreadable, PageKey, Pages, ReportSettings};
+use crate::pages::{consumer_query, unreadable, Acting, PageKey, Pages, ReportSettings};
 use crate::tls::{self, ConsoleTlsError};
+use crate::tokens::{TokenFileError, Tokens};
 use crate::watch::{PageOutcome, Watch};
 use mesh_pg_store::{DatabaseOptions, PgStore};
 
@@ -69,6 +72,11 @@ pub(crate) struct ConsoleArgs {
     pub(crate) limits: Limits,
     /// Where to serve `/metrics`, `/healthz` and `/readyz`; none: nowhere.
     pub(crate) metrics_listen: Option<String>,
+    /// With `--approvals`: the bus, for asking providers; none: approvals
+    /// are not offered.
+    pub(crate) approvals: Option<mesh_runtime::NatsArgs>,
+    /// How long an approval waits for the provider's answer.
+    pub(crate) approve_timeout: std::time::Duration,
 }
 
 /// How often the store is asked whether it answers, with `--metrics-listen`.
@@ -92,18 +100,24 @@ pub enum ConsoleError {
     /// The token file cannot be read.
     #[error(transparent)]
     Token(#[from] mesh_runtime::secret::SecretFileError),
+    /// The token file holds what it should not.
+    #[error("the console token file {path}: {source}")]
+    TokenFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, never a token.
+        #[source]
+        source: TokenFileError,
+    },
+    /// The bus cannot be set up for approvals.
+    #[error("--approvals: {0}")]
+    Bus(#[from] mesh_runtime::BusError),
     /// `--metrics-listen` cannot be listened on.
     #[error(transparent)]
     MetricsListen(#[from] mesh_runtime::endpoints::ListenError),
-    /// The token file holds nothing.
-    #[error("the console token file {0} is empty")]
-    EmptyToken(PathBuf),
     /// The certificate or key cannot be used.
     #[error(transparent)]
     Tls(#[from] ConsoleTlsError),
-    /// The session value could not be drawn.
-    #[error("the operating system's random generator failed: {0}")]
-    Random(getrandom::Error),
     /// Serving stopped with an error.
     #[error("the console stopped serving: {0}")]
     Serve(#[source] std::io::Error),
@@ -113,6 +127,8 @@ struct Console {
     pages: Arc<Pages>,
     live: Arc<Live>,
     access: Arc<Access>,
+    /// What sessions may do.
+    actions: Actions,
     /// Wrong tokens at the login, per client address.
     logins: std::sync::Mutex<LoginLimit>,
     /// Its series and checks.
@@ -136,13 +152,15 @@ pub(crate) async fn serve(
     args: &ConsoleArgs,
     stop: &Stop,
 ) -> Result<(), ConsoleError> {
-    let token = match &args.token_file {
+    let tokens = match &args.token_file {
         Some(path) => {
-            let token = Secret::from_file(path, "console token")?;
-            if token.expose().is_empty() {
-                return Err(ConsoleError::EmptyToken(path.clone()));
-            }
-            Some(token)
+            let text = Secret::from_file(path, "console token")?;
+            let tokens =
+                Tokens::parse(text.expose()).map_err(|source| ConsoleError::TokenFile {
+                    path: path.clone(),
+                    source,
+                })?;
+            Some(tokens)
         }
         None => None,
     };
@@ -150,7 +168,16 @@ pub(crate) async fn serve(
         Some((cert, key)) => Some(tls::config(cert, key)?),
         None => None,
     };
-    let access = Arc::new(Access::new(token, tls.is_some()).map_err(ConsoleError::Random)?);
+    let access = Arc::new(Access::new(tokens, tls.is_some()));
+    let bus = match &args.approvals {
+        Some(nats) => Some(bus(nats).await?),
+        None => None,
+    };
+    let (tokens_given, may_act) = access.counts();
+    let acting = Acting {
+        notes: may_act > 0,
+        approvals: may_act > 0 && bus.is_some(),
+    };
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
         .map_err(|source| ConsoleError::Listen {
@@ -161,6 +188,7 @@ pub(crate) async fn serve(
     let pages = Arc::new(Pages {
         declaration,
         settings: args.settings,
+        acting,
     });
     let watch = Watch::new();
     let live = Live::new(Arc::clone(&pages), options.clone(), Arc::clone(&watch));
@@ -169,13 +197,20 @@ pub(crate) async fn serve(
     tracing::info!(
         address = %local,
         tls = tls.is_some(),
-        token = access.needs_token(),
+        tokens = tokens_given,
+        may_act,
+        approvals = acting.approvals,
         "the console listens"
     );
     let app = router(Arc::new(Console {
         pages,
         live,
         access: Arc::clone(&access),
+        actions: Actions {
+            bus,
+            options: options.clone(),
+            timeout: args.approve_timeout,
+        },
         watch: Arc::clone(&watch),
         logins: std::sync::Mutex::new(LoginLimit::new(LOGIN_BURST, LOGIN_EVERY, LOGIN_ADDRESSES)),
         options,
@@ -185,6 +220,30 @@ pub(crate) async fn serve(
     let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
     conns::serve(listener, acceptor, app, access, args.limits, watch, stop).await;
     Ok(())
+}
+
+/// The console's bus connection for approvals: its own inbox prefix (the
+/// only subject its user may subscribe to), tried again while the server
+/// is away (an approval asked meanwhile says it was not sent).
+///
+/// # Errors
+/// [`mesh_runtime::BusError`] when the flags or a file they name are wrong.
+async fn bus(nats: &mesh_runtime::NatsArgs) -> Result<async_nats::Client, ConsoleError> {
+    let servers = nats.servers()?;
+    let connect = mesh_runtime::nats::connect_options(
+        nats,
+        "mesh-console",
+        mesh_protocol::subject::CONSOLE_INBOX,
+    )
+    .await?
+    .retry_on_initial_connect();
+    connect.connect(servers).await.map_err(|source| {
+        ConsoleError::Bus(mesh_runtime::BusError::connect(
+            nats.shown_servers(),
+            &nats.credentials_to_check(),
+            source,
+        ))
+    })
 }
 
 /// With `--metrics-listen`: the endpoints served, and the store asked
@@ -234,6 +293,9 @@ fn router(console: Arc<Console>) -> Router {
         .route("/consumer/{name}", get(page))
         .route("/consumers", get(page))
         .route("/events", get(events))
+        .route("/act/approve", get(confirm_approval).post(approval))
+        .route("/act/note", get(note_form).post(note))
+        .route("/logout", post(log_out))
         .fallback(not_found)
         .route_layer(middleware::from_fn_with_state(Arc::clone(&console), guard));
     Router::new()
@@ -283,7 +345,12 @@ async fn guard(State(console): State<Arc<Console>>, request: Request, next: Next
         );
         return html_response(StatusCode::FORBIDDEN, &page);
     }
-    if console.access.allows(request.headers()) {
+    if let Some(viewer) = console
+        .access
+        .viewer(request.headers(), std::time::Instant::now())
+    {
+        let mut request = request;
+        request.extensions_mut().insert(viewer);
         return next.run(request).await;
     }
     let asked = request
@@ -313,7 +380,15 @@ async fn not_found() -> Response {
     html_response(StatusCode::NOT_FOUND, &page)
 }
 
-async fn page(State(console): State<Arc<Console>>, uri: Uri) -> Response {
+async fn page(
+    State(console): State<Arc<Console>>,
+    Extension(viewer): Extension<Viewer>,
+    uri: Uri,
+) -> Response {
+    let session = match &viewer {
+        Viewer::Session { who, csrf, .. } => Some((who.name.as_str(), csrf.as_str())),
+        _ => None,
+    };
     // The consumer table's query read once: refused with what is wrong, or
     // the page's key.
     let key = if uri.path() == "/consumers" {
@@ -354,7 +429,12 @@ async fn page(State(console): State<Arc<Console>>, uri: Uri) -> Response {
     match rendered {
         Ok(Some(page)) => {
             console.watch.page(PageOutcome::Served);
-            html_response(StatusCode::OK, &page)
+            (
+                StatusCode::OK,
+                [(CONTENT_TYPE, "text/html; charset=utf-8")],
+                document_for(&page, session),
+            )
+                .into_response()
         }
         Ok(None) => {
             console.watch.page(PageOutcome::NotFound);
@@ -481,7 +561,15 @@ async fn log_in(
         }
         return response;
     }
-    if !console.access.is_token(&form.token) {
+    let opened = match console.access.log_in(&form.token, now) {
+        Ok(opened) => opened,
+        Err(error) => {
+            tracing::error!(error = %error, "the random generator failed: no session opened");
+            let page = notice("", "log in failed", "The console could not open a session.");
+            return html_response(StatusCode::INTERNAL_SERVER_ERROR, &page);
+        }
+    };
+    let Some(cookie) = opened else {
         console
             .logins
             .lock()
@@ -490,8 +578,7 @@ async fn log_in(
         tracing::info!(client = %peer.ip(), "a console login was refused");
         let next = local_path(form.next.as_deref());
         return html_response(StatusCode::UNAUTHORIZED, &login(true, next));
-    }
-    let cookie = console.access.set_cookie();
+    };
     let next = local_path(form.next.as_deref());
     let mut response = match HeaderValue::from_str(next) {
         Ok(location) => (StatusCode::SEE_OTHER, [(LOCATION, location)]).into_response(),
@@ -501,6 +588,73 @@ async fn log_in(
         response.headers_mut().insert(SET_COOKIE, value);
     }
     response
+}
+
+async fn confirm_approval(
+    State(console): State<Arc<Console>>,
+    Extension(viewer): Extension<Viewer>,
+    Query(asked): Query<ApproveAsked>,
+) -> Response {
+    let declaration = &console.pages.declaration;
+    console.actions.confirm(&viewer, &asked, declaration)
+}
+
+async fn approval(
+    State(console): State<Arc<Console>>,
+    Extension(viewer): Extension<Viewer>,
+    Form(asked): Form<ApproveAsked>,
+) -> Response {
+    let declaration = &console.pages.declaration;
+    console
+        .actions
+        .approve(&console.access, &viewer, &asked, declaration)
+        .await
+}
+
+async fn note_form(
+    State(console): State<Arc<Console>>,
+    Extension(viewer): Extension<Viewer>,
+    Query(asked): Query<NoteAsked>,
+) -> Response {
+    let declaration = &console.pages.declaration;
+    console.actions.note_form(&viewer, &asked, declaration)
+}
+
+async fn note(
+    State(console): State<Arc<Console>>,
+    Extension(viewer): Extension<Viewer>,
+    Form(asked): Form<NoteAsked>,
+) -> Response {
+    let declaration = &console.pages.declaration;
+    console
+        .actions
+        .note(&console.access, &viewer, &asked, declaration)
+        .await
+}
+
+/// `POST /logout` (form field `csrf`): ends the session, then the login form.
+async fn log_out(
+    State(console): State<Arc<Console>>,
+    Extension(viewer): Extension<Viewer>,
+    Form(form): Form<LogOutForm>,
+) -> Response {
+    if let Viewer::Session { cookie, .. } = &viewer {
+        if console.access.csrf_matches(cookie, &form.csrf) {
+            console.access.log_out(cookie);
+        }
+    }
+    let expired = format!("{COOKIE_NAME}=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict");
+    let mut response = (StatusCode::SEE_OTHER, [(LOCATION, "/login")]).into_response();
+    if let Ok(value) = HeaderValue::from_str(&expired) {
+        response.headers_mut().insert(SET_COOKIE, value);
+    }
+    response
+}
+
+#[derive(Deserialize)]
+struct LogOutForm {
+    #[serde(default)]
+    csrf: String,
 }
 
 #[cfg(test)]

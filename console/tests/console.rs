@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
-use mesh_pg_store::{grant_reader, migrate, DatabaseOptions, PgStore, RoleName};
+use mesh_pg_store::{grant_reader, migrate, DatabaseOptions, PgStore, ReaderRights, RoleName};
 use mesh_protocol::event::{
     Alive, Failing, Recovered, RecoveredReason, Retirement, RetirementAction,
 };
@@ -147,7 +147,7 @@ async fn setup() -> Setup {
     let options = DatabaseOptions::new(&owner_url, Some(&pg.superuser_password_file())).unwrap();
     migrate(&options).await.unwrap();
     let reader = RoleName::parse("mesh_reader").unwrap();
-    grant_reader(&options, &reader, Some(READER_PASSWORD))
+    grant_reader(&options, &reader, Some(READER_PASSWORD), ReaderRights::Read)
         .await
         .unwrap();
     let mut owner = PgStore::new(options);

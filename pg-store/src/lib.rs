@@ -60,7 +60,7 @@ use mesh_status::store::{StoreError, StoreErrorKind};
 pub use columns::UPSERT_FAILING;
 pub use connection::PgStore;
 pub use migrate::migrate;
-pub use notes::{Note, MAX_NOTE_CHARS};
+pub use notes::{note_text, Note, NoteTextError, MAX_NOTE_CHARS};
 pub use options::{DatabaseOptions, DatabaseOptionsError};
 pub use read::StatusRead;
 pub use reader::{grant_reader, ReaderError, ReaderMade, ReaderRights, RoleName, RoleNameError};

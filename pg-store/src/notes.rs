@@ -23,6 +23,35 @@ const NOTE_TIMEOUT: Duration = Duration::from_secs(10);
 /// The longest note kept, in characters (a longer one is refused).
 pub const MAX_NOTE_CHARS: usize = 500;
 
+/// A note's text that cannot be kept.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum NoteTextError {
+    /// Nothing is left once trimmed.
+    #[error("the note is empty")]
+    Empty,
+    /// It is longer than [`MAX_NOTE_CHARS`] (its length given).
+    #[error("the note is {0} characters long; at most {MAX_NOTE_CHARS} are kept: say it shorter")]
+    TooLong(usize),
+}
+
+/// `raw` as a note keeps it: control characters (a newline among them)
+/// made spaces, trimmed.
+///
+/// # Errors
+/// [`NoteTextError`] when nothing is left or it is too long.
+pub fn note_text(raw: &str) -> Result<String, NoteTextError> {
+    let text: String = raw
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let text = text.trim();
+    match text.chars().count() {
+        0 => Err(NoteTextError::Empty),
+        n if n > MAX_NOTE_CHARS => Err(NoteTextError::TooLong(n)),
+        _ => Ok(text.to_owned()),
+    }
+}
+
 const INSERT_NOTE: &str = "INSERT INTO history (kind, at, provider_module, provider_machine, \
      consumer, consumer_machine, detail, by_name) VALUES ('note', now(), $1, $2, $3, $4, $5, $6) \
      RETURNING at";
@@ -91,5 +120,27 @@ impl PgStore {
         let row = self.settle(outcome, NOTE_TIMEOUT)?;
         let target = self.options.shown.clone();
         time(&row, 0).map_err(|e| e.into_store_error(target))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_note_is_one_trimmed_line_of_at_most_500_characters() {
+        assert_eq!(
+            note_text("  reset\nfrom the vault\t").unwrap(),
+            "reset from the vault"
+        );
+        assert_eq!(note_text(" \n "), Err(NoteTextError::Empty));
+        assert_eq!(
+            note_text(&"x".repeat(MAX_NOTE_CHARS)).unwrap().len(),
+            MAX_NOTE_CHARS
+        );
+        assert_eq!(
+            note_text(&"é".repeat(MAX_NOTE_CHARS + 1)),
+            Err(NoteTextError::TooLong(MAX_NOTE_CHARS + 1))
+        );
     }
 }

@@ -4,7 +4,7 @@
 
 use std::io::Write;
 
-use mesh_pg_store::{Note, PgStore, MAX_NOTE_CHARS};
+use mesh_pg_store::{note_text, Note, PgStore};
 use mesh_protocol::{ModuleId, Name};
 use mesh_status::model::ParsedDeclaration;
 
@@ -36,16 +36,10 @@ fn checked(
             .to_owned()
     };
     let refused = |why: String| Err(CliError::NoteRefused(why));
-    let text = clean(text);
-    if text.is_empty() {
-        return refused("the note is empty".to_owned());
-    }
-    let chars = text.chars().count();
-    if chars > MAX_NOTE_CHARS {
-        return refused(format!(
-            "the note is {chars} characters long; at most {MAX_NOTE_CHARS} are kept: say it shorter"
-        ));
-    }
+    let text = match note_text(text) {
+        Ok(text) => text,
+        Err(error) => return refused(error.to_string()),
+    };
     let by = clean(by.unwrap_or_default());
     if by.is_empty() {
         return refused("say who writes the note: --by NAME (no $USER here)".to_owned());
@@ -158,7 +152,7 @@ mod tests {
         let d = declaration();
         let (wiki, forge, lone) = (id("wiki@app-1"), id("forge@app-1"), id("lone@app-1"));
         let pg = id("postgres@db-1");
-        let long = "x".repeat(MAX_NOTE_CHARS + 1);
+        let long = "x".repeat(mesh_pg_store::MAX_NOTE_CHARS + 1);
         // (consumer, text, --provider, --by, what is said)
         type Case<'a> = (
             &'a ModuleId,

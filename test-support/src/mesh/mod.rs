@@ -155,6 +155,9 @@ pub fn grant_agents<'a>(machines: impl Iterator<Item = &'a str>) -> Vec<String> 
 /// `nkeys/`), `secrets/<consumer>` (each consumer's minted secret),
 /// `contributions.json` (the PostgreSQL provider's), `identity.json` (the
 /// identity provider's), `hook.json` (the hook provider's), and a log per
+/// The console's bus user (`permissions --console`), for its approvals.
+pub const CONSOLE_USER: &str = "console";
+
 /// process.
 pub struct Mesh {
     /// The folder holding the mesh's files and the processes' logs.
@@ -258,7 +261,11 @@ impl Mesh {
             .chain(&options.never_run)
             .map(|(c, m)| format!("{c}@{m}"))
             .collect();
-        users.extend(["postgres@db-1".to_owned(), "controller".to_owned()]);
+        users.extend([
+            "postgres@db-1".to_owned(),
+            "controller".to_owned(),
+            CONSOLE_USER.to_owned(),
+        ]);
         users.extend(
             options
                 .identity
@@ -303,7 +310,8 @@ impl Mesh {
         let rendered = Command::new(binary("mesh-controller"))
             .args(["--declaration"])
             .arg(d.join("declaration.json"))
-            .args(["permissions", "--format", "nats", "--credentials"])
+            .args(["permissions", "--format", "nats", "--console", CONSOLE_USER])
+            .arg("--credentials")
             .arg(&creds)
             .output()
             .expect("mesh-controller permissions");

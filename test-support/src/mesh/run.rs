@@ -111,6 +111,23 @@ impl Mesh {
         Process::spawn("console", command, self.path("console.log"))
     }
 
+    /// Starts `mesh-console` on `127.0.0.1:port` as [`Mesh::start_console`]
+    /// does, asking for the tokens in `token_file` and asking providers
+    /// for approvals on the bus as [`CONSOLE_USER`](super::CONSOLE_USER)
+    /// (`--approvals`, each waiting at most 10 s).
+    pub fn start_acting_console(&self, port: u16, token_file: &Path) -> Process {
+        let mut command = self.store_command("mesh-console");
+        command
+            .arg("--listen")
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--token-file")
+            .arg(token_file)
+            .args(["--approvals", "--approve-timeout", "10s"])
+            .args(self.bus_flags(super::CONSOLE_USER))
+            .env("RUST_LOG", self.log_level);
+        Process::spawn("console", command, self.path("console.log"))
+    }
+
     /// Stops `mesh-controller serve` (SIGTERM), if it runs.
     pub fn stop_controller(&mut self) {
         if let Some(mut p) = self.controller.take() {

@@ -7,8 +7,10 @@ use std::fmt::Write as _;
 
 use mesh_protocol::{Class, ModuleId, Timestamp};
 
+use super::act::approve_path;
 use super::{consumer_path, escape, link, machine_path, provider_path, time};
 use crate::model::consumers::{ConsumerLine, ConsumerQuery, ConsumerState, ConsumerTable};
+use crate::model::history::ActionWord;
 
 /// What the table shows.
 #[derive(Clone, Copy, Debug)]
@@ -23,6 +25,10 @@ pub struct TableView<'a> {
     pub machines: &'a [String],
     /// The store's clock, for how long ago each line's time is.
     pub now: Timestamp,
+    /// Whether the console asks providers for approvals: a retiring line
+    /// then links the approval of its retirement, a retired one of its
+    /// deletion.
+    pub approvals: bool,
 }
 
 /// A state's mark: a sign beside its word, so its colour is never the only
@@ -159,11 +165,22 @@ fn row(line: &ConsumerLine, v: &TableView<'_>) -> String {
         Some(m) => escape(m.as_str()),
         None => "?".to_owned(),
     };
+    let act = match (v.approvals, state) {
+        (true, ConsumerState::Retiring) => Some((ActionWord::Approve, "approve retiring…")),
+        (true, ConsumerState::Retired) => Some((ActionWord::ApproveDelete, "approve deleting…")),
+        _ => None,
+    };
+    let act = act.map_or_else(String::new, |(action, text)| {
+        format!(
+            " <a class=\"act\" href=\"{}\">{text}</a>",
+            escape(&approve_path(&line.provider, &line.consumer, action))
+        )
+    });
     let since = line.since.map_or_else(String::new, |at| time(at, v.now));
     let class = line.class.map_or_else(String::new, |c| c.to_string());
     format!(
         "<tr class=\"{state}\"><td class=\"state\"><span class=\"mark\" aria-hidden=\"true\">{}</span> \
-         {state}</td><td>{consumer}</td><td>{since}</td><td>{provider}</td><td>{machine}</td>\
+         {state}{act}</td><td>{consumer}</td><td>{since}</td><td>{provider}</td><td>{machine}</td>\
          <td>{class}</td></tr>\n",
         mark(state)
     )
@@ -282,6 +299,7 @@ mod tests {
             providers: p,
             machines: &[],
             now: ts("2026-12-04T21:30:00Z"),
+            approvals: true,
         }
     }
 

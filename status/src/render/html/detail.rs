@@ -136,6 +136,9 @@ pub struct ConsumerView<'a> {
     /// When the store's record began (the bars before are no data); none
     /// when the store does not say.
     pub known_from: Option<Timestamp>,
+    /// Whether the console takes notes (a token may act): each provider's
+    /// section then links the note form.
+    pub notes: bool,
 }
 
 /// `why`'s verdict as a section: the verdict, what it is joined from, and
@@ -277,6 +280,16 @@ pub fn consumer(v: &ConsumerView<'_>) -> String {
             .cloned()
             .collect();
         let _ = writeln!(out, "<h2>from {}</h2>", link(&provider_path(&name), &name));
+        if v.notes {
+            let _ = writeln!(
+                out,
+                "<p class=\"act\">{}</p>",
+                link(
+                    &super::act::note_path(v.consumer, v.machine, p),
+                    "add a note…"
+                )
+            );
+        }
         out.push_str("<h3 class=\"span\">24 hours</h3>\n");
         out.push_str(&bars(
             &failing_hours(&mine, v.now, 24, v.known_from),
@@ -361,6 +374,7 @@ mod tests {
             now: ts("2026-11-28T06:00:00Z"),
             why: &why,
             known_from: Some(ts("2026-11-20T12:00:00Z")),
+            notes: true,
         });
         assert!(
             html.contains(

@@ -12,6 +12,7 @@
 //! prints it: untrusted text (errors, details) is what the store keeps,
 //! secrets already removed by the provider, cut to its bound.
 
+pub mod act;
 pub mod consumers;
 pub mod detail;
 pub mod mesh;
@@ -111,6 +112,23 @@ pub struct Page {
 /// assets' links and the icon, a navigation bar (where the page is, and the
 /// consumer table), the `<main>`.
 pub fn document(page: &Page) -> String {
+    document_for(page, None)
+}
+
+/// [`document`] for a logged-in session: `session` (its name and its
+/// forms' CSRF value) is named in the bar beside a log-out button.
+pub fn document_for(page: &Page, session: Option<(&str, &str)>) -> String {
+    let mut nav = navigation(page);
+    if let Some((name, csrf)) = session {
+        let _ = write!(
+            nav,
+            "<form class=\"logout\" method=\"post\" action=\"/logout\"><span>{}</span> \
+             <input type=\"hidden\" name=\"csrf\" value=\"{}\">\
+             <button type=\"submit\">log out</button></form> ",
+            escape(name),
+            escape(csrf)
+        );
+    }
     let mut out = String::with_capacity(page.main.len() + 1024);
     let _ = write!(
         out,
@@ -125,7 +143,7 @@ pub fn document(page: &Page) -> String {
          <main id=\"main\">\n{}</main>\n</body>\n</html>\n",
         escape(&page.title),
         escape(&page.path),
-        navigation(page),
+        nav,
         page.main
     );
     out
@@ -143,7 +161,8 @@ fn navigation(page: &Page) -> String {
         }
     }
     out.push_str("</ol>");
-    if !page.path.starts_with("/consumers") {
+    let table_above = page.crumbs.iter().any(|(_, path)| path == "/consumers");
+    if !page.path.starts_with("/consumers") && !table_above {
         out.push_str(" <a class=\"table\" href=\"/consumers\">consumers</a>");
     }
     out.push(' ');

@@ -1,0 +1,417 @@
+//! Acting from the console: a session whose token may act approves a
+//! retirement or a deletion (asked of the provider over the bus, with
+//! `--approvals`) and attaches notes; each is a row of history naming who.
+//!
+//! Every form carries the session's CSRF value beside the cookie's
+//! `SameSite=Strict`; a confirmation page names what an approval will do
+//! before its button does it; the provider's answer is shown and recorded.
+//! The console deletes no consumer the declaration still requires.
+
+use std::time::Duration;
+
+use axum::http::header::LOCATION;
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use mesh_pg_store::{note_text, DatabaseOptions, Note, PgStore, MAX_NOTE_CHARS};
+use mesh_protocol::{ModuleId, Name, Timestamp};
+use mesh_runtime::nats::{approve, ApproveAnswer};
+use mesh_status::model::history::{ActionChange, ActionWord};
+use mesh_status::model::ParsedDeclaration;
+use mesh_status::render::html::{self, act, document_for, Page};
+use serde::Deserialize;
+
+use crate::auth::{Access, Viewer};
+use crate::sessions::Who;
+
+/// What acting needs: who may, the bus (none without `--approvals`), the
+/// store, and how long a provider may take to answer.
+pub(crate) struct Actions {
+    /// The console's bus connection for approvals; none: approvals are
+    /// not offered.
+    pub(crate) bus: Option<async_nats::Client>,
+    /// The store (the console's role, which `migrate --reader-records`
+    /// lets add history rows).
+    pub(crate) options: DatabaseOptions,
+    /// How long an approval waits for the provider's answer.
+    pub(crate) timeout: Duration,
+}
+
+/// `page` for the session of `who` (named in the bar, beside its log-out).
+fn html(status: StatusCode, page: &Page, who: Option<(&Who, &str)>) -> Response {
+    (
+        status,
+        [(axum::http::header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        document_for(page, who.map(|(w, csrf)| (w.name.as_str(), csrf))),
+    )
+        .into_response()
+}
+
+/// Why an action is refused: its status, title and text.
+struct Refusal {
+    status: StatusCode,
+    title: &'static str,
+    text: String,
+}
+
+impl Refusal {
+    fn new(status: StatusCode, title: &'static str, text: impl Into<String>) -> Refusal {
+        Refusal {
+            status,
+            title,
+            text: text.into(),
+        }
+    }
+
+    fn response(self) -> Response {
+        html(self.status, &act::refused(self.title, &self.text), None)
+    }
+}
+
+fn refusal(status: StatusCode, title: &'static str, text: &str) -> Response {
+    Refusal::new(status, title, text).response()
+}
+
+/// Who may act, with their session's form value and cookie; else the
+/// answer that says why not (403).
+fn actor(viewer: &Viewer) -> Result<(&Who, &str, &str), Refusal> {
+    let forbidden = |text: &str| Err(Refusal::new(StatusCode::FORBIDDEN, "not allowed", text));
+    match viewer {
+        Viewer::Anyone => forbidden(
+            "This console asks for no token, so nobody acts from it. Give it --token-file with \
+             a NAME:TOKEN line to act as NAME.",
+        ),
+        Viewer::Bearer(_) => forbidden(
+            "A bearer token only reads. Log in through the form at /login to act: each action \
+             is then recorded under your token's name.",
+        ),
+        Viewer::Session { who, .. } if !who.may_act => forbidden(&format!(
+            "{}'s token may only look (read-only in the console's token file).",
+            who.name
+        )),
+        Viewer::Session { who, csrf, cookie } => Ok((who, csrf, cookie)),
+    }
+}
+
+/// An approval's fields, as its confirmation link and form send them.
+#[derive(Deserialize)]
+pub(crate) struct ApproveAsked {
+    provider: String,
+    consumer: String,
+    #[serde(default)]
+    delete: Option<String>,
+    #[serde(default)]
+    csrf: Option<String>,
+}
+
+impl ApproveAsked {
+    fn parsed(&self) -> Result<(ModuleId, Name, ActionWord), Refusal> {
+        let bad = |what: String| {
+            Err(Refusal::new(
+                StatusCode::BAD_REQUEST,
+                "not a valid approval",
+                what,
+            ))
+        };
+        let Ok(provider) = ModuleId::parse(&self.provider) else {
+            return bad(format!(
+                "provider: {:?} is not module@machine",
+                self.provider
+            ));
+        };
+        let Ok(consumer) = Name::parse(&self.consumer) else {
+            return bad(format!("consumer: {:?} is not a name", self.consumer));
+        };
+        let action = match self.delete.as_deref() {
+            None | Some("" | "0") => ActionWord::Approve,
+            Some("1") => ActionWord::ApproveDelete,
+            Some(other) => return bad(format!("delete: {other:?} is neither 0 nor 1")),
+        };
+        Ok((provider, consumer, action))
+    }
+}
+
+/// A note's fields.
+#[derive(Deserialize)]
+pub(crate) struct NoteAsked {
+    consumer: String,
+    provider: String,
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    csrf: Option<String>,
+}
+
+impl NoteAsked {
+    /// The consumer and the provider it requires from, as the declaration says.
+    fn parsed(&self, declaration: &ParsedDeclaration) -> Result<(ModuleId, ModuleId), Refusal> {
+        let bad = |what: String| {
+            Err(Refusal::new(
+                StatusCode::BAD_REQUEST,
+                "not a valid note",
+                what,
+            ))
+        };
+        let Ok(consumer) = ModuleId::parse(&self.consumer) else {
+            return bad(format!(
+                "consumer: {:?} is not consumer@machine",
+                self.consumer
+            ));
+        };
+        let Ok(provider) = ModuleId::parse(&self.provider) else {
+            return bad(format!(
+                "provider: {:?} is not module@machine",
+                self.provider
+            ));
+        };
+        let from = declaration.declaration.requirements(&consumer);
+        if !from.iter().any(|(_, p)| *p == provider) {
+            return bad(format!(
+                "the declaration does not say {consumer} requires anything from {provider}"
+            ));
+        }
+        Ok((consumer, provider))
+    }
+}
+
+/// A form whose value is not its session's: 403 saying what to do.
+fn stale_form() -> Response {
+    refusal(
+        StatusCode::FORBIDDEN,
+        "form refused",
+        "This form does not carry your session's value: it may come from before a log-out or a \
+         restart of the console, or from another site. Open the page again and send it from there.",
+    )
+}
+
+/// For a person: what the provider said, or why there is no answer.
+fn said(answer: &ApproveAnswer, provider: &ModuleId, timeout: Duration) -> String {
+    match answer {
+        ApproveAnswer::Replied(reply) if reply.ok => {
+            format!("done by {provider}: {}", reply.detail)
+        }
+        ApproveAnswer::Replied(reply) => format!("refused by {provider}: {}", reply.detail),
+        ApproveAnswer::NoResponders => format!(
+            "unanswered: no provider {provider} listens on the bus (is it running and connected?)"
+        ),
+        ApproveAnswer::TimedOut(_) => format!(
+            "unanswered: {provider} did not answer within {}; the request has expired, so it \
+             will not act on it",
+            humantime::format_duration(timeout)
+        ),
+        ApproveAnswer::BadReply(why) => {
+            format!("unanswered: {provider} sent a malformed reply: {why}")
+        }
+    }
+}
+
+impl Actions {
+    /// `GET /act/approve`: the confirmation of an approval.
+    pub(crate) fn confirm(
+        &self,
+        viewer: &Viewer,
+        asked: &ApproveAsked,
+        declaration: &ParsedDeclaration,
+    ) -> Response {
+        let (who, csrf, _) = match actor(viewer) {
+            Ok(a) => a,
+            Err(refused) => return refused.response(),
+        };
+        if self.bus.is_none() {
+            return no_bus();
+        }
+        let (provider, consumer, action) = match asked.parsed() {
+            Ok(p) => p,
+            Err(refused) => return refused.response(),
+        };
+        let requiring = requiring(declaration, &provider, &consumer, action);
+        html(
+            StatusCode::OK,
+            &act::approve_confirm(&provider, &consumer, action, &requiring, csrf),
+            Some((who, csrf)),
+        )
+    }
+
+    /// `POST /act/approve`: asks the provider, records the action and its
+    /// answer in history, and shows both.
+    pub(crate) async fn approve(
+        &self,
+        access: &Access,
+        viewer: &Viewer,
+        asked: &ApproveAsked,
+        declaration: &ParsedDeclaration,
+    ) -> Response {
+        let (who, csrf, cookie) = match actor(viewer) {
+            Ok(a) => a,
+            Err(refused) => return refused.response(),
+        };
+        if !access.csrf_matches(cookie, asked.csrf.as_deref().unwrap_or_default()) {
+            return stale_form();
+        }
+        let Some(bus) = &self.bus else {
+            return no_bus();
+        };
+        let (provider, consumer, action) = match asked.parsed() {
+            Ok(p) => p,
+            Err(refused) => return refused.response(),
+        };
+        if !requiring(declaration, &provider, &consumer, action).is_empty() {
+            return refusal(
+                StatusCode::CONFLICT,
+                "not deleted",
+                &format!(
+                    "The declaration still requires {consumer} from {provider}: the console \
+                     deletes no consumer the declaration requires. Nothing was sent."
+                ),
+            );
+        }
+        let delete = action == ActionWord::ApproveDelete;
+        let asked_at = Timestamp::now();
+        let (ok, answer) =
+            match approve(bus, &provider, &consumer, delete, self.timeout, asked_at).await {
+                Ok(answer) => (answer.is_done(), said(&answer, &provider, self.timeout)),
+                Err(error) => (false, format!("not sent: {error}")),
+            };
+        tracing::info!(
+            by = %who.name,
+            action = %action,
+            provider = %provider,
+            consumer = %consumer,
+            done = ok,
+            "an approval from the console"
+        );
+        let row = ActionChange {
+            provider: provider.clone(),
+            consumer: consumer.clone(),
+            action,
+            by: who.name.to_string(),
+            ok,
+            answer: answer.clone(),
+        };
+        let mut store = PgStore::new(self.options.clone());
+        let recorded = store.add_action(&row).await;
+        if let Err(error) = &recorded {
+            tracing::warn!(error = %error, by = %who.name, "the console could not record an action");
+        }
+        let why = recorded.as_ref().err().map(|e| {
+            format!("{e} (the console's store role needs mesh-controller migrate --reader-records)")
+        });
+        let name = who.name.to_string();
+        let recorded = match &why {
+            None => Ok(name.as_str()),
+            Some(why) => Err(why.as_str()),
+        };
+        html(
+            StatusCode::OK,
+            &act::answer(&provider, &consumer, action, ok, &answer, recorded),
+            Some((who, csrf)),
+        )
+    }
+
+    /// `GET /act/note`: the note form.
+    pub(crate) fn note_form(
+        &self,
+        viewer: &Viewer,
+        asked: &NoteAsked,
+        declaration: &ParsedDeclaration,
+    ) -> Response {
+        let (who, csrf, _) = match actor(viewer) {
+            Ok(a) => a,
+            Err(refused) => return refused.response(),
+        };
+        match asked.parsed(declaration) {
+            Ok((consumer, provider)) => html(
+                StatusCode::OK,
+                &act::note_form(&consumer, &provider, MAX_NOTE_CHARS, csrf),
+                Some((who, csrf)),
+            ),
+            Err(refused) => refused.response(),
+        }
+    }
+
+    /// `POST /act/note`: writes the note, then back to the consumer's page
+    /// (303), where its history lists it.
+    pub(crate) async fn note(
+        &self,
+        access: &Access,
+        viewer: &Viewer,
+        asked: &NoteAsked,
+        declaration: &ParsedDeclaration,
+    ) -> Response {
+        let (who, _, cookie) = match actor(viewer) {
+            Ok(a) => a,
+            Err(refused) => return refused.response(),
+        };
+        if !access.csrf_matches(cookie, asked.csrf.as_deref().unwrap_or_default()) {
+            return stale_form();
+        }
+        let (consumer, provider) = match asked.parsed(declaration) {
+            Ok(p) => p,
+            Err(refused) => return refused.response(),
+        };
+        let text = match note_text(asked.text.as_deref().unwrap_or_default()) {
+            Ok(text) => text,
+            Err(error) => {
+                return refusal(StatusCode::BAD_REQUEST, "note not kept", &error.to_string())
+            }
+        };
+        let by = who.name.to_string();
+        let mut store = PgStore::new(self.options.clone());
+        let written = store
+            .add_note(&Note {
+                provider: &provider,
+                consumer: &consumer,
+                text: &text,
+                by: &by,
+            })
+            .await;
+        match written {
+            Ok(_) => {
+                tracing::info!(by = %by, consumer = %consumer, provider = %provider, "a note from the console");
+                let path = html::consumer_path(consumer.module.as_str(), consumer.machine.as_str());
+                let location =
+                    HeaderValue::from_str(&path).unwrap_or(HeaderValue::from_static("/"));
+                (StatusCode::SEE_OTHER, [(LOCATION, location)]).into_response()
+            }
+            Err(error) => {
+                tracing::warn!(error = %error, by = %by, "the console could not keep a note");
+                refusal(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "note not kept",
+                    &format!(
+                        "The store did not take it: {error}. The console's store role needs \
+                         mesh-controller migrate --reader-records."
+                    ),
+                )
+            }
+        }
+    }
+}
+
+/// The declared instances that require `consumer` from `provider`, when
+/// `action` deletes; none otherwise.
+fn requiring(
+    declaration: &ParsedDeclaration,
+    provider: &ModuleId,
+    consumer: &Name,
+    action: ActionWord,
+) -> Vec<String> {
+    match action {
+        ActionWord::Approve => Vec::new(),
+        ActionWord::ApproveDelete => declaration
+            .declaration
+            .requiring(provider, consumer)
+            .into_iter()
+            .map(ToString::to_string)
+            .collect(),
+    }
+}
+
+fn no_bus() -> Response {
+    refusal(
+        StatusCode::FORBIDDEN,
+        "approvals are off",
+        "This console is not on the bus, so it asks no provider for approvals: start it with \
+         --approvals and the bus flags (its user from mesh-controller permissions --console \
+         NAME), or run mesh-controller approve from a terminal.",
+    )
+}

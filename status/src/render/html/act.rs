@@ -1,0 +1,272 @@
+//! The console's pages for acting (each for one session, never followed):
+//! a confirmation that names what an approval will do, the note form, the
+//! answer of an action, and why one is refused. Every form posts the
+//! session's CSRF value (`csrf`) with it.
+
+use std::fmt::Write as _;
+
+use mesh_protocol::{ModuleId, Name};
+
+use super::{consumer_path, crumbs, escape, link, provider_path, Page};
+use crate::model::history::ActionWord;
+
+/// The path of an approval's confirmation.
+pub fn approve_path(provider: &ModuleId, consumer: &Name, action: ActionWord) -> String {
+    let delete = match action {
+        ActionWord::Approve => "",
+        ActionWord::ApproveDelete => "&delete=1",
+    };
+    format!("/act/approve?provider={provider}&consumer={consumer}{delete}")
+}
+
+/// The path of the note form for `consumer`@`machine`'s interval from
+/// `provider`.
+pub fn note_path(consumer: &str, machine: &str, provider: &ModuleId) -> String {
+    format!("/act/note?consumer={consumer}@{machine}&provider={provider}")
+}
+
+fn hidden(name: &str, value: &str) -> String {
+    format!(
+        "<input type=\"hidden\" name=\"{name}\" value=\"{}\">\n",
+        escape(value)
+    )
+}
+
+fn page(title: String, main: String) -> Page {
+    Page {
+        crumbs: crumbs(&[
+            ("consumers".to_owned(), "/consumers".to_owned()),
+            (title.clone(), String::new()),
+        ]),
+        title,
+        path: String::new(),
+        main,
+    }
+}
+
+/// What an approval of `action` will do, for a person.
+fn what_it_does(provider: &ModuleId, consumer: &Name, action: ActionWord) -> String {
+    match action {
+        ActionWord::Approve => format!(
+            "{provider} retires {consumer} now instead of when its countdown ends: it disables \
+             what it made for {consumer} (a PostgreSQL role may no longer log in) and deletes \
+             nothing. Listing {consumer} in the provider's contributions again re-enables it."
+        ),
+        ActionWord::ApproveDelete => format!(
+            "{provider} deletes what it made for the retired {consumer} (a PostgreSQL database \
+             and its role). This cannot be undone."
+        ),
+    }
+}
+
+/// The confirmation of an approval: what it will do and a button that
+/// does it, or, when the declaration still requires the consumer from the
+/// provider (`requiring`, its instances), why the console will not delete it.
+pub fn approve_confirm(
+    provider: &ModuleId,
+    consumer: &Name,
+    action: ActionWord,
+    requiring: &[String],
+    csrf: &str,
+) -> Page {
+    let (title, button) = match action {
+        ActionWord::Approve => (
+            format!("retire {consumer}"),
+            format!("retire {consumer} now"),
+        ),
+        ActionWord::ApproveDelete => (
+            format!("delete {consumer}"),
+            format!("delete {consumer}'s data"),
+        ),
+    };
+    let mut main = format!(
+        "<h1>{}</h1>\n<p class=\"confirm\">{}</p>\n",
+        escape(&title),
+        escape(&what_it_does(provider, consumer, action))
+    );
+    if action == ActionWord::ApproveDelete && !requiring.is_empty() {
+        let _ = writeln!(
+            main,
+            "<p class=\"notice\" role=\"alert\">The declaration still requires {} from {} ({}): \
+             deleting it would take data a declared consumer needs. Withdraw it from the \
+             declaration first; the console deletes no consumer the declaration requires \
+             (<code>mesh-controller approve --delete --force</code> does, from a terminal).</p>",
+            escape(consumer.as_str()),
+            escape(&provider.to_string()),
+            escape(&requiring.join(", "))
+        );
+    } else {
+        main.push_str("<form method=\"post\" action=\"/act/approve\" class=\"act\">\n");
+        main.push_str(&hidden("csrf", csrf));
+        main.push_str(&hidden("provider", &provider.to_string()));
+        main.push_str(&hidden("consumer", consumer.as_str()));
+        if action == ActionWord::ApproveDelete {
+            main.push_str(&hidden("delete", "1"));
+        }
+        let _ = writeln!(
+            main,
+            "<button type=\"submit\" class=\"danger\">{}</button>\n</form>",
+            escape(&button)
+        );
+    }
+    let _ = writeln!(
+        main,
+        "<p>{} · {}</p>",
+        link("/consumers", "back to the consumers"),
+        link(&provider_path(&provider.to_string()), &provider.to_string())
+    );
+    page(title, main)
+}
+
+/// The form that attaches a note to `consumer`'s interval from `provider`.
+pub fn note_form(consumer: &ModuleId, provider: &ModuleId, max_chars: usize, csrf: &str) -> Page {
+    let title = format!("note on {consumer}");
+    let mut main = format!(
+        "<h1>{}</h1>\n<p>What was learnt about {} failing from {}: it is kept in history, and \
+         the next time it fails its line quotes it.</p>\n\
+         <form method=\"post\" action=\"/act/note\" class=\"act\">\n",
+        escape(&title),
+        escape(&consumer.to_string()),
+        escape(&provider.to_string())
+    );
+    main.push_str(&hidden("csrf", csrf));
+    main.push_str(&hidden("consumer", &consumer.to_string()));
+    main.push_str(&hidden("provider", &provider.to_string()));
+    let _ = writeln!(
+        main,
+        "<label for=\"note\">note</label>\n<textarea id=\"note\" name=\"text\" rows=\"3\" \
+         maxlength=\"{max_chars}\" required></textarea>\n\
+         <button type=\"submit\">keep the note</button>\n</form>\n<p>{}</p>",
+        link(
+            &consumer_path(consumer.module.as_str(), consumer.machine.as_str()),
+            "back to the consumer"
+        )
+    );
+    page(title, main)
+}
+
+/// The answer of an approval: what the provider said (`said`, `done`),
+/// and whether history recorded it (`recorded`: `Err` says why not).
+pub fn answer(
+    provider: &ModuleId,
+    consumer: &Name,
+    action: ActionWord,
+    done: bool,
+    said: &str,
+    recorded: Result<&str, &str>,
+) -> Page {
+    let title = match (action, done) {
+        (ActionWord::Approve, true) => format!("{consumer} retired"),
+        (ActionWord::ApproveDelete, true) => format!("{consumer} deleted"),
+        (ActionWord::Approve, false) => format!("{consumer} not retired"),
+        (ActionWord::ApproveDelete, false) => format!("{consumer} not deleted"),
+    };
+    let class = if done { "well" } else { "unwell" };
+    let mut main = format!(
+        "<h1>{}</h1>\n<p class=\"sentence {class}\" role=\"status\">{}</p>\n",
+        escape(&title),
+        escape(said)
+    );
+    let _ = writeln!(
+        main,
+        "<p>{}</p>",
+        escape(&match recorded {
+            Ok(by) => format!("Recorded in history: {action} by {by}."),
+            Err(why) => format!("Not recorded in history: {why}"),
+        })
+    );
+    let _ = writeln!(
+        main,
+        "<p>{} · {}</p>",
+        link("/consumers", "the consumers"),
+        link(&provider_path(&provider.to_string()), &provider.to_string())
+    );
+    page(title, main)
+}
+
+/// Why an action is refused (not logged in as a token that may act, a
+/// form without its session's value, a bad field): `title` and `text`.
+pub fn refused(title: &str, text: &str) -> Page {
+    page(
+        title.to_owned(),
+        format!(
+            "<h1>{}</h1>\n<p class=\"notice\">{}</p>\n<p>{}</p>\n",
+            escape(title),
+            escape(text),
+            link("/", "the mesh")
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(s: &str) -> ModuleId {
+        ModuleId::parse(s).unwrap()
+    }
+
+    #[test]
+    fn a_confirmation_names_what_happens_and_carries_the_session_value() {
+        let (p, c) = (id("postgres@db-1"), Name::parse("docs").unwrap());
+        let retire = approve_confirm(&p, &c, ActionWord::Approve, &[], "f<1>");
+        assert!(
+            retire.main.contains("postgres@db-1 retires docs now"),
+            "{}",
+            retire.main
+        );
+        assert!(retire.main.contains("name=\"csrf\" value=\"f&lt;1&gt;\""));
+        assert!(retire.main.contains(">retire docs now</button>"));
+        assert!(!retire.main.contains("name=\"delete\""));
+        let delete = approve_confirm(&p, &c, ActionWord::ApproveDelete, &[], "f");
+        assert!(delete.main.contains("This cannot be undone."));
+        assert!(delete.main.contains("name=\"delete\" value=\"1\""));
+        let required = approve_confirm(
+            &p,
+            &c,
+            ActionWord::ApproveDelete,
+            &["docs@app-1".into()],
+            "f",
+        );
+        assert!(
+            !required.main.contains("<form"),
+            "no button for a required consumer: {}",
+            required.main
+        );
+        assert!(required
+            .main
+            .contains("still requires docs from postgres@db-1 (docs@app-1)"));
+        assert_eq!(
+            approve_path(&p, &c, ActionWord::ApproveDelete),
+            "/act/approve?provider=postgres@db-1&consumer=docs&delete=1"
+        );
+    }
+
+    #[test]
+    fn an_answer_says_what_the_provider_said_and_whether_history_has_it() {
+        let (p, c) = (id("postgres@db-1"), Name::parse("docs").unwrap());
+        let done = answer(
+            &p,
+            &c,
+            ActionWord::Approve,
+            true,
+            "done by postgres@db-1: retired <docs>",
+            Ok("ana"),
+        );
+        assert_eq!(done.title, "docs retired");
+        assert!(done.main.contains("retired &lt;docs&gt;"));
+        assert!(done.main.contains("Recorded in history: approve by ana."));
+        let not = answer(
+            &p,
+            &c,
+            ActionWord::ApproveDelete,
+            false,
+            "refused",
+            Err("the store is away"),
+        );
+        assert_eq!(not.title, "docs not deleted");
+        assert!(not
+            .main
+            .contains("Not recorded in history: the store is away"));
+    }
+}
