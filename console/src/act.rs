@@ -23,6 +23,9 @@ use serde::Deserialize;
 use crate::auth::{Access, Viewer};
 use crate::sessions::Who;
 
+/// The longest acknowledgement reason kept, in characters.
+const MAX_ACK_CHARS: usize = 200;
+
 /// What acting needs: who may, the bus (none without `--approvals`), the
 /// store, and how long a provider may take to answer.
 pub(crate) struct Actions {
@@ -104,7 +107,7 @@ pub(crate) struct ApproveAsked {
 }
 
 impl ApproveAsked {
-    fn parsed(&self) -> Result<(ModuleId, Name, ActionWord), Refusal> {
+    fn parsed(&self) -> Result<(ModuleId, Name, bool), Refusal> {
         let bad = |what: String| {
             Err(Refusal::new(
                 StatusCode::BAD_REQUEST,
@@ -121,12 +124,12 @@ impl ApproveAsked {
         let Ok(consumer) = Name::parse(&self.consumer) else {
             return bad(format!("consumer: {:?} is not a name", self.consumer));
         };
-        let action = match self.delete.as_deref() {
-            None | Some("" | "0") => ActionWord::Approve,
-            Some("1") => ActionWord::ApproveDelete,
+        let delete = match self.delete.as_deref() {
+            None | Some("" | "0") => false,
+            Some("1") => true,
             Some(other) => return bad(format!("delete: {other:?} is neither 0 nor 1")),
         };
-        Ok((provider, consumer, action))
+        Ok((provider, consumer, delete))
     }
 }
 
@@ -170,6 +173,52 @@ impl NoteAsked {
             ));
         }
         Ok((consumer, provider))
+    }
+}
+
+/// An acknowledgement's fields.
+#[derive(Deserialize)]
+pub(crate) struct AckAsked {
+    consumer: String,
+    provider: String,
+    #[serde(default)]
+    reason: Option<String>,
+    #[serde(default, rename = "for")]
+    lasting: Option<String>,
+    #[serde(default)]
+    csrf: Option<String>,
+}
+
+impl AckAsked {
+    fn note(&self) -> NoteAsked {
+        NoteAsked {
+            consumer: self.consumer.clone(),
+            provider: self.provider.clone(),
+            text: self.reason.clone(),
+            csrf: self.csrf.clone(),
+        }
+    }
+
+    /// How long it holds: one of the form's choices.
+    fn lasting(&self) -> Result<Duration, Refusal> {
+        let given = self.lasting.as_deref().unwrap_or_default();
+        match act::ACKNOWLEDGE_FOR.contains(&given) {
+            true => humantime::parse_duration(given).map_err(|e| {
+                Refusal::new(
+                    StatusCode::BAD_REQUEST,
+                    "not a valid acknowledgement",
+                    e.to_string(),
+                )
+            }),
+            false => Err(Refusal::new(
+                StatusCode::BAD_REQUEST,
+                "not a valid acknowledgement",
+                format!(
+                    "for: {given:?} is none of {}",
+                    act::ACKNOWLEDGE_FOR.join(", ")
+                ),
+            )),
+        }
     }
 }
 
@@ -219,14 +268,14 @@ impl Actions {
         if self.bus.is_none() {
             return no_bus();
         }
-        let (provider, consumer, action) = match asked.parsed() {
+        let (provider, consumer, delete) = match asked.parsed() {
             Ok(p) => p,
             Err(refused) => return refused.response(),
         };
-        let requiring = requiring(declaration, &provider, &consumer, action);
+        let requiring = requiring(declaration, &provider, &consumer, delete);
         html(
             StatusCode::OK,
-            &act::approve_confirm(&provider, &consumer, action, &requiring, csrf),
+            &act::approve_confirm(&provider, &consumer, delete, &requiring, csrf),
             Some((who, csrf)),
         )
     }
@@ -250,11 +299,11 @@ impl Actions {
         let Some(bus) = &self.bus else {
             return no_bus();
         };
-        let (provider, consumer, action) = match asked.parsed() {
+        let (provider, consumer, delete) = match asked.parsed() {
             Ok(p) => p,
             Err(refused) => return refused.response(),
         };
-        if !requiring(declaration, &provider, &consumer, action).is_empty() {
+        if !requiring(declaration, &provider, &consumer, delete).is_empty() {
             return refusal(
                 StatusCode::CONFLICT,
                 "not deleted",
@@ -264,7 +313,10 @@ impl Actions {
                 ),
             );
         }
-        let delete = action == ActionWord::ApproveDelete;
+        let action = match delete {
+            true => ActionWord::ApproveDelete,
+            false => ActionWord::Approve,
+        };
         let asked_at = Timestamp::now();
         let (ok, answer) =
             match approve(bus, &provider, &consumer, delete, self.timeout, asked_at).await {
@@ -282,10 +334,12 @@ impl Actions {
         let row = ActionChange {
             provider: provider.clone(),
             consumer: consumer.clone(),
+            consumer_machine: None,
             action,
             by: who.name.to_string(),
             ok,
             answer: answer.clone(),
+            until: None,
         };
         let mut store = PgStore::new(self.options.clone());
         let recorded = store.add_action(&row).await;
@@ -302,7 +356,7 @@ impl Actions {
         };
         html(
             StatusCode::OK,
-            &act::answer(&provider, &consumer, action, ok, &answer, recorded),
+            &act::answer(&provider, &consumer, delete, ok, &answer, recorded),
             Some((who, csrf)),
         )
     }
@@ -367,37 +421,136 @@ impl Actions {
         match written {
             Ok(_) => {
                 tracing::info!(by = %by, consumer = %consumer, provider = %provider, "a note from the console");
-                let path = html::consumer_path(consumer.module.as_str(), consumer.machine.as_str());
-                let location =
-                    HeaderValue::from_str(&path).unwrap_or(HeaderValue::from_static("/"));
-                (StatusCode::SEE_OTHER, [(LOCATION, location)]).into_response()
+                back_to(&consumer)
             }
             Err(error) => {
                 tracing::warn!(error = %error, by = %by, "the console could not keep a note");
-                refusal(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "note not kept",
-                    &format!(
-                        "The store did not take it: {error}. The console's store role needs \
-                         mesh-controller migrate --reader-records."
-                    ),
-                )
+                unrecorded(&error)
             }
         }
     }
 }
 
+impl Actions {
+    /// `GET /act/acknowledge`: the acknowledgement form.
+    pub(crate) fn acknowledge_form(
+        &self,
+        viewer: &Viewer,
+        asked: &AckAsked,
+        declaration: &ParsedDeclaration,
+    ) -> Response {
+        let (who, csrf, _) = match actor(viewer) {
+            Ok(a) => a,
+            Err(refused) => return refused.response(),
+        };
+        match asked.note().parsed(declaration) {
+            Ok((consumer, provider)) => html(
+                StatusCode::OK,
+                &act::acknowledge_form(&consumer, &provider, MAX_ACK_CHARS, csrf),
+                Some((who, csrf)),
+            ),
+            Err(refused) => refused.response(),
+        }
+    }
+
+    /// `POST /act/acknowledge`: records who is on the consumer's problem,
+    /// why and until when, then back to its page (303). No verdict changes.
+    pub(crate) async fn acknowledge(
+        &self,
+        access: &Access,
+        viewer: &Viewer,
+        asked: &AckAsked,
+        declaration: &ParsedDeclaration,
+    ) -> Response {
+        let (who, _, cookie) = match actor(viewer) {
+            Ok(a) => a,
+            Err(refused) => return refused.response(),
+        };
+        if !access.csrf_matches(cookie, asked.csrf.as_deref().unwrap_or_default()) {
+            return stale_form();
+        }
+        let parsed = asked
+            .note()
+            .parsed(declaration)
+            .and_then(|(c, p)| Ok((c, p, asked.lasting()?)));
+        let (consumer, provider, lasting) = match parsed {
+            Ok(p) => p,
+            Err(refused) => return refused.response(),
+        };
+        let reason = match note_text(asked.reason.as_deref().unwrap_or_default()) {
+            Ok(r) if r.chars().count() <= MAX_ACK_CHARS => r,
+            Ok(_) => {
+                return refusal(
+                    StatusCode::BAD_REQUEST,
+                    "not acknowledged",
+                    &format!(
+                        "the reason is longer than {MAX_ACK_CHARS} characters: say it shorter"
+                    ),
+                )
+            }
+            Err(error) => {
+                return refusal(
+                    StatusCode::BAD_REQUEST,
+                    "not acknowledged",
+                    &error.to_string(),
+                )
+            }
+        };
+        let until = Timestamp::from_system(Timestamp::now().system_time() + lasting);
+        let row = ActionChange {
+            provider: provider.clone(),
+            consumer: consumer.module.clone(),
+            consumer_machine: Some(consumer.machine.clone()),
+            action: ActionWord::Acknowledge,
+            by: who.name.to_string(),
+            ok: true,
+            answer: reason,
+            until: Some(until),
+        };
+        let mut store = PgStore::new(self.options.clone());
+        match store.add_action(&row).await {
+            Ok(_) => {
+                tracing::info!(by = %who.name, consumer = %consumer, provider = %provider, until = %until, "an acknowledgement from the console");
+                back_to(&consumer)
+            }
+            Err(error) => {
+                tracing::warn!(error = %error, by = %who.name, "the console could not record an acknowledgement");
+                unrecorded(&error)
+            }
+        }
+    }
+}
+
+/// 303 to `consumer`'s page.
+fn back_to(consumer: &ModuleId) -> Response {
+    let path = html::consumer_path(consumer.module.as_str(), consumer.machine.as_str());
+    let location = HeaderValue::from_str(&path).unwrap_or(HeaderValue::from_static("/"));
+    (StatusCode::SEE_OTHER, [(LOCATION, location)]).into_response()
+}
+
+/// 503: the store did not take a person's row, and why.
+fn unrecorded(error: &mesh_pg_store::PgError) -> Response {
+    refusal(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "not recorded",
+        &format!(
+            "The store did not take it: {error}. The console's store role needs \
+             mesh-controller migrate --reader-records."
+        ),
+    )
+}
+
 /// The declared instances that require `consumer` from `provider`, when
-/// `action` deletes; none otherwise.
+/// it is a deletion (`delete`); none otherwise.
 fn requiring(
     declaration: &ParsedDeclaration,
     provider: &ModuleId,
     consumer: &Name,
-    action: ActionWord,
+    delete: bool,
 ) -> Vec<String> {
-    match action {
-        ActionWord::Approve => Vec::new(),
-        ActionWord::ApproveDelete => declaration
+    match delete {
+        false => Vec::new(),
+        true => declaration
             .declaration
             .requiring(provider, consumer)
             .into_iter()

@@ -42,7 +42,7 @@ use mesh_status::render::html::{self, document, document_for, login, notice, Pag
 use serde::Deserialize;
 use tokio_util::task::AbortOnDropHandle;
 
-use crate::act::{Actions, ApproveAsked, NoteAsked};
+use crate::act::{AckAsked, Actions, ApproveAsked, NoteAsked};
 use crate::auth::{Access, Viewer, COOKIE_NAME};
 use crate::conns::{self, Limits};
 use crate::limits::{LoginLimit, LOGIN_ADDRESSES, LOGIN_BURST, LOGIN_EVERY};
@@ -295,6 +295,7 @@ fn router(console: Arc<Console>) -> Router {
         .route("/events", get(events))
         .route("/act/approve", get(confirm_approval).post(approval))
         .route("/act/note", get(note_form).post(note))
+        .route("/act/acknowledge", get(acknowledge_form).post(acknowledge))
         .route("/logout", post(log_out))
         .fallback(not_found)
         .route_layer(middleware::from_fn_with_state(Arc::clone(&console), guard));
@@ -629,6 +630,29 @@ async fn note(
     console
         .actions
         .note(&console.access, &viewer, &asked, declaration)
+        .await
+}
+
+async fn acknowledge_form(
+    State(console): State<Arc<Console>>,
+    Extension(viewer): Extension<Viewer>,
+    Query(asked): Query<AckAsked>,
+) -> Response {
+    let declaration = &console.pages.declaration;
+    console
+        .actions
+        .acknowledge_form(&viewer, &asked, declaration)
+}
+
+async fn acknowledge(
+    State(console): State<Arc<Console>>,
+    Extension(viewer): Extension<Viewer>,
+    Form(asked): Form<AckAsked>,
+) -> Response {
+    let declaration = &console.pages.declaration;
+    console
+        .actions
+        .acknowledge(&console.access, &viewer, &asked, declaration)
         .await
 }
 

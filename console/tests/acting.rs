@@ -250,6 +250,33 @@ fn in_a_browser_an_approval_retires_on_the_real_provider_and_a_note_is_kept_both
             .await
             .ends_with("/consumer/forge@app-1"));
 
+        // An acknowledgement: who is on it, why, until when; no verdict changes.
+        let before = mesh.controller(&["status"]).1;
+        browser
+            .execute(
+                "[...document.querySelectorAll('p.act a')].find(a => a.textContent.startsWith('acknowledge')).click(); return true;",
+                vec![],
+            )
+            .await;
+        browser.wait_for_text("It changes no verdict", Duration::from_secs(5)).await;
+        look(&mut browser, "acknowledge").await;
+        browser
+            .execute(
+                "document.getElementById('reason').value = arguments[0]; \
+                 document.getElementById('for').value = '1h'; \
+                 document.querySelector('form.act').submit(); return true;",
+                vec![serde_json::json!("restoring the role from the backup")],
+            )
+            .await;
+        browser
+            .wait_for_text(
+                "being worked on: \"restoring the role from the backup\" — ana, until in ",
+                Duration::from_secs(10),
+            )
+            .await;
+        look(&mut browser, "consumer-acknowledged").await;
+        assert_eq!(mesh.controller(&["status"]).1, before, "status says the same");
+
         // bo may only look; a bearer token and a form without its
         // session's value act on nothing.
         let bo = session(&base, BO).await;
@@ -293,6 +320,24 @@ fn in_a_browser_an_approval_retires_on_the_real_provider_and_a_note_is_kept_both
             &Value::from("admin password reset from the vault")
         )
     );
-    assert_eq!(entries(&mesh, "action").len(), 1, "nothing more was asked");
+    let actions = entries(&mesh, "action");
+    assert_eq!(
+        actions.len(),
+        2,
+        "the approval and the acknowledgement: {actions:#?}"
+    );
+    let ack = actions
+        .iter()
+        .find(|a| a["reason"] == "acknowledge")
+        .expect("the acknowledgement");
+    assert_eq!(
+        (&ack["by"], &ack["consumer"], &ack["consumer_machine"]),
+        (
+            &Value::from("ana"),
+            &Value::from("forge"),
+            &Value::from("app-1")
+        )
+    );
+    assert!(ack["until"].is_string(), "{ack:#}");
     assert_eq!(can_login(&mesh, "wiki"), Some(true));
 }

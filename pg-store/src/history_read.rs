@@ -23,7 +23,7 @@ use mesh_status::store::HistoryFilter;
 /// The columns a transition is read from, in [`transition_row`]'s order.
 const COLUMNS: &str = "h.id, h.kind, h.at, h.provider_module, h.provider_machine, h.consumer, \
      h.consumer_machine, h.provision, h.class, h.error, h.since, h.attempts, h.reason, h.fault, \
-     h.detail, h.stream_epoch, h.stream_seq, h.stored_at, h.by_name, h.done";
+     h.detail, h.stream_epoch, h.stream_seq, h.stored_at, h.by_name, h.done, h.until";
 
 /// What [`HistoryFilter`] selects (`$1` consumer, `$2` its machine, `$3`
 /// and `$4` a provider, `$5` a machine; each null when not asked).
@@ -84,7 +84,11 @@ const OF_KEYS: &str = "unnest($4::text[], $5::text[], $6::text[], $7::timestampt
 /// recoveries within the window (`$1` to `$2`, now) that ended an interval
 /// begun before the one it fails in now, those from `$3` on (the last
 /// hour), the last one's time and beginning, and the class of the last
-/// beginning before it within the window. One row per standing that
+/// beginning before it within the window, and the newest note written
+/// before the interval it fails in now began (to the second: a provider
+/// says `since` in whole seconds, so a note written in the second a
+/// failure began, after the recovery before it, is the last time's).
+/// One row per standing that
 /// recovered so (what `status` says is its Nth time), in any order. The
 /// window's beginnings and recoveries of the standings are joined once and
 /// counted in one pass (sorted by standing), never probed one by one.
@@ -98,19 +102,20 @@ fn recoveries(standings: &str) -> String {
        (array_agg(class ORDER BY at DESC, id DESC)
            FILTER (WHERE kind = 'failing-began' AND at <= last_ended))[1] AS last_class,
        (array_agg(detail ORDER BY at DESC, id DESC)
-           FILTER (WHERE kind = 'note' AND at < failing_since))[1] AS last_note,
+           FILTER (WHERE kind = 'note' AND noted_before))[1] AS last_note,
        (array_agg(by_name ORDER BY at DESC, id DESC)
-           FILTER (WHERE kind = 'note' AND at < failing_since))[1] AS last_note_by
+           FILTER (WHERE kind = 'note' AND noted_before))[1] AS last_note_by
 FROM (
     SELECT h.id, h.kind, h.at, h.since, h.class, h.detail, h.by_name, f.provider_module,
-           f.provider_machine, f.consumer, f.failing_since, e.ended,
+           f.provider_machine, f.consumer, f.failing_since, e.ended, e.noted_before,
            max(h.at) FILTER (WHERE e.ended) OVER (
                PARTITION BY f.provider_module, f.provider_machine, f.consumer) AS last_ended
     FROM {standings} AS f (provider_module, provider_machine, consumer, failing_since)
     JOIN history h ON h.consumer = f.consumer AND h.provider_module = f.provider_module
          AND h.provider_machine = f.provider_machine
     CROSS JOIN LATERAL (
-        SELECT h.kind = 'recovered' AND (h.since IS NULL OR h.since < f.failing_since) AS ended
+        SELECT h.kind = 'recovered' AND (h.since IS NULL OR h.since < f.failing_since) AS ended,
+               date_trunc('second', h.at) <= f.failing_since AS noted_before
     ) e
     WHERE h.kind IN ('failing-began', 'recovered', 'note') AND h.at >= $1 AND h.at <= $2) w
 GROUP BY provider_module, provider_machine, consumer
@@ -171,6 +176,7 @@ fn transition_row(row: &Row) -> Result<Transition, ReadError> {
         place,
         by: row.try_get(18)?,
         done: row.try_get(19)?,
+        until: optional_time(row, 20)?,
     };
     flat.transition()
         .map_err(|Misfit { column, reason }| ReadError::Undecodable { column, reason })

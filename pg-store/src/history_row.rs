@@ -41,6 +41,8 @@ pub(super) struct HistoryRow {
     pub(super) by: Option<String>,
     /// `done` (V18): whether the provider did what an action asked.
     pub(super) done: Option<bool>,
+    /// `until` (V18): until when an acknowledgement holds.
+    pub(super) until: Option<Timestamp>,
 }
 
 /// A row whose columns do not fit its kind: `column` is null where its
@@ -82,6 +84,7 @@ impl HistoryRow {
             place: t.place,
             by: None,
             done: None,
+            until: None,
         };
         match &t.change {
             Change::FailingBegan {
@@ -174,7 +177,8 @@ impl HistoryRow {
                 (r.detail, r.by) = (text(note), text(by));
             }
             Change::Action(a) => {
-                r.consumer_of(&a.consumer, None);
+                r.consumer_of(&a.consumer, a.consumer_machine.as_ref());
+                r.until = a.until;
                 r.reason = text(a.action.as_str());
                 (r.detail, r.by, r.done) = (text(&a.answer), text(&a.by), Some(a.ok));
             }
@@ -320,6 +324,8 @@ impl HistoryRow {
                 by: some(&self.by, "history.by_name")?,
                 ok: self.done.ok_or_else(|| need("history.done"))?,
                 answer: detail()?,
+                consumer_machine: consumer_machine()?,
+                until: self.until,
             }),
         };
         Ok(Transition {
@@ -424,10 +430,12 @@ mod tests {
             Change::Action(ActionChange {
                 provider,
                 consumer: Name::parse("docs").unwrap(),
+                consumer_machine: None,
                 action: ActionWord::ApproveDelete,
                 by: "ana".into(),
                 ok: false,
                 answer: "docs is not retired".into(),
+                until: None,
             }),
         ];
         let at = ts("2026-11-27T00:17:00Z");
@@ -455,6 +463,21 @@ mod tests {
         for t in all {
             assert_eq!(HistoryRow::of(&t).transition(), Ok(t));
         }
+        let acknowledged = Transition {
+            at: ts("2026-11-27T00:17:00Z"),
+            place: None,
+            change: Change::Action(ActionChange {
+                provider: id("postgres@db-1"),
+                consumer: Name::parse("wiki").unwrap(),
+                consumer_machine: Some(Name::parse("app-1").unwrap()),
+                action: ActionWord::Acknowledge,
+                by: "ana".into(),
+                ok: true,
+                answer: "restoring from the backup".into(),
+                until: Some(ts("2026-11-27T04:17:00Z")),
+            }),
+        };
+        assert_eq!(HistoryRow::of(&acknowledged).transition(), Ok(acknowledged));
     }
 
     #[test]

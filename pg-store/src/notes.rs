@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use mesh_protocol::{ModuleId, Timestamp};
+use mesh_protocol::{ModuleId, Name, Timestamp};
 use mesh_status::model::history::ActionChange;
 use tokio_postgres::types::ToSql;
 
@@ -57,8 +57,8 @@ const INSERT_NOTE: &str = "INSERT INTO history (kind, at, provider_module, provi
      RETURNING at";
 
 const INSERT_ACTION: &str = "INSERT INTO history (kind, at, provider_module, provider_machine, \
-     consumer, reason, detail, by_name, done) VALUES ('action', now(), $1, $2, $3, $4, $5, $6, $7) \
-     RETURNING at";
+     consumer, consumer_machine, reason, detail, by_name, done, until) \
+     VALUES ('action', now(), $1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING at";
 
 /// A note to attach: the provider whose failing interval of `consumer`
 /// it is about, the text, and who writes it.
@@ -106,14 +106,18 @@ impl PgStore {
         let client = &self.connected().await?.client;
         let clean = |s: &str| s.replace('\0', "\u{FFFD}");
         let (answer, by) = (clean(&action.answer), clean(&action.by));
-        let params: [&(dyn ToSql + Sync); 7] = [
+        let machine = action.consumer_machine.as_ref().map(Name::as_str);
+        let until = action.until.map(Timestamp::system_time);
+        let params: [&(dyn ToSql + Sync); 9] = [
             &action.provider.module.as_str(),
             &action.provider.machine.as_str(),
             &action.consumer.as_str(),
+            &machine,
             &action.action.as_str(),
             &answer,
             &by,
             &action.ok,
+            &until,
         ];
         let outcome =
             tokio::time::timeout(NOTE_TIMEOUT, client.query_one(INSERT_ACTION, &params)).await;

@@ -19,15 +19,25 @@ use super::{postgres_mesh, WITHIN};
 use crate::expect;
 use crate::narrate::{Demo, StoryStop};
 
-/// `GET path` from the console on `port`: its body when it answers 200.
-fn page(port: u16, path: &str) -> Result<String, String> {
+/// The token the demo's console asks for (its file is printed, never it).
+fn token() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("demo-{nanos:x}-{:x}", std::process::id())
+}
+
+/// `GET path` from the console on `port` with `token`: its body when it
+/// answers 200.
+fn page(port: u16, token: &str, path: &str) -> Result<String, String> {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).map_err(|e| format!("{e}"))?;
     stream
         .set_read_timeout(Some(Duration::from_secs(5)))
         .map_err(|e| format!("{e}"))?;
     write!(
         stream,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\n\
+         Connection: close\r\n\r\n"
     )
     .map_err(|e| format!("{e}"))?;
     let mut answer = String::new();
@@ -46,10 +56,10 @@ fn page(port: u16, path: &str) -> Result<String, String> {
 }
 
 /// Waits until the console's page at `path` holds every one of `texts`.
-fn page_says(demo: &Demo, port: u16, path: &str, texts: &[&str]) -> Result<(), StoryStop> {
+fn page_says(demo: &Demo, at: &At, path: &str, texts: &[&str]) -> Result<(), StoryStop> {
     let step = format!("the console's page {path} says {texts:?}");
     demo.until(&step, WITHIN, || {
-        let body = page(port, path)?;
+        let body = page(at.port, &at.token, path)?;
         match texts.iter().find(|w| !body.contains(**w)) {
             None => Ok(()),
             Some(missing) => Err(format!("it does not say {missing:?}")),
@@ -57,16 +67,31 @@ fn page_says(demo: &Demo, port: u16, path: &str, texts: &[&str]) -> Result<(), S
     })
 }
 
+/// Where the console is, and the token it asks for.
+struct At {
+    port: u16,
+    token: String,
+}
+
 /// Tells the story.
 pub fn tell(demo: &mut Demo) -> Result<(), StoryStop> {
     let mesh = postgres_mesh(demo, Options::default())?;
     let port = free_port();
-    let _console = mesh.start_console(port);
+    let at = At {
+        port,
+        token: token(),
+    };
+    let tokens = mesh.path("console-tokens");
+    std::fs::write(&tokens, format!("operator:{}\n", at.token))
+        .map_err(|e| StoryStop::Cannot(format!("writing the console's token file: {e}")))?;
+    let _console = mesh.start_acting_console(port, &tokens);
     demo.say(&format!(
-        "mesh-console serves the mesh at http://127.0.0.1:{port}/ : open it, it \
-         follows what happens below without a reload"
+        "mesh-console serves the mesh at http://127.0.0.1:{port}/ : open it and log in with \
+         the token in {} (named operator, who may act); it follows what happens below without \
+         a reload",
+        tokens.display()
     ));
-    page_says(demo, port, "/", &["all well: ", "No consumer is failing."])?;
+    page_says(demo, &at, "/", &["all well: ", "No consumer is failing."])?;
     demo.pause();
 
     demo.say("wiki's minted secret goes missing");
@@ -79,7 +104,7 @@ pub fn tell(demo: &mut Demo) -> Result<(), StoryStop> {
     })?;
     page_says(
         demo,
-        port,
+        &at,
         "/",
         &["not all well: 1 consumer failing", "wiki@app-1"],
     )?;
@@ -95,7 +120,22 @@ pub fn tell(demo: &mut Demo) -> Result<(), StoryStop> {
         WITHIN,
         expect::all_well,
     )?;
-    page_says(demo, port, "/", &["all well: ", "No consumer is failing."])?;
+    page_says(demo, &at, "/", &["all well: ", "No consumer is failing."])?;
+    demo.pause();
+
+    demo.say("what was learnt is noted: mesh-controller note wiki@app-1 ... --by demo");
+    let (code, out, err) = mesh.controller(&[
+        "note",
+        "wiki@app-1",
+        "the secret was restored from the vault",
+        "--by",
+        "demo",
+    ]);
+    if code != 0 {
+        return Err(StoryStop::Cannot(format!(
+            "mesh-controller note: {out}{err}"
+        )));
+    }
     demo.pause();
 
     demo.say("wiki's minted secret goes missing again");
@@ -103,11 +143,20 @@ pub fn tell(demo: &mut Demo) -> Result<(), StoryStop> {
     demo.expect(&mesh, "status names wiki failing again", WITHIN, |s| {
         expect::failing(s, &["wiki"], "secret-unreadable")
     })?;
-    page_says(demo, port, "/", &["wiki@app-1", "2nd time in 7 days"])?;
-    demo.detail("the mesh page says it is the 2nd time in 7 days");
     page_says(
         demo,
-        port,
+        &at,
+        "/",
+        &[
+            "wiki@app-1",
+            "2nd time in 7 days",
+            "the secret was restored from the vault",
+        ],
+    )?;
+    demo.detail("the mesh page says it is the 2nd time in 7 days, and quotes the note");
+    page_says(
+        demo,
+        &at,
         "/consumer/wiki@app-1",
         &[
             "still failing",
@@ -158,7 +207,7 @@ pub fn tell(demo: &mut Demo) -> Result<(), StoryStop> {
     )?;
     page_says(
         demo,
-        port,
+        &at,
         "/",
         &[
             "wiki@app-1",
@@ -166,9 +215,14 @@ pub fn tell(demo: &mut Demo) -> Result<(), StoryStop> {
             "cannot work as its administrator",
         ],
     )?;
-    demo.say("the console stays up for you to look at; each page:");
+    demo.say(
+        "the console stays up for you to look at and act on (log in as operator: approve \
+         docs's retirement from the consumer table, add a note on wiki's page); each page:",
+    );
     for path in [
         "/",
+        "/consumers",
+        "/consumers?state=retiring",
         "/consumer/wiki@app-1",
         "/consumer/docs@app-2",
         "/provider/postgres@db-1",

@@ -271,8 +271,9 @@ pub enum Change {
         /// Who wrote it.
         by: String,
     },
-    /// A person acted: asked a provider to retire or delete a consumer.
-    /// Never a provider's word; its answer is carried.
+    /// A person acted: asked a provider to retire or delete a consumer
+    /// (its answer carried), or acknowledged a consumer's problem. Never a
+    /// provider's word.
     Action(ActionChange),
 }
 
@@ -283,17 +284,25 @@ pub enum ActionWord {
     Approve,
     /// Approved deleting a retired consumer's data.
     ApproveDelete,
+    /// Said a consumer's problem is being worked on, until a time. It
+    /// changes no verdict: status still says the problem.
+    Acknowledge,
 }
 
 impl ActionWord {
     /// Every action, in a stable order.
-    pub const ALL: [ActionWord; 2] = [ActionWord::Approve, ActionWord::ApproveDelete];
+    pub const ALL: [ActionWord; 3] = [
+        ActionWord::Approve,
+        ActionWord::ApproveDelete,
+        ActionWord::Acknowledge,
+    ];
 
     /// The action's word.
     pub fn as_str(self) -> &'static str {
         match self {
             ActionWord::Approve => "approve",
             ActionWord::ApproveDelete => "approve-delete",
+            ActionWord::Acknowledge => "acknowledge",
         }
     }
 }
@@ -307,14 +316,20 @@ pub struct ActionChange {
     pub provider: ModuleId,
     /// The consumer it was asked about.
     pub consumer: Name,
+    /// The consumer's machine, when the action names it (an
+    /// acknowledgement; an approval names the provider's consumer only).
+    pub consumer_machine: Option<Name>,
     /// What was asked.
     pub action: ActionWord,
     /// Who asked (the console token's name).
     pub by: String,
     /// Whether the provider did it; `false` also when it did not answer.
     pub ok: bool,
-    /// The provider's answer, or why there was none.
+    /// The provider's answer, or why there was none; an
+    /// acknowledgement's reason.
     pub answer: String,
+    /// Until when an acknowledgement holds; none for an approval.
+    pub until: Option<Timestamp>,
 }
 
 /// What a retirement transition carries ([`Change::Retired`],

@@ -155,6 +155,16 @@ pub fn line(e: &HistoryEntry) -> String {
                 one_line(e.detail.as_deref().unwrap_or(""))
             )
         }
+        EntryKind::Action if reason == "acknowledge" => {
+            let at = e.from.map_or("?".to_owned(), minute);
+            let until = e.until.map_or("?".to_owned(), minute);
+            format!(
+                "{} from {provider}: acknowledged by {} {at} until {until}: \"{}\"",
+                consumer(e),
+                one_line(e.by.as_deref().unwrap_or("?")),
+                one_line(e.detail.as_deref().unwrap_or(""))
+            )
+        }
         EntryKind::Action => {
             let at = e.from.map_or("?".to_owned(), minute);
             let what = match &*reason {

@@ -304,6 +304,7 @@ mod tests {
             detail: None,
             by: None,
             done: None,
+            until: None,
         }];
         let w = why(&WhyInput {
             consumer: &forge,

@@ -155,6 +155,7 @@ mod tests {
             detail: None,
             by: None,
             done: None,
+            until: None,
         }
     }
 

@@ -71,8 +71,9 @@ pub enum EntryKind {
     /// A note a person attached (a moment): `detail` the note, `by` who.
     Note,
     /// A person's action from the console (a moment): `reason` what was
-    /// asked (`approve`, `approve-delete`), `by` who, `done` whether the
-    /// provider did it, `detail` its answer.
+    /// asked (`approve`, `approve-delete`, `acknowledge`), `by` who, `done`
+    /// whether the provider did it, `detail` its answer (an
+    /// acknowledgement's reason), `until` when an acknowledgement ends.
     Action,
 }
 
@@ -119,6 +120,9 @@ pub struct HistoryEntry {
     /// other entry.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub done: Option<bool>,
+    /// Until when an acknowledgement holds; absent for every other entry.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub until: Option<Timestamp>,
 }
 
 impl HistoryEntry {
@@ -141,6 +145,7 @@ impl HistoryEntry {
             detail: None,
             by: None,
             done: None,
+            until: None,
         };
         let name = |n: &Name| Some(n.to_string());
         let mut consumer = |c: &Name, m: Option<&Name>| {
@@ -195,7 +200,8 @@ impl HistoryEntry {
                 (e.detail, e.by) = (Some(text.clone()), Some(by.clone()));
             }
             Change::Action(a) => {
-                consumer(&a.consumer, None);
+                consumer(&a.consumer, a.consumer_machine.as_ref());
+                e.until = a.until;
                 e.reason = Some(a.action.as_str().to_owned());
                 (e.detail, e.by, e.done) = (Some(a.answer.clone()), Some(a.by.clone()), Some(a.ok));
             }

@@ -310,6 +310,7 @@ mod tests {
             detail: None,
             by: None,
             done: None,
+            until: None,
         };
         let history = [
             entry("2026-10-01T00:00:00Z", Some("2026-10-01T01:00:00Z")),

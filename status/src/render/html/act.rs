@@ -11,11 +11,9 @@ use super::{consumer_path, crumbs, escape, link, provider_path, Page};
 use crate::model::history::ActionWord;
 
 /// The path of an approval's confirmation.
-pub fn approve_path(provider: &ModuleId, consumer: &Name, action: ActionWord) -> String {
-    let delete = match action {
-        ActionWord::Approve => "",
-        ActionWord::ApproveDelete => "&delete=1",
-    };
+/// (`delete`: of a deletion, else of a retirement).
+pub fn approve_path(provider: &ModuleId, consumer: &Name, delete: bool) -> String {
+    let delete = if delete { "&delete=1" } else { "" };
     format!("/act/approve?provider={provider}&consumer={consumer}{delete}")
 }
 
@@ -24,6 +22,15 @@ pub fn approve_path(provider: &ModuleId, consumer: &Name, action: ActionWord) ->
 pub fn note_path(consumer: &str, machine: &str, provider: &ModuleId) -> String {
     format!("/act/note?consumer={consumer}@{machine}&provider={provider}")
 }
+
+/// The path of the acknowledgement form for `consumer`@`machine`'s
+/// problem from `provider`.
+pub fn acknowledge_path(consumer: &str, machine: &str, provider: &ModuleId) -> String {
+    format!("/act/acknowledge?consumer={consumer}@{machine}&provider={provider}")
+}
+
+/// How long an acknowledgement may hold, as the form offers it.
+pub const ACKNOWLEDGE_FOR: [&str; 4] = ["1h", "4h", "1d", "3d"];
 
 fn hidden(name: &str, value: &str) -> String {
     format!(
@@ -44,37 +51,38 @@ fn page(title: String, main: String) -> Page {
     }
 }
 
-/// What an approval of `action` will do, for a person.
-fn what_it_does(provider: &ModuleId, consumer: &Name, action: ActionWord) -> String {
-    match action {
-        ActionWord::Approve => format!(
+/// What an approval (`delete`: of a deletion) will do, for a person.
+fn what_it_does(provider: &ModuleId, consumer: &Name, delete: bool) -> String {
+    match delete {
+        false => format!(
             "{provider} retires {consumer} now instead of when its countdown ends: it disables \
              what it made for {consumer} (a PostgreSQL role may no longer log in) and deletes \
              nothing. Listing {consumer} in the provider's contributions again re-enables it."
         ),
-        ActionWord::ApproveDelete => format!(
+        true => format!(
             "{provider} deletes what it made for the retired {consumer} (a PostgreSQL database \
              and its role). This cannot be undone."
         ),
     }
 }
 
-/// The confirmation of an approval: what it will do and a button that
-/// does it, or, when the declaration still requires the consumer from the
-/// provider (`requiring`, its instances), why the console will not delete it.
+/// The confirmation of an approval (`delete`: of a deletion): what it
+/// will do and a button that does it, or, when the declaration still
+/// requires the consumer from the provider (`requiring`, its instances),
+/// why the console will not delete it.
 pub fn approve_confirm(
     provider: &ModuleId,
     consumer: &Name,
-    action: ActionWord,
+    delete: bool,
     requiring: &[String],
     csrf: &str,
 ) -> Page {
-    let (title, button) = match action {
-        ActionWord::Approve => (
+    let (title, button) = match delete {
+        false => (
             format!("retire {consumer}"),
             format!("retire {consumer} now"),
         ),
-        ActionWord::ApproveDelete => (
+        true => (
             format!("delete {consumer}"),
             format!("delete {consumer}'s data"),
         ),
@@ -82,9 +90,9 @@ pub fn approve_confirm(
     let mut main = format!(
         "<h1>{}</h1>\n<p class=\"confirm\">{}</p>\n",
         escape(&title),
-        escape(&what_it_does(provider, consumer, action))
+        escape(&what_it_does(provider, consumer, delete))
     );
-    if action == ActionWord::ApproveDelete && !requiring.is_empty() {
+    if delete && !requiring.is_empty() {
         let _ = writeln!(
             main,
             "<p class=\"notice\" role=\"alert\">The declaration still requires {} from {} ({}): \
@@ -100,7 +108,7 @@ pub fn approve_confirm(
         main.push_str(&hidden("csrf", csrf));
         main.push_str(&hidden("provider", &provider.to_string()));
         main.push_str(&hidden("consumer", consumer.as_str()));
-        if action == ActionWord::ApproveDelete {
+        if delete {
             main.push_str(&hidden("delete", "1"));
         }
         let _ = writeln!(
@@ -145,21 +153,68 @@ pub fn note_form(consumer: &ModuleId, provider: &ModuleId, max_chars: usize, csr
     page(title, main)
 }
 
+/// The form that acknowledges `consumer`'s problem from `provider`: a
+/// reason and how long it holds.
+pub fn acknowledge_form(
+    consumer: &ModuleId,
+    provider: &ModuleId,
+    max_chars: usize,
+    csrf: &str,
+) -> Page {
+    let title = format!("acknowledge {consumer}");
+    let mut main = format!(
+        "<h1>{}</h1>\n<p>Say that {} failing from {} is being worked on, and why. It changes \
+         no verdict: status, the metrics and the alerts still say the problem; its page says \
+         who is on it until the time given.</p>\n\
+         <form method=\"post\" action=\"/act/acknowledge\" class=\"act\">\n",
+        escape(&title),
+        escape(&consumer.to_string()),
+        escape(&provider.to_string())
+    );
+    main.push_str(&hidden("csrf", csrf));
+    main.push_str(&hidden("consumer", &consumer.to_string()));
+    main.push_str(&hidden("provider", &provider.to_string()));
+    let _ = write!(
+        main,
+        "<label for=\"reason\">reason</label>\n<input id=\"reason\" name=\"reason\" \
+         maxlength=\"{max_chars}\" required>\n<label for=\"for\">for</label>\n\
+         <select id=\"for\" name=\"for\">\n"
+    );
+    for (i, d) in ACKNOWLEDGE_FOR.iter().enumerate() {
+        let selected = if i == 1 { " selected" } else { "" };
+        let _ = writeln!(main, "<option value=\"{d}\"{selected}>{d}</option>");
+    }
+    let _ = writeln!(
+        main,
+        "</select>\n<button type=\"submit\">acknowledge</button>\n</form>\n<p>{}</p>",
+        link(
+            &consumer_path(consumer.module.as_str(), consumer.machine.as_str()),
+            "back to the consumer"
+        )
+    );
+    page(title, main)
+}
+
 /// The answer of an approval: what the provider said (`said`, `done`),
 /// and whether history recorded it (`recorded`: `Err` says why not).
 pub fn answer(
     provider: &ModuleId,
     consumer: &Name,
-    action: ActionWord,
+    delete: bool,
     done: bool,
     said: &str,
     recorded: Result<&str, &str>,
 ) -> Page {
-    let title = match (action, done) {
-        (ActionWord::Approve, true) => format!("{consumer} retired"),
-        (ActionWord::ApproveDelete, true) => format!("{consumer} deleted"),
-        (ActionWord::Approve, false) => format!("{consumer} not retired"),
-        (ActionWord::ApproveDelete, false) => format!("{consumer} not deleted"),
+    let title = match (delete, done) {
+        (false, true) => format!("{consumer} retired"),
+        (true, true) => format!("{consumer} deleted"),
+        (false, false) => format!("{consumer} not retired"),
+        (true, false) => format!("{consumer} not deleted"),
+    };
+    let action = if delete {
+        ActionWord::ApproveDelete
+    } else {
+        ActionWord::Approve
     };
     let class = if done { "well" } else { "unwell" };
     let mut main = format!(
@@ -209,7 +264,7 @@ mod tests {
     #[test]
     fn a_confirmation_names_what_happens_and_carries_the_session_value() {
         let (p, c) = (id("postgres@db-1"), Name::parse("docs").unwrap());
-        let retire = approve_confirm(&p, &c, ActionWord::Approve, &[], "f<1>");
+        let retire = approve_confirm(&p, &c, false, &[], "f<1>");
         assert!(
             retire.main.contains("postgres@db-1 retires docs now"),
             "{}",
@@ -218,16 +273,10 @@ mod tests {
         assert!(retire.main.contains("name=\"csrf\" value=\"f&lt;1&gt;\""));
         assert!(retire.main.contains(">retire docs now</button>"));
         assert!(!retire.main.contains("name=\"delete\""));
-        let delete = approve_confirm(&p, &c, ActionWord::ApproveDelete, &[], "f");
+        let delete = approve_confirm(&p, &c, true, &[], "f");
         assert!(delete.main.contains("This cannot be undone."));
         assert!(delete.main.contains("name=\"delete\" value=\"1\""));
-        let required = approve_confirm(
-            &p,
-            &c,
-            ActionWord::ApproveDelete,
-            &["docs@app-1".into()],
-            "f",
-        );
+        let required = approve_confirm(&p, &c, true, &["docs@app-1".into()], "f");
         assert!(
             !required.main.contains("<form"),
             "no button for a required consumer: {}",
@@ -237,7 +286,7 @@ mod tests {
             .main
             .contains("still requires docs from postgres@db-1 (docs@app-1)"));
         assert_eq!(
-            approve_path(&p, &c, ActionWord::ApproveDelete),
+            approve_path(&p, &c, true),
             "/act/approve?provider=postgres@db-1&consumer=docs&delete=1"
         );
     }
@@ -248,7 +297,7 @@ mod tests {
         let done = answer(
             &p,
             &c,
-            ActionWord::Approve,
+            false,
             true,
             "done by postgres@db-1: retired <docs>",
             Ok("ana"),
@@ -256,14 +305,7 @@ mod tests {
         assert_eq!(done.title, "docs retired");
         assert!(done.main.contains("retired &lt;docs&gt;"));
         assert!(done.main.contains("Recorded in history: approve by ana."));
-        let not = answer(
-            &p,
-            &c,
-            ActionWord::ApproveDelete,
-            false,
-            "refused",
-            Err("the store is away"),
-        );
+        let not = answer(&p, &c, true, false, "refused", Err("the store is away"));
         assert_eq!(not.title, "docs not deleted");
         assert!(not
             .main

@@ -10,7 +10,6 @@ use mesh_protocol::{Class, ModuleId, Timestamp};
 use super::act::approve_path;
 use super::{consumer_path, escape, link, machine_path, provider_path, time};
 use crate::model::consumers::{ConsumerLine, ConsumerQuery, ConsumerState, ConsumerTable};
-use crate::model::history::ActionWord;
 
 /// What the table shows.
 #[derive(Clone, Copy, Debug)]
@@ -166,14 +165,14 @@ fn row(line: &ConsumerLine, v: &TableView<'_>) -> String {
         None => "?".to_owned(),
     };
     let act = match (v.approvals, state) {
-        (true, ConsumerState::Retiring) => Some((ActionWord::Approve, "approve retiring…")),
-        (true, ConsumerState::Retired) => Some((ActionWord::ApproveDelete, "approve deleting…")),
+        (true, ConsumerState::Retiring) => Some((false, "approve retiring…")),
+        (true, ConsumerState::Retired) => Some((true, "approve deleting…")),
         _ => None,
     };
-    let act = act.map_or_else(String::new, |(action, text)| {
+    let act = act.map_or_else(String::new, |(delete, text)| {
         format!(
             " <a class=\"act\" href=\"{}\">{text}</a>",
-            escape(&approve_path(&line.provider, &line.consumer, action))
+            escape(&approve_path(&line.provider, &line.consumer, delete))
         )
     });
     let since = line.since.map_or_else(String::new, |at| time(at, v.now));

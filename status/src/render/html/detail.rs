@@ -7,12 +7,12 @@ use std::fmt::Write as _;
 use mesh_protocol::{ModuleId, Name, Timestamp};
 
 use super::mesh::standing_item;
-use super::{consumer_path, escape, link, provider_path};
+use super::{consumer_path, escape, link, provider_path, time};
 use crate::model::AliveRow;
 use crate::render::history::{line, summary_line};
 use crate::render::why::WhyLines;
 use crate::report::days::{failing_days, failing_hours, uptime, Bar};
-use crate::report::history::{duration_text, ConsumerSummary, HistoryEntry};
+use crate::report::history::{duration_text, ConsumerSummary, EntryKind, HistoryEntry};
 use crate::report::{Head, Listed};
 
 /// What a provider's page shows.
@@ -257,6 +257,24 @@ const LEGEND: &str = "<p class=\"legend\">\
     <span class=\"item\"><span class=\"key none\"></span> no data (before the store knew \
     anything)</span> <span class=\"item\">times are UTC</span></p>\n";
 
+/// The newest acknowledgement among `entries` (one provider's) that still
+/// holds at `now`, said: who is on it, why, until when. It changes no
+/// verdict; the page still says what fails.
+fn acknowledged(entries: &[HistoryEntry], now: Timestamp) -> Option<String> {
+    let ack = entries
+        .iter()
+        .filter(|e| e.kind == EntryKind::Action && e.reason.as_deref() == Some("acknowledge"))
+        .filter(|e| e.until.is_some_and(|u| u > now))
+        .max_by_key(|e| e.from)?;
+    Some(format!(
+        "<p class=\"ack\"><span class=\"mark\" aria-hidden=\"true\">◷</span> being worked \
+         on: \"{}\" — {}, until {}</p>\n",
+        escape(ack.detail.as_deref().unwrap_or("")),
+        escape(ack.by.as_deref().unwrap_or("?")),
+        time(ack.until?, now)
+    ))
+}
+
 /// The `<main>` fragment of a consumer's page.
 pub fn consumer(v: &ConsumerView<'_>) -> String {
     let who = format!("{}@{}", v.consumer, v.machine);
@@ -280,13 +298,20 @@ pub fn consumer(v: &ConsumerView<'_>) -> String {
             .cloned()
             .collect();
         let _ = writeln!(out, "<h2>from {}</h2>", link(&provider_path(&name), &name));
+        if let Some(ack) = acknowledged(&mine, v.now) {
+            out.push_str(&ack);
+        }
         if v.notes {
             let _ = writeln!(
                 out,
-                "<p class=\"act\">{}</p>",
+                "<p class=\"act\">{} · {}</p>",
                 link(
                     &super::act::note_path(v.consumer, v.machine, p),
                     "add a note…"
+                ),
+                link(
+                    &super::act::acknowledge_path(v.consumer, v.machine, p),
+                    "acknowledge…"
                 )
             );
         }
@@ -357,6 +382,7 @@ mod tests {
             detail: None,
             by: None,
             done: None,
+            until: None,
         }];
         let providers = [ModuleId::parse("postgres@db-1").unwrap()];
         let why = WhyLines {
@@ -422,6 +448,45 @@ mod tests {
             "{html}"
         );
         assert!(!html.contains("<script>"), "{html}");
+    }
+
+    #[test]
+    fn an_acknowledgement_says_who_is_on_it_until_it_ends_and_changes_no_verdict() {
+        let ack = |from: &str, until: &str, why: &str| HistoryEntry {
+            kind: EntryKind::Action,
+            provider_module: Some("postgres".into()),
+            provider_machine: Some("db-1".into()),
+            consumer: Some("wiki".into()),
+            consumer_machine: Some("app-1".into()),
+            from: Some(ts(from)),
+            to: Some(ts(from)),
+            seconds: Some(0),
+            class: None,
+            error: None,
+            reason: Some("acknowledge".into()),
+            fault: None,
+            detail: Some(why.into()),
+            by: Some("ana".into()),
+            done: Some(true),
+            until: Some(ts(until)),
+        };
+        let now = ts("2026-12-05T12:00:00Z");
+        let older = ack(
+            "2026-12-05T10:00:00Z",
+            "2026-12-05T14:00:00Z",
+            "first <look>",
+        );
+        let newer = ack("2026-12-05T11:00:00Z", "2026-12-05T13:00:00Z", "restoring");
+        let over = ack("2026-12-05T11:30:00Z", "2026-12-05T11:59:00Z", "done");
+        let said = acknowledged(&[older.clone(), newer, over.clone()], now).unwrap();
+        assert!(
+            said.contains("being worked on: \"restoring\" — ana, until"),
+            "{said}"
+        );
+        assert!(said.contains("datetime=\"2026-12-05T13:00:00Z\""), "{said}");
+        let said = acknowledged(&[older], now).unwrap();
+        assert!(said.contains("first &lt;look&gt;"), "{said}");
+        assert_eq!(acknowledged(&[over], now), None, "ended: not said");
     }
 
     #[test]
