@@ -106,28 +106,32 @@ pub(crate) struct ApproveAsked {
     csrf: Option<String>,
 }
 
+/// `value` of form field `field` parsed by `parse`, or why not (`what` it should be).
+fn field<T, E>(
+    field: &str,
+    value: &str,
+    what: &str,
+    parse: impl FnOnce(&str) -> Result<T, E>,
+) -> Result<T, String> {
+    parse(value).map_err(|_| format!("{field}: {value:?} is not {what}"))
+}
+
 impl ApproveAsked {
     fn parsed(&self) -> Result<(ModuleId, Name, bool), Refusal> {
-        let bad = |what: String| {
-            Err(Refusal::new(
-                StatusCode::BAD_REQUEST,
-                "not a valid approval",
-                what,
-            ))
-        };
-        let Ok(provider) = ModuleId::parse(&self.provider) else {
-            return bad(format!(
-                "provider: {:?} is not module@machine",
-                self.provider
-            ));
-        };
-        let Ok(consumer) = Name::parse(&self.consumer) else {
-            return bad(format!("consumer: {:?} is not a name", self.consumer));
-        };
+        let bad =
+            |what: String| Refusal::new(StatusCode::BAD_REQUEST, "not a valid approval", what);
+        let provider = field(
+            "provider",
+            &self.provider,
+            "module@machine",
+            ModuleId::parse,
+        )
+        .map_err(bad)?;
+        let consumer = field("consumer", &self.consumer, "a name", Name::parse).map_err(bad)?;
         let delete = match self.delete.as_deref() {
             None | Some("" | "0") => false,
             Some("1") => true,
-            Some(other) => return bad(format!("delete: {other:?} is neither 0 nor 1")),
+            Some(other) => return Err(bad(format!("delete: {other:?} is neither 0 nor 1"))),
         };
         Ok((provider, consumer, delete))
     }
@@ -147,30 +151,26 @@ pub(crate) struct NoteAsked {
 impl NoteAsked {
     /// The consumer and the provider it requires from, as the declaration says.
     fn parsed(&self, declaration: &ParsedDeclaration) -> Result<(ModuleId, ModuleId), Refusal> {
-        let bad = |what: String| {
-            Err(Refusal::new(
-                StatusCode::BAD_REQUEST,
-                "not a valid note",
-                what,
-            ))
-        };
-        let Ok(consumer) = ModuleId::parse(&self.consumer) else {
-            return bad(format!(
-                "consumer: {:?} is not consumer@machine",
-                self.consumer
-            ));
-        };
-        let Ok(provider) = ModuleId::parse(&self.provider) else {
-            return bad(format!(
-                "provider: {:?} is not module@machine",
-                self.provider
-            ));
-        };
+        let bad = |what: String| Refusal::new(StatusCode::BAD_REQUEST, "not a valid form", what);
+        let consumer = field(
+            "consumer",
+            &self.consumer,
+            "consumer@machine",
+            ModuleId::parse,
+        )
+        .map_err(bad)?;
+        let provider = field(
+            "provider",
+            &self.provider,
+            "module@machine",
+            ModuleId::parse,
+        )
+        .map_err(bad)?;
         let from = declaration.declaration.requirements(&consumer);
         if !from.iter().any(|(_, p)| *p == provider) {
-            return bad(format!(
+            return Err(bad(format!(
                 "the declaration does not say {consumer} requires anything from {provider}"
-            ));
+            )));
         }
         Ok((consumer, provider))
     }

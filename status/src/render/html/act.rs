@@ -126,20 +126,36 @@ pub fn approve_confirm(
     page(title, main)
 }
 
-/// The form that attaches a note to `consumer`'s interval from `provider`.
-pub fn note_form(consumer: &ModuleId, provider: &ModuleId, max_chars: usize, csrf: &str) -> Page {
-    let title = format!("note on {consumer}");
+/// A form's page up to its fields: the title, what it does (`said`), and
+/// the form posting to `action` with the session's value and the consumer
+/// and provider it is about.
+fn form_head(
+    title: &str,
+    said: &str,
+    action: &str,
+    consumer: &ModuleId,
+    provider: &ModuleId,
+    csrf: &str,
+) -> String {
     let mut main = format!(
-        "<h1>{}</h1>\n<p>What was learnt about {} failing from {}: it is kept in history, and \
-         the next time it fails its line quotes it.</p>\n\
-         <form method=\"post\" action=\"/act/note\" class=\"act\">\n",
-        escape(&title),
-        escape(&consumer.to_string()),
-        escape(&provider.to_string())
+        "<h1>{}</h1>\n<p>{}</p>\n<form method=\"post\" action=\"{action}\" class=\"act\">\n",
+        escape(title),
+        escape(said)
     );
     main.push_str(&hidden("csrf", csrf));
     main.push_str(&hidden("consumer", &consumer.to_string()));
     main.push_str(&hidden("provider", &provider.to_string()));
+    main
+}
+
+/// The form that attaches a note to `consumer`'s interval from `provider`.
+pub fn note_form(consumer: &ModuleId, provider: &ModuleId, max_chars: usize, csrf: &str) -> Page {
+    let title = format!("note on {consumer}");
+    let said = format!(
+        "What was learnt about {consumer} failing from {provider}: it is kept in history, and \
+         the next time it fails its line quotes it."
+    );
+    let mut main = form_head(&title, &said, "/act/note", consumer, provider, csrf);
     let _ = writeln!(
         main,
         "<label for=\"note\">note</label>\n<textarea id=\"note\" name=\"text\" rows=\"3\" \
@@ -162,18 +178,12 @@ pub fn acknowledge_form(
     csrf: &str,
 ) -> Page {
     let title = format!("acknowledge {consumer}");
-    let mut main = format!(
-        "<h1>{}</h1>\n<p>Say that {} failing from {} is being worked on, and why. It changes \
-         no verdict: status, the metrics and the alerts still say the problem; its page says \
-         who is on it until the time given.</p>\n\
-         <form method=\"post\" action=\"/act/acknowledge\" class=\"act\">\n",
-        escape(&title),
-        escape(&consumer.to_string()),
-        escape(&provider.to_string())
+    let said = format!(
+        "Say that {consumer} failing from {provider} is being worked on, and why. It changes no \
+         verdict: status, the metrics and the alerts still say the problem; its page says who is \
+         on it until the time given."
     );
-    main.push_str(&hidden("csrf", csrf));
-    main.push_str(&hidden("consumer", &consumer.to_string()));
-    main.push_str(&hidden("provider", &provider.to_string()));
+    let mut main = form_head(&title, &said, "/act/acknowledge", consumer, provider, csrf);
     let _ = write!(
         main,
         "<label for=\"reason\">reason</label>\n<input id=\"reason\" name=\"reason\" \
