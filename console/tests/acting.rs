@@ -309,6 +309,40 @@ fn in_a_browser_an_approval_retires_on_the_real_provider_and_a_note_is_kept_both
         )
         .await;
         assert_eq!(code, 403, "a bearer token: {text}");
+
+        // The declaration still requires docs: the console deletes it not,
+        // with its session's own value and all; its confirmation offers no
+        // button.
+        let (code, page) = send(
+            client()
+                .get(format!("{base}/act/approve?provider=postgres@db-1&consumer=docs&delete=1"))
+                .header("cookie", &ana),
+        )
+        .await;
+        assert_eq!(code, 200, "{page}");
+        assert!(page.contains("still requires docs from postgres@db-1 (docs@app-2)"), "{page}");
+        assert!(!page.contains("action=\"/act/approve\""), "no button: {page}");
+        let csrf = page
+            .split("name=\"csrf\" value=\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .expect("the session's value, in the bar's log-out form")
+            .to_owned();
+        let delete = [
+            ("provider", "postgres@db-1"),
+            ("consumer", "docs"),
+            ("delete", "1"),
+            ("csrf", csrf.as_str()),
+        ];
+        let (code, text) = send(
+            client()
+                .post(format!("{base}/act/approve"))
+                .header("cookie", &ana)
+                .form(&delete),
+        )
+        .await;
+        assert_eq!(code, 409, "{text}");
+        assert!(text.contains("Nothing was sent"), "{text}");
         browser.close().await;
     });
     let notes = entries(&mesh, "note");
@@ -340,4 +374,9 @@ fn in_a_browser_an_approval_retires_on_the_real_provider_and_a_note_is_kept_both
     );
     assert!(ack["until"].is_string(), "{ack:#}");
     assert_eq!(can_login(&mesh, "wiki"), Some(true));
+    assert_eq!(
+        can_login(&mesh, "docs"),
+        Some(false),
+        "retired, not deleted"
+    );
 }
