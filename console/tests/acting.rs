@@ -146,6 +146,7 @@ fn in_a_browser_an_approval_retires_on_the_real_provider_and_a_note_is_kept_both
         browser
             .wait_for_text("approve retiring…", Duration::from_secs(5))
             .await;
+        look(&mut browser, "consumers-retiring").await;
         assert_eq!(
             browser.current_url().await,
             asked,
