@@ -808,34 +808,6 @@ fn a_broken_contributions_file_or_a_refused_entry_of_a_required_consumer_is_not_
     mesh.wait_status("all well once fixed after the restart", all_well);
 }
 
-/// The entries of `history --provider postgres@db-1 --json` of `kind`.
-fn history_entries(mesh: &Mesh, kind: &str) -> Vec<Value> {
-    let (code, out, err) = mesh.controller(&["history", "--provider", "postgres@db-1", "--json"]);
-    assert_eq!(code, 0, "history: {err}");
-    let history: Value = serde_json::from_str(&out).expect("history --json is JSON");
-    history["entries"]
-        .as_array()
-        .expect("entries")
-        .iter()
-        .filter(|e| e["kind"] == kind)
-        .cloned()
-        .collect()
-}
-
-/// The entries of `history --json` (everything) of `kind`.
-fn all_history_entries(mesh: &Mesh, kind: &str) -> Vec<Value> {
-    let (code, out, err) = mesh.controller(&["history", "--json"]);
-    assert_eq!(code, 0, "history: {err}");
-    let history: Value = serde_json::from_str(&out).expect("history --json is JSON");
-    history["entries"]
-        .as_array()
-        .expect("entries")
-        .iter()
-        .filter(|e| e["kind"] == kind)
-        .cloned()
-        .collect()
-}
-
 /// How long the bus or the store is away in the outage tests: more than 3
 /// alives of the provider (1 s) and more than the controller's follow
 /// bound (6 s), as minutes are in production.
@@ -864,13 +836,13 @@ fn an_outage_blames_no_provider(
     // Three alives after the return: any late one has been heard.
     std::thread::sleep(4 * ALIVE_EVERY);
     mesh.wait_status("still all well", all_well);
-    let unheard = history_entries(&mesh, "unheard");
+    let unheard = mesh.history_entries(&["--provider", "postgres@db-1"], "unheard");
     assert_eq!(
         unheard,
         Vec::<Value>::new(),
         "history blames the provider for the {what}'s outage"
     );
-    let not_following = all_history_entries(&mesh, "not-following");
+    let not_following = mesh.history_entries(&[], "not-following");
     assert_eq!(
         not_following.len(),
         1,

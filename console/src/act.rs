@@ -14,7 +14,7 @@ use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use mesh_pg_store::{note_text, DatabaseOptions, Note, PgStore, MAX_NOTE_CHARS};
 use mesh_protocol::{ModuleId, Name, Timestamp};
-use mesh_runtime::nats::{approve, ApproveAnswer};
+use mesh_runtime::nats::approve;
 use mesh_status::model::history::{ActionChange, ActionWord};
 use mesh_status::model::ParsedDeclaration;
 use mesh_status::render::html::{self, act, document_for, Page};
@@ -148,32 +148,24 @@ pub(crate) struct NoteAsked {
     csrf: Option<String>,
 }
 
-impl NoteAsked {
-    /// The consumer and the provider it requires from, as the declaration says.
-    fn parsed(&self, declaration: &ParsedDeclaration) -> Result<(ModuleId, ModuleId), Refusal> {
-        let bad = |what: String| Refusal::new(StatusCode::BAD_REQUEST, "not a valid form", what);
-        let consumer = field(
-            "consumer",
-            &self.consumer,
-            "consumer@machine",
-            ModuleId::parse,
-        )
-        .map_err(bad)?;
-        let provider = field(
-            "provider",
-            &self.provider,
-            "module@machine",
-            ModuleId::parse,
-        )
-        .map_err(bad)?;
-        let from = declaration.declaration.requirements(&consumer);
-        if !from.iter().any(|(_, p)| *p == provider) {
-            return Err(bad(format!(
-                "the declaration does not say {consumer} requires anything from {provider}"
-            )));
-        }
-        Ok((consumer, provider))
+/// The consumer and the provider a form is about (fields `consumer` and
+/// `provider`), the consumer requiring from that provider as the
+/// declaration says.
+fn about(
+    consumer: &str,
+    provider: &str,
+    declaration: &ParsedDeclaration,
+) -> Result<(ModuleId, ModuleId), Refusal> {
+    let bad = |what: String| Refusal::new(StatusCode::BAD_REQUEST, "not a valid form", what);
+    let consumer = field("consumer", consumer, "consumer@machine", ModuleId::parse).map_err(bad)?;
+    let provider = field("provider", provider, "module@machine", ModuleId::parse).map_err(bad)?;
+    let from = declaration.declaration.requirements(&consumer);
+    if !from.iter().any(|(_, p)| *p == provider) {
+        return Err(bad(format!(
+            "the declaration does not say {consumer} requires anything from {provider}"
+        )));
     }
+    Ok((consumer, provider))
 }
 
 /// An acknowledgement's fields.
@@ -190,15 +182,6 @@ pub(crate) struct AckAsked {
 }
 
 impl AckAsked {
-    fn note(&self) -> NoteAsked {
-        NoteAsked {
-            consumer: self.consumer.clone(),
-            provider: self.provider.clone(),
-            text: self.reason.clone(),
-            csrf: self.csrf.clone(),
-        }
-    }
-
     /// How long it holds: one of the form's choices.
     fn lasting(&self) -> Result<Duration, Refusal> {
         let given = self.lasting.as_deref().unwrap_or_default();
@@ -222,35 +205,29 @@ impl AckAsked {
     }
 }
 
+/// Who sent a form that acts: a session that may act, the form carrying
+/// that session's own value (`given`), and that value; else the answer
+/// that says why not.
+fn sender<'v>(
+    access: &Access,
+    viewer: &'v Viewer,
+    given: Option<&str>,
+) -> Result<(&'v Who, &'v str), Refusal> {
+    let (who, csrf, cookie) = actor(viewer)?;
+    match access.csrf_matches(cookie, given.unwrap_or_default()) {
+        true => Ok((who, csrf)),
+        false => Err(stale_form()),
+    }
+}
+
 /// A form whose value is not its session's: 403 saying what to do.
-fn stale_form() -> Response {
-    refusal(
+fn stale_form() -> Refusal {
+    Refusal::new(
         StatusCode::FORBIDDEN,
         "form refused",
         "This form does not carry your session's value: it may come from before a log-out or a \
          restart of the console, or from another site. Open the page again and send it from there.",
     )
-}
-
-/// For a person: what the provider said, or why there is no answer.
-fn said(answer: &ApproveAnswer, provider: &ModuleId, timeout: Duration) -> String {
-    match answer {
-        ApproveAnswer::Replied(reply) if reply.ok => {
-            format!("done by {provider}: {}", reply.detail)
-        }
-        ApproveAnswer::Replied(reply) => format!("refused by {provider}: {}", reply.detail),
-        ApproveAnswer::NoResponders => format!(
-            "unanswered: no provider {provider} listens on the bus (is it running and connected?)"
-        ),
-        ApproveAnswer::TimedOut(_) => format!(
-            "unanswered: {provider} did not answer within {}; the request has expired, so it \
-             will not act on it",
-            humantime::format_duration(timeout)
-        ),
-        ApproveAnswer::BadReply(why) => {
-            format!("unanswered: {provider} sent a malformed reply: {why}")
-        }
-    }
 }
 
 impl Actions {
@@ -289,13 +266,10 @@ impl Actions {
         asked: &ApproveAsked,
         declaration: &ParsedDeclaration,
     ) -> Response {
-        let (who, csrf, cookie) = match actor(viewer) {
-            Ok(a) => a,
+        let (who, csrf) = match sender(access, viewer, asked.csrf.as_deref()) {
+            Ok(sent) => sent,
             Err(refused) => return refused.response(),
         };
-        if !access.csrf_matches(cookie, asked.csrf.as_deref().unwrap_or_default()) {
-            return stale_form();
-        }
         let Some(bus) = &self.bus else {
             return no_bus();
         };
@@ -320,7 +294,10 @@ impl Actions {
         let asked_at = Timestamp::now();
         let (ok, answer) =
             match approve(bus, &provider, &consumer, delete, self.timeout, asked_at).await {
-                Ok(answer) => (answer.is_done(), said(&answer, &provider, self.timeout)),
+                Ok(answer) => (
+                    answer.is_done(),
+                    answer.describe(&provider, "is it running and connected?"),
+                ),
                 Err(error) => (false, format!("not sent: {error}")),
             };
         tracing::info!(
@@ -372,7 +349,7 @@ impl Actions {
             Ok(a) => a,
             Err(refused) => return refused.response(),
         };
-        match asked.parsed(declaration) {
+        match about(&asked.consumer, &asked.provider, declaration) {
             Ok((consumer, provider)) => html(
                 StatusCode::OK,
                 &act::note_form(&consumer, &provider, MAX_NOTE_CHARS, csrf),
@@ -391,14 +368,11 @@ impl Actions {
         asked: &NoteAsked,
         declaration: &ParsedDeclaration,
     ) -> Response {
-        let (who, _, cookie) = match actor(viewer) {
-            Ok(a) => a,
+        let (who, _) = match sender(access, viewer, asked.csrf.as_deref()) {
+            Ok(sent) => sent,
             Err(refused) => return refused.response(),
         };
-        if !access.csrf_matches(cookie, asked.csrf.as_deref().unwrap_or_default()) {
-            return stale_form();
-        }
-        let (consumer, provider) = match asked.parsed(declaration) {
+        let (consumer, provider) = match about(&asked.consumer, &asked.provider, declaration) {
             Ok(p) => p,
             Err(refused) => return refused.response(),
         };
@@ -429,9 +403,7 @@ impl Actions {
             }
         }
     }
-}
 
-impl Actions {
     /// `GET /act/acknowledge`: the acknowledgement form.
     pub(crate) fn acknowledge_form(
         &self,
@@ -443,7 +415,7 @@ impl Actions {
             Ok(a) => a,
             Err(refused) => return refused.response(),
         };
-        match asked.note().parsed(declaration) {
+        match about(&asked.consumer, &asked.provider, declaration) {
             Ok((consumer, provider)) => html(
                 StatusCode::OK,
                 &act::acknowledge_form(&consumer, &provider, MAX_ACK_CHARS, csrf),
@@ -462,16 +434,11 @@ impl Actions {
         asked: &AckAsked,
         declaration: &ParsedDeclaration,
     ) -> Response {
-        let (who, _, cookie) = match actor(viewer) {
-            Ok(a) => a,
+        let (who, _) = match sender(access, viewer, asked.csrf.as_deref()) {
+            Ok(sent) => sent,
             Err(refused) => return refused.response(),
         };
-        if !access.csrf_matches(cookie, asked.csrf.as_deref().unwrap_or_default()) {
-            return stale_form();
-        }
-        let parsed = asked
-            .note()
-            .parsed(declaration)
+        let parsed = about(&asked.consumer, &asked.provider, declaration)
             .and_then(|(c, p)| Ok((c, p, asked.lasting()?)));
         let (consumer, provider, lasting) = match parsed {
             Ok(p) => p,

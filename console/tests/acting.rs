@@ -16,20 +16,6 @@ const ACTING: &str = "console_acting";
 const ANA: &str = "Ana-T0ken-5f1c";
 const BO: &str = "Bo-T0ken-77d2";
 
-/// The entries of `history --json` of `kind`.
-fn entries(mesh: &Mesh, kind: &str) -> Vec<Value> {
-    let (code, out, err) = mesh.controller(&["history", "--json"]);
-    assert_eq!(code, 0, "history: {err}");
-    let history: Value = serde_json::from_str(&out).expect("history --json is JSON");
-    history["entries"]
-        .as_array()
-        .expect("entries")
-        .iter()
-        .filter(|e| e["kind"] == kind)
-        .cloned()
-        .collect()
-}
-
 /// Whether the role `role` may log in on the provider's backend.
 fn can_login(mesh: &Mesh, role: &str) -> Option<bool> {
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -195,7 +181,7 @@ fn in_a_browser_an_approval_retires_on_the_real_provider_and_a_note_is_kept_both
         Some(true),
         "the others untouched"
     );
-    let actions = entries(&mesh, "action");
+    let actions = mesh.history_entries(&[], "action");
     assert_eq!(actions.len(), 1, "{actions:#?}");
     let action = &actions[0];
     assert_eq!(
@@ -346,7 +332,7 @@ fn in_a_browser_an_approval_retires_on_the_real_provider_and_a_note_is_kept_both
         assert!(text.contains("Nothing was sent"), "{text}");
         browser.close().await;
     });
-    let notes = entries(&mesh, "note");
+    let notes = mesh.history_entries(&[], "note");
     assert_eq!(notes.len(), 1, "{notes:#?}");
     assert_eq!(
         (&notes[0]["by"], &notes[0]["detail"]),
@@ -355,7 +341,7 @@ fn in_a_browser_an_approval_retires_on_the_real_provider_and_a_note_is_kept_both
             &Value::from("admin password reset from the vault")
         )
     );
-    let actions = entries(&mesh, "action");
+    let actions = mesh.history_entries(&[], "action");
     assert_eq!(
         actions.len(),
         2,

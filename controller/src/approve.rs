@@ -155,30 +155,14 @@ pub(crate) fn check_deletion(
 /// For a person: what the provider said, or why there is no answer
 /// (and, when nobody listens, what the declaration said of it).
 pub(crate) fn describe(answer: &ApproveAnswer, provider: &ModuleId, declared: Declared) -> String {
-    match answer {
-        ApproveAnswer::Replied(reply) if reply.ok => {
-            format!("done by {provider}: {}", reply.detail)
+    let unheard = match declared {
+        Declared::Assigned => "the declaration assigns it: is it running and connected?",
+        Declared::NotChecked => {
+            "is it running and connected? no --declaration was given, so whether it exists was \
+             not checked"
         }
-        ApproveAnswer::Replied(reply) => format!("refused by {provider}: {}", reply.detail),
-        ApproveAnswer::NoResponders => match declared {
-            Declared::Assigned => format!(
-                "unanswered: no provider {provider} listens on the bus (the declaration \
-                 assigns it: is it running and connected?)"
-            ),
-            Declared::NotChecked => format!(
-                "unanswered: no provider {provider} listens on the bus (is it running and \
-                 connected? no --declaration was given, so whether it exists was not checked)"
-            ),
-        },
-        ApproveAnswer::TimedOut(after) => format!(
-            "unanswered: {provider} did not answer within {}; the request has expired, so it \
-             will not act on it",
-            humantime::format_duration(*after)
-        ),
-        ApproveAnswer::BadReply(why) => {
-            format!("unanswered: {provider} sent a malformed reply: {why}")
-        }
-    }
+    };
+    answer.describe(provider, unheard)
 }
 
 #[cfg(test)]

@@ -26,6 +26,28 @@ impl ApproveAnswer {
     pub fn is_done(&self) -> bool {
         matches!(self, ApproveAnswer::Replied(reply) if reply.ok)
     }
+
+    /// For a person: what `provider` said, or why there is no answer;
+    /// `unheard` is what to check when nobody listens (in parentheses).
+    pub fn describe(&self, provider: &ModuleId, unheard: &str) -> String {
+        match self {
+            ApproveAnswer::Replied(reply) if reply.ok => {
+                format!("done by {provider}: {}", reply.detail)
+            }
+            ApproveAnswer::Replied(reply) => format!("refused by {provider}: {}", reply.detail),
+            ApproveAnswer::NoResponders => {
+                format!("unanswered: no provider {provider} listens on the bus ({unheard})")
+            }
+            ApproveAnswer::TimedOut(after) => format!(
+                "unanswered: {provider} did not answer within {}; the request has expired, so \
+                 it will not act on it",
+                humantime::format_duration(*after)
+            ),
+            ApproveAnswer::BadReply(why) => {
+                format!("unanswered: {provider} sent a malformed reply: {why}")
+            }
+        }
+    }
 }
 
 /// The request could not be sent at all (exit 2).

@@ -13,6 +13,22 @@ impl Mesh {
         (code == 0).then(|| serde_json::from_str(&out).expect("status --json prints JSON"))
     }
 
+    /// The entries of `history --json` (with `args`, e.g. a consumer or
+    /// `--provider P`) of `kind`, newest first.
+    pub fn history_entries(&self, args: &[&str], kind: &str) -> Vec<Value> {
+        let asked = [&["history", "--json"][..], args].concat();
+        let (code, out, err) = self.controller(&asked);
+        assert_eq!(code, 0, "history: {err}");
+        let history: Value = serde_json::from_str(&out).expect("history --json is JSON");
+        history["entries"]
+            .as_array()
+            .expect("entries")
+            .iter()
+            .filter(|e| e["kind"] == kind)
+            .cloned()
+            .collect()
+    }
+
     /// Waits until `status --json` satisfies `want`; panics with the logs otherwise.
     pub fn wait_status(&self, what: &str, want: impl Fn(&Value) -> bool) -> Value {
         let deadline = Instant::now() + WAIT;
