@@ -345,18 +345,13 @@ impl Actions {
         asked: &NoteAsked,
         declaration: &ParsedDeclaration,
     ) -> Response {
-        let (who, csrf, _) = match actor(viewer) {
-            Ok(a) => a,
-            Err(refused) => return refused.response(),
-        };
-        match about(&asked.consumer, &asked.provider, declaration) {
-            Ok((consumer, provider)) => html(
-                StatusCode::OK,
-                &act::note_form(&consumer, &provider, MAX_NOTE_CHARS, csrf),
-                Some((who, csrf)),
-            ),
-            Err(refused) => refused.response(),
-        }
+        form_about(
+            viewer,
+            &asked.consumer,
+            &asked.provider,
+            declaration,
+            |c, p, csrf| act::note_form(c, p, MAX_NOTE_CHARS, csrf),
+        )
     }
 
     /// `POST /act/note`: writes the note, then back to the consumer's page
@@ -411,18 +406,13 @@ impl Actions {
         asked: &AckAsked,
         declaration: &ParsedDeclaration,
     ) -> Response {
-        let (who, csrf, _) = match actor(viewer) {
-            Ok(a) => a,
-            Err(refused) => return refused.response(),
-        };
-        match about(&asked.consumer, &asked.provider, declaration) {
-            Ok((consumer, provider)) => html(
-                StatusCode::OK,
-                &act::acknowledge_form(&consumer, &provider, MAX_ACK_CHARS, csrf),
-                Some((who, csrf)),
-            ),
-            Err(refused) => refused.response(),
-        }
+        form_about(
+            viewer,
+            &asked.consumer,
+            &asked.provider,
+            declaration,
+            |c, p, csrf| act::acknowledge_form(c, p, MAX_ACK_CHARS, csrf),
+        )
     }
 
     /// `POST /act/acknowledge`: records who is on the consumer's problem,
@@ -485,6 +475,29 @@ impl Actions {
                 unrecorded(&error)
             }
         }
+    }
+}
+
+/// A form's page about a consumer and the provider it requires from, for
+/// a session that may act: `page` renders it with the session's value.
+fn form_about(
+    viewer: &Viewer,
+    consumer: &str,
+    provider: &str,
+    declaration: &ParsedDeclaration,
+    page: impl FnOnce(&ModuleId, &ModuleId, &str) -> Page,
+) -> Response {
+    let found = actor(viewer).and_then(|(who, csrf, _)| {
+        let (consumer, provider) = about(consumer, provider, declaration)?;
+        Ok((who, csrf, consumer, provider))
+    });
+    match found {
+        Ok((who, csrf, consumer, provider)) => html(
+            StatusCode::OK,
+            &page(&consumer, &provider, csrf),
+            Some((who, csrf)),
+        ),
+        Err(refused) => refused.response(),
     }
 }
 
