@@ -467,15 +467,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let script = dir.path().join("kc.sh");
         let out = dir.path().join("seen");
-        std::fs::write(
-            &script,
-            format!(
+        write_script(&script, &format!(
                 "#!/bin/sh\nprintf '%s %s %s %s' \"$MESH_BOOTSTRAP_ADMIN_USER\" \"$MESH_BOOTSTRAP_ADMIN_PASSWORD\" \"$KC_HTTP_MANAGEMENT_PORT\" \"$PATH\" > {}\n",
                 out.display()
-            ),
-        )
-        .unwrap();
-        set_executable(&script);
+            ));
         let temp = TempAdmin::random();
         Bootstrap::new(&process(script, None), &temp)
             .run(Duration::from_secs(20))
@@ -507,12 +502,7 @@ mod tests {
     async fn output_is_counted_not_kept() {
         let dir = tempfile::tempdir().unwrap();
         let script = dir.path().join("runtime");
-        std::fs::write(
-            &script,
-            "#!/bin/sh\necho \"password is $MESH_BOOTSTRAP_ADMIN_PASSWORD\"\necho oops >&2\nexit 3\n",
-        )
-        .unwrap();
-        set_executable(&script);
+        write_script(&script, "#!/bin/sh\necho \"password is $MESH_BOOTSTRAP_ADMIN_PASSWORD\"\necho oops >&2\nexit 3\n");
         let temp = TempAdmin::random();
         let command = Bootstrap::new(&container(ContainerCli::Path(script)), &temp);
         let error = command.run(Duration::from_secs(20)).await.unwrap_err();
@@ -527,11 +517,13 @@ mod tests {
     async fn a_runtime_that_hangs_is_killed() {
         let dir = tempfile::tempdir().unwrap();
         let script = dir.path().join("runtime");
-        std::fs::write(&script, "#!/bin/sh\nexec sleep 30\n").unwrap();
-        set_executable(&script);
+        write_script(&script, "#!/bin/sh\nexec sleep 30\n");
         let command = Bootstrap::new(&container(ContainerCli::Path(script)), &TempAdmin::random());
         let error = command.run(Duration::from_millis(300)).await.unwrap_err();
-        assert!(matches!(error, BootstrapError::TimedOut { .. }), "{error}");
+        assert!(
+            matches!(error, BootstrapError::TimedOut { .. }),
+            "{error:?}"
+        );
         let missing = Bootstrap::new(
             &process(dir.path().join("none"), None),
             &TempAdmin::random(),
@@ -540,8 +532,32 @@ mod tests {
         assert!(matches!(error, BootstrapError::Spawn { .. }), "{error}");
     }
 
-    fn set_executable(path: &std::path::Path) {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    /// Writes the executable script `path` holding `text`. A `sh` child
+    /// writes it, not this process: a file this process held open for
+    /// writing is inherited by a child another test thread forks meanwhile,
+    /// and running the script before that child's exec closes it fails with
+    /// `Text file busy` (ETXTBSY), as mesh-provide's tests found
+    /// (provide/tests/common). A clean-clone CI run got `cannot run` here in
+    /// `a_runtime_that_hangs_is_killed`; the error's source was not printed,
+    /// and now is.
+    fn write_script(path: &std::path::Path, text: &str) {
+        use std::io::Write;
+        let mut writer = std::process::Command::new("/bin/sh")
+            .arg("-c")
+            .arg("cat > \"$0\" && chmod 0755 \"$0\"")
+            .arg(path)
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .expect("starting sh to write a script");
+        writer
+            .stdin
+            .take()
+            .expect("its stdin")
+            .write_all(text.as_bytes())
+            .expect("writing the script");
+        assert!(
+            writer.wait().expect("sh ends").success(),
+            "writing {path:?}"
+        );
     }
 }
