@@ -764,9 +764,9 @@ check_package() {
   [ -z "$failed" ]
 }
 
-# Test binaries that start a Keycloak (a JVM that takes a core to boot): run
-# one after another in a lane of their own, beside the others.
-MESH_TESTS_ONE_AT_A_TIME="mesh-provider-identity/live_repair mesh-provider-identity/live mesh/identity"
+# The test binary that starts a Keycloak (a JVM that takes a core to boot;
+# every Keycloak test shares its one server): a lane of its own, beside the others.
+MESH_TESTS_ONE_AT_A_TIME="mesh-provider-identity/keycloak"
 
 # The longest of the others (a minute or more each, measured), started first
 # so that no lane is left with a long one at the end.

@@ -9,7 +9,7 @@
 //! `kc.sh bootstrap-admin user` does; the fake container runtime calls it.
 //!
 //! # Checked against a real Keycloak 26.5.6
-//! `tests/live.rs` and `tests/live_repair.rs` run the provider against a
+//! `tests/keycloak/` (clients.rs, repair.rs) runs the provider against a
 //! real server (`kc.sh start --optimized` on PostgreSQL). What they
 //! showed, and how the fake follows:
 //! - A client-credentials login is refused with 401 and, by cause:

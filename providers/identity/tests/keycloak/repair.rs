@@ -1,9 +1,6 @@
-//! The `admin-refused` repair against a real Keycloak 26 (`kc.sh start
-//! --optimized` on a private PostgreSQL, from the distribution
-//! `scripts/lib.sh`'s `ensure_keycloak` fetched and built), with the
-//! process runtime: the repair runs that distribution's own `kc.sh
-//! bootstrap-admin` on this host, beside the live server. Without a
-//! distribution every test says `SKIPPED: no Keycloak (...)` and passes.
+//! The `admin-refused` repair against the real Keycloak, with the process
+//! runtime: the repair runs the distribution's own `kc.sh bootstrap-admin`
+//! on this host, beside the live server.
 //!
 //! Each test uses its own administrator of realm `master` (never the
 //! server's first one), and the tests take turns ([`TURN`]): they change
@@ -19,10 +16,9 @@ use mesh_sdk::testing::{self, LogCapture, Outbox, Runner, Settings};
 use mesh_sdk::testing::{BrakeRules, RepairRules};
 use mesh_sdk::{Class, Consumer, Name, Probe, Provisioner, Repair, Secret};
 use mesh_test_support::{CmdlineScan, KeycloakServer};
-use serde_json::{json, Value};
 
-/// One test at a time: they change realm `master` for everyone.
-static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+use crate::TURN;
+use serde_json::{json, Value};
 
 /// Bound of one `kc.sh bootstrap-admin` (a JVM start; ~8 s seen on two cores).
 const BOOTSTRAP: Duration = Duration::from_secs(150);

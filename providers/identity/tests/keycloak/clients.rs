@@ -1,8 +1,5 @@
-//! The provider against a real Keycloak (`kc.sh start-dev` of the
-//! distribution `scripts/lib.sh`'s `ensure_keycloak` fetched): one server
-//! for this binary, a realm per test, the provider's own
-//! [`Provisioner`] code paths. Without a distribution every test says
-//! `SKIPPED: no Keycloak (...)` and passes.
+//! The provider against the real Keycloak: a realm per test, the
+//! provider's own [`Provisioner`] code paths.
 //!
 //! What these tests showed of Keycloak 26.5.6 is written in the fake's
 //! module docs (`tests/scenarios/fake_keycloak.rs`).

@@ -2,8 +2,7 @@
 //! --optimized` on a private PostgreSQL): `mesh-identity` on the bus, the
 //! controller following, and the `admin-refused` repair through the
 //! distribution's own `kc.sh bootstrap-admin` on this host (`--kc-sh`, the
-//! server's database settings in the provider's environment). Without a
-//! Keycloak distribution the test says `SKIPPED: no Keycloak (...)`.
+//! server's database settings in the provider's environment).
 
 use std::ffi::OsString;
 use std::time::{Duration, Instant};
@@ -11,6 +10,8 @@ use std::time::{Duration, Instant};
 use mesh_test_support::mesh::{all_well, failing, Mesh, Options};
 use mesh_test_support::{CmdlineScan, KeycloakServer};
 use serde_json::{json, Value};
+
+use crate::TURN;
 
 /// How long a step of this test may take: a `kc.sh bootstrap-admin` is a
 /// JVM start (about 8 s alone, much more on a loaded machine).
@@ -62,6 +63,9 @@ fn a_refused_keycloak_administrator_is_said_then_repaired_and_status_is_all_well
         .enable_all()
         .build()
         .unwrap();
+    // It repairs an administrator of realm `master` and counts the repair's
+    // temporary ones there.
+    let _turn = rt.block_on(TURN.lock());
     let realm = rt.block_on(kc.new_realm("e2e"));
     let (admin, password, admin_id) = rt.block_on(kc.new_master_admin("mesh-admin"));
     let mut mesh = Mesh::with(Options {
