@@ -18,7 +18,7 @@ use mesh_status::render::html::{
 use mesh_status::render::why::lines as why_lines;
 use mesh_status::report::history::{entries, summaries, window_start};
 use mesh_status::report::why::{why, WhyInput};
-use mesh_status::report::{self, Clock, Head, Listed, Recurrences, Scope};
+use mesh_status::report::{self, Clock, Head, Listed, Scope};
 use mesh_status::store::{HistoryFilter, Order, StatusFilter};
 
 use mesh_pg_store::{PgError, PgStore};
@@ -227,7 +227,7 @@ impl Pages {
         let mut read = store.read_status(&filter).await?;
         let window = self.settings.recurrence_window;
         read.count_repairs(now, window).await?;
-        let recurrences = Recurrences::new(read.recoveries(now, window).await?, window);
+        let recurrences = read.recurrences(now, window).await?;
         let alive = read.alive.clone();
         let facts = read.facts();
         let head = report::head(&self.declaration, scope, facts, &clock);

@@ -333,3 +333,115 @@ async fn a_capped_listing_lists_the_first_of_each_provider_and_class_and_counts_
     assert!(read.next().await.unwrap().is_none());
     read.finish().await.unwrap();
 }
+
+/// A person's acknowledgement of `p@db-1`'s standing for `consumer` on
+/// `machine`, said at `at`, holding until `until`.
+async fn acknowledge(
+    admin: &tokio_postgres::Client,
+    consumer: &str,
+    machine: &str,
+    at: &str,
+    until: &str,
+    reason: &str,
+) {
+    admin
+        .execute(
+            "INSERT INTO history (kind, at, provider_module, provider_machine, consumer,
+                 consumer_machine, reason, detail, by_name, done, until)
+             VALUES ('action', $1::text::timestamptz, 'p', 'db-1', $2, $3, 'acknowledge', $4,
+                 'ana', true, $5::text::timestamptz)",
+            &[&at, &consumer, &machine, &reason, &until],
+        )
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn the_acknowledgements_that_hold_are_read_with_the_recurrences() {
+    let pg = PgCluster::start();
+    let (mut store, admin) = store(&pg, "acknowledged").await;
+    let current = "2026-11-29T11:00:00Z";
+    for consumer in ["held", "ended", "other-machine", "none"] {
+        failing(&admin, consumer, "unreachable", current, None).await;
+    }
+    // Two that hold: the newer is said.
+    acknowledge(
+        &admin,
+        "held",
+        "app-1",
+        "2026-11-29T11:05:00Z",
+        "2026-11-29T15:00:00Z",
+        "older",
+    )
+    .await;
+    acknowledge(
+        &admin,
+        "held",
+        "app-1",
+        "2026-11-29T11:30:00Z",
+        "2026-11-29T13:00:00Z",
+        "restoring",
+    )
+    .await;
+    // One that ended before now.
+    acknowledge(
+        &admin,
+        "ended",
+        "app-1",
+        "2026-11-29T10:00:00Z",
+        "2026-11-29T11:59:59Z",
+        "over",
+    )
+    .await;
+    // One of the same name on another machine.
+    acknowledge(
+        &admin,
+        "other-machine",
+        "app-2",
+        "2026-11-29T11:05:00Z",
+        "2026-11-29T15:00:00Z",
+        "not this one",
+    )
+    .await;
+    // Another provider's action kinds are not acknowledgements.
+    admin
+        .execute(
+            "INSERT INTO history (kind, at, provider_module, provider_machine, consumer,
+                 consumer_machine, reason, detail, by_name, done)
+             VALUES ('action', $1::text::timestamptz, 'p', 'db-1', 'none', 'app-1', 'approve',
+                 'retired', 'ana', true)",
+            &[&"2026-11-29T11:10:00Z"],
+        )
+        .await
+        .unwrap();
+
+    let mut read = store.read_status(&filter(None)).await.unwrap();
+    let recurrences = read.recurrences(ts(NOW), WEEK).await.unwrap();
+    let mut said = Vec::new();
+    while let Some(row) = read.next().await.unwrap() {
+        let ack =
+            recurrences.acknowledged(&row.provider, &row.consumer, row.consumer_machine.as_ref());
+        said.push((
+            row.consumer.to_string(),
+            ack.map(|a| (a.reason, a.by, a.until)),
+        ));
+    }
+    read.finish().await.unwrap();
+    said.sort();
+    assert_eq!(
+        said,
+        [
+            ("ended".to_owned(), None),
+            (
+                "held".to_owned(),
+                Some((
+                    "restoring".to_owned(),
+                    "ana".to_owned(),
+                    ts("2026-11-29T13:00:00Z")
+                ))
+            ),
+            ("none".to_owned(), None),
+            ("other-machine".to_owned(), None),
+        ]
+    );
+}

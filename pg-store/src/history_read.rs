@@ -16,8 +16,8 @@ use super::rows::{decoded, optional_decoded, optional_time, time, ReadError};
 use super::PgError;
 use mesh_status::model::history::{Recoveries, RepairsDone, Transition};
 use mesh_status::model::reduce::Place;
-use mesh_status::model::NoteRow;
-use mesh_status::report::history::{window_start, FLAPPING_WITHIN};
+use mesh_status::model::{AckRow, NoteRow};
+use mesh_status::report::history::{window_start, Recurrences, FLAPPING_WITHIN};
 use mesh_status::store::HistoryFilter;
 
 /// The columns a transition is read from, in [`transition_row`]'s order.
@@ -122,6 +122,17 @@ GROUP BY provider_module, provider_machine, consumer
 HAVING count(*) FILTER (WHERE ended) > 0"
     )
 }
+
+/// The acknowledgements that hold at `$1` (their `until` after it) of
+/// the providers in scope (`$2`, `module@machine`; `$3` a machine, `$4` a
+/// consumer, each null when not asked). Few rows: people write them.
+const ACKNOWLEDGED: &str = "
+SELECT provider_module, provider_machine, consumer, consumer_machine, detail, by_name, at, until
+FROM history
+WHERE kind = 'action' AND reason = 'acknowledge' AND until > $1
+  AND provider_module || '@' || provider_machine = ANY($2::text[])
+  AND ($3::text IS NULL OR provider_machine = $3 OR consumer_machine = $3)
+  AND ($4::text IS NULL OR consumer = $4)";
 
 /// The repairs done within the window (`$3` on) per fault of the
 /// providers in scope.
@@ -334,6 +345,42 @@ impl StatusRead {
         self.bounded(work).await
     }
 
+    /// In the read's snapshot: the history of the standings this read
+    /// lists, as the listing reads it for each ([`Recurrences::of`],
+    /// [`Recurrences::acknowledged`]): their recoveries within `window`
+    /// before `now` ([`StatusRead::recoveries`]) and the acknowledgements
+    /// that hold ([`StatusRead::acknowledgements`]).
+    ///
+    /// # Errors
+    /// [`PgError`] as those two.
+    pub async fn recurrences(
+        &mut self,
+        now: Timestamp,
+        window: Duration,
+    ) -> Result<Recurrences, PgError> {
+        let counted = self.recoveries(now, window).await?;
+        let acks = self.acknowledgements(now).await?;
+        Ok(Recurrences::new(counted, window).with_acknowledgements(acks))
+    }
+
+    /// In the read's snapshot: the acknowledgements that hold at `now` of
+    /// the standings in scope, for [`mesh_status::report::Recurrences`]
+    /// (`with_acknowledgements`).
+    ///
+    /// # Errors
+    /// [`PgError`] when the store breaks off, does not answer in time, or
+    /// holds a value this release cannot read.
+    pub async fn acknowledgements(&mut self, now: Timestamp) -> Result<Vec<AckRow>, PgError> {
+        let now = now.system_time();
+        let params: [&(dyn ToSql + Sync); 4] =
+            [&now, &self.providers, &self.machine, &self.consumer];
+        let work = async {
+            let rows = self.client.query(ACKNOWLEDGED, &params).await?;
+            rows.iter().map(ack_row).collect::<Result<Vec<_>, _>>()
+        };
+        self.bounded(work).await
+    }
+
     /// A statement of this read, bounded by [`STATEMENT_TIMEOUT`].
     async fn bounded<T>(
         &self,
@@ -373,5 +420,20 @@ fn recoveries_row(row: &Row) -> Result<Recoveries, ReadError> {
             }),
             (None, _) => None,
         },
+    })
+}
+
+fn ack_row(row: &Row) -> Result<AckRow, ReadError> {
+    Ok(AckRow {
+        provider: ModuleId::new(
+            decoded::<Name>(row, 0, "history.provider_module")?,
+            decoded::<Name>(row, 1, "history.provider_machine")?,
+        ),
+        consumer: decoded(row, 2, "history.consumer")?,
+        consumer_machine: decoded(row, 3, "history.consumer_machine")?,
+        reason: row.try_get::<_, Option<String>>(4)?.unwrap_or_default(),
+        by: row.try_get::<_, Option<String>>(5)?.unwrap_or_default(),
+        at: time(row, 6)?,
+        until: time(row, 7)?,
     })
 }

@@ -19,7 +19,7 @@ use mesh_runtime::nats::approve;
 use mesh_status::model::ParsedDeclaration;
 use mesh_status::render::human::next_steps;
 use mesh_status::render::{listing, series};
-use mesh_status::report::{self, Clock, Recurrences, Scope};
+use mesh_status::report::{self, Clock, Scope};
 use mesh_status::store::{HistoryFilter, Order};
 use mesh_status::{LinkSettings, LinkState};
 
@@ -401,11 +401,10 @@ async fn status(
     let mut listing = listing(report.json);
     listing.head(io.out, &head).map_err(CliError::Output)?;
     // The sentence is out; the standings' history comes before the first.
-    let counted = read
-        .recoveries(io.now, window)
+    let recurrences = read
+        .recurrences(io.now, window)
         .await
         .map_err(CliError::Read)?;
-    let recurrences = Recurrences::new(counted, window);
     while let Some(row) = read.next().await.map_err(CliError::Read)? {
         let standing = report::recurring_standing(row, &clock, &recurrences);
         listing

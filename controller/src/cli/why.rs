@@ -10,7 +10,7 @@ use mesh_status::model::ParsedDeclaration;
 use mesh_status::render::why::{human, json};
 use mesh_status::report::history::{entries, window_start};
 use mesh_status::report::why::{why, WhyInput};
-use mesh_status::report::{self, Clock, Recurrences, Scope};
+use mesh_status::report::{self, Clock, Scope};
 use mesh_status::store::{HistoryFilter, Order};
 
 use super::error::CliError;
@@ -86,10 +86,10 @@ pub(super) async fn run(
         .await
         .map_err(CliError::Read)?;
     let head = report::head(&declaration, &Scope::All, read.facts(), &clock);
-    let recurrences = Recurrences::new(
-        read.recoveries(now, window).await.map_err(CliError::Read)?,
-        window,
-    );
+    let recurrences = read
+        .recurrences(now, window)
+        .await
+        .map_err(CliError::Read)?;
     let mut standings = Vec::new();
     while let Some(row) = read.next().await.map_err(CliError::Read)? {
         standings.push(report::recurring_standing(row, &clock, &recurrences));

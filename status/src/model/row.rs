@@ -356,6 +356,32 @@ pub struct NoteRow {
     pub by: String,
 }
 
+/// An acknowledgement that still holds: a person said a provider's
+/// standing for a consumer is being worked on, why, and until when. It
+/// changes no verdict; every surface that lists the standing says it
+/// beside the problem. Its JSON is the `acknowledged` member of a
+/// `status --json` failing entry.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct AckRow {
+    /// The standing's provider (not written: the entry names it).
+    #[serde(skip)]
+    pub provider: ModuleId,
+    /// Its consumer (not written).
+    #[serde(skip)]
+    pub consumer: Name,
+    /// The consumer's machine (not written).
+    #[serde(skip)]
+    pub consumer_machine: Name,
+    /// Why: what is being done.
+    pub reason: String,
+    /// Who said it (the console session's name).
+    pub by: String,
+    /// When it was said.
+    pub at: Timestamp,
+    /// When it ends.
+    pub until: Timestamp,
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -15,6 +15,7 @@ use std::time::Duration;
 use mesh_protocol::Name;
 
 use super::Listing;
+use crate::model::AckRow;
 use crate::report::group::{Group, Grouper, Line};
 use crate::report::history::{duration_text, ordinal, window_text};
 use crate::report::{runbook, Controller, Head, Listed, Problem, Recurrence};
@@ -91,7 +92,21 @@ fn one(out: &mut dyn Write, s: &Listed) -> io::Result<()> {
     if let Some(again) = &s.recurrence {
         write!(out, " ({})", recurrence(again))?;
     }
+    if let Some(ack) = &s.acknowledged {
+        write!(out, " [{}]", acknowledgement(ack))?;
+    }
     writeln!(out, ": {}", one_line(&r.error))
+}
+
+/// `being worked on: "restoring the dump" — ana, until 2026-12-05T21:00:00Z`:
+/// an acknowledgement that holds, said beside the problem it leaves standing.
+pub fn acknowledgement(a: &AckRow) -> String {
+    format!(
+        "being worked on: \"{}\" — {}, until {}",
+        one_line(&a.reason),
+        one_line(&a.by),
+        a.until
+    )
 }
 
 /// `3rd time in 7 days; last 2026-11-27, credentials-rejected, 21 h 28 min; last
@@ -144,6 +159,9 @@ fn many(out: &mut dyn Write, g: &Group) -> io::Result<()> {
             " ({} of them failing again within the recurrence window)",
             g.recurring
         )?;
+    }
+    if g.acknowledged > 0 {
+        write!(out, " ({} of them being worked on)", g.acknowledged)?;
     }
     write!(out, ": \"{}\" — {}", one_line(error), g.names.join(", "))?;
     let rest = g.count - u64::try_from(g.names.len()).unwrap_or(g.count);
@@ -373,11 +391,13 @@ mod tests {
                 row,
                 silent_for_seconds: Some(4200),
                 recurrence: None,
+                acknowledged: None,
             },
             Listed {
                 row: once,
                 silent_for_seconds: None,
                 recurrence: None,
+                acknowledged: None,
             },
         ];
         let mut out = Vec::new();
@@ -420,6 +440,20 @@ mod tests {
             },
             silent_for_seconds: silent.then_some(2000),
             recurrence: None,
+            acknowledged: None,
+        }
+    }
+
+    /// An acknowledgement of postgres@db-1's standing for `consumer`.
+    fn ack(consumer: &str) -> crate::model::AckRow {
+        crate::model::AckRow {
+            provider: id("postgres@db-1"),
+            consumer: Name::parse(consumer).unwrap(),
+            consumer_machine: Name::parse("app-1").unwrap(),
+            reason: "restoring\nthe dump".into(),
+            by: "ana".into(),
+            at: ts("2026-10-05T00:10:00Z"),
+            until: ts("2026-10-05T04:00:00Z"),
         }
     }
 
@@ -571,6 +605,10 @@ mod tests {
         standings.push(failing("postgres@db-1", "d", "timed out", false));
         standings.push(failing("postgres@db-2", "e", "timed out", false));
         standings.push(failing("postgres@db-2", "f", "timed out", false));
+        // An acknowledgement is said on the line it leaves standing, and
+        // counted on a group's.
+        standings[12].acknowledged = Some(ack("d"));
+        standings[13].acknowledged = Some(ack("e"));
         let mut out = Vec::new();
         let head = head_of("not all well: 15 consumers failing");
         write_all(&mut Human::default(), &mut out, &head, &standings).unwrap();
@@ -584,8 +622,10 @@ mod tests {
                  refused\" — c00@app-1, c01@app-1, c02@app-1, c03@app-1, c04@app-1, c05@app-1, \
                  c06@app-1, c07@app-1, c08@app-1, c09@app-1, … (and 2 more)",
                 "  postgres@db-1 fails d@app-1 (postgres-database): unreachable since \
-                 2026-10-05T00:04:00Z, 3 attempts, said 2026-10-05T00:09:00Z: timed out",
-                "  postgres@db-2 fails 2 consumers unreachable: \"timed out\" — e@app-1, f@app-1",
+                 2026-10-05T00:04:00Z, 3 attempts, said 2026-10-05T00:09:00Z [being worked on: \
+                 \"restoring the dump\" — ana, until 2026-10-05T04:00:00Z]: timed out",
+                "  postgres@db-2 fails 2 consumers unreachable (1 of them being worked on): \
+                 \"timed out\" — e@app-1, f@app-1",
             ]
         );
     }

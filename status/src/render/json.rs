@@ -166,6 +166,7 @@ mod tests {
             },
             silent_for_seconds: None,
             recurrence: None,
+            acknowledged: None,
         }
     }
 
@@ -281,5 +282,28 @@ mod tests {
         let (_, json) = render(&head(None, vec![]), &[standing(), standing(), standing()]);
         assert_eq!(json["failing"].as_array().unwrap().len(), 3);
         assert!(json.get("machine").is_none() && json.get("declaration_errors").is_none());
+    }
+
+    #[test]
+    fn an_acknowledgement_is_said_beside_the_standing_and_changes_no_verdict() {
+        let mut acked = standing();
+        acked.acknowledged = Some(crate::model::AckRow {
+            provider: id("postgres@db-1"),
+            consumer: Name::parse("forge").unwrap(),
+            consumer_machine: Name::parse("app-1").unwrap(),
+            reason: "restoring the dump".into(),
+            by: "ana".into(),
+            at: ts("2026-10-05T00:10:00Z"),
+            until: ts("2026-10-05T04:00:00Z"),
+        });
+        let (_, json) = render(&head(None, vec![]), &[acked]);
+        assert_eq!(json["all_well"], false);
+        assert_eq!(
+            json["failing"][0]["acknowledged"],
+            serde_json::json!({"reason": "restoring the dump", "by": "ana",
+                "at": "2026-10-05T00:10:00Z", "until": "2026-10-05T04:00:00Z"})
+        );
+        let (_, json) = render(&head(None, vec![]), &[standing()]);
+        assert!(json["failing"][0].get("acknowledged").is_none(), "{json}");
     }
 }

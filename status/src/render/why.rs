@@ -5,7 +5,7 @@ use std::io::{self, Write};
 use mesh_protocol::Timestamp;
 use serde::Serialize;
 
-use super::human::{one_line, recurrence};
+use super::human::{acknowledgement, one_line, recurrence};
 use crate::report::history::{duration_text, HistoryEntry};
 use crate::report::why::{ago, Why, WhyVerdict};
 use crate::report::{runbook, Listed, ProblemEntry};
@@ -71,6 +71,15 @@ pub fn lines(why: &Why, now: Timestamp) -> WhyLines {
     for p in &why.problems {
         if why.verdict != WhyVerdict::Problem(p.clone()) {
             lines.push(one_line(&p.line()).into_owned());
+        }
+    }
+    for s in &why.standings {
+        if let Some(ack) = &s.acknowledged {
+            lines.push(format!(
+                "{}: {}",
+                s.row.provider,
+                one_line(&acknowledgement(ack))
+            ));
         }
     }
     for (provision, provider, heard) in &why.providers {
@@ -240,6 +249,7 @@ mod tests {
             },
             silent_for_seconds: None,
             recurrence: None,
+            acknowledged: None,
         };
         let h = head(vec![], false);
         let w = why(&WhyInput {
@@ -274,6 +284,34 @@ mod tests {
         assert_eq!(v["runbook"], "class-credentials-rejected");
         assert_eq!(v["failing"][0]["class"], "credentials-rejected");
         assert_eq!(v["providers"][0]["heard"], true);
+
+        // Acknowledged: said as a line of its own; the verdict stands.
+        let mut acked = standing.clone();
+        acked.acknowledged = Some(crate::model::AckRow {
+            provider: id("postgres@db-1"),
+            consumer: Name::parse("forge").unwrap(),
+            consumer_machine: Name::parse("app-1").unwrap(),
+            reason: "resetting the admin password".into(),
+            by: "ana".into(),
+            at: ts("2026-10-05T00:09:30Z"),
+            until: ts("2026-10-05T04:00:00Z"),
+        });
+        let w = why(&WhyInput {
+            consumer: &forge,
+            requires: &requires,
+            head: &h,
+            standings: std::slice::from_ref(&acked),
+            history: &[],
+        });
+        assert!(!w.well());
+        let said = self::text(&w);
+        let lines: Vec<&str> = said.lines().collect();
+        assert!(lines[0].starts_with("forge@app-1: failing: "), "{said}");
+        assert_eq!(
+            lines[1],
+            "  postgres@db-1: being worked on: \"resetting the admin password\" — ana, until \
+             2026-10-05T04:00:00Z"
+        );
     }
 
     #[test]

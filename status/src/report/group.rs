@@ -29,6 +29,8 @@ pub struct Group {
     pub silent: u64,
     /// Of which failing again within the recurrence window.
     pub recurring: u64,
+    /// Of which a person acknowledged (being worked on).
+    pub acknowledged: u64,
 }
 
 impl Group {
@@ -38,6 +40,7 @@ impl Group {
             count: 1,
             silent: u64::from(first.silent_for_seconds.is_some()),
             recurring: u64::from(first.recurrence.is_some()),
+            acknowledged: u64::from(first.acknowledged.is_some()),
             first,
         }
     }
@@ -46,6 +49,7 @@ impl Group {
         self.count += 1;
         self.silent += u64::from(s.silent_for_seconds.is_some());
         self.recurring += u64::from(s.recurrence.is_some());
+        self.acknowledged += u64::from(s.acknowledged.is_some());
         if self.names.len() < GROUP_NAMES {
             self.names.push(name(s));
         }
@@ -134,6 +138,7 @@ mod tests {
             },
             silent_for_seconds: (consumer == "c3").then_some(2000),
             recurrence: None,
+            acknowledged: None,
         }
     }
 

@@ -30,7 +30,7 @@ use mesh_protocol::{Class, ModuleId, Name, Timestamp};
 use serde::Serialize;
 
 use crate::model::history::{Change, Recoveries, Transition};
-use crate::model::NoteRow;
+use crate::model::{AckRow, NoteRow};
 
 /// The default `--recurrence-window` of `status`: 7 days.
 pub const DEFAULT_RECURRENCE_WINDOW: Duration = Duration::from_secs(7 * 24 * 3600);
@@ -479,6 +479,7 @@ pub fn recurrence(r: &Recoveries, window: Duration) -> Recurrence {
 pub struct Recurrences {
     by_key: HashMap<(ModuleId, Name), Recoveries>,
     window: Duration,
+    acknowledged: HashMap<(ModuleId, Name), Vec<AckRow>>,
 }
 
 impl Recurrences {
@@ -488,7 +489,39 @@ impl Recurrences {
             .into_iter()
             .map(|r| ((r.provider.clone(), r.consumer.clone()), r))
             .collect();
-        Recurrences { by_key, window }
+        Recurrences {
+            by_key,
+            window,
+            acknowledged: HashMap::new(),
+        }
+    }
+
+    /// With the acknowledgements that still hold.
+    pub fn with_acknowledgements(mut self, acks: Vec<AckRow>) -> Recurrences {
+        for ack in acks {
+            self.acknowledged
+                .entry((ack.provider.clone(), ack.consumer.clone()))
+                .or_default()
+                .push(ack);
+        }
+        self
+    }
+
+    /// The newest acknowledgement that holds of `provider`'s standing for
+    /// `consumer` on `machine` (on any machine when the standing does not
+    /// say its consumer's, as events older than that field do not).
+    pub fn acknowledged(
+        &self,
+        provider: &ModuleId,
+        consumer: &Name,
+        machine: Option<&Name>,
+    ) -> Option<AckRow> {
+        self.acknowledged
+            .get(&(provider.clone(), consumer.clone()))?
+            .iter()
+            .filter(|a| machine.is_none_or(|m| *m == a.consumer_machine))
+            .max_by_key(|a| a.at)
+            .cloned()
     }
 
     /// The recurrence of `provider`'s standing for `consumer`, `None` for

@@ -63,7 +63,7 @@ use serde::Serialize;
 
 use crate::model::row::provider_members;
 use crate::model::{
-    AliveRow, ControllerRecord, FailingRow, ParsedDeclaration, RepairRow, RetiredRow,
+    AckRow, AliveRow, ControllerRecord, FailingRow, ParsedDeclaration, RepairRow, RetiredRow,
 };
 use crate::store::{Order, StatusFilter};
 
@@ -124,6 +124,11 @@ pub struct Listed {
     /// when history was not read).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recurrence: Option<Recurrence>,
+    /// A person said it is being worked on, until a time not yet come
+    /// (absent when not, or when history was not read). It changes no
+    /// verdict.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub acknowledged: Option<AckRow>,
 }
 
 /// A provider assigned in scope that is not heard from. Its JSON is the
@@ -425,6 +430,7 @@ pub fn standing(row: FailingRow, clock: &Clock) -> Listed {
         silent_for_seconds: silent_for(row.said_at, clock),
         row,
         recurrence: None,
+        acknowledged: None,
     }
 }
 
@@ -432,8 +438,11 @@ pub fn standing(row: FailingRow, clock: &Clock) -> Listed {
 /// from the history of the standings in scope.
 pub fn recurring_standing(row: FailingRow, clock: &Clock, history: &Recurrences) -> Listed {
     let recurrence = history.of(&row.provider, &row.consumer);
+    let acknowledged =
+        history.acknowledged(&row.provider, &row.consumer, row.consumer_machine.as_ref());
     Listed {
         recurrence,
+        acknowledged,
         ..standing(row, clock)
     }
 }

@@ -219,6 +219,7 @@ mod tests {
             },
             silent_for_seconds: None,
             recurrence: None,
+            acknowledged: None,
         }
     }
 

@@ -36,6 +36,8 @@
   }
   // Times say how long ago they are (the page wrote it when rendered):
   // kept true while the page stays open, the local time beside UTC on hover.
+  // To the minute as the page wrote them: down for a time past, up for one
+  // to come.
   function span(seconds) {
     var d = Math.floor(seconds / 86400), h = Math.floor(seconds % 86400 / 3600),
       m = Math.floor(seconds % 3600 / 60);
@@ -52,7 +54,7 @@
       if (isNaN(at)) { continue; }
       var ago = Math.round((now - at) / 1000), past = ago >= 0, s = Math.abs(ago);
       all[i].textContent = s < 60 ? (past ? "under a minute ago" : "in under a minute")
-        : (past ? span(s) + " ago" : "in " + span(s));
+        : (past ? span(s) + " ago" : "in " + span(Math.ceil(s / 60) * 60));
       var utc = all[i].getAttribute("data-utc") || all[i].title;
       all[i].setAttribute("data-utc", utc);
       all[i].title = new Date(at).toLocaleString() + " (" + utc + ")";

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use mesh_protocol::{ModuleId, Name, Timestamp};
 
 use super::mesh::standing_item;
-use super::{consumer_path, escape, link, provider_path, time};
+use super::{consumer_path, escape, link, provider_path};
 use crate::model::AliveRow;
 use crate::render::history::{line, summary_line};
 use crate::render::why::WhyLines;
@@ -267,11 +267,13 @@ fn acknowledged(entries: &[HistoryEntry], now: Timestamp) -> Option<String> {
         .filter(|e| e.until.is_some_and(|u| u > now))
         .max_by_key(|e| e.from)?;
     Some(format!(
-        "<p class=\"ack\"><span class=\"mark\" aria-hidden=\"true\">◷</span> being worked \
-         on: \"{}\" — {}, until {}</p>\n",
-        escape(ack.detail.as_deref().unwrap_or("")),
-        escape(ack.by.as_deref().unwrap_or("?")),
-        time(ack.until?, now)
+        "<p class=\"ack\">{}</p>\n",
+        super::mesh::being_worked_on(
+            ack.detail.as_deref().unwrap_or(""),
+            ack.by.as_deref().unwrap_or("?"),
+            ack.until?,
+            now
+        )
     ))
 }
 

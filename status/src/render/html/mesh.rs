@@ -98,12 +98,33 @@ pub(crate) fn standing_item(s: &Listed, now: Timestamp, linked: bool) -> String 
             escape(&recurrence(again))
         );
     }
+    // On the consumer's own page it is said under its provider.
+    if let Some(ack) = s.acknowledged.as_ref().filter(|_| linked) {
+        let _ = write!(
+            item,
+            "<br><span class=\"ack\">{}</span>",
+            being_worked_on(&ack.reason, &ack.by, ack.until, now)
+        );
+    }
     let _ = writeln!(
         item,
         "<br><span class=\"error\">{}</span></li>",
         escape(&r.error)
     );
     item
+}
+
+/// `◷ being worked on: "…" — ana, until in 3 h`: an acknowledgement that
+/// holds, said beside the problem it leaves standing (on the lists, and on
+/// the consumer's page under its provider).
+pub(crate) fn being_worked_on(reason: &str, by: &str, until: Timestamp, now: Timestamp) -> String {
+    format!(
+        "<span class=\"mark\" aria-hidden=\"true\">◷</span> being worked on: \"{}\" — {}, \
+         until {}",
+        escape(reason),
+        escape(by),
+        time(until, now)
+    )
 }
 
 /// How many standings of one provider and class the mesh page lists
@@ -273,6 +294,7 @@ mod tests {
             },
             silent_for_seconds: None,
             recurrence: None,
+            acknowledged: None,
         }
     }
 
@@ -325,6 +347,31 @@ mod tests {
         );
         assert!(html.contains("<a href=\"/machine/app-1\">app-1</a>"));
         assert!(html.contains("class=\"sentence unwell\""));
+    }
+
+    #[test]
+    fn an_acknowledgement_is_said_on_the_lists_and_left_to_its_provider_on_the_own_page() {
+        let mut s = listed("forge", Class::CredentialsRejected, "refused");
+        s.acknowledged = Some(crate::model::AckRow {
+            provider: s.row.provider.clone(),
+            consumer: s.row.consumer.clone(),
+            consumer_machine: Name::parse("app-1").unwrap(),
+            reason: "<b>restoring</b>".into(),
+            by: "ana".into(),
+            at: ts("2026-10-05T00:10:00Z"),
+            until: ts("2026-10-05T04:00:00Z"),
+        });
+        let now = ts("2026-10-05T01:00:00Z");
+        let item = standing_item(&s, now, true);
+        assert!(
+            item.contains(
+                "<span class=\"ack\"><span class=\"mark\" aria-hidden=\"true\">◷</span> being \
+                 worked on: \"&lt;b&gt;restoring&lt;/b&gt;\" — ana, until <time \
+                 datetime=\"2026-10-05T04:00:00Z\""
+            ),
+            "{item}"
+        );
+        assert!(!standing_item(&s, now, false).contains("being worked on"));
     }
 
     #[test]

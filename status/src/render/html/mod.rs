@@ -54,21 +54,23 @@ pub(crate) fn link(href: &str, text: &str) -> String {
 
 /// `at` as a `<time>`: its RFC 3339 form in `datetime`, how long before
 /// (or after) `now` it is as its text (`21 min ago`, `in 2 h 5 min`;
-/// whole minutes, `under a minute ago` below one), and the time in UTC on
-/// hover, so a page read without the script still says it. The script
-/// brings the text up to date as the page stays open, and says the local
-/// time too.
+/// whole minutes, down for a time past and up for one to come, `under a
+/// minute ago` below one), and the time in UTC on hover, so a page read
+/// without the script still says it. The script brings the text up to date
+/// as the page stays open, and says the local time too.
 pub(crate) fn time(at: Timestamp, now: Timestamp) -> String {
     let (before, seconds) = match now.system_time().duration_since(at.system_time()) {
         Ok(ago) => (true, ago.as_secs()),
         Err(ahead) => (false, ahead.duration().as_secs()),
     };
-    let minutes = seconds / 60 * 60;
-    let text = match (before, minutes) {
-        (true, 0) => "under a minute ago".to_owned(),
-        (false, 0) => "in under a minute".to_owned(),
-        (true, _) => format!("{} ago", duration_text(minutes)),
-        (false, _) => format!("in {}", duration_text(minutes)),
+    // To the minute: down for a time past, up for one to come (an hour
+    // from now says `in 1 h` until 59 minutes are left), as the
+    // page's script says them afterwards.
+    let text = match (before, seconds) {
+        (true, 0..60) => "under a minute ago".to_owned(),
+        (false, 0..60) => "in under a minute".to_owned(),
+        (true, _) => format!("{} ago", duration_text(seconds / 60 * 60)),
+        (false, _) => format!("in {}", duration_text(seconds.div_ceil(60) * 60)),
     };
     // `2026-12-04T21:09:00Z`, and for the hover `2026-12-04 21:09:00 UTC`.
     let iso = at.to_string();
@@ -236,7 +238,13 @@ mod tests {
         );
         assert!(time(now, now).contains(">under a minute ago<"));
         assert!(time(ts("2026-12-03T20:00:00Z"), now).contains(">1 d 1 h ago<"));
-        assert!(time(ts("2026-12-04T23:40:00Z"), now).contains(">in 2 h 9 min<"));
+        // A time to come is rounded up to the minute, a time past down, as
+        // the page's script says them.
+        assert!(time(ts("2026-12-04T23:40:00Z"), now).contains(">in 2 h 10 min<"));
+        assert!(time(ts("2026-12-04T22:30:36Z"), now).contains(">in 1 h<"));
+        assert!(time(ts("2026-12-04T22:29:37Z"), now).contains(">in 59 min<"));
+        assert!(time(ts("2026-12-04T21:31:36Z"), now).contains(">in under a minute<"));
+        assert!(time(ts("2026-12-04T20:30:38Z"), now).contains(">59 min ago<"));
     }
 
     #[test]
