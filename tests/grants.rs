@@ -48,6 +48,13 @@ fn write_grants(file: &Path, bed: &Bed, addr: SocketAddr, more: &[Value]) {
     std::fs::rename(&partial, file).unwrap();
 }
 
+/// wiki's grant entry: its `port` as given, dialled from `netns`.
+fn wiki(bed: &Bed, port: Value, netns: &Path) -> Value {
+    json!({
+        "consumer": "wiki", "provision": "postgres-database", "from": "postgres@db-1",
+        "address": bed.host_ip, "port": port, "as": "wiki", "netns": netns })
+}
+
 fn grants(status: &Value) -> &Value {
     &status["grants"]
 }
@@ -174,9 +181,7 @@ fn a_consumers_dropped_path_is_named_by_status_and_all_well_returns_when_restore
         &file,
         &bed,
         addr,
-        &[json!({
-            "consumer": "wiki", "provision": "postgres-database", "from": "postgres@db-1",
-            "address": bed.host_ip, "port": addr.port(), "as": "wiki", "netns": stopped })],
+        &[wiki(&bed, json!(addr.port()), Path::new(&stopped))],
     );
     let status = mesh.wait_status("wiki's grant unchecked", |s| {
         named(s, "unchecked") == ["wiki@app-1"]
@@ -204,5 +209,62 @@ fn a_consumers_dropped_path_is_named_by_status_and_all_well_returns_when_restore
         ),
         "{human}"
     );
+
+    // A bad entry (wiki's port is no number): wiki's grant is not checked,
+    // and the mesh says so at once, naming the entry; it is not all well.
+    write_grants(&file, &bed, addr, &[wiki(&bed, json!("x"), &bed.netns())]);
+    let status = mesh.wait_status("wiki's grants entry refused", |s| !refused(s).is_empty());
+    assert!(!all_well(&status));
+    assert!(
+        sentence(&status).contains("1 machine's grants refused"),
+        "{status:#}"
+    );
+    let entry = &refused(&status)[0];
+    assert_eq!(entry["input"], "grants");
+    assert_eq!(entry["provider_module"], "mesh-grants");
+    assert_eq!(entry["provider_machine"], "app-1");
+    assert_eq!(entry["index"], 1);
+    assert_eq!(entry["required"], json!(["wiki@app-1"]));
+    let human = human_status(&mesh);
+    assert!(
+        human.contains(
+            "  wiki@app-1: grants not checked: mesh-grants@app-1 refused its grants entry 1: "
+        ),
+        "{human}"
+    );
+
+    // Restarted with a file that cannot be parsed: status names the file,
+    // not a silence.
     mesh.stop_grants();
+    std::fs::write(&file, "{ \"machine\": ").unwrap();
+    mesh.start_grants("app-1", &file);
+    let status = mesh.wait_status("the grants file refused", |s| {
+        refused(s).iter().any(|e| e["index"].is_null())
+    });
+    assert!(!all_well(&status));
+    let reason = refused(&status)[0]["reason"].as_str().unwrap().to_owned();
+    assert!(
+        reason.contains(&file.display().to_string()) && reason.contains("cannot be parsed"),
+        "{reason}"
+    );
+    assert_eq!(
+        refused(&status)[0]["required"],
+        json!(["forge@app-1", "wiki@app-1"])
+    );
+
+    // Mended: all well again, nothing refused.
+    write_grants(&file, &bed, addr, &[]);
+    let status = mesh.wait_status("the grants file taken again", |s| {
+        all_well(s) && refused(s).is_empty() && reachable(s) >= 1
+    });
+    assert!(sentence(&status).starts_with("all well"), "{status:#}");
+    mesh.stop_grants();
+}
+
+/// The `input_refused` entries of `status --json` (absent: none).
+fn refused(status: &Value) -> Vec<Value> {
+    status["input_refused"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
 }

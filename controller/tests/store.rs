@@ -2238,10 +2238,11 @@ async fn history_is_kept_with_each_round_read_back_and_pruned_in_batches() {
     assert_eq!(left, 7);
 }
 
-/// Undoes V18 to V13 on a migrated store (its table and constraints
+/// Undoes V19 to V13 on a migrated store (its table and constraints
 /// named as V12 left them); the caller deletes them from the migration
 /// history.
-const UNDO_V18_V13: &str = "ALTER TABLE history DROP COLUMN done, DROP COLUMN until; \
+const UNDO_V19_V13: &str = "DROP TABLE grants_read; \
+     ALTER TABLE history DROP COLUMN done, DROP COLUMN until; \
      ALTER TABLE history DROP COLUMN by_name; \
      ALTER TABLE alive DROP COLUMN contributions; DROP INDEX failing_by_provider_key, failing_by_provider_machine, \
      failing_by_consumer_machine; DROP STATISTICS failing_group; \
@@ -2256,10 +2257,10 @@ async fn a_migration_that_loses_a_deadlock_to_a_reader_may_be_tried_again() {
     assert_eq!(migrate(&options).await.unwrap(), migrations());
     // The newest migrations not applied yet: V12 adds
     // `retirement.retire_at`, V13 renames `grant_word` to `grant_event`, V14
-    // adds statistics, V15 an index, V16 and V17 a column each, V18 two.
+    // adds statistics, V15 an index, V16 and V17 a column each, V18 two, V19 a table.
     admin
         .batch_execute(&format!(
-            "{UNDO_V18_V13} ALTER TABLE retirement DROP COLUMN retire_at; \
+            "{UNDO_V19_V13} ALTER TABLE retirement DROP COLUMN retire_at; \
              DELETE FROM refinery_schema_history WHERE version >= 12"
         ))
         .await
@@ -2350,7 +2351,7 @@ async fn v13_renames_grant_word_to_grant_event_keeping_its_rows_constraints_and_
     // The store as V12 left it, holding a grant event and a reader of it.
     admin
         .batch_execute(&format!(
-            "{UNDO_V18_V13} \
+            "{UNDO_V19_V13} \
              DELETE FROM refinery_schema_history WHERE version >= 13; \
              INSERT INTO grant_word (machine, consumer, provision, provider, kind, reason, \
                  said_at, stream_seq, stream_epoch) VALUES ('app-1', 'forge', 'p', \

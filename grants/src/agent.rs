@@ -9,9 +9,11 @@ use std::time::Duration;
 
 use futures::stream::{self, StreamExt};
 use mesh_protocol::event::{
-    Event, GrantReachable, GrantUnchecked, GrantUnreachable, ReachableReason, VERSION,
+    ContributionsRead, Event, GrantReachable, GrantUnchecked, GrantUnreachable, GrantsRead,
+    ReachableReason, VERSION,
 };
-use mesh_protocol::subject::event_subject;
+use mesh_protocol::subject::{event_subject, grants_read_subject};
+use mesh_protocol::Name;
 use mesh_runtime::redact::cut;
 use mesh_runtime::streak::Recovery;
 use mesh_runtime::{Outbox, WallClock};
@@ -70,6 +72,8 @@ pub struct Round {
     pub published: Vec<Event>,
     /// Errors of the grants file this round.
     pub file_errors: Vec<String>,
+    /// What this round's read refused, when it was said (`grant.read`).
+    pub read_said: Option<GrantsRead>,
 }
 
 /// What `/metrics` shows.
@@ -135,6 +139,10 @@ impl Metrics {
 /// The agent's state.
 pub struct Agent {
     source: GrantsSource,
+    /// The machine it was told it is on (`--machine`), if any.
+    machine: Option<Name>,
+    /// What it last said of its reads, and when.
+    said_read: Option<(ContributionsRead, Instant)>,
     settings: GrantsSettings,
     standings: HashMap<GrantKey, GrantStanding>,
     outbox: Arc<Outbox>,
@@ -151,12 +159,22 @@ impl Agent {
     ) -> Agent {
         Agent {
             source: GrantsSource::new(path),
+            machine: None,
+            said_read: None,
             settings,
             standings: HashMap::new(),
             outbox,
             clock: WallClock::system(),
             metrics: Arc::new(Metrics::new()),
         }
+    }
+
+    /// Tells the agent which machine it is on (`--machine`): then it says
+    /// a grants file it cannot take even before a good one named the
+    /// machine, and checks nothing of a file that names another machine.
+    pub fn on_machine(mut self, machine: Name) -> Agent {
+        self.machine = Some(machine);
+        self
     }
 
     /// Uses `clock` for the times in event bodies (tests fix it).
@@ -177,12 +195,32 @@ impl Agent {
 
     /// One round: the file read, every grant checked, standings fed, events published.
     pub async fn check(&mut self) -> Round {
-        let grants = self.source.load().map(|loaded| loaded.list.clone());
-        let file_errors = self.source.problems().to_vec();
+        let mut grants = self.source.load().map(|loaded| loaded.list.clone());
+        let mut file_errors = self.source.problems().to_vec();
         self.metrics.refused(self.source.refused());
+        let mut file_problem = self.source.file_problem().map(str::to_owned);
+        if let (Some(me), Some(list)) = (&self.machine, &grants) {
+            if list.machine != *me {
+                let problem = format!(
+                    "grants file {} names machine {}, and this agent is on {me}: nothing is \
+                     checked until it names {me}",
+                    self.source.path().display(),
+                    list.machine
+                );
+                if self.said_read.as_ref().map(|(r, _)| r.problem.as_ref()) != Some(Some(&problem))
+                {
+                    tracing::error!(grants = %self.source.path().display(), names = %list.machine, machine = %me, "the grants file names another machine; nothing is checked until it names this one");
+                }
+                file_errors.push(problem.clone());
+                file_problem = Some(problem);
+                grants = None;
+            }
+        }
+        let read_said = self.say_read(file_problem, grants.as_deref());
         let Some(grants) = grants else {
             return Round {
                 file_errors,
+                read_said,
                 ..Round::default()
             };
         };
@@ -203,6 +241,7 @@ impl Agent {
         let mut round = Round {
             grants: grants.grants.len(),
             file_errors,
+            read_said,
             ..Round::default()
         };
         let listed: Vec<GrantKey> = grants.grants.iter().map(Grant::key).collect();
@@ -232,6 +271,52 @@ impl Agent {
         self.update_metrics();
         self.metrics.checks.fetch_add(1, Ordering::Relaxed);
         round
+    }
+
+    /// Says what this read refused (`grant.read`): at the first read, when
+    /// it changed since it was last said, and every `repeat_every` while it
+    /// refuses anything. `served` is the list checked (none: nothing).
+    /// Nothing is said while the machine is unknown (no `--machine` and no
+    /// good file yet): there is no subject to say it on.
+    fn say_read(
+        &mut self,
+        file_problem: Option<String>,
+        served: Option<&crate::file::MachineGrants>,
+    ) -> Option<GrantsRead> {
+        let machine = self
+            .machine
+            .clone()
+            .or_else(|| self.source.last_good().map(|g| g.machine.clone()))?;
+        let read = read_of(file_problem, served);
+        let now = Instant::now();
+        let due = match &self.said_read {
+            None => true,
+            Some((said, at)) => {
+                *said != read
+                    || (read.refuses_anything()
+                        && now.duration_since(*at) >= self.settings.rules.repeat_every)
+            }
+        };
+        if !due {
+            return None;
+        }
+        let body = GrantsRead {
+            v: VERSION,
+            file: self.source.path().display().to_string(),
+            read: read.clone(),
+            said_at: self.clock.at(now),
+        };
+        if read.refuses_anything() {
+            tracing::warn!(%machine, readable = read.readable, problem = read.problem.as_deref().unwrap_or(""), refused = read.refused.len() as u64 + read.more, "publishing grants read: input refused");
+        } else {
+            tracing::info!(%machine, "publishing grants read: nothing refused");
+        }
+        self.outbox.put(
+            grants_read_subject(&machine),
+            &Event::GrantsRead(body.clone()),
+        );
+        self.said_read = Some((read, now));
+        Some(body)
     }
 
     fn update_metrics(&self) {
@@ -299,6 +384,31 @@ impl Agent {
     }
 }
 
+/// What a read refused, as `grant.read` says it: the file's problem (its
+/// last good list is checked, if any), and the entries refused in the list
+/// checked, each text cut.
+fn read_of(
+    file_problem: Option<String>,
+    served: Option<&crate::file::MachineGrants>,
+) -> ContributionsRead {
+    let refused = served
+        .map(|g| g.refused_entries.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .map(|r| mesh_protocol::event::RefusedContribution {
+            reason: cut(&r.reason, MAX_TEXT_CHARS),
+            ..r.clone()
+        })
+        .collect();
+    ContributionsRead {
+        readable: file_problem.is_none(),
+        problem: file_problem.map(|p| cut(&p, MAX_TEXT_CHARS)),
+        refused,
+        more: 0,
+    }
+    .capped()
+}
+
 /// Checks one grant: no port is never dialled; else its consumer's
 /// namespace is found and the address dialled from inside it.
 async fn check_one(grant: &Grant, settings: &GrantsSettings) -> GrantCheck {
@@ -324,5 +434,165 @@ fn log(grant: &Grant, event: &Event) {
             tracing::info!(%consumer, %from, reason = %b.reason, "publishing grant unchecked")
         }
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"{"machine":"app-1","grants":[
+        {"consumer":"forge","provision":"secret","from":"vault@db-1","address":"db-1",
+         "port":null,"netns":"/run/netns/forge"}]}"#;
+    const BAD_ENTRY: &str = r#"{"machine":"app-1","grants":[
+        {"consumer":"forge","provision":"secret","from":"vault@db-1","address":"db-1",
+         "port":null,"netns":"/run/netns/forge"},
+        {"consumer":"wiki","provision":"secret","from":"vault@db-1","address":"db-1",
+         "port":"x","netns":"/run/netns/wiki"}]}"#;
+    const OTHER_MACHINE: &str = r#"{"machine":"app-2","grants":[]}"#;
+
+    struct Setup {
+        dir: tempfile::TempDir,
+        outbox: Arc<Outbox>,
+    }
+
+    impl Setup {
+        fn new() -> Setup {
+            Setup {
+                dir: tempfile::tempdir().unwrap(),
+                outbox: Arc::new(Outbox::new()),
+            }
+        }
+
+        fn path(&self) -> std::path::PathBuf {
+            self.dir.path().join("grants.json")
+        }
+
+        fn write(&self, text: &str) {
+            std::fs::write(self.path(), text).unwrap();
+        }
+
+        fn agent(&self) -> Agent {
+            let settings = GrantsSettings {
+                rules: GrantRules {
+                    unreachable_after: 3,
+                    repeat_every: Duration::from_secs(15 * 60),
+                },
+                ..GrantsSettings::default()
+            };
+            Agent::new(self.path(), settings, Arc::clone(&self.outbox))
+        }
+
+        /// The subjects of the `grant.read` words pending.
+        fn read_subjects(&self) -> Vec<String> {
+            self.outbox
+                .snapshot()
+                .into_iter()
+                .filter(|(_, p)| p.kind == mesh_protocol::EventKind::GrantsRead)
+                .map(|(_, p)| p.subject)
+                .collect()
+        }
+    }
+
+    /// A read said: readable, its problem, its refused entries (index, consumer).
+    type Said = (bool, String, Vec<(u64, Option<String>)>);
+
+    /// What `round` said of its read, if it said it.
+    fn said(round: &Round) -> Option<Said> {
+        round.read_said.as_ref().map(|b| {
+            (
+                b.read.readable,
+                b.read.problem.clone().unwrap_or_default(),
+                b.read
+                    .refused
+                    .iter()
+                    .map(|r| (r.index, r.consumer.as_ref().map(|c| c.to_string())))
+                    .collect(),
+            )
+        })
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_read_is_said_when_it_changes_and_again_while_it_refuses_anything() {
+        let s = Setup::new();
+        s.write(GOOD);
+        let mut agent = s.agent();
+        // The first read is said, even good: a restart clears what an
+        // earlier run said.
+        assert_eq!(
+            said(&agent.check().await),
+            Some((true, String::new(), vec![]))
+        );
+        assert_eq!(s.read_subjects(), ["mesh.event.app-1._grants.grant.read"]);
+        assert_eq!(
+            said(&agent.check().await),
+            None,
+            "unchanged: not said again"
+        );
+
+        // An entry refused: said at once, naming it; its consumer is named.
+        s.write(BAD_ENTRY);
+        assert_eq!(
+            said(&agent.check().await),
+            Some((true, String::new(), vec![(1, Some("wiki".to_owned()))]))
+        );
+        assert_eq!(said(&agent.check().await), None);
+        // Again every repeat_every while it lasts.
+        tokio::time::advance(Duration::from_secs(15 * 60)).await;
+        assert!(
+            said(&agent.check().await).is_some(),
+            "said again after 15 min"
+        );
+
+        // The file broken: its problem, the last good list's refused entry kept.
+        s.write("{ not json");
+        let (readable, problem, refused) = said(&agent.check().await).unwrap();
+        assert!(!readable);
+        assert!(problem.contains("grants.json"), "names the file: {problem}");
+        assert_eq!(refused, [(1, Some("wiki".to_owned()))]);
+
+        // Mended: said at once, and then no more.
+        s.write(GOOD);
+        assert_eq!(
+            said(&agent.check().await),
+            Some((true, String::new(), vec![]))
+        );
+        tokio::time::advance(Duration::from_secs(60 * 60)).await;
+        assert_eq!(
+            said(&agent.check().await),
+            None,
+            "nothing refused: not repeated"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_broken_file_at_start_is_said_only_by_an_agent_told_its_machine() {
+        let s = Setup::new();
+        s.write("{ not json");
+        // No machine known: no subject to say it on.
+        let mut untold = s.agent();
+        let round = untold.check().await;
+        assert_eq!(said(&round), None);
+        assert_eq!(round.file_errors.len(), 1, "{:?}", round.file_errors);
+        assert!(s.read_subjects().is_empty());
+
+        let mut told = s.agent().on_machine(Name::parse("app-1").unwrap());
+        let (readable, problem, _) = said(&told.check().await).unwrap();
+        assert!(
+            !readable && problem.contains("cannot be parsed"),
+            "{problem}"
+        );
+        assert_eq!(s.read_subjects(), ["mesh.event.app-1._grants.grant.read"]);
+
+        // A file of another machine: not checked, and said.
+        s.write(OTHER_MACHINE);
+        let round = told.check().await;
+        let (readable, problem, _) = said(&round).unwrap();
+        assert!(!readable, "{problem}");
+        assert!(
+            problem.contains("names machine app-2, and this agent is on app-1"),
+            "{problem}"
+        );
+        assert_eq!(round.grants, 0);
     }
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use mesh_protocol::subject::grants_inbox_prefix;
+use mesh_protocol::Name;
 use mesh_runtime::endpoints::{listen, serve as serve_endpoints, Checked, Endpoints, ListenError};
 use mesh_runtime::nats::connect_as;
 use mesh_runtime::outbox::{publish_loop, JetStreamSink};
@@ -45,6 +46,14 @@ pub struct GrantsCli {
     /// The grants file (JSON) the mesh writes on this machine, re-read every check.
     #[arg(long, env = "MESH_GRANTS")]
     pub grants: PathBuf,
+
+    /// This machine's name. With it the agent starts even when no good
+    /// grants file can be read, and says on the bus what is wrong with the
+    /// file (status names it); a file naming another machine is not
+    /// checked. Without it the machine is taken from the file, and a file
+    /// that cannot be read at start stops the agent (exit 1).
+    #[arg(long, env = "MESH_MACHINE", value_parser = parse_name)]
+    pub machine: Option<Name>,
 
     /// Time between checks.
     #[arg(long, env = "MESH_CHECK_EVERY", default_value = "30s", value_parser = humantime::parse_duration)]
@@ -118,12 +127,20 @@ pub enum GrantsRunError {
 /// # Errors
 /// [`GrantsRunError`] when it cannot start.
 pub async fn run(cli: GrantsCli, stop: Stop) -> Result<(), GrantsRunError> {
-    // The machine names the inbox prefix: it comes from the file.
-    let machine = {
-        let mut source = GrantsSource::new(&cli.grants);
-        match source.load() {
-            Some(loaded) => loaded.list.machine.clone(),
-            None => return Err(GrantsRunError::Grants(source.problems().join("; "))),
+    // The machine names the inbox prefix: it is told, or comes from the file.
+    let machine = match &cli.machine {
+        Some(machine) => machine.clone(),
+        None => {
+            let mut source = GrantsSource::new(&cli.grants);
+            match source.load() {
+                Some(loaded) => loaded.list.machine.clone(),
+                None => {
+                    return Err(GrantsRunError::Grants(format!(
+                        "{} (give --machine to start anyway and say so on the bus)",
+                        source.problems().join("; ")
+                    )))
+                }
+            }
         }
     };
     let listener = match &cli.service.endpoints.metrics_listen {
@@ -150,6 +167,9 @@ pub async fn run(cli: GrantsCli, stop: Stop) -> Result<(), GrantsRunError> {
     ));
     let settings = cli.settings();
     let mut agent = Agent::new(&cli.grants, settings, Arc::clone(&outbox));
+    if let Some(machine) = &cli.machine {
+        agent = agent.on_machine(machine.clone());
+    }
     let metrics = agent.metrics();
     let endpoints = listener.map(|listener| {
         let (m, h, c) = (Arc::clone(&metrics), Arc::clone(&metrics), client.clone());
@@ -208,6 +228,11 @@ pub async fn run(cli: GrantsCli, stop: Stop) -> Result<(), GrantsRunError> {
     Ok(())
 }
 
+/// A `--machine` value: a valid name.
+fn parse_name(text: &str) -> Result<Name, String> {
+    Name::parse(text).map_err(|e| e.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -238,11 +263,17 @@ mod tests {
         .unwrap();
         assert_eq!(cli.settings().check_every, Duration::from_millis(200));
         assert_eq!(cli.settings().runtime, ContainerRuntime::Podman);
+        assert_eq!(cli.machine, None);
+        let told =
+            GrantsCli::try_parse_from(["mesh-grants", "--grants", "g", "--machine", "app-1"])
+                .unwrap();
+        assert_eq!(told.machine.unwrap().as_str(), "app-1");
         for bad in [
             vec!["mesh-grants"],
             vec!["mesh-grants", "--grants", "g", "--unreachable-after", "0"],
             vec!["mesh-grants", "--grants", "g", "--runtime", "lxc"],
             vec!["mesh-grants", "--grants", "g", "--nats-user", "u"],
+            vec!["mesh-grants", "--grants", "g", "--machine", "App 1"],
         ] {
             assert!(GrantsCli::try_parse_from(&bad).is_err(), "{bad:?}");
         }

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use mesh_listfile::entries::{Entries, Repeated};
 pub use mesh_listfile::EntryError;
 use mesh_listfile::{LastGood, ListFile};
+use mesh_protocol::event::RefusedContribution;
 use mesh_protocol::Name;
 use serde::Deserialize;
 use serde_json::Value;
@@ -66,6 +67,9 @@ pub struct MachineGrants {
     /// The keys of the entries refused that could be read whole: their
     /// last good versions are kept ([`GrantsSource`]).
     pub refused: Vec<GrantKey>,
+    /// Every entry refused, in file order: what the agent says of them
+    /// (`grant.read`).
+    pub refused_entries: Vec<RefusedContribution>,
 }
 
 /// The grants file could not be used; logged, the last good list is kept.
@@ -107,6 +111,7 @@ struct RawGrant {
 /// when its consumer can be read, and its key when it can be read whole.
 struct Label {
     who: String,
+    consumer: Option<Name>,
     key: Option<GrantKey>,
 }
 
@@ -121,6 +126,7 @@ impl Label {
             ))
         })();
         Label {
+            consumer: consumer.and_then(|c| Name::parse(c).ok()),
             who: consumer
                 .map(|c| format!(" (consumer {:?})", c.chars().take(64).collect::<String>()))
                 .unwrap_or_default(),
@@ -152,6 +158,14 @@ pub fn parse(path: &Path, text: &str) -> Result<(MachineGrants, Vec<EntryError>)
     );
     let (kept, refused) = entries.split();
     let keys = refused.iter().filter_map(|r| r.label.key.clone()).collect();
+    let refused_entries = refused
+        .iter()
+        .map(|r| RefusedContribution {
+            index: u64::try_from(r.index).unwrap_or(u64::MAX),
+            consumer: r.label.consumer.clone(),
+            reason: r.reason.clone(),
+        })
+        .collect();
     let refused = refused
         .into_iter()
         .map(|r| EntryError::at("grants", r.index, r.label.who, r.reason))
@@ -162,6 +176,7 @@ pub fn parse(path: &Path, text: &str) -> Result<(MachineGrants, Vec<EntryError>)
             machine,
             grants,
             refused: keys,
+            refused_entries,
         },
         refused,
     ))

@@ -13,7 +13,8 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Statement};
 
 use super::columns::{
-    AliveColumns, FailingColumns, GrantColumns, RecoveredColumns, RepairColumns, RetirementColumns,
+    AliveColumns, FailingColumns, GrantColumns, GrantsReadColumns, RecoveredColumns, RepairColumns,
+    RetirementColumns,
 };
 use super::connection::{PgStore, CONNECT_TIMEOUT, STATEMENT_TIMEOUT};
 use super::history::{HistoryColumns, Keys};
@@ -60,6 +61,7 @@ struct Round<'a> {
     retirements: RetirementColumns<'a>,
     alive: AliveColumns<'a>,
     grants: GrantColumns<'a>,
+    grants_read: GrantsReadColumns<'a>,
 }
 
 impl<'a> Round<'a> {
@@ -78,6 +80,10 @@ impl<'a> Round<'a> {
             .for_each(|k| round.retirements.push(k));
         reduced.alive.iter().for_each(|k| round.alive.push(k));
         reduced.grants.iter().for_each(|k| round.grants.push(k));
+        reduced
+            .grants_read
+            .iter()
+            .for_each(|k| round.grants_read.push(k));
         round
     }
 
@@ -136,6 +142,9 @@ impl<'a> Round<'a> {
         {
             buckets.push(bucket(&["grant", machine, consumer, provision, provider]));
         }
+        for machine in &self.grants_read.machine {
+            buckets.push(bucket(&["grants-read", machine]));
+        }
         buckets.sort_unstable();
         buckets.dedup();
         buckets
@@ -147,7 +156,7 @@ impl<'a> Round<'a> {
         &'s self,
         prepared: &'s Statements,
     ) -> Vec<(&'s Statement, Vec<&'s (dyn ToSql + Sync)>)> {
-        let mut statements = Vec::with_capacity(7);
+        let mut statements = Vec::with_capacity(8);
         if !self.recovered.consumer.is_empty() {
             statements.push((&prepared.recovered, self.recovered.params()));
         }
@@ -165,6 +174,9 @@ impl<'a> Round<'a> {
         }
         if !self.grants.said_at.is_empty() {
             statements.push((&prepared.grant, self.grants.params()));
+        }
+        if !self.grants_read.said_at.is_empty() {
+            statements.push((&prepared.grants_read, self.grants_read.params()));
         }
         statements
     }

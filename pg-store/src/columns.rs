@@ -6,7 +6,9 @@
 use std::sync::LazyLock;
 use std::time::SystemTime;
 
-use mesh_protocol::event::{Alive, Failing, Recovered, RepairReport, Retirement};
+use mesh_protocol::event::{
+    Alive, ContributionsRead, Failing, GrantsRead, Recovered, RepairReport, Retirement,
+};
 use mesh_protocol::Event;
 
 use mesh_status::model::reduce::Keyed;
@@ -121,6 +123,62 @@ pub(super) static UPSERT_GRANT: LazyLock<String> = LazyLock::new(|| {
         "",
     )
 });
+
+/// Applies a round's grant agents' `read` words ([`GrantsReadColumns`]),
+/// the newest per machine.
+pub(super) static UPSERT_GRANTS_READ: LazyLock<String> = LazyLock::new(|| {
+    upsert(
+        "grants_read",
+        "r",
+        GrantsReadColumns::COLUMNS,
+        &["machine"],
+        "",
+    )
+});
+
+column_list! {
+    /// The columns of [`UPSERT_GRANTS_READ`], `$1` first.
+    struct GrantsReadColumns<'a> {
+        machine: &'a str = "text",
+        file: String = "text",
+        readable: bool = "bool",
+        problem: Option<String> = "text",
+        refused: serde_json::Value = "jsonb",
+        more: i64 = "int8",
+        said_at: SystemTime = "timestamptz",
+        stored_at: Option<SystemTime> = "timestamptz",
+        stream_seq: i64 = "int8",
+        stream_epoch: i64 = "int8",
+    }
+}
+
+impl<'a> GrantsReadColumns<'a> {
+    pub(super) fn push(&mut self, k: &Keyed<'a, GrantsRead>) {
+        let b = k.body;
+        let read = texts(&b.read);
+        self.machine.push(k.emitter.machine.as_str());
+        self.file.push(text(&b.file));
+        self.readable.push(read.readable);
+        self.problem.push(read.problem);
+        self.refused
+            .push(serde_json::to_value(read.refused).expect("refused entries serialize"));
+        self.more.push(int(read.more));
+        self.said_at.push(b.said_at.system_time());
+        self.stored_at.push(k.stored_at.map(|t| t.system_time()));
+        self.stream_seq.push(seq(k.seq));
+        self.stream_epoch.push(seq(k.epoch));
+    }
+}
+
+/// A read of a file with its texts as PostgreSQL holds them ([`text`]).
+fn texts(read: &ContributionsRead) -> ContributionsRead {
+    let mut read = read.clone();
+    read.problem = read.problem.map(|p| text(&p));
+    read.refused
+        .iter_mut()
+        .for_each(|r| r.reason = text(&r.reason));
+    read
+}
 
 column_list! {
     /// The columns of [`UPSERT_GRANT`], `$1` first.
@@ -401,14 +459,11 @@ impl<'a> AliveColumns<'a> {
         self.fault_class.push(fault.map(|f| f.class.as_str()));
         self.fault_error.push(fault.map(|f| text(&f.error)));
         self.fault_since.push(fault.map(|f| f.since.system_time()));
-        self.contributions.push(b.contributions.as_ref().map(|c| {
-            let mut c = c.clone();
-            c.problem = c.problem.map(|p| text(&p));
-            c.refused
-                .iter_mut()
-                .for_each(|r| r.reason = text(&r.reason));
-            serde_json::to_value(c).expect("contributions read serialize")
-        }));
+        self.contributions.push(
+            b.contributions
+                .as_ref()
+                .map(|c| serde_json::to_value(texts(c)).expect("contributions read serialize")),
+        );
     }
 }
 

@@ -161,6 +161,8 @@ impl Keys {
                     &mut keys.repairs,
                     &[p.module.as_str(), p.machine.as_str(), fault.as_str()],
                 ),
+                // No transition: nothing stored is read for it.
+                PreviousKey::GrantsRead(_) => {}
                 PreviousKey::Retirement(p, c, action) => push(
                     &mut keys.retirements,
                     &[

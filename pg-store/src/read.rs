@@ -21,12 +21,14 @@ use tokio_postgres::{Client, Row, RowStream};
 
 use super::connection::{classify, PgStore, STATEMENT_TIMEOUT};
 use super::rows::{
-    alive_row, decoded, failing_row, grant_row, instance_row, optional_time, provider, repair_row,
-    retired_row, time, ReadError, FAILING_PROVIDER,
+    alive_row, decoded, failing_row, grant_row, grants_read_row, instance_row, optional_time,
+    provider, repair_row, retired_row, time, ReadError, FAILING_PROVIDER,
 };
 use super::selected::{count_selected, list_capped, list_selected, BEGIN};
 use super::PgError;
-use mesh_status::model::{AliveRow, ControllerRecord, FailingRow, GrantRow, RepairRow, RetiredRow};
+use mesh_status::model::{
+    AliveRow, ControllerRecord, FailingRow, GrantRow, GrantsReadRow, RepairRow, RetiredRow,
+};
 use mesh_status::store::{FailingGroup, Order, StatusFilter};
 
 /// The open repair faults (newest event not `repaired`) of the selected providers.
@@ -56,6 +58,14 @@ FROM grant_event
 WHERE consumer || '@' || machine = ANY($1::text[])
   AND ($2::text IS NULL OR machine = $2 OR split_part(provider, '@', 2) = $2)
 ORDER BY machine, consumer, provision, provider";
+
+/// What the grant agent of each machine in scope (`$1`, null: all) last
+/// said of its grants file (migration V19).
+const GRANTS_READ: &str = "
+SELECT machine, file, readable, problem, refused, more, said_at
+FROM grants_read
+WHERE $1::text IS NULL OR machine = $1
+ORDER BY machine";
 
 /// The store's clock and when its record begins (migration V8).
 const RECORD: &str = "SELECT now(), (SELECT begun_at FROM store_record LIMIT 1), \
@@ -133,6 +143,9 @@ pub struct StatusRead {
     pub alive: Vec<AliveRow>,
     /// The newest event of each grant in scope, in order.
     pub grants: Vec<GrantRow>,
+    /// What the grant agent of each machine in scope last said of its
+    /// grants file, in order.
+    pub grants_read: Vec<GrantsReadRow>,
     /// What the store says of the controller and of its own record.
     pub record: ControllerRecord,
     /// The consumers the declaration requires that their provider last
@@ -206,18 +219,23 @@ impl PgStore {
             };
             let required: [&(dyn ToSql + Sync); 3] = [&modules, &machines, &consumers];
             // Sent together, answered in order.
-            let (begun, counted, repairs, alive, grants, record, instances, retired) = tokio::join!(
+            let (begun, counted, repairs, alive, grants, grants_read, record, instances, retired) = tokio::join!(
                 client.batch_execute(BEGIN),
                 client.query(count.as_str(), count_params),
                 client.query(OPEN_REPAIRS, &params),
                 client.query(ALIVE, &params[..1]),
                 client.query(GRANTS, &params),
+                client.query(GRANTS_READ, &params[1..]),
                 client.query_one(RECORD, &[]),
                 client.query(INSTANCES, &[]),
                 client.query(RETIRED, &required),
             );
             begun?;
             let (counted, repairs, alive, grants) = (counted?, repairs?, alive?, grants?);
+            let grants_read = grants_read?
+                .iter()
+                .map(grants_read_row)
+                .collect::<Result<_, _>>()?;
             let (record, instances, retired) = (record?, instances?, retired?);
             let (groups, listed) = match per_group {
                 Some(_) => {
@@ -239,26 +257,37 @@ impl PgStore {
                     .collect::<Result<_, _>>()?,
             };
             let retired = retired.iter().map(retired_row).collect::<Result<_, _>>()?;
-            let read = (groups, listed, repairs, alive, grants, record, retired);
+            let read = (
+                groups,
+                listed,
+                repairs,
+                alive,
+                (grants, grants_read),
+                record,
+                retired,
+            );
             Ok::<_, ReadError>(read)
         };
         match tokio::time::timeout(STATEMENT_TIMEOUT, work).await {
-            Ok(Ok((groups, rows, repairs, alive, grants, record, retired))) => Ok(StatusRead {
-                client,
-                target,
-                providers,
-                machine: filter.machine.clone(),
-                consumer: filter.consumer.clone(),
-                rows,
-                last_provider: None,
-                repairs,
-                alive,
-                grants,
-                record,
-                retired,
-                order: filter.order,
-                groups,
-            }),
+            Ok(Ok((groups, rows, repairs, alive, (grants, grants_read), record, retired))) => {
+                Ok(StatusRead {
+                    client,
+                    target,
+                    providers,
+                    machine: filter.machine.clone(),
+                    consumer: filter.consumer.clone(),
+                    rows,
+                    last_provider: None,
+                    repairs,
+                    alive,
+                    grants,
+                    grants_read,
+                    record,
+                    retired,
+                    order: filter.order,
+                    groups,
+                })
+            }
             Ok(Err(error)) => Err(error.into_store_error(target)),
             Err(_) => Err(PgError::Timeout {
                 target,
@@ -306,6 +335,7 @@ impl StatusRead {
             repairs: std::mem::take(&mut self.repairs),
             alive: &self.alive,
             grants: mesh_status::report::grants(std::mem::take(&mut self.grants)),
+            grants_read: &self.grants_read,
             record: &self.record,
             retired: &self.retired,
         }

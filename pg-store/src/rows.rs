@@ -6,14 +6,14 @@ use std::fmt::Display;
 use std::str::FromStr;
 use std::time::{Duration, SystemTime};
 
-use mesh_protocol::event::ProviderFault;
+use mesh_protocol::event::{ContributionsRead, ProviderFault};
 use mesh_protocol::{ModuleId, Name, Timestamp};
 use tokio_postgres::Row;
 
 use super::connection::classify;
 use super::PgError;
 use mesh_status::model::{
-    AliveRow, FailingRow, GrantRow, Instance, InstanceRow, RepairRow, RetiredRow,
+    AliveRow, FailingRow, GrantRow, GrantsReadRow, Instance, InstanceRow, RepairRow, RetiredRow,
 };
 
 /// A read that failed: the store failed, or a value it holds does not
@@ -225,5 +225,23 @@ pub(super) fn grant_row(row: &Row) -> Result<GrantRow, ReadError> {
         error: row.try_get(10)?,
         reason: row.try_get(11)?,
         said_at: time(row, 12)?,
+    })
+}
+
+pub(super) fn grants_read_row(row: &Row) -> Result<GrantsReadRow, ReadError> {
+    let refused: serde_json::Value = row.try_get(4)?;
+    Ok(GrantsReadRow {
+        machine: decoded(row, 0, "grants_read.machine")?,
+        file: row.try_get(1)?,
+        read: ContributionsRead {
+            readable: row.try_get(2)?,
+            problem: row.try_get(3)?,
+            refused: serde_json::from_value(refused).map_err(|e| ReadError::Undecodable {
+                column: "grants_read.refused",
+                reason: e.to_string(),
+            })?,
+            more: u64::try_from(row.try_get::<_, i64>(5)?).unwrap_or(0),
+        },
+        said_at: time(row, 6)?,
     })
 }

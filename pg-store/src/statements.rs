@@ -5,7 +5,8 @@
 use tokio_postgres::{Client, Statement};
 
 use super::columns::{
-    RECOVERED, UPSERT_ALIVE, UPSERT_FAILING, UPSERT_GRANT, UPSERT_REPAIR, UPSERT_RETIREMENT,
+    RECOVERED, UPSERT_ALIVE, UPSERT_FAILING, UPSERT_GRANT, UPSERT_GRANTS_READ, UPSERT_REPAIR,
+    UPSERT_RETIREMENT,
 };
 use super::history::HistoryStatements;
 use super::locks::LOCK_KEYS;
@@ -19,6 +20,7 @@ pub(super) struct Statements {
     pub(super) retirement: Statement,
     pub(super) alive: Statement,
     pub(super) grant: Statement,
+    pub(super) grants_read: Statement,
     pub(super) history: HistoryStatements,
 }
 
@@ -33,6 +35,7 @@ impl Statements {
             retirement: client.prepare(&UPSERT_RETIREMENT).await?,
             alive: client.prepare(&UPSERT_ALIVE).await?,
             grant: client.prepare(&UPSERT_GRANT).await?,
+            grants_read: client.prepare(&UPSERT_GRANTS_READ).await?,
             history: HistoryStatements::prepare(client).await?,
         })
     }

@@ -43,11 +43,15 @@ pub enum EventKind {
     Reachable,
     /// A grant cannot be checked: no port, or its consumer is not running (`grant.unchecked`).
     Unchecked,
+    /// What the machine agent's last read of its grants file refused
+    /// (`grant.read`, said by the agent itself: `_grants` where a consumer
+    /// stands in the subject).
+    GrantsRead,
 }
 
 impl EventKind {
     /// Every kind: the provisioner's, then the grant agent's.
-    pub const ALL: [EventKind; 8] = [
+    pub const ALL: [EventKind; 9] = [
         EventKind::Failing,
         EventKind::Recovered,
         EventKind::Retirement,
@@ -56,6 +60,7 @@ impl EventKind {
         EventKind::Unreachable,
         EventKind::Reachable,
         EventKind::Unchecked,
+        EventKind::GrantsRead,
     ];
 
     /// Every kind a provisioner publishes (`...provisioner.<kind>`).
@@ -78,10 +83,13 @@ impl EventKind {
             EventKind::Unreachable => "unreachable",
             EventKind::Reachable => "reachable",
             EventKind::Unchecked => "unchecked",
+            EventKind::GrantsRead => "read",
         }
     }
 
-    /// Every kind the grant agent publishes (`...grant.<kind>`).
+    /// Every kind the grant agent publishes for a grant
+    /// (`mesh.event.<machine>.<consumer>.grant.<kind>`); its own
+    /// [`EventKind::GrantsRead`] is not one.
     pub const GRANT: [EventKind; 3] = [
         EventKind::Unreachable,
         EventKind::Reachable,
@@ -98,7 +106,8 @@ impl EventKind {
             | EventKind::Recovered
             | EventKind::Retirement
             | EventKind::Repair
-            | EventKind::Alive => None,
+            | EventKind::Alive
+            | EventKind::GrantsRead => None,
         }
     }
 }
@@ -428,6 +437,24 @@ pub struct GrantUnchecked {
     pub said_at: Timestamp,
 }
 
+/// `grant.read` body: what the machine agent's last read of its grants
+/// file refused, said at its first read, whenever that changes, and every
+/// `repeat_every` while it refuses anything.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GrantsRead {
+    /// Body version, 1.
+    pub v: u32,
+    /// The grants file's path.
+    pub file: String,
+    /// What the read refused: the file as a whole (its last good list is
+    /// checked, if it has one), or entries of it (`consumer` is the
+    /// entry's consumer when it could be read).
+    #[serde(flatten)]
+    pub read: ContributionsRead,
+    /// When this was published.
+    pub said_at: Timestamp,
+}
+
 /// Any event body.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Event {
@@ -447,6 +474,8 @@ pub enum Event {
     Reachable(GrantReachable),
     /// `grant.unchecked`.
     Unchecked(GrantUnchecked),
+    /// `grant.read` (the agent's own).
+    GrantsRead(GrantsRead),
 }
 
 /// A body that does not parse as the kind its subject names.
@@ -470,6 +499,7 @@ impl Event {
             Event::Unreachable(_) => EventKind::Unreachable,
             Event::Reachable(_) => EventKind::Reachable,
             Event::Unchecked(_) => EventKind::Unchecked,
+            Event::GrantsRead(_) => EventKind::GrantsRead,
         }
     }
 
@@ -484,6 +514,7 @@ impl Event {
             Event::Unreachable(b) => b.said_at,
             Event::Reachable(b) => b.said_at,
             Event::Unchecked(b) => b.said_at,
+            Event::GrantsRead(b) => b.said_at,
         }
     }
 
@@ -498,6 +529,7 @@ impl Event {
             Event::Unreachable(b) => serde_json::to_vec(b),
             Event::Reachable(b) => serde_json::to_vec(b),
             Event::Unchecked(b) => serde_json::to_vec(b),
+            Event::GrantsRead(b) => serde_json::to_vec(b),
         };
         result.expect("event bodies always serialize")
     }
@@ -523,6 +555,7 @@ impl Event {
             }
             EventKind::Reachable => Event::Reachable(serde_json::from_slice(body).map_err(wrap)?),
             EventKind::Unchecked => Event::Unchecked(serde_json::from_slice(body).map_err(wrap)?),
+            EventKind::GrantsRead => Event::GrantsRead(serde_json::from_slice(body).map_err(wrap)?),
         };
         let v = match &event {
             Event::Failing(b) => b.v,
@@ -533,6 +566,7 @@ impl Event {
             Event::Unreachable(b) => b.v,
             Event::Reachable(b) => b.v,
             Event::Unchecked(b) => b.v,
+            Event::GrantsRead(b) => b.v,
         };
         if v != VERSION {
             return Err(wrap(serde::de::Error::custom(format!(
@@ -812,6 +846,24 @@ mod tests {
             assert_eq!(event.kind(), kind);
             assert_eq!(String::from_utf8(event.to_json()).unwrap(), text);
         }
+        // The agent's own read: a file it cannot take, an entry refused.
+        let read = [
+            r#"{"v":1,"file":"/etc/mesh/grants.json","readable":false,"problem":"grants file /etc/mesh/grants.json cannot be parsed: EOF while parsing","refused":[],"said_at":"2026-10-05T00:09:00Z"}"#,
+            r#"{"v":1,"file":"/etc/mesh/grants.json","readable":true,"problem":null,"refused":[{"index":2,"consumer":"forge","reason":"port: invalid type"}],"more":3,"said_at":"2026-10-05T00:09:00Z"}"#,
+        ];
+        for text in read {
+            let event = Event::parse(EventKind::GrantsRead, text.as_bytes()).unwrap();
+            assert_eq!(String::from_utf8(event.to_json()).unwrap(), text);
+        }
+        let Event::GrantsRead(b) = Event::parse(EventKind::GrantsRead, read[1].as_bytes()).unwrap()
+        else {
+            panic!("a read");
+        };
+        assert_eq!(
+            b.read.refused[0].consumer.as_ref().unwrap().as_str(),
+            "forge"
+        );
+        assert_eq!(b.read.more, 3);
     }
 
     #[test]
@@ -848,9 +900,12 @@ mod tests {
         assert!(EventKind::PROVISIONER
             .iter()
             .all(|k| k.grant_state().is_none()));
-        // ALL is every kind once: the provisioner's, then the grant agent's.
+        // ALL is every kind once: the provisioner's, then the grant agent's
+        // (a grant's, then its own read).
         assert_eq!(EventKind::ALL[..5], EventKind::PROVISIONER);
-        assert_eq!(EventKind::ALL[5..], EventKind::GRANT);
+        assert_eq!(EventKind::ALL[5..8], EventKind::GRANT);
+        assert_eq!(EventKind::ALL[8], EventKind::GrantsRead);
+        assert_eq!(EventKind::GrantsRead.grant_state(), None);
         let tokens: std::collections::BTreeSet<&str> =
             EventKind::ALL.iter().map(|k| k.as_str()).collect();
         assert_eq!(tokens.len(), EventKind::ALL.len());

@@ -133,7 +133,7 @@ fn tokens<const N: usize>(subject: &str) -> Option<[&str; N]> {
 impl EventKind {
     /// The subject token before the kind: `provisioner` or `grant`.
     pub fn family(self) -> &'static str {
-        if EventKind::GRANT.contains(&self) {
+        if EventKind::GRANT.contains(&self) || self == EventKind::GrantsRead {
             GRANT_FAMILY
         } else {
             PROVISIONER_FAMILY
@@ -149,13 +149,18 @@ impl EventKind {
 }
 
 /// `mesh.event.<machine>.<module>.provisioner.<kind>`, or for a grant kind
-/// `mesh.event.<machine>.<consumer>.grant.<kind>`.
+/// `mesh.event.<machine>.<consumer>.grant.<kind>`, or for the agent's own
+/// [`EventKind::GrantsRead`] [`grants_read_subject`] (`module` unread).
 pub fn event_subject(machine: &Name, module: &Name, kind: EventKind) -> String {
+    let module = match kind {
+        EventKind::GrantsRead => GRANTS_AGENT,
+        _ => module.as_str(),
+    };
     join([
         MESH,
         EVENT,
         machine.as_str(),
-        module.as_str(),
+        module,
         kind.family(),
         kind.as_str(),
     ])
@@ -174,17 +179,34 @@ pub fn grant_events_of(machine: &Name, consumer: &Name) -> String {
     ])
 }
 
+/// `mesh.event.<machine>._grants.grant.read`: what the grant agent of
+/// `machine` says of its own grants file (a name cannot start with `_`, so
+/// no consumer's subject is this one).
+pub fn grants_read_subject(machine: &Name) -> String {
+    event_subject(machine, &grants_agent_emitter(), EventKind::GrantsRead)
+}
+
+/// The "module" of the grant agent as an emitter of its own words
+/// ([`EventKind::GrantsRead`]): `mesh-grants`, the program. A reader tells
+/// the agent's word from a module's by its kind, never by this name.
+pub fn grants_agent_emitter() -> Name {
+    Name::parse("mesh-grants").expect("a valid name")
+}
+
 /// The emitter and kind read from an event subject, if it is one (for a
-/// grant event the emitter's "module" is the consumer it speaks for).
+/// grant event the emitter's "module" is the consumer it speaks for; for
+/// the agent's own `grant.read`, [`grants_agent_emitter`]).
 pub fn parse_event_subject(subject: &str) -> Option<(Name, Name, EventKind)> {
     let [MESH, EVENT, machine, module, family, kind] = tokens(subject)? else {
         return None;
     };
-    Some((
-        Name::parse(machine).ok()?,
-        Name::parse(module).ok()?,
-        EventKind::from_tokens(family, kind)?,
-    ))
+    let kind = EventKind::from_tokens(family, kind)?;
+    let module = match (module == GRANTS_AGENT, kind == EventKind::GrantsRead) {
+        (true, true) => grants_agent_emitter(),
+        (false, false) => Name::parse(module).ok()?,
+        _ => return None,
+    };
+    Some((Name::parse(machine).ok()?, module, kind))
 }
 
 /// `mesh.cmd.<machine>.<module>.provisioner.approve`.
@@ -300,10 +322,25 @@ mod tests {
             parse_event_subject("mesh.event.app-1.forge.grant.unchecked"),
             Some((name("app-1"), name("forge"), EventKind::Unchecked))
         );
+        assert_eq!(
+            grants_read_subject(&name("app-1")),
+            "mesh.event.app-1._grants.grant.read"
+        );
+        assert_eq!(
+            parse_event_subject("mesh.event.app-1._grants.grant.read"),
+            Some((name("app-1"), grants_agent_emitter(), EventKind::GrantsRead))
+        );
+        assert!(takes(GRANT_EVENTS, &grants_read_subject(&name("app-1"))));
         for bad in [
             "mesh.event.app-1.forge.grant.failing",
             "mesh.event.app-1.forge.provisioner.unreachable",
             "mesh.event.app-1.forge.grants.reachable",
+            // The agent's read is its own; a consumer says none, and the
+            // agent says no grant's word under its own token.
+            "mesh.event.app-1.forge.grant.read",
+            "mesh.event.app-1._grants.grant.unreachable",
+            "mesh.event.app-1._grants.provisioner.read",
+            "mesh.event.app-1.mesh-grants.grant.read",
         ] {
             assert_eq!(parse_event_subject(bad), None, "{bad}");
         }
@@ -344,19 +381,24 @@ mod tests {
             let (machine, module) = (name(machine), name(module));
             for kind in EventKind::ALL {
                 let subject = event_subject(&machine, &module, kind);
+                let emitter = match kind {
+                    EventKind::GrantsRead => grants_agent_emitter(),
+                    _ => module.clone(),
+                };
                 assert_eq!(
                     parse_event_subject(&subject),
-                    Some((machine.clone(), module.clone(), kind)),
+                    Some((machine.clone(), emitter, kind)),
                     "{subject}"
                 );
                 assert_eq!(parse_approve_subject(&subject), None, "{subject}");
                 assert!(takes(ALL_EVENTS, &subject), "{subject}");
-                let grant = EventKind::GRANT.contains(&kind);
+                let grant = kind.family() == GRANT_FAMILY;
                 assert_eq!(takes(PROVISIONER_EVENTS, &subject), !grant, "{subject}");
                 assert_eq!(takes(GRANT_EVENTS, &subject), grant, "{subject}");
+                // A consumer's grant subjects are not the agent's own.
                 assert_eq!(
                     takes(&grant_events_of(&machine, &module), &subject),
-                    grant,
+                    EventKind::GRANT.contains(&kind),
                     "{subject}"
                 );
             }

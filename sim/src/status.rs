@@ -64,6 +64,7 @@ pub fn read(store: &MemStore, declaration: &ParsedDeclaration, now: SystemTime) 
         repairs: read.repairs,
         alive: &read.alive,
         grants: Grants::default(),
+        grants_read: &[],
         record: &record,
         retired: &[],
     };

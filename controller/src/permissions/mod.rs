@@ -16,8 +16,8 @@ mod render;
 use std::collections::BTreeMap;
 
 use mesh_protocol::subject::{
-    below, commands_of, event_subject, grant_events_of, grants_inbox_prefix, grants_user,
-    inbox_prefix,
+    below, commands_of, event_subject, grant_events_of, grants_inbox_prefix, grants_read_subject,
+    grants_user, inbox_prefix,
 };
 use mesh_protocol::{EventKind, ModuleId, Name};
 use serde::Serialize;
@@ -204,10 +204,12 @@ fn grants_permissions(declaration: &Declaration) -> Vec<UserPermissions> {
             UserPermissions {
                 user: grants_user(machine),
                 role: Role::GrantAgent,
+                // Each consumer's grant words, and its own read of the file.
                 publish: Rules::allow(
                     modules
                         .iter()
                         .map(|c| grant_events_of(machine, c))
+                        .chain([grants_read_subject(machine)])
                         .collect(),
                 ),
                 subscribe: Rules::allow(vec![below(&grants_inbox_prefix(machine))]),
@@ -437,7 +439,13 @@ mod tests {
     fn the_grant_agent_speaks_only_for_the_consumers_on_its_machine() {
         let users = derive(&declaration());
         let agent = user(&users, "_grants@app-1");
-        assert_eq!(agent.publish.allow, ["mesh.event.app-1.forge.grant.*"]);
+        assert_eq!(
+            agent.publish.allow,
+            [
+                "mesh.event.app-1.forge.grant.*",
+                "mesh.event.app-1._grants.grant.read"
+            ]
+        );
         assert!(agent.publish.deny.is_empty());
         assert_eq!(agent.subscribe.allow, ["_INBOX.app-1._grants.>"]);
         assert!(!agent.allow_responses);

@@ -590,7 +590,10 @@ fn publish(outbox: &Outbox, metrics: &LoopMetrics, provider: &ModuleId, event: &
             tracing::debug!(consumers = b.consumers, failing = b.failing, settled_at = ?b.settled_at.map(|t| t.to_string()), "publishing alive")
         }
         // Published by mesh-grants, never by a provisioner loop.
-        Event::Unreachable(_) | Event::Reachable(_) | Event::Unchecked(_) => {}
+        Event::Unreachable(_)
+        | Event::Reachable(_)
+        | Event::Unchecked(_)
+        | Event::GrantsRead(_) => {}
     }
     outbox.put(
         event_subject(&provider.machine, &provider.module, kind),

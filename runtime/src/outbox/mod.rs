@@ -80,7 +80,8 @@ pub enum Key {
     Retirement(Name, &'static str),
     /// Repairs of one fault.
     Repair(Name),
-    /// The provider's `alive` (only the newest matters).
+    /// The provider's `alive`, or the grant agent's `read` of its file
+    /// (only the newest matters).
     Alive,
     /// The events of one grant: the subject's emitter (machine, consumer;
     /// none when the subject is not an event subject), the provision and
@@ -104,7 +105,7 @@ impl Key {
             Event::Recovered(b) => Key::Standing(b.consumer.clone()),
             Event::Retirement(b) => Key::Retirement(b.consumer.clone(), b.action.as_str()),
             Event::Repair(b) => Key::Repair(b.fault.clone()),
-            Event::Alive(_) => Key::Alive,
+            Event::Alive(_) | Event::GrantsRead(_) => Key::Alive,
         }
     }
 }

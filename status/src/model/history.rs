@@ -474,6 +474,8 @@ pub enum PreviousKey {
     Alive(ModuleId),
     /// (agent `consumer@machine`, provision, from).
     Grant(ModuleId, String, String),
+    /// The grant agent's read of its file, on a machine: no transition.
+    GrantsRead(Name),
 }
 
 impl PreviousKey {
@@ -489,6 +491,7 @@ impl PreviousKey {
             Event::Unreachable(b) => PreviousKey::Grant(e, b.provision.clone(), b.from.clone()),
             Event::Reachable(b) => PreviousKey::Grant(e, b.provision.clone(), b.from.clone()),
             Event::Unchecked(b) => PreviousKey::Grant(e, b.provision.clone(), b.from.clone()),
+            Event::GrantsRead(_) => PreviousKey::GrantsRead(e.machine),
         }
     }
 }
@@ -723,6 +726,8 @@ fn one_transition(
             };
             (next, None)
         }
+        // What the agent refused is a problem while it lasts, not history.
+        Event::GrantsRead(_) => (previous.clone(), None),
     }
 }
 

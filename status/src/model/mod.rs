@@ -13,6 +13,6 @@ pub mod text;
 pub use declaration::{Declaration, DeclarationError, ParsedDeclaration};
 pub use received::Received;
 pub use row::{
-    AckRow, AliveRow, ControllerRecord, FailingRow, GrantRow, Instance, InstanceRow, NoteRow,
-    RepairRow, RetiredRow,
+    AckRow, AliveRow, ControllerRecord, FailingRow, GrantRow, GrantsReadRow, Instance, InstanceRow,
+    NoteRow, RepairRow, RetiredRow,
 };

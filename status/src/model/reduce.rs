@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 use std::hash::Hash;
 
-use mesh_protocol::event::{Alive, Failing, Recovered, RepairReport, Retirement};
+use mesh_protocol::event::{Alive, Failing, GrantsRead, Recovered, RepairReport, Retirement};
 use mesh_protocol::{Event, ModuleId, Timestamp};
 
 use super::received::Received;
@@ -99,6 +99,8 @@ pub struct Reduced<'a> {
     /// Newest grant event (`unreachable`, `reachable`, `unchecked`) per
     /// (machine, consumer, provision, from): one key for all three kinds.
     pub grants: Vec<Keyed<'a, Event>>,
+    /// Newest grant agent's `read` per machine (the emitter's machine).
+    pub grants_read: Vec<Keyed<'a, GrantsRead>>,
 }
 
 /// Keeps the newest event per key, in order of first appearance.
@@ -148,6 +150,7 @@ pub fn reduce(events: &[Received]) -> Reduced<'_> {
     let mut retirements = Newest::new();
     let mut alive = Newest::new();
     let mut grants = Newest::new();
+    let mut grants_read = Newest::new();
     for received in events {
         let e = &received.emitter;
         match &received.event {
@@ -167,6 +170,7 @@ pub fn reduce(events: &[Received]) -> Reduced<'_> {
             Event::Unchecked(b) => {
                 grants.offer((e, &b.provision, &b.from), received, &received.event)
             }
+            Event::GrantsRead(b) => grants_read.offer(&e.machine, received, b),
         }
     }
     Reduced {
@@ -176,6 +180,7 @@ pub fn reduce(events: &[Received]) -> Reduced<'_> {
         retirements: retirements.kept,
         alive: alive.kept,
         grants: grants.kept,
+        grants_read: grants_read.kept,
     }
 }
 

@@ -93,6 +93,20 @@ pub struct RepairRow {
     pub repaired: Option<RepairsDone>,
 }
 
+/// What the grant agent of a machine last said of its grants file
+/// (`grant.read`), as stored.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GrantsReadRow {
+    /// The machine.
+    pub machine: Name,
+    /// The grants file's path.
+    pub file: String,
+    /// What the read refused.
+    pub read: mesh_protocol::event::ContributionsRead,
+    /// When the agent said it.
+    pub said_at: Timestamp,
+}
+
 /// A provider's newest `alive` event, as stored.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AliveRow {

@@ -5,6 +5,7 @@
 
 use std::borrow::Cow;
 
+use mesh_protocol::event::ContributionsRead;
 use mesh_protocol::Event;
 
 /// The most bytes of untrusted text kept, `…` included.
@@ -51,15 +52,13 @@ pub fn cut_event(event: &mut Event) {
                 cut_in_place(&mut fault.error);
             }
             if let Some(read) = b.contributions.take() {
-                let mut read = read.capped();
-                if let Some(problem) = &mut read.problem {
-                    cut_in_place(problem);
-                }
-                read.refused
-                    .iter_mut()
-                    .for_each(|r| cut_in_place(&mut r.reason));
-                b.contributions = Some(read);
+                b.contributions = Some(cut_read(read));
             }
+        }
+        Event::GrantsRead(b) => {
+            cut_in_place(&mut b.file);
+            let read = std::mem::replace(&mut b.read, ContributionsRead::good());
+            b.read = cut_read(read);
         }
         Event::Unreachable(b) => {
             for t in [&mut b.provision, &mut b.from, &mut b.address, &mut b.error] {
@@ -77,6 +76,20 @@ pub fn cut_event(event: &mut Event) {
             }
         }
     }
+}
+
+/// What a read refused, capped to
+/// [`MAX_REFUSED_LISTED`](mesh_protocol::event::MAX_REFUSED_LISTED) entries and its
+/// texts cut.
+fn cut_read(read: ContributionsRead) -> ContributionsRead {
+    let mut read = read.capped();
+    if let Some(problem) = &mut read.problem {
+        cut_in_place(problem);
+    }
+    read.refused
+        .iter_mut()
+        .for_each(|r| cut_in_place(&mut r.reason));
+    read
 }
 
 #[cfg(test)]

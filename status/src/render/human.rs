@@ -560,6 +560,7 @@ mod tests {
     fn refused_input_has_a_line_per_file_and_entry_on_one_line() {
         let mut head = head_of("not all well: 0 consumers failing, 1 provider's input refused");
         let refused = |index, reason: &str| crate::report::InputRefused {
+            input: crate::report::Input::Contributions,
             provider: id("postgres@db-1"),
             index,
             reason: reason.into(),

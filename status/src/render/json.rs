@@ -250,6 +250,7 @@ mod tests {
         let mut h = head(None, vec![]);
         h.problems.extend(
             [crate::report::InputRefused {
+                input: crate::report::Input::Contributions,
                 provider: id("postgres@db-1"),
                 index: Some(3),
                 reason: "provision: it is empty".into(),
@@ -262,7 +263,7 @@ mod tests {
         let text = String::from_utf8(out).unwrap();
         assert!(
             text.contains(
-                r#""catching_up":[],"input_refused":[{"provider_module":"postgres","provider_machine":"db-1","index":3,"reason":"provision: it is empty","required":["forge@app-1"],"said_at":"2026-10-05T00:05:00Z"}],"failing":["#
+                r#""catching_up":[],"input_refused":[{"provider_module":"postgres","provider_machine":"db-1","input":"contributions","index":3,"reason":"provision: it is empty","required":["forge@app-1"],"said_at":"2026-10-05T00:05:00Z"}],"failing":["#
             ),
             "{text}"
         );

@@ -160,6 +160,7 @@ mod every_kind {
             ),
             Kind::InputRefused => (
                 Problem::InputRefused(InputRefused {
+                    input: crate::report::Input::Contributions,
                     provider: p(),
                     index: None,
                     reason: "cannot be read".into(),

@@ -130,8 +130,8 @@ mod tests {
     use super::*;
     use crate::model::declaration::parse;
     use crate::model::{
-        AliveRow, ControllerRecord, GrantRow, Instance, InstanceRow, ParsedDeclaration, RepairRow,
-        RetiredRow,
+        AliveRow, ControllerRecord, GrantRow, GrantsReadRow, Instance, InstanceRow,
+        ParsedDeclaration, RepairRow, RetiredRow,
     };
     use crate::report::{self, Clock, Facts, Scope};
     use crate::store::FailingGroup;
@@ -172,6 +172,7 @@ mod tests {
         repairs: Vec<RepairRow>,
         alive: Vec<AliveRow>,
         grants: Vec<GrantRow>,
+        grants_read: Vec<GrantsReadRow>,
         record: ControllerRecord,
         retired: Vec<RetiredRow>,
     }
@@ -190,6 +191,21 @@ mod tests {
         }
     }
 
+    /// What the grant agent of `machine` says of a grants file it cannot parse.
+    fn grants_read(machine: &str) -> GrantsReadRow {
+        GrantsReadRow {
+            machine: Name::parse(machine).unwrap(),
+            file: "/etc/mesh/grants.json".into(),
+            read: ContributionsRead {
+                readable: false,
+                problem: Some("grants file /etc/mesh/grants.json: EOF".into()),
+                refused: vec![],
+                more: 0,
+            },
+            said_at: ts("2026-10-05T00:09:00Z"),
+        }
+    }
+
     fn world() -> World {
         World {
             declaration: declaration(),
@@ -197,6 +213,7 @@ mod tests {
             repairs: vec![],
             alive: vec![alive("postgres@db-1"), alive("identity@id-1")],
             grants: vec![],
+            grants_read: vec![],
             record: ControllerRecord {
                 now: ts(NOW),
                 begun_at: None,
@@ -228,6 +245,7 @@ mod tests {
             repairs: w.repairs.clone(),
             alive: &w.alive,
             grants: report::grants(w.grants.clone()),
+            grants_read: &w.grants_read,
             record: &w.record,
             retired: &w.retired,
         };
@@ -411,6 +429,30 @@ mod tests {
                         ..ContributionsRead::good()
                     })
                 },
+                None,
+                vec![],
+            ),
+            (
+                "a machine's grants file refused, and an entry of it: each consumer's grants \
+                 unchecked",
+                |w| {
+                    let mut read = grants_read("app-1");
+                    read.read.refused = vec![RefusedContribution {
+                        index: 1,
+                        consumer: Some(Name::parse("wiki").unwrap()),
+                        reason: "port: invalid type".into(),
+                    }];
+                    w.grants_read = vec![read];
+                },
+                Some(Kind::InputRefused),
+                vec![
+                    ("mesh-grants@app-1", "entry", 1),
+                    ("mesh-grants@app-1", "file", 1),
+                ],
+            ),
+            (
+                "a grants file of a machine with no consumer declared: all well",
+                |w| w.grants_read = vec![grants_read("app-9")],
                 None,
                 vec![],
             ),

@@ -18,12 +18,34 @@
 //! - Only a provider *heard from* is named (as for a provider fault), from
 //!   its newest `alive`; one older than the field (no `contributions`) is
 //!   unknown, never refused.
+//!
+//! The grant agent's grants file ([`refused_grants`]), from its newest
+//! `grant.read`: a consumer whose grants it cannot check is not shown
+//! reachable, and nothing else would say so. The agent is named
+//! `mesh-grants@MACHINE`.
+//! - Only a consumer declared on that machine that requires something
+//!   counts (in scope for `node show MACHINE`: that machine).
+//! - A refused entry counts for the declared module of its consumer's name
+//!   on that machine; a file that cannot be taken, for every one.
 
+use mesh_protocol::event::ContributionsRead;
+use mesh_protocol::subject::grants_agent_emitter;
 use mesh_protocol::{ModuleId, Timestamp};
 use serde::{Serialize, Serializer};
 
 use crate::model::row::provider_members;
-use crate::model::{AliveRow, Declaration};
+use crate::model::{AliveRow, Declaration, GrantsReadRow};
+
+/// Whose input: a provider's contributions file, or a grant agent's
+/// grants file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Input {
+    /// A provider's contributions file.
+    Contributions,
+    /// A machine's grants file (its agent `mesh-grants@MACHINE`).
+    Grants,
+}
 
 /// Consumers held back by a provider's refused input. Its JSON is an entry
 /// of `input_refused` in `status --json`.
@@ -32,6 +54,9 @@ pub struct InputRefused {
     /// The provider, written as `provider_module` and `provider_machine`.
     #[serde(flatten, serialize_with = "provider_members")]
     pub provider: ModuleId,
+    /// Which file: `contributions` (the provider's) or `grants` (the
+    /// machine's; `provider` is its agent `mesh-grants@MACHINE`).
+    pub input: Input,
     /// The entry refused, from 0; `None` (null) when the file as a whole
     /// cannot be taken.
     pub index: Option<u64>,
@@ -58,13 +83,22 @@ impl InputRefused {
             .map(ToString::to_string)
             .collect::<Vec<_>>()
             .join(", ");
-        match self.index {
-            None => format!(
+        match (self.input, self.index) {
+            (Input::Grants, None) => format!(
+                "{} cannot take its grants file: {}; it checks its last good list, if it has one \
+                 (consumers on it: {required})",
+                self.provider, self.reason
+            ),
+            (Input::Grants, Some(index)) => format!(
+                "{required}: grants not checked: {} refused its grants entry {index}: {}",
+                self.provider, self.reason
+            ),
+            (Input::Contributions, None) => format!(
                 "{} cannot take its contributions file: {}; it serves its last good list, if it \
                  has one ({required} required)",
                 self.provider, self.reason
             ),
-            Some(index) => {
+            (Input::Contributions, Some(index)) => {
                 format!(
                 "{required} {} held back by {}: its contributions entry {index} was refused: {}",
                 if self.required.len() == 1 { "is" } else { "are" },
@@ -88,7 +122,7 @@ pub fn refused(
         return Vec::new();
     };
     let provider = &alive.provider;
-    let mut required: Vec<ModuleId> = declaration
+    let required: Vec<ModuleId> = declaration
         .modules
         .iter()
         .filter(|m| m.requires.iter().any(|r| &r.from == provider))
@@ -97,6 +131,25 @@ pub fn refused(
         })
         .map(|m| m.id.clone())
         .collect();
+    held_back(
+        provider,
+        Input::Contributions,
+        read,
+        required,
+        alive.said_at,
+    )
+}
+
+/// What `read` (the newest of `source`'s `input`, said at `said_at`) holds
+/// back of `required`: the file, naming them all, then each entry whose
+/// consumer is among them.
+fn held_back(
+    source: &ModuleId,
+    input: Input,
+    read: &ContributionsRead,
+    mut required: Vec<ModuleId>,
+    said_at: Timestamp,
+) -> Vec<InputRefused> {
     required.sort_unstable();
     required.dedup();
     let mut out = Vec::new();
@@ -104,11 +157,12 @@ pub fn refused(
         return out;
     }
     let entry = |index: Option<u64>, reason: &str, required: Vec<ModuleId>| InputRefused {
-        provider: provider.clone(),
+        provider: source.clone(),
+        input,
         index,
         reason: reason.to_owned(),
         required,
-        said_at: alive.said_at,
+        said_at,
     };
     if !read.readable {
         let problem = read.problem.as_deref().unwrap_or("(no reason given)");
@@ -128,6 +182,27 @@ pub fn refused(
         }
     }
     out
+}
+
+/// What the newest `grant.read` of `row`'s machine refused, for the
+/// consumers declared on it that require something, in scope (`machine`
+/// for `node show`): the file first, then the entries in file order.
+pub fn refused_grants(
+    declaration: &Declaration,
+    machine: Option<&str>,
+    row: &GrantsReadRow,
+) -> Vec<InputRefused> {
+    if machine.is_some_and(|on| on != row.machine.as_str()) {
+        return Vec::new();
+    }
+    let required: Vec<ModuleId> = declaration
+        .modules
+        .iter()
+        .filter(|m| m.id.machine == row.machine && !m.requires.is_empty())
+        .map(|m| m.id.clone())
+        .collect();
+    let agent = ModuleId::new(grants_agent_emitter(), row.machine.clone());
+    held_back(&agent, Input::Grants, &row.read, required, row.said_at)
 }
 
 /// How many providers `entries` name (each counted once).
@@ -288,14 +363,86 @@ mod tests {
         assert_eq!(
             serde_json::to_value(&found).unwrap(),
             serde_json::json!([
-                {"provider_module":"postgres","provider_machine":"db-1","index":null,
+                {"provider_module":"postgres","provider_machine":"db-1","input":"contributions",
+                 "index":null,
                  "reason":"contributions file /etc/mesh/c.json is malformed: EOF",
                  "required":["forge@app-1","forge@app-2","wiki@app-3"],
                  "said_at":"2026-10-05T00:05:00Z"},
-                {"provider_module":"postgres","provider_machine":"db-1","index":2,
+                {"provider_module":"postgres","provider_machine":"db-1","input":"contributions",
+                 "index":2,
                  "reason":"provision: it is empty","required":["wiki@app-3"],
                  "said_at":"2026-10-05T00:05:00Z"}
             ])
         );
+    }
+
+    fn grants_read(
+        machine: &str,
+        readable: bool,
+        refused: Vec<RefusedContribution>,
+    ) -> GrantsReadRow {
+        GrantsReadRow {
+            machine: Name::parse(machine).unwrap(),
+            file: "/etc/mesh/grants.json".into(),
+            read: ContributionsRead {
+                readable,
+                problem: (!readable)
+                    .then(|| "grants file /etc/mesh/grants.json cannot be parsed: EOF".to_owned()),
+                refused,
+                more: 0,
+            },
+            said_at: ts("2026-10-05T00:05:00Z"),
+        }
+    }
+
+    #[test]
+    fn a_grants_file_refused_names_the_consumers_on_its_machine_that_require_anything() {
+        // (what the agent said, scope, the lines)
+        let cases: Vec<(GrantsReadRow, Option<&str>, Vec<&str>)> = vec![
+            (grants_read("app-1", true, vec![]), None, vec![]),
+            // cms requires nothing; an entry without a name counts for none.
+            (
+                grants_read("app-1", true, vec![entry(0, Some("cms")), entry(1, None)]),
+                None,
+                vec![],
+            ),
+            // forge of app-1 only, not forge of app-2.
+            (
+                grants_read("app-1", true, vec![entry(2, Some("forge"))]),
+                None,
+                vec![
+                    "forge@app-1: grants not checked: mesh-grants@app-1 refused its grants entry \
+                     2: provision: it is empty",
+                ],
+            ),
+            (
+                grants_read("app-1", false, vec![]),
+                None,
+                vec![
+                    "mesh-grants@app-1 cannot take its grants file: grants file \
+                     /etc/mesh/grants.json cannot be parsed: EOF; it checks its last good list, \
+                     if it has one (consumers on it: forge@app-1)",
+                ],
+            ),
+            // node show: its own machine only.
+            (grants_read("app-1", false, vec![]), Some("db-1"), vec![]),
+            (
+                grants_read("app-3", false, vec![]),
+                Some("app-3"),
+                vec![
+                    "mesh-grants@app-3 cannot take its grants file: grants file \
+                     /etc/mesh/grants.json cannot be parsed: EOF; it checks its last good list, \
+                     if it has one (consumers on it: wiki@app-3)",
+                ],
+            ),
+            // A machine nothing is declared on: nothing.
+            (grants_read("app-9", false, vec![]), None, vec![]),
+        ];
+        for (row, machine, expected) in cases {
+            let found = refused_grants(&declaration(), machine, &row);
+            let lines: Vec<String> = found.iter().map(InputRefused::line).collect();
+            assert_eq!(lines, expected, "{row:?} {machine:?}");
+            assert!(found.iter().all(|f| f.input == Input::Grants));
+        }
     }
 }

@@ -63,7 +63,8 @@ use serde::Serialize;
 
 use crate::model::row::provider_members;
 use crate::model::{
-    AckRow, AliveRow, ControllerRecord, FailingRow, ParsedDeclaration, RepairRow, RetiredRow,
+    AckRow, AliveRow, ControllerRecord, FailingRow, GrantsReadRow, ParsedDeclaration, RepairRow,
+    RetiredRow,
 };
 use crate::store::{Order, StatusFilter};
 
@@ -73,7 +74,7 @@ pub use controller::{Controller, Hearing};
 pub use faults::Faulted;
 pub use grants::{grants, Grants, UncheckedGrant, UnreachableGrant};
 pub use history::{Recurrence, Recurrences};
-pub use input::InputRefused;
+pub use input::{Input, InputRefused};
 pub use problem::{Kind, Problem, ProblemEntry};
 pub use retired::Retired;
 pub use sentence::{sentence, Context};
@@ -246,6 +247,8 @@ pub struct Facts<'a> {
     pub alive: &'a [AliveRow],
     /// The grants in scope.
     pub grants: Grants,
+    /// What each machine's grant agent last said of its grants file.
+    pub grants_read: &'a [GrantsReadRow],
     /// What the store says of the controller and of its own record.
     pub record: &'a ControllerRecord,
     /// The required consumers in scope their provider last said it is
@@ -390,6 +393,9 @@ pub fn head(
     problems.extend(retiring.into_iter().chain(retired).map(Problem::Retirement));
     problems.extend(catching_up.into_iter().map(Problem::ProviderCatchingUp));
     problems.extend(faults.into_iter().map(Problem::ProviderFault));
+    for row in facts.grants_read {
+        input_refused.extend(input::refused_grants(d, machine, row));
+    }
     problems.extend(input_refused.into_iter().map(Problem::InputRefused));
     problems.extend(facts.repairs.into_iter().map(Problem::RepairFault));
     let Grants {
@@ -508,6 +514,7 @@ mod tests {
             repairs,
             alive,
             grants,
+            grants_read: &[],
             record: &record,
             retired: &[],
         };
@@ -857,6 +864,7 @@ mod tests {
             repairs: vec![],
             alive: &alive,
             grants: Grants::default(),
+            grants_read: &[],
             record: &record,
             retired: &[],
         };
@@ -894,6 +902,7 @@ mod tests {
             repairs: vec![],
             alive: &alive,
             grants: Grants::default(),
+            grants_read: &[],
             record: &record,
             retired: &[],
         };
@@ -978,6 +987,7 @@ mod tests {
                 repairs: vec![],
                 alive: &alive,
                 grants: Grants::default(),
+                grants_read: &[],
                 record: &record,
                 retired: &[],
             };
@@ -996,6 +1006,7 @@ mod tests {
             repairs: vec![],
             alive: &[],
             grants: Grants::default(),
+            grants_read: &[],
             record: &never,
             retired: &[],
         };
@@ -1068,6 +1079,7 @@ mod tests {
                 repairs: vec![],
                 alive: &alive,
                 grants: Grants::default(),
+                grants_read: &[],
                 record: &record,
                 retired: &rows,
             };

@@ -5,6 +5,7 @@ use std::time::Duration;
 use std::collections::BTreeSet;
 
 use mesh_protocol::event::RetirementAction;
+use mesh_protocol::subject::grants_agent_emitter;
 use mesh_protocol::{ModuleId, Timestamp};
 
 use super::history::{duration_text, duration_text_at_least};
@@ -209,10 +210,20 @@ pub fn sentence(problems: &[Problem], t: &Context<'_>) -> String {
             if c.faults == 1 { "its" } else { "their" }
         ));
     }
-    if !c.input_refused.is_empty() {
-        parts.push(match c.input_refused.len() {
+    // A provider's contributions, or a machine's grants (its agent).
+    let agent = grants_agent_emitter();
+    let (agents, providers): (Vec<&ModuleId>, Vec<&ModuleId>) =
+        c.input_refused.iter().partition(|p| p.module == agent);
+    if !providers.is_empty() {
+        parts.push(match providers.len() {
             1 => "1 provider's input refused".to_owned(),
             n => format!("{n} providers' input refused"),
+        });
+    }
+    if !agents.is_empty() {
+        parts.push(match agents.len() {
+            1 => "1 machine's grants refused".to_owned(),
+            n => format!("{n} machines' grants refused"),
         });
     }
     if c.grants_unreachable > 0 {
@@ -366,6 +377,7 @@ mod tests {
             // Two entries of one provider count once.
             for index in [Some(0), Some(1)] {
                 p.push(Problem::InputRefused(InputRefused {
+                    input: crate::report::Input::Contributions,
                     provider: provider(count(i)),
                     index,
                     reason: "bad".into(),

@@ -14,7 +14,7 @@
 use mesh_protocol::{ModuleId, Name, Timestamp};
 
 use super::history::{EntryKind, HistoryEntry};
-use super::{Head, Listed, Problem};
+use super::{Head, Input, Listed, Problem};
 
 /// What `why` is asked about, and what the store says of it.
 #[derive(Clone, Copy, Debug)]
@@ -91,7 +91,8 @@ fn concerns(p: &Problem, consumer: &ModuleId, providers: &[&ModuleId]) -> bool {
         Problem::ConsumersFailing(_) => false,
         Problem::Retirement(r) => on(&r.consumer, &r.consumer_machine),
         Problem::InputRefused(i) => {
-            providers.contains(&&i.provider) && i.required.contains(consumer)
+            (i.input == Input::Grants || providers.contains(&&i.provider))
+                && i.required.contains(consumer)
         }
         Problem::GrantUnreachable(g) => on(&g.consumer, &g.machine),
         Problem::ProviderUnheard(u) => providers.contains(&&u.provider),

@@ -228,7 +228,7 @@ impl Mesh {
     }
 
     /// Starts `mesh-grants` on the grants file `file` as the machine agent
-    /// of `machine` (`_grants@<machine>`), checking every
+    /// of `machine` (`_grants@<machine>`, told `--machine`), checking every
     /// [`GRANTS_CHECK_EVERY`] and saying a grant unreachable after
     /// [`GRANTS_UNREACHABLE_AFTER`] failed checks.
     pub fn start_grants(&mut self, machine: &str, file: &Path) {
@@ -236,6 +236,7 @@ impl Mesh {
         command
             .arg("--grants")
             .arg(file)
+            .args(["--machine", machine])
             .args(self.bus_flags(&format!("_grants@{machine}")))
             .args([
                 "--check-every",

@@ -533,6 +533,7 @@ mod tests {
         let mut head = head;
         head.problems.extend(
             [crate::report::InputRefused {
+                input: crate::report::Input::Contributions,
                 provider: p.clone(),
                 index: Some(0),
                 reason: "consumer: \"<b>\" is not a valid name".into(),
