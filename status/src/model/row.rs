@@ -397,6 +397,24 @@ pub struct AckRow {
 }
 
 #[cfg(test)]
+impl AckRow {
+    /// ana's acknowledgement of postgres@db-1's standing for `consumer` on
+    /// app-1, said 2026-10-05T00:10:00Z, until 04:00 that day.
+    pub(crate) fn for_tests(consumer: &str, reason: &str) -> AckRow {
+        let ts = |s: &str| Timestamp::parse(s).unwrap();
+        AckRow {
+            provider: ModuleId::parse("postgres@db-1").unwrap(),
+            consumer: Name::parse(consumer).unwrap(),
+            consumer_machine: Name::parse("app-1").unwrap(),
+            reason: reason.into(),
+            by: "ana".into(),
+            at: ts("2026-10-05T00:10:00Z"),
+            until: ts("2026-10-05T04:00:00Z"),
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     #[test]
     fn a_standing_is_outlived_by_its_providers_newest_start_table() {

@@ -446,15 +446,11 @@ mod tests {
 
     /// An acknowledgement of postgres@db-1's standing for `consumer`.
     fn ack(consumer: &str) -> crate::model::AckRow {
-        crate::model::AckRow {
-            provider: id("postgres@db-1"),
-            consumer: Name::parse(consumer).unwrap(),
-            consumer_machine: Name::parse("app-1").unwrap(),
-            reason: "restoring\nthe dump".into(),
-            by: "ana".into(),
-            at: ts("2026-10-05T00:10:00Z"),
-            until: ts("2026-10-05T04:00:00Z"),
-        }
+        crate::model::AckRow::for_tests(
+            consumer,
+            "restoring
+the dump",
+        )
     }
 
     fn head_of(sentence: &str) -> Head {

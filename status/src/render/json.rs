@@ -288,15 +288,10 @@ mod tests {
     #[test]
     fn an_acknowledgement_is_said_beside_the_standing_and_changes_no_verdict() {
         let mut acked = standing();
-        acked.acknowledged = Some(crate::model::AckRow {
-            provider: id("postgres@db-1"),
-            consumer: Name::parse("forge").unwrap(),
-            consumer_machine: Name::parse("app-1").unwrap(),
-            reason: "restoring the dump".into(),
-            by: "ana".into(),
-            at: ts("2026-10-05T00:10:00Z"),
-            until: ts("2026-10-05T04:00:00Z"),
-        });
+        acked.acknowledged = Some(crate::model::AckRow::for_tests(
+            "forge",
+            "restoring the dump",
+        ));
         let (_, json) = render(&head(None, vec![]), &[acked]);
         assert_eq!(json["all_well"], false);
         assert_eq!(

@@ -287,15 +287,10 @@ mod tests {
 
         // Acknowledged: said as a line of its own; the verdict stands.
         let mut acked = standing.clone();
-        acked.acknowledged = Some(crate::model::AckRow {
-            provider: id("postgres@db-1"),
-            consumer: Name::parse("forge").unwrap(),
-            consumer_machine: Name::parse("app-1").unwrap(),
-            reason: "resetting the admin password".into(),
-            by: "ana".into(),
-            at: ts("2026-10-05T00:09:30Z"),
-            until: ts("2026-10-05T04:00:00Z"),
-        });
+        acked.acknowledged = Some(crate::model::AckRow::for_tests(
+            "forge",
+            "resetting the admin password",
+        ));
         let w = why(&WhyInput {
             consumer: &forge,
             requires: &requires,

@@ -352,15 +352,7 @@ mod tests {
     #[test]
     fn an_acknowledgement_is_said_on_the_lists_and_left_to_its_provider_on_the_own_page() {
         let mut s = listed("forge", Class::CredentialsRejected, "refused");
-        s.acknowledged = Some(crate::model::AckRow {
-            provider: s.row.provider.clone(),
-            consumer: s.row.consumer.clone(),
-            consumer_machine: Name::parse("app-1").unwrap(),
-            reason: "<b>restoring</b>".into(),
-            by: "ana".into(),
-            at: ts("2026-10-05T00:10:00Z"),
-            until: ts("2026-10-05T04:00:00Z"),
-        });
+        s.acknowledged = Some(crate::model::AckRow::for_tests("forge", "<b>restoring</b>"));
         let now = ts("2026-10-05T01:00:00Z");
         let item = standing_item(&s, now, true);
         assert!(
