@@ -207,8 +207,12 @@ impl Agent {
                     self.source.path().display(),
                     list.machine
                 );
-                if self.said_read.as_ref().map(|(r, _)| r.problem.as_ref()) != Some(Some(&problem))
-                {
+                // Logged once, when it is first said (what is said is cut).
+                let said = self
+                    .said_read
+                    .as_ref()
+                    .and_then(|(r, _)| r.problem.as_ref());
+                if said != Some(&cut(&problem, MAX_TEXT_CHARS)) {
                     tracing::error!(grants = %self.source.path().display(), names = %list.machine, machine = %me, "the grants file names another machine; nothing is checked until it names this one");
                 }
                 file_errors.push(problem.clone());
