@@ -134,7 +134,7 @@ const CRATES: &[(&str, Tables)] = &[
                 &[
                     &[
                         "browser", "certs", "cmdline", "proxy", "netns", "redis", "mariadb",
-                        "rabbitmq", "tier",
+                        "rabbitmq", "script", "tier",
                     ],
                     &["nats", "pg"],
                     &["cluster", "keycloak"],

@@ -48,6 +48,7 @@ mod pg;
 mod proxy;
 mod rabbitmq;
 mod redis;
+mod script;
 mod tier;
 
 pub use browser::{
@@ -66,6 +67,7 @@ pub use pg::PgCluster;
 pub use proxy::TcpProxy;
 pub use rabbitmq::{RabbitServer, RABBITMQ_ADMIN, RABBITMQ_START_DEADLINE};
 pub use redis::{RedisServer, REDIS_ADMIN};
+pub use script::write_script;
 pub use tier::{in_slow_tier, SLOW_TIER};
 
 /// How long a server may take to become ready before the start panics.

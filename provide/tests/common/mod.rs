@@ -2,7 +2,6 @@
 //! consumer, and a started provisioner over a hook.
 #![allow(dead_code)] // each test binary uses a part
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -10,31 +9,12 @@ use mesh_provide::hook::{Hook, HookSettings, Mode};
 use mesh_provide::provisioner::HookProvisioner;
 use mesh_sdk::{Consumer, Name, Secret};
 
-/// Writes an executable `/bin/sh` script `name` holding `body` into `dir`.
-///
-/// A `sh` child writes it, not this process: a file this process held open
-/// for writing would be inherited by a hook another test thread forks
-/// meanwhile, and executing the script before that child's exec closes it
-/// fails with `Text file busy` (ETXTBSY).
+/// Writes an executable `/bin/sh` script `name` holding `body` into `dir`
+/// ([`mesh_test_support::write_script`]: not held open by this process,
+/// so a hook another test thread forks meanwhile cannot keep it busy).
 pub fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
     let path = dir.join(name);
-    let mut writer = std::process::Command::new("/bin/sh")
-        .arg("-c")
-        .arg("cat > \"$0\" && chmod 0755 \"$0\"")
-        .arg(&path)
-        .stdin(std::process::Stdio::piped())
-        .spawn()
-        .expect("starting sh to write a script");
-    writer
-        .stdin
-        .take()
-        .expect("its stdin")
-        .write_all(format!("#!/bin/sh\n{body}").as_bytes())
-        .expect("writing the script");
-    assert!(
-        writer.wait().expect("sh ends").success(),
-        "writing {path:?}"
-    );
+    mesh_test_support::write_script(&path, &format!("#!/bin/sh\n{body}"));
     path
 }
 

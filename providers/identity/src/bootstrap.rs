@@ -390,6 +390,7 @@ pub enum BootstrapError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mesh_test_support::write_script;
 
     #[test]
     fn runtimes() {
@@ -530,34 +531,5 @@ mod tests {
         );
         let error = missing.run(Duration::from_secs(5)).await.unwrap_err();
         assert!(matches!(error, BootstrapError::Spawn { .. }), "{error}");
-    }
-
-    /// Writes the executable script `path` holding `text`. A `sh` child
-    /// writes it, not this process: a file this process held open for
-    /// writing is inherited by a child another test thread forks meanwhile,
-    /// and running the script before that child's exec closes it fails with
-    /// `Text file busy` (ETXTBSY), as mesh-provide's tests found
-    /// (provide/tests/common). A clean-clone CI run got `cannot run` here in
-    /// `a_runtime_that_hangs_is_killed`; the error's source was not printed,
-    /// and now is.
-    fn write_script(path: &std::path::Path, text: &str) {
-        use std::io::Write;
-        let mut writer = std::process::Command::new("/bin/sh")
-            .arg("-c")
-            .arg("cat > \"$0\" && chmod 0755 \"$0\"")
-            .arg(path)
-            .stdin(std::process::Stdio::piped())
-            .spawn()
-            .expect("starting sh to write a script");
-        writer
-            .stdin
-            .take()
-            .expect("its stdin")
-            .write_all(text.as_bytes())
-            .expect("writing the script");
-        assert!(
-            writer.wait().expect("sh ends").success(),
-            "writing {path:?}"
-        );
     }
 }
