@@ -5,10 +5,10 @@ use std::time::Duration;
 use std::collections::BTreeSet;
 
 use mesh_protocol::event::RetirementAction;
-use mesh_protocol::subject::grants_agent_emitter;
 use mesh_protocol::{ModuleId, Timestamp};
 
 use super::history::{duration_text, duration_text_at_least};
+use super::input::Input;
 use super::problem::Problem;
 
 /// What the sentence says beside the problems: who was looked at and
@@ -49,7 +49,10 @@ struct Counted {
     deleted: u64,
     catching_up: u64,
     faults: u64,
+    /// The providers whose contributions are refused.
     input_refused: BTreeSet<ModuleId>,
+    /// The machines whose grants file (or an entry of it) is refused.
+    grants_refused: BTreeSet<ModuleId>,
     repairs: u64,
     grants_unreachable: u64,
     refused: u64,
@@ -74,7 +77,11 @@ impl Counted {
                 Problem::ProviderCatchingUp(_) => c.catching_up += 1,
                 Problem::ProviderFault(_) => c.faults += 1,
                 Problem::InputRefused(i) => {
-                    c.input_refused.insert(i.provider.clone());
+                    match i.input {
+                        Input::Contributions => &mut c.input_refused,
+                        Input::Grants => &mut c.grants_refused,
+                    }
+                    .insert(i.provider.clone());
                 }
                 Problem::RepairFault(_) => c.repairs += 1,
                 Problem::GrantUnreachable(_) => c.grants_unreachable += 1,
@@ -210,18 +217,14 @@ pub fn sentence(problems: &[Problem], t: &Context<'_>) -> String {
             if c.faults == 1 { "its" } else { "their" }
         ));
     }
-    // A provider's contributions, or a machine's grants (its agent).
-    let agent = grants_agent_emitter();
-    let (agents, providers): (Vec<&ModuleId>, Vec<&ModuleId>) =
-        c.input_refused.iter().partition(|p| p.module == agent);
-    if !providers.is_empty() {
-        parts.push(match providers.len() {
+    if !c.input_refused.is_empty() {
+        parts.push(match c.input_refused.len() {
             1 => "1 provider's input refused".to_owned(),
             n => format!("{n} providers' input refused"),
         });
     }
-    if !agents.is_empty() {
-        parts.push(match agents.len() {
+    if !c.grants_refused.is_empty() {
+        parts.push(match c.grants_refused.len() {
             1 => "1 machine's grants refused".to_owned(),
             n => format!("{n} machines' grants refused"),
         });
@@ -304,6 +307,7 @@ mod tests {
         record_begins: Option<Timestamp>,
         faults: usize,
         input_refused: usize,
+        grants_refused: usize,
     }
 
     fn at() -> Timestamp {
@@ -386,6 +390,22 @@ mod tests {
                 }));
             }
         }
+        for i in 0..s.grants_refused {
+            // A machine's file and an entry of it count once.
+            for index in [None, Some(1)] {
+                p.push(Problem::InputRefused(InputRefused {
+                    input: crate::report::Input::Grants,
+                    provider: ModuleId::new(
+                        Name::parse("mesh-grants").unwrap(),
+                        Name::parse(&format!("app-{i}")).unwrap(),
+                    ),
+                    index,
+                    reason: "bad".into(),
+                    required: Vec::new(),
+                    said_at: at(),
+                }));
+            }
+        }
         for i in 0..s.repairs {
             p.push(Problem::RepairFault(RepairRow {
                 provider: provider(0),
@@ -451,6 +471,7 @@ mod tests {
             record_begins: None,
             faults: 0,
             input_refused: 0,
+            grants_refused: 0,
         }
     }
 
@@ -505,6 +526,16 @@ mod tests {
                 },
                 "not all well: 0 consumers failing, 1 provider cannot work as its administrator, \
                  2 providers' input refused, 1 grant unreachable",
+            ),
+            // A machine's grants refused, counted apart from the providers'.
+            (
+                Spec {
+                    input_refused: 1,
+                    grants_refused: 2,
+                    ..tally()
+                },
+                "not all well: 0 consumers failing, 1 provider's input refused, 2 machines' \
+                 grants refused",
             ),
             (
                 Spec {
