@@ -827,12 +827,22 @@ run_tests() {
     run_queue "$queue" &
     pids+=($!)
   done
-  wait "${pids[@]}" || true
-  local failed
+  local lanes_failed=0 pid
+  for pid in "${pids[@]}"; do wait "$pid" || lanes_failed=$((lanes_failed + 1)); done
+  local failed jobs ran
   failed=$(cat "$logs"/*.failed 2>/dev/null | sort || true)
+  jobs=$(($(wc -l <"$list") + 1))
+  ran=$(wc -l <"$logs/ran" 2>/dev/null || echo 0)
   echo "   all test binaries ran in $((SECONDS - started))s"
   if [ -n "$failed" ]; then
     echo "!! failed test binaries:" $failed >&2
+    return 1
+  fi
+  # A job that never said how it ended is a failure too: a lane that
+  # stopped early leaves the jobs after it unrun.
+  if [ "$ran" -ne "$jobs" ] || [ "$lanes_failed" -ne 0 ]; then
+    echo "!! $ran of $jobs jobs said how they ended ($lanes_failed lanes stopped early): not run:" >&2
+    comm -23 <({ cut -d' ' -f1 "$list"; echo doc-tests; } | sort) <(sort "$logs/ran" 2>/dev/null) >&2
     return 1
   fi
   rm -rf "$logs"
@@ -860,8 +870,11 @@ run_test_binary() {
   else
     (cd "$dir" && "$exe") >"$log" 2>&1 || status=$?
   fi
+  # A benchmark's smoke says no "test result:" line: grep finds nothing,
+  # which under `set -e -o pipefail` would end this lane without a word
+  # (and with it the jobs it had yet to take).
   local result
-  result=$(grep -E '^test result:' "$log" | tail -n 1 | sed 's/^test result: //; s/; finished in.*//')
+  result=$(grep -E '^test result:' "$log" | tail -n 1 | sed 's/^test result: //; s/; finished in.*//' || true)
   if [ "$status" -eq 0 ]; then
     echo "   ok   $name ($((SECONDS - started))s) ${result}"
   else
@@ -871,4 +884,5 @@ run_test_binary() {
     echo "---- end of $name ----"
     echo "$name" >"$MESH_TEST_LOGS/$(echo "$name" | tr / _).failed"
   fi
+  echo "$name" >>"$MESH_TEST_LOGS/ran"
 }
