@@ -29,6 +29,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::{Registry, Unit};
 
+use mesh_runtime::endpoints::gauge_value;
 use mesh_runtime::Outbox;
 
 type Label = [(&'static str, &'static str); 1];
@@ -68,10 +69,6 @@ impl Default for LoopMetrics {
     fn default() -> Self {
         LoopMetrics::new()
     }
-}
-
-fn gauge_value(n: u64) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 fn outcome(o: RepairOutcome) -> &'static str {
@@ -281,6 +278,8 @@ impl LoopMetrics {
 
 #[cfg(test)]
 mod tests {
+    use mesh_runtime::testing::labelled_samples;
+
     use super::*;
 
     #[test]
@@ -306,16 +305,6 @@ mod tests {
         );
     }
 
-    /// The samples of `metric` in `text`, each by its labels.
-    fn samples(text: &str, metric: &str) -> Vec<(String, String)> {
-        text.lines()
-            .filter_map(|l| l.strip_prefix(metric))
-            .filter_map(|rest| rest.strip_prefix('{'))
-            .filter_map(|rest| rest.split_once("} "))
-            .map(|(labels, value)| (labels.to_owned(), value.to_owned()))
-            .collect()
-    }
-
     #[test]
     fn the_names_before_0_2_0_say_the_same_values_and_that_they_are_deprecated() {
         let metrics = LoopMetrics::new();
@@ -333,20 +322,20 @@ mod tests {
         outbox.put("subject".to_owned(), &event);
         let text = metrics.encode(&outbox);
 
-        let published = samples(&text, "mesh_events_published_total");
+        let published = labelled_samples(&text, "mesh_events_published_total");
         assert_eq!(published.len(), EventKind::PROVISIONER.len(), "{text}");
         assert!(
             published.contains(&("kind=\"recovered\"".to_owned(), "2".to_owned())),
             "{text}"
         );
-        assert_eq!(samples(&text, "mesh_words_said_total"), published);
-        let pending = samples(&text, "mesh_events_pending");
+        assert_eq!(labelled_samples(&text, "mesh_words_said_total"), published);
+        let pending = labelled_samples(&text, "mesh_events_pending");
         assert_eq!(pending.len(), EventKind::PROVISIONER.len(), "{text}");
         assert!(
             pending.contains(&("kind=\"recovered\"".to_owned(), "1".to_owned())),
             "{text}"
         );
-        assert_eq!(samples(&text, "mesh_words_held"), pending);
+        assert_eq!(labelled_samples(&text, "mesh_words_held"), pending);
 
         for (old, new) in [
             ("mesh_words_said", "mesh_events_published_total"),

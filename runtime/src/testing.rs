@@ -1,7 +1,9 @@
 //! Fakes for tests of what publishes events (feature `testing`; enable it
 //! in `[dev-dependencies]`): a sink that records what it acknowledges and
-//! can be made to refuse everything ([`RecordingSink`]), and a fixture
-//! event ([`recovered`]). mesh-sdk's `testing` module re-exports them.
+//! can be made to refuse everything ([`RecordingSink`]), a fixture event
+//! ([`recovered`]), and the samples of a metric in the text a program's
+//! `/metrics` serves ([`labelled_samples`]). mesh-sdk's `testing` module
+//! re-exports the sink and the event.
 
 use std::sync::{Arc, Mutex};
 
@@ -69,4 +71,16 @@ pub fn recovered(consumer: &str, reason: RecoveredReason) -> Event {
         reason,
         said_at: Timestamp::parse("2026-10-05T00:00:00Z").expect("a valid time"),
     })
+}
+
+/// The samples of `metric` in `text` (metrics as prometheus-client encodes
+/// them), each its labels, as written between the braces, and its value: a
+/// sample without labels is not among them.
+pub fn labelled_samples(text: &str, metric: &str) -> Vec<(String, String)> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix(metric))
+        .filter_map(|rest| rest.strip_prefix('{'))
+        .filter_map(|rest| rest.split_once("} "))
+        .map(|(labels, value)| (labels.to_owned(), value.to_owned()))
+        .collect()
 }

@@ -135,6 +135,13 @@ pub fn metrics_text(openmetrics: &str, accept: Option<&str>) -> (Format, String)
     }
 }
 
+/// A count as a gauge's value: prometheus-client's gauges hold an `i64`,
+/// and a count past `i64::MAX` reads `i64::MAX`. The programs' metrics
+/// (a provider's loop, `serve`'s link) set their counts through it.
+pub fn gauge_value(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
 fn answer(check: &Check) -> (StatusCode, String) {
     match check() {
         Checked::Passing(text) => (StatusCode::OK, text + "\n"),

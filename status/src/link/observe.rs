@@ -19,7 +19,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use mesh_protocol::{EventKind, Timestamp};
-use mesh_runtime::endpoints::Checked;
+use mesh_runtime::endpoints::{gauge_value, Checked};
 use mesh_runtime::{Progress, WallClock};
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
@@ -87,10 +87,6 @@ impl Default for LinkState {
     fn default() -> Self {
         LinkState::new()
     }
-}
-
-fn gauge_value(n: u64) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 impl LinkState {
@@ -294,18 +290,9 @@ impl LinkState {
 mod tests {
     use mesh_protocol::event::{Recovered, RecoveredReason};
     use mesh_protocol::{Event, ModuleId, Name, Timestamp};
+    use mesh_runtime::testing::labelled_samples;
 
     use super::*;
-
-    /// The samples of `metric` in `text`, each by its labels.
-    fn samples(text: &str, metric: &str) -> Vec<(String, String)> {
-        text.lines()
-            .filter_map(|l| l.strip_prefix(metric))
-            .filter_map(|rest| rest.strip_prefix('{'))
-            .filter_map(|rest| rest.split_once("} "))
-            .map(|(labels, value)| (labels.to_owned(), value.to_owned()))
-            .collect()
-    }
 
     #[test]
     fn the_name_before_0_2_0_says_the_same_values_and_that_it_is_deprecated() {
@@ -327,13 +314,13 @@ mod tests {
         state.applied(&[received.clone(), received]);
         let text = state.encode();
 
-        let applied = samples(&text, "mesh_events_applied_total");
+        let applied = labelled_samples(&text, "mesh_events_applied_total");
         assert_eq!(applied.len(), EventKind::ALL.len(), "{text}");
         assert!(
             applied.contains(&("kind=\"recovered\"".to_owned(), "2".to_owned())),
             "{text}"
         );
-        assert_eq!(samples(&text, "mesh_words_applied_total"), applied);
+        assert_eq!(labelled_samples(&text, "mesh_words_applied_total"), applied);
         let help = "# HELP mesh_words_applied Deprecated (removed in 0.3.0): use \
                     mesh_events_applied_total";
         assert!(text.lines().any(|l| l.starts_with(help)), "{text}");

@@ -15,6 +15,7 @@
 use std::collections::BTreeMap;
 
 use mesh_protocol::Timestamp;
+use mesh_runtime::endpoints::gauge_value;
 
 use crate::link::StatusGauges;
 use crate::report::{Head, Kind};
@@ -90,13 +91,12 @@ pub fn init(gauges: &StatusGauges) {
 /// aliases kept from before (`mesh_standings_failing`,
 /// `mesh_providers_unheard`) are set from their clauses.
 pub fn export(gauges: &StatusGauges, series: &Series, at: Timestamp) {
-    let value = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
     gauges.all_well.set(i64::from(series.all_well));
     for (clause, n) in &series.clauses {
         gauges
             .clauses
             .get_or_create(&[("clause", clause.as_str())])
-            .set(value(*n));
+            .set(gauge_value(*n));
     }
     gauges.problems.clear();
     for (p, n) in &series.problems {
@@ -105,19 +105,19 @@ pub fn export(gauges: &StatusGauges, series: &Series, at: Timestamp) {
             ("provider", p.provider.clone()),
             ("cause", p.cause.clone()),
         ];
-        gauges.problems.get_or_create(&labels).set(value(*n));
+        gauges.problems.get_or_create(&labels).set(gauge_value(*n));
     }
     gauges
         .standings_failing
-        .set(value(series.count(Kind::ConsumersFailing)));
+        .set(gauge_value(series.count(Kind::ConsumersFailing)));
     gauges
         .providers_unheard
-        .set(value(series.count(Kind::ProvidersUnheard)));
+        .set(gauge_value(series.count(Kind::ProvidersUnheard)));
     let secs = at
         .system_time()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    gauges.reported_at.set(value(secs));
+    gauges.reported_at.set(gauge_value(secs));
 }
 
 #[cfg(test)]
