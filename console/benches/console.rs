@@ -27,9 +27,12 @@
 //! ```
 
 // The controller benchmarks' store setup (a private cluster, a migrated
-// store, standings filled in by SQL), shared rather than copied.
+// store, standings filled in by SQL, the providers' declaration) and their
+// median of timings, shared rather than copied.
 #[path = "../../controller/benches/common/store.rs"]
 mod common;
+#[path = "../../controller/benches/common/measure.rs"]
+mod measure;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -37,7 +40,11 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{env_number, fill_standings, print_statements, statements_if_asked, store};
+use common::{
+    env_number, fill_standings, history_analysed, print_statements, provider_modules,
+    statements_if_asked, store, write_declaration,
+};
+use measure::{median, ms};
 use mesh_pg_store::PgStore;
 use mesh_protocol::{Name, Timestamp};
 use mesh_status::store::HistoryFilter;
@@ -48,15 +55,6 @@ const PROVIDERS: u64 = 100;
 const PER_CONSUMER: u64 = 50;
 /// The consumer whose page is timed and whose standing comes and goes.
 const CONSUMER: &str = "c42@app-0";
-
-fn median(mut times: Vec<Duration>) -> Duration {
-    times.sort();
-    times[times.len() / 2]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
 
 /// The console binary over the store, stopped on drop.
 struct Console {
@@ -304,27 +302,12 @@ fn main() {
             .batch_execute("VACUUM ANALYZE failing")
             .await
             .expect("vacuum");
-        client
-            .batch_execute("VACUUM ANALYZE history")
-            .await
-            .expect("vacuum");
-        let count: i64 = client
-            .query_one("SELECT count(*) FROM history", &[])
-            .await
-            .expect("counting")
-            .get(0);
+        let count = history_analysed(&client).await;
 
         // The providers, and the consumers whose pages are opened (c1..c30
         // and c42), each requiring its provider.
         let dir = tempfile::tempdir().expect("temp dir");
-        let mut modules: Vec<String> = (0..PROVIDERS)
-            .map(|p| {
-                format!(
-                    r#"{{"module":"p{p}","machine":"db-{}","provides":["postgres-database"]}}"#,
-                    p % 10
-                )
-            })
-            .collect();
+        let mut modules = provider_modules(PROVIDERS);
         let paged: Vec<u64> = (1..=30).chain([42]).collect();
         for c in &paged {
             modules.push(format!(
@@ -334,12 +317,7 @@ fn main() {
                 c % PROVIDERS % 10
             ));
         }
-        let declaration = dir.path().join("declaration.json");
-        std::fs::write(
-            &declaration,
-            format!(r#"{{"modules":[{}]}}"#, modules.join(",")),
-        )
-        .expect("writing the declaration");
+        let declaration = write_declaration(dir.path(), &modules);
         let args = [
             "--database".to_owned(),
             format!(

@@ -18,22 +18,14 @@ mod common;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{env_number, fill_standings, store};
+use common::measure::{median, ms};
+use common::{env_number, fill_standings, history_analysed, store};
 use mesh_pg_store::PgStore;
 use mesh_protocol::{Name, Timestamp};
 use mesh_status::store::HistoryFilter;
 
 const RUNS: usize = 11;
 const PER_CONSUMER: u64 = 50;
-
-fn median(mut times: Vec<Duration>) -> Duration {
-    times.sort();
-    times[times.len() / 2]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
 
 fn main() {
     mesh_controller::init_tracing("warn", mesh_runtime::LogFormat::Text);
@@ -70,15 +62,7 @@ fn main() {
             )
             .await
             .expect("filling history");
-        client
-            .batch_execute("VACUUM ANALYZE history")
-            .await
-            .expect("vacuum");
-        let count: i64 = client
-            .query_one("SELECT count(*) FROM history", &[])
-            .await
-            .expect("counting")
-            .get(0);
+        let count = history_analysed(&client).await;
         let consumer = "c42";
         let binary = env!("CARGO_BIN_EXE_mesh-controller");
         let args = [

@@ -24,7 +24,8 @@ use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{env_number, fill_standings, store};
+use common::measure::{median, ms};
+use common::{env_number, fill_standings, provider_modules, store, write_declaration};
 use futures::{pin_mut, TryStreamExt};
 use mesh_pg_store::{migrate, DatabaseOptions};
 use tokio_postgres::types::ToSql;
@@ -34,15 +35,6 @@ const RUNS: usize = 11;
 
 const COLUMNS: &str = "provider_module, provider_machine, consumer, consumer_machine, provision, \
                        class, error, since, attempts, said_at";
-
-fn median(mut times: Vec<Duration>) -> Duration {
-    times.sort();
-    times[times.len() / 2]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
 
 /// Runs the binary; returns (time to the end of the head, whole time, bytes).
 fn timed(binary: &str, args: &[String], head_ends: &[u8]) -> (Duration, Duration, usize) {
@@ -152,26 +144,14 @@ fn main() {
             .expect("vacuum");
 
         let dir = tempfile::tempdir().expect("temp dir");
-        let mut modules: Vec<String> = (0..PROVIDERS)
-            .map(|p| {
-                format!(
-                    r#"{{"module":"p{p}","machine":"db-{}","provides":["postgres-database"]}}"#,
-                    p % 10
-                )
-            })
-            .collect();
+        let mut modules = provider_modules(PROVIDERS);
         // One consumer declared, for `why`: c42, which p42@db-2 fails.
         modules.push(
             r#"{"module":"c42","machine":"app-0","requires":[
                 {"provision":"postgres-database","from":"p42@db-2"}]}"#
                 .to_owned(),
         );
-        let declaration = dir.path().join("declaration.json");
-        std::fs::write(
-            &declaration,
-            format!(r#"{{"modules":[{}]}}"#, modules.join(",")),
-        )
-        .expect("writing the declaration");
+        let declaration = write_declaration(dir.path(), &modules);
         let one_declaration = dir.path().join("one_provider.json");
         std::fs::write(
             &one_declaration,

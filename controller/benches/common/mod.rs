@@ -1,6 +1,8 @@
 //! Shared setup of the controller benchmarks: the store's (`store.rs`,
-//! which the console's benchmark shares) and the ingest benchmarks' events.
+//! which the console's benchmark shares), the timings' median
+//! (`measure.rs`, shared likewise) and the ingest benchmarks' events.
 
+pub mod measure;
 mod store;
 
 pub use store::*;

@@ -1,7 +1,7 @@
 //! The store setup the controller's and the console's benchmarks share: a
 //! private PostgreSQL cluster (statement logging off, as on a production
-//! server) with a migrated store, standings filled in by SQL, and where the
-//! server's time went. It uses nothing of `mesh-controller`: the console's
+//! server) with a migrated store, standings filled in by SQL, the
+//! providers' declaration, and where the server's time went. It uses nothing of `mesh-controller`: the console's
 //! benchmark includes this file by its path.
 
 use mesh_pg_store::{migrate, DatabaseOptions};
@@ -66,6 +66,49 @@ pub async fn fill_standings(client: &tokio_postgres::Client, providers: u64, sta
         )
         .await
         .expect("filling the standings");
+}
+
+/// Vacuums and analyses `history` once it is filled (as autovacuum would
+/// have by the time an operator reads it); returns how many rows it holds.
+#[allow(dead_code)] // the history and console benchmarks'
+pub async fn history_analysed(client: &tokio_postgres::Client) -> i64 {
+    client
+        .batch_execute("VACUUM ANALYZE history")
+        .await
+        .expect("vacuum");
+    client
+        .query_one("SELECT count(*) FROM history", &[])
+        .await
+        .expect("counting")
+        .get(0)
+}
+
+/// The declaration's modules of `providers` providers on 10 machines, as
+/// [`fill_standings`] names them (`p<n>@db-<n % 10>`), each providing
+/// `postgres-database`: one JSON object each.
+#[allow(dead_code)] // the status and console benchmarks'
+pub fn provider_modules(providers: u64) -> Vec<String> {
+    (0..providers)
+        .map(|p| {
+            format!(
+                r#"{{"module":"p{p}","machine":"db-{}","provides":["postgres-database"]}}"#,
+                p % 10
+            )
+        })
+        .collect()
+}
+
+/// Writes `dir/declaration.json` declaring `modules` (JSON objects);
+/// returns its path.
+#[allow(dead_code)] // the status and console benchmarks'
+pub fn write_declaration(dir: &std::path::Path, modules: &[String]) -> std::path::PathBuf {
+    let declaration = dir.join("declaration.json");
+    std::fs::write(
+        &declaration,
+        format!(r#"{{"modules":[{}]}}"#, modules.join(",")),
+    )
+    .expect("writing the declaration");
+    declaration
 }
 
 /// With `MESH_BENCH_STATEMENTS` set (where the time goes on the server),
