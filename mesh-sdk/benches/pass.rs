@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use mesh_sdk::internals::{SecretError, SecretSource, Source};
 use mesh_sdk::testing::{Outbox, Runner, Settings};
 use mesh_sdk::{async_trait, Consumer, Held, Name, Provisioner, Secret, Served};
+use mesh_test_support::write_contributions;
 use stats_alloc::{StatsAlloc, INSTRUMENTED_SYSTEM};
 
 /// Counts heap allocations (stats_alloc: an instrumented system allocator,
@@ -76,22 +77,16 @@ impl Provisioner for Fixed {
 
 /// Writes a contributions file and one secret file per consumer.
 fn world(dir: &Path, n: usize) -> Vec<Held> {
-    std::fs::create_dir_all(dir.join("s")).unwrap();
-    let mut entries = Vec::with_capacity(n);
-    let mut held = Vec::with_capacity(n);
-    for i in 0..n {
-        let name = format!("consumer-{i:06}");
-        std::fs::write(
-            dir.join("s").join(&name),
-            format!("minted-secret-{i:06}-xxxxxxxxxxxxxxxx"),
-        )
-        .unwrap();
-        entries.push(serde_json::json!({"consumer": name, "machine": "app-1", "provision": "postgres-database", "secret_file": format!("s/{name}")}));
-        held.push(Held::active(Name::parse(&name).unwrap()));
-    }
-    let file = serde_json::json!({"provider": {"module": "postgres", "machine": "db-1"}, "consumers": entries});
-    std::fs::write(dir.join("c.json"), file.to_string()).unwrap();
-    held
+    let name = |i: usize| format!("consumer-{i:06}");
+    write_contributions(
+        dir,
+        ("postgres", "db-1"),
+        "postgres-database",
+        (0..n).map(|i| (name(i), format!("minted-secret-{i:06}-xxxxxxxxxxxxxxxx"))),
+    );
+    (0..n)
+        .map(|i| Held::active(Name::parse(&name(i)).unwrap()))
+        .collect()
 }
 
 fn runner(dir: &Path, provisioner: Fixed, concurrency: usize) -> (Runner<Fixed>, Arc<Outbox>) {

@@ -25,6 +25,10 @@
 //!   above, `mesh-controller serve` and the providers as processes), which
 //!   the end-to-end tests and the demo drive.
 //!
+//! Beside them, files a test writes: an executable script
+//! ([`write_script`]) and a provider's contributions file over many
+//! consumers with their minted secrets ([`write_contributions`]).
+//!
 //! Starting and stopping the servers is synchronous (blocking, with
 //! `std::thread::sleep` polling and a hard deadline), so it works from any
 //! test, including tests on tokio's paused clock. Every instance is private:
@@ -39,6 +43,7 @@ mod browser;
 mod certs;
 mod cluster;
 mod cmdline;
+mod contributions;
 mod keycloak;
 mod mariadb;
 pub mod mesh;
@@ -58,6 +63,7 @@ pub use browser::{
 pub use certs::{CertFiles, TestCa};
 pub use cluster::{NatsCluster, CLUSTER_SIZE};
 pub use cmdline::CmdlineScan;
+pub use contributions::write_contributions;
 pub use keycloak::{
     KeycloakDist, KeycloakServer, KEYCLOAK_ADMIN, KEYCLOAK_BUILD, KEYCLOAK_START_DEADLINE,
 };

@@ -33,7 +33,7 @@ use mesh_provider_identity::keycloak::{CallCounts, Keycloak};
 use mesh_provider_identity::{IdentityConfig, IdentityProvisioner};
 use mesh_sdk::testing::{Outbox, Runner, Settings};
 use mesh_sdk::Secret;
-use mesh_test_support::{KeycloakServer, KEYCLOAK_ADMIN};
+use mesh_test_support::{write_contributions, KeycloakServer, KEYCLOAK_ADMIN};
 use tokio::task::JoinSet;
 
 const N: usize = 200;
@@ -50,16 +50,12 @@ fn consumer(i: usize) -> (String, String) {
 
 /// Writes the contributions file and the secret files.
 fn world(dir: &Path) {
-    std::fs::create_dir_all(dir.join("s")).unwrap();
-    let mut entries = Vec::with_capacity(N);
-    for i in 0..N {
-        let (name, secret) = consumer(i);
-        std::fs::write(dir.join("s").join(&name), &secret).unwrap();
-        entries.push(serde_json::json!({"consumer": name, "machine": "app-1",
-            "provision": "oidc-client", "secret_file": format!("s/{name}")}));
-    }
-    let file = serde_json::json!({"provider": {"module": "identity", "machine": "kc-1"}, "consumers": entries});
-    std::fs::write(dir.join("c.json"), file.to_string()).unwrap();
+    write_contributions(
+        dir,
+        ("identity", "kc-1"),
+        "oidc-client",
+        (0..N).map(consumer),
+    );
 }
 
 fn config(kc: &KeycloakServer, realm: &str) -> IdentityConfig {

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use mesh_provider_postgres::{PostgresConfig, PostgresProvisioner};
 use mesh_sdk::testing::Outbox;
 use mesh_sdk::testing::{Runner, Settings};
-use mesh_test_support::PgCluster;
+use mesh_test_support::{write_contributions, PgCluster};
 use tokio::task::JoinSet;
 
 const N: usize = 500;
@@ -43,16 +43,12 @@ fn consumer(i: usize) -> (String, String) {
 
 /// Writes the contributions file and the secret files.
 fn world(dir: &Path) {
-    std::fs::create_dir_all(dir.join("s")).unwrap();
-    let mut entries = Vec::with_capacity(N);
-    for i in 0..N {
-        let (name, secret) = consumer(i);
-        std::fs::write(dir.join("s").join(&name), &secret).unwrap();
-        entries.push(serde_json::json!({"consumer": name, "machine": "app-1",
-            "provision": "postgres-database", "secret_file": format!("s/{name}")}));
-    }
-    let file = serde_json::json!({"provider": {"module": "postgres", "machine": "db-1"}, "consumers": entries});
-    std::fs::write(dir.join("c.json"), file.to_string()).unwrap();
+    write_contributions(
+        dir,
+        ("postgres", "db-1"),
+        "postgres-database",
+        (0..N).map(consumer),
+    );
 }
 
 /// 500 plain logins (connect, SELECT 1, close), at most CONCURRENCY at once.
