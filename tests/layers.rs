@@ -168,7 +168,12 @@ const CRATES: &[(&str, Tables)] = &[
         &[
             (
                 "",
-                &[&["model"], &["store"], &["link", "report"], &["render"]],
+                &[
+                    &["model"],
+                    &["store", "testing"],
+                    &["link", "report"],
+                    &["render"],
+                ],
             ),
             (
                 "model",

@@ -7,12 +7,11 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
 use mesh_pg_store::{grant_reader, migrate, DatabaseOptions, PgStore, ReaderRights, RoleName};
-use mesh_protocol::event::{
-    Alive, Failing, Recovered, RecoveredReason, Retirement, RetirementAction,
-};
-use mesh_protocol::{Class, Event, ModuleId, Name, Timestamp};
+use mesh_protocol::event::{Alive, Failing, Retirement, RetirementAction};
+use mesh_protocol::{Class, Event, Name, Timestamp};
 use mesh_status::model::{Instance, Received};
 use mesh_status::store::ControllerRecordUpdate;
+use mesh_status::testing::received;
 use mesh_status::Store;
 use mesh_test_support::{free_port, PgCluster, TestCa};
 
@@ -34,17 +33,14 @@ fn ago(minutes: u64) -> Timestamp {
     Timestamp::from_system(SystemTime::now() - Duration::from_secs(minutes * 60))
 }
 
-fn provider() -> ModuleId {
-    ModuleId::parse("postgres@db-1").unwrap()
-}
+/// The provider of every event here.
+const PROVIDER: &str = "postgres@db-1";
 
 fn failing(consumer: &str, machine: &str, error: &str, since: u64, seq: u64) -> Received {
-    Received {
-        epoch: 1,
+    received(
+        PROVIDER,
         seq,
-        stored_at: None,
-        emitter: provider(),
-        event: Event::Failing(Failing {
+        Event::Failing(Failing {
             v: 1,
             consumer: Name::parse(consumer).unwrap(),
             consumer_machine: Some(Name::parse(machine).unwrap()),
@@ -55,33 +51,18 @@ fn failing(consumer: &str, machine: &str, error: &str, since: u64, seq: u64) -> 
             attempts: 12,
             said_at: ago(since.saturating_sub(5)),
         }),
-    }
+    )
 }
 
 fn recovered(consumer: &str, at: u64, seq: u64) -> Received {
-    Received {
-        epoch: 1,
-        seq,
-        stored_at: None,
-        emitter: provider(),
-        event: Event::Recovered(Recovered {
-            v: 1,
-            consumer: Name::parse(consumer).unwrap(),
-            consumer_machine: None,
-            provision: None,
-            reason: RecoveredReason::Success,
-            said_at: ago(at),
-        }),
-    }
+    mesh_status::testing::recovered(PROVIDER, consumer, ago(at), seq)
 }
 
 fn alive(seq: u64) -> Received {
-    Received {
-        epoch: 1,
+    received(
+        PROVIDER,
         seq,
-        stored_at: None,
-        emitter: provider(),
-        event: Event::Alive(Alive {
+        Event::Alive(Alive {
             v: 1,
             started_at: ago(120),
             alive_every_seconds: 3600,
@@ -95,7 +76,7 @@ fn alive(seq: u64) -> Received {
             fault: None,
             contributions: None,
         }),
-    }
+    )
 }
 
 /// A migrated store with a reader role, its owner's store handle, and the
@@ -402,12 +383,10 @@ async fn until_event_has(response: &mut reqwest::Response, word: &str, seen: &mu
 /// A provider's retirement event of `consumer` (a consumer the declaration
 /// no longer lists).
 fn retirement(consumer: &str, action: RetirementAction, seq: u64) -> Received {
-    Received {
-        epoch: 1,
+    received(
+        PROVIDER,
         seq,
-        stored_at: None,
-        emitter: provider(),
-        event: Event::Retirement(Retirement {
+        Event::Retirement(Retirement {
             v: 1,
             consumer: Name::parse(consumer).unwrap(),
             action,
@@ -415,7 +394,7 @@ fn retirement(consumer: &str, action: RetirementAction, seq: u64) -> Received {
             retire_at: None,
             said_at: ago(10),
         }),
-    }
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

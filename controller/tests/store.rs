@@ -17,6 +17,7 @@ use mesh_protocol::{Class, Event, ModuleId, Name, Timestamp};
 use mesh_sdk::testing::LogCapture;
 use mesh_status::model::{Received, RepairRow};
 use mesh_status::store::{ControllerRecordUpdate, Order, StatusFilter};
+use mesh_status::testing::received;
 use mesh_status::Store;
 use mesh_test_support::PgCluster;
 
@@ -49,12 +50,10 @@ fn at(minute: u32) -> Timestamp {
 }
 
 fn failing(provider: &str, consumer: &str, said: u32, attempts: u64, seq: u64) -> Received {
-    Received {
-        epoch: 1,
+    received(
+        provider,
         seq,
-        stored_at: None,
-        emitter: ModuleId::parse(provider).unwrap(),
-        event: Event::Failing(Failing {
+        Event::Failing(Failing {
             v: 1,
             consumer: name(consumer),
             consumer_machine: Some(name("app-1")),
@@ -65,35 +64,20 @@ fn failing(provider: &str, consumer: &str, said: u32, attempts: u64, seq: u64) -
             attempts,
             said_at: at(said),
         }),
-    }
+    )
 }
 
 fn recovered(provider: &str, consumer: &str, said: u32, seq: u64) -> Received {
-    Received {
-        epoch: 1,
-        seq,
-        stored_at: None,
-        emitter: ModuleId::parse(provider).unwrap(),
-        event: Event::Recovered(Recovered {
-            v: 1,
-            consumer: name(consumer),
-            consumer_machine: None,
-            provision: None,
-            reason: RecoveredReason::Success,
-            said_at: at(said),
-        }),
-    }
+    mesh_status::testing::recovered(provider, consumer, at(said), seq)
 }
 
 /// `alive` of `provider`, said at minute `said`, started at minute
 /// `started`, settled at minute `settled` (if any), every 60 s.
 fn alive(provider: &str, said: u32, started: u32, settled: Option<u32>, seq: u64) -> Received {
-    Received {
-        epoch: 1,
+    received(
+        provider,
         seq,
-        stored_at: None,
-        emitter: ModuleId::parse(provider).unwrap(),
-        event: Event::Alive(Alive {
+        Event::Alive(Alive {
             v: 1,
             started_at: at(started),
             alive_every_seconds: 60,
@@ -107,16 +91,14 @@ fn alive(provider: &str, said: u32, started: u32, settled: Option<u32>, seq: u64
             fault: None,
             contributions: None,
         }),
-    }
+    )
 }
 
 fn repair(provider: &str, fault: &str, outcome: RepairOutcome, said: u32, seq: u64) -> Received {
-    Received {
-        epoch: 1,
+    received(
+        provider,
         seq,
-        stored_at: None,
-        emitter: ModuleId::parse(provider).unwrap(),
-        event: Event::Repair(RepairReport {
+        Event::Repair(RepairReport {
             v: 1,
             fault: name(fault),
             outcome,
@@ -124,7 +106,7 @@ fn repair(provider: &str, fault: &str, outcome: RepairOutcome, said: u32, seq: u
             next_attempt_at: (outcome == RepairOutcome::Braked).then(|| at(59)),
             said_at: at(said),
         }),
-    }
+    )
 }
 
 /// `consumer -> attempts` of every failing row of `provider`.
@@ -341,19 +323,19 @@ async fn store_rules_hold_on_postgres() {
     assert_eq!(open, [("disk-full", "braked", Some(at(59)))]);
 
     // Retirements are kept, newest per (provider, consumer, action).
-    let retired = |said, seq, detail: &str| Received {
-        epoch: 1,
-        seq,
-        stored_at: None,
-        emitter: ModuleId::parse(r).unwrap(),
-        event: Event::Retirement(Retirement {
-            v: 1,
-            consumer: name("old"),
-            action: RetirementAction::Retired,
-            detail: detail.into(),
-            retire_at: None,
-            said_at: at(said),
-        }),
+    let retired = |said, seq, detail: &str| {
+        received(
+            r,
+            seq,
+            Event::Retirement(Retirement {
+                v: 1,
+                consumer: name("old"),
+                action: RetirementAction::Retired,
+                detail: detail.into(),
+                retire_at: None,
+                said_at: at(said),
+            }),
+        )
     };
     store.apply(&[retired(10, 31, "newer")]).await.unwrap();
     store.apply(&[retired(11, 30, "older")]).await.unwrap();
@@ -1467,16 +1449,6 @@ async fn the_settled_rule_holds_through_a_clock_stepped_between_two_runs() {
 /// `secs` seconds before the wall clock now (the store's clock, here).
 fn ago(secs: u64) -> Timestamp {
     Timestamp::from_system(std::time::SystemTime::now() - Duration::from_secs(secs))
-}
-
-fn received(provider: &str, seq: u64, event: Event) -> Received {
-    Received {
-        epoch: 1,
-        seq,
-        stored_at: None,
-        emitter: ModuleId::parse(provider).unwrap(),
-        event,
-    }
 }
 
 fn retirement(consumer: &str, action: RetirementAction, seq: u64) -> Received {

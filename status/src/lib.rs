@@ -18,6 +18,9 @@
 //!   ([`LinkState`]); [`report`]: what `status` and `node show` say (pure).
 //! - [`render`]: the report printed for a person or as JSON, as it is read.
 //!
+//! With the `testing` feature, `mesh_status::testing` has fixtures of the
+//! events the link receives, for tests of what stores or reads them.
+//!
 //! History, the read side a console builds on: [`model::history`] decides
 //! which events are transitions (the store keeps them append-only) and
 //! its [`Transition`](model::history::Transition) is a history row as read
@@ -32,6 +35,8 @@
 pub mod model;
 
 pub mod store;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 
 pub mod link;
 pub mod report;

@@ -852,6 +852,7 @@ impl Transitions {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::received;
     use mesh_protocol::event::RecoveredReason;
     use mesh_protocol::event::{
         Alive, Failing, GrantReachable, GrantUnchecked, GrantUnreachable, ReachableReason,
@@ -876,20 +877,10 @@ mod tests {
         }
     }
 
-    fn at(seq: u64, emitter: &str, event: Event) -> Received {
-        Received {
-            epoch: 1,
-            seq,
-            stored_at: None,
-            emitter: ModuleId::parse(emitter).unwrap(),
-            event,
-        }
-    }
-
     fn failing(seq: u64, since: &str) -> Received {
-        at(
-            seq,
+        received(
             "postgres@db-1",
+            seq,
             Event::Failing(Failing {
                 v: 1,
                 consumer: Name::parse("wiki").unwrap(),
@@ -905,9 +896,9 @@ mod tests {
     }
 
     fn recovered(seq: u64) -> Received {
-        at(
-            seq,
+        received(
             "postgres@db-1",
+            seq,
             Event::Recovered(Recovered {
                 v: 1,
                 consumer: Name::parse("wiki").unwrap(),
@@ -920,9 +911,9 @@ mod tests {
     }
 
     fn retirement(seq: u64, action: RetirementAction) -> Received {
-        at(
-            seq,
+        received(
             "postgres@db-1",
+            seq,
             Event::Retirement(Retirement {
                 v: 1,
                 consumer: Name::parse("wiki").unwrap(),
@@ -935,9 +926,9 @@ mod tests {
     }
 
     fn repair(seq: u64, outcome: RepairOutcome) -> Received {
-        at(
-            seq,
+        received(
             "identity@id-1",
+            seq,
             Event::Repair(RepairReport {
                 v: 1,
                 fault: Name::parse("admin-refused").unwrap(),
@@ -950,9 +941,9 @@ mod tests {
     }
 
     fn alive(seq: u64, stored: &str) -> Received {
-        let mut r = at(
-            seq,
+        let mut r = received(
             "postgres@db-1",
+            seq,
             Event::Alive(Alive {
                 v: 1,
                 started_at: ts("2026-11-27T00:00:00Z"),
@@ -1008,7 +999,7 @@ mod tests {
                 said_at,
             }),
         };
-        at(seq, "wiki@app-1", event)
+        received("wiki@app-1", seq, event)
     }
 
     fn failing_prev(newest: u64, since: Option<&str>) -> Previous {

@@ -187,48 +187,34 @@ pub fn reduce(events: &[Received]) -> Reduced<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mesh_protocol::event::RecoveredReason;
+    use crate::testing::received;
     use mesh_protocol::{Class, Name, Timestamp};
 
+    /// `secs` seconds after the Unix epoch.
+    fn second(secs: u64) -> Timestamp {
+        Timestamp::from_system(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs))
+    }
+
     fn failing(provider: &str, consumer: &str, said: u64, seq: u64) -> Received {
-        Received {
-            epoch: 1,
+        received(
+            provider,
             seq,
-            stored_at: None,
-            emitter: ModuleId::parse(provider).unwrap(),
-            event: Event::Failing(Failing {
+            Event::Failing(Failing {
                 v: 1,
                 consumer: Name::parse(consumer).unwrap(),
                 consumer_machine: None,
                 provision: None,
                 class: Class::Refused,
                 error: String::new(),
-                since: Timestamp::from_system(std::time::UNIX_EPOCH),
+                since: second(0),
                 attempts: seq,
-                said_at: Timestamp::from_system(
-                    std::time::UNIX_EPOCH + std::time::Duration::from_secs(said),
-                ),
+                said_at: second(said),
             }),
-        }
+        )
     }
 
     fn recovered(provider: &str, consumer: &str, said: u64, seq: u64) -> Received {
-        Received {
-            epoch: 1,
-            seq,
-            stored_at: None,
-            emitter: ModuleId::parse(provider).unwrap(),
-            event: Event::Recovered(Recovered {
-                v: 1,
-                consumer: Name::parse(consumer).unwrap(),
-                consumer_machine: None,
-                provision: None,
-                reason: RecoveredReason::Success,
-                said_at: Timestamp::from_system(
-                    std::time::UNIX_EPOCH + std::time::Duration::from_secs(said),
-                ),
-            }),
-        }
+        crate::testing::recovered(provider, consumer, second(said), seq)
     }
 
     fn in_epoch(mut event: Received, epoch: u64) -> Received {

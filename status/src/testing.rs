@@ -1,0 +1,42 @@
+//! Fixtures for tests of what stores, reduces or reads the events the link
+//! receives (feature `testing`; enable it in `[dev-dependencies]`): an
+//! event as the link hands it to the store ([`received`]) and a consumer's
+//! recovery ([`recovered`]).
+
+use mesh_protocol::event::{Recovered, RecoveredReason, VERSION};
+use mesh_protocol::{Event, ModuleId, Name, Timestamp};
+
+use crate::model::Received;
+
+/// `event`, published by `emitter` (`module@machine`), at `seq` of the
+/// stream's first epoch; when the stream stored it is not known.
+///
+/// Panics when `emitter` is not a module id.
+pub fn received(emitter: &str, seq: u64, event: Event) -> Received {
+    Received {
+        epoch: 1,
+        seq,
+        stored_at: None,
+        emitter: ModuleId::parse(emitter).expect("a valid module id"),
+        event,
+    }
+}
+
+/// `recovered` (a success) of `consumer`, its machine and provision not
+/// said, published by `emitter` at `said_at`, at `seq` ([`received`]).
+///
+/// Panics when `emitter` or `consumer` is not valid.
+pub fn recovered(emitter: &str, consumer: &str, said_at: Timestamp, seq: u64) -> Received {
+    received(
+        emitter,
+        seq,
+        Event::Recovered(Recovered {
+            v: VERSION,
+            consumer: Name::parse(consumer).expect("a valid consumer name"),
+            consumer_machine: None,
+            provision: None,
+            reason: RecoveredReason::Success,
+            said_at,
+        }),
+    )
+}
