@@ -318,17 +318,8 @@ fn main() {
             ));
         }
         let declaration = write_declaration(dir.path(), &modules);
-        let args = [
-            "--database".to_owned(),
-            format!(
-                "host=127.0.0.1 port={} user=postgres dbname=console",
-                pg.port()
-            ),
-            "--database-password-file".to_owned(),
-            pg.superuser_password_file().display().to_string(),
-            "--declaration".to_owned(),
-            declaration.display().to_string(),
-        ];
+        let mut args = pg.database_flags("console").to_vec();
+        args.extend(["--declaration".to_owned(), declaration.display().to_string()]);
         let console = Console::start(&args);
         println!(
             "console over {standings} standings and {count} history rows, median of {RUNS} runs"

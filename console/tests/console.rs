@@ -121,10 +121,7 @@ async fn setup() -> Setup {
     std::fs::write(dir.path().join("declaration.json"), DECLARATION).unwrap();
     std::fs::write(dir.path().join("reader.pw"), READER_PASSWORD).unwrap();
     std::fs::write(dir.path().join("token"), format!("{TOKEN}\n")).unwrap();
-    let owner_url = format!(
-        "host=127.0.0.1 port={} user=postgres dbname=mesh",
-        pg.port()
-    );
+    let owner_url = pg.database("mesh");
     let options = DatabaseOptions::new(&owner_url, Some(&pg.superuser_password_file())).unwrap();
     migrate(&options).await.unwrap();
     let reader = RoleName::parse("mesh_reader").unwrap();

@@ -65,19 +65,14 @@ fn main() {
         let count = history_analysed(&client).await;
         let consumer = "c42";
         let binary = env!("CARGO_BIN_EXE_mesh-controller");
-        let args = [
-            "--database".to_owned(),
-            format!(
-                "host=127.0.0.1 port={} user=postgres dbname=history",
-                pg.port()
-            ),
-            "--database-password-file".to_owned(),
-            pg.superuser_password_file().display().to_string(),
+        let database = pg.database_flags("history");
+        let mut args = database.to_vec();
+        args.extend([
             "history".to_owned(),
             consumer.to_owned(),
             "--since".to_owned(),
             "3650d".to_owned(),
-        ];
+        ]);
         let mut through_binary = Vec::new();
         let mut lines = 0;
         for _ in 0..RUNS {
@@ -132,7 +127,7 @@ fn main() {
                {"module":"c42","machine":"app-0","requires":[{"provision":"postgres-database","from":"p2@db-2"}]}]}"#,
         )
         .expect("writing the declaration");
-        let mut why_args = args[..4].to_vec();
+        let mut why_args = database.to_vec();
         why_args.extend([
             "--declaration".to_owned(),
             declaration.display().to_string(),

@@ -112,10 +112,7 @@ fn main() {
         // 7 machines.
         let conninfo = pg.create_database("one_provider").await;
         let one = DatabaseOptions::new(
-            &format!(
-                "host=127.0.0.1 port={} user=postgres dbname=one_provider",
-                pg.port()
-            ),
+            &pg.database("one_provider"),
             Some(&pg.superuser_password_file()),
         )
         .expect("database options");
@@ -159,14 +156,9 @@ fn main() {
         )
         .expect("writing the second declaration");
         let base = |db: &str, declaration: &std::path::Path| {
-            [
-                "--database".to_owned(),
-                format!("host=127.0.0.1 port={} user=postgres dbname={db}", pg.port()),
-                "--database-password-file".to_owned(),
-                pg.superuser_password_file().display().to_string(),
-                "--declaration".to_owned(),
-                declaration.display().to_string(),
-            ]
+            let mut args = pg.database_flags(db).to_vec();
+            args.extend(["--declaration".to_owned(), declaration.display().to_string()]);
+            args
         };
         let binary = env!("CARGO_BIN_EXE_mesh-controller");
         let password = pg.superuser_password();

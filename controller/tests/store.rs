@@ -423,6 +423,17 @@ struct Env {
     args: Vec<String>,
 }
 
+/// The arguments that point the controller at the database `db` of `pg`
+/// (as its superuser) and at `declaration`.
+fn declared(pg: &PgCluster, db: &str, declaration: &std::path::Path) -> Vec<String> {
+    let mut args = pg.database_flags(db).to_vec();
+    args.extend([
+        "--declaration".to_owned(),
+        declaration.display().to_string(),
+    ]);
+    args
+}
+
 impl Env {
     async fn run(&self, command: &[&str], now: &str) -> (u8, String, String) {
         let args = std::iter::once("mesh-controller")
@@ -474,10 +485,7 @@ async fn status_and_node_show_on_a_live_store() {
     let dir = tempfile::tempdir().unwrap();
     let declaration = dir.path().join("declaration.json");
     std::fs::write(&declaration, DECLARATION).unwrap();
-    let database = format!(
-        "host=127.0.0.1 port={} user=postgres dbname=status",
-        pg.port()
-    );
+    let database = pg.database("status");
     let password_file = pg.superuser_password_file();
     let env = Env {
         args: vec![
@@ -1076,17 +1084,7 @@ async fn a_stored_value_that_does_not_decode_is_named_with_its_column() {
     let declaration = dir.path().join("declaration.json");
     std::fs::write(&declaration, DECLARATION).unwrap();
     let env = Env {
-        args: vec![
-            "--database".into(),
-            format!(
-                "host=127.0.0.1 port={} user=postgres dbname=strange",
-                pg.port()
-            ),
-            "--database-password-file".into(),
-            pg.superuser_password_file().display().to_string(),
-            "--declaration".into(),
-            declaration.display().to_string(),
-        ],
+        args: declared(&pg, "strange", &declaration),
     };
     let now = "2026-10-05T00:10:00Z";
     assert_eq!(env.run(&["migrate"], now).await.0, EXIT_OK);
@@ -1506,17 +1504,7 @@ async fn the_controller_record_retired_consumers_and_a_new_store_on_a_live_store
     )
     .unwrap();
     let env = Env {
-        args: vec![
-            "--database".into(),
-            format!(
-                "host=127.0.0.1 port={} user=postgres dbname=record",
-                pg.port()
-            ),
-            "--database-password-file".into(),
-            pg.superuser_password_file().display().to_string(),
-            "--declaration".into(),
-            declaration.display().to_string(),
-        ],
+        args: declared(&pg, "record", &declaration),
     };
     let now = Timestamp::now().to_string();
     let now = now.as_str();
@@ -1900,17 +1888,7 @@ async fn history_is_kept_with_each_round_read_back_and_pruned_in_batches() {
     let declaration = dir.path().join("declaration.json");
     std::fs::write(&declaration, DECLARATION).unwrap();
     let env = Env {
-        args: vec![
-            "--database".into(),
-            format!(
-                "host=127.0.0.1 port={} user=postgres dbname=history",
-                pg.port()
-            ),
-            "--database-password-file".into(),
-            pg.superuser_password_file().display().to_string(),
-            "--declaration".into(),
-            declaration.display().to_string(),
-        ],
+        args: declared(&pg, "history", &declaration),
     };
     let wiki_line = |out: &str| {
         out.lines()
@@ -2394,10 +2372,7 @@ async fn a_store_that_asks_for_a_password_none_was_given_for_says_which_flag_and
     let env = Env {
         args: vec![
             "--database".into(),
-            format!(
-                "host=127.0.0.1 port={} user=postgres dbname=postgres",
-                pg.port()
-            ),
+            pg.database("postgres"),
             "--declaration".into(),
             declaration.display().to_string(),
         ],

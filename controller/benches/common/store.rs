@@ -23,14 +23,8 @@ pub async fn store(db: &str) -> (PgCluster, DatabaseOptions, tokio_postgres::Cli
             .expect("turning statement logging off");
     }
     let conninfo = pg.create_database(db).await;
-    let options = DatabaseOptions::new(
-        &format!(
-            "host=127.0.0.1 port={} user=postgres dbname={db}",
-            pg.port()
-        ),
-        Some(&pg.superuser_password_file()),
-    )
-    .expect("database options");
+    let options = DatabaseOptions::new(&pg.database(db), Some(&pg.superuser_password_file()))
+        .expect("database options");
     migrate(&options).await.expect("migrating the store");
     let (client, connection) = tokio_postgres::connect(&conninfo, tokio_postgres::NoTls)
         .await

@@ -10,14 +10,7 @@ use mesh_test_support::PgCluster;
 /// How the controller reaches database `db` of `pg` (made already): as
 /// `postgres`, with the cluster's password file.
 pub fn options_of(pg: &PgCluster, db: &str) -> DatabaseOptions {
-    DatabaseOptions::new(
-        &format!(
-            "host=127.0.0.1 port={} user=postgres dbname={db}",
-            pg.port()
-        ),
-        Some(&pg.superuser_password_file()),
-    )
-    .unwrap()
+    DatabaseOptions::new(&pg.database(db), Some(&pg.superuser_password_file())).unwrap()
 }
 
 /// Makes database `db` on `pg`: how the controller reaches it, and an

@@ -18,6 +18,30 @@ impl PgCluster {
         self.conninfo("postgres")
     }
 
+    /// A key-value connection string for the superuser to the database
+    /// `db`, without the password: `host=127.0.0.1 port=N user=postgres
+    /// dbname=DB`, as a mesh program's `--database` takes it beside
+    /// `--database-password-file` ([`PgCluster::superuser_password_file`]).
+    pub fn database(&self, db: &str) -> String {
+        format!(
+            "host={HOST} port={} user={SUPERUSER} dbname={db}",
+            self.port
+        )
+    }
+
+    /// The flags that point a mesh program (`mesh-controller`,
+    /// `mesh-console`) at the database `db` as the superuser:
+    /// `--database` ([`PgCluster::database`]) and
+    /// `--database-password-file`.
+    pub fn database_flags(&self, db: &str) -> [String; 4] {
+        [
+            "--database".to_owned(),
+            self.database(db),
+            "--database-password-file".to_owned(),
+            self.superuser_password_file().display().to_string(),
+        ]
+    }
+
     /// Connects as the superuser to the database `postgres` with
     /// tokio-postgres and spawns the connection task on the current tokio
     /// runtime. Panics if the connection fails.
