@@ -10,9 +10,9 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use mesh_test_support::mesh::{failing, Mesh, Options, WAIT};
+use mesh_test_support::mesh::{failing, wait_hook_log, Mesh, Options};
 
 /// The hook: a shell script over nothing but its password file. Every
 /// consumer but `wiki` works; `wiki` fails with a message holding the
@@ -95,19 +95,6 @@ fn pg_bin(name: &str) -> PathBuf {
         .collect();
     versions.sort();
     versions.pop().unwrap_or_else(|| PathBuf::from(name))
-}
-
-/// Waits until the hook provider's log holds `text` at least `times` times.
-fn wait_hook_log(mesh: &Mesh, text: &str, times: usize) {
-    let deadline = Instant::now() + WAIT;
-    while mesh.hook_log().matches(text).count() < times {
-        assert!(
-            Instant::now() < deadline,
-            "the hook's log never said {text:?} {times} times:\n{}",
-            mesh.hook_log()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 fn rotated_secret_never_printed(mode: &str) {

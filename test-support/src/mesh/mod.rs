@@ -37,7 +37,7 @@ pub use hook::{
 };
 pub use metrics::clauses_of;
 pub use process::{binary, Process, SERVED};
-pub use status::{all_well, failing, healthy_mesh_with, time, unheard, wait_log};
+pub use status::{all_well, failing, healthy_mesh_with, time, unheard, wait_hook_log, wait_log};
 
 /// Consumers of the mesh: (consumer, its machine).
 pub const CONSUMERS: [(&str, &str); 3] = [("forge", "app-1"), ("wiki", "app-1"), ("docs", "app-2")];

@@ -82,12 +82,23 @@ impl Mesh {
 
 /// Waits until the provider's log says `text` at least `times` times.
 pub fn wait_log(mesh: &Mesh, text: &str, times: usize) {
+    wait_said("the provider", || mesh.provider_log(), text, times);
+}
+
+/// Waits until the hook provider's log holds `text` at least `times` times.
+pub fn wait_hook_log(mesh: &Mesh, text: &str, times: usize) {
+    wait_said("the hook's log", || mesh.hook_log(), text, times);
+}
+
+/// Waits (at most [`WAIT`]) until `log()` holds `text` at least `times`
+/// times; else panics, saying "`who` never said …" and the log.
+fn wait_said(who: &str, log: impl Fn() -> String, text: &str, times: usize) {
     let deadline = Instant::now() + WAIT;
-    while mesh.provider_log().matches(text).count() < times {
+    while log().matches(text).count() < times {
         assert!(
             Instant::now() < deadline,
-            "the provider never said {text:?} {times} times:\n{}",
-            mesh.provider_log()
+            "{who} never said {text:?} {times} times:\n{}",
+            log()
         );
         std::thread::sleep(Duration::from_millis(100));
     }
