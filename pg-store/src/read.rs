@@ -24,7 +24,7 @@ use super::rows::{
     alive_row, decoded, failing_row, grant_row, grants_read_row, instance_row, optional_time,
     provider, repair_row, retired_row, time, ReadError, FAILING_PROVIDER,
 };
-use super::selected::{count_selected, list_capped, list_selected, BEGIN};
+use super::selected::{count_selected, list_capped, list_selected, BEGIN, INDEX_COSTS};
 use super::PgError;
 use mesh_status::model::{
     AliveRow, ControllerRecord, FailingRow, GrantRow, GrantsReadRow, RepairRow, RetiredRow,
@@ -219,9 +219,21 @@ impl PgStore {
             };
             let required: [&(dyn ToSql + Sync); 3] = [&modules, &machines, &consumers];
             // Sent together, answered in order.
-            let (begun, counted, repairs, alive, grants, grants_read, record, instances, retired) = tokio::join!(
+            let (
+                begun,
+                counted,
+                costed,
+                repairs,
+                alive,
+                grants,
+                grants_read,
+                record,
+                instances,
+                retired,
+            ) = tokio::join!(
                 client.batch_execute(BEGIN),
                 client.query(count.as_str(), count_params),
+                client.batch_execute(INDEX_COSTS),
                 client.query(OPEN_REPAIRS, &params),
                 client.query(ALIVE, &params[..1]),
                 client.query(GRANTS, &params),
@@ -230,8 +242,13 @@ impl PgStore {
                 client.query(INSTANCES, &[]),
                 client.query(RETIRED, &required),
             );
+            // In the order sent: the first error is the one to say (a
+            // store not migrated fails the count; what follows it is
+            // refused as "transaction aborted").
             begun?;
-            let (counted, repairs, alive, grants) = (counted?, repairs?, alive?, grants?);
+            let counted = counted?;
+            costed?;
+            let (repairs, alive, grants) = (repairs?, alive?, grants?);
             let grants_read = grants_read?
                 .iter()
                 .map(grants_read_row)
