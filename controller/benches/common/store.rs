@@ -142,16 +142,9 @@ async fn with_statements(
     drop(db);
     pg.stop();
     pg.start_again();
-    let (db, connection) = tokio_postgres::connect(
-        &format!(
-            "host=127.0.0.1 port={} user=postgres password={} dbname={name}",
-            pg.port(),
-            pg.superuser_password()
-        ),
-        tokio_postgres::NoTls,
-    )
-    .await
-    .expect("connecting to the store again");
+    let (db, connection) = tokio_postgres::connect(&pg.conninfo(name), tokio_postgres::NoTls)
+        .await
+        .expect("connecting to the store again");
     tokio::spawn(connection);
     db.batch_execute("CREATE EXTENSION pg_stat_statements")
         .await

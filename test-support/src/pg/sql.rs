@@ -24,8 +24,9 @@ impl PgCluster {
     /// `--database-password-file` ([`PgCluster::superuser_password_file`]).
     pub fn database(&self, db: &str) -> String {
         format!(
-            "host={HOST} port={} user={SUPERUSER} dbname={db}",
-            self.port
+            "host={HOST} port={} user={SUPERUSER} dbname={}",
+            self.port,
+            conninfo_value(db)
         )
     }
 
@@ -98,12 +99,13 @@ impl PgCluster {
         self.conninfo(name)
     }
 
-    fn conninfo(&self, dbname: &str) -> String {
+    /// [`PgCluster::database`] with the superuser's password: a
+    /// tokio-postgres / libpq key-value connection string to `dbname`.
+    pub fn conninfo(&self, dbname: &str) -> String {
         format!(
-            "host={HOST} port={} user={SUPERUSER} password={} dbname={}",
-            self.port,
-            conninfo_value(&self.password),
-            conninfo_value(dbname)
+            "{} password={}",
+            self.database(dbname),
+            conninfo_value(&self.password)
         )
     }
 }
