@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use mesh_controller::{exit, run, Cli, Io, EXIT_CANNOT, EXIT_NOT_DONE, EXIT_OK};
 mod common;
+#[path = "store/consumer_table.rs"]
+mod consumer_table;
 
 use common::store_at;
 use mesh_pg_store::{migrate, DatabaseOptions, PgStore};
