@@ -43,8 +43,9 @@ fn same(a: &str, b: &str, collate: &str) -> String {
     )
 }
 
-/// The machine the declaration gives the consumer of `line` (the first, if
-/// it names two).
+/// The machine the declaration gives the consumer of `line` (one of them,
+/// if it names the consumer on two: a line is a provider's consumer, and
+/// a provider knows its consumers by name).
 fn declared_machine(line: &str) -> String {
     format!(
         "(SELECT d.consumer_machine FROM declared d WHERE {} LIMIT 1)",
