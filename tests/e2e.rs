@@ -10,6 +10,7 @@ use mesh_test_support::mesh::{
     all_well, failing, healthy_mesh_with, time, unheard, wait_log, Mesh, Options, FAILING_AFTER,
     WAIT,
 };
+use mesh_test_support::write_whole;
 use serde_json::Value;
 
 /// A mesh whose three consumers have been served once, and whose provider
@@ -705,7 +706,7 @@ fn a_broken_contributions_file_or_a_refused_entry_of_a_required_consumer_is_not_
     let good = std::fs::read_to_string(&file).unwrap();
 
     // (1) The file broken: the provider serves its last good list, and says so.
-    std::fs::write(&file, "{ this is not json").unwrap();
+    write_whole(&file, "{ this is not json");
     let status = mesh.wait_status("the broken file said", |s| !input_refused(s).is_empty());
     assert!(!all_well(&status));
     assert_eq!(
@@ -745,7 +746,7 @@ fn a_broken_contributions_file_or_a_refused_entry_of_a_required_consumer_is_not_
         input_refused(&shown),
         [r#"postgres@db-1 null ["docs@app-2"]"#]
     );
-    std::fs::write(&file, &good).unwrap();
+    write_whole(&file, &good);
     mesh.wait_status("all well once fixed", all_well);
 
     // (2) The entry of a required consumer refused (a typo in a field).
@@ -759,7 +760,7 @@ fn a_broken_contributions_file_or_a_refused_entry_of_a_required_consumer_is_not_
         .as_str()
         .unwrap()
         .to_owned();
-    std::fs::write(&file, typo).unwrap();
+    write_whole(&file, typo);
     let status = mesh.wait_status("the refused entry said", |s| !input_refused(s).is_empty());
     assert_eq!(
         sentence(&status),
@@ -778,14 +779,14 @@ fn a_broken_contributions_file_or_a_refused_entry_of_a_required_consumer_is_not_
         )),
         "{human}"
     );
-    std::fs::write(&file, &good).unwrap();
+    write_whole(&file, &good);
     mesh.wait_status("all well once fixed", all_well);
 
     // (3) Restarted with the file broken: no last good list, yet the
     // provider (told who it is, --provider) says why it serves nothing;
     // status names the file, not only a silence.
     mesh.stop_provider();
-    std::fs::write(&file, "{ broken at the restart").unwrap();
+    write_whole(&file, "{ broken at the restart");
     mesh.start_provider();
     let status = mesh.wait_status("the restart's broken file said", |s| {
         input_refused(s)
@@ -804,7 +805,7 @@ fn a_broken_contributions_file_or_a_refused_entry_of_a_required_consumer_is_not_
             && human.contains("is malformed"),
         "{human}"
     );
-    std::fs::write(&file, &good).unwrap();
+    write_whole(&file, &good);
     mesh.wait_status("all well once fixed after the restart", all_well);
 }
 

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use mesh_test_support::mesh::{all_well, healthy_mesh_with, Mesh, Options};
 use mesh_test_support::netns::Bed;
+use mesh_test_support::write_whole;
 use serde_json::{json, Value};
 
 /// What the all-well sentence says when not every grant in scope was
@@ -42,10 +43,7 @@ fn write_grants(file: &Path, bed: &Bed, addr: SocketAddr, more: &[Value]) {
         "address": bed.host_ip, "port": addr.port(), "as": "forge", "netns": bed.netns() })];
     grants.extend_from_slice(more);
     let text = json!({ "machine": "app-1", "grants": grants }).to_string();
-    // Written whole, then renamed: the agent never reads half a file.
-    let partial = file.with_extension("partial");
-    std::fs::write(&partial, text).unwrap();
-    std::fs::rename(&partial, file).unwrap();
+    write_whole(file, text);
 }
 
 /// wiki's grant entry: its `port` as given, dialled from `netns`.

@@ -123,7 +123,7 @@ fn rotated_secret_never_printed(mode: &str) {
         "{status:#}"
     );
     // The administrator's password is rotated: the file holds the new one.
-    std::fs::write(&file, "rotated-by-dba-2-77\n").unwrap();
+    mesh_test_support::write_whole(&file, "rotated-by-dba-2-77\n");
     let used = mesh.hook_log().matches("[redacted]").count();
     wait_hook_log(&mesh, "[redacted]", used + 20);
     // A failing event said again (every second) since the rotation.

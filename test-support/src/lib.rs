@@ -26,8 +26,9 @@
 //!   the end-to-end tests and the demo drive.
 //!
 //! Beside them, files a test writes: an executable script
-//! ([`write_script`]) and a provider's contributions file over many
-//! consumers with their minted secrets ([`write_contributions`]).
+//! ([`write_script`]), a provider's contributions file over many
+//! consumers with their minted secrets ([`write_contributions`]), and any
+//! file a running process reads, written whole ([`write_whole`]).
 //!
 //! Starting and stopping the servers is synchronous (blocking, with
 //! `std::thread::sleep` polling and a hard deadline), so it works from any
@@ -55,6 +56,7 @@ mod rabbitmq;
 mod redis;
 mod script;
 mod tier;
+mod whole;
 
 pub use browser::{
     png_size, screenshots_dir, AxeViolation, Browser, BrowserMissing, BROWSER_HEIGHT,
@@ -75,6 +77,7 @@ pub use rabbitmq::{RabbitServer, RABBITMQ_ADMIN, RABBITMQ_START_DEADLINE};
 pub use redis::{RedisServer, REDIS_ADMIN};
 pub use script::write_script;
 pub use tier::{in_slow_tier, SLOW_TIER};
+pub use whole::write_whole;
 
 /// How long a server may take to become ready before the start panics.
 const START_DEADLINE: Duration = Duration::from_secs(30);

@@ -73,7 +73,7 @@ impl Mesh {
             .map(|(c, m)| json!({"consumer": c, "machine": m, "provision": HOOK_PROVISION, "secret_file": format!("secrets/{c}")}))
             .collect();
         let file = json!({"provider": {"module": HOOK_MODULE, "machine": HOOK_MACHINE}, "consumers": entries});
-        std::fs::write(self.path("hook.json"), file.to_string()).unwrap();
+        crate::write_whole(&self.path("hook.json"), file.to_string());
     }
 
     /// Starts `mesh-provide` as `redis@cache-1` on `hook.json` (log

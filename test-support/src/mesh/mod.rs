@@ -422,14 +422,14 @@ impl Mesh {
             .collect();
         let file =
             json!({"provider": {"module": "postgres", "machine": "db-1"}, "consumers": entries});
-        std::fs::write(self.path("contributions.json"), file.to_string()).unwrap();
+        crate::write_whole(&self.path("contributions.json"), file.to_string());
     }
 
     /// Replaces (or with `None` removes) a consumer's minted secret.
     pub fn secret(&self, consumer: &str, value: Option<&str>) {
         let path = self.path("secrets").join(consumer);
         match value {
-            Some(v) => std::fs::write(path, v).unwrap(),
+            Some(v) => crate::write_whole(&path, v),
             None => std::fs::remove_file(path).unwrap(),
         }
     }
