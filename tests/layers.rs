@@ -144,6 +144,7 @@ const CRATES: &[(&str, Tables)] = &[
                         "rabbitmq",
                         "script",
                         "tier",
+                        "whole",
                     ],
                     &["nats", "pg"],
                     &["cluster", "keycloak"],
