@@ -47,6 +47,12 @@ pub struct ConformArgs {
     #[arg(long, env = "MESH_HOOK_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
     pub hook_timeout: Duration,
 
+    /// How long a hook may take to ensure and check again after a call cut
+    /// off mid-way (in serve mode, started again behind its brake) before
+    /// the cut rule fails.
+    #[arg(long, default_value = "20s", value_parser = humantime::parse_duration)]
+    pub recover_within: Duration,
+
     /// Consumers made at once by the parallel rule.
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub consumers: u32,
@@ -101,6 +107,7 @@ pub async fn run(args: ConformArgs) -> Result<(), ProgramFailure> {
     let mut suite = suite.with_by_hand(oracle.clone()).with_interrupt(oracle);
     suite.consumers = consumers;
     suite.timeout = args.hook_timeout;
+    suite.recovery = args.recover_within;
     let report = conform(&*provisioner, &suite).await;
     println!("{report}");
     match report.all_passed() {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A test hook over a tiny backend of files (needs bash, jq, flock): what
+# A test hook over a tiny backend of files (needs bash and flock): what
 # `mesh-provide conform` is tested against. Exec mode (`files.sh VERB`, the
 # request on stdin) or serve mode (`files.sh serve`, JSON lines with ids).
 #
@@ -30,8 +30,8 @@
 set -uo pipefail
 root=${FILES_ROOT:?FILES_ROOT is not set}
 fault=${FAULT:-}
-mkdir -p "$root/ours" "$root/theirs"
-touch "$root/index"
+[ -d "$root/theirs" ] || mkdir -p "$root/ours" "$root/theirs"
+[ -e "$root/index" ] || : >>"$root/index"
 
 ok() { printf '{"ok":true%s}\n' "${1:+,$1}"; }
 no() { printf '{"ok":false,"class":"%s","error":"%s"}\n' "$1" "$2"; return 1; }
@@ -166,18 +166,13 @@ by_hand() {
     fi
     ok "\"reaches\":$reaches" ;;
   remove) rm -rf "${root:?}/theirs/$name"; ok ;;
+  escaped) no refused "a request with an escape: this test hook reads none" ;;
   *) echo '{"unsupported":true}' ;;
   esac
 }
 
-# One request (its verb, its JSON): the reply on stdout; status 1 when it failed.
-# One jq a request: its fields, one a line (no field holds a newline):
-# id, verb, consumer name, secret, by-hand action, target and the provider
-# instance it is made for (MESH_PROVIDER when it names none).
-fields() {
-  jq -r '(.id // ""), (.verb // ""), (.consumer | if type == "object" then .name else (. // "") end),
-    (.secret // ""), (.action // ""), (.target // ""), (.provider // "")' <<<"$1"
-}
+# parse REQUEST: its fields (tests/hooks/request.sh).
+. "${BASH_SOURCE[0]%/*}/../hooks/request.sh"
 
 # answer VERB NAME SECRET ACTION TARGET
 answer() {
@@ -186,27 +181,27 @@ answer() {
   hello) echo '{"name":"files"}' ;;
   ensure) ensure "$name" "$secret" ;;
   check) check "$name" "$secret" ;;
-  held) held | jq -sc '{held: .}' ;;
+  held) local lines; lines=$(held); printf '{"held":[%s]}\n' "${lines//$'\n'/,}" ;;
   retire) retire "$name" ;;
   re-enable) re_enable "$name" ;;
   delete) delete "$name" ;;
   by-hand) by_hand "$action" "$name" "$secret" "$target" ;;
+  escaped) no refused "a request with an escape: this test hook reads none" ;;
   *) echo '{"unsupported":true}' ;;
   esac
 }
 
 if [ "${1:-}" = serve ]; then
   while IFS= read -r line; do
-    { IFS= read -r id; IFS= read -r verb; IFS= read -r name; IFS= read -r secret
-      IFS= read -r action; IFS= read -r target; IFS= read -r provider; } < <(fields "$line")
+    parse "$line"
     provider=${provider:-${MESH_PROVIDER:-}}
     reply=$(answer "$verb" "$name" "$secret" "$action" "$target")
     # Every reply is one object on one line: the id goes in before its `}`.
     printf '%s,"id":%s}\n' "${reply%\}}" "$id"
   done
 else
-  { IFS= read -r id; IFS= read -r verb; IFS= read -r name; IFS= read -r secret
-    IFS= read -r action; IFS= read -r target; IFS= read -r provider; } < <(fields "$(cat)")
+  parse "$(</dev/stdin)"
+  [ "$verb" = escaped ] || verb=$1
   provider=${provider:-${MESH_PROVIDER:-}}
-  answer "$1" "$name" "$secret" "$action" "$target"
+  answer "$verb" "$name" "$secret" "$action" "$target"
 fi

@@ -1,3 +1,3 @@
 #!/usr/bin/env bash
 # files.sh with one planted fault: see FAULT=half-made there.
-FAULT=half-made exec "$(dirname "$0")/files.sh" "$@"
+FAULT=half-made exec "${0%/*}/files.sh" "$@"

@@ -1,3 +1,3 @@
 #!/usr/bin/env bash
 # files.sh with one planted fault: see FAULT=lists-theirs there.
-FAULT=lists-theirs exec "$(dirname "$0")/files.sh" "$@"
+FAULT=lists-theirs exec "${0%/*}/files.sh" "$@"

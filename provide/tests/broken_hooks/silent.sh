@@ -1,3 +1,3 @@
 #!/usr/bin/env bash
 # files.sh with one planted fault: see FAULT=silent there.
-FAULT=silent exec "$(dirname "$0")/files.sh" "$@"
+FAULT=silent exec "${0%/*}/files.sh" "$@"

@@ -1,3 +1,3 @@
 #!/usr/bin/env bash
 # files.sh with one planted fault: see FAULT=wildcard there.
-FAULT=wildcard exec "$(dirname "$0")/files.sh" "$@"
+FAULT=wildcard exec "${0%/*}/files.sh" "$@"
