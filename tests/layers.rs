@@ -132,6 +132,7 @@ const CRATES: &[(&str, Tables)] = &[
             (
                 "",
                 &[
+                    &["scratch"],
                     &[
                         "browser",
                         "certs",

@@ -75,7 +75,7 @@ impl NatsCluster {
         assert!(config.is_object(), "the cluster's config is a JSON object");
         let dir = tempfile::Builder::new()
             .prefix("mesh-nats-cluster-")
-            .tempdir()
+            .tempdir_in(crate::data_base())
             .expect("creating a temp dir for the nats cluster");
         let mut cluster = NatsCluster {
             binary: nats_server_binary(),

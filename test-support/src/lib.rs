@@ -1,8 +1,8 @@
 //! Shared test support for the mesh crates: real, private server instances.
 //!
 //! Everything here starts the *installed* binaries (never mocks) on free
-//! ports, with private data directories under the system temp dir, and
-//! cleans up on drop:
+//! ports, with private data directories under [`data_base`] (`/dev/shm`
+//! when it has room, else the system temp dir), and cleans up on drop:
 //!
 //! * [`NatsServer`]: a `nats-server` with JetStream (file storage);
 //! * [`NatsCluster`]: three of them in a JetStream cluster;
@@ -54,6 +54,7 @@ mod pg;
 mod proxy;
 mod rabbitmq;
 mod redis;
+mod scratch;
 mod script;
 mod tier;
 mod whole;
@@ -75,6 +76,7 @@ pub use pg::PgCluster;
 pub use proxy::TcpProxy;
 pub use rabbitmq::{RabbitServer, RABBITMQ_ADMIN, RABBITMQ_START_DEADLINE};
 pub use redis::{RedisServer, REDIS_ADMIN};
+pub use scratch::data_base;
 pub use script::write_script;
 pub use tier::{in_slow_tier, SLOW_TIER};
 pub use whole::write_whole;

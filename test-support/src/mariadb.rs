@@ -56,7 +56,7 @@ impl MariaDbServer {
         });
         let dir = tempfile::Builder::new()
             .prefix("mesh-mariadb-")
-            .tempdir()
+            .tempdir_in(crate::data_base())
             .expect("a temp dir for mariadbd");
         let password = random_hex(16);
         write_private(&dir.path().join("admin-password"), &format!("{password}\n"));

@@ -98,7 +98,7 @@ impl NatsServer {
         let binary = nats_server_binary();
         let dir = tempfile::Builder::new()
             .prefix("mesh-nats-")
-            .tempdir()
+            .tempdir_in(crate::data_base())
             .expect("creating a temp dir for nats-server");
         let config_file = config.map(|config| {
             let path = dir.path().join("nats-server.json");

@@ -89,7 +89,7 @@ impl RabbitServer {
         );
         let dir = tempfile::Builder::new()
             .prefix("mesh-rabbitmq-")
-            .tempdir()
+            .tempdir_in(crate::data_base())
             .expect("a temp dir for rabbitmq-server");
         let password = random_hex(16);
         let mut server = RabbitServer {

@@ -44,7 +44,7 @@ impl RedisServer {
         });
         let dir = tempfile::Builder::new()
             .prefix("mesh-redis-")
-            .tempdir()
+            .tempdir_in(crate::data_base())
             .expect("a temp dir for redis-server");
         let password = random_hex(16);
         std::fs::write(dir.path().join("admin-password"), format!("{password}\n"))

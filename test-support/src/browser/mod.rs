@@ -95,7 +95,7 @@ impl Browser {
         let (chromium, driver) = binaries()?;
         let dir = tempfile::Builder::new()
             .prefix("mesh-browser-")
-            .tempdir()
+            .tempdir_in(crate::data_base())
             .expect("a temp dir for the browser");
         let profile = dir.path().join("profile");
         std::fs::create_dir(&profile).expect("creating the browser's profile folder");

@@ -169,7 +169,7 @@ impl KeycloakServer {
     ) -> Option<KeycloakServer> {
         let dir = tempfile::Builder::new()
             .prefix("mesh-keycloak-")
-            .tempdir()
+            .tempdir_in(crate::data_base())
             .expect("creating a temp dir for Keycloak");
         let mut server = KeycloakServer {
             dist,

@@ -78,12 +78,12 @@ impl PgCluster {
         let owner = root.then(postgres_ids);
         // The postgres user must be able to reach the dir: as root, use /tmp
         // (world-traversable) rather than a TMPDIR that may be private. The
-        // unix socket path must also stay short.
-        let system_tmp = std::env::temp_dir();
-        let base = if root || system_tmp.as_os_str().len() > 60 {
-            PathBuf::from("/tmp")
-        } else {
-            system_tmp
+        // unix socket path must also stay short. In memory (data_base) when
+        // the machine has room: it is both.
+        let base = match crate::scratch::memory_base() {
+            Some(memory) => memory.to_owned(),
+            None if root || crate::data_base().as_os_str().len() > 60 => PathBuf::from("/tmp"),
+            None => crate::data_base().to_owned(),
         };
         let dir = tempfile::Builder::new()
             .prefix("mesh-pg-")
