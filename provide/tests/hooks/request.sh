@@ -4,10 +4,10 @@
 #
 # By bash's regular expressions, not jq: jq 1.6 takes 25 ms of CPU to
 # start, and the conform tests started it about 3,500 times, once or
-# three times a call (two thirds of their CPU). mesh-provide writes each field once, a
-# consumer object with its name before the object nested in it (its
-# options), and every string here (tokens, conform's secrets) without an
-# escape. A request with a `\` sets verb `escaped` and nothing else, so an
+# three times a call (two thirds of their CPU). mesh-provide writes each
+# field once, a consumer object with its name before the object nested in
+# it (its options), and every string here (tokens, conform's secrets)
+# without an escape. A request with a `\` sets verb `escaped` and nothing else, so an
 # escape is never misread: the hook refuses it.
 re_id='"id":([0-9]+)'
 re_name='"consumer":(\{[^{}]*"name":)?"([^"]*)"'
