@@ -180,7 +180,7 @@ fn a_failing_consumer_shows_in_status_and_disappears_when_it_recovers_and_a_refu
 
     // The new password written into its file: read at the next login, no
     // restart; the fault clears and all is well again.
-    std::fs::write(mesh.backend.superuser_password_file(), ROTATED).unwrap();
+    write_whole(&mesh.backend.superuser_password_file(), ROTATED);
     let status = mesh.wait_status("the fault cleared", all_well);
     assert!(status.get("faults").is_none(), "{status:#}");
     assert!(
@@ -193,11 +193,10 @@ fn a_failing_consumer_shows_in_status_and_disappears_when_it_recovers_and_a_refu
         mesh.backend.superuser_password()
     )))
     .unwrap();
-    std::fs::write(
-        mesh.backend.superuser_password_file(),
+    write_whole(
+        &mesh.backend.superuser_password_file(),
         mesh.backend.superuser_password(),
-    )
-    .unwrap();
+    );
     mesh.wait_metrics_agree("all well again", all_well);
 }
 
@@ -231,7 +230,7 @@ fn a_provider_fault_begins_and_ends_as_history_rows() {
         "{out}"
     );
 
-    std::fs::write(mesh.backend.superuser_password_file(), ROTATED).unwrap();
+    write_whole(&mesh.backend.superuser_password_file(), ROTATED);
     mesh.wait_status("the fault cleared", all_well);
     let (code, out, err) = mesh.controller(&["history", "--json"]);
     assert_eq!(code, 0, "{err}");
@@ -284,11 +283,10 @@ fn a_provider_fault_begins_and_ends_as_history_rows() {
         mesh.backend.superuser_password()
     )))
     .unwrap();
-    std::fs::write(
-        mesh.backend.superuser_password_file(),
+    write_whole(
+        &mesh.backend.superuser_password_file(),
         mesh.backend.superuser_password(),
-    )
-    .unwrap();
+    );
 }
 
 #[test]

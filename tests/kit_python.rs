@@ -300,7 +300,7 @@ fn the_python_hooks_hello_says_its_administrator_refused_and_status_names_the_pr
     );
     assert!(!status.to_string().contains(&old) && !human.contains(&old));
 
-    std::fs::write(redis.admin_password_file(), format!("{ROTATED}\n")).unwrap();
+    mesh_test_support::write_whole(&redis.admin_password_file(), format!("{ROTATED}\n"));
     let status = mesh.wait_status("the fault cleared, all well", |s| {
         all_well(s) && s.get("faults").is_none()
     });
