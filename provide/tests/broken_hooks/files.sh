@@ -166,7 +166,6 @@ by_hand() {
     fi
     ok "\"reaches\":$reaches" ;;
   remove) rm -rf "${root:?}/theirs/$name"; ok ;;
-  escaped) no refused "a request with an escape: this test hook reads none" ;;
   *) echo '{"unsupported":true}' ;;
   esac
 }

@@ -7,8 +7,8 @@
 # three times a call (two thirds of their CPU). mesh-provide writes each
 # field once, a consumer object with its name before the object nested in
 # it (its options), and every string here (tokens, conform's secrets)
-# without an escape. A request with a `\` sets verb `escaped` and nothing else, so an
-# escape is never misread: the hook refuses it.
+# without an escape. A request with a `\` sets verb `escaped` and nothing
+# else, so an escape is never misread: the hook refuses it.
 re_id='"id":([0-9]+)'
 re_name='"consumer":(\{[^{}]*"name":)?"([^"]*)"'
 parse() {
