@@ -73,10 +73,7 @@ impl NatsCluster {
     /// `http`, `jetstream`, `cluster`) win over `config`'s.
     pub fn start_with_config(config: Value) -> NatsCluster {
         assert!(config.is_object(), "the cluster's config is a JSON object");
-        let dir = tempfile::Builder::new()
-            .prefix("mesh-nats-cluster-")
-            .tempdir_in(crate::data_base())
-            .expect("creating a temp dir for the nats cluster");
+        let dir = crate::scratch::private_dir("nats-cluster");
         let mut cluster = NatsCluster {
             binary: nats_server_binary(),
             dir,

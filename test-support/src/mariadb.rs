@@ -54,10 +54,7 @@ impl MariaDbServer {
         let client = find_in_path_or("mariadb", &["/usr/bin/mariadb"]).unwrap_or_else(|| {
             panic!("mariadb (the client) not found: install the Debian package `mariadb-client`")
         });
-        let dir = tempfile::Builder::new()
-            .prefix("mesh-mariadb-")
-            .tempdir_in(crate::data_base())
-            .expect("a temp dir for mariadbd");
+        let dir = crate::scratch::private_dir("mariadb");
         let password = random_hex(16);
         write_private(&dir.path().join("admin-password"), &format!("{password}\n"));
         let mut db = MariaDbServer {

@@ -96,10 +96,7 @@ impl NatsServer {
 
     fn start_inner(config: Option<serde_json::Value>) -> NatsServer {
         let binary = nats_server_binary();
-        let dir = tempfile::Builder::new()
-            .prefix("mesh-nats-")
-            .tempdir_in(crate::data_base())
-            .expect("creating a temp dir for nats-server");
+        let dir = crate::scratch::private_dir("nats");
         let config_file = config.map(|config| {
             let path = dir.path().join("nats-server.json");
             let text = serde_json::to_string_pretty(&config).expect("serializing the nats config");

@@ -87,10 +87,7 @@ impl RabbitServer {
             "{} not found: install the Debian package `rabbitmq-server`",
             server_script.display()
         );
-        let dir = tempfile::Builder::new()
-            .prefix("mesh-rabbitmq-")
-            .tempdir_in(crate::data_base())
-            .expect("a temp dir for rabbitmq-server");
+        let dir = crate::scratch::private_dir("rabbitmq");
         let password = random_hex(16);
         let mut server = RabbitServer {
             dir,

@@ -42,10 +42,7 @@ impl RedisServer {
         let cli = find_in_path_or("redis-cli", &["/usr/bin/redis-cli"]).unwrap_or_else(|| {
             panic!("redis-cli not found: install the Debian package `redis-tools`")
         });
-        let dir = tempfile::Builder::new()
-            .prefix("mesh-redis-")
-            .tempdir_in(crate::data_base())
-            .expect("a temp dir for redis-server");
+        let dir = crate::scratch::private_dir("redis");
         let password = random_hex(16);
         std::fs::write(dir.path().join("admin-password"), format!("{password}\n"))
             .expect("writing the admin password file");

@@ -3,6 +3,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use tempfile::TempDir;
+
 /// The shared memory filesystem, when the machine has one.
 const MEMORY: &str = "/dev/shm";
 
@@ -28,6 +30,23 @@ pub fn data_base() -> &'static Path {
             false => std::env::temp_dir(),
         }
     })
+}
+
+/// A new private folder `mesh-WHAT-…` under [`data_base`] for a server's
+/// data, removed when dropped.
+///
+/// Panics when it cannot be made.
+pub(crate) fn private_dir(what: &str) -> TempDir {
+    let base = data_base();
+    tempfile::Builder::new()
+        .prefix(&format!("mesh-{what}-"))
+        .tempdir_in(base)
+        .unwrap_or_else(|error| {
+            panic!(
+                "creating a folder for {what} in {}: {error}",
+                base.display()
+            )
+        })
 }
 
 /// [`data_base`] when it is the memory filesystem.

@@ -93,10 +93,7 @@ impl Browser {
     /// (with the tail of its log).
     pub async fn start() -> Result<Browser, BrowserMissing> {
         let (chromium, driver) = binaries()?;
-        let dir = tempfile::Builder::new()
-            .prefix("mesh-browser-")
-            .tempdir_in(crate::data_base())
-            .expect("a temp dir for the browser");
+        let dir = crate::scratch::private_dir("browser");
         let profile = dir.path().join("profile");
         std::fs::create_dir(&profile).expect("creating the browser's profile folder");
         let mut browser = Browser {

@@ -167,10 +167,7 @@ impl KeycloakServer {
         dist: KeycloakDist,
         cancelled: impl Fn() -> bool,
     ) -> Option<KeycloakServer> {
-        let dir = tempfile::Builder::new()
-            .prefix("mesh-keycloak-")
-            .tempdir_in(crate::data_base())
-            .expect("creating a temp dir for Keycloak");
+        let dir = crate::scratch::private_dir("keycloak");
         let mut server = KeycloakServer {
             dist,
             dir,
