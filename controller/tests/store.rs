@@ -8,6 +8,8 @@ use mesh_controller::{exit, run, Cli, Io, EXIT_CANNOT, EXIT_NOT_DONE, EXIT_OK};
 mod common;
 #[path = "store/consumer_table.rs"]
 mod consumer_table;
+#[path = "store/reach.rs"]
+mod reach;
 
 use common::store_at;
 use mesh_pg_store::{migrate, DatabaseOptions, PgStore};

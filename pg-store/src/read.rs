@@ -24,7 +24,7 @@ use super::rows::{
     alive_row, decoded, failing_row, grant_row, grants_read_row, instance_row, optional_time,
     provider, repair_row, retired_row, time, ReadError, FAILING_PROVIDER,
 };
-use super::selected::{count_selected, list_capped, list_selected, BEGIN, INDEX_COSTS};
+use super::selected::{count_selected, list_capped, list_selected, Reach, BEGIN, INDEX_COSTS};
 use super::PgError;
 use mesh_status::model::{
     AliveRow, ControllerRecord, FailingRow, GrantRow, GrantsReadRow, RepairRow, RetiredRow,
@@ -201,9 +201,10 @@ impl PgStore {
         let (modules, machines, consumers) = required_columns(&filter.required);
         let per_group = filter.per_group.map(i64::from);
         let work = async {
+            let reach = Reach::of(providers.len(), filter.consumer.is_some());
             let count = match per_group {
-                Some(_) => list_capped(),
-                None => count_selected(),
+                Some(_) => list_capped(reach),
+                None => count_selected(reach),
             };
             let params: [&(dyn ToSql + Sync); 2] = [&providers, &filter.machine];
             let count_params: [&(dyn ToSql + Sync); 5] = [
@@ -219,21 +220,9 @@ impl PgStore {
             };
             let required: [&(dyn ToSql + Sync); 3] = [&modules, &machines, &consumers];
             // Sent together, answered in order.
-            let (
-                begun,
-                counted,
-                costed,
-                repairs,
-                alive,
-                grants,
-                grants_read,
-                record,
-                instances,
-                retired,
-            ) = tokio::join!(
+            let (begun, counted, repairs, alive, grants, grants_read, record, instances, retired) = tokio::join!(
                 client.batch_execute(BEGIN),
                 client.query(count.as_str(), count_params),
-                client.batch_execute(INDEX_COSTS),
                 client.query(OPEN_REPAIRS, &params),
                 client.query(ALIVE, &params[..1]),
                 client.query(GRANTS, &params),
@@ -247,7 +236,6 @@ impl PgStore {
             // refused as "transaction aborted").
             begun?;
             let counted = counted?;
-            costed?;
             let (repairs, alive, grants) = (repairs?, alive?, grants?);
             let grants_read = grants_read?
                 .iter()
@@ -370,11 +358,16 @@ impl StatusRead {
                 None => {
                     let params: [&(dyn ToSql + Sync); 3] =
                         [&self.providers, &self.machine, &self.consumer];
-                    let rows = self
-                        .client
-                        .query_raw(list_selected(self.order).as_str(), params)
-                        .await?;
-                    self.rows.insert(Listing::Stream(Box::pin(rows)))
+                    let statement = list_selected(self.order);
+                    // Sent together: the setting is in force before the
+                    // listing is planned (when it is bound, after its
+                    // statement is prepared).
+                    let (costed, rows) = tokio::join!(
+                        self.client.batch_execute(INDEX_COSTS),
+                        self.client.query_raw(statement.as_str(), params)
+                    );
+                    costed?;
+                    self.rows.insert(Listing::Stream(Box::pin(rows?)))
                 }
             };
             let next = match rows {

@@ -69,6 +69,58 @@ WHERE f.provider_module || '@' || f.provider_machine = ANY($1::text[])
     narrowed!()
 );
 
+/// At most this many providers in `$1` narrow a read: their standings are
+/// found by the key's index (migration V15), not by a scan of all. Below
+/// 9 keys PostgreSQL also compares a row with each key in turn rather than
+/// hashing the row's.
+const FEW_PROVIDERS: usize = 8;
+
+/// Which standings a count reads: those of a few providers (at most
+/// [`FEW_PROVIDERS`]) or of one consumer, found by their index; or,
+/// reading the whole mesh, every standing, the provider key tested on the
+/// groups ([`KEPT`]) instead.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Reach {
+    Narrow,
+    Wide,
+}
+
+impl Reach {
+    pub(super) fn of(providers: usize, consumer: bool) -> Self {
+        if consumer || providers <= FEW_PROVIDERS {
+            Reach::Narrow
+        } else {
+            Reach::Wide
+        }
+    }
+}
+
+/// What a count scans: [`SELECTED`] for a narrow read, else [`SELECTED`]
+/// without the provider key.
+///
+/// `status` and the mesh page put the declaration's every module in `$1`,
+/// so there the key leaves out only the standings of a provider no longer
+/// declared. Tested on each standing (a concatenation, then a search of
+/// `$1`) it cost a third of the count: at 100,000 standings of 100
+/// providers, a count by provider and class took 31–42 ms in psql with it,
+/// 24 ms with the key tested on the groups (the plain count the sentence
+/// once waited on: 21–25 ms).
+fn scanned(reach: Reach) -> &'static str {
+    match reach {
+        Reach::Narrow => SELECTED,
+        Reach::Wide => concat!(
+            "
+FROM failing f
+WHERE ",
+            narrowed!()
+        ),
+    }
+}
+
+/// The groups [`scanned`] counted whose provider is one of `$1` (the
+/// key of [`SELECTED`], tested on each group).
+const KEPT: &str = "g.provider_module || '@' || g.provider_machine = ANY($1::text[])";
+
 /// The standings of one group of a capped listing (`g`, a provider and
 /// class [`SELECTED`] selects), selected as [`SELECTED`] does but for the
 /// provider key: `g`'s provider is one of `$1`. Said again, PostgreSQL takes
@@ -85,38 +137,58 @@ WHERE f.provider_module = g.provider_module AND f.provider_machine = g.provider_
     narrowed!()
 );
 
-/// One snapshot for the counts and the listing. The count, the first
-/// statement, costs random page reads at the default (4): counting every
-/// standing, PostgreSQL then scans the table (at 100,000 standings 45–51
-/// ms under load) where, costed lower, it walked the primary key's index
-/// row by row to feed its anti-join with the providers' starts (74–83 ms);
-/// a narrow count still takes its indexes. [`INDEX_COSTS`] follows it.
+/// One snapshot for the counts and the listing. The count runs at the
+/// default cost of random page reads (4): counting every standing,
+/// PostgreSQL then scans the table, where costed lower it walks the
+/// primary key's index row by row to feed its anti-join with the
+/// providers' starts (at 100,000 standings 58 ms against 34 for the
+/// scan); a narrow count still takes its indexes. [`INDEX_COSTS`] is set
+/// with the streamed listing, not here.
 /// Nothing is compiled to machine code (JIT):
 /// over 100,000 standings that took 40–55 ms for a read that runs in 25.
-/// Starting a parallel worker is costed at a tenth of the default: the
-/// count by provider and class misjudges how many rows the providers'
-/// key selects (a concatenation), so at 100,000 standings it ran on one
-/// core in 137 ms where two take 76 (the plain count it replaced: 65).
+/// Starting a parallel worker is costed at a tenth of the default: a
+/// narrow count misjudges how many rows the providers' key selects (a
+/// concatenation), so at 100,000 standings it ran on one core in 137 ms
+/// where two take 76.
 pub(super) const BEGIN: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; \
                      SET LOCAL jit = off; SET LOCAL parallel_setup_cost = 100";
 
-/// After the count, for the rest of the snapshot: random page reads are
-/// costed as what they are for a store that is in memory (the default, 4,
-/// is for spinning disks). Then PostgreSQL walks the primary key's index
-/// for the whole listing, whose first row comes at once, instead of
-/// sorting every row first; for a narrow `node show` it still sorts the
-/// few rows it selects.
+/// For the streamed listing, set in the same pipeline as its statement:
+/// random page reads are costed as what they are for a store that is in
+/// memory (the default, 4, is for spinning disks). Then PostgreSQL walks
+/// the primary key's index for the whole listing, whose first row comes
+/// at once, instead of sorting every row first; for a narrow `node show`
+/// it still sorts the few rows it selects. Not with the count: a statement
+/// is planned when it is bound, which is after its statement is prepared,
+/// so a setting sent behind the count in one pipeline is in force when
+/// the count is planned.
 pub(super) const INDEX_COSTS: &str = "SET LOCAL random_page_cost = 1.1";
 
-/// The standings selected, counted by provider and class, each group with
-/// how many of it are silent (published at or before `$4`), in cause order.
-pub(super) fn count_selected() -> String {
+/// The standings [`scanned`] counted by provider and class, each group
+/// with how many of it are silent (published at or before `$4`): a
+/// statement's first part, naming the groups `g`. Materialised, so that
+/// PostgreSQL does not move [`KEPT`] back into the scan.
+fn groups(reach: Reach) -> String {
+    let scanned = scanned(reach);
     format!(
-        "SELECT f.provider_module, f.provider_machine, f.class, count(*),
-                count(*) FILTER (WHERE f.said_at <= $4::timestamptz)
-         {SELECTED}
-         GROUP BY f.provider_module, f.provider_machine, f.class
-         ORDER BY f.provider_module, f.provider_machine, f.class COLLATE \"C\""
+        "WITH g AS MATERIALIZED (
+    SELECT f.provider_module, f.provider_machine, f.class, count(*) AS n,
+           count(*) FILTER (WHERE f.said_at <= $4::timestamptz) AS silent
+    {scanned}
+    GROUP BY f.provider_module, f.provider_machine, f.class)"
+    )
+}
+
+/// The standings selected, counted by provider and class, each group with
+/// how many of it are silent (published at or before `$4`), in cause
+/// order.
+pub(super) fn count_selected(reach: Reach) -> String {
+    let groups = groups(reach);
+    format!(
+        "{groups}
+SELECT g.provider_module, g.provider_machine, g.class, g.n, g.silent
+FROM g WHERE {KEPT}
+ORDER BY g.provider_module, g.provider_machine, g.class COLLATE \"C\""
     )
 }
 
@@ -147,20 +219,34 @@ const LISTED: &str = "f.provider_module, f.provider_machine, f.consumer, f.consu
 /// one pass; each group's first standings come from the index
 /// `failing_by_cause`, so the whole mesh's 100,000 standings are counted,
 /// not sent.
-pub(super) fn list_capped() -> String {
+pub(super) fn list_capped(reach: Reach) -> String {
+    let groups = groups(reach);
     format!(
-        "WITH g AS (
-    SELECT f.provider_module, f.provider_machine, f.class, count(*) AS n,
-           count(*) FILTER (WHERE f.said_at <= $4::timestamptz) AS silent
-    {SELECTED}
-    GROUP BY f.provider_module, f.provider_machine, f.class)
+        "{groups}
 SELECT s.*, g.n, g.silent
 FROM g CROSS JOIN LATERAL (
     SELECT {LISTED}
     {OF_GROUP}
     ORDER BY f.class COLLATE \"C\", f.error COLLATE \"C\", f.consumer
     LIMIT $5) s
+WHERE {KEPT}
 ORDER BY s.provider_module, s.provider_machine, s.class COLLATE \"C\",
          s.error COLLATE \"C\", s.consumer"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_few_providers_or_one_consumer_is_a_narrow_read() {
+        assert_eq!(Reach::of(1, false), Reach::Narrow);
+        assert_eq!(Reach::of(FEW_PROVIDERS, false), Reach::Narrow);
+        assert_eq!(Reach::of(FEW_PROVIDERS + 1, false), Reach::Wide);
+        assert_eq!(Reach::of(100, true), Reach::Narrow);
+        assert!(!scanned(Reach::Wide).contains("$1"));
+        assert!(scanned(Reach::Narrow).contains("$1"));
+        assert!(count_selected(Reach::Wide).contains(KEPT));
+    }
 }
