@@ -37,7 +37,11 @@ pub fn data_base() -> &'static Path {
 ///
 /// Panics when it cannot be made.
 pub(crate) fn private_dir(what: &str) -> TempDir {
-    let base = data_base();
+    private_dir_in(what, data_base())
+}
+
+/// [`private_dir`] under `base`.
+pub(crate) fn private_dir_in(what: &str, base: &Path) -> TempDir {
     tempfile::Builder::new()
         .prefix(&format!("mesh-{what}-"))
         .tempdir_in(base)

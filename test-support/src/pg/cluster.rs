@@ -3,7 +3,7 @@
 //! the stop on drop.
 
 use std::io::{Read, Seek};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -81,19 +81,11 @@ impl PgCluster {
         // unix socket path must also stay short. In memory (data_base) when
         // the machine has room: it is both.
         let base = match crate::scratch::memory_base() {
-            Some(memory) => memory.to_owned(),
-            None if root || crate::data_base().as_os_str().len() > 60 => PathBuf::from("/tmp"),
-            None => crate::data_base().to_owned(),
+            Some(memory) => memory,
+            None if root || crate::data_base().as_os_str().len() > 60 => Path::new("/tmp"),
+            None => crate::data_base(),
         };
-        let dir = tempfile::Builder::new()
-            .prefix("mesh-pg-")
-            .tempdir_in(&base)
-            .unwrap_or_else(|error| {
-                panic!(
-                    "creating a temp dir for PostgreSQL in {}: {error}",
-                    base.display()
-                )
-            });
+        let dir = crate::scratch::private_dir_in("pg", base);
         let socket_len = dir.path().join(".s.PGSQL.65535.lock").as_os_str().len();
         assert!(
             socket_len < MAX_SOCKET_PATH,
