@@ -304,6 +304,7 @@ impl Pages {
                 let r = self
                     .report(store, &Scope::All, now, |f| {
                         f.providers.retain(|x| x == p);
+                        f.providers_chosen = true;
                         f.required.retain(|(x, _)| x == p);
                     })
                     .await?;
@@ -381,6 +382,7 @@ impl Pages {
         let report = self
             .report(store, &Scope::All, now, |f| {
                 f.providers.retain(|x| providers.contains(x));
+                f.providers_chosen = true;
                 f.required
                     .retain(|(x, c)| providers.contains(x) && *c == consumer);
                 f.consumer = Some(consumer.clone());

@@ -94,6 +94,7 @@ async fn interval(admin: &tokio_postgres::Client, consumer: &str, since: &str, u
 fn filter(per_group: Option<u32>) -> StatusFilter {
     StatusFilter {
         providers: vec![ModuleId::parse("p@db-1").unwrap()],
+        providers_chosen: false,
         machine: None,
         silent_before: ts("2026-01-01T00:00:00Z"),
         required: vec![],

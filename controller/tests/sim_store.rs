@@ -111,6 +111,7 @@ async fn the_in_memory_store_reads_as_postgres_does() {
             ModuleId::parse("pg@db-0").unwrap(),
             ModuleId::parse("pg@db-1").unwrap(),
         ],
+        providers_chosen: false,
         machine: None,
         silent_before: Timestamp::parse("2026-10-05T00:10:00Z").unwrap(),
         required: vec![],

@@ -132,6 +132,7 @@ async fn failing_rows(admin: &tokio_postgres::Client, provider: &ModuleId) -> Ve
 async fn open_repairs(store: &mut PgStore, provider: &str) -> Vec<RepairRow> {
     let filter = StatusFilter {
         providers: vec![ModuleId::parse(provider).unwrap()],
+        providers_chosen: false,
         machine: None,
         silent_before: at(0),
         required: vec![],
@@ -1166,6 +1167,7 @@ async fn an_alive_keeps_when_the_stream_stored_it_and_its_provider_fault() {
     store.apply(&[received]).await.unwrap();
     let filter = StatusFilter {
         providers: vec![ModuleId::parse("postgres@db-1").unwrap()],
+        providers_chosen: false,
         machine: None,
         silent_before: at(0),
         required: vec![],
@@ -1342,6 +1344,7 @@ async fn an_alive_keeps_what_the_contributions_file_refused_until_the_next_one()
     let mut store = PgStore::new(options);
     let filter = StatusFilter {
         providers: vec![ModuleId::parse("postgres@db-1").unwrap()],
+        providers_chosen: false,
         machine: None,
         silent_before: at(0),
         required: vec![],
@@ -1432,6 +1435,7 @@ async fn the_settled_rule_holds_through_a_clock_stepped_between_two_runs() {
             ModuleId::parse("identity@id-1").unwrap(),
             ModuleId::parse("postgres@db-1").unwrap(),
         ],
+        providers_chosen: false,
         machine: None,
         silent_before: at(0),
         required: vec![],

@@ -59,6 +59,7 @@ async fn read_encrypted(pg: &PgCluster, url: &str) -> Vec<bool> {
     let mut store = PgStore::new(options(pg, url));
     let filter = StatusFilter {
         providers: vec!["postgres@db-1".parse().unwrap()],
+        providers_chosen: false,
         machine: None,
         silent_before: Timestamp::parse("2026-10-05T00:00:00Z").unwrap(),
         required: vec![],

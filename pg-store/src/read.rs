@@ -201,7 +201,7 @@ impl PgStore {
         let (modules, machines, consumers) = required_columns(&filter.required);
         let per_group = filter.per_group.map(i64::from);
         let work = async {
-            let reach = Reach::of(providers.len(), filter.consumer.is_some());
+            let reach = Reach::of(filter.providers_chosen, filter.consumer.is_some());
             let count = match per_group {
                 Some(_) => list_capped(reach),
                 None => count_selected(reach),

@@ -57,8 +57,8 @@ macro_rules! narrowed {
 /// (`failing_provider`) are: with them the planner knows how many rows the
 /// providers select, and plans the count (one core or two) and the listing
 /// (the key's index or a sort) for the rows there are, not for a guess;
-/// migration V15 indexes it with the consumer, so a read of a few providers
-/// or of one consumer reads their standings alone.
+/// migration V15 indexes it with the consumer, so a read of chosen
+/// providers or of one consumer reads their standings alone.
 ///
 /// `mesh_status::model::AliveRow::outlived` is the same rule in Rust.
 const SELECTED: &str = concat!(
@@ -69,16 +69,12 @@ WHERE f.provider_module || '@' || f.provider_machine = ANY($1::text[])
     narrowed!()
 );
 
-/// At most this many providers in `$1` narrow a read: their standings are
-/// found by the key's index (migration V15), not by a scan of all. Below
-/// 9 keys PostgreSQL also compares a row with each key in turn rather than
-/// hashing the row's.
-const FEW_PROVIDERS: usize = 8;
-
-/// Which standings a count reads: those of a few providers (at most
-/// [`FEW_PROVIDERS`]) or of one consumer, found by their index; or,
-/// reading the whole mesh, every standing, the provider key tested on the
-/// groups ([`KEPT`]) instead.
+/// Which standings a count reads: those of providers chosen from the
+/// declared ones (a provider's page) or of one consumer, found by their
+/// index; or, reading every declared provider (the mesh, a machine),
+/// every standing, the provider key tested on the groups ([`KEPT`])
+/// instead: there the key leaves out only providers no longer declared,
+/// whichever few or many the declaration holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Reach {
     Narrow,
@@ -86,8 +82,8 @@ pub(super) enum Reach {
 }
 
 impl Reach {
-    pub(super) fn of(providers: usize, consumer: bool) -> Self {
-        if consumer || providers <= FEW_PROVIDERS {
+    pub(super) fn of(providers_chosen: bool, consumer: bool) -> Self {
+        if providers_chosen || consumer {
             Reach::Narrow
         } else {
             Reach::Wide
@@ -240,11 +236,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_few_providers_or_one_consumer_is_a_narrow_read() {
-        assert_eq!(Reach::of(1, false), Reach::Narrow);
-        assert_eq!(Reach::of(FEW_PROVIDERS, false), Reach::Narrow);
-        assert_eq!(Reach::of(FEW_PROVIDERS + 1, false), Reach::Wide);
-        assert_eq!(Reach::of(100, true), Reach::Narrow);
+    fn chosen_providers_or_one_consumer_is_a_narrow_read() {
+        assert_eq!(Reach::of(true, false), Reach::Narrow);
+        assert_eq!(Reach::of(false, true), Reach::Narrow);
+        assert_eq!(Reach::of(true, true), Reach::Narrow);
+        assert_eq!(Reach::of(false, false), Reach::Wide);
         assert!(!scanned(Reach::Wide).contains("$1"));
         assert!(scanned(Reach::Narrow).contains("$1"));
         assert!(count_selected(Reach::Wide).contains(KEPT));

@@ -109,6 +109,11 @@ pub struct StatusFilter {
     /// Only the standings and repairs of these providers (those the
     /// declaration assigns where they ran).
     pub providers: Vec<ModuleId>,
+    /// Whether `providers` were chosen from the declared ones (a console's
+    /// provider or consumer page, `why`), not all of them: the store then
+    /// finds their standings by their key's index instead of counting
+    /// every standing. Either way it selects the same standings.
+    pub providers_chosen: bool,
     /// `node show MACHINE`: only standings whose provider or consumer is on
     /// it, and repairs of providers on it.
     pub machine: Option<String>,

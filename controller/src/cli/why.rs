@@ -76,6 +76,7 @@ pub(super) async fn run(
     };
     let mut filter = report::filter(&declaration, &Scope::All, &clock, Order::Key);
     filter.providers.retain(|p| providers.contains(&p));
+    filter.providers_chosen = true;
     filter
         .required
         .retain(|(p, c)| providers.contains(&p) && c == id.module.as_str());

@@ -1,9 +1,10 @@
-//! How `status` and the console's pages read the standings of many
-//! providers: the store counts every standing and tests the provider key on
-//! the groups it counted; a read of a few providers, or of one consumer,
-//! tests it on each standing, which their index finds. Over a store that
-//! holds a provider no longer declared and a standing older than its
-//! provider's start, both ways select the same standings.
+//! How `status` and the console's pages read the standings of every
+//! declared provider: the store counts every standing and tests the
+//! provider key on the groups it counted; a read of providers chosen from
+//! them (a provider's page), or of one consumer, tests it on each standing,
+//! which their index finds. Over a store that holds a provider no longer
+//! declared and a standing older than its provider's start, both ways
+//! select the same standings.
 
 use mesh_pg_store::{migrate, PgStore};
 use mesh_protocol::event::{Alive, Failing};
@@ -16,7 +17,7 @@ use mesh_test_support::PgCluster;
 
 use super::common::store_at;
 
-/// More than the store reads by their index (pg-store's `FEW_PROVIDERS`).
+/// The declared providers; each read of a half of them chooses them.
 const PROVIDERS: usize = 12;
 
 fn at(minute: u32) -> Timestamp {
@@ -67,7 +68,7 @@ type Selected = (Vec<(String, Class, u64, u64)>, Vec<(String, String)>);
 
 async fn read(
     store: &mut PgStore,
-    providers: &[String],
+    (providers, providers_chosen): (&[String], bool),
     machine: Option<&str>,
     consumer: Option<&str>,
     per_group: Option<u32>,
@@ -77,6 +78,7 @@ async fn read(
             .iter()
             .map(|p| ModuleId::parse(p).unwrap())
             .collect(),
+        providers_chosen,
         machine: machine.map(str::to_owned),
         silent_before: at(10),
         required: vec![],
@@ -108,7 +110,7 @@ fn sorted(mut selected: Selected) -> Selected {
 }
 
 #[tokio::test]
-async fn a_read_of_many_providers_selects_what_reads_of_a_few_select() {
+async fn a_read_of_every_provider_selects_what_reads_of_chosen_ones_select() {
     let pg = PgCluster::start();
     let (options, _admin) = store_at(&pg, "reach").await;
     migrate(&options).await.unwrap();
@@ -151,9 +153,9 @@ async fn a_read_of_many_providers_selects_what_reads_of_a_few_select() {
     let (first, second) = all.split_at(PROVIDERS / 2);
     for machine in [None, Some("db-1"), Some("app-1")] {
         for per_group in [None, Some(1)] {
-            let wide = read(&mut store, &all, machine, None, per_group).await;
-            let mut narrow = read(&mut store, first, machine, None, per_group).await;
-            let rest = read(&mut store, second, machine, None, per_group).await;
+            let wide = read(&mut store, (&all, false), machine, None, per_group).await;
+            let mut narrow = read(&mut store, (first, true), machine, None, per_group).await;
+            let rest = read(&mut store, (second, true), machine, None, per_group).await;
             narrow.0.extend(rest.0);
             narrow.1.extend(rest.1);
             assert_eq!(
@@ -169,7 +171,7 @@ async fn a_read_of_many_providers_selects_what_reads_of_a_few_select() {
         }
     }
 
-    let (groups, listed) = read(&mut store, &all, None, None, None).await;
+    let (groups, listed) = read(&mut store, (&all, false), None, None, None).await;
     let counted: u64 = groups.iter().map(|g| g.2).sum();
     assert_eq!(counted, expected);
     assert_eq!(listed.len(), expected as usize);
@@ -183,7 +185,7 @@ async fn a_read_of_many_providers_selects_what_reads_of_a_few_select() {
         "{groups:?}"
     );
     // One consumer's read of every provider: its standing alone.
-    let one = read(&mut store, &all, None, Some("c3-2"), None).await;
+    let one = read(&mut store, (&all, false), None, Some("c3-2"), None).await;
     assert_eq!(
         one,
         (

@@ -291,6 +291,7 @@ pub fn filter(
         .unwrap_or(UNIX_EPOCH);
     StatusFilter {
         providers,
+        providers_chosen: false,
         machine: scope.machine().map(str::to_owned),
         silent_before: Timestamp::from_system(silent_before),
         required: retired::required(&declaration.declaration, scope.machine()),
