@@ -17,7 +17,6 @@ use mesh_runtime::outbox::{EventSink, JetStreamSink};
 use mesh_runtime::NatsArgs;
 use mesh_status::model::declaration::parse;
 use mesh_status::model::Received;
-use mesh_status::store::ControllerRecordUpdate;
 use mesh_status::{LinkSettings, Store, StoreError};
 use mesh_test_support::NatsServer;
 
@@ -195,24 +194,6 @@ impl Store for NoStore {
         _created: std::time::SystemTime,
     ) -> Result<u64, StoreError> {
         Ok(1)
-    }
-
-    /// It keeps no record of when it begins.
-    async fn record_begins(
-        &mut self,
-        _acknowledged_before: bool,
-    ) -> Result<Option<std::time::SystemTime>, StoreError> {
-        Ok(None)
-    }
-
-    /// It keeps no history.
-    async fn prune_history(&mut self, _keep: Duration, _limit: u32) -> Result<u64, StoreError> {
-        Ok(0)
-    }
-
-    /// It keeps no record of the controller.
-    async fn record(&mut self, _update: ControllerRecordUpdate<'_>) -> Result<(), StoreError> {
-        Ok(())
     }
 }
 

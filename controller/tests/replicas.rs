@@ -14,7 +14,6 @@ use mesh_controller::{derive, read_credentials, render_nats};
 use mesh_protocol::subject::CONTROLLER_INBOX;
 use mesh_status::model::declaration::parse;
 use mesh_status::model::Received;
-use mesh_status::store::ControllerRecordUpdate;
 use mesh_status::{LinkSettings, Store, StoreError};
 use mesh_test_support::{NatsCluster, CLUSTER_SIZE};
 
@@ -42,24 +41,6 @@ impl Store for Epochs {
     ) -> Result<u64, StoreError> {
         let next = self.0.len() as u64 + 1;
         Ok(*self.0.entry(created).or_insert(next))
-    }
-
-    /// It keeps no record of when it begins.
-    async fn record_begins(
-        &mut self,
-        _acknowledged_before: bool,
-    ) -> Result<Option<SystemTime>, StoreError> {
-        Ok(None)
-    }
-
-    /// It keeps no history.
-    async fn prune_history(&mut self, _keep: Duration, _limit: u32) -> Result<u64, StoreError> {
-        Ok(0)
-    }
-
-    /// It keeps no record of the controller.
-    async fn record(&mut self, _update: ControllerRecordUpdate<'_>) -> Result<(), StoreError> {
-        Ok(())
     }
 }
 

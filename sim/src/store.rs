@@ -14,7 +14,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use async_trait::async_trait;
 use mesh_protocol::{ModuleId, Name, Timestamp};
@@ -329,19 +329,5 @@ impl Store for MemStore {
         _created: SystemTime,
     ) -> Result<u64, StoreError> {
         Ok(1)
-    }
-
-    /// Its record is whole: it never says it begins (its `record` reads
-    /// `begun_at: None`).
-    async fn record_begins(
-        &mut self,
-        _acknowledged_before: bool,
-    ) -> Result<Option<SystemTime>, StoreError> {
-        Ok(None)
-    }
-
-    /// It keeps no history: there is none to remove.
-    async fn prune_history(&mut self, _keep: Duration, _limit: u32) -> Result<u64, StoreError> {
-        Ok(0)
     }
 }

@@ -17,7 +17,7 @@ use super::{
     DeliveryErrorKind, LinkSettings, LinkState, Messages,
 };
 use crate::model::Received;
-use crate::store::{ControllerRecordUpdate, Store, StoreError};
+use crate::store::{Store, StoreError};
 
 /// The bus, as the fake client sees it.
 #[derive(Clone, Default)]
@@ -117,18 +117,6 @@ impl Store for Kept {
     }
     async fn stream_epoch(&mut self, _: &str, _: SystemTime) -> Result<u64, StoreError> {
         Ok(1)
-    }
-    /// It keeps no record of when it begins.
-    async fn record_begins(&mut self, _: bool) -> Result<Option<SystemTime>, StoreError> {
-        Ok(None)
-    }
-    /// It keeps no history.
-    async fn prune_history(&mut self, _: Duration, _: u32) -> Result<u64, StoreError> {
-        Ok(0)
-    }
-    /// It keeps no record of the controller.
-    async fn record(&mut self, _: ControllerRecordUpdate<'_>) -> Result<(), StoreError> {
-        Ok(())
     }
 }
 
