@@ -238,18 +238,7 @@ impl Store for MemStore {
                     .get(&key)
                     .is_none_or(|(_, kept)| place.is_newer_than(kept))
                 {
-                    let row = FailingRow {
-                        provider: k.emitter.clone(),
-                        consumer: b.consumer.clone(),
-                        consumer_machine: b.consumer_machine.clone(),
-                        provision: b.provision.clone(),
-                        class: b.class,
-                        error: b.error.clone(),
-                        since: b.since,
-                        attempts: i64::try_from(b.attempts).unwrap_or(i64::MAX),
-                        said_at: b.said_at,
-                        first_since: None,
-                    };
+                    let row = FailingRow::said(k.emitter.clone(), b);
                     t.failing.insert(key, (row, place));
                 }
             }

@@ -16,7 +16,7 @@
 //! always has ([`provider_members`]).
 
 use mesh_protocol::event::{
-    ContributionsRead, GrantState, ProviderFault, RepairOutcome, RetirementAction,
+    ContributionsRead, Failing, GrantState, ProviderFault, RepairOutcome, RetirementAction,
 };
 use mesh_protocol::{Class, ModuleId, Name, Timestamp};
 use serde::{Serialize, Serializer};
@@ -68,6 +68,26 @@ pub struct FailingRow {
     /// `since` it said), and the store kept the first. Absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_since: Option<Timestamp>,
+}
+
+impl FailingRow {
+    /// The standing `provider` says in `failing`, as a store keeps it when
+    /// it knows of no earlier start of the interval (no `first_since`).
+    #[must_use]
+    pub fn said(provider: ModuleId, failing: &Failing) -> Self {
+        FailingRow {
+            provider,
+            consumer: failing.consumer.clone(),
+            consumer_machine: failing.consumer_machine.clone(),
+            provision: failing.provision.clone(),
+            class: failing.class,
+            error: failing.error.clone(),
+            since: failing.since,
+            attempts: i64::try_from(failing.attempts).unwrap_or(i64::MAX),
+            said_at: failing.said_at,
+            first_since: None,
+        }
+    }
 }
 
 /// A stored `repair` event. Its JSON is the provider's two members, then
