@@ -118,23 +118,9 @@ pub(super) async fn run(
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use mesh_status::testing::declaration;
 
-    fn declaration() -> ParsedDeclaration {
-        mesh_status::model::declaration::parse(
-            r#"{"modules":[
-              {"module":"postgres","machine":"db-1","provides":["postgres-database"]},
-              {"module":"identity","machine":"id-1","provides":["oidc-client"]},
-              {"module":"forge","machine":"app-1","requires":[
-                {"provision":"postgres-database","from":"postgres@db-1"},
-                {"provision":"oidc-client","from":"identity@id-1"}]},
-              {"module":"wiki","machine":"app-1","requires":[
-                {"provision":"postgres-database","from":"postgres@db-1"}]},
-              {"module":"lone","machine":"app-1"}
-            ]}"#,
-        )
-        .unwrap()
-    }
+    use super::*;
 
     fn id(s: &str) -> ModuleId {
         ModuleId::parse(s).unwrap()

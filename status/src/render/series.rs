@@ -135,6 +135,7 @@ mod tests {
     };
     use crate::report::{self, Clock, Facts, Scope};
     use crate::store::FailingGroup;
+    use crate::testing::declaration;
     use mesh_protocol::event::{ContributionsRead, RefusedContribution};
     use mesh_protocol::{Class, ModuleId};
 
@@ -147,21 +148,6 @@ mod tests {
     }
 
     const NOW: &str = "2026-10-05T00:10:00Z";
-
-    fn declaration() -> ParsedDeclaration {
-        parse(
-            r#"{"modules":[
-              {"module":"postgres","machine":"db-1","provides":["postgres-database"]},
-              {"module":"identity","machine":"id-1","provides":["oidc-client"]},
-              {"module":"forge","machine":"app-1","requires":[
-                {"provision":"postgres-database","from":"postgres@db-1"},
-                {"provision":"oidc-client","from":"identity@id-1"}]},
-              {"module":"wiki","machine":"app-1","requires":[
-                {"provision":"postgres-database","from":"postgres@db-1"}]}
-            ]}"#,
-        )
-        .unwrap()
-    }
 
     /// Everything a report is made of, all well to begin with: both
     /// providers heard 30 s ago, the controller caught up now.
