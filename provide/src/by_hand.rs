@@ -93,14 +93,9 @@ impl ByHand for HookByHand {
         self.answer("works", done.works)
     }
 
-    async fn reach(
-        &self,
-        consumer: &Name,
-        secret: &Secret,
-        target: &Name,
-    ) -> Result<bool, ByHandError> {
+    async fn reach(&self, who: &Name, secret: &Secret, to: &Name) -> Result<bool, ByHandError> {
         let done = self
-            .act(ByHandAction::Reach, consumer, Some(secret), Some(target))
+            .act(ByHandAction::Reach, who, Some(secret), Some(to))
             .await?;
         self.answer("reaches", done.reaches)
     }

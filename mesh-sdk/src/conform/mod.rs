@@ -130,14 +130,9 @@ pub trait ByHand: Send + Sync {
     async fn make(&self, consumer: &Name, secret: &Secret) -> Result<(), ByHandError>;
     /// Whether `consumer`'s provision works with `secret`.
     async fn works(&self, consumer: &Name, secret: &Secret) -> Result<bool, ByHandError>;
-    /// Whether `consumer`, logged in with `secret`, can reach `target`'s
-    /// provision (its database, its keys, its vhost).
-    async fn reach(
-        &self,
-        consumer: &Name,
-        secret: &Secret,
-        target: &Name,
-    ) -> Result<bool, ByHandError>;
+    /// Whether `who`, logged in with `secret`, can reach the provision of
+    /// consumer `to` (its database, its keys, its vhost).
+    async fn reach(&self, who: &Name, secret: &Secret, to: &Name) -> Result<bool, ByHandError>;
     /// Removes what [`make`](Self::make) made.
     async fn remove(&self, consumer: &Name) -> Result<(), ByHandError>;
     /// Whether anything named `consumer` is at the backend, made by anyone,
@@ -420,16 +415,11 @@ mod tests {
             let theirs = self.theirs.lock().unwrap();
             Ok(theirs.get(consumer).map(String::as_str) == Some(secret.expose()))
         }
-        async fn reach(
-            &self,
-            consumer: &Name,
-            secret: &Secret,
-            target: &Name,
-        ) -> Result<bool, ByHandError> {
-            Ok(consumer == target
+        async fn reach(&self, who: &Name, secret: &Secret, to: &Name) -> Result<bool, ByHandError> {
+            Ok(who == to
                 && self.fake.with(|b| {
                     b.provisions
-                        .get(consumer)
+                        .get(who)
                         .is_some_and(|p| p.secret == secret.expose())
                 }))
         }

@@ -96,13 +96,8 @@ impl ByHand for Psql {
         self.connects(consumer, secret, consumer).await
     }
 
-    async fn reach(
-        &self,
-        consumer: &Name,
-        secret: &Secret,
-        target: &Name,
-    ) -> Result<bool, ByHandError> {
-        self.connects(consumer, secret, target).await
+    async fn reach(&self, who: &Name, secret: &Secret, to: &Name) -> Result<bool, ByHandError> {
+        self.connects(who, secret, to).await
     }
 
     async fn remove(&self, consumer: &Name) -> Result<(), ByHandError> {
