@@ -41,7 +41,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{
-    env_number, fill_standings, history_analysed, print_statements, provider_modules,
+    env_number, fill_history, fill_standings, print_statements, provider_modules,
     statements_if_asked, store, write_declaration,
 };
 use measure::{median, ms};
@@ -267,42 +267,11 @@ fn main() {
         let (mut pg, options, client) = store("console").await;
         let (client, statements) = statements_if_asked(&mut pg, client, "console").await;
         fill_standings(&client, PROVIDERS, standings).await;
-        // Row i: consumer c = 1 + (i * 7919) % consumers (rounds of many
-        // consumers interleave) of its own provider, its n-th row a
-        // recovery (even n) or a beginning (odd: the last, as it fails now),
-        // 90 days back to now.
-        client
-            .execute(
-                "INSERT INTO history (kind, at, provider_module, provider_machine, consumer,
-                     consumer_machine, provision, class, error, since, attempts, reason,
-                     stream_epoch, stream_seq)
-                 SELECT CASE WHEN n % 2 = 1 THEN 'failing-began' ELSE 'recovered' END,
-                     now() - interval '90 days' + (i::float8 / $1) * interval '90 days',
-                     'p' || (c % $4), 'db-' || (c % $4 % 10), 'c' || c, 'app-' || (c % 7),
-                     'postgres-database',
-                     CASE WHEN n % 2 = 1 THEN 'credentials-rejected' END,
-                     CASE WHEN n % 2 = 1 THEN 'password authentication failed for user \"c' || c || '\"' END,
-                     now() - interval '90 days' + (i::float8 / $1) * interval '90 days'
-                         - interval '1 hour',
-                     CASE WHEN n % 2 = 1 THEN 61 END,
-                     CASE WHEN n % 2 = 0 THEN 'success' END,
-                     1, i
-                 FROM generate_series(0, $2::int8 - 1) AS i,
-                      LATERAL (SELECT 1 + (i * 7919) % $3 AS c, i / $3 AS n) AS k",
-                &[
-                    &(rows as f64),
-                    &(rows as i64),
-                    &(consumers as i64),
-                    &(PROVIDERS as i64),
-                ],
-            )
-            .await
-            .expect("filling history");
         client
             .batch_execute("VACUUM ANALYZE failing")
             .await
             .expect("vacuum");
-        let count = history_analysed(&client).await;
+        let count = fill_history(&client, rows, consumers, PROVIDERS).await;
 
         // The providers, and the consumers whose pages are opened (c1..c30
         // and c42), each requiring its provider.

@@ -19,7 +19,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::measure::{median, ms};
-use common::{env_number, fill_standings, history_analysed, store};
+use common::{env_number, fill_history, fill_standings, store};
 use mesh_pg_store::PgStore;
 use mesh_protocol::{Name, Timestamp};
 use mesh_status::store::HistoryFilter;
@@ -37,32 +37,7 @@ fn main() {
         let rows = env_number("MESH_BENCH_HISTORY_ROWS", 1_000_000);
         let consumers = rows / PER_CONSUMER;
         let (pg, options, client) = store("history").await;
-        // Row i: consumer (i * 7919) % consumers (the rounds of many
-        // consumers interleave), its n-th row a beginning (even) or a
-        // recovery (odd), 90 days back to now.
-        client
-            .execute(
-                "INSERT INTO history (kind, at, provider_module, provider_machine, consumer,
-                     consumer_machine, provision, class, error, since, attempts, reason,
-                     stream_epoch, stream_seq)
-                 SELECT CASE WHEN n % 2 = 0 THEN 'failing-began' ELSE 'recovered' END,
-                     now() - interval '90 days' + (i::float8 / $1) * interval '90 days',
-                     'p' || (c % 10), 'db-' || (c % 10), 'c' || c, 'app-' || (c % 7),
-                     'postgres-database',
-                     CASE WHEN n % 2 = 0 THEN 'credentials-rejected' END,
-                     CASE WHEN n % 2 = 0 THEN 'password authentication failed for user \"c' || c || '\"' END,
-                     now() - interval '90 days' + (i::float8 / $1) * interval '90 days'
-                         - interval '1 hour',
-                     CASE WHEN n % 2 = 0 THEN 61 END,
-                     CASE WHEN n % 2 = 1 THEN 'success' END,
-                     1, i
-                 FROM generate_series(1, $2::int8) AS i,
-                      LATERAL (SELECT (i * 7919) % $3 AS c, i / $3 AS n) AS k",
-                &[&(rows as f64), &(rows as i64), &(consumers as i64)],
-            )
-            .await
-            .expect("filling history");
-        let count = history_analysed(&client).await;
+        let count = fill_history(&client, rows, consumers, 10).await;
         let consumer = "c42";
         let binary = env!("CARGO_BIN_EXE_mesh-controller");
         let database = pg.database_flags("history");

@@ -62,10 +62,53 @@ pub async fn fill_standings(client: &tokio_postgres::Client, providers: u64, sta
         .expect("filling the standings");
 }
 
+/// Fills `history` with `rows` rows of `consumers` consumers, 90 days back
+/// to now. Row i is consumer c = 1 + (i * 7919) % `consumers` (rounds of
+/// many consumers interleave) of provider `p<c % providers>` on
+/// `db-<c % providers % 10>`, its n-th row a recovery (even n) or a
+/// beginning (odd: the last, as it fails now). Then vacuums and analyses
+/// it ([`history_analysed`]); returns how many rows it holds.
+#[allow(dead_code)] // the history and console benchmarks'
+pub async fn fill_history(
+    client: &tokio_postgres::Client,
+    rows: u64,
+    consumers: u64,
+    providers: u64,
+) -> i64 {
+    client
+        .execute(
+            "INSERT INTO history (kind, at, provider_module, provider_machine, consumer,
+                 consumer_machine, provision, class, error, since, attempts, reason,
+                 stream_epoch, stream_seq)
+             SELECT CASE WHEN n % 2 = 1 THEN 'failing-began' ELSE 'recovered' END,
+                 now() - interval '90 days' + (i::float8 / $1) * interval '90 days',
+                 'p' || (c % $4), 'db-' || (c % $4 % 10), 'c' || c, 'app-' || (c % 7),
+                 'postgres-database',
+                 CASE WHEN n % 2 = 1 THEN 'credentials-rejected' END,
+                 CASE WHEN n % 2 = 1 THEN 'password authentication failed for user \"c' || c || '\"' END,
+                 now() - interval '90 days' + (i::float8 / $1) * interval '90 days'
+                     - interval '1 hour',
+                 CASE WHEN n % 2 = 1 THEN 61 END,
+                 CASE WHEN n % 2 = 0 THEN 'success' END,
+                 1, i
+             FROM generate_series(0, $2::int8 - 1) AS i,
+                  LATERAL (SELECT 1 + (i * 7919) % $3 AS c, i / $3 AS n) AS k",
+            &[
+                &(rows as f64),
+                &(rows as i64),
+                &(consumers as i64),
+                &(providers as i64),
+            ],
+        )
+        .await
+        .expect("filling history");
+    history_analysed(client).await
+}
+
 /// Vacuums and analyses `history` once it is filled (as autovacuum would
 /// have by the time an operator reads it); returns how many rows it holds.
-#[allow(dead_code)] // the history and console benchmarks'
-pub async fn history_analysed(client: &tokio_postgres::Client) -> i64 {
+#[allow(dead_code)] // fill_history's
+async fn history_analysed(client: &tokio_postgres::Client) -> i64 {
     client
         .batch_execute("VACUUM ANALYZE history")
         .await
