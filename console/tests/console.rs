@@ -409,13 +409,16 @@ async fn the_consumer_table_counts_filters_and_pages_without_a_script_and_no_pag
     // old was retired (and is not declared: no page of its own).
     let (code, table) = get(&client, &format!("{base}/consumers")).await;
     assert_eq!(code, 200, "{table}");
+    // The header counts each state there is, each a link but the one shown.
+    let counts = ["1 failing", "1 retired", "2 ok"].map(|count| {
+        let state = count.split_once(' ').unwrap().1;
+        format!("<a href=\"/consumers?state={state}\">{count}</a> · ")
+    });
     assert!(
-        table.contains(
-            "<a href=\"/consumers?state=failing\">1 failing</a> · \
-                        <a href=\"/consumers?state=retired\">1 retired</a> · \
-                        <a href=\"/consumers?state=ok\">2 ok</a> · \
-                        <strong aria-current=\"page\">all 4</strong>"
-        ),
+        table.contains(&format!(
+            "{}{}{}<strong aria-current=\"page\">all 4</strong>",
+            counts[0], counts[1], counts[2]
+        )),
         "{table}"
     );
     let rows: Vec<&str> = table
