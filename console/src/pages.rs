@@ -391,7 +391,7 @@ impl Pages {
         let standings: Vec<Listed> = report
             .standings
             .into_iter()
-            .filter(|s| s.row.consumer_machine.as_ref() == Some(&c.machine))
+            .filter(|s| s.row.said.consumer_machine.as_ref() == Some(&c.machine))
             .collect();
         let span = Duration::from_secs(u64::from(HISTORY_DAYS) * 86_400);
         let filter = HistoryFilter {

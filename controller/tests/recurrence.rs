@@ -319,7 +319,7 @@ async fn a_capped_listing_lists_the_first_of_each_provider_and_class_and_counts_
     uncapped.finish().await.unwrap();
     let mut listed = Vec::new();
     while let Some(row) = read.next().await.unwrap() {
-        listed.push(row.consumer.to_string());
+        listed.push(row.said.consumer.to_string());
     }
     read.finish().await.unwrap();
     assert_eq!(listed, ["c0", "c1", "c2", "c3", "c4", "u0", "u1", "u2"]);
@@ -330,7 +330,7 @@ async fn a_capped_listing_lists_the_first_of_each_provider_and_class_and_counts_
     let mut read = store.read_status(&filter).await.unwrap();
     assert_eq!(read.groups.iter().map(|g| g.standings).sum::<u64>(), 1);
     let row = read.next().await.unwrap().expect("u1's standing");
-    assert_eq!(row.consumer.as_str(), "u1");
+    assert_eq!(row.said.consumer.as_str(), "u1");
     assert!(read.next().await.unwrap().is_none());
     read.finish().await.unwrap();
 }
@@ -420,10 +420,13 @@ async fn the_acknowledgements_that_hold_are_read_with_the_recurrences() {
     let recurrences = read.recurrences(ts(NOW), WEEK).await.unwrap();
     let mut said = Vec::new();
     while let Some(row) = read.next().await.unwrap() {
-        let ack =
-            recurrences.acknowledged(&row.provider, &row.consumer, row.consumer_machine.as_ref());
+        let ack = recurrences.acknowledged(
+            &row.provider,
+            &row.said.consumer,
+            row.said.consumer_machine.as_ref(),
+        );
         said.push((
-            row.consumer.to_string(),
+            row.said.consumer.to_string(),
             ack.map(|a| (a.reason, a.by, a.until)),
         ));
     }

@@ -1446,7 +1446,7 @@ async fn the_settled_rule_holds_through_a_clock_stepped_between_two_runs() {
     let mut read = store.read_status(&filter).await.unwrap();
     let mut listed = Vec::new();
     while let Some(row) = read.next().await.unwrap() {
-        listed.push(format!("{} {}", row.provider, row.consumer));
+        listed.push(format!("{} {}", row.provider, row.said.consumer));
     }
     read.finish().await.unwrap();
     assert_eq!(listed, ["identity@id-1 forge", "postgres@db-1 wiki"]);

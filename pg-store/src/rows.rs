@@ -6,7 +6,7 @@ use std::fmt::Display;
 use std::str::FromStr;
 use std::time::{Duration, SystemTime};
 
-use mesh_protocol::event::{ContributionsRead, ProviderFault};
+use mesh_protocol::event::{ContributionsRead, Failing, ProviderFault, VERSION};
 use mesh_protocol::{ModuleId, Name, Timestamp};
 use tokio_postgres::Row;
 
@@ -129,14 +129,18 @@ pub(super) fn optional_time(row: &Row, i: usize) -> Result<Option<Timestamp>, Re
 pub(super) fn failing_row(row: &Row, provider: ModuleId) -> Result<FailingRow, ReadError> {
     Ok(FailingRow {
         provider,
-        consumer: decoded(row, 2, "failing.consumer")?,
-        consumer_machine: optional_decoded(row, 3, "failing.consumer_machine")?,
-        provision: row.try_get(4)?,
-        class: decoded(row, 5, "failing.class")?,
-        error: row.try_get(6)?,
-        since: time(row, 7)?,
-        attempts: row.try_get(8)?,
-        said_at: time(row, 9)?,
+        said: Failing {
+            v: VERSION,
+            consumer: decoded(row, 2, "failing.consumer")?,
+            consumer_machine: optional_decoded(row, 3, "failing.consumer_machine")?,
+            provision: row.try_get(4)?,
+            class: decoded(row, 5, "failing.class")?,
+            error: row.try_get(6)?,
+            since: time(row, 7)?,
+            // Stored from a u64 (as bigint, capped): never below 0.
+            attempts: u64::try_from(row.try_get::<_, i64>(8)?).unwrap_or(0),
+            said_at: time(row, 9)?,
+        },
         first_since: optional_time(row, 10)?,
     })
 }

@@ -296,7 +296,7 @@ impl Checker {
         let listed: std::collections::BTreeSet<(String, &str)> = status
             .listed
             .iter()
-            .map(|l| (l.row.provider.to_string(), l.row.consumer.as_str()))
+            .map(|l| (l.row.provider.to_string(), l.row.said.consumer.as_str()))
             .collect();
         let named = |p: &str, c: &str| listed.contains(&(p.to_owned(), c));
         // I1, the sentence: "all N were heard from within the last T" only

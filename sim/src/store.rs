@@ -155,24 +155,24 @@ impl MemStore {
                 .filter(|(row, place)| {
                     !t.alive
                         .get(&row.provider)
-                        .is_some_and(|(a, _)| a.outlived(row.said_at, place.stored_at))
+                        .is_some_and(|(a, _)| a.outlived(row.said.said_at, place.stored_at))
                 })
                 .map(|(row, _)| row)
                 .filter(|row| selected(&row.provider))
                 .filter(|row| {
                     filter.machine.as_ref().is_none_or(|m| {
                         row.provider.machine.as_str() == m
-                            || row.consumer_machine.as_ref().map(Name::as_str) == Some(m)
+                            || row.said.consumer_machine.as_ref().map(Name::as_str) == Some(m)
                     })
                 })
                 .cloned()
                 .collect();
             let mut groups: Vec<FailingGroup> = Vec::new();
             for row in &standings {
-                let silent = u64::from(row.said_at <= filter.silent_before);
+                let silent = u64::from(row.said.said_at <= filter.silent_before);
                 match groups
                     .iter_mut()
-                    .find(|g| g.provider == row.provider && g.class == row.class)
+                    .find(|g| g.provider == row.provider && g.class == row.said.class)
                 {
                     Some(g) => {
                         g.standings += 1;
@@ -180,7 +180,7 @@ impl MemStore {
                     }
                     None => groups.push(FailingGroup {
                         provider: row.provider.clone(),
-                        class: row.class,
+                        class: row.said.class,
                         standings: 1,
                         silent,
                     }),
@@ -238,7 +238,11 @@ impl Store for MemStore {
                     .get(&key)
                     .is_none_or(|(_, kept)| place.is_newer_than(kept))
                 {
-                    let row = FailingRow::said(k.emitter.clone(), b);
+                    let row = FailingRow {
+                        provider: k.emitter.clone(),
+                        said: b.clone(),
+                        first_since: None,
+                    };
                     t.failing.insert(key, (row, place));
                 }
             }

@@ -94,7 +94,7 @@ async fn read(
         .collect();
     let mut listed = Vec::new();
     while let Some(row) = read.next().await.unwrap() {
-        listed.push((row.provider.to_string(), row.consumer.to_string()));
+        listed.push((row.provider.to_string(), row.said.consumer.to_string()));
     }
     read.finish().await.unwrap();
     (groups, listed)

@@ -19,6 +19,7 @@ use mesh_protocol::event::{
     ContributionsRead, Failing, GrantState, ProviderFault, RepairOutcome, RetirementAction,
 };
 use mesh_protocol::{Class, ModuleId, Name, Timestamp};
+use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 
 /// Writes a provider as the members `provider_module` and
@@ -41,53 +42,39 @@ pub fn provider_members<S: Serializer>(provider: &ModuleId, s: S) -> Result<S::O
 }
 
 /// A stored `failing` event: a standing. Its JSON is the provider's two
-/// members, then the event's fields, in the order `status --json` lists them.
+/// members, then the event's fields but `v`, in the order `status --json`
+/// lists them.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct FailingRow {
     /// The provider that published it, `module@machine`.
     #[serde(flatten, serialize_with = "provider_members")]
     pub provider: ModuleId,
-    /// The consumer.
-    pub consumer: Name,
-    /// The consumer's machine, as the provider last knew it.
-    pub consumer_machine: Option<Name>,
-    /// The provision, as the provider last knew it.
-    pub provision: Option<String>,
-    /// The failure's class.
-    pub class: Class,
-    /// The start of the failure's message.
-    pub error: String,
-    /// First failure since the last success.
-    pub since: Timestamp,
-    /// Failed attempts since `since`.
-    pub attempts: i64,
-    /// When it was published.
-    pub said_at: Timestamp,
-    /// When the interval it fails in began, when that is before `since`:
-    /// its provider restarted while it kept failing (a restart forgets the
-    /// `since` it said), and the store kept the first. Absent otherwise.
+    /// What the provider last said of the consumer: the consumer, its
+    /// machine and provision as the provider knew them, the class, the
+    /// error, since when and how often it failed, when it said so.
+    #[serde(flatten, serialize_with = "said_members")]
+    pub said: Failing,
+    /// When the interval it fails in began, when that is before
+    /// `said.since`: its provider restarted while it kept failing (a
+    /// restart forgets the `since` it said), and the store kept the first.
+    /// Absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_since: Option<Timestamp>,
 }
 
-impl FailingRow {
-    /// The standing `provider` says in `failing`, as a store keeps it when
-    /// it knows of no earlier start of the interval (no `first_since`).
-    #[must_use]
-    pub fn said(provider: ModuleId, failing: &Failing) -> Self {
-        FailingRow {
-            provider,
-            consumer: failing.consumer.clone(),
-            consumer_machine: failing.consumer_machine.clone(),
-            provision: failing.provision.clone(),
-            class: failing.class,
-            error: failing.error.clone(),
-            since: failing.since,
-            attempts: i64::try_from(failing.attempts).unwrap_or(i64::MAX),
-            said_at: failing.said_at,
-            first_since: None,
-        }
-    }
+/// Writes a `failing` event's members but its version `v`, in the
+/// event's order, into the object it is flattened into.
+fn said_members<S: Serializer>(said: &Failing, s: S) -> Result<S::Ok, S::Error> {
+    let mut members = s.serialize_map(Some(8))?;
+    members.serialize_entry("consumer", &said.consumer)?;
+    members.serialize_entry("consumer_machine", &said.consumer_machine)?;
+    members.serialize_entry("provision", &said.provision)?;
+    members.serialize_entry("class", &said.class)?;
+    members.serialize_entry("error", &said.error)?;
+    members.serialize_entry("since", &said.since)?;
+    members.serialize_entry("attempts", &said.attempts)?;
+    members.serialize_entry("said_at", &said.said_at)?;
+    members.end()
 }
 
 /// A stored `repair` event. Its JSON is the provider's two members, then

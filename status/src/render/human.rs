@@ -67,7 +67,7 @@ fn controller(out: &mut dyn Write, c: &Controller) -> io::Result<()> {
 /// One standing's own line.
 fn one(out: &mut dyn Write, s: &Listed) -> io::Result<()> {
     let r = &s.row;
-    let attempts = if r.attempts == 1 {
+    let attempts = if r.said.attempts == 1 {
         "attempt"
     } else {
         "attempts"
@@ -76,16 +76,24 @@ fn one(out: &mut dyn Write, s: &Listed) -> io::Result<()> {
         out,
         "  {} fails {}@{} ({}): {} since ",
         r.provider,
-        r.consumer,
-        r.consumer_machine.as_ref().map_or("?", Name::as_str),
-        one_line(r.provision.as_deref().unwrap_or("?")),
-        r.class,
+        r.said.consumer,
+        r.said.consumer_machine.as_ref().map_or("?", Name::as_str),
+        one_line(r.said.provision.as_deref().unwrap_or("?")),
+        r.said.class,
     )?;
     match r.first_since {
-        Some(first) => write!(out, "{first}, said again since the restart at {}", r.since)?,
-        None => write!(out, "{}", r.since)?,
+        Some(first) => write!(
+            out,
+            "{first}, said again since the restart at {}",
+            r.said.since
+        )?,
+        None => write!(out, "{}", r.said.since)?,
     }
-    write!(out, ", {} {attempts}, said {}", r.attempts, r.said_at)?;
+    write!(
+        out,
+        ", {} {attempts}, said {}",
+        r.said.attempts, r.said.said_at
+    )?;
     if let Some(secs) = s.silent_for_seconds {
         write!(out, ", silent for {}", duration_text(secs))?;
     }
@@ -95,7 +103,7 @@ fn one(out: &mut dyn Write, s: &Listed) -> io::Result<()> {
     if let Some(ack) = &s.acknowledged {
         write!(out, " [{}]", acknowledgement(ack))?;
     }
-    writeln!(out, ": {}", one_line(&r.error))
+    writeln!(out, ": {}", one_line(&r.said.error))
 }
 
 /// `being worked on: "restoring the dump" — ana, until 2026-12-05T21:00:00Z`:
@@ -278,6 +286,7 @@ mod tests {
     use crate::model::{FailingRow, RepairRow};
     use crate::render::write_all;
     use crate::report::{Controller, Problem, Unheard};
+    use mesh_protocol::event::Failing;
     use mesh_protocol::event::RepairOutcome;
     use mesh_protocol::{Class, ModuleId, Timestamp};
 
@@ -340,23 +349,26 @@ mod tests {
     fn human_lines_are_one_per_standing() {
         let row = FailingRow {
             provider: id("postgres@db-1"),
-            consumer: Name::parse("forge").unwrap(),
-            consumer_machine: None,
-            provision: None,
-            class: Class::CredentialsRejected,
-            error: "line one\nline two".into(),
-            since: ts("2026-10-05T00:04:00Z"),
-            attempts: 61,
-            said_at: ts("2026-10-04T23:00:00Z"),
+            said: Failing {
+                v: 1,
+                consumer: Name::parse("forge").unwrap(),
+                consumer_machine: None,
+                provision: None,
+                class: Class::CredentialsRejected,
+                error: "line one\nline two".into(),
+                since: ts("2026-10-05T00:04:00Z"),
+                attempts: 61,
+                said_at: ts("2026-10-04T23:00:00Z"),
+            },
             first_since: None,
         };
         let mut once = row.clone();
-        once.attempts = 1;
-        once.consumer = Name::parse("wiki").unwrap();
-        once.consumer_machine = Some(Name::parse("app-2").unwrap());
-        once.provision = Some("postgres-database".into());
+        once.said.attempts = 1;
+        once.said.consumer = Name::parse("wiki").unwrap();
+        once.said.consumer_machine = Some(Name::parse("app-2").unwrap());
+        once.said.provision = Some("postgres-database".into());
         // Another cause (its own line); the same would be grouped.
-        once.class = Class::Refused;
+        once.said.class = Class::Refused;
         let head = Head {
             machine: None,
             sentence: "not all well: 2 consumers failing".into(),
@@ -428,14 +440,17 @@ mod tests {
         Listed {
             row: FailingRow {
                 provider: id(provider),
-                consumer: Name::parse(consumer).unwrap(),
-                consumer_machine: Some(Name::parse("app-1").unwrap()),
-                provision: Some("postgres-database".into()),
-                class: Class::Unreachable,
-                error: error.into(),
-                since: ts("2026-10-05T00:04:00Z"),
-                attempts: 3,
-                said_at: ts("2026-10-05T00:09:00Z"),
+                said: Failing {
+                    v: 1,
+                    consumer: Name::parse(consumer).unwrap(),
+                    consumer_machine: Some(Name::parse("app-1").unwrap()),
+                    provision: Some("postgres-database".into()),
+                    class: Class::Unreachable,
+                    error: error.into(),
+                    since: ts("2026-10-05T00:04:00Z"),
+                    attempts: 3,
+                    said_at: ts("2026-10-05T00:09:00Z"),
+                },
                 first_since: None,
             },
             silent_for_seconds: silent.then_some(2000),
@@ -469,7 +484,7 @@ the dump",
         let mut restarted = failing("postgres@db-1", "wiki", "refused", false);
         restarted.row.first_since = Some(ts("2026-10-04T20:00:00Z"));
         let mut again = failing("postgres@db-1", "forge", "refused", false);
-        again.row.class = Class::CredentialsRejected;
+        again.row.said.class = Class::CredentialsRejected;
         again.recurrence = Some(Recurrence {
             count: 3,
             window_seconds: 7 * 86_400,

@@ -110,6 +110,7 @@ mod tests {
     use crate::model::{FailingRow, RepairRow};
     use crate::render::write_all;
     use crate::report::{Controller, Problem, Unheard};
+    use mesh_protocol::event::Failing;
     use mesh_protocol::event::RepairOutcome;
     use mesh_protocol::Name;
     use mesh_protocol::{Class, ModuleId, Timestamp};
@@ -154,14 +155,17 @@ mod tests {
         Listed {
             row: FailingRow {
                 provider: id("postgres@db-1"),
-                consumer: Name::parse("forge").unwrap(),
-                consumer_machine: Some(Name::parse("app-1").unwrap()),
-                provision: Some("postgres-database".into()),
-                class: Class::CredentialsRejected,
-                error: "password authentication failed for user \"forge\"".into(),
-                since: ts("2026-10-05T00:03:00Z"),
-                attempts: 12,
-                said_at: ts("2026-10-05T00:09:00Z"),
+                said: Failing {
+                    v: 1,
+                    consumer: Name::parse("forge").unwrap(),
+                    consumer_machine: Some(Name::parse("app-1").unwrap()),
+                    provision: Some("postgres-database".into()),
+                    class: Class::CredentialsRejected,
+                    error: "password authentication failed for user \"forge\"".into(),
+                    since: ts("2026-10-05T00:03:00Z"),
+                    attempts: 12,
+                    said_at: ts("2026-10-05T00:09:00Z"),
+                },
                 first_since: None,
             },
             silent_for_seconds: None,
@@ -184,6 +188,14 @@ mod tests {
         let text = String::from_utf8(out).unwrap();
         assert!(
             text.starts_with(r#"{"all_well":false,"sentence":"not all well"#),
+            "{text}"
+        );
+        // A standing's members in the order docs/contracts/status.md lists
+        // them: the provider's, then the `failing` event's but `v`.
+        assert!(
+            text.contains(
+                r#""failing":[{"provider_module":"postgres","provider_machine":"db-1","consumer":"forge","consumer_machine":"app-1","provision":"postgres-database","class":"credentials-rejected","error":"password authentication failed for user \"forge\"","since":"2026-10-05T00:03:00Z","attempts":12,"said_at":"2026-10-05T00:09:00Z","silent_for_seconds":null}]"#
+            ),
             "{text}"
         );
         let expected = serde_json::json!({

@@ -13,14 +13,14 @@ use crate::report::{runbook, Listed, ProblemEntry};
 /// A standing as its verdict says it.
 fn failing(s: &Listed) -> String {
     let r = &s.row;
-    let attempts = if r.attempts == 1 {
+    let attempts = if r.said.attempts == 1 {
         "attempt"
     } else {
         "attempts"
     };
     format!(
         "{} says {} since {} ({} {attempts}, said {}): {}",
-        r.provider, r.class, r.since, r.attempts, r.said_at, r.error
+        r.provider, r.said.class, r.said.since, r.said.attempts, r.said.said_at, r.said.error
     )
 }
 
@@ -200,6 +200,7 @@ mod tests {
     use crate::report::history::EntryKind;
     use crate::report::why::{why, WhyInput};
     use crate::report::{Controller, Head, Problem, Unheard};
+    use mesh_protocol::event::Failing;
     use mesh_protocol::Name;
     use mesh_protocol::{Class, ModuleId};
 
@@ -237,14 +238,17 @@ mod tests {
         let standing = Listed {
             row: FailingRow {
                 provider: id("postgres@db-1"),
-                consumer: Name::parse("forge").unwrap(),
-                consumer_machine: Some(Name::parse("app-1").unwrap()),
-                provision: Some("postgres-database".into()),
-                class: Class::CredentialsRejected,
-                error: "password authentication\nfailed".into(),
-                since: ts("2026-10-05T00:04:00Z"),
-                attempts: 3,
-                said_at: ts("2026-10-05T00:09:00Z"),
+                said: Failing {
+                    v: 1,
+                    consumer: Name::parse("forge").unwrap(),
+                    consumer_machine: Some(Name::parse("app-1").unwrap()),
+                    provision: Some("postgres-database".into()),
+                    class: Class::CredentialsRejected,
+                    error: "password authentication\nfailed".into(),
+                    since: ts("2026-10-05T00:04:00Z"),
+                    attempts: 3,
+                    said_at: ts("2026-10-05T00:09:00Z"),
+                },
                 first_since: None,
             },
             silent_for_seconds: None,

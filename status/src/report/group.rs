@@ -65,13 +65,17 @@ impl Group {
 fn name(s: &Listed) -> String {
     format!(
         "{}@{}",
-        s.row.consumer,
-        s.row.consumer_machine.as_ref().map_or("?", Name::as_str)
+        s.row.said.consumer,
+        s.row
+            .said
+            .consumer_machine
+            .as_ref()
+            .map_or("?", Name::as_str)
     )
 }
 
 fn cause(s: &Listed) -> (&ModuleId, Class, &str) {
-    (&s.row.provider, s.row.class, &s.row.error)
+    (&s.row.provider, s.row.said.class, &s.row.said.error)
 }
 
 /// What the listing prints for a cause once it is whole.
@@ -119,6 +123,7 @@ fn line(group: Group) -> Line {
 mod tests {
     use super::*;
     use crate::model::FailingRow;
+    use mesh_protocol::event::Failing;
     use mesh_protocol::Timestamp;
 
     fn standing(provider: &str, consumer: &str, class: Class, error: &str) -> Listed {
@@ -126,14 +131,17 @@ mod tests {
         Listed {
             row: FailingRow {
                 provider: ModuleId::parse(provider).unwrap(),
-                consumer: Name::parse(consumer).unwrap(),
-                consumer_machine: Some(Name::parse("app-1").unwrap()),
-                provision: None,
-                class,
-                error: error.into(),
-                since: at,
-                attempts: 3,
-                said_at: at,
+                said: Failing {
+                    v: 1,
+                    consumer: Name::parse(consumer).unwrap(),
+                    consumer_machine: Some(Name::parse("app-1").unwrap()),
+                    provision: None,
+                    class,
+                    error: error.into(),
+                    since: at,
+                    attempts: 3,
+                    said_at: at,
+                },
                 first_since: None,
             },
             silent_for_seconds: (consumer == "c3").then_some(2000),
@@ -158,9 +166,9 @@ mod tests {
         let shape: Vec<(String, u64, usize, u64)> = lines
             .iter()
             .map(|l| match l {
-                Line::One(s) => (s.row.consumer.to_string(), 1, 1, 0),
+                Line::One(s) => (s.row.said.consumer.to_string(), 1, 1, 0),
                 Line::Many(g) => (
-                    g.first.row.consumer.to_string(),
+                    g.first.row.said.consumer.to_string(),
                     g.count,
                     g.names.len(),
                     g.silent,

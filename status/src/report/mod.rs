@@ -434,7 +434,7 @@ pub fn head(
 /// A stored `failing` event as listed at `clock`.
 pub fn standing(row: FailingRow, clock: &Clock) -> Listed {
     Listed {
-        silent_for_seconds: silent_for(row.said_at, clock),
+        silent_for_seconds: silent_for(row.said.said_at, clock),
         row,
         recurrence: None,
         acknowledged: None,
@@ -444,9 +444,12 @@ pub fn standing(row: FailingRow, clock: &Clock) -> Listed {
 /// A stored `failing` event as listed at `clock`, with its recurrence
 /// from the history of the standings in scope.
 pub fn recurring_standing(row: FailingRow, clock: &Clock, history: &Recurrences) -> Listed {
-    let recurrence = history.of(&row.provider, &row.consumer);
-    let acknowledged =
-        history.acknowledged(&row.provider, &row.consumer, row.consumer_machine.as_ref());
+    let recurrence = history.of(&row.provider, &row.said.consumer);
+    let acknowledged = history.acknowledged(
+        &row.provider,
+        &row.said.consumer,
+        row.said.consumer_machine.as_ref(),
+    );
     Listed {
         recurrence,
         acknowledged,

@@ -71,7 +71,7 @@ impl Why {
     /// class's), none when it is not failing.
     pub fn runbook(&self) -> Option<String> {
         match &self.verdict {
-            WhyVerdict::Failing(s) => Some(super::runbook::class_anchor(s.row.class)),
+            WhyVerdict::Failing(s) => Some(super::runbook::class_anchor(s.row.said.class)),
             WhyVerdict::Problem(p) => Some(p.runbook()),
             WhyVerdict::NotFailing => None,
         }
@@ -126,7 +126,8 @@ pub fn why(input: &WhyInput<'_>) -> Why {
         .standings
         .iter()
         .filter(|s| {
-            s.row.consumer == c.module && s.row.consumer_machine.as_ref() == Some(&c.machine)
+            s.row.said.consumer == c.module
+                && s.row.said.consumer_machine.as_ref() == Some(&c.machine)
         })
         .cloned()
         .collect();
@@ -182,6 +183,7 @@ mod tests {
     use super::*;
     use crate::model::FailingRow;
     use crate::report::{Controller, Faulted, Retired, Unheard};
+    use mesh_protocol::event::Failing;
     use mesh_protocol::event::RetirementAction;
     use mesh_protocol::Class;
 
@@ -208,14 +210,17 @@ mod tests {
         Listed {
             row: FailingRow {
                 provider: id("postgres@db-1"),
-                consumer: Name::parse(consumer).unwrap(),
-                consumer_machine: Some(Name::parse(machine).unwrap()),
-                provision: Some("postgres-database".into()),
-                class: Class::CredentialsRejected,
-                error: "password authentication failed".into(),
-                since: ts("2026-10-05T00:04:00Z"),
-                attempts: 3,
-                said_at: ts("2026-10-05T00:09:00Z"),
+                said: Failing {
+                    v: 1,
+                    consumer: Name::parse(consumer).unwrap(),
+                    consumer_machine: Some(Name::parse(machine).unwrap()),
+                    provision: Some("postgres-database".into()),
+                    class: Class::CredentialsRejected,
+                    error: "password authentication failed".into(),
+                    since: ts("2026-10-05T00:04:00Z"),
+                    attempts: 3,
+                    said_at: ts("2026-10-05T00:09:00Z"),
+                },
                 first_since: None,
             },
             silent_for_seconds: None,

@@ -85,8 +85,8 @@ pub fn provider(v: &ProviderView<'_>) -> String {
     out.push_str("<h2>Its consumers</h2>\n<ul class=\"consumers\">\n");
     for (consumer, machine) in v.consumers {
         let failing = v.standings.iter().find(|s| {
-            s.row.consumer.as_str() == consumer
-                && s.row.consumer_machine.as_ref().map(Name::as_str) == Some(machine)
+            s.row.said.consumer.as_str() == consumer
+                && s.row.said.consumer_machine.as_ref().map(Name::as_str) == Some(machine)
         });
         match failing {
             Some(s) => out.push_str(&standing_item(s, v.now, true)),
@@ -104,8 +104,8 @@ pub fn provider(v: &ProviderView<'_>) -> String {
     }
     for s in v.standings.iter().filter(|s| {
         !v.consumers.iter().any(|(c, m)| {
-            s.row.consumer.as_str() == c
-                && s.row.consumer_machine.as_ref().map(Name::as_str) == Some(m)
+            s.row.said.consumer.as_str() == c
+                && s.row.said.consumer_machine.as_ref().map(Name::as_str) == Some(m)
         })
     }) {
         out.push_str(&standing_item(s, v.now, true));

@@ -52,22 +52,22 @@ pub(crate) fn other_lines(head: &Head) -> Vec<String> {
 /// times as `<time>`, from `now`.
 pub(crate) fn standing_item(s: &Listed, now: Timestamp, linked: bool) -> String {
     let r = &s.row;
-    let machine = r.consumer_machine.as_ref().map_or("?", Name::as_str);
-    let who = match &r.consumer_machine {
+    let machine = r.said.consumer_machine.as_ref().map_or("?", Name::as_str);
+    let who = match &r.said.consumer_machine {
         Some(m) if linked => link(
-            &consumer_path(r.consumer.as_str(), m.as_str()),
-            &format!("{}@{m}", r.consumer),
+            &consumer_path(r.said.consumer.as_str(), m.as_str()),
+            &format!("{}@{m}", r.said.consumer),
         ),
-        Some(m) => escape(&format!("{}@{m}", r.consumer)),
-        None => escape(&format!("{}@?", r.consumer)),
+        Some(m) => escape(&format!("{}@{m}", r.said.consumer)),
+        None => escape(&format!("{}@?", r.said.consumer)),
     };
     let since = match r.first_since {
         Some(first) => format!(
             "since {}, said again since the restart {}",
             time(first, now),
-            time(r.since, now)
+            time(r.said.since, now)
         ),
-        None => format!("since {}", time(r.since, now)),
+        None => format!("since {}", time(r.said.since, now)),
     };
     // When it was said, on the consumer's own page; a list (the mesh's, a
     // machine's, a provider's) leaves it out: a page of a thousand
@@ -75,14 +75,14 @@ pub(crate) fn standing_item(s: &Listed, now: Timestamp, linked: bool) -> String 
     let said = if linked {
         String::new()
     } else {
-        format!(", said {}", time(r.said_at, now))
+        format!(", said {}", time(r.said.said_at, now))
     };
     let mut item = format!(
         "<li class=\"failing\" data-consumer=\"{}@{}\">{who} <span class=\"since\">{since}</span>, \
          {} attempts{said}",
-        escape(r.consumer.as_str()),
+        escape(r.said.consumer.as_str()),
         escape(machine),
-        r.attempts,
+        r.said.attempts,
     );
     if let Some(secs) = s.silent_for_seconds {
         let _ = write!(
@@ -109,7 +109,7 @@ pub(crate) fn standing_item(s: &Listed, now: Timestamp, linked: bool) -> String 
     let _ = writeln!(
         item,
         "<br><span class=\"error\">{}</span></li>",
-        escape(&r.error)
+        escape(&r.said.error)
     );
     item
 }
@@ -157,9 +157,9 @@ pub(crate) fn failing<'a>(
             groups.push((provider, Vec::new()));
         }
         let classes = &mut groups.last_mut().expect("pushed above").1;
-        match classes.iter_mut().find(|(c, _)| *c == s.row.class) {
+        match classes.iter_mut().find(|(c, _)| *c == s.row.said.class) {
             Some((_, list)) => list.push(s),
-            None => classes.push((s.row.class, vec![s])),
+            None => classes.push((s.row.said.class, vec![s])),
         }
     }
     let mut out = String::new();
@@ -257,6 +257,7 @@ mod tests {
     use super::*;
     use crate::model::FailingRow;
     use crate::report::{Controller, Problem, Unheard};
+    use mesh_protocol::event::Failing;
     use mesh_protocol::{Class, Timestamp};
 
     fn ts(s: &str) -> Timestamp {
@@ -282,14 +283,17 @@ mod tests {
         Listed {
             row: FailingRow {
                 provider: ModuleId::parse("postgres@db-1").unwrap(),
-                consumer: Name::parse(consumer).unwrap(),
-                consumer_machine: Some(Name::parse("app-1").unwrap()),
-                provision: Some("postgres-database".into()),
-                class,
-                error: error.into(),
-                since: ts("2026-10-05T00:04:00Z"),
-                attempts: 61,
-                said_at: ts("2026-10-05T00:09:00Z"),
+                said: Failing {
+                    v: 1,
+                    consumer: Name::parse(consumer).unwrap(),
+                    consumer_machine: Some(Name::parse("app-1").unwrap()),
+                    provision: Some("postgres-database".into()),
+                    class,
+                    error: error.into(),
+                    since: ts("2026-10-05T00:04:00Z"),
+                    attempts: 61,
+                    said_at: ts("2026-10-05T00:09:00Z"),
+                },
                 first_since: None,
             },
             silent_for_seconds: None,
