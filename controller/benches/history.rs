@@ -5,8 +5,9 @@
 //! standings (its verdict joins the standing, its provider, the controller,
 //! grants and recurrence); each the median of 11 runs. The rows: 20,000
 //! consumers of 10 providers, each failing and recovering 25 times over 90
-//! days (50 rows each), in random order of consumer as rounds write them;
-//! one consumer is failing now.
+//! days (50 rows each), in random order of consumer as rounds write them,
+//! each consumer's last row a beginning (the console benchmark's rows:
+//! `fill_history`).
 //!
 //! ```text
 //! cargo bench -p mesh-controller --bench history
