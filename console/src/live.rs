@@ -24,10 +24,11 @@ pub(crate) const READ_EVERY: Duration = Duration::from_millis(500);
 
 /// How many store connections a round reads the open pages on, side by
 /// side, the pages dealt to them in turn: the mesh page, the third, the
-/// fifth… on the first, the others on the second. Each page's read waits mostly on the store, which answers the
-/// two at once. With the benchmark's 51 distinct pages over 100,000
-/// standings, a round on one connection took about 1.1 s, so a change
-/// reached the mesh page up to a round late.
+/// fifth… on the first, the others on the second. Each page's read waits
+/// mostly on the store, which answers the two at once. With the
+/// benchmark's 51 distinct pages over 100,000 standings, a round on one
+/// connection took about 1.1 s, so a change reached the mesh page up to a
+/// round late.
 pub(crate) const CONNECTIONS: usize = 2;
 
 /// A fragment sent: its number (the event's id) and the `<main>` HTML.

@@ -107,7 +107,6 @@ pub async fn fill_history(
 
 /// Vacuums and analyses `history` once it is filled (as autovacuum would
 /// have by the time an operator reads it); returns how many rows it holds.
-#[allow(dead_code)] // fill_history's
 async fn history_analysed(client: &tokio_postgres::Client) -> i64 {
     client
         .batch_execute("VACUUM ANALYZE history")
