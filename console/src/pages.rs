@@ -303,9 +303,7 @@ impl Pages {
                 // This provider's alone: the head speaks for it only.
                 let r = self
                     .report(store, &Scope::All, now, |f| {
-                        f.providers.retain(|x| x == p);
-                        f.providers_chosen = true;
-                        f.required.retain(|(x, _)| x == p);
+                        f.choose_providers(|x| x == p);
                     })
                     .await?;
                 let main = detail::provider(&detail::ProviderView {
@@ -381,10 +379,8 @@ impl Pages {
         providers.dedup();
         let report = self
             .report(store, &Scope::All, now, |f| {
-                f.providers.retain(|x| providers.contains(x));
-                f.providers_chosen = true;
-                f.required
-                    .retain(|(x, c)| providers.contains(x) && *c == consumer);
+                f.choose_providers(|x| providers.contains(x));
+                f.required.retain(|(_, c)| *c == consumer);
                 f.consumer = Some(consumer.clone());
             })
             .await?;

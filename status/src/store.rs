@@ -133,6 +133,17 @@ pub struct StatusFilter {
     pub per_group: Option<u32>,
 }
 
+impl StatusFilter {
+    /// Keeps of the providers, and of the consumers required from them,
+    /// those of the providers `keep` chooses, and says they were chosen
+    /// ([`StatusFilter::providers_chosen`]).
+    pub fn choose_providers(&mut self, keep: impl Fn(&ModuleId) -> bool) {
+        self.providers.retain(|p| keep(p));
+        self.required.retain(|(p, _)| keep(p));
+        self.providers_chosen = true;
+    }
+}
+
 /// The order of the listing.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Order {

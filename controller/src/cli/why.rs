@@ -75,11 +75,8 @@ pub(super) async fn run(
         silent_after: report::DEFAULT_SILENT_AFTER,
     };
     let mut filter = report::filter(&declaration, &Scope::All, &clock, Order::Key);
-    filter.providers.retain(|p| providers.contains(&p));
-    filter.providers_chosen = true;
-    filter
-        .required
-        .retain(|(p, c)| providers.contains(&p) && c == id.module.as_str());
+    filter.choose_providers(|p| providers.contains(&p));
+    filter.required.retain(|(_, c)| c == id.module.as_str());
     filter.consumer = Some(id.module.to_string());
     let mut store = PgStore::new(cli.database_options()?);
     let mut read = store.read_status(&filter).await.map_err(CliError::Read)?;
