@@ -181,7 +181,7 @@ const CRATES: &[(&str, Tables)] = &[
                 "model",
                 &[
                     &["text", "received", "row", "declaration", "consumers"],
-                    &["reduce"],
+                    &["reduce", "recoveries"],
                     &["history"],
                 ],
             ),

@@ -14,7 +14,9 @@ use super::history_row::{HistoryRow, Misfit};
 use super::read::{ListedKeys, StatusRead};
 use super::rows::{decoded, optional_decoded, optional_time, time, ReadError};
 use super::PgError;
-use mesh_status::model::history::{Recoveries, RepairsDone, Transition};
+use mesh_status::model::history::{
+    Past, PastRow, Recoveries, RepairsDone, Transition, TransitionKind,
+};
 use mesh_status::model::reduce::Place;
 use mesh_status::model::{AckRow, NoteRow};
 use mesh_status::report::history::{window_start, Recurrences, FLAPPING_WITHIN};
@@ -65,61 +67,46 @@ fn read_history() -> String {
     )
 }
 
-/// The standings failing now in scope (`$4` providers, `$5` machine, `$6`
-/// consumer; each null when not asked), for [`recoveries`]: each with the
+/// The standings failing now in scope (`$3` providers, `$4` machine, `$5`
+/// consumer; each null when not asked), for [`window_rows`]: each with the
 /// first `since` of the interval it fails in now.
 const IN_SCOPE: &str = "(SELECT f.provider_module, f.provider_machine, f.consumer,
            LEAST(f.first_since, f.since) AS failing_since
     FROM failing f
-    WHERE f.provider_module || '@' || f.provider_machine = ANY($4::text[])
-      AND ($5::text IS NULL OR f.provider_machine = $5 OR f.consumer_machine = $5)
-      AND ($6::text IS NULL OR f.consumer = $6))";
+    WHERE f.provider_module || '@' || f.provider_machine = ANY($3::text[])
+      AND ($4::text IS NULL OR f.provider_machine = $4 OR f.consumer_machine = $4)
+      AND ($5::text IS NULL OR f.consumer = $5))";
 
-/// The standings listed, as the listing read them (`$4` provider modules,
-/// `$5` their machines, `$6` consumers, `$7` the first `since` of the
-/// interval each fails in now), for [`recoveries`].
-const OF_KEYS: &str = "unnest($4::text[], $5::text[], $6::text[], $7::timestamptz[])";
+/// The standings listed, as the listing read them (`$3` provider modules,
+/// `$4` their machines, `$5` consumers, `$6` the first `since` of the
+/// interval each fails in now), for [`window_rows`].
+const OF_KEYS: &str = "unnest($3::text[], $4::text[], $5::text[], $6::timestamptz[])";
 
-/// Per standing of `standings` ([`IN_SCOPE`] or [`OF_KEYS`]): its
-/// recoveries within the window (`$1` to `$2`, now) that ended an interval
-/// begun before the one it fails in now, those from `$3` on (the last
-/// hour), the last one's time and beginning, and the class of the last
-/// beginning before it within the window, and the newest note written
-/// before the interval it fails in now began (to the second: a provider
-/// says `since` in whole seconds, so a note written in the second a
-/// failure began, after the recovery before it, is the last time's).
-/// One row per standing that
-/// recovered so (what `status` says is its Nth time), in any order. The
-/// window's beginnings and recoveries of the standings are joined once and
-/// counted in one pass (sorted by standing), never probed one by one.
-fn recoveries(standings: &str) -> String {
+/// Per standing of `standings` ([`IN_SCOPE`] or [`OF_KEYS`]): its rows
+/// within the window (`$1` to `$2`, now) that bear on its recurrence
+/// ([`PastRow`]): the recoveries that ended an interval begun before the
+/// one it fails in now, the beginnings, and the notes written before the
+/// interval it fails in now began (to the second: a provider says `since`
+/// in whole seconds, so a note written in the second a failure began,
+/// after the recovery before it, is the last time's). In any order.
+///
+/// Each standing's rows come from one probe of the consumer's index, and
+/// [`Recoveries::of_window`] counts them. Counted here instead (a window
+/// function and four ordered aggregates a standing), the 1,000 standings
+/// the mesh page lists took 24–32 ms in pgbench where these rows take
+/// 17–19, and the whole mesh's 100,000 standings 404–420 ms against
+/// 163–177 (1,000,000 history rows, `cargo bench -p mesh-console`'s).
+fn window_rows(standings: &str) -> String {
     format!(
-        "SELECT provider_module, provider_machine, consumer,
-       count(*) FILTER (WHERE ended) AS recoveries,
-       count(*) FILTER (WHERE ended AND at >= $3) AS within_hour,
-       max(at) FILTER (WHERE ended) AS last_at,
-       (array_agg(since ORDER BY at DESC, id DESC) FILTER (WHERE ended))[1] AS last_since,
-       (array_agg(class ORDER BY at DESC, id DESC)
-           FILTER (WHERE kind = 'failing-began' AND at <= last_ended))[1] AS last_class,
-       (array_agg(detail ORDER BY at DESC, id DESC)
-           FILTER (WHERE kind = 'note' AND noted_before))[1] AS last_note,
-       (array_agg(by_name ORDER BY at DESC, id DESC)
-           FILTER (WHERE kind = 'note' AND noted_before))[1] AS last_note_by
-FROM (
-    SELECT h.id, h.kind, h.at, h.since, h.class, h.detail, h.by_name, f.provider_module,
-           f.provider_machine, f.consumer, f.failing_since, e.ended, e.noted_before,
-           max(h.at) FILTER (WHERE e.ended) OVER (
-               PARTITION BY f.provider_module, f.provider_machine, f.consumer) AS last_ended
-    FROM {standings} AS f (provider_module, provider_machine, consumer, failing_since)
-    JOIN history h ON h.consumer = f.consumer AND h.provider_module = f.provider_module
-         AND h.provider_machine = f.provider_machine
-    CROSS JOIN LATERAL (
-        SELECT h.kind = 'recovered' AND (h.since IS NULL OR h.since < f.failing_since) AS ended,
-               date_trunc('second', h.at) <= f.failing_since AS noted_before
-    ) e
-    WHERE h.kind IN ('failing-began', 'recovered', 'note') AND h.at >= $1 AND h.at <= $2) w
-GROUP BY provider_module, provider_machine, consumer
-HAVING count(*) FILTER (WHERE ended) > 0"
+        "SELECT f.provider_module, f.provider_machine, f.consumer, h.at, h.id, h.kind, h.since,
+       h.class, h.detail, h.by_name
+FROM {standings} AS f (provider_module, provider_machine, consumer, failing_since)
+JOIN history h ON h.consumer = f.consumer AND h.provider_module = f.provider_module
+     AND h.provider_machine = f.provider_machine
+WHERE h.at >= $1 AND h.at <= $2
+  AND (h.kind = 'failing-began'
+       OR (h.kind = 'recovered' AND (h.since IS NULL OR h.since < f.failing_since))
+       OR (h.kind = 'note' AND date_trunc('second', h.at) <= f.failing_since))"
     )
 }
 
@@ -321,10 +308,10 @@ impl StatusRead {
         window: Duration,
     ) -> Result<Vec<Recoveries>, PgError> {
         let (start, until) = (window_start(now, window).system_time(), now.system_time());
-        let hour = window_start(now, FLAPPING_WITHIN).system_time();
+        let hour = window_start(now, FLAPPING_WITHIN);
         let keys = self.listed_keys();
         let of_keys = keys.is_some();
-        let statement = recoveries(if of_keys { OF_KEYS } else { IN_SCOPE });
+        let statement = window_rows(if of_keys { OF_KEYS } else { IN_SCOPE });
         let ListedKeys {
             modules,
             machines,
@@ -333,14 +320,13 @@ impl StatusRead {
         } = keys.unwrap_or_default();
         let scope: [&(dyn ToSql + Sync); 3] = [&self.providers, &self.machine, &self.consumer];
         let listed: [&(dyn ToSql + Sync); 4] = [&modules, &machines, &consumers, &failing_since];
-        let times: [&(dyn ToSql + Sync); 3] = [&start, &until, &hour];
+        let times: [&(dyn ToSql + Sync); 2] = [&start, &until];
         let keyed: &[&(dyn ToSql + Sync)] = if of_keys { &listed } else { &scope };
         let params: Vec<&(dyn ToSql + Sync)> = times.iter().chain(keyed).copied().collect();
         let work = async {
             let rows = self.client.query(statement.as_str(), &params).await?;
-            rows.iter()
-                .map(recoveries_row)
-                .collect::<Result<Vec<_>, _>>()
+            let past = rows.iter().map(past_row).collect::<Result<Vec<_>, _>>()?;
+            Ok(Recoveries::of_window(past, hour))
         };
         self.bounded(work).await
     }
@@ -397,29 +383,30 @@ impl StatusRead {
     }
 }
 
-fn recoveries_row(row: &Row) -> Result<Recoveries, ReadError> {
-    let class = optional_decoded(row, 7, "history.class")?;
-    Ok(Recoveries {
+/// A row of [`window_rows`].
+fn past_row(row: &Row) -> Result<PastRow, ReadError> {
+    let kind: TransitionKind = decoded(row, 5, "history.kind")?;
+    let past = match kind {
+        TransitionKind::Recovered => Past::Recovered {
+            since: optional_time(row, 6)?,
+        },
+        TransitionKind::FailingBegan => Past::Began {
+            class: optional_decoded(row, 7, "history.class")?,
+        },
+        _ => Past::Noted(NoteRow {
+            text: row.try_get::<_, Option<String>>(8)?.unwrap_or_default(),
+            by: row.try_get::<_, Option<String>>(9)?.unwrap_or_default(),
+        }),
+    };
+    Ok(PastRow {
         provider: ModuleId::new(
             decoded::<Name>(row, 0, "history.provider_module")?,
             decoded::<Name>(row, 1, "history.provider_machine")?,
         ),
         consumer: decoded(row, 2, "history.consumer")?,
-        count: u64::try_from(row.try_get::<_, i64>(3)?).unwrap_or(0),
-        within_hour: u64::try_from(row.try_get::<_, i64>(4)?).unwrap_or(0),
-        last_at: time(row, 5)?,
-        last_since: optional_time(row, 6)?,
-        last_class: class,
-        last_note: match (
-            row.try_get::<_, Option<String>>(8)?,
-            row.try_get::<_, Option<String>>(9)?,
-        ) {
-            (Some(text), by) => Some(NoteRow {
-                text,
-                by: by.unwrap_or_default(),
-            }),
-            (None, _) => None,
-        },
+        at: time(row, 3)?,
+        order: row.try_get(4)?,
+        past,
     })
 }
 

@@ -32,7 +32,8 @@ use std::time::Duration;
 use mesh_protocol::event::{RepairOutcome, RetirementAction};
 use mesh_protocol::{Class, Event, ModuleId, Name, Timestamp};
 
-pub use super::row::{Recoveries, RepairsDone};
+pub use super::recoveries::{Past, PastRow, Recoveries};
+pub use super::row::RepairsDone;
 
 use super::reduce::Place;
 use super::Received;

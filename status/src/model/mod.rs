@@ -6,6 +6,7 @@ pub mod consumers;
 pub mod declaration;
 pub mod history;
 pub mod received;
+pub mod recoveries;
 pub mod reduce;
 pub mod row;
 pub mod text;

@@ -1,6 +1,6 @@
 //! The rows the store keeps and gives back, typed: what was text in a
 //! column is decoded at the store's edge into the protocol's enums and
-//! names ([`Class`], [`RepairOutcome`], [`GrantState`], [`ModuleId`],
+//! names ([`Class`](mesh_protocol::Class), [`RepairOutcome`], [`GrantState`], [`ModuleId`],
 //! [`Name`] for a consumer, its machine and a repair's fault).
 //!
 //! Every writer of those columns writes a protocol value (an event's
@@ -18,7 +18,7 @@
 use mesh_protocol::event::{
     ContributionsRead, Failing, GrantState, ProviderFault, RepairOutcome, RetirementAction,
 };
-use mesh_protocol::{Class, ModuleId, Name, Timestamp};
+use mesh_protocol::{ModuleId, Name, Timestamp};
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 
@@ -338,33 +338,6 @@ pub struct RepairsDone {
     pub window_seconds: u64,
     /// The last one.
     pub last_at: Timestamp,
-}
-
-/// What history says of a standing failing now, before its current
-/// interval and within the recurrence window (the store counts it): how
-/// often it recovered, and its last interval. What
-/// [`crate::report::history::recurrence`] is made of.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Recoveries {
-    /// The standing's provider.
-    pub provider: ModuleId,
-    /// Its consumer.
-    pub consumer: Name,
-    /// Its recoveries within the window, each ending an interval that
-    /// began before the one it fails in now.
-    pub count: u64,
-    /// Those within the last hour.
-    pub within_hour: u64,
-    /// When the last of them came.
-    pub last_at: Timestamp,
-    /// When the interval it ended began, when known.
-    pub last_since: Option<Timestamp>,
-    /// That interval's class, when history has its beginning within the
-    /// window.
-    pub last_class: Option<Class>,
-    /// The newest note a person attached before the current interval
-    /// began, within the window.
-    pub last_note: Option<NoteRow>,
 }
 
 /// A note a person attached to a failing interval: what was learnt, and
