@@ -85,10 +85,11 @@ const OF_KEYS: &str = "unnest($3::text[], $4::text[], $5::text[], $6::timestampt
 /// Per standing of `standings` ([`IN_SCOPE`] or [`OF_KEYS`]): its rows
 /// within the window (`$1` to `$2`, now) that bear on its recurrence
 /// ([`PastRow`]): the recoveries that ended an interval begun before the
-/// one it fails in now, the beginnings, and the notes written before the
-/// interval it fails in now began (to the second: a provider says `since`
-/// in whole seconds, so a note written in the second a failure began,
-/// after the recovery before it, is the last time's). In any order.
+/// one it fails in now, the beginnings, and the notes (with their text)
+/// written before the interval it fails in now began (to the second: a
+/// provider says `since` in whole seconds, so a note written in the second
+/// a failure began, after the recovery before it, is the last time's). In
+/// any order.
 ///
 /// Each standing's rows come from one probe of the consumer's index, and
 /// [`Recoveries::of_window`] counts them. Counted here instead (a window
@@ -106,7 +107,8 @@ JOIN history h ON h.consumer = f.consumer AND h.provider_module = f.provider_mod
 WHERE h.at >= $1 AND h.at <= $2
   AND (h.kind = 'failing-began'
        OR (h.kind = 'recovered' AND (h.since IS NULL OR h.since < f.failing_since))
-       OR (h.kind = 'note' AND date_trunc('second', h.at) <= f.failing_since))"
+       OR (h.kind = 'note' AND h.detail IS NOT NULL
+           AND date_trunc('second', h.at) <= f.failing_since))"
     )
 }
 
@@ -394,7 +396,7 @@ fn past_row(row: &Row) -> Result<PastRow, ReadError> {
             class: optional_decoded(row, 7, "history.class")?,
         },
         _ => Past::Noted(NoteRow {
-            text: row.try_get::<_, Option<String>>(8)?.unwrap_or_default(),
+            text: row.try_get(8)?,
             by: row.try_get::<_, Option<String>>(9)?.unwrap_or_default(),
         }),
     };
