@@ -395,10 +395,16 @@ fn past_row(row: &Row) -> Result<PastRow, ReadError> {
         TransitionKind::FailingBegan => Past::Began {
             class: optional_decoded(row, 7, "history.class")?,
         },
-        _ => Past::Noted(NoteRow {
+        TransitionKind::Note => Past::Noted(NoteRow {
             text: row.try_get(8)?,
             by: row.try_get::<_, Option<String>>(9)?.unwrap_or_default(),
         }),
+        other => {
+            return Err(ReadError::Undecodable {
+                column: "history.kind",
+                reason: format!("{other} is not a row of a recurrence"),
+            })
+        }
     };
     Ok(PastRow {
         provider: ModuleId::new(
