@@ -113,8 +113,8 @@ impl Live {
 
     /// Reads for the followed pages until dropped: idle while none is.
     pub(crate) async fn run(self: Arc<Self>) {
-        let [mut first, mut second] =
-            [(); CONNECTIONS].map(|()| PgStore::new(self.options.clone()));
+        let mut stores: [PgStore; CONNECTIONS] =
+            std::array::from_fn(|_| PgStore::new(self.options.clone()));
         let next_id = AtomicU64::new(1);
         // The store's last error, said once while it lasts (not twice a second).
         let mut unreadable_since: Option<String> = None;
@@ -139,12 +139,17 @@ impl Live {
             for (i, key) in keys.into_iter().enumerate() {
                 shares[i % CONNECTIONS].push(key);
             }
-            let [firsts, seconds] = shares;
-            let (a, b) = tokio::join!(
-                self.read(&mut first, firsts, now, &next_id),
-                self.read(&mut second, seconds, now, &next_id),
-            );
-            let failed = a.or(b);
+            let reads = stores
+                .iter_mut()
+                .zip(shares)
+                .map(|(store, keys)| self.read(store, keys, now, &next_id));
+            // The store's error when a connection met one (the first
+            // connection's when both did).
+            let failed = futures::future::join_all(reads)
+                .await
+                .into_iter()
+                .flatten()
+                .next();
             tracing::debug!(
                 pages = count,
                 took_ms = began.elapsed().as_millis(),
