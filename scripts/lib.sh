@@ -805,6 +805,13 @@ run_tests() {
       >>"$list"
   fi
   export MESH_TEST_LOGS="$logs"
+  # The run's PostgreSQL clusters are copies of one `initdb`, made in this
+  # folder by the first of them (test-support's pg/template.rs); as root
+  # the postgres user makes it, so others may enter the folder.
+  local template
+  template=$(mktemp -d "${TMPDIR:-/tmp}/mesh-pg-template-XXXXXX")
+  chmod 755 "$template"
+  export MESH_PG_TEMPLATE="$template"
   local heavy="$logs/heavy" queue="$logs/queue" name
   : >"$heavy"
   : >"$queue"
@@ -838,6 +845,7 @@ run_tests() {
   jobs=$(($(wc -l <"$list") + 1))
   ran=$(wc -l <"$logs/ran" 2>/dev/null || echo 0)
   echo "   all test binaries ran in $((SECONDS - started))s"
+  rm -rf "$template"
   if [ -n "$failed" ]; then
     echo "!! failed test binaries:" $failed >&2
     return 1

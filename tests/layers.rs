@@ -158,7 +158,7 @@ const CRATES: &[(&str, Tables)] = &[
                 "mesh",
                 &[&["process"], &["hook", "metrics", "run", "status"]],
             ),
-            ("pg", &[&["host"], &["cluster", "sql"]]),
+            ("pg", &[&["host"], &["cluster", "sql", "template"]]),
         ],
     ),
     (

@@ -80,6 +80,22 @@ async fn nats_config_with_users() {
     bounded("flush", client.flush()).await.unwrap();
 }
 
+/// Asserts that `pg` refuses its superuser with `password`.
+async fn assert_password_refused(pg: &PgCluster, password: &str) {
+    let conninfo = format!(
+        "host=127.0.0.1 port={} user=postgres password={password} dbname=postgres",
+        pg.port()
+    );
+    let error = bounded(
+        "a wrong password",
+        tokio_postgres::connect(&conninfo, tokio_postgres::NoTls),
+    )
+    .await
+    .err()
+    .expect("a wrong password was accepted");
+    assert_eq!(error.code(), Some(&SqlState::INVALID_PASSWORD), "{error}");
+}
+
 #[tokio::test]
 async fn pg_cluster_auth_restart_and_log() {
     let mut pg = PgCluster::start();
@@ -102,18 +118,7 @@ async fn pg_cluster_auth_restart_and_log() {
     .await
     .unwrap();
 
-    let wrong = format!(
-        "host=127.0.0.1 port={} user=postgres password=wrong dbname=postgres",
-        pg.port()
-    );
-    let error = bounded(
-        "wrong password",
-        tokio_postgres::connect(&wrong, tokio_postgres::NoTls),
-    )
-    .await
-    .err()
-    .expect("a wrong password was accepted");
-    assert_eq!(error.code(), Some(&SqlState::INVALID_PASSWORD), "{error}");
+    assert_password_refused(&pg, "wrong").await;
 
     let conninfo = bounded("create database", pg.create_database("store test")).await;
     let (store, connection) = bounded(
@@ -144,6 +149,35 @@ async fn pg_cluster_auth_restart_and_log() {
         .await
         .unwrap();
     assert_eq!(row.get::<_, i32>(0), 42);
+}
+
+/// Under `scripts/test` every cluster is a copy of the run's template
+/// (`MESH_PG_TEMPLATE`): each still has a password of its own, refuses
+/// another's, and keeps its own data.
+#[tokio::test]
+async fn two_clusters_keep_their_own_password_and_data() {
+    let (one, two) = (PgCluster::start(), PgCluster::start());
+    assert_ne!(one.superuser_password(), two.superuser_password());
+    assert_password_refused(&one, two.superuser_password()).await;
+
+    let first = bounded("connect to one", one.connect_admin()).await;
+    bounded(
+        "create table",
+        first.batch_execute("CREATE TABLE only_here (x int)"),
+    )
+    .await
+    .unwrap();
+    let second = bounded("connect to two", two.connect_admin()).await;
+    let there = bounded(
+        "look for the table",
+        second.query_one("SELECT to_regclass('only_here') IS NOT NULL", &[]),
+    )
+    .await
+    .unwrap();
+    assert!(
+        !there.get::<_, bool>(0),
+        "a table made in one cluster is in the other"
+    );
 }
 
 #[tokio::test]

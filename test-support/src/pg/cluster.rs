@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::host::{chown, pg_bin_dir, postgres_ids, runuser_binary};
+use super::host::{chown, pg_bin_dir, postgres_ids, runuser_binary, write_password};
 use super::{PgCluster, HOST, MAX_SOCKET_PATH, SUPERUSER};
 use crate::{free_port, poll_until, random_hex, read_lossy, tail, START_ATTEMPTS, START_DEADLINE};
 
@@ -105,8 +105,8 @@ impl PgCluster {
         if let Some((uid, gid)) = owner {
             chown(cluster.dir.path(), uid, gid);
         }
-        cluster.write_password_file(owner);
-        cluster.initdb(owner);
+        cluster.write_password_file();
+        cluster.make_data();
         cluster
     }
 
@@ -179,23 +179,19 @@ impl PgCluster {
         .is_ok()
     }
 
-    fn write_password_file(&self, owner: Option<(u32, u32)>) {
-        use std::os::unix::fs::PermissionsExt;
-        let path = self.superuser_password_file();
-        std::fs::write(&path, &self.password).expect("writing the PostgreSQL password file");
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
-            .expect("restricting the PostgreSQL password file");
-        if let Some((uid, gid)) = owner {
-            chown(&path, uid, gid);
-        }
+    fn write_password_file(&self) {
+        write_password(&self.superuser_password_file(), &self.password, self.owner);
     }
 
-    fn initdb(&self, owner: Option<(u32, u32)>) {
-        let data = self.data_dir_str();
-        let pwfile = format!("--pwfile={}", self.superuser_password_file().display());
+    /// `initdb` of a new data folder `data` (in a folder the server's user
+    /// may write), the superuser's password read from `pwfile`, with the
+    /// include of the settings [`PgCluster::write_settings`] writes.
+    pub(super) fn initdb(&self, data: &Path, pwfile: &Path) {
+        let data_text = data.to_string_lossy();
+        let pwfile = format!("--pwfile={}", pwfile.display());
         let args = [
             "-D",
-            &data,
+            &data_text,
             "--auth=scram-sha-256",
             "--username",
             SUPERUSER,
@@ -207,13 +203,13 @@ impl PgCluster {
         if let Err(output) = self.run("initdb", &args, Duration::from_secs(120)) {
             self.fail("initdb failed", &output);
         }
-        let conf = self.data_dir().join("postgresql.conf");
+        let conf = data.join("postgresql.conf");
         let mut text = std::fs::read_to_string(&conf).expect("reading postgresql.conf");
         text.push_str("\n# mesh-test-support\ninclude 'mesh_test.conf'\n");
         std::fs::write(&conf, text).expect("writing postgresql.conf");
-        let include = self.data_dir().join("mesh_test.conf");
+        let include = data.join("mesh_test.conf");
         std::fs::write(&include, "").expect("writing mesh_test.conf");
-        if let Some((uid, gid)) = owner {
+        if let Some((uid, gid)) = self.owner {
             chown(&include, uid, gid);
         }
     }
@@ -288,6 +284,18 @@ impl PgCluster {
     /// Runs a PostgreSQL binary (as `postgres` when root) with a hard
     /// deadline; returns its output, as `Err` if it failed.
     fn run(&self, program: &str, args: &[&str], limit: Duration) -> Result<String, String> {
+        self.run_fed(program, args, None, limit)
+    }
+
+    /// [`PgCluster::run`] with `input` on the program's stdin (from an
+    /// anonymous file: it is never on a command line or a named file).
+    pub(super) fn run_fed(
+        &self,
+        program: &str,
+        args: &[&str],
+        input: Option<&str>,
+        limit: Duration,
+    ) -> Result<String, String> {
         let binary = self.bin_dir.join(program);
         let mut command = match &self.runuser {
             Some(runuser) => {
@@ -309,7 +317,16 @@ impl PgCluster {
             .env_remove("PGUSER")
             .env_remove("PGPASSWORD")
             .env_remove("PGOPTIONS")
-            .stdin(Stdio::null())
+            .stdin(match input {
+                Some(text) => {
+                    use std::io::Write;
+                    let mut file = tempfile::tempfile().expect("creating a temp file for input");
+                    file.write_all(text.as_bytes()).expect("writing the input");
+                    file.rewind().expect("rewinding the input");
+                    Stdio::from(file)
+                }
+                None => Stdio::null(),
+            })
             .stdout(output.try_clone().expect("cloning the output file"))
             .stderr(output.try_clone().expect("cloning the output file"));
         let mut child = command.spawn().unwrap_or_else(|error| {
@@ -339,7 +356,7 @@ impl PgCluster {
     }
 
     /// Panics with `why`, the command output and the log tail.
-    fn fail(&self, why: &str, output: &str) -> ! {
+    pub(super) fn fail(&self, why: &str, output: &str) -> ! {
         panic!(
             "{why}\nbin dir: {}\nport: {}\ndir: {}\n--- command output ---\n{}\n--- log tail ---\n{}",
             self.bin_dir.display(),

@@ -1,5 +1,6 @@
 //! PostgreSQL on this host: where its server binaries are, and, when the
-//! tests run as root, the `postgres` OS user the clusters run as.
+//! tests run as root, the `postgres` OS user the clusters run as and owns
+//! their files.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -80,4 +81,16 @@ pub(super) fn postgres_ids() -> (u32, u32) {
 pub(super) fn chown(path: &Path, uid: u32, gid: u32) {
     std::os::unix::fs::chown(path, Some(uid), Some(gid))
         .unwrap_or_else(|error| panic!("chown {} to the postgres user: {error}", path.display()));
+}
+
+/// Writes `password` to `path`, readable by its owner alone: the server's
+/// user (`owner`) when root.
+pub(super) fn write_password(path: &Path, password: &str, owner: Option<(u32, u32)>) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, password).expect("writing the PostgreSQL password file");
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+        .expect("restricting the PostgreSQL password file");
+    if let Some((uid, gid)) = owner {
+        chown(path, uid, gid);
+    }
 }

@@ -1,6 +1,7 @@
 //! A private PostgreSQL cluster: the type and what it knows of itself.
 //! Making, starting and stopping it (initdb, ports, `pg_ctl`) is
-//! `cluster.rs`; reaching it over SQL (connection strings, the superuser's
+//! `cluster.rs`, its data folder (`initdb`'s or a copy of the run's
+//! template) `template.rs`; reaching it over SQL (connection strings, the superuser's
 //! session, databases) is `sql.rs`.
 
 use std::path::{Path, PathBuf};
@@ -10,6 +11,7 @@ use tempfile::TempDir;
 mod cluster;
 mod host;
 mod sql;
+mod template;
 
 use crate::read_lossy;
 
