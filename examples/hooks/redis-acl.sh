@@ -53,9 +53,15 @@
 #
 # Secrets travel only through pipes: the request is read from stdin, every
 # redis-cli command (the administrator's AUTH included) is written to
-# redis-cli's stdin, quoted byte by byte; no secret is ever in an argument
-# or an environment variable of any process. Needs redis-cli (Debian
-# `redis-tools`, with `redis-server`), jq, od, sha256sum, timeout, date.
+# redis-cli's stdin, each argument quoted (byte by byte, \xHH, unless it
+# is made of characters redis-cli takes as they are); no secret is ever in
+# an argument or an environment variable of any process. Needs redis-cli
+# (Debian `redis-tools`, with `redis-server`), jq, od, sha256sum, timeout,
+# date.
+#
+# A jq starts in about 30 ms of CPU (jq 1.6): a call that succeeds runs it
+# three times at most (the request, the ACL it reads, the reply) and does
+# the rest with the shell's own words where it can.
 set -eu
 
 host=${REDIS_ACL_HOST:-127.0.0.1}
@@ -69,12 +75,15 @@ verb=${1:-}
 started=$(date +%s%N)
 admin_pw=
 
-# Prints the reply $1 (JSON) with the administrator's password, once read,
-# as its `secrets` (and cut out of its error). The password reaches jq on
-# its stdin (printf is the shell's own), never a command line.
-say() {
-  { printf '%s\n' "$admin_pw"; printf '%s' "$1"; } | jq -Rsc '
-    index("\n") as $i | .[:$i] as $pw | (.[$i + 1:] | fromjson)
+# Prints the reply the jq FILTER makes of TEXT, with the administrator's
+# password, once read, as its `secrets` (and cut out of its error). The
+# password reaches jq on its stdin (printf is the shell's own), never a
+# command line.
+say() { # FILTER TEXT [JQ OPTIONS...]
+  filter=$1 text=$2
+  shift 2
+  { printf '%s\n' "$admin_pw"; printf '%s' "$text"; } | jq -Rsc "$@" '
+    index("\n") as $i | .[:$i] as $pw | (.[$i + 1:] | '"$filter"')
     | if $pw == "" then . else
         (if .error then .error |= (split($pw) | join("[redacted]")) else . end) + {secrets: [$pw]}
       end'
@@ -82,23 +91,39 @@ say() {
 
 # Replies and exits. Every function that may fail is called directly, never
 # inside $(...) or a pipeline, so a failure ends the hook with one reply.
-reply() { say "$1"; exit 0; }
+reply() { say fromjson "$1"; exit 0; } # JSON
 fail() { # CLASS WORDS...
-  class=$1; shift
-  say "$(printf '%s' "$*" | jq -Rsc --arg class "$class" '{ok: false, class: $class, error: .}')"
+  class=$1
+  shift
+  say '{ok: false, class: $class, error: .}' "$*" --arg class "$class"
   exit 1
 }
+
+nl='
+'
 
 [ -n "${REDIS_ACL_ADMIN_PASSWORD_FILE:-}" ] || fail refused "REDIS_ACL_ADMIN_PASSWORD_FILE is not set"
 [ -r "$REDIS_ACL_ADMIN_PASSWORD_FILE" ] || fail refused "the admin password file $REDIS_ACL_ADMIN_PASSWORD_FILE cannot be read"
 admin_pw=$(tr -d '\r\n' < "$REDIS_ACL_ADMIN_PASSWORD_FILE")
 [ -n "$admin_pw" ] || fail refused "the admin password file $REDIS_ACL_ADMIN_PASSWORD_FILE is empty"
 
-req=$(cat)
-field() { printf '%s' "$req" | jq -r "$1"; }
+# The request's fields, read from stdin with one jq, each said as a shell assignment
+# (@sh quotes it) and run here: the consumer (`.consumer.name` for ensure
+# and check, `.consumer` for the others), its secret, the provider
+# instance, the call's deadline, and by-hand's action and target. A field
+# the request does not hold is empty.
+name= secret= provider= deadline_ms= action= target=
+fields=$(jq -r '
+  def text: if . == null then "" else tostring end;
+  @sh "name=\(.consumer | if type == "object" then .name else . end | text)",
+  @sh "secret=\(.secret | text)",
+  @sh "provider=\(.provider | text)",
+  @sh "deadline_ms=\(.deadline_ms | if type == "number" then floor else null end | text)",
+  @sh "action=\(.action | text)",
+  @sh "target=\(.target | text)"') || fail refused "the request is not a JSON object"
+eval "$fields"
 
 # The provider instance the call is made for, and its mark.
-provider=$(field '.provider // empty')
 provider=${provider:-${MESH_PROVIDER:-}}
 case "$verb" in
 hello) ;;
@@ -108,13 +133,22 @@ esac
 mark="$stem:$provider"
 
 # The call's bound, in milliseconds from $started.
-deadline_ms=$(field '.deadline_ms // empty | floor')
 case "$deadline_ms" in
 '' | *[!0-9]*) deadline_ms=${MESH_HOOK_TIMEOUT_MS:-30000} ;;
 esac
 
-# A redis-cli argument holding any bytes: every byte written \xHH, quoted.
-quoted() { printf '"'; printf '%s' "$1" | od -An -v -tx1 | tr -d ' \n' | sed 's/../\\x&/g'; printf '"'; }
+# A redis-cli argument holding any bytes, quoted: as it is when redis-cli
+# takes each of its characters as it is inside quotes, else every byte
+# written \xHH.
+quoted() {
+  case $1 in
+  *[!A-Za-z0-9_.:@~%*+/=\>-]*)
+    printf '"'
+    printf '%s' "$1" | od -An -v -tx1 | tr -d ' \n' | sed 's/../\\x&/g'
+    printf '"' ;;
+  *) printf '"%s"' "$1" ;;
+  esac
+}
 
 errors=$(mktemp)
 trap 'rm -f "$errors"' EXIT
@@ -133,9 +167,13 @@ as() { # USER PASSWORD COMMANDS
       redis-cli -h "$host" -p "$port" -2 --json 2>"$errors") || status=$?
   [ "$status" -ne 124 ] && [ "$status" -ne 137 ] ||
     fail unreachable "Redis at $host:$port did not answer within the call's deadline (${deadline_ms} ms)"
-  first=$(printf '%s\n' "$out" | head -n 1)
+  first=${out%%"$nl"*}
   case "$first" in
-  '"OK"') out=$(printf '%s\n' "$out" | tail -n +2) ;;
+  '"OK"')
+    case "$out" in
+    *"$nl"*) out=${out#*"$nl"} ;;
+    *) out= ;;
+    esac ;;
   error:*) printf '%s' "${first#error:}" | jq -r . >"$errors"; return 2 ;;
   *)
     # Not reached, or the connection lost before a reply: unreachable.
@@ -151,19 +189,27 @@ admin() { # COMMANDS
 
 # Fails when a reply in $out is an error (redis-cli writes `error:"..."`).
 must_ok() { # WHAT
-  bad=$(printf '%s\n' "$out" | grep '^error:' | head -n 1)
-  [ -z "$bad" ] || fail refused "$1: $(printf '%s' "${bad#error:}" | jq -r .)"
+  case "$nl$out" in
+  *"${nl}error:"*)
+    bad=$(printf '%s\n' "$out" | grep '^error:' | head -n 1)
+    fail refused "$1: $(printf '%s' "${bad#error:}" | jq -r .)" ;;
+  esac
 }
 
-# $found: the user NAME as ACL GETUSER says it, as an object (`null` when
-# there is none); $maker: the instance its mark names, `-` for a mark from
-# before instances, empty when unmarked.
+# The user NAME as ACL GETUSER says it, read with one jq: $found is `user`,
+# or `null` when there is none; $maker the instance its mark names, `-` for
+# a mark from before instances, empty when unmarked; $found_passwords its
+# passwords' hashes (space-separated) and $found_keys its key patterns.
 look_up() { # NAME
   admin "ACL GETUSER $(quoted "$1")"
-  found=$(printf '%s' "$out" | jq -c 'if . == null then null else [range(0; length; 2) as $i | {(.[$i]): .[$i + 1]}] | add end')
-  maker=$(printf '%s' "$found" | jq -r --arg stem "$stem" 'if . == null then "" else
-    [.keys | split(" ")[] | select(. == $stem or startswith($stem + ":"))]
-    | if length == 0 then "" elif .[0] == $stem then "-" else .[0][($stem | length) + 1:] end end')
+  must_ok "looking up user $1"
+  eval "$(printf '%s' "$out" | jq -r --arg stem "$stem" '
+    (if . == null then null else [range(0; length; 2) as $i | {(.[$i]): .[$i + 1]}] | add end) as $user
+    | ($user.keys // "") as $keys
+    | ([$keys | split(" ")[] | select(. == $stem or startswith($stem + ":"))]
+       | if length == 0 then "" elif .[0] == $stem then "-" else .[0][($stem | length) + 1:] end) as $maker
+    | @sh "found=\(if $user == null then "null" else "user" end) maker=\($maker)",
+      @sh "found_passwords=\($user.passwords // [] | join(" ")) found_keys=\($keys)"')"
 }
 
 # Whether NAME is a user this instance made (returns 1 when not: none,
@@ -185,8 +231,7 @@ case "$verb" in
 hello)
   reply '{"name":"redis-acl","repairs":[]}' ;;
 ensure)
-  name=$(field .consumer.name)
-  secret=$(field .secret)
+  [ -n "$secret" ] || fail refused "ensure of $name: the request holds no secret"
   look_up "$name"
   if [ "$found" = null ]; then
     admin "ACL SETUSER $(quoted "$name") reset on $(quoted ">$secret") $(quoted "~$name:*") $(quoted "$mark") resetchannels +@all -@dangerous"
@@ -200,17 +245,16 @@ ensure)
   *) fail refused "user $name was made by $maker (its mark $stem:$maker): not touching it" ;;
   esac
   want=$(printf '%s' "$secret" | sha256sum | cut -d' ' -f1)
-  changed=$(printf '%s' "$found" | jq -r --arg want "$want" --arg keys "~$name:* $held_mark" '
-    [ (if .passwords == [$want] then empty else "its password" end),
-      (if .keys == $keys then empty else "its key patterns" end) ] | join(" and ")')
+  changed=
+  [ "$found_passwords" = "$want" ] || changed="its password"
+  [ "$found_keys" = "~$name:* $held_mark" ] || changed="${changed:+$changed and }its key patterns"
   [ -z "$changed" ] && [ "$held_mark" = "$mark" ] && reply '{"ok":true}'
   admin "ACL SETUSER $(quoted "$name") resetpass $(quoted ">$secret") resetkeys $(quoted "~$name:*") $(quoted "$mark")"
   must_ok "mending user $name"
   [ -z "$changed" ] && reply '{"ok":true}'
-  reply "$(printf '%s' "$changed" | jq -Rsc '{ok: true, mended: ("brought " + . + " to what the mesh asks")}')" ;;
+  reply "{\"ok\":true,\"mended\":\"brought $changed to what the mesh asks\"}" ;;
 check)
-  name=$(field .consumer.name)
-  secret=$(field .secret)
+  [ -n "$secret" ] || fail refused "check of $name: the request holds no secret"
   as "$name" "$secret" PING || fail credentials-rejected "$(cat "$errors")"
   [ "$out" = '"PONG"' ] || fail refused "PING as $name answered $out"
   reply '{"ok":true}' ;;
@@ -220,7 +264,6 @@ held)
   reply "$(printf '%s' "$out" | jq -c --arg mark "$mark" '[ .[] | split(" ") | select(index($mark) != null)
     | {consumer: .[1], retired: (.[2] == "off")} ] | {held: .}')" ;;
 retire)
-  name=$(field .consumer)
   ours "$name" || reply '{"ok":true}'
   admin "ACL SETUSER $(quoted "$name") off"
   must_ok "retiring user $name"
@@ -228,20 +271,15 @@ retire)
   admin "CLIENT KILL USER $(quoted "$name")"
   reply '{"ok":true}' ;;
 re-enable)
-  name=$(field .consumer)
   ours "$name" || reply '{"ok":true}'
   admin "ACL SETUSER $(quoted "$name") on"
   must_ok "re-enabling user $name"
   reply '{"ok":true}' ;;
 delete)
-  name=$(field .consumer)
   ours "$name" || reply '{"ok":true}'
   delete_user "$name"
   reply '{"ok":true}' ;;
 by-hand)
-  action=$(field .action)
-  name=$(field .consumer)
-  secret=$(field '.secret // empty')
   needs_secret() { [ -n "$secret" ] || fail refused "by hand: $action needs a secret"; }
   case "$action" in
   change)
@@ -264,7 +302,6 @@ by-hand)
     reply '{"ok":true,"works":false}' ;;
   reach)
     needs_secret
-    target=$(field '.target // empty')
     [ -n "$target" ] || fail refused "by hand: reach needs a target"
     as "$name" "$secret" "EXISTS $(quoted "$target:mesh-check")
 SET $(quoted "$target:mesh-reach") 1" ||
