@@ -778,7 +778,8 @@ MESH_TESTS_LONG_FIRST="mesh-provide/conform mesh/hooks mesh/e2e mesh/kit_go mesh
 # doc tests one more job) from one queue, the longest first; the Keycloak
 # lane takes from that queue too once its own are done. Each binary's
 # output goes to a log, shown whole when it fails; a line a binary says how
-# it ended and how long it took. The tests are parallel-safe: each starts
+# it ended, how long it took and, where the machine lets us count it, the
+# CPU it used (test_cpu_root). The tests are parallel-safe: each starts
 # its own servers on free ports in private folders.
 run_tests() {
   local logs list
@@ -812,6 +813,8 @@ run_tests() {
   template=$(mktemp -d "${TMPDIR:-/tmp}/mesh-pg-template-XXXXXX")
   chmod 755 "$template"
   export MESH_PG_TEMPLATE="$template"
+  MESH_TEST_CPU=$(test_cpu_root || true)
+  export MESH_TEST_CPU
   local heavy="$logs/heavy" queue="$logs/queue" name
   : >"$heavy"
   : >"$queue"
@@ -844,7 +847,12 @@ run_tests() {
   failed=$(cat "$logs"/*.failed 2>/dev/null | sort || true)
   jobs=$(($(wc -l <"$list") + 1))
   ran=$(wc -l <"$logs/ran" 2>/dev/null || echo 0)
-  echo "   all test binaries ran in $((SECONDS - started))s"
+  local cpu=""
+  if [ -n "$MESH_TEST_CPU" ]; then
+    cpu=" ($(cat "$logs"/*.cpu 2>/dev/null | awk '{ s += $1 } END { printf "%d", s / 1000 }') s of CPU)"
+    rmdir "$MESH_TEST_CPU"/*/ "$MESH_TEST_CPU" 2>/dev/null || true
+  fi
+  echo "   all test binaries ran in $((SECONDS - started))s$cpu"
   rm -rf "$template"
   if [ -n "$failed" ]; then
     echo "!! failed test binaries:" $failed >&2
@@ -860,6 +868,32 @@ run_tests() {
   rm -rf "$logs"
 }
 
+# Prints a new folder for run_tests' cgroups, one a test binary, where each
+# counts the CPU of the binary and of all it starts (a server that
+# daemonizes, PostgreSQL or Keycloak, stays in its cgroup): cgroup v1's
+# cpuacct or the cgroup v2 hierarchy, when one is mounted and this user may
+# write it (as root). Fails when there is none: the CPU is then not said.
+test_cpu_root() {
+  local root
+  for root in /sys/fs/cgroup/cpuacct /sys/fs/cgroup/unified /sys/fs/cgroup; do
+    [ -w "$root" ] && [ -e "$root/cgroup.procs" ] || continue
+    mktemp -d "$root/mesh-tests-XXXXXX" 2>/dev/null && return 0
+  done
+  return 1
+}
+
+# The CPU milliseconds the cgroup GROUP has used (v1: cpuacct.usage in ns;
+# v2: cpu.stat's usage_usec); 0 when it says none.
+cgroup_cpu_ms() {
+  local group="$1"
+  if [ -r "$group/cpuacct.usage" ]; then
+    echo $(($(cat "$group/cpuacct.usage") / 1000000))
+  else
+    awk '$1 == "usage_usec" { printf "%d", $2 / 1000; found = 1 } END { if (!found) print 0 }' \
+      "$group/cpu.stat" 2>/dev/null || echo 0
+  fi
+}
+
 # One lane of run_tests: takes the next job off the queue file QUEUE (under
 # a lock, so two lanes never take the same) until it is empty.
 run_queue() {
@@ -871,16 +905,32 @@ run_queue() {
   done
 }
 
-# One job of run_tests: NAME DIR EXECUTABLE (or "doc" for the doc tests).
+# One job of run_tests: NAME DIR EXECUTABLE (or "doc" for the doc tests),
+# in a cgroup of its own under $MESH_TEST_CPU when that is set.
 run_test_binary() {
-  local name="$1" dir="$2" exe="$3" log started=$SECONDS status=0
+  local name="$1" dir="$2" exe="$3" log started=$SECONDS status=0 group=""
   log="$MESH_TEST_LOGS/$(echo "$name" | tr / _).log"
-  if [ "$exe" = doc ]; then
-    cargo test --workspace --doc >"$log" 2>&1 || status=$?
-  elif [[ "$name" == */bench-* ]]; then
-    (cd "$dir" && MESH_BENCH_CONSUMERS=5 MESH_BENCH_RUNS=1 "$exe") >"$log" 2>&1 || status=$?
-  else
-    (cd "$dir" && "$exe") >"$log" 2>&1 || status=$?
+  if [ -n "${MESH_TEST_CPU:-}" ]; then
+    group="$MESH_TEST_CPU/$(echo "$name" | tr / _)"
+    mkdir "$group" 2>/dev/null || group=""
+  fi
+  (
+    # Into the binary's cgroup first: what it starts is counted with it.
+    [ -z "$group" ] || echo "$BASHPID" >"$group/cgroup.procs" 2>/dev/null || true
+    if [ "$exe" = doc ]; then
+      cargo test --workspace --doc
+    elif [[ "$name" == */bench-* ]]; then
+      cd "$dir" && MESH_BENCH_CONSUMERS=5 MESH_BENCH_RUNS=1 "$exe"
+    else
+      cd "$dir" && "$exe"
+    fi
+  ) >"$log" 2>&1 || status=$?
+  local cpu=""
+  if [ -n "$group" ]; then
+    local ms
+    ms=$(cgroup_cpu_ms "$group")
+    echo "$ms" >"$MESH_TEST_LOGS/$(echo "$name" | tr / _).cpu"
+    cpu=", $((ms / 1000))s CPU"
   fi
   # A benchmark's smoke says no "test result:" line: grep finds nothing,
   # which under `set -e -o pipefail` would end this lane without a word
@@ -888,9 +938,9 @@ run_test_binary() {
   local result
   result=$(grep -E '^test result:' "$log" | tail -n 1 | sed 's/^test result: //; s/; finished in.*//' || true)
   if [ "$status" -eq 0 ]; then
-    echo "   ok   $name ($((SECONDS - started))s) ${result}"
+    echo "   ok   $name ($((SECONDS - started))s$cpu) ${result}"
   else
-    echo "   FAIL $name ($((SECONDS - started))s, exit $status) ${result}"
+    echo "   FAIL $name ($((SECONDS - started))s$cpu, exit $status) ${result}"
     echo "---- output of $name ----"
     cat "$log"
     echo "---- end of $name ----"
