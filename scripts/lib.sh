@@ -807,10 +807,12 @@ run_tests() {
   fi
   export MESH_TEST_LOGS="$logs"
   # The run's PostgreSQL clusters are copies of one `initdb`, made in this
-  # folder by the first of them (test-support's pg/template.rs); as root
-  # the postgres user makes it, so others may enter the folder.
-  local template
-  template=$(mktemp -d "${TMPDIR:-/tmp}/mesh-pg-template-XXXXXX")
+  # folder by the first of them (test-support's pg/template.rs). As root the
+  # postgres user makes it: in /tmp (a TMPDIR may be private), and others
+  # may enter the folder.
+  local template tmp=${TMPDIR:-/tmp}
+  [ "$(id -u)" -ne 0 ] || tmp=/tmp
+  template=$(mktemp -d "$tmp/mesh-pg-template-XXXXXX")
   chmod 755 "$template"
   export MESH_PG_TEMPLATE="$template"
   MESH_TEST_CPU=$(test_cpu_root || true)
