@@ -44,7 +44,7 @@ use common::{
     env_number, fill_history, fill_standings, print_statements, provider_modules,
     statements_if_asked, store, write_declaration,
 };
-use measure::{median, ms};
+use measure::{median, ms, psql_copy};
 use mesh_pg_store::PgStore;
 use mesh_protocol::{Name, Timestamp};
 use mesh_status::store::HistoryFilter;
@@ -169,8 +169,9 @@ fn get(port: u16, path: &str) -> (Duration, Duration, u16, usize) {
     (first.expect("an answer"), whole, code, answer.len())
 }
 
-/// Times `path` RUNS times after one warm-up; prints and returns the medians.
-fn time_page(port: u16, path: &str, what: &str, target_ms: f64) {
+/// Times `GET path` [`RUNS`] times after one warm-up and prints the
+/// medians; returns the first byte's, in milliseconds.
+fn time_page(port: u16, path: &str, what: &str, target_ms: f64) -> f64 {
     let (_, _, code, _) = get(port, path);
     assert_eq!(code, 200, "{what}: GET {path} answered {code}");
     let mut firsts = Vec::new();
@@ -192,6 +193,7 @@ fn time_page(port: u16, path: &str, what: &str, target_ms: f64) {
         ms(first) / target_ms,
         ms(whole),
     );
+    ms(first)
 }
 
 /// One `/events` stream: the times its `main` events came.
@@ -293,7 +295,21 @@ fn main() {
         println!(
             "console over {standings} standings and {count} history rows, median of {RUNS} runs"
         );
-        time_page(console.port, "/", "the mesh page", 50.0);
+        let mesh_page = time_page(console.port, "/", "the mesh page", 50.0);
+        // The machine's pace in the same run, which a slower or busier hour
+        // scales alike: the reference of status's benchmark (at d3560ae,
+        // the day of its 28.2 ms, it took 338 ms).
+        let copy = median(
+            (0..RUNS)
+                .map(|_| psql_copy(pg.port(), pg.superuser_password(), "console", ""))
+                .collect(),
+        );
+        println!(
+            "    the machine's pace: psql COPY of the {standings} standings as JSON {:>6.1} ms \
+             (as in status's benchmark); the mesh page's first byte is {:.3} of it",
+            ms(copy),
+            mesh_page / ms(copy)
+        );
         time_page(
             console.port,
             &format!("/consumer/{CONSUMER}"),

@@ -27,7 +27,7 @@ use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::measure::{median, ms};
+use common::measure::{median, ms, psql_copy, COLUMNS};
 use common::{env_number, fill_standings, provider_modules, store, write_declaration};
 use futures::{pin_mut, TryStreamExt};
 use mesh_pg_store::{migrate, DatabaseOptions};
@@ -35,9 +35,6 @@ use tokio_postgres::types::ToSql;
 
 const PROVIDERS: u64 = 100;
 const RUNS: usize = 11;
-
-const COLUMNS: &str = "provider_module, provider_machine, consumer, consumer_machine, provision, \
-                       class, error, since, attempts, said_at";
 
 /// Runs the binary; returns (time to the end of the head, whole time, bytes).
 fn timed(binary: &str, args: &[String], head_ends: &[u8]) -> (Duration, Duration, usize) {
@@ -73,24 +70,6 @@ fn timed(binary: &str, args: &[String], head_ends: &[u8]) -> (Duration, Duration
         status.success() || (args.contains(&"why".to_owned()) && status.code() == Some(1));
     assert!(served_or_said_not, "mesh-controller failed: {status}");
     (first.expect("the head was printed"), whole, bytes)
-}
-
-/// psql writing the rows of `db` as JSON, in order, to /dev/null; its time.
-fn psql(port: u16, password: &str, db: &str, filter: &str) -> Duration {
-    let sql = format!(
-        "COPY (SELECT row_to_json(f) FROM (SELECT {COLUMNS} FROM failing {filter} \
-         ORDER BY provider_module, provider_machine, consumer) f) TO STDOUT"
-    );
-    let started = Instant::now();
-    let status = Command::new("psql")
-        .args(["-X", "-q", "-h", "127.0.0.1", "-p", &port.to_string()])
-        .args(["-U", "postgres", "-d", db, "-c", &sql])
-        .env("PGPASSWORD", password)
-        .stdout(Stdio::null())
-        .status()
-        .expect("running psql");
-    assert!(status.success(), "psql failed");
-    started.elapsed()
 }
 
 fn main() {
@@ -209,7 +188,7 @@ fn main() {
                 heads.push(head);
                 wholes.push(whole);
                 bytes = n;
-                refs.push(psql(pg.port(), password, db, filter));
+                refs.push(psql_copy(pg.port(), password, db, filter));
             }
             let (head, whole, reference) = (median(heads), median(wholes), median(refs));
             println!("  {what} ({:.1} MB):", bytes as f64 / 1e6);
