@@ -107,11 +107,11 @@ nl='
 admin_pw=$(tr -d '\r\n' < "$REDIS_ACL_ADMIN_PASSWORD_FILE")
 [ -n "$admin_pw" ] || fail refused "the admin password file $REDIS_ACL_ADMIN_PASSWORD_FILE is empty"
 
-# The request's fields, read from stdin with one jq, each said as a shell assignment
-# (@sh quotes it) and run here: the consumer (`.consumer.name` for ensure
-# and check, `.consumer` for the others), its secret, the provider
-# instance, the call's deadline, and by-hand's action and target. A field
-# the request does not hold is empty.
+# The request's fields, read from stdin with one jq, each said as a shell
+# assignment (@sh quotes it) and run here: the consumer (`.consumer.name`
+# for ensure and check, `.consumer` for the others), its secret, the
+# provider instance, the call's deadline, and by-hand's action and target.
+# A field the request does not hold is empty.
 name= secret= provider= deadline_ms= action= target=
 fields=$(jq -r '
   def text: if . == null then "" else tostring end;

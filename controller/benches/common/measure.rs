@@ -11,9 +11,8 @@ use std::time::{Duration, Instant};
 /// The standings' columns [`psql_copy`] writes (and status's benchmark
 /// reads in process).
 #[allow(dead_code)] // the status benchmark's, not the console's
-pub const COLUMNS: &str =
-    "provider_module, provider_machine, consumer, consumer_machine, provision, \
-                       class, error, since, attempts, said_at";
+pub const COLUMNS: &str = "provider_module, provider_machine, consumer, consumer_machine, \
+                           provision, class, error, since, attempts, said_at";
 
 /// psql writing the standings of `db` (`filter`: a `WHERE` clause, or
 /// nothing) as JSON, in order, to /dev/null; its time.

@@ -1,8 +1,8 @@
 //! A private PostgreSQL cluster: the type and what it knows of itself.
 //! Making, starting and stopping it (initdb, ports, `pg_ctl`) is
-//! `cluster.rs`, its data folder (`initdb`'s or a copy of the run's
-//! template) `template.rs`; reaching it over SQL (connection strings, the superuser's
-//! session, databases) is `sql.rs`.
+//! `cluster.rs`; its data folder (`initdb`'s, or a copy of the run's
+//! template) `template.rs`; reaching it over SQL (connection strings, the
+//! superuser's session, databases) `sql.rs`.
 
 use std::path::{Path, PathBuf};
 
