@@ -852,7 +852,10 @@ run_tests() {
   local cpu=""
   if [ -n "$MESH_TEST_CPU" ]; then
     cpu=" ($(cat "$logs"/*.cpu 2>/dev/null | awk '{ s += $1 } END { printf "%d", s / 1000 }') s of CPU)"
-    rmdir "$MESH_TEST_CPU"/*/ "$MESH_TEST_CPU" 2>/dev/null || true
+    # A cgroup is removed once empty; a zombie its binary left (reaped by
+    # init a moment later) keeps it busy until then.
+    rmdir "$MESH_TEST_CPU"/*/ "$MESH_TEST_CPU" 2>/dev/null ||
+      { sleep 2; rmdir "$MESH_TEST_CPU"/*/ "$MESH_TEST_CPU" 2>/dev/null; } || true
   fi
   echo "   all test binaries ran in $((SECONDS - started))s$cpu"
   rm -rf "$template"
