@@ -913,10 +913,12 @@ run_queue() {
 # One job of run_tests: NAME DIR EXECUTABLE (or "doc" for the doc tests),
 # in a cgroup of its own under $MESH_TEST_CPU when that is set.
 run_test_binary() {
-  local name="$1" dir="$2" exe="$3" log started=$SECONDS status=0 group=""
-  log="$MESH_TEST_LOGS/$(echo "$name" | tr / _).log"
+  local name="$1" dir="$2" exe="$3" file log started=$SECONDS status=0 group=""
+  # The job's files in $MESH_TEST_LOGS (and its cgroup) are named after it.
+  file=$(echo "$name" | tr / _)
+  log="$MESH_TEST_LOGS/$file.log"
   if [ -n "${MESH_TEST_CPU:-}" ]; then
-    group="$MESH_TEST_CPU/$(echo "$name" | tr / _)"
+    group="$MESH_TEST_CPU/$file"
     mkdir "$group" 2>/dev/null || group=""
   fi
   (
@@ -934,7 +936,7 @@ run_test_binary() {
   if [ -n "$group" ]; then
     local ms
     ms=$(cgroup_cpu_ms "$group")
-    echo "$ms" >"$MESH_TEST_LOGS/$(echo "$name" | tr / _).cpu"
+    echo "$ms" >"$MESH_TEST_LOGS/$file.cpu"
     cpu=", $((ms / 1000))s CPU"
   fi
   # A benchmark's smoke says no "test result:" line: grep finds nothing,
@@ -949,7 +951,7 @@ run_test_binary() {
     echo "---- output of $name ----"
     cat "$log"
     echo "---- end of $name ----"
-    echo "$name" >"$MESH_TEST_LOGS/$(echo "$name" | tr / _).failed"
+    echo "$name" >"$MESH_TEST_LOGS/$file.failed"
   fi
   echo "$name" >>"$MESH_TEST_LOGS/ran"
 }
